@@ -1,0 +1,75 @@
+"""``ferrograd.autograd``: the entry points to the Rust backward engine."""
+
+from __future__ import annotations
+
+from .. import _C
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    if isinstance(x, _C.Tensor):
+        return [x]
+    return list(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulates into ``.grad`` the gradients of ``tensors`` with respect to
+    the graph's leaves (or only ``inputs``)."""
+    tensors = _as_list(tensors)
+    inputs = _as_list(inputs)
+    if inputs is not None and len(inputs) == 0:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    grads = _as_list(grad_tensors) if grad_tensors is not None else None
+    _C._run_backward(tensors, grads, retain_graph, create_graph, inputs, True)
+
+
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    only_inputs=True,
+    allow_unused=None,
+    is_grads_batched=False,
+    materialize_grads=False,
+):
+    """Returns the gradients of ``outputs`` with respect to ``inputs``,
+    leaving every ``.grad`` untouched."""
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched is not supported")
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, "
+            "but got: allow_unused=False."
+        )
+    allow_unused = bool(allow_unused) or materialize_grads
+    outputs = _as_list(outputs)
+    inputs_list = _as_list(inputs)
+    grads = _as_list(grad_outputs) if grad_outputs is not None else None
+    return _C._run_backward(
+        outputs,
+        grads,
+        retain_graph,
+        create_graph,
+        inputs_list,
+        False,
+        allow_unused,
+        materialize_grads,
+    )
+
+
+__all__ = [
+    "GradcheckError",
+    "backward",
+    "enable_grad",
+    "grad",
+    "gradcheck",
+    "gradgradcheck",
+    "inference_mode",
+    "no_grad",
+    "set_grad_enabled",
+]

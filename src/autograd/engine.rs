@@ -1,0 +1,446 @@
+//! The backward engine: iterative dependency counting over the graph reachable
+//! from the roots, then a ready queue ordered by creation (newest first).
+//! Nothing here recurses, so graph depth is bounded only by memory.
+
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use smallvec::SmallVec;
+
+use super::node::{BackwardCtx, Edge, Grads, Node};
+use super::{GradModeGuard, NodeRef};
+use crate::error::{Error, Result};
+use crate::ops;
+use crate::tensor::{fmt_shape, Tensor};
+
+/// Node indices are small dense integers: a multiplicative hash is enough.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100000001b3);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (i as u64).wrapping_mul(0x9E3779B97F4A7C15);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.0 = (i as u64).wrapping_mul(0x9E3779B97F4A7C15);
+    }
+}
+
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// What to differentiate and how.
+pub struct BackwardRequest {
+    pub roots: Vec<Tensor>,
+    /// One gradient per root (the caller fills in ones for scalars).
+    pub grads: Vec<Tensor>,
+    /// `autograd.grad`'s inputs, or `backward(inputs=...)`; `None` means every leaf.
+    pub inputs: Option<Vec<Tensor>>,
+    pub retain_graph: bool,
+    pub create_graph: bool,
+    /// Accumulate into `.grad` (backward) or return the gradients (grad).
+    pub accumulate: bool,
+}
+
+struct Info {
+    node: NodeRef,
+    deps: u32,
+    /// Runs its backward (some input below it needs a gradient).
+    exec: bool,
+    buffer: Grads,
+}
+
+pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
+    let BackwardRequest {
+        roots,
+        grads,
+        inputs,
+        retain_graph,
+        create_graph,
+        accumulate,
+    } = req;
+
+    // ---- roots -------------------------------------------------------------
+    let mut root_edges: Vec<(Edge, Tensor)> = Vec::with_capacity(roots.len());
+    for (i, (t, g)) in roots.iter().zip(grads).enumerate() {
+        let (ts, gs) = (t.shape(), g.shape());
+        if ts != gs {
+            return Err(Error::runtime(format!(
+                "Mismatch in shape: grad_output[{i}] has a shape of {} and output[{i}] has a shape of {}.",
+                fmt_shape(&gs),
+                fmt_shape(&ts)
+            )));
+        }
+        let g = if g.dtype() != t.dtype() {
+            ops::to_dtype(&g, t.dtype())?
+        } else {
+            g
+        };
+        let edge = super::gradient_edge(t);
+        if matches!(edge, Edge::None) {
+            return Err(Error::runtime(format!(
+                "element {i} of tensors does not require grad and does not have a grad_fn"
+            )));
+        }
+        root_edges.push((edge, g));
+    }
+
+    // ---- requested inputs ---------------------------------------------------
+    let n_targets = inputs.as_ref().map_or(0, |v| v.len());
+    let mut leaf_targets: IdMap<usize, usize> = IdMap::default();
+    let mut node_targets: IdMap<(u32, u32), usize> = IdMap::default();
+    if let Some(inputs) = &inputs {
+        for (k, t) in inputs.iter().enumerate() {
+            if !t.requires_grad() {
+                return Err(Error::runtime(
+                    "One of the differentiated Tensors does not require grad",
+                ));
+            }
+            match t.grad_fn() {
+                Some((n, nr)) => {
+                    node_targets.insert((n.index(), nr), k);
+                }
+                None => {
+                    leaf_targets.insert(t.id(), k);
+                }
+            }
+        }
+    }
+    let filtered = inputs.is_some();
+
+    // ---- discover the graph (iterative post-order) -----------------------------
+    let mut infos: IdMap<u32, Info> = IdMap::default();
+    let mut order: Vec<u32> = Vec::new();
+    let mut stack: Vec<(NodeRef, usize)> = Vec::new();
+    for (e, _) in &root_edges {
+        if let Edge::Node(n, _) = e {
+            if !infos.contains_key(&n.index()) {
+                infos.insert(n.index(), new_info(n));
+                stack.push((n.clone(), 0));
+            }
+        }
+    }
+    while let Some((n, i)) = stack.pop() {
+        if i < n.edges.len() {
+            let child = match &n.edges[i] {
+                Edge::Node(c, _) => Some(c.clone()),
+                _ => None,
+            };
+            stack.push((n, i + 1));
+            if let Some(c) = child {
+                if let std::collections::hash_map::Entry::Vacant(v) = infos.entry(c.index()) {
+                    v.insert(new_info(&c));
+                    stack.push((c, 0));
+                }
+            }
+        } else {
+            order.push(n.index());
+        }
+    }
+
+    // Which nodes must run: with requested inputs, only those with a path to one.
+    if filtered {
+        for &idx in &order {
+            let node = infos[&idx].node.clone();
+            let exec = node.edges.iter().any(|e| match e {
+                Edge::Node(c, nr) => {
+                    node_targets.contains_key(&(c.index(), *nr))
+                        || infos.get(&c.index()).is_some_and(|ci| ci.exec)
+                }
+                Edge::Leaf(t) => leaf_targets.contains_key(&t.id()),
+                Edge::None => false,
+            });
+            if let Some(info) = infos.get_mut(&idx) {
+                info.exec = exec;
+            }
+        }
+    }
+    // Dependencies count only edges from nodes that will run.
+    for &idx in &order {
+        let node = infos[&idx].node.clone();
+        if !infos[&idx].exec {
+            continue;
+        }
+        for e in node.edges.iter() {
+            if let Edge::Node(c, _) = e {
+                if let Some(ci) = infos.get_mut(&c.index()) {
+                    ci.deps += 1;
+                }
+            }
+        }
+    }
+
+    // ---- run -------------------------------------------------------------------
+    let mut results: Vec<Option<Tensor>> = vec![None; n_targets];
+    // Leaf gradients are summed here and written to `.grad` only after every
+    // node ran, so a failing backward leaves every `.grad` untouched.
+    let mut leaf_grads: Vec<(Tensor, Tensor)> = Vec::new();
+    let mut leaf_slot: IdMap<usize, usize> = IdMap::default();
+
+    let _mode = GradModeGuard::new(create_graph);
+    let mut ready: BinaryHeap<(u64, u32)> = BinaryHeap::new();
+
+    for (e, g) in root_edges {
+        match e {
+            Edge::Node(n, nr) => {
+                if let Some(info) = infos.get_mut(&n.index()) {
+                    add_into(&mut info.buffer[nr as usize], g)?;
+                }
+            }
+            Edge::Leaf(t) => add_leaf(&mut leaf_grads, &mut leaf_slot, t, g)?,
+            Edge::None => {}
+        }
+    }
+    for (&idx, info) in &infos {
+        if info.deps == 0 {
+            ready.push((info.node.seq, idx));
+        }
+    }
+
+    while let Some((_, idx)) = ready.pop() {
+        let (node, mut grads, exec) = match infos.get_mut(&idx) {
+            Some(info) => (
+                info.node.clone(),
+                std::mem::take(&mut info.buffer),
+                info.exec,
+            ),
+            None => continue,
+        };
+
+        run_node_hooks(&node, &mut grads)?;
+        if filtered {
+            for (nr, g) in grads.iter().enumerate() {
+                if let Some(&k) = node_targets.get(&(idx, nr as u32)) {
+                    results[k] = g.clone();
+                }
+            }
+        }
+        if !exec {
+            continue;
+        }
+
+        let input_grads = call_node(&node, grads)?;
+        if !retain_graph {
+            node.release_saved();
+        }
+
+        for (edge, g) in node.edges.iter().zip(input_grads) {
+            match edge {
+                Edge::Node(c, nr) => {
+                    let Some(ci) = infos.get_mut(&c.index()) else {
+                        continue;
+                    };
+                    if let Some(g) = g {
+                        add_into(&mut ci.buffer[*nr as usize], g)?;
+                    }
+                    ci.deps -= 1;
+                    if ci.deps == 0 {
+                        ready.push((ci.node.seq, c.index()));
+                    }
+                }
+                Edge::Leaf(t) => {
+                    if let Some(g) = g {
+                        if !filtered || leaf_targets.contains_key(&t.id()) {
+                            add_leaf(&mut leaf_grads, &mut leaf_slot, t.clone(), g)?;
+                        }
+                    }
+                }
+                Edge::None => {}
+            }
+        }
+    }
+
+    // ---- leaves: hooks, then capture or accumulate ---------------------------------
+    for (leaf, g) in leaf_grads {
+        let g = run_leaf_hooks(&leaf, g)?;
+        if let Some(&k) = leaf_targets.get(&leaf.id()) {
+            results[k] = Some(g);
+            continue;
+        }
+        if accumulate {
+            accumulate_grad(&leaf, g, create_graph)?;
+        }
+    }
+    if accumulate && filtered {
+        // backward(inputs=[...]) with non-leaf inputs accumulates into their .grad too.
+        let inputs = inputs.unwrap_or_default();
+        for (t, r) in inputs.iter().zip(results.iter_mut()) {
+            if let Some(g) = r.take() {
+                accumulate_grad(t, g, create_graph)?;
+            }
+        }
+    }
+    Ok(results)
+}
+
+fn new_info(n: &NodeRef) -> Info {
+    Info {
+        node: n.clone(),
+        deps: 0,
+        exec: true,
+        buffer: SmallVec::from_elem(None, n.outputs.len()),
+    }
+}
+
+fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
+    *slot = Some(match slot.take() {
+        None => g,
+        Some(prev) => ops::add(&prev, &g)?,
+    });
+    Ok(())
+}
+
+fn add_leaf(
+    grads: &mut Vec<(Tensor, Tensor)>,
+    slots: &mut IdMap<usize, usize>,
+    leaf: Tensor,
+    g: Tensor,
+) -> Result<()> {
+    match slots.get(&leaf.id()) {
+        Some(&i) => {
+            let prev = grads[i].1.clone();
+            grads[i].1 = ops::add(&prev, &g)?;
+        }
+        None => {
+            slots.insert(leaf.id(), grads.len());
+            grads.push((leaf, g));
+        }
+    }
+    Ok(())
+}
+
+/// Pre-hooks on the node's outputs (tensor hooks on non-leaves), then
+/// `retain_grad` stores.
+fn run_node_hooks(node: &NodeRef, grads: &mut Grads) -> Result<()> {
+    let Some(hooks) = node.hooks_snapshot() else {
+        return Ok(());
+    };
+    for (_, nr, hook) in &hooks.pre {
+        if let Some(Some(g)) = grads.get(*nr as usize) {
+            if let Some(new) = hook.call(g)? {
+                grads[*nr as usize] = Some(new);
+            }
+        }
+    }
+    for (nr, weak) in &hooks.retain {
+        if let (Some(t), Some(Some(g))) = (weak.upgrade(), grads.get(*nr as usize)) {
+            let new = match t.grad() {
+                None if super::is_grad_enabled() => g.clone(),
+                None => ops::clone_data(g),
+                Some(prev) => ops::add(&prev, g)?,
+            };
+            t.set_grad(Some(new));
+        }
+    }
+    Ok(())
+}
+
+fn run_leaf_hooks(leaf: &Tensor, mut g: Tensor) -> Result<Tensor> {
+    let hooks: Vec<_> = leaf.meta().hooks.iter().map(|(_, h)| h.clone()).collect();
+    for h in hooks {
+        if let Some(new) = h.call(&g)? {
+            g = new;
+        }
+    }
+    Ok(g)
+}
+
+/// Adds `g` into `leaf.grad`: in place when nothing records the sum (the
+/// `.grad` tensor a user zeroed stays the same object), out of place otherwise.
+fn accumulate_grad(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
+    let prev = leaf.grad();
+    let new = match prev {
+        None => {
+            if create_graph || g.is_exclusive() {
+                g
+            } else {
+                // A fresh buffer: the gradient may alias memory that someone
+                // else still uses (an expanded ones, a gradient the caller
+                // passed in, the same tensor sent to two leaves by `a + b`),
+                // and `.grad` is later accumulated into in place.
+                ops::clone_data(&g)
+            }
+        }
+        Some(prev) => {
+            if !create_graph && !prev.requires_grad() && prev.shape() == g.shape() {
+                ops::add_in_place_untracked(&prev, &g)?;
+                return Ok(());
+            }
+            ops::add(&prev, &g)?
+        }
+    };
+    leaf.set_grad(Some(new));
+    Ok(())
+}
+
+/// Runs one node's backward rule and checks what it returned.
+fn call_node(node: &NodeRef, mut grads: Grads) -> Result<Grads> {
+    if grads.iter().all(|g| g.is_none()) {
+        return Ok(SmallVec::from_elem(None, node.edges.len()));
+    }
+    if node.backward.materialize_grads() {
+        for (g, meta) in grads.iter_mut().zip(node.outputs.iter()) {
+            if g.is_none() {
+                *g = Some(Tensor::zeros(meta.shape.clone(), meta.dtype));
+            }
+        }
+    }
+    let saved = Node::unpack_saved(node)?;
+    let needs: SmallVec<[bool; 4]> = node
+        .edges
+        .iter()
+        .map(|e| !matches!(e, Edge::None))
+        .collect();
+    let ctx = BackwardCtx {
+        grads: &grads,
+        saved: &saved,
+        needs: &needs,
+        node,
+    };
+    let mut out = node.backward.apply(&ctx)?;
+    let name = node.name();
+    if out.len() != node.edges.len() {
+        if node.backward.validate_outputs() {
+            return Err(Error::runtime(format!(
+                "function {name} returned an incorrect number of gradients (expected {}, got {})",
+                node.edges.len(),
+                out.len()
+            )));
+        }
+        out.resize(node.edges.len(), None);
+    }
+    for (i, (g, meta)) in out.iter_mut().zip(node.inputs.iter()).enumerate() {
+        if matches!(node.edges[i], Edge::None) {
+            *g = None;
+            continue;
+        }
+        let Some(t) = g.as_ref() else { continue };
+        let gs = t.shape();
+        if gs != meta.shape {
+            // Undo broadcasting in one place, for every op.
+            match ops::sum_to(t, &meta.shape) {
+                Ok(r) => *g = Some(r),
+                Err(_) => {
+                    return Err(Error::runtime(format!(
+                        "Function {name} returned an invalid gradient at index {i} - got {} but expected shape compatible with {}",
+                        fmt_shape(&gs),
+                        fmt_shape(&meta.shape)
+                    )))
+                }
+            }
+        }
+        if let Some(t) = g.as_ref() {
+            if t.dtype() != meta.dtype {
+                *g = Some(ops::to_dtype(t, meta.dtype)?);
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,150 @@
+//! Reverse-mode autograd: grad mode, graph recording and the engine.
+
+mod arena;
+pub mod engine;
+mod node;
+
+use std::cell::Cell;
+
+use smallvec::SmallVec;
+
+pub use arena::{live_nodes, NodeRef};
+pub use engine::{run_backward, BackwardRequest};
+pub use node::{
+    Backward, BackwardCtx, Edge, FnBackward, GradHook, Grads, Meta, Node, NodeHooks, SavedTensor,
+};
+
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+thread_local! {
+    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+    static INFERENCE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether ops record graph nodes on this thread.
+#[inline]
+pub fn is_grad_enabled() -> bool {
+    GRAD_ENABLED.with(|g| g.get())
+}
+
+pub fn set_grad_enabled(on: bool) {
+    GRAD_ENABLED.with(|g| g.set(on));
+}
+
+pub fn is_inference_mode() -> bool {
+    INFERENCE.with(|g| g.get())
+}
+
+pub fn set_inference_mode(on: bool) {
+    INFERENCE.with(|g| g.set(on));
+}
+
+/// Sets grad mode for a scope and restores the previous mode on drop,
+/// including when the scope unwinds with an error.
+pub struct GradModeGuard(bool);
+
+impl GradModeGuard {
+    pub fn new(on: bool) -> GradModeGuard {
+        let prev = is_grad_enabled();
+        set_grad_enabled(on);
+        GradModeGuard(prev)
+    }
+}
+
+impl Drop for GradModeGuard {
+    fn drop(&mut self) {
+        set_grad_enabled(self.0);
+    }
+}
+
+/// Whether an op on `inputs` must record a node: grad mode is on and some
+/// input requires grad. Checked before anything is saved, so an untracked op
+/// pays one thread-local read and one atomic load per input.
+#[inline]
+pub fn needs_record(inputs: &[&Tensor]) -> bool {
+    inputs.iter().any(|t| t.requires_grad()) && is_grad_enabled()
+}
+
+/// The edge a gradient for `t` should follow.
+pub fn gradient_edge(t: &Tensor) -> Edge {
+    if !t.requires_grad() {
+        return Edge::None;
+    }
+    match t.grad_fn() {
+        Some((n, nr)) => Edge::Node(n, nr),
+        None => Edge::Leaf(t.clone()),
+    }
+}
+
+/// Records one node with `inputs` and a single output `out`, and attaches it.
+pub fn record<F>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    out: &Tensor,
+    saved: SmallVec<[Option<SavedTensor>; 2]>,
+    f: F,
+) where
+    F: Fn(&BackwardCtx<'_>) -> Result<Grads> + Send + Sync + 'static,
+{
+    record_multi(name, inputs, std::slice::from_ref(out), saved, f)
+}
+
+/// Records one node with several outputs.
+pub fn record_multi<F>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    outs: &[Tensor],
+    saved: SmallVec<[Option<SavedTensor>; 2]>,
+    f: F,
+) where
+    F: Fn(&BackwardCtx<'_>) -> Result<Grads> + Send + Sync + 'static,
+{
+    let edges = inputs.iter().map(|t| gradient_edge(t)).collect();
+    let metas = inputs.iter().map(|t| Meta::of(t)).collect();
+    let out_meta = outs.iter().map(Meta::of).collect();
+    let node = NodeRef::new(Node::new(
+        edges,
+        metas,
+        out_meta,
+        saved,
+        Box::new(FnBackward { name, f }),
+    ));
+    for (i, o) in outs.iter().enumerate() {
+        o.set_grad_fn(node.clone(), i as u32);
+    }
+}
+
+/// `saved![a, b]`: save inputs; each argument is an `Option<&Tensor>` or `&Tensor`.
+#[macro_export]
+macro_rules! saved {
+    ($($t:expr),* $(,)?) => {{
+        #[allow(unused_mut)]
+        let mut v: smallvec::SmallVec<[Option<$crate::autograd::SavedTensor>; 2]> = smallvec::SmallVec::new();
+        $( v.push($crate::autograd::SaveArg::save($t)); )*
+        v
+    }};
+}
+
+/// What `saved!` accepts.
+pub trait SaveArg {
+    fn save(self) -> Option<SavedTensor>;
+}
+
+impl SaveArg for &Tensor {
+    fn save(self) -> Option<SavedTensor> {
+        Some(SavedTensor::input(self))
+    }
+}
+
+impl SaveArg for Option<&Tensor> {
+    fn save(self) -> Option<SavedTensor> {
+        self.map(SavedTensor::input)
+    }
+}
+
+impl SaveArg for Option<SavedTensor> {
+    fn save(self) -> Option<SavedTensor> {
+        self
+    }
+}

@@ -1,0 +1,319 @@
+//! Graph nodes: the backward rule of one op call, its input edges and the
+//! tensors it saved.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+
+use super::arena::NodeRef;
+use crate::error::{Error, Result};
+use crate::tensor::{fmt_shape, DType, Shape, Tensor, WeakTensor};
+
+/// Gradients flowing in or out of a node, one slot per output or input.
+pub type Grads = SmallVec<[Option<Tensor>; 2]>;
+
+/// Where the gradient for one input of a node goes.
+#[derive(Clone)]
+pub enum Edge {
+    /// The input does not require grad.
+    None,
+    /// Output `nr` of another node.
+    Node(NodeRef, u32),
+    /// A leaf tensor that requires grad: the gradient accumulates into it.
+    Leaf(Tensor),
+}
+
+/// Shape and dtype of a node input or output, so gradients can be checked,
+/// reduced to the right shape and materialised without the tensors.
+#[derive(Clone, Debug)]
+pub struct Meta {
+    pub shape: Shape,
+    pub dtype: DType,
+}
+
+impl Meta {
+    pub fn of(t: &Tensor) -> Meta {
+        let v = t.view();
+        Meta {
+            shape: v.shape.clone(),
+            dtype: v.dtype(),
+        }
+    }
+}
+
+/// A tensor saved for backward, with the version it had when saved.
+pub struct SavedTensor {
+    data: Tensor,
+    version: u64,
+    /// Saved outputs are stored without their `grad_fn` (that would be a
+    /// cycle through this node) and re-attached to it when unpacked.
+    output_nr: Option<u32>,
+}
+
+impl SavedTensor {
+    pub fn input(t: &Tensor) -> SavedTensor {
+        SavedTensor {
+            version: t.version(),
+            data: t.clone(),
+            output_nr: None,
+        }
+    }
+
+    pub fn output(t: &Tensor, nr: u32) -> SavedTensor {
+        SavedTensor {
+            version: t.version(),
+            data: t.detach(),
+            output_nr: Some(nr),
+        }
+    }
+}
+
+/// Context handed to a backward rule.
+pub struct BackwardCtx<'a> {
+    /// One gradient per output of the node.
+    pub grads: &'a [Option<Tensor>],
+    /// The saved tensors, unpacked and checked against their versions.
+    pub saved: &'a [Option<Tensor>],
+    /// Which inputs need a gradient; a rule may skip the others.
+    pub needs: &'a [bool],
+    pub node: &'a NodeRef,
+}
+
+impl BackwardCtx<'_> {
+    /// The gradient of output 0 (always present for built-in single-output ops).
+    pub fn grad(&self) -> Result<&Tensor> {
+        self.grads
+            .first()
+            .and_then(|g| g.as_ref())
+            .ok_or_else(|| Error::runtime("missing output gradient"))
+    }
+
+    pub fn saved(&self, i: usize) -> Result<&Tensor> {
+        self.saved
+            .get(i)
+            .and_then(|g| g.as_ref())
+            .ok_or_else(|| Error::runtime("internal error: a saved tensor was not recorded"))
+    }
+
+    pub fn needs(&self, i: usize) -> bool {
+        self.needs.get(i).copied().unwrap_or(false)
+    }
+}
+
+/// A backward rule. Built-in ops use closures (see [`FnBackward`]); the
+/// Python layer implements this for custom `autograd.Function`s.
+pub trait Backward: Send + Sync {
+    /// The node's name as `grad_fn.name()` reports it (`MulBackward0`).
+    fn name(&self) -> Cow<'static, str>;
+    /// Gradients for each input given gradients for each output.
+    fn apply(&self, ctx: &BackwardCtx<'_>) -> Result<Grads>;
+    /// Whether undefined output gradients are replaced by zeros before `apply`.
+    fn materialize_grads(&self) -> bool {
+        true
+    }
+    /// Whether the engine should check the returned gradients' shapes and
+    /// count (built-in rules are trusted; user code is not).
+    fn validate_outputs(&self) -> bool {
+        false
+    }
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A built-in backward rule: a name and a closure.
+pub struct FnBackward<F> {
+    pub name: &'static str,
+    pub f: F,
+}
+
+impl<F> Backward for FnBackward<F>
+where
+    F: Fn(&BackwardCtx<'_>) -> Result<Grads> + Send + Sync + 'static,
+{
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(self.name)
+    }
+    fn apply(&self, ctx: &BackwardCtx<'_>) -> Result<Grads> {
+        (self.f)(ctx)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A hook on a gradient: returns a replacement, or `None` to keep it.
+pub trait GradHook: Send + Sync {
+    fn call(&self, grad: &Tensor) -> Result<Option<Tensor>>;
+}
+
+enum Saved {
+    Live(SmallVec<[Option<SavedTensor>; 2]>),
+    Released,
+}
+
+/// Hooks registered on a non-leaf tensor, kept on the node that produced it.
+#[derive(Default)]
+pub struct NodeHooks {
+    pub pre: Vec<(u64, u32, Arc<dyn GradHook>)>,
+    pub retain: Vec<(u32, WeakTensor)>,
+}
+
+pub struct Node {
+    /// Creation order; among ready nodes the newest runs first.
+    pub seq: u64,
+    pub edges: SmallVec<[Edge; 2]>,
+    pub inputs: SmallVec<[Meta; 2]>,
+    pub outputs: SmallVec<[Meta; 1]>,
+    saved: Mutex<Saved>,
+    /// Whether this node saved anything (backward twice is an error only then).
+    has_saved: bool,
+    pub backward: Box<dyn Backward>,
+    hooks: Mutex<Option<Box<NodeHooks>>>,
+}
+
+thread_local! {
+    static SEQ: Cell<u64> = const { Cell::new(0) };
+}
+
+fn next_seq() -> u64 {
+    SEQ.with(|s| {
+        let v = s.get() + 1;
+        s.set(v);
+        v
+    })
+}
+
+const FREED_MSG: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
+
+impl Node {
+    pub fn new(
+        edges: SmallVec<[Edge; 2]>,
+        inputs: SmallVec<[Meta; 2]>,
+        outputs: SmallVec<[Meta; 1]>,
+        saved: SmallVec<[Option<SavedTensor>; 2]>,
+        backward: Box<dyn Backward>,
+    ) -> Node {
+        Node {
+            seq: next_seq(),
+            edges,
+            inputs,
+            outputs,
+            has_saved: saved.iter().any(|s| s.is_some()),
+            saved: Mutex::new(Saved::Live(saved)),
+            backward,
+            hooks: Mutex::new(None),
+        }
+    }
+
+    pub fn name(&self) -> Cow<'static, str> {
+        self.backward.name()
+    }
+
+    /// Unpacks the saved tensors for `this` node, checking versions.
+    pub fn unpack_saved(this: &NodeRef) -> Result<SmallVec<[Option<Tensor>; 2]>> {
+        let saved = this.saved.lock();
+        let list = match &*saved {
+            Saved::Live(list) => list,
+            Saved::Released => return Err(Error::runtime(FREED_MSG)),
+        };
+        let mut out = SmallVec::with_capacity(list.len());
+        for s in list.iter() {
+            out.push(match s {
+                None => None,
+                Some(s) => Some(unpack_one(this, s)?),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Frees the saved tensors (after backward without `retain_graph`).
+    pub fn release_saved(&self) {
+        let old = {
+            let mut saved = self.saved.lock();
+            if !self.has_saved {
+                return;
+            }
+            std::mem::replace(&mut *saved, Saved::Released)
+        };
+        drop(old);
+    }
+
+    pub fn is_released(&self) -> bool {
+        matches!(*self.saved.lock(), Saved::Released)
+    }
+
+    pub fn add_pre_hook(&self, id: u64, output_nr: u32, hook: Arc<dyn GradHook>) {
+        self.hooks
+            .lock()
+            .get_or_insert_with(Default::default)
+            .pre
+            .push((id, output_nr, hook));
+    }
+
+    pub fn remove_hook(&self, id: u64) -> bool {
+        let mut h = self.hooks.lock();
+        match h.as_mut() {
+            Some(h) => {
+                let before = h.pre.len();
+                h.pre.retain(|(i, _, _)| *i != id);
+                before != h.pre.len()
+            }
+            None => false,
+        }
+    }
+
+    pub fn add_retain(&self, output_nr: u32, t: WeakTensor) {
+        self.hooks
+            .lock()
+            .get_or_insert_with(Default::default)
+            .retain
+            .push((output_nr, t));
+    }
+
+    /// Snapshot of the hooks so they can run without holding the lock
+    /// (a hook may register further hooks).
+    pub fn hooks_snapshot(&self) -> Option<NodeHooks> {
+        self.hooks.lock().as_ref().map(|h| NodeHooks {
+            pre: h.pre.clone(),
+            retain: h.retain.clone(),
+        })
+    }
+}
+
+fn unpack_one(node: &NodeRef, s: &SavedTensor) -> Result<Tensor> {
+    let now = s.data.version();
+    if now != s.version {
+        let v = s.data.view();
+        let (producer, nr) = match s.output_nr {
+            Some(nr) => (node.name().into_owned(), nr),
+            None => match s.data.grad_fn() {
+                Some((n, nr)) => (n.name().into_owned(), nr),
+                None => ("a leaf".to_string(), 0),
+            },
+        };
+        let which = if producer == "a leaf" {
+            "a leaf Variable".to_string()
+        } else {
+            format!("output {nr} of {producer}")
+        };
+        return Err(Error::runtime(format!(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: [ferrograd.{}Tensor {}], which is {which}, is at version {now}; expected version {} instead.",
+            v.dtype().scalar_name(),
+            fmt_shape(&v.shape),
+            s.version
+        )));
+    }
+    Ok(match s.output_nr {
+        // Re-attach a saved output to this node so a backward recorded with
+        // `create_graph=True` differentiates through it.
+        Some(nr) if super::is_grad_enabled() => {
+            let t = s.data.detach();
+            t.set_grad_fn(node.clone(), nr);
+            t
+        }
+        _ => s.data.clone(),
+    })
+}

@@ -1,0 +1,67 @@
+//! One error type for the core; the Python layer maps each kind onto the
+//! matching Python exception class.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub enum Error {
+    /// Raised as `RuntimeError`.
+    Runtime(String),
+    /// Raised as `TypeError`.
+    Type(String),
+    /// Raised as `ValueError`.
+    Value(String),
+    /// Raised as `IndexError`.
+    Index(String),
+    /// An error that came from the embedding layer (a Python exception raised
+    /// by a hook or a custom Function); carried through the engine untouched so
+    /// that the caller sees the original exception and traceback.
+    External(Arc<dyn Any + Send + Sync>),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn runtime(msg: impl Into<String>) -> Self {
+        Error::Runtime(msg.into())
+    }
+    pub fn type_error(msg: impl Into<String>) -> Self {
+        Error::Type(msg.into())
+    }
+    pub fn value(msg: impl Into<String>) -> Self {
+        Error::Value(msg.into())
+    }
+    pub fn index(msg: impl Into<String>) -> Self {
+        Error::Index(msg.into())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Runtime(m) => write!(f, "RuntimeError: {m}"),
+            Error::Type(m) => write!(f, "TypeError: {m}"),
+            Error::Value(m) => write!(f, "ValueError: {m}"),
+            Error::Index(m) => write!(f, "IndexError: {m}"),
+            Error::External(_) => write!(f, "error raised by a Python callback"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Early-return with a runtime error built from a format string.
+#[macro_export]
+macro_rules! bail {
+    ($($arg:tt)*) => {
+        return Err($crate::error::Error::Runtime(format!($($arg)*)))
+    };
+}

@@ -1,0 +1,168 @@
+//! Loops over raw buffers: elementwise maps, reductions and GEMM.
+//!
+//! Nothing here knows about autograd or Python. Every loop writes a fresh
+//! contiguous output (or, for in-place ops, a caller-checked view) and goes
+//! parallel on the shared rayon pool only above [`GRAIN`] elements, because a
+//! parallel loop over a small array costs more than it saves.
+
+pub mod copy;
+pub mod elementwise;
+pub mod matmul;
+pub mod parallel;
+pub mod reduce;
+
+use std::mem::MaybeUninit;
+
+use rayon::prelude::*;
+use smallvec::SmallVec;
+
+/// Elements below which loops stay serial (PyTorch uses the same grain size).
+pub const GRAIN: usize = 32_768;
+
+/// A raw pointer that may cross into rayon workers; the loops that use it
+/// touch disjoint elements or only read.
+#[derive(Clone, Copy)]
+pub struct SendPtr<T>(pub *mut T);
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+
+/// Allocates `n` elements and lets `fill` initialise every one of them.
+pub fn build_vec<U: Copy + Send>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<U>])) -> Vec<U> {
+    let mut v: Vec<U> = Vec::with_capacity(n);
+    fill(&mut v.spare_capacity_mut()[..n]);
+    // SAFETY: `fill` writes all `n` slots (each caller loops over the full range).
+    unsafe { v.set_len(n) };
+    v
+}
+
+/// Merges adjacent dimensions that every operand walks contiguously, and
+/// drops size-1 dimensions, so loops run over as few and as long rows as possible.
+pub fn coalesce<const N: usize>(
+    shape: &[usize],
+    strides: [&[usize]; N],
+) -> (SmallVec<[usize; 4]>, [SmallVec<[usize; 4]>; N]) {
+    let mut out_shape: SmallVec<[usize; 4]> = SmallVec::new();
+    let mut out_strides: [SmallVec<[usize; 4]>; N] = std::array::from_fn(|_| SmallVec::new());
+    for d in 0..shape.len() {
+        if shape[d] == 1 {
+            continue;
+        }
+        if let Some(&last) = out_shape.last() {
+            let mergeable = (0..N).all(|k| {
+                let prev = *out_strides[k].last().unwrap_or(&0);
+                prev == strides[k][d] * shape[d]
+            });
+            if mergeable {
+                let len = out_shape.len();
+                out_shape[len - 1] = last * shape[d];
+                for k in 0..N {
+                    let l = out_strides[k].len();
+                    out_strides[k][l - 1] = strides[k][d];
+                }
+                continue;
+            }
+        }
+        out_shape.push(shape[d]);
+        for k in 0..N {
+            out_strides[k].push(strides[k][d]);
+        }
+    }
+    (out_shape, out_strides)
+}
+
+/// Walks linear indices `start..end` of the row-major index space `shape`,
+/// calling `row(pos, len, offsets)` for each run along the last dimension;
+/// `offsets[k]` is operand k's element offset at `pos`.
+pub fn for_each_row<const N: usize>(
+    shape: &[usize],
+    strides: &[SmallVec<[usize; 4]>; N],
+    start: usize,
+    end: usize,
+    mut row: impl FnMut(usize, usize, [usize; N]),
+) {
+    let nd = shape.len();
+    if start >= end {
+        return;
+    }
+    if nd == 0 {
+        row(0, 1, [0; N]);
+        return;
+    }
+    let mut idx: SmallVec<[usize; 4]> = SmallVec::from_elem(0, nd);
+    let mut rem = start;
+    for d in (0..nd).rev() {
+        idx[d] = rem % shape[d];
+        rem /= shape[d];
+    }
+    let mut offs = [0usize; N];
+    for k in 0..N {
+        offs[k] = (0..nd).map(|d| idx[d] * strides[k][d]).sum();
+    }
+    let inner = shape[nd - 1];
+    let mut pos = start;
+    while pos < end {
+        let len = (inner - idx[nd - 1]).min(end - pos);
+        row(pos, len, offs);
+        pos += len;
+        idx[nd - 1] += len;
+        for k in 0..N {
+            offs[k] += len * strides[k][nd - 1];
+        }
+        let mut d = nd - 1;
+        while d > 0 && idx[d] == shape[d] {
+            for k in 0..N {
+                offs[k] -= shape[d] * strides[k][d];
+                offs[k] += strides[k][d - 1];
+            }
+            idx[d] = 0;
+            d -= 1;
+            idx[d] += 1;
+        }
+    }
+}
+
+/// Fills `out` (row-major over `shape`) row by row, in parallel above the
+/// grain size. `row(out_row, offsets)` fills one run of the last dimension.
+pub fn drive<const N: usize, U: Send>(
+    out: &mut [MaybeUninit<U>],
+    shape: &[usize],
+    strides: &[SmallVec<[usize; 4]>; N],
+    row: impl Fn(&mut [MaybeUninit<U>], [usize; N]) + Sync + Send,
+) {
+    let n = out.len();
+    parallel::run(n, |threads| {
+        if threads == 1 {
+            for_each_row(shape, strides, 0, n, |pos, len, offs| {
+                row(&mut out[pos..pos + len], offs)
+            });
+            return;
+        }
+        let chunk = GRAIN.max(n.div_ceil(threads * 4));
+        out.par_chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(ci, part)| {
+                let start = ci * chunk;
+                for_each_row(
+                    shape,
+                    strides,
+                    start,
+                    start + part.len(),
+                    |pos, len, offs| row(&mut part[pos - start..pos - start + len], offs),
+                );
+            });
+    })
+}
+
+/// Runs `f` over `0..n` split into contiguous ranges, in parallel above the grain size.
+pub fn par_ranges(n: usize, f: impl Fn(usize, usize) + Sync + Send) {
+    parallel::run(n, |threads| {
+        if threads == 1 {
+            f(0, n);
+            return;
+        }
+        let chunk = GRAIN.max(n.div_ceil(threads * 4));
+        (0..n.div_ceil(chunk))
+            .into_par_iter()
+            .for_each(|c| f(c * chunk, ((c + 1) * chunk).min(n)));
+    })
+}

@@ -1,0 +1,411 @@
+//! `+ - * / **` and negation, with broadcasting and type promotion.
+
+use smallvec::smallvec;
+
+use super::{cast_data, result_type, Scalar};
+use crate::autograd::{needs_record, record};
+use crate::error::{Error, Result};
+use crate::kernels::elementwise::binary;
+use crate::saved;
+use crate::tensor::{broadcast_shapes, Arith, DType, Element, Float, Tensor};
+
+/// Applies `$body` elementwise to `a` and `b` (cast to `$dt`), broadcasting.
+macro_rules! map2 {
+    ($a:expr, $b:expr, $dt:expr, $T:ident, |$x:ident, $y:ident| $body:expr) => {{
+        let (a, b) = ($a, $b);
+        let out_shape = broadcast_shapes(&a.view().shape, &b.view().shape)?;
+        let (a, b) = (cast_data(a, $dt), cast_data(b, $dt));
+        let (va, vb) = (a.view(), b.view());
+        Tensor::from_vec(
+            binary::<$T, $T>(&va, &vb, &out_shape, |$x: $T, $y: $T| $body),
+            out_shape.clone(),
+        )
+    }};
+}
+pub(crate) use map2;
+
+fn arith_dtype(a: &Tensor, b: &Tensor) -> DType {
+    result_type(a, b)
+}
+
+// ----- add -------------------------------------------------------------------
+
+pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dt = arith_dtype(a, b);
+    let out = crate::dispatch!(dt, T => map2!(a, b, dt, T, |x, y| x.add(y)));
+    if needs_record(&[a, b]) {
+        record("AddBackward0", &[a, b], &out, saved![], |c| {
+            let g = c.grad()?;
+            Ok(smallvec![Some(g.clone()), Some(g.clone())])
+        });
+    }
+    Ok(out)
+}
+
+pub fn add_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    add(a, &s.wrap(a))
+}
+
+/// `a + alpha * b`, as `torch.add(a, b, alpha=...)`.
+pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    if alpha.to_f64() == 1.0 {
+        return add(a, b);
+    }
+    add(a, &mul(b, &alpha.wrap(b))?)
+}
+
+// ----- sub -------------------------------------------------------------------
+
+pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dt = arith_dtype(a, b);
+    if dt == DType::Bool {
+        return Err(Error::runtime(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+        ));
+    }
+    let out = crate::dispatch!(dt, T => map2!(a, b, dt, T, |x, y| x.sub(y)));
+    if needs_record(&[a, b]) {
+        record("SubBackward0", &[a, b], &out, saved![], |c| {
+            let g = c.grad()?;
+            let gb = if c.needs(1) { Some(neg(g)?) } else { None };
+            Ok(smallvec![Some(g.clone()), gb])
+        });
+    }
+    Ok(out)
+}
+
+/// `s - a` for a Python number `s`.
+pub fn rsub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    let w = s.wrap(a);
+    let dt = arith_dtype(&w, a);
+    if dt == DType::Bool {
+        return sub(&w, a);
+    }
+    let out = crate::dispatch!(dt, T => map2!(&w, a, dt, T, |x, y| x.sub(y)));
+    if needs_record(&[a]) {
+        record("RsubBackward1", &[a], &out, saved![], |c| {
+            Ok(smallvec![Some(neg(c.grad()?)?)])
+        });
+    }
+    Ok(out)
+}
+
+// ----- mul -------------------------------------------------------------------
+
+pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dt = arith_dtype(a, b);
+    let out = crate::dispatch!(dt, T => map2!(a, b, dt, T, |x, y| x.mul(y)));
+    if needs_record(&[a, b]) {
+        // Save each operand only if the other one needs its gradient.
+        let (ra, rb) = (a.requires_grad(), b.requires_grad());
+        record(
+            "MulBackward0",
+            &[a, b],
+            &out,
+            saved![rb.then_some(a), ra.then_some(b)],
+            |c| {
+                let g = c.grad()?;
+                let ga = if c.needs(0) {
+                    Some(mul(g, c.saved(1)?)?)
+                } else {
+                    None
+                };
+                let gb = if c.needs(1) {
+                    Some(mul(g, c.saved(0)?)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![ga, gb])
+            },
+        );
+    }
+    Ok(out)
+}
+
+pub fn mul_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    mul(a, &s.wrap(a))
+}
+
+pub fn mul_f64(a: &Tensor, s: f64) -> Result<Tensor> {
+    mul(a, &Tensor::scalar_of(s, a.dtype().to_float()))
+}
+
+// ----- div -------------------------------------------------------------------
+
+pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dt = arith_dtype(a, b).to_float();
+    let out = crate::dispatch_float!(dt, T => map2!(a, b, dt, T, |x, y| x / y));
+    if needs_record(&[a, b]) {
+        let rb = b.requires_grad();
+        record(
+            "DivBackward0",
+            &[a, b],
+            &out,
+            saved![rb.then_some(a), Some(b)],
+            |c| {
+                let g = c.grad()?;
+                let b = c.saved(1)?;
+                let ga = if c.needs(0) { Some(div(g, b)?) } else { None };
+                let gb = if c.needs(1) {
+                    // -g * a / b^2, in an order that stays finite where a/b is.
+                    Some(neg(&div(&mul(g, &div(c.saved(0)?, b)?)?, b)?)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![ga, gb])
+            },
+        );
+    }
+    Ok(out)
+}
+
+pub fn div_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    div(a, &s.wrap(a))
+}
+
+/// `s / a` for a Python number `s`.
+pub fn rdiv_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    let w = s.wrap(a);
+    if !a.requires_grad() {
+        return div(&w, a);
+    }
+    // d(s/a)/da = -s / a^2 = -out / a
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        div(&w, a)?
+    };
+    if needs_record(&[a]) {
+        record("DivBackward1", &[a], &out, saved![a, &w], |c| {
+            let (a, w) = (c.saved(0)?, c.saved(1)?);
+            let g = c.grad()?;
+            Ok(smallvec![Some(neg(&div(&mul(g, &div(w, a)?)?, a)?)?)])
+        });
+    }
+    Ok(out)
+}
+
+// ----- neg -------------------------------------------------------------------
+
+pub fn neg(a: &Tensor) -> Result<Tensor> {
+    let dt = a.dtype();
+    if dt == DType::Bool {
+        return Err(Error::runtime(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+        ));
+    }
+    let out = super::unary::map1(
+        a,
+        dt,
+        |x: f32| -x,
+        |x: f64| -x,
+        Some(|x: i64| x.wrapping_neg()),
+    )?;
+    if needs_record(&[a]) {
+        record("NegBackward0", &[a], &out, saved![], |c| {
+            Ok(smallvec![Some(neg(c.grad()?)?)])
+        });
+    }
+    Ok(out)
+}
+
+// ----- pow -------------------------------------------------------------------
+
+#[inline(always)]
+fn powf_special<T: Float>(x: T, e: T) -> T {
+    // The exact products PyTorch uses for the common small exponents.
+    let two = <T as Element>::one() + <T as Element>::one();
+    if e == two {
+        x * x
+    } else if e == two + <T as Element>::one() {
+        x * x * x
+    } else if e == <T as Element>::one() {
+        x
+    } else if e == <T as Element>::one() / two {
+        x.sqrt()
+    } else if e == -<T as Element>::one() {
+        <T as Element>::one() / x
+    } else {
+        x.powf(e)
+    }
+}
+
+fn int_pow(x: i64, e: i64) -> i64 {
+    if e < 0 {
+        // Guarded by the caller; 1 and -1 are the only bases with integer results.
+        return match x {
+            1 => 1,
+            -1 => {
+                if e % 2 == 0 {
+                    1
+                } else {
+                    -1
+                }
+            }
+            _ => 0,
+        };
+    }
+    x.wrapping_pow(e.min(u32::MAX as i64) as u32)
+}
+
+/// `a ** e` for a Python number `e`.
+pub fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
+    let dt = e.result_type(a.dtype());
+    let out = match dt {
+        DType::Bool | DType::I64 => {
+            let ei = e.to_f64() as i64;
+            if ei < 0 {
+                return Err(Error::runtime(
+                    "Integers to negative integer powers are not allowed.",
+                ));
+            }
+            let a = cast_data(a, DType::I64);
+            let v = a.view();
+            let r = crate::kernels::elementwise::unary::<i64, i64>(&v, |x| int_pow(x, ei));
+            Tensor::from_vec(r, v.shape.clone())
+        }
+        _ => {
+            let ef = e.to_f64();
+            crate::dispatch_float!(dt, T => {
+                let a = cast_data(a, dt);
+                let v = a.view();
+                let et = T::from_f64(ef);
+                Tensor::from_vec(crate::kernels::elementwise::unary::<T, T>(&v, |x| powf_special(x, et)), v.shape.clone())
+            })
+        }
+    };
+    if needs_record(&[a]) {
+        let ef = e.to_f64();
+        record("PowBackward0", &[a], &out, saved![a], move |c| {
+            let g = c.grad()?;
+            if ef == 0.0 {
+                return Ok(smallvec![Some(mul_f64(g, 0.0)?)]);
+            }
+            let x = c.saved(0)?;
+            // g * e * x^(e-1)
+            let d = mul_f64(&pow_scalar(x, Scalar::Float(ef - 1.0))?, ef)?;
+            Ok(smallvec![Some(mul(g, &d)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// `a ** b` for two tensors (also `s ** a` once `s` is wrapped).
+pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dt = arith_dtype(a, b);
+    let out = match dt {
+        DType::Bool | DType::I64 => {
+            let bi = cast_data(b, DType::I64);
+            if bi.to_vec::<i64>().iter().any(|&e| e < 0) {
+                return Err(Error::runtime(
+                    "Integers to negative integer powers are not allowed.",
+                ));
+            }
+            map2!(a, b, DType::I64, i64, |x, y| int_pow(x, y))
+        }
+        _ => crate::dispatch_float!(dt, T => map2!(a, b, dt, T, |x, y| powf_special(x, y))),
+    };
+    if needs_record(&[a, b]) {
+        let rb = b.requires_grad();
+        record(
+            "PowBackward1",
+            &[a, b],
+            &out,
+            saved![
+                a,
+                b,
+                rb.then(|| crate::autograd::SavedTensor::output(&out, 0))
+            ],
+            |c| {
+                let g = c.grad()?;
+                let (a, b) = (c.saved(0)?, c.saved(1)?);
+                let ga = if c.needs(0) {
+                    // g * b * a^(b-1)
+                    let e = sub(b, &Tensor::scalar_of(1.0, b.dtype()))?;
+                    Some(mul(g, &mul(b, &pow(a, &e)?)?)?)
+                } else {
+                    None
+                };
+                let gb = if c.needs(1) {
+                    // g * a^b * log(a), taken as 0 where a == 0 and b >= 0 (PyTorch's convention).
+                    let out = c.saved(2)?;
+                    let raw = mul(g, &mul(out, &super::unary::log(a)?)?)?;
+                    let zero_a = super::compare::eq(a, &Tensor::scalar_of(0.0, a.dtype()))?;
+                    let nonneg_b = super::compare::ge(b, &Tensor::scalar_of(0.0, b.dtype()))?;
+                    let mask = super::compare::logical_and(&zero_a, &nonneg_b)?;
+                    Some(super::where_(
+                        &mask,
+                        &Tensor::scalar_of(0.0, raw.dtype()),
+                        &raw,
+                    )?)
+                } else {
+                    None
+                };
+                Ok(smallvec![ga, gb])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// `s ** a` for a Python number `s`.
+pub fn rpow_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    pow(&s.wrap(a), a)
+}
+
+/// Elementwise `where(cond, x, y)`; gradients flow to the chosen side.
+pub fn where_(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    if cond.dtype() != DType::Bool {
+        return Err(Error::runtime(format!(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+            cond.dtype().scalar_name()
+        )));
+    }
+    let dt = result_type(x, y);
+    let shape = broadcast_shapes(&broadcast_shapes(&cond.shape(), &x.shape())?, &y.shape())?;
+    let (x2, y2) = (cast_data(x, dt), cast_data(y, dt));
+    let c = super::expand(cond, &shape)?;
+    let out = crate::dispatch!(dt, T => {
+        let xy = {
+            let (vx, vy) = (x2.view(), y2.view());
+            let vc = c.view();
+            let picked: Vec<T> = where_kernel::<T>(&vc, &vx, &vy, &shape);
+            picked
+        };
+        Tensor::from_vec(xy, shape.clone())
+    });
+    if needs_record(&[x, y]) {
+        record("WhereBackward0", &[x, y], &out, saved![cond], |c| {
+            let g = c.grad()?;
+            let m = c.saved(0)?;
+            let zero = Tensor::scalar_of(0.0, g.dtype());
+            let gx = if c.needs(0) {
+                Some(where_(m, g, &zero)?)
+            } else {
+                None
+            };
+            let gy = if c.needs(1) {
+                Some(where_(m, &zero, g)?)
+            } else {
+                None
+            };
+            Ok(smallvec![gx, gy])
+        });
+    }
+    Ok(out)
+}
+
+fn where_kernel<T: Element>(
+    c: &crate::tensor::View,
+    x: &crate::tensor::View,
+    y: &crate::tensor::View,
+    shape: &[usize],
+) -> Vec<T> {
+    // Two passes keep this on the shared binary kernel: pick x where true, y elsewhere.
+    let cx: Vec<T> = binary::<T, T>(x, y, shape, |a, _| a);
+    let cy: Vec<T> = binary::<T, T>(x, y, shape, |_, b| b);
+    let mask: Vec<bool> = crate::kernels::copy::gather::<bool>(c);
+    mask.iter()
+        .zip(cx.iter().zip(cy.iter()))
+        .map(|(&m, (&a, &b))| if m { a } else { b })
+        .collect()
+}

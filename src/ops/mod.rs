@@ -1,0 +1,115 @@
+//! Differentiable operations. Each op computes its forward result with a
+//! kernel and, when an input requires grad, records its backward rule right
+//! next to it. Backward rules are written with these same ops, so running
+//! them in grad mode (`create_graph=True`) records the backward pass too and
+//! gradients of gradients need no extra code.
+
+mod arith;
+mod compare;
+mod convert;
+mod index;
+pub mod inplace;
+mod linalg;
+mod loss;
+mod reduce;
+mod shape;
+mod unary;
+
+pub use arith::*;
+pub use compare::*;
+pub use convert::*;
+pub use index::*;
+pub use inplace::*;
+pub use linalg::*;
+pub use loss::*;
+pub use reduce::*;
+pub use shape::*;
+pub use unary::*;
+
+use crate::tensor::{DType, Element, Tensor};
+
+/// A Python number on one side of an arithmetic op.
+#[derive(Clone, Copy, Debug)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+impl Scalar {
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(b) => b as u8 as f64,
+            Scalar::Int(i) => i as f64,
+            Scalar::Float(f) => f,
+        }
+    }
+
+    /// The dtype of `tensor <op> scalar` (PyTorch: a Python number never
+    /// widens a tensor within its category, but lifts it to a higher one).
+    pub fn result_type(self, t: DType) -> DType {
+        match self {
+            Scalar::Bool(_) => t,
+            Scalar::Int(_) => {
+                if t == DType::Bool {
+                    DType::I64
+                } else {
+                    t
+                }
+            }
+            Scalar::Float(_) => t.to_float(),
+        }
+    }
+
+    /// A 0-d tensor of the dtype this scalar takes next to `t`.
+    pub fn wrap(self, t: &Tensor) -> Tensor {
+        let dt = self.result_type(t.dtype());
+        match (self, dt) {
+            (Scalar::Int(i), DType::I64) => Tensor::scalar(i),
+            _ => Tensor::scalar_of(self.to_f64(), dt),
+        }
+    }
+}
+
+/// bool < integer < floating point, for promotion and in-place cast checks.
+pub(crate) fn category_of(d: DType) -> u8 {
+    match d {
+        DType::Bool => 0,
+        DType::I64 => 1,
+        DType::F32 | DType::F64 => 2,
+    }
+}
+
+/// The dtype of `a <op> b` for tensors: a zero-dimensional operand only
+/// matters when it is of a higher category than a dimensioned one.
+pub fn result_type(a: &Tensor, b: &Tensor) -> DType {
+    let (da, db) = (a.dtype(), b.dtype());
+    if da == db {
+        return da;
+    }
+    let (za, zb) = (a.ndim() == 0, b.ndim() == 0);
+    if za == zb {
+        return da.promote(db);
+    }
+    let (dim, zero) = if za { (db, da) } else { (da, db) };
+    if category_of(zero) > category_of(dim) {
+        zero
+    } else {
+        dim
+    }
+}
+
+/// `t` converted to `dtype` without recording (a no-op if it already is).
+pub(crate) fn cast_data(t: &Tensor, dtype: DType) -> Tensor {
+    if t.dtype() == dtype {
+        return t.clone();
+    }
+    let v = t.view();
+    let shape = v.shape.clone();
+    crate::dispatch!(v.dtype(), S => {
+        crate::dispatch!(dtype, D => {
+            let out: Vec<D> = crate::kernels::elementwise::unary::<S, D>(&v, |x| D::from_f64(x.to_f64()));
+            Tensor::from_vec(out, shape)
+        })
+    })
+}

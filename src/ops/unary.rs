@@ -1,0 +1,271 @@
+//! Elementwise functions of one tensor; each backward sits under its forward.
+
+use smallvec::smallvec;
+
+use super::{cast_data, mul, mul_f64, neg, Scalar};
+use crate::autograd::{needs_record, record, SavedTensor};
+use crate::error::{Error, Result};
+use crate::kernels::elementwise::unary;
+use crate::saved;
+use crate::tensor::{DType, Tensor};
+
+/// Applies a float function (or an integer one where given) to every element.
+/// Integer and bool inputs go through float32 unless `int_f` is given.
+pub(crate) fn map1(
+    a: &Tensor,
+    dt: DType,
+    f32f: impl Fn(f32) -> f32 + Sync,
+    f64f: impl Fn(f64) -> f64 + Sync,
+    int_f: Option<impl Fn(i64) -> i64 + Sync>,
+) -> Result<Tensor> {
+    let (data, shape) = match (dt, int_f) {
+        (DType::F32, _) => {
+            let a = cast_data(a, DType::F32);
+            let v = a.view();
+            (
+                crate::tensor::TypedVec::F32(unary::<f32, f32>(&v, f32f)),
+                v.shape.clone(),
+            )
+        }
+        (DType::F64, _) => {
+            let a = cast_data(a, DType::F64);
+            let v = a.view();
+            (
+                crate::tensor::TypedVec::F64(unary::<f64, f64>(&v, f64f)),
+                v.shape.clone(),
+            )
+        }
+        (_, Some(f)) => {
+            let a = cast_data(a, DType::I64);
+            let v = a.view();
+            (
+                crate::tensor::TypedVec::I64(unary::<i64, i64>(&v, f)),
+                v.shape.clone(),
+            )
+        }
+        (_, None) => {
+            let a = cast_data(a, DType::F32);
+            let v = a.view();
+            (
+                crate::tensor::TypedVec::F32(unary::<f32, f32>(&v, f32f)),
+                v.shape.clone(),
+            )
+        }
+    };
+    Ok(Tensor::from_typed(data, shape))
+}
+
+const NO_INT: Option<fn(i64) -> i64> = None;
+
+/// A float-valued elementwise function.
+macro_rules! float_fn {
+    ($a:expr, |$x:ident| $body:expr) => {
+        map1(
+            $a,
+            $a.dtype().to_float(),
+            |$x: f32| $body,
+            |$x: f64| $body,
+            NO_INT,
+        )
+    };
+}
+
+pub fn exp(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| x.exp())?;
+    if needs_record(&[a]) {
+        record(
+            "ExpBackward0",
+            &[a],
+            &out,
+            saved![Some(SavedTensor::output(&out, 0))],
+            |c| Ok(smallvec![Some(mul(c.grad()?, c.saved(0)?)?)]),
+        );
+    }
+    Ok(out)
+}
+
+pub fn log(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| x.ln())?;
+    if needs_record(&[a]) {
+        record("LogBackward0", &[a], &out, saved![a], |c| {
+            Ok(smallvec![Some(super::div(c.grad()?, c.saved(0)?)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn sin(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| x.sin())?;
+    if needs_record(&[a]) {
+        record("SinBackward0", &[a], &out, saved![a], |c| {
+            Ok(smallvec![Some(mul(c.grad()?, &cos(c.saved(0)?)?)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn cos(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| x.cos())?;
+    if needs_record(&[a]) {
+        record("CosBackward0", &[a], &out, saved![a], |c| {
+            Ok(smallvec![Some(mul(c.grad()?, &neg(&sin(c.saved(0)?)?)?)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn tanh(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| x.tanh())?;
+    if needs_record(&[a]) {
+        record(
+            "TanhBackward0",
+            &[a],
+            &out,
+            saved![Some(SavedTensor::output(&out, 0))],
+            |c| {
+                let y = c.saved(0)?;
+                let g = c.grad()?;
+                if crate::autograd::is_grad_enabled() {
+                    // 1 - y^2 in ops, so the rule itself is differentiable.
+                    let d = super::rsub_scalar(&mul(y, y)?, Scalar::Int(1))?;
+                    return Ok(smallvec![Some(mul(g, &d)?)]);
+                }
+                Ok(smallvec![Some(fused_tanh_backward(g, y)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// `g * (1 - y^2)` in one pass when nothing records it.
+fn fused_tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let dt = y.dtype();
+    let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
+    let (g, y) = (cast_data(g, dt), cast_data(y, dt));
+    Ok(crate::dispatch_float!(dt, T => {
+        let (vg, vy) = (g.view(), y.view());
+        Tensor::from_vec(
+            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| g * (<T as crate::tensor::Element>::one() - y * y)),
+            shape.clone(),
+        )
+    }))
+}
+
+pub fn sigmoid(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| 1.0 / (1.0 + (-x).exp()))?;
+    if needs_record(&[a]) {
+        record(
+            "SigmoidBackward0",
+            &[a],
+            &out,
+            saved![Some(SavedTensor::output(&out, 0))],
+            |c| {
+                let y = c.saved(0)?;
+                // y * (1 - y)
+                let d = mul(y, &super::rsub_scalar(y, Scalar::Int(1))?)?;
+                Ok(smallvec![Some(mul(c.grad()?, &d)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+pub fn relu(a: &Tensor) -> Result<Tensor> {
+    if a.dtype() == DType::Bool {
+        return Err(Error::runtime("\"relu\" not implemented for 'Bool'"));
+    }
+    let out = map1(
+        a,
+        a.dtype(),
+        |x: f32| if x > 0.0 { x } else { 0.0 },
+        |x: f64| if x > 0.0 { x } else { 0.0 },
+        Some(|x: i64| x.max(0)),
+    )?;
+    if needs_record(&[a]) {
+        record(
+            "ReluBackward0",
+            &[a],
+            &out,
+            saved![Some(SavedTensor::output(&out, 0))],
+            |c| {
+                // relu'(0) = 0, as in PyTorch.
+                let y = c.saved(0)?;
+                let mask = super::compare::gt(y, &Tensor::scalar_of(0.0, y.dtype()))?;
+                Ok(smallvec![Some(mul(
+                    c.grad()?,
+                    &cast_data(&mask, y.dtype())
+                )?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+pub fn sqrt(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| x.sqrt())?;
+    if needs_record(&[a]) {
+        record(
+            "SqrtBackward0",
+            &[a],
+            &out,
+            saved![Some(SavedTensor::output(&out, 0))],
+            |c| {
+                // g / (2 sqrt(x))
+                let y = c.saved(0)?;
+                Ok(smallvec![Some(super::div(c.grad()?, &mul_f64(y, 2.0)?)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+pub fn abs(a: &Tensor) -> Result<Tensor> {
+    let out = match a.dtype() {
+        DType::Bool => a.contiguous_data(),
+        dt => map1(
+            a,
+            dt,
+            |x: f32| x.abs(),
+            |x: f64| x.abs(),
+            Some(|x: i64| x.wrapping_abs()),
+        )?,
+    };
+    if needs_record(&[a]) {
+        record("AbsBackward0", &[a], &out, saved![a], |c| {
+            Ok(smallvec![Some(mul(c.grad()?, &sign(c.saved(0)?)?)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// -1, 0 or 1; its gradient is zero everywhere.
+pub fn sign(a: &Tensor) -> Result<Tensor> {
+    let sgn32 = |x: f32| {
+        if x > 0.0 {
+            1.0
+        } else if x < 0.0 {
+            -1.0
+        } else {
+            x * 0.0
+        }
+    };
+    let sgn64 = |x: f64| {
+        if x > 0.0 {
+            1.0
+        } else if x < 0.0 {
+            -1.0
+        } else {
+            x * 0.0
+        }
+    };
+    let out = match a.dtype() {
+        DType::Bool => a.contiguous_data(),
+        dt => map1(a, dt, sgn32, sgn64, Some(|x: i64| x.signum()))?,
+    };
+    if needs_record(&[a]) {
+        record("SignBackward0", &[a], &out, saved![], |c| {
+            Ok(smallvec![Some(mul_f64(c.grad()?, 0.0)?)])
+        });
+    }
+    Ok(out)
+}

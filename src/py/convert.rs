@@ -1,0 +1,417 @@
+//! Python values in and out: nested lists, NumPy arrays, scalars, sizes.
+
+use numpy::{
+    dtype, Element as NpElement, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PySequence, PyTuple};
+
+use super::tensor::PyTensor;
+use crate::ops::Scalar;
+use crate::tensor::{numel, DType, Element, Shape, Storage, Tensor, View};
+
+/// A Python scalar, if `obj` is one (bool before int: bool subclasses int).
+pub fn as_scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
+    if obj.is_instance_of::<PyBool>() {
+        return obj.extract::<bool>().ok().map(Scalar::Bool);
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return Some(match obj.extract::<i64>() {
+            Ok(i) => Scalar::Int(i),
+            Err(_) => Scalar::Float(obj.extract::<f64>().ok()?),
+        });
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        return obj.extract::<f64>().ok().map(Scalar::Float);
+    }
+    // NumPy scalars (np.float32(1), np.int64(2), np.bool_(True)).
+    if let Ok(kind) = obj.getattr("dtype").and_then(|d| d.getattr("kind")) {
+        if obj.hasattr("item").unwrap_or(false)
+            && obj
+                .getattr("shape")
+                .map(|s| s.len().unwrap_or(1) == 0)
+                .unwrap_or(false)
+        {
+            let kind: String = kind.extract().ok()?;
+            let item = obj.call_method0("item").ok()?;
+            return match kind.as_str() {
+                "b" => item.extract::<bool>().ok().map(Scalar::Bool),
+                "i" | "u" => item.extract::<i64>().ok().map(Scalar::Int),
+                "f" => item.extract::<f64>().ok().map(Scalar::Float),
+                _ => None,
+            };
+        }
+    }
+    None
+}
+
+/// The right-hand side of an op: a tensor or a Python number.
+pub enum Operand {
+    Tensor(Tensor),
+    Scalar(Scalar),
+}
+
+pub fn operand(obj: &Bound<'_, PyAny>) -> Option<Operand> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Some(Operand::Tensor(t.get().t.clone()));
+    }
+    as_scalar(obj).map(Operand::Scalar)
+}
+
+/// Converts an op argument that must become a tensor (lists and arrays too).
+pub fn to_tensor_like(obj: &Bound<'_, PyAny>, like: Option<&Tensor>) -> PyResult<Tensor> {
+    match operand(obj) {
+        Some(Operand::Tensor(t)) => Ok(t),
+        Some(Operand::Scalar(s)) => Ok(match like {
+            Some(l) => s.wrap(l),
+            None => scalar_tensor(s, None),
+        }),
+        None => tensor_from_data(obj, None),
+    }
+}
+
+fn scalar_tensor(s: Scalar, dtype: Option<DType>) -> Tensor {
+    match (s, dtype) {
+        (Scalar::Int(i), None | Some(DType::I64)) => Tensor::scalar(i),
+        (Scalar::Bool(b), None) => Tensor::scalar(b),
+        (Scalar::Float(f), None) => Tensor::scalar_of(f, DType::DEFAULT_FLOAT),
+        (s, Some(dt)) => Tensor::scalar_of(s.to_f64(), dt),
+    }
+}
+
+/// Flat values gathered from nested Python sequences.
+struct Gathered {
+    shape: Shape,
+    vals: Vec<Scalar>,
+    saw_float: bool,
+    saw_int: bool,
+}
+
+fn gather(obj: &Bound<'_, PyAny>, depth: usize, g: &mut Gathered) -> PyResult<()> {
+    if let Some(s) = as_scalar(obj) {
+        if depth != g.shape.len() {
+            return Err(PyValueError::new_err(format!(
+                "expected sequence of length {} at dim {depth} (got a scalar)",
+                g.shape.get(depth).copied().unwrap_or(0)
+            )));
+        }
+        match s {
+            Scalar::Float(_) => g.saw_float = true,
+            Scalar::Int(_) => g.saw_int = true,
+            Scalar::Bool(_) => {}
+        }
+        g.vals.push(s);
+        return Ok(());
+    }
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        let t = &t.get().t;
+        if t.numel() == 1 && t.ndim() == 0 && depth == g.shape.len() {
+            let v = t.item()?;
+            match t.dtype() {
+                DType::Bool => g.vals.push(Scalar::Bool(v != 0.0)),
+                DType::I64 => {
+                    g.saw_int = true;
+                    g.vals.push(Scalar::Int(v as i64))
+                }
+                _ => {
+                    g.saw_float = true;
+                    g.vals.push(Scalar::Float(v))
+                }
+            }
+            return Ok(());
+        }
+        let list = t_to_list(obj.py(), t)?;
+        return gather(list.bind(obj.py()), depth, g);
+    }
+    if obj.cast::<PyUntypedArray>().is_ok() {
+        let list = obj.call_method0("tolist")?;
+        return gather(&list, depth, g);
+    }
+    let seq = obj.cast::<PySequence>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "Could not infer dtype of {}",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    let n = seq.len()?;
+    if depth == g.shape.len() {
+        if !g.vals.is_empty() {
+            return Err(PyValueError::new_err(format!(
+                "expected a scalar at dim {depth}, got a sequence"
+            )));
+        }
+        g.shape.push(n);
+    } else if g.shape[depth] != n {
+        return Err(PyValueError::new_err(format!(
+            "expected sequence of length {} at dim {depth} (got {n})",
+            g.shape[depth]
+        )));
+    }
+    for i in 0..n {
+        gather(&seq.get_item(i)?, depth + 1, g)?;
+    }
+    Ok(())
+}
+
+fn t_to_list(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
+    let vals = t.to_vec::<f64>();
+    let shape = t.shape();
+    Ok(super::tensor::nest(py, &shape, &vals, t.dtype())?.unbind())
+}
+
+/// `ferrograd.tensor(data, dtype=...)`: always a copy.
+pub fn tensor_from_data(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        let t = &t.get().t;
+        let c = crate::ops::clone_data(t);
+        return Ok(match dtype {
+            Some(dt) => crate::ops::to_dtype(&c, dt)?,
+            None => c,
+        });
+    }
+    if let Ok(arr) = obj.cast::<PyUntypedArray>() {
+        let t = from_numpy_copy(arr)?;
+        return Ok(match dtype {
+            Some(dt) if dt != t.dtype() => crate::ops::to_dtype(&t, dt)?,
+            _ => t,
+        });
+    }
+    if let Some(s) = as_scalar(obj) {
+        return Ok(scalar_tensor(s, dtype));
+    }
+    let mut g = Gathered {
+        shape: Shape::new(),
+        vals: Vec::new(),
+        saw_float: false,
+        saw_int: false,
+    };
+    gather(obj, 0, &mut g)?;
+    if g.vals.len() != numel(&g.shape) {
+        return Err(PyValueError::new_err("ragged nested sequence"));
+    }
+    let dt = dtype.unwrap_or(if g.saw_float {
+        DType::DEFAULT_FLOAT
+    } else if g.saw_int {
+        DType::I64
+    } else if g.vals.is_empty() {
+        DType::DEFAULT_FLOAT
+    } else {
+        DType::Bool
+    });
+    Ok(match dt {
+        DType::I64 => Tensor::from_vec(
+            g.vals
+                .iter()
+                .map(|s| match s {
+                    Scalar::Int(i) => *i,
+                    other => other.to_f64() as i64,
+                })
+                .collect::<Vec<i64>>(),
+            g.shape,
+        ),
+        dt => crate::dispatch!(dt, T => Tensor::from_vec(
+            g.vals.iter().map(|s| T::from_f64(s.to_f64())).collect::<Vec<T>>(),
+            g.shape,
+        )),
+    })
+}
+
+fn np_dtype_of(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Option<DType>> {
+    let py = arr.py();
+    let d = arr.dtype();
+    Ok(if d.is_equiv_to(&dtype::<f32>(py)) {
+        Some(DType::F32)
+    } else if d.is_equiv_to(&dtype::<f64>(py)) {
+        Some(DType::F64)
+    } else if d.is_equiv_to(&dtype::<i64>(py)) {
+        Some(DType::I64)
+    } else if d.is_equiv_to(&dtype::<bool>(py)) {
+        Some(DType::Bool)
+    } else {
+        None
+    })
+}
+
+/// A copy of a NumPy array, keeping float64/int64/bool/float32; other
+/// integer and float kinds are widened the way PyTorch reads them.
+fn from_numpy_copy(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Tensor> {
+    let shared = match np_dtype_of(arr)? {
+        Some(_) => from_numpy_shared(arr.as_any())?,
+        None => {
+            let kind: String = arr.dtype().getattr("kind")?.extract()?;
+            let target = match kind.as_str() {
+                "f" => "float64",
+                "i" | "u" => "int64",
+                "b" => "bool",
+                _ => {
+                    return Err(PyTypeError::new_err(format!(
+                        "can't convert np.ndarray of type {}. The only supported types are: float64, float32, int64, and bool.",
+                        arr.dtype()
+                    )))
+                }
+            };
+            let conv = arr.call_method1("astype", (target,))?;
+            from_numpy_shared(&conv)?
+        }
+    };
+    Ok(crate::ops::clone_data(&shared))
+}
+
+/// `ferrograd.from_numpy`: shares the array's memory.
+pub fn from_numpy_shared(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let arr = obj.cast::<PyUntypedArray>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "expected np.ndarray (got {})",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    let dt = np_dtype_of(arr)?.ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "can't convert np.ndarray of type {}. The only supported types are: float64, float32, int64, and bool.",
+            arr.dtype()
+        ))
+    })?;
+    crate::dispatch!(dt, T => share_array::<T>(obj))
+}
+
+fn share_array<T: Element + NpElement>(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let arr = obj.cast::<PyArrayDyn<T>>()?;
+    let shape: Shape = arr.shape().iter().copied().collect();
+    let item = std::mem::size_of::<T>() as isize;
+    let mut strides = crate::tensor::Strides::new();
+    for (&s, &n) in arr.strides().iter().zip(arr.shape()) {
+        if s < 0 {
+            return Err(PyValueError::new_err(
+                "At least one stride in the given numpy array is negative, and tensors with negative strides are not currently supported. (You can probably work around this by making a copy of your array  with array.copy().) ",
+            ));
+        }
+        if s % item != 0 {
+            return Err(PyValueError::new_err(
+                "given numpy array strides not a multiple of the element byte size. Copy the numpy array to reallocate the memory.",
+            ));
+        }
+        strides.push(if n <= 1 { 0 } else { (s / item) as usize });
+    }
+    // The storage spans from the first element to the farthest one.
+    let span = if numel(&shape) == 0 {
+        0
+    } else {
+        1 + shape
+            .iter()
+            .zip(&strides)
+            .map(|(&n, &s)| (n - 1) * s)
+            .sum::<usize>()
+    };
+    let ptr = arr.data() as *mut u8;
+    let owner: Py<PyAny> = obj.clone().unbind();
+    // SAFETY: the array object is kept alive by the storage; its data pointer
+    // is valid for `span` elements of T as described by its own strides.
+    let storage = unsafe { Storage::from_external(ptr, span, T::DTYPE, Box::new(owner)) };
+    Ok(Tensor::from_view(
+        View {
+            storage,
+            shape,
+            strides,
+            offset: 0,
+        },
+        None,
+    ))
+}
+
+/// Keeps a storage alive while NumPy views it.
+#[pyclass(module = "ferrograd._C", frozen)]
+pub struct StorageOwner {
+    _storage: std::sync::Arc<Storage>,
+}
+
+/// A NumPy array viewing the tensor's memory (no copy).
+pub fn to_numpy_shared<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let v = t.view().clone();
+    let owner = Bound::new(
+        py,
+        StorageOwner {
+            _storage: v.storage.clone(),
+        },
+    )?;
+    crate::dispatch!(v.dtype(), T => {
+        let shape = ndarray::IxDyn(&v.shape);
+        // SAFETY: the view lies inside the storage, which `owner` keeps alive
+        // for as long as the array exists.
+        let view = unsafe {
+            ndarray::ArrayView::from_shape_ptr(
+                ndarray::ShapeBuilder::strides(shape, ndarray::IxDyn(&v.strides)),
+                v.ptr::<T>() as *const T,
+            )
+        };
+        let arr = unsafe { PyArrayDyn::<T>::borrow_from_array(&view, owner.into_any()) };
+        Ok(arr.into_any())
+    })
+}
+
+/// Sizes given as `f(2, 3)`, `f((2, 3))`, `f([2, 3])` or `f(size=(2, 3))`.
+pub fn parse_size(
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<i64>> {
+    if let Some(s) = size {
+        if !args.is_empty() {
+            return Err(PyTypeError::new_err(
+                "size given both positionally and as a keyword",
+            ));
+        }
+        return seq_of_ints(s);
+    }
+    if args.len() == 1 {
+        let a = args.get_item(0)?;
+        if !a.is_instance_of::<PyInt>() {
+            return seq_of_ints(&a);
+        }
+    }
+    args.iter().map(|a| int_arg(&a)).collect()
+}
+
+pub fn seq_of_ints(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    if obj.is_instance_of::<PyInt>() {
+        return Ok(vec![int_arg(obj)?]);
+    }
+    let seq = obj
+        .cast::<PySequence>()
+        .map_err(|_| PyTypeError::new_err(format!("expected a sequence of integers, got {obj}")))?;
+    (0..seq.len()?)
+        .map(|i| int_arg(&seq.get_item(i)?))
+        .collect()
+}
+
+pub fn int_arg(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if obj.is_instance_of::<PyBool>() || obj.is_instance_of::<PyFloat>() {
+        return Err(PyTypeError::new_err(format!(
+            "expected an integer, got {}",
+            obj.get_type().name()?
+        )));
+    }
+    obj.extract::<i64>()
+        .or_else(|_| obj.call_method0("__index__")?.extract::<i64>())
+}
+
+/// Non-negative sizes for a creation function.
+pub fn to_shape(dims: &[i64]) -> PyResult<Shape> {
+    dims.iter()
+        .map(|&d| {
+            if d < 0 {
+                Err(PyRuntimeError::new_err(format!(
+                    "Trying to create tensor with negative dimension {d}: {dims:?}"
+                )))
+            } else {
+                Ok(d as usize)
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,63 @@
+//! Core errors become ordinary Python exceptions; a panic never escapes.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::error::Error;
+
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        match e {
+            Error::Runtime(m) => PyRuntimeError::new_err(m),
+            Error::Type(m) => PyTypeError::new_err(m),
+            Error::Value(m) => PyValueError::new_err(m),
+            Error::Index(m) => PyIndexError::new_err(m),
+            Error::External(payload) => match payload.downcast_ref::<PyErr>() {
+                Some(err) => Python::attach(|py| err.clone_ref(py)),
+                None => PyRuntimeError::new_err("error raised by a callback"),
+            },
+        }
+    }
+}
+
+/// Wraps a Python exception so it can travel through the engine unchanged.
+pub fn external(err: PyErr) -> Error {
+    Error::External(Arc::new(err))
+}
+
+/// Runs core code, turning a panic (a bug) into a `RuntimeError` rather than
+/// letting PyO3 raise `PanicException`, which `except Exception` cannot catch.
+#[inline]
+pub fn guard<T>(f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(PyErr::from),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".into());
+            Err(PyRuntimeError::new_err(format!(
+                "internal error in ferrograd (please report it): {msg}"
+            )))
+        }
+    }
+}
+
+/// Like [`guard`], releasing the GIL first when the work is big enough that
+/// other Python threads should run meanwhile.
+#[inline]
+pub fn guard_nogil<T: Send>(
+    py: Python<'_>,
+    work: usize,
+    f: impl FnOnce() -> crate::Result<T> + Send,
+) -> PyResult<T> {
+    if work >= crate::kernels::GRAIN {
+        py.detach(|| guard(f))
+    } else {
+        guard(f)
+    }
+}

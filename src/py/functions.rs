@@ -1,0 +1,758 @@
+//! Module-level functions: creation, ops, autograd entry points, settings.
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use super::convert::{
+    as_scalar, from_numpy_shared, operand, parse_size, seq_of_ints, tensor_from_data, to_shape,
+    to_tensor_like, Operand,
+};
+use super::dtype::opt_dtype;
+use super::errors::{guard, guard_nogil};
+use super::tensor::{default_grad, wrap, PyTensor};
+use crate::autograd::{self, BackwardRequest};
+use crate::ops::{self, Scalar};
+use crate::random;
+use crate::tensor::{DType, Shape, Tensor};
+
+fn t_of<'a>(obj: &'a Bound<'_, PyTensor>) -> &'a Tensor {
+    &obj.get().t
+}
+
+fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyAny>> {
+    if requires_grad {
+        t.set_requires_grad(true)?;
+    }
+    wrap(py, t)
+}
+
+/// Every tensor in a tensor-or-sequence argument.
+pub fn tensor_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Ok(vec![t.get().t.clone()]);
+    }
+    let mut out = Vec::new();
+    for item in obj.try_iter()? {
+        let item = item?;
+        let t = item
+            .cast::<PyTensor>()
+            .map_err(|_| PyTypeError::new_err("expected a Tensor or a sequence of Tensors"))?;
+        out.push(t.get().t.clone());
+    }
+    Ok(out)
+}
+
+// ----- creation --------------------------------------------------------------
+
+#[pyfunction]
+#[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
+fn tensor(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    let t = tensor_from_data(data, opt_dtype(dtype)?)?;
+    finish(py, t, requires_grad)
+}
+
+#[pyfunction]
+fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    wrap(py, from_numpy_shared(array)?)
+}
+
+fn filled(
+    py: Python<'_>,
+    size: &Bound<'_, PyTuple>,
+    size_kw: Option<&Bound<'_, PyAny>>,
+    value: f64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let shape = to_shape(&parse_size(size, size_kw)?)?;
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    finish(py, Tensor::full(shape, value, dt), requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, size_kw=None, dtype=None, device=None, requires_grad=false))]
+fn zeros(
+    py: Python<'_>,
+    size: &Bound<'_, PyTuple>,
+    size_kw: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    filled(py, size, size_kw, 0.0, dtype, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, size_kw=None, dtype=None, device=None, requires_grad=false))]
+fn ones(
+    py: Python<'_>,
+    size: &Bound<'_, PyTuple>,
+    size_kw: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    filled(py, size, size_kw, 1.0, dtype, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, size_kw=None, dtype=None, device=None, requires_grad=false))]
+fn empty(
+    py: Python<'_>,
+    size: &Bound<'_, PyTuple>,
+    size_kw: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    // Zeroed rather than uninitialised: as cheap here, and never leaks old memory.
+    filled(py, size, size_kw, 0.0, dtype, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
+fn full(
+    py: Python<'_>,
+    size: &Bound<'_, PyAny>,
+    fill_value: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    let shape = to_shape(&seq_of_ints(size)?)?;
+    let s =
+        as_scalar(fill_value).ok_or_else(|| PyTypeError::new_err("fill_value must be a number"))?;
+    let dt = match opt_dtype(dtype)? {
+        Some(d) => d,
+        None => match s {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Float(_) => DType::DEFAULT_FLOAT,
+        },
+    };
+    finish(py, Tensor::full(shape, s.to_f64(), dt), requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
+fn eye(
+    py: Python<'_>,
+    n: i64,
+    m: Option<i64>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    let m = m.unwrap_or(n);
+    let shape = to_shape(&[n, m])?;
+    let (n, m) = (shape[0], shape[1]);
+    let mut v = vec![0.0f64; n * m];
+    for i in 0..n.min(m) {
+        v[i * m + i] = 1.0;
+    }
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let t = ops::to_dtype(&Tensor::from_vec(v, shape), dt)?;
+    finish(py, t, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
+fn arange(
+    py: Python<'_>,
+    start: &Bound<'_, PyAny>,
+    end: Option<&Bound<'_, PyAny>>,
+    step: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    let num = |o: &Bound<'_, PyAny>| {
+        as_scalar(o).ok_or_else(|| PyTypeError::new_err("arange expects numbers"))
+    };
+    let (s, e) = match end {
+        Some(e) if !e.is_none() => (num(start)?, num(e)?),
+        _ => (Scalar::Int(0), num(start)?),
+    };
+    let st = match step {
+        Some(x) if !x.is_none() => num(x)?,
+        _ => Scalar::Int(1),
+    };
+    let any_float = [s, e, st].iter().any(|x| matches!(x, Scalar::Float(_)));
+    let dt = opt_dtype(dtype)?.unwrap_or(if any_float {
+        DType::DEFAULT_FLOAT
+    } else {
+        DType::I64
+    });
+    let (s, e, st) = (s.to_f64(), e.to_f64(), st.to_f64());
+    if st == 0.0 {
+        return Err(PyRuntimeError::new_err("step must be nonzero"));
+    }
+    if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+        return Err(PyRuntimeError::new_err(
+            "upper bound and larger bound inconsistent with step sign",
+        ));
+    }
+    let n = ((e - s) / st).ceil().max(0.0) as usize;
+    let v: Vec<f64> = (0..n).map(|i| s + i as f64 * st).collect();
+    let t = ops::to_dtype(&Tensor::from_vec(v, Shape::from_slice(&[n])), dt)?;
+    finish(py, t, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
+fn linspace(
+    py: Python<'_>,
+    start: f64,
+    end: f64,
+    steps: i64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    if steps < 0 {
+        return Err(PyRuntimeError::new_err(
+            "number of steps must be non-negative",
+        ));
+    }
+    let n = steps as usize;
+    let step = if n > 1 {
+        (end - start) / (n - 1) as f64
+    } else {
+        0.0
+    };
+    let half = n / 2;
+    // Both halves count from their own end, as PyTorch does, so the last
+    // value is exactly `end`.
+    let v: Vec<f64> = (0..n)
+        .map(|i| {
+            if i < half {
+                start + step * i as f64
+            } else {
+                end - step * (n - 1 - i) as f64
+            }
+        })
+        .collect();
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let t = ops::to_dtype(&Tensor::from_vec(v, Shape::from_slice(&[n])), dt)?;
+    finish(py, t, requires_grad)
+}
+
+fn random_tensor(shape: Shape, dt: DType, normal: bool) -> PyResult<Tensor> {
+    let n = shape.iter().product();
+    Ok(match (dt, normal) {
+        (DType::F32, false) => Tensor::from_vec(random::uniform_f32(n), shape),
+        (DType::F64, false) => Tensor::from_vec(random::uniform_f64(n), shape),
+        (DType::F32, true) => Tensor::from_vec(
+            random::normal_f64(n)
+                .into_iter()
+                .map(|x| x as f32)
+                .collect::<Vec<f32>>(),
+            shape,
+        ),
+        (DType::F64, true) => Tensor::from_vec(random::normal_f64(n), shape),
+        (other, _) => {
+            return Err(PyRuntimeError::new_err(format!(
+                "\"{}\" not implemented for '{}'",
+                if normal {
+                    "normal_kernel_cpu"
+                } else {
+                    "check_uniform_bounds"
+                },
+                other.scalar_name()
+            )))
+        }
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, size_kw=None, dtype=None, device=None, requires_grad=false, generator=None))]
+fn rand(
+    py: Python<'_>,
+    size: &Bound<'_, PyTuple>,
+    size_kw: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let _ = (device, generator);
+    let shape = to_shape(&parse_size(size, size_kw)?)?;
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    finish(py, random_tensor(shape, dt, false)?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, size_kw=None, dtype=None, device=None, requires_grad=false, generator=None))]
+fn randn(
+    py: Python<'_>,
+    size: &Bound<'_, PyTuple>,
+    size_kw: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let _ = (device, generator);
+    let shape = to_shape(&parse_size(size, size_kw)?)?;
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    finish(py, random_tensor(shape, dt, true)?, requires_grad)
+}
+
+/// `randint(high, size)` or `randint(low, high, size)`.
+#[pyfunction]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
+fn randint(
+    py: Python<'_>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let _ = (device, generator);
+    let ints: Vec<Bound<'_, PyAny>> = args.iter().collect();
+    let (low, high, size) = match (ints.len(), size) {
+        (1, Some(s)) => (0, super::convert::int_arg(&ints[0])?, seq_of_ints(s)?),
+        (2, Some(s)) => (
+            super::convert::int_arg(&ints[0])?,
+            super::convert::int_arg(&ints[1])?,
+            seq_of_ints(s)?,
+        ),
+        (2, None) => (
+            0,
+            super::convert::int_arg(&ints[0])?,
+            seq_of_ints(&ints[1])?,
+        ),
+        (3, None) => (
+            super::convert::int_arg(&ints[0])?,
+            super::convert::int_arg(&ints[1])?,
+            seq_of_ints(&ints[2])?,
+        ),
+        _ => {
+            return Err(PyTypeError::new_err(
+                "randint(low=0, high, size) expects high and size",
+            ))
+        }
+    };
+    if high <= low {
+        return Err(PyRuntimeError::new_err(format!(
+            "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )));
+    }
+    let shape = to_shape(&size)?;
+    let n = shape.iter().product();
+    let t = Tensor::from_vec(random::randint(low, high, n), shape);
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
+    finish(py, ops::to_dtype(&t, dt)?, requires_grad)
+}
+
+#[pyfunction]
+fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
+    let s: i128 = seed.extract()?;
+    random::manual_seed(s as u64);
+    Ok(())
+}
+
+/// `*_like(t)`: the kind of tensor `t` is, filled by `kind`.
+#[pyfunction]
+#[pyo3(signature = (input, kind, fill=0.0, dtype=None, requires_grad=false))]
+fn _like(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    kind: &str,
+    fill: f64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let t = t_of(input);
+    let shape = t.shape();
+    let dt = opt_dtype(dtype)?.unwrap_or(t.dtype());
+    let out = match kind {
+        "full" => Tensor::full(shape, fill, dt),
+        "rand" => random_tensor(shape, dt, false)?,
+        "randn" => random_tensor(shape, dt, true)?,
+        other => return Err(PyValueError::new_err(format!("unknown fill {other}"))),
+    };
+    finish(py, out, requires_grad)
+}
+
+// ----- ops -------------------------------------------------------------------
+
+pub fn add_impl(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    alpha: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let b = to_tensor_like(other, Some(a))?;
+    let alpha = match alpha {
+        Some(al) if !al.is_none() => {
+            Some(as_scalar(al).ok_or_else(|| PyTypeError::new_err("alpha must be a number"))?)
+        }
+        _ => None,
+    };
+    let work = a.numel().max(b.numel());
+    wrap(
+        py,
+        guard_nogil(py, work, || match alpha {
+            Some(s) => ops::add_alpha(a, &b, s),
+            None => ops::add(a, &b),
+        })?,
+    )
+}
+
+pub fn sub_impl(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    alpha: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let b = to_tensor_like(other, Some(a))?;
+    let alpha = match alpha {
+        Some(al) if !al.is_none() => {
+            Some(as_scalar(al).ok_or_else(|| PyTypeError::new_err("alpha must be a number"))?)
+        }
+        _ => None,
+    };
+    let work = a.numel().max(b.numel());
+    wrap(
+        py,
+        guard_nogil(py, work, || match alpha {
+            Some(s) => ops::sub(a, &ops::mul(&b, &s.wrap(&b))?),
+            None => ops::sub(a, &b),
+        })?,
+    )
+}
+
+/// The first operand of a functional op: a tensor, or a number when the
+/// other one is a tensor (`torch.add(1, t)`).
+fn lhs(input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    match operand(input) {
+        Some(Operand::Tensor(t)) => Ok(t),
+        Some(Operand::Scalar(s)) => match operand(other) {
+            Some(Operand::Tensor(o)) => Ok(s.wrap(&o)),
+            _ => to_tensor_like(input, None),
+        },
+        None => to_tensor_like(input, None),
+    }
+}
+
+#[pyfunction]
+#[pyo3(name = "add", signature = (input, other, *, alpha=None))]
+fn add_fn(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    other: &Bound<'_, PyAny>,
+    alpha: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    add_impl(py, &lhs(input, other)?, other, alpha)
+}
+
+#[pyfunction]
+#[pyo3(name = "sub", signature = (input, other, *, alpha=None))]
+fn sub_fn(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    other: &Bound<'_, PyAny>,
+    alpha: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    sub_impl(py, &lhs(input, other)?, other, alpha)
+}
+
+macro_rules! binary_fn {
+    ($pyname:literal, $fname:ident, $tt:path) => {
+        #[pyfunction]
+        #[pyo3(name = $pyname)]
+        fn $fname(
+            py: Python<'_>,
+            input: &Bound<'_, PyAny>,
+            other: &Bound<'_, PyAny>,
+        ) -> PyResult<Py<PyAny>> {
+            let a = lhs(input, other)?;
+            let b = to_tensor_like(other, Some(&a))?;
+            let work = a.numel().max(b.numel());
+            wrap(py, guard_nogil(py, work, || $tt(&a, &b))?)
+        }
+    };
+}
+
+binary_fn!("mul", mul_fn, ops::mul);
+binary_fn!("div", div_fn, ops::div);
+binary_fn!("pow", pow_fn, ops::pow);
+binary_fn!("matmul", matmul_fn, ops::matmul);
+binary_fn!("mm", mm_fn, ops::mm);
+binary_fn!("dot", dot_fn, ops::dot);
+binary_fn!("eq", eq_fn, ops::eq);
+binary_fn!("ne", ne_fn, ops::ne);
+binary_fn!("lt", lt_fn, ops::lt);
+binary_fn!("le", le_fn, ops::le);
+binary_fn!("gt", gt_fn, ops::gt);
+binary_fn!("ge", ge_fn, ops::ge);
+binary_fn!("logical_and", logical_and_fn, ops::logical_and);
+binary_fn!("logical_or", logical_or_fn, ops::logical_or);
+
+macro_rules! unary_fn {
+    ($pyname:literal, $fname:ident, $op:path) => {
+        #[pyfunction]
+        #[pyo3(name = $pyname)]
+        fn $fname(py: Python<'_>, input: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+            let a = t_of(input);
+            wrap(py, guard_nogil(py, a.numel(), || $op(a))?)
+        }
+    };
+}
+
+unary_fn!("neg", neg_fn, ops::neg);
+unary_fn!("exp", exp_fn, ops::exp);
+unary_fn!("log", log_fn, ops::log);
+unary_fn!("sin", sin_fn, ops::sin);
+unary_fn!("cos", cos_fn, ops::cos);
+unary_fn!("tanh", tanh_fn, ops::tanh);
+unary_fn!("sigmoid", sigmoid_fn, ops::sigmoid);
+unary_fn!("relu", relu_fn, ops::relu);
+unary_fn!("sqrt", sqrt_fn, ops::sqrt);
+unary_fn!("abs", abs_fn, ops::abs);
+unary_fn!("sign", sign_fn, ops::sign);
+unary_fn!("logical_not", logical_not_fn, ops::logical_not);
+unary_fn!("all", all_fn, ops::all);
+unary_fn!("any", any_fn, ops::any);
+unary_fn!("clone", clone_fn, ops::clone);
+
+#[pyfunction]
+#[pyo3(name = "where")]
+fn where_fn(
+    py: Python<'_>,
+    condition: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
+    other: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    let x = lhs(input, other)?;
+    let y = to_tensor_like(other, Some(&x))?;
+    wrap(py, guard(|| ops::where_(t_of(condition), &x, &y))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction="mean"))]
+fn mse_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let r = ops::Reduction::parse(reduction)?;
+    wrap(py, guard_nogil(py, a.numel(), || ops::mse_loss(a, &b, r))?)
+}
+
+// ----- autograd ----------------------------------------------------------------
+
+/// The engine entry behind `autograd.backward` and `autograd.grad`.
+#[pyfunction]
+#[pyo3(signature = (tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate, allow_unused=false, materialize_grads=false))]
+#[allow(clippy::too_many_arguments)]
+fn _run_backward(
+    py: Python<'_>,
+    tensors: &Bound<'_, PyAny>,
+    grad_tensors: &Bound<'_, PyAny>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    inputs: &Bound<'_, PyAny>,
+    accumulate: bool,
+    allow_unused: bool,
+    materialize_grads: bool,
+) -> PyResult<Py<PyAny>> {
+    let roots = tensor_list(tensors)?;
+    let gl: Vec<Bound<'_, PyAny>> = if grad_tensors.is_none() {
+        vec![]
+    } else if grad_tensors.cast::<PyTensor>().is_ok() {
+        vec![grad_tensors.clone()]
+    } else {
+        grad_tensors.try_iter()?.collect::<PyResult<_>>()?
+    };
+    if !gl.is_empty() && gl.len() != roots.len() {
+        return Err(PyRuntimeError::new_err(format!(
+            "grad can be implicitly created only for scalar outputs; got {} gradients for {} outputs",
+            gl.len(),
+            roots.len()
+        )));
+    }
+    let mut grads = Vec::with_capacity(roots.len());
+    for (i, r) in roots.iter().enumerate() {
+        match gl.get(i) {
+            Some(g) if !g.is_none() => grads.push(to_tensor_like(g, Some(r))?),
+            _ => grads.push(default_grad(r)?),
+        }
+    }
+    let inputs = if inputs.is_none() {
+        None
+    } else {
+        Some(tensor_list(inputs)?)
+    };
+    let targets = inputs.clone().unwrap_or_default();
+    if !accumulate && targets.is_empty() {
+        return Err(PyRuntimeError::new_err("grad requires non-empty inputs."));
+    }
+    let req = BackwardRequest {
+        roots,
+        grads,
+        inputs,
+        retain_graph: retain_graph.unwrap_or(create_graph),
+        create_graph,
+        accumulate,
+    };
+    let results = py.detach(|| guard(|| autograd::run_backward(req)))?;
+    if accumulate {
+        return Ok(py.None());
+    }
+    let mut out = Vec::with_capacity(results.len());
+    for (r, t) in results.into_iter().zip(&targets) {
+        match r {
+            Some(g) => out.push(wrap(py, g)?),
+            None if materialize_grads => out.push(wrap(py, Tensor::zeros(t.shape(), t.dtype()))?),
+            None if allow_unused => out.push(py.None()),
+            None => {
+                return Err(PyRuntimeError::new_err(
+                    "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.",
+                ))
+            }
+        }
+    }
+    Ok(PyTuple::new(py, out)?.into_any().unbind())
+}
+
+#[pyfunction]
+fn is_grad_enabled() -> bool {
+    autograd::is_grad_enabled()
+}
+
+#[pyfunction]
+fn _set_grad_enabled(mode: bool) {
+    autograd::set_grad_enabled(mode)
+}
+
+#[pyfunction]
+fn is_inference_mode_enabled() -> bool {
+    autograd::is_inference_mode()
+}
+
+#[pyfunction]
+fn _set_inference_mode(mode: bool) {
+    autograd::set_inference_mode(mode)
+}
+
+#[pyfunction]
+fn _live_nodes() -> usize {
+    autograd::live_nodes()
+}
+
+#[pyfunction]
+fn set_num_threads(n: i64) -> PyResult<()> {
+    if n <= 0 {
+        return Err(PyRuntimeError::new_err(
+            "set_num_threads expects a positive integer",
+        ));
+    }
+    Ok(crate::kernels::parallel::set_num_threads(n as usize)?)
+}
+
+#[pyfunction]
+fn get_num_threads() -> usize {
+    crate::kernels::parallel::get_num_threads()
+}
+
+#[pyfunction]
+#[pyo3(signature = (t, dim=None, keepdim=false))]
+fn _sum_dims(
+    py: Python<'_>,
+    t: &Bound<'_, PyTensor>,
+    dim: Option<&Bound<'_, PyAny>>,
+    keepdim: bool,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(t);
+    let dims = match dim {
+        Some(d) if !d.is_none() => Some(seq_of_ints(d)?),
+        _ => None,
+    };
+    wrap(
+        py,
+        guard_nogil(py, a.numel(), || ops::sum(a, dims.as_deref(), keepdim))?,
+    )
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(ones, m)?)?;
+    m.add_function(wrap_pyfunction!(empty, m)?)?;
+    m.add_function(wrap_pyfunction!(full, m)?)?;
+    m.add_function(wrap_pyfunction!(eye, m)?)?;
+    m.add_function(wrap_pyfunction!(arange, m)?)?;
+    m.add_function(wrap_pyfunction!(linspace, m)?)?;
+    m.add_function(wrap_pyfunction!(rand, m)?)?;
+    m.add_function(wrap_pyfunction!(randn, m)?)?;
+    m.add_function(wrap_pyfunction!(randint, m)?)?;
+    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(_like, m)?)?;
+    m.add_function(wrap_pyfunction!(add_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(sub_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(mul_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(div_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(pow_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(matmul_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(mm_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(dot_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(eq_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(ne_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(lt_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(le_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(gt_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(ge_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(logical_and_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(logical_or_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(neg_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(exp_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(log_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(sin_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(cos_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(tanh_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(sigmoid_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(relu_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(sqrt_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(abs_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(sign_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(logical_not_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(all_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(any_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(clone_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(where_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_sum_dims, m)?)?;
+    let _ = (PyDict::new(m.py()), PyList::empty(m.py()));
+    Ok(())
+}

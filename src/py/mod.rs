@@ -1,0 +1,37 @@
+//! The `ferrograd._C` extension module: the only code that touches Python.
+
+mod convert;
+mod dtype;
+mod errors;
+mod functions;
+mod node;
+mod tensor;
+
+use pyo3::prelude::*;
+
+use crate::tensor::DType;
+
+/// In a forked child the pool's threads are gone; the next kernel builds a new pool.
+extern "C" fn after_fork_child() {
+    crate::kernels::parallel::mark_forked();
+}
+
+#[pymodule]
+#[pyo3(name = "_C")]
+fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<dtype::PyDType>()?;
+    m.add_class::<node::PyNode>()?;
+    m.add_class::<node::PyAccumulateGrad>()?;
+    m.add_class::<node::RemovableHandle>()?;
+    for dt in [DType::Bool, DType::I64, DType::F32, DType::F64] {
+        m.add(dt.name(), dtype::dtype_object(py, dt))?;
+    }
+    functions::register(m)?;
+    // SAFETY: registering a plain extern "C" callback that only stores an atomic.
+    unsafe {
+        libc::pthread_atfork(None, None, Some(after_fork_child));
+    }
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! Python views of graph nodes (`grad_fn`), tensor hooks and their handles.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::errors::external;
+use super::tensor::{wrap, PyTensor};
+use crate::autograd::{Edge, GradHook, NodeRef};
+use crate::tensor::{Tensor, WeakTensor};
+
+/// `tensor.grad_fn`: a handle on a node of the graph.
+#[pyclass(name = "Node", module = "ferrograd.autograd.graph", frozen)]
+pub struct PyNode {
+    pub node: NodeRef,
+}
+
+/// The node that accumulates into a leaf's `.grad`.
+#[pyclass(name = "AccumulateGrad", module = "ferrograd.autograd.graph", frozen)]
+pub struct PyAccumulateGrad {
+    leaf: Tensor,
+}
+
+pub fn grad_fn_object(py: Python<'_>, t: &Tensor) -> PyResult<Option<Py<PyAny>>> {
+    match t.grad_fn() {
+        None => Ok(None),
+        Some((node, _)) => Ok(Some(Py::new(py, PyNode { node })?.into_any())),
+    }
+}
+
+fn edge_object(py: Python<'_>, e: &Edge) -> PyResult<(Py<PyAny>, u32)> {
+    Ok(match e {
+        Edge::None => (py.None(), 0),
+        Edge::Node(n, nr) => (Py::new(py, PyNode { node: n.clone() })?.into_any(), *nr),
+        Edge::Leaf(t) => (
+            Py::new(py, PyAccumulateGrad { leaf: t.clone() })?.into_any(),
+            0,
+        ),
+    })
+}
+
+#[pymethods]
+impl PyNode {
+    fn name(&self) -> String {
+        self.node.name().into_owned()
+    }
+
+    #[getter]
+    fn next_functions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let items: PyResult<Vec<_>> = self.node.edges.iter().map(|e| edge_object(py, e)).collect();
+        PyTuple::new(py, items?)
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> String {
+        format!(
+            "<{} object at {:#x}>",
+            slf.get().node.name(),
+            slf.as_ptr() as usize
+        )
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyNode>()
+            .map(|o| o.get().node.ptr_eq(&self.node))
+            .unwrap_or(false)
+    }
+
+    fn __hash__(&self) -> u64 {
+        self.node.index() as u64 ^ (self.node.seq << 20)
+    }
+}
+
+#[pymethods]
+impl PyAccumulateGrad {
+    fn name(&self) -> &'static str {
+        "AccumulateGrad"
+    }
+
+    #[getter]
+    fn variable(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, self.leaf.clone())
+    }
+
+    #[getter]
+    fn next_functions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, Vec::<Py<PyAny>>::new())
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> String {
+        format!("<AccumulateGrad object at {:#x}>", slf.as_ptr() as usize)
+    }
+}
+
+static HOOK_IDS: AtomicU64 = AtomicU64::new(1);
+
+pub fn next_hook_id() -> u64 {
+    HOOK_IDS.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A Python callable used as a gradient hook; runs with the GIL taken.
+pub struct PyHook(pub Py<PyAny>);
+
+impl GradHook for PyHook {
+    fn call(&self, grad: &Tensor) -> crate::Result<Option<Tensor>> {
+        Python::attach(|py| {
+            let g = wrap(py, grad.clone()).map_err(external)?;
+            let r = self.0.bind(py).call1((g,)).map_err(external)?;
+            if r.is_none() {
+                return Ok(None);
+            }
+            match r.cast::<PyTensor>() {
+                Ok(t) => Ok(Some(t.get().t.clone())),
+                Err(_) => Err(crate::Error::runtime(
+                    "hook returned a value that is not a Tensor or None",
+                )),
+            }
+        })
+    }
+}
+
+/// Where the hook lives. Handles hold the tensor weakly, so a kept handle
+/// does not keep a graph alive; a non-leaf's hook is found through its grad_fn.
+enum HookSite {
+    Node(WeakTensor),
+    Leaf(WeakTensor),
+}
+
+/// What `register_hook` returns: `handle.remove()` unregisters the hook.
+#[pyclass(module = "ferrograd.utils.hooks", frozen)]
+pub struct RemovableHandle {
+    id: u64,
+    site: HookSite,
+}
+
+impl RemovableHandle {
+    pub fn on_node(id: u64, t: WeakTensor) -> Self {
+        RemovableHandle {
+            id,
+            site: HookSite::Node(t),
+        }
+    }
+    pub fn on_leaf(id: u64, t: WeakTensor) -> Self {
+        RemovableHandle {
+            id,
+            site: HookSite::Leaf(t),
+        }
+    }
+}
+
+#[pymethods]
+impl RemovableHandle {
+    fn remove(&self) {
+        match &self.site {
+            HookSite::Node(w) => {
+                if let Some((n, _)) = w.upgrade().and_then(|t| t.grad_fn()) {
+                    n.remove_hook(self.id);
+                }
+            }
+            HookSite::Leaf(w) => {
+                if let Some(t) = w.upgrade() {
+                    t.meta().hooks.retain(|(i, _)| *i != self.id);
+                }
+            }
+        }
+    }
+
+    fn __enter__<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
+        slf.clone()
+    }
+
+    fn __exit__(&self, _a: &Bound<'_, PyAny>, _b: &Bound<'_, PyAny>, _c: &Bound<'_, PyAny>) {
+        self.remove();
+    }
+}

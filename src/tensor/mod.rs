@@ -1,0 +1,360 @@
+//! The tensor: a strided view onto shared storage plus its autograd metadata.
+
+mod dtype;
+mod shape;
+mod storage;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
+
+pub use dtype::{Arith, DType, Element, Float, TypedVec};
+pub use shape::{
+    broadcast_shapes, broadcast_strides, contiguous_strides, fmt_shape, infer_shape, is_contiguous,
+    numel, view_strides, wrap_dim, Shape, Strides,
+};
+pub use storage::Storage;
+
+use crate::autograd::{GradHook, NodeRef};
+use crate::error::{Error, Result};
+use crate::kernels;
+
+/// Where a tensor's elements are: storage, shape, strides and offset.
+#[derive(Clone)]
+pub struct View {
+    pub storage: Arc<Storage>,
+    pub shape: Shape,
+    pub strides: Strides,
+    pub offset: usize,
+}
+
+impl View {
+    pub fn contiguous(storage: Arc<Storage>, shape: Shape) -> View {
+        let strides = contiguous_strides(&shape);
+        View {
+            storage,
+            shape,
+            strides,
+            offset: 0,
+        }
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.storage.dtype()
+    }
+
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+
+    pub fn is_contiguous(&self) -> bool {
+        is_contiguous(&self.shape, &self.strides)
+    }
+
+    /// Pointer to the first element of the view, typed.
+    #[inline(always)]
+    pub fn ptr<T: Element>(&self) -> *mut T {
+        // The offset is in bounds for every view the crate constructs.
+        self.storage.typed_ptr::<T>().wrapping_add(self.offset)
+    }
+
+    /// The elements as a slice when the view is contiguous.
+    pub fn as_slice<T: Element>(&self) -> Option<&[T]> {
+        if self.is_contiguous() && self.storage.dtype() == T::DTYPE {
+            // SAFETY: a contiguous view covers `numel` elements from `offset`,
+            // all inside the storage, which outlives the borrow of `self`.
+            Some(unsafe { std::slice::from_raw_parts(self.ptr::<T>(), self.numel()) })
+        } else {
+            None
+        }
+    }
+}
+
+/// Per-tensor autograd state, guarded by one lock.
+#[derive(Default)]
+pub struct AutogradMeta {
+    pub grad: Option<Tensor>,
+    /// The node that produced this tensor and which of its outputs it is.
+    pub grad_fn: Option<(NodeRef, u32)>,
+    pub retains_grad: bool,
+    /// Hooks on a leaf (a non-leaf's hooks live on its `grad_fn`).
+    pub hooks: Vec<(u64, Arc<dyn GradHook>)>,
+}
+
+pub struct TensorImpl {
+    view: RwLock<View>,
+    /// Read on every op call; kept outside the lock so that check is one load.
+    requires_grad: AtomicBool,
+    meta: Mutex<AutogradMeta>,
+    /// The tensor whose storage this one views (always the root, never a view).
+    base: Option<Tensor>,
+}
+
+/// A reference-counted handle; clones share one tensor, as Python names do.
+#[derive(Clone)]
+pub struct Tensor(Arc<TensorImpl>);
+
+impl Tensor {
+    pub fn from_view(view: View, base: Option<Tensor>) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            view: RwLock::new(view),
+            requires_grad: AtomicBool::new(false),
+            meta: Mutex::new(AutogradMeta::default()),
+            base,
+        }))
+    }
+
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: Shape) -> Tensor {
+        debug_assert_eq!(data.len(), numel(&shape));
+        Tensor::from_view(View::contiguous(Storage::from_vec(data), shape), None)
+    }
+
+    pub fn from_typed(data: TypedVec, shape: Shape) -> Tensor {
+        match data {
+            TypedVec::Bool(v) => Tensor::from_vec(v, shape),
+            TypedVec::I64(v) => Tensor::from_vec(v, shape),
+            TypedVec::F32(v) => Tensor::from_vec(v, shape),
+            TypedVec::F64(v) => Tensor::from_vec(v, shape),
+        }
+    }
+
+    pub fn scalar<T: Element>(v: T) -> Tensor {
+        Tensor::from_vec(vec![v], Shape::new())
+    }
+
+    /// A 0-d tensor of `dtype` holding `v` converted the way `tensor.to(dtype)` would.
+    pub fn scalar_of(v: f64, dtype: DType) -> Tensor {
+        crate::dispatch!(dtype, T => Tensor::scalar(T::from_f64(v)))
+    }
+
+    pub fn full(shape: Shape, v: f64, dtype: DType) -> Tensor {
+        let n = numel(&shape);
+        crate::dispatch!(dtype, T => Tensor::from_vec(vec![T::from_f64(v); n], shape))
+    }
+
+    pub fn zeros(shape: Shape, dtype: DType) -> Tensor {
+        Tensor::full(shape, 0.0, dtype)
+    }
+
+    // ----- data access -------------------------------------------------
+
+    pub fn view(&self) -> RwLockReadGuard<'_, View> {
+        self.0.view.read_recursive()
+    }
+
+    /// Replaces what this tensor views (`t.data = other`).
+    pub fn set_view(&self, v: View) {
+        *self.0.view.write() = v;
+    }
+
+    pub fn shape(&self) -> Shape {
+        self.view().shape.clone()
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.view().dtype()
+    }
+
+    pub fn numel(&self) -> usize {
+        self.view().numel()
+    }
+
+    pub fn ndim(&self) -> usize {
+        self.view().shape.len()
+    }
+
+    pub fn is_contiguous(&self) -> bool {
+        self.view().is_contiguous()
+    }
+
+    pub fn storage(&self) -> Arc<Storage> {
+        Arc::clone(&self.view().storage)
+    }
+
+    pub fn version(&self) -> u64 {
+        self.view().storage.version()
+    }
+
+    pub fn base(&self) -> Option<&Tensor> {
+        self.0.base.as_ref()
+    }
+
+    pub fn is_view(&self) -> bool {
+        self.0.base.is_some()
+    }
+
+    /// The tensor a view was taken from, or the tensor itself.
+    pub fn root(&self) -> &Tensor {
+        self.0.base.as_ref().unwrap_or(self)
+    }
+
+    pub fn same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// A stable identity for hashing (the address of the shared impl).
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    /// Whether nothing else can observe this tensor's memory: no other handle,
+    /// no view, no other user of the storage, and contiguous.
+    pub fn is_exclusive(&self) -> bool {
+        Arc::strong_count(&self.0) == 1 && self.0.base.is_none() && !self.requires_grad() && {
+            let v = self.view();
+            Arc::strong_count(&v.storage) == 1 && v.is_contiguous() && v.offset == 0
+        }
+    }
+
+    pub fn downgrade(&self) -> WeakTensor {
+        WeakTensor(Arc::downgrade(&self.0))
+    }
+
+    /// The elements in row-major order, converted to `T`.
+    pub fn to_vec<T: Element>(&self) -> Vec<T> {
+        let v = self.view();
+        if v.dtype() == T::DTYPE {
+            if let Some(s) = v.as_slice::<T>() {
+                return s.to_vec();
+            }
+            return kernels::copy::gather::<T>(&v);
+        }
+        crate::dispatch!(v.dtype(), S => {
+            let src = kernels::copy::gather::<S>(&v);
+            src.into_iter().map(|x| T::from_f64(x.to_f64())).collect()
+        })
+    }
+
+    /// The value of a one-element tensor.
+    pub fn item(&self) -> Result<f64> {
+        let v = self.view();
+        if v.numel() != 1 {
+            return Err(Error::runtime(format!(
+                "a Tensor with {} elements cannot be converted to Scalar",
+                v.numel()
+            )));
+        }
+        Ok(crate::dispatch!(v.dtype(), T => unsafe { *v.ptr::<T>() }.to_f64()))
+    }
+
+    /// A contiguous tensor with the same values: `self` if already contiguous.
+    /// Not recorded; the differentiable version is `ops::contiguous`.
+    pub fn contiguous_data(&self) -> Tensor {
+        if self.is_contiguous() {
+            return self.clone();
+        }
+        let v = self.view();
+        let shape = v.shape.clone();
+        crate::dispatch!(v.dtype(), T => Tensor::from_vec(kernels::copy::gather::<T>(&v), shape))
+    }
+
+    // ----- autograd metadata ---------------------------------------------
+
+    #[inline]
+    pub fn requires_grad(&self) -> bool {
+        self.0.requires_grad.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_requires_grad_flag(&self, on: bool) {
+        self.0.requires_grad.store(on, Ordering::Relaxed);
+    }
+
+    pub fn meta(&self) -> MutexGuard<'_, AutogradMeta> {
+        self.0.meta.lock()
+    }
+
+    pub fn grad_fn(&self) -> Option<(NodeRef, u32)> {
+        self.meta().grad_fn.clone()
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.meta().grad_fn.is_none()
+    }
+
+    pub fn grad(&self) -> Option<Tensor> {
+        self.meta().grad.clone()
+    }
+
+    pub fn set_grad(&self, g: Option<Tensor>) {
+        // Taken out before the lock is dropped so a freed gradient's graph is
+        // released without holding this tensor's lock.
+        let old = std::mem::replace(&mut self.meta().grad, g);
+        drop(old);
+    }
+
+    /// Turns `requires_grad` on or off for a leaf, with PyTorch's errors.
+    pub fn set_requires_grad(&self, on: bool) -> Result<()> {
+        if !self.is_leaf() {
+            if on {
+                return Ok(());
+            }
+            return Err(Error::runtime(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().",
+            ));
+        }
+        if on && !self.dtype().is_float() {
+            return Err(Error::runtime(
+                "only Tensors of floating point dtype can require gradients",
+            ));
+        }
+        self.set_requires_grad_flag(on);
+        Ok(())
+    }
+
+    /// Attaches this (fresh) tensor to the graph as output `nr` of `node`.
+    pub(crate) fn set_grad_fn(&self, node: NodeRef, nr: u32) {
+        let old = std::mem::replace(&mut self.meta().grad_fn, Some((node, nr)));
+        self.set_requires_grad_flag(true);
+        drop(old);
+    }
+
+    /// Cuts this tensor out of the graph in place (`detach_()`).
+    pub fn detach_in_place(&self) {
+        let old = self.meta().grad_fn.take();
+        self.set_requires_grad_flag(false);
+        drop(old);
+    }
+
+    /// A new tensor sharing storage (and version counter), outside the graph.
+    /// Not a view for autograd purposes: in-place writes through it are allowed
+    /// even when `self` is a leaf that requires grad (they bump the shared counter).
+    pub fn detach(&self) -> Tensor {
+        let v = self.view().clone();
+        Tensor::from_view(v, None)
+    }
+
+    /// `.data`: the same memory under a fresh version counter, untracked, so
+    /// writes through it are invisible to the graph (as in PyTorch).
+    pub fn data_alias(&self) -> Tensor {
+        let mut v = self.view().clone();
+        v.storage = Storage::alias(&v.storage);
+        Tensor::from_view(v, None)
+    }
+}
+
+/// A non-owning tensor handle (used by `retain_grad`, which must not keep
+/// its tensor alive through the graph).
+#[derive(Clone)]
+pub struct WeakTensor(std::sync::Weak<TensorImpl>);
+
+impl WeakTensor {
+    pub fn upgrade(&self) -> Option<Tensor> {
+        self.0.upgrade().map(Tensor)
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (shape, dtype) = {
+            let v = self.view();
+            (v.shape.clone(), v.dtype())
+        };
+        write!(
+            f,
+            "Tensor(shape={}, dtype={dtype}, data={:?})",
+            fmt_shape(&shape),
+            self.to_vec::<f64>()
+        )
+    }
+}

@@ -1,0 +1,122 @@
+//! A flat, fixed-size buffer shared by a tensor and all of its views.
+
+use std::any::Any;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::dtype::{DType, Element, TypedVec};
+
+/// Who owns the memory a [`Storage`] points at.
+enum Owner {
+    Bool(#[allow(dead_code)] Vec<bool>),
+    I64(#[allow(dead_code)] Vec<i64>),
+    F32(#[allow(dead_code)] Vec<f32>),
+    F64(#[allow(dead_code)] Vec<f64>),
+    /// Memory owned by someone else (a NumPy array, or another storage that
+    /// `.data` aliases); kept alive for as long as this storage lives.
+    External(#[allow(dead_code)] Box<dyn Any + Send + Sync>),
+}
+
+/// Elements of one dtype in one allocation that never grows or moves.
+///
+/// The version counter lives here because PyTorch shares it between a tensor,
+/// its views and `detach()`ed aliases: an in-place write through any of them
+/// must invalidate what the graph saved. `.data` gets a fresh counter by
+/// aliasing the memory through a second `Storage`.
+pub struct Storage {
+    ptr: NonNull<u8>,
+    len: usize,
+    dtype: DType,
+    version: AtomicU64,
+    _owner: Owner,
+}
+
+// The buffer is plain data; concurrent unsynchronised writes from two Python
+// threads race on element values exactly as they do in PyTorch, but can never
+// invalidate the allocation, which is fixed for the storage's lifetime.
+unsafe impl Send for Storage {}
+unsafe impl Sync for Storage {}
+
+impl Storage {
+    pub fn from_vec<T: Element>(mut v: Vec<T>) -> Arc<Storage> {
+        let len = v.len();
+        let ptr = NonNull::new(v.as_mut_ptr() as *mut u8).unwrap_or(NonNull::dangling());
+        let owner = match T::into_typed(v) {
+            TypedVec::Bool(v) => Owner::Bool(v),
+            TypedVec::I64(v) => Owner::I64(v),
+            TypedVec::F32(v) => Owner::F32(v),
+            TypedVec::F64(v) => Owner::F64(v),
+        };
+        Arc::new(Storage {
+            ptr,
+            len,
+            dtype: T::DTYPE,
+            version: AtomicU64::new(0),
+            _owner: owner,
+        })
+    }
+
+    /// Wraps memory owned by `owner`.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for `len` elements of `dtype`, suitably aligned, for
+    /// as long as `owner` is alive, and not be freed by anyone else meanwhile.
+    pub unsafe fn from_external(
+        ptr: *mut u8,
+        len: usize,
+        dtype: DType,
+        owner: Box<dyn Any + Send + Sync>,
+    ) -> Arc<Storage> {
+        Arc::new(Storage {
+            ptr: NonNull::new(ptr).unwrap_or(NonNull::dangling()),
+            len,
+            dtype,
+            version: AtomicU64::new(0),
+            _owner: Owner::External(owner),
+        })
+    }
+
+    /// The same memory under a fresh version counter (what `.data` returns).
+    pub fn alias(this: &Arc<Storage>) -> Arc<Storage> {
+        let keep = Arc::clone(this);
+        Arc::new(Storage {
+            ptr: this.ptr,
+            len: this.len,
+            dtype: this.dtype,
+            version: AtomicU64::new(0),
+            _owner: Owner::External(Box::new(keep)),
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    pub fn bump_version(&self) {
+        self.version.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Typed pointer to element 0. Callers dispatch on `dtype()` first.
+    #[inline(always)]
+    pub fn typed_ptr<T: Element>(&self) -> *mut T {
+        debug_assert_eq!(T::DTYPE, self.dtype);
+        self.ptr.as_ptr() as *mut T
+    }
+}
