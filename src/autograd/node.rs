@@ -120,6 +120,9 @@ pub trait Backward: Send + Sync {
     fn validate_outputs(&self) -> bool {
         false
     }
+    /// Called when the node's saved tensors are freed (after a backward
+    /// without `retain_graph`), so rules holding state elsewhere can drop it.
+    fn on_release(&self) {}
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -147,6 +150,7 @@ where
 /// A hook on a gradient: returns a replacement, or `None` to keep it.
 pub trait GradHook: Send + Sync {
     fn call(&self, grad: &Tensor) -> Result<Option<Tensor>>;
+    fn as_any(&self) -> &dyn Any;
 }
 
 enum Saved {
@@ -239,6 +243,7 @@ impl Node {
             std::mem::replace(&mut *saved, Saved::Released)
         };
         drop(old);
+        self.backward.on_release();
     }
 
     pub fn is_released(&self) -> bool {

@@ -7,6 +7,7 @@
 
 pub mod copy;
 pub mod elementwise;
+pub mod index;
 pub mod matmul;
 pub mod parallel;
 pub mod reduce;

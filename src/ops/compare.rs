@@ -62,3 +62,97 @@ pub fn any(a: &Tensor) -> Result<Tensor> {
     let v = to_bool(a).to_vec::<bool>();
     Ok(Tensor::scalar(v.iter().any(|&x| x)))
 }
+
+pub fn logical_xor(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (a, b) = (to_bool(a), to_bool(b));
+    Ok(map2!(&a, &b, DType::Bool, bool, |x, y| x ^ y))
+}
+
+/// A bool-valued test of each element; integers and bools are always finite.
+fn float_test(a: &Tensor, int_value: bool, f32f: fn(f32) -> bool, f64f: fn(f64) -> bool) -> Tensor {
+    let v = a.view();
+    let shape = v.shape.clone();
+    let out = match v.dtype() {
+        DType::F32 => crate::kernels::elementwise::unary::<f32, bool>(&v, f32f),
+        DType::F64 => crate::kernels::elementwise::unary::<f64, bool>(&v, f64f),
+        _ => vec![int_value; v.numel()],
+    };
+    Tensor::from_vec(out, shape)
+}
+
+pub fn isnan(a: &Tensor) -> Result<Tensor> {
+    Ok(float_test(a, false, f32::is_nan, f64::is_nan))
+}
+
+pub fn isinf(a: &Tensor) -> Result<Tensor> {
+    Ok(float_test(a, false, f32::is_infinite, f64::is_infinite))
+}
+
+pub fn isfinite(a: &Tensor) -> Result<Tensor> {
+    Ok(float_test(a, true, f32::is_finite, f64::is_finite))
+}
+
+/// `|a - b| <= atol + rtol * |b|`, with equal infinities close and NaNs
+/// close to each other only under `equal_nan`.
+pub fn isclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+    if a.dtype() != b.dtype() {
+        return Err(crate::error::Error::runtime(format!(
+            "{} did not match {}",
+            a.dtype().scalar_name(),
+            b.dtype().scalar_name()
+        )));
+    }
+    if rtol < 0.0 || atol < 0.0 {
+        return Err(crate::error::Error::runtime(format!(
+            "rtol must be greater than or equal to zero, but got {rtol}; atol must be greater than or equal to zero, but got {atol}"
+        )));
+    }
+    let out_shape = broadcast_shapes(&a.shape(), &b.shape())?;
+    let dt = a.dtype();
+    let close = move |x: f64, y: f64| {
+        if x == y {
+            return true;
+        }
+        if x.is_nan() || y.is_nan() {
+            return equal_nan && x.is_nan() && y.is_nan();
+        }
+        if x.is_infinite() || y.is_infinite() {
+            return false;
+        }
+        (x - y).abs() <= atol + rtol * y.abs()
+    };
+    let (va, vb) = (a.view(), b.view());
+    Ok(crate::dispatch!(dt, T => Tensor::from_vec(
+        binary::<T, bool>(&va, &vb, &out_shape, |x: T, y: T| close(crate::tensor::Element::to_f64(x), crate::tensor::Element::to_f64(y))),
+        out_shape.clone(),
+    )))
+}
+
+/// Whether every element pair is close (`allclose`).
+pub fn allclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
+    Ok(isclose(a, b, rtol, atol, equal_nan)?
+        .to_vec::<bool>()
+        .iter()
+        .all(|&x| x))
+}
+
+/// Same shape and same values (`torch.equal`).
+pub fn equal(a: &Tensor, b: &Tensor) -> Result<bool> {
+    if a.shape() != b.shape() {
+        return Ok(false);
+    }
+    Ok(eq(a, b)?.to_vec::<bool>().iter().all(|&x| x))
+}
+
+/// `all`/`any` over chosen dimensions (bool results).
+pub fn all_dims(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    // all(x) == !any(!x), and any is a sum of flags that is positive.
+    let n = super::logical_not(a)?;
+    let s = super::sum(&n, dims, keepdim)?;
+    eq(&s, &Tensor::scalar(0i64))
+}
+
+pub fn any_dims(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    let s = super::sum(&to_bool(a), dims, keepdim)?;
+    gt(&s, &Tensor::scalar(0i64))
+}

@@ -105,3 +105,25 @@ pub fn fill_(t: &Tensor, v: f64) -> Result<()> {
 pub fn zero_(t: &Tensor) -> Result<()> {
     fill_(t, 0.0)
 }
+
+/// Writes `value` (broadcast to `dst`'s shape, cast to its dtype) into
+/// `dst`'s memory, outside the graph: `t[basic key] = value` when nothing
+/// needs recording.
+pub fn assign(dst: &Tensor, value: &Tensor) -> Result<()> {
+    let shape = dst.shape();
+    let vs = value.shape();
+    let fits = crate::tensor::broadcast_shapes(&vs, &shape)
+        .map(|b| b == shape)
+        .unwrap_or(false);
+    if !fits {
+        return Err(Error::runtime(format!(
+            "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+            fmt_shape(&vs),
+            fmt_shape(&shape)
+        )));
+    }
+    let _g = crate::autograd::GradModeGuard::new(false);
+    let v = super::expand(&value.detach(), &shape)?;
+    write_values(dst, &v);
+    Ok(())
+}

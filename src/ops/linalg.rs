@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 use smallvec::{smallvec, SmallVec};
 
-use super::{cast_data, mul, result_type, squeeze, transpose, unsqueeze};
+use super::{cast_data, expand, mul, result_type, squeeze, transpose, unsqueeze};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
 use crate::kernels::matmul::{gemm_into, Mat};
@@ -275,4 +275,328 @@ fn bmm_broadcast(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         );
     }
     Ok(out)
+}
+
+/// `bmm(a, b)`: strictly 3-D batches of equal size.
+pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (sa, sb) = (a.shape(), b.shape());
+    if sa.len() != 3 {
+        return Err(Error::runtime("batch1 must be a 3D tensor"));
+    }
+    if sb.len() != 3 {
+        return Err(Error::runtime("batch2 must be a 3D tensor"));
+    }
+    if sb[0] != sa[0] || sb[1] != sa[2] {
+        return Err(Error::runtime(format!(
+            "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+            sa[0], sa[2], sb[0], sb[1]
+        )));
+    }
+    check_dtype(a, b, "bmm")?;
+    matmul(a, b)
+}
+
+/// `outer(a, b)`: `a[i] * b[j]` for two vectors.
+pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.ndim() != 1 || b.ndim() != 1 {
+        return Err(Error::runtime(format!(
+            "outer: Expected 1-D argument self, but got {}-D",
+            if a.ndim() != 1 { a.ndim() } else { b.ndim() }
+        )));
+    }
+    mul(&unsqueeze(a, 1)?, &unsqueeze(b, 0)?)
+}
+
+/// `linear(x, w, b) = x @ w.T + b`.
+pub fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+    let y = if w.ndim() == 1 {
+        matmul(x, w)?
+    } else {
+        if w.ndim() != 2 {
+            return Err(Error::runtime(format!(
+                "t() expects a tensor with <= 2 dimensions, but self is {}D",
+                w.ndim()
+            )));
+        }
+        let (xs, ws) = (x.shape(), w.shape());
+        if xs.last().copied() != Some(ws[1]) {
+            return Err(Error::runtime(format!(
+                "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+                xs[..xs.len().saturating_sub(1)].iter().product::<usize>(),
+                xs.last().copied().unwrap_or(0),
+                ws[1],
+                ws[0]
+            )));
+        }
+        matmul(x, &transpose(w, 0, 1)?)?
+    };
+    match b {
+        Some(b) => super::add(&y, b),
+        None => Ok(y),
+    }
+}
+
+/// One operand's subscripts after `...` has been expanded.
+type Labels = SmallVec<[u8; 8]>;
+
+/// Parses `"ij,jk->ik"` into per-operand labels and output labels. `...`
+/// becomes internal labels (bytes >= 128) aligned from the right, as in NumPy.
+fn parse_einsum(eq: &str, ndims: &[usize]) -> Result<(Vec<Labels>, Labels)> {
+    let eq: String = eq.chars().filter(|c| !c.is_whitespace()).collect();
+    let (lhs, rhs) = match eq.split_once("->") {
+        Some((l, r)) => (l.to_string(), Some(r.to_string())),
+        None => (eq.clone(), None),
+    };
+    let terms: Vec<&str> = lhs.split(',').collect();
+    if terms.len() != ndims.len() {
+        return Err(Error::runtime(format!(
+            "einsum(): {} operands were provided but the equation specifies {}",
+            ndims.len(),
+            terms.len()
+        )));
+    }
+    let check = |term: &str| -> Result<String> {
+        let explicit = term.replace("...", "");
+        if term.matches("...").count() > 1 {
+            return Err(Error::runtime(
+                "einsum(): found more than one ellipsis ('...') in one operand",
+            ));
+        }
+        if let Some(ch) = explicit.chars().find(|c| !c.is_ascii_alphabetic()) {
+            return Err(Error::runtime(format!(
+                "einsum(): invalid subscript '{ch}' in the equation string, subscripts must be in [a-zA-Z]"
+            )));
+        }
+        Ok(explicit)
+    };
+    // How many dimensions each operand's ellipsis covers.
+    let mut n_ell = Vec::with_capacity(terms.len());
+    for (term, &nd) in terms.iter().zip(ndims) {
+        let explicit = check(term)?;
+        let n = if term.contains("...") {
+            nd.checked_sub(explicit.len())
+        } else if explicit.len() == nd {
+            Some(0)
+        } else {
+            None
+        };
+        n_ell.push(n.ok_or_else(|| {
+            Error::runtime(format!(
+                "einsum(): the number of subscripts in the equation ({}) does not match the number of dimensions ({nd}) for operand {} and no ellipsis was given",
+                explicit.len(),
+                n_ell.len()
+            ))
+        })?);
+    }
+    let ell_dims = n_ell.iter().copied().max().unwrap_or(0);
+    if ell_dims > 100 {
+        return Err(Error::runtime(
+            "einsum(): too many dimensions under the ellipsis",
+        ));
+    }
+    let build = |term: &str, n: usize| -> Labels {
+        let mut out = Labels::new();
+        match term.find("...") {
+            Some(pos) => {
+                out.extend(term[..pos].bytes());
+                out.extend((0..n).map(|k| (128 + ell_dims - n + k) as u8));
+                out.extend(term[pos + 3..].bytes());
+            }
+            None => out.extend(term.bytes()),
+        }
+        out
+    };
+    let ops: Vec<Labels> = terms
+        .iter()
+        .zip(&n_ell)
+        .map(|(t, &n)| build(t, n))
+        .collect();
+    let out = match rhs {
+        Some(r) => {
+            check(&r)?;
+            let o = build(&r, ell_dims);
+            for (i, &l) in o.iter().enumerate() {
+                if o[..i].contains(&l) {
+                    return Err(Error::runtime(format!(
+                        "einsum(): output subscript {} appears more than once in the output",
+                        l as char
+                    )));
+                }
+                if !ops.iter().any(|op| op.contains(&l)) {
+                    return Err(Error::runtime(format!(
+                        "einsum(): output subscript {} does not appear in the equation for any input operand",
+                        l as char
+                    )));
+                }
+            }
+            o
+        }
+        None => {
+            // Implicit output: the ellipsis, then the labels seen once, sorted.
+            let mut o: Labels = (0..ell_dims).map(|k| (128 + k) as u8).collect();
+            let all: Vec<u8> = ops.iter().flatten().copied().filter(|&l| l < 128).collect();
+            let mut singles: Vec<u8> = all
+                .iter()
+                .copied()
+                .filter(|l| all.iter().filter(|&m| m == l).count() == 1)
+                .collect();
+            singles.sort_unstable();
+            o.extend(singles);
+            o
+        }
+    };
+    Ok((ops, out))
+}
+
+/// Sums out the labels of `t` that nothing else needs, and rejects repeated
+/// labels within one operand (diagonals), which this einsum does not take.
+fn einsum_prepare(t: &Tensor, labels: &Labels, needed: &[u8]) -> Result<(Tensor, Labels)> {
+    for (i, &l) in labels.iter().enumerate() {
+        if labels[..i].contains(&l) {
+            return Err(Error::runtime(format!(
+                "einsum(): repeated subscript {} within one operand (a diagonal) is not supported",
+                if l < 128 { l as char } else { '.' }
+            )));
+        }
+    }
+    let drop: SmallVec<[i64; 4]> = labels
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !needed.contains(l))
+        .map(|(i, _)| i as i64)
+        .collect();
+    if drop.is_empty() {
+        return Ok((t.clone(), labels.clone()));
+    }
+    let kept: Labels = labels
+        .iter()
+        .copied()
+        .filter(|l| needed.contains(l))
+        .collect();
+    Ok((super::sum(t, Some(&drop), false)?, kept))
+}
+
+fn label_sizes(t: &Tensor, labels: &Labels, sizes: &mut [Option<usize>; 256]) -> Result<()> {
+    for (&l, &n) in labels.iter().zip(t.shape().iter()) {
+        match sizes[l as usize] {
+            Some(m) if m != n && m != 1 && n != 1 => {
+                return Err(Error::runtime(format!(
+                    "einsum(): operands do not broadcast with remapped shapes: subscript {} has size {n} for one operand and {m} for another",
+                    if l < 128 { l as char } else { '.' }
+                )))
+            }
+            Some(m) if m != 1 => {}
+            _ => sizes[l as usize] = Some(n),
+        }
+    }
+    Ok(())
+}
+
+/// Contracts two prepared operands into one with labels `keep` order-free:
+/// batch (shared, kept), contracted (shared, dropped), left-only, right-only.
+fn einsum_pair(
+    a: &Tensor,
+    la: &Labels,
+    b: &Tensor,
+    lb: &Labels,
+    keep: &[u8],
+    sizes: &[Option<usize>; 256],
+) -> Result<(Tensor, Labels)> {
+    let batch: Labels = la
+        .iter()
+        .copied()
+        .filter(|l| lb.contains(l) && keep.contains(l))
+        .collect();
+    let contr: Labels = la
+        .iter()
+        .copied()
+        .filter(|l| lb.contains(l) && !keep.contains(l))
+        .collect();
+    let left: Labels = la.iter().copied().filter(|l| !lb.contains(l)).collect();
+    let right: Labels = lb.iter().copied().filter(|l| !la.contains(l)).collect();
+    let size = |l: &u8| sizes[*l as usize].unwrap_or(1);
+    let pos = |ls: &Labels, l: u8| ls.iter().position(|&m| m == l).unwrap_or(0) as i64;
+    // Size-1 labels broadcast against the other operand's size.
+    let full = |t: &Tensor, ls: &Labels| -> Result<Tensor> {
+        let target: Shape = ls.iter().map(size).collect();
+        expand(t, &target)
+    };
+    let a = full(a, la)?;
+    let b = full(b, lb)?;
+    let pa: SmallVec<[i64; 8]> = batch
+        .iter()
+        .chain(&left)
+        .chain(&contr)
+        .map(|&l| pos(la, l))
+        .collect();
+    let pb: SmallVec<[i64; 8]> = batch
+        .iter()
+        .chain(&contr)
+        .chain(&right)
+        .map(|&l| pos(lb, l))
+        .collect();
+    let (nb, nl, nc, nr) = (
+        batch.iter().map(size).product::<usize>(),
+        left.iter().map(size).product::<usize>(),
+        contr.iter().map(size).product::<usize>(),
+        right.iter().map(size).product::<usize>(),
+    );
+    let a3 = super::reshape(&super::permute(&a, &pa)?, &[nb, nl, nc])?;
+    let b3 = super::reshape(&super::permute(&b, &pb)?, &[nb, nc, nr])?;
+    let r = matmul(&a3, &b3)?;
+    let labels: Labels = batch.iter().chain(&left).chain(&right).copied().collect();
+    let shape: Shape = labels.iter().map(size).collect();
+    Ok((super::reshape(&r, &shape)?, labels))
+}
+
+/// `einsum(equation, *operands)`: sums over shared labels via batched
+/// matrix products (any number of operands, contracted left to right);
+/// built from differentiable ops, so it differentiates to any order.
+pub fn einsum(equation: &str, operands: &[Tensor]) -> Result<Tensor> {
+    if operands.is_empty() {
+        return Err(Error::runtime(
+            "einsum(): must provide at least one operand",
+        ));
+    }
+    let ndims: Vec<usize> = operands.iter().map(|t| t.ndim()).collect();
+    let (labels, out) = parse_einsum(equation, &ndims)?;
+    let mut sizes: [Option<usize>; 256] = [None; 256];
+    for (t, l) in operands.iter().zip(&labels) {
+        label_sizes(t, l, &mut sizes)?;
+    }
+    // Labels each operand must keep: in the output or in any other operand.
+    let needed_by = |skip: usize, extra: &[u8]| -> Vec<u8> {
+        let mut v: Vec<u8> = out.to_vec();
+        v.extend_from_slice(extra);
+        for (j, l) in labels.iter().enumerate() {
+            if j != skip {
+                v.extend_from_slice(l);
+            }
+        }
+        v
+    };
+    let (mut acc, mut acc_l) = einsum_prepare(&operands[0], &labels[0], &needed_by(0, &[]))?;
+    for i in 1..operands.len() {
+        let (b, lb) = einsum_prepare(&operands[i], &labels[i], &needed_by(i, &acc_l))?;
+        // After this pair, keep what the output or later operands use.
+        let mut keep: Vec<u8> = out.to_vec();
+        for l in &labels[i + 1..] {
+            keep.extend_from_slice(l);
+        }
+        let (r, lr) = einsum_pair(&acc, &acc_l, &b, &lb, &keep, &sizes)?;
+        acc = r;
+        acc_l = lr;
+    }
+    // Whatever is left over and not in the output is summed out.
+    let (acc, acc_l) = einsum_prepare(&acc, &acc_l, &out)?;
+    let target: Shape = acc_l
+        .iter()
+        .map(|l| sizes[*l as usize].unwrap_or(1))
+        .collect();
+    let acc = expand(&acc, &target)?;
+    let perm: SmallVec<[i64; 8]> = out
+        .iter()
+        .map(|l| acc_l.iter().position(|m| m == l).unwrap_or(0) as i64)
+        .collect();
+    super::permute(&acc, &perm)
 }

@@ -6,7 +6,7 @@ use super::{mean, mul, mul_f64, neg, sub, sum};
 use crate::autograd::{needs_record, record, GradModeGuard};
 use crate::error::{Error, Result};
 use crate::saved;
-use crate::tensor::{fmt_shape, Tensor};
+use crate::tensor::{fmt_shape, Shape, Tensor};
 
 /// How a loss combines per-element values.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -72,4 +72,329 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
         );
     }
     Ok(out)
+}
+
+fn reduce(x: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    match reduction {
+        Reduction::None => Ok(x.clone()),
+        Reduction::Mean => mean(x, None, false),
+        Reduction::Sum => sum(x, None, false),
+    }
+}
+
+fn check_same_shape(input: &Tensor, target: &Tensor, op: &str) -> Result<()> {
+    let (si, st) = (input.shape(), target.shape());
+    if si != st {
+        return Err(Error::value(format!(
+            "{op}: Using a target size ({}) that is different to the input size ({}) is not supported. Please ensure they have the same size.",
+            fmt_shape(&st),
+            fmt_shape(&si)
+        )));
+    }
+    Ok(())
+}
+
+/// Mean absolute error.
+pub fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    crate::tensor::broadcast_shapes(&input.shape(), &target.shape())?;
+    reduce(&super::abs(&sub(input, target)?)?, reduction)
+}
+
+/// Huber loss scaled by `1 / beta` (`smooth_l1_loss`); `beta == 0` is L1.
+pub fn smooth_l1_loss(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+    beta: f64,
+) -> Result<Tensor> {
+    if beta < 0.0 {
+        return Err(Error::runtime(
+            "smooth_l1_loss does not support negative values for beta.",
+        ));
+    }
+    if beta == 0.0 {
+        return l1_loss(input, target, reduction);
+    }
+    let d = super::abs(&sub(input, target)?)?;
+    let quad = mul_f64(&mul(&d, &d)?, 0.5 / beta)?;
+    let lin = super::add_scalar(&d, super::Scalar::Float(-0.5 * beta))?;
+    let small = super::lt(&d, &Tensor::scalar_of(beta, d.dtype()))?;
+    reduce(&super::where_(&small, &quad, &lin)?, reduction)
+}
+
+/// `huber_loss(delta)`: `smooth_l1_loss(beta=delta) * delta`.
+pub fn huber_loss(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+    delta: f64,
+) -> Result<Tensor> {
+    if delta <= 0.0 {
+        return Err(Error::runtime(
+            "huber_loss does not support non-positive values for delta.",
+        ));
+    }
+    mul_f64(&smooth_l1_loss(input, target, reduction, delta)?, delta)
+}
+
+/// Binary cross entropy on probabilities; logs are clamped at -100 as in
+/// PyTorch so that 0 and 1 give finite losses.
+pub fn binary_cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    check_same_shape(input, target, "binary_cross_entropy")?;
+    let lo = Tensor::scalar_of(-100.0, input.dtype());
+    let log_x = super::clamp(&super::log(input)?, Some(&lo), None)?;
+    let log_1mx = super::clamp(
+        &super::log(&super::rsub_scalar(input, super::Scalar::Int(1))?)?,
+        Some(&lo),
+        None,
+    )?;
+    let one_m_y = super::rsub_scalar(target, super::Scalar::Int(1))?;
+    let l = neg(&super::add(
+        &mul(target, &log_x)?,
+        &mul(&one_m_y, &log_1mx)?,
+    )?)?;
+    let l = match weight {
+        Some(w) => mul(&l, w)?,
+        None => l,
+    };
+    reduce(&l, reduction)
+}
+
+/// `max(x, 0) - x y + log(1 + exp(-|x|))`, weighted by `pos_weight` on the
+/// positive term, without overflow for any logit.
+pub fn binary_cross_entropy_with_logits(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    check_same_shape(input, target, "binary_cross_entropy_with_logits")?;
+    // log(sigmoid(x)) = -softplus(-x);  log(1 - sigmoid(x)) = -softplus(x)
+    let sp_neg = super::softplus(&neg(input)?, 1.0, f64::INFINITY)?;
+    let sp_pos = super::softplus(input, 1.0, f64::INFINITY)?;
+    let one_m_y = super::rsub_scalar(target, super::Scalar::Int(1))?;
+    let pos_term = match pos_weight {
+        Some(pw) => mul(&mul(pw, target)?, &sp_neg)?,
+        None => mul(target, &sp_neg)?,
+    };
+    let l = super::add(&pos_term, &mul(&one_m_y, &sp_pos)?)?;
+    let l = match weight {
+        Some(w) => mul(&l, w)?,
+        None => l,
+    };
+    reduce(&l, reduction)
+}
+
+/// Moves the class dimension (1) of `[N, C, d1, ...]` last and flattens:
+/// `[M, C]` plus the target flattened to `[M]`.
+fn flatten_classes(input: &Tensor, target: &Tensor) -> Result<(Tensor, Tensor, Shape)> {
+    let (si, st) = (input.shape(), target.shape());
+    match si.len() {
+        0 => Err(Error::index(
+            "Dimension out of range (expected to be in range of [-1, 0], but got 1)",
+        )),
+        1 => {
+            if !st.is_empty() {
+                return Err(Error::runtime(format!(
+                    "0D or 1D target tensor expected, multi-target not supported (target shape {})",
+                    fmt_shape(&st)
+                )));
+            }
+            Ok((
+                super::unsqueeze(input, 0)?,
+                super::reshape(target, &[1])?,
+                Shape::new(),
+            ))
+        }
+        _ => {
+            let mut expect: Shape = smallvec::smallvec![si[0]];
+            expect.extend_from_slice(&si[2..]);
+            if st != expect {
+                if si.len() == 2 && st.len() != 1 {
+                    return Err(Error::runtime(format!(
+                        "0D or 1D target tensor expected, multi-target not supported (target shape {})",
+                        fmt_shape(&st)
+                    )));
+                }
+                return Err(Error::runtime(format!(
+                    "Expected input batch_size ({}) to match target batch_size ({}).",
+                    si[0],
+                    st.first().copied().unwrap_or(0)
+                )));
+            }
+            let c = si[1];
+            let moved = super::movedim(input, 1, -1)?;
+            let m: usize = expect.iter().product();
+            Ok((
+                super::reshape(&moved, &[m, c])?,
+                super::reshape(target, &[m])?,
+                expect,
+            ))
+        }
+    }
+}
+
+/// Negative log likelihood of class indices under log-probabilities, with
+/// class weights, `ignore_index` and PyTorch's weighted mean.
+pub fn nll_loss(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    if target.dtype() != crate::tensor::DType::I64 {
+        return Err(Error::runtime(format!(
+            "expected scalar type Long but found {}",
+            target.dtype().scalar_name()
+        )));
+    }
+    let (x, t, out_shape) = flatten_classes(input, target)?;
+    let c = x.shape()[1];
+    if let Some(w) = weight {
+        if w.shape().as_slice() != [c] {
+            return Err(Error::runtime(format!(
+                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {}",
+                fmt_shape(&w.shape())
+            )));
+        }
+    }
+    let tv = t.to_vec::<i64>();
+    for &k in &tv {
+        if k != ignore_index && (k < 0 || k as usize >= c) {
+            return Err(Error::index(format!("Target {k} is out of bounds.")));
+        }
+    }
+    let keep: Vec<bool> = tv.iter().map(|&k| k != ignore_index).collect();
+    let m = tv.len();
+    let safe: Vec<i64> = tv
+        .iter()
+        .map(|&k| if k == ignore_index { 0 } else { k })
+        .collect();
+    let safe = Tensor::from_vec(safe, smallvec::smallvec![m, 1]);
+    let picked = super::reshape(&super::gather(&x, 1, &safe)?, &[m])?;
+    let keep_t = super::cast_data(&Tensor::from_vec(keep, smallvec::smallvec![m]), x.dtype());
+    let w = match weight {
+        Some(w) => mul(
+            &super::index_select(w, 0, &super::reshape(&safe, &[m])?)?,
+            &keep_t,
+        )?,
+        None => keep_t,
+    };
+    let l = neg(&mul(&picked, &w)?)?;
+    match reduction {
+        Reduction::None => super::reshape(&l, &out_shape),
+        Reduction::Sum => sum(&l, None, false),
+        Reduction::Mean => super::div(&sum(&l, None, false)?, &sum(&w, None, false)?),
+    }
+}
+
+/// `cross_entropy`: log_softmax over the class dimension, then `nll_loss`
+/// (class indices) or a soft-target sum (class probabilities), with
+/// PyTorch's label smoothing.
+pub fn cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    if !(0.0..=1.0).contains(&label_smoothing) {
+        return Err(Error::runtime(format!(
+            "label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+        )));
+    }
+    let class_dim = if input.ndim() == 1 { 0 } else { 1 };
+    let logp = super::log_softmax(input, class_dim, None)?;
+    let c = input.shape().get(class_dim as usize).copied().unwrap_or(1);
+    // Weight shaped to broadcast along the class dimension.
+    let wb = match weight {
+        Some(w) => {
+            let mut s: Shape = smallvec::SmallVec::from_elem(1, input.ndim());
+            s[class_dim as usize] = c;
+            Some(super::reshape(w, &s)?)
+        }
+        None => None,
+    };
+    if target.dtype().is_float() {
+        if target.shape() != input.shape() {
+            return Err(Error::runtime(format!(
+                "Expected target size {}, got {}",
+                fmt_shape(&input.shape()),
+                fmt_shape(&target.shape())
+            )));
+        }
+        let t = if label_smoothing > 0.0 {
+            super::add_scalar(
+                &mul_f64(target, 1.0 - label_smoothing)?,
+                super::Scalar::Float(label_smoothing / c as f64),
+            )?
+        } else {
+            target.clone()
+        };
+        let mut prod = mul(&logp, &t)?;
+        if let Some(w) = &wb {
+            prod = mul(&prod, w)?;
+        }
+        let per = neg(&sum(&prod, Some(&[class_dim]), false)?)?;
+        return match reduction {
+            Reduction::None => Ok(per),
+            Reduction::Sum => sum(&per, None, false),
+            Reduction::Mean => {
+                let n = if input.ndim() == 1 {
+                    1
+                } else {
+                    per.numel().max(1)
+                };
+                mul_f64(&sum(&per, None, false)?, 1.0 / n as f64)
+            }
+        };
+    }
+    let nll = nll_loss(&logp, target, weight, ignore_index, reduction)?;
+    if label_smoothing == 0.0 {
+        return Ok(nll);
+    }
+    let ignored = super::eq(target, &Tensor::scalar(ignore_index))?;
+    let weighted = match &wb {
+        Some(w) => mul(&logp, w)?,
+        None => logp.clone(),
+    };
+    let smooth = neg(&sum(&weighted, Some(&[class_dim]), false)?)?;
+    let smooth = super::masked_fill_scalar(&smooth, &ignored, super::Scalar::Float(0.0))?;
+    let ret = match reduction {
+        Reduction::None => smooth,
+        Reduction::Sum => sum(&smooth, None, false)?,
+        Reduction::Mean => {
+            let denom = match weight {
+                Some(w) => {
+                    let kept = super::logical_not(&ignored)?;
+                    let safe = super::masked_fill_scalar(target, &ignored, super::Scalar::Int(0))?;
+                    let flat = super::reshape(&safe, &[safe.numel()])?;
+                    let tw = super::index_select(w, 0, &flat)?;
+                    let kept_f = super::cast_data(&kept, tw.dtype());
+                    sum(
+                        &mul(&tw, &super::reshape(&kept_f, &[kept_f.numel()])?)?,
+                        None,
+                        false,
+                    )?
+                }
+                None => {
+                    let kept = super::logical_not(&ignored)?;
+                    super::cast_data(&sum(&kept, None, false)?, logp.dtype())
+                }
+            };
+            super::div(&sum(&smooth, None, false)?, &denom)?
+        }
+    };
+    super::add(
+        &mul_f64(&nll, 1.0 - label_smoothing)?,
+        &mul_f64(&ret, label_smoothing / c as f64)?,
+    )
 }

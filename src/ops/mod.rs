@@ -4,26 +4,36 @@
 //! them in grad mode (`create_graph=True`) records the backward pass too and
 //! gradients of gradients need no extra code.
 
+mod activation;
 mod arith;
+mod clamp;
 mod compare;
 mod convert;
+mod extrema;
+mod gather;
 mod index;
 pub mod inplace;
 mod linalg;
 mod loss;
 mod reduce;
 mod shape;
+mod shape_ops;
 mod unary;
 
+pub use activation::*;
 pub use arith::*;
+pub use clamp::*;
 pub use compare::*;
 pub use convert::*;
+pub use extrema::*;
+pub use gather::*;
 pub use index::*;
 pub use inplace::*;
 pub use linalg::*;
 pub use loss::*;
 pub use reduce::*;
 pub use shape::*;
+pub use shape_ops::*;
 pub use unary::*;
 
 use crate::tensor::{DType, Element, Tensor};

@@ -11,6 +11,8 @@ use crate::tensor::{numel, wrap_dim, DType, Shape, Tensor};
 
 /// Which dimensions a `dim=` argument names (`None`: all of them).
 pub fn reduce_mask(ndim: usize, dims: Option<&[i64]>) -> Result<SmallVec<[bool; 4]>> {
+    // `dim=()` reduces everything, as in PyTorch.
+    let dims = dims.filter(|d| !d.is_empty());
     let mut mask: SmallVec<[bool; 4]> = SmallVec::from_elem(dims.is_none(), ndim);
     if let Some(dims) = dims {
         for &d in dims {
@@ -192,4 +194,228 @@ pub fn norm(a: &Tensor) -> Result<Tensor> {
 /// Number of elements, as a helper for losses.
 pub fn numel_of(t: &Tensor) -> usize {
     numel(&t.shape())
+}
+
+/// `reduced_shape` for other reduction families.
+pub(crate) fn reduce_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Shape {
+    reduced_shape(shape, mask, keepdim)
+}
+
+/// `a`'s values (unrecorded) with the reduced dimensions moved last, as a
+/// contiguous `[rows, cols]` block: one row per output element.
+pub(crate) fn rows_of(a: &Tensor, mask: &[bool]) -> Result<(Tensor, usize, usize)> {
+    let _g = crate::autograd::GradModeGuard::new(false);
+    let shape = a.shape();
+    let perm: SmallVec<[i64; 4]> = (0..shape.len())
+        .filter(|&d| !mask[d])
+        .chain((0..shape.len()).filter(|&d| mask[d]))
+        .map(|d| d as i64)
+        .collect();
+    let p = super::permute(&a.detach(), &perm)?;
+    let c = super::clone_data(&p);
+    let cols: usize = (0..shape.len())
+        .filter(|&d| mask[d])
+        .map(|d| shape[d])
+        .product();
+    let rows: usize = (0..shape.len())
+        .filter(|&d| !mask[d])
+        .map(|d| shape[d])
+        .product();
+    Ok((c, rows, cols))
+}
+
+/// `prod(a, dim, keepdim)`; bool and integer products are int64.
+pub fn prod(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    let shape = a.shape();
+    let mask = reduce_mask(shape.len(), dims)?;
+    let src = if a.dtype().is_float() {
+        a.clone()
+    } else {
+        cast_data(a, DType::I64)
+    };
+    let (rows_t, rows, cols) = rows_of(&src, &mask)?;
+    let out_shape = reduced_shape(&shape, &mask, keepdim);
+    let out = {
+        let v = rows_t.view();
+        crate::dispatch!(v.dtype(), T => {
+            let data = v.as_slice::<T>().unwrap_or(&[]);
+            let r: Vec<T> = crate::kernels::index::map_rows(data, rows, cols, |row| {
+                row.iter().fold(<T as crate::tensor::Element>::one(), |acc, &x| {
+                    crate::tensor::Arith::mul(acc, x)
+                })
+            });
+            Tensor::from_vec(r, out_shape)
+        })
+    };
+    if needs_record(&[a]) {
+        let keep_shape = reduced_shape(&shape, &mask, true);
+        record(
+            if dims.is_none() {
+                "ProdBackward0"
+            } else {
+                "ProdBackward1"
+            },
+            &[a],
+            &out,
+            saved![a, Some(SavedTensor::output(&out, 0))],
+            move |c| {
+                let (x, y) = (c.saved(0)?, c.saved(1)?);
+                let g = reshape(c.grad()?, &keep_shape)?;
+                let has_zero =
+                    super::any(&super::eq(x, &Tensor::scalar_of(0.0, x.dtype()))?)?.item()? != 0.0;
+                if !has_zero {
+                    // Away from zeros, d prod / d x_i = prod / x_i.
+                    let y = reshape(y, &keep_shape)?;
+                    return Ok(smallvec![Some(div(&mul(&g, &y)?, x)?)]);
+                }
+                Ok(smallvec![Some(mul(&g, &prod_of_others(x, &mask)?)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// For each element, the product of the other elements of its reduction
+/// group (exact where some are zero): a diagonal of ones replaces the element.
+fn prod_of_others(x: &Tensor, mask: &[bool]) -> Result<Tensor> {
+    let shape = x.shape();
+    let nd = shape.len();
+    let kept: SmallVec<[usize; 4]> = (0..nd).filter(|&d| !mask[d]).collect();
+    let red: SmallVec<[usize; 4]> = (0..nd).filter(|&d| mask[d]).collect();
+    let perm: SmallVec<[i64; 4]> = kept.iter().chain(red.iter()).map(|&d| d as i64).collect();
+    let r: usize = red.iter().map(|&d| shape[d]).product();
+    let mut flat: Shape = kept.iter().map(|&d| shape[d]).collect();
+    flat.push(r);
+    let x2 = reshape(&super::permute(x, &perm)?, &flat)?;
+    let mut sq = flat.clone();
+    sq.push(r);
+    let m = expand(&super::unsqueeze(&x2, -2)?, &sq)?;
+    let eye: Vec<bool> = (0..r * r).map(|i| i / r.max(1) == i % r.max(1)).collect();
+    let eye = Tensor::from_vec(eye, smallvec::smallvec![r, r]);
+    let m = super::where_(&eye, &Tensor::scalar_of(1.0, x.dtype()), &m)?;
+    let others = prod(&m, Some(&[-1]), false)?;
+    let permuted: Shape = perm.iter().map(|&d| shape[d as usize]).collect();
+    let back = reshape(&others, &permuted)?;
+    let mut inv: SmallVec<[i64; 4]> = SmallVec::from_elem(0, nd);
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p as usize] = i as i64;
+    }
+    super::permute(&back, &inv)
+}
+
+/// `var(a, dim, correction, keepdim)`: the mean squared deviation, divided
+/// by `N - correction` (PyTorch clamps that at zero, giving inf or NaN).
+pub fn var(a: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+    if !a.dtype().is_float() {
+        return Err(Error::runtime(format!(
+            "std and var only support floating point and complex dtypes, got {}",
+            a.dtype().scalar_name()
+        )));
+    }
+    let shape = a.shape();
+    let mask = reduce_mask(shape.len(), dims)?;
+    let n: usize = shape
+        .iter()
+        .zip(&mask)
+        .filter(|(_, &m)| m)
+        .map(|(&s, _)| s)
+        .product();
+    let m = mean(a, dims, true)?;
+    let d = super::sub(a, &m)?;
+    let ss = sum(&mul(&d, &d)?, dims, keepdim)?;
+    let denom = (n as f64 - correction).max(0.0);
+    div(&ss, &Tensor::scalar_of(denom, a.dtype()))
+}
+
+pub fn std(a: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+    super::sqrt(&var(a, dims, correction, keepdim)?)
+}
+
+/// The 2-norm over `dims`, with gradient 0 where the norm is 0 (PyTorch's subgradient).
+pub fn norm2(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    let shape = a.shape();
+    let mask = reduce_mask(shape.len(), dims)?;
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        super::sqrt(&sum(&mul(a, a)?, dims, keepdim)?)?
+    };
+    if needs_record(&[a]) {
+        let keep_shape = reduced_shape(&shape, &mask, true);
+        record(
+            "LinalgVectorNormBackward0",
+            &[a],
+            &out,
+            saved![a, Some(SavedTensor::output(&out, 0))],
+            move |c| {
+                let x = c.saved(0)?;
+                let n = reshape(c.saved(1)?, &keep_shape)?;
+                let g = reshape(c.grad()?, &keep_shape)?;
+                let zero = super::compare::eq(&n, &Tensor::scalar_of(0.0, n.dtype()))?;
+                let safe = super::where_(&zero, &Tensor::scalar_of(1.0, n.dtype()), &n)?;
+                let scale = div(&g, &safe)?;
+                let scale = super::where_(&zero, &Tensor::scalar_of(0.0, n.dtype()), &scale)?;
+                Ok(smallvec![Some(mul(x, &scale)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// `linalg.vector_norm(a, ord, dim, keepdim)` for ord 2, 1, inf, -inf, 0 and
+/// any other positive or negative p.
+pub fn vector_norm(a: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    if !a.dtype().is_float() {
+        return Err(Error::runtime(format!(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
+            a.dtype().scalar_name()
+        )));
+    }
+    if ord == 2.0 {
+        return norm2(a, dims, keepdim);
+    }
+    let abs = super::abs(a)?;
+    if ord == 1.0 {
+        return sum(&abs, dims, keepdim);
+    }
+    if ord == f64::INFINITY {
+        return super::amax(&abs, dims.unwrap_or(&[]), keepdim);
+    }
+    if ord == f64::NEG_INFINITY {
+        return super::amin(&abs, dims.unwrap_or(&[]), keepdim);
+    }
+    if ord == 0.0 {
+        let nz = super::compare::ne(a, &Tensor::scalar_of(0.0, a.dtype()))?;
+        return super::to_dtype(&sum(&nz, dims, keepdim)?, a.dtype());
+    }
+    let p = super::pow_scalar(&abs, super::Scalar::Float(ord))?;
+    super::pow_scalar(&sum(&p, dims, keepdim)?, super::Scalar::Float(1.0 / ord))
+}
+
+/// `logsumexp(a, dim, keepdim)`, shifted by the (constant) maximum so that
+/// large inputs do not overflow.
+pub fn logsumexp(a: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    let a = if a.dtype().is_float() {
+        a.clone()
+    } else {
+        super::to_dtype(a, DType::F32)?
+    };
+    let shape = a.shape();
+    let dims_opt = if dims.is_empty() { None } else { Some(dims) };
+    let mask = reduce_mask(shape.len(), dims_opt)?;
+    let m = if a.numel() == 0 || mask.iter().zip(&shape).any(|(&m, &s)| m && s == 0) {
+        Tensor::zeros(reduced_shape(&shape, &mask, true), a.dtype())
+    } else {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let m = super::amax(&a.detach(), dims, true)?;
+        // An infinite maximum would give inf - inf; shift by zero there instead.
+        let inf = super::isinf(&m)?;
+        super::where_(&inf, &Tensor::scalar_of(0.0, m.dtype()), &m)?
+    };
+    let s = sum(&super::exp(&super::sub(&a, &m)?)?, dims_opt, true)?;
+    let out = super::add(&super::log(&s)?, &m)?;
+    if keepdim {
+        Ok(out)
+    } else {
+        reshape(&out, &reduced_shape(&shape, &mask, false))
+    }
 }

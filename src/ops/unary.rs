@@ -269,3 +269,180 @@ pub fn sign(a: &Tensor) -> Result<Tensor> {
     }
     Ok(out)
 }
+
+pub fn expm1(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| x.exp_m1())?;
+    if needs_record(&[a]) {
+        record(
+            "Expm1Backward0",
+            &[a],
+            &out,
+            saved![Some(SavedTensor::output(&out, 0))],
+            |c| {
+                let y1 = super::add_scalar(c.saved(0)?, Scalar::Int(1))?;
+                Ok(smallvec![Some(mul(c.grad()?, &y1)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+pub fn log1p(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| x.ln_1p())?;
+    if needs_record(&[a]) {
+        record("Log1PBackward0", &[a], &out, saved![a], |c| {
+            let x1 = super::add_scalar(c.saved(0)?, Scalar::Int(1))?;
+            Ok(smallvec![Some(super::div(c.grad()?, &x1)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn log2(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| x.log2())?;
+    if needs_record(&[a]) {
+        record("Log2Backward0", &[a], &out, saved![a], |c| {
+            let d = mul_f64(c.saved(0)?, std::f64::consts::LN_2)?;
+            Ok(smallvec![Some(super::div(c.grad()?, &d)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn rsqrt(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| 1.0 / x.sqrt())?;
+    if needs_record(&[a]) {
+        record(
+            "RsqrtBackward0",
+            &[a],
+            &out,
+            saved![Some(SavedTensor::output(&out, 0))],
+            |c| {
+                // d/dx x^(-1/2) = -y^3 / 2
+                let y = c.saved(0)?;
+                let d = mul_f64(&mul(&mul(y, y)?, y)?, -0.5)?;
+                Ok(smallvec![Some(mul(c.grad()?, &d)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+pub fn tan(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| x.tan())?;
+    if needs_record(&[a]) {
+        record(
+            "TanBackward0",
+            &[a],
+            &out,
+            saved![Some(SavedTensor::output(&out, 0))],
+            |c| {
+                let y = c.saved(0)?;
+                let d = super::add_scalar(&mul(y, y)?, Scalar::Int(1))?;
+                Ok(smallvec![Some(mul(c.grad()?, &d)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+pub fn reciprocal(a: &Tensor) -> Result<Tensor> {
+    let out = float_fn!(a, |x| 1.0 / x)?;
+    if needs_record(&[a]) {
+        record(
+            "ReciprocalBackward0",
+            &[a],
+            &out,
+            saved![Some(SavedTensor::output(&out, 0))],
+            |c| {
+                let y = c.saved(0)?;
+                Ok(smallvec![Some(neg(&mul(c.grad()?, &mul(y, y)?)?)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// `a * a`, keeping integer dtypes as PyTorch does.
+pub fn square(a: &Tensor) -> Result<Tensor> {
+    super::pow_scalar(a, Scalar::Int(2))
+}
+
+/// The Gauss error function; its derivative is `2/sqrt(pi) * exp(-x^2)`.
+pub fn erf(a: &Tensor) -> Result<Tensor> {
+    let out = map1(a, a.dtype().to_float(), libm::erff, libm::erf, NO_INT)?;
+    if needs_record(&[a]) {
+        record("ErfBackward0", &[a], &out, saved![a], |c| {
+            let x = c.saved(0)?;
+            let e = exp(&neg(&mul(x, x)?)?)?;
+            let d = mul_f64(&e, std::f64::consts::FRAC_2_SQRT_PI)?;
+            Ok(smallvec![Some(mul(c.grad()?, &d)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// A rounding function: integer inputs pass through, the gradient is zero.
+fn rounding(
+    a: &Tensor,
+    name: &'static str,
+    f32f: fn(f32) -> f32,
+    f64f: fn(f64) -> f64,
+) -> Result<Tensor> {
+    let out = if a.dtype().is_float() {
+        map1(a, a.dtype(), f32f, f64f, NO_INT)?
+    } else {
+        a.contiguous_data()
+    };
+    let out = if out.same(a) {
+        super::clone_data(a)
+    } else {
+        out
+    };
+    if needs_record(&[a]) {
+        record(name, &[a], &out, saved![], |c| {
+            Ok(smallvec![Some(mul_f64(c.grad()?, 0.0)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn floor(a: &Tensor) -> Result<Tensor> {
+    rounding(a, "FloorBackward0", f32::floor, f64::floor)
+}
+
+pub fn ceil(a: &Tensor) -> Result<Tensor> {
+    rounding(a, "CeilBackward0", f32::ceil, f64::ceil)
+}
+
+pub fn trunc(a: &Tensor) -> Result<Tensor> {
+    rounding(a, "TruncBackward0", f32::trunc, f64::trunc)
+}
+
+/// Rounds half to even, as `torch.round` does; `decimals` scales first.
+pub fn round(a: &Tensor, decimals: i64) -> Result<Tensor> {
+    if decimals == 0 {
+        return rounding(
+            a,
+            "RoundBackward0",
+            f32::round_ties_even,
+            f64::round_ties_even,
+        );
+    }
+    if !a.dtype().is_float() {
+        return Err(Error::runtime(
+            "round_decimals not implemented for integer tensors",
+        ));
+    }
+    let scale = 10f64.powi(decimals.clamp(-308, 308) as i32);
+    let scaled = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        super::div_scalar(&round(&mul_f64(a, scale)?, 0)?, Scalar::Float(scale))?
+    };
+    if needs_record(&[a]) {
+        record("RoundBackward1", &[a], &scaled, saved![], |c| {
+            Ok(smallvec![Some(mul_f64(c.grad()?, 0.0)?)])
+        });
+    }
+    Ok(scaled)
+}

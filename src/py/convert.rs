@@ -6,7 +6,7 @@ use numpy::{
 };
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PySequence, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PySequence, PyString, PyTuple};
 
 use super::tensor::PyTensor;
 use crate::ops::Scalar;
@@ -81,6 +81,9 @@ fn scalar_tensor(s: Scalar, dtype: Option<DType>) -> Tensor {
     }
 }
 
+/// Most dimensions a nested sequence may have (PyTorch's `MAX_DIMS`).
+const MAX_DIMS: usize = 128;
+
 /// Flat values gathered from nested Python sequences.
 struct Gathered {
     shape: Shape,
@@ -128,6 +131,26 @@ fn gather(obj: &Bound<'_, PyAny>, depth: usize, g: &mut Gathered) -> PyResult<()
     if obj.cast::<PyUntypedArray>().is_ok() {
         let list = obj.call_method0("tolist")?;
         return gather(&list, depth, g);
+    }
+    // A str is a sequence of strs: without this check the walk below never ends.
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(format!(
+            "new(): invalid data type '{}'",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        )));
+    }
+    // PyTorch's MAX_DIMS; also stops self-containing lists (`l.append(l)`).
+    if depth >= MAX_DIMS {
+        return Err(PyValueError::new_err(format!(
+            "too many dimensions '{}'",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        )));
     }
     let seq = obj.cast::<PySequence>().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -240,6 +263,17 @@ fn np_dtype_of(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Option<DType>> {
 /// A copy of a NumPy array, keeping float64/int64/bool/float32; other
 /// integer and float kinds are widened the way PyTorch reads them.
 fn from_numpy_copy(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Tensor> {
+    // A copy may come from any layout: reversed (`a[::-1]`) or unaligned
+    // arrays, which cannot be shared, are first copied by NumPy.
+    let item = arr.dtype().itemsize() as isize;
+    if arr
+        .strides()
+        .iter()
+        .any(|&s| s < 0 || (item > 0 && s % item != 0))
+    {
+        let copied = arr.call_method0("copy")?;
+        return from_numpy_copy(copied.cast::<PyUntypedArray>()?);
+    }
     let shared = match np_dtype_of(arr)? {
         Some(_) => from_numpy_shared(arr.as_any())?,
         None => {

@@ -561,6 +561,360 @@ fn mse_loss(
     wrap(py, guard_nogil(py, a.numel(), || ops::mse_loss(a, &b, r))?)
 }
 
+// ----- more elementwise, reductions, shape and index ops ---------------------------------------
+
+unary_fn!("expm1", expm1_fn, ops::expm1);
+unary_fn!("log1p", log1p_fn, ops::log1p);
+unary_fn!("log2", log2_fn, ops::log2);
+unary_fn!("rsqrt", rsqrt_fn, ops::rsqrt);
+unary_fn!("tan", tan_fn, ops::tan);
+unary_fn!("reciprocal", reciprocal_fn, ops::reciprocal);
+unary_fn!("square", square_fn, ops::square);
+unary_fn!("erf", erf_fn, ops::erf);
+unary_fn!("floor", floor_fn, ops::floor);
+unary_fn!("ceil", ceil_fn, ops::ceil);
+unary_fn!("trunc", trunc_fn, ops::trunc);
+unary_fn!("isnan", isnan_fn, ops::isnan);
+unary_fn!("isinf", isinf_fn, ops::isinf);
+unary_fn!("isfinite", isfinite_fn, ops::isfinite);
+unary_fn!("silu", silu_fn, ops::silu);
+
+binary_fn!("maximum", maximum_fn, ops::maximum);
+binary_fn!("minimum", minimum_fn, ops::minimum);
+binary_fn!("logical_xor", logical_xor_fn, ops::logical_xor);
+binary_fn!("bmm", bmm_fn, ops::bmm);
+binary_fn!("outer", outer_fn, ops::outer);
+
+/// Module functions whose signature is the Tensor method's with `input`
+/// first: they call the method, so both spellings share one parser.
+macro_rules! method_fn {
+    ($pyname:literal, $fname:ident) => {
+        #[pyfunction]
+        #[pyo3(name = $pyname, signature = (input, *args, **kwargs))]
+        fn $fname<'py>(
+            input: &Bound<'py, PyTensor>,
+            args: &Bound<'py, PyTuple>,
+            kwargs: Option<&Bound<'py, PyDict>>,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            input.call_method($pyname, args, kwargs)
+        }
+    };
+}
+
+method_fn!("round", round_fn);
+method_fn!("clamp", clamp_fn);
+method_fn!("clip", clip_fn);
+method_fn!("isclose", isclose_fn);
+method_fn!("allclose", allclose_fn);
+method_fn!("prod", prod_fn);
+method_fn!("var", var_fn);
+method_fn!("std", std_fn);
+method_fn!("max", max_fn);
+method_fn!("min", min_fn);
+method_fn!("amax", amax_fn);
+method_fn!("amin", amin_fn);
+method_fn!("argmax", argmax_fn);
+method_fn!("argmin", argmin_fn);
+method_fn!("logsumexp", logsumexp_fn);
+method_fn!("cumsum", cumsum_fn);
+method_fn!("softmax", softmax_fn);
+method_fn!("log_softmax", log_softmax_fn);
+method_fn!("unflatten", unflatten_fn);
+method_fn!("broadcast_to", broadcast_to_fn);
+method_fn!("flip", flip_fn);
+method_fn!("narrow", narrow_fn);
+method_fn!("movedim", movedim_fn);
+method_fn!("swapaxes", swapaxes_fn);
+method_fn!("permute", permute_fn);
+method_fn!("split", split_fn);
+method_fn!("chunk", chunk_fn);
+method_fn!("unbind", unbind_fn);
+method_fn!("gather", gather_fn);
+method_fn!("scatter_add", scatter_add_fn);
+method_fn!("scatter", scatter_fn);
+method_fn!("index_select", index_select_fn);
+method_fn!("masked_fill", masked_fill_fn);
+method_fn!("masked_select", masked_select_fn);
+method_fn!("nonzero", nonzero_fn);
+
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0))]
+fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
+    let ts = tensor_list(tensors)?;
+    let work = ts.iter().map(|t| t.numel()).sum();
+    wrap(py, guard_nogil(py, work, || ops::cat(&ts, dim))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0))]
+fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
+    let ts = tensor_list(tensors)?;
+    let work = ts.iter().map(|t| t.numel()).sum();
+    wrap(py, guard_nogil(py, work, || ops::stack(&ts, dim))?)
+}
+
+/// `einsum("ij,jk->ik", a, b)` or `einsum("ij,jk->ik", [a, b])`.
+#[pyfunction]
+#[pyo3(signature = (equation, *operands))]
+fn einsum(py: Python<'_>, equation: &str, operands: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+    let ts = if operands.len() == 1 && operands.get_item(0)?.cast::<PyTensor>().is_err() {
+        tensor_list(&operands.get_item(0)?)?
+    } else {
+        tensor_list(operands.as_any())?
+    };
+    wrap(py, guard(|| ops::einsum(equation, &ts))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*tensors))]
+fn broadcast_tensors(py: Python<'_>, tensors: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+    let ts = tensor_list(tensors.as_any())?;
+    let out = guard(|| {
+        let mut shape = Shape::new();
+        for t in &ts {
+            shape = crate::tensor::broadcast_shapes(&shape, &t.shape())?;
+        }
+        ts.iter()
+            .map(|t| ops::expand(t, &shape))
+            .collect::<crate::Result<Vec<_>>>()
+    })?;
+    super::tensor::tensor_tuple(py, out)
+}
+
+// ----- nn.functional -----------------------------------------------------------------------------
+
+fn opt_tensor(o: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Tensor>> {
+    match o {
+        Some(o) if !o.is_none() => Ok(Some(
+            o.cast::<PyTensor>()
+                .map_err(|_| PyTypeError::new_err("expected a Tensor or None"))?
+                .get()
+                .t
+                .clone(),
+        )),
+        _ => Ok(None),
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, negative_slope=0.01))]
+fn leaky_relu(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    negative_slope: f64,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    wrap(
+        py,
+        guard_nogil(py, a.numel(), || ops::leaky_relu(a, negative_slope))?,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, alpha=1.0))]
+fn elu(py: Python<'_>, input: &Bound<'_, PyTensor>, alpha: f64) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    wrap(py, guard_nogil(py, a.numel(), || ops::elu(a, alpha))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, approximate="none"))]
+fn gelu(py: Python<'_>, input: &Bound<'_, PyTensor>, approximate: &str) -> PyResult<Py<PyAny>> {
+    let tanh = match approximate {
+        "none" => false,
+        "tanh" => true,
+        other => {
+            return Err(PyRuntimeError::new_err(format!(
+                "approximate argument must be either none or tanh, got {other}"
+            )))
+        }
+    };
+    let a = t_of(input);
+    wrap(py, guard_nogil(py, a.numel(), || ops::gelu(a, tanh))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, beta=1.0, threshold=20.0))]
+fn softplus(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    beta: f64,
+    threshold: f64,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    wrap(
+        py,
+        guard_nogil(py, a.numel(), || ops::softplus(a, beta, threshold))?,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, p=0.5, training=true))]
+fn dropout(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    p: f64,
+    training: bool,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    wrap(
+        py,
+        guard_nogil(py, a.numel(), || ops::dropout(a, p, training))?,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, weight, bias=None))]
+fn linear(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    weight: &Bound<'_, PyTensor>,
+    bias: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let (x, w) = (t_of(input), t_of(weight));
+    let b = opt_tensor(bias)?;
+    let work = x
+        .numel()
+        .saturating_mul(w.shape().first().copied().unwrap_or(1));
+    wrap(py, guard_nogil(py, work, || ops::linear(x, w, b.as_ref()))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction="mean"))]
+fn l1_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let r = ops::Reduction::parse(reduction)?;
+    wrap(py, guard_nogil(py, a.numel(), || ops::l1_loss(a, &b, r))?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction="mean", beta=1.0))]
+fn smooth_l1_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+    beta: f64,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let r = ops::Reduction::parse(reduction)?;
+    wrap(
+        py,
+        guard_nogil(py, a.numel(), || ops::smooth_l1_loss(a, &b, r, beta))?,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction="mean", delta=1.0))]
+fn huber_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+    delta: f64,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let r = ops::Reduction::parse(reduction)?;
+    wrap(
+        py,
+        guard_nogil(py, a.numel(), || ops::huber_loss(a, &b, r, delta))?,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, target, weight=None, reduction="mean"))]
+fn binary_cross_entropy(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    weight: Option<&Bound<'_, PyAny>>,
+    reduction: &str,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let w = opt_tensor(weight)?;
+    let r = ops::Reduction::parse(reduction)?;
+    wrap(
+        py,
+        guard_nogil(py, a.numel(), || {
+            ops::binary_cross_entropy(a, &b, w.as_ref(), r)
+        })?,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, target, weight=None, reduction="mean", pos_weight=None))]
+fn binary_cross_entropy_with_logits(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    weight: Option<&Bound<'_, PyAny>>,
+    reduction: &str,
+    pos_weight: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let (w, pw) = (opt_tensor(weight)?, opt_tensor(pos_weight)?);
+    let r = ops::Reduction::parse(reduction)?;
+    wrap(
+        py,
+        guard_nogil(py, a.numel(), || {
+            ops::binary_cross_entropy_with_logits(a, &b, w.as_ref(), pw.as_ref(), r)
+        })?,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, target, weight=None, ignore_index=-100, reduction="mean"))]
+fn nll_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    weight: Option<&Bound<'_, PyAny>>,
+    ignore_index: i64,
+    reduction: &str,
+) -> PyResult<Py<PyAny>> {
+    let (a, t) = (t_of(input), t_of(target));
+    let w = opt_tensor(weight)?;
+    let r = ops::Reduction::parse(reduction)?;
+    wrap(
+        py,
+        guard_nogil(py, a.numel(), || {
+            ops::nll_loss(a, t, w.as_ref(), ignore_index, r)
+        })?,
+    )
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0))]
+fn cross_entropy(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    weight: Option<&Bound<'_, PyAny>>,
+    ignore_index: i64,
+    reduction: &str,
+    label_smoothing: f64,
+) -> PyResult<Py<PyAny>> {
+    let (a, t) = (t_of(input), t_of(target));
+    let w = opt_tensor(weight)?;
+    let r = ops::Reduction::parse(reduction)?;
+    wrap(
+        py,
+        guard_nogil(py, a.numel(), || {
+            ops::cross_entropy(a, t, w.as_ref(), ignore_index, r, label_smoothing)
+        })?,
+    )
+}
+
 // ----- autograd ----------------------------------------------------------------
 
 /// The engine entry behind `autograd.backward` and `autograd.grad`.
@@ -753,6 +1107,78 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_sum_dims, m)?)?;
-    let _ = (PyDict::new(m.py()), PyList::empty(m.py()));
+    m.add_function(wrap_pyfunction!(expm1_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(log1p_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(log2_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(rsqrt_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(tan_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(reciprocal_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(square_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(erf_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(floor_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(ceil_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(trunc_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(isnan_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(isinf_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(isfinite_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(silu_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(maximum_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(minimum_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(logical_xor_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(bmm_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(outer_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(round_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(clamp_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(clip_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(isclose_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(allclose_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(prod_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(var_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(std_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(max_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(min_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(amax_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(amin_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(argmax_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(argmin_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(logsumexp_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(cumsum_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(softmax_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(log_softmax_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(unflatten_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(broadcast_to_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(flip_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(narrow_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(movedim_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(swapaxes_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(permute_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(split_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(chunk_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(unbind_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(gather_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_add_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(scatter_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(index_select_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(masked_fill_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(masked_select_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(nonzero_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(cat, m)?)?;
+    m.add_function(wrap_pyfunction!(stack, m)?)?;
+    m.add_function(wrap_pyfunction!(einsum, m)?)?;
+    m.add_function(wrap_pyfunction!(broadcast_tensors, m)?)?;
+    m.add_function(wrap_pyfunction!(leaky_relu, m)?)?;
+    m.add_function(wrap_pyfunction!(elu, m)?)?;
+    m.add_function(wrap_pyfunction!(gelu, m)?)?;
+    m.add_function(wrap_pyfunction!(softplus, m)?)?;
+    m.add_function(wrap_pyfunction!(dropout, m)?)?;
+    m.add_function(wrap_pyfunction!(linear, m)?)?;
+    m.add_function(wrap_pyfunction!(l1_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(smooth_l1_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(huber_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(binary_cross_entropy, m)?)?;
+    m.add_function(wrap_pyfunction!(binary_cross_entropy_with_logits, m)?)?;
+    m.add_function(wrap_pyfunction!(nll_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
+    let _ = PyList::empty(m.py());
     Ok(())
 }

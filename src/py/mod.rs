@@ -3,6 +3,7 @@
 mod convert;
 mod dtype;
 mod errors;
+mod function;
 mod functions;
 mod node;
 mod tensor;
@@ -29,6 +30,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(dt.name(), dtype::dtype_object(py, dt))?;
     }
     functions::register(m)?;
+    m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
         libc::pthread_atfork(None, None, Some(after_fork_child));

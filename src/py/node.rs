@@ -106,17 +106,48 @@ impl GradHook for PyHook {
     fn call(&self, grad: &Tensor) -> crate::Result<Option<Tensor>> {
         Python::attach(|py| {
             let g = wrap(py, grad.clone()).map_err(external)?;
-            let r = self.0.bind(py).call1((g,)).map_err(external)?;
+            let hook = self.0.bind(py);
+            let r = hook.call1((g,)).map_err(external)?;
             if r.is_none() {
                 return Ok(None);
             }
-            match r.cast::<PyTensor>() {
-                Ok(t) => Ok(Some(t.get().t.clone())),
-                Err(_) => Err(crate::Error::runtime(
-                    "hook returned a value that is not a Tensor or None",
-                )),
+            let new = match r.cast::<PyTensor>() {
+                Ok(t) => t.get().t.clone(),
+                Err(_) => {
+                    let tname = r
+                        .get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default();
+                    return Err(crate::Error::type_error(format!(
+                        "expected Variable, but hook returned '{tname}'"
+                    )));
+                }
+            };
+            // PyTorch's check_variable_result: a hook may replace the values of
+            // a gradient, never its dtype or shape.
+            let name = hook
+                .getattr("__name__")
+                .ok()
+                .and_then(|n| n.extract::<String>().ok())
+                .unwrap_or_else(|| "<unknown>".to_string());
+            if new.dtype() != grad.dtype() {
+                return Err(crate::Error::runtime(format!(
+                    "hook '{name}' has changed the type of value (was CPU{}Type got CPU{}Type)",
+                    grad.dtype().scalar_name(),
+                    new.dtype().scalar_name()
+                )));
             }
+            if new.shape() != grad.shape() {
+                return Err(crate::Error::runtime(format!(
+                    "hook '{name}' has changed the size of value"
+                )));
+            }
+            Ok(Some(new))
         })
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

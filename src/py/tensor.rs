@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyEllipsis, PyFloat, PyList, PyNone, PySlice, PyTuple};
+use pyo3::types::{PyBool, PyEllipsis, PyFloat, PyList, PySlice, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 
 use super::convert::{
     as_scalar, operand, parse_size, seq_of_ints, tensor_from_data, to_numpy_shared, to_tensor_like,
@@ -15,12 +16,17 @@ use super::convert::{
 };
 use super::dtype::{dtype_object, opt_dtype, parse_dtype, PyDType};
 use super::errors::{guard, guard_nogil};
+use super::function::PyFunctionBackward;
 use super::node::{grad_fn_object, PyHook, RemovableHandle};
 use crate::autograd::{self, BackwardRequest};
 use crate::ops::{self, Scalar};
 use crate::tensor::{DType, Tensor};
 
-#[pyclass(name = "Tensor", module = "ferrograd", subclass, weakref, dict, frozen)]
+/// No `__dict__` on the base class: the collector may traverse an object the
+/// moment it is allocated, and a dict allocated before the Rust value is
+/// written would let it see an uninitialised tensor. Python subclasses
+/// (`nn.Parameter`) get their own `__dict__` as usual.
+#[pyclass(name = "Tensor", module = "ferrograd", subclass, weakref, frozen)]
 pub struct PyTensor {
     pub t: Tensor,
 }
@@ -545,12 +551,51 @@ impl PyTensor {
         f.bind(py).call1((slf,))?.extract()
     }
 
+    /// Reports the Python objects this tensor keeps alive through Rust (a
+    /// custom Function's ctx via `grad_fn`, leaf hooks), so cycles through
+    /// them are collected. Only when this object is the sole owner of that
+    /// chain, so no reference is ever reported twice.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if self.t.handle_count() != 1 {
+            return Ok(());
+        }
+        let Some(meta) = self.t.try_meta() else {
+            return Ok(());
+        };
+        if let Some((node, _)) = &meta.grad_fn {
+            if node.strong_count() == 1 {
+                if let Some(f) = node.backward.as_any().downcast_ref::<PyFunctionBackward>() {
+                    visit.call(&f.ctx)?;
+                    visit.call(&f.backward)?;
+                }
+            }
+        }
+        for (_, h) in &meta.hooks {
+            if let Some(h) = h.as_any().downcast_ref::<PyHook>() {
+                visit.call(&h.0)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Breaks a cycle found by the collector: this tensor is unreachable, so
+    /// dropping its graph link and hooks changes nothing anyone can observe.
+    fn __clear__(&self) {
+        if self.t.handle_count() != 1 {
+            return;
+        }
+        let hooks = self.t.try_meta().map(|mut m| std::mem::take(&mut m.hooks));
+        drop(hooks);
+        self.t.detach_in_place();
+    }
+
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
         slf.as_ptr() as isize
     }
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        wrap(py, basic_index(&self.t, key)?)
+        let items = index_items(key)?;
+        wrap(py, guard(|| ops::index(&self.t, &items))?)
     }
 
     // ----- dtype conversion -------------------------------------------------------
@@ -950,25 +995,6 @@ impl PyTensor {
         )
     }
 
-    #[pyo3(signature = (p=None))]
-    fn norm(&self, py: Python<'_>, p: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        if let Some(p) = p {
-            if !p.is_none()
-                && p.extract::<f64>().ok() != Some(2.0)
-                && p.extract::<String>().ok().as_deref() != Some("fro")
-            {
-                return Err(PyValueError::new_err("only the 2-norm is available so far"));
-            }
-        }
-        wrap(py, guard_nogil(py, self.t.numel(), || ops::norm(&self.t))?)
-    }
-
-    fn all(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, guard(|| ops::all(&self.t))?)
-    }
-    fn any(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, guard(|| ops::any(&self.t))?)
-    }
     fn eq(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__richcmp__(py, o, CompareOp::Eq)
     }
@@ -1033,20 +1059,7 @@ impl PyTensor {
     #[pyo3(signature = (*sizes))]
     fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let dims = parse_size(sizes, None)?;
-        let cur = self.t.shape();
-        let lead = dims.len().saturating_sub(cur.len());
-        let shape: Vec<usize> = dims
-            .iter()
-            .enumerate()
-            .map(|(i, &d)| {
-                if d == -1 && i >= lead {
-                    cur[i - lead]
-                } else {
-                    d.max(0) as usize
-                }
-            })
-            .collect();
-        wrap(py, guard(|| ops::expand(&self.t, &shape))?)
+        wrap(py, guard(|| ops::broadcast_to(&self.t, &dims))?)
     }
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let s = other.get().t.shape();
@@ -1092,6 +1105,572 @@ impl PyTensor {
     }
     fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyResult<Py<PyAny>> {
         wrap(py, guard(|| ops::select(&self.t, dim, index))?)
+    }
+
+    // ----- elementwise (more) --------------------------------------------------------------
+
+    fn expm1(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::expm1)
+    }
+    fn log1p(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::log1p)
+    }
+    fn log2(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::log2)
+    }
+    fn rsqrt(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::rsqrt)
+    }
+    fn tan(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::tan)
+    }
+    fn reciprocal(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::reciprocal)
+    }
+    fn square(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::square)
+    }
+    fn erf(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::erf)
+    }
+    fn floor(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::floor)
+    }
+    fn ceil(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::ceil)
+    }
+    fn trunc(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::trunc)
+    }
+    #[pyo3(signature = (decimals=0))]
+    fn round(&self, py: Python<'_>, decimals: i64) -> PyResult<Py<PyAny>> {
+        wrap(py, guard(|| ops::round(&self.t, decimals))?)
+    }
+    fn isnan(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::isnan)
+    }
+    fn isinf(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::isinf)
+    }
+    fn isfinite(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::isfinite)
+    }
+    fn logical_not(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        unary(py, &self.t, ops::logical_not)
+    }
+    fn logical_and(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let b = to_tensor_like(other, Some(&self.t))?;
+        wrap(py, guard(|| ops::logical_and(&self.t, &b))?)
+    }
+    fn logical_or(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let b = to_tensor_like(other, Some(&self.t))?;
+        wrap(py, guard(|| ops::logical_or(&self.t, &b))?)
+    }
+    fn logical_xor(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let b = to_tensor_like(other, Some(&self.t))?;
+        wrap(py, guard(|| ops::logical_xor(&self.t, &b))?)
+    }
+    fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        if self.t.dtype() != DType::Bool {
+            return Err(PyTypeError::new_err(
+                "^ (bitwise_xor) is only supported for bool tensors in ferrograd",
+            ));
+        }
+        self.logical_xor(py, o)
+    }
+    fn maximum(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+        let b = &other.get().t;
+        wrap(
+            py,
+            guard_nogil(py, work2(&self.t, b), || ops::maximum(&self.t, b))?,
+        )
+    }
+    fn minimum(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+        let b = &other.get().t;
+        wrap(
+            py,
+            guard_nogil(py, work2(&self.t, b), || ops::minimum(&self.t, b))?,
+        )
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp(
+        &self,
+        py: Python<'_>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (lo, hi) = (bound_arg(min, &self.t)?, bound_arg(max, &self.t)?);
+        wrap(py, guard(|| ops::clamp(&self.t, lo.as_ref(), hi.as_ref()))?)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clip(
+        &self,
+        py: Python<'_>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.clamp(py, min, max)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp_<'py>(
+        slf: &Bound<'py, Self>,
+        min: Option<&Bound<'py, PyAny>>,
+        max: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let a = &slf.get().t;
+        let (lo, hi) = (bound_arg(min, a)?, bound_arg(max, a)?);
+        guard(|| {
+            ops::check_inplace(a)?;
+            let r = ops::clamp(a, lo.as_ref(), hi.as_ref())?;
+            ops::commit_inplace(a, &r)
+        })?;
+        Ok(slf.clone().into_any().unbind())
+    }
+    #[pyo3(signature = (other, rtol=1e-5, atol=1e-8, equal_nan=false))]
+    fn isclose(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let b = to_tensor_like(other, Some(&self.t))?;
+        wrap(
+            py,
+            guard(|| ops::isclose(&self.t, &b, rtol, atol, equal_nan))?,
+        )
+    }
+    #[pyo3(signature = (other, rtol=1e-5, atol=1e-8, equal_nan=false))]
+    fn allclose(
+        &self,
+        other: &Bound<'_, PyAny>,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> PyResult<bool> {
+        let b = to_tensor_like(other, Some(&self.t))?;
+        guard(|| ops::allclose(&self.t, &b, rtol, atol, equal_nan))
+    }
+    #[pyo3(name = "where")]
+    fn where_method(
+        &self,
+        py: Python<'_>,
+        condition: &Bound<'_, PyTensor>,
+        other: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let y = to_tensor_like(other, Some(&self.t))?;
+        wrap(py, guard(|| ops::where_(&condition.get().t, &self.t, &y))?)
+    }
+
+    // ----- reductions (more) -----------------------------------------------------------------
+
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn prod(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = dims_arg(dim)?;
+        let dt = opt_dtype(dtype)?;
+        wrap(
+            py,
+            guard_nogil(py, self.t.numel(), || {
+                let x = match dt {
+                    Some(d) => ops::to_dtype(&self.t, d)?,
+                    None => self.t.clone(),
+                };
+                ops::prod(&x, dims.as_deref(), keepdim)
+            })?,
+        )
+    }
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn var(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let (dims, corr) = var_args(dim, unbiased, correction)?;
+        wrap(
+            py,
+            guard(|| ops::var(&self.t, dims.as_deref(), corr, keepdim))?,
+        )
+    }
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn std(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let (dims, corr) = var_args(dim, unbiased, correction)?;
+        wrap(
+            py,
+            guard(|| ops::std(&self.t, dims.as_deref(), corr, keepdim))?,
+        )
+    }
+    /// `max()`, `max(dim, keepdim)` -> (values, indices), or `max(other)`.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn max(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        extreme(py, &self.t, dim, keepdim, true)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn min(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        extreme(py, &self.t, dim, keepdim, false)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amax(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = dims_arg(dim)?.unwrap_or_default();
+        wrap(py, guard(|| ops::amax(&self.t, &dims, keepdim))?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amin(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = dims_arg(dim)?.unwrap_or_default();
+        wrap(py, guard(|| ops::amin(&self.t, &dims, keepdim))?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmax(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        wrap(py, guard(|| ops::argmax(&self.t, dim, keepdim))?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmin(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        wrap(py, guard(|| ops::argmin(&self.t, dim, keepdim))?)
+    }
+    #[pyo3(signature = (p=None, dim=None, keepdim=false, dtype=None))]
+    fn norm(
+        &self,
+        py: Python<'_>,
+        p: Option<&Bound<'_, PyAny>>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let ord = norm_ord(p)?;
+        let dims = dims_arg(dim)?;
+        let dt = opt_dtype(dtype)?;
+        wrap(
+            py,
+            guard_nogil(py, self.t.numel(), || {
+                let x = match dt {
+                    Some(d) => ops::to_dtype(&self.t, d)?,
+                    None => self.t.clone(),
+                };
+                ops::vector_norm(&x, ord, dims.as_deref(), keepdim)
+            })?,
+        )
+    }
+    #[pyo3(signature = (dim, keepdim=false))]
+    fn logsumexp(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = seq_of_ints(dim)?;
+        wrap(py, guard(|| ops::logsumexp(&self.t, &dims, keepdim))?)
+    }
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn cumsum(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let dt = opt_dtype(dtype)?;
+        wrap(
+            py,
+            guard(|| {
+                let x = match dt {
+                    Some(d) => ops::to_dtype(&self.t, d)?,
+                    None => self.t.clone(),
+                };
+                ops::cumsum(&x, dim)
+            })?,
+        )
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn all(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        match dims_arg(dim)? {
+            None => wrap(py, guard(|| ops::all(&self.t))?),
+            Some(d) => wrap(py, guard(|| ops::all_dims(&self.t, Some(&d), keepdim))?),
+        }
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn any(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        match dims_arg(dim)? {
+            None => wrap(py, guard(|| ops::any(&self.t))?),
+            Some(d) => wrap(py, guard(|| ops::any_dims(&self.t, Some(&d), keepdim))?),
+        }
+    }
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn softmax(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let dt = opt_dtype(dtype)?;
+        wrap(
+            py,
+            guard_nogil(py, self.t.numel(), || ops::softmax(&self.t, dim, dt))?,
+        )
+    }
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn log_softmax(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let dt = opt_dtype(dtype)?;
+        wrap(
+            py,
+            guard_nogil(py, self.t.numel(), || ops::log_softmax(&self.t, dim, dt))?,
+        )
+    }
+
+    // ----- joining, splitting, rearranging ----------------------------------------------------
+
+    fn unflatten(&self, py: Python<'_>, dim: i64, sizes: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let s = seq_of_ints(sizes)?;
+        wrap(py, guard(|| ops::unflatten(&self.t, dim, &s))?)
+    }
+    fn broadcast_to(&self, py: Python<'_>, size: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let s = seq_of_ints(size)?;
+        wrap(py, guard(|| ops::broadcast_to(&self.t, &s))?)
+    }
+    #[pyo3(signature = (*sizes))]
+    fn repeat(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        let s = parse_size(sizes, None)?;
+        wrap(
+            py,
+            guard_nogil(py, self.t.numel(), || ops::repeat(&self.t, &s))?,
+        )
+    }
+    #[pyo3(signature = (split_size_or_sections, dim=0))]
+    fn split(
+        &self,
+        py: Python<'_>,
+        split_size_or_sections: &Bound<'_, PyAny>,
+        dim: i64,
+    ) -> PyResult<Py<PyAny>> {
+        let parts = if split_size_or_sections.is_instance_of::<pyo3::types::PyInt>() {
+            let n = super::convert::int_arg(split_size_or_sections)?;
+            guard(|| ops::split(&self.t, n, dim))?
+        } else {
+            let s = seq_of_ints(split_size_or_sections)?;
+            guard(|| ops::split_with_sizes(&self.t, &s, dim))?
+        };
+        tensor_tuple(py, parts)
+    }
+    #[pyo3(signature = (chunks, dim=0))]
+    fn chunk(&self, py: Python<'_>, chunks: i64, dim: i64) -> PyResult<Py<PyAny>> {
+        tensor_tuple(py, guard(|| ops::chunk(&self.t, chunks, dim))?)
+    }
+    #[pyo3(signature = (dim=0))]
+    fn unbind(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyAny>> {
+        tensor_tuple(py, guard(|| ops::unbind(&self.t, dim))?)
+    }
+    #[pyo3(signature = (*dims))]
+    fn flip(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        let d = parse_size(dims, None)?;
+        wrap(
+            py,
+            guard_nogil(py, self.t.numel(), || ops::flip(&self.t, &d))?,
+        )
+    }
+    fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyAny>> {
+        wrap(py, guard(|| ops::narrow(&self.t, dim, start, length))?)
+    }
+    fn movedim(&self, py: Python<'_>, source: i64, destination: i64) -> PyResult<Py<PyAny>> {
+        wrap(py, guard(|| ops::movedim(&self.t, source, destination))?)
+    }
+    fn swapaxes(&self, py: Python<'_>, axis0: i64, axis1: i64) -> PyResult<Py<PyAny>> {
+        wrap(py, guard(|| ops::transpose(&self.t, axis0, axis1))?)
+    }
+
+    // ----- indexing ops -----------------------------------------------------------------------
+
+    fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+        wrap(py, guard(|| ops::gather(&self.t, dim, &index.get().t))?)
+    }
+    fn scatter_add(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyTensor>,
+        src: &Bound<'_, PyTensor>,
+    ) -> PyResult<Py<PyAny>> {
+        wrap(
+            py,
+            guard(|| ops::scatter_add(&self.t, dim, &index.get().t, &src.get().t))?,
+        )
+    }
+    #[pyo3(signature = (dim, index, src=None, *, value=None))]
+    fn scatter(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyTensor>,
+        src: Option<&Bound<'_, PyAny>>,
+        value: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let idx = &index.get().t;
+        let given = src.or(value).ok_or_else(|| {
+            PyTypeError::new_err("scatter() missing required argument 'src' or 'value'")
+        })?;
+        match operand(given) {
+            Some(Operand::Tensor(s)) => wrap(py, guard(|| ops::scatter(&self.t, dim, idx, &s))?),
+            Some(Operand::Scalar(v)) => {
+                wrap(py, guard(|| ops::scatter_value(&self.t, dim, idx, v))?)
+            }
+            None => Err(PyTypeError::new_err(
+                "scatter(): src must be a Tensor or a number",
+            )),
+        }
+    }
+    fn index_select(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        index: &Bound<'_, PyTensor>,
+    ) -> PyResult<Py<PyAny>> {
+        wrap(
+            py,
+            guard(|| ops::index_select(&self.t, dim, &index.get().t))?,
+        )
+    }
+    fn masked_fill(
+        &self,
+        py: Python<'_>,
+        mask: &Bound<'_, PyTensor>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let m = &mask.get().t;
+        match operand(value) {
+            Some(Operand::Tensor(v)) => wrap(py, guard(|| ops::masked_fill(&self.t, m, &v))?),
+            Some(Operand::Scalar(s)) => wrap(py, guard(|| ops::masked_fill_scalar(&self.t, m, s))?),
+            None => Err(PyTypeError::new_err(
+                "masked_fill(): value must be a number or a 0-d Tensor",
+            )),
+        }
+    }
+    fn masked_fill_<'py>(
+        slf: &Bound<'py, Self>,
+        mask: &Bound<'py, PyTensor>,
+        value: &Bound<'py, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let a = &slf.get().t;
+        let m = &mask.get().t;
+        let v = match operand(value) {
+            Some(Operand::Tensor(v)) => v,
+            Some(Operand::Scalar(s)) => Tensor::scalar_of(s.to_f64(), a.dtype()),
+            None => {
+                return Err(PyTypeError::new_err(
+                    "masked_fill_(): value must be a number or a 0-d Tensor",
+                ))
+            }
+        };
+        guard(|| {
+            ops::check_inplace(a)?;
+            let r = ops::masked_fill(a, m, &v)?;
+            ops::commit_inplace(a, &r)
+        })?;
+        Ok(slf.clone().into_any().unbind())
+    }
+    #[pyo3(signature = (*, as_tuple=false))]
+    fn nonzero(&self, py: Python<'_>, as_tuple: bool) -> PyResult<Py<PyAny>> {
+        let nz = ops::nonzero(&self.t);
+        if !as_tuple {
+            return wrap(py, nz);
+        }
+        let cols = guard(|| ops::unbind(&nz, 1))?;
+        let cols: Vec<Tensor> = cols.iter().map(ops::clone_data).collect();
+        tensor_tuple(py, cols)
+    }
+    fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+        let m = &mask.get().t;
+        wrap(
+            py,
+            guard(|| {
+                let shape = crate::tensor::broadcast_shapes(&self.t.shape(), &m.shape())?;
+                let x = ops::expand(&self.t, &shape)?;
+                let mm = ops::expand(m, &shape)?;
+                ops::index(&x, &[ops::IndexItem::Tensor(mm)])
+            })?,
+        )
+    }
+    fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let items = index_items(key)?;
+        let t = &self.t;
+        let v = match operand(value) {
+            Some(Operand::Tensor(v)) => v,
+            Some(Operand::Scalar(s)) => Tensor::scalar_of(s.to_f64(), t.dtype()),
+            None => to_tensor_like(value, Some(t))?,
+        };
+        guard(|| {
+            ops::check_inplace(t)?;
+            let basic = items
+                .iter()
+                .all(|i| !matches!(i, ops::IndexItem::Tensor(_)));
+            if basic && !autograd::needs_record(&[t, &v]) {
+                // Nothing to record: write straight through a view.
+                let target = ops::index(t, &items)?;
+                return ops::assign(&target, &v);
+            }
+            let r = ops::index_put(t, &items, &v)?;
+            ops::commit_inplace(t, &r)
+        })
+    }
+
+    // ----- linear algebra (more) -------------------------------------------------------------
+
+    fn bmm(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+        let b = &other.get().t;
+        wrap(
+            py,
+            guard_nogil(py, work2(&self.t, b), || ops::bmm(&self.t, b))?,
+        )
+    }
+    fn outer(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+        wrap(py, guard(|| ops::outer(&self.t, &other.get().t))?)
     }
 
     fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(Py<PyAny>, (Py<PyAny>, bool))> {
@@ -1142,36 +1721,146 @@ pub fn flatten(t: &Tensor, start: i64, end: i64) -> crate::Result<Tensor> {
     ops::reshape(t, &new)
 }
 
-/// `t[key]` for ints, slices, `None` and `...` (views, as in PyTorch).
-fn basic_index(t: &Tensor, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
+fn unary(
+    py: Python<'_>,
+    t: &Tensor,
+    f: fn(&Tensor) -> crate::Result<Tensor>,
+) -> PyResult<Py<PyAny>> {
+    wrap(py, guard_nogil(py, t.numel(), || f(t))?)
+}
+
+/// A `clamp` bound: absent, a number (in `like`'s dtype rules) or a tensor.
+pub fn bound_arg(b: Option<&Bound<'_, PyAny>>, like: &Tensor) -> PyResult<Option<Tensor>> {
+    match b {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => match operand(o) {
+            Some(Operand::Tensor(t)) => Ok(Some(t)),
+            Some(Operand::Scalar(s)) => Ok(Some(s.wrap(like))),
+            None => Err(PyTypeError::new_err(format!(
+                "clamp(): expected a number or a Tensor as a bound, got {o}"
+            ))),
+        },
+    }
+}
+
+/// `(dims, correction)` from `var`/`std`'s overloads: `var(unbiased)` (a bool
+/// first argument), `var(dim, unbiased, keepdim)` and `correction=`.
+pub fn var_args(
+    dim: Option<&Bound<'_, PyAny>>,
+    unbiased: Option<bool>,
+    correction: Option<f64>,
+) -> PyResult<(Option<Vec<i64>>, f64)> {
+    let (dim, unbiased) = match dim {
+        Some(d) if d.is_instance_of::<PyBool>() => (None, Some(d.extract::<bool>()?)),
+        other => (other, unbiased),
+    };
+    if correction.is_some() && unbiased.is_some() {
+        return Err(PyRuntimeError::new_err(
+            "Cannot specify both unbiased and correction",
+        ));
+    }
+    let corr = correction.unwrap_or(if unbiased == Some(false) { 0.0 } else { 1.0 });
+    Ok((dims_arg(dim)?, corr))
+}
+
+/// `max`/`min` overloads: whole tensor, along a dimension, or elementwise.
+pub fn extreme(
+    py: Python<'_>,
+    t: &Tensor,
+    dim: Option<&Bound<'_, PyAny>>,
+    keepdim: bool,
+    is_max: bool,
+) -> PyResult<Py<PyAny>> {
+    let dim = dim.filter(|d| !d.is_none());
+    let Some(d) = dim else {
+        return wrap(
+            py,
+            guard(|| {
+                if is_max {
+                    ops::max_all(t)
+                } else {
+                    ops::min_all(t)
+                }
+            })?,
+        );
+    };
+    if let Ok(other) = d.cast::<PyTensor>() {
+        let o = &other.get().t;
+        return wrap(
+            py,
+            guard(|| {
+                if is_max {
+                    ops::maximum(t, o)
+                } else {
+                    ops::minimum(t, o)
+                }
+            })?,
+        );
+    }
+    let d = super::convert::int_arg(d)?;
+    let (v, i) = guard(|| {
+        if is_max {
+            ops::max_dim(t, d, keepdim)
+        } else {
+            ops::min_dim(t, d, keepdim)
+        }
+    })?;
+    return_pair(py, if is_max { "max" } else { "min" }, v, i)
+}
+
+static RETURN_TYPES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// A `(values, indices)` named tuple like `torch.return_types.max`.
+pub fn return_pair(py: Python<'_>, name: &str, a: Tensor, b: Tensor) -> PyResult<Py<PyAny>> {
+    let m = RETURN_TYPES.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py.import("ferrograd.return_types")?.into_any().unbind())
+    })?;
+    let cls = m.bind(py).getattr(name)?;
+    Ok(cls.call1((wrap(py, a)?, wrap(py, b)?))?.unbind())
+}
+
+/// The `p` of `norm`: a number, `inf`, or `"fro"` (which is 2).
+pub fn norm_ord(p: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+    match p {
+        None => Ok(2.0),
+        Some(p) if p.is_none() => Ok(2.0),
+        Some(p) => {
+            if let Ok(s) = p.extract::<String>() {
+                return match s.as_str() {
+                    "fro" => Ok(2.0),
+                    other => Err(PyRuntimeError::new_err(format!(
+                        "norm(): the matrix norm '{other}' is not supported; use a vector norm order"
+                    ))),
+                };
+            }
+            p.extract::<f64>()
+                .map_err(|_| PyTypeError::new_err(format!("norm(): invalid p {p}")))
+        }
+    }
+}
+
+pub fn tensor_tuple(py: Python<'_>, parts: Vec<Tensor>) -> PyResult<Py<PyAny>> {
+    let items: Vec<Py<PyAny>> = parts
+        .into_iter()
+        .map(|t| wrap(py, t))
+        .collect::<PyResult<_>>()?;
+    Ok(PyTuple::new(py, items)?.into_any().unbind())
+}
+
+/// A Python index key as index items: ints, slices, `None`, `...`, bools,
+/// tensors, and sequences or arrays (which become index tensors).
+pub fn index_items(key: &Bound<'_, PyAny>) -> PyResult<Vec<ops::IndexItem>> {
+    let parts: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
         Ok(tup) => tup.iter().collect(),
         Err(_) => vec![key.clone()],
     };
-    let consumes =
-        |o: &Bound<'_, PyAny>| -> bool { !(o.is_none() || o.is_instance_of::<PyEllipsis>()) };
-    let used = items.iter().filter(|o| consumes(o)).count();
-    let ndim = t.ndim();
-    if used > ndim {
-        return Err(PyIndexError::new_err(format!(
-            "too many indices for tensor of dimension {ndim}"
-        )));
-    }
-    let mut out = t.clone();
-    let mut dim: i64 = 0;
-    let mut seen_ellipsis = false;
-    for it in &items {
-        if it.is_instance_of::<PyNone>() {
-            out = guard(|| ops::unsqueeze(&out, dim))?;
-            dim += 1;
+    let mut out = Vec::with_capacity(parts.len());
+    for it in &parts {
+        out.push(if it.is_none() {
+            ops::IndexItem::NewAxis
         } else if it.is_instance_of::<PyEllipsis>() {
-            if seen_ellipsis {
-                return Err(PyIndexError::new_err(
-                    "an index can only have a single ellipsis ('...')",
-                ));
-            }
-            seen_ellipsis = true;
-            dim += (ndim - used) as i64;
+            ops::IndexItem::Ellipsis
         } else if let Ok(sl) = it.cast::<PySlice>() {
             let get = |name: &str| -> PyResult<Option<i64>> {
                 let v = sl.getattr(name)?;
@@ -1181,28 +1870,42 @@ fn basic_index(t: &Tensor, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
                     super::convert::int_arg(&v).map(Some)
                 }
             };
-            let (start, stop, step) = (get("start")?, get("stop")?, get("step")?.unwrap_or(1));
-            out = guard(|| ops::slice(&out, dim, start, stop, step))?;
-            dim += 1;
-        } else if let Some(Scalar::Int(i)) =
-            as_scalar(it).filter(|_| !it.is_instance_of::<PyBool>())
-        {
-            out = guard(|| ops::select(&out, dim, i))?;
+            ops::IndexItem::Slice(get("start")?, get("stop")?, get("step")?.unwrap_or(1))
+        } else if it.is_instance_of::<PyBool>() {
+            ops::IndexItem::Tensor(Tensor::scalar(it.extract::<bool>()?))
+        } else if let Some(Scalar::Int(i)) = as_scalar(it) {
+            ops::IndexItem::Int(i)
         } else if let Ok(ti) = it.cast::<PyTensor>() {
             let ti = &ti.get().t;
-            if ti.dtype() == DType::I64 && ti.numel() == 1 && ti.ndim() == 0 {
-                let i = ti.to_vec::<i64>()[0];
-                out = guard(|| ops::select(&out, dim, i))?;
-            } else {
+            if ti.dtype() == DType::I64 && ti.ndim() == 0 {
+                ops::IndexItem::Int(ti.to_vec::<i64>()[0])
+            } else if ti.dtype().is_float() {
                 return Err(PyIndexError::new_err(
-                    "indexing with tensors (advanced indexing) is not available yet; use basic slicing",
+                    "tensors used as indices must be long, int, byte or bool tensors",
+                ));
+            } else {
+                ops::IndexItem::Tensor(ti.clone())
+            }
+        } else if it.is_instance_of::<PyList>() || it.hasattr("__array__")? {
+            let t = tensor_from_data(it, None)?;
+            let t = if t.numel() == 0 {
+                Tensor::zeros(t.shape(), DType::I64)
+            } else {
+                t
+            };
+            if t.dtype().is_float() {
+                return Err(PyIndexError::new_err(
+                    "tensors used as indices must be long, int, byte or bool tensors",
                 ));
             }
+            ops::IndexItem::Tensor(t)
         } else {
             return Err(PyIndexError::new_err(
-                "only integers, slices (`:`), ellipsis (`...`) and None are valid indices",
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got ".to_string()
+                    + &it.get_type().name()?.to_string()
+                    + ")",
             ));
-        }
+        });
     }
     Ok(out)
 }

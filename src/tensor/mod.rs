@@ -143,8 +143,13 @@ impl Tensor {
         self.0.view.read_recursive()
     }
 
-    /// Replaces what this tensor views (`t.data = other`).
-    pub fn set_view(&self, v: View) {
+    /// Replaces what this tensor views (`t.data = other`). As PyTorch's
+    /// `set_data` does, the tensor keeps its own version counter: the new
+    /// memory is aliased under a counter continuing from the current value, so
+    /// `x.data *= 2` does not make the tensors the graph saved look modified.
+    pub fn set_view(&self, mut v: View) {
+        let version = self.version();
+        v.storage = Storage::alias_at_version(&v.storage, version);
         *self.0.view.write() = v;
     }
 
@@ -262,6 +267,17 @@ impl Tensor {
 
     pub fn meta(&self) -> MutexGuard<'_, AutogradMeta> {
         self.0.meta.lock()
+    }
+
+    /// The metadata if nobody holds its lock (for the garbage collector, which
+    /// must never block).
+    pub fn try_meta(&self) -> Option<MutexGuard<'_, AutogradMeta>> {
+        self.0.meta.try_lock()
+    }
+
+    /// How many handles share this tensor.
+    pub fn handle_count(&self) -> usize {
+        Arc::strong_count(&self.0)
     }
 
     pub fn grad_fn(&self) -> Option<(NodeRef, u32)> {

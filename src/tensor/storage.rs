@@ -79,12 +79,28 @@ impl Storage {
 
     /// The same memory under a fresh version counter (what `.data` returns).
     pub fn alias(this: &Arc<Storage>) -> Arc<Storage> {
-        let keep = Arc::clone(this);
+        Self::alias_at_version(this, 0)
+    }
+
+    /// The same memory under a new version counter that starts at `version`.
+    ///
+    /// The alias keeps alive the storage that owns the memory, never another
+    /// alias: `p.data -= lr * p.grad` in a training loop aliases an alias on
+    /// every step, and a chain of them would be dropped recursively (a stack
+    /// overflow after a few hundred thousand steps).
+    pub fn alias_at_version(this: &Arc<Storage>, version: u64) -> Arc<Storage> {
+        let keep = match &this._owner {
+            Owner::External(owner) => match (**owner).downcast_ref::<Arc<Storage>>() {
+                Some(root) => Arc::clone(root),
+                None => Arc::clone(this),
+            },
+            _ => Arc::clone(this),
+        };
         Arc::new(Storage {
             ptr: this.ptr,
             len: this.len,
             dtype: this.dtype,
-            version: AtomicU64::new(0),
+            version: AtomicU64::new(version),
             _owner: Owner::External(Box::new(keep)),
         })
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import _C
+from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
@@ -63,6 +64,8 @@ def grad(
 
 
 __all__ = [
+    "Function",
+    "FunctionCtx",
     "GradcheckError",
     "backward",
     "enable_grad",
@@ -71,5 +74,6 @@ __all__ = [
     "gradgradcheck",
     "inference_mode",
     "no_grad",
+    "once_differentiable",
     "set_grad_enabled",
 ]

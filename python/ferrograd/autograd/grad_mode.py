@@ -52,7 +52,16 @@ class _GradModeContext:
         return self.__class__()
 
 
-class no_grad(_GradModeContext):
+class _NoParamGradModeContext(_GradModeContext):
+    """Also usable as a decorator without parentheses (``@no_grad``), as in PyTorch."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamGradModeContext):
     """Disables graph recording: results of ops do not require grad."""
 
     def __enter__(self):
@@ -65,7 +74,7 @@ class no_grad(_GradModeContext):
         return False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_NoParamGradModeContext):
     """Re-enables graph recording inside a ``no_grad`` block."""
 
     def __enter__(self):
@@ -105,6 +114,12 @@ class set_grad_enabled(_GradModeContext):
 
 class inference_mode(_GradModeContext):
     """Like ``no_grad`` (ferrograd has no separate inference-tensor kind)."""
+
+    def __new__(cls, mode_or_orig_func=True):
+        # ``@inference_mode`` without parentheses decorates at once.
+        if mode_or_orig_func is None or isinstance(mode_or_orig_func, bool):
+            return super().__new__(cls)
+        return cls()(mode_or_orig_func)
 
     def __init__(self, mode: bool = True):
         self.mode = bool(mode)

@@ -1,8 +1,61 @@
-"""``ferrograd.nn``: modules and losses."""
+"""``ferrograd.nn``: modules, layers and losses."""
 
 from __future__ import annotations
 
 from . import functional
-from .modules import Module, MSELoss, Parameter
+from .modules import (
+    ELU,
+    GELU,
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    Dropout,
+    Flatten,
+    HuberLoss,
+    Identity,
+    L1Loss,
+    LeakyReLU,
+    Linear,
+    LogSoftmax,
+    Module,
+    MSELoss,
+    NLLLoss,
+    Parameter,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    SiLU,
+    SmoothL1Loss,
+    Softmax,
+    Softplus,
+    Tanh,
+)
 
-__all__ = ["MSELoss", "Module", "Parameter", "functional"]
+__all__ = [
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CrossEntropyLoss",
+    "Dropout",
+    "ELU",
+    "Flatten",
+    "GELU",
+    "HuberLoss",
+    "Identity",
+    "L1Loss",
+    "LeakyReLU",
+    "Linear",
+    "LogSoftmax",
+    "MSELoss",
+    "Module",
+    "NLLLoss",
+    "Parameter",
+    "ReLU",
+    "Sequential",
+    "SiLU",
+    "Sigmoid",
+    "SmoothL1Loss",
+    "Softmax",
+    "Softplus",
+    "Tanh",
+    "functional",
+]

@@ -1,20 +1,67 @@
-"""Functional forms of the losses and activations (``ferrograd.nn.functional``)."""
+"""Functional forms of the layers, activations and losses (``ferrograd.nn.functional``).
+
+Each is a thin argument adapter over a Rust op; the numerics (stable
+log-sum-exp forms, backward rules) live in ``src/ops``.
+"""
 
 from __future__ import annotations
 
 from .. import _C
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def _reduction(size_average, reduce, reduction):
     if size_average is not None or reduce is not None:
-        reduction = _legacy_reduction(size_average, reduce)
-    return _C.mse_loss(input, target, reduction)
+        return _legacy_reduction(size_average, reduce)
+    return reduction
+
+
+def _legacy_reduction(size_average, reduce):
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _inplace(input, result):
+    # PyTorch's inplace=True writes into the input; out of place, then copied in.
+    return input.copy_(result)
+
+
+# ----- activations ---------------------------------------------------------------------------
 
 
 def relu(input, inplace=False):
-    if inplace:
-        raise NotImplementedError("relu(inplace=True) is not available yet")
-    return _C.relu(input)
+    out = _C.relu(input)
+    return _inplace(input, out) if inplace else out
+
+
+def relu6(input, inplace=False):
+    out = _C.clamp(input, 0.0, 6.0)
+    return _inplace(input, out) if inplace else out
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    out = _C.leaky_relu(input, negative_slope)
+    return _inplace(input, out) if inplace else out
+
+
+def elu(input, alpha=1.0, inplace=False):
+    out = _C.elu(input, alpha)
+    return _inplace(input, out) if inplace else out
+
+
+def gelu(input, approximate="none"):
+    return _C.gelu(input, approximate)
+
+
+def silu(input, inplace=False):
+    out = _C.silu(input)
+    return _inplace(input, out) if inplace else out
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _C.softplus(input, beta, threshold)
 
 
 def sigmoid(input):
@@ -25,9 +72,143 @@ def tanh(input):
     return _C.tanh(input)
 
 
-def _legacy_reduction(size_average, reduce):
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    out = _C.clamp(input, min_val, max_val)
+    return _inplace(input, out) if inplace else out
+
+
+def _softmax_dim(ndim):
+    # PyTorch's legacy implicit choice when dim is omitted.
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return _C.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return _C.log_softmax(input, dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return softmax(-input, dim, dtype=dtype)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    if not training:
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        return input
+    out = _C.dropout(input, p, training)
+    return _inplace(input, out) if inplace and out is not input else out
+
+
+def linear(input, weight, bias=None):
+    return _C.linear(input, weight, bias)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    denom = input.norm(p, dim, keepdim=True).clamp(min=eps)
+    return input / denom
+
+
+# ----- losses --------------------------------------------------------------------------------
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _C.mse_loss(input, target, _reduction(size_average, reduce, reduction))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _C.l1_loss(input, target, _reduction(size_average, reduce, reduction))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    return _C.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    return _C.huber_loss(input, target, reduction, delta)
+
+
+def binary_cross_entropy(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
+    return _C.binary_cross_entropy(
+        input, target, weight, _reduction(size_average, reduce, reduction)
+    )
+
+
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
+):
+    return _C.binary_cross_entropy_with_logits(
+        input, target, weight, _reduction(size_average, reduce, reduction), pos_weight
+    )
+
+
+def nll_loss(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+):
+    return _C.nll_loss(
+        input, target, weight, ignore_index, _reduction(size_average, reduce, reduction)
+    )
+
+
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing=0.0,
+):
+    return _C.cross_entropy(
+        input,
+        target,
+        weight,
+        ignore_index,
+        _reduction(size_average, reduce, reduction),
+        label_smoothing,
+    )
+
+
+__all__ = [
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "cross_entropy",
+    "dropout",
+    "elu",
+    "gelu",
+    "hardtanh",
+    "huber_loss",
+    "l1_loss",
+    "leaky_relu",
+    "linear",
+    "log_softmax",
+    "mse_loss",
+    "nll_loss",
+    "normalize",
+    "relu",
+    "relu6",
+    "sigmoid",
+    "silu",
+    "smooth_l1_loss",
+    "softmax",
+    "softmin",
+    "softplus",
+    "tanh",
+]
+

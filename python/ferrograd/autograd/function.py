@@ -1,0 +1,180 @@
+"""Custom differentiable operations: subclass ``Function``, write ``forward``
+and ``backward`` as static methods, call ``MyFn.apply(...)``.
+
+The forward runs here in Python with grad mode off; ``_C._function_node``
+then records one graph node whose backward rule calls ``MyFn.backward`` from
+the Rust engine (taking the GIL only for that call).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .. import _C
+from .grad_mode import no_grad
+
+_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+class FunctionCtx:
+    """The ``ctx`` passed to ``forward`` and ``backward``.
+
+    Saved tensors move into the graph node when ``apply`` returns, so the node
+    (not this object) owns them: they are version-checked when unpacked and
+    freed with the graph.
+    """
+
+    def __init__(self):
+        self._to_save = ()
+        self._unpacked = None
+        self._released = False
+        self._dirty = ()
+        self._non_differentiable = ()
+        self._materialize_grads = True
+        self.needs_input_grad = ()
+
+    def save_for_backward(self, *tensors):
+        for t in tensors:
+            if t is not None and not isinstance(t, _C.Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{tensors.index(t)} is of type {type(t).__name__}")
+        self._to_save = tensors
+
+    @property
+    def saved_tensors(self):
+        if self._unpacked is not None:
+            return self._unpacked
+        if self._released:
+            raise RuntimeError(_FREED)
+        return tuple(self._to_save)
+
+    def mark_dirty(self, *tensors):
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value):
+        self._materialize_grads = bool(value)
+
+
+class FunctionMeta(type):
+    """Gives each Function subclass the name its nodes report (``ExpBackward``)."""
+
+    def __init__(cls, name, bases, attrs):
+        cls._backward_name = name + "Backward"
+        super().__init__(name, bases, attrs)
+
+
+class Function(metaclass=FunctionMeta):
+    """Base class for custom autograd operations."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom "
+            "autograd.Function to use it with backward mode AD."
+        )
+
+    vjp = backward
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. "
+            "Please use new-style autograd function with static forward method."
+        )
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = FunctionCtx()
+        ctx.needs_input_grad = tuple(
+            isinstance(a, _C.Tensor) and a.requires_grad for a in args
+        )
+        separate_setup = cls.setup_context is not Function.setup_context
+        with no_grad():
+            if separate_setup:
+                output = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, output)
+            else:
+                output = cls.forward(ctx, *args, **kwargs)
+
+        is_tuple = isinstance(output, tuple)
+        outputs = list(output) if is_tuple else [output]
+        if not (_C.is_grad_enabled() and any(ctx.needs_input_grad)):
+            return output
+
+        result = _C._function_node(
+            ctx,
+            cls.backward,
+            cls._backward_name,
+            args,
+            outputs,
+            list(ctx._dirty),
+            list(ctx._non_differentiable),
+            list(ctx._to_save),
+            ctx._materialize_grads,
+        )
+        # The node owns the saved tensors now; the ctx keeps no reference.
+        ctx._to_save = ()
+        return tuple(result) if is_tuple else result[0]
+
+
+_TWICE = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
+class _OnceDifferentiableError(Function):
+    """Passes gradients through, and refuses to be differentiated itself."""
+
+    @staticmethod
+    def forward(ctx, *grads):
+        return tuple(g.clone() if isinstance(g, _C.Tensor) else g for g in grads)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(_TWICE)
+
+
+def once_differentiable(fn):
+    """Marks a ``backward`` as not differentiable: it runs without recording,
+    and differentiating its result again raises a clear error."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not _C.is_grad_enabled():
+            return outputs
+        requires = any(isinstance(a, _C.Tensor) and a.requires_grad for a in args)
+        if not requires:
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        tensors = [o for o in outs if isinstance(o, _C.Tensor)]
+        if not tensors:
+            return outputs
+        # Route the results through a node that raises when differentiated;
+        # its inputs are the incoming gradients that require grad.
+        anchors = [a for a in args if isinstance(a, _C.Tensor) and a.requires_grad]
+        wrapped = _OnceDifferentiableError.apply(*tensors, *anchors)
+        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+        it = iter(wrapped[: len(tensors)])
+        fixed = tuple(next(it) if isinstance(o, _C.Tensor) else o for o in outs)
+        return fixed[0] if single else fixed
+
+    return wrapper

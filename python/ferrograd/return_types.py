@@ -1,0 +1,11 @@
+"""Named result pairs, as ``torch.return_types``: ``x.max(dim)`` returns
+``max(values=..., indices=...)``, which also unpacks like a tuple."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+max = namedtuple("max", ["values", "indices"])  # noqa: A001 - PyTorch's name
+min = namedtuple("min", ["values", "indices"])  # noqa: A001 - PyTorch's name
+
+__all__ = ["max", "min"]

@@ -1,0 +1,202 @@
+//! Activations and (log-)softmax. Composites get their rules from the ops
+//! they are built of; softmax and log_softmax have their own rules, written
+//! in ops on the saved output so they differentiate again.
+
+use smallvec::{smallvec, SmallVec};
+
+use super::{
+    add_scalar, amax, cast_data, compare, div, exp, log, log1p, mul, mul_f64, neg, sub, sum,
+    where_, Scalar,
+};
+use crate::autograd::{needs_record, record, GradModeGuard, SavedTensor};
+use crate::error::{Error, Result};
+use crate::saved;
+use crate::tensor::{wrap_dim, DType, Tensor};
+
+fn float_input(x: &Tensor, op: &str) -> Result<()> {
+    if !x.dtype().is_float() {
+        return Err(Error::runtime(format!(
+            "\"{op}\" not implemented for '{}'",
+            x.dtype().scalar_name()
+        )));
+    }
+    Ok(())
+}
+
+/// `x` where positive, `slope * x` elsewhere (so the gradient at 0 is `slope`, as in PyTorch).
+pub fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
+    float_input(x, "leaky_relu_cpu")?;
+    let pos = compare::gt(x, &Tensor::scalar_of(0.0, x.dtype()))?;
+    where_(&pos, x, &mul_f64(x, slope)?)
+}
+
+/// `elu(x, alpha)`: `x` where positive, `alpha * (exp(x) - 1)` elsewhere.
+pub fn elu(x: &Tensor, alpha: f64) -> Result<Tensor> {
+    float_input(x, "elu_cpu")?;
+    let pos = compare::gt(x, &Tensor::scalar_of(0.0, x.dtype()))?;
+    // expm1 of min(x, 0) keeps the unused branch finite for large x; clamp
+    // (not minimum) so the slope at 0 is alpha, as in PyTorch.
+    let neg_part = super::clamp(x, None, Some(&Tensor::scalar_of(0.0, x.dtype())))?;
+    where_(&pos, x, &mul_f64(&super::expm1(&neg_part)?, alpha)?)
+}
+
+/// `gelu(x)`: exact (`x * Phi(x)`) or the tanh approximation.
+pub fn gelu(x: &Tensor, tanh_approx: bool) -> Result<Tensor> {
+    float_input(x, "GeluKernelImpl")?;
+    let half_x = mul_f64(x, 0.5)?;
+    let inner = if tanh_approx {
+        // sqrt(2/pi) * (x + 0.044715 x^3)
+        let x3 = mul(&mul(x, x)?, x)?;
+        let t = super::add(x, &mul_f64(&x3, 0.044715)?)?;
+        super::tanh(&mul_f64(&t, (2.0 / std::f64::consts::PI).sqrt())?)?
+    } else {
+        super::erf(&mul_f64(x, std::f64::consts::FRAC_1_SQRT_2)?)?
+    };
+    mul(&half_x, &add_scalar(&inner, Scalar::Int(1))?)
+}
+
+/// `silu(x) = x * sigmoid(x)`.
+pub fn silu(x: &Tensor) -> Result<Tensor> {
+    float_input(x, "silu")?;
+    mul(x, &super::sigmoid(x)?)
+}
+
+/// `softplus(x) = log(1 + exp(beta x)) / beta`, linear above `threshold`.
+/// Each branch only ever sees arguments where `exp` cannot overflow, and
+/// both are smooth, so the gradient is exact everywhere (0.5 at 0).
+pub fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
+    float_input(x, "softplus")?;
+    let z = mul_f64(x, beta)?;
+    let zero = Tensor::scalar_of(0.0, z.dtype());
+    let pos = compare::gt(&z, &zero)?;
+    // z > 0: z + log1p(exp(-z));  z <= 0: log1p(exp(z))
+    let zp = super::clamp(&z, Some(&zero), None)?;
+    let zn = super::clamp(&z, None, Some(&zero))?;
+    let upper = super::add(&zp, &log1p(&exp(&neg(&zp)?)?)?)?;
+    let lower = log1p(&exp(&zn)?)?;
+    let smooth = mul_f64(&where_(&pos, &upper, &lower)?, 1.0 / beta)?;
+    let linear = compare::gt(&z, &Tensor::scalar_of(threshold, z.dtype()))?;
+    where_(&linear, x, &smooth)
+}
+
+/// `log(sum(exp(x)))` along `dim`, kept, from a constant shift.
+fn shifted(x: &Tensor, d: i64) -> Result<Tensor> {
+    let _g = GradModeGuard::new(false);
+    let x = x.detach();
+    if x.numel() == 0 {
+        return Ok(x);
+    }
+    let m = amax(&x, &[d], true)?;
+    let inf = super::isinf(&m)?;
+    let m = where_(&inf, &Tensor::scalar_of(0.0, m.dtype()), &m)?;
+    sub(&x, &m)
+}
+
+fn softmax_input(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<(Tensor, i64)> {
+    let x = match dtype {
+        Some(dt) => super::to_dtype(x, dt)?,
+        None if !x.dtype().is_float() => {
+            return Err(Error::runtime(format!(
+                "\"softmax_lastdim_kernel_impl\" not implemented for '{}'",
+                x.dtype().scalar_name()
+            )))
+        }
+        None => x.clone(),
+    };
+    let d = wrap_dim(dim, x.ndim())?;
+    let d = if x.ndim() == 0 { 0 } else { d as i64 };
+    Ok((x, d))
+}
+
+/// `softmax(x, dim)`; backward `y * (g - sum(g * y))`.
+pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let (x, d) = softmax_input(x, dim, dtype)?;
+    let out = {
+        let _g = GradModeGuard::new(false);
+        let e = exp(&shifted(&x, d)?)?;
+        let dims: SmallVec<[i64; 1]> = smallvec![d];
+        div(
+            &e,
+            &sum(&e, Some(&dims[..]).filter(|_| x.ndim() > 0), x.ndim() > 0)?,
+        )?
+    };
+    if needs_record(&[&x]) {
+        let nd = x.ndim();
+        record(
+            "SoftmaxBackward0",
+            &[&x],
+            &out,
+            saved![Some(SavedTensor::output(&out, 0))],
+            move |c| {
+                let (y, g) = (c.saved(0)?, c.grad()?);
+                let gy = mul(g, y)?;
+                let s = if nd == 0 {
+                    gy.clone()
+                } else {
+                    sum(&gy, Some(&[d]), true)?
+                };
+                Ok(smallvec![Some(mul(y, &sub(g, &s)?)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// `log_softmax(x, dim)`; backward `g - exp(y) * sum(g)`.
+pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let (x, d) = softmax_input(x, dim, dtype)?;
+    let out = {
+        let _g = GradModeGuard::new(false);
+        let z = shifted(&x, d)?;
+        let lse = if x.ndim() == 0 {
+            log(&exp(&z)?)?
+        } else {
+            log(&sum(&exp(&z)?, Some(&[d]), true)?)?
+        };
+        sub(&z, &lse)?
+    };
+    if needs_record(&[&x]) {
+        let nd = x.ndim();
+        record(
+            "LogSoftmaxBackward0",
+            &[&x],
+            &out,
+            saved![Some(SavedTensor::output(&out, 0))],
+            move |c| {
+                let (y, g) = (c.saved(0)?, c.grad()?);
+                let s = if nd == 0 {
+                    g.clone()
+                } else {
+                    sum(g, Some(&[d]), true)?
+                };
+                Ok(smallvec![Some(sub(g, &mul(&exp(y)?, &s)?)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// `dropout(x, p, training)`: zeroes elements with probability `p` and
+/// scales the rest by `1 / (1 - p)`; the identity when not training.
+pub fn dropout(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
+    if !(0.0..=1.0).contains(&p) || p.is_nan() {
+        return Err(Error::value(format!(
+            "dropout probability has to be between 0 and 1, but got {p}"
+        )));
+    }
+    if !training || p == 0.0 {
+        return Ok(x.clone());
+    }
+    float_input(x, "dropout")?;
+    let shape = x.shape();
+    let n = x.numel();
+    if p == 1.0 {
+        return mul_f64(x, 0.0);
+    }
+    let keep: Vec<f64> = crate::random::uniform_f64(n)
+        .into_iter()
+        .map(|u| if u >= p { 1.0 / (1.0 - p) } else { 0.0 })
+        .collect();
+    let mask = cast_data(&Tensor::from_vec(keep, shape), x.dtype());
+    mul(x, &mask)
+}

@@ -1,0 +1,218 @@
+//! Maxima and minima: `amax`/`amin` (gradient shared evenly among ties),
+//! `max`/`min` with a dimension (values and indices; the values are a
+//! `gather`, so their gradient goes to the chosen element), `argmax`/`argmin`.
+
+use smallvec::smallvec;
+
+use super::reduce::{reduce_mask, reduce_shape, rows_of};
+use super::{cast_data, div, gather, mul, reshape, squeeze, sum};
+use crate::autograd::{needs_record, record, SavedTensor};
+use crate::error::{Error, Result};
+use crate::kernels::index::map_rows;
+use crate::saved;
+use crate::tensor::{wrap_dim, Arith, DType, Element, Tensor};
+
+/// Empty `dims` means every dimension, as `amax(dim=())` does in PyTorch.
+fn dims_or_all(dims: &[i64]) -> Option<&[i64]> {
+    if dims.is_empty() {
+        None
+    } else {
+        Some(dims)
+    }
+}
+
+fn check_nonempty(shape: &[usize], mask: &[bool], op: &str) -> Result<()> {
+    if shape.is_empty() {
+        return Ok(());
+    }
+    for (d, (&n, &m)) in shape.iter().zip(mask).enumerate() {
+        if m && n == 0 {
+            return Err(Error::index(format!(
+                "{op}(): Expected reduction dim {d} to have non-zero size."
+            )));
+        }
+    }
+    if mask.iter().all(|&m| m) && shape.contains(&0) {
+        return Err(Error::runtime(format!(
+            "{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+        )));
+    }
+    Ok(())
+}
+
+fn amax_impl(a: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_max: bool) -> Result<Tensor> {
+    let op = if is_max { "amax" } else { "amin" };
+    let shape = a.shape();
+    let mask = reduce_mask(shape.len(), dims)?;
+    check_nonempty(&shape, &mask, op)?;
+    let (rows_t, rows, cols) = rows_of(a, &mask)?;
+    let out_shape = reduce_shape(&shape, &mask, keepdim);
+    let out = {
+        let v = rows_t.view();
+        crate::dispatch!(v.dtype(), T => {
+            let data = v.as_slice::<T>().unwrap_or(&[]);
+            let r: Vec<T> = map_rows(data, rows, cols, |row| {
+                let mut it = row.iter().copied();
+                let first = it.next().unwrap_or_else(T::zero);
+                if is_max {
+                    it.fold(first, |acc, x| acc.max_of(x))
+                } else {
+                    it.fold(first, |acc, x| acc.min_of(x))
+                }
+            });
+            Tensor::from_vec(r, out_shape)
+        })
+    };
+    if needs_record(&[a]) {
+        let keep_shape = reduce_shape(&shape, &mask, true);
+        let name = match (is_max, dims.is_some()) {
+            (true, true) => "AmaxBackward0",
+            (false, true) => "AminBackward0",
+            (true, false) => "MaxBackward1",
+            (false, false) => "MinBackward1",
+        };
+        let dims_v: Option<Vec<i64>> = dims.map(|d| d.to_vec());
+        record(
+            name,
+            &[a],
+            &out,
+            saved![a, Some(SavedTensor::output(&out, 0))],
+            move |c| {
+                let x = c.saved(0)?;
+                let y = reshape(c.saved(1)?, &keep_shape)?;
+                let g = reshape(c.grad()?, &keep_shape)?;
+                // Ties share the gradient evenly; the mask is a constant.
+                let hit = cast_data(&super::eq(x, &y)?, g.dtype());
+                let count = sum(&hit, dims_v.as_deref(), true)?;
+                Ok(smallvec![Some(mul(&div(&g, &count)?, &hit)?)])
+            },
+        );
+    }
+    Ok(out)
+}
+
+pub fn amax(a: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    amax_impl(a, dims_or_all(dims), keepdim, true)
+}
+
+pub fn amin(a: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    amax_impl(a, dims_or_all(dims), keepdim, false)
+}
+
+/// `max()` over every element.
+pub fn max_all(a: &Tensor) -> Result<Tensor> {
+    amax_impl(a, None, false, true)
+}
+
+pub fn min_all(a: &Tensor) -> Result<Tensor> {
+    amax_impl(a, None, false, false)
+}
+
+/// Position of the first maximum (or minimum) of each row; NaN counts as
+/// the extreme, as in PyTorch.
+fn arg_rows<T: Element>(data: &[T], rows: usize, cols: usize, is_max: bool) -> Vec<i64> {
+    map_rows(data, rows, cols, |row| {
+        let mut best = 0usize;
+        for (i, &v) in row.iter().enumerate().skip(1) {
+            let b = row[best];
+            #[allow(clippy::eq_op)]
+            let (v_nan, b_nan) = (v != v, b != b);
+            if b_nan {
+                break;
+            }
+            if v_nan || (is_max && v > b) || (!is_max && v < b) {
+                best = i;
+                if v_nan {
+                    break;
+                }
+            }
+        }
+        best as i64
+    })
+}
+
+fn arg_impl(a: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Result<Tensor> {
+    let op = if is_max { "argmax" } else { "argmin" };
+    if a.dtype() == DType::Bool {
+        return Err(Error::runtime(format!(
+            "\"{op}_cpu\" not implemented for 'Bool'"
+        )));
+    }
+    let shape = a.shape();
+    let (src, dims): (Tensor, Vec<i64>) = match dim {
+        Some(d) => (a.clone(), vec![d]),
+        None => {
+            if a.numel() == 0 {
+                return Err(Error::runtime(format!(
+                    "{op}(): Expected reduction dim to be specified for input.numel() == 0."
+                )));
+            }
+            let flat = {
+                let _g = crate::autograd::GradModeGuard::new(false);
+                reshape(&a.detach(), &[a.numel()])?
+            };
+            (flat, vec![0])
+        }
+    };
+    let sshape = src.shape();
+    let mask = reduce_mask(sshape.len(), Some(&dims))?;
+    check_nonempty(&sshape, &mask, op)?;
+    let (rows_t, rows, cols) = rows_of(&src, &mask)?;
+    let idx = {
+        let v = rows_t.view();
+        crate::dispatch!(v.dtype(), T => arg_rows::<T>(v.as_slice::<T>().unwrap_or(&[]), rows, cols, is_max))
+    };
+    let out_shape = match dim {
+        Some(_) => reduce_shape(&sshape, &mask, keepdim),
+        None if keepdim => smallvec::SmallVec::from_elem(1, shape.len()),
+        None => smallvec![],
+    };
+    Ok(Tensor::from_vec(idx, out_shape))
+}
+
+pub fn argmax(a: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    arg_impl(a, dim, keepdim, true)
+}
+
+pub fn argmin(a: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    arg_impl(a, dim, keepdim, false)
+}
+
+/// `max(dim, keepdim)`: `(values, indices)`; the gradient flows to the
+/// element each index points at.
+pub fn max_dim(a: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    extreme_dim(a, dim, keepdim, true)
+}
+
+pub fn min_dim(a: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    extreme_dim(a, dim, keepdim, false)
+}
+
+fn extreme_dim(a: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
+    let op = if is_max { "max" } else { "min" };
+    let nd = a.ndim();
+    let d = wrap_dim(dim, nd)?;
+    if nd > 0 && a.shape()[d] == 0 {
+        return Err(Error::index(format!(
+            "{op}(): Expected reduction dim {d} to have non-zero size."
+        )));
+    }
+    if nd == 0 {
+        return Ok((super::clone(a)?, Tensor::scalar(0i64)));
+    }
+    let idx = if a.dtype() == DType::Bool {
+        arg_impl(&cast_data(a, DType::I64), Some(d as i64), true, is_max)?
+    } else {
+        arg_impl(a, Some(d as i64), true, is_max)?
+    };
+    let values = gather(a, d as i64, &idx)?;
+    if keepdim {
+        return Ok((values, idx));
+    }
+    let values = squeeze(&values, Some(d as i64))?;
+    let idx = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        squeeze(&idx, Some(d as i64))?
+    };
+    Ok((values, idx))
+}

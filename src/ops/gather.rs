@@ -1,0 +1,502 @@
+//! Index-driven ops: `gather` and `scatter_add` are each other's adjoints, so
+//! every rule here (and advanced indexing, `index_select`, `max(dim)`, which
+//! are built on them) is differentiable to any order. Duplicate indices
+//! accumulate their gradients through `scatter_add`.
+
+use smallvec::{smallvec, SmallVec};
+
+use super::{cast_data, expand, permute, reshape, result_type, select, slice, unsqueeze, Scalar};
+use crate::autograd::{needs_record, record, GradModeGuard};
+use crate::error::{Error, Result};
+use crate::kernels::index::{gather_dim, scatter_dim};
+use crate::saved;
+use crate::tensor::{broadcast_shapes, fmt_shape, numel, wrap_dim, DType, Shape, Tensor};
+
+fn check_index_dtype(index: &Tensor, op: &str) -> Result<()> {
+    if index.dtype() != DType::I64 {
+        return Err(Error::runtime(format!(
+            "{op}(): Expected dtype int64 for index"
+        )));
+    }
+    Ok(())
+}
+
+/// The index values, checked to lie in `0..size`.
+fn index_values(index: &Tensor, size: usize, dim: usize) -> Result<Vec<i64>> {
+    let vals = index.to_vec::<i64>();
+    for &i in &vals {
+        if i < 0 || i as usize >= size {
+            return Err(Error::runtime(format!(
+                "index {i} is out of bounds for dimension {dim} with size {size}"
+            )));
+        }
+    }
+    Ok(vals)
+}
+
+/// `input`'s dimension count, treating a 0-d tensor as 1-d (as PyTorch's index ops do).
+fn as_nd(t: &Tensor) -> Result<Tensor> {
+    if t.ndim() == 0 {
+        let _g = GradModeGuard::new(false);
+        return reshape(&t.detach(), &[1]);
+    }
+    Ok(t.clone())
+}
+
+/// `input.gather(dim, index)`: `out[i][j] = input[index[i][j]][j]` for `dim=0`.
+pub fn gather(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    check_index_dtype(index, "gather")?;
+    let (ishape, xshape) = (index.shape(), input.shape());
+    if ishape.len().max(1) != xshape.len().max(1) {
+        return Err(Error::runtime(
+            "Index tensor must have the same number of dimensions as input tensor",
+        ));
+    }
+    let d = wrap_dim(dim, xshape.len())?;
+    let x = as_nd(input)?;
+    let xs = x.shape();
+    let is: Shape = if ishape.is_empty() {
+        smallvec![1]
+    } else {
+        ishape.clone()
+    };
+    for k in 0..xs.len() {
+        if k != d && is[k] > xs[k] {
+            return Err(Error::runtime(format!(
+                "Size does not match at dimension {k} expected index {} to be smaller than self {} apart from dimension {d}",
+                fmt_shape(&ishape),
+                fmt_shape(&xshape)
+            )));
+        }
+    }
+    let idx = if numel(&is) == 0 {
+        Vec::new()
+    } else {
+        index_values(index, xs[d], d)?
+    };
+    let out = {
+        let v = x.view();
+        crate::dispatch!(v.dtype(), T => Tensor::from_vec(gather_dim::<T>(&v, d, &idx, &is), ishape.clone()))
+    };
+    if needs_record(&[input]) {
+        record("GatherBackward0", &[input], &out, saved![index], move |c| {
+            let zeros = Tensor::zeros(xshape.clone(), c.grad()?.dtype());
+            Ok(smallvec![Some(scatter_add(
+                &zeros,
+                d as i64,
+                c.saved(0)?,
+                c.grad()?
+            )?)])
+        });
+    }
+    Ok(out)
+}
+
+fn check_scatter(input: &Tensor, d: usize, index: &Tensor, src: &Tensor, op: &str) -> Result<()> {
+    check_index_dtype(index, op)?;
+    let (xs, is, ss) = (input.shape(), index.shape(), src.shape());
+    if is.len().max(1) != xs.len().max(1) {
+        return Err(Error::runtime(
+            "Index tensor must have the same number of dimensions as self tensor",
+        ));
+    }
+    if is.len() != ss.len() && numel(&is) != 0 {
+        return Err(Error::runtime(
+            "Index tensor must have the same number of dimensions as src tensor",
+        ));
+    }
+    for k in 0..is.len() {
+        if (k != d && is[k] > xs[k]) || is[k] > ss.get(k).copied().unwrap_or(1) {
+            return Err(Error::runtime(format!(
+                "Expected index {} to be smaller than self {} apart from dimension {d} and to be smaller size than src {}",
+                fmt_shape(&is),
+                fmt_shape(&xs),
+                fmt_shape(&ss)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The unrecorded result of writing or adding `src` into a copy of `input`.
+fn scatter_kernel(
+    input: &Tensor,
+    d: usize,
+    index: &Tensor,
+    src: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
+    let x = as_nd(input)?;
+    let xs = x.shape();
+    let is: Shape = if index.ndim() == 0 {
+        smallvec![1]
+    } else {
+        index.shape()
+    };
+    let idx = if numel(&is) == 0 {
+        Vec::new()
+    } else {
+        index_values(index, xs[d], d)?
+    };
+    let s = as_nd(&cast_data(src, input.dtype()))?;
+    let out = crate::dispatch!(x.dtype(), T => {
+        let mut buf: Vec<T> = crate::kernels::copy::gather::<T>(&x.view());
+        let sv = s.view();
+        scatter_dim::<T>(&mut buf, &xs, d, &idx, &is, &sv, accumulate);
+        Tensor::from_vec(buf, input.shape())
+    });
+    Ok(out)
+}
+
+/// `input.scatter_add(dim, index, src)`: adds `src` into a copy of `input`;
+/// repeated indices add up.
+pub fn scatter_add(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    let d = wrap_dim(dim, input.ndim())?;
+    check_scatter(input, d, index, src, "scatter_add")?;
+    let out = scatter_kernel(input, d, index, src, true)?;
+    if needs_record(&[input, src]) {
+        record(
+            "ScatterAddBackward0",
+            &[input, src],
+            &out,
+            saved![index],
+            move |c| {
+                let g = c.grad()?;
+                let gs = if c.needs(1) {
+                    Some(gather(g, d as i64, c.saved(0)?)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![Some(g.clone()), gs])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// `input.scatter(dim, index, src)`: writes `src` into a copy of `input`.
+pub fn scatter(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    let d = wrap_dim(dim, input.ndim())?;
+    check_scatter(input, d, index, src, "scatter")?;
+    let out = scatter_kernel(input, d, index, src, false)?;
+    if needs_record(&[input, src]) {
+        record(
+            "ScatterBackward0",
+            &[input, src],
+            &out,
+            saved![index],
+            move |c| {
+                let (g, index) = (c.grad()?, c.saved(0)?);
+                // Overwritten positions contribute nothing to `input`'s gradient.
+                let gi = if c.needs(0) {
+                    Some(scatter(
+                        g,
+                        d as i64,
+                        index,
+                        &Tensor::zeros(index.shape(), g.dtype()),
+                    )?)
+                } else {
+                    None
+                };
+                let gs = if c.needs(1) {
+                    Some(gather(g, d as i64, index)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![gi, gs])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// `input.scatter(dim, index, value)` for a Python number.
+pub fn scatter_value(input: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+    let src = Tensor::full(index.shape(), value.to_f64(), input.dtype());
+    scatter(input, dim, index, &src)
+}
+
+/// `input.index_select(dim, index)` for a 1-D (or 0-d) int64 index.
+pub fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    if index.dtype() != DType::I64 {
+        return Err(Error::runtime(
+            "index_select(): Expected dtype int64 for index",
+        ));
+    }
+    if index.ndim() > 1 {
+        return Err(Error::index(
+            "index_select(): Index is supposed to be a vector",
+        ));
+    }
+    let xshape = input.shape();
+    let d = wrap_dim(dim, xshape.len())?;
+    let x = as_nd(input)?;
+    let k = index.numel();
+    let size = x.shape()[d];
+    for &i in &index.to_vec::<i64>() {
+        if i < 0 || i as usize >= size {
+            return Err(Error::index(format!(
+                "index out of range in self (index {i} for dimension {d} with size {size})"
+            )));
+        }
+    }
+    // Gather with the index broadcast across the other dimensions: one code
+    // path, and gather's backward already accumulates duplicates.
+    let mut out_shape = x.shape();
+    out_shape[d] = k;
+    let mut ishape: Shape = SmallVec::from_elem(1, out_shape.len());
+    ishape[d] = k;
+    let idx = expand(&reshape(&index.detach(), &ishape)?, &out_shape)?;
+    let out = gather(&x, d as i64, &idx)?;
+    if xshape.is_empty() {
+        return reshape(&out, &[]);
+    }
+    Ok(out)
+}
+
+/// `input.masked_fill(mask, value)`: `value` where `mask` is true.
+pub fn masked_fill(input: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    if mask.dtype() != DType::Bool {
+        return Err(Error::runtime(format!(
+            "masked_fill_ only supports boolean masks, but got mask with dtype {}",
+            mask.dtype().name()
+        )));
+    }
+    if value.ndim() != 0 {
+        return Err(Error::runtime(format!(
+            "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+            value.ndim()
+        )));
+    }
+    let v = super::to_dtype(value, input.dtype())?;
+    super::where_(mask, &v, input)
+}
+
+pub fn masked_fill_scalar(input: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+    masked_fill(
+        input,
+        mask,
+        &Tensor::scalar_of(value.to_f64(), input.dtype()),
+    )
+}
+
+/// Indices of the true (nonzero) elements, one row per element: `[n, ndim]`.
+pub fn nonzero(input: &Tensor) -> Tensor {
+    let shape = input.shape();
+    let flags = cast_data(input, DType::Bool).to_vec::<bool>();
+    let mut rows: Vec<i64> = Vec::new();
+    let mut count = 0usize;
+    crate::kernels::index::for_each_index(&shape, |lin, idx| {
+        if flags[lin] {
+            rows.extend(idx.iter().map(|&i| i as i64));
+            count += 1;
+        }
+    });
+    if shape.is_empty() && flags.first().copied().unwrap_or(false) {
+        count = 1;
+    }
+    Tensor::from_vec(rows, smallvec![count, shape.len()])
+}
+
+// ----- Python-style indexing -------------------------------------------------
+
+/// One entry of an index key (`t[0, 1:3, None, ..., idx]`).
+#[derive(Clone)]
+pub enum IndexItem {
+    Int(i64),
+    Slice(Option<i64>, Option<i64>, i64),
+    NewAxis,
+    Ellipsis,
+    Tensor(Tensor),
+}
+
+/// `t[key]`: basic indexing gives views; integer and boolean tensors give
+/// copies through `index_select` (so gradients of repeated picks add up).
+pub fn index(t: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
+    let consumed: usize = items
+        .iter()
+        .map(|it| match it {
+            IndexItem::Int(_) | IndexItem::Slice(..) => 1,
+            IndexItem::Tensor(x) if x.dtype() == DType::Bool => x.ndim(),
+            IndexItem::Tensor(_) => 1,
+            IndexItem::NewAxis | IndexItem::Ellipsis => 0,
+        })
+        .sum();
+    let ndim = t.ndim();
+    if consumed > ndim {
+        return Err(Error::index(format!(
+            "too many indices for tensor of dimension {ndim}"
+        )));
+    }
+    if items
+        .iter()
+        .filter(|i| matches!(i, IndexItem::Ellipsis))
+        .count()
+        > 1
+    {
+        return Err(Error::index(
+            "an index can only have a single ellipsis ('...')",
+        ));
+    }
+    let mut out = t.clone();
+    let mut dim = 0usize;
+    // (dimension of `out`, index tensor) for each advanced index.
+    let mut adv: Vec<(usize, Tensor)> = Vec::new();
+    for it in items {
+        match it {
+            IndexItem::NewAxis => {
+                out = unsqueeze(&out, dim as i64)?;
+                dim += 1;
+            }
+            IndexItem::Ellipsis => dim += ndim - consumed,
+            IndexItem::Slice(s, e, st) => {
+                out = slice(&out, dim as i64, *s, *e, *st)?;
+                dim += 1;
+            }
+            IndexItem::Int(i) => out = select(&out, dim as i64, *i)?,
+            IndexItem::Tensor(x) if x.dtype() == DType::Bool => {
+                if x.ndim() == 0 {
+                    // `t[True]` adds a dimension of size 1, `t[False]` one of size 0.
+                    out = unsqueeze(&out, dim as i64)?;
+                    let keep: Vec<i64> = if x.item()? != 0.0 { vec![0] } else { vec![] };
+                    let n = keep.len();
+                    adv.push((dim, Tensor::from_vec(keep, smallvec![n])));
+                    dim += 1;
+                    continue;
+                }
+                let ms = x.shape();
+                let os = out.shape();
+                for (k, &m) in ms.iter().enumerate() {
+                    if os[dim + k] != m {
+                        return Err(Error::index(format!(
+                            "The shape of the mask {} at index {k} does not match the shape of the indexed tensor {} at index {}",
+                            fmt_shape(&ms),
+                            fmt_shape(&os),
+                            dim + k
+                        )));
+                    }
+                }
+                let nz = nonzero(x);
+                let n = nz.shape()[0];
+                let cols = nz.to_vec::<i64>();
+                for k in 0..ms.len() {
+                    let col: Vec<i64> = (0..n).map(|r| cols[r * ms.len() + k]).collect();
+                    adv.push((dim + k, Tensor::from_vec(col, smallvec![n])));
+                }
+                dim += ms.len();
+            }
+            IndexItem::Tensor(x) => {
+                if x.dtype() != DType::I64 {
+                    return Err(Error::index(
+                        "tensors used as indices must be long, int, byte or bool tensors",
+                    ));
+                }
+                adv.push((dim, x.clone()));
+                dim += 1;
+            }
+        }
+    }
+    if adv.is_empty() {
+        return Ok(out);
+    }
+    advanced(&out, &adv)
+}
+
+/// Applies broadcast integer indices at the given dimensions of `x`.
+fn advanced(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<Tensor> {
+    let shape = x.shape();
+    let mut bshape = Shape::new();
+    for (_, i) in adv {
+        bshape = broadcast_shapes(&bshape, &i.shape()).map_err(|_| {
+            let shapes: Vec<String> = adv.iter().map(|(_, i)| fmt_shape(&i.shape())).collect();
+            Error::index(format!(
+                "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
+                shapes.join(", ")
+            ))
+        })?;
+    }
+    let nb = numel(&bshape);
+    // Row-major linear index into the indexed dimensions, negatives wrapped.
+    let mut lin = vec![0i64; nb];
+    for (d, i) in adv {
+        let size = shape[*d] as i64;
+        let e = {
+            let _g = GradModeGuard::new(false);
+            expand(&i.detach(), &bshape)?
+        };
+        for (acc, v) in lin.iter_mut().zip(e.to_vec::<i64>()) {
+            if v < -size || v >= size {
+                return Err(Error::index(format!(
+                    "index {v} is out of bounds for dimension {d} with size {size}"
+                )));
+            }
+            let v = if v < 0 { v + size } else { v };
+            *acc = *acc * size + v;
+        }
+    }
+    let dims: SmallVec<[usize; 4]> = adv.iter().map(|(d, _)| *d).collect();
+    let rest: SmallVec<[usize; 4]> = (0..shape.len()).filter(|d| !dims.contains(d)).collect();
+    let perm: SmallVec<[i64; 4]> = dims.iter().chain(rest.iter()).map(|&d| d as i64).collect();
+    let moved = permute(x, &perm)?;
+    let mut flat_shape: Shape = smallvec![dims.iter().map(|&d| shape[d]).product()];
+    flat_shape.extend(rest.iter().map(|&d| shape[d]));
+    let flat = reshape(&moved, &flat_shape)?;
+    let picked = index_select(&flat, 0, &Tensor::from_vec(lin, smallvec![nb]))?;
+    let mut out_shape = bshape.clone();
+    out_shape.extend(rest.iter().map(|&d| shape[d]));
+    let out = reshape(&picked, &out_shape)?;
+    // Adjacent advanced indices keep their place; separated ones go first (NumPy's rule).
+    let first = dims[0];
+    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+    if !adjacent || first == 0 {
+        return Ok(out);
+    }
+    let nbd = bshape.len();
+    let nrest = rest.len();
+    let mut perm: SmallVec<[i64; 4]> = SmallVec::new();
+    perm.extend((0..first).map(|k| (nbd + k) as i64));
+    perm.extend((0..nbd).map(|k| k as i64));
+    perm.extend((first..nrest).map(|k| (nbd + k) as i64));
+    permute(&out, &perm)
+}
+
+/// The out-of-place result of `t[key] = value` (recorded for both operands).
+pub fn index_put(t: &Tensor, items: &[IndexItem], value: &Tensor) -> Result<Tensor> {
+    let shape = t.shape();
+    let n = numel(&shape);
+    // Which flat positions the key selects, found by indexing their own numbers.
+    let positions = {
+        let _g = GradModeGuard::new(false);
+        let ar = Tensor::from_vec((0..n as i64).collect::<Vec<i64>>(), shape.clone());
+        index(&ar, items)?
+    };
+    let ps = positions.shape();
+    let vs = value.shape();
+    let fits = broadcast_shapes(&vs, &ps).map(|b| b == ps).unwrap_or(false);
+    if !fits {
+        return Err(Error::runtime(format!(
+            "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+            fmt_shape(&vs),
+            fmt_shape(&ps)
+        )));
+    }
+    let dt = t.dtype();
+    if super::category_of(result_type(t, value)) > super::category_of(dt) && value.ndim() > 0 {
+        return Err(Error::runtime(format!(
+            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
+            dt.scalar_name(),
+            value.dtype().scalar_name()
+        )));
+    }
+    let v = super::to_dtype(value, dt)?;
+    let v = super::contiguous(&expand(&v, &ps)?)?;
+    let m = numel(&ps);
+    let flat_v = reshape(&v, &[m])?;
+    let flat_pos = {
+        let _g = GradModeGuard::new(false);
+        reshape(&super::contiguous(&positions)?, &[m])?
+    };
+    let flat_t = reshape(t, &[n])?;
+    let out = scatter(&flat_t, 0, &flat_pos, &flat_v)?;
+    reshape(&out, &shape)
+}

@@ -1,0 +1,436 @@
+//! Joining, splitting and rearranging: `cat`, `stack`, `split`, `chunk`,
+//! `unbind`, `flip`, `repeat`, `unflatten`, `narrow`, `cumsum`. Pieces are
+//! views (`slice`/`select`), so only `cat`, `flip` and `cumsum` need rules.
+
+use smallvec::{smallvec, SmallVec};
+
+use super::{cast_data, expand, reshape, reshape_i, select, slice, unsqueeze};
+use crate::autograd::{needs_record, record};
+use crate::error::{Error, Result};
+use crate::kernels::copy::scatter;
+use crate::saved;
+use crate::tensor::{fmt_shape, wrap_dim, DType, Shape, Tensor, View};
+
+/// `cat(tensors, dim)`: dtypes promote; every size but `dim`'s must match.
+pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    if tensors.is_empty() {
+        return Err(Error::runtime(
+            "torch.cat(): expected a non-empty list of Tensors",
+        ));
+    }
+    // PyTorch still skips legacy empty 1-D tensors of shape [0].
+    let parts: Vec<&Tensor> = tensors
+        .iter()
+        .filter(|t| !(t.ndim() == 1 && t.numel() == 0))
+        .collect();
+    if parts.is_empty() {
+        return Ok(super::clone(&tensors[0])?);
+    }
+    let first = parts[0].shape();
+    if first.is_empty() {
+        return Err(Error::runtime(
+            "zero-dimensional tensor (at position 0) cannot be concatenated",
+        ));
+    }
+    let d = wrap_dim(dim, first.len())?;
+    let mut dt = parts[0].dtype();
+    let mut total = 0usize;
+    for (i, t) in parts.iter().enumerate() {
+        let s = t.shape();
+        if s.len() != first.len() {
+            return Err(Error::runtime(format!(
+                "Tensors must have same number of dimensions: got {} and {}",
+                first.len(),
+                s.len()
+            )));
+        }
+        for k in 0..s.len() {
+            if k != d && s[k] != first[k] {
+                return Err(Error::runtime(format!(
+                    "Sizes of tensors must match except in dimension {d}. Expected size {} but got size {} for tensor number {i} in the list.",
+                    first[k], s[k]
+                )));
+            }
+        }
+        total += s[d];
+        dt = dt.promote(t.dtype());
+    }
+    let mut out_shape = first.clone();
+    out_shape[d] = total;
+    let out = Tensor::zeros(out_shape.clone(), dt);
+    let mut offsets = Vec::with_capacity(parts.len());
+    {
+        let ov = out.view();
+        let mut off = 0usize;
+        for t in &parts {
+            let n = t.shape()[d];
+            offsets.push((off, n));
+            if n > 0 {
+                let target = View {
+                    storage: ov.storage.clone(),
+                    shape: {
+                        let mut s = ov.shape.clone();
+                        s[d] = n;
+                        s
+                    },
+                    strides: ov.strides.clone(),
+                    offset: ov.offset + off * ov.strides[d],
+                };
+                let src = cast_data(t, dt).contiguous_data();
+                let sv = src.view();
+                crate::dispatch!(dt, T => {
+                    if let Some(s) = sv.as_slice::<T>() {
+                        scatter::<T>(&target, s);
+                    }
+                });
+            }
+            off += n;
+        }
+    }
+    let inputs: Vec<&Tensor> = parts.to_vec();
+    if needs_record(&inputs) {
+        record("CatBackward0", &inputs, &out, saved![], move |c| {
+            let g = c.grad()?;
+            let mut grads: crate::autograd::Grads = SmallVec::new();
+            for (i, &(off, n)) in offsets.iter().enumerate() {
+                grads.push(if c.needs(i) {
+                    Some(slice(
+                        g,
+                        d as i64,
+                        Some(off as i64),
+                        Some((off + n) as i64),
+                        1,
+                    )?)
+                } else {
+                    None
+                });
+            }
+            Ok(grads)
+        });
+    }
+    Ok(out)
+}
+
+/// `stack(tensors, dim)`: a new dimension; all shapes must be equal.
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    let first = tensors
+        .first()
+        .ok_or_else(|| Error::runtime("stack expects a non-empty TensorList"))?
+        .shape();
+    for (i, t) in tensors.iter().enumerate() {
+        let s = t.shape();
+        if s != first {
+            return Err(Error::runtime(format!(
+                "stack expects each tensor to be equal size, but got {} at entry 0 and {} at entry {i}",
+                fmt_shape(&first),
+                fmt_shape(&s)
+            )));
+        }
+    }
+    let d = wrap_dim(dim, first.len() + 1)?;
+    let parts: Vec<Tensor> = tensors
+        .iter()
+        .map(|t| unsqueeze(t, d as i64))
+        .collect::<Result<_>>()?;
+    cat(&parts, d as i64)
+}
+
+/// `split(t, sizes, dim)` with explicit section sizes (views).
+pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    let shape = t.shape();
+    if shape.is_empty() {
+        return Err(Error::runtime(
+            "split expects at least a 1-dimensional tensor",
+        ));
+    }
+    let d = wrap_dim(dim, shape.len())?;
+    let n = shape[d] as i64;
+    if sizes.iter().any(|&s| s < 0) || sizes.iter().sum::<i64>() != n {
+        let parts: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+        return Err(Error::runtime(format!(
+            "split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension {d}), but got split_sizes=[{}]",
+            parts.join(", ")
+        )));
+    }
+    let mut out = Vec::with_capacity(sizes.len());
+    let mut off = 0;
+    for &s in sizes {
+        out.push(slice(t, d as i64, Some(off), Some(off + s), 1)?);
+        off += s;
+    }
+    Ok(out)
+}
+
+/// `split(t, size, dim)`: pieces of `size` (the last may be shorter).
+pub fn split(t: &Tensor, size: i64, dim: i64) -> Result<Vec<Tensor>> {
+    let shape = t.shape();
+    if shape.is_empty() {
+        return Err(Error::runtime(
+            "split expects at least a 1-dimensional tensor",
+        ));
+    }
+    if size < 0 {
+        return Err(Error::runtime(format!(
+            "split expects split_size be non-negative, but got split_size={size}"
+        )));
+    }
+    let d = wrap_dim(dim, shape.len())?;
+    let n = shape[d] as i64;
+    if size == 0 {
+        if n != 0 {
+            return Err(Error::runtime(format!(
+                "split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
+            )));
+        }
+        return Ok(vec![t.clone()]);
+    }
+    let count = ((n + size - 1) / size).max(1);
+    let sizes: Vec<i64> = (0..count).map(|i| size.min(n - i * size)).collect();
+    split_with_sizes(t, &sizes, d as i64)
+}
+
+/// `chunk(t, chunks, dim)`: at most `chunks` pieces of equal size but the last.
+pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+    if chunks <= 0 {
+        return Err(Error::runtime(format!(
+            "chunk expects `chunks` to be greater than 0, got: {chunks}"
+        )));
+    }
+    let shape = t.shape();
+    if shape.is_empty() {
+        return Err(Error::runtime(
+            "chunk expects at least a 1-dimensional tensor",
+        ));
+    }
+    let d = wrap_dim(dim, shape.len())?;
+    let n = shape[d] as i64;
+    let size = (n + chunks - 1) / chunks;
+    if size == 0 {
+        // An empty dimension still yields `chunks` empty pieces.
+        return (0..chunks)
+            .map(|_| slice(t, d as i64, Some(0), Some(0), 1))
+            .collect();
+    }
+    split(t, size, d as i64)
+}
+
+/// `unbind(t, dim)`: one view per position along `dim`, without that dimension.
+pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    let shape = t.shape();
+    if shape.is_empty() {
+        return Err(Error::index(
+            "Dimension specified as 0 but tensor has no dimensions",
+        ));
+    }
+    let d = wrap_dim(dim, shape.len())?;
+    (0..shape[d] as i64)
+        .map(|i| select(t, d as i64, i))
+        .collect()
+}
+
+/// `narrow(t, dim, start, length)` (a view).
+pub fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    let shape = t.shape();
+    if shape.is_empty() {
+        return Err(Error::runtime(
+            "narrow() cannot be applied to a 0-dim tensor.",
+        ));
+    }
+    let d = wrap_dim(dim, shape.len())?;
+    let n = shape[d] as i64;
+    let s = if start < 0 { start + n } else { start };
+    if s < 0 || s > n {
+        return Err(Error::index(format!(
+            "start out of range (expected to be in range of [{}, {n}], but got {start})",
+            -n
+        )));
+    }
+    if length < 0 || s + length > n {
+        return Err(Error::runtime(format!(
+            "start ({s}) + length ({length}) exceeds dimension size ({n})."
+        )));
+    }
+    slice(t, d as i64, Some(s), Some(s + length), 1)
+}
+
+/// `flip(t, dims)`: a copy with the listed dimensions reversed.
+pub fn flip(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let shape = t.shape();
+    let mut mask: SmallVec<[bool; 4]> = SmallVec::from_elem(false, shape.len());
+    for &d in dims {
+        let d = wrap_dim(d, shape.len())?;
+        if shape.is_empty() {
+            continue;
+        }
+        if mask[d] {
+            return Err(Error::runtime(format!(
+                "dim {d} appears multiple times in the list of dims"
+            )));
+        }
+        mask[d] = true;
+    }
+    let out = {
+        let v = t.view();
+        crate::dispatch!(v.dtype(), T => Tensor::from_vec(crate::kernels::index::flip_copy::<T>(&v, &mask), shape.clone()))
+    };
+    if needs_record(&[t]) {
+        let dims = dims.to_vec();
+        record("FlipBackward0", &[t], &out, saved![], move |c| {
+            Ok(smallvec![Some(flip(c.grad()?, &dims)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// `repeat(t, sizes)`: tiles through a broadcast view (so the gradient is a
+/// sum over the copies, which `expand`'s rule already does).
+pub fn repeat(t: &Tensor, reps: &[i64]) -> Result<Tensor> {
+    let shape = t.shape();
+    if reps.len() < shape.len() {
+        return Err(Error::runtime(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor",
+        ));
+    }
+    if let Some(r) = reps.iter().find(|&&r| r < 0) {
+        return Err(Error::runtime(format!(
+            "Trying to create tensor with negative dimension {r}: {reps:?}"
+        )));
+    }
+    let lead = reps.len() - shape.len();
+    let padded: Shape = std::iter::repeat_n(1, lead)
+        .chain(shape.iter().copied())
+        .collect();
+    // [s0, s1] -> [1, s0, 1, s1] -> [r0, s0, r1, s1] -> [r0*s0, r1*s1]
+    let mut inter: Shape = SmallVec::new();
+    let mut tiled: Shape = SmallVec::new();
+    let mut target: Shape = SmallVec::new();
+    for (&r, &s) in reps.iter().zip(&padded) {
+        inter.extend_from_slice(&[1, s]);
+        tiled.extend_from_slice(&[r as usize, s]);
+        target.push(r as usize * s);
+    }
+    let x = reshape(t, &inter)?;
+    let x = expand(&x, &tiled)?;
+    super::contiguous(&reshape(&x, &target)?)
+}
+
+/// `unflatten(t, dim, sizes)`: splits one dimension into several (one may be -1).
+pub fn unflatten(t: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+    let shape = t.shape();
+    if shape.is_empty() {
+        return Err(Error::runtime(
+            "unflatten: Dimension specified as 0 but tensor has no dimensions",
+        ));
+    }
+    let d = wrap_dim(dim, shape.len())?;
+    if sizes.is_empty() {
+        return Err(Error::runtime("unflatten: sizes must be non-empty"));
+    }
+    let inner = crate::tensor::infer_shape(sizes, shape[d]).map_err(|_| {
+        Error::runtime(format!(
+            "unflatten: Provided sizes {sizes:?} don't multiply up to the size of dim {dim} ({}) in the input tensor",
+            shape[d]
+        ))
+    })?;
+    let mut new: SmallVec<[i64; 6]> = shape[..d].iter().map(|&s| s as i64).collect();
+    new.extend(inner.iter().map(|&s| s as i64));
+    new.extend(shape[d + 1..].iter().map(|&s| s as i64));
+    reshape_i(t, &new)
+}
+
+/// `movedim(t, source, destination)` for single dimensions.
+pub fn movedim(t: &Tensor, src: i64, dst: i64) -> Result<Tensor> {
+    let n = t.ndim();
+    let (s, d) = (wrap_dim(src, n)?, wrap_dim(dst, n)?);
+    if n == 0 {
+        return Ok(t.clone());
+    }
+    let mut order: SmallVec<[i64; 4]> = (0..n as i64).filter(|&k| k != s as i64).collect();
+    order.insert(d, s as i64);
+    super::permute(t, &order)
+}
+
+/// `cumsum(t, dim)`; bool and integer inputs sum in int64. The gradient is
+/// the reversed cumulative sum of the incoming gradient.
+pub fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
+    let shape = t.shape();
+    let d = wrap_dim(dim, shape.len())?;
+    let src = if t.dtype().is_float() {
+        t.clone()
+    } else {
+        cast_data(t, DType::I64)
+    };
+    let out = if shape.is_empty() {
+        super::clone_data(&src)
+    } else {
+        let mut mask: SmallVec<[bool; 4]> = SmallVec::from_elem(false, shape.len());
+        mask[d] = true;
+        let (rows_t, rows, cols) = super::reduce::rows_of(&src, &mask)?;
+        let v = rows_t.view();
+        // Rows hold `dim` last; move it back into place.
+        let mut moved = shape.clone();
+        let n = moved.remove(d);
+        moved.push(n);
+        let scanned = crate::dispatch!(v.dtype(), T => {
+            let data = v.as_slice::<T>().unwrap_or(&[]);
+            let r: Vec<T> = crate::kernels::index::scan_rows(data, rows, cols, |a, b| {
+                let mut acc = <T as crate::tensor::Element>::zero();
+                for (x, y) in a.iter().zip(b.iter_mut()) {
+                    acc = crate::tensor::Arith::add(acc, *x);
+                    *y = acc;
+                }
+            });
+            Tensor::from_vec(r, moved)
+        });
+        let _g = crate::autograd::GradModeGuard::new(false);
+        super::clone_data(&movedim(&scanned, -1, d as i64)?)
+    };
+    if needs_record(&[t]) {
+        record("CumsumBackward0", &[t], &out, saved![], move |c| {
+            let g = c.grad()?;
+            let dd = [d as i64];
+            Ok(smallvec![Some(flip(
+                &cumsum(&flip(g, &dd)?, d as i64)?,
+                &dd
+            )?)])
+        });
+    }
+    Ok(out)
+}
+
+/// The shape `broadcast_to`/`expand` aim at, with `-1` keeping a size.
+pub fn resolve_expand_shape(cur: &[usize], sizes: &[i64]) -> Result<Shape> {
+    if sizes.len() < cur.len() {
+        return Err(Error::runtime(format!(
+            "expand: the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
+            sizes.len(),
+            cur.len()
+        )));
+    }
+    let lead = sizes.len() - cur.len();
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            if s == -1 {
+                if i < lead {
+                    Err(Error::runtime(format!(
+                        "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
+                    )))
+                } else {
+                    Ok(cur[i - lead])
+                }
+            } else if s < 0 {
+                Err(Error::runtime(format!("invalid shape dimension {s}")))
+            } else {
+                Ok(s as usize)
+            }
+        })
+        .collect()
+}
+
+/// `broadcast_to(t, sizes)` / `expand(*sizes)`.
+pub fn broadcast_to(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let shape = resolve_expand_shape(&t.shape(), sizes)?;
+    expand(t, &shape)
+}

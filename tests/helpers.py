@@ -1,0 +1,122 @@
+"""Strategies and assertions shared by the test modules (imported as ``helpers``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import ferrograd as fg
+
+NP_DTYPES = {
+    fg.float32: np.float32,
+    fg.float64: np.float64,
+    fg.int64: np.int64,
+    fg.bool: np.bool_,
+}
+
+
+def live_nodes() -> int:
+    return fg._C._live_nodes()
+
+
+def run_isolated(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Runs ``code`` in a fresh interpreter, for checks whose failure mode is a crash
+    (stack overflow, segfault) that would otherwise take the whole test run down."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# -- shapes ---------------------------------------------------------------------------
+
+
+def shapes(min_dims=0, max_dims=3, min_side=1, max_side=4):
+    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
+
+
+def broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4):
+    """Tuples of shapes that broadcast together (size-1 dims and rank differences included)."""
+    return hnp.mutually_broadcastable_shapes(
+        num_shapes=num_shapes, min_dims=min_dims, max_dims=max_dims, min_side=1, max_side=max_side
+    ).map(lambda r: r.input_shapes)
+
+
+@st.composite
+def non_broadcastable_shapes(draw, max_dims=3):
+    """Two shapes that do not broadcast: some aligned dims differ and neither is 1."""
+    a = list(draw(shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=5)))
+    b = list(draw(shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=5)))
+    k = draw(st.integers(1, min(len(a), len(b))))
+    sa = draw(st.integers(2, 5))
+    sb = draw(st.integers(2, 5).filter(lambda v: v != sa))
+    a[-k], b[-k] = sa, sb
+    return tuple(a), tuple(b)
+
+
+# -- values ---------------------------------------------------------------------------
+
+
+def floats(lo=-3.0, hi=3.0, width=64):
+    if width == 32:  # bounds must be float32 values, inside [lo, hi]
+        lo32, hi32 = np.float32(lo), np.float32(hi)
+        if lo32 < lo:
+            lo32 = np.nextafter(lo32, np.float32(np.inf))
+        if hi32 > hi:
+            hi32 = np.nextafter(hi32, np.float32(-np.inf))
+        lo, hi = float(lo32), float(hi32)
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False, width=width)
+
+
+def arrays(shape, lo=-3.0, hi=3.0, dtype=np.float64, avoid=None):
+    """Float arrays in [lo, hi]; with ``avoid=(c, r)`` every element keeps |x - c| >= r."""
+    width = 32 if dtype == np.float32 else 64
+    elements = floats(lo, hi, width)
+    if avoid is not None:
+        c, r = avoid
+        elements = elements.filter(lambda v: abs(v - c) >= r)
+    return hnp.arrays(dtype, shape, elements=elements)
+
+
+def away_from(lo, hi, c=0.0, r=0.1):
+    """Array elements in [lo, hi] that stay at least r from c (kinks, poles)."""
+    return {"lo": lo, "hi": hi, "avoid": (c, r)}
+
+
+@st.composite
+def array_of_shape(draw, shape_strategy=None, **kwargs):
+    shape = draw(shape_strategy if shape_strategy is not None else shapes())
+    return draw(arrays(shape, **kwargs))
+
+
+def leaf(arr, requires_grad=True, dtype=None):
+    """A float64 (by default) leaf tensor built from a NumPy array."""
+    return fg.tensor(np.asarray(arr), dtype=dtype or fg.float64, requires_grad=requires_grad)
+
+
+# -- assertions -----------------------------------------------------------------------
+
+
+def to_np(t) -> np.ndarray:
+    return np.array(t.detach().numpy(), copy=True)
+
+
+def assert_tensor(t, expected, *, dtype=None, rtol=1e-6, atol=1e-6):
+    """``t`` is a ferrograd Tensor with ``expected``'s shape and values (and ``dtype``)."""
+    assert isinstance(t, fg.Tensor), f"expected a Tensor, got {type(t).__name__}"
+    expected = np.asarray(expected)
+    assert tuple(t.shape) == expected.shape, f"shape {tuple(t.shape)} != {expected.shape}"
+    if dtype is not None:
+        assert t.dtype == dtype, f"dtype {t.dtype} != {dtype}"
+    got = to_np(t)
+    if expected.dtype == np.bool_ or got.dtype == np.bool_ or np.issubdtype(got.dtype, np.integer):
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)

@@ -1,0 +1,200 @@
+"""Elementwise ops: gradients to second order (float64), float32 values vs NumPy."""
+
+from __future__ import annotations
+
+import math
+
+import ferrograd as fg
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from ops_helpers import FEW, check_grads, close32, leaf, pair_shapes, shapes, values
+
+# (name, ferrograd fn, numpy fn, domain lo, hi, kinks)
+UNARY = [
+    ("exp", fg.exp, np.exp, -2, 2, None),
+    ("expm1", fg.expm1, np.expm1, -2, 2, None),
+    ("log", fg.log, np.log, 0.2, 3, None),
+    ("log1p", fg.log1p, np.log1p, -0.7, 3, None),
+    ("log2", fg.log2, np.log2, 0.2, 3, None),
+    ("sqrt", fg.sqrt, np.sqrt, 0.2, 3, None),
+    ("rsqrt", fg.rsqrt, lambda x: 1 / np.sqrt(x), 0.2, 3, None),
+    ("sin", fg.sin, np.sin, -3, 3, None),
+    ("cos", fg.cos, np.cos, -3, 3, None),
+    ("tan", fg.tan, np.tan, -1.2, 1.2, None),
+    ("tanh", fg.tanh, np.tanh, -3, 3, None),
+    ("sigmoid", fg.sigmoid, lambda x: 1 / (1 + np.exp(-x)), -4, 4, None),
+    ("relu", fg.relu, lambda x: np.maximum(x, 0), -2, 2, [0.0]),
+    ("abs", fg.abs, np.abs, -2, 2, [0.0]),
+    ("neg", fg.neg, np.negative, -2, 2, None),
+    ("reciprocal", fg.reciprocal, np.reciprocal, 0.3, 3, None),
+    ("square", fg.square, np.square, -2, 2, None),
+    ("erf", fg.erf, np.vectorize(math.erf, otypes=[np.float32]), -2, 2, None),
+]
+
+
+@pytest.mark.parametrize("name,f,npf,lo,hi,kinks", UNARY, ids=[u[0] for u in UNARY])
+@FEW
+@given(data=st.data())
+def test_unary_grads_and_values(name, f, npf, lo, hi, kinks, data):
+    shape = data.draw(shapes())
+    x = data.draw(values(shape, lo, hi, away_from=kinks))
+    check_grads(f, x)
+    close32(f, npf, x)
+    # The Tensor method spells the same op.
+    t = leaf(x, requires_grad=False)
+    np.testing.assert_allclose(getattr(t, name)().numpy(), f(t).numpy())
+
+
+@pytest.mark.parametrize(
+    "name,npf",
+    [("floor", np.floor), ("ceil", np.ceil), ("round", np.round), ("trunc", np.trunc),
+     ("sign", np.sign)],
+)
+@FEW
+@given(data=st.data())
+def test_piecewise_constant_ops_have_zero_gradient(name, npf, data):
+    shape = data.draw(shapes())
+    x = data.draw(values(shape, -3, 3))
+    f = getattr(fg, name) if name != "sign" else fg.sign
+    t = leaf(x)
+    y = f(t)
+    np.testing.assert_array_equal(y.detach().numpy(), npf(x))
+    (g,) = fg.autograd.grad(y.sum(), t, allow_unused=True) if t.numel() else (None,)
+    if g is not None:
+        assert not g.numpy().any()
+
+
+def test_round_half_to_even_and_decimals():
+    t = fg.tensor([0.5, 1.5, 2.5, -0.5, 1.2345])
+    assert t.round().tolist() == [0.0, 2.0, 2.0, -0.0, 1.0]
+    np.testing.assert_allclose(fg.round(t, decimals=2).numpy(), [0.5, 1.5, 2.5, -0.5, 1.23])
+    assert fg.floor(fg.tensor([1, 2])).dtype == fg.int64
+
+
+BINARY = [
+    ("add", fg.add, np.add, None),
+    ("sub", fg.sub, np.subtract, None),
+    ("mul", fg.mul, np.multiply, None),
+    ("maximum", fg.maximum, np.maximum, None),
+    ("minimum", fg.minimum, np.minimum, None),
+]
+
+
+@pytest.mark.parametrize("name,f,npf,_", BINARY, ids=[b[0] for b in BINARY])
+@FEW
+@given(data=st.data())
+def test_binary_broadcasting_grads(name, f, npf, _, data):
+    sa, sb = data.draw(pair_shapes())
+    a = data.draw(values(sa))
+    b = data.draw(values(sb))
+    if name in ("maximum", "minimum"):
+        # No tie may sit inside the finite difference.
+        assume(np.all(np.abs(np.subtract(a, b)) > 0.05))
+    check_grads(f, a, b)
+    close32(f, npf, a, b)
+
+
+@FEW
+@given(data=st.data())
+def test_div_and_pow_grads(data):
+    sa, sb = data.draw(pair_shapes())
+    a = data.draw(values(sa, 0.3, 2))
+    b = data.draw(values(sb, 0.3, 2))
+    check_grads(fg.div, a, b)
+    check_grads(fg.pow, a, b)
+    close32(fg.div, np.divide, a, b)
+    close32(fg.pow, np.power, a, b, rtol=1e-4)
+
+
+@FEW
+@given(data=st.data())
+def test_python_scalars_on_either_side(data):
+    x = data.draw(values(data.draw(shapes()), 0.3, 2))
+    for fn in (lambda t: 2 + t, lambda t: t + 2, lambda t: 3 - t, lambda t: t - 3,
+               lambda t: 2 * t, lambda t: t * 2, lambda t: 1.5 / t, lambda t: t / 1.5,
+               lambda t: t ** 2.5, lambda t: 2.0 ** t, lambda t: -t):
+        check_grads(fn, x)
+
+
+def test_maximum_splits_gradient_on_ties():
+    a = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = fg.tensor([1.0, 1.0, 4.0], requires_grad=True)
+    fg.maximum(a, b).sum().backward()
+    assert a.grad.tolist() == [0.5, 1.0, 0.0]
+    assert b.grad.tolist() == [0.5, 0.0, 1.0]
+
+
+@FEW
+@given(data=st.data())
+def test_clamp_scalar_and_tensor_bounds(data):
+    shape = data.draw(shapes())
+    x = data.draw(values(shape, -2, 2, away_from=[-0.5, 0.7]))
+    check_grads(lambda t: fg.clamp(t, min=-0.5, max=0.7), x)
+    check_grads(lambda t: t.clamp(min=-0.5), x)
+    check_grads(lambda t: t.clip(max=0.7), x)
+    close32(lambda t: t.clamp(-0.5, 0.7), lambda a: np.clip(a, -0.5, 0.7), x)
+    lo = data.draw(values(shape, -2, 2))
+    if np.all(np.abs(x - lo) > 0.05):
+        check_grads(lambda t, m: fg.clamp(t, min=m), x, lo)
+        close32(lambda t, m: fg.clamp(t, min=m), np.maximum, x, lo)
+
+
+def test_clamp_boundaries_follow_pytorch():
+    x = fg.tensor([-1.0, 0.0, 0.5, 1.0, 2.0], requires_grad=True)
+    x.clamp(0.0, 1.0).sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
+        x.clamp()
+    assert fg.clamp(fg.tensor([1, 5, 9]), 2, 6).tolist() == [2, 5, 6]
+
+
+def test_relu_and_abs_at_zero_have_zero_gradient():
+    x = fg.tensor([0.0, -1.0, 2.0], requires_grad=True)
+    (g,) = fg.autograd.grad(fg.relu(x).sum(), x)
+    assert g.tolist() == [0.0, 0.0, 1.0]
+    (g,) = fg.autograd.grad(fg.abs(x).sum(), x)
+    assert g.tolist() == [0.0, -1.0, 1.0]
+
+
+@FEW
+@given(data=st.data())
+def test_where_grads(data):
+    sa, sb = data.draw(pair_shapes())
+    a, b = data.draw(values(sa)), data.draw(values(sb))
+    cond = data.draw(values(np.broadcast_shapes(sa, sb))) > 0
+    c = fg.tensor(cond)
+    check_grads(lambda x, y: fg.where(c, x, y), a, b)
+    check_grads(lambda x: fg.where(c, x, 0.5), a)
+    close32(lambda x, y: fg.where(c, x, y), lambda x, y: np.where(cond, x, y), a, b)
+
+
+def test_comparisons_and_logical_ops():
+    a = fg.tensor([1.0, 2.0, float("nan"), float("inf")])
+    b = fg.tensor([1.0, 3.0, float("nan"), float("inf")])
+    assert (a < b).tolist() == [False, True, False, False]
+    assert (a == b).tolist() == [True, False, False, True]
+    assert fg.isnan(a).tolist() == [False, False, True, False]
+    assert fg.isinf(a).tolist() == [False, False, False, True]
+    assert a.isfinite().tolist() == [True, True, False, False]
+    assert fg.isclose(a, b).tolist() == [True, False, False, True]
+    assert fg.isclose(a, b, equal_nan=True).tolist() == [True, False, True, True]
+    assert not fg.allclose(a, b)
+    assert fg.allclose(a, b, equal_nan=True) is False
+    assert fg.allclose(fg.tensor([1.0, 2.0]), fg.tensor([1.0, 2.0 + 1e-7]))
+    assert fg.equal(fg.tensor([1, 2]), fg.tensor([1, 2]))
+    assert not fg.equal(fg.tensor([1, 2]), fg.tensor([1, 2, 3]))
+    p, q = fg.tensor([True, True, False]), fg.tensor([True, False, False])
+    assert fg.logical_xor(p, q).tolist() == [False, True, False]
+    assert (p ^ q).tolist() == [False, True, False]
+    assert fg.logical_and(p, q).tolist() == [True, False, False]
+    assert p.logical_or(q).tolist() == [True, True, False]
+    assert fg.logical_not(fg.tensor([0, 3])).tolist() == [True, False]
+
+
+def test_elementwise_errors_are_python_exceptions():
+    with pytest.raises(RuntimeError, match="must match the size"):
+        fg.maximum(fg.ones(2), fg.ones(3))
+    with pytest.raises(RuntimeError, match=r"did not match"):
+        fg.isclose(fg.ones(2), fg.ones(2, dtype=fg.int64))

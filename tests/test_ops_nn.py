@@ -1,0 +1,267 @@
+"""nn.functional activations and losses, and the matching modules."""
+
+from __future__ import annotations
+
+import math
+
+import ferrograd as fg
+import ferrograd.nn.functional as F
+import numpy as np
+import pytest
+from ferrograd import nn
+from hypothesis import given
+from hypothesis import strategies as st
+from ops_helpers import FEW, check_grads, close32, leaf, shapes, values
+
+
+def np_log_softmax(a, axis):
+    m = np.max(a, axis=axis, keepdims=True)
+    return a - m - np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True))
+
+
+def np_softplus(a, beta=1.0, threshold=20.0):
+    z = beta * a
+    return np.where(z > threshold, a, np.log1p(np.exp(-np.abs(z))) / beta + np.maximum(z, 0) / beta)
+
+
+ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+ACTIVATIONS = [
+    ("relu", F.relu, lambda a: np.maximum(a, 0), [0.0]),
+    ("leaky_relu", lambda t: F.leaky_relu(t, 0.1), lambda a: np.where(a > 0, a, 0.1 * a), [0.0]),
+    ("elu", F.elu, lambda a: np.where(a > 0, a, np.expm1(a)), [0.0]),
+    ("gelu", F.gelu, lambda a: 0.5 * a * (1 + ERF(a / np.sqrt(2))), None),
+    ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh"),
+     lambda a: 0.5 * a * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a**3))), None),
+    ("silu", F.silu, lambda a: a / (1 + np.exp(-a)), None),
+    ("softplus", F.softplus, np_softplus, None),
+    ("softplus_beta", lambda t: F.softplus(t, beta=2.0, threshold=3.0),
+     lambda a: np_softplus(a, 2.0, 3.0), [1.5]),
+    ("sigmoid", F.sigmoid, lambda a: 1 / (1 + np.exp(-a)), None),
+    ("tanh", F.tanh, np.tanh, None),
+]
+
+
+@pytest.mark.parametrize("name,f,npf,kinks", ACTIVATIONS, ids=[a[0] for a in ACTIVATIONS])
+@FEW
+@given(data=st.data())
+def test_activations(name, f, npf, kinks, data):
+    x = data.draw(values(data.draw(shapes()), -4, 4, away_from=kinks))
+    check_grads(f, x)
+    close32(f, lambda a: npf(a.astype(np.float64)).astype(np.float32), x, rtol=1e-5, atol=1e-6)
+
+
+def test_activations_at_kinks_follow_pytorch():
+    x = fg.tensor([0.0], requires_grad=True)
+    (g,) = fg.autograd.grad(F.leaky_relu(x, 0.2).sum(), x)
+    assert g.tolist() == [pytest.approx(0.2)]
+    big = fg.tensor([100.0, -100.0])
+    np.testing.assert_allclose(F.softplus(big).numpy(), [100.0, 0.0], atol=1e-30)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@FEW
+@given(data=st.data())
+def test_softmax_family(name, data):
+    shape = data.draw(shapes(min_dims=1))
+    d = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = data.draw(values(shape, -5, 5))
+    f = lambda t: getattr(F, name)(t, dim=d)  # noqa: E731
+    check_grads(f, x)
+    npf = (lambda a: np.exp(np_log_softmax(a, d))) if name == "softmax" else (lambda a: np_log_softmax(a, d))
+    close32(f, npf, x, rtol=1e-5, atol=1e-6)
+    close32(lambda t: getattr(t, name)(d), npf, x, rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_is_stable():
+    x = fg.tensor([[1000.0, 0.0, -1000.0]])
+    np.testing.assert_allclose(F.softmax(x, 1).numpy(), [[1, 0, 0]], atol=1e-30)
+    assert np.isfinite(F.log_softmax(x, 1).numpy()).all()
+
+
+def test_dropout_honours_training():
+    x = fg.ones(1000)
+    y = F.dropout(x, 0.3, training=True)
+    kept = (y.numpy() != 0).mean()
+    assert 0.6 < kept < 0.8
+    np.testing.assert_allclose(y.numpy()[y.numpy() != 0], 1 / 0.7, rtol=1e-6)
+    assert F.dropout(x, 0.3, training=False) is x
+    m = nn.Dropout(0.5)
+    m.eval()
+    assert m(x) is x
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
+        F.dropout(x, 1.5)
+
+
+@FEW
+@given(data=st.data())
+def test_linear(data):
+    n, i, o = (data.draw(st.integers(0, 3)) for _ in range(3))
+    x, w, b = data.draw(values((n, i))), data.draw(values((o, i))), data.draw(values((o,)))
+    check_grads(F.linear, x, w, b)
+    check_grads(lambda p, q: F.linear(p, q), x, w)
+    close32(F.linear, lambda p, q, r: p @ q.T + r, x, w, b, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@FEW
+@given(data=st.data())
+def test_regression_losses(reduction, data):
+    shape = data.draw(shapes(min_side=1))
+    x, y = data.draw(values(shape)), data.draw(values(shape))
+    d = x - y
+    cases = [
+        (F.mse_loss, d**2),
+        (F.l1_loss, np.abs(d)),
+        (lambda p, q, reduction: F.smooth_l1_loss(p, q, reduction=reduction, beta=0.5),
+         np.where(np.abs(d) < 0.5, 0.5 * d**2 / 0.5, np.abs(d) - 0.25)),
+        (lambda p, q, reduction: F.huber_loss(p, q, reduction=reduction, delta=0.5),
+         np.where(np.abs(d) < 0.5, 0.5 * d**2, 0.5 * (np.abs(d) - 0.25))),
+    ]
+    red = {"mean": np.mean, "sum": np.sum, "none": lambda a: a}[reduction]
+    for f, want in cases:
+        if np.any(np.abs(np.abs(d) - 0.5) < 0.05) or np.any(np.abs(d) < 0.05):
+            continue
+        check_grads(lambda p, q, f=f: f(p, q, reduction=reduction), x, y)
+        got = f(leaf(x, False), leaf(y, False), reduction=reduction)
+        np.testing.assert_allclose(got.numpy(), red(want), rtol=1e-10)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@FEW
+@given(data=st.data())
+def test_binary_cross_entropy(reduction, data):
+    shape = data.draw(shapes(min_side=1))
+    p = data.draw(values(shape, 0.05, 0.95))
+    y = data.draw(values(shape, 0, 1))
+    w = data.draw(values(shape, 0.5, 2))
+    red = {"mean": np.mean, "sum": np.sum, "none": lambda a: a}[reduction]
+    check_grads(lambda a, b: F.binary_cross_entropy(a, b, reduction=reduction), p, y)
+    want = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+    got = F.binary_cross_entropy(leaf(p, False), leaf(y, False), reduction=reduction)
+    np.testing.assert_allclose(got.numpy(), red(want), rtol=1e-10)
+    z = data.draw(values(shape, -5, 5))
+    check_grads(lambda a, b, c: F.binary_cross_entropy_with_logits(a, b, c, reduction=reduction), z, y, w)
+    check_grads(lambda a, b: F.binary_cross_entropy_with_logits(a, b, pos_weight=leaf(w, False), reduction=reduction), z, y)
+    sig = 1 / (1 + np.exp(-z))
+    want = -(y * np.log(sig) + (1 - y) * np.log(1 - sig))
+    got = F.binary_cross_entropy_with_logits(leaf(z, False), leaf(y, False), reduction=reduction)
+    np.testing.assert_allclose(got.numpy(), red(want), rtol=1e-8)
+
+
+def test_bce_extremes_are_finite():
+    p = fg.tensor([0.0, 1.0])
+    y = fg.tensor([1.0, 0.0])
+    assert F.binary_cross_entropy(p, y).item() == pytest.approx(100.0)
+    z = fg.tensor([-1000.0, 1000.0])
+    assert F.binary_cross_entropy_with_logits(z, y).item() == pytest.approx(1000.0)
+
+
+def np_cross_entropy(x, t, w, ignore, reduction, eps):
+    """Reference cross entropy over [N, C, *] inputs with class-index targets."""
+    c = x.shape[1]
+    logp = np_log_softmax(x, 1)
+    lp = np.moveaxis(logp, 1, -1).reshape(-1, c)
+    tt = t.reshape(-1)
+    wv = np.ones(c) if w is None else w
+    keep = tt != ignore
+    safe = np.where(keep, tt, 0)
+    wt = wv[safe] * keep
+    nll = -lp[np.arange(len(tt)), safe] * wt
+    smooth = -(lp * wv).sum(1) * keep
+    if reduction == "none":
+        nll_r, sm_r = nll.reshape(t.shape), smooth.reshape(t.shape)
+    elif reduction == "sum":
+        nll_r, sm_r = nll.sum(), smooth.sum()
+    else:
+        nll_r, sm_r = nll.sum() / wt.sum(), smooth.sum() / wt.sum()
+    return (1 - eps) * nll_r + eps / c * sm_r
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@FEW
+@given(data=st.data())
+def test_cross_entropy_and_nll(reduction, data):
+    n = data.draw(st.integers(1, 3))
+    c = data.draw(st.integers(1, 4))
+    extra = data.draw(st.lists(st.integers(1, 2), max_size=1))
+    x = data.draw(values((n, c, *extra), -3, 3))
+    t = np.array(data.draw(st.lists(st.integers(0, c - 1), min_size=n * int(np.prod(extra)),
+                                    max_size=n * int(np.prod(extra))))).reshape((n, *extra))
+    ignore = data.draw(st.sampled_from([-100, 0]))
+    assume_some = (t != ignore).any()
+    eps = data.draw(st.sampled_from([0.0, 0.1]))
+    w = data.draw(st.one_of(st.none(), values((c,), 0.5, 2)))
+    tt = fg.tensor(t.astype(np.int64))
+    wt = None if w is None else leaf(w, False)
+
+    def f(a):
+        return F.cross_entropy(a, tt, wt, ignore_index=ignore, reduction=reduction, label_smoothing=eps)
+
+    if assume_some or reduction != "mean":
+        check_grads(f, x)
+        np.testing.assert_allclose(f(leaf(x, False)).numpy(), np_cross_entropy(x, t, w, ignore, reduction, eps), rtol=1e-8)
+
+        def g(a):
+            return F.nll_loss(F.log_softmax(a, 1), tt, wt, ignore_index=ignore, reduction=reduction)
+
+        check_grads(g, x)
+        np.testing.assert_allclose(g(leaf(x, False)).numpy(), np_cross_entropy(x, t, w, ignore, reduction, 0.0), rtol=1e-8)
+
+
+def test_cross_entropy_unbatched_and_probabilities():
+    x = fg.tensor([1.0, 2.0, 0.5], dtype=fg.float64, requires_grad=True)
+    t = fg.tensor(1)
+    want = -np_log_softmax(np.array([1.0, 2.0, 0.5]), 0)[1]
+    assert F.cross_entropy(x, t).item() == pytest.approx(want)
+    probs = fg.tensor([[0.2, 0.8, 0.0]], dtype=fg.float64)
+    xb = fg.tensor([[1.0, 2.0, 0.5]], dtype=fg.float64)
+    want = -(np.array([0.2, 0.8, 0.0]) * np_log_softmax(np.array([1.0, 2.0, 0.5]), 0)).sum()
+    assert F.cross_entropy(xb, probs).item() == pytest.approx(want)
+    with pytest.raises(IndexError, match="Target 5 is out of bounds"):
+        F.cross_entropy(fg.ones(2, 3), fg.tensor([0, 5]))
+    with pytest.raises(RuntimeError, match="Expected input batch_size"):
+        F.cross_entropy(fg.ones(2, 3), fg.tensor([0, 1, 2]))
+
+
+def test_modules_train_a_tiny_classifier():
+    fg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 2))
+    assert len(list(model.parameters())) == 4
+    assert isinstance(model[0], nn.Linear) and len(model) == 3
+    x = fg.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    y = fg.tensor([0, 1, 1, 0])
+    loss_fn = nn.CrossEntropyLoss()
+    first = None
+    for _ in range(300):
+        loss = loss_fn(model(x), y)
+        first = first if first is not None else loss.item()
+        model.zero_grad()
+        loss.backward()
+        with fg.no_grad():
+            for p in model.parameters():
+                p -= 0.1 * p.grad
+    assert loss.item() < first * 0.5
+
+
+@pytest.mark.parametrize(
+    "module,fn",
+    [
+        (nn.MSELoss(), F.mse_loss),
+        (nn.L1Loss(reduction="sum"), lambda a, b: F.l1_loss(a, b, reduction="sum")),
+        (nn.SmoothL1Loss(beta=0.5), lambda a, b: F.smooth_l1_loss(a, b, beta=0.5)),
+        (nn.HuberLoss(delta=2.0), lambda a, b: F.huber_loss(a, b, delta=2.0)),
+        (nn.BCEWithLogitsLoss(), F.binary_cross_entropy_with_logits),
+    ],
+)
+def test_loss_modules_match_functional(module, fn):
+    a = fg.tensor([[0.2, -1.0], [3.0, 0.5]])
+    b = fg.tensor([[0.0, 1.0], [1.0, 0.5]])
+    assert module(a, b).item() == pytest.approx(fn(a, b).item())
+    assert nn.BCELoss()(fg.sigmoid(a), b).item() == pytest.approx(
+        F.binary_cross_entropy(fg.sigmoid(a), b).item()
+    )
+    logits, target = fg.tensor([[1.0, 2.0, 0.0]]), fg.tensor([2])
+    assert nn.NLLLoss()(F.log_softmax(logits, 1), target).item() == pytest.approx(
+        nn.CrossEntropyLoss()(logits, target).item()
+    )

@@ -1,0 +1,236 @@
+"""Reductions with dim (int, tuple, negative) and keepdim: gradients to second
+order (float64) and float32 values against NumPy."""
+
+from __future__ import annotations
+
+import ferrograd as fg
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from ops_helpers import FEW, check_grads, close32, leaf, shapes, values
+
+
+@st.composite
+def dims_for(draw, ndim):
+    """None, an int, or a tuple of distinct dims, negatives included."""
+    if ndim == 0:
+        return draw(st.sampled_from([None, 0, -1, ()]))
+    kind = draw(st.sampled_from(["none", "int", "tuple"]))
+    if kind == "none":
+        return None
+    if kind == "int":
+        return draw(st.integers(-ndim, ndim - 1))
+    picked = draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True))
+    return tuple(d - ndim if draw(st.booleans()) else d for d in picked)
+
+
+def np_axis(dim, ndim):
+    if dim is None or dim == ():
+        return None
+    if ndim == 0:
+        return None
+    return dim
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod"])
+@FEW
+@given(data=st.data())
+def test_sum_mean_prod(name, data):
+    shape = data.draw(shapes(min_side=1))
+    dim = data.draw(dims_for(len(shape)))
+    keepdim = data.draw(st.booleans())
+    x = data.draw(values(shape, 0.5, 1.5) if name == "prod" else values(shape))
+    f = lambda t: getattr(t, name)(dim, keepdim=keepdim) if dim is not None else getattr(t, name)()  # noqa: E731
+    check_grads(f, x)
+    npf = getattr(np, name)
+    close32(f, lambda a: np.asarray(npf(a, axis=np_axis(dim, a.ndim), keepdims=keepdim and dim is not None), dtype=np.float32), x, rtol=1e-4)
+
+
+def test_prod_gradient_with_zeros():
+    x = fg.tensor([[2.0, 0.0, 3.0], [0.0, 0.0, 1.0]], dtype=fg.float64, requires_grad=True)
+    (g,) = fg.autograd.grad(x.prod(1).sum(), x)
+    assert g.tolist() == [[0.0, 6.0, 0.0], [0.0, 0.0, 0.0]]
+    for arr in ([[2.0, 0.0, 3.0], [0.0, 0.5, 1.0]], [[0.0, 1.5], [0.7, 0.0]]):
+        check_grads(lambda t: t.prod(-1), np.array(arr))
+        check_grads(lambda t: t.prod(), np.array(arr))
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@FEW
+@given(data=st.data())
+def test_var_std(name, data):
+    shape = data.draw(shapes(min_dims=1, min_side=2))
+    dim = data.draw(dims_for(len(shape)))
+    keepdim = data.draw(st.booleans())
+    correction = data.draw(st.sampled_from([0, 1]))
+    x = data.draw(values(shape, unique=True))
+    f = lambda t: getattr(t, name)(dim, keepdim=keepdim, correction=correction)  # noqa: E731
+    check_grads(f, x)
+    close32(f, lambda a: np.asarray(getattr(np, name)(a, axis=np_axis(dim, a.ndim), ddof=correction, keepdims=keepdim), np.float32), x, rtol=1e-4, atol=1e-5)
+
+
+def test_var_overloads():
+    x = fg.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 9.0]])
+    np.testing.assert_allclose(x.var().item(), np.var(x.numpy(), ddof=1), rtol=1e-6)
+    np.testing.assert_allclose(x.var(False).item(), np.var(x.numpy()), rtol=1e-6)
+    np.testing.assert_allclose(x.std(1, unbiased=False).numpy(), np.std(x.numpy(), 1), rtol=1e-6)
+    np.testing.assert_allclose(fg.var(x, 0).numpy(), np.var(x.numpy(), 0, ddof=1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["amax", "amin"])
+@FEW
+@given(data=st.data())
+def test_amax_amin(name, data):
+    shape = data.draw(shapes(min_side=1))
+    dim = data.draw(dims_for(len(shape)))
+    keepdim = data.draw(st.booleans())
+    x = data.draw(values(shape, unique=True))
+    d = () if dim is None else dim
+    f = lambda t: getattr(t, name)(d, keepdim)  # noqa: E731
+    check_grads(f, x)
+    close32(f, lambda a: getattr(np, name)(a, axis=np_axis(d, a.ndim), keepdims=keepdim), x)
+
+
+def test_amax_shares_gradient_between_ties_and_max_picks_index():
+    x = fg.tensor([1.0, 3.0, 3.0], requires_grad=True)
+    x.amax().backward()
+    assert x.grad.tolist() == [0.0, 0.5, 0.5]
+    x.grad = None
+    v, i = x.max(0)
+    assert i.item() == 1
+    v.backward()
+    assert x.grad.tolist() == [0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@FEW
+@given(data=st.data())
+def test_max_min_with_dim(name, data):
+    shape = data.draw(shapes(min_dims=1, min_side=1))
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    keepdim = data.draw(st.booleans())
+    x = data.draw(values(shape, unique=True))
+    check_grads(lambda t: getattr(t, name)(dim, keepdim=keepdim).values, x)
+    check_grads(lambda t: getattr(fg, name)(t), x)
+    r = getattr(fg, name)(fg.tensor(x.astype(np.float32)), dim, keepdim)
+    npf = np.max if name == "max" else np.min
+    argf = np.argmax if name == "max" else np.argmin
+    np.testing.assert_allclose(r.values.numpy(), npf(x.astype(np.float32), axis=dim, keepdims=keepdim))
+    want_idx = argf(x, axis=dim)
+    if keepdim:
+        want_idx = np.expand_dims(want_idx, dim)
+    np.testing.assert_array_equal(r.indices.numpy(), want_idx)
+    values_, indices = r  # unpacks like a tuple
+    assert indices.dtype == fg.int64
+
+
+@FEW
+@given(data=st.data())
+def test_argmax_argmin(data):
+    shape = data.draw(shapes(min_side=1))
+    x = data.draw(values(shape, unique=True))
+    t = leaf(x, requires_grad=False)
+    assert fg.argmax(t).item() == np.argmax(x)
+    assert t.argmin().item() == np.argmin(x)
+    if x.ndim:
+        d = data.draw(st.integers(-x.ndim, x.ndim - 1))
+        np.testing.assert_array_equal(t.argmax(d).numpy(), np.argmax(x, d))
+        np.testing.assert_array_equal(fg.argmin(t, d, keepdim=True).numpy(), np.expand_dims(np.argmin(x, d), d))
+
+
+def test_argmax_nan_and_empty():
+    assert fg.tensor([1.0, float("nan"), 3.0]).argmax().item() == 1
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified"):
+        fg.zeros(0).argmax()
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        fg.zeros(0, 3).max(0)
+
+
+@pytest.mark.parametrize("p", [2, 1, float("inf"), float("-inf"), 3, 0.5])
+@FEW
+@given(data=st.data())
+def test_norm(p, data):
+    shape = data.draw(shapes(min_side=1))
+    dim = data.draw(dims_for(len(shape)))
+    keepdim = data.draw(st.booleans())
+    if p in (float("inf"), float("-inf")):
+        x = data.draw(values(shape, 0.1, 2, unique=True))  # no ties in |x|
+    else:
+        x = data.draw(values(shape, away_from=[0.0]))
+    f = lambda t: t.norm(p, dim, keepdim)  # noqa: E731
+    check_grads(f, x)
+
+    def np_norm(a):
+        ax = np_axis(dim, a.ndim)
+        ax = tuple(range(a.ndim)) if ax is None else ((ax,) if isinstance(ax, int) else ax)
+        if p == float("inf"):
+            r = np.max(np.abs(a), axis=ax, keepdims=keepdim)
+        elif p == float("-inf"):
+            r = np.min(np.abs(a), axis=ax, keepdims=keepdim)
+        else:
+            r = np.sum(np.abs(a) ** p, axis=ax, keepdims=keepdim) ** (1 / p)
+        return np.asarray(r, np.float32)
+
+    close32(f, np_norm, x, rtol=1e-4)
+
+
+def test_norm2_gradient_at_zero_is_zero():
+    x = fg.zeros(3, dtype=fg.float64, requires_grad=True)
+    (g,) = fg.autograd.grad(x.norm(), x)
+    assert g.tolist() == [0.0, 0.0, 0.0]
+    y = fg.tensor([[0.0, 0.0], [3.0, 4.0]], requires_grad=True)
+    (g,) = fg.autograd.grad(fg.norm(y, dim=1).sum(), y)
+    np.testing.assert_allclose(g.numpy(), [[0, 0], [0.6, 0.8]], rtol=1e-6)
+
+
+@FEW
+@given(data=st.data())
+def test_logsumexp(data):
+    shape = data.draw(shapes(min_dims=1, min_side=1))
+    dim = data.draw(dims_for(len(shape)).filter(lambda d: d is not None))
+    keepdim = data.draw(st.booleans())
+    x = data.draw(values(shape, -5, 5))
+    f = lambda t: fg.logsumexp(t, dim, keepdim)  # noqa: E731
+
+    def np_lse(a):
+        ax = np_axis(dim, a.ndim)
+        m = np.max(a, axis=ax, keepdims=True)
+        r = np.log(np.sum(np.exp(a - m), axis=ax, keepdims=True)) + m
+        return r if keepdim else np.squeeze(r, axis=ax if ax is not None else None)
+
+    check_grads(f, x)
+    close32(f, lambda a: np.asarray(np_lse(a), np.float32), x, rtol=1e-5)
+
+
+def test_logsumexp_is_stable():
+    x = fg.tensor([1000.0, 1000.0, -float("inf")])
+    np.testing.assert_allclose(x.logsumexp(0).item(), 1000 + np.log(2), rtol=1e-6)
+    assert fg.tensor([-float("inf")] * 2).logsumexp(0).item() == -float("inf")
+
+
+@FEW
+@given(data=st.data())
+def test_cumsum(data):
+    shape = data.draw(shapes(min_dims=1))
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = data.draw(values(shape))
+    check_grads(lambda t: t.cumsum(dim), x)
+    close32(lambda t: fg.cumsum(t, dim), lambda a: np.cumsum(a, axis=dim), x, rtol=1e-5)
+    assert fg.tensor([True, True, False]).cumsum(0).tolist() == [1, 2, 2]
+
+
+def test_all_any_with_dims():
+    x = fg.tensor([[True, False], [True, True]])
+    assert x.all(1).tolist() == [False, True]
+    assert x.any(0, keepdim=True).tolist() == [[True, True]]
+    assert x.all().item() is False
+
+
+def test_reduction_errors():
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        fg.ones(2, 3).sum(2)
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        fg.ones(2, 3).amax((1, -1))
+    with pytest.raises(RuntimeError, match="std and var only support floating point"):
+        fg.tensor([1, 2]).var()
