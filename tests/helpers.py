@@ -6,11 +6,10 @@ import subprocess
 import sys
 import textwrap
 
+import ferrograd as fg
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-import ferrograd as fg
 
 NP_DTYPES = {
     fg.float32: np.float32,
@@ -39,7 +38,9 @@ def run_isolated(code: str, timeout: float = 120) -> subprocess.CompletedProcess
 
 
 def shapes(min_dims=0, max_dims=3, min_side=1, max_side=4):
-    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
+    return hnp.array_shapes(
+        min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
+    )
 
 
 def broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4):
@@ -83,17 +84,6 @@ def arrays(shape, lo=-3.0, hi=3.0, dtype=np.float64, avoid=None):
         c, r = avoid
         elements = elements.filter(lambda v: abs(v - c) >= r)
     return hnp.arrays(dtype, shape, elements=elements)
-
-
-def away_from(lo, hi, c=0.0, r=0.1):
-    """Array elements in [lo, hi] that stay at least r from c (kinks, poles)."""
-    return {"lo": lo, "hi": hi, "avoid": (c, r)}
-
-
-@st.composite
-def array_of_shape(draw, shape_strategy=None, **kwargs):
-    shape = draw(shape_strategy if shape_strategy is not None else shapes())
-    return draw(arrays(shape, **kwargs))
 
 
 def leaf(arr, requires_grad=True, dtype=None):

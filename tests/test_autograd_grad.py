@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 
+import ferrograd as fg
 import numpy as np
 import pytest
 from helpers import arrays, assert_tensor, floats, leaf, shapes
 from hypothesis import given
 from hypothesis import strategies as st
-
-import ferrograd as fg
 
 UNUSED = (
     "One of the differentiated Tensors appears to not have been used in the graph. "
@@ -47,7 +46,9 @@ def test_grad_outputs():
     assert g.tolist() == [2.0, 40.0]
     (g,) = fg.autograd.grad([x * x, x.sum()], x, grad_outputs=[fg.ones(2), None])
     assert g.tolist() == [3.0, 5.0]
-    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+    with pytest.raises(
+        RuntimeError, match="grad can be implicitly created only for scalar outputs"
+    ):
         fg.autograd.grad(x * x, x)
 
 
@@ -80,20 +81,27 @@ def test_unused_input():
     gx, gy = fg.autograd.grad(z, [x, y], materialize_grads=True)
     assert gx.item() == 4.0
     assert gy.tolist() == [0.0, 0.0] and gy.shape == y.shape and gy.dtype == y.dtype
-    with pytest.raises(ValueError, match="Expected allow_unused to be True or not passed when materialize_grads=True"):
+    with pytest.raises(
+        ValueError,
+        match="Expected allow_unused to be True or not passed when materialize_grads=True",
+    ):
         fg.autograd.grad(x * x, [x, y], materialize_grads=True, allow_unused=False)
     assert x.grad is None and y.grad is None
 
 
 def test_input_that_does_not_require_grad():
     x = fg.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(RuntimeError, match="One of the differentiated Tensors does not require grad"):
+    with pytest.raises(
+        RuntimeError, match="One of the differentiated Tensors does not require grad"
+    ):
         fg.autograd.grad((x * x).sum(), fg.ones(2))
 
 
 def test_output_that_does_not_require_grad():
     x = fg.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad and does not have a grad_fn"):
+    with pytest.raises(
+        RuntimeError, match="element 0 of tensors does not require grad and does not have a grad_fn"
+    ):
         fg.autograd.grad(fg.ones(2).sum(), x)
 
 
@@ -136,7 +144,13 @@ def test_is_grads_batched_is_refused():
 # f, and its first three derivatives in closed form.
 DERIVATIVES = {
     "cube": (lambda x: x**3, lambda a: 3 * a**2, lambda a: 6 * a, lambda a: 6 + 0 * a, (-3, 3)),
-    "mul3": (lambda x: x * x * x, lambda a: 3 * a**2, lambda a: 6 * a, lambda a: 6 + 0 * a, (-3, 3)),
+    "mul3": (
+        lambda x: x * x * x,
+        lambda a: 3 * a**2,
+        lambda a: 6 * a,
+        lambda a: 6 + 0 * a,
+        (-3, 3),
+    ),
     "sin": (fg.sin, np.cos, lambda a: -np.sin(a), lambda a: -np.cos(a), (-5, 5)),
     "cos": (fg.cos, lambda a: -np.sin(a), lambda a: -np.cos(a), np.sin, (-5, 5)),
     "exp": (fg.exp, np.exp, np.exp, np.exp, (-3, 3)),
@@ -148,7 +162,13 @@ DERIVATIVES = {
         lambda a: 0.375 * a**-2.5,
         (0.2, 5),
     ),
-    "recip": (lambda x: 1 / x, lambda a: -(a**-2), lambda a: 2 * a**-3, lambda a: -6 * a**-4, (0.3, 3)),
+    "recip": (
+        lambda x: 1 / x,
+        lambda a: -(a**-2),
+        lambda a: 2 * a**-3,
+        lambda a: -6 * a**-4,
+        (0.3, 3),
+    ),
     "tanh": (
         fg.tanh,
         lambda a: 1 - np.tanh(a) ** 2,

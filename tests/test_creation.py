@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import math
 
+import ferrograd as fg
 import numpy as np
 import pytest
 from helpers import assert_tensor, run_isolated, shapes
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-import ferrograd as fg
 
 # -- fg.tensor from Python data -----------------------------------------------------
 
@@ -139,9 +138,7 @@ def test_strings_and_self_containing_lists_are_rejected():
 # -- factories ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("factory", "value"), [(fg.zeros, 0.0), (fg.ones, 1.0), (fg.empty, None)]
-)
+@pytest.mark.parametrize(("factory", "value"), [(fg.zeros, 0.0), (fg.ones, 1.0), (fg.empty, None)])
 @pytest.mark.parametrize("spelling", ["varargs", "tuple", "list"])
 def test_filled_factories_accept_every_size_spelling(factory, value, spelling):
     args = {"varargs": (2, 3), "tuple": ((2, 3),), "list": ([2, 3],)}[spelling]
@@ -219,9 +216,10 @@ def test_factories_requires_grad_and_dtype():
 def test_eye(args, kwargs, expected):
     t = fg.eye(*args, **kwargs)
     assert_tensor(t, expected, rtol=0, atol=0)
-    assert t.dtype == {np.float32: fg.float32, np.int64: fg.int64, np.float64: fg.float64}[
-        expected.dtype.type
-    ]
+    assert (
+        t.dtype
+        == {np.float32: fg.float32, np.int64: fg.int64, np.float64: fg.float64}[expected.dtype.type]
+    )
 
 
 @pytest.mark.parametrize(
@@ -245,9 +243,7 @@ def test_arange(args, kwargs, dtype, expected):
     assert t.tolist() == expected
 
 
-@given(
-    st.integers(-20, 20), st.integers(-20, 20), st.integers(1, 5), st.booleans()
-)
+@given(st.integers(-20, 20), st.integers(-20, 20), st.integers(1, 5), st.booleans())
 def test_arange_matches_numpy(start, end, step, flip):
     if flip:
         step = -step

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import ferrograd as fg
 import numpy as np
 import pytest
 from helpers import NP_DTYPES, assert_tensor, shapes
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-import ferrograd as fg
 
 
 def test_aliases():
@@ -86,7 +85,9 @@ def test_tensor_tensor_promotion(a, b, expected, op):
 
 
 def test_two_bool_tensors_cannot_be_subtracted():
-    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool tensors is not supported."):
+    with pytest.raises(
+        RuntimeError, match="Subtraction, the `-` operator, with two bool tensors is not supported."
+    ):
         fg.tensor([True]) - fg.tensor([True])
 
 
@@ -97,7 +98,9 @@ def test_two_bool_tensors_cannot_be_subtracted():
 )
 @pytest.mark.parametrize("other", [fg.tensor([1.0]), fg.tensor([1]), 1])
 def test_bool_subtraction_is_refused(other):
-    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool tensor is not supported."):
+    with pytest.raises(
+        RuntimeError, match="Subtraction, the `-` operator, with a bool tensor is not supported."
+    ):
         fg.tensor([True]) - other
 
 
@@ -138,7 +141,7 @@ def test_integer_power():
     assert (a**2).dtype == fg.int64 and (a**2).tolist() == [1, 4, 9]
     assert (a**0.5).dtype == fg.float32
     with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
-        a ** -1
+        a**-1
 
 
 def test_zero_dim_tensors_promote_like_scalars():

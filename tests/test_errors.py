@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import operator
 
+import ferrograd as fg
 import numpy as np
 import pytest
 from helpers import non_broadcastable_shapes, shapes
 from hypothesis import given
 from hypothesis import strategies as st
-
-import ferrograd as fg
 
 BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -56,7 +55,7 @@ def _unchanged(before, *tensors):
         lambda x: (x**3).sum(),
         lambda x: x.exp().sum(),
         lambda x: x.sin().mean(),
-        lambda x: (x @ x),
+        lambda x: x @ x,
         lambda x: (x / (x + 1)).sum(),
         lambda x: x.sigmoid().sum(),
     ],
@@ -134,7 +133,9 @@ def test_backward_outside_the_graph():
 
 def test_backward_outside_the_graph_names_the_element():
     x = fg.tensor(1.0, requires_grad=True)
-    with pytest.raises(RuntimeError, match="element 1 of tensors does not require grad and does not have a grad_fn"):
+    with pytest.raises(
+        RuntimeError, match="element 1 of tensors does not require grad and does not have a grad_fn"
+    ):
         fg.autograd.backward([x * 2, fg.tensor(3.0)])
     assert x.grad is None
 
@@ -290,7 +291,15 @@ def test_wrong_gradient_shape_names_both_shapes(out_shape, grad_shape):
 
 # -- shapes that do not broadcast ----------------------------------------------------------
 
-BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.lt, operator.eq]
+BINARY = [
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.truediv,
+    operator.pow,
+    operator.lt,
+    operator.eq,
+]
 
 
 @pytest.mark.parametrize("op", BINARY, ids=lambda f: f.__name__)
@@ -330,9 +339,13 @@ def test_in_place_broadcast_error_leaves_the_tensor_alone():
 # -- ordinary exception classes everywhere --------------------------------------------------
 
 
-@given(shapes(min_dims=0, max_dims=3), shapes(min_dims=0, max_dims=3), st.sampled_from(
-    ["matmul", "add", "view", "expand", "sum", "permute", "transpose", "squeeze", "unsqueeze"]
-))
+@given(
+    shapes(min_dims=0, max_dims=3),
+    shapes(min_dims=0, max_dims=3),
+    st.sampled_from(
+        ["matmul", "add", "view", "expand", "sum", "permute", "transpose", "squeeze", "unsqueeze"]
+    ),
+)
 def test_bad_arguments_raise_ordinary_exceptions(sa, sb, op):
     """Whatever the shapes, an op either works or raises an Exception subclass
     (a Rust panic would surface as PanicException, which is not one)."""

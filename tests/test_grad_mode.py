@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 import ferrograd as fg
+import pytest
 
 
 @pytest.fixture

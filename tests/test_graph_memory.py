@@ -8,10 +8,9 @@ import math
 import sys
 import time
 
+import ferrograd as fg
 import pytest
 from helpers import live_nodes, run_isolated
-
-import ferrograd as fg
 
 DEPTH = 10**6
 
@@ -98,7 +97,7 @@ def test_grad_fn_handles_keep_the_graph_alive(baseline):
     fn = y.grad_fn
     del y
     assert live_nodes() - baseline == 2
-    (mul, _), = fn.next_functions
+    ((mul, _),) = fn.next_functions
     assert mul.name() == "MulBackward0"
     del fn, mul
     gc.collect()

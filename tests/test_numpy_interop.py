@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 
+import ferrograd as fg
 import numpy as np
 import pytest
 from helpers import NP_DTYPES, shapes
@@ -11,11 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import ferrograd as fg
-
-NUMPY_MSG = (
-    "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
-)
+NUMPY_MSG = "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
 
 _supported = st.sampled_from([np.float32, np.float64, np.int64, np.bool_])
 

@@ -15,6 +15,8 @@ from ops_helpers import FEW, check_grads, close32, leaf, shapes, values
 
 
 def np_log_softmax(a, axis):
+    if a.size == 0:
+        return a
     m = np.max(a, axis=axis, keepdims=True)
     return a - m - np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True))
 

@@ -31,6 +31,11 @@ def test_views(data):
         (lambda t: t.flip(d0), lambda a: np.flip(a, d0)),
         (lambda t: fg.flip(t, (0, -1)), lambda a: np.flip(a, (0, -1))),
         (lambda t: t.squeeze(), lambda a: np.squeeze(a)),
+        (lambda t: t.view(-1), lambda a: a.reshape(-1)),
+        (lambda t: t.T, lambda a: a.T),
+        (lambda t: t.flatten(0, 1).t() if t.dim() == 3 else t.flatten(0, 1),
+         lambda a: a.reshape(a.shape[0] * a.shape[1], *a.shape[2:]).T if a.ndim == 3
+         else a.reshape(a.shape[0] * a.shape[1], *a.shape[2:])),
     ]
     for f, npf in cases:
         check_grads(f, x)

@@ -15,12 +15,11 @@ import math
 import re
 import textwrap
 
+import ferrograd
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-import ferrograd
 
 BACKWARD_TWICE = "Trying to backward through the graph a second time"
 
@@ -185,7 +184,12 @@ def test_seed001_d2l_walkthrough():
 
 def test_seed001_with_pytorch_spelling():
     # the same walk-through as PyTorch users write it: zero_() and `import torch`
-    out, _ = run(SEED001.replace("import oneflow as flow", "import torch").replace("flow.", "torch.").replace("zeros_()", "zero_()"), "torch")
+    out, _ = run(
+        SEED001.replace("import oneflow as flow", "import torch")
+        .replace("flow.", "torch.")
+        .replace("zeros_()", "zero_()"),
+        "torch",
+    )
     assert out.splitlines()[2] == "tensor(28., grad_fn=<MulBackward0>)"
     assert out.count("tensor([True, True, True, True])") == 3
 
@@ -350,7 +354,8 @@ def test_seed002_no_grad_block():
         """
     )
     with pytest.raises(
-        RuntimeError, match="^element 0 of tensors does not require grad and does not have a grad_fn$"
+        RuntimeError,
+        match="^element 0 of tensors does not require grad and does not have a grad_fn$",
     ):
         ns["y2"].backward()
 
@@ -494,7 +499,9 @@ def test_seed003_no_grad_and_detach():
 
 
 def test_seed003_non_scalar_backward():
-    with pytest.raises(RuntimeError, match="^grad can be implicitly created only for scalar outputs$"):
+    with pytest.raises(
+        RuntimeError, match="^grad can be implicitly created only for scalar outputs$"
+    ):
         run(
             """
             import oneflow as flow

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import ferrograd as fg
 import numpy as np
 import pytest
 from helpers import assert_tensor, shapes, to_np
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-import ferrograd as fg
 
 # -- shape and size --------------------------------------------------------------------
 
@@ -39,7 +38,10 @@ def test_size_repr_and_equality():
 
 
 def test_size_out_of_range():
-    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-3, 2\], but got 3\)"):
+    with pytest.raises(
+        IndexError,
+        match=r"Dimension out of range \(expected to be in range of \[-3, 2\], but got 3\)",
+    ):
         fg.ones(2, 3, 4).size(3)
     with pytest.raises(IndexError):
         fg.ones(2).size(-2)
@@ -62,9 +64,13 @@ def test_item():
     assert fg.tensor([3.0], dtype=fg.float64).item() == 3.0
     x = fg.tensor([1.5], requires_grad=True)
     assert x.item() == 1.5  # allowed on tensors that require grad
-    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
+    with pytest.raises(
+        RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"
+    ):
         fg.tensor([1.0, 2.0]).item()
-    with pytest.raises(RuntimeError, match="a Tensor with 0 elements cannot be converted to Scalar"):
+    with pytest.raises(
+        RuntimeError, match="a Tensor with 0 elements cannot be converted to Scalar"
+    ):
         fg.tensor([]).item()
 
 
@@ -138,9 +144,13 @@ def test_bool_error_wording_matches_pytorch():
 )
 def test_float_of_many_elements_raises_value_error():
     # PyTorch: ValueError (TORCH_CHECK_VALUE), the message users search for.
-    with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
+    with pytest.raises(
+        ValueError, match="only one element tensors can be converted to Python scalars"
+    ):
         float(fg.tensor([1.0, 2.0]))
-    with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
+    with pytest.raises(
+        ValueError, match="only one element tensors can be converted to Python scalars"
+    ):
         int(fg.tensor([1, 2]))
 
 

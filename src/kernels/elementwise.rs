@@ -1,24 +1,87 @@
 //! Elementwise maps over one or two strided (and broadcast) operands.
+//!
+//! Contiguous runs go through `map_slice`/`zip_slice`, compiled for AVX-512,
+//! AVX2 and the x86-64 baseline and chosen at run time, so one wheel runs on
+//! any x86-64 and still uses the widest vectors the CPU has.
 
 use std::mem::MaybeUninit;
 
+use multiversion::multiversion;
+
 use super::{build_vec, coalesce, drive, par_ranges, SendPtr, GRAIN};
 use crate::tensor::{broadcast_strides, Element, View};
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn map_slice<T: Copy, U: Copy, F: Fn(T) -> U>(dst: &mut [MaybeUninit<U>], src: &[T], f: &F) {
+    for (d, &x) in dst.iter_mut().zip(src) {
+        d.write(f(x));
+    }
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn zip_slice<T: Copy, U: Copy, F: Fn(T, T) -> U>(
+    dst: &mut [MaybeUninit<U>],
+    a: &[T],
+    b: &[T],
+    f: &F,
+) {
+    for ((d, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+        d.write(f(x, y));
+    }
+}
+
+/// `dst[i] = f(src[i])` over a contiguous source, split across the pool.
+fn par_map<T: Element, U: Element>(
+    out: &mut [MaybeUninit<U>],
+    src: &[T],
+    f: &(impl Fn(T) -> U + Sync),
+) {
+    let n = out.len();
+    if n < GRAIN {
+        map_slice(out, src, f);
+        return;
+    }
+    let o = SendPtr(out.as_mut_ptr());
+    par_ranges(n, |lo, hi| {
+        let o = o;
+        // SAFETY: the ranges are disjoint and inside `out`.
+        let dst = unsafe { std::slice::from_raw_parts_mut(o.0.add(lo), hi - lo) };
+        map_slice(dst, &src[lo..hi], f);
+    });
+}
+
+/// `dst[i] = f(a[i], b[i])` over contiguous operands, split across the pool.
+fn par_zip<T: Element, U: Element>(
+    out: &mut [MaybeUninit<U>],
+    a: &[T],
+    b: &[T],
+    f: &(impl Fn(T, T) -> U + Sync),
+) {
+    let n = out.len();
+    if n < GRAIN {
+        zip_slice(out, a, b, f);
+        return;
+    }
+    let o = SendPtr(out.as_mut_ptr());
+    par_ranges(n, |lo, hi| {
+        let o = o;
+        // SAFETY: the ranges are disjoint and inside `out`.
+        let dst = unsafe { std::slice::from_raw_parts_mut(o.0.add(lo), hi - lo) };
+        zip_slice(dst, &a[lo..hi], &b[lo..hi], f);
+    });
+}
 
 /// `f` applied to every element of `x`, as a fresh row-major vector.
 pub fn unary<T: Element, U: Element>(x: &View, f: impl Fn(T) -> U + Sync) -> Vec<U> {
     let n = x.numel();
     if let Some(s) = x.as_slice::<T>() {
-        return build_vec(n, |out| {
-            let o = SendPtr(out.as_mut_ptr());
-            par_ranges(n, |a, b| {
-                let o = o;
-                for i in a..b {
-                    // SAFETY: ranges are disjoint and inside `out`.
-                    unsafe { (*o.0.add(i)).write(f(s[i])) };
-                }
-            })
-        });
+        return build_vec(n, |out| par_map(out, s, &f));
     }
     let (shape, [st]) = coalesce(&x.shape, [&x.strides]);
     let inner = *st.last().unwrap_or(&1);
@@ -30,6 +93,12 @@ pub fn unary<T: Element, U: Element>(x: &View, f: impl Fn(T) -> U + Sync) -> Vec
             &[st.clone()],
             |o: &mut [MaybeUninit<U>], [off]| {
                 let p = src;
+                if inner == 1 {
+                    // SAFETY: a unit-stride run of `o.len()` elements inside the view.
+                    let row = unsafe { std::slice::from_raw_parts(p.0.add(off), o.len()) };
+                    map_slice(o, row, &f);
+                    return;
+                }
                 for (i, slot) in o.iter_mut().enumerate() {
                     // SAFETY: offsets stay inside the view.
                     slot.write(f(unsafe { *p.0.add(off + i * inner) }));
@@ -50,36 +119,21 @@ pub fn binary<T: Element, U: Element>(
     // Fast paths: equal contiguous shapes, and a one-element operand.
     if a.shape.as_slice() == out_shape && b.shape.as_slice() == out_shape {
         if let (Some(sa), Some(sb)) = (a.as_slice::<T>(), b.as_slice::<T>()) {
-            return build_vec(n, |out| {
-                if n < GRAIN {
-                    for ((o, &x), &y) in out.iter_mut().zip(sa).zip(sb) {
-                        o.write(f(x, y));
-                    }
-                } else {
-                    let o = SendPtr(out.as_mut_ptr());
-                    par_ranges(n, |lo, hi| {
-                        let o = o;
-                        for i in lo..hi {
-                            // SAFETY: disjoint ranges inside `out`.
-                            unsafe { (*o.0.add(i)).write(f(sa[i], sb[i])) };
-                        }
-                    });
-                }
-            });
+            return build_vec(n, |out| par_zip(out, sa, sb, &f));
         }
     }
     if b.numel() == 1 && a.shape.as_slice() == out_shape {
         if let Some(sa) = a.as_slice::<T>() {
             // SAFETY: a one-element view has a valid first element.
             let y = unsafe { *b.ptr::<T>() };
-            return build_vec(n, |out| fill_map(out, sa, |x| f(x, y)));
+            return build_vec(n, |out| par_map(out, sa, &|x| f(x, y)));
         }
     }
     if a.numel() == 1 && b.shape.as_slice() == out_shape {
         if let Some(sb) = b.as_slice::<T>() {
             // SAFETY: as above.
             let x = unsafe { *a.ptr::<T>() };
-            return build_vec(n, |out| fill_map(out, sb, |y| f(x, y)));
+            return build_vec(n, |out| par_map(out, sb, &|y| f(x, y)));
         }
     }
     let sa = broadcast_strides(&a.shape, &a.strides, out_shape);
@@ -94,20 +148,29 @@ pub fn binary<T: Element, U: Element>(
             &[sa.clone(), sb.clone()],
             |o: &mut [MaybeUninit<U>], [oa, ob]| {
                 let (pa, pb) = (pa, pb);
-                // SAFETY (all arms): offsets derive from each operand's own view.
+                let len = o.len();
+                // SAFETY (all arms): offsets and unit-stride runs derive from each
+                // operand's own view.
                 unsafe {
                     match (ia, ib) {
+                        (1, 1) => {
+                            let (ra, rb) = (
+                                std::slice::from_raw_parts(pa.0.add(oa), len),
+                                std::slice::from_raw_parts(pb.0.add(ob), len),
+                            );
+                            zip_slice(o, ra, rb, &f);
+                        }
                         (1, 0) => {
                             let y = *pb.0.add(ob);
-                            for (i, s) in o.iter_mut().enumerate() {
-                                s.write(f(*pa.0.add(oa + i), y));
-                            }
+                            map_slice(o, std::slice::from_raw_parts(pa.0.add(oa), len), &|x| {
+                                f(x, y)
+                            });
                         }
                         (0, 1) => {
                             let x = *pa.0.add(oa);
-                            for (i, s) in o.iter_mut().enumerate() {
-                                s.write(f(x, *pb.0.add(ob + i)));
-                            }
+                            map_slice(o, std::slice::from_raw_parts(pb.0.add(ob), len), &|y| {
+                                f(x, y)
+                            });
                         }
                         _ => {
                             for (i, s) in o.iter_mut().enumerate() {
@@ -119,28 +182,6 @@ pub fn binary<T: Element, U: Element>(
             },
         )
     })
-}
-
-fn fill_map<T: Element, U: Element>(
-    out: &mut [MaybeUninit<U>],
-    src: &[T],
-    f: impl Fn(T) -> U + Sync,
-) {
-    let n = out.len();
-    if n < GRAIN {
-        for (o, &x) in out.iter_mut().zip(src) {
-            o.write(f(x));
-        }
-        return;
-    }
-    let o = SendPtr(out.as_mut_ptr());
-    par_ranges(n, |lo, hi| {
-        let o = o;
-        for i in lo..hi {
-            // SAFETY: disjoint ranges inside `out`.
-            unsafe { (*o.0.add(i)).write(f(src[i])) };
-        }
-    });
 }
 
 /// `f` over three same-shape operands (used by fused backward rules).

@@ -122,7 +122,6 @@ pub fn map_rows<T: Element, U: Element>(
         let o = SendPtr(out.as_mut_ptr());
         let per = cols.max(1);
         par_ranges(rows * per, |lo, hi| {
-            let o = o;
             let (r0, r1) = (lo / per, hi.div_ceil(per).min(rows));
             for r in r0..r1 {
                 // Ranges split on element counts; each row belongs to the range holding its first element.
@@ -131,7 +130,7 @@ pub fn map_rows<T: Element, U: Element>(
                 }
                 let row = &data[r * cols..(r + 1) * cols];
                 // SAFETY: each row index is written by exactly one range.
-                unsafe { (*o.0.add(r)).write(f(row)) };
+                unsafe { (*o.get().add(r)).write(f(row)) };
             }
         })
     })
@@ -150,14 +149,13 @@ pub fn scan_rows<T: Element>(
     }
     let o = SendPtr(out.as_mut_ptr());
     par_ranges(rows * cols, |lo, hi| {
-        let o = o;
         let (r0, r1) = (lo / cols, hi.div_ceil(cols).min(rows));
         for r in r0..r1 {
             if r * cols < lo {
                 continue;
             }
             // SAFETY: each row is owned by the one range holding its first element.
-            let dst = unsafe { std::slice::from_raw_parts_mut(o.0.add(r * cols), cols) };
+            let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(r * cols), cols) };
             f(&data[r * cols..(r + 1) * cols], dst);
         }
     });

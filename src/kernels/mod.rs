@@ -8,6 +8,7 @@
 pub mod copy;
 pub mod elementwise;
 pub mod index;
+pub mod math;
 pub mod matmul;
 pub mod parallel;
 pub mod reduce;
@@ -26,6 +27,15 @@ pub const GRAIN: usize = 32_768;
 pub struct SendPtr<T>(pub *mut T);
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
+
+impl<T> SendPtr<T> {
+    /// The pointer. A method call makes a closure capture the whole
+    /// (`Send`) wrapper rather than just its raw-pointer field.
+    #[inline(always)]
+    pub fn get(self) -> *mut T {
+        self.0
+    }
+}
 
 /// Allocates `n` elements and lets `fill` initialise every one of them.
 pub fn build_vec<U: Copy + Send>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<U>])) -> Vec<U> {

@@ -12,14 +12,11 @@ use crate::kernels::elementwise::binary;
 use crate::saved;
 use crate::tensor::{broadcast_shapes, Arith, Tensor};
 
+type Compare = fn(&Tensor, &Tensor) -> Result<Tensor>;
+
 /// The share of the gradient `a` gets from `maximum(a, b)` (or `minimum`
 /// with the comparisons swapped): all of it where it wins, half on a tie (PyTorch's rule).
-fn share(
-    a: &Tensor,
-    b: &Tensor,
-    loses: fn(&Tensor, &Tensor) -> Result<Tensor>,
-    dt: crate::tensor::DType,
-) -> Result<Tensor> {
+fn share(a: &Tensor, b: &Tensor, loses: Compare, dt: crate::tensor::DType) -> Result<Tensor> {
     let tie = compare::eq(a, b)?;
     let lost = loses(a, b)?;
     let one = Tensor::scalar_of(1.0, dt);
@@ -39,10 +36,7 @@ fn extreme(a: &Tensor, b: &Tensor, name: &'static str, is_max: bool) -> Result<T
     if needs_record(&[a, b]) {
         record(name, &[a, b], &out, saved![a, b], move |c| {
             let (a, b, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
-            let (la, lb): (
-                fn(&Tensor, &Tensor) -> Result<Tensor>,
-                fn(&Tensor, &Tensor) -> Result<Tensor>,
-            ) = if is_max {
+            let (la, lb): (Compare, Compare) = if is_max {
                 (compare::lt, compare::gt)
             } else {
                 (compare::gt, compare::lt)
