@@ -1,1 +1,83 @@
-fn main() {}
+//! Kernel benchmarks (`cargo bench`): elementwise, broadcast, reductions and
+//! matrix products, called through the ops layer without Python.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use ferrograd::ops;
+use ferrograd::tensor::{Shape, Tensor};
+
+fn filled(shape: &[usize], seed: f32) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n).map(|i| ((i as f32 * 0.618 + seed) % 1.0) - 0.5).collect();
+    Tensor::from_vec(v, Shape::from_slice(shape))
+}
+
+fn elementwise(c: &mut Criterion) {
+    let mut g = c.benchmark_group("elementwise");
+    for &n in &[1usize << 10, 1 << 16, 1 << 22] {
+        let a = filled(&[n], 0.1);
+        let b = filled(&[n], 0.2);
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(BenchmarkId::new("mul", n), &n, |bch, _| {
+            bch.iter(|| ops::mul(&a, &b).ok())
+        });
+        g.bench_with_input(BenchmarkId::new("tanh", n), &n, |bch, _| {
+            bch.iter(|| ops::tanh(&a).ok())
+        });
+        g.bench_with_input(BenchmarkId::new("exp", n), &n, |bch, _| {
+            bch.iter(|| ops::exp(&a).ok())
+        });
+    }
+    g.finish();
+}
+
+fn broadcast(c: &mut Criterion) {
+    let mut g = c.benchmark_group("broadcast");
+    let a = filled(&[1024, 1024], 0.3);
+    let row = filled(&[1024], 0.4);
+    let col = filled(&[1024, 1], 0.5);
+    g.throughput(Throughput::Elements(1 << 20));
+    g.bench_function("add_row_1024x1024", |b| b.iter(|| ops::add(&a, &row).ok()));
+    g.bench_function("add_col_1024x1024", |b| b.iter(|| ops::add(&a, &col).ok()));
+    let at = ops::transpose(&a, 0, 1).expect("2-D");
+    g.bench_function("add_transposed_1024x1024", |b| b.iter(|| ops::add(&a, &at).ok()));
+    g.finish();
+}
+
+fn reduce(c: &mut Criterion) {
+    let mut g = c.benchmark_group("reduce");
+    let a = filled(&[1024, 1024], 0.6);
+    g.throughput(Throughput::Elements(1 << 20));
+    g.bench_function("sum_all_1M", |b| b.iter(|| ops::sum(&a, None, false).ok()));
+    g.bench_function("sum_dim0_1024x1024", |b| {
+        b.iter(|| ops::sum(&a, Some(&[0]), false).ok())
+    });
+    g.bench_function("sum_dim1_1024x1024", |b| {
+        b.iter(|| ops::sum(&a, Some(&[1]), false).ok())
+    });
+    g.finish();
+}
+
+fn matmul(c: &mut Criterion) {
+    let mut g = c.benchmark_group("matmul");
+    g.sample_size(20);
+    for &n in &[64usize, 256, 1024] {
+        let a = filled(&[n, n], 0.7);
+        let b = filled(&[n, n], 0.8);
+        g.throughput(Throughput::Elements((2 * n * n * n) as u64));
+        g.bench_with_input(BenchmarkId::new("mm", n), &n, |bch, _| {
+            bch.iter(|| ops::mm(&a, &b).ok())
+        });
+        let bt = ops::transpose(&b, 0, 1).expect("2-D");
+        g.bench_with_input(BenchmarkId::new("mm_transposed_rhs", n), &n, |bch, _| {
+            bch.iter(|| ops::mm(&a, &bt).ok())
+        });
+    }
+    let a = filled(&[32, 128, 128], 0.1);
+    let b = filled(&[32, 128, 128], 0.2);
+    g.throughput(Throughput::Elements(2 * 32 * 128 * 128 * 128));
+    g.bench_function("bmm_32x128", |bch| bch.iter(|| ops::matmul(&a, &b).ok()));
+    g.finish();
+}
+
+criterion_group!(benches, elementwise, broadcast, reduce, matmul);
+criterion_main!(benches);
