@@ -7,7 +7,9 @@ use ferrograd::tensor::{Shape, Tensor};
 
 fn filled(shape: &[usize], seed: f32) -> Tensor {
     let n: usize = shape.iter().product();
-    let v: Vec<f32> = (0..n).map(|i| ((i as f32 * 0.618 + seed) % 1.0) - 0.5).collect();
+    let v: Vec<f32> = (0..n)
+        .map(|i| ((i as f32 * 0.618 + seed) % 1.0) - 0.5)
+        .collect();
     Tensor::from_vec(v, Shape::from_slice(shape))
 }
 
@@ -39,7 +41,9 @@ fn broadcast(c: &mut Criterion) {
     g.bench_function("add_row_1024x1024", |b| b.iter(|| ops::add(&a, &row).ok()));
     g.bench_function("add_col_1024x1024", |b| b.iter(|| ops::add(&a, &col).ok()));
     let at = ops::transpose(&a, 0, 1).expect("2-D");
-    g.bench_function("add_transposed_1024x1024", |b| b.iter(|| ops::add(&a, &at).ok()));
+    g.bench_function("add_transposed_1024x1024", |b| {
+        b.iter(|| ops::add(&a, &at).ok())
+    });
     g.finish();
 }
 

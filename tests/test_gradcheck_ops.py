@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 # Each example runs a full finite-difference Jacobian (and gradgradcheck one of the
 # backward pass), so these properties get fewer examples than the cheap ones.
-_examples = max(10, settings.default.max_examples // 2)
+_examples = max(10, settings.default.max_examples // 4)
 checked = settings(max_examples=_examples)
 
 SMALL = dict(max_dims=3, max_side=3)

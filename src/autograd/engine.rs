@@ -121,8 +121,8 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     let mut stack: Vec<(NodeRef, usize)> = Vec::new();
     for (e, _) in &root_edges {
         if let Edge::Node(n, _) = e {
-            if !infos.contains_key(&n.index()) {
-                infos.insert(n.index(), new_info(n));
+            if let std::collections::hash_map::Entry::Vacant(v) = infos.entry(n.index()) {
+                v.insert(new_info(n));
                 stack.push((n.clone(), 0));
             }
         }

@@ -18,7 +18,7 @@ pub fn gather<T: Element>(v: &View) -> Vec<T> {
         drive(
             out,
             &shape,
-            &[st.clone()],
+            std::array::from_ref(&st),
             |o: &mut [MaybeUninit<T>], [off]| {
                 let p = src;
                 for (i, slot) in o.iter_mut().enumerate() {
@@ -40,11 +40,17 @@ pub fn scatter<T: Element>(dst: &View, src: &[T]) {
     let inner = *st.last().unwrap_or(&1);
     let srcp = SendPtr(src.as_ptr() as *mut T);
     let single = src.len() == 1;
-    super::for_each_row(&shape, &[st.clone()], 0, n, |pos, len, [off]| {
-        let (b, s) = (base, srcp);
-        for i in 0..len {
-            // SAFETY: in bounds by the view's construction; `src` has `n` (or 1) elements.
-            unsafe { *b.0.add(off + i * inner) = *s.0.add(if single { 0 } else { pos + i }) };
-        }
-    });
+    super::for_each_row(
+        &shape,
+        std::array::from_ref(&st),
+        0,
+        n,
+        |pos, len, [off]| {
+            let (b, s) = (base, srcp);
+            for i in 0..len {
+                // SAFETY: in bounds by the view's construction; `src` has `n` (or 1) elements.
+                unsafe { *b.0.add(off + i * inner) = *s.0.add(if single { 0 } else { pos + i }) };
+            }
+        },
+    );
 }

@@ -49,9 +49,8 @@ fn par_map<T: Element, U: Element>(
     }
     let o = SendPtr(out.as_mut_ptr());
     par_ranges(n, |lo, hi| {
-        let o = o;
         // SAFETY: the ranges are disjoint and inside `out`.
-        let dst = unsafe { std::slice::from_raw_parts_mut(o.0.add(lo), hi - lo) };
+        let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(lo), hi - lo) };
         map_slice(dst, &src[lo..hi], f);
     });
 }
@@ -70,9 +69,8 @@ fn par_zip<T: Element, U: Element>(
     }
     let o = SendPtr(out.as_mut_ptr());
     par_ranges(n, |lo, hi| {
-        let o = o;
         // SAFETY: the ranges are disjoint and inside `out`.
-        let dst = unsafe { std::slice::from_raw_parts_mut(o.0.add(lo), hi - lo) };
+        let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(lo), hi - lo) };
         zip_slice(dst, &a[lo..hi], &b[lo..hi], f);
     });
 }
@@ -90,7 +88,7 @@ pub fn unary<T: Element, U: Element>(x: &View, f: impl Fn(T) -> U + Sync) -> Vec
         drive(
             out,
             &shape,
-            &[st.clone()],
+            std::array::from_ref(&st),
             |o: &mut [MaybeUninit<U>], [off]| {
                 let p = src;
                 if inner == 1 {
@@ -190,10 +188,9 @@ pub fn ternary<T: Element>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> T +
     build_vec(n, |out| {
         let o = SendPtr(out.as_mut_ptr());
         par_ranges(n, |lo, hi| {
-            let o = o;
             for i in lo..hi {
                 // SAFETY: disjoint ranges; all slices have `n` elements.
-                unsafe { (*o.0.add(i)).write(f(a[i], b[i], c[i])) };
+                unsafe { (*o.get().add(i)).write(f(a[i], b[i], c[i])) };
             }
         });
     })

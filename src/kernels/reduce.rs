@@ -61,8 +61,8 @@ pub fn sum_dims<T: Arith>(x: &View, reduce: &[bool]) -> Vec<T> {
     let mut kept_strides: SmallVec<[usize; 4]> = SmallVec::new();
     let mut red_shape: SmallVec<[usize; 4]> = SmallVec::new();
     let mut red_strides: SmallVec<[usize; 4]> = SmallVec::new();
-    for d in 0..nd {
-        if reduce[d] {
+    for (d, &r) in reduce.iter().enumerate().take(nd) {
+        if r {
             red_shape.push(x.shape[d]);
             red_strides.push(x.strides[d]);
         } else {
@@ -81,17 +81,23 @@ pub fn sum_dims<T: Arith>(x: &View, reduce: &[bool]) -> Vec<T> {
     let reduce_at = |off: usize| -> T {
         let mut total = T::zero();
         let b = base;
-        for_each_row(&rshape, &[rst.clone()], 0, red_n, |_, len, [o]| {
-            // SAFETY: offsets stay inside the view.
-            let p = unsafe { b.0.add(off + o) };
-            if rinner == 1 {
-                total = total.add(sum_slice(unsafe { std::slice::from_raw_parts(p, len) }));
-            } else {
-                for i in 0..len {
-                    total = total.add(unsafe { *p.add(i * rinner) });
+        for_each_row(
+            &rshape,
+            std::array::from_ref(&rst),
+            0,
+            red_n,
+            |_, len, [o]| {
+                // SAFETY: offsets stay inside the view.
+                let p = unsafe { b.0.add(off + o) };
+                if rinner == 1 {
+                    total = total.add(sum_slice(unsafe { std::slice::from_raw_parts(p, len) }));
+                } else {
+                    for i in 0..len {
+                        total = total.add(unsafe { *p.add(i * rinner) });
+                    }
                 }
-            }
-        });
+            },
+        );
         total
     };
 
@@ -101,7 +107,7 @@ pub fn sum_dims<T: Arith>(x: &View, reduce: &[bool]) -> Vec<T> {
             let kinner = *kst.last().unwrap_or(&1);
             for_each_row(
                 &kshape,
-                &[kst.clone()],
+                std::array::from_ref(&kst),
                 start,
                 start + part.len(),
                 |pos, len, [o]| {

@@ -68,14 +68,13 @@ fn bmm_kernel<T: Element>(va: &View, vb: &View) -> Vec<T> {
         let o = SendPtr(out.as_mut_ptr() as *mut T);
         let run = |bi: usize, parallel: bool| {
             let (oa, ob) = offs[bi];
-            let o = o;
             // SAFETY: each batch writes its own `per` elements; operands are
             // views whose offsets were derived from their own strides.
             unsafe {
                 gemm_into(
                     mat::<T>(va, oa, ars, acs, m, k),
                     mat::<T>(vb, ob, brs, bcs, k, n),
-                    o.0.add(bi * per),
+                    o.get().add(bi * per),
                     parallel,
                 )
             };

@@ -247,5 +247,5 @@ pub fn _function_node<'py>(
         }
         t.set_grad_fn(node.clone(), k as u32);
     }
-    Ok(PyList::new(py, outs)?)
+    PyList::new(py, outs)
 }

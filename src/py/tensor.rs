@@ -1025,9 +1025,14 @@ impl PyTensor {
 
     #[pyo3(signature = (*shape))]
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        // `view(dtype)`: only the same dtype is supported (a no-op view).
         if shape.len() == 1 {
-            if let Ok(d) = opt_dtype(Some(&shape.get_item(0)?)) {
-                if let Some(d) = d {
+            let arg = shape.get_item(0)?;
+            if !arg.is_instance_of::<pyo3::types::PyInt>()
+                && !arg.is_instance_of::<PyTuple>()
+                && !arg.is_instance_of::<PyList>()
+            {
+                if let Ok(Some(d)) = opt_dtype(Some(&arg)) {
                     if d != self.t.dtype() {
                         return Err(PyRuntimeError::new_err(
                             "view(dtype) with a different element size is not supported",
@@ -1673,7 +1678,7 @@ impl PyTensor {
         wrap(py, guard(|| ops::outer(&self.t, &other.get().t))?)
     }
 
-    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<(Py<PyAny>, (Py<PyAny>, bool))> {
+    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<Reduced> {
         let py = slf.py();
         let f = py.import("ferrograd")?.getattr("tensor")?.unbind();
         let t = &slf.get().t;
@@ -1689,6 +1694,9 @@ impl PyTensor {
         ))
     }
 }
+
+/// What `__reduce__` returns: `ferrograd.tensor` and its arguments.
+type Reduced = (Py<PyAny>, (Py<PyAny>, bool));
 
 impl PyTensor {
     fn one_value(&self) -> PyResult<f64> {

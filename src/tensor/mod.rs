@@ -320,7 +320,7 @@ impl Tensor {
 
     /// Attaches this (fresh) tensor to the graph as output `nr` of `node`.
     pub(crate) fn set_grad_fn(&self, node: NodeRef, nr: u32) {
-        let old = std::mem::replace(&mut self.meta().grad_fn, Some((node, nr)));
+        let old = self.meta().grad_fn.replace((node, nr));
         self.set_requires_grad_flag(true);
         drop(old);
     }

@@ -136,3 +136,33 @@ impl Storage {
         self.ptr.as_ptr() as *mut T
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_of_aliases_keep_the_owner_not_a_chain() {
+        let root = Storage::from_vec(vec![1.0f32, 2.0]);
+        let mut s = Storage::alias(&root);
+        // A chain this long would overflow the test thread's stack when dropped.
+        for _ in 0..1_000_000 {
+            s = Storage::alias(&s);
+        }
+        assert_eq!(Arc::strong_count(&root), 2); // only the last alias holds it
+        assert_eq!(s.as_ptr(), root.as_ptr());
+        assert_eq!(s.version(), 0);
+        drop(s);
+        assert_eq!(Arc::strong_count(&root), 1);
+    }
+
+    #[test]
+    fn alias_at_version_starts_its_own_counter() {
+        let root = Storage::from_vec(vec![0i64; 3]);
+        root.bump_version();
+        let a = Storage::alias_at_version(&root, 7);
+        assert_eq!(a.version(), 7);
+        a.bump_version();
+        assert_eq!((a.version(), root.version()), (8, 1));
+    }
+}
