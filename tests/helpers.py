@@ -6,10 +6,11 @@ import subprocess
 import sys
 import textwrap
 
-import ferrograd as fg
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+import ferrograd as fg
 
 NP_DTYPES = {
     fg.float32: np.float32,

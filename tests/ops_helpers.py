@@ -4,11 +4,12 @@ forward values against NumPy."""
 
 from __future__ import annotations
 
-import ferrograd as fg
 import numpy as np
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+import ferrograd as fg
 
 # A few examples per op: each runs a gradcheck and a gradgradcheck. Scales with
 # the active profile (conftest.py), so CI still draws more.

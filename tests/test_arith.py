@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import operator
 
-import ferrograd as fg
 import numpy as np
 import pytest
-from helpers import arrays, assert_tensor, broadcastable_shapes, shapes
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+import ferrograd as fg
+from helpers import arrays, assert_tensor, broadcastable_shapes, shapes
 
 F32 = dict(rtol=1e-5, atol=1e-6)
 

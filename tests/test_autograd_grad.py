@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 
-import ferrograd as fg
 import numpy as np
 import pytest
-from helpers import arrays, assert_tensor, floats, leaf, shapes
 from hypothesis import given
 from hypothesis import strategies as st
+
+import ferrograd as fg
+from helpers import arrays, assert_tensor, floats, leaf, shapes
 
 UNUSED = (
     "One of the differentiated Tensors appears to not have been used in the graph. "

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import ferrograd as fg
 import numpy as np
 import pytest
-from helpers import arrays, assert_tensor, leaf, shapes
 from hypothesis import given
 from hypothesis import strategies as st
+
+import ferrograd as fg
+from helpers import arrays, assert_tensor, leaf, shapes
 
 # -- requires_grad, is_leaf, grad ---------------------------------------------------------
 
@@ -49,11 +50,6 @@ def test_requires_grad_false_on_non_leaf_raises():
     assert y.requires_grad and not y.is_leaf
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/py/tensor.rs requires_grad setter): `y.requires_grad = True` on a "
-    "non-leaf is accepted; PyTorch's setter refuses any value on non-leaves",
-)
 def test_requires_grad_setter_true_on_non_leaf_raises():
     x = fg.ones(2, requires_grad=True)
     y = x * 2
@@ -122,11 +118,6 @@ def test_grad_zero_is_in_place():
     assert not x.grad.requires_grad
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/py/tensor.rs get_grad): every x.grad access wraps a new Python object; "
-    "in PyTorch x.grad is x.grad",
-)
 def test_grad_is_the_same_python_object():
     x = fg.tensor([1.0, 2.0], requires_grad=True)
     (x * x).sum().backward()
@@ -168,14 +159,7 @@ def test_grad_is_the_same_python_object():
         (lambda x, y: x.relu(), "ReluBackward0"),
         (lambda x, y: x.sqrt(), "SqrtBackward0"),
         (lambda x, y: x.abs(), "AbsBackward0"),
-        pytest.param(
-            lambda x, y: x.t(),
-            "TBackward0",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="BUG (src/ops shape): t() records TransposeBackward0; PyTorch: TBackward0",
-            ),
-        ),
+        (lambda x, y: x.t(), "TBackward0"),
         (lambda x, y: x.transpose(0, 1), "TransposeBackward0"),
         (lambda x, y: x.unsqueeze(0), "UnsqueezeBackward0"),
         (lambda x, y: x[None], "UnsqueezeBackward0"),
@@ -199,23 +183,15 @@ def test_grad_fn_names(make, name):
     assert f"grad_fn=<{name}>" in repr(out)
 
 
-_name_bug = pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/ops arith / src/py functions): grad_fn name differs from PyTorch's "
-    "(2**x and fg.pow(2, x): PowBackward1 not PowBackward2; fg.pow(x, 2): PowBackward1 not "
-    "PowBackward0; 2 / x: DivBackward1 not MulBackward0)",
-)
-
-
 @pytest.mark.parametrize(
     ("make", "name"),
     [
         (lambda x: 2 - x, "RsubBackward1"),
-        pytest.param(lambda x: 2**x, "PowBackward2", marks=_name_bug),
-        pytest.param(lambda x: fg.pow(2, x), "PowBackward2", marks=_name_bug),
-        pytest.param(lambda x: fg.pow(x, 2), "PowBackward0", marks=_name_bug),
+        (lambda x: 2**x, "PowBackward2"),
+        (lambda x: fg.pow(2, x), "PowBackward2"),
+        (lambda x: fg.pow(x, 2), "PowBackward0"),
         # Tensor.__rtruediv__ is reciprocal() * other in PyTorch
-        pytest.param(lambda x: 2 / x, "MulBackward0", marks=_name_bug),
+        (lambda x: 2 / x, "MulBackward0"),
     ],
 )
 def test_grad_fn_names_with_scalar_on_the_left(make, name):
@@ -223,11 +199,6 @@ def test_grad_fn_names_with_scalar_on_the_left(make, name):
     assert make(x).grad_fn.name() == name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/ops shape): t() of a 0-d/1-d tensor returns the tensor itself (a leaf, "
-    "no grad_fn); PyTorch returns a view with grad_fn TBackward0",
-)
 def test_t_of_a_vector_is_a_view():
     w = fg.tensor([1.0, 2.0], requires_grad=True)
     v = w.t()
@@ -254,11 +225,6 @@ def test_next_functions():
     assert x.grad_fn is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/py/node.rs + tensor.rs wrap): AccumulateGrad.variable wraps a new Python "
-    "object instead of returning the leaf itself",
-)
 def test_accumulate_grad_variable_is_the_leaf():
     x = fg.tensor([1.0, 2.0], requires_grad=True)
     acc = (x * 2).grad_fn.next_functions[0][0]

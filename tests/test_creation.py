@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 
-import ferrograd as fg
 import numpy as np
 import pytest
-from helpers import assert_tensor, run_isolated, shapes
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+import ferrograd as fg
+from helpers import assert_tensor, run_isolated, shapes
 
 # -- fg.tensor from Python data -----------------------------------------------------
 
@@ -148,11 +149,6 @@ def test_filled_factories_accept_every_size_spelling(factory, value, spelling):
         assert t.tolist() == [[value] * 3] * 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/py/functions.rs): zeros/ones/empty/rand/randn spell the keyword "
-    "`size_kw`, so fg.zeros(size=(2, 3)) raises TypeError; PyTorch accepts size=",
-)
 @pytest.mark.parametrize("factory", [fg.zeros, fg.ones, fg.empty, fg.rand, fg.randn])
 def test_factories_accept_size_keyword(factory):
     assert factory(size=(2, 3)).shape == (2, 3)
@@ -271,10 +267,6 @@ def test_linspace_small_cases():
     assert fg.linspace(0, 1, 5, dtype=fg.float64).dtype == fg.float64
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/py/functions.rs linspace): with steps=1 it returns [end]; PyTorch returns [start]",
-)
 def test_linspace_single_step_is_start():
     assert fg.linspace(2, 3, 1).tolist() == [2.0]
     assert fg.linspace(-1.5, 7, steps=1).tolist() == [-1.5]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import operator
 
-import ferrograd as fg
 import numpy as np
 import pytest
-from helpers import non_broadcastable_shapes, shapes
 from hypothesis import given
 from hypothesis import strategies as st
+
+import ferrograd as fg
+from helpers import non_broadcastable_shapes, shapes
 
 BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "

@@ -361,7 +361,7 @@ def test_saved_tensors_after_the_graph_is_freed():
     y = Keep.apply(leaf([1.0]))
     y.backward()
     with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
-        keep["ctx"].saved_tensors
+        _ = keep["ctx"].saved_tensors
     with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
         y.backward()
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 
-import ferrograd as fg
 import pytest
+
+import ferrograd as fg
 
 
 @pytest.fixture

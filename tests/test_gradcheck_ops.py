@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
-import ferrograd as fg
 import numpy as np
 import pytest
-from ferrograd.autograd import gradcheck, gradgradcheck
-from helpers import arrays, broadcastable_shapes, leaf, shapes
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import ferrograd as fg
+from ferrograd.autograd import gradcheck, gradgradcheck
+from helpers import arrays, broadcastable_shapes, leaf, shapes
 
 # Each example runs a full finite-difference Jacobian (and gradgradcheck one of the
 # backward pass), so these properties get fewer examples than the cheap ones.

@@ -4,8 +4,9 @@ import pytest
 
 pytest.importorskip("ferrograd._C")
 
-import ferrograd as fg  # noqa: E402
 import numpy as np  # noqa: E402
+
+import ferrograd as fg  # noqa: E402
 from ferrograd.autograd.gradcheck import (  # noqa: E402
     GradcheckError,
     gradcheck,

@@ -8,8 +8,9 @@ import math
 import sys
 import time
 
-import ferrograd as fg
 import pytest
+
+import ferrograd as fg
 from helpers import live_nodes, run_isolated
 
 DEPTH = 10**6

@@ -5,8 +5,9 @@ from __future__ import annotations
 import gc
 import weakref
 
-import ferrograd as fg
 import pytest
+
+import ferrograd as fg
 from helpers import live_nodes
 
 
@@ -193,11 +194,6 @@ def test_leaf_hook_cycle_is_collected():
     assert alive() is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/py/tensor.rs __traverse__/__clear__): hooks on non-leaf tensors live on "
-    "the grad_fn node and are not reported to the collector, so a cycle through them leaks",
-)
 def test_non_leaf_hook_cycle_is_collected():
     base = live_nodes()
     holder = _Holder()

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import gc
 
-import ferrograd as fg
 import numpy as np
 import pytest
-from helpers import NP_DTYPES, shapes
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+import ferrograd as fg
+from helpers import NP_DTYPES, shapes
 
 NUMPY_MSG = "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
 
@@ -105,11 +106,6 @@ def test_numpy_on_tensor_requiring_grad_raises():
         assert (x * 2).numpy().tolist() == [18.0, 2.0, 2.0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/py/tensor.rs __array__): np.asarray(t) silently works on a tensor that "
-    "requires grad; PyTorch's __array__ calls numpy() and raises",
-)
 def test_asarray_on_tensor_requiring_grad_raises():
     # PyTorch's Tensor.__array__ calls self.numpy().
     with pytest.raises(RuntimeError, match=r"Can't call numpy\(\) on Tensor that requires grad"):

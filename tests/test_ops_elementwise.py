@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
-import ferrograd as fg
 import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+
+import ferrograd as fg
 from ops_helpers import FEW, check_grads, close32, leaf, pair_shapes, shapes, values
 
 # (name, ferrograd fn, numpy fn, domain lo, hi, kinks)

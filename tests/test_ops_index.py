@@ -3,11 +3,12 @@ gather/scatter_add/scatter/index_select/masked_fill; repeated indices add up."""
 
 from __future__ import annotations
 
-import ferrograd as fg
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+import ferrograd as fg
 from ops_helpers import FEW, check_grads, leaf, shapes, values
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 
-import ferrograd as fg
-import ferrograd.nn.functional as F
 import numpy as np
 import pytest
-from ferrograd import nn
 from hypothesis import given
 from hypothesis import strategies as st
+
+import ferrograd as fg
+import ferrograd.nn.functional as F
+from ferrograd import nn
 from ops_helpers import FEW, check_grads, close32, leaf, shapes, values
 
 

@@ -3,11 +3,12 @@ values against NumPy."""
 
 from __future__ import annotations
 
-import ferrograd as fg
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+import ferrograd as fg
 from ops_helpers import FEW, check_grads, close32, leaf, shapes, values
 
 

@@ -15,11 +15,12 @@ import math
 import re
 import textwrap
 
-import ferrograd
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+import ferrograd
 
 BACKWARD_TWICE = "Trying to backward through the graph a second time"
 

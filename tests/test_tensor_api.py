@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import ferrograd as fg
 import numpy as np
 import pytest
-from helpers import assert_tensor, shapes, to_np
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+import ferrograd as fg
+from helpers import assert_tensor, shapes, to_np
 
 # -- shape and size --------------------------------------------------------------------
 
@@ -90,11 +91,6 @@ def test_tolist_matches_numpy(arr):
     assert all(type(v) is type(w) for v, w in zip(flat, arr.reshape(-1).tolist()))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/py/tensor.rs tolist/item): int64 values of tensors with dims, and item(), "
-    "go through f64 and lose precision above 2**53",
-)
 def test_large_int64_values_are_exact():
     big = 2**53 + 1
     t = fg.tensor(np.array([big, -big]))
@@ -127,21 +123,12 @@ def test_bool_of_many_elements_raises_runtime_error():
             pass
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/py/tensor.rs __bool__): says 'more than one values'; PyTorch: 'more than one value'",
-)
 def test_bool_error_wording_matches_pytorch():
     with pytest.raises(RuntimeError) as info:
         bool(fg.tensor([1.0, 2.0]))
     assert str(info.value) == "Boolean value of Tensor with more than one value is ambiguous"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/py/tensor.rs one_value): float()/int() of a multi-element tensor raise "
-    "TypeError; PyTorch raises ValueError",
-)
 def test_float_of_many_elements_raises_value_error():
     # PyTorch: ValueError (TORCH_CHECK_VALUE), the message users search for.
     with pytest.raises(
@@ -201,11 +188,6 @@ def test_contiguous():
     assert x.grad.tolist() == [[1.0, 10.0]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (src/py/tensor.rs): contiguous() of a contiguous tensor returns a new object; "
-    "PyTorch returns self",
-)
 def test_contiguous_of_contiguous_is_self():
     t = fg.ones(2, 3)
     assert t.contiguous() is t

@@ -137,6 +137,14 @@ __version__ = "0.1.0"
 from . import autograd, nn, return_types  # noqa: E402
 
 
+def _rebuild_tensor(array, requires_grad):
+    """Unpickles a tensor (see ``Tensor.__reduce__``)."""
+    t = from_numpy(array)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 def zeros_like(input, *, dtype=None, requires_grad=False):
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 

@@ -259,14 +259,48 @@ impl Node {
     }
 
     pub fn remove_hook(&self, id: u64) -> bool {
-        let mut h = self.hooks.lock();
-        match h.as_mut() {
-            Some(h) => {
-                let before = h.pre.len();
-                h.pre.retain(|(i, _, _)| *i != id);
-                before != h.pre.len()
+        // The removed hook is dropped after the lock is released: dropping a
+        // binding's hook may run arbitrary code that touches this node again.
+        let removed = {
+            let mut h = self.hooks.lock();
+            match h.as_mut() {
+                Some(h) => match h.pre.iter().position(|(i, _, _)| *i == id) {
+                    Some(pos) => Some(h.pre.remove(pos)),
+                    None => None,
+                },
+                None => None,
             }
-            None => false,
+        };
+        removed.is_some()
+    }
+
+    /// Calls `f` on every pre-hook, unless another thread holds the hook
+    /// list (then nothing is visited). Never blocks: the garbage collector
+    /// uses this to find the objects the hooks keep alive.
+    pub fn try_visit_pre_hooks<E>(
+        &self,
+        mut f: impl FnMut(&Arc<dyn GradHook>) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        if let Some(h) = self.hooks.try_lock() {
+            if let Some(h) = h.as_ref() {
+                for (_, _, hook) in &h.pre {
+                    f(hook)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes every pre-hook off this node (for the garbage collector breaking
+    /// a cycle). The caller drops them after the lock is released. Never
+    /// blocks: returns nothing if another thread holds the hook list.
+    pub fn try_take_pre_hooks(&self) -> Vec<(u64, u32, Arc<dyn GradHook>)> {
+        match self.hooks.try_lock() {
+            Some(mut h) => h
+                .as_mut()
+                .map(|h| std::mem::take(&mut h.pre))
+                .unwrap_or_default(),
+            None => Vec::new(),
         }
     }
 

@@ -56,13 +56,25 @@ pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: Scalar) -> Result<Tensor> {
 
 // ----- sub -------------------------------------------------------------------
 
-pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let dt = arith_dtype(a, b);
-    if dt == DType::Bool {
+/// PyTorch's `sub_check`: subtraction refuses bool operands.
+pub fn sub_check(a: &Tensor, b: &Tensor) -> Result<()> {
+    let (ba, bb) = (a.dtype() == DType::Bool, b.dtype() == DType::Bool);
+    if ba && bb {
         return Err(Error::runtime(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
         ));
     }
+    if ba || bb {
+        return Err(Error::runtime(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+        ));
+    }
+    Ok(())
+}
+
+pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    sub_check(a, b)?;
+    let dt = arith_dtype(a, b);
     let out = crate::dispatch!(dt, T => map2!(a, b, dt, T, |x, y| x.sub(y)));
     if needs_record(&[a, b]) {
         record("SubBackward0", &[a, b], &out, saved![], |c| {
@@ -77,10 +89,8 @@ pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// `s - a` for a Python number `s`.
 pub fn rsub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     let w = s.wrap(a);
+    sub_check(&w, a)?;
     let dt = arith_dtype(&w, a);
-    if dt == DType::Bool {
-        return sub(&w, a);
-    }
     let out = crate::dispatch!(dt, T => map2!(&w, a, dt, T, |x, y| x.sub(y)));
     if needs_record(&[a]) {
         record("RsubBackward1", &[a], &out, saved![], |c| {
@@ -163,25 +173,11 @@ pub fn div_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     div(a, &s.wrap(a))
 }
 
-/// `s / a` for a Python number `s`.
+/// `s / a` for a Python number `s`. PyTorch's `Tensor.__rtruediv__` is
+/// `a.reciprocal() * s`, so the graph (and `grad_fn`, `MulBackward0`) is that.
 pub fn rdiv_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
-    let w = s.wrap(a);
-    if !a.requires_grad() {
-        return div(&w, a);
-    }
-    // d(s/a)/da = -s / a^2 = -out / a
-    let out = {
-        let _g = crate::autograd::GradModeGuard::new(false);
-        div(&w, a)?
-    };
-    if needs_record(&[a]) {
-        record("DivBackward1", &[a], &out, saved![a, &w], |c| {
-            let (a, w) = (c.saved(0)?, c.saved(1)?);
-            let g = c.grad()?;
-            Ok(smallvec![Some(neg(&div(&mul(g, &div(w, a)?)?, a)?)?)])
-        });
-    }
-    Ok(out)
+    let r = super::unary::reciprocal(a)?;
+    mul_scalar(&r, s)
 }
 
 // ----- neg -------------------------------------------------------------------
@@ -347,9 +343,43 @@ pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-/// `s ** a` for a Python number `s`.
+/// `s ** a` for a Python number `s` (PyTorch's `pow.Scalar`, `PowBackward2`):
+/// only the exponent gets a gradient, `g * s**a * log(s)`, taken as 0 where
+/// `s == 0` and `a >= 0`.
 pub fn rpow_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
-    pow(&s.wrap(a), a)
+    let w = s.wrap(a);
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        pow(&w, a)?
+    };
+    if needs_record(&[a]) {
+        let base = s.to_f64();
+        record(
+            "PowBackward2",
+            &[a],
+            &out,
+            saved![
+                (base == 0.0).then_some(a),
+                Some(crate::autograd::SavedTensor::output(&out, 0))
+            ],
+            move |c| {
+                let g = c.grad()?;
+                let out = c.saved(1)?;
+                let raw = mul(g, &mul_f64(out, base.ln())?)?;
+                if base != 0.0 {
+                    return Ok(smallvec![Some(raw)]);
+                }
+                let e = c.saved(0)?;
+                let nonneg = super::compare::ge(e, &Tensor::scalar_of(0.0, e.dtype()))?;
+                Ok(smallvec![Some(super::where_(
+                    &nonneg,
+                    &Tensor::scalar_of(0.0, raw.dtype()),
+                    &raw,
+                )?)])
+            },
+        );
+    }
+    Ok(out)
 }
 
 /// Elementwise `where(cond, x, y)`; gradients flow to the chosen side.

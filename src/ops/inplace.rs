@@ -2,11 +2,17 @@
 //! into the destination's memory, the shared version counter is bumped, and
 //! the destination takes over the result's place in the graph.
 
+use std::sync::Arc;
+
+use smallvec::smallvec;
+
+use super::strided::{as_strided_region, embed_region, region_of, zero_region, Region};
 use super::{cast_data, category_of};
-use crate::autograd::is_grad_enabled;
+use crate::autograd::{is_grad_enabled, record};
 use crate::error::{Error, Result};
 use crate::kernels::copy::scatter;
-use crate::tensor::{fmt_shape, Element, Tensor};
+use crate::saved;
+use crate::tensor::{fmt_shape, Element, Shape, Tensor};
 
 const LEAF_MSG: &str = "a leaf Variable that requires grad is being used in an in-place operation.";
 const LEAF_VIEW_MSG: &str =
@@ -48,19 +54,97 @@ pub fn commit_inplace(t: &Tensor, result: &Tensor) -> Result<()> {
             td.scalar_name()
         )));
     }
-    let tracked = result.requires_grad() && is_grad_enabled();
-    if tracked && t.is_view() {
-        return Err(Error::runtime(
-            "in-place operations on views of tensors that require grad are not supported yet; use an out-of-place op",
-        ));
-    }
-    write_values(t, result);
-    if tracked {
-        if let Some((node, nr)) = result.grad_fn() {
-            t.set_grad_fn(node, nr);
+    if let Some(base) = t.base() {
+        if is_grad_enabled() && (result.requires_grad() || base.requires_grad()) {
+            return commit_into_view(t, base, result);
         }
     }
+    let tracked = result.requires_grad() && is_grad_enabled();
+    write_values(t, result);
+    if tracked {
+        match result.grad_fn() {
+            Some((node, nr)) => t.set_grad_fn(node, nr),
+            // The result is a leaf (`x.copy_(y)`): `t` now follows it.
+            None => record("CopyBackwards", &[result], t, saved![], |c| {
+                Ok(smallvec![Some(c.grad()?.clone())])
+            }),
+        }
+    } else if is_grad_enabled() && t.requires_grad() && !t.is_leaf() {
+        // The values no longer depend on the old history.
+        t.detach_in_place();
+    }
     Ok(())
+}
+
+/// PyTorch's `CopySlices`: writes `result` into the view `v` of `base`, then
+/// gives `base` a node with inputs (its old history, `result`) whose backward
+/// sends the gradient outside the view's region to the old history and the
+/// region itself to `result`; `v` becomes a view (`AsStridedBackward0`) of
+/// `base`'s new history.
+fn commit_into_view(v: &Tensor, base: &Tensor, result: &Tensor) -> Result<()> {
+    let (region, base_shape) = {
+        let (bv, vv) = (base.view(), v.view());
+        (Arc::new(region_of(&bv, &vv)?), bv.shape.clone())
+    };
+    write_values(v, result);
+    let r_dtype = result.dtype();
+    let reg = region.clone();
+    record("CopySlices", &[base, result], base, saved![], move |c| {
+        let g = c.grad()?;
+        let old = zero_region(g, &reg)?;
+        let mut part = as_strided_region(g, &reg, "AsStridedBackward0")?;
+        if part.dtype() != r_dtype {
+            part = super::to_dtype(&part, r_dtype)?;
+        }
+        Ok(smallvec![Some(old), Some(part)])
+    });
+    attach_view(v, base, base_shape, region);
+    Ok(())
+}
+
+/// Makes `v`'s grad_fn a view node (`AsStridedBackward0`) on `base`'s current history.
+fn attach_view(v: &Tensor, base: &Tensor, base_shape: Shape, region: Arc<Region>) {
+    record("AsStridedBackward0", &[base], v, saved![], move |c| {
+        Ok(smallvec![Some(embed_region(
+            c.grad()?,
+            &base_shape,
+            &region
+        )?)])
+    });
+}
+
+/// After `base` got new history through a write into one of its views,
+/// re-attaches another view `v` of it to that history (a no-op when `v` is
+/// not a view, or nothing requires grad).
+pub fn refresh_view(v: &Tensor) -> Result<()> {
+    let Some(base) = v.base() else {
+        return Ok(());
+    };
+    if !(is_grad_enabled() && base.requires_grad()) {
+        return Ok(());
+    }
+    let (region, base_shape) = {
+        let (bv, vv) = (base.view(), v.view());
+        (Arc::new(region_of(&bv, &vv)?), bv.shape.clone())
+    };
+    attach_view(v, base, base_shape, region);
+    Ok(())
+}
+
+/// Re-attaches the stale view `v` to its base's current history (called
+/// from `Tensor::grad_fn` after the shared memory was written). A view that
+/// is not a strided region of its base (an expanded one) keeps its old node.
+pub(crate) fn regenerate_view(v: &Tensor) {
+    let Some(base) = v.base() else {
+        return;
+    };
+    let found = {
+        let (bv, vv) = (base.view(), v.view());
+        region_of(&bv, &vv).map(|r| (Arc::new(r), bv.shape.clone()))
+    };
+    if let Ok((region, base_shape)) = found {
+        attach_view(v, base, base_shape, region);
+    }
 }
 
 /// Copies `src`'s values (cast to `dst`'s dtype) into `dst` and bumps the version.
@@ -87,9 +171,19 @@ pub fn add_in_place_untracked(dst: &Tensor, src: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// Whether writing untracked values into `t` must go through the graph
+/// (a view of a tensor that requires grad, in grad mode).
+fn view_in_graph(t: &Tensor) -> bool {
+    is_grad_enabled() && t.base().is_some_and(|b| b.requires_grad())
+}
+
 /// `t.fill_(v)`.
 pub fn fill_(t: &Tensor, v: f64) -> Result<()> {
     check_inplace(t)?;
+    if view_in_graph(t) {
+        let r = Tensor::full(t.shape(), v, t.dtype());
+        return commit_inplace(t, &r);
+    }
     let dv = t.view();
     crate::dispatch!(dv.dtype(), T => scatter::<T>(&dv, &[T::from_f64(v)]));
     dv.storage.bump_version();
@@ -97,6 +191,110 @@ pub fn fill_(t: &Tensor, v: f64) -> Result<()> {
     if is_grad_enabled() && t.requires_grad() && !t.is_leaf() {
         // The values no longer depend on the old history.
         t.detach_in_place();
+    }
+    Ok(())
+}
+
+/// Overwrites `t` with fresh values (`values`, already of `t`'s shape), outside the graph.
+fn overwrite_untracked(t: &Tensor, values: &Tensor) -> Result<()> {
+    let _g = (!view_in_graph(t)).then(|| crate::autograd::GradModeGuard::new(false));
+    commit_inplace(t, values)?;
+    drop(_g);
+    if is_grad_enabled() && t.requires_grad() && !t.is_leaf() && !t.is_view() {
+        t.detach_in_place();
+    }
+    Ok(())
+}
+
+fn random_values(t: &Tensor, normal: bool) -> Result<Tensor> {
+    let shape = t.shape();
+    let n = crate::tensor::numel(&shape);
+    use crate::random;
+    use crate::tensor::DType;
+    Ok(match (t.dtype(), normal) {
+        (DType::F32, false) => Tensor::from_vec(random::uniform_f32(n), shape),
+        (DType::F64, false) => Tensor::from_vec(random::uniform_f64(n), shape),
+        (DType::F32, true) => Tensor::from_vec(
+            random::normal_f64(n)
+                .into_iter()
+                .map(|x| x as f32)
+                .collect::<Vec<f32>>(),
+            shape,
+        ),
+        (DType::F64, true) => Tensor::from_vec(random::normal_f64(n), shape),
+        (other, _) => {
+            return Err(Error::runtime(format!(
+                "\"{}\" not implemented for '{}'",
+                if normal {
+                    "normal_kernel_cpu"
+                } else {
+                    "check_uniform_bounds"
+                },
+                other.scalar_name()
+            )))
+        }
+    })
+}
+
+/// `t.normal_(mean, std)`: samples from N(mean, std²), not recorded.
+pub fn normal_(t: &Tensor, mean: f64, std: f64) -> Result<()> {
+    check_inplace(t)?;
+    if std.is_nan() || std < 0.0 {
+        return Err(Error::runtime(format!(
+            "normal expects std >= 0.0, but found std {std}"
+        )));
+    }
+    let z = random_values(t, true)?;
+    let v = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let s = super::mul(&z, &Tensor::scalar_of(std, z.dtype()))?;
+        super::add(&s, &Tensor::scalar_of(mean, z.dtype()))?
+    };
+    overwrite_untracked(t, &v)
+}
+
+/// `t.uniform_(a, b)`: samples uniformly from [a, b), not recorded.
+pub fn uniform_(t: &Tensor, from: f64, to: f64) -> Result<()> {
+    check_inplace(t)?;
+    if from > to || !from.is_finite() || !to.is_finite() {
+        return Err(Error::runtime(format!(
+            "uniform_ expects to return a [from, to) range, but found from={from} > to={to}"
+        )));
+    }
+    let u = random_values(t, false)?;
+    let v = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let s = super::mul(&u, &Tensor::scalar_of(to - from, u.dtype()))?;
+        super::add(&s, &Tensor::scalar_of(from, u.dtype()))?
+    };
+    overwrite_untracked(t, &v)
+}
+
+/// `t[key] = value` through the view `target` of `t` when something
+/// requires grad: `value` is broadcast and cast to the view, written in
+/// place (recorded as `CopySlices` on the base), and `t`, if itself a view,
+/// is re-attached to the base's new history.
+pub fn assign_tracked(t: &Tensor, target: &Tensor, value: &Tensor) -> Result<()> {
+    let shape = target.shape();
+    check_fits(&value.shape(), &shape)?;
+    let r = super::to_dtype(&super::expand(value, &shape)?, target.dtype())?;
+    commit_inplace(target, &r)?;
+    if !target.same(t) {
+        refresh_view(t)?;
+    }
+    Ok(())
+}
+
+fn check_fits(vs: &[usize], shape: &[usize]) -> Result<()> {
+    let fits = crate::tensor::broadcast_shapes(vs, shape)
+        .map(|b| b.as_slice() == shape)
+        .unwrap_or(false);
+    if !fits {
+        return Err(Error::runtime(format!(
+            "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+            fmt_shape(vs),
+            fmt_shape(shape)
+        )));
     }
     Ok(())
 }
@@ -111,17 +309,7 @@ pub fn zero_(t: &Tensor) -> Result<()> {
 /// needs recording.
 pub fn assign(dst: &Tensor, value: &Tensor) -> Result<()> {
     let shape = dst.shape();
-    let vs = value.shape();
-    let fits = crate::tensor::broadcast_shapes(&vs, &shape)
-        .map(|b| b == shape)
-        .unwrap_or(false);
-    if !fits {
-        return Err(Error::runtime(format!(
-            "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
-            fmt_shape(&vs),
-            fmt_shape(&shape)
-        )));
-    }
+    check_fits(&value.shape(), &shape)?;
     let _g = crate::autograd::GradModeGuard::new(false);
     let v = super::expand(&value.detach(), &shape)?;
     write_values(dst, &v);

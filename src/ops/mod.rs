@@ -18,6 +18,7 @@ mod loss;
 mod reduce;
 mod shape;
 mod shape_ops;
+pub mod strided;
 mod unary;
 
 pub use activation::*;

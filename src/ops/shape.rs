@@ -155,15 +155,32 @@ pub fn transpose(a: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
     Ok(out)
 }
 
-/// `t()`: transpose of a matrix; vectors and scalars are returned as they are.
+/// `t()`: transpose of a matrix. As in PyTorch, vectors and scalars give a
+/// view with the same shape (recorded as `TBackward0` like matrices).
 pub fn t(a: &Tensor) -> Result<Tensor> {
-    match a.ndim() {
-        0 | 1 => Ok(a.clone()),
-        2 => transpose(a, 0, 1),
-        n => Err(Error::runtime(format!(
-            "t() expects a tensor with <= 2 dimensions, but self is {n}D"
-        ))),
+    let (mut shape, mut strides, offset) = {
+        let v = a.view();
+        (v.shape.clone(), v.strides.clone(), v.offset)
+    };
+    match shape.len() {
+        0 | 1 => {}
+        2 => {
+            shape.swap(0, 1);
+            strides.swap(0, 1);
+        }
+        n => {
+            return Err(Error::runtime(format!(
+                "t() expects a tensor with <= 2 dimensions, but self is {n}D"
+            )))
+        }
     }
+    let out = alias(a, shape, strides, offset);
+    if needs_record(&[a]) {
+        record("TBackward0", &[a], &out, saved![], |c| {
+            Ok(smallvec![Some(t(c.grad()?)?)])
+        });
+    }
+    Ok(out)
 }
 
 /// Inserts a size-1 dimension at `dim`.

@@ -111,16 +111,15 @@ fn gather(obj: &Bound<'_, PyAny>, depth: usize, g: &mut Gathered) -> PyResult<()
     if let Ok(t) = obj.cast::<PyTensor>() {
         let t = &t.get().t;
         if t.numel() == 1 && t.ndim() == 0 && depth == g.shape.len() {
-            let v = t.item()?;
             match t.dtype() {
-                DType::Bool => g.vals.push(Scalar::Bool(v != 0.0)),
+                DType::Bool => g.vals.push(Scalar::Bool(t.to_vec::<bool>()[0])),
                 DType::I64 => {
                     g.saw_int = true;
-                    g.vals.push(Scalar::Int(v as i64))
+                    g.vals.push(Scalar::Int(t.to_vec::<i64>()[0]))
                 }
                 _ => {
                     g.saw_float = true;
-                    g.vals.push(Scalar::Float(v))
+                    g.vals.push(Scalar::Float(t.item()?))
                 }
             }
             return Ok(());
@@ -182,9 +181,7 @@ fn gather(obj: &Bound<'_, PyAny>, depth: usize, g: &mut Gathered) -> PyResult<()
 }
 
 fn t_to_list(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
-    let vals = t.to_vec::<f64>();
-    let shape = t.shape();
-    Ok(super::tensor::nest(py, &shape, &vals, t.dtype())?.unbind())
+    Ok(super::tensor::tensor_to_py(py, t)?.unbind())
 }
 
 /// `ferrograd.tensor(data, dtype=...)`: always a copy.

@@ -66,58 +66,58 @@ fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
 
 fn filled(
     py: Python<'_>,
-    size: &Bound<'_, PyTuple>,
-    size_kw: Option<&Bound<'_, PyAny>>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     value: f64,
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let shape = to_shape(&parse_size(size, size_kw)?)?;
+    let shape = to_shape(&parse_size(args, size)?)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
     finish(py, Tensor::full(shape, value, dt), requires_grad)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, size_kw=None, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
 fn zeros(
     py: Python<'_>,
-    size: &Bound<'_, PyTuple>,
-    size_kw: Option<&Bound<'_, PyAny>>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
     let _ = device;
-    filled(py, size, size_kw, 0.0, dtype, requires_grad)
+    filled(py, args, size, 0.0, dtype, requires_grad)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, size_kw=None, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
 fn ones(
     py: Python<'_>,
-    size: &Bound<'_, PyTuple>,
-    size_kw: Option<&Bound<'_, PyAny>>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
     let _ = device;
-    filled(py, size, size_kw, 1.0, dtype, requires_grad)
+    filled(py, args, size, 1.0, dtype, requires_grad)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, size_kw=None, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
 fn empty(
     py: Python<'_>,
-    size: &Bound<'_, PyTuple>,
-    size_kw: Option<&Bound<'_, PyAny>>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
     let _ = device;
     // Zeroed rather than uninitialised: as cheap here, and never leaks old memory.
-    filled(py, size, size_kw, 0.0, dtype, requires_grad)
+    filled(py, args, size, 0.0, dtype, requires_grad)
 }
 
 #[pyfunction]
@@ -230,6 +230,12 @@ fn linspace(
         ));
     }
     let n = steps as usize;
+    if n == 1 {
+        // PyTorch: a single step is `[start]`.
+        let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+        let t = ops::to_dtype(&Tensor::from_vec(vec![start], Shape::from_slice(&[1])), dt)?;
+        return finish(py, t, requires_grad);
+    }
     let step = if n > 1 {
         (end - start) / (n - 1) as f64
     } else {
@@ -280,35 +286,35 @@ fn random_tensor(shape: Shape, dt: DType, normal: bool) -> PyResult<Tensor> {
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, size_kw=None, dtype=None, device=None, requires_grad=false, generator=None))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
 fn rand(
     py: Python<'_>,
-    size: &Bound<'_, PyTuple>,
-    size_kw: Option<&Bound<'_, PyAny>>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
     generator: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let _ = (device, generator);
-    let shape = to_shape(&parse_size(size, size_kw)?)?;
+    let shape = to_shape(&parse_size(args, size)?)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
     finish(py, random_tensor(shape, dt, false)?, requires_grad)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, size_kw=None, dtype=None, device=None, requires_grad=false, generator=None))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
 fn randn(
     py: Python<'_>,
-    size: &Bound<'_, PyTuple>,
-    size_kw: Option<&Bound<'_, PyAny>>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
     generator: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let _ = (device, generator);
-    let shape = to_shape(&parse_size(size, size_kw)?)?;
+    let shape = to_shape(&parse_size(args, size)?)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
     finish(py, random_tensor(shape, dt, true)?, requires_grad)
 }
@@ -434,7 +440,10 @@ pub fn sub_impl(
     wrap(
         py,
         guard_nogil(py, work, || match alpha {
-            Some(s) => ops::sub(a, &ops::mul(&b, &s.wrap(&b))?),
+            Some(s) => {
+                ops::sub_check(a, &b)?;
+                ops::sub(a, &ops::mul(&b, &s.wrap(&b))?)
+            }
             None => ops::sub(a, &b),
         })?,
     )
@@ -494,7 +503,31 @@ macro_rules! binary_fn {
 
 binary_fn!("mul", mul_fn, ops::mul);
 binary_fn!("div", div_fn, ops::div);
-binary_fn!("pow", pow_fn, ops::pow);
+/// `pow(tensor, tensor)` (`PowBackward1`), `pow(tensor, number)`
+/// (`PowBackward0`) and `pow(number, tensor)` (`PowBackward2`), as PyTorch's
+/// three overloads.
+#[pyfunction]
+#[pyo3(name = "pow")]
+fn pow_fn(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    exponent: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    match (operand(input), operand(exponent)) {
+        (Some(Operand::Tensor(a)), Some(Operand::Scalar(e))) => {
+            wrap(py, guard_nogil(py, a.numel(), || ops::pow_scalar(&a, e))?)
+        }
+        (Some(Operand::Scalar(s)), Some(Operand::Tensor(e))) => {
+            wrap(py, guard_nogil(py, e.numel(), || ops::rpow_scalar(&e, s))?)
+        }
+        _ => {
+            let a = lhs(input, exponent)?;
+            let b = to_tensor_like(exponent, Some(&a))?;
+            let work = a.numel().max(b.numel());
+            wrap(py, guard_nogil(py, work, || ops::pow(&a, &b))?)
+        }
+    }
+}
 binary_fn!("matmul", matmul_fn, ops::matmul);
 binary_fn!("mm", mm_fn, ops::mm);
 binary_fn!("dot", dot_fn, ops::dot);

@@ -1,14 +1,15 @@
 //! The `Tensor` class Python sees. Every operator and method is a direct call
 //! into Rust: no Python-level wrapper sits on the per-op path.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyEllipsis, PyFloat, PyList, PySlice, PyTuple};
-use pyo3::{PyTraverseError, PyVisit};
+use pyo3::types::{PyBool, PyDict, PyEllipsis, PyFloat, PyList, PySlice, PyTuple};
+use pyo3::{ffi, PyTraverseError, PyVisit};
 
 use super::convert::{
     as_scalar, operand, parse_size, seq_of_ints, tensor_from_data, to_numpy_shared, to_tensor_like,
@@ -29,10 +30,95 @@ use crate::tensor::{DType, Tensor};
 #[pyclass(name = "Tensor", module = "ferrograd", subclass, weakref, frozen)]
 pub struct PyTensor {
     pub t: Tensor,
+    /// This object's own address once it is registered as the Python object
+    /// of `t` (see "Object identity" below), 0 otherwise. Lets `Drop` tell
+    /// whether `t`'s binding slot still names this object.
+    registered: AtomicUsize,
 }
 
+impl PyTensor {
+    pub fn new(t: Tensor) -> PyTensor {
+        PyTensor {
+            t,
+            registered: AtomicUsize::new(0),
+        }
+    }
+}
+
+// ----- Object identity -------------------------------------------------------------
+//
+// PyTorch keeps one Python object per tensor: `x.grad is x.grad`, and
+// `grad_fn.next_functions[0][0].variable is x`. Each `TensorImpl` has an
+// opaque word (`binding_slot`) in which this layer keeps a *borrowed* pointer
+// to the `PyTensor` currently wrapping it, so `wrap` can hand that object back
+// instead of making a second one.
+//
+// Invariants (every read and write happens with the GIL held, so none races):
+// - the slot is set only to the address of a `PyTensor` whose `t` is that
+//   impl, right after the object is created (`wrap`) or initialised
+//   (`__init__`, for objects made by `Tensor.__new__`, e.g. `nn.Parameter`);
+// - that object's `Drop` (run by its `tp_dealloc`, before the memory is
+//   freed) resets the slot if it still names the object. So whenever the slot
+//   is non-zero it points at allocated memory;
+// - an object whose reference count is already 0 is being deallocated (for a
+//   Python subclass, `subtype_dealloc` clears its `__dict__`, which can run
+//   arbitrary code, before our `Drop`). It must never be handed out again, so
+//   `registered_object` ignores it and `wrap` registers a fresh object.
+
+/// The live Python object registered for `t`, as a new reference.
+fn registered_object(py: Python<'_>, t: &Tensor) -> Option<Py<PyAny>> {
+    let p = t.binding_slot();
+    if p == 0 {
+        return None;
+    }
+    let ptr = p as *mut ffi::PyObject;
+    // SAFETY: per the invariants above the slot names a PyTensor whose memory
+    // is still allocated, and the GIL is held so it cannot be freed meanwhile.
+    // A count of 0 means it is being deallocated: never resurrect it.
+    unsafe {
+        if ffi::Py_REFCNT(ptr) <= 0 {
+            return None;
+        }
+        Some(Bound::from_borrowed_ptr(py, ptr).unbind())
+    }
+}
+
+/// Makes `obj` the Python object of its tensor.
+fn register(obj: &Bound<'_, PyTensor>) {
+    let p = obj.as_ptr() as usize;
+    let pt = obj.get();
+    pt.registered.store(p, Ordering::Relaxed);
+    pt.t.set_binding_slot(p);
+}
+
+impl Drop for PyTensor {
+    fn drop(&mut self) {
+        // Runs inside tp_dealloc (GIL held) for objects Python owned; an
+        // object never registered (a Rust temporary) leaves the slot alone.
+        let me = *self.registered.get_mut();
+        if me != 0 {
+            self.t.clear_binding_slot(me);
+        }
+    }
+}
+
+/// The Python object for `t`: the one already wrapping it if there is one
+/// (an `nn.Parameter` stays itself), else a new `Tensor`.
 pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
-    Ok(Py::new(py, PyTensor { t })?.into_any())
+    if let Some(o) = registered_object(py, &t) {
+        return Ok(o);
+    }
+    let obj = Bound::new(py, PyTensor::new(t))?;
+    register(&obj);
+    Ok(obj.into_any().unbind())
+}
+
+/// `slf` itself when `t` is its tensor (`x.to(x.dtype) is x`), else `wrap(t)`.
+fn wrap_or_self(slf: &Bound<'_, PyTensor>, t: Tensor) -> PyResult<Py<PyAny>> {
+    if t.same(&slf.get().t) {
+        return Ok(slf.clone().into_any().unbind());
+    }
+    wrap(slf.py(), t)
 }
 
 type TT = fn(&Tensor, &Tensor) -> crate::Result<Tensor>;
@@ -89,29 +175,54 @@ fn scalar_from_any(v: &Bound<'_, PyAny>) -> PyResult<Scalar> {
     as_scalar(v).ok_or_else(|| PyTypeError::new_err(format!("expected a number, got {v}")))
 }
 
-/// Nested Python lists with the tensor's values (`tolist`).
-pub fn nest<'py>(
+/// Nested Python lists of `vals` (row-major, of shape `shape`).
+fn nest<'py, T: Copy>(
     py: Python<'py>,
     shape: &[usize],
-    vals: &[f64],
-    dt: DType,
+    vals: &[T],
+    leaf: &dyn Fn(T) -> PyResult<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let leaf = |v: f64| -> PyResult<Bound<'py, PyAny>> {
-        Ok(match dt {
-            DType::Bool => PyBool::new(py, v != 0.0).to_owned().into_any(),
-            DType::I64 => (v as i64).into_pyobject(py)?.into_any(),
-            _ => PyFloat::new(py, v).into_any(),
-        })
-    };
     if shape.is_empty() {
         return leaf(vals[0]);
     }
     let step: usize = shape[1..].iter().product();
     let mut items = Vec::with_capacity(shape[0]);
     for i in 0..shape[0] {
-        items.push(nest(py, &shape[1..], &vals[i * step..(i + 1) * step], dt)?);
+        items.push(nest(
+            py,
+            &shape[1..],
+            &vals[i * step..(i + 1) * step],
+            leaf,
+        )?);
     }
     Ok(PyList::new(py, items)?.into_any())
+}
+
+/// The tensor's values as (nested lists of) Python `bool`, `int` or
+/// `float`, read in the tensor's own dtype so int64 values stay exact
+/// (`tolist`, and `item` of a one-element tensor).
+pub fn tensor_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let shape = t.shape();
+    match t.dtype() {
+        DType::Bool => nest(py, &shape, &t.to_vec::<bool>(), &|v| {
+            Ok(PyBool::new(py, v).to_owned().into_any())
+        }),
+        DType::I64 => nest(py, &shape, &t.to_vec::<i64>(), &|v| {
+            Ok(v.into_pyobject(py)?.into_any())
+        }),
+        DType::F32 | DType::F64 => nest(py, &shape, &t.to_vec::<f64>(), &|v| {
+            Ok(PyFloat::new(py, v).into_any())
+        }),
+    }
+}
+
+/// The value of a one-element tensor (of any shape) as a Python number.
+fn scalar_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match t.dtype() {
+        DType::Bool => PyBool::new(py, t.to_vec::<bool>()[0]).to_owned().into_any(),
+        DType::I64 => t.to_vec::<i64>()[0].into_pyobject(py)?.into_any(),
+        DType::F32 | DType::F64 => PyFloat::new(py, t.item()?).into_any(),
+    })
 }
 
 static REPR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -171,7 +282,21 @@ impl PyTensor {
         if requires_grad {
             t.set_requires_grad(true)?;
         }
-        Ok(PyTensor { t })
+        Ok(PyTensor::new(t))
+    }
+
+    /// Registers an object made by `Tensor.__new__` (`Tensor(data)`,
+    /// `nn.Parameter(t)`) as its tensor's Python object, so later wraps of
+    /// that tensor (`AccumulateGrad.variable`) return it.
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn __init__(
+        slf: &Bound<'_, Self>,
+        _args: &Bound<'_, PyTuple>,
+        _kwargs: Option<&Bound<'_, PyDict>>,
+    ) {
+        if registered_object(slf.py(), &slf.get().t).is_none() {
+            register(slf);
+        }
     }
 
     // ----- metadata ------------------------------------------------------------
@@ -264,8 +389,19 @@ impl PyTensor {
         self.t.requires_grad()
     }
 
+    /// The setter refuses any value on a non-leaf (PyTorch's
+    /// `THPVariable_set_requires_grad`); `requires_grad_(True)` on a
+    /// non-leaf is allowed.
     #[setter]
     fn set_requires_grad(&self, on: bool) -> PyResult<()> {
+        if !self.t.is_leaf() {
+            let mut msg =
+                String::from("you can only change requires_grad flags of leaf variables.");
+            if !on {
+                msg.push_str(" If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+            }
+            return Err(PyRuntimeError::new_err(msg));
+        }
         Ok(self.t.set_requires_grad(on)?)
     }
 
@@ -437,20 +573,11 @@ impl PyTensor {
                 self.t.numel()
             )));
         }
-        let v = self.t.item()?;
-        Ok(nest(py, &[], &[v], self.t.dtype())?.unbind())
+        Ok(scalar_to_py(py, &self.t)?.unbind())
     }
 
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let shape = self.t.shape();
-        if self.t.dtype() == DType::I64 {
-            let vals = self.t.to_vec::<i64>();
-            if shape.is_empty() {
-                return Ok(vals[0].into_pyobject(py)?.into_any().unbind());
-            }
-        }
-        let vals = self.t.to_vec::<f64>();
-        Ok(nest(py, &shape, &vals, self.t.dtype())?.unbind())
+        Ok(tensor_to_py(py, &self.t)?.unbind())
     }
 
     #[pyo3(signature = (force=false))]
@@ -473,6 +600,12 @@ impl PyTensor {
         dtype: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        // PyTorch's `__array__` is `self.numpy()`, with its refusal.
+        if self.t.requires_grad() {
+            return Err(PyRuntimeError::new_err(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
+            ));
+        }
         let t = if copy == Some(true) {
             ops::clone_data(&self.t)
         } else {
@@ -489,11 +622,14 @@ impl PyTensor {
         self.one_value()
     }
 
-    fn __int__(&self) -> PyResult<i64> {
-        if self.t.dtype() == DType::I64 && self.t.numel() == 1 {
-            return Ok(self.t.to_vec::<i64>()[0]);
+    /// Exact for int64 and bool; a float is truncated the way `int(float)`
+    /// does (so NaN and infinities raise as they do there).
+    fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.t.dtype().is_float() {
+            return self.one_value_py(py)?.call_method0("__int__");
         }
-        Ok(self.one_value()? as i64)
+        self.check_one_element()?;
+        Ok(self.t.to_vec::<i64>()[0].into_pyobject(py)?.into_any())
     }
 
     fn __index__(&self) -> PyResult<i64> {
@@ -508,11 +644,11 @@ impl PyTensor {
     fn __bool__(&self) -> PyResult<bool> {
         if self.t.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
-                "Boolean value of Tensor with {} values is ambiguous",
+                "Boolean value of Tensor with {} is ambiguous",
                 if self.t.numel() == 0 {
-                    "no"
+                    "no values"
                 } else {
-                    "more than one"
+                    "more than one value"
                 }
             )));
         }
@@ -552,9 +688,10 @@ impl PyTensor {
     }
 
     /// Reports the Python objects this tensor keeps alive through Rust (a
-    /// custom Function's ctx via `grad_fn`, leaf hooks), so cycles through
-    /// them are collected. Only when this object is the sole owner of that
-    /// chain, so no reference is ever reported twice.
+    /// custom Function's ctx via `grad_fn`, hooks on the `grad_fn` node of a
+    /// non-leaf, leaf hooks), so cycles through them are collected. Only when
+    /// this object is the sole owner of that chain (of the tensor, and the
+    /// tensor of the node), so no reference is ever reported twice.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         if self.t.handle_count() != 1 {
             return Ok(());
@@ -568,6 +705,10 @@ impl PyTensor {
                     visit.call(&f.ctx)?;
                     visit.call(&f.backward)?;
                 }
+                node.try_visit_pre_hooks(|h| match h.as_any().downcast_ref::<PyHook>() {
+                    Some(h) => visit.call(&h.0),
+                    None => Ok(()),
+                })?;
             }
         }
         for (_, h) in &meta.hooks {
@@ -580,12 +721,23 @@ impl PyTensor {
 
     /// Breaks a cycle found by the collector: this tensor is unreachable, so
     /// dropping its graph link and hooks changes nothing anyone can observe.
+    /// Everything taken is dropped after the locks are released.
     fn __clear__(&self) {
         if self.t.handle_count() != 1 {
             return;
         }
-        let hooks = self.t.try_meta().map(|mut m| std::mem::take(&mut m.hooks));
+        let (hooks, node_hooks) = match self.t.try_meta() {
+            Some(mut m) => {
+                let node_hooks = match &m.grad_fn {
+                    Some((node, _)) if node.strong_count() == 1 => node.try_take_pre_hooks(),
+                    _ => Vec::new(),
+                };
+                (std::mem::take(&mut m.hooks), node_hooks)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
         drop(hooks);
+        drop(node_hooks);
         self.t.detach_in_place();
     }
 
@@ -602,11 +754,11 @@ impl PyTensor {
 
     #[pyo3(signature = (*args, **kwargs))]
     fn to(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
+        let this = &slf.get().t;
         // Accepts `to(dtype)`, `to("cpu")`, `to(other_tensor)` and `dtype=`.
         let mut target: Option<DType> = None;
         for a in args.iter() {
@@ -630,30 +782,30 @@ impl PyTensor {
             }
         }
         match target {
-            None => wrap(py, self.t.clone()),
-            Some(dt) => wrap(py, guard(|| ops::to_dtype(&self.t, dt))?),
+            None => Ok(slf.clone().into_any().unbind()),
+            Some(dt) => wrap_or_self(slf, guard(|| ops::to_dtype(this, dt))?),
         }
     }
 
-    fn float(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, guard(|| ops::to_dtype(&self.t, DType::F32))?)
+    fn float(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        wrap_or_self(slf, guard(|| ops::to_dtype(&slf.get().t, DType::F32))?)
     }
 
-    fn double(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, guard(|| ops::to_dtype(&self.t, DType::F64))?)
+    fn double(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        wrap_or_self(slf, guard(|| ops::to_dtype(&slf.get().t, DType::F64))?)
     }
 
-    fn long(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, guard(|| ops::to_dtype(&self.t, DType::I64))?)
+    fn long(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        wrap_or_self(slf, guard(|| ops::to_dtype(&slf.get().t, DType::I64))?)
     }
 
-    fn bool(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, guard(|| ops::to_dtype(&self.t, DType::Bool))?)
+    fn bool(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        wrap_or_self(slf, guard(|| ops::to_dtype(&slf.get().t, DType::Bool))?)
     }
 
-    fn type_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+    fn type_as(slf: &Bound<'_, Self>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let dt = other.get().t.dtype();
-        wrap(py, guard(|| ops::to_dtype(&self.t, dt))?)
+        wrap_or_self(slf, guard(|| ops::to_dtype(&slf.get().t, dt))?)
     }
 
     fn cpu<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
@@ -664,11 +816,9 @@ impl PyTensor {
         wrap(py, guard_nogil(py, self.t.numel(), || ops::clone(&self.t))?)
     }
 
-    fn contiguous(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(
-            py,
-            guard_nogil(py, self.t.numel(), || ops::contiguous(&self.t))?,
-        )
+    fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let (py, t) = (slf.py(), &slf.get().t);
+        wrap_or_self(slf, guard_nogil(py, t.numel(), || ops::contiguous(t))?)
     }
 
     // ----- operators -----------------------------------------------------------------
@@ -864,6 +1014,28 @@ impl PyTensor {
     fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let v = scalar_from_any(value)?.to_f64();
         guard(|| ops::fill_(&slf.get().t, v))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+    #[pyo3(signature = (mean=0.0, std=1.0, *, generator=None))]
+    fn normal_(
+        slf: &Bound<'_, Self>,
+        mean: f64,
+        std: f64,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = generator;
+        guard(|| ops::normal_(&slf.get().t, mean, std))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+    #[pyo3(signature = (a=0.0, b=1.0, *, generator=None))]
+    fn uniform_(
+        slf: &Bound<'_, Self>,
+        a: f64,
+        b: f64,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = generator;
+        guard(|| ops::uniform_(&slf.get().t, a, b))?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -1660,6 +1832,11 @@ impl PyTensor {
                 let target = ops::index(t, &items)?;
                 return ops::assign(&target, &v);
             }
+            if basic && t.dtype().is_float() {
+                // Write through a view, recorded as `CopySlices` on the base.
+                let target = ops::index(t, &items)?;
+                return ops::assign_tracked(t, &target, &v);
+            }
             let r = ops::index_put(t, &items, &v)?;
             ops::commit_inplace(t, &r)
         })
@@ -1680,32 +1857,37 @@ impl PyTensor {
 
     fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<Reduced> {
         let py = slf.py();
-        let f = py.import("ferrograd")?.getattr("tensor")?.unbind();
+        // A NumPy copy keeps the dtype and exact values; the rebuilt tensor
+        // is a leaf with the same requires_grad, as PyTorch's pickles are.
+        let f = py.import("ferrograd")?.getattr("_rebuild_tensor")?.unbind();
         let t = &slf.get().t;
-        Ok((
-            f,
-            (
-                PyTensor {
-                    t: ops::clone_data(t),
-                }
-                .tolist(py)?,
-                t.requires_grad(),
-            ),
-        ))
+        let arr = to_numpy_shared(py, &ops::clone_data(t))?;
+        Ok((f, (arr.unbind(), t.requires_grad())))
     }
 }
 
-/// What `__reduce__` returns: `ferrograd.tensor` and its arguments.
+/// What `__reduce__` returns: `ferrograd._rebuild_tensor` and its arguments.
 type Reduced = (Py<PyAny>, (Py<PyAny>, bool));
 
 impl PyTensor {
-    fn one_value(&self) -> PyResult<f64> {
+    /// PyTorch's `dispatch_to<T>` check for `float()` / `int()`.
+    fn check_one_element(&self) -> PyResult<()> {
         if self.t.numel() != 1 {
-            return Err(PyTypeError::new_err(
+            return Err(PyValueError::new_err(
                 "only one element tensors can be converted to Python scalars",
             ));
         }
+        Ok(())
+    }
+
+    fn one_value(&self) -> PyResult<f64> {
+        self.check_one_element()?;
         Ok(self.t.item()?)
+    }
+
+    fn one_value_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.check_one_element()?;
+        scalar_to_py(py, &self.t)
     }
 }
 

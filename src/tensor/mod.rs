@@ -4,7 +4,7 @@ mod dtype;
 mod shape;
 mod storage;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
@@ -89,6 +89,16 @@ pub struct TensorImpl {
     meta: Mutex<AutogradMeta>,
     /// The tensor whose storage this one views (always the root, never a view).
     base: Option<Tensor>,
+    /// An opaque word the language binding may use to remember the object
+    /// that currently wraps this tensor (the Python layer keeps a *borrowed*
+    /// `PyObject` pointer here so `x.grad is x.grad`). The core never reads
+    /// or interprets it; 0 means unset.
+    binding_slot: AtomicUsize,
+    /// For a view: the storage version when its `grad_fn` was last set. A
+    /// write into the shared memory since then (through the base or another
+    /// view) makes the view stale, and its `grad_fn` is regenerated as a view
+    /// of the base's current history, as PyTorch does.
+    view_version: AtomicU64,
 }
 
 /// A reference-counted handle; clones share one tensor, as Python names do.
@@ -97,11 +107,14 @@ pub struct Tensor(Arc<TensorImpl>);
 
 impl Tensor {
     pub fn from_view(view: View, base: Option<Tensor>) -> Tensor {
+        let view_version = AtomicU64::new(view.storage.version());
         Tensor(Arc::new(TensorImpl {
             view: RwLock::new(view),
             requires_grad: AtomicBool::new(false),
             meta: Mutex::new(AutogradMeta::default()),
             base,
+            binding_slot: AtomicUsize::new(0),
+            view_version,
         }))
     }
 
@@ -259,6 +272,27 @@ impl Tensor {
     #[inline]
     pub fn requires_grad(&self) -> bool {
         self.0.requires_grad.load(Ordering::Relaxed)
+            || (self.0.base.is_some() && self.is_stale_view())
+    }
+
+    /// A view whose base requires grad and whose memory was written since its
+    /// `grad_fn` was set: it now depends on the base's current history.
+    #[cold]
+    fn is_stale_view(&self) -> bool {
+        match &self.0.base {
+            Some(b) => {
+                b.requires_grad() && self.0.view_version.load(Ordering::Acquire) != self.version()
+            }
+            None => false,
+        }
+    }
+
+    /// Regenerates a stale view's `grad_fn` (see `view_version`).
+    fn refresh_stale_view(&self) {
+        if self.0.base.is_some() && self.is_stale_view() {
+            self.0.view_version.store(self.version(), Ordering::Release);
+            crate::ops::inplace::regenerate_view(self);
+        }
     }
 
     pub(crate) fn set_requires_grad_flag(&self, on: bool) {
@@ -275,16 +309,39 @@ impl Tensor {
         self.0.meta.try_lock()
     }
 
+    /// The binding's opaque word (see `TensorImpl::binding_slot`).
+    #[inline]
+    pub fn binding_slot(&self) -> usize {
+        self.0.binding_slot.load(Ordering::Acquire)
+    }
+
+    /// Sets the binding's opaque word.
+    #[inline]
+    pub fn set_binding_slot(&self, v: usize) {
+        self.0.binding_slot.store(v, Ordering::Release);
+    }
+
+    /// Resets the binding's word to 0 if it still holds `expected`.
+    #[inline]
+    pub fn clear_binding_slot(&self, expected: usize) {
+        let _ =
+            self.0
+                .binding_slot
+                .compare_exchange(expected, 0, Ordering::AcqRel, Ordering::Acquire);
+    }
+
     /// How many handles share this tensor.
     pub fn handle_count(&self) -> usize {
         Arc::strong_count(&self.0)
     }
 
     pub fn grad_fn(&self) -> Option<(NodeRef, u32)> {
+        self.refresh_stale_view();
         self.meta().grad_fn.clone()
     }
 
     pub fn is_leaf(&self) -> bool {
+        self.refresh_stale_view();
         self.meta().grad_fn.is_none()
     }
 
@@ -320,6 +377,9 @@ impl Tensor {
 
     /// Attaches this (fresh) tensor to the graph as output `nr` of `node`.
     pub(crate) fn set_grad_fn(&self, node: NodeRef, nr: u32) {
+        if self.0.base.is_some() {
+            self.0.view_version.store(self.version(), Ordering::Release);
+        }
         let old = self.meta().grad_fn.replace((node, nr));
         self.set_requires_grad_flag(true);
         drop(old);

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .. import _C
 from .function import Function, FunctionCtx, once_differentiable
-from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 
 def _as_list(x):
