@@ -208,3 +208,13 @@ def test_random_fill_of_a_view_cuts_the_gradient():
     assert x.grad_fn.name() == "CopySlices"
     x.sum().backward()
     np.testing.assert_allclose(arr(a.grad), [2, 0, 0, 2])
+
+
+def test_view_taken_before_a_write_to_its_base_follows_the_new_history():
+    a = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x = a * 1
+    v = x[0:2]
+    x.mul_(2)
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    v.sum().backward()
+    np.testing.assert_allclose(arr(a.grad), [2, 2, 0])
