@@ -144,6 +144,20 @@ pub fn tanh(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// `g` where `y > 0`, else 0, in one pass when nothing records it.
+fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let dt = y.dtype();
+    let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
+    Ok(crate::dispatch_float!(dt, T => {
+        let (vg, vy) = (g.view(), y.view());
+        let zero = <T as crate::tensor::Element>::zero();
+        Tensor::from_vec(
+            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| if y > zero { g } else { zero }),
+            shape.clone(),
+        )
+    }))
+}
+
 /// `g * (1 - y^2)` in one pass when nothing records it.
 fn fused_tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let dt = y.dtype();
@@ -197,6 +211,13 @@ pub fn relu(a: &Tensor) -> Result<Tensor> {
             |c| {
                 // relu'(0) = 0, as in PyTorch.
                 let y = c.saved(0)?;
+                let g = c.grad()?;
+                if !crate::autograd::is_grad_enabled()
+                    && y.dtype().is_float()
+                    && g.dtype() == y.dtype()
+                {
+                    return Ok(smallvec![Some(fused_relu_backward(g, y)?)]);
+                }
                 let mask = super::compare::gt(y, &Tensor::scalar_of(0.0, y.dtype()))?;
                 Ok(smallvec![Some(mul(
                     c.grad()?,
