@@ -195,3 +195,32 @@ pub fn ternary<T: Element>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> T +
         });
     })
 }
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn update_slice<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: &[T], f: &F) {
+    for (d, &y) in dst.iter_mut().zip(src) {
+        *d = f(*d, y);
+    }
+}
+
+/// `dst[i] = f(dst[i], src[i])` in place (`src` has `dst.len()` elements, or
+/// one that is broadcast), split across the pool.
+pub fn update<T: Element>(dst: &mut [T], src: &[T], f: impl Fn(T, T) -> T + Sync + Send) {
+    let n = dst.len();
+    let d = SendPtr(dst.as_mut_ptr());
+    par_ranges(n, |lo, hi| {
+        // SAFETY: the ranges are disjoint and inside `dst`.
+        let part = unsafe { std::slice::from_raw_parts_mut(d.get().add(lo), hi - lo) };
+        if src.len() == 1 {
+            let y = src[0];
+            for x in part.iter_mut() {
+                *x = f(*x, y);
+            }
+        } else {
+            update_slice(part, &src[lo..hi], &f);
+        }
+    });
+}

@@ -166,6 +166,9 @@ fn write_values(dst: &Tensor, src: &Tensor) {
 /// `dst += src` outside the graph (gradient accumulation into `.grad`).
 pub fn add_in_place_untracked(dst: &Tensor, src: &Tensor) -> Result<()> {
     let _g = crate::autograd::GradModeGuard::new(false);
+    if try_update_in_place(dst, src, InplaceOp::Add)? {
+        return Ok(());
+    }
     let sum = super::add(dst, src)?;
     write_values(dst, &sum);
     Ok(())
@@ -314,4 +317,50 @@ pub fn assign(dst: &Tensor, value: &Tensor) -> Result<()> {
     let v = super::expand(&value.detach(), &shape)?;
     write_values(dst, &v);
     Ok(())
+}
+
+/// The arithmetic an in-place operator applies.
+#[derive(Clone, Copy, Debug)]
+pub enum InplaceOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// `a <op>= b` straight into `a`'s memory when nothing needs recording and
+/// no conversion or broadcast of `a` is involved (an optimizer's update):
+/// one pass, no temporary. Returns `false` when the general path must run.
+pub fn try_update_in_place(a: &Tensor, b: &Tensor, op: InplaceOp) -> Result<bool> {
+    let recording = is_grad_enabled() && (a.requires_grad() || b.requires_grad());
+    if recording || a.is_view() {
+        return Ok(false);
+    }
+    let dt = a.dtype();
+    if !dt.is_float() || super::result_type(a, b) != dt || b.dtype() != dt {
+        return Ok(false);
+    }
+    let (av, bv) = (a.view(), b.view());
+    if !av.is_contiguous() || !bv.is_contiguous() || !(bv.numel() == 1 || bv.shape == av.shape) {
+        return Ok(false);
+    }
+    // Distinct memory only (`x += x` takes the general path).
+    if Arc::ptr_eq(&av.storage, &bv.storage) {
+        return Ok(false);
+    }
+    crate::dispatch_float!(dt, T => {
+        let n = av.numel();
+        // SAFETY: `a` is contiguous with `n` elements, `b` has `n` (or one)
+        // elements, and the two do not share memory.
+        let dst = unsafe { std::slice::from_raw_parts_mut(av.ptr::<T>(), n) };
+        let src = unsafe { std::slice::from_raw_parts(bv.ptr::<T>() as *const T, bv.numel()) };
+        match op {
+            InplaceOp::Add => crate::kernels::elementwise::update(dst, src, |x, y| x + y),
+            InplaceOp::Sub => crate::kernels::elementwise::update(dst, src, |x, y| x - y),
+            InplaceOp::Mul => crate::kernels::elementwise::update(dst, src, |x, y| x * y),
+            InplaceOp::Div => crate::kernels::elementwise::update(dst, src, |x, y| x / y),
+        }
+    });
+    av.storage.bump_version();
+    Ok(true)
 }

@@ -160,11 +160,26 @@ fn rbinop(
 
 /// `a <op>= other`: computes out of place, then commits into `a`.
 fn ibinop(slf: &Bound<'_, PyTensor>, other: &Bound<'_, PyAny>, tt: TT) -> PyResult<Py<PyAny>> {
+    ibinop_with(slf, other, tt, None)
+}
+
+/// `ibinop`, trying first the one-pass untracked update for `fast`.
+fn ibinop_with(
+    slf: &Bound<'_, PyTensor>,
+    other: &Bound<'_, PyAny>,
+    tt: TT,
+    fast: Option<ops::InplaceOp>,
+) -> PyResult<Py<PyAny>> {
     let py = slf.py();
     let a = &slf.get().t;
     let b = to_tensor_like(other, Some(a))?;
     guard_nogil(py, work2(a, &b), || {
         ops::check_inplace(a)?;
+        if let Some(op) = fast {
+            if ops::try_update_in_place(a, &b, op)? {
+                return Ok(());
+            }
+        }
         let r = tt(a, &b)?;
         ops::commit_inplace(a, &r)
     })?;
@@ -908,16 +923,16 @@ impl PyTensor {
     }
 
     fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        ibinop(slf, o, ops::add).map(drop)
+        ibinop_with(slf, o, ops::add, Some(ops::InplaceOp::Add)).map(drop)
     }
     fn __isub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        ibinop(slf, o, ops::sub).map(drop)
+        ibinop_with(slf, o, ops::sub, Some(ops::InplaceOp::Sub)).map(drop)
     }
     fn __imul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        ibinop(slf, o, ops::mul).map(drop)
+        ibinop_with(slf, o, ops::mul, Some(ops::InplaceOp::Mul)).map(drop)
     }
     fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        ibinop(slf, o, ops::div).map(drop)
+        ibinop_with(slf, o, ops::div, Some(ops::InplaceOp::Div)).map(drop)
     }
 
     fn __richcmp__(
@@ -953,7 +968,7 @@ impl PyTensor {
         alpha: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         match alpha {
-            None => ibinop(slf, other, ops::add),
+            None => ibinop_with(slf, other, ops::add, Some(ops::InplaceOp::Add)),
             Some(al) => {
                 let a = &slf.get().t;
                 let s = scalar_from_any(al)?;
@@ -968,13 +983,13 @@ impl PyTensor {
         }
     }
     fn sub_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        ibinop(slf, other, ops::sub)
+        ibinop_with(slf, other, ops::sub, Some(ops::InplaceOp::Sub))
     }
     fn mul_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        ibinop(slf, other, ops::mul)
+        ibinop_with(slf, other, ops::mul, Some(ops::InplaceOp::Mul))
     }
     fn div_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        ibinop(slf, other, ops::div)
+        ibinop_with(slf, other, ops::div, Some(ops::InplaceOp::Div))
     }
     fn pow_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         ibinop(slf, other, ops::pow)
