@@ -79,8 +79,9 @@ fn bmm_kernel<T: Element>(va: &View, vb: &View) -> Vec<T> {
                 )
             };
         };
-        // Many small products: one per task. Few large ones: parallel inside each.
-        if nb > 1 && m * n * k < 1 << 18 {
+        // Many products up to ~160^3: one per task (measured faster than
+        // splitting each one). Few or large ones: parallel inside each.
+        if nb > 1 && m * n * k < 1 << 22 {
             crate::kernels::parallel::run(nb * m * n * k, |threads| {
                 if threads > 1 {
                     (0..nb).into_par_iter().for_each(|bi| run(bi, false));
