@@ -133,7 +133,9 @@ pub fn refresh_view(v: &Tensor) -> Result<()> {
 
 /// Re-attaches the stale view `v` to its base's current history (called
 /// from `Tensor::grad_fn` after the shared memory was written). A view that
-/// is not a strided region of its base (an expanded one) keeps its old node.
+/// is not a strided region of its base (an expanded one) cannot be replayed;
+/// rather than keep its old, now wrong, history it gets a node that refuses
+/// to run, so differentiating through it raises instead of lying.
 pub(crate) fn regenerate_view(v: &Tensor) {
     let Some(base) = v.base() else {
         return;
@@ -142,8 +144,16 @@ pub(crate) fn regenerate_view(v: &Tensor) {
         let (bv, vv) = (base.view(), v.view());
         region_of(&bv, &vv).map(|r| (Arc::new(r), bv.shape.clone()))
     };
-    if let Ok((region, base_shape)) = found {
-        attach_view(v, base, base_shape, region);
+    match found {
+        Ok((region, base_shape)) => attach_view(v, base, base_shape, region),
+        Err(_) if base.requires_grad() => {
+            record("AsStridedBackward0", &[base], v, saved![], |_| {
+                Err(Error::runtime(
+                    "a view whose elements overlap (from expand) was used after its base was modified by an inplace operation; its gradient cannot be rebuilt. Take the view again after the inplace operation.",
+                ))
+            });
+        }
+        Err(_) => {}
     }
 }
 
