@@ -119,6 +119,17 @@ impl PyFunctionBackward {
     }
 }
 
+/// A non-tensor argument or output has no gradient; its slot still needs metadata.
+fn meta_or_placeholder(t: &Option<Tensor>) -> Meta {
+    match t {
+        Some(t) => Meta::of(t),
+        None => Meta {
+            shape: Default::default(),
+            dtype: crate::tensor::DType::F32,
+        },
+    }
+}
+
 fn tensor_of(obj: &Bound<'_, PyAny>) -> Option<Tensor> {
     obj.cast::<PyTensor>().ok().map(|t| t.get().t.clone())
 }
@@ -206,26 +217,8 @@ pub fn _function_node<'py>(
         .iter()
         .map(|t| t.as_ref().map_or(Edge::None, gradient_edge))
         .collect();
-    let metas: SmallVec<[Meta; 2]> = inputs
-        .iter()
-        .map(|t| match t {
-            Some(t) => Meta::of(t),
-            None => Meta {
-                shape: Default::default(),
-                dtype: crate::tensor::DType::F32,
-            },
-        })
-        .collect();
-    let out_meta: SmallVec<[Meta; 1]> = out_tensors
-        .iter()
-        .map(|t| match t {
-            Some(t) => Meta::of(t),
-            None => Meta {
-                shape: Default::default(),
-                dtype: crate::tensor::DType::F32,
-            },
-        })
-        .collect();
+    let metas: SmallVec<[Meta; 2]> = inputs.iter().map(meta_or_placeholder).collect();
+    let out_meta: SmallVec<[Meta; 1]> = out_tensors.iter().map(meta_or_placeholder).collect();
 
     let node = NodeRef::new(Node::new(
         edges,
