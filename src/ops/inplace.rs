@@ -220,11 +220,15 @@ fn overwrite_untracked(t: &Tensor, values: &Tensor) -> Result<()> {
 }
 
 fn random_values(t: &Tensor, normal: bool) -> Result<Tensor> {
-    let shape = t.shape();
+    random_tensor(t.shape(), t.dtype(), normal)
+}
+
+/// Fresh standard-normal or [0, 1)-uniform samples (`randn`, `rand`, `normal_`, `uniform_`).
+pub fn random_tensor(shape: Shape, dtype: crate::tensor::DType, normal: bool) -> Result<Tensor> {
     let n = crate::tensor::numel(&shape);
     use crate::random;
     use crate::tensor::DType;
-    Ok(match (t.dtype(), normal) {
+    Ok(match (dtype, normal) {
         (DType::F32, false) => Tensor::from_vec(random::uniform_f32(n), shape),
         (DType::F64, false) => Tensor::from_vec(random::uniform_f64(n), shape),
         (DType::F32, true) => Tensor::from_vec(

@@ -259,30 +259,7 @@ fn linspace(
 }
 
 fn random_tensor(shape: Shape, dt: DType, normal: bool) -> PyResult<Tensor> {
-    let n = shape.iter().product();
-    Ok(match (dt, normal) {
-        (DType::F32, false) => Tensor::from_vec(random::uniform_f32(n), shape),
-        (DType::F64, false) => Tensor::from_vec(random::uniform_f64(n), shape),
-        (DType::F32, true) => Tensor::from_vec(
-            random::normal_f64(n)
-                .into_iter()
-                .map(|x| x as f32)
-                .collect::<Vec<f32>>(),
-            shape,
-        ),
-        (DType::F64, true) => Tensor::from_vec(random::normal_f64(n), shape),
-        (other, _) => {
-            return Err(PyRuntimeError::new_err(format!(
-                "\"{}\" not implemented for '{}'",
-                if normal {
-                    "normal_kernel_cpu"
-                } else {
-                    "check_uniform_bounds"
-                },
-                other.scalar_name()
-            )))
-        }
-    })
+    Ok(ops::random_tensor(shape, dt, normal)?)
 }
 
 #[pyfunction]
