@@ -20,9 +20,12 @@ def test_views(data):
     n = len(shape)
     d0, d1 = data.draw(st.integers(-n, n - 1)), data.draw(st.integers(-n, n - 1))
     perm = data.draw(st.permutations(range(n)))
+    # The same permutation with some entries counted from the end.
+    neg_perm = [p - n if data.draw(st.booleans()) else p for p in perm]
     cases = [
         (lambda t: t.transpose(d0, d1), lambda a: np.swapaxes(a, d0, d1)),
         (lambda t: t.permute(*perm), lambda a: np.transpose(a, perm)),
+        (lambda t: fg.permute(t, neg_perm), lambda a: np.transpose(a, perm)),
         (lambda t: t.reshape(-1), lambda a: a.reshape(-1)),
         (lambda t: t.flatten(1), lambda a: a.reshape(a.shape[0], int(np.prod(a.shape[1:])))),
         (lambda t: t.unsqueeze(d0), lambda a: np.expand_dims(a, d0 if d0 >= 0 else d0 + n + 1)),
