@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import ferrograd as fg
 from ops_helpers import FEW, check_grads, close32, leaf, pair_shapes, shapes, values
@@ -57,11 +58,17 @@ def test_unary_grads_and_values(name, f, npf, lo, hi, kinks, data):
 @given(data=st.data())
 def test_piecewise_constant_ops_have_zero_gradient(name, npf, data):
     shape = data.draw(shapes())
-    x = data.draw(values(shape, -3, 3))
-    f = getattr(fg, name) if name != "sign" else fg.sign
+    # Away from the jumps (integers, halves, and 0 for sign) the finite
+    # difference is 0 as well, so gradcheck agrees with the zero gradient.
+    kinks = [k / 2 for k in range(-6, 7)]
+    x = data.draw(values(shape, -3, 3, away_from=kinks))
+    f = getattr(fg, name)
     t = leaf(x)
     y = f(t)
     np.testing.assert_array_equal(y.detach().numpy(), npf(x))
+    close32(f, npf, x, rtol=0, atol=0)
+    np.testing.assert_array_equal(getattr(leaf(x, False), name)().numpy(), npf(x))
+    check_grads(f, x)
     (g,) = fg.autograd.grad(y.sum(), t, allow_unused=True) if t.numel() else (None,)
     if g is not None:
         assert not g.numpy().any()
@@ -115,8 +122,16 @@ def test_python_scalars_on_either_side(data):
     x = data.draw(values(data.draw(shapes()), 0.3, 2))
     for fn in (lambda t: 2 + t, lambda t: t + 2, lambda t: 3 - t, lambda t: t - 3,
                lambda t: 2 * t, lambda t: t * 2, lambda t: 1.5 / t, lambda t: t / 1.5,
-               lambda t: t ** 2.5, lambda t: 2.0 ** t, lambda t: -t):
+               lambda t: t ** 2.5, lambda t: 2.0 ** t, lambda t: -t, lambda t: t ** -1.5,
+               lambda t: t ** 2, lambda t: 2 ** t):
         check_grads(fn, x)
+        # NumPy evaluates the same expression on a float32 array (Python
+        # numbers do not widen float32 there either).
+        close32(fn, fn, x, rtol=1e-5, atol=1e-6)
+    check_grads(lambda t: fg.pow(t, 3), x)
+    close32(lambda t: fg.pow(t, 3), lambda a: np.power(a, 3), x, rtol=1e-5)
+    check_grads(lambda t: t.pow(0.5), x)
+    close32(lambda t: t.pow(0.5), np.sqrt, x, rtol=1e-5)
 
 
 def test_maximum_splits_gradient_on_ties():
@@ -199,3 +214,41 @@ def test_elementwise_errors_are_python_exceptions():
         fg.maximum(fg.ones(2), fg.ones(3))
     with pytest.raises(RuntimeError, match=r"did not match"):
         fg.isclose(fg.ones(2), fg.ones(2, dtype=fg.int64))
+
+
+@st.composite
+def comparable_pair(draw):
+    """Two broadcastable float32 arrays of small integers (ties, NaN and inf
+    included) with size-0 and size-1 dims."""
+    sa, sb = draw(pair_shapes())
+    el = st.sampled_from([-2.0, -1.0, 0.0, 1.0, 2.0, float("nan"), float("inf"), -float("inf")])
+    a = draw(hnp.arrays(np.float32, sa, elements=el))
+    b = draw(hnp.arrays(np.float32, sb, elements=el))
+    return a, b
+
+
+@FEW
+@given(data=st.data())
+def test_comparisons_and_logical_ops_match_numpy(data):
+    a, b = data.draw(comparable_pair())
+    ta, tb = fg.tensor(a), fg.tensor(b)
+    cases = [
+        (fg.lt(ta, tb), np.less(a, b)), (ta <= tb, np.less_equal(a, b)),
+        (ta > tb, np.greater(a, b)), (fg.ge(ta, tb), np.greater_equal(a, b)),
+        (ta == tb, np.equal(a, b)), (ta.ne(tb), np.not_equal(a, b)),
+        (ta > 0.5, a > np.float32(0.5)), (1 >= ta, np.float32(1) >= a),
+        (fg.logical_not(ta), np.logical_not(a)), (fg.logical_and(ta, tb), np.logical_and(a, b)),
+        (ta.logical_or(tb), np.logical_or(a, b)), (fg.logical_xor(ta, tb), np.logical_xor(a, b)),
+        (fg.isnan(ta), np.isnan(a)), (ta.isinf(), np.isinf(a)), (fg.isfinite(ta), np.isfinite(a)),
+        (fg.isclose(ta, tb), np.isclose(a, b, rtol=1e-5, atol=1e-8)),
+        (ta.isclose(tb, equal_nan=True), np.isclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=True)),
+        (fg.isclose(ta, tb, rtol=0.6, atol=0.5), np.isclose(a, b, rtol=0.6, atol=0.5)),
+    ]
+    for got, want in cases:
+        assert got.dtype == fg.bool
+        assert tuple(got.shape) == want.shape
+        np.testing.assert_array_equal(got.numpy(), want)
+    assert fg.allclose(ta, tb) == np.allclose(a, b, rtol=1e-5, atol=1e-8)
+    assert ta.allclose(tb, equal_nan=True) == np.allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=True)
+    assert fg.equal(ta, tb) == (a.shape == b.shape and bool(np.all(a == b)))
+    assert fg.equal(ta, ta) == (not np.isnan(a).any())

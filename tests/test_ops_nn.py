@@ -82,6 +82,29 @@ def test_softmax_is_stable():
     assert np.isfinite(F.log_softmax(x, 1).numpy()).all()
 
 
+@FEW
+@given(data=st.data())
+def test_dropout_grads_and_values(data):
+    shape = data.draw(shapes())
+    p = data.draw(st.sampled_from([0.0, 0.25, 0.5, 0.9]))
+    x = data.draw(values(shape, 0.5, 2))  # non-zero, so a kept element is never 0
+    seed = data.draw(st.integers(0, 2**31 - 1))
+
+    def f(t):
+        fg.manual_seed(seed)  # the same mask on every evaluation
+        return F.dropout(t, p, training=True)
+
+    check_grads(f, x)
+    y = f(fg.tensor(x.astype(np.float32))).numpy()
+    kept = y != 0
+    np.testing.assert_allclose(y, np.where(kept, x.astype(np.float32) / np.float32(1 - p), 0),
+                               rtol=1e-6)
+    # float64 keeps the same mask for the same seed
+    np.testing.assert_array_equal(f(leaf(x, False)).numpy() != 0, kept)
+    if p == 0.0:
+        assert kept.all()
+
+
 def test_dropout_honours_training():
     x = fg.ones(1000)
     y = F.dropout(x, 0.3, training=True)
@@ -100,17 +123,25 @@ def test_dropout_honours_training():
 @given(data=st.data())
 def test_linear(data):
     n, i, o = (data.draw(st.integers(0, 3)) for _ in range(3))
-    x, w, b = data.draw(values((n, i))), data.draw(values((o, i))), data.draw(values((o,)))
+    lead = tuple(data.draw(st.lists(st.integers(0, 2), max_size=2)))
+    x, w, b = data.draw(values((*lead, n, i))), data.draw(values((o, i))), data.draw(values((o,)))
     check_grads(F.linear, x, w, b)
     check_grads(lambda p, q: F.linear(p, q), x, w)
     close32(F.linear, lambda p, q, r: p @ q.T + r, x, w, b, atol=1e-5)
+    # A bias that broadcasts, and a 1-D weight (a dot product over the last dim).
+    b0 = data.draw(values(()))
+    check_grads(F.linear, x, w, b0)
+    v = data.draw(values((i,)))
+    check_grads(lambda p, q: F.linear(p, q), x, v)
+    close32(lambda p, q: F.linear(p, q), lambda p, q: p @ q, x, v, atol=1e-5)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @FEW
 @given(data=st.data())
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")
 def test_regression_losses(reduction, data):
-    shape = data.draw(shapes(min_side=1))
+    shape = data.draw(shapes())
     x, y = data.draw(values(shape)), data.draw(values(shape))
     d = x - y
     cases = [
@@ -128,13 +159,16 @@ def test_regression_losses(reduction, data):
         check_grads(lambda p, q, f=f: f(p, q, reduction=reduction), x, y)
         got = f(leaf(x, False), leaf(y, False), reduction=reduction)
         np.testing.assert_allclose(got.numpy(), red(want), rtol=1e-10)
+        close32(lambda p, q, f=f: f(p, q, reduction=reduction),
+                lambda p, q, w=want: np.asarray(red(w), np.float32), x, y, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @FEW
 @given(data=st.data())
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")
 def test_binary_cross_entropy(reduction, data):
-    shape = data.draw(shapes(min_side=1))
+    shape = data.draw(shapes())
     p = data.draw(values(shape, 0.05, 0.95))
     y = data.draw(values(shape, 0, 1))
     w = data.draw(values(shape, 0.5, 2))
@@ -143,6 +177,9 @@ def test_binary_cross_entropy(reduction, data):
     want = -(y * np.log(p) + (1 - y) * np.log(1 - p))
     got = F.binary_cross_entropy(leaf(p, False), leaf(y, False), reduction=reduction)
     np.testing.assert_allclose(got.numpy(), red(want), rtol=1e-10)
+    close32(lambda a, b: F.binary_cross_entropy(a, b, reduction=reduction),
+            lambda a, b: np.asarray(red(want), np.float32), p, y, rtol=1e-5, atol=1e-6)
+    check_grads(lambda a, b, c: F.binary_cross_entropy(a, b, weight=c, reduction=reduction), p, y, w)
     z = data.draw(values(shape, -5, 5))
     check_grads(lambda a, b, c: F.binary_cross_entropy_with_logits(a, b, c, reduction=reduction), z, y, w)
     check_grads(lambda a, b: F.binary_cross_entropy_with_logits(a, b, pos_weight=leaf(w, False), reduction=reduction), z, y)
@@ -150,6 +187,8 @@ def test_binary_cross_entropy(reduction, data):
     want = -(y * np.log(sig) + (1 - y) * np.log(1 - sig))
     got = F.binary_cross_entropy_with_logits(leaf(z, False), leaf(y, False), reduction=reduction)
     np.testing.assert_allclose(got.numpy(), red(want), rtol=1e-8)
+    close32(lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction=reduction),
+            lambda a, b: np.asarray(red(want), np.float32), z, y, rtol=1e-5, atol=1e-6)
 
 
 def test_bce_extremes_are_finite():
@@ -185,12 +224,13 @@ def np_cross_entropy(x, t, w, ignore, reduction, eps):
 @FEW
 @given(data=st.data())
 def test_cross_entropy_and_nll(reduction, data):
-    n = data.draw(st.integers(1, 3))
+    n = data.draw(st.integers(0, 3))
     c = data.draw(st.integers(1, 4))
-    extra = data.draw(st.lists(st.integers(1, 2), max_size=1))
+    extra = data.draw(st.lists(st.integers(0, 2), max_size=1))
     x = data.draw(values((n, c, *extra), -3, 3))
-    t = np.array(data.draw(st.lists(st.integers(0, c - 1), min_size=n * int(np.prod(extra)),
-                                    max_size=n * int(np.prod(extra))))).reshape((n, *extra))
+    count = n * int(np.prod(extra))
+    labels = data.draw(st.lists(st.integers(0, c - 1), min_size=count, max_size=count))
+    t = np.array(labels, dtype=np.int64).reshape((n, *extra))
     ignore = data.draw(st.sampled_from([-100, 0]))
     assume_some = (t != ignore).any()
     eps = data.draw(st.sampled_from([0.0, 0.1]))
@@ -204,12 +244,21 @@ def test_cross_entropy_and_nll(reduction, data):
     if assume_some or reduction != "mean":
         check_grads(f, x)
         np.testing.assert_allclose(f(leaf(x, False)).numpy(), np_cross_entropy(x, t, w, ignore, reduction, eps), rtol=1e-8)
+        w32 = None if w is None else fg.tensor(w.astype(np.float32))
+        close32(lambda a: F.cross_entropy(a, tt, w32, ignore_index=ignore, reduction=reduction,
+                                          label_smoothing=eps),
+                lambda a: np.asarray(np_cross_entropy(x, t, w, ignore, reduction, eps), np.float32),
+                x, rtol=1e-5, atol=1e-6)
 
         def g(a):
             return F.nll_loss(F.log_softmax(a, 1), tt, wt, ignore_index=ignore, reduction=reduction)
 
         check_grads(g, x)
         np.testing.assert_allclose(g(leaf(x, False)).numpy(), np_cross_entropy(x, t, w, ignore, reduction, 0.0), rtol=1e-8)
+        close32(lambda a: F.nll_loss(F.log_softmax(a, 1), tt, w32, ignore_index=ignore,
+                                     reduction=reduction),
+                lambda a: np.asarray(np_cross_entropy(x, t, w, ignore, reduction, 0.0), np.float32),
+                x, rtol=1e-5, atol=1e-6)
 
 
 def test_cross_entropy_unbatched_and_probabilities():

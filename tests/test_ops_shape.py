@@ -20,9 +20,12 @@ def test_views(data):
     n = len(shape)
     d0, d1 = data.draw(st.integers(-n, n - 1)), data.draw(st.integers(-n, n - 1))
     perm = data.draw(st.permutations(range(n)))
+    # The same permutation with some entries counted from the end.
+    neg_perm = [p - n if data.draw(st.booleans()) else p for p in perm]
     cases = [
         (lambda t: t.transpose(d0, d1), lambda a: np.swapaxes(a, d0, d1)),
         (lambda t: t.permute(*perm), lambda a: np.transpose(a, perm)),
+        (lambda t: fg.permute(t, neg_perm), lambda a: np.transpose(a, perm)),
         (lambda t: t.reshape(-1), lambda a: a.reshape(-1)),
         (lambda t: t.flatten(1), lambda a: a.reshape(a.shape[0], int(np.prod(a.shape[1:])))),
         (lambda t: t.unsqueeze(d0), lambda a: np.expand_dims(a, d0 if d0 >= 0 else d0 + n + 1)),
@@ -46,7 +49,7 @@ def test_views(data):
 @FEW
 @given(data=st.data())
 def test_expand_repeat_broadcast_to(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1, max_side=3))
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=0, max_side=3))
     x = data.draw(values(shape))
     target = tuple(data.draw(st.sampled_from([1, 2])) if s == 1 else s for s in shape)
     lead = data.draw(st.integers(0, 2))
@@ -93,8 +96,11 @@ def test_cat_promotes_and_checks():
 @FEW
 @given(data=st.data())
 def test_split_chunk_unbind(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=0, max_side=5))
     d = data.draw(st.integers(-len(shape), len(shape) - 1))
+    # The split dimension is not empty (the sizes below need one element);
+    # the others may be.
+    shape = tuple(max(s, 1) if k == d % len(shape) else s for k, s in enumerate(shape))
     x = data.draw(values(shape))
     n = shape[d]
     size = data.draw(st.integers(1, n))
@@ -147,3 +153,32 @@ def test_shape_errors():
         fg.ones(6).reshape(4, -1)
     with pytest.raises(RuntimeError, match="appears multiple times"):
         fg.ones(2, 3).flip(0, -2)
+
+
+@FEW
+@given(data=st.data())
+def test_squeeze_unsqueeze_unflatten_with_dims(data):
+    shape = data.draw(shapes(min_dims=1, max_dims=4, min_side=0, max_side=3))
+    n = len(shape)
+    x = data.draw(values(shape))
+    d = data.draw(st.integers(-n, n - 1))
+    u = data.draw(st.integers(-n - 1, n))
+    # squeeze(d) drops d only when its size is 1, as in PyTorch.
+    sq = (lambda a: np.squeeze(a, d)) if shape[d] == 1 else (lambda a: a)
+    check_grads(lambda t: t.squeeze(d), x)
+    close32(lambda t: fg.squeeze(t, d), sq, x)
+    check_grads(lambda t: fg.unsqueeze(t, u), x)
+    close32(lambda t: t.unsqueeze(u), lambda a: np.expand_dims(a, u if u >= 0 else u + n + 1), x)
+    # unflatten splits dimension d into (k, -1) for a k that divides it.
+    k = data.draw(st.sampled_from([v for v in range(1, 4) if shape[d] % v == 0] or [1]))
+    if shape[d] == 0:
+        k = data.draw(st.integers(1, 3))
+        split = (k, 0)
+    else:
+        split = (k, -1)
+    want_shape = shape[: d % n] + (k, shape[d] // k if k else 0) + shape[d % n + 1:]
+    check_grads(lambda t: t.unflatten(d, split), x)
+    close32(lambda t: fg.unflatten(t, d, split), lambda a: a.reshape(want_shape), x)
+    check_grads(lambda t: t.flatten(d % n, -1), x)
+    lead = (int(np.prod(shape[: d % n + 1])),)
+    close32(lambda t: t.flatten(-n, d), lambda a: a.reshape(lead + shape[d % n + 1:]), x)

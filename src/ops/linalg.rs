@@ -339,126 +339,177 @@ pub fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
 /// One operand's subscripts after `...` has been expanded.
 type Labels = SmallVec<[u8; 8]>;
 
+/// Marks where an operand's `...` stood until its width is known.
+const ELLIPSIS: u8 = 255;
+
+fn label_name(l: u8) -> char {
+    if l < 128 {
+        l as char
+    } else {
+        '.'
+    }
+}
+
 /// Parses `"ij,jk->ik"` into per-operand labels and output labels. `...`
 /// becomes internal labels (bytes >= 128) aligned from the right, as in NumPy.
+/// Follows PyTorch's parser byte by byte, so its errors (and the indices
+/// they name) are the same; spaces are ignored anywhere.
 fn parse_einsum(eq: &str, ndims: &[usize]) -> Result<(Vec<Labels>, Labels)> {
-    let eq: String = eq.chars().filter(|c| !c.is_whitespace()).collect();
-    let (lhs, rhs) = match eq.split_once("->") {
-        Some((l, r)) => (l.to_string(), Some(r.to_string())),
-        None => (eq.clone(), None),
-    };
-    let terms: Vec<&str> = lhs.split(',').collect();
-    if terms.len() != ndims.len() {
-        return Err(Error::runtime(format!(
-            "einsum(): {} operands were provided but the equation specifies {}",
-            ndims.len(),
-            terms.len()
-        )));
-    }
-    let check = |term: &str| -> Result<String> {
-        let explicit = term.replace("...", "");
-        if term.matches("...").count() > 1 {
-            return Err(Error::runtime(
-                "einsum(): found more than one ellipsis ('...') in one operand",
-            ));
+    let bytes = eq.as_bytes();
+    let arrow = eq.find("->");
+    let lhs = &bytes[..arrow.unwrap_or(bytes.len())];
+    let mut terms: Vec<Labels> = vec![Labels::new()];
+    let mut has_ell = false;
+    let mut i = 0;
+    while i < lhs.len() {
+        let cur = terms.len() - 1;
+        match lhs[i] {
+            b' ' => {}
+            b'.' => {
+                if has_ell {
+                    return Err(Error::runtime(format!(
+                        "einsum(): found '.' for operand {cur} for which an ellipsis was already found"
+                    )));
+                }
+                if !(i + 2 < lhs.len() && lhs[i + 1] == b'.' && lhs[i + 2] == b'.') {
+                    return Err(Error::runtime(format!(
+                        "einsum(): found '.' for operand {cur} that is not part of any ellipsis"
+                    )));
+                }
+                i += 2;
+                terms[cur].push(ELLIPSIS);
+                has_ell = true;
+            }
+            b',' => {
+                if terms.len() >= ndims.len() {
+                    return Err(Error::runtime(
+                        "einsum(): fewer operands were provided than specified in the equation",
+                    ));
+                }
+                terms.push(Labels::new());
+                has_ell = false;
+            }
+            c if c.is_ascii_alphabetic() => terms[cur].push(c),
+            _ => {
+                return Err(Error::runtime(format!(
+                    "einsum(): invalid subscript given at index {i} in the equation string, subscripts must be in [a-zA-Z]"
+                )))
+            }
         }
-        if let Some(ch) = explicit.chars().find(|c| !c.is_ascii_alphabetic()) {
+        i += 1;
+    }
+    if terms.len() != ndims.len() {
+        return Err(Error::runtime(
+            "einsum(): more operands were provided than specified in the equation",
+        ));
+    }
+    let mut count = [0usize; 128];
+    // How many dimensions each operand's ellipsis covers, and the widest.
+    let mut ell_dims = 0;
+    let mut n_ell = Vec::with_capacity(terms.len());
+    for (k, (term, &nd)) in terms.iter().zip(ndims).enumerate() {
+        let explicit = term.iter().filter(|&&l| l != ELLIPSIS).count();
+        for &l in term.iter().filter(|&&l| l != ELLIPSIS) {
+            count[l as usize] += 1;
+        }
+        if term.contains(&ELLIPSIS) {
+            if explicit > nd {
+                return Err(Error::runtime(format!(
+                    "einsum(): the number of subscripts in the equation ({explicit}) is more than the number of dimensions ({nd}) for operand {k}"
+                )));
+            }
+            ell_dims = ell_dims.max(nd - explicit);
+        } else if explicit != nd {
             return Err(Error::runtime(format!(
-                "einsum(): invalid subscript '{ch}' in the equation string, subscripts must be in [a-zA-Z]"
+                "einsum(): the number of subscripts in the equation ({explicit}) does not match the number of dimensions ({nd}) for operand {k} and no ellipsis was given"
             )));
         }
-        Ok(explicit)
-    };
-    // How many dimensions each operand's ellipsis covers.
-    let mut n_ell = Vec::with_capacity(terms.len());
-    for (term, &nd) in terms.iter().zip(ndims) {
-        let explicit = check(term)?;
-        let n = if term.contains("...") {
-            nd.checked_sub(explicit.len())
-        } else if explicit.len() == nd {
-            Some(0)
-        } else {
-            None
-        };
-        n_ell.push(n.ok_or_else(|| {
-            Error::runtime(format!(
-                "einsum(): the number of subscripts in the equation ({}) does not match the number of dimensions ({nd}) for operand {} and no ellipsis was given",
-                explicit.len(),
-                n_ell.len()
-            ))
-        })?);
+        n_ell.push(nd - explicit);
     }
-    let ell_dims = n_ell.iter().copied().max().unwrap_or(0);
     if ell_dims > 100 {
         return Err(Error::runtime(
             "einsum(): too many dimensions under the ellipsis",
         ));
     }
-    let build = |term: &str, n: usize| -> Labels {
+    let expand_ell = |term: &Labels, n: usize| -> Labels {
         let mut out = Labels::new();
-        match term.find("...") {
-            Some(pos) => {
-                out.extend(term[..pos].bytes());
+        for &l in term {
+            if l == ELLIPSIS {
                 out.extend((0..n).map(|k| (128 + ell_dims - n + k) as u8));
-                out.extend(term[pos + 3..].bytes());
+            } else {
+                out.push(l);
             }
-            None => out.extend(term.bytes()),
         }
         out
     };
     let ops: Vec<Labels> = terms
         .iter()
         .zip(&n_ell)
-        .map(|(t, &n)| build(t, n))
+        .map(|(t, &n)| expand_ell(t, n))
         .collect();
-    let out = match rhs {
-        Some(r) => {
-            check(&r)?;
-            let o = build(&r, ell_dims);
-            for (i, &l) in o.iter().enumerate() {
-                if o[..i].contains(&l) {
-                    return Err(Error::runtime(format!(
-                        "einsum(): output subscript {} appears more than once in the output",
-                        l as char
-                    )));
+    let out = match arrow {
+        Some(pos) => {
+            let rhs = &bytes[pos + 2..];
+            let mut o = Labels::new();
+            let mut ell_out = false;
+            let mut i = 0;
+            while i < rhs.len() {
+                match rhs[i] {
+                    b' ' => {}
+                    b'.' => {
+                        if ell_out {
+                            return Err(Error::runtime(
+                                "einsum(): found '.' for output but an ellipsis (...) was already found",
+                            ));
+                        }
+                        if !(i + 2 < rhs.len() && rhs[i + 1] == b'.' && rhs[i + 2] == b'.') {
+                            return Err(Error::runtime(
+                                "einsum(): found '.' for output that is not part of any ellipsis (...)",
+                            ));
+                        }
+                        i += 2;
+                        o.extend((0..ell_dims).map(|k| (128 + k) as u8));
+                        ell_out = true;
+                    }
+                    c if c.is_ascii_alphabetic() => {
+                        if count[c as usize] == 0 {
+                            return Err(Error::runtime(format!(
+                                "einsum(): output subscript {} does not appear in the equation for any input operand",
+                                c as char
+                            )));
+                        }
+                        if o.contains(&c) {
+                            return Err(Error::runtime(format!(
+                                "einsum(): output subscript {} appears more than once in the output",
+                                c as char
+                            )));
+                        }
+                        o.push(c);
+                    }
+                    _ => {
+                        return Err(Error::runtime(format!(
+                            "einsum(): invalid subscript given at index {} in the equation string, subscripts must be in [a-zA-Z]",
+                            lhs.len() + 2 + i
+                        )))
+                    }
                 }
-                if !ops.iter().any(|op| op.contains(&l)) {
-                    return Err(Error::runtime(format!(
-                        "einsum(): output subscript {} does not appear in the equation for any input operand",
-                        l as char
-                    )));
-                }
+                i += 1;
             }
             o
         }
         None => {
-            // Implicit output: the ellipsis, then the labels seen once, sorted.
+            // Implicit output: the ellipsis, then the labels seen once (a
+            // label repeated within one operand counts twice), sorted.
             let mut o: Labels = (0..ell_dims).map(|k| (128 + k) as u8).collect();
-            let all: Vec<u8> = ops.iter().flatten().copied().filter(|&l| l < 128).collect();
-            let mut singles: Vec<u8> = all
-                .iter()
-                .copied()
-                .filter(|l| all.iter().filter(|&m| m == l).count() == 1)
-                .collect();
-            singles.sort_unstable();
-            o.extend(singles);
+            o.extend((0u8..128).filter(|&l| count[l as usize] == 1));
             o
         }
     };
     Ok((ops, out))
 }
 
-/// Sums out the labels of `t` that nothing else needs, and rejects repeated
-/// labels within one operand (diagonals), which this einsum does not take.
+/// Sums out the labels of `t` that nothing else needs.
 fn einsum_prepare(t: &Tensor, labels: &Labels, needed: &[u8]) -> Result<(Tensor, Labels)> {
-    for (i, &l) in labels.iter().enumerate() {
-        if labels[..i].contains(&l) {
-            return Err(Error::runtime(format!(
-                "einsum(): repeated subscript {} within one operand (a diagonal) is not supported",
-                if l < 128 { l as char } else { '.' }
-            )));
-        }
-    }
     let drop: SmallVec<[i64; 4]> = labels
         .iter()
         .enumerate()
@@ -476,20 +527,54 @@ fn einsum_prepare(t: &Tensor, labels: &Labels, needed: &[u8]) -> Result<(Tensor,
     Ok((super::sum(t, Some(&drop), false)?, kept))
 }
 
-fn label_sizes(t: &Tensor, labels: &Labels, sizes: &mut [Option<usize>; 256]) -> Result<()> {
-    for (&l, &n) in labels.iter().zip(t.shape().iter()) {
+/// Checks operand `k`'s sizes against those seen so far (size 1 broadcasts)
+/// and takes the diagonal for each label repeated within it, in PyTorch's
+/// order, so the first problem found is the one PyTorch reports. Returns the
+/// operand with one dimension per distinct label.
+fn einsum_operand(
+    t: &Tensor,
+    k: usize,
+    labels: &Labels,
+    sizes: &mut [Option<usize>; 256],
+) -> Result<(Tensor, Labels)> {
+    let mut t = t.clone();
+    let mut kept = Labels::new();
+    for &l in labels {
+        let dim = kept.len();
+        let n = t.shape()[dim];
+        if let Some(p) = kept.iter().position(|&m| m == l) {
+            let first = t.shape()[p];
+            if n != first {
+                return Err(Error::runtime(format!(
+                    "einsum(): subscript {} is repeated for operand {k} but the sizes don't match, {n} != {first}",
+                    label_name(l)
+                )));
+            }
+            // The diagonal replaces both dimensions at the first one's place.
+            let d = super::diagonal(&t, 0, p as i64, dim as i64)?;
+            t = super::movedim(&d, -1, p as i64)?;
+            continue;
+        }
         match sizes[l as usize] {
             Some(m) if m != n && m != 1 && n != 1 => {
-                return Err(Error::runtime(format!(
-                    "einsum(): operands do not broadcast with remapped shapes: subscript {} has size {n} for one operand and {m} for another",
-                    if l < 128 { l as char } else { '.' }
-                )))
+                // PyTorch's wording, down to the missing space after the operand number.
+                return Err(Error::runtime(if l < 128 {
+                    format!(
+                        "einsum(): subscript {} has size {n} for operand {k} which does not broadcast with previously seen size {m}",
+                        l as char
+                    )
+                } else {
+                    format!(
+                        "einsum(): dimension {dim} covered by ellipsis in operand {k}has size {n} which does not broadcast with previously seen ellipsis with size {m} for the respective dimension"
+                    )
+                }));
             }
             Some(m) if m != 1 => {}
             _ => sizes[l as usize] = Some(n),
         }
+        kept.push(l);
     }
-    Ok(())
+    Ok((t, kept))
 }
 
 /// Contracts two prepared operands into one with labels `keep` order-free:
@@ -554,16 +639,21 @@ fn einsum_pair(
 /// built from differentiable ops, so it differentiates to any order.
 pub fn einsum(equation: &str, operands: &[Tensor]) -> Result<Tensor> {
     if operands.is_empty() {
-        return Err(Error::runtime(
-            "einsum(): must provide at least one operand",
+        return Err(Error::value(
+            "einsum(): must specify the equation string and at least one operand, or at least one operand and its subscripts list",
         ));
     }
     let ndims: Vec<usize> = operands.iter().map(|t| t.ndim()).collect();
     let (labels, out) = parse_einsum(equation, &ndims)?;
     let mut sizes: [Option<usize>; 256] = [None; 256];
-    for (t, l) in operands.iter().zip(&labels) {
-        label_sizes(t, l, &mut sizes)?;
+    let mut operands_d = Vec::with_capacity(operands.len());
+    let mut labels_d = Vec::with_capacity(operands.len());
+    for (k, (t, l)) in operands.iter().zip(&labels).enumerate() {
+        let (t, l) = einsum_operand(t, k, l, &mut sizes)?;
+        operands_d.push(t);
+        labels_d.push(l);
     }
+    let (operands, labels) = (&operands_d[..], &labels_d[..]);
     // Labels each operand must keep: in the output or in any other operand.
     let needed_by = |skip: usize, extra: &[u8]| -> Vec<u8> {
         let mut v: Vec<u8> = out.to_vec();

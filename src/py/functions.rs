@@ -588,6 +588,7 @@ unary_fn!("isnan", isnan_fn, ops::isnan);
 unary_fn!("isinf", isinf_fn, ops::isinf);
 unary_fn!("isfinite", isfinite_fn, ops::isfinite);
 unary_fn!("silu", silu_fn, ops::silu);
+unary_fn!("trace", trace_fn, ops::trace);
 
 binary_fn!("maximum", maximum_fn, ops::maximum);
 binary_fn!("minimum", minimum_fn, ops::minimum);
@@ -634,6 +635,7 @@ method_fn!("broadcast_to", broadcast_to_fn);
 method_fn!("flip", flip_fn);
 method_fn!("narrow", narrow_fn);
 method_fn!("movedim", movedim_fn);
+method_fn!("diagonal", diagonal_fn);
 method_fn!("swapaxes", swapaxes_fn);
 method_fn!("permute", permute_fn);
 method_fn!("split", split_fn);
@@ -1160,6 +1162,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flip_fn, m)?)?;
     m.add_function(wrap_pyfunction!(narrow_fn, m)?)?;
     m.add_function(wrap_pyfunction!(movedim_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(diagonal_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_fn, m)?)?;
     m.add_function(wrap_pyfunction!(swapaxes_fn, m)?)?;
     m.add_function(wrap_pyfunction!(permute_fn, m)?)?;
     m.add_function(wrap_pyfunction!(split_fn, m)?)?;

@@ -1714,6 +1714,13 @@ impl PyTensor {
     fn movedim(&self, py: Python<'_>, source: i64, destination: i64) -> PyResult<Py<PyAny>> {
         wrap(py, guard(|| ops::movedim(&self.t, source, destination))?)
     }
+    #[pyo3(signature = (offset=0, dim1=0, dim2=1))]
+    fn diagonal(&self, py: Python<'_>, offset: i64, dim1: i64, dim2: i64) -> PyResult<Py<PyAny>> {
+        wrap(py, guard(|| ops::diagonal(&self.t, offset, dim1, dim2))?)
+    }
+    fn trace(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        wrap(py, guard(|| ops::trace(&self.t))?)
+    }
     fn swapaxes(&self, py: Python<'_>, axis0: i64, axis1: i64) -> PyResult<Py<PyAny>> {
         wrap(py, guard(|| ops::transpose(&self.t, axis0, axis1))?)
     }
