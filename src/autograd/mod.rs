@@ -11,7 +11,8 @@ use smallvec::SmallVec;
 pub use arena::{live_nodes, NodeRef};
 pub use engine::{run_backward, BackwardRequest};
 pub use node::{
-    Backward, BackwardCtx, Edge, FnBackward, GradHook, Grads, Meta, Node, NodeHooks, SavedTensor,
+    current_seq, Backward, BackwardCtx, Edge, FnBackward, GradHook, Grads, Meta, Node, NodeHooks,
+    SavedTensor,
 };
 
 use crate::error::Result;

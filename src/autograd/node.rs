@@ -70,6 +70,31 @@ impl SavedTensor {
             output_nr: Some(nr),
         }
     }
+
+    /// The saved tensor as stored (not checked against its version).
+    pub fn data(&self) -> &Tensor {
+        &self.data
+    }
+
+    pub fn is_output(&self) -> bool {
+        self.output_nr.is_some()
+    }
+
+    /// Whether the saved tensor is still at the version it was saved at.
+    pub fn is_current(&self) -> bool {
+        self.data.version() == self.version
+    }
+
+    /// Saves `t` in place of the current tensor, at `t`'s current version.
+    /// A saved output must stay detached (see `output_nr`).
+    pub fn replace(&mut self, t: Tensor) {
+        self.version = t.version();
+        self.data = if self.output_nr.is_some() {
+            t.detach()
+        } else {
+            t
+        };
+    }
 }
 
 /// Context handed to a backward rule.
@@ -182,6 +207,12 @@ thread_local! {
     static SEQ: Cell<u64> = const { Cell::new(0) };
 }
 
+/// The creation sequence of the newest node recorded on this thread: nodes
+/// recorded after this call have a larger `seq`.
+pub fn current_seq() -> u64 {
+    SEQ.with(|s| s.get())
+}
+
 fn next_seq() -> u64 {
     SEQ.with(|s| {
         let v = s.get() + 1;
@@ -244,6 +275,19 @@ impl Node {
         };
         drop(old);
         self.backward.on_release();
+    }
+
+    /// Calls `f` on each saved tensor (nothing if they were released).
+    pub fn for_each_saved_mut(
+        &self,
+        mut f: impl FnMut(&mut SavedTensor) -> Result<()>,
+    ) -> Result<()> {
+        if let Saved::Live(list) = &mut *self.saved.lock() {
+            for s in list.iter_mut().flatten() {
+                f(s)?;
+            }
+        }
+        Ok(())
     }
 
     pub fn is_released(&self) -> bool {

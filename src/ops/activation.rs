@@ -23,21 +23,77 @@ fn float_input(x: &Tensor, op: &str) -> Result<()> {
     Ok(())
 }
 
+/// Records `out = f(x)` for a pointwise activation whose gradient is
+/// `rule(g, x)`, written in differentiable ops so it differentiates again.
+fn pointwise(
+    name: &'static str,
+    x: &Tensor,
+    out: Tensor,
+    rule: impl Fn(&Tensor, &Tensor) -> Result<Tensor> + Send + Sync + 'static,
+) -> Tensor {
+    if needs_record(&[x]) {
+        record(name, &[x], &out, saved![x], move |c| {
+            Ok(smallvec![Some(rule(c.grad()?, c.saved(0)?)?)])
+        });
+    }
+    out
+}
+
+fn positive(x: &Tensor) -> Result<Tensor> {
+    compare::gt(x, &Tensor::scalar_of(0.0, x.dtype()))
+}
+
 /// `x` where positive, `slope * x` elsewhere (so the gradient at 0 is `slope`, as in PyTorch).
 pub fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
     float_input(x, "leaky_relu_cpu")?;
-    let pos = compare::gt(x, &Tensor::scalar_of(0.0, x.dtype()))?;
-    where_(&pos, x, &mul_f64(x, slope)?)
+    let out = {
+        let _g = GradModeGuard::new(false);
+        where_(&positive(x)?, x, &mul_f64(x, slope)?)?
+    };
+    Ok(pointwise("LeakyReluBackward0", x, out, move |g, x| {
+        where_(&positive(x)?, g, &mul_f64(g, slope)?)
+    }))
 }
 
 /// `elu(x, alpha)`: `x` where positive, `alpha * (exp(x) - 1)` elsewhere.
 pub fn elu(x: &Tensor, alpha: f64) -> Result<Tensor> {
     float_input(x, "elu_cpu")?;
-    let pos = compare::gt(x, &Tensor::scalar_of(0.0, x.dtype()))?;
-    // expm1 of min(x, 0) keeps the unused branch finite for large x; clamp
-    // (not minimum) so the slope at 0 is alpha, as in PyTorch.
-    let neg_part = super::clamp(x, None, Some(&Tensor::scalar_of(0.0, x.dtype())))?;
-    where_(&pos, x, &mul_f64(&super::expm1(&neg_part)?, alpha)?)
+    // exp of min(x, 0) keeps the unused branch finite for large x; the
+    // slope at 0 is alpha, as in PyTorch.
+    let zero = Tensor::scalar_of(0.0, x.dtype());
+    let out = {
+        let _g = GradModeGuard::new(false);
+        let neg_part = super::clamp(x, None, Some(&zero), false)?;
+        where_(
+            &positive(x)?,
+            x,
+            &mul_f64(&super::expm1(&neg_part)?, alpha)?,
+        )?
+    };
+    Ok(pointwise("EluBackward0", x, out, move |g, x| {
+        let zero = Tensor::scalar_of(0.0, x.dtype());
+        let neg_part = super::clamp(x, None, Some(&zero), false)?;
+        let slope = mul_f64(&exp(&neg_part)?, alpha)?;
+        where_(&positive(x)?, g, &mul(g, &slope)?)
+    }))
+}
+
+/// `hardtanh(x, min, max)` (and `relu6`): `x` clamped; as in PyTorch the
+/// gradient passes only strictly inside `(min, max)`.
+pub fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
+    float_input(x, "hardtanh")?;
+    let (l, h) = (
+        Tensor::scalar_of(lo, x.dtype()),
+        Tensor::scalar_of(hi, x.dtype()),
+    );
+    let out = {
+        let _g = GradModeGuard::new(false);
+        super::clamp(x, Some(&l), Some(&h), false)?
+    };
+    Ok(pointwise("HardtanhBackward0", x, out, move |g, x| {
+        let inside = super::logical_and(&compare::gt(x, &l)?, &compare::lt(x, &h)?)?;
+        where_(&inside, g, &Tensor::scalar_of(0.0, g.dtype()))
+    }))
 }
 
 /// `gelu(x)`: exact (`x * Phi(x)`) or the tanh approximation.
@@ -55,10 +111,19 @@ pub fn gelu(x: &Tensor, tanh_approx: bool) -> Result<Tensor> {
     mul(&half_x, &add_scalar(&inner, Scalar::Int(1))?)
 }
 
-/// `silu(x) = x * sigmoid(x)`.
+/// `silu(x) = x * sigmoid(x)`; gradient `s * (1 + x * (1 - s))`, `s = sigmoid(x)`.
 pub fn silu(x: &Tensor) -> Result<Tensor> {
     float_input(x, "silu")?;
-    mul(x, &super::sigmoid(x)?)
+    let out = {
+        let _g = GradModeGuard::new(false);
+        mul(x, &super::sigmoid(x)?)?
+    };
+    Ok(pointwise("SiluBackward0", x, out, |g, x| {
+        let s = super::sigmoid(x)?;
+        let one_minus = super::rsub_scalar(&s, Scalar::Int(1))?;
+        let slope = mul(&s, &add_scalar(&mul(x, &one_minus)?, Scalar::Int(1))?)?;
+        mul(g, &slope)
+    }))
 }
 
 /// `softplus(x) = log(1 + exp(beta x)) / beta`, linear above `threshold`.
@@ -70,8 +135,8 @@ pub fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
     let zero = Tensor::scalar_of(0.0, z.dtype());
     let pos = compare::gt(&z, &zero)?;
     // z > 0: z + log1p(exp(-z));  z <= 0: log1p(exp(z))
-    let zp = super::clamp(&z, Some(&zero), None)?;
-    let zn = super::clamp(&z, None, Some(&zero))?;
+    let zp = super::clamp(&z, Some(&zero), None, false)?;
+    let zn = super::clamp(&z, None, Some(&zero), false)?;
     let upper = super::add(&zp, &log1p(&exp(&neg(&zp)?)?)?)?;
     let lower = log1p(&exp(&zn)?)?;
     let smooth = mul_f64(&where_(&pos, &upper, &lower)?, 1.0 / beta)?;

@@ -384,6 +384,16 @@ pub fn rpow_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
 
 /// Elementwise `where(cond, x, y)`; gradients flow to the chosen side.
 pub fn where_(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    where_named("WhereBackward0", cond, x, y)
+}
+
+/// `where_` recorded under the name of the op it implements (`masked_fill`).
+pub(crate) fn where_named(
+    name: &'static str,
+    cond: &Tensor,
+    x: &Tensor,
+    y: &Tensor,
+) -> Result<Tensor> {
     if cond.dtype() != DType::Bool {
         return Err(Error::runtime(format!(
             "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
@@ -404,7 +414,7 @@ pub fn where_(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         Tensor::from_vec(xy, shape.clone())
     });
     if needs_record(&[x, y]) {
-        record("WhereBackward0", &[x, y], &out, saved![cond], |c| {
+        record(name, &[x, y], &out, saved![cond], |c| {
             let g = c.grad()?;
             let m = c.saved(0)?;
             let zero = Tensor::scalar_of(0.0, g.dtype());

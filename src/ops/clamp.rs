@@ -2,11 +2,11 @@
 //! is the incoming gradient times a constant mask, which keeps it
 //! differentiable to any order.
 
-use smallvec::smallvec;
+use smallvec::{smallvec, SmallVec};
 
 use super::arith::map2;
 use super::{cast_data, compare, mul, result_type, where_};
-use crate::autograd::{needs_record, record};
+use crate::autograd::{needs_record, record, GradModeGuard};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::binary;
 use crate::saved;
@@ -67,9 +67,17 @@ pub fn minimum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     extreme(a, b, "MinimumBackward0", false)
 }
 
-/// `clamp(x, min, max)`. The gradient reaches `x` where `min <= x <= max`
-/// (PyTorch's convention at the boundaries) and a tensor bound where it won.
-pub fn clamp(x: &Tensor, lo: Option<&Tensor>, hi: Option<&Tensor>) -> Result<Tensor> {
+/// `clamp(x, min, max)`; `tensor_bounds` says whether the caller gave the
+/// bounds as tensors (PyTorch's `ClampBackward0`) or numbers (`ClampBackward1`).
+/// The gradient reaches `x` where `min <= x <= max` (PyTorch's convention at
+/// the boundaries), `min` where `x < min`, and `max` where `x > max` (or
+/// everywhere if `max < min`, where the result is `max`).
+pub fn clamp(
+    x: &Tensor,
+    lo: Option<&Tensor>,
+    hi: Option<&Tensor>,
+    tensor_bounds: bool,
+) -> Result<Tensor> {
     if lo.is_none() && hi.is_none() {
         return Err(Error::runtime(
             "torch.clamp: At least one of 'min' or 'max' must not be None",
@@ -78,17 +86,72 @@ pub fn clamp(x: &Tensor, lo: Option<&Tensor>, hi: Option<&Tensor>) -> Result<Ten
     if x.dtype() == crate::tensor::DType::Bool {
         return Err(Error::runtime("\"clamp_cpu\" not implemented for 'Bool'"));
     }
-    let mut out = x.clone();
-    if let Some(lo) = lo {
-        let below = compare::lt(&out, lo)?;
-        out = where_(&below, lo, &out)?;
-    }
-    if let Some(hi) = hi {
-        let above = compare::gt(&out, hi)?;
-        out = where_(&above, hi, &out)?;
-    }
-    if out.same(x) {
-        return super::clone(x);
+    let out = {
+        let _g = GradModeGuard::new(false);
+        let mut out = x.clone();
+        if let Some(lo) = lo {
+            out = where_(&compare::lt(&out, lo)?, lo, &out)?;
+        }
+        if let Some(hi) = hi {
+            out = where_(&compare::gt(&out, hi)?, hi, &out)?;
+        }
+        if out.same(x) {
+            super::clone_data(x)
+        } else {
+            out
+        }
+    };
+    let inputs: SmallVec<[&Tensor; 3]> = std::iter::once(x).chain(lo).chain(hi).collect();
+    if needs_record(&inputs) {
+        let name = if tensor_bounds {
+            "ClampBackward0"
+        } else {
+            "ClampBackward1"
+        };
+        let (has_lo, has_hi) = (lo.is_some(), hi.is_some());
+        record(name, &inputs, &out, saved![x, lo, hi], move |c| {
+            let (g, x) = (c.grad()?, c.saved(0)?);
+            let lo = has_lo.then(|| c.saved(1)).transpose()?;
+            let hi = has_hi.then(|| c.saved(2)).transpose()?;
+            let zero = Tensor::scalar_of(0.0, g.dtype());
+            let pass = |m: &Tensor| where_(m, g, &zero);
+            let mut grads: crate::autograd::Grads = smallvec![None];
+            if c.needs(0) {
+                let keep = match (lo, hi) {
+                    (Some(l), Some(h)) => {
+                        compare::logical_and(&compare::ge(x, l)?, &compare::le(x, h)?)?
+                    }
+                    (Some(l), None) => compare::ge(x, l)?,
+                    (None, Some(h)) => compare::le(x, h)?,
+                    (None, None) => unreachable!("checked above"),
+                };
+                grads[0] = Some(pass(&keep)?);
+            }
+            if let Some(l) = lo {
+                let mut g_lo = None;
+                if c.needs(1) {
+                    let mut below = compare::lt(x, l)?;
+                    if let Some(h) = hi {
+                        below = compare::logical_and(&below, &compare::lt(l, h)?)?;
+                    }
+                    g_lo = Some(pass(&below)?);
+                }
+                grads.push(g_lo);
+            }
+            if let Some(h) = hi {
+                let i = grads.len();
+                let mut g_hi = None;
+                if c.needs(i) {
+                    let mut above = compare::gt(x, h)?;
+                    if let Some(l) = lo {
+                        above = compare::logical_or(&above, &compare::lt(h, l)?)?;
+                    }
+                    g_hi = Some(pass(&above)?);
+                }
+                grads.push(g_hi);
+            }
+            Ok(grads)
+        });
     }
     Ok(out)
 }

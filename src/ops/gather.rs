@@ -269,7 +269,7 @@ pub fn masked_fill(input: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tens
         )));
     }
     let v = super::to_dtype(value, input.dtype())?;
-    super::where_(mask, &v, input)
+    super::arith::where_named("MaskedFillBackward0", mask, &v, input)
 }
 
 pub fn masked_fill_scalar(input: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {

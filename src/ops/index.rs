@@ -58,7 +58,7 @@ fn apply_pick(v: &View, p: Pick) -> View {
 fn pick(a: &Tensor, p: Pick, name: &'static str) -> Tensor {
     let in_shape = a.shape();
     let view = apply_pick(&a.view(), p);
-    let out = Tensor::from_view(view, Some(a.root().clone()));
+    let out = Tensor::new_view(view, a, name);
     if needs_record(&[a]) {
         record(name, &[a], &out, saved![], move |c| {
             Ok(smallvec![Some(embed(c.grad()?, &in_shape, p)?)])

@@ -6,20 +6,45 @@ use std::sync::Arc;
 
 use smallvec::smallvec;
 
-use super::strided::{as_strided_region, embed_region, region_of, zero_region, Region};
+use super::strided::{
+    as_strided_region, embed_region, read_region_of, region_of, zero_region, Region,
+};
 use super::{cast_data, category_of};
-use crate::autograd::{is_grad_enabled, record};
+use crate::autograd::{current_seq, is_grad_enabled, record, Edge, NodeRef};
 use crate::error::{Error, Result};
 use crate::kernels::copy::scatter;
 use crate::saved;
-use crate::tensor::{fmt_shape, Element, Shape, Tensor};
+use crate::tensor::{fmt_shape, CreationMeta, Element, Shape, Tensor};
 
 const LEAF_MSG: &str = "a leaf Variable that requires grad is being used in an in-place operation.";
 const LEAF_VIEW_MSG: &str =
     "a view of a leaf Variable that requires grad is being used in an in-place operation.";
+const NO_GRAD_VIEW_ADVICE: &str = "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+
+/// PyTorch's refusal for a view taken under `no_grad()` that is written in
+/// place (`indirect`: its base or another view of it was written) in grad mode.
+fn no_grad_view_error(creation: CreationMeta, indirect: bool) -> Error {
+    let what = if indirect {
+        "its base or another view of its base has been"
+    } else {
+        "is being"
+    };
+    let head = match creation {
+        CreationMeta::OfNoGradView(op) => {
+            // PyTorch names the node without its `Backward0` suffix.
+            let short = op.replacen("Backward0", "", 1).replacen("Backward", "", 1);
+            format!("Output 0 of {short} is a view of a view which was created in no_grad mode")
+        }
+        _ => "A view was created in no_grad mode".to_string(),
+    };
+    Error::runtime(format!(
+        "{head} and {what} modified inplace with grad mode enabled. {NO_GRAD_VIEW_ADVICE}"
+    ))
+}
 
 /// PyTorch's refusals: in grad mode, a leaf that requires grad (or a view of
-/// one) may not be written in place. Under `no_grad()` it may (optimizers).
+/// one) may not be written in place, nor may a view taken under `no_grad()`
+/// of a tensor that requires grad. Under `no_grad()` it may (optimizers).
 pub fn check_inplace(t: &Tensor) -> Result<()> {
     if !is_grad_enabled() {
         return Ok(());
@@ -28,15 +53,36 @@ pub fn check_inplace(t: &Tensor) -> Result<()> {
         return Err(Error::runtime(LEAF_MSG));
     }
     if let Some(base) = t.base() {
-        if base.requires_grad() && base.is_leaf() {
-            return Err(Error::runtime(LEAF_VIEW_MSG));
+        if base.requires_grad() {
+            if t.creation_meta() != CreationMeta::Default {
+                return Err(no_grad_view_error(t.creation_meta(), false));
+            }
+            if base.is_leaf() {
+                return Err(Error::runtime(LEAF_VIEW_MSG));
+            }
         }
     }
     Ok(())
 }
 
+/// `t.op_(...)`: PyTorch's refusals, then `compute` (recorded as usual), then
+/// the write into `t`. A node recorded by `compute` that saved `t` itself
+/// keeps the values from before the write (see `keep_originals`).
+pub fn apply_inplace(t: &Tensor, compute: impl FnOnce() -> Result<Tensor>) -> Result<()> {
+    check_inplace(t)?;
+    let mark = current_seq();
+    let r = compute()?;
+    commit_since(t, &r, Some(mark))
+}
+
 /// Writes `result` into `t` and moves `t` onto `result`'s node.
 pub fn commit_inplace(t: &Tensor, result: &Tensor) -> Result<()> {
+    commit_since(t, result, None)
+}
+
+/// `commit_inplace`, where the nodes recorded after `mark` computed `result`
+/// from `t` and may have saved `t`.
+fn commit_since(t: &Tensor, result: &Tensor, mark: Option<u64>) -> Result<()> {
     check_inplace(t)?;
     let (ts, rs) = (t.shape(), result.shape());
     if ts != rs {
@@ -54,13 +100,25 @@ pub fn commit_inplace(t: &Tensor, result: &Tensor) -> Result<()> {
             td.scalar_name()
         )));
     }
+    let tracked = result.requires_grad() && is_grad_enabled();
+    if tracked && t.creation_meta() != CreationMeta::Default {
+        // Another operand requires grad (the base's own case is in `check_inplace`).
+        return Err(no_grad_view_error(t.creation_meta(), false));
+    }
+    let nodes = match mark {
+        Some(m) if tracked => nodes_since(result, m),
+        _ => Vec::new(),
+    };
+    keep_originals(&nodes, t)?;
     if let Some(base) = t.base() {
         if is_grad_enabled() && (result.requires_grad() || base.requires_grad()) {
-            return commit_into_view(t, base, result);
+            commit_into_view(t, base, result)?;
+            resave_outputs(&nodes, t, result);
+            return Ok(());
         }
     }
-    let tracked = result.requires_grad() && is_grad_enabled();
     write_values(t, result);
+    resave_outputs(&nodes, t, result);
     if tracked {
         match result.grad_fn() {
             Some((node, nr)) => t.set_grad_fn(node, nr),
@@ -74,6 +132,79 @@ pub fn commit_inplace(t: &Tensor, result: &Tensor) -> Result<()> {
         t.detach_in_place();
     }
     Ok(())
+}
+
+/// The nodes recorded after `mark` that `result`'s history goes through:
+/// those of the op being committed.
+fn nodes_since(result: &Tensor, mark: u64) -> Vec<NodeRef> {
+    let mut found: Vec<NodeRef> = Vec::new();
+    let Some((root, _)) = result.grad_fn() else {
+        return found;
+    };
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if n.seq <= mark || found.iter().any(|m| m.ptr_eq(&n)) {
+            continue;
+        }
+        for e in n.edges.iter() {
+            if let Edge::Node(m, _) = e {
+                stack.push(m.clone());
+            }
+        }
+        found.push(n);
+    }
+    found
+}
+
+/// Before `t` is overwritten: the op's nodes that saved `t`'s memory (the
+/// `self` of `v.mul_(y)`, needed for `y`'s gradient) get a copy of it taken
+/// now, as PyTorch saves `self.clone()` then. The copy is recorded, so the
+/// saved value still differentiates into `t`'s old history. Nothing is
+/// copied when no node saved it (`v.mul_(2)`, or `y` not requiring grad).
+fn keep_originals(nodes: &[NodeRef], t: &Tensor) -> Result<()> {
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let storage = t.storage();
+    let mut copies: Vec<(Tensor, Tensor)> = Vec::new();
+    for n in nodes {
+        n.for_each_saved_mut(|s| {
+            let d = s.data();
+            if s.is_output() || !s.is_current() || !Arc::ptr_eq(&d.storage(), &storage) {
+                return Ok(());
+            }
+            let copy = match copies.iter().find(|(o, _)| o.same(d)) {
+                Some((_, c)) => c.clone(),
+                None => {
+                    let c = super::clone(d)?;
+                    copies.push((d.clone(), c.clone()));
+                    c
+                }
+            };
+            s.replace(copy);
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// After the write: an output the op saved (`exp_` saves its result) now
+/// lives in `t`, so the node keeps `t` rather than the temporary, as in
+/// PyTorch (writing into `t` again makes that backward refuse).
+fn resave_outputs(nodes: &[NodeRef], t: &Tensor, result: &Tensor) {
+    let Some(n) = nodes.first() else {
+        return;
+    };
+    if t.dtype() != result.dtype() {
+        return;
+    }
+    let storage = result.storage();
+    let _ = n.for_each_saved_mut(|s| {
+        if s.is_output() && s.is_current() && Arc::ptr_eq(&s.data().storage(), &storage) {
+            s.replace(t.clone());
+        }
+        Ok(())
+    });
 }
 
 /// PyTorch's `CopySlices`: writes `result` into the view `v` of `base`, then
@@ -125,36 +256,81 @@ pub fn refresh_view(v: &Tensor) -> Result<()> {
     }
     let (region, base_shape) = {
         let (bv, vv) = (base.view(), v.view());
-        (Arc::new(region_of(&bv, &vv)?), bv.shape.clone())
+        (Arc::new(read_region_of(&bv, &vv)?), bv.shape.clone())
     };
     attach_view(v, base, base_shape, region);
     Ok(())
 }
 
 /// Re-attaches the stale view `v` to its base's current history (called
-/// from `Tensor::grad_fn` after the shared memory was written). A view that
-/// is not a strided region of its base (an expanded one) cannot be replayed;
-/// rather than keep its old, now wrong, history it gets a node that refuses
-/// to run, so differentiating through it raises instead of lying.
+/// from `Tensor::grad_fn` after the shared memory was written), as a view
+/// that reads `v`'s elements of the base; an expanded view reads some more
+/// than once and its backward sums their gradients. A view taken under
+/// `no_grad()` has no history to follow: it gets a node that refuses to run
+/// with PyTorch's message (PyTorch raises as soon as the view is used).
 pub(crate) fn regenerate_view(v: &Tensor) {
     let Some(base) = v.base() else {
         return;
     };
+    if v.creation_meta() != CreationMeta::Default {
+        if base.requires_grad() {
+            let creation = v.creation_meta();
+            record("AsStridedBackward0", &[base], v, saved![], move |_| {
+                Err(no_grad_view_error(creation, true))
+            });
+        }
+        return;
+    }
     let found = {
         let (bv, vv) = (base.view(), v.view());
-        region_of(&bv, &vv).map(|r| (Arc::new(r), bv.shape.clone()))
+        read_region_of(&bv, &vv).map(|r| (Arc::new(r), bv.shape.clone()))
     };
     match found {
         Ok((region, base_shape)) => attach_view(v, base, base_shape, region),
-        Err(_) if base.requires_grad() => {
-            record("AsStridedBackward0", &[base], v, saved![], |_| {
-                Err(Error::runtime(
-                    "a view whose elements overlap (from expand) was used after its base was modified by an inplace operation; its gradient cannot be rebuilt. Take the view again after the inplace operation.",
-                ))
+        // Views are always strided regions of their base's memory; a base
+        // whose own layout cannot be mapped (overlapping memory from NumPy)
+        // must not keep a stale history either.
+        Err(e) if base.requires_grad() => {
+            let msg = match e {
+                Error::Runtime(m) => m,
+                other => other.to_string(),
+            };
+            record("AsStridedBackward0", &[base], v, saved![], move |_| {
+                Err(Error::runtime(msg.clone()))
             });
         }
         Err(_) => {}
     }
+}
+
+/// What `a.copy_(b)` writes: `b` broadcast to `a`'s shape and cast to its
+/// dtype. Recorded as PyTorch's `CopyBackwards`, whose inputs are `a`'s old
+/// history (it gets zeros: its values are gone) and `b`.
+pub fn copy_value(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let e = super::expand(b, &a.shape())?;
+        super::to_dtype(&super::contiguous(&e)?, a.dtype())?
+    };
+    if !crate::autograd::needs_record(&[a, b]) {
+        return Ok(out);
+    }
+    // A fresh handle to carry the node, without copying the values.
+    let out = out.detach();
+    let b_dtype = b.dtype();
+    record("CopyBackwards", &[a, b], &out, saved![], move |c| {
+        let g = c.grad()?;
+        let ga = c.needs(0).then(|| Tensor::zeros(g.shape(), g.dtype()));
+        let gb = if !c.needs(1) {
+            None
+        } else if g.dtype() != b_dtype {
+            Some(super::to_dtype(g, b_dtype)?)
+        } else {
+            Some(g.clone())
+        };
+        Ok(smallvec![ga, gb])
+    });
+    Ok(out)
 }
 
 /// Copies `src`'s values (cast to `dst`'s dtype) into `dst` and bumps the version.

@@ -147,11 +147,12 @@ pub fn binary_cross_entropy(
 ) -> Result<Tensor> {
     check_same_shape(input, target, "binary_cross_entropy")?;
     let lo = Tensor::scalar_of(-100.0, input.dtype());
-    let log_x = super::clamp(&super::log(input)?, Some(&lo), None)?;
+    let log_x = super::clamp(&super::log(input)?, Some(&lo), None, false)?;
     let log_1mx = super::clamp(
         &super::log(&super::rsub_scalar(input, super::Scalar::Int(1))?)?,
         Some(&lo),
         None,
+        false,
     )?;
     let one_m_y = super::rsub_scalar(target, super::Scalar::Int(1))?;
     let l = neg(&super::add(

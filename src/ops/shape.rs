@@ -8,8 +8,9 @@ use crate::error::{Error, Result};
 use crate::saved;
 use crate::tensor::{fmt_shape, infer_shape, view_strides, wrap_dim, Shape, Strides, Tensor, View};
 
-/// A new tensor viewing `a`'s storage with another shape and strides.
-fn alias(a: &Tensor, shape: Shape, strides: Strides, offset: usize) -> Tensor {
+/// A new tensor viewing `a`'s storage with another shape and strides, made
+/// by the view op whose node is `op`.
+fn alias(a: &Tensor, op: &'static str, shape: Shape, strides: Strides, offset: usize) -> Tensor {
     let v = a.view();
     let view = View {
         storage: v.storage.clone(),
@@ -18,7 +19,7 @@ fn alias(a: &Tensor, shape: Shape, strides: Strides, offset: usize) -> Tensor {
         offset,
     };
     drop(v);
-    Tensor::from_view(view, Some(a.root().clone()))
+    Tensor::new_view(view, a, op)
 }
 
 impl Tensor {
@@ -44,7 +45,7 @@ pub fn view(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
     })?;
     Ok(record_view(
         a,
-        alias(a, new, st, offset),
+        alias(a, "ViewBackward0", new, st, offset),
         "ViewBackward0",
         old,
     ))
@@ -68,7 +69,7 @@ pub fn reshape_i(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
     match view_strides(&old, &strides, &new) {
         Some(st) => Ok(record_view(
             a,
-            alias(a, new, st, offset),
+            alias(a, "ViewBackward0", new, st, offset),
             "ViewBackward0",
             old,
         )),
@@ -122,7 +123,7 @@ pub fn expand(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
             )));
         };
     }
-    let out = alias(a, Shape::from_slice(shape), st, offset);
+    let out = alias(a, "ExpandBackward0", Shape::from_slice(shape), st, offset);
     if needs_record(&[a]) {
         record("ExpandBackward0", &[a], &out, saved![], move |c| {
             Ok(smallvec![Some(super::sum_to(c.grad()?, &old)?)])
@@ -146,7 +147,7 @@ pub fn transpose(a: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
     let (i, j) = (wrap_dim(d0, n)?, wrap_dim(d1, n)?);
     shape.swap(i, j);
     strides.swap(i, j);
-    let out = alias(a, shape, strides, offset);
+    let out = alias(a, "TransposeBackward0", shape, strides, offset);
     if needs_record(&[a]) {
         record("TransposeBackward0", &[a], &out, saved![], move |c| {
             Ok(smallvec![Some(transpose(c.grad()?, i as i64, j as i64)?)])
@@ -174,7 +175,7 @@ pub fn t(a: &Tensor) -> Result<Tensor> {
             )))
         }
     }
-    let out = alias(a, shape, strides, offset);
+    let out = alias(a, "TBackward0", shape, strides, offset);
     if needs_record(&[a]) {
         record("TBackward0", &[a], &out, saved![], |c| {
             Ok(smallvec![Some(t(c.grad()?)?)])
@@ -197,7 +198,7 @@ pub fn unsqueeze(a: &Tensor, dim: i64) -> Result<Tensor> {
     };
     shape.insert(d, 1);
     strides.insert(d, st);
-    let out = alias(a, shape, strides, offset);
+    let out = alias(a, "UnsqueezeBackward0", shape, strides, offset);
     if needs_record(&[a]) {
         record("UnsqueezeBackward0", &[a], &out, saved![], move |c| {
             Ok(smallvec![Some(squeeze(c.grad()?, Some(d as i64))?)])
@@ -239,13 +240,13 @@ pub fn squeeze(a: &Tensor, dim: Option<i64>) -> Result<Tensor> {
         .filter(|(_, &k)| k)
         .map(|(&s, _)| s)
         .collect();
-    let out = alias(a, ns, nst, offset);
+    let name = if dim.is_some() {
+        "SqueezeBackward1"
+    } else {
+        "SqueezeBackward0"
+    };
+    let out = alias(a, name, ns, nst, offset);
     if needs_record(&[a]) {
-        let name = if dim.is_some() {
-            "SqueezeBackward1"
-        } else {
-            "SqueezeBackward0"
-        };
         record(name, &[a], &out, saved![], move |c| {
             Ok(smallvec![Some(reshape(c.grad()?, &shape)?)])
         });
@@ -278,7 +279,7 @@ pub fn permute(a: &Tensor, dims: &[i64]) -> Result<Tensor> {
     }
     let ns: Shape = perm.iter().map(|&p| shape[p]).collect();
     let nst: Strides = perm.iter().map(|&p| strides[p]).collect();
-    let out = alias(a, ns, nst, offset);
+    let out = alias(a, "PermuteBackward0", ns, nst, offset);
     if needs_record(&[a]) {
         let mut inv: SmallVec<[i64; 4]> = SmallVec::from_elem(0, n);
         for (i, &p) in perm.iter().enumerate() {

@@ -16,7 +16,8 @@ use crate::tensor::{contiguous_strides, Element, Shape, Strides, Tensor, View};
 
 /// A region of a tensor's elements, in the index space of that tensor laid
 /// out contiguously (row-major): element `i` of the region is at linear index
-/// `offset + sum(i_k * strides[k])`. Regions never overlap themselves.
+/// `offset + sum(i_k * strides[k])`. Only a region read from (the view of
+/// an expanded tensor) may overlap itself; a written one never does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Region {
     pub shape: Shape,
@@ -113,12 +114,18 @@ fn for_each_offset(
 }
 
 /// Where view `v` lies in `base`'s index space: the region of `base` (laid
-/// out row-major) that `v` shows. `None` if `v` overlaps itself or does not
-/// map onto `base`'s elements as a strided region.
+/// out row-major) that `v` shows, to be written into. An error if `v`
+/// overlaps itself or does not map onto `base`'s elements as a strided region.
 pub fn region_of(base: &View, v: &View) -> Result<Region> {
     if !non_overlapping(&v.shape, &v.strides) {
         return Err(Error::runtime(OVERLAP_MSG));
     }
+    read_region_of(base, v)
+}
+
+/// `region_of` for a view that is only read, which may overlap itself
+/// (stride 0 from `expand`).
+pub fn read_region_of(base: &View, v: &View) -> Result<Region> {
     let unsupported = || {
         Error::runtime(
             "in-place operations on this view of a tensor that requires grad are not supported (the view is not a strided region of its base); use an out-of-place op",
@@ -219,6 +226,31 @@ fn write_region(dst: &Tensor, region: &Region, src: &Tensor) {
     });
 }
 
+/// Adds `src` into `region` of the contiguous `dst`, element by element, so
+/// that locations the region reaches several times receive every value.
+fn add_into_region(dst: &Tensor, region: &Region, src: &Tensor) {
+    let src = src.contiguous_data();
+    let sv = src.view();
+    let dv = dst.view();
+    crate::dispatch!(dv.dtype(), T => {
+        if let Some(s) = sv.as_slice::<T>() {
+            let base = dv.ptr::<T>();
+            let mut i = 0;
+            for_each_offset(&region.shape, &region.strides, region.offset, |off| {
+                // SAFETY: `region.fits(dst.numel())` was checked by the caller
+                // and `dst` is contiguous, so `off` is inside its memory; `s`
+                // has one value per element of the region.
+                unsafe {
+                    let p = base.add(off);
+                    *p = T::from_f64((*p).to_f64() + s[i].to_f64());
+                }
+                i += 1;
+                true
+            });
+        }
+    });
+}
+
 /// `a` viewed through `region` of its row-major index space (`a` is made
 /// contiguous first, recorded). The backward embeds the gradient into zeros.
 pub fn as_strided_region(a: &Tensor, region: &Arc<Region>, name: &'static str) -> Result<Tensor> {
@@ -228,7 +260,7 @@ pub fn as_strided_region(a: &Tensor, region: &Arc<Region>, name: &'static str) -
         return Err(Error::runtime("as_strided: region out of bounds"));
     }
     let view = region.on(&c.view());
-    let out = Tensor::from_view(view, Some(c.root().clone()));
+    let out = Tensor::new_view(view, &c, name);
     if needs_record(&[&c]) {
         let region = region.clone();
         record(name, &[&c], &out, saved![], move |ctx| {
@@ -242,7 +274,9 @@ pub fn as_strided_region(a: &Tensor, region: &Arc<Region>, name: &'static str) -
     Ok(out)
 }
 
-/// Zeros of `shape` with `g` written into `region`: the adjoint of `as_strided_region`.
+/// Zeros of `shape` with `g` written into `region`: the adjoint of
+/// `as_strided_region`. Where the region overlaps itself, the gradients of
+/// the elements that read one location add up there.
 pub fn embed_region(g: &Tensor, shape: &Shape, region: &Arc<Region>) -> Result<Tensor> {
     let z = Tensor::zeros(shape.clone(), g.dtype());
     if g.shape() != region.shape || !region.fits(z.numel()) {
@@ -250,7 +284,11 @@ pub fn embed_region(g: &Tensor, shape: &Shape, region: &Arc<Region>) -> Result<T
             "as_strided backward: gradient does not match the region",
         ));
     }
-    write_region(&z, region, g);
+    if non_overlapping(&region.shape, &region.strides) {
+        write_region(&z, region, g);
+    } else {
+        add_into_region(&z, region, g);
+    }
     if needs_record(&[g]) {
         let region = region.clone();
         record(

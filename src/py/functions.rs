@@ -709,6 +709,21 @@ fn opt_tensor(o: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Tensor>> {
 }
 
 #[pyfunction]
+#[pyo3(signature = (input, min_val=-1.0, max_val=1.0))]
+fn hardtanh(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    min_val: f64,
+    max_val: f64,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    wrap(
+        py,
+        guard_nogil(py, a.numel(), || ops::hardtanh(a, min_val, max_val))?,
+    )
+}
+
+#[pyfunction]
 #[pyo3(signature = (input, negative_slope=0.01))]
 fn leaky_relu(
     py: Python<'_>,
@@ -1023,6 +1038,28 @@ fn _set_inference_mode(mode: bool) {
     autograd::set_inference_mode(mode)
 }
 
+/// `input.op_(...)` for an op written in Python (`F.relu(x, inplace=True)`):
+/// `compute()` gives the result, which is written into `input` as the
+/// built-in in-place ops do, so a node of `compute` that saved `input`
+/// keeps its value from before the write.
+#[pyfunction]
+fn _apply_inplace<'py>(
+    input: &Bound<'py, PyTensor>,
+    compute: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let t = &input.get().t;
+    guard(|| {
+        ops::apply_inplace(t, || {
+            let r = compute.call0().map_err(super::errors::external)?;
+            let r = r.cast::<PyTensor>().map_err(|_| {
+                crate::error::Error::type_error("_apply_inplace: compute() must return a Tensor")
+            })?;
+            Ok(r.get().t.clone())
+        })
+    })?;
+    Ok(input.clone())
+}
+
 #[pyfunction]
 fn _live_nodes() -> usize {
     autograd::live_nodes()
@@ -1064,6 +1101,7 @@ fn _sum_dims(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(_apply_inplace, m)?)?;
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(ones, m)?)?;
@@ -1181,6 +1219,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(einsum, m)?)?;
     m.add_function(wrap_pyfunction!(broadcast_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(leaky_relu, m)?)?;
+    m.add_function(wrap_pyfunction!(hardtanh, m)?)?;
     m.add_function(wrap_pyfunction!(elu, m)?)?;
     m.add_function(wrap_pyfunction!(gelu, m)?)?;
     m.add_function(wrap_pyfunction!(softplus, m)?)?;

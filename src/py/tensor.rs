@@ -180,8 +180,7 @@ fn ibinop_with(
                 return Ok(());
             }
         }
-        let r = tt(a, &b)?;
-        ops::commit_inplace(a, &r)
+        ops::apply_inplace(a, || tt(a, &b))
     })?;
     Ok(slf.clone().into_any().unbind())
 }
@@ -973,11 +972,7 @@ impl PyTensor {
                 let a = &slf.get().t;
                 let s = scalar_from_any(al)?;
                 let b = to_tensor_like(other, Some(a))?;
-                guard(|| {
-                    ops::check_inplace(a)?;
-                    let r = ops::add_alpha(a, &b, s)?;
-                    ops::commit_inplace(a, &r)
-                })?;
+                guard(|| ops::apply_inplace(a, || ops::add_alpha(a, &b, s)))?;
                 Ok(slf.clone().into_any().unbind())
             }
         }
@@ -992,30 +987,40 @@ impl PyTensor {
         ibinop_with(slf, other, ops::div, Some(ops::InplaceOp::Div))
     }
     fn pow_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        if let Some(Operand::Scalar(e)) = operand(other) {
+            // A number exponent is PyTorch's `pow_.Scalar` (`PowBackward0`).
+            let a = &slf.get().t;
+            guard(|| ops::apply_inplace(a, || ops::pow_scalar(a, e)))?;
+            return Ok(slf.clone().into_any().unbind());
+        }
         ibinop(slf, other, ops::pow)
     }
     fn copy_(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        ibinop(slf, src, |a, b| {
-            let e = ops::expand(b, &a.shape())?;
-            ops::to_dtype(&ops::contiguous(&e)?, a.dtype())
-        })
+        ibinop(slf, src, ops::copy_value)
     }
     fn exp_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let a = &slf.get().t;
-        guard(|| {
-            ops::check_inplace(a)?;
-            let r = ops::exp(a)?;
-            ops::commit_inplace(a, &r)
-        })?;
+        guard(|| ops::apply_inplace(a, || ops::exp(a)))?;
         Ok(slf.clone().into_any().unbind())
     }
     fn neg_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let a = &slf.get().t;
-        guard(|| {
-            ops::check_inplace(a)?;
-            let r = ops::neg(a)?;
-            ops::commit_inplace(a, &r)
-        })?;
+        guard(|| ops::apply_inplace(a, || ops::neg(a)))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+    fn sigmoid_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let a = &slf.get().t;
+        guard(|| ops::apply_inplace(a, || ops::sigmoid(a)))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+    fn tanh_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let a = &slf.get().t;
+        guard(|| ops::apply_inplace(a, || ops::tanh(a)))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+    fn relu_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let a = &slf.get().t;
+        guard(|| ops::apply_inplace(a, || ops::relu(a)))?;
         Ok(slf.clone().into_any().unbind())
     }
     fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
@@ -1392,7 +1397,11 @@ impl PyTensor {
         max: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let (lo, hi) = (bound_arg(min, &self.t)?, bound_arg(max, &self.t)?);
-        wrap(py, guard(|| ops::clamp(&self.t, lo.as_ref(), hi.as_ref()))?)
+        let tb = tensor_bounds(min, max);
+        wrap(
+            py,
+            guard(|| ops::clamp(&self.t, lo.as_ref(), hi.as_ref(), tb))?,
+        )
     }
     #[pyo3(signature = (min=None, max=None))]
     fn clip(
@@ -1411,11 +1420,8 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let a = &slf.get().t;
         let (lo, hi) = (bound_arg(min, a)?, bound_arg(max, a)?);
-        guard(|| {
-            ops::check_inplace(a)?;
-            let r = ops::clamp(a, lo.as_ref(), hi.as_ref())?;
-            ops::commit_inplace(a, &r)
-        })?;
+        let tb = tensor_bounds(min, max);
+        guard(|| ops::apply_inplace(a, || ops::clamp(a, lo.as_ref(), hi.as_ref(), tb)))?;
         Ok(slf.clone().into_any().unbind())
     }
     #[pyo3(signature = (other, rtol=1e-5, atol=1e-8, equal_nan=false))]
@@ -1807,11 +1813,7 @@ impl PyTensor {
                 ))
             }
         };
-        guard(|| {
-            ops::check_inplace(a)?;
-            let r = ops::masked_fill(a, m, &v)?;
-            ops::commit_inplace(a, &r)
-        })?;
+        guard(|| ops::apply_inplace(a, || ops::masked_fill(a, m, &v)))?;
         Ok(slf.clone().into_any().unbind())
     }
     #[pyo3(signature = (*, as_tuple=false))]
@@ -1845,22 +1847,24 @@ impl PyTensor {
             None => to_tensor_like(value, Some(t))?,
         };
         guard(|| {
-            ops::check_inplace(t)?;
             let basic = items
                 .iter()
                 .all(|i| !matches!(i, ops::IndexItem::Tensor(_)));
-            if basic && !autograd::needs_record(&[t, &v]) {
-                // Nothing to record: write straight through a view.
+            if basic {
+                // As in PyTorch, the write goes into a view (so the refusals
+                // are those for views: "a view of a leaf Variable ...").
                 let target = ops::index(t, &items)?;
-                return ops::assign(&target, &v);
+                ops::check_inplace(&target)?;
+                if !autograd::needs_record(&[t, &v]) {
+                    // Nothing to record: write straight through the view.
+                    return ops::assign(&target, &v);
+                }
+                if t.dtype().is_float() {
+                    // Recorded as `CopySlices` on the base.
+                    return ops::assign_tracked(t, &target, &v);
+                }
             }
-            if basic && t.dtype().is_float() {
-                // Write through a view, recorded as `CopySlices` on the base.
-                let target = ops::index(t, &items)?;
-                return ops::assign_tracked(t, &target, &v);
-            }
-            let r = ops::index_put(t, &items, &v)?;
-            ops::commit_inplace(t, &r)
+            ops::apply_inplace(t, || ops::index_put(t, &items, &v))
         })
     }
 
@@ -1942,6 +1946,13 @@ fn unary(
 }
 
 /// A `clamp` bound: absent, a number (in `like`'s dtype rules) or a tensor.
+/// Whether `clamp` got a bound as a tensor (PyTorch's tensor overload).
+fn tensor_bounds(min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> bool {
+    [min, max]
+        .iter()
+        .any(|b| b.is_some_and(|o| o.cast::<PyTensor>().is_ok()))
+}
+
 pub fn bound_arg(b: Option<&Bound<'_, PyAny>>, like: &Tensor) -> PyResult<Option<Tensor>> {
     match b {
         None => Ok(None),

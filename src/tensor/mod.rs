@@ -99,6 +99,22 @@ pub struct TensorImpl {
     /// view) makes the view stale, and its `grad_fn` is regenerated as a view
     /// of the base's current history, as PyTorch does.
     view_version: AtomicU64,
+    /// How a view came to be, for PyTorch's refusal of in-place writes into
+    /// views made under `no_grad()` (`CreationMeta::NoGrad`).
+    creation: CreationMeta,
+}
+
+/// PyTorch's `CreationMeta` for views: whether the view was taken in grad
+/// mode. A view made under `no_grad()` is outside its base's graph, so
+/// writing into it (or its base) with grad mode on is ambiguous and refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreationMeta {
+    Default,
+    /// Taken under `no_grad()`.
+    NoGrad,
+    /// Taken in grad mode from a `NoGrad` view of a tensor that requires
+    /// grad, by the view op whose node is named here (`"SliceBackward0"`).
+    OfNoGradView(&'static str),
 }
 
 /// A reference-counted handle; clones share one tensor, as Python names do.
@@ -107,6 +123,10 @@ pub struct Tensor(Arc<TensorImpl>);
 
 impl Tensor {
     pub fn from_view(view: View, base: Option<Tensor>) -> Tensor {
+        Tensor::with_creation(view, base, CreationMeta::Default)
+    }
+
+    fn with_creation(view: View, base: Option<Tensor>, creation: CreationMeta) -> Tensor {
         let view_version = AtomicU64::new(view.storage.version());
         Tensor(Arc::new(TensorImpl {
             view: RwLock::new(view),
@@ -115,7 +135,25 @@ impl Tensor {
             base,
             binding_slot: AtomicUsize::new(0),
             view_version,
+            creation,
         }))
+    }
+
+    /// A view of `src`'s memory made by the view op whose node is `op`
+    /// (`"SliceBackward0"`); its base is `src`'s root.
+    pub fn new_view(view: View, src: &Tensor, op: &'static str) -> Tensor {
+        let creation = if !crate::autograd::is_grad_enabled() {
+            CreationMeta::NoGrad
+        } else if src.creation_meta() != CreationMeta::Default && src.root().requires_grad() {
+            CreationMeta::OfNoGradView(op)
+        } else {
+            src.creation_meta()
+        };
+        Tensor::with_creation(view, Some(src.root().clone()), creation)
+    }
+
+    pub fn creation_meta(&self) -> CreationMeta {
+        self.0.creation
     }
 
     pub fn from_vec<T: Element>(data: Vec<T>, shape: Shape) -> Tensor {

@@ -28,27 +28,29 @@ def _inplace(input, result):
     return input.copy_(result)
 
 
+def _activation(input, inplace, compute):
+    # In place, the result is written into the input as `Tensor.relu_` would
+    # be, so a backward needing the input (silu) keeps its old value.
+    return _C._apply_inplace(input, compute) if inplace else compute()
+
+
 # ----- activations ---------------------------------------------------------------------------
 
 
 def relu(input, inplace=False):
-    out = _C.relu(input)
-    return _inplace(input, out) if inplace else out
+    return _activation(input, inplace, lambda: _C.relu(input))
 
 
 def relu6(input, inplace=False):
-    out = _C.clamp(input, 0.0, 6.0)
-    return _inplace(input, out) if inplace else out
+    return _activation(input, inplace, lambda: _C.hardtanh(input, 0.0, 6.0))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    out = _C.leaky_relu(input, negative_slope)
-    return _inplace(input, out) if inplace else out
+    return _activation(input, inplace, lambda: _C.leaky_relu(input, negative_slope))
 
 
 def elu(input, alpha=1.0, inplace=False):
-    out = _C.elu(input, alpha)
-    return _inplace(input, out) if inplace else out
+    return _activation(input, inplace, lambda: _C.elu(input, alpha))
 
 
 def gelu(input, approximate="none"):
@@ -56,8 +58,7 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    out = _C.silu(input)
-    return _inplace(input, out) if inplace else out
+    return _activation(input, inplace, lambda: _C.silu(input))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -73,8 +74,7 @@ def tanh(input):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    out = _C.clamp(input, min_val, max_val)
-    return _inplace(input, out) if inplace else out
+    return _activation(input, inplace, lambda: _C.hardtanh(input, min_val, max_val))
 
 
 def _softmax_dim(ndim):

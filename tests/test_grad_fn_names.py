@@ -1,0 +1,112 @@
+"""grad_fn names as PyTorch reports them (checked against PyTorch by hand;
+the strings are written here so a rename shows up as a failure)."""
+
+import pytest
+
+import ferrograd as fg
+
+F = fg.nn.functional
+
+
+def X():
+    return fg.tensor([[0.5, -1.2, 2.0], [1.5, 0.3, -0.7]], dtype=fg.float64, requires_grad=True)
+
+
+def Y():
+    return fg.tensor([[1.1, 0.4, -0.3], [0.2, 2.2, 1.3]], dtype=fg.float64, requires_grad=True)
+
+
+def V():
+    return fg.tensor([0.5, -1.2, 2.0], dtype=fg.float64, requires_grad=True)
+
+
+def M():
+    return X().t()
+
+
+def inplace(write):
+    def run():
+        b = X() * 1
+        write(b)
+        return b
+
+    return run
+
+
+OPS = {
+    "AddBackward0": lambda: X() + Y(),
+    "SubBackward0": lambda: X() - Y(),
+    "RsubBackward1": lambda: 2 - X(),
+    "MulBackward0": lambda: X() * Y(),
+    "DivBackward0": lambda: X() / Y(),
+    "PowBackward0": lambda: X() ** 2,
+    "PowBackward1": lambda: X().abs() ** Y(),
+    "PowBackward2": lambda: 2 ** X(),
+    "NegBackward0": lambda: -X(),
+    "ExpBackward0": lambda: X().exp(),
+    "TanhBackward0": lambda: X().tanh(),
+    "SigmoidBackward0": lambda: X().sigmoid(),
+    "ReluBackward0": lambda: X().relu(),
+    "RoundBackward1": lambda: fg.round(X(), decimals=1),
+    "MaximumBackward0": lambda: fg.maximum(X(), Y()),
+    "ClampBackward1": lambda: X().clamp(0, 1),
+    "ClampBackward1 (min only)": lambda: X().clamp(min=0),
+    "ClampBackward1 (clip)": lambda: X().clip(max=1),
+    "ClampBackward0": lambda: X().clamp(Y() * 0 - 0.5, Y() * 0 + 0.5),
+    "ClampBackward0 (min only)": lambda: X().clamp(min=Y()),
+    "SumBackward1": lambda: X().sum(0),
+    "MeanBackward0": lambda: X().mean(),
+    "ProdBackward1": lambda: X().prod(1),
+    "MaxBackward1": lambda: X().max(),
+    "AmaxBackward0": lambda: X().amax(1),
+    "CumsumBackward0": lambda: X().cumsum(1),
+    "SoftmaxBackward0": lambda: X().softmax(1),
+    "LogSoftmaxBackward0": lambda: X().log_softmax(1),
+    "ViewBackward0": lambda: X().view(3, 2),
+    "UnsafeViewBackward0": lambda: X().t().reshape(6),
+    "ExpandBackward0": lambda: V().expand(2, 3),
+    "TransposeBackward0": lambda: X().transpose(0, 1),
+    "TBackward0": lambda: X().t(),
+    "PermuteBackward0": lambda: X().permute(1, 0),
+    "UnsqueezeBackward0": lambda: X().unsqueeze(0),
+    "SqueezeBackward0": lambda: X().unsqueeze(0).squeeze(),
+    "SqueezeBackward1": lambda: X().unsqueeze(0).squeeze(0),
+    "CloneBackward0": lambda: X().t().contiguous(),
+    "FlipBackward0": lambda: X().flip(0),
+    "SliceBackward0": lambda: X()[:, ::2],
+    "SelectBackward0": lambda: X()[0],
+    "CatBackward0": lambda: fg.cat([X(), Y()]),
+    "GatherBackward0": lambda: X().gather(1, fg.tensor([[0, 1], [2, 0]])),
+    "ScatterAddBackward0": lambda: X().scatter_add(1, fg.tensor([[0, 1], [2, 0]]), Y()[:, :2]),
+    "MaskedFillBackward0": lambda: X().masked_fill(fg.tensor([[True, False, True], [False, True, True]]), 0.0),
+    "WhereBackward0": lambda: fg.where(fg.tensor([[True, False, True], [False, True, True]]), X(), Y()),
+    "MmBackward0": lambda: X() @ M(),
+    "DotBackward0": lambda: fg.dot(V(), V()),
+    "BmmBackward0": lambda: fg.bmm(X().unsqueeze(0), M().unsqueeze(0)),
+    "SiluBackward0": lambda: F.silu(X()),
+    "LeakyReluBackward0": lambda: F.leaky_relu(X(), 0.1),
+    "EluBackward0": lambda: F.elu(X()),
+    "HardtanhBackward0": lambda: F.hardtanh(X()),
+    "HardtanhBackward0 (relu6)": lambda: F.relu6(X()),
+    "MseLossBackward0": lambda: F.mse_loss(X(), Y()),
+    "ToCopyBackward0": lambda: X().to(fg.float32),
+    # In place: the node of the op that computed the written value.
+    "AddBackward0 (add_)": inplace(lambda b: b.add_(Y())),
+    "MulBackward0 (mul_)": inplace(lambda b: b.mul_(Y())),
+    "PowBackward0 (pow_ by a number)": inplace(lambda b: b.pow_(2)),
+    "CopyBackwards": inplace(lambda b: b.copy_(Y())),
+    "ExpBackward0 (exp_)": inplace(lambda b: b.exp_()),
+    "SigmoidBackward0 (sigmoid_)": inplace(lambda b: b.sigmoid_()),
+    "ClampBackward1 (clamp_)": inplace(lambda b: b.clamp_(0, 1)),
+    "MaskedFillBackward0 (masked_fill_)": inplace(lambda b: b.masked_fill_(b > 0, 0.0)),
+    "CopySlices": inplace(lambda b: b[0].mul_(2)),
+    "CopySlices (setitem)": inplace(lambda b: b.__setitem__(0, Y()[1])),
+    "HardtanhBackward0 (F.hardtanh inplace)": inplace(lambda b: F.hardtanh(b, inplace=True)),
+    "SiluBackward0 (F.silu inplace)": inplace(lambda b: F.silu(b, inplace=True)),
+}
+
+
+@pytest.mark.parametrize("label", sorted(OPS))
+def test_grad_fn_name(label):
+    expected = label.split(" ")[0]
+    assert OPS[label]().grad_fn.name() == expected
