@@ -100,12 +100,7 @@ unsafe fn split<T: Element>(a: Mat<T>, b: Mat<T>, dst: Dst<T>, threads: usize) {
         // own rows (or columns) of the destination.
         unsafe { block(a, b, d) }
     };
-    rayon::scope(|s| {
-        for t in 1..parts {
-            s.spawn(move |_| part(t));
-        }
-        part(0);
-    });
+    super::parallel::tasks(parts, part);
 }
 
 /// One product on the calling thread.

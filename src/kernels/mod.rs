@@ -2,7 +2,7 @@
 //!
 //! Nothing here knows about autograd or Python. Every loop writes a fresh
 //! contiguous output (or, for in-place ops, a caller-checked view) and goes
-//! parallel on the shared rayon pool only above [`GRAIN`] elements, because a
+//! parallel on our rayon-backed pool only above [`GRAIN`] elements, because a
 //! parallel loop over a small array costs more than it saves.
 
 pub mod copy;
@@ -15,16 +15,21 @@ pub mod reduce;
 
 use std::mem::MaybeUninit;
 
-use rayon::prelude::*;
 use smallvec::SmallVec;
 
 /// Elements below which loops stay serial (PyTorch uses the same grain size).
 pub const GRAIN: usize = 32_768;
 
-/// A raw pointer that may cross into rayon workers; the loops that use it
+/// A raw pointer that may cross into pool threads; the loops that use it
 /// touch disjoint elements or only read.
-#[derive(Clone, Copy)]
 pub struct SendPtr<T>(pub *mut T);
+// Not derived: a derive would require `T: Copy`, and the pointer is Copy for any T.
+impl<T> Clone for SendPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SendPtr<T> {}
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
 
@@ -149,18 +154,16 @@ pub fn drive<const N: usize, U: Send>(
             return;
         }
         let chunk = GRAIN.max(n.div_ceil(threads * 4));
-        out.par_chunks_mut(chunk)
-            .enumerate()
-            .for_each(|(ci, part)| {
-                let start = ci * chunk;
-                for_each_row(
-                    shape,
-                    strides,
-                    start,
-                    start + part.len(),
-                    |pos, len, offs| row(&mut part[pos - start..pos - start + len], offs),
-                );
+        let o = SendPtr(out.as_mut_ptr());
+        parallel::tasks(n.div_ceil(chunk), |ci| {
+            let start = ci * chunk;
+            let end = (start + chunk).min(n);
+            // SAFETY: the chunks are disjoint parts of `out`.
+            let part = unsafe { std::slice::from_raw_parts_mut(o.get().add(start), end - start) };
+            for_each_row(shape, strides, start, end, |pos, len, offs| {
+                row(&mut part[pos - start..pos - start + len], offs)
             });
+        });
     })
 }
 
@@ -172,8 +175,8 @@ pub fn par_ranges(n: usize, f: impl Fn(usize, usize) + Sync + Send) {
             return;
         }
         let chunk = GRAIN.max(n.div_ceil(threads * 4));
-        (0..n.div_ceil(chunk))
-            .into_par_iter()
-            .for_each(|c| f(c * chunk, ((c + 1) * chunk).min(n)));
+        parallel::tasks(n.div_ceil(chunk), |c| {
+            f(c * chunk, ((c + 1) * chunk).min(n))
+        });
     })
 }

@@ -1,10 +1,9 @@
 //! Reductions over all elements or over a set of dimensions.
 
 use multiversion::multiversion;
-use rayon::prelude::*;
 use smallvec::SmallVec;
 
-use super::{build_vec, coalesce, for_each_row, SendPtr, GRAIN};
+use super::{build_vec, coalesce, for_each_row, SendPtr};
 use crate::tensor::{Arith, Element, View};
 
 /// Sums a contiguous slice with sixteen independent accumulators (one
@@ -47,24 +46,64 @@ fn add_into<T: Arith>(acc: &mut [T], x: &[T]) {
     }
 }
 
-/// Pairwise over blocks so that error grows with log(n), not n.
-fn sum_blocks<T: Arith>(s: &[T]) -> T {
-    super::parallel::run(s.len(), |threads| sum_blocks_in(s, threads > 1))
+const BLOCK: usize = 4096;
+
+/// Where the pairwise tree splits `s`: whole blocks on the left.
+fn halves<T>(s: &[T]) -> (&[T], &[T]) {
+    let mid = (s.len() / 2).div_ceil(BLOCK) * BLOCK;
+    s.split_at(mid.min(s.len()))
 }
 
-fn sum_blocks_in<T: Arith>(s: &[T], parallel: bool) -> T {
-    const BLOCK: usize = 4096;
+/// Pairwise over blocks so that error grows with log(n), not n.
+fn sum_pairwise<T: Arith>(s: &[T]) -> T {
     if s.len() <= BLOCK {
         return sum_slice(s);
     }
-    let mid = (s.len() / 2).div_ceil(BLOCK) * BLOCK;
-    let (l, r) = s.split_at(mid.min(s.len()));
-    if parallel && s.len() >= GRAIN {
-        let (a, b) = rayon::join(|| sum_blocks_in(l, true), || sum_blocks_in(r, true));
-        a.add(b)
-    } else {
-        sum_blocks_in(l, false).add(sum_blocks_in(r, false))
+    let (l, r) = halves(s);
+    sum_pairwise(l).add(sum_pairwise(r))
+}
+
+/// The subtrees `depth` levels down (or leaf blocks above that), in order.
+fn subtrees<'a, T>(s: &'a [T], depth: u32, out: &mut Vec<&'a [T]>) {
+    if s.len() <= BLOCK || depth == 0 {
+        out.push(s);
+        return;
     }
+    let (l, r) = halves(s);
+    subtrees(l, depth - 1, out);
+    subtrees(r, depth - 1, out);
+}
+
+/// Adds up the subtrees' sums along the same tree.
+fn combine<T: Arith>(s: &[T], depth: u32, sums: &mut impl Iterator<Item = T>) -> T {
+    if s.len() <= BLOCK || depth == 0 {
+        return sums.next().unwrap_or(T::zero());
+    }
+    let (l, r) = halves(s);
+    let a = combine(l, depth - 1, sums);
+    a.add(combine(r, depth - 1, sums))
+}
+
+/// [`sum_pairwise`] with the subtrees summed in parallel: the same tree
+/// whatever the thread count, so the same result.
+fn sum_blocks<T: Arith>(s: &[T]) -> T {
+    super::parallel::run(s.len(), |threads| {
+        if threads == 1 {
+            return sum_pairwise(s);
+        }
+        // About four subtrees per thread.
+        let depth = (threads * 4).next_power_of_two().trailing_zeros();
+        let mut parts = Vec::new();
+        subtrees(s, depth, &mut parts);
+        let sums = build_vec(parts.len(), |out| {
+            let o = SendPtr(out.as_mut_ptr());
+            super::parallel::tasks(parts.len(), |i| {
+                // SAFETY: task `i` writes only slot `i`.
+                unsafe { (*o.get().add(i)).write(sum_pairwise(parts[i])) };
+            });
+        });
+        combine(s, depth, &mut sums.into_iter())
+    })
 }
 
 /// The sum of every element of `x`.
@@ -148,9 +187,15 @@ pub fn sum_dims<T: Arith>(x: &View, reduce: &[bool]) -> Vec<T> {
                 fill(0, out);
             } else {
                 let chunk = out_n.div_ceil(threads * 4).max(1);
-                out.par_chunks_mut(chunk)
-                    .enumerate()
-                    .for_each(|(ci, part)| fill(ci * chunk, part));
+                let o = SendPtr(out.as_mut_ptr());
+                super::parallel::tasks(out_n.div_ceil(chunk), |ci| {
+                    let start = ci * chunk;
+                    let len = chunk.min(out_n - start);
+                    // SAFETY: the chunks are disjoint parts of `out`.
+                    fill(start, unsafe {
+                        std::slice::from_raw_parts_mut(o.get().add(start), len)
+                    });
+                });
             }
         })
     })
@@ -225,9 +270,15 @@ fn sum_rows<T: Arith>(
             fill(0, &mut out);
         } else {
             let chunk = out_n.div_ceil(threads).next_multiple_of(16);
-            out.par_chunks_mut(chunk)
-                .enumerate()
-                .for_each(|(ci, part)| fill(ci * chunk, part));
+            let o = SendPtr(out.as_mut_ptr());
+            super::parallel::tasks(out_n.div_ceil(chunk), |ci| {
+                let start = ci * chunk;
+                let len = chunk.min(out_n - start);
+                // SAFETY: the chunks are disjoint parts of `out`.
+                fill(start, unsafe {
+                    std::slice::from_raw_parts_mut(o.get().add(start), len)
+                });
+            });
         }
     });
     out

@@ -1,7 +1,6 @@
 //! Matrix products: `mm`, `dot`, and `matmul` over every 1-D/2-D/batched
 //! combination with broadcast batch dimensions.
 
-use rayon::prelude::*;
 use smallvec::{smallvec, SmallVec};
 
 use super::{cast_data, expand, mul, result_type, squeeze, transpose, unsqueeze};
@@ -84,7 +83,7 @@ fn bmm_kernel<T: Element>(va: &View, vb: &View) -> Vec<T> {
         if nb > 1 && m * n * k < 1 << 22 {
             crate::kernels::parallel::run(nb * m * n * k, |threads| {
                 if threads > 1 {
-                    (0..nb).into_par_iter().for_each(|bi| run(bi, false));
+                    crate::kernels::parallel::tasks(nb, |bi| run(bi, false));
                 } else {
                     (0..nb).for_each(|bi| run(bi, false));
                 }
