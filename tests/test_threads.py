@@ -81,3 +81,30 @@ def test_big_kernels_release_the_gil():
         done.set()
         t.join()
     assert any(start < tick < end for tick in ticks)
+
+
+def test_concurrent_threads_get_the_same_answers_as_one():
+    # Several Python threads run parallel kernels at once (the GIL is released
+    # around them); one parallel region runs at a time and the rest go inline.
+    rng = np.random.default_rng(0)
+    a = fg.tensor(rng.standard_normal((300, 400)), dtype=fg.float64)
+    b = fg.tensor(rng.standard_normal((400, 200)), dtype=fg.float64)
+    want_mm = (a @ b).numpy()
+    want_sum = a.sum(0).numpy()
+    errors = []
+
+    def work():
+        try:
+            for _ in range(20):
+                # Blocking may differ between a split and a whole product: last-bit changes only.
+                np.testing.assert_allclose((a @ b).numpy(), want_mm, rtol=1e-12, atol=1e-12)
+                np.testing.assert_array_equal(a.sum(0).numpy(), want_sum)
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]

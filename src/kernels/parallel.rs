@@ -271,3 +271,60 @@ pub fn tasks(count: usize, f: impl Fn(usize) + Sync) {
         std::panic::resume_unwind(p);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    fn sum_of_squares(n: usize) -> u64 {
+        let total = AtomicU64::new(0);
+        tasks(n, |t| {
+            total.fetch_add((t * t) as u64, Ordering::Relaxed);
+        });
+        total.into_inner()
+    }
+
+    #[test]
+    fn every_task_runs_once_from_many_threads_at_once() {
+        set_num_threads(2).unwrap();
+        let want = |n: u64| (0..n).map(|t| t * t).sum::<u64>();
+        std::thread::scope(|s| {
+            for k in 0..4 {
+                s.spawn(move || {
+                    for round in 0..200 {
+                        let n = 1 + (round * 7 + k) % 50;
+                        assert_eq!(sum_of_squares(n), want(n as u64));
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn a_panicking_task_reaches_the_caller_and_the_team_recovers() {
+        set_num_threads(2).unwrap();
+        let r = std::panic::catch_unwind(|| {
+            tasks(8, |t| {
+                if t == 5 {
+                    panic!("task five");
+                }
+            })
+        });
+        let msg = r.unwrap_err();
+        assert_eq!(msg.downcast_ref::<&str>(), Some(&"task five"));
+        assert_eq!(sum_of_squares(10), 285);
+    }
+
+    #[test]
+    fn nested_regions_run_inline() {
+        set_num_threads(2).unwrap();
+        let total = AtomicU64::new(0);
+        tasks(4, |_| {
+            tasks(4, |u| {
+                total.fetch_add(u as u64, Ordering::Relaxed);
+            })
+        });
+        assert_eq!(total.into_inner(), 24);
+    }
+}
