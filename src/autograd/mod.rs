@@ -16,7 +16,7 @@ pub use node::{
 };
 
 use crate::error::Result;
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Shape, Tensor};
 
 thread_local! {
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
@@ -114,6 +114,29 @@ pub fn record_multi<F>(
     for (i, o) in outs.iter().enumerate() {
         o.set_grad_fn(node.clone(), i as u32);
     }
+}
+
+/// Records a node for `a <op> number`: the number is the node's second input,
+/// a constant with no edge (as PyTorch shows it in `next_functions`), and no
+/// tensor is made for it.
+pub fn record_with_scalar<F>(name: &'static str, a: &Tensor, scalar: DType, out: &Tensor, f: F)
+where
+    F: Fn(&BackwardCtx<'_>) -> Result<Grads> + Send + Sync + 'static,
+{
+    let node = NodeRef::new(Node::new(
+        smallvec::smallvec![gradient_edge(a), Edge::None],
+        smallvec::smallvec![
+            Meta::of(a),
+            Meta {
+                shape: Shape::new(),
+                dtype: scalar,
+            }
+        ],
+        smallvec::smallvec![Meta::of(out)],
+        SmallVec::new(),
+        Box::new(FnBackward { name, f }),
+    ));
+    out.set_grad_fn(node, 0);
 }
 
 /// `saved![a, b]`: save inputs; each argument is an `Option<&Tensor>` or `&Tensor`.

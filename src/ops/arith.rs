@@ -28,6 +28,36 @@ fn arith_dtype(a: &Tensor, b: &Tensor) -> DType {
     result_type(a, b)
 }
 
+/// `a <op> s` for a Python number that leaves a floating `a`'s dtype as it
+/// is (`y * 0.5`, the common case): one pass over `a`, with no 0-d tensor
+/// made for the number and nothing saved for backward. `None` when promotion
+/// applies and the general path must run.
+macro_rules! scalar_op {
+    ($a:expr, $s:expr, $name:literal, |$x:ident, $c:ident| $body:expr, |$g:ident| $grad:expr) => {{
+        let (a, s): (&Tensor, Scalar) = ($a, $s);
+        let dt = a.dtype();
+        if !dt.is_float() || s.result_type(dt) != dt {
+            None
+        } else {
+            let v = a.view();
+            let out = crate::dispatch_float!(dt, T => {
+                let $c = T::from_f64(s.to_f64());
+                Tensor::from_vec(
+                    crate::kernels::elementwise::unary::<T, T>(&v, move |$x: T| $body),
+                    v.shape.clone(),
+                )
+            });
+            if needs_record(&[a]) {
+                crate::autograd::record_with_scalar($name, a, dt, &out, move |ctx| {
+                    let $g = ctx.grad()?;
+                    Ok(smallvec![Some($grad), None])
+                });
+            }
+            Some(out)
+        }
+    }};
+}
+
 // ----- add -------------------------------------------------------------------
 
 pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -43,7 +73,10 @@ pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 pub fn add_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
-    add(a, &s.wrap(a))
+    match scalar_op!(a, s, "AddBackward0", |x, c| x.add(c), |g| g.clone()) {
+        Some(out) => Ok(out),
+        None => add(a, &s.wrap(a)),
+    }
 }
 
 /// `a + alpha * b`, as `torch.add(a, b, alpha=...)`.
@@ -133,7 +166,18 @@ pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 pub fn mul_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
-    mul(a, &s.wrap(a))
+    match scalar_op!(a, s, "MulBackward0", |x, c| x.mul(c), |g| mul_scalar(g, s)?) {
+        Some(out) => Ok(out),
+        None => mul(a, &s.wrap(a)),
+    }
+}
+
+/// `a - s` for a Python number `s`.
+pub fn sub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+    match scalar_op!(a, s, "SubBackward0", |x, c| x.sub(c), |g| g.clone()) {
+        Some(out) => Ok(out),
+        None => sub(a, &s.wrap(a)),
+    }
 }
 
 pub fn mul_f64(a: &Tensor, s: f64) -> Result<Tensor> {
@@ -170,7 +214,10 @@ pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 pub fn div_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
-    div(a, &s.wrap(a))
+    match scalar_op!(a, s, "DivBackward0", |x, c| x / c, |g| div_scalar(g, s)?) {
+        Some(out) => Ok(out),
+        None => div(a, &s.wrap(a)),
+    }
 }
 
 /// `s / a` for a Python number `s`. PyTorch's `Tensor.__rtruediv__` is

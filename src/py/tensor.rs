@@ -844,7 +844,7 @@ impl PyTensor {
         rbinop(py, &self.t, o, ops::add, ops::add_scalar)
     }
     fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.t, o, ops::sub, |a, s| ops::sub(a, &s.wrap(a)))
+        binop(py, &self.t, o, ops::sub, ops::sub_scalar)
     }
     fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         rbinop(py, &self.t, o, ops::sub, ops::rsub_scalar)
