@@ -23,7 +23,7 @@ const NO_GRAD_VIEW_ADVICE: &str = "Given that this use case is ambiguous and err
 
 /// PyTorch's refusal for a view taken under `no_grad()` that is written in
 /// place (`indirect`: its base or another view of it was written) in grad mode.
-fn no_grad_view_error(creation: CreationMeta, indirect: bool) -> Error {
+pub(crate) fn no_grad_view_error(creation: CreationMeta, indirect: bool) -> Error {
     let what = if indirect {
         "its base or another view of its base has been"
     } else {
@@ -265,22 +265,12 @@ pub fn refresh_view(v: &Tensor) -> Result<()> {
 /// Re-attaches the stale view `v` to its base's current history (called
 /// from `Tensor::grad_fn` after the shared memory was written), as a view
 /// that reads `v`'s elements of the base; an expanded view reads some more
-/// than once and its backward sums their gradients. A view taken under
-/// `no_grad()` has no history to follow: it gets a node that refuses to run
-/// with PyTorch's message (PyTorch raises as soon as the view is used).
+/// than once and its backward sums their gradients. (A view taken under
+/// `no_grad()` is never regenerated: see `Tensor::try_grad_fn`.)
 pub(crate) fn regenerate_view(v: &Tensor) {
     let Some(base) = v.base() else {
         return;
     };
-    if v.creation_meta() != CreationMeta::Default {
-        if base.requires_grad() {
-            let creation = v.creation_meta();
-            record("AsStridedBackward0", &[base], v, saved![], move |_| {
-                Err(no_grad_view_error(creation, true))
-            });
-        }
-        return;
-    }
     let found = {
         let (bv, vv) = (base.view(), v.view());
         read_region_of(&bv, &vv).map(|r| (Arc::new(r), bv.shape.clone()))
