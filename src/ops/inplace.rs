@@ -358,6 +358,13 @@ fn view_in_graph(t: &Tensor) -> bool {
 
 /// `t.fill_(v)`.
 pub fn fill_(t: &Tensor, v: f64) -> Result<()> {
+    fill_named(t, v, "FillBackward2")
+}
+
+/// `fill_` recorded under `name` when `t` is in the graph: `t` stays in it,
+/// with a node sending zeros to its old history (the values no longer
+/// depend on it), as PyTorch's `FillBackward2`/`ZeroBackward0` do.
+fn fill_named(t: &Tensor, v: f64, name: &'static str) -> Result<()> {
     check_inplace(t)?;
     if view_in_graph(t) {
         let r = Tensor::full(t.shape(), v, t.dtype());
@@ -368,8 +375,10 @@ pub fn fill_(t: &Tensor, v: f64) -> Result<()> {
     dv.storage.bump_version();
     drop(dv);
     if is_grad_enabled() && t.requires_grad() && !t.is_leaf() {
-        // The values no longer depend on the old history.
-        t.detach_in_place();
+        record(name, &[t], t, saved![], |c| {
+            let g = c.grad()?;
+            Ok(smallvec![Some(Tensor::zeros(g.shape(), g.dtype()))])
+        });
     }
     Ok(())
 }
@@ -484,7 +493,7 @@ fn check_fits(vs: &[usize], shape: &[usize]) -> Result<()> {
 
 /// `t.zero_()`.
 pub fn zero_(t: &Tensor) -> Result<()> {
-    fill_(t, 0.0)
+    fill_named(t, 0.0, "ZeroBackward0")
 }
 
 /// Writes `value` (broadcast to `dst`'s shape, cast to its dtype) into

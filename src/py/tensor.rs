@@ -1831,12 +1831,7 @@ impl PyTensor {
         let m = &mask.get().t;
         wrap(
             py,
-            guard(|| {
-                let shape = crate::tensor::broadcast_shapes(&self.t.shape(), &m.shape())?;
-                let x = ops::expand(&self.t, &shape)?;
-                let mm = ops::expand(m, &shape)?;
-                ops::index(&x, &[ops::IndexItem::Tensor(mm)])
-            })?,
+            guard(|| ops::masked_select(&self.t, m))?,
         )
     }
     fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
