@@ -444,11 +444,119 @@ def test_no_grad_views_are_fine_without_grad_mode_or_outside_the_graph():
     assert v.requires_grad
 
 
-def test_no_grad_view_used_after_its_base_was_written_refuses():
+def test_a_no_grad_view_requires_grad_but_is_outside_the_graph():
+    # PyTorch: the view requires grad through its base, is a leaf with no
+    # grad_fn, and its gradient goes nowhere (no edge, no .grad of its own).
+    for make_base in (lambda x: x, lambda x: x * 1):
+        x = d(1.0, 2.0, 3.0)
+        base = make_base(x)
+        with fg.no_grad():
+            v = base[0:2]
+            w = v * 2
+        assert v.requires_grad and v.is_leaf and v.grad_fn is None and not v.retains_grad
+        assert not w.requires_grad
+        y = v * 3
+        assert y.requires_grad and y.grad_fn.name() == "MulBackward0"
+        assert y.grad_fn.next_functions == ((None, 0), (None, 0))
+        y.sum().backward()
+        assert x.grad is None and v.grad is None
+        with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+            fg.autograd.grad((v * 2).sum(), v)
+        with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+            fg.autograd.grad((v * 2).sum(), x)
+        assert fg.autograd.grad((v * 2).sum(), x, allow_unused=True) == (None,)
+        with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad"):
+            v.backward(fg.ones(2, dtype=fg.float64))
+        # A view of it taken in grad mode is recorded, with no edge either.
+        u = v[0:1]
+        assert u.requires_grad and not u.is_leaf and u.grad_fn.name() == "SliceBackward0"
+        assert u.grad_fn.next_functions == ((None, 0),)
+        # Its own requires_grad flag only decides whether it accumulates a .grad.
+        v.requires_grad_(False)
+        assert v.requires_grad
+        v.requires_grad_(True)
+        (v * 2).sum().backward()
+        close(v.grad, [2.0, 2.0])
+        assert x.grad is None
+    # Without grad mode it converts to NumPy, as any tensor that requires grad does.
+    with fg.no_grad():
+        assert x[0:2].numpy().tolist() == [1.0, 2.0]
+        assert np.asarray(x).tolist() == [1.0, 2.0, 3.0]
+
+
+def test_no_grad_view_used_after_its_memory_was_written_refuses_at_use():
+    # PyTorch raises when the view is next used in the graph, whether the write
+    # went through the base, another view or the view itself, with or without
+    # grad mode; the view keeps requiring grad, and uses without grad mode or
+    # outside the graph still work.
+    writes = [
+        lambda b, v: b.mul_(2),
+        lambda b, v: b[2:].mul_(2),
+        lambda b, v: v.mul_(2),
+    ]
+    for write in writes:
+        for grad_mode in (True, False):
+            x = d(1.0, 2.0, 3.0)
+            b = x * 1
+            with fg.no_grad():
+                v = b[0:2]
+            if grad_mode and write is writes[2]:
+                continue  # refused outright (DIRECT)
+            with fg.set_grad_enabled(grad_mode):
+                write(b, v)
+            uses = (lambda t: t * 2, lambda t: t.sum(), lambda t: t.clone(), lambda t: t.grad_fn, lambda t: t.is_leaf)
+            for use in uses:
+                with pytest.raises(RuntimeError, match=re.escape(INDIRECT)):
+                    use(v)
+            assert v.requires_grad and v.grad is None
+            assert "grad_fn=<Invalid>" in repr(v)
+            with fg.no_grad():
+                assert not (v * 2).requires_grad
+            assert not v.detach().requires_grad
+            # The base itself is unaffected.
+            assert fg.autograd.grad(b.sum(), x)[0].shape == (3,)
+
+
+def test_view_of_a_no_grad_view_used_after_a_write_names_its_op():
     x = d(1.0, 2.0, 3.0)
     b = x * 1
     with fg.no_grad():
         v = b[0:2]
+    u = v[0:1]
     b.mul_(2)
+    msg = INDIRECT.replace("A view was created", "Output 0 of Slice is a view of a view which was created")
+    for use in (lambda: u.grad_fn, lambda: u * 2):
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            use()
     with pytest.raises(RuntimeError, match=re.escape(INDIRECT)):
-        (v * 2).sum().backward()
+        v * 2
+
+
+def test_custom_function_refuses_a_no_grad_view_used_after_a_write():
+    class Double(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = d(1.0, 2.0, 3.0)
+    with fg.no_grad():
+        v = x[0:2]
+    assert Double.apply(v).grad_fn.next_functions == ((None, 0),)
+    with fg.no_grad():
+        x.mul_(2)
+    with pytest.raises(RuntimeError, match=re.escape(INDIRECT)):
+        Double.apply(v)
+
+
+def test_a_refused_use_does_not_leak_into_the_next_call():
+    x = d(1.0, 2.0, 3.0)
+    with fg.no_grad():
+        v = x[0:2]
+        x.mul_(2)
+    with pytest.raises(RuntimeError, match=re.escape(INDIRECT)):
+        v + x[0:2].detach()
+    assert (x * 2).grad_fn.name() == "MulBackward0"

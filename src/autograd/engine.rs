@@ -83,7 +83,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         } else {
             g
         };
-        let edge = super::gradient_edge(t);
+        let edge = super::try_gradient_edge(t)?;
         if matches!(edge, Edge::None) {
             return Err(Error::runtime(format!(
                 "element {i} of tensors does not require grad and does not have a grad_fn"
@@ -103,7 +103,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                     "One of the differentiated Tensors does not require grad",
                 ));
             }
-            match t.grad_fn() {
+            match t.try_grad_fn()? {
                 Some((n, nr)) => {
                     node_targets.insert((n.index(), nr), k);
                 }

@@ -4,7 +4,7 @@ mod arena;
 pub mod engine;
 mod node;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use smallvec::SmallVec;
 
@@ -15,7 +15,7 @@ pub use node::{
     SavedTensor,
 };
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tensor::{DType, Shape, Tensor};
 
 thread_local! {
@@ -67,15 +67,54 @@ pub fn needs_record(inputs: &[&Tensor]) -> bool {
     inputs.iter().any(|t| t.requires_grad()) && is_grad_enabled()
 }
 
-/// The edge a gradient for `t` should follow.
-pub fn gradient_edge(t: &Tensor) -> Edge {
+/// The edge a gradient for `t` should follow, or PyTorch's refusal of a
+/// tensor that may not be used in the graph any more.
+pub fn try_gradient_edge(t: &Tensor) -> Result<Edge> {
     if !t.requires_grad() {
-        return Edge::None;
+        return Ok(Edge::None);
     }
-    match t.grad_fn() {
+    Ok(match t.try_grad_fn()? {
         Some((n, nr)) => Edge::Node(n, nr),
-        None => Edge::Leaf(t.clone()),
+        None if t.requires_grad_flag() => Edge::Leaf(t.clone()),
+        // A view taken under `no_grad()`: it requires grad through its base
+        // but is outside the base's graph, so its gradient goes nowhere.
+        None => Edge::None,
+    })
+}
+
+/// `try_gradient_edge` for `record`, which cannot fail: a refusal is kept
+/// for the binding to raise when the op returns (`take_deferred_error`).
+pub fn gradient_edge(t: &Tensor) -> Edge {
+    try_gradient_edge(t).unwrap_or_else(|e| {
+        defer_error(e);
+        Edge::None
+    })
+}
+
+thread_local! {
+    static HAS_DEFERRED: Cell<bool> = const { Cell::new(false) };
+    static DEFERRED: RefCell<Option<Error>> = const { RefCell::new(None) };
+}
+
+/// Records an error found while recording a node (the first one wins).
+fn defer_error(e: Error) {
+    DEFERRED.with(|d| {
+        d.borrow_mut().get_or_insert(e);
+    });
+    HAS_DEFERRED.with(|h| h.set(true));
+}
+
+/// The error deferred by the last recording on this thread, if any. The
+/// binding checks it after every op call, so an op that used a tensor PyTorch
+/// refuses raises at that call, as in PyTorch, although ops themselves record
+/// infallibly after computing their result.
+#[inline]
+pub fn take_deferred_error() -> Option<Error> {
+    if !HAS_DEFERRED.with(|h| h.get()) {
+        return None;
     }
+    HAS_DEFERRED.with(|h| h.set(false));
+    DEFERRED.with(|d| d.borrow_mut().take())
 }
 
 /// Records one node with `inputs` and a single output `out`, and attaches it.

@@ -55,6 +55,58 @@ pub fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
     }))
 }
 
+/// Records `out = f(x)` for an activation applied in place, whose gradient
+/// is `rule(g, out)`: the input is overwritten, so the rule reads the result
+/// (saved as an output; the in-place machinery re-points it at the input).
+fn pointwise_on_result(
+    name: &'static str,
+    x: &Tensor,
+    out: Tensor,
+    rule: impl Fn(&Tensor, &Tensor) -> Result<Tensor> + Send + Sync + 'static,
+) -> Tensor {
+    if needs_record(&[x]) {
+        let saved_out = SavedTensor::output(&out, 0);
+        record(name, &[x], &out, saved![Some(saved_out)], move |c| {
+            Ok(smallvec![Some(rule(c.grad()?, c.saved(0)?)?)])
+        });
+    }
+    out
+}
+
+/// The value `leaky_relu_(x, slope)` writes, recorded as PyTorch's
+/// `LeakyReluBackward1` (a rule on the result).
+pub fn leaky_relu_result(x: &Tensor, slope: f64) -> Result<Tensor> {
+    float_input(x, "leaky_relu_cpu")?;
+    let out = {
+        let _g = GradModeGuard::new(false);
+        leaky_relu(x, slope)?
+    };
+    Ok(pointwise_on_result("LeakyReluBackward1", x, out, move |g, y| {
+        // With a negative slope the result's sign no longer tells the input's.
+        if slope < 0.0 {
+            return Err(Error::runtime("In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope"));
+        }
+        where_(&positive(y)?, g, &mul_f64(g, slope)?)
+    }))
+}
+
+/// The value `elu_(x, alpha)` writes, recorded as PyTorch's `EluBackward1`:
+/// below zero the slope `alpha * exp(x)` is `result + alpha`.
+pub fn elu_result(x: &Tensor, alpha: f64) -> Result<Tensor> {
+    float_input(x, "elu_cpu")?;
+    let out = {
+        let _g = GradModeGuard::new(false);
+        elu(x, alpha)?
+    };
+    Ok(pointwise_on_result("EluBackward1", x, out, move |g, y| {
+        if alpha < 0.0 {
+            return Err(Error::runtime("In-place elu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead."));
+        }
+        let slope = add_scalar(y, Scalar::Float(alpha))?;
+        where_(&positive(y)?, g, &mul(g, &slope)?)
+    }))
+}
+
 /// `elu(x, alpha)`: `x` where positive, `alpha * (exp(x) - 1)` elsewhere.
 pub fn elu(x: &Tensor, alpha: f64) -> Result<Tensor> {
     float_input(x, "elu_cpu")?;
@@ -99,16 +151,54 @@ pub fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
 /// `gelu(x)`: exact (`x * Phi(x)`) or the tanh approximation.
 pub fn gelu(x: &Tensor, tanh_approx: bool) -> Result<Tensor> {
     float_input(x, "GeluKernelImpl")?;
-    let half_x = mul_f64(x, 0.5)?;
-    let inner = if tanh_approx {
-        // sqrt(2/pi) * (x + 0.044715 x^3)
-        let x3 = mul(&mul(x, x)?, x)?;
-        let t = super::add(x, &mul_f64(&x3, 0.044715)?)?;
-        super::tanh(&mul_f64(&t, (2.0 / std::f64::consts::PI).sqrt())?)?
-    } else {
-        super::erf(&mul_f64(x, std::f64::consts::FRAC_1_SQRT_2)?)?
+    let out = {
+        let _g = GradModeGuard::new(false);
+        let inner = if tanh_approx {
+            super::tanh(&gelu_tanh_arg(x)?)?
+        } else {
+            super::erf(&mul_f64(x, std::f64::consts::FRAC_1_SQRT_2)?)?
+        };
+        mul(&mul_f64(x, 0.5)?, &add_scalar(&inner, Scalar::Int(1))?)?
     };
-    mul(&half_x, &add_scalar(&inner, Scalar::Int(1))?)
+    Ok(pointwise("GeluBackward0", x, out, move |g, x| {
+        let slope = if tanh_approx {
+            // d/dx [x/2 (1 + tanh u)] = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) u',
+            // u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+            let t = super::tanh(&gelu_tanh_arg(x)?)?;
+            let left = mul_f64(&add_scalar(&t, Scalar::Int(1))?, 0.5)?;
+            let sech2 = super::rsub_scalar(&mul(&t, &t)?, Scalar::Int(1))?;
+            let du = mul_f64(
+                &add_scalar(&mul_f64(&mul(x, x)?, 3.0 * GELU_KAPPA)?, Scalar::Int(1))?,
+                GELU_BETA,
+            )?;
+            super::add(&left, &mul(&mul_f64(x, 0.5)?, &mul(&sech2, &du)?)?)?
+        } else {
+            // Phi(x) + x phi(x)
+            let cdf = mul_f64(
+                &add_scalar(
+                    &super::erf(&mul_f64(x, std::f64::consts::FRAC_1_SQRT_2)?)?,
+                    Scalar::Int(1),
+                )?,
+                0.5,
+            )?;
+            let pdf = mul_f64(
+                &exp(&mul_f64(&mul(x, x)?, -0.5)?)?,
+                1.0 / (2.0 * std::f64::consts::PI).sqrt(),
+            )?;
+            super::add(&cdf, &mul(x, &pdf)?)?
+        };
+        mul(g, &slope)
+    }))
+}
+
+const GELU_KAPPA: f64 = 0.044715;
+/// sqrt(2 / pi)
+const GELU_BETA: f64 = 0.797_884_560_802_865_4;
+
+/// `sqrt(2/pi) * (x + 0.044715 x^3)`
+fn gelu_tanh_arg(x: &Tensor) -> Result<Tensor> {
+    let x3 = mul(&mul(x, x)?, x)?;
+    mul_f64(&super::add(x, &mul_f64(&x3, GELU_KAPPA)?)?, GELU_BETA)
 }
 
 /// `silu(x) = x * sigmoid(x)`; gradient `s * (1 + x * (1 - s))`, `s = sigmoid(x)`.
@@ -131,17 +221,26 @@ pub fn silu(x: &Tensor) -> Result<Tensor> {
 /// both are smooth, so the gradient is exact everywhere (0.5 at 0).
 pub fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
     float_input(x, "softplus")?;
-    let z = mul_f64(x, beta)?;
-    let zero = Tensor::scalar_of(0.0, z.dtype());
-    let pos = compare::gt(&z, &zero)?;
-    // z > 0: z + log1p(exp(-z));  z <= 0: log1p(exp(z))
-    let zp = super::clamp(&z, Some(&zero), None, false)?;
-    let zn = super::clamp(&z, None, Some(&zero), false)?;
-    let upper = super::add(&zp, &log1p(&exp(&neg(&zp)?)?)?)?;
-    let lower = log1p(&exp(&zn)?)?;
-    let smooth = mul_f64(&where_(&pos, &upper, &lower)?, 1.0 / beta)?;
-    let linear = compare::gt(&z, &Tensor::scalar_of(threshold, z.dtype()))?;
-    where_(&linear, x, &smooth)
+    let out = {
+        let _g = GradModeGuard::new(false);
+        let z = mul_f64(x, beta)?;
+        let zero = Tensor::scalar_of(0.0, z.dtype());
+        let pos = compare::gt(&z, &zero)?;
+        // z > 0: z + log1p(exp(-z));  z <= 0: log1p(exp(z))
+        let zp = super::clamp(&z, Some(&zero), None, false)?;
+        let zn = super::clamp(&z, None, Some(&zero), false)?;
+        let upper = super::add(&zp, &log1p(&exp(&neg(&zp)?)?)?)?;
+        let lower = log1p(&exp(&zn)?)?;
+        let smooth = mul_f64(&where_(&pos, &upper, &lower)?, 1.0 / beta)?;
+        let linear = compare::gt(&z, &Tensor::scalar_of(threshold, z.dtype()))?;
+        where_(&linear, x, &smooth)?
+    };
+    Ok(pointwise("SoftplusBackward0", x, out, move |g, x| {
+        // sigmoid(beta x) in the smooth part, 1 in the linear one.
+        let z = mul_f64(x, beta)?;
+        let linear = compare::gt(&z, &Tensor::scalar_of(threshold, z.dtype()))?;
+        where_(&linear, g, &mul(g, &super::sigmoid(&z)?)?)
+    }))
 }
 
 /// `log(sum(exp(x)))` along `dim`, kept, from a constant shift.

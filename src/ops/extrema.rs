@@ -1,6 +1,6 @@
 //! Maxima and minima: `amax`/`amin` (gradient shared evenly among ties),
-//! `max`/`min` with a dimension (values and indices; the values are a
-//! `gather`, so their gradient goes to the chosen element), `argmax`/`argmin`.
+//! `max`/`min` with a dimension (values and indices; the gradient goes to
+//! the chosen element), `argmax`/`argmin`.
 
 use smallvec::smallvec;
 
@@ -205,14 +205,32 @@ fn extreme_dim(a: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
     } else {
         arg_impl(a, Some(d as i64), true, is_max)?
     };
-    let values = gather(a, d as i64, &idx)?;
-    if keepdim {
-        return Ok((values, idx));
-    }
-    let values = squeeze(&values, Some(d as i64))?;
-    let idx = {
+    let (values, out_idx) = {
         let _g = crate::autograd::GradModeGuard::new(false);
-        squeeze(&idx, Some(d as i64))?
+        let values = gather(a, d as i64, &idx)?;
+        if keepdim {
+            (values, idx.clone())
+        } else {
+            (
+                squeeze(&values, Some(d as i64))?,
+                squeeze(&idx, Some(d as i64))?,
+            )
+        }
     };
-    Ok((values, idx))
+    if needs_record(&[a]) {
+        let name = if is_max { "MaxBackward0" } else { "MinBackward0" };
+        let (in_shape, keep_shape) = (a.shape(), idx.shape());
+        // The gradient goes to the chosen element of each row (gather's adjoint).
+        record(name, &[a], &values, saved![&idx], move |c| {
+            let g = reshape(c.grad()?, &keep_shape)?;
+            let zeros = Tensor::zeros(in_shape.clone(), g.dtype());
+            Ok(smallvec![Some(super::scatter_add(
+                &zeros,
+                d as i64,
+                c.saved(0)?,
+                &g
+            )?)])
+        });
+    }
+    Ok((values, out_idx))
 }

@@ -246,10 +246,26 @@ pub fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> 
     out_shape[d] = k;
     let mut ishape: Shape = SmallVec::from_elem(1, out_shape.len());
     ishape[d] = k;
-    let idx = expand(&reshape(&index.detach(), &ishape)?, &out_shape)?;
-    let out = gather(&x, d as i64, &idx)?;
-    if xshape.is_empty() {
-        return reshape(&out, &[]);
+    let (out, idx) = {
+        let _g = GradModeGuard::new(false);
+        let idx = expand(&reshape(&index.detach(), &ishape)?, &out_shape)?;
+        let out = gather(&x, d as i64, &idx)?;
+        let out = if xshape.is_empty() {
+            reshape(&out, &[])?
+        } else {
+            out
+        };
+        (out, idx)
+    };
+    if needs_record(&[input]) {
+        let nd_shape = x.shape();
+        // gather's adjoint: repeated picks add up.
+        record("IndexSelectBackward0", &[input], &out, saved![&idx], move |c| {
+            let g = reshape(c.grad()?, &out_shape)?;
+            let zeros = Tensor::zeros(nd_shape.clone(), g.dtype());
+            let gx = scatter_add(&zeros, d as i64, c.saved(0)?, &g)?;
+            Ok(smallvec![Some(reshape(&gx, &xshape)?)])
+        });
     }
     Ok(out)
 }
@@ -313,6 +329,27 @@ pub enum IndexItem {
 /// `t[key]`: basic indexing gives views; integer and boolean tensors give
 /// copies through `index_select` (so gradients of repeated picks add up).
 pub fn index(t: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
+    index_as(t, items, "IndexBackward0")
+}
+
+/// `input.masked_select(mask)`: the elements where the (broadcast) mask is
+/// true, as a 1-D tensor.
+pub fn masked_select(input: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    let shape = broadcast_shapes(&input.shape(), &mask.shape())?;
+    let x = if input.shape() == shape {
+        input.clone()
+    } else {
+        expand(input, &shape)?
+    };
+    let m = {
+        let _g = GradModeGuard::new(false);
+        expand(mask, &shape)?
+    };
+    index_as(&x, &[IndexItem::Tensor(m)], "MaskedSelectBackward0")
+}
+
+/// `index`, whose advanced part is recorded as one node called `name`.
+fn index_as(t: &Tensor, items: &[IndexItem], name: &'static str) -> Result<Tensor> {
     let consumed: usize = items
         .iter()
         .map(|it| match it {
@@ -399,11 +436,42 @@ pub fn index(t: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
     if adv.is_empty() {
         return Ok(out);
     }
-    advanced(&out, &adv)
+    advanced(&out, &adv, name)
 }
 
-/// Applies broadcast integer indices at the given dimensions of `x`.
-fn advanced(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<Tensor> {
+/// Applies broadcast integer indices at the given dimensions of `x`,
+/// recorded as one node `name` whose backward adds the gradient into the
+/// picked elements (repeated picks add up).
+fn advanced(x: &Tensor, adv: &[(usize, Tensor)], name: &'static str) -> Result<Tensor> {
+    let out = {
+        let _g = GradModeGuard::new(false);
+        pick_advanced(x, adv)?
+    };
+    if needs_record(&[x]) {
+        let shape = x.shape();
+        let n = numel(&shape);
+        // Which element of `x` each output element is, found by indexing
+        // the elements' own numbers; only computed when recording.
+        let positions = {
+            let _g = GradModeGuard::new(false);
+            let ar = Tensor::from_vec((0..n as i64).collect::<Vec<i64>>(), shape.clone());
+            let p = pick_advanced(&ar, adv)?;
+            let m = p.numel();
+            reshape(&super::contiguous(&p)?, &[m])?
+        };
+        record(name, &[x], &out, saved![&positions], move |c| {
+            let pos = c.saved(0)?;
+            let g = reshape(c.grad()?, &[pos.numel()])?;
+            let zeros = Tensor::zeros(smallvec![n], g.dtype());
+            let gx = scatter_add(&zeros, 0, pos, &g)?;
+            Ok(smallvec![Some(reshape(&gx, &shape)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// The values of `advanced` (unrecorded when grad mode is off).
+fn pick_advanced(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<Tensor> {
     let shape = x.shape();
     let mut bshape = Shape::new();
     for (_, i) in adv {

@@ -23,7 +23,7 @@ const NO_GRAD_VIEW_ADVICE: &str = "Given that this use case is ambiguous and err
 
 /// PyTorch's refusal for a view taken under `no_grad()` that is written in
 /// place (`indirect`: its base or another view of it was written) in grad mode.
-fn no_grad_view_error(creation: CreationMeta, indirect: bool) -> Error {
+pub(crate) fn no_grad_view_error(creation: CreationMeta, indirect: bool) -> Error {
     let what = if indirect {
         "its base or another view of its base has been"
     } else {
@@ -265,22 +265,12 @@ pub fn refresh_view(v: &Tensor) -> Result<()> {
 /// Re-attaches the stale view `v` to its base's current history (called
 /// from `Tensor::grad_fn` after the shared memory was written), as a view
 /// that reads `v`'s elements of the base; an expanded view reads some more
-/// than once and its backward sums their gradients. A view taken under
-/// `no_grad()` has no history to follow: it gets a node that refuses to run
-/// with PyTorch's message (PyTorch raises as soon as the view is used).
+/// than once and its backward sums their gradients. (A view taken under
+/// `no_grad()` is never regenerated: see `Tensor::try_grad_fn`.)
 pub(crate) fn regenerate_view(v: &Tensor) {
     let Some(base) = v.base() else {
         return;
     };
-    if v.creation_meta() != CreationMeta::Default {
-        if base.requires_grad() {
-            let creation = v.creation_meta();
-            record("AsStridedBackward0", &[base], v, saved![], move |_| {
-                Err(no_grad_view_error(creation, true))
-            });
-        }
-        return;
-    }
     let found = {
         let (bv, vv) = (base.view(), v.view());
         read_region_of(&bv, &vv).map(|r| (Arc::new(r), bv.shape.clone()))
@@ -368,6 +358,13 @@ fn view_in_graph(t: &Tensor) -> bool {
 
 /// `t.fill_(v)`.
 pub fn fill_(t: &Tensor, v: f64) -> Result<()> {
+    fill_named(t, v, "FillBackward2")
+}
+
+/// `fill_` recorded under `name` when `t` is in the graph: `t` stays in it,
+/// with a node sending zeros to its old history (the values no longer
+/// depend on it), as PyTorch's `FillBackward2`/`ZeroBackward0` do.
+fn fill_named(t: &Tensor, v: f64, name: &'static str) -> Result<()> {
     check_inplace(t)?;
     if view_in_graph(t) {
         let r = Tensor::full(t.shape(), v, t.dtype());
@@ -378,8 +375,10 @@ pub fn fill_(t: &Tensor, v: f64) -> Result<()> {
     dv.storage.bump_version();
     drop(dv);
     if is_grad_enabled() && t.requires_grad() && !t.is_leaf() {
-        // The values no longer depend on the old history.
-        t.detach_in_place();
+        record(name, &[t], t, saved![], |c| {
+            let g = c.grad()?;
+            Ok(smallvec![Some(Tensor::zeros(g.shape(), g.dtype()))])
+        });
     }
     Ok(())
 }
@@ -494,7 +493,7 @@ fn check_fits(vs: &[usize], shape: &[usize]) -> Result<()> {
 
 /// `t.zero_()`.
 pub fn zero_(t: &Tensor) -> Result<()> {
-    fill_(t, 0.0)
+    fill_named(t, 0.0, "ZeroBackward0")
 }
 
 /// Writes `value` (broadcast to `dst`'s shape, cast to its dtype) into

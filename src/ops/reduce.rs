@@ -306,6 +306,21 @@ fn prod_of_others(x: &Tensor, mask: &[bool]) -> Result<Tensor> {
 /// `var(a, dim, correction, keepdim)`: the mean squared deviation, divided
 /// by `N - correction` (PyTorch clamps that at zero, giving inf or NaN).
 pub fn var(a: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+    var_std(a, dims, correction, keepdim, false)
+}
+
+/// `std`: the square root of `var`; its gradient is 0 where it is 0, as in PyTorch.
+pub fn std(a: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+    var_std(a, dims, correction, keepdim, true)
+}
+
+fn var_std(
+    a: &Tensor,
+    dims: Option<&[i64]>,
+    correction: f64,
+    keepdim: bool,
+    is_std: bool,
+) -> Result<Tensor> {
     if !a.dtype().is_float() {
         return Err(Error::runtime(format!(
             "std and var only support floating point and complex dtypes, got {}",
@@ -320,15 +335,45 @@ pub fn var(a: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> 
         .filter(|(_, &m)| m)
         .map(|(&s, _)| s)
         .product();
-    let m = mean(a, dims, true)?;
-    let d = super::sub(a, &m)?;
-    let ss = sum(&mul(&d, &d)?, dims, keepdim)?;
-    let denom = (n as f64 - correction).max(0.0);
-    div(&ss, &Tensor::scalar_of(denom, a.dtype()))
-}
-
-pub fn std(a: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
-    super::sqrt(&var(a, dims, correction, keepdim)?)
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let m = mean(a, dims, true)?;
+        let d = super::sub(a, &m)?;
+        let ss = sum(&mul(&d, &d)?, dims, keepdim)?;
+        let denom = (n as f64 - correction).max(0.0);
+        let v = div(&ss, &Tensor::scalar_of(denom, a.dtype()))?;
+        if is_std {
+            super::sqrt(&v)?
+        } else {
+            v
+        }
+    };
+    if needs_record(&[a]) {
+        let keep_shape = reduced_shape(&shape, &mask, true);
+        let dims: Option<SmallVec<[i64; 4]>> = dims.map(SmallVec::from_slice);
+        // PyTorch's var_backward: 2 / (N - correction) * g * (x - mean(x)),
+        // with N - correction unclamped.
+        let scale = 2.0 / (n as f64 - correction);
+        let (name, saved) = if is_std {
+            ("StdBackward0", saved![a, Some(SavedTensor::output(&out, 0))])
+        } else {
+            ("VarBackward0", saved![a])
+        };
+        record(name, &[a], &out, saved, move |c| {
+            let x = c.saved(0)?;
+            let mut g = reshape(c.grad()?, &keep_shape)?;
+            if is_std {
+                // d std = d var / (2 std), taken as 0 where std is 0.
+                let r = reshape(c.saved(1)?, &keep_shape)?;
+                let zero = super::compare::eq(&r, &Tensor::scalar_of(0.0, r.dtype()))?;
+                let q = div(&g, &mul_f64(&r, 2.0)?)?;
+                g = super::where_(&zero, &Tensor::scalar_of(0.0, q.dtype()), &q)?;
+            }
+            let d = super::sub(x, &mean(x, dims.as_deref(), true)?)?;
+            Ok(smallvec![Some(mul(&d, &mul_f64(&g, scale)?)?)])
+        });
+    }
+    Ok(out)
 }
 
 /// The 2-norm over `dims`, with gradient 0 where the norm is 0 (PyTorch's subgradient).
@@ -392,7 +437,7 @@ pub fn vector_norm(a: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool) ->
 }
 
 /// `logsumexp(a, dim, keepdim)`, shifted by the (constant) maximum so that
-/// large inputs do not overflow.
+/// large inputs do not overflow; the gradient is `g * exp(a - result)`.
 pub fn logsumexp(a: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let a = if a.dtype().is_float() {
         a.clone()
@@ -402,20 +447,39 @@ pub fn logsumexp(a: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let shape = a.shape();
     let dims_opt = if dims.is_empty() { None } else { Some(dims) };
     let mask = reduce_mask(shape.len(), dims_opt)?;
-    let m = if a.numel() == 0 || mask.iter().zip(&shape).any(|(&m, &s)| m && s == 0) {
-        Tensor::zeros(reduced_shape(&shape, &mask, true), a.dtype())
-    } else {
+    let keep_shape = reduced_shape(&shape, &mask, true);
+    let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
-        let m = super::amax(&a.detach(), dims, true)?;
-        // An infinite maximum would give inf - inf; shift by zero there instead.
-        let inf = super::isinf(&m)?;
-        super::where_(&inf, &Tensor::scalar_of(0.0, m.dtype()), &m)?
+        let a = a.detach();
+        let m = if a.numel() == 0 || mask.iter().zip(&shape).any(|(&m, &s)| m && s == 0) {
+            Tensor::zeros(keep_shape.clone(), a.dtype())
+        } else {
+            let m = super::amax(&a, dims, true)?;
+            // An infinite maximum would give inf - inf; shift by zero there instead.
+            let inf = super::isinf(&m)?;
+            super::where_(&inf, &Tensor::scalar_of(0.0, m.dtype()), &m)?
+        };
+        let s = sum(&super::exp(&super::sub(&a, &m)?)?, dims_opt, true)?;
+        let out = super::add(&super::log(&s)?, &m)?;
+        if keepdim {
+            out
+        } else {
+            reshape(&out, &reduced_shape(&shape, &mask, false))?
+        }
     };
-    let s = sum(&super::exp(&super::sub(&a, &m)?)?, dims_opt, true)?;
-    let out = super::add(&super::log(&s)?, &m)?;
-    if keepdim {
-        Ok(out)
-    } else {
-        reshape(&out, &reduced_shape(&shape, &mask, false))
+    if needs_record(&[&a]) {
+        record(
+            "LogsumexpBackward0",
+            &[&a],
+            &out,
+            saved![&a, Some(SavedTensor::output(&out, 0))],
+            move |c| {
+                let g = reshape(c.grad()?, &keep_shape)?;
+                let r = reshape(c.saved(1)?, &keep_shape)?;
+                let p = super::exp(&super::sub(c.saved(0)?, &r)?)?;
+                Ok(smallvec![Some(mul(&g, &p)?)])
+            },
+        );
     }
+    Ok(out)
 }

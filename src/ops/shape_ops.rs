@@ -1,6 +1,7 @@
 //! Joining, splitting and rearranging: `cat`, `stack`, `split`, `chunk`,
 //! `unbind`, `flip`, `repeat`, `unflatten`, `narrow`, `cumsum`. Pieces are
-//! views (`slice`/`select`), so only `cat`, `flip` and `cumsum` need rules.
+//! views (`slice`/`select`); `stack` and `repeat` are composites recorded
+//! as one node each, under PyTorch's names.
 
 use smallvec::{smallvec, SmallVec};
 
@@ -128,11 +129,29 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         }
     }
     let d = wrap_dim(dim, first.len() + 1)?;
-    let parts: Vec<Tensor> = tensors
-        .iter()
-        .map(|t| unsqueeze(t, d as i64))
-        .collect::<Result<_>>()?;
-    cat(&parts, d as i64)
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let parts: Vec<Tensor> = tensors
+            .iter()
+            .map(|t| unsqueeze(t, d as i64))
+            .collect::<Result<_>>()?;
+        cat(&parts, d as i64)?
+    };
+    let inputs: Vec<&Tensor> = tensors.iter().collect();
+    if needs_record(&inputs) {
+        let n = tensors.len();
+        record("StackBackward0", &inputs, &out, saved![], move |c| {
+            let g = c.grad()?;
+            (0..n)
+                .map(|i| {
+                    c.needs(i)
+                        .then(|| select(g, d as i64, i as i64))
+                        .transpose()
+                })
+                .collect()
+        });
+    }
+    Ok(out)
 }
 
 /// `split(t, sizes, dim)` with explicit section sizes (views).
@@ -309,9 +328,22 @@ pub fn repeat(t: &Tensor, reps: &[i64]) -> Result<Tensor> {
         tiled.extend_from_slice(&[r as usize, s]);
         target.push(r as usize * s);
     }
-    let x = reshape(t, &inter)?;
-    let x = expand(&x, &tiled)?;
-    super::contiguous(&reshape(&x, &target)?)
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let x = reshape(t, &inter)?;
+        let x = expand(&x, &tiled)?;
+        super::contiguous(&reshape(&x, &target)?)?
+    };
+    if needs_record(&[t]) {
+        // Each element was copied once per tile: sum the tiles back.
+        let tile_dims: SmallVec<[i64; 4]> = (0..reps.len()).map(|k| 2 * k as i64).collect();
+        record("RepeatBackward0", &[t], &out, saved![], move |c| {
+            let g = reshape(c.grad()?, &tiled)?;
+            let g = super::sum(&g, Some(&tile_dims), false)?;
+            Ok(smallvec![Some(reshape(&g, &shape)?)])
+        });
+    }
+    Ok(out)
 }
 
 /// `unflatten(t, dim, sizes)`: splits one dimension into several (one may be -1).

@@ -131,6 +131,15 @@ pub fn read_region_of(base: &View, v: &View) -> Result<Region> {
             "in-place operations on this view of a tensor that requires grad are not supported (the view is not a strided region of its base); use an out-of-place op",
         )
     };
+    // An empty view holds no element, so it is a region of any base; where
+    // its offset points (past the end of an empty base, say) does not matter.
+    if v.shape.contains(&0) {
+        return Ok(Region {
+            shape: v.shape.clone(),
+            strides: contiguous_strides(&v.shape),
+            offset: 0,
+        });
+    }
     let numel = base.numel();
     if base.is_contiguous() {
         let offset = v.offset.checked_sub(base.offset).ok_or_else(unsupported)?;
@@ -172,13 +181,6 @@ pub fn read_region_of(base: &View, v: &View) -> Result<Region> {
         }
         (rem == 0).then_some(lin)
     };
-    if v.shape.contains(&0) {
-        return Ok(Region {
-            shape: v.shape.clone(),
-            strides: contiguous_strides(&v.shape),
-            offset: 0,
-        });
-    }
     let offset = linear(v.offset).ok_or_else(unsupported)?;
     let mut strides = Strides::new();
     for (&n, &s) in v.shape.iter().zip(&v.strides) {

@@ -32,8 +32,15 @@ pub fn external(err: PyErr) -> Error {
 /// letting PyO3 raise `PanicException`, which `except Exception` cannot catch.
 #[inline]
 pub fn guard<T>(f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r.map_err(PyErr::from),
+    let r = catch_unwind(AssertUnwindSafe(f));
+    // Taken whatever the outcome, so it never leaks into a later call.
+    let deferred = crate::autograd::take_deferred_error();
+    match r {
+        Ok(Ok(v)) => match deferred {
+            Some(e) => Err(e.into()),
+            None => Ok(v),
+        },
+        Ok(Err(e)) => Err(e.into()),
         Err(p) => {
             let msg = p
                 .downcast_ref::<&str>()

@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 use super::errors::external;
 use super::tensor::{wrap, PyTensor};
 use crate::autograd::{
-    gradient_edge, Backward, BackwardCtx, Edge, Grads, Meta, Node, NodeRef, SavedTensor,
+    try_gradient_edge, Backward, BackwardCtx, Edge, Grads, Meta, Node, NodeRef, SavedTensor,
 };
 use crate::tensor::Tensor;
 
@@ -215,8 +215,8 @@ pub fn _function_node<'py>(
 
     let edges: SmallVec<[Edge; 2]> = inputs
         .iter()
-        .map(|t| t.as_ref().map_or(Edge::None, gradient_edge))
-        .collect();
+        .map(|t| t.as_ref().map_or(Ok(Edge::None), try_gradient_edge))
+        .collect::<crate::Result<_>>()?;
     let metas: SmallVec<[Meta; 2]> = inputs.iter().map(meta_or_placeholder).collect();
     let out_meta: SmallVec<[Meta; 1]> = out_tensors.iter().map(meta_or_placeholder).collect();
 

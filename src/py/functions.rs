@@ -737,6 +737,28 @@ fn leaky_relu(
     )
 }
 
+/// `leaky_relu_(input, negative_slope)`: in place, recorded with a rule on
+/// the result (PyTorch's `LeakyReluBackward1`).
+#[pyfunction]
+#[pyo3(signature = (input, negative_slope=0.01))]
+fn leaky_relu_<'py>(
+    input: &Bound<'py, PyTensor>,
+    negative_slope: f64,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let a = t_of(input);
+    guard(|| ops::apply_inplace(a, || ops::leaky_relu_result(a, negative_slope)))?;
+    Ok(input.clone())
+}
+
+/// `elu_(input, alpha)`: in place, recorded as PyTorch's `EluBackward1`.
+#[pyfunction]
+#[pyo3(signature = (input, alpha=1.0))]
+fn elu_<'py>(input: &Bound<'py, PyTensor>, alpha: f64) -> PyResult<Bound<'py, PyTensor>> {
+    let a = t_of(input);
+    guard(|| ops::apply_inplace(a, || ops::elu_result(a, alpha)))?;
+    Ok(input.clone())
+}
+
 #[pyfunction]
 #[pyo3(signature = (input, alpha=1.0))]
 fn elu(py: Python<'_>, input: &Bound<'_, PyTensor>, alpha: f64) -> PyResult<Py<PyAny>> {
@@ -1221,6 +1243,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(leaky_relu, m)?)?;
     m.add_function(wrap_pyfunction!(hardtanh, m)?)?;
     m.add_function(wrap_pyfunction!(elu, m)?)?;
+    m.add_function(wrap_pyfunction!(elu_, m)?)?;
+    m.add_function(wrap_pyfunction!(leaky_relu_, m)?)?;
     m.add_function(wrap_pyfunction!(gelu, m)?)?;
     m.add_function(wrap_pyfunction!(softplus, m)?)?;
     m.add_function(wrap_pyfunction!(dropout, m)?)?;

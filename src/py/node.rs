@@ -23,7 +23,7 @@ pub struct PyAccumulateGrad {
 }
 
 pub fn grad_fn_object(py: Python<'_>, t: &Tensor) -> PyResult<Option<Py<PyAny>>> {
-    match t.grad_fn() {
+    match t.try_grad_fn()? {
         None => Ok(None),
         Some((node, _)) => Ok(Some(Py::new(py, PyNode { node })?.into_any())),
     }

@@ -470,8 +470,8 @@ impl PyTensor {
     }
 
     #[getter]
-    fn is_leaf(&self) -> bool {
-        self.t.is_leaf()
+    fn is_leaf(&self) -> PyResult<bool> {
+        Ok(self.t.try_is_leaf()?)
     }
 
     #[getter]
@@ -596,7 +596,8 @@ impl PyTensor {
 
     #[pyo3(signature = (force=false))]
     fn numpy<'py>(&self, py: Python<'py>, force: bool) -> PyResult<Bound<'py, PyAny>> {
-        if self.t.requires_grad() && !force {
+        // As PyTorch's: under `no_grad()` a tensor that requires grad converts.
+        if self.t.requires_grad() && autograd::is_grad_enabled() && !force {
             return Err(PyRuntimeError::new_err(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
             ));
@@ -615,7 +616,7 @@ impl PyTensor {
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         // PyTorch's `__array__` is `self.numpy()`, with its refusal.
-        if self.t.requires_grad() {
+        if self.t.requires_grad() && autograd::is_grad_enabled() {
             return Err(PyRuntimeError::new_err(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
             ));
@@ -1830,12 +1831,7 @@ impl PyTensor {
         let m = &mask.get().t;
         wrap(
             py,
-            guard(|| {
-                let shape = crate::tensor::broadcast_shapes(&self.t.shape(), &m.shape())?;
-                let x = ops::expand(&self.t, &shape)?;
-                let mm = ops::expand(m, &shape)?;
-                ops::index(&x, &[ops::IndexItem::Tensor(mm)])
-            })?,
+            guard(|| ops::masked_select(&self.t, m))?,
         )
     }
     fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {

@@ -307,15 +307,23 @@ impl Tensor {
 
     // ----- autograd metadata ---------------------------------------------
 
+    /// As PyTorch's: set for a leaf or a tensor in the graph, and for any
+    /// view of a tensor that requires grad, even one taken under `no_grad()`
+    /// (which stays a leaf with no edge into its base's graph).
     #[inline]
     pub fn requires_grad(&self) -> bool {
         self.0.requires_grad.load(Ordering::Relaxed)
-            || (self.0.base.is_some() && self.is_stale_view())
+            || self.0.base.as_ref().is_some_and(|b| b.requires_grad())
+    }
+
+    /// Whether gradients reaching this tensor as a leaf accumulate into its
+    /// `.grad` (`requires_grad` without what it inherits from a base).
+    pub fn requires_grad_flag(&self) -> bool {
+        self.0.requires_grad.load(Ordering::Relaxed)
     }
 
     /// A view whose base requires grad and whose memory was written since its
     /// `grad_fn` was set: it now depends on the base's current history.
-    #[cold]
     fn is_stale_view(&self) -> bool {
         match &self.0.base {
             Some(b) => {
@@ -325,12 +333,22 @@ impl Tensor {
         }
     }
 
-    /// Regenerates a stale view's `grad_fn` (see `view_version`).
-    fn refresh_stale_view(&self) {
+    /// Brings a stale view's `grad_fn` up to date (see `view_version`): a view
+    /// taken in grad mode is regenerated from the base's current history. One
+    /// taken under `no_grad()` has no history to follow and stays in error
+    /// (PyTorch refuses any later use of it in the graph).
+    fn refresh_stale_view(&self) -> Result<()> {
         if self.0.base.is_some() && self.is_stale_view() {
+            if self.0.creation != CreationMeta::Default {
+                return Err(crate::ops::inplace::no_grad_view_error(
+                    self.0.creation,
+                    true,
+                ));
+            }
             self.0.view_version.store(self.version(), Ordering::Release);
             crate::ops::inplace::regenerate_view(self);
         }
+        Ok(())
     }
 
     pub(crate) fn set_requires_grad_flag(&self, on: bool) {
@@ -373,13 +391,26 @@ impl Tensor {
         Arc::strong_count(&self.0)
     }
 
+    /// The node that produced this tensor. An error for a view taken under
+    /// `no_grad()` whose memory was written since (PyTorch's refusal).
+    pub fn try_grad_fn(&self) -> Result<Option<(NodeRef, u32)>> {
+        self.refresh_stale_view()?;
+        Ok(self.meta().grad_fn.clone())
+    }
+
+    /// `try_grad_fn` for internal bookkeeping: a view in that error state
+    /// reports the node it had.
     pub fn grad_fn(&self) -> Option<(NodeRef, u32)> {
-        self.refresh_stale_view();
+        let _ = self.refresh_stale_view();
         self.meta().grad_fn.clone()
     }
 
+    pub fn try_is_leaf(&self) -> Result<bool> {
+        Ok(self.try_grad_fn()?.is_none())
+    }
+
     pub fn is_leaf(&self) -> bool {
-        self.refresh_stale_view();
+        let _ = self.refresh_stale_view();
         self.meta().grad_fn.is_none()
     }
 

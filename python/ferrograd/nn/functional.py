@@ -46,11 +46,21 @@ def relu6(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _activation(input, inplace, lambda: _C.leaky_relu(input, negative_slope))
+    if inplace:
+        return _C.leaky_relu_(input, negative_slope)
+    return _C.leaky_relu(input, negative_slope)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _C.leaky_relu_(input, negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _activation(input, inplace, lambda: _C.elu(input, alpha))
+    return _C.elu_(input, alpha) if inplace else _C.elu(input, alpha)
+
+
+def elu_(input, alpha=1.0):
+    return _C.elu_(input, alpha)
 
 
 def gelu(input, approximate="none"):
@@ -191,11 +201,13 @@ __all__ = [
     "cross_entropy",
     "dropout",
     "elu",
+    "elu_",
     "gelu",
     "hardtanh",
     "huber_loss",
     "l1_loss",
     "leaky_relu",
+    "leaky_relu_",
     "linear",
     "log_softmax",
     "mse_loss",
