@@ -35,6 +35,9 @@ pub fn guard<T>(f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r.map_err(PyErr::from),
         Err(p) => {
+            if let Some(fail) = p.downcast_ref::<crate::error::AllocFailure>() {
+                return Err(PyRuntimeError::new_err(fail.to_string()));
+            }
             let msg = p
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
