@@ -58,6 +58,46 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// An allocation the system refused. Kernels allocate their outputs deep
+/// inside code that returns plain `Vec`s, so a refusal unwinds (as PyTorch's
+/// allocator throws) with this payload instead of aborting the process, the
+/// default for a failed Rust allocation; the binding's `guard` turns it into
+/// PyTorch's `RuntimeError`.
+#[derive(Debug, Clone, Copy)]
+pub struct AllocFailure {
+    pub bytes: usize,
+}
+
+impl fmt::Display for AllocFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes. Error code 12 (Cannot allocate memory)",
+            self.bytes
+        )
+    }
+}
+
+/// An empty `Vec` with room for exactly `n` elements; a refused allocation
+/// unwinds with [`AllocFailure`] rather than aborting.
+pub fn alloc_vec<T>(n: usize) -> Vec<T> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        let bytes = n.saturating_mul(std::mem::size_of::<T>());
+        // `resume_unwind` skips the panic hook: nothing is printed to stderr
+        // for what is an ordinary, reported error.
+        std::panic::resume_unwind(Box::new(AllocFailure { bytes }));
+    }
+    v
+}
+
+/// `n` copies of `value` in a fallibly allocated `Vec` (see [`alloc_vec`]).
+pub fn filled_vec<T: Clone>(n: usize, value: T) -> Vec<T> {
+    let mut v = alloc_vec(n);
+    v.resize(n, value);
+    v
+}
+
 /// Early-return with a runtime error built from a format string.
 #[macro_export]
 macro_rules! bail {

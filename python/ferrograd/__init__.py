@@ -147,6 +147,16 @@ def _rebuild_tensor(array, requires_grad):
     return t
 
 
+def _check_tensor(fn, value, name="input", position=1):
+    # PyTorch's argument parser refuses a non-tensor before anything runs;
+    # without this a wrapper below would fail with an AttributeError.
+    if not isinstance(value, Tensor):
+        raise TypeError(
+            f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
+            f"not {type(value).__name__}"
+        )
+
+
 def zeros_like(input, *, dtype=None, requires_grad=False):
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
@@ -172,14 +182,17 @@ def randn_like(input, *, dtype=None, requires_grad=False):
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
+    _check_tensor("sum", input)
     return input.sum(dim, keepdim, dtype=dtype)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
+    _check_tensor("mean", input)
     return input.mean(dim, keepdim, dtype=dtype)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    _check_tensor("norm", input)
     return input.norm(p, dim, keepdim, dtype)
 
 
@@ -211,30 +224,37 @@ def broadcast_shapes(*shapes):
 
 
 def reshape(input, shape):
+    _check_tensor("reshape", input)
     return input.reshape(shape)
 
 
 def transpose(input, dim0, dim1):
+    _check_tensor("transpose", input)
     return input.transpose(dim0, dim1)
 
 
 def t(input):
+    _check_tensor("t", input)
     return input.t()
 
 
 def squeeze(input, dim=None):
+    _check_tensor("squeeze", input)
     return input.squeeze(dim)
 
 
 def unsqueeze(input, dim):
+    _check_tensor("unsqueeze", input)
     return input.unsqueeze(dim)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
+    _check_tensor("flatten", input)
     return input.flatten(start_dim, end_dim)
 
 
 def numel(input):
+    _check_tensor("numel", input)
     return input.numel()
 
 
@@ -243,6 +263,8 @@ def is_tensor(obj):
 
 
 def equal(input, other):
+    _check_tensor("equal", input)
+    _check_tensor("equal", other, "other", 2)
     return input.equal(other)
 
 

@@ -9,7 +9,9 @@ use crate::tensor::{Element, View};
 pub fn gather<T: Element>(v: &View) -> Vec<T> {
     let n = v.numel();
     if let Some(s) = v.as_slice::<T>() {
-        return s.to_vec();
+        let mut out = crate::error::alloc_vec(n);
+        out.extend_from_slice(s);
+        return out;
     }
     let (shape, [st]) = coalesce(&v.shape, [&v.strides]);
     let src = SendPtr(v.ptr::<T>());

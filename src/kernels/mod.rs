@@ -44,7 +44,7 @@ impl<T> SendPtr<T> {
 
 /// Allocates `n` elements and lets `fill` initialise every one of them.
 pub fn build_vec<U: Copy + Send>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<U>])) -> Vec<U> {
-    let mut v: Vec<U> = Vec::with_capacity(n);
+    let mut v: Vec<U> = crate::error::alloc_vec(n);
     fill(&mut v.spare_capacity_mut()[..n]);
     // SAFETY: `fill` writes all `n` slots (each caller loops over the full range).
     unsafe { v.set_len(n) };

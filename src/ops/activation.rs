@@ -81,13 +81,18 @@ pub fn leaky_relu_result(x: &Tensor, slope: f64) -> Result<Tensor> {
         let _g = GradModeGuard::new(false);
         leaky_relu(x, slope)?
     };
-    Ok(pointwise_on_result("LeakyReluBackward1", x, out, move |g, y| {
-        // With a negative slope the result's sign no longer tells the input's.
-        if slope < 0.0 {
-            return Err(Error::runtime("In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope"));
-        }
-        where_(&positive(y)?, g, &mul_f64(g, slope)?)
-    }))
+    Ok(pointwise_on_result(
+        "LeakyReluBackward1",
+        x,
+        out,
+        move |g, y| {
+            // With a negative slope the result's sign no longer tells the input's.
+            if slope < 0.0 {
+                return Err(Error::runtime("In-place leakyReLu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu backward calculation with negative slope"));
+            }
+            where_(&positive(y)?, g, &mul_f64(g, slope)?)
+        },
+    ))
 }
 
 /// The value `elu_(x, alpha)` writes, recorded as PyTorch's `EluBackward1`:

@@ -218,7 +218,11 @@ fn extreme_dim(a: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
         }
     };
     if needs_record(&[a]) {
-        let name = if is_max { "MaxBackward0" } else { "MinBackward0" };
+        let name = if is_max {
+            "MaxBackward0"
+        } else {
+            "MinBackward0"
+        };
         let (in_shape, keep_shape) = (a.shape(), idx.shape());
         // The gradient goes to the chosen element of each row (gather's adjoint).
         record(name, &[a], &values, saved![&idx], move |c| {

@@ -260,12 +260,18 @@ pub fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> 
     if needs_record(&[input]) {
         let nd_shape = x.shape();
         // gather's adjoint: repeated picks add up.
-        record("IndexSelectBackward0", &[input], &out, saved![&idx], move |c| {
-            let g = reshape(c.grad()?, &out_shape)?;
-            let zeros = Tensor::zeros(nd_shape.clone(), g.dtype());
-            let gx = scatter_add(&zeros, d as i64, c.saved(0)?, &g)?;
-            Ok(smallvec![Some(reshape(&gx, &xshape)?)])
-        });
+        record(
+            "IndexSelectBackward0",
+            &[input],
+            &out,
+            saved![&idx],
+            move |c| {
+                let g = reshape(c.grad()?, &out_shape)?;
+                let zeros = Tensor::zeros(nd_shape.clone(), g.dtype());
+                let gx = scatter_add(&zeros, d as i64, c.saved(0)?, &g)?;
+                Ok(smallvec![Some(reshape(&gx, &xshape)?)])
+            },
+        );
     }
     Ok(out)
 }

@@ -406,13 +406,11 @@ pub fn random_tensor(shape: Shape, dtype: crate::tensor::DType, normal: bool) ->
     Ok(match (dtype, normal) {
         (DType::F32, false) => Tensor::from_vec(random::uniform_f32(n), shape),
         (DType::F64, false) => Tensor::from_vec(random::uniform_f64(n), shape),
-        (DType::F32, true) => Tensor::from_vec(
-            random::normal_f64(n)
-                .into_iter()
-                .map(|x| x as f32)
-                .collect::<Vec<f32>>(),
-            shape,
-        ),
+        (DType::F32, true) => {
+            let mut v = crate::error::alloc_vec(n);
+            v.extend(random::normal_f64(n).into_iter().map(|x| x as f32));
+            Tensor::from_vec(v, shape)
+        }
         (DType::F64, true) => Tensor::from_vec(random::normal_f64(n), shape),
         (other, _) => {
             return Err(Error::runtime(format!(

@@ -355,7 +355,10 @@ fn var_std(
         // with N - correction unclamped.
         let scale = 2.0 / (n as f64 - correction);
         let (name, saved) = if is_std {
-            ("StdBackward0", saved![a, Some(SavedTensor::output(&out, 0))])
+            (
+                "StdBackward0",
+                saved![a, Some(SavedTensor::output(&out, 0))],
+            )
         } else {
             ("VarBackward0", saved![a])
         };

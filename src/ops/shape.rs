@@ -106,6 +106,9 @@ pub fn expand(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
             old.len()
         )));
     }
+    // Only expand can make a view of more elements than memory holds; every
+    // loop over it counts them in a usize.
+    crate::tensor::checked_numel(shape)?;
     let lead = shape.len() - old.len();
     let mut st: Strides = SmallVec::from_elem(0, shape.len());
     for i in 0..old.len() {

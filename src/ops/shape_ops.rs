@@ -326,8 +326,16 @@ pub fn repeat(t: &Tensor, reps: &[i64]) -> Result<Tensor> {
     for (&r, &s) in reps.iter().zip(&padded) {
         inter.extend_from_slice(&[1, s]);
         tiled.extend_from_slice(&[r as usize, s]);
-        target.push(r as usize * s);
+        let n = (r as usize)
+            .checked_mul(s)
+            .filter(|&n| n <= i64::MAX as usize);
+        target.push(n.ok_or_else(|| {
+            Error::runtime(format!(
+                "Storage size calculation overflowed with sizes={reps:?}"
+            ))
+        })?);
     }
+    crate::tensor::checked_storage_numel(&target, t.dtype().size())?;
     let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
         let x = reshape(t, &inter)?;

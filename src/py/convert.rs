@@ -422,14 +422,18 @@ pub fn seq_of_ints(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
 }
 
 pub fn int_arg(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
-    if obj.is_instance_of::<PyBool>() || obj.is_instance_of::<PyFloat>() {
+    let integral = !obj.is_instance_of::<PyBool>()
+        && !obj.is_instance_of::<PyFloat>()
+        && (obj.is_instance_of::<PyInt>() || obj.hasattr("__index__")?);
+    if !integral {
         return Err(PyTypeError::new_err(format!(
             "expected an integer, got {}",
             obj.get_type().name()?
         )));
     }
+    // Goes through `__index__` (NumPy integers, one-element integer tensors);
+    // a value beyond int64 is an OverflowError, as in PyTorch.
     obj.extract::<i64>()
-        .or_else(|_| obj.call_method0("__index__")?.extract::<i64>())
 }
 
 /// Non-negative sizes for a creation function.

@@ -42,6 +42,9 @@ pub fn guard<T>(f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
         },
         Ok(Err(e)) => Err(e.into()),
         Err(p) => {
+            if let Some(fail) = p.downcast_ref::<crate::error::AllocFailure>() {
+                return Err(PyRuntimeError::new_err(fail.to_string()));
+            }
             let msg = p
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())

@@ -14,7 +14,7 @@ use super::tensor::{default_grad, wrap, PyTensor};
 use crate::autograd::{self, BackwardRequest};
 use crate::ops::{self, Scalar};
 use crate::random;
-use crate::tensor::{DType, Shape, Tensor};
+use crate::tensor::{checked_storage_numel, numel, DType, Element, Shape, Tensor};
 
 fn t_of<'a>(obj: &'a Bound<'_, PyTensor>) -> &'a Tensor {
     &obj.get().t
@@ -45,6 +45,14 @@ pub fn tensor_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
 
 // ----- creation --------------------------------------------------------------
 
+/// The shape of a tensor about to be allocated, checked before any memory is
+/// requested: no negative size, and a byte size that fits in an `i64`.
+fn alloc_shape(dims: &[i64], dtype: DType) -> PyResult<Shape> {
+    let shape = to_shape(dims)?;
+    checked_storage_numel(&shape, dtype.size())?;
+    Ok(shape)
+}
+
 #[pyfunction]
 #[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
 fn tensor(
@@ -72,9 +80,10 @@ fn filled(
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let shape = to_shape(&parse_size(args, size)?)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
-    finish(py, Tensor::full(shape, value, dt), requires_grad)
+    let shape = alloc_shape(&parse_size(args, size)?, dt)?;
+    let t = guard_nogil(py, numel(&shape), || Ok(Tensor::full(shape, value, dt)))?;
+    finish(py, t, requires_grad)
 }
 
 #[pyfunction]
@@ -131,7 +140,7 @@ fn full(
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
     let _ = device;
-    let shape = to_shape(&seq_of_ints(size)?)?;
+    let dims = seq_of_ints(size)?;
     let s =
         as_scalar(fill_value).ok_or_else(|| PyTypeError::new_err("fill_value must be a number"))?;
     let dt = match opt_dtype(dtype)? {
@@ -142,7 +151,11 @@ fn full(
             Scalar::Float(_) => DType::DEFAULT_FLOAT,
         },
     };
-    finish(py, Tensor::full(shape, s.to_f64(), dt), requires_grad)
+    let shape = alloc_shape(&dims, dt)?;
+    let t = guard_nogil(py, numel(&shape), || {
+        Ok(Tensor::full(shape, s.to_f64(), dt))
+    })?;
+    finish(py, t, requires_grad)
 }
 
 #[pyfunction]
@@ -157,14 +170,25 @@ fn eye(
 ) -> PyResult<Py<PyAny>> {
     let _ = device;
     let m = m.unwrap_or(n);
-    let shape = to_shape(&[n, m])?;
-    let (n, m) = (shape[0], shape[1]);
-    let mut v = vec![0.0f64; n * m];
-    for i in 0..n.min(m) {
-        v[i * m + i] = 1.0;
+    for (name, v) in [("n", n), ("m", m)] {
+        if v < 0 {
+            return Err(PyRuntimeError::new_err(format!(
+                "{name} must be greater or equal to 0, got {v}"
+            )));
+        }
     }
     let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
-    let t = ops::to_dtype(&Tensor::from_vec(v, shape), dt)?;
+    let shape = alloc_shape(&[n, m], dt)?;
+    let (n, m) = (shape[0], shape[1]);
+    let t = guard_nogil(py, n * m, || {
+        Ok(crate::dispatch!(dt, T => {
+            let mut v = crate::error::filled_vec(n * m, T::zero());
+            for i in 0..n.min(m) {
+                v[i * m + i] = T::one();
+            }
+            Tensor::from_vec(v, shape)
+        }))
+    })?;
     finish(py, t, requires_grad)
 }
 
@@ -198,6 +222,19 @@ fn arange(
         DType::I64
     });
     let (s, e, st) = (s.to_f64(), e.to_f64(), st.to_f64());
+    if !s.is_finite() || !e.is_finite() {
+        return Err(PyRuntimeError::new_err(format!(
+            "unsupported range: {} -> {}",
+            py_float(s),
+            py_float(e)
+        )));
+    }
+    if !st.is_finite() {
+        return Err(PyRuntimeError::new_err(format!(
+            "step must be finite but got {}",
+            py_float(st)
+        )));
+    }
     if st == 0.0 {
         return Err(PyRuntimeError::new_err("step must be nonzero"));
     }
@@ -206,9 +243,17 @@ fn arange(
             "upper bound and larger bound inconsistent with step sign",
         ));
     }
-    let n = ((e - s) / st).ceil().max(0.0) as usize;
-    let v: Vec<f64> = (0..n).map(|i| s + i as f64 * st).collect();
-    let t = ops::to_dtype(&Tensor::from_vec(v, Shape::from_slice(&[n])), dt)?;
+    let len = ((e - s) / st).ceil();
+    // NaN fails this too: a float-to-int cast would quietly make it 0.
+    if !(0.0..i64::MAX as f64).contains(&len) {
+        return Err(PyRuntimeError::new_err("invalid size, possible overflow?"));
+    }
+    let shape = alloc_shape(&[len as i64], dt)?;
+    let t = guard_nogil(py, shape[0], || {
+        let mut v = crate::error::alloc_vec(shape[0]);
+        v.extend((0..shape[0]).map(|i| s + i as f64 * st));
+        ops::to_dtype(&Tensor::from_vec(v, shape), dt)
+    })?;
     finish(py, t, requires_grad)
 }
 
@@ -229,10 +274,10 @@ fn linspace(
             "number of steps must be non-negative",
         ));
     }
-    let n = steps as usize;
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let n = alloc_shape(&[steps], dt)?[0];
     if n == 1 {
         // PyTorch: a single step is `[start]`.
-        let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
         let t = ops::to_dtype(&Tensor::from_vec(vec![start], Shape::from_slice(&[1])), dt)?;
         return finish(py, t, requires_grad);
     }
@@ -244,22 +289,31 @@ fn linspace(
     let half = n / 2;
     // Both halves count from their own end, as PyTorch does, so the last
     // value is exactly `end`.
-    let v: Vec<f64> = (0..n)
-        .map(|i| {
+    let t = guard_nogil(py, n, || {
+        let mut v = crate::error::alloc_vec(n);
+        v.extend((0..n).map(|i| {
             if i < half {
                 start + step * i as f64
             } else {
                 end - step * (n - 1 - i) as f64
             }
-        })
-        .collect();
-    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
-    let t = ops::to_dtype(&Tensor::from_vec(v, Shape::from_slice(&[n])), dt)?;
+        }));
+        ops::to_dtype(&Tensor::from_vec(v, Shape::from_slice(&[n])), dt)
+    })?;
     finish(py, t, requires_grad)
 }
 
 fn random_tensor(shape: Shape, dt: DType, normal: bool) -> PyResult<Tensor> {
-    Ok(ops::random_tensor(shape, dt, normal)?)
+    guard(|| ops::random_tensor(shape, dt, normal))
+}
+
+/// A float the way Python prints it in messages (`inf`, `nan`, `0`).
+fn py_float(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else {
+        v.to_string()
+    }
 }
 
 #[pyfunction]
@@ -274,8 +328,8 @@ fn rand(
     generator: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let _ = (device, generator);
-    let shape = to_shape(&parse_size(args, size)?)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let shape = alloc_shape(&parse_size(args, size)?, dt)?;
     finish(py, random_tensor(shape, dt, false)?, requires_grad)
 }
 
@@ -291,8 +345,8 @@ fn randn(
     generator: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let _ = (device, generator);
-    let shape = to_shape(&parse_size(args, size)?)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let shape = alloc_shape(&parse_size(args, size)?, dt)?;
     finish(py, random_tensor(shape, dt, true)?, requires_grad)
 }
 
@@ -338,11 +392,14 @@ fn randint(
             "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )));
     }
-    let shape = to_shape(&size)?;
-    let n = shape.iter().product();
-    let t = Tensor::from_vec(random::randint(low, high, n), shape);
     let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
-    finish(py, ops::to_dtype(&t, dt)?, requires_grad)
+    // Drawn as int64 first, whatever the dtype.
+    let shape = alloc_shape(&size, DType::I64)?;
+    let n = numel(&shape);
+    let t = guard_nogil(py, n, || {
+        ops::to_dtype(&Tensor::from_vec(random::randint(low, high, n), shape), dt)
+    })?;
+    finish(py, t, requires_grad)
 }
 
 #[pyfunction]
@@ -367,7 +424,7 @@ fn _like(
     let shape = t.shape();
     let dt = opt_dtype(dtype)?.unwrap_or(t.dtype());
     let out = match kind {
-        "full" => Tensor::full(shape, fill, dt),
+        "full" => guard(|| Ok(Tensor::full(shape, fill, dt)))?,
         "rand" => random_tensor(shape, dt, false)?,
         "randn" => random_tensor(shape, dt, true)?,
         other => return Err(PyValueError::new_err(format!("unknown fill {other}"))),

@@ -1829,10 +1829,7 @@ impl PyTensor {
     }
     fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let m = &mask.get().t;
-        wrap(
-            py,
-            guard(|| ops::masked_select(&self.t, m))?,
-        )
+        wrap(py, guard(|| ops::masked_select(&self.t, m))?)
     }
     fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let items = index_items(key)?;

@@ -11,8 +11,8 @@ use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 pub use dtype::{Arith, DType, Element, Float, TypedVec};
 pub use shape::{
-    broadcast_shapes, broadcast_strides, contiguous_strides, fmt_shape, infer_shape, is_contiguous,
-    numel, view_strides, wrap_dim, Shape, Strides,
+    broadcast_shapes, broadcast_strides, checked_numel, checked_storage_numel, contiguous_strides,
+    fmt_shape, infer_shape, is_contiguous, numel, view_strides, wrap_dim, Shape, Strides,
 };
 pub use storage::Storage;
 
@@ -181,7 +181,7 @@ impl Tensor {
 
     pub fn full(shape: Shape, v: f64, dtype: DType) -> Tensor {
         let n = numel(&shape);
-        crate::dispatch!(dtype, T => Tensor::from_vec(vec![T::from_f64(v); n], shape))
+        crate::dispatch!(dtype, T => Tensor::from_vec(crate::error::filled_vec(n, T::from_f64(v)), shape))
     }
 
     pub fn zeros(shape: Shape, dtype: DType) -> Tensor {
@@ -271,9 +271,6 @@ impl Tensor {
     pub fn to_vec<T: Element>(&self) -> Vec<T> {
         let v = self.view();
         if v.dtype() == T::DTYPE {
-            if let Some(s) = v.as_slice::<T>() {
-                return s.to_vec();
-            }
             return kernels::copy::gather::<T>(&v);
         }
         crate::dispatch!(v.dtype(), S => {

@@ -13,6 +13,39 @@ pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// The element count of a shape built from user-supplied sizes, refused when
+/// it does not fit in an `i64` (PyTorch's limit). An empty shape is fine
+/// whatever its other sizes: nothing is ever counted or read.
+pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    if shape.contains(&0) {
+        return Ok(0);
+    }
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| {
+            acc.checked_mul(d).filter(|&n| n <= i64::MAX as usize)
+        })
+        .ok_or_else(|| Error::runtime("numel: integer multiplication overflow"))
+}
+
+/// The element count of a shape about to be allocated with `itemsize`-byte
+/// elements, refused when the byte size does not fit in an `i64`.
+pub fn checked_storage_numel(shape: &[usize], itemsize: usize) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|n| {
+            n.checked_mul(itemsize)
+                .is_some_and(|b| b <= i64::MAX as usize)
+        })
+        .ok_or_else(|| {
+            Error::runtime(format!(
+                "Storage size calculation overflowed with sizes={}",
+                fmt_shape(shape)
+            ))
+        })
+}
+
 /// Row-major strides for `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Strides {
     let mut strides: Strides = SmallVec::from_elem(0, shape.len());
@@ -117,7 +150,9 @@ pub fn wrap_dim(dim: i64, ndim: usize) -> Result<usize> {
 pub fn infer_shape(requested: &[i64], numel: usize) -> Result<Shape> {
     let mut out: Shape = SmallVec::with_capacity(requested.len());
     let mut infer_at = None;
-    let mut known = 1usize;
+    // `None` once the product of the given sizes overflows: no tensor has
+    // that many elements, so the shape can only be invalid.
+    let mut known = Some(1usize);
     for (i, &d) in requested.iter().enumerate() {
         if d == -1 {
             if infer_at.is_some() {
@@ -128,7 +163,7 @@ pub fn infer_shape(requested: &[i64], numel: usize) -> Result<Shape> {
         } else if d < 0 {
             return Err(Error::runtime(format!("invalid shape dimension {d}")));
         } else {
-            known *= d as usize;
+            known = known.and_then(|k| k.checked_mul(d as usize));
             out.push(d as usize);
         }
     }
@@ -136,17 +171,30 @@ pub fn infer_shape(requested: &[i64], numel: usize) -> Result<Shape> {
         let parts: Vec<String> = requested.iter().map(|d| d.to_string()).collect();
         format!("[{}]", parts.join(", "))
     };
-    match infer_at {
-        Some(i) => {
+    let invalid = || {
+        Error::runtime(format!(
+            "shape '{}' is invalid for input of size {numel}",
+            fmt_req()
+        ))
+    };
+    match (infer_at, known) {
+        (Some(_), Some(0) | None) if numel == 0 => {
+            return Err(Error::runtime(format!(
+                "cannot reshape tensor of 0 elements into shape {} because the unspecified dimension size -1 can be any value and is ambiguous",
+                fmt_req()
+            )));
+        }
+        (Some(i), Some(known)) => {
             if known == 0 || numel % known != 0 {
-                return Err(Error::runtime(format!(
-                    "shape '{}' is invalid for input of size {numel}",
-                    fmt_req()
-                )));
+                return Err(invalid());
             }
             out[i] = numel / known;
         }
-        None => {
+        (_, None) if numel == 0 => {
+            return Err(Error::runtime("numel: integer multiplication overflow"));
+        }
+        (_, None) => return Err(invalid()),
+        (None, Some(known)) => {
             if known != numel {
                 return Err(Error::runtime(format!(
                     "shape '{}' is invalid for input of size {numel}",
@@ -230,5 +278,26 @@ mod tests {
     fn infer_shape_handles_minus_one() {
         assert_eq!(infer_shape(&[2, -1], 6).unwrap().as_slice(), &[2, 3]);
         assert!(infer_shape(&[4, -1], 6).is_err());
+    }
+
+    #[test]
+    fn infer_shape_refuses_products_that_wrap() {
+        // 7 * 0x6DB6DB6DB6DB6DB7 wraps to exactly 1 in a u64.
+        let wraps_to_one = [7, 0x6DB6_DB6D_B6DB_6DB7];
+        assert!(infer_shape(&wraps_to_one, 1).is_err());
+        assert!(infer_shape(&[1 << 40, 1 << 40, 0], 0).is_err());
+        assert!(infer_shape(&[1 << 40, -1, 1 << 40], 1).is_err());
+    }
+
+    #[test]
+    fn checked_sizes_stay_within_i64() {
+        assert_eq!(checked_numel(&[2, 3]).unwrap(), 6);
+        assert_eq!(
+            checked_numel(&[1 << 62, 2]).unwrap_err().to_string(),
+            "RuntimeError: numel: integer multiplication overflow"
+        );
+        assert_eq!(checked_numel(&[1 << 62, 4, 0]).unwrap(), 0);
+        assert!(checked_storage_numel(&[1 << 61], 4).is_err());
+        assert_eq!(checked_storage_numel(&[1 << 60], 4).unwrap(), 1 << 60);
     }
 }

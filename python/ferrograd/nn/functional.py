@@ -110,6 +110,11 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 def dropout(input, p=0.5, training=True, inplace=False):
     if not training:
+        if not isinstance(input, _C.Tensor):
+            raise TypeError(
+                f"dropout(): argument 'input' (position 1) must be Tensor, "
+                f"not {type(input).__name__}"
+            )
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         return input
