@@ -182,3 +182,43 @@ def test_squeeze_unsqueeze_unflatten_with_dims(data):
     check_grads(lambda t: t.flatten(d % n, -1), x)
     lead = (int(np.prod(shape[: d % n + 1])),)
     close32(lambda t: t.flatten(-n, d), lambda a: a.reshape(lead + shape[d % n + 1:]), x)
+
+
+@pytest.mark.parametrize(
+    "op,name",
+    [
+        (lambda t: t.squeeze(), "SqueezeBackward0"),
+        (lambda t: t.squeeze(0), "SqueezeBackward1"),
+        (lambda t: fg.squeeze(t), "SqueezeBackward0"),
+        (lambda t: t.reshape(2, 3), "ViewBackward0"),
+        (lambda t: t.reshape_as(t), "ViewBackward0"),
+        (lambda t: t.expand(2, 3), "ExpandBackward0"),
+        (lambda t: t.expand_as(t), "ExpandBackward0"),
+        (lambda t: t.broadcast_to((2, 3)), "ExpandBackward0"),
+        (lambda t: t[...], "AliasBackward0"),
+        (lambda t: t[()], "AliasBackward0"),
+        (lambda t: t.unflatten(1, (3,)), "ViewBackward0"),
+        (lambda t: t.unsqueeze(0).squeeze(1).squeeze(1), "SqueezeBackward1"),
+    ],
+)
+def test_a_view_that_changes_nothing_is_still_a_new_tensor(op, name):
+    # As in PyTorch: `y` is a view of `x`, not `x` itself, so it is no leaf,
+    # has its own grad_fn, and a gradient with respect to it is its own.
+    x = fg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    y = op(x)
+    assert y is not x and not y.is_leaf and y.grad_fn.name() == name
+    assert y._base is x
+    (y * y).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * x.detach().numpy())
+    with pytest.raises(RuntimeError, match="One of the differentiated Tensors appears to not have been used"):
+        fg.autograd.grad((x * 2).sum(), op(x))
+
+
+def test_a_zero_dim_tensor_is_its_own_transpose_and_movedim():
+    x = fg.tensor(2.0, requires_grad=True)
+    for y, name in [(x.transpose(0, -1), "TransposeBackward0"), (x.movedim(0, 0), "AliasBackward0")]:
+        assert y is not x and y.grad_fn.name() == name
+        y.backward()
+    assert x.grad.item() == 2.0
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.transpose(0, 1)

@@ -440,7 +440,12 @@ fn index_as(t: &Tensor, items: &[IndexItem], name: &'static str) -> Result<Tenso
         }
     }
     if adv.is_empty() {
-        return Ok(out);
+        // Only `...` or `()`: still a new tensor, like every index.
+        return Ok(if out.id() == t.id() {
+            super::alias_of(t)
+        } else {
+            out
+        });
     }
     advanced(&out, &adv, name)
 }

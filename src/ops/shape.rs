@@ -51,21 +51,24 @@ pub fn view(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
     ))
 }
 
-/// `reshape`: a view when possible, otherwise a copy.
+/// `reshape` for the library's own use: `a` itself when the shape is
+/// already right (gradients and intermediates need no new node for that).
 pub fn reshape(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    if a.shape().as_slice() == shape {
+        return Ok(a.clone());
+    }
     let s: SmallVec<[i64; 4]> = shape.iter().map(|&d| d as i64).collect();
     reshape_i(a, &s)
 }
 
+/// The user's `reshape`: a view when possible, otherwise a copy; always a
+/// new tensor, as in PyTorch, even when the shape does not change.
 pub fn reshape_i(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
     let (old, strides, offset) = {
         let v = a.view();
         (v.shape.clone(), v.strides.clone(), v.offset)
     };
     let new = infer_shape(shape, old.iter().product())?;
-    if new == old {
-        return Ok(a.clone());
-    }
     match view_strides(&old, &strides, &new) {
         Some(st) => Ok(record_view(
             a,
@@ -90,15 +93,21 @@ fn record_view(a: &Tensor, out: Tensor, name: &'static str, old: Shape) -> Tenso
     out
 }
 
-/// Broadcasts `a` to `shape` without copying (stride 0 on new dimensions).
+/// Broadcasts `a` to `shape` without copying (stride 0 on new dimensions);
+/// `a` itself when it already has that shape (see [`expand_view`]).
 pub fn expand(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    if a.shape().as_slice() == shape {
+        return Ok(a.clone());
+    }
+    expand_view(a, shape)
+}
+
+/// The user's `expand`: always a new view, as in PyTorch.
+pub fn expand_view(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let (old, strides, offset) = {
         let v = a.view();
         (v.shape.clone(), v.strides.clone(), v.offset)
     };
-    if old.as_slice() == shape {
-        return Ok(a.clone());
-    }
     if shape.len() < old.len() {
         return Err(Error::runtime(format!(
             "expand: the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
@@ -142,14 +151,12 @@ pub fn transpose(a: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
         (v.shape.clone(), v.strides.clone(), v.offset)
     };
     let n = shape.len();
-    if n == 0 {
-        wrap_dim(d0, 0)?;
-        wrap_dim(d1, 0)?;
-        return Ok(a.clone());
+    // A 0-d tensor accepts dims 0 and -1 and is its own transpose.
+    let (i, j) = (wrap_dim(d0, n.max(1))?, wrap_dim(d1, n.max(1))?);
+    if n > 0 {
+        shape.swap(i, j);
+        strides.swap(i, j);
     }
-    let (i, j) = (wrap_dim(d0, n)?, wrap_dim(d1, n)?);
-    shape.swap(i, j);
-    strides.swap(i, j);
     let out = alias(a, "TransposeBackward0", shape, strides, offset);
     if needs_record(&[a]) {
         record("TransposeBackward0", &[a], &out, saved![], move |c| {
@@ -228,9 +235,6 @@ pub fn squeeze(a: &Tensor, dim: Option<i64>) -> Result<Tensor> {
         }
         None => shape.iter().map(|&n| n != 1).collect(),
     };
-    if keep.iter().all(|&k| k) {
-        return Ok(a.clone());
-    }
     let ns: Shape = shape
         .iter()
         .zip(&keep)
@@ -255,6 +259,21 @@ pub fn squeeze(a: &Tensor, dim: Option<i64>) -> Result<Tensor> {
         });
     }
     Ok(out)
+}
+
+/// `a` under a new tensor sharing everything, as `t[...]` gives (`AliasBackward0`).
+pub fn alias_of(a: &Tensor) -> Tensor {
+    let (shape, strides, offset) = {
+        let v = a.view();
+        (v.shape.clone(), v.strides.clone(), v.offset)
+    };
+    let out = alias(a, "AliasBackward0", shape, strides, offset);
+    if needs_record(&[a]) {
+        record("AliasBackward0", &[a], &out, saved![], |c| {
+            Ok(smallvec![Some(c.grad()?.clone())])
+        });
+    }
+    out
 }
 
 /// Reorders dimensions (a view).

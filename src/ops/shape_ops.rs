@@ -383,7 +383,7 @@ pub fn movedim(t: &Tensor, src: i64, dst: i64) -> Result<Tensor> {
     let n = t.ndim();
     let (s, d) = (wrap_dim(src, n)?, wrap_dim(dst, n)?);
     if n == 0 {
-        return Ok(t.clone());
+        return Ok(super::alias_of(t));
     }
     let mut order: SmallVec<[i64; 4]> = (0..n as i64).filter(|&k| k != s as i64).collect();
     order.insert(d, s as i64);
@@ -472,5 +472,5 @@ pub fn resolve_expand_shape(cur: &[usize], sizes: &[i64]) -> Result<Shape> {
 /// `broadcast_to(t, sizes)` / `expand(*sizes)`.
 pub fn broadcast_to(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let shape = resolve_expand_shape(&t.shape(), sizes)?;
-    expand(t, &shape)
+    super::expand_view(t, &shape)
 }

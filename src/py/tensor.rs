@@ -469,6 +469,16 @@ impl PyTensor {
         grad_fn_object(py, &self.t)
     }
 
+    /// The tensor whose memory this view shares (the root, never a view), or None.
+    #[getter]
+    fn _base(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.t.base().map(|b| wrap(py, b.clone())).transpose()
+    }
+
+    fn _is_view(&self) -> bool {
+        self.t.is_view()
+    }
+
     #[getter]
     fn is_leaf(&self) -> PyResult<bool> {
         Ok(self.t.try_is_leaf()?)
@@ -1251,8 +1261,8 @@ impl PyTensor {
         wrap(py, guard(|| ops::view(&self.t, &dims))?)
     }
     fn reshape_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
-        let s = other.get().t.shape();
-        wrap(py, guard(|| ops::reshape(&self.t, &s))?)
+        let s: Vec<i64> = other.get().t.shape().iter().map(|&d| d as i64).collect();
+        wrap(py, guard(|| ops::reshape_i(&self.t, &s))?)
     }
     #[pyo3(signature = (*sizes))]
     fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
@@ -1261,7 +1271,7 @@ impl PyTensor {
     }
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let s = other.get().t.shape();
-        wrap(py, guard(|| ops::expand(&self.t, &s))?)
+        wrap(py, guard(|| ops::expand_view(&self.t, &s))?)
     }
     #[pyo3(signature = (dim0, dim1))]
     fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<Py<PyAny>> {
