@@ -76,6 +76,55 @@ def test_softmax_family(name, data):
     close32(lambda t: getattr(t, name)(d), npf, x, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("shape,d", [((600, 300), 1), ((600, 300), 0), ((3, 200, 257), 1), ((70000,), 0)])
+def test_softmax_family_on_large_tensors(shape, d):
+    # Large enough to split across the thread pool, with rows wider than one
+    # tile of columns; float64 against NumPy, gradients against the formula.
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape) * 4
+    g = rng.standard_normal(shape)
+    want = np_log_softmax(x, d)
+    for name, ref in [("softmax", np.exp(want)), ("log_softmax", want)]:
+        t = fg.tensor(x, requires_grad=True)
+        y = getattr(F, name)(t, d)
+        np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12, atol=1e-15)
+        y.backward(fg.tensor(g))
+        if name == "softmax":
+            grad = ref * (g - (g * ref).sum(d, keepdims=True))
+        else:
+            grad = g - np.exp(ref) * g.sum(d, keepdims=True)
+        np.testing.assert_allclose(t.grad.numpy(), grad, rtol=1e-10, atol=1e-12)
+        # Against the float64 result for the float32-rounded input; a float32
+        # sum over 600 terms is good to a few 1e-6 (PyTorch's is too).
+        x32 = x.astype(np.float32)
+        ref32 = np_log_softmax(x32.astype(np.float64), d)
+        ref32 = np.exp(ref32) if name == "softmax" else ref32
+        y32 = getattr(F, name)(fg.tensor(x32), d).numpy()
+        np.testing.assert_allclose(y32, ref32, rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_family_propagates_nan_and_infinity_like_pytorch():
+    x = fg.tensor([[float("inf"), 1.0, 2.0], [float("-inf"), 0.0, 0.0], [float("nan"), 0.0, 1.0]])
+    y = F.softmax(x, 1).numpy()
+    assert np.isnan(y[0, 0]) and (y[0, 1:] == 0).all()
+    np.testing.assert_array_equal(y[1], [0.0, 0.5, 0.5])
+    assert np.isnan(y[2]).all()
+    assert np.isnan(F.log_softmax(x, 1).numpy()[2]).all()
+    assert np.isnan(F.softmax(fg.full((2, 3), float("-inf")), 1).numpy()).all()
+
+
+def test_amax_of_large_rows_propagates_nan():
+    x = np.random.default_rng(1).standard_normal((40, 5000)).astype(np.float32)
+    x[7, 4321] = np.nan
+    got = fg.tensor(x).amax(1).numpy()
+    assert np.isnan(got[7])
+    np.testing.assert_array_equal(np.delete(got, 7), np.delete(x.max(1), 7))
+    np.testing.assert_array_equal(fg.tensor(x).amin(1).numpy()[8:], x.min(1)[8:])
+    ints = np.random.default_rng(2).integers(-10**12, 10**12, (3, 1000))
+    np.testing.assert_array_equal(fg.tensor(ints).amax(1).numpy(), ints.max(1))
+    np.testing.assert_array_equal(fg.tensor(ints > 0).amin(1).numpy(), (ints > 0).min(1))
+
+
 def test_softmax_is_stable():
     x = fg.tensor([[1000.0, 0.0, -1000.0]])
     np.testing.assert_allclose(F.softmax(x, 1).numpy(), [[1, 0, 0]], atol=1e-30)

@@ -284,6 +284,47 @@ fn sum_rows<T: Arith>(
     out
 }
 
+/// The maximum (or minimum) of a non-empty slice, NaN if any element is NaN
+/// (as PyTorch's amax/amin); sixteen accumulators so the loop vectorises
+/// instead of waiting on one compare chain.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+pub fn extreme_slice<T: Element>(s: &[T], is_max: bool) -> T {
+    let pick = |a: T, v: T| {
+        if (is_max && v > a) || (!is_max && v < a) {
+            v
+        } else {
+            a
+        }
+    };
+    let mut acc = [s[0]; 16];
+    let mut nan = [false; 16];
+    let chunks = s.chunks_exact(16);
+    let rest = chunks.remainder();
+    #[allow(clippy::eq_op)]
+    for c in chunks {
+        for k in 0..16 {
+            // Only NaN differs from itself; integers compile this away.
+            nan[k] |= c[k] != c[k];
+            acc[k] = pick(acc[k], c[k]);
+        }
+    }
+    let mut best = acc.iter().fold(s[0], |a, &v| pick(a, v));
+    let mut any_nan = nan.iter().any(|&b| b);
+    #[allow(clippy::eq_op)]
+    for &v in rest {
+        any_nan |= v != v;
+        best = pick(best, v);
+    }
+    if any_nan {
+        #[allow(clippy::eq_op)]
+        return *s.iter().find(|&&v| v != v).unwrap_or(&best);
+    }
+    best
+}
+
 /// Index of the extreme element along one flattened sub-block (argmax/argmin helper).
 pub fn extreme_index<T: Element>(s: &[T], better: impl Fn(T, T) -> bool) -> usize {
     let mut best = 0;

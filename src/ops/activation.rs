@@ -10,6 +10,7 @@ use super::{
 };
 use crate::autograd::{needs_record, record, GradModeGuard, SavedTensor};
 use crate::error::{Error, Result};
+use crate::kernels;
 use crate::saved;
 use crate::tensor::{wrap_dim, DType, Tensor};
 
@@ -277,10 +278,49 @@ fn softmax_input(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<(Tensor, 
     Ok((x, d))
 }
 
+/// The `[outer, n, inner]` layout of a reduction along `d`.
+fn rows_along(shape: &[usize], d: usize) -> kernels::softmax::Rows {
+    kernels::softmax::Rows {
+        outer: shape[..d].iter().product(),
+        n: shape[d],
+        inner: shape[d + 1..].iter().product(),
+    }
+}
+
+/// Softmax or log-softmax along `d` in one fused pass, for a float tensor
+/// with at least one dimension.
+fn fused_softmax(x: &Tensor, d: usize, log: bool) -> Result<Tensor> {
+    let x = super::contiguous(&x.detach())?;
+    let shape = x.shape();
+    let r = rows_along(&shape, d);
+    Ok(crate::dispatch_float!(x.dtype(), T => {
+        let v = x.view();
+        let data = v.as_slice::<T>().unwrap_or(&[]);
+        Tensor::from_vec(kernels::softmax::softmax(data, r, log), shape.clone())
+    }))
+}
+
+/// The gradient of softmax/log-softmax along `d` in one pass, for when
+/// nothing records it.
+fn fused_softmax_backward(g: &Tensor, y: &Tensor, d: usize, log: bool) -> Result<Tensor> {
+    let shape = y.shape();
+    let g = super::contiguous(&super::expand(&cast_data(g, y.dtype()), &shape)?)?;
+    let y = super::contiguous(y)?;
+    let r = rows_along(&shape, d);
+    Ok(crate::dispatch_float!(y.dtype(), T => {
+        let (vg, vy) = (g.view(), y.view());
+        let (gs, ys) = (vg.as_slice::<T>().unwrap_or(&[]), vy.as_slice::<T>().unwrap_or(&[]));
+        Tensor::from_vec(kernels::softmax::softmax_backward(gs, ys, r, log), shape.clone())
+    }))
+}
+
 /// `softmax(x, dim)`; backward `y * (g - sum(g * y))`.
 pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     let (x, d) = softmax_input(x, dim, dtype)?;
-    let out = {
+    let fused = x.ndim() > 0 && x.numel() > 0;
+    let out = if fused {
+        fused_softmax(&x, d as usize, false)?
+    } else {
         let _g = GradModeGuard::new(false);
         let e = exp(&shifted(&x, d)?)?;
         let dims: SmallVec<[i64; 1]> = smallvec![d];
@@ -298,6 +338,11 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
             saved![Some(SavedTensor::output(&out, 0))],
             move |c| {
                 let (y, g) = (c.saved(0)?, c.grad()?);
+                if fused && !crate::autograd::is_grad_enabled() {
+                    return Ok(smallvec![Some(fused_softmax_backward(
+                        g, y, d as usize, false
+                    )?)]);
+                }
                 let gy = mul(g, y)?;
                 let s = if nd == 0 {
                     gy.clone()
@@ -314,7 +359,10 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
 /// `log_softmax(x, dim)`; backward `g - exp(y) * sum(g)`.
 pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     let (x, d) = softmax_input(x, dim, dtype)?;
-    let out = {
+    let fused = x.ndim() > 0 && x.numel() > 0;
+    let out = if fused {
+        fused_softmax(&x, d as usize, true)?
+    } else {
         let _g = GradModeGuard::new(false);
         let z = shifted(&x, d)?;
         let lse = if x.ndim() == 0 {
@@ -333,6 +381,11 @@ pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor>
             saved![Some(SavedTensor::output(&out, 0))],
             move |c| {
                 let (y, g) = (c.saved(0)?, c.grad()?);
+                if fused && !crate::autograd::is_grad_enabled() {
+                    return Ok(smallvec![Some(fused_softmax_backward(
+                        g, y, d as usize, true
+                    )?)]);
+                }
                 let s = if nd == 0 {
                     g.clone()
                 } else {

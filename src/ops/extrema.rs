@@ -10,7 +10,7 @@ use crate::autograd::{needs_record, record, SavedTensor};
 use crate::error::{Error, Result};
 use crate::kernels::index::map_rows;
 use crate::saved;
-use crate::tensor::{wrap_dim, Arith, DType, Element, Tensor};
+use crate::tensor::{wrap_dim, DType, Element, Tensor};
 
 /// Empty `dims` means every dimension, as `amax(dim=())` does in PyTorch.
 fn dims_or_all(dims: &[i64]) -> Option<&[i64]> {
@@ -52,12 +52,10 @@ fn amax_impl(a: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_max: bool) -> R
         crate::dispatch!(v.dtype(), T => {
             let data = v.as_slice::<T>().unwrap_or(&[]);
             let r: Vec<T> = map_rows(data, rows, cols, |row| {
-                let mut it = row.iter().copied();
-                let first = it.next().unwrap_or_else(T::zero);
-                if is_max {
-                    it.fold(first, |acc, x| acc.max_of(x))
+                if row.is_empty() {
+                    T::zero()
                 } else {
-                    it.fold(first, |acc, x| acc.min_of(x))
+                    crate::kernels::reduce::extreme_slice(row, is_max)
                 }
             });
             Tensor::from_vec(r, out_shape)

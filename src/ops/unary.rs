@@ -71,7 +71,14 @@ macro_rules! float_fn {
 }
 
 pub fn exp(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn!(a, |x| x.exp())?;
+    // float32 uses a vectorisable form; float64 keeps libm's.
+    let out = map1(
+        a,
+        a.dtype().to_float(),
+        crate::kernels::math::exp_f32,
+        |x: f64| x.exp(),
+        NO_INT,
+    )?;
     if needs_record(&[a]) {
         record(
             "ExpBackward0",
@@ -173,7 +180,13 @@ fn fused_tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
 }
 
 pub fn sigmoid(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn!(a, |x| 1.0 / (1.0 + (-x).exp()))?;
+    let out = map1(
+        a,
+        a.dtype().to_float(),
+        |x: f32| 1.0 / (1.0 + crate::kernels::math::exp_f32(-x)),
+        |x: f64| 1.0 / (1.0 + (-x).exp()),
+        NO_INT,
+    )?;
     if needs_record(&[a]) {
         record(
             "SigmoidBackward0",

@@ -140,9 +140,23 @@ numeric_element!(f32, DType::F32, F32);
 numeric_element!(f64, DType::F64, F64);
 
 /// Floating-point elements: everything differentiable is one of these.
-pub trait Float: Element + num_traits::Float + std::iter::Sum + std::ops::AddAssign {}
-impl Float for f32 {}
-impl Float for f64 {}
+pub trait Float: Element + num_traits::Float + std::iter::Sum + std::ops::AddAssign {
+    /// `exp` as the elementwise kernels compute it: float32's vectorisable
+    /// form (within 1 ulp), float64's libm.
+    fn exp_fast(self) -> Self;
+}
+impl Float for f32 {
+    #[inline(always)]
+    fn exp_fast(self) -> Self {
+        crate::kernels::math::exp_f32(self)
+    }
+}
+impl Float for f64 {
+    #[inline(always)]
+    fn exp_fast(self) -> Self {
+        self.exp()
+    }
+}
 
 /// Calls `$body` with `$T` bound to the Rust type of `$dtype`.
 #[macro_export]

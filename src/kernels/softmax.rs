@@ -1,0 +1,383 @@
+//! Softmax and log-softmax along one dimension, and their backward rules,
+//! each in one pass per row over a contiguous `[outer, n, inner]` block: the
+//! composite form (max, subtract, exp, sum, divide) reads and writes the
+//! whole tensor five times and runs a node per step.
+
+use multiversion::multiversion;
+
+use super::{build_vec, SendPtr};
+use crate::tensor::{Element, Float};
+
+/// Columns of an `inner > 1` block handled together: their running maxima
+/// and sums stay in L1 while the rows stream past.
+const TILE: usize = 256;
+
+/// The layout of a reduction along one dimension of a contiguous tensor.
+#[derive(Clone, Copy)]
+pub struct Rows {
+    pub outer: usize,
+    pub n: usize,
+    pub inner: usize,
+}
+
+impl Rows {
+    fn tiles(&self) -> usize {
+        self.inner.div_ceil(TILE)
+    }
+}
+
+/// Runs `f(o, j0, j1)` for every outer index and tile of inner columns,
+/// split across the pool when the work is large enough.
+fn for_tiles(r: Rows, f: impl Fn(usize, usize, usize) + Sync) {
+    let tiles = r.tiles();
+    let count = r.outer * tiles;
+    let work = r.outer * r.n * r.inner;
+    super::parallel::run(work, |threads| {
+        let per = if threads == 1 {
+            count.max(1)
+        } else {
+            count.div_ceil(threads * 4).max(1)
+        };
+        super::parallel::tasks(count.div_ceil(per), |ci| {
+            for k in ci * per..((ci + 1) * per).min(count) {
+                let (o, t) = (k / tiles, k % tiles);
+                f(o, t * TILE, ((t + 1) * TILE).min(r.inner));
+            }
+        });
+    });
+}
+
+/// The maximum of `x`, NaN if any element is NaN (as PyTorch's softmax
+/// propagates it); several accumulators so the loop vectorises.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn row_max<T: Float>(x: &[T]) -> T {
+    let mut acc = [T::neg_infinity(); 16];
+    let mut nan = [false; 16];
+    let chunks = x.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for k in 0..16 {
+            nan[k] |= c[k].is_nan();
+            acc[k] = if c[k] > acc[k] { c[k] } else { acc[k] };
+        }
+    }
+    let mut m = acc.iter().fold(T::neg_infinity(), |a, &b| a.max(b));
+    let mut any_nan = nan.iter().any(|&b| b);
+    for &v in rest {
+        any_nan |= v.is_nan();
+        m = m.max(v);
+    }
+    if any_nan {
+        T::nan()
+    } else {
+        m
+    }
+}
+
+/// The shift that keeps `exp` in range: the maximum, or 0 where it is
+/// infinite (inf - inf would be NaN where PyTorch gives a defined result).
+#[inline(always)]
+fn shift_of<T: Float>(m: T) -> T {
+    if m.is_infinite() {
+        <T as Element>::zero()
+    } else {
+        m
+    }
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn softmax_row<T: Float>(x: &[T], out: &mut [T], log: bool) {
+    let m = shift_of(row_max(x));
+    let mut acc = [<T as Element>::zero(); 16];
+    let (xs, xr) = x.split_at(x.len() - x.len() % 16);
+    let (os, or) = out.split_at_mut(xs.len());
+    if log {
+        for c in xs.chunks_exact(16) {
+            for k in 0..16 {
+                acc[k] += (c[k] - m).exp_fast();
+            }
+        }
+        let tail = xr
+            .iter()
+            .fold(<T as Element>::zero(), |a, &v| a + (v - m).exp_fast());
+        // (x - m) - ln(sum), not x - (m + ln(sum)): m + ln(sum) would round
+        // at the scale of m and lose the digits of results near zero.
+        let ln_sum = (acc.iter().fold(<T as Element>::zero(), |a, &v| a + v) + tail).ln();
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = (v - m) - ln_sum;
+        }
+    } else {
+        for (oc, xc) in os.chunks_exact_mut(16).zip(xs.chunks_exact(16)) {
+            for k in 0..16 {
+                let e = (xc[k] - m).exp_fast();
+                oc[k] = e;
+                acc[k] += e;
+            }
+        }
+        let mut total = acc.iter().fold(<T as Element>::zero(), |a, &v| a + v);
+        for (o, &v) in or.iter_mut().zip(xr) {
+            *o = (v - m).exp_fast();
+            total += *o;
+        }
+        for o in out.iter_mut() {
+            *o = *o / total;
+        }
+    }
+}
+
+/// One tile of columns `j0..j1` of block `o` when `inner > 1`.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn softmax_tile<T: Float>(
+    x: &[T],
+    out: *mut T,
+    r: Rows,
+    o: usize,
+    j0: usize,
+    j1: usize,
+    log: bool,
+) {
+    let w = j1 - j0;
+    let at = |i: usize| o * r.n * r.inner + i * r.inner + j0;
+    let mut m = [T::neg_infinity(); TILE];
+    let mut nan = [false; TILE];
+    for i in 0..r.n {
+        let row = &x[at(i)..at(i) + w];
+        for j in 0..w {
+            nan[j] |= row[j].is_nan();
+            m[j] = if row[j] > m[j] { row[j] } else { m[j] };
+        }
+    }
+    for j in 0..w {
+        m[j] = if nan[j] { T::nan() } else { shift_of(m[j]) };
+    }
+    let mut s = [<T as Element>::zero(); TILE];
+    for i in 0..r.n {
+        let row = &x[at(i)..at(i) + w];
+        // SAFETY: each (o, tile) is written by one task, inside `out`.
+        let dst = unsafe { std::slice::from_raw_parts_mut(out.add(at(i)), w) };
+        for j in 0..w {
+            let e = (row[j] - m[j]).exp_fast();
+            s[j] += e;
+            if !log {
+                dst[j] = e;
+            }
+        }
+    }
+    if log {
+        for v in &mut s[..w] {
+            *v = v.ln();
+        }
+    }
+    for i in 0..r.n {
+        let row = &x[at(i)..at(i) + w];
+        // SAFETY: as above.
+        let dst = unsafe { std::slice::from_raw_parts_mut(out.add(at(i)), w) };
+        for j in 0..w {
+            // As in `softmax_row`: subtract the shift first.
+            dst[j] = if log {
+                (row[j] - m[j]) - s[j]
+            } else {
+                dst[j] / s[j]
+            };
+        }
+    }
+}
+
+/// `softmax` (or `log_softmax` when `log`) of the contiguous `x` along the
+/// middle dimension of `r`.
+pub fn softmax<T: Float>(x: &[T], r: Rows, log: bool) -> Vec<T> {
+    build_vec(x.len(), |out| {
+        let out = SendPtr(out.as_mut_ptr() as *mut T);
+        for_tiles(r, |o, j0, j1| {
+            if r.inner == 1 {
+                let row = &x[o * r.n..(o + 1) * r.n];
+                // SAFETY: row `o` is written by this task only.
+                let dst = unsafe { std::slice::from_raw_parts_mut(out.get().add(o * r.n), r.n) };
+                softmax_row(row, dst, log);
+            } else {
+                softmax_tile(x, out.get(), r, o, j0, j1, log);
+            }
+        });
+    })
+}
+
+/// The gradient of softmax (`y * (g - sum(g * y))`) or of log-softmax
+/// (`g - exp(y) * sum(g)`), from the contiguous output `y` and gradient `g`.
+pub fn softmax_backward<T: Float>(g: &[T], y: &[T], r: Rows, log: bool) -> Vec<T> {
+    build_vec(y.len(), |out| {
+        let out = SendPtr(out.as_mut_ptr() as *mut T);
+        for_tiles(r, |o, j0, j1| {
+            backward_tile(g, y, out.get(), r, o, j0, j1, log);
+        });
+    })
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+#[allow(clippy::too_many_arguments)]
+fn backward_tile<T: Float>(
+    g: &[T],
+    y: &[T],
+    out: *mut T,
+    r: Rows,
+    o: usize,
+    j0: usize,
+    j1: usize,
+    log: bool,
+) {
+    let w = j1 - j0;
+    let at = |i: usize| o * r.n * r.inner + i * r.inner + j0;
+    let mut s = [<T as Element>::zero(); TILE];
+    if r.inner == 1 {
+        // One row: sum in 16 lanes so the loop vectorises.
+        let (gr, yr) = (&g[at(0)..at(0) + r.n], &y[at(0)..at(0) + r.n]);
+        let mut acc = [<T as Element>::zero(); 16];
+        for (gc, yc) in gr.chunks(16).zip(yr.chunks(16)) {
+            for (k, (&gv, &yv)) in gc.iter().zip(yc).enumerate() {
+                acc[k] += if log { gv } else { gv * yv };
+            }
+        }
+        let total = acc.iter().fold(<T as Element>::zero(), |a, &b| a + b);
+        // SAFETY: row `o` is written by this task only.
+        let dst = unsafe { std::slice::from_raw_parts_mut(out.add(at(0)), r.n) };
+        for ((d, &gv), &yv) in dst.iter_mut().zip(gr).zip(yr) {
+            *d = if log {
+                gv - yv.exp_fast() * total
+            } else {
+                yv * (gv - total)
+            };
+        }
+        return;
+    }
+    for i in 0..r.n {
+        let (gr, yr) = (&g[at(i)..at(i) + w], &y[at(i)..at(i) + w]);
+        for j in 0..w {
+            s[j] += if log { gr[j] } else { gr[j] * yr[j] };
+        }
+    }
+    for i in 0..r.n {
+        let (gr, yr) = (&g[at(i)..at(i) + w], &y[at(i)..at(i) + w]);
+        // SAFETY: each (o, tile) is written by one task, inside `out`.
+        let dst = unsafe { std::slice::from_raw_parts_mut(out.add(at(i)), w) };
+        for j in 0..w {
+            dst[j] = if log {
+                gr[j] - yr[j].exp_fast() * s[j]
+            } else {
+                yr[j] * (gr[j] - s[j])
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(x: &[f64], r: Rows, log: bool) -> Vec<f64> {
+        let mut out = vec![0.0; x.len()];
+        for o in 0..r.outer {
+            for j in 0..r.inner {
+                let idx = |i: usize| o * r.n * r.inner + i * r.inner + j;
+                let m = (0..r.n)
+                    .map(|i| x[idx(i)])
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let s: f64 = (0..r.n).map(|i| (x[idx(i)] - m).exp()).sum();
+                for i in 0..r.n {
+                    let z = x[idx(i)] - m;
+                    out[idx(i)] = if log { z - s.ln() } else { z.exp() / s };
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn matches_the_definition_for_every_layout() {
+        for &(outer, n, inner) in &[
+            (3, 5, 1),
+            (2, 37, 1),
+            (4, 3, 7),
+            (2, 5, 300),
+            (1, 1, 1),
+            (50_000, 3, 1),
+        ] {
+            let r = Rows { outer, n, inner };
+            let x: Vec<f64> = (0..outer * n * inner)
+                .map(|k| ((k * 7919) % 1000) as f64 / 97.0 - 5.0)
+                .collect();
+            for log in [false, true] {
+                let got = softmax(&x, r, log);
+                for (a, b) in got.iter().zip(naive(&x, r, log)) {
+                    assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn infinities_and_nan_follow_pytorch() {
+        let r = Rows {
+            outer: 1,
+            n: 3,
+            inner: 1,
+        };
+        let y = softmax(&[f32::INFINITY, 1.0, 2.0], r, false);
+        assert!(y[0].is_nan() && y[1] == 0.0 && y[2] == 0.0);
+        let y = softmax(&[f32::NEG_INFINITY, 0.0, 0.0], r, false);
+        assert_eq!(y, vec![0.0, 0.5, 0.5]);
+        let y = softmax(&[f32::NAN, 0.0, 0.0], r, true);
+        assert!(y.iter().all(|v| v.is_nan()));
+        let y = softmax(&[f32::NEG_INFINITY; 3], r, false);
+        assert!(y.iter().all(|v| v.is_nan()));
+    }
+
+    #[test]
+    fn backward_matches_the_formula() {
+        for &(outer, n, inner) in &[(3, 40, 1), (2, 5, 300)] {
+            let r = Rows { outer, n, inner };
+            let len = outer * n * inner;
+            let x: Vec<f64> = (0..len).map(|k| ((k * 31) % 17) as f64 / 5.0).collect();
+            let g: Vec<f64> = (0..len)
+                .map(|k| ((k * 13) % 11) as f64 / 3.0 - 1.5)
+                .collect();
+            for log in [false, true] {
+                let y = softmax(&x, r, log);
+                let got = softmax_backward(&g, &y, r, log);
+                for o in 0..outer {
+                    for j in 0..inner {
+                        let idx = |i: usize| o * n * inner + i * inner + j;
+                        let s: f64 = (0..n)
+                            .map(|i| {
+                                if log {
+                                    g[idx(i)]
+                                } else {
+                                    g[idx(i)] * y[idx(i)]
+                                }
+                            })
+                            .sum();
+                        for i in 0..n {
+                            let k = idx(i);
+                            let want = if log {
+                                g[k] - y[k].exp() * s
+                            } else {
+                                y[k] * (g[k] - s)
+                            };
+                            assert!((got[k] - want).abs() < 1e-12);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
