@@ -179,6 +179,20 @@ fn fused_tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     }))
 }
 
+/// `g * y * (1 - y)` in one pass when nothing records it.
+fn fused_sigmoid_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let dt = y.dtype();
+    let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
+    let (g, y) = (cast_data(g, dt), cast_data(y, dt));
+    Ok(crate::dispatch_float!(dt, T => {
+        let (vg, vy) = (g.view(), y.view());
+        Tensor::from_vec(
+            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| g * (y * (<T as crate::tensor::Element>::one() - y))),
+            shape.clone(),
+        )
+    }))
+}
+
 pub fn sigmoid(a: &Tensor) -> Result<Tensor> {
     let out = map1(
         a,
@@ -195,6 +209,9 @@ pub fn sigmoid(a: &Tensor) -> Result<Tensor> {
             saved![Some(SavedTensor::output(&out, 0))],
             |c| {
                 let y = c.saved(0)?;
+                if !crate::autograd::is_grad_enabled() {
+                    return Ok(smallvec![Some(fused_sigmoid_backward(c.grad()?, y)?)]);
+                }
                 // y * (1 - y)
                 let d = mul(y, &super::rsub_scalar(y, Scalar::Int(1))?)?;
                 Ok(smallvec![Some(mul(c.grad()?, &d)?)])
