@@ -1,5 +1,5 @@
-//! Kernel benchmarks (`cargo bench`): elementwise, broadcast, reductions and
-//! matrix products, called through the ops layer without Python.
+//! Kernel benchmarks (`cargo bench`): elementwise, broadcast, reductions,
+//! softmax and matrix products, called through the ops layer without Python.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ferrograd::ops;
@@ -57,6 +57,18 @@ fn reduce(c: &mut Criterion) {
     });
     g.bench_function("sum_dim1_1024x1024", |b| {
         b.iter(|| ops::sum(&a, Some(&[1]), false).ok())
+    });
+    g.bench_function("amax_dim1_1024x1024", |b| {
+        b.iter(|| ops::amax(&a, &[1], false).ok())
+    });
+    g.bench_function("softmax_dim1_1024x1024", |b| {
+        b.iter(|| ops::softmax(&a, 1, None).ok())
+    });
+    g.bench_function("softmax_dim0_1024x1024", |b| {
+        b.iter(|| ops::softmax(&a, 0, None).ok())
+    });
+    g.bench_function("log_softmax_dim1_1024x1024", |b| {
+        b.iter(|| ops::log_softmax(&a, 1, None).ok())
     });
     g.finish();
 }

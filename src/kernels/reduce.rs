@@ -285,20 +285,23 @@ fn sum_rows<T: Arith>(
 }
 
 /// The maximum (or minimum) of a non-empty slice, NaN if any element is NaN
-/// (as PyTorch's amax/amin); sixteen accumulators so the loop vectorises
-/// instead of waiting on one compare chain.
+/// (as PyTorch's amax/amin).
+pub fn extreme_slice<T: Element>(s: &[T], is_max: bool) -> T {
+    if is_max {
+        extreme_by(s, |a: T, v: T| v > a)
+    } else {
+        extreme_by(s, |a: T, v: T| v < a)
+    }
+}
+
+/// Sixteen accumulators so the loop vectorises instead of waiting on one
+/// compare chain; NaN is tracked on the side, as a compare never picks it.
 #[multiversion(targets(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
-pub fn extreme_slice<T: Element>(s: &[T], is_max: bool) -> T {
-    let pick = |a: T, v: T| {
-        if (is_max && v > a) || (!is_max && v < a) {
-            v
-        } else {
-            a
-        }
-    };
+fn extreme_by<T: Element, F: Fn(T, T) -> bool + Copy>(s: &[T], better: F) -> T {
+    let pick = |a: T, v: T| if better(a, v) { v } else { a };
     let mut acc = [s[0]; 16];
     let mut nan = [false; 16];
     let chunks = s.chunks_exact(16);

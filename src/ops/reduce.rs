@@ -212,7 +212,13 @@ pub(crate) fn rows_of(a: &Tensor, mask: &[bool]) -> Result<(Tensor, usize, usize
         .map(|d| d as i64)
         .collect();
     let p = super::permute(&a.detach(), &perm)?;
-    let c = super::clone_data(&p);
+    // Already in row order (reducing trailing dims of a contiguous tensor):
+    // read it where it is.
+    let c = if p.is_contiguous() {
+        p
+    } else {
+        super::clone_data(&p)
+    };
     let cols: usize = (0..shape.len())
         .filter(|&d| mask[d])
         .map(|d| shape[d])
