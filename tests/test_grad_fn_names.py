@@ -111,6 +111,23 @@ OPS = {
     "HardtanhBackward0": lambda: F.hardtanh(X()),
     "HardtanhBackward0 (relu6)": lambda: F.relu6(X()),
     "MseLossBackward0": lambda: F.mse_loss(X(), Y()),
+    # Losses: PyTorch's one node per loss, whatever the reduction.
+    "MeanBackward0 (l1_loss)": lambda: F.l1_loss(X(), Y()),
+    "SumBackward0 (l1_loss, sum)": lambda: F.l1_loss(X(), Y(), reduction="sum"),
+    "AbsBackward0 (l1_loss, none)": lambda: F.l1_loss(X(), Y(), reduction="none"),
+    "SmoothL1LossBackward0": lambda: F.smooth_l1_loss(X(), Y()),
+    "SmoothL1LossBackward0 (none)": lambda: F.smooth_l1_loss(X(), Y(), reduction="none", beta=0.5),
+    "MeanBackward0 (smooth_l1_loss, beta=0 is l1_loss)": lambda: F.smooth_l1_loss(X(), Y(), beta=0.0),
+    "HuberLossBackward0": lambda: F.huber_loss(X(), Y()),
+    "HuberLossBackward0 (sum)": lambda: F.huber_loss(X(), Y(), reduction="sum", delta=0.5),
+    "BinaryCrossEntropyBackward0": lambda: F.binary_cross_entropy(X().sigmoid(), Y().sigmoid()),
+    "BinaryCrossEntropyBackward0 (none, weight)": lambda: F.binary_cross_entropy(
+        X().sigmoid(), Y().sigmoid().detach(), Y().detach().abs(), reduction="none"
+    ),
+    "BinaryCrossEntropyWithLogitsBackward0": lambda: F.binary_cross_entropy_with_logits(X(), Y().sigmoid()),
+    "BinaryCrossEntropyWithLogitsBackward0 (none, pos_weight)": lambda: F.binary_cross_entropy_with_logits(
+        X(), Y().sigmoid(), pos_weight=V().detach().abs(), reduction="none"
+    ),
     "ToCopyBackward0": lambda: X().to(fg.float32),
     # In place: the node of the op that computed the written value.
     "AddBackward0 (add_)": inplace(lambda b: b.add_(Y())),

@@ -197,6 +197,12 @@ def test_bce_extremes_are_finite():
     assert F.binary_cross_entropy(p, y).item() == pytest.approx(100.0)
     z = fg.tensor([-1000.0, 1000.0])
     assert F.binary_cross_entropy_with_logits(z, y).item() == pytest.approx(1000.0)
+    # The gradient at 0 and 1 is PyTorch's: (x - y) / x (1 - x), the
+    # denominator floored at 1e-12 (a float constant there).
+    p = fg.tensor([0.0, 1.0], dtype=fg.float64, requires_grad=True)
+    F.binary_cross_entropy(p, fg.tensor([1.0, 0.0], dtype=fg.float64), reduction="sum").backward()
+    floor = float(np.float32(1e-12))
+    assert p.grad.tolist() == [pytest.approx(-1 / floor), pytest.approx(1 / floor)]
 
 
 def np_cross_entropy(x, t, w, ignore, reduction, eps):

@@ -1,9 +1,16 @@
-//! Loss functions with fused forward and backward rules.
+//! Loss functions. Each loss PyTorch implements as one op is one recorded
+//! node here too, under PyTorch's name: the forward is computed outside the
+//! graph and the backward rule, written in differentiable ops, sits next to
+//! it. `l1_loss` stays a composite, as in PyTorch; `nll_loss` and
+//! `cross_entropy` are still composites.
 
 use smallvec::smallvec;
 
-use super::{mean, mul, mul_f64, neg, sub, sum};
-use crate::autograd::{needs_record, record, GradModeGuard};
+use super::{
+    abs, add, add_scalar, clamp, div, log, lt, mean, mul, mul_f64, neg, rsub_scalar, sigmoid, sign,
+    softplus, sub, sum, where_, Scalar,
+};
+use crate::autograd::{is_grad_enabled, needs_record, record, BackwardCtx, GradModeGuard, Grads};
 use crate::error::{Error, Result};
 use crate::saved;
 use crate::tensor::{fmt_shape, Shape, Tensor};
@@ -29,6 +36,35 @@ impl Reduction {
     }
 }
 
+fn reduce(x: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    match reduction {
+        Reduction::None => Ok(x.clone()),
+        Reduction::Mean => mean(x, None, false),
+        Reduction::Sum => sum(x, None, false),
+    }
+}
+
+/// The gradient of the per-element losses given the output's gradient `g`:
+/// `g` itself, or `g / n` after a mean over `n` elements.
+fn unreduce(g: &Tensor, reduction: Reduction, n: usize) -> Result<Tensor> {
+    match reduction {
+        Reduction::Mean => mul_f64(g, 1.0 / n.max(1) as f64),
+        _ => Ok(g.clone()),
+    }
+}
+
+/// Gradients for `(input, target)` of a loss of `input - target`, from the
+/// input's: the target's is its negation.
+fn difference_grads(c: &BackwardCtx<'_>, gi: Tensor) -> Result<Grads> {
+    let gt = if c.needs(1) { Some(neg(&gi)?) } else { None };
+    Ok(smallvec![c.needs(0).then_some(gi), gt])
+}
+
+/// An optional saved tensor (`weight`, `pos_weight`).
+fn saved_opt<'a>(c: &'a BackwardCtx<'_>, i: usize) -> Option<&'a Tensor> {
+    c.saved.get(i).and_then(Option::as_ref)
+}
+
 /// Mean squared error (`MseLossBackward0`).
 pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
     let (si, st) = (input.shape(), target.shape());
@@ -45,12 +81,7 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
     let out = {
         let _g = GradModeGuard::new(false);
         let d = sub(input, target)?;
-        let sq = mul(&d, &d)?;
-        match reduction {
-            Reduction::None => sq,
-            Reduction::Mean => mean(&sq, None, false)?,
-            Reduction::Sum => sum(&sq, None, false)?,
-        }
+        reduce(&mul(&d, &d)?, reduction)?
     };
     if needs_record(&[input, target]) {
         record(
@@ -65,21 +96,11 @@ pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result
                     Reduction::Mean => 2.0 / d.numel().max(1) as f64,
                     _ => 2.0,
                 };
-                let gi = mul(&mul_f64(&d, scale)?, c.grad()?)?;
-                let gt = if c.needs(1) { Some(neg(&gi)?) } else { None };
-                Ok(smallvec![c.needs(0).then_some(gi), gt])
+                difference_grads(c, mul(&mul_f64(&d, scale)?, c.grad()?)?)
             },
         );
     }
     Ok(out)
-}
-
-fn reduce(x: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    match reduction {
-        Reduction::None => Ok(x.clone()),
-        Reduction::Mean => mean(x, None, false),
-        Reduction::Sum => sum(x, None, false),
-    }
 }
 
 fn check_same_shape(input: &Tensor, target: &Tensor, op: &str) -> Result<()> {
@@ -94,13 +115,31 @@ fn check_same_shape(input: &Tensor, target: &Tensor, op: &str) -> Result<()> {
     Ok(())
 }
 
-/// Mean absolute error.
+/// Mean absolute error: a composite (`AbsBackward0` under the reduction), as
+/// in PyTorch.
 pub fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
     crate::tensor::broadcast_shapes(&input.shape(), &target.shape())?;
-    reduce(&super::abs(&sub(input, target)?)?, reduction)
+    reduce(&abs(&sub(input, target)?)?, reduction)
 }
 
-/// Huber loss scaled by `1 / beta` (`smooth_l1_loss`); `beta == 0` is L1.
+/// Per-element `0.5 d^2 / beta` where `|d| < beta`, `|d| - 0.5 beta` elsewhere.
+fn smooth_l1_values(input: &Tensor, target: &Tensor, beta: f64) -> Result<Tensor> {
+    let d = abs(&sub(input, target)?)?;
+    let quad = mul_f64(&mul(&d, &d)?, 0.5 / beta)?;
+    let lin = add_scalar(&d, Scalar::Float(-0.5 * beta))?;
+    let small = lt(&d, &Tensor::scalar_of(beta, d.dtype()))?;
+    where_(&small, &quad, &lin)
+}
+
+/// `d = input - target` and whether `|d| < bound`, for the rules below.
+fn difference_inside(c: &BackwardCtx<'_>, bound: f64) -> Result<(Tensor, Tensor)> {
+    let d = sub(c.saved(0)?, c.saved(1)?)?;
+    let inside = lt(&abs(&d)?, &Tensor::scalar_of(bound, d.dtype()))?;
+    Ok((d, inside))
+}
+
+/// Huber loss scaled by `1 / beta` (`SmoothL1LossBackward0`); `beta == 0` is
+/// `l1_loss`, as in PyTorch.
 pub fn smooth_l1_loss(
     input: &Tensor,
     target: &Tensor,
@@ -115,14 +154,33 @@ pub fn smooth_l1_loss(
     if beta == 0.0 {
         return l1_loss(input, target, reduction);
     }
-    let d = super::abs(&sub(input, target)?)?;
-    let quad = mul_f64(&mul(&d, &d)?, 0.5 / beta)?;
-    let lin = super::add_scalar(&d, super::Scalar::Float(-0.5 * beta))?;
-    let small = super::lt(&d, &Tensor::scalar_of(beta, d.dtype()))?;
-    reduce(&super::where_(&small, &quad, &lin)?, reduction)
+    let (out, n) = {
+        let _g = GradModeGuard::new(false);
+        let l = smooth_l1_values(input, target, beta)?;
+        (reduce(&l, reduction)?, l.numel())
+    };
+    if needs_record(&[input, target]) {
+        record(
+            "SmoothL1LossBackward0",
+            &[input, target],
+            &out,
+            saved![input, target],
+            move |c| {
+                // d / beta inside (-beta, beta), sign(d) outside.
+                let (d, inside) = difference_inside(c, beta)?;
+                let slope = where_(
+                    &inside,
+                    &super::div_scalar(&d, Scalar::Float(beta))?,
+                    &sign(&d)?,
+                )?;
+                difference_grads(c, mul(&slope, &unreduce(c.grad()?, reduction, n)?)?)
+            },
+        );
+    }
+    Ok(out)
 }
 
-/// `huber_loss(delta)`: `smooth_l1_loss(beta=delta) * delta`.
+/// `huber_loss(delta)`: `smooth_l1_loss(beta=delta) * delta` (`HuberLossBackward0`).
 pub fn huber_loss(
     input: &Tensor,
     target: &Tensor,
@@ -134,11 +192,59 @@ pub fn huber_loss(
             "huber_loss does not support non-positive values for delta.",
         ));
     }
-    mul_f64(&smooth_l1_loss(input, target, reduction, delta)?, delta)
+    let (out, n) = {
+        let _g = GradModeGuard::new(false);
+        let l = smooth_l1_values(input, target, delta)?;
+        (mul_f64(&reduce(&l, reduction)?, delta)?, l.numel())
+    };
+    if needs_record(&[input, target]) {
+        record(
+            "HuberLossBackward0",
+            &[input, target],
+            &out,
+            saved![input, target],
+            move |c| {
+                // d inside (-delta, delta), delta * sign(d) outside.
+                let (d, inside) = difference_inside(c, delta)?;
+                let slope = where_(&inside, &d, &mul_f64(&sign(&d)?, delta)?)?;
+                difference_grads(c, mul(&slope, &unreduce(c.grad()?, reduction, n)?)?)
+            },
+        );
+    }
+    Ok(out)
 }
 
-/// Binary cross entropy on probabilities; logs are clamped at -100 as in
-/// PyTorch so that 0 and 1 give finite losses.
+/// `log(x)` clamped below at -100, as PyTorch's binary cross entropy takes it.
+fn clamped_log(x: &Tensor) -> Result<Tensor> {
+    let lo = Tensor::scalar_of(-100.0, x.dtype().to_float());
+    clamp(&log(x)?, Some(&lo), None, false)
+}
+
+/// Per-element `-w (y log(x) + (1 - y) log(1 - x))`.
+fn bce_values(input: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> Result<Tensor> {
+    let log_x = clamped_log(input)?;
+    let log_1mx = clamped_log(&rsub_scalar(input, Scalar::Int(1))?)?;
+    let one_m_y = rsub_scalar(target, Scalar::Int(1))?;
+    let l = neg(&add(&mul(target, &log_x)?, &mul(&one_m_y, &log_1mx)?)?)?;
+    match weight {
+        Some(w) => mul(&l, w),
+        None => Ok(l),
+    }
+}
+
+/// Whether a weight of a loss requires grad while grad mode is on. PyTorch
+/// refuses to differentiate loss weights; ferrograd differentiates the
+/// composite form of the loss instead.
+fn weights_need_grad(weights: &[Option<&Tensor>]) -> bool {
+    weights.iter().flatten().any(|w| w.requires_grad()) && is_grad_enabled()
+}
+
+/// PyTorch's floor on `x (1 - x)` in the gradient of binary cross entropy
+/// (a single-precision constant there too).
+const BCE_EPSILON: f32 = 1e-12;
+
+/// Binary cross entropy on probabilities (`BinaryCrossEntropyBackward0`);
+/// logs are clamped at -100 as in PyTorch so that 0 and 1 give finite losses.
 pub fn binary_cross_entropy(
     input: &Tensor,
     target: &Tensor,
@@ -146,28 +252,77 @@ pub fn binary_cross_entropy(
     reduction: Reduction,
 ) -> Result<Tensor> {
     check_same_shape(input, target, "binary_cross_entropy")?;
-    let lo = Tensor::scalar_of(-100.0, input.dtype());
-    let log_x = super::clamp(&super::log(input)?, Some(&lo), None, false)?;
-    let log_1mx = super::clamp(
-        &super::log(&super::rsub_scalar(input, super::Scalar::Int(1))?)?,
-        Some(&lo),
-        None,
-        false,
-    )?;
-    let one_m_y = super::rsub_scalar(target, super::Scalar::Int(1))?;
-    let l = neg(&super::add(
-        &mul(target, &log_x)?,
-        &mul(&one_m_y, &log_1mx)?,
-    )?)?;
-    let l = match weight {
-        Some(w) => mul(&l, w)?,
-        None => l,
+    if weights_need_grad(&[weight]) {
+        return reduce(&bce_values(input, target, weight)?, reduction);
+    }
+    let (out, n) = {
+        let _g = GradModeGuard::new(false);
+        let l = bce_values(input, target, weight)?;
+        (reduce(&l, reduction)?, l.numel())
     };
-    reduce(&l, reduction)
+    if needs_record(&[input, target]) {
+        record(
+            "BinaryCrossEntropyBackward0",
+            &[input, target],
+            &out,
+            saved![input, target, weight],
+            move |c| {
+                let (x, y) = (c.saved(0)?, c.saved(1)?);
+                let mut g = unreduce(c.grad()?, reduction, n)?;
+                if let Some(w) = saved_opt(c, 2) {
+                    g = mul(&g, w)?;
+                }
+                let gi = if c.needs(0) {
+                    // PyTorch's rule: g (x - y) / max(x (1 - x), 1e-12).
+                    let var = mul(&rsub_scalar(x, Scalar::Int(1))?, x)?;
+                    let eps = Tensor::scalar_of(f64::from(BCE_EPSILON), var.dtype());
+                    let var = clamp(&var, Some(&eps), None, false)?;
+                    Some(div(&mul(&g, &sub(x, y)?)?, &var)?)
+                } else {
+                    None
+                };
+                let gt = if c.needs(1) {
+                    // The loss is linear in y: the slope is the difference of the clamped logs.
+                    let slope = sub(
+                        &clamped_log(&rsub_scalar(x, Scalar::Int(1))?)?,
+                        &clamped_log(x)?,
+                    )?;
+                    Some(mul(&g, &slope)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![gi, gt])
+            },
+        );
+    }
+    Ok(out)
 }
 
-/// `max(x, 0) - x y + log(1 + exp(-|x|))`, weighted by `pos_weight` on the
-/// positive term, without overflow for any logit.
+/// Per-element `w (pos_weight y softplus(-x) + (1 - y) softplus(x))`, which
+/// is `-w (pos_weight y log(sigmoid(x)) + (1 - y) log(1 - sigmoid(x)))`
+/// without overflow for any logit.
+fn bce_logits_values(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    pos_weight: Option<&Tensor>,
+) -> Result<Tensor> {
+    let sp_neg = softplus(&neg(input)?, 1.0, f64::INFINITY)?;
+    let sp_pos = softplus(input, 1.0, f64::INFINITY)?;
+    let one_m_y = rsub_scalar(target, Scalar::Int(1))?;
+    let pos_term = match pos_weight {
+        Some(pw) => mul(&mul(pw, target)?, &sp_neg)?,
+        None => mul(target, &sp_neg)?,
+    };
+    let l = add(&pos_term, &mul(&one_m_y, &sp_pos)?)?;
+    match weight {
+        Some(w) => mul(&l, w),
+        None => Ok(l),
+    }
+}
+
+/// Binary cross entropy on logits (`BinaryCrossEntropyWithLogitsBackward0`),
+/// with `pos_weight` on the positive term.
 pub fn binary_cross_entropy_with_logits(
     input: &Tensor,
     target: &Tensor,
@@ -176,20 +331,63 @@ pub fn binary_cross_entropy_with_logits(
     reduction: Reduction,
 ) -> Result<Tensor> {
     check_same_shape(input, target, "binary_cross_entropy_with_logits")?;
-    // log(sigmoid(x)) = -softplus(-x);  log(1 - sigmoid(x)) = -softplus(x)
-    let sp_neg = super::softplus(&neg(input)?, 1.0, f64::INFINITY)?;
-    let sp_pos = super::softplus(input, 1.0, f64::INFINITY)?;
-    let one_m_y = super::rsub_scalar(target, super::Scalar::Int(1))?;
-    let pos_term = match pos_weight {
-        Some(pw) => mul(&mul(pw, target)?, &sp_neg)?,
-        None => mul(target, &sp_neg)?,
+    if weights_need_grad(&[weight, pos_weight]) {
+        return reduce(
+            &bce_logits_values(input, target, weight, pos_weight)?,
+            reduction,
+        );
+    }
+    let (out, n) = {
+        let _g = GradModeGuard::new(false);
+        let l = bce_logits_values(input, target, weight, pos_weight)?;
+        (reduce(&l, reduction)?, l.numel())
     };
-    let l = super::add(&pos_term, &mul(&one_m_y, &sp_pos)?)?;
-    let l = match weight {
-        Some(w) => mul(&l, w)?,
-        None => l,
-    };
-    reduce(&l, reduction)
+    if needs_record(&[input, target]) {
+        record(
+            "BinaryCrossEntropyWithLogitsBackward0",
+            &[input, target],
+            &out,
+            saved![input, target, weight, pos_weight],
+            move |c| {
+                let (x, y) = (c.saved(0)?, c.saved(1)?);
+                let pw = saved_opt(c, 3);
+                let mut g = unreduce(c.grad()?, reduction, n)?;
+                if let Some(w) = saved_opt(c, 2) {
+                    g = mul(&g, w)?;
+                }
+                let gi = if c.needs(0) {
+                    // sigmoid(x) - y; with pos_weight, (pw y + 1 - y) sigmoid(x) - pw y.
+                    let s = sigmoid(x)?;
+                    let slope = match pw {
+                        None => sub(&s, y)?,
+                        Some(pw) => {
+                            let t = mul(pw, y)?;
+                            let k = sub(&add_scalar(&t, Scalar::Int(1))?, y)?;
+                            sub(&mul(&k, &s)?, &t)?
+                        }
+                    };
+                    Some(mul(&slope, &g)?)
+                } else {
+                    None
+                };
+                let gt = if c.needs(1) {
+                    // -x; with pos_weight, pw softplus(-x) - softplus(x).
+                    let slope = match pw {
+                        None => neg(x)?,
+                        Some(pw) => sub(
+                            &mul(pw, &softplus(&neg(x)?, 1.0, f64::INFINITY)?)?,
+                            &softplus(x, 1.0, f64::INFINITY)?,
+                        )?,
+                    };
+                    Some(mul(&slope, &g)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![gi, gt])
+            },
+        );
+    }
+    Ok(out)
 }
 
 /// Moves the class dimension (1) of `[N, C, d1, ...]` last and flattens:
