@@ -24,6 +24,12 @@ def M():
     return X().t()
 
 
+def gradient(loss):
+    """The gradient of ``loss(X())``, recorded (``create_graph=True``)."""
+    x = X()
+    return fg.autograd.grad(loss(x), x, create_graph=True)[0]
+
+
 def inplace(write):
     def run():
         b = X() * 1
@@ -111,6 +117,43 @@ OPS = {
     "HardtanhBackward0": lambda: F.hardtanh(X()),
     "HardtanhBackward0 (relu6)": lambda: F.relu6(X()),
     "MseLossBackward0": lambda: F.mse_loss(X(), Y()),
+    # Losses: PyTorch's one node per loss, whatever the reduction.
+    "MeanBackward0 (l1_loss)": lambda: F.l1_loss(X(), Y()),
+    "SumBackward0 (l1_loss, sum)": lambda: F.l1_loss(X(), Y(), reduction="sum"),
+    "AbsBackward0 (l1_loss, none)": lambda: F.l1_loss(X(), Y(), reduction="none"),
+    "SmoothL1LossBackward0": lambda: F.smooth_l1_loss(X(), Y()),
+    "SmoothL1LossBackward0 (none)": lambda: F.smooth_l1_loss(X(), Y(), reduction="none", beta=0.5),
+    "MeanBackward0 (smooth_l1_loss, beta=0 is l1_loss)": lambda: F.smooth_l1_loss(X(), Y(), beta=0.0),
+    "HuberLossBackward0": lambda: F.huber_loss(X(), Y()),
+    "HuberLossBackward0 (sum)": lambda: F.huber_loss(X(), Y(), reduction="sum", delta=0.5),
+    "BinaryCrossEntropyBackward0": lambda: F.binary_cross_entropy(X().sigmoid(), Y().sigmoid()),
+    "BinaryCrossEntropyBackward0 (none, weight)": lambda: F.binary_cross_entropy(
+        X().sigmoid(), Y().sigmoid().detach(), Y().detach().abs(), reduction="none"
+    ),
+    "BinaryCrossEntropyWithLogitsBackward0": lambda: F.binary_cross_entropy_with_logits(X(), Y().sigmoid()),
+    "BinaryCrossEntropyWithLogitsBackward0 (none, pos_weight)": lambda: F.binary_cross_entropy_with_logits(
+        X(), Y().sigmoid(), pos_weight=V().detach().abs(), reduction="none"
+    ),
+    "NllLossBackward0": lambda: F.nll_loss(X().log_softmax(1), fg.tensor([0, 2])),
+    "NllLossBackward0 (none)": lambda: F.nll_loss(X(), fg.tensor([0, -100]), reduction="none"),
+    "NllLossBackward0 (1-D input)": lambda: F.nll_loss(V(), fg.tensor(1), reduction="sum"),
+    "NllLoss2DBackward0 (4-D input)": lambda: F.nll_loss(X().view(1, 2, 3, 1), fg.tensor([[[1], [0], [1]]])),
+    "NllLoss2DBackward0 (3-D input, viewed)": lambda: F.nll_loss(X().unsqueeze(0), fg.tensor([[1, 0, 1]])),
+    "ViewBackward0 (nll_loss, 3-D input, none)": lambda: F.nll_loss(
+        X().unsqueeze(0), fg.tensor([[1, 0, 1]]), reduction="none"
+    ),
+    "NllLossBackwardBackward0 (gradient of nll_loss, create_graph)": lambda: gradient(
+        lambda x: F.nll_loss(x, fg.tensor([0, 2]))
+    ),
+    "NllLossBackward0 (cross_entropy)": lambda: F.cross_entropy(X(), fg.tensor([0, 2])),
+    "NllLossBackward0 (cross_entropy, sum, weight)": lambda: F.cross_entropy(
+        X(), fg.tensor([0, 2]), V().detach().abs(), reduction="sum"
+    ),
+    "AddBackward0 (cross_entropy, label_smoothing)": lambda: F.cross_entropy(X(), fg.tensor([0, 2]), label_smoothing=0.1),
+    "DivBackward1 (cross_entropy, probabilities)": lambda: F.cross_entropy(X(), Y().softmax(1).detach()),
+    "NegBackward0 (cross_entropy, probabilities, sum)": lambda: F.cross_entropy(
+        X(), Y().softmax(1).detach(), reduction="sum"
+    ),
     "ToCopyBackward0": lambda: X().to(fg.float32),
     # In place: the node of the op that computed the written value.
     "AddBackward0 (add_)": inplace(lambda b: b.add_(Y())),

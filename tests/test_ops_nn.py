@@ -246,6 +246,12 @@ def test_bce_extremes_are_finite():
     assert F.binary_cross_entropy(p, y).item() == pytest.approx(100.0)
     z = fg.tensor([-1000.0, 1000.0])
     assert F.binary_cross_entropy_with_logits(z, y).item() == pytest.approx(1000.0)
+    # The gradient at 0 and 1 is PyTorch's: (x - y) / x (1 - x), the
+    # denominator floored at 1e-12 (a float constant there).
+    p = fg.tensor([0.0, 1.0], dtype=fg.float64, requires_grad=True)
+    F.binary_cross_entropy(p, fg.tensor([1.0, 0.0], dtype=fg.float64), reduction="sum").backward()
+    floor = float(np.float32(1e-12))
+    assert p.grad.tolist() == [pytest.approx(-1 / floor), pytest.approx(1 / floor)]
 
 
 def np_cross_entropy(x, t, w, ignore, reduction, eps):
@@ -323,6 +329,124 @@ def test_cross_entropy_unbatched_and_probabilities():
         F.cross_entropy(fg.ones(2, 3), fg.tensor([0, 5]))
     with pytest.raises(RuntimeError, match="Expected input batch_size"):
         F.cross_entropy(fg.ones(2, 3), fg.tensor([0, 1, 2]))
+
+
+def np_nll(x, t, w, ignore, reduction):
+    """Reference nll_loss of [C], [N, C] or [N, C, *] log-probabilities."""
+    if x.ndim == 1:
+        out = np_nll(x[None], np.asarray(t)[None], w, ignore, reduction)
+        return out[0] if reduction == "none" else out
+    c = x.shape[1]
+    lp = np.moveaxis(x, 1, -1).reshape(-1, c)
+    tt = t.reshape(-1)
+    keep = tt != ignore
+    safe = np.where(keep, tt, 0)
+    wt = (np.ones(c) if w is None else w)[safe] * keep
+    nll = np.where(keep, -lp[np.arange(len(tt)), safe] * wt, 0.0)
+    if reduction == "none":
+        return nll.reshape(t.shape)
+    return nll.sum() if reduction == "sum" else nll.sum() / wt.sum()
+
+
+NLL_SHAPES = [(4,), (3, 4), (2, 4, 3), (2, 4, 2, 3), (2, 4, 1, 2, 2)]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", NLL_SHAPES, ids=[f"{len(s)}d" for s in NLL_SHAPES])
+def test_nll_loss_every_input_rank(shape, reduction):
+    # [C] and [N, C] are PyTorch's NllLoss node, [N, C, H, W] its NllLoss2d, and
+    # other ranks NllLoss2d on a view; ignored targets in each.
+    rng = np.random.default_rng(len(shape))
+    c = shape[0] if len(shape) == 1 else shape[1]
+    x = rng.uniform(-3, 0, shape)
+    w = rng.uniform(0.5, 2, c)
+    for weight, ignore in [(None, -100), (w, -100), (w, 2), (None, 1)]:
+        t = rng.integers(0, c, () if len(shape) == 1 else (shape[0], *shape[2:]))
+        if t.ndim:
+            t.flat[0], t.flat[-1] = ignore, 3
+        elif t == ignore and reduction == "mean":
+            continue  # nothing left to average (tested below)
+        tt = fg.tensor(t)
+        wt = None if weight is None else leaf(weight, False)
+
+        def f(a, tt=tt, wt=wt, ignore=ignore):
+            return F.nll_loss(a, tt, wt, ignore_index=ignore, reduction=reduction)
+
+        check_grads(f, x)
+        want = np_nll(x, t, weight, ignore, reduction)
+        np.testing.assert_allclose(f(leaf(x, False)).numpy(), want, rtol=1e-12)
+        w32 = None if weight is None else fg.tensor(weight.astype(np.float32))
+        close32(lambda a, tt=tt, w32=w32, ignore=ignore: F.nll_loss(a, tt, w32, ignore_index=ignore,
+                                                                    reduction=reduction),
+                lambda a, want=want: np.asarray(want, np.float32), x)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_loss_weights_that_require_grad(reduction):
+    # PyTorch refuses to differentiate loss weights; ferrograd differentiates
+    # the composite form of the loss, with the same values as the one node.
+    rng = np.random.default_rng(5)
+    x, w = rng.uniform(-2, 2, (3, 4)), rng.uniform(0.5, 2, 4)
+    t = fg.tensor([0, 3, 1])
+    y = rng.uniform(0, 1, (3, 4))
+    cases = [
+        lambda a, b: F.nll_loss(F.log_softmax(a, 1), t, b, ignore_index=1, reduction=reduction),
+        lambda a, b: F.cross_entropy(a, t, b, reduction=reduction, label_smoothing=0.1),
+        lambda a, b: F.binary_cross_entropy(fg.sigmoid(a), leaf(y, False), b.expand(3, 4), reduction=reduction),
+        lambda a, b: F.binary_cross_entropy_with_logits(a, leaf(y, False), b, reduction=reduction),
+        lambda a, b: F.binary_cross_entropy_with_logits(a, leaf(y, False), pos_weight=b, reduction=reduction),
+    ]
+    for f in cases:
+        check_grads(f, x, w)
+        fused_x, comp_x = leaf(x), leaf(x)
+        fused, comp = f(fused_x, leaf(w, False)), f(comp_x, leaf(w))
+        np.testing.assert_allclose(comp.detach().numpy(), fused.detach().numpy(), rtol=1e-12)
+        fused.sum().backward()
+        comp.sum().backward()
+        np.testing.assert_allclose(comp_x.grad.numpy(), fused_x.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_loss_edge_cases_follow_pytorch():
+    inf = float("inf")
+    # Ignored targets contribute nothing, even where the log-probability is -inf.
+    x = fg.tensor([[-inf, 0.0, 0.0], [0.0, -1.0, -2.0]], requires_grad=True)
+    loss = F.nll_loss(x, fg.tensor([-100, 1]))
+    assert loss.item() == 1.0
+    loss.backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 0.0], [0.0, -1.0, 0.0]]
+    # Everything ignored: 0 / 0 for the mean, and no gradient anywhere.
+    x = fg.tensor([[0.5, 0.0, 1.0]], requires_grad=True)
+    loss = F.nll_loss(x, fg.tensor([-100]))
+    assert math.isnan(loss.item())
+    loss.backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 0.0]]
+    # A mean over an empty batch is nan for probability targets too.
+    assert math.isnan(F.cross_entropy(fg.zeros(0, 3), fg.zeros(0, 3)).item())
+    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+        F.nll_loss(fg.zeros(2, 3, dtype=fg.int64), fg.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        F.nll_loss(fg.zeros(2, 3), fg.tensor([0, 1]), fg.ones(3, dtype=fg.float64))
+
+
+def test_nll_loss_gradient_is_a_node_of_its_own():
+    # The gradient is linear in the output's gradient and constant in the
+    # input: its own gradients are nll_loss of the incoming one, and zeros.
+    x = fg.tensor([[0.5, 0.0, 1.0], [0.0, -1.0, -2.0]], dtype=fg.float64, requires_grad=True)
+    t = fg.tensor([2, 1])
+    gout = fg.tensor([0.5, 2.0], dtype=fg.float64, requires_grad=True)
+    (g,) = fg.autograd.grad(F.nll_loss(x, t, reduction="none"), x, gout, create_graph=True)
+    assert g.grad_fn.name() == "NllLossBackwardBackward0"
+    assert g.tolist() == [[0.0, 0.0, -0.5], [0.0, -2.0, 0.0]]
+    v = fg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=fg.float64)
+    gg_out, gg_x = fg.autograd.grad((g * v).sum(), [gout, x])
+    assert gg_out.tolist() == [-3.0, -5.0]
+    assert gg_x.tolist() == [[0.0] * 3] * 2
+    # The target is saved: writing it before backward is an error, as in PyTorch.
+    t = fg.tensor([2, 1])
+    loss = F.nll_loss(x, t)
+    t[0] = 0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
 
 
 def test_modules_train_a_tiny_classifier():

@@ -184,6 +184,26 @@ pub fn mul_f64(a: &Tensor, s: f64) -> Result<Tensor> {
     mul(a, &Tensor::scalar_of(s, a.dtype().to_float()))
 }
 
+/// `a * s` as PyTorch's own C++ composites compute it (`mul(Tensor, Scalar)`),
+/// recorded as `MulBackward1`; from Python, `a * 2.0` is `MulBackward0`.
+pub fn mul_scalar1(a: &Tensor, s: f64) -> Result<Tensor> {
+    let s = Scalar::Float(s);
+    match scalar_op!(a, s, "MulBackward1", |x, c| x.mul(c), |g| mul_scalar(g, s)?) {
+        Some(out) => Ok(out),
+        None => mul(a, &s.wrap(a)),
+    }
+}
+
+/// `a / s` as PyTorch's own C++ composites compute it (`div(Tensor, Scalar)`),
+/// recorded as `DivBackward1`.
+pub fn div_scalar1(a: &Tensor, s: f64) -> Result<Tensor> {
+    let s = Scalar::Float(s);
+    match scalar_op!(a, s, "DivBackward1", |x, c| x / c, |g| div_scalar(g, s)?) {
+        Some(out) => Ok(out),
+        None => div(a, &s.wrap(a)),
+    }
+}
+
 // ----- div -------------------------------------------------------------------
 
 pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
