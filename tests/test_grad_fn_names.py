@@ -86,6 +86,8 @@ OPS = {
     "FloorBackward0": lambda: X().floor(),
     "ViewBackward0": lambda: X().view(3, 2),
     "UnsafeViewBackward0": lambda: X().t().reshape(6),
+    "ReshapeAliasBackward0": lambda: X().t().reshape(3, 2),
+    "ReshapeAliasBackward0 (flatten)": lambda: X()[:, :1].flatten(),
     "ExpandBackward0": lambda: V().expand(2, 3),
     "TransposeBackward0": lambda: X().transpose(0, 1),
     "TBackward0": lambda: X().t(),

@@ -6,7 +6,9 @@ use smallvec::{smallvec, SmallVec};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
 use crate::saved;
-use crate::tensor::{fmt_shape, infer_shape, view_strides, wrap_dim, Shape, Strides, Tensor, View};
+use crate::tensor::{
+    fmt_shape, infer_shape, is_contiguous, view_strides, wrap_dim, Shape, Strides, Tensor, View,
+};
 
 /// A new tensor viewing `a`'s storage with another shape and strides, made
 /// by the view op whose node is `op`.
@@ -70,12 +72,15 @@ pub fn reshape_i(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
     };
     let new = infer_shape(shape, old.iter().product())?;
     match view_strides(&old, &strides, &new) {
-        Some(st) => Ok(record_view(
-            a,
-            alias(a, "ViewBackward0", new, st, offset),
-            "ViewBackward0",
-            old,
-        )),
+        // PyTorch views a contiguous input and `_reshape_alias`es any other.
+        Some(st) => {
+            let name = if is_contiguous(&old, &strides) {
+                "ViewBackward0"
+            } else {
+                "ReshapeAliasBackward0"
+            };
+            Ok(record_view(a, alias(a, name, new, st, offset), name, old))
+        }
         None => {
             let c = contiguous(a)?;
             let out = c.reshape_data(new);
