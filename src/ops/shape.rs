@@ -89,6 +89,14 @@ pub fn reshape_i(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
     }
 }
 
+/// PyTorch's `_unsafe_view`: the contiguous `a` under another shape, as a
+/// new tensor that is not a view for autograd (`UnsafeViewBackward0`).
+pub(crate) fn unsafe_view(a: &Tensor, shape: Shape) -> Tensor {
+    let old = a.shape();
+    let out = a.reshape_data(shape);
+    record_view(a, out, "UnsafeViewBackward0", old)
+}
+
 fn record_view(a: &Tensor, out: Tensor, name: &'static str, old: Shape) -> Tensor {
     if needs_record(&[a]) {
         record(name, &[a], &out, saved![], move |c| {

@@ -1115,6 +1115,13 @@ impl PyTensor {
             guard_nogil(py, work2(&self.t, b), || ops::mm(&self.t, b))?,
         )
     }
+    fn mv(&self, py: Python<'_>, vec: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+        let v = &vec.get().t;
+        wrap(
+            py,
+            guard_nogil(py, work2(&self.t, v), || ops::mv(&self.t, v))?,
+        )
+    }
     fn dot(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         wrap(py, guard(|| ops::dot(&self.t, &other.get().t))?)
     }
