@@ -92,6 +92,8 @@ OPS = {
     "FloorBackward0": lambda: X().floor(),
     "ViewBackward0": lambda: X().view(3, 2),
     "UnsafeViewBackward0": lambda: X().t().reshape(6),
+    "ReshapeAliasBackward0": lambda: X().t().reshape(3, 2),
+    "ReshapeAliasBackward0 (flatten)": lambda: X()[:, :1].flatten(),
     "ExpandBackward0": lambda: V().expand(2, 3),
     "TransposeBackward0": lambda: X().transpose(0, 1),
     "TBackward0": lambda: X().t(),
@@ -104,11 +106,31 @@ OPS = {
     "SliceBackward0": lambda: X()[:, ::2],
     "SelectBackward0": lambda: X()[0],
     "CatBackward0": lambda: fg.cat([X(), Y()]),
+    "SplitBackward0": lambda: X().split(1)[1],
+    "SplitBackward0 (split along a dim)": lambda: fg.split(X(), 2, 1)[0],
+    "SplitBackward0 (chunk)": lambda: X().chunk(2, 1)[1],
+    "SplitWithSizesBackward0": lambda: X().split([1, 2], 1)[1],
+    "SplitWithSizesBackward0 (chunk of an empty dim)": lambda: X()[:0].chunk(2)[1],
+    "UnbindBackward0": lambda: X().unbind(1)[2],
+    "UnbindBackward0 (iteration)": lambda: list(X())[1],
     "GatherBackward0": lambda: X().gather(1, fg.tensor([[0, 1], [2, 0]])),
     "ScatterAddBackward0": lambda: X().scatter_add(1, fg.tensor([[0, 1], [2, 0]]), Y()[:, :2]),
     "MaskedFillBackward0": lambda: X().masked_fill(fg.tensor([[True, False, True], [False, True, True]]), 0.0),
     "WhereBackward0": lambda: fg.where(fg.tensor([[True, False, True], [False, True, True]]), X(), Y()),
     "MmBackward0": lambda: X() @ M(),
+    "MvBackward0": lambda: X() @ V(),
+    "MvBackward0 (mv)": lambda: fg.mv(X(), V()),
+    "SqueezeBackward4": lambda: V() @ M(),
+    "UnsafeViewBackward0 (3-D @ 2-D, folded)": lambda: X().expand(2, 2, 3) @ M(),
+    "UnsafeViewBackward0 (batched)": lambda: X().expand(2, 2, 3) @ M().expand(2, 3, 2),
+    "CloneBackward0 (2-D @ 3-D)": lambda: X() @ M().expand(2, 3, 2),
+    "TransposeBackward0 (2-D @ 3-D, one column)": lambda: X() @ V().view(3, 1).expand(2, 3, 1),
+    "AddmmBackward0": lambda: F.linear(X(), Y(), V()[:2]),
+    "AddmmBackward0 (0-d bias)": lambda: F.linear(X(), Y(), V()[0]),
+    "UnsafeViewBackward0 (linear, 3-D)": lambda: F.linear(X().expand(2, 2, 3).contiguous(), Y(), V()[:2]),
+    "UnsafeViewBackward0 (linear, 1-D)": lambda: F.linear(V(), Y(), V()[:2]),
+    "AddBackward0 (linear, non-contiguous)": lambda: F.linear(X().expand(2, 2, 3), Y(), V()[:2]),
+    "MmBackward0 (linear without bias)": lambda: F.linear(X(), Y()),
     "DotBackward0": lambda: fg.dot(V(), V()),
     "BmmBackward0": lambda: fg.bmm(X().unsqueeze(0), M().unsqueeze(0)),
     "SiluBackward0": lambda: F.silu(X()),
@@ -179,3 +201,57 @@ OPS = {
 def test_grad_fn_name(label):
     expected = label.split(" ")[0]
     assert OPS[label]().grad_fn.name() == expected
+
+
+# `a @ b` by shapes, for (both, only a, only b) requiring grad: PyTorch's
+# `matmul` takes different routes (fold the batch into one `mm`/`mv`, or a
+# batched product) depending on the shapes and on which operand requires grad.
+MATMUL = [
+    ((3,), (3,), ("DotBackward0", "DotBackward0", "DotBackward0")),
+    ((3,), (3, 2), ("SqueezeBackward4", "SqueezeBackward4", "SqueezeBackward4")),
+    ((3,), (1, 3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((3,), (4, 3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((3,), (2, 1, 3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((3,), (3, 1), ("SqueezeBackward4", "SqueezeBackward4", "SqueezeBackward4")),
+    ((2, 3), (3,), ("MvBackward0", "MvBackward0", "MvBackward0")),
+    ((2, 3), (3, 2), ("MmBackward0", "MmBackward0", "MmBackward0")),
+    ((2, 3), (1, 3, 2), ("CloneBackward0", "CloneBackward0", "UnsafeViewBackward0")),
+    ((2, 3), (4, 3, 2), ("CloneBackward0", "CloneBackward0", "UnsafeViewBackward0")),
+    ((2, 3), (2, 1, 3, 2), ("CloneBackward0", "CloneBackward0", "UnsafeViewBackward0")),
+    ((2, 3), (3, 1), ("MmBackward0", "MmBackward0", "MmBackward0")),
+    ((1, 2, 3), (3,), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((1, 2, 3), (3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((1, 2, 3), (1, 3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((1, 2, 3), (4, 3, 2), ("CloneBackward0", "CloneBackward0", "UnsafeViewBackward0")),
+    ((1, 2, 3), (2, 1, 3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((1, 2, 3), (3, 1), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((4, 2, 3), (3,), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((4, 2, 3), (3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((4, 2, 3), (1, 3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((4, 2, 3), (4, 3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((4, 2, 3), (2, 1, 3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((4, 2, 3), (3, 1), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((2, 1, 2, 3), (3,), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((2, 1, 2, 3), (3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((2, 1, 2, 3), (1, 3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((2, 1, 2, 3), (4, 3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((2, 1, 2, 3), (2, 1, 3, 2), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    ((2, 1, 2, 3), (3, 1), ("UnsafeViewBackward0", "UnsafeViewBackward0", "UnsafeViewBackward0")),
+    # The transposed result of a folded 2-D @ 3-D is already contiguous: no copy.
+    ((1, 3), (4, 3, 2), ("TransposeBackward0", "TransposeBackward0", "UnsafeViewBackward0")),
+    ((2, 3), (4, 3, 1), ("TransposeBackward0", "TransposeBackward0", "UnsafeViewBackward0")),
+    ((2, 3), (0, 3, 2), ("TransposeBackward0", "TransposeBackward0", "UnsafeViewBackward0")),
+    ((0, 3), (4, 3, 2), ("TransposeBackward0", "TransposeBackward0", "UnsafeViewBackward0")),
+]
+
+
+@pytest.mark.parametrize(("sa", "sb", "names"), MATMUL, ids=[f"{a}@{b}" for a, b, _ in MATMUL])
+def test_matmul_grad_fn_name(sa, sb, names):
+    for (ra, rb), name in zip([(True, True), (True, False), (False, True)], names):
+        a = fg.ones(sa, dtype=fg.float64, requires_grad=ra)
+        b = fg.ones(sb, dtype=fg.float64, requires_grad=rb)
+        out = a @ b
+        assert out.grad_fn.name() == name, (ra, rb)
+        # None of the routes leaves a view of an intermediate, except a
+        # transposed result that needed no copy.
+        assert (out._base is not None) == (name == "TransposeBackward0")

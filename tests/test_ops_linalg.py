@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -34,6 +36,106 @@ def test_matmul_all_combinations(data):
     check_grads(fg.matmul, a, b)
     check_grads(lambda x, y: x @ y, a, b)
     close32(fg.matmul, np.matmul, a, b, rtol=1e-5, atol=1e-5)
+
+
+def _maybe_transposed(data, arr):
+    """``arr`` as a leaf, or the transpose of a contiguous leaf holding
+    ``arr.T`` (same values, other strides: matmul's folding depends on them)."""
+
+    def make(a, rg):
+        if a.ndim >= 2 and data.draw(st.booleans()):
+            t = fg.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2)), dtype=fg.float64)
+            return t.requires_grad_(rg).mT if rg else t.mT
+        return fg.tensor(a, dtype=fg.float64).requires_grad_(rg)
+
+    return make
+
+
+@FEW
+@given(data=st.data())
+def test_matmul_one_operand_requires_grad(data):
+    # Which operand requires grad, and the operands' strides, choose
+    # matmul's route (folded into one mm/mv, or batched): every route
+    # differentiates to second order.
+    sa, sb = data.draw(matmul_shapes())
+    a, b = data.draw(values(sa)), data.draw(values(sb))
+    make = _maybe_transposed(data, None)
+    expected = np.matmul(a, b)
+    for ra, rb in [(True, False), (False, True), (True, True)]:
+        ta, tb = make(a, ra), make(b, rb)
+        np.testing.assert_allclose((ta @ tb).detach().numpy(), expected, atol=1e-12)
+        inputs = tuple(t for t, r in ((ta, ra), (tb, rb)) if r)
+
+        def f(*xs, ra=ra, rb=rb, ta=ta, tb=tb):
+            it = iter(xs)
+            return (next(it) if ra else ta) @ (next(it) if rb else tb)
+
+        assert fg.autograd.gradcheck(f, inputs)
+        assert fg.autograd.gradgradcheck(f, inputs)
+
+
+@FEW
+@given(data=st.data())
+def test_mv(data):
+    m, k = data.draw(st.integers(0, 3)), data.draw(st.integers(0, 3))
+    x, v = data.draw(values((m, k))), data.draw(values((k,)))
+    check_grads(fg.mv, x, v)
+    close32(fg.mv, np.matmul, x, v, atol=1e-5)
+    close32(lambda p, q: p.mv(q), np.matmul, x, v, atol=1e-5)
+
+
+def test_mv_errors():
+    with pytest.raises(RuntimeError, match=r"^size mismatch, got input \(2\), mat \(2x3\), vec \(4\)$"):
+        fg.mv(fg.ones(2, 3), fg.ones(4))
+    with pytest.raises(RuntimeError, match=r"^vector \+ matrix @ vector expected, got 1, 3, 1$"):
+        fg.mv(fg.ones(2, 2, 3), fg.ones(3))
+    with pytest.raises(RuntimeError, match="addmv input tensors must have the same dtype, but got Double, Float, and Double"):
+        fg.mv(fg.ones(2, 3), fg.ones(3, dtype=fg.float64))
+
+
+def test_matmul_routes_and_their_errors():
+    # PyTorch's messages, which come from the op each route ends in.
+    cases = [
+        ((2, 3), (4,), "size mismatch, got input (2), mat (2x3), vec (4)"),
+        ((3,), (4, 2), "mm: mat1 and mat2 shapes cannot be multiplied (1x3 and 4x2)"),
+        ((4, 2, 3), (4, 2), "mm: mat1 and mat2 shapes cannot be multiplied (8x3 and 4x2)"),
+        ((4, 2, 3), (4,), "size mismatch, got input (8), mat (8x3), vec (4)"),
+        ((3,), (1, 4, 2), "size mismatch, got input (2), mat (2x4), vec (3)"),
+        ((4, 2, 3), (4, 4, 2), "Expected size for first two dimensions of batch2 tensor to be: [4, 3] but got: [4, 4]."),
+        ((4, 2, 3), (2, 1, 4, 2), "Expected size for first two dimensions of batch2 tensor to be: [8, 3] but got: [8, 4]."),
+    ]
+    for sa, sb, message in cases:
+        with pytest.raises(RuntimeError, match="^" + re.escape(message) + "$"):
+            fg.ones(sa) @ fg.ones(sb)
+    with pytest.raises(RuntimeError, match=re.escape("mm: self must be a matrix, got 3-D tensor")):
+        fg.mm(fg.ones(2, 2, 3), fg.ones(3, 2))
+    with pytest.raises(RuntimeError, match=re.escape("mm: mat2 must be a matrix, got 1-D tensor")):
+        fg.mm(fg.ones(2, 3), fg.ones(3))
+
+
+def test_vector_times_matrix_is_not_a_view():
+    # PyTorch squeezes the one-row product in place: a new tensor, version 1.
+    v = fg.ones(3, requires_grad=True)
+    out = v @ fg.ones(3, 2)
+    assert out.grad_fn.name() == "SqueezeBackward4"
+    assert out._base is None and not out._is_view()
+    assert out._version == 1
+    assert out.grad_fn.next_functions[0][0].name() == "MmBackward0"
+    out.sum().backward()
+    assert v.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_folded_matmul_gradient_is_one_product():
+    # (batch, n, k) @ (k, p) with the matrix requiring grad: one mm over the
+    # folded rows, as PyTorch; the gradient is that mm's, not a sum over batches.
+    x = fg.tensor(np.arange(24.0).reshape(4, 2, 3))
+    w = fg.tensor(np.linspace(-1, 1, 6).reshape(3, 2), requires_grad=True)
+    out = x @ w
+    assert out.grad_fn.name() == "UnsafeViewBackward0"
+    (mm_node, _), = out.grad_fn.next_functions
+    assert mm_node.name() == "MmBackward0"
+    out.sum().backward()
+    np.testing.assert_allclose(np.asarray(w.grad.tolist()), np.arange(24.0).reshape(8, 3).T @ np.ones((8, 2)))
 
 
 @FEW

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -183,6 +184,67 @@ def test_linear(data):
     v = data.draw(values((i,)))
     check_grads(lambda p, q: F.linear(p, q), x, v)
     close32(lambda p, q: F.linear(p, q), lambda p, q: p @ q, x, v, atol=1e-5)
+
+
+@FEW
+@given(data=st.data())
+def test_linear_routes(data):
+    # PyTorch's routes: a matrix input with a bias is one addmm; a contiguous
+    # input of other rank with a bias that is one-dimensional once squeezed is
+    # flattened for addmm; anything else is matmul and an in-place add.
+    rank = data.draw(st.integers(1, 4))
+    i, o = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    lead = tuple(data.draw(st.integers(0, 2)) for _ in range(rank - 1))
+    x, w = data.draw(values((*lead, i))), data.draw(values((o, i)))
+    bias_shape = data.draw(st.sampled_from([(o,), (), (1, o), (1, 1, o)]))
+    if rank == 2 and data.draw(st.booleans()):
+        bias_shape = (lead[0], o)  # a full matrix of biases (addmm broadcasts it)
+    b = data.draw(values(bias_shape))
+    transposed = rank >= 2 and data.draw(st.booleans())
+    # Column-major strides only make a difference with some elements and
+    # both of the last two sizes above 1.
+    contiguous = not transposed or 0 in lead or lead[-1] == 1 or i == 1
+    one_dim_bias = len(bias_shape) == 1 or sum(s != 1 for s in bias_shape) == 1
+    fused = rank == 2 or (one_dim_bias and contiguous)
+    want = np.matmul(x, w.T) + b
+    if fused:
+        expected_name = "AddmmBackward0" if rank == 2 else "UnsafeViewBackward0"
+        # addmm broadcasts the bias to the matrix of results.
+        error = "the number of sizes provided" if len(bias_shape) > 2 else None
+        want = want.reshape(*lead, o)
+    else:
+        expected_name = "AddBackward0"
+        error = "doesn't match the broadcast shape" if want.shape != (*lead, o) else None
+
+    def f(p, q, r):
+        if transposed:
+            p = p.mT.contiguous().mT  # same values, column-major strides
+        return F.linear(p, q, r)
+
+    if error is not None:
+        with pytest.raises(RuntimeError, match=error):
+            f(leaf(x), leaf(w), leaf(b))
+        return
+    out = f(leaf(x), leaf(w), leaf(b))
+    assert out.grad_fn.name() == expected_name
+    np.testing.assert_allclose(out.detach().numpy(), want, atol=1e-12)
+    check_grads(f, x, w, b)
+
+
+def test_linear_errors():
+    x, w = fg.ones(2, 3), fg.ones(5, 3)
+    with pytest.raises(RuntimeError, match=re.escape("addmm: mat1 and mat2 shapes cannot be multiplied (2x4 and 3x5)")):
+        F.linear(fg.ones(2, 4), w, fg.ones(5))
+    with pytest.raises(RuntimeError, match=re.escape("addmm: mat1 and mat2 shapes cannot be multiplied (8x4 and 3x5)")):
+        F.linear(fg.ones(4, 2, 4), w, fg.ones(5))
+    with pytest.raises(RuntimeError, match=re.escape("addmm: mat2 must be a matrix, got 1-D tensor")):
+        F.linear(x, fg.ones(3), fg.ones(1))
+    with pytest.raises(RuntimeError, match=re.escape("both arguments to linear need to be at least 1D, but they are 0D and 2D")):
+        F.linear(fg.ones(()), w, fg.ones(5))
+    with pytest.raises(RuntimeError, match=re.escape("self and mat2 must have the same dtype, but got Double and Float")):
+        F.linear(fg.ones(2, 3, dtype=fg.float64), w, fg.ones(5, dtype=fg.float64))
+    with pytest.raises(RuntimeError, match=re.escape("output with shape [4, 2, 5] doesn't match the broadcast shape [1, 4, 2, 5]")):
+        F.linear(fg.ones(4, 2, 3), w, fg.ones(1, 4, 2, 5))
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])

@@ -188,6 +188,13 @@ def test_contiguous():
     assert x.grad.tolist() == [[1.0, 10.0]]
 
 
+def test_empty_tensor_is_contiguous_whatever_its_strides():
+    t = fg.ones(0, 2, 3).transpose(1, 2)
+    assert t.stride() == (6, 1, 3)
+    assert t.is_contiguous()
+    assert t.contiguous() is t
+
+
 def test_contiguous_of_contiguous_is_self():
     t = fg.ones(2, 3)
     assert t.contiguous() is t

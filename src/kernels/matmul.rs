@@ -20,12 +20,14 @@ pub struct Mat<T> {
 /// Below this many multiply-adds the product runs on one thread.
 const PARALLEL_WORK: usize = 48 * 48 * 48;
 
-/// Where a product's result goes: element `(i, j)` at `ptr + i * rs + j * cs`.
+/// Where a product's result goes: element `(i, j)` at `ptr + i * rs + j * cs`,
+/// replacing what is there or, with `add`, added to it.
 #[derive(Clone, Copy)]
 struct Dst<T> {
     ptr: *mut T,
     rs: usize,
     cs: usize,
+    add: bool,
 }
 
 // SAFETY (both): the descriptors are plain pointers plus sizes; every task
@@ -41,13 +43,27 @@ unsafe impl<T> Sync for Dst<T> {}
 /// `a` and `b` must describe valid strided matrices and `out` must hold
 /// `a.rows * b.cols` elements.
 pub unsafe fn gemm_into<T: Element>(a: Mat<T>, b: Mat<T>, out: *mut T, parallel: bool) {
+    gemm_impl(a, b, out, parallel, false)
+}
+
+/// `out[m, n] += a[m, k] @ b[k, n]` (`addmm`: `out` holds the broadcast bias).
+///
+/// # Safety
+/// As [`gemm_into`], and `out` must be initialised.
+pub unsafe fn gemm_add_into<T: Element>(a: Mat<T>, b: Mat<T>, out: *mut T, parallel: bool) {
+    gemm_impl(a, b, out, parallel, true)
+}
+
+unsafe fn gemm_impl<T: Element>(a: Mat<T>, b: Mat<T>, out: *mut T, parallel: bool, add: bool) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     if m == 0 || n == 0 {
         return;
     }
     if k == 0 {
-        for i in 0..m * n {
-            *out.add(i) = T::zero();
+        if !add {
+            for i in 0..m * n {
+                *out.add(i) = T::zero();
+            }
         }
         return;
     }
@@ -60,6 +76,7 @@ pub unsafe fn gemm_into<T: Element>(a: Mat<T>, b: Mat<T>, out: *mut T, parallel:
         ptr: out,
         rs: n,
         cs: 1,
+        add,
     };
     super::parallel::run(work, move |threads| {
         // SAFETY: forwarded from the caller's contract.
@@ -114,14 +131,14 @@ unsafe fn block<T: Element>(a: Mat<T>, b: Mat<T>, dst: Dst<T>) {
             dst.ptr as *mut f32,
             dst.cs as isize,
             dst.rs as isize,
-            false,
+            dst.add,
             a.ptr as *const f32,
             a.col_stride as isize,
             a.row_stride as isize,
             b.ptr as *const f32,
             b.col_stride as isize,
             b.row_stride as isize,
-            0.0,
+            if dst.add { 1.0 } else { 0.0 },
             1.0,
             false,
             false,
@@ -135,14 +152,14 @@ unsafe fn block<T: Element>(a: Mat<T>, b: Mat<T>, dst: Dst<T>) {
             dst.ptr as *mut f64,
             dst.cs as isize,
             dst.rs as isize,
-            false,
+            dst.add,
             a.ptr as *const f64,
             a.col_stride as isize,
             a.row_stride as isize,
             b.ptr as *const f64,
             b.col_stride as isize,
             b.row_stride as isize,
-            0.0,
+            if dst.add { 1.0 } else { 0.0 },
             1.0,
             false,
             false,
@@ -166,7 +183,12 @@ unsafe fn naive<T: Element>(a: Mat<T>, b: Mat<T>, dst: Dst<T>) {
                 acc += x.to_f64() * y.to_f64();
                 acc_i += x.to_f64() as i128 * y.to_f64() as i128;
             }
-            *dst.ptr.add(i * dst.rs + j * dst.cs) = if T::DTYPE.is_float() {
+            let at = dst.ptr.add(i * dst.rs + j * dst.cs);
+            if dst.add {
+                acc += (*at).to_f64();
+                acc_i += (*at).to_f64() as i128;
+            }
+            *at = if T::DTYPE.is_float() {
                 T::from_f64(acc)
             } else {
                 T::from_f64(acc_i as f64)
@@ -211,10 +233,17 @@ mod tests {
                             ptr: want.as_mut_ptr(),
                             rs: n,
                             cs: 1,
+                            add: false,
                         },
                     );
                 }
                 assert_eq!(got, want, "{m}x{k}x{n} transposed={ta},{tb}");
+                // Accumulating into a bias: the same product plus the bias.
+                let bias: Vec<f64> = (0..m * n).map(|i| (i % 7) as f64).collect();
+                let mut sum = bias.clone();
+                unsafe { gemm_add_into(ma, mb, sum.as_mut_ptr(), true) };
+                let plus: Vec<f64> = want.iter().zip(&bias).map(|(w, b)| w + b).collect();
+                assert_eq!(sum, plus, "{m}x{k}x{n} transposed={ta},{tb} accumulated");
             }
         }
     }

@@ -21,25 +21,49 @@ const LEAF_VIEW_MSG: &str =
     "a view of a leaf Variable that requires grad is being used in an in-place operation.";
 const NO_GRAD_VIEW_ADVICE: &str = "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
 
-/// PyTorch's refusal for a view taken under `no_grad()` that is written in
-/// place (`indirect`: its base or another view of it was written) in grad mode.
-pub(crate) fn no_grad_view_error(creation: CreationMeta, indirect: bool) -> Error {
+const MULTI_OUTPUT_ADVICE: &str = "This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+
+/// The name PyTorch gives a node's forward op in messages (`Split` for
+/// `SplitBackward0`).
+fn forward_op_name(node: &str) -> String {
+    node.replacen("Backward0", "", 1)
+        .replacen("Backward", "", 1)
+}
+
+/// PyTorch's refusal to rebase a view that is not an ordinary one (see
+/// `CreationMeta`) onto new history: it is being written in place in grad
+/// mode, or (`indirect`) its base or another view of it was written.
+pub(crate) fn view_rebase_error(t: &Tensor, indirect: bool) -> Error {
     let what = if indirect {
         "its base or another view of its base has been"
     } else {
         "is being"
     };
-    let head = match creation {
-        CreationMeta::OfNoGradView(op) => {
-            // PyTorch names the node without its `Backward0` suffix.
-            let short = op.replacen("Backward0", "", 1).replacen("Backward", "", 1);
-            format!("Output 0 of {short} is a view of a view which was created in no_grad mode")
+    let msg = match t.creation_meta() {
+        CreationMeta::MultiOutput => {
+            // Named after the view's own node, when it has one (a piece of a
+            // tensor that did not require grad has none).
+            let node = t.meta().grad_fn.clone();
+            let head = match node {
+                Some((n, nr)) => format!(
+                    "Output {nr} of {} is a view and {what} modified inplace.",
+                    forward_op_name(&n.name())
+                ),
+                None => format!(
+                    "A view was created in no_grad mode and {what} modified inplace with grad mode enabled."
+                ),
+            };
+            format!("{head} {MULTI_OUTPUT_ADVICE}")
         }
-        _ => "A view was created in no_grad mode".to_string(),
+        CreationMeta::OfNoGradView(op) => format!(
+            "Output 0 of {} is a view of a view which was created in no_grad mode and {what} modified inplace with grad mode enabled. {NO_GRAD_VIEW_ADVICE}",
+            forward_op_name(op)
+        ),
+        _ => format!(
+            "A view was created in no_grad mode and {what} modified inplace with grad mode enabled. {NO_GRAD_VIEW_ADVICE}"
+        ),
     };
-    Error::runtime(format!(
-        "{head} and {what} modified inplace with grad mode enabled. {NO_GRAD_VIEW_ADVICE}"
-    ))
+    Error::runtime(msg)
 }
 
 /// PyTorch's refusals: in grad mode, a leaf that requires grad (or a view of
@@ -55,7 +79,7 @@ pub fn check_inplace(t: &Tensor) -> Result<()> {
     if let Some(base) = t.base() {
         if base.requires_grad() {
             if t.creation_meta() != CreationMeta::Default {
-                return Err(no_grad_view_error(t.creation_meta(), false));
+                return Err(view_rebase_error(t, false));
             }
             if base.is_leaf() {
                 return Err(Error::runtime(LEAF_VIEW_MSG));
@@ -103,7 +127,7 @@ fn commit_since(t: &Tensor, result: &Tensor, mark: Option<u64>) -> Result<()> {
     let tracked = result.requires_grad() && is_grad_enabled();
     if tracked && t.creation_meta() != CreationMeta::Default {
         // Another operand requires grad (the base's own case is in `check_inplace`).
-        return Err(no_grad_view_error(t.creation_meta(), false));
+        return Err(view_rebase_error(t, false));
     }
     let nodes = match mark {
         Some(m) if tracked => nodes_since(result, m),

@@ -1,15 +1,16 @@
-//! Matrix products: `mm`, `dot`, and `matmul` over every 1-D/2-D/batched
-//! combination with broadcast batch dimensions.
+//! Matrix products: `mm`, `mv`, `dot`, `bmm`, `addmm` (and `linear`), and
+//! `matmul` over every 1-D/2-D/batched combination with broadcast batch
+//! dimensions, recorded along PyTorch's routes so the graph has its nodes.
 
 use smallvec::{smallvec, SmallVec};
 
 use super::{cast_data, expand, mul, result_type, squeeze, transpose, unsqueeze};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
-use crate::kernels::matmul::{gemm_into, Mat};
+use crate::kernels::matmul::{gemm_add_into, gemm_into, Mat};
 use crate::kernels::{build_vec, SendPtr};
 use crate::saved;
-use crate::tensor::{broadcast_shapes, fmt_shape, DType, Element, Shape, Tensor, View};
+use crate::tensor::{broadcast_shapes, DType, Element, Shape, Tensor, View};
 
 fn check_dtype(a: &Tensor, b: &Tensor, what: &str) -> Result<DType> {
     let (da, db) = (a.dtype(), b.dtype());
@@ -94,22 +95,29 @@ fn bmm_kernel<T: Element>(va: &View, vb: &View) -> Vec<T> {
     })
 }
 
+/// The product of the matrix views `va` (m x k) and `vb` (k x n), plus `vbias`
+/// (broadcast to m x n), in fresh row-major memory: the bias is laid out
+/// first and the product accumulated onto it in one pass.
+fn addmm_kernel<T: Element>(vbias: &View, va: &View, vb: &View) -> Vec<T> {
+    let (m, k, n) = (va.shape[0], va.shape[1], vb.shape[1]);
+    let mut out = crate::kernels::copy::gather::<T>(vbias);
+    // SAFETY: `out` holds the m x n bias; the operands are 2-D views whose
+    // strides describe their own memory.
+    unsafe {
+        gemm_add_into(
+            mat::<T>(va, 0, va.strides[0], va.strides[1], m, k),
+            mat::<T>(vb, 0, vb.strides[0], vb.strides[1], k, n),
+            out.as_mut_ptr(),
+            true,
+        )
+    };
+    out
+}
+
 /// `mm(a, b)` for two matrices.
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
-    if sa.len() != 2 || sb.len() != 2 {
-        return Err(Error::runtime(format!(
-            "mm: expected 2-D tensors, got {}-D and {}-D",
-            sa.len(),
-            sb.len()
-        )));
-    }
-    if sa[1] != sb[0] {
-        return Err(Error::runtime(format!(
-            "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-            sa[0], sa[1], sb[0], sb[1]
-        )));
-    }
+    check_matrices("mm", &sa, &sb)?;
     let dt = check_dtype(a, b, "addmm_impl_cpu_")?;
     let out = {
         let (va, vb) = (a.view(), b.view());
@@ -135,6 +143,151 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                     None
                 };
                 Ok(smallvec![ga, gb])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// PyTorch's checks (and wording) for the two matrices of `mm`/`addmm`.
+fn check_matrices(op: &str, sa: &[usize], sb: &[usize]) -> Result<()> {
+    if sa.len() != 2 {
+        return Err(Error::runtime(format!(
+            "{op}: self must be a matrix, got {}-D tensor",
+            sa.len()
+        )));
+    }
+    if sb.len() != 2 {
+        return Err(Error::runtime(format!(
+            "{op}: mat2 must be a matrix, got {}-D tensor",
+            sb.len()
+        )));
+    }
+    if sa[1] != sb[0] {
+        return Err(Error::runtime(format!(
+            "{op}: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            sa[0], sa[1], sb[0], sb[1]
+        )));
+    }
+    Ok(())
+}
+
+/// `addmm(bias, a, b) = bias + a @ b` as one node (`AddmmBackward0`), the
+/// bias broadcast to the product's shape: what `linear` records for a
+/// matrix input.
+pub fn addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (sa, sb) = (a.shape(), b.shape());
+    check_matrices("addmm", &sa, &sb)?;
+    let (da, db, dc) = (a.dtype(), b.dtype(), bias.dtype());
+    if dc != db {
+        return Err(Error::runtime(format!(
+            "self and mat2 must have the same dtype, but got {} and {}",
+            dc.scalar_name(),
+            db.scalar_name()
+        )));
+    }
+    if da != db {
+        return Err(Error::runtime(format!(
+            "mat1 and mat2 must have the same dtype, but got {} and {}",
+            da.scalar_name(),
+            db.scalar_name()
+        )));
+    }
+    if da == DType::Bool {
+        return Err(Error::runtime(
+            "\"addmm_impl_cpu_\" not implemented for 'Bool'",
+        ));
+    }
+    let shape = Shape::from_slice(&[sa[0], sb[1]]);
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let e = expand(&bias.detach(), &shape)?;
+        let (vc, va, vb) = (e.view(), a.view(), b.view());
+        crate::dispatch!(da, T => Tensor::from_vec(addmm_kernel::<T>(&vc, &va, &vb), shape))
+    };
+    if needs_record(&[bias, a, b]) {
+        let (ra, rb) = (a.requires_grad(), b.requires_grad());
+        record(
+            "AddmmBackward0",
+            &[bias, a, b],
+            &out,
+            saved![rb.then_some(a), ra.then_some(b)],
+            |c| {
+                let g = c.grad()?;
+                // The engine sums the bias's gradient back to its shape.
+                let gc = c.needs(0).then(|| g.clone());
+                let ga = if c.needs(1) {
+                    Some(mm(g, &transpose(c.saved(1)?, 0, 1)?)?)
+                } else {
+                    None
+                };
+                let gb = if c.needs(2) {
+                    Some(mm(&transpose(c.saved(0)?, 0, 1)?, g)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![gc, ga, gb])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// `mv(a, v)`: a matrix times a vector (`MvBackward0`).
+pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
+    let (sa, sv) = (a.shape(), v.shape());
+    if sa.len() != 2 || sv.len() != 1 {
+        return Err(Error::runtime(format!(
+            "vector + matrix @ vector expected, got 1, {}, {}",
+            sa.len(),
+            sv.len()
+        )));
+    }
+    if sa[1] != sv[0] {
+        return Err(Error::runtime(format!(
+            "size mismatch, got input ({}), mat ({}x{}), vec ({})",
+            sa[0], sa[0], sa[1], sv[0]
+        )));
+    }
+    let (da, dv) = (a.dtype(), v.dtype());
+    if da != dv {
+        return Err(Error::runtime(format!(
+            "addmv input tensors must have the same dtype, but got {}, {}, and {}",
+            dv.scalar_name(),
+            da.scalar_name(),
+            dv.scalar_name()
+        )));
+    }
+    if da == DType::Bool {
+        return Err(Error::runtime(
+            "\"addmv_impl_cpu\" not implemented for 'Bool'",
+        ));
+    }
+    let out = {
+        let v2 = unsqueeze_data(v, 1);
+        let (va, vv) = (a.view(), v2.view());
+        crate::dispatch!(da, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vv), Shape::from_slice(&[sa[0]])))
+    };
+    if needs_record(&[a, v]) {
+        let (ra, rv) = (a.requires_grad(), v.requires_grad());
+        record(
+            "MvBackward0",
+            &[a, v],
+            &out,
+            saved![rv.then_some(a), ra.then_some(v)],
+            |c| {
+                let g = c.grad()?;
+                let ga = if c.needs(0) {
+                    Some(outer(g, c.saved(1)?)?)
+                } else {
+                    None
+                };
+                let gv = if c.needs(1) {
+                    Some(mv(&super::t(c.saved(0)?)?, g)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![ga, gv])
             },
         );
     }
@@ -197,7 +350,11 @@ fn unsqueeze_data(a: &Tensor, dim: usize) -> Tensor {
     unsqueeze(&d, dim as i64).unwrap_or(d)
 }
 
-/// `a @ b` with NumPy's matmul rules.
+/// `a @ b` with NumPy's matmul rules, taking the same route as PyTorch's
+/// `matmul` (so the graph has the same nodes): `dot`, `mv`, `mm`, or for
+/// more dimensions either one `mm`/`mv` over the larger operand with its
+/// batch dimensions folded into rows (`should_fold`) or a batched product,
+/// each reshaped to the result by `_unsafe_view` (`UnsafeViewBackward0`).
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (na, nb) = (a.ndim(), b.ndim());
     if na == 0 || nb == 0 {
@@ -211,69 +368,209 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     match (na, nb) {
         (1, 1) => dot(a, b),
+        (2, 1) => mv(a, b),
+        (1, 2) => Ok(squeeze_rows(&mm(&unsqueeze(a, 0)?, b)?)),
         (2, 2) => mm(a, b),
-        (1, _) => squeeze(&matmul(&unsqueeze(a, 0)?, b)?, Some(-2)),
-        (_, 1) => squeeze(&matmul(a, &unsqueeze(b, 1)?)?, Some(-1)),
-        _ => bmm_broadcast(a, b),
+        _ if should_fold(a, b, na, nb) => matmul_folded(a, b),
+        _ => matmul_batched(a, b),
     }
 }
 
-/// Batched product with broadcast batch dimensions.
-fn bmm_broadcast(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+/// PyTorch's `squeeze_(0)` of the one-row product `vector @ matrix`: the
+/// product itself (not a view of it) without its first dimension,
+/// recorded as `SqueezeBackward4` and counted as a write.
+fn squeeze_rows(p: &Tensor) -> Tensor {
+    let shape = Shape::from_slice(&p.shape()[1..]);
+    let out = p.reshape_data(shape);
+    out.view().storage.bump_version();
+    if needs_record(&[p]) {
+        record("SqueezeBackward4", &[p], &out, saved![], |c| {
+            Ok(smallvec![Some(unsqueeze(c.grad()?, 0)?)])
+        });
+    }
+    out
+}
+
+/// Whether `matmul` folds the batch dimensions of the larger operand (of 3
+/// or more dimensions, the other having 1 or 2) into the rows of one
+/// `mm`/`mv`, as PyTorch's `should_fold` decides: always when the smaller
+/// operand requires grad (its gradient is then one product, not a batch of
+/// them summed), otherwise when the larger one folds without a copy.
+fn should_fold(a: &Tensor, b: &Tensor, na: usize, nb: usize) -> bool {
+    let a_larger = na >= nb;
+    let (dim_t1, dim_t2) = if a_larger { (na, nb) } else { (nb, na) };
+    if !(dim_t1 >= 3 && dim_t2 <= 2) {
+        return false;
+    }
+    let small_requires_grad = if a_larger {
+        b.requires_grad()
+    } else {
+        a.requires_grad()
+    };
+    if small_requires_grad {
+        return true;
+    }
+    if na == 2 {
+        // The result would need a transposed copy.
+        return false;
+    }
+    // The larger operand, transposed if it is `b`.
+    let (mut shape, mut strides) = {
+        let v = if a_larger { a.view() } else { b.view() };
+        (v.shape.clone(), v.strides.clone())
+    };
+    if !a_larger {
+        shape.swap(dim_t1 - 1, dim_t1 - 2);
+        strides.swap(dim_t1 - 1, dim_t1 - 2);
+    }
+    // It folds without a copy when its leading dimensions merge into one.
+    let rows: usize = shape[..dim_t1 - 1].iter().product();
+    crate::tensor::view_strides(&shape, &strides, &[rows, shape[dim_t1 - 1]]).is_some()
+}
+
+/// The folded branch of `matmul`: `t1` is the larger operand (`b.mT` when
+/// `b` is larger), its leading dimensions folded into rows; the result is
+/// reshaped back and, for `b.mT`, transposed back into a contiguous copy.
+fn matmul_folded(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (na, nb) = (a.ndim(), b.ndim());
+    let trans = nb > na;
+    let t1 = if trans {
+        transpose(b, -1, -2)?
+    } else {
+        a.clone()
+    };
+    let t2 = if !trans {
+        b.clone()
+    } else if na == 2 {
+        super::t(a)?
+    } else {
+        a.clone()
+    };
+    let s1 = t1.shape();
+    let mut out_shape: Shape = s1[..s1.len() - 1].iter().copied().collect();
+    let rows: usize = out_shape.iter().product();
+    let t2_matrix = t2.ndim() == 2;
+    if t2_matrix {
+        out_shape.push(t2.shape()[1]);
+    }
+    let folded = super::reshape_i(&t1, &[rows as i64, s1[s1.len() - 1] as i64])?;
+    if t2_matrix {
+        let out = super::unsafe_view(&mm(&folded, &t2)?, out_shape);
+        if trans {
+            return super::contiguous(&transpose(&out, -1, -2)?);
+        }
+        Ok(out)
+    } else {
+        Ok(super::unsafe_view(&mv(&folded, &t2)?, out_shape))
+    }
+}
+
+/// The batched branch of `matmul`: batch dimensions broadcast, every batch
+/// one product, in PyTorch's graph a `bmm` of the operands expanded and
+/// flattened to 3-D, then `_unsafe_view` to the result's shape. The kernel
+/// reads the broadcast operands through their strides, so the
+/// `BmmBackward0` node takes `a` and `b` themselves (the engine sums its
+/// gradients back over broadcast dimensions) and nothing is copied.
+fn matmul_batched(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
     let (na, nb) = (sa.len(), sb.len());
-    let (m, k, k2, n) = (sa[na - 2], sa[na - 1], sb[nb - 2], sb[nb - 1]);
-    if k != k2 {
+    let n = if na > 1 { sa[na - 2] } else { 1 };
+    let m1 = sa[na - 1];
+    let (m2, p) = if nb > 1 {
+        (sb[nb - 2], sb[nb - 1])
+    } else {
+        (sb[0], 1)
+    };
+    let (batch1, batch2) = (&sa[..na.saturating_sub(2)], &sb[..nb.saturating_sub(2)]);
+    // As PyTorch: a size-1 batch that requires grad is squeezed rather than
+    // broadcast, so its gradient is not a batch of products summed.
+    if na == 3 && nb == 3 && batch1[0] != batch2[0] {
+        if batch1[0] == 1 && a.requires_grad() {
+            return matmul(&squeeze(a, Some(0))?, b);
+        }
+        if batch2[0] == 1 && b.requires_grad() {
+            return matmul(a, &squeeze(b, Some(0))?);
+        }
+    }
+    let batch = broadcast_shapes(batch1, batch2)?;
+    let nbatch: usize = batch.iter().product();
+    if m1 != m2 {
         return Err(Error::runtime(format!(
-            "Expected size for first two dimensions of batch2 tensor to be: [{}, {k}] but got: [{}, {k2}]; shapes {} and {} cannot be multiplied",
-            sa[..na - 2].iter().product::<usize>(),
-            sb[..nb - 2].iter().product::<usize>(),
-            fmt_shape(&sa),
-            fmt_shape(&sb)
+            "Expected size for first two dimensions of batch2 tensor to be: [{nbatch}, {m1}] but got: [{nbatch}, {m2}]."
         )));
     }
     let dt = check_dtype(a, b, "bmm")?;
-    let batch = broadcast_shapes(&sa[..na - 2], &sb[..nb - 2])?;
-    let mut ta: Shape = batch.clone();
-    ta.extend_from_slice(&[m, k]);
-    let mut tb: Shape = batch.clone();
-    tb.extend_from_slice(&[k, n]);
-    let mut to: Shape = batch.clone();
-    to.extend_from_slice(&[m, n]);
-    let out = {
-        let _g = crate::autograd::GradModeGuard::new(false);
-        let (ea, eb) = (
-            super::expand(&a.detach(), &ta)?,
-            super::expand(&b.detach(), &tb)?,
-        );
-        let (va, vb) = (ea.view(), eb.view());
-        crate::dispatch!(dt, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vb), to.clone()))
-    };
-    if needs_record(&[a, b]) {
-        let (ra, rb) = (a.requires_grad(), b.requires_grad());
-        record(
-            "BmmBackward0",
-            &[a, b],
-            &out,
-            saved![rb.then_some(a), ra.then_some(b)],
-            |c| {
-                let g = c.grad()?;
-                // The engine sums these back over broadcast batch dimensions.
-                let ga = if c.needs(0) {
-                    Some(matmul(g, &transpose(c.saved(1)?, -1, -2)?)?)
-                } else {
-                    None
-                };
-                let gb = if c.needs(1) {
-                    Some(matmul(&transpose(c.saved(0)?, -1, -2)?, g)?)
-                } else {
-                    None
-                };
-                Ok(smallvec![ga, gb])
-            },
-        );
+    let with = |tail: &[usize]| -> Shape { batch.iter().chain(tail).copied().collect() };
+    let mut out_shape = batch.clone();
+    if na > 1 {
+        out_shape.push(n);
     }
-    Ok(out)
+    if nb > 1 {
+        out_shape.push(p);
+    }
+    let recording = needs_record(&[a, b]);
+    // Unrecorded, the result is made in its final shape: nothing can tell.
+    let (flat_shape, out_shape) = if recording {
+        (Shape::from_slice(&[nbatch, n, p]), out_shape)
+    } else {
+        (out_shape, Shape::new())
+    };
+    let flat = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let a2 = if na == 1 {
+            unsqueeze_data(a, 0)
+        } else {
+            a.detach()
+        };
+        let b2 = if nb == 1 {
+            unsqueeze_data(b, 1)
+        } else {
+            b.detach()
+        };
+        let (ea, eb) = (expand(&a2, &with(&[n, m1]))?, expand(&b2, &with(&[m2, p]))?);
+        let (va, vb) = (ea.view(), eb.view());
+        crate::dispatch!(dt, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vb), flat_shape))
+    };
+    if !recording {
+        return Ok(flat);
+    }
+    let (ra, rb) = (a.requires_grad(), b.requires_grad());
+    let g_shape = with(&[n, p]);
+    record(
+        "BmmBackward0",
+        &[a, b],
+        &flat,
+        saved![rb.then_some(a), ra.then_some(b)],
+        move |c| {
+            let g = super::reshape(c.grad()?, &g_shape)?;
+            // Vectors as the one-row / one-column matrices they were.
+            let ga = if c.needs(0) {
+                let sb = c.saved(1)?;
+                let bm = if nb == 1 {
+                    unsqueeze(sb, 1)?
+                } else {
+                    sb.clone()
+                };
+                Some(matmul(&g, &transpose(&bm, -1, -2)?)?)
+            } else {
+                None
+            };
+            let gb = if c.needs(1) {
+                let sa = c.saved(0)?;
+                let am = if na == 1 {
+                    unsqueeze(sa, 0)?
+                } else {
+                    sa.clone()
+                };
+                let gb = matmul(&transpose(&am, -1, -2)?, &g)?;
+                Some(if nb == 1 { squeeze(&gb, Some(-1))? } else { gb })
+            } else {
+                None
+            };
+            Ok(smallvec![ga, gb])
+        },
+    );
+    Ok(super::unsafe_view(&flat, out_shape))
 }
 
 /// `bmm(a, b)`: strictly 3-D batches of equal size.
@@ -291,8 +588,35 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             sa[0], sa[2], sb[0], sb[1]
         )));
     }
-    check_dtype(a, b, "bmm")?;
-    matmul(a, b)
+    let dt = check_dtype(a, b, "bmm")?;
+    let out = {
+        let (va, vb) = (a.view(), b.view());
+        crate::dispatch!(dt, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vb), Shape::from_slice(&[sa[0], sa[1], sb[2]])))
+    };
+    if needs_record(&[a, b]) {
+        let (ra, rb) = (a.requires_grad(), b.requires_grad());
+        record(
+            "BmmBackward0",
+            &[a, b],
+            &out,
+            saved![rb.then_some(a), ra.then_some(b)],
+            |c| {
+                let g = c.grad()?;
+                let ga = if c.needs(0) {
+                    Some(bmm(g, &transpose(c.saved(1)?, 1, 2)?)?)
+                } else {
+                    None
+                };
+                let gb = if c.needs(1) {
+                    Some(bmm(&transpose(c.saved(0)?, 1, 2)?, g)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![ga, gb])
+            },
+        );
+    }
+    Ok(out)
 }
 
 /// `outer(a, b)`: `a[i] * b[j]` for two vectors.
@@ -306,33 +630,40 @@ pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     mul(&unsqueeze(a, 1)?, &unsqueeze(b, 0)?)
 }
 
-/// `linear(x, w, b) = x @ w.T + b`.
+/// `linear(x, w, b) = x @ w.T + b`, by PyTorch's routes: a matrix input with
+/// a bias is one `addmm` (`AddmmBackward0`); a contiguous input of other
+/// rank with a bias that is contiguous and one-dimensional once squeezed is
+/// flattened to a matrix for `addmm` and reshaped back; anything else is
+/// `matmul` followed by an in-place add of the bias.
 pub fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
-    let y = if w.ndim() == 1 {
-        matmul(x, w)?
-    } else {
-        if w.ndim() != 2 {
-            return Err(Error::runtime(format!(
-                "t() expects a tensor with <= 2 dimensions, but self is {}D",
-                w.ndim()
-            )));
-        }
-        let (xs, ws) = (x.shape(), w.shape());
-        if xs.last().copied() != Some(ws[1]) {
-            return Err(Error::runtime(format!(
-                "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-                xs[..xs.len().saturating_sub(1)].iter().product::<usize>(),
-                xs.last().copied().unwrap_or(0),
-                ws[1],
-                ws[0]
-            )));
-        }
-        matmul(x, &transpose(w, 0, 1)?)?
-    };
-    match b {
-        Some(b) => super::add(&y, b),
-        None => Ok(y),
+    let (xd, wd) = (x.ndim(), w.ndim());
+    if xd == 0 || wd == 0 {
+        return Err(Error::runtime(format!(
+            "both arguments to linear need to be at least 1D, but they are {xd}D and {wd}D"
+        )));
     }
+    let Some(b) = b else {
+        return matmul(x, &super::t(w)?);
+    };
+    if xd == 2 {
+        return addmm(b, x, &super::t(w)?);
+    }
+    let squeezed_dims = b.shape().iter().filter(|&&s| s != 1).count();
+    let bias_fusable = (b.ndim() == 1 || squeezed_dims == 1) && b.is_contiguous();
+    if bias_fusable && x.is_contiguous() {
+        // `_flatten_nd_linear`: the leading dimensions become rows.
+        let xs = x.shape();
+        let cols = xs[xs.len() - 1];
+        let rows: usize = xs[..xs.len() - 1].iter().product();
+        let x2 = super::view(x, &[rows as i64, cols as i64])?;
+        let r = addmm(b, &x2, &super::t(w)?)?;
+        let mut shape: Shape = xs[..xs.len() - 1].iter().copied().collect();
+        shape.push(r.shape()[1]);
+        return Ok(super::unsafe_view(&r, shape));
+    }
+    let out = matmul(x, &super::t(w)?)?;
+    super::apply_inplace(&out, || super::add(&out, b))?;
+    Ok(out)
 }
 
 /// One operand's subscripts after `...` has been expanded.

@@ -6,7 +6,9 @@ use smallvec::{smallvec, SmallVec};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
 use crate::saved;
-use crate::tensor::{fmt_shape, infer_shape, view_strides, wrap_dim, Shape, Strides, Tensor, View};
+use crate::tensor::{
+    fmt_shape, infer_shape, is_contiguous, view_strides, wrap_dim, Shape, Strides, Tensor, View,
+};
 
 /// A new tensor viewing `a`'s storage with another shape and strides, made
 /// by the view op whose node is `op`.
@@ -70,18 +72,29 @@ pub fn reshape_i(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
     };
     let new = infer_shape(shape, old.iter().product())?;
     match view_strides(&old, &strides, &new) {
-        Some(st) => Ok(record_view(
-            a,
-            alias(a, "ViewBackward0", new, st, offset),
-            "ViewBackward0",
-            old,
-        )),
+        // PyTorch views a contiguous input and `_reshape_alias`es any other.
+        Some(st) => {
+            let name = if is_contiguous(&old, &strides) {
+                "ViewBackward0"
+            } else {
+                "ReshapeAliasBackward0"
+            };
+            Ok(record_view(a, alias(a, name, new, st, offset), name, old))
+        }
         None => {
             let c = contiguous(a)?;
             let out = c.reshape_data(new);
             Ok(record_view(&c, out, "UnsafeViewBackward0", old))
         }
     }
+}
+
+/// PyTorch's `_unsafe_view`: the contiguous `a` under another shape, as a
+/// new tensor that is not a view for autograd (`UnsafeViewBackward0`).
+pub(crate) fn unsafe_view(a: &Tensor, shape: Shape) -> Tensor {
+    let old = a.shape();
+    let out = a.reshape_data(shape);
+    record_view(a, out, "UnsafeViewBackward0", old)
 }
 
 fn record_view(a: &Tensor, out: Tensor, name: &'static str, old: Shape) -> Tensor {

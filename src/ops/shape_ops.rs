@@ -1,12 +1,13 @@
 //! Joining, splitting and rearranging: `cat`, `stack`, `split`, `chunk`,
-//! `unbind`, `flip`, `repeat`, `unflatten`, `narrow`, `cumsum`. Pieces are
-//! views (`slice`/`select`); `stack` and `repeat` are composites recorded
-//! as one node each, under PyTorch's names.
+//! `unbind`, `flip`, `repeat`, `unflatten`, `narrow`, `cumsum`. The pieces
+//! of `split`/`chunk`/`unbind` are views that are the outputs of one node;
+//! `stack` and `repeat` are composites recorded as one node each, under
+//! PyTorch's names.
 
 use smallvec::{smallvec, SmallVec};
 
 use super::{cast_data, expand, reshape, reshape_i, select, slice, unsqueeze};
-use crate::autograd::{needs_record, record};
+use crate::autograd::{needs_record, record, record_multi};
 use crate::error::{Error, Result};
 use crate::kernels::copy::scatter;
 use crate::saved;
@@ -154,6 +155,65 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     Ok(out)
 }
 
+/// The pieces `split`, `chunk` and `unbind` return: views of `t` along
+/// dimension `d`, one per entry of `sizes` (with `drop`, each of size 1 and
+/// without that dimension). As in PyTorch they are the outputs of one node,
+/// `name`, whose backward joins the pieces' gradients (zeros for a piece
+/// that got none), and may not be written in place (see
+/// `CreationMeta::MultiOutput`).
+fn multi_output_views(
+    t: &Tensor,
+    d: usize,
+    sizes: &[usize],
+    drop: bool,
+    name: &'static str,
+) -> Vec<Tensor> {
+    let v = t.view().clone();
+    let mut start = 0usize;
+    let pieces: Vec<Tensor> = sizes
+        .iter()
+        .map(|&n| {
+            let mut shape = v.shape.clone();
+            let mut strides = v.strides.clone();
+            // An empty piece keeps the base's offset, as an empty slice does.
+            let offset = v.offset + if n > 0 { start * strides[d] } else { 0 };
+            if drop {
+                shape.remove(d);
+                strides.remove(d);
+            } else {
+                shape[d] = n;
+            }
+            start += n;
+            let view = View {
+                storage: v.storage.clone(),
+                shape,
+                strides,
+                offset,
+            };
+            Tensor::new_multi_output_view(view, t)
+        })
+        .collect();
+    if !pieces.is_empty() && needs_record(&[t]) {
+        record_multi(name, &[t], &pieces, saved![], move |c| {
+            let grads = c
+                .grads
+                .iter()
+                .zip(c.node.outputs.iter())
+                .map(|(g, meta)| match g {
+                    Some(g) => g.clone(),
+                    None => Tensor::zeros(meta.shape.clone(), meta.dtype),
+                })
+                .collect::<Vec<_>>();
+            Ok(smallvec![Some(if drop {
+                stack(&grads, d as i64)?
+            } else {
+                cat(&grads, d as i64)?
+            })])
+        });
+    }
+    pieces
+}
+
 /// `split(t, sizes, dim)` with explicit section sizes (views).
 pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     let shape = t.shape();
@@ -171,13 +231,14 @@ pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tenso
             parts.join(", ")
         )));
     }
-    let mut out = Vec::with_capacity(sizes.len());
-    let mut off = 0;
-    for &s in sizes {
-        out.push(slice(t, d as i64, Some(off), Some(off + s), 1)?);
-        off += s;
-    }
-    Ok(out)
+    let sizes: Vec<usize> = sizes.iter().map(|&s| s as usize).collect();
+    Ok(multi_output_views(
+        t,
+        d,
+        &sizes,
+        false,
+        "SplitWithSizesBackward0",
+    ))
 }
 
 /// `split(t, size, dim)`: pieces of `size` (the last may be shorter).
@@ -194,18 +255,20 @@ pub fn split(t: &Tensor, size: i64, dim: i64) -> Result<Vec<Tensor>> {
         )));
     }
     let d = wrap_dim(dim, shape.len())?;
-    let n = shape[d] as i64;
-    if size == 0 {
+    let n = shape[d];
+    let sizes: Vec<usize> = if size == 0 {
         if n != 0 {
             return Err(Error::runtime(format!(
                 "split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
             )));
         }
-        return Ok(vec![t.clone()]);
-    }
-    let count = ((n + size - 1) / size).max(1);
-    let sizes: Vec<i64> = (0..count).map(|i| size.min(n - i * size)).collect();
-    split_with_sizes(t, &sizes, d as i64)
+        vec![0]
+    } else {
+        let size = size as usize;
+        let count = n.div_ceil(size).max(1);
+        (0..count).map(|i| size.min(n - i * size)).collect()
+    };
+    Ok(multi_output_views(t, d, &sizes, false, "SplitBackward0"))
 }
 
 /// `chunk(t, chunks, dim)`: at most `chunks` pieces of equal size but the last.
@@ -225,10 +288,16 @@ pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     let n = shape[d] as i64;
     let size = (n + chunks - 1) / chunks;
     if size == 0 {
-        // An empty dimension still yields `chunks` empty pieces.
-        return (0..chunks)
-            .map(|_| slice(t, d as i64, Some(0), Some(0), 1))
-            .collect();
+        // An empty dimension still yields `chunks` empty pieces (PyTorch
+        // goes through `split_with_sizes` for that).
+        let sizes = crate::error::filled_vec(chunks as usize, 0usize);
+        return Ok(multi_output_views(
+            t,
+            d,
+            &sizes,
+            false,
+            "SplitWithSizesBackward0",
+        ));
     }
     split(t, size, d as i64)
 }
@@ -242,9 +311,8 @@ pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
         ));
     }
     let d = wrap_dim(dim, shape.len())?;
-    (0..shape[d] as i64)
-        .map(|i| select(t, d as i64, i))
-        .collect()
+    let sizes = crate::error::filled_vec(shape[d], 1usize);
+    Ok(multi_output_views(t, d, &sizes, true, "UnbindBackward0"))
 }
 
 /// `narrow(t, dim, start, length)` (a view).

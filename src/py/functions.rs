@@ -564,6 +564,16 @@ fn pow_fn(
 }
 binary_fn!("matmul", matmul_fn, ops::matmul);
 binary_fn!("mm", mm_fn, ops::mm);
+
+/// `mv(input, vec)`.
+#[pyfunction]
+#[pyo3(name = "mv")]
+fn mv_fn(py: Python<'_>, input: &Bound<'_, PyAny>, vec: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let a = lhs(input, vec)?;
+    let v = to_tensor_like(vec, Some(&a))?;
+    let work = a.numel().max(v.numel());
+    wrap(py, guard_nogil(py, work, || ops::mv(&a, &v))?)
+}
 binary_fn!("dot", dot_fn, ops::dot);
 binary_fn!("eq", eq_fn, ops::eq);
 binary_fn!("ne", ne_fn, ops::ne);
@@ -1201,6 +1211,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pow_fn, m)?)?;
     m.add_function(wrap_pyfunction!(matmul_fn, m)?)?;
     m.add_function(wrap_pyfunction!(mm_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(mv_fn, m)?)?;
     m.add_function(wrap_pyfunction!(dot_fn, m)?)?;
     m.add_function(wrap_pyfunction!(eq_fn, m)?)?;
     m.add_function(wrap_pyfunction!(ne_fn, m)?)?;

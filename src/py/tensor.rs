@@ -693,11 +693,13 @@ impl PyTensor {
             return Err(PyTypeError::new_err("iteration over a 0-d tensor"));
         }
         let py = slf.py();
-        let n = t.shape()[0];
-        let mut items = Vec::with_capacity(n);
-        for i in 0..n {
-            items.push(wrap(py, guard(|| ops::select(t, 0, i as i64))?)?);
-        }
+        // As PyTorch's `iter(t.unbind(0))`: the rows are the outputs of one
+        // `UnbindBackward0` node.
+        let rows = guard(|| ops::unbind(t, 0))?;
+        let items = rows
+            .into_iter()
+            .map(|r| wrap(py, r))
+            .collect::<PyResult<Vec<_>>>()?;
         Ok(PyList::new(py, items)?.try_iter()?.into_any().unbind())
     }
 
@@ -1111,6 +1113,13 @@ impl PyTensor {
         wrap(
             py,
             guard_nogil(py, work2(&self.t, b), || ops::mm(&self.t, b))?,
+        )
+    }
+    fn mv(&self, py: Python<'_>, vec: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+        let v = &vec.get().t;
+        wrap(
+            py,
+            guard_nogil(py, work2(&self.t, v), || ops::mv(&self.t, v))?,
         )
     }
     fn dot(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {

@@ -115,6 +115,12 @@ pub enum CreationMeta {
     /// Taken in grad mode from a `NoGrad` view of a tensor that requires
     /// grad, by the view op whose node is named here (`"SliceBackward0"`).
     OfNoGradView(&'static str),
+    /// One of several views returned together by one op (`split`, `chunk`,
+    /// `unbind`) in grad mode, or a view taken from one. Their node has one
+    /// output per piece, so a piece cannot be rebased onto new history: it may
+    /// not be written in place while its base requires grad, nor used once
+    /// its memory was written.
+    MultiOutput,
 }
 
 /// A reference-counted handle; clones share one tensor, as Python names do.
@@ -144,10 +150,24 @@ impl Tensor {
     pub fn new_view(view: View, src: &Tensor, op: &'static str) -> Tensor {
         let creation = if !crate::autograd::is_grad_enabled() {
             CreationMeta::NoGrad
-        } else if src.creation_meta() != CreationMeta::Default && src.root().requires_grad() {
-            CreationMeta::OfNoGradView(op)
         } else {
-            src.creation_meta()
+            match src.creation_meta() {
+                c @ (CreationMeta::Default | CreationMeta::MultiOutput) => c,
+                _ if src.root().requires_grad() => CreationMeta::OfNoGradView(op),
+                c => c,
+            }
+        };
+        Tensor::with_creation(view, Some(src.root().clone()), creation)
+    }
+
+    /// One of the views an op returns together (`split`, `unbind`): in grad
+    /// mode it is `CreationMeta::MultiOutput`, whatever `src` was, as PyTorch
+    /// propagates it; under `no_grad()` an ordinary no-grad view.
+    pub fn new_multi_output_view(view: View, src: &Tensor) -> Tensor {
+        let creation = if crate::autograd::is_grad_enabled() {
+            CreationMeta::MultiOutput
+        } else {
+            CreationMeta::NoGrad
         };
         Tensor::with_creation(view, Some(src.root().clone()), creation)
     }
@@ -332,15 +352,13 @@ impl Tensor {
 
     /// Brings a stale view's `grad_fn` up to date (see `view_version`): a view
     /// taken in grad mode is regenerated from the base's current history. One
-    /// taken under `no_grad()` has no history to follow and stays in error
-    /// (PyTorch refuses any later use of it in the graph).
+    /// taken under `no_grad()` has no history to follow, and one piece of a
+    /// multi-output view op cannot leave its node; both stay in error
+    /// (PyTorch refuses any later use of them in the graph).
     fn refresh_stale_view(&self) -> Result<()> {
         if self.0.base.is_some() && self.is_stale_view() {
             if self.0.creation != CreationMeta::Default {
-                return Err(crate::ops::inplace::no_grad_view_error(
-                    self.0.creation,
-                    true,
-                ));
+                return Err(crate::ops::inplace::view_rebase_error(self, true));
             }
             self.0.view_version.store(self.version(), Ordering::Release);
             crate::ops::inplace::regenerate_view(self);

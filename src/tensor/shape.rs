@@ -60,11 +60,12 @@ pub fn contiguous_strides(shape: &[usize]) -> Strides {
 /// Whether `(shape, strides)` lays elements out in row-major order without gaps.
 /// Sizes of one are skipped, as PyTorch does, so their strides do not matter.
 pub fn is_contiguous(shape: &[usize], strides: &[usize]) -> bool {
+    // No elements: contiguous whatever the strides, as in PyTorch.
+    if shape.contains(&0) {
+        return true;
+    }
     let mut expected = 1;
     for (&n, &s) in shape.iter().zip(strides).rev() {
-        if n == 0 {
-            return true;
-        }
         if n != 1 {
             if s != expected {
                 return false;
