@@ -13,6 +13,8 @@ from hypothesis.extra import numpy as hnp
 import ferrograd as fg
 from ops_helpers import FEW, check_grads, close32, shapes, values
 
+F = fg.nn.functional
+
 
 @st.composite
 def matmul_shapes(draw):
@@ -463,3 +465,25 @@ def test_trace_dtypes_and_errors():
         fg.trace(fg.ones(3))
     with pytest.raises(RuntimeError, match="\"trace\" not implemented for 'Bool'"):
         fg.trace(fg.ones(2, 2, dtype=fg.bool))
+
+
+MIXED_DTYPE_ERRORS = [
+    (lambda a, b: a @ b, "expected m1 and m2 to have the same dtype, but got: float != double"),
+    (lambda a, b: fg.mm(a, b), "expected m1 and m2 to have the same dtype, but got: float != double"),
+    (lambda a, b: a @ b[:, 0], "addmv input tensors must have the same dtype, but got Double, Float, and Double"),
+    (lambda a, b: a[0] @ b[:, 0], "dot : expected both vectors to have same dtype, but found Float and Double"),
+    (lambda a, b: fg.bmm(a[None], b[None]), "expected scalar type Float but found Double"),
+    (lambda a, b: a[None] @ b, "expected m1 and m2 to have the same dtype, but got: float != double"),
+    (lambda a, b: b[:, 0] @ a.t(), "expected m1 and m2 to have the same dtype, but got: double != float"),
+    (lambda a, b: F.linear(a, b.t()), "expected m1 and m2 to have the same dtype, but got: float != double"),
+    (lambda a, b: a.long() @ b.float(), "expected m1 and m2 to have the same dtype, but got: long int != float"),
+]
+
+
+@pytest.mark.parametrize("op,message", MIXED_DTYPE_ERRORS)
+def test_products_refuse_mixed_dtypes_instead_of_dropping_the_gradient(op, message):
+    # Promoting by a data-only cast would return a result with no gradient.
+    a = fg.ones(2, 3, requires_grad=True)
+    b = fg.ones(3, 2, dtype=fg.float64)
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        op(a, b)

@@ -4,7 +4,7 @@
 
 use smallvec::{smallvec, SmallVec};
 
-use super::{cast_data, expand, mul, result_type, squeeze, transpose, unsqueeze};
+use super::{expand, mul, squeeze, transpose, unsqueeze};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
 use crate::kernels::matmul::{gemm_add_into, gemm_into, Mat};
@@ -12,14 +12,28 @@ use crate::kernels::{build_vec, SendPtr};
 use crate::saved;
 use crate::tensor::{broadcast_shapes, DType, Element, Shape, Tensor, View};
 
+/// The operands' common dtype; PyTorch's products never promote, each
+/// refuses mixed dtypes in its own words.
 fn check_dtype(a: &Tensor, b: &Tensor, what: &str) -> Result<DType> {
     let (da, db) = (a.dtype(), b.dtype());
     if da != db {
-        return Err(Error::runtime(format!(
-            "expected m1 and m2 to have the same dtype, but got: {} != {}",
-            da.name(),
-            db.name()
-        )));
+        return Err(Error::runtime(match what {
+            "dot" => format!(
+                "dot : expected both vectors to have same dtype, but found {} and {}",
+                da.scalar_name(),
+                db.scalar_name()
+            ),
+            "bmm" => format!(
+                "expected scalar type {} but found {}",
+                da.scalar_name(),
+                db.scalar_name()
+            ),
+            _ => format!(
+                "expected m1 and m2 to have the same dtype, but got: {} != {}",
+                da.cpp_name(),
+                db.cpp_name()
+            ),
+        }));
     }
     if da == DType::Bool {
         return Err(Error::runtime(format!(
@@ -362,10 +376,7 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             "both arguments to matmul need to be at least 1D, but they are {na}D and {nb}D"
         )));
     }
-    let dt = result_type(a, b);
-    if a.dtype() != b.dtype() {
-        return matmul(&cast_data(a, dt), &cast_data(b, dt));
-    }
+    // No promotion: each route refuses mixed dtypes with PyTorch's message.
     match (na, nb) {
         (1, 1) => dot(a, b),
         (2, 1) => mv(a, b),

@@ -48,6 +48,16 @@ impl DType {
         }
     }
 
+    /// The C++ type name some of PyTorch's messages use (`float`, `long int`).
+    pub fn cpp_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I64 => "long int",
+            DType::F32 => "float",
+            DType::F64 => "double",
+        }
+    }
+
     pub fn promote(self, other: DType) -> DType {
         self.max(other)
     }
