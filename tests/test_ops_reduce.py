@@ -169,7 +169,7 @@ def test_argmax_nan_and_empty():
         fg.zeros(0, 3).max(0)
 
 
-@pytest.mark.parametrize("p", [2, 1, float("inf"), float("-inf"), 3, 0.5])
+@pytest.mark.parametrize("p", [2, 1, float("inf"), float("-inf"), 3, 0.5, -1.5])
 @FEW
 @given(data=st.data())
 def test_norm(p, data):
@@ -206,6 +206,38 @@ def test_norm2_gradient_at_zero_is_zero():
     y = fg.tensor([[0.0, 0.0], [3.0, 4.0]], requires_grad=True)
     (g,) = fg.autograd.grad(fg.norm(y, dim=1).sum(), y)
     np.testing.assert_allclose(g.numpy(), [[0, 0], [0.6, 0.8]], rtol=1e-6)
+
+
+# Gradients at zeros and ties, as PyTorch 2.15 gives them (checked by hand).
+NORM_AT_ZEROS = [
+    (1, None, [[1.0, -1.0, 1.0], [1.0, 0.0, -1.0]]),
+    (float("inf"), None, [[0.0, 0.0, 0.5], [0.0, 0.0, -0.5]]),
+    (float("inf"), 1, [[0.0, 0.0, 1.0], [0.0, 0.0, -1.0]]),
+    (float("-inf"), 1, [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]),
+    (0.5, None, [[8.28124, -5.34552, 4.14062], [4.78118, 0.0, -4.14062]]),
+    (-1, 1, [[0.36, -0.0625, 0.0225], [0.0, 0.0, 0.0]]),
+    (3, 1, [[0.0544, -0.31332, 0.87032], [0.44485, 0.0, -0.79085]]),
+]
+
+
+@pytest.mark.parametrize("p,dim,grad", NORM_AT_ZEROS)
+def test_norm_gradients_at_zeros_and_ties_follow_pytorch(p, dim, grad):
+    x = fg.tensor([[0.5, -1.2, 2.0], [1.5, 0.0, -2.0]], dtype=fg.float64, requires_grad=True)
+    y = x.norm(p, dim=dim)
+    assert y.grad_fn.name() == "LinalgVectorNormBackward0"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), grad, atol=1e-5)
+
+
+def test_norm_zero_counts_nonzeros_and_has_no_gradient():
+    x = fg.tensor([[0.5, 0.0], [0.0, -2.0]], requires_grad=True)
+    y = x.norm(0)
+    assert y.item() == 2.0 and y.grad_fn.name() == "LinalgVectorNormBackward0"
+    y.backward()
+    assert x.grad is None
+    z = fg.zeros(3, dtype=fg.float64, requires_grad=True)
+    (g,) = fg.autograd.grad(z.norm(0.5), z)
+    assert g.tolist() == [0.0, 0.0, 0.0]
 
 
 @FEW

@@ -427,22 +427,69 @@ pub fn vector_norm(a: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool) ->
     if ord == 2.0 {
         return norm2(a, dims, keepdim);
     }
-    let abs = super::abs(a)?;
-    if ord == 1.0 {
-        return sum(&abs, dims, keepdim);
+    let shape = a.shape();
+    let mask = reduce_mask(shape.len(), dims)?;
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let abs = super::abs(a)?;
+        if ord == 1.0 {
+            sum(&abs, dims, keepdim)?
+        } else if ord == f64::INFINITY {
+            super::amax(&abs, dims.unwrap_or(&[]), keepdim)?
+        } else if ord == f64::NEG_INFINITY {
+            super::amin(&abs, dims.unwrap_or(&[]), keepdim)?
+        } else if ord == 0.0 {
+            let nz = super::compare::ne(a, &Tensor::scalar_of(0.0, a.dtype()))?;
+            super::to_dtype(&sum(&nz, dims, keepdim)?, a.dtype())?
+        } else {
+            let p = super::pow_scalar(&abs, super::Scalar::Float(ord))?;
+            super::pow_scalar(&sum(&p, dims, keepdim)?, super::Scalar::Float(1.0 / ord))?
+        }
+    };
+    if needs_record(&[a]) {
+        let keep_shape = reduced_shape(&shape, &mask, true);
+        let dims: Option<SmallVec<[i64; 4]>> = dims.map(SmallVec::from_slice);
+        record(
+            "LinalgVectorNormBackward0",
+            &[a],
+            &out,
+            saved![a, Some(SavedTensor::output(&out, 0))],
+            move |c| {
+                let x = c.saved(0)?;
+                let g = reshape(c.grad()?, &keep_shape)?;
+                let grad = if ord == 0.0 {
+                    // A count of non-zeros is flat almost everywhere; like
+                    // PyTorch, no gradient at all rather than zeros.
+                    return Ok(smallvec![None]);
+                } else if ord == 1.0 {
+                    mul(&g, &super::sign(x)?)?
+                } else if ord.is_infinite() {
+                    // Elements at the extreme share the gradient evenly.
+                    let y = reshape(c.saved(1)?, &keep_shape)?;
+                    let hit =
+                        super::cast_data(&super::compare::eq(&super::abs(x)?, &y)?, g.dtype());
+                    let count = sum(&hit, dims.as_deref(), true)?;
+                    mul(&div(&mul(&g, &super::sign(x)?)?, &count)?, &hit)?
+                } else {
+                    // g * sign(x) |x|^(p-1) / y^(p-1), and 0 where the norm is 0.
+                    let y = reshape(c.saved(1)?, &keep_shape)?;
+                    let zero = super::compare::eq(&y, &Tensor::scalar_of(0.0, y.dtype()))?;
+                    let safe = super::where_(&zero, &Tensor::scalar_of(1.0, y.dtype()), &y)?;
+                    let e = super::Scalar::Float(ord - 1.0);
+                    let scale = div(&g, &super::pow_scalar(&safe, e)?)?;
+                    let scale = super::where_(&zero, &Tensor::scalar_of(0.0, y.dtype()), &scale)?;
+                    // sign(x) |x|^(p-1), taken as 0 at x = 0 (where it is
+                    // 0 * inf for p < 1), as PyTorch does.
+                    let d = mul(&super::sign(x)?, &super::pow_scalar(&super::abs(x)?, e)?)?;
+                    let at_zero = super::compare::eq(x, &Tensor::scalar_of(0.0, x.dtype()))?;
+                    let d = super::where_(&at_zero, &Tensor::scalar_of(0.0, d.dtype()), &d)?;
+                    mul(&d, &scale)?
+                };
+                Ok(smallvec![Some(grad)])
+            },
+        );
     }
-    if ord == f64::INFINITY {
-        return super::amax(&abs, dims.unwrap_or(&[]), keepdim);
-    }
-    if ord == f64::NEG_INFINITY {
-        return super::amin(&abs, dims.unwrap_or(&[]), keepdim);
-    }
-    if ord == 0.0 {
-        let nz = super::compare::ne(a, &Tensor::scalar_of(0.0, a.dtype()))?;
-        return super::to_dtype(&sum(&nz, dims, keepdim)?, a.dtype());
-    }
-    let p = super::pow_scalar(&abs, super::Scalar::Float(ord))?;
-    super::pow_scalar(&sum(&p, dims, keepdim)?, super::Scalar::Float(1.0 / ord))
+    Ok(out)
 }
 
 /// `logsumexp(a, dim, keepdim)`, shifted by the (constant) maximum so that
