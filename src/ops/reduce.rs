@@ -385,38 +385,9 @@ fn var_std(
     Ok(out)
 }
 
-/// The 2-norm over `dims`, with gradient 0 where the norm is 0 (PyTorch's subgradient).
-pub fn norm2(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
-    let shape = a.shape();
-    let mask = reduce_mask(shape.len(), dims)?;
-    let out = {
-        let _g = crate::autograd::GradModeGuard::new(false);
-        super::sqrt(&sum(&mul(a, a)?, dims, keepdim)?)?
-    };
-    if needs_record(&[a]) {
-        let keep_shape = reduced_shape(&shape, &mask, true);
-        record(
-            "LinalgVectorNormBackward0",
-            &[a],
-            &out,
-            saved![a, Some(SavedTensor::output(&out, 0))],
-            move |c| {
-                let x = c.saved(0)?;
-                let n = reshape(c.saved(1)?, &keep_shape)?;
-                let g = reshape(c.grad()?, &keep_shape)?;
-                let zero = super::compare::eq(&n, &Tensor::scalar_of(0.0, n.dtype()))?;
-                let safe = super::where_(&zero, &Tensor::scalar_of(1.0, n.dtype()), &n)?;
-                let scale = div(&g, &safe)?;
-                let scale = super::where_(&zero, &Tensor::scalar_of(0.0, n.dtype()), &scale)?;
-                Ok(smallvec![Some(mul(x, &scale)?)])
-            },
-        );
-    }
-    Ok(out)
-}
-
 /// `linalg.vector_norm(a, ord, dim, keepdim)` for ord 2, 1, inf, -inf, 0 and
-/// any other positive or negative p.
+/// any other positive or negative p, recorded as one node whose gradient is 0
+/// where the norm is 0 (PyTorch's subgradient).
 pub fn vector_norm(a: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     if !a.dtype().is_float() {
         return Err(Error::runtime(format!(
@@ -424,15 +395,14 @@ pub fn vector_norm(a: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool) ->
             a.dtype().scalar_name()
         )));
     }
-    if ord == 2.0 {
-        return norm2(a, dims, keepdim);
-    }
     let shape = a.shape();
     let mask = reduce_mask(shape.len(), dims)?;
     let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
         let abs = super::abs(a)?;
-        if ord == 1.0 {
+        if ord == 2.0 {
+            super::sqrt(&sum(&mul(a, a)?, dims, keepdim)?)?
+        } else if ord == 1.0 {
             sum(&abs, dims, keepdim)?
         } else if ord == f64::INFINITY {
             super::amax(&abs, dims.unwrap_or(&[]), keepdim)?
@@ -476,8 +446,17 @@ pub fn vector_norm(a: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool) ->
                     let zero = super::compare::eq(&y, &Tensor::scalar_of(0.0, y.dtype()))?;
                     let safe = super::where_(&zero, &Tensor::scalar_of(1.0, y.dtype()), &y)?;
                     let e = super::Scalar::Float(ord - 1.0);
-                    let scale = div(&g, &super::pow_scalar(&safe, e)?)?;
+                    let denom = if ord == 2.0 {
+                        safe
+                    } else {
+                        super::pow_scalar(&safe, e)?
+                    };
+                    let scale = div(&g, &denom)?;
                     let scale = super::where_(&zero, &Tensor::scalar_of(0.0, y.dtype()), &scale)?;
+                    if ord == 2.0 {
+                        // sign(x) |x| is x itself.
+                        return Ok(smallvec![Some(mul(x, &scale)?)]);
+                    }
                     // sign(x) |x|^(p-1), taken as 0 at x = 0 (where it is
                     // 0 * inf for p < 1), as PyTorch does.
                     let d = mul(&super::sign(x)?, &super::pow_scalar(&super::abs(x)?, e)?)?;
