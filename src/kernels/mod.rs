@@ -138,6 +138,22 @@ pub fn for_each_row<const N: usize>(
     }
 }
 
+/// Runs `f(start, part)` on consecutive disjoint `chunk`-sized parts of
+/// `out` as tasks of one parallel region (the caller has chosen to go parallel).
+pub fn par_chunks_mut<T: Send>(out: &mut [T], chunk: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+    let n = out.len();
+    let chunk = chunk.max(1);
+    let o = SendPtr(out.as_mut_ptr());
+    parallel::tasks(n.div_ceil(chunk), |ci| {
+        let start = ci * chunk;
+        let len = chunk.min(n - start);
+        // SAFETY: the chunks are disjoint parts of `out`, which outlives the region.
+        f(start, unsafe {
+            std::slice::from_raw_parts_mut(o.get().add(start), len)
+        });
+    });
+}
+
 /// Fills `out` (row-major over `shape`) row by row, in parallel above the
 /// grain size. `row(out_row, offsets)` fills one run of the last dimension.
 pub fn drive<const N: usize, U: Send>(
@@ -155,15 +171,14 @@ pub fn drive<const N: usize, U: Send>(
             return;
         }
         let chunk = GRAIN.max(n.div_ceil(threads * 4));
-        let o = SendPtr(out.as_mut_ptr());
-        parallel::tasks(n.div_ceil(chunk), |ci| {
-            let start = ci * chunk;
-            let end = (start + chunk).min(n);
-            // SAFETY: the chunks are disjoint parts of `out`.
-            let part = unsafe { std::slice::from_raw_parts_mut(o.get().add(start), end - start) };
-            for_each_row(shape, strides, start, end, |pos, len, offs| {
-                row(&mut part[pos - start..pos - start + len], offs)
-            });
+        par_chunks_mut(out, chunk, |start, part| {
+            for_each_row(
+                shape,
+                strides,
+                start,
+                start + part.len(),
+                |pos, len, offs| row(&mut part[pos - start..pos - start + len], offs),
+            );
         });
     })
 }

@@ -186,16 +186,7 @@ pub fn sum_dims<T: Arith>(x: &View, reduce: &[bool]) -> Vec<T> {
             if threads == 1 {
                 fill(0, out);
             } else {
-                let chunk = out_n.div_ceil(threads * 4).max(1);
-                let o = SendPtr(out.as_mut_ptr());
-                super::parallel::tasks(out_n.div_ceil(chunk), |ci| {
-                    let start = ci * chunk;
-                    let len = chunk.min(out_n - start);
-                    // SAFETY: the chunks are disjoint parts of `out`.
-                    fill(start, unsafe {
-                        std::slice::from_raw_parts_mut(o.get().add(start), len)
-                    });
-                });
+                super::par_chunks_mut(out, out_n.div_ceil(threads * 4), fill);
             }
         })
     })
@@ -270,15 +261,7 @@ fn sum_rows<T: Arith>(
             fill(0, &mut out);
         } else {
             let chunk = out_n.div_ceil(threads).next_multiple_of(16);
-            let o = SendPtr(out.as_mut_ptr());
-            super::parallel::tasks(out_n.div_ceil(chunk), |ci| {
-                let start = ci * chunk;
-                let len = chunk.min(out_n - start);
-                // SAFETY: the chunks are disjoint parts of `out`.
-                fill(start, unsafe {
-                    std::slice::from_raw_parts_mut(o.get().add(start), len)
-                });
-            });
+            super::par_chunks_mut(&mut out, chunk, fill);
         }
     });
     out
