@@ -3,59 +3,7 @@
 from __future__ import annotations
 
 from . import functional
-from .modules import (
-    ELU,
-    GELU,
-    BCELoss,
-    BCEWithLogitsLoss,
-    CrossEntropyLoss,
-    Dropout,
-    Flatten,
-    HuberLoss,
-    Identity,
-    L1Loss,
-    LeakyReLU,
-    Linear,
-    LogSoftmax,
-    Module,
-    MSELoss,
-    NLLLoss,
-    Parameter,
-    ReLU,
-    Sequential,
-    Sigmoid,
-    SiLU,
-    SmoothL1Loss,
-    Softmax,
-    Softplus,
-    Tanh,
-)
+from .modules import *  # noqa: F403
+from .modules import __all__ as _modules_all
 
-__all__ = [
-    "BCELoss",
-    "BCEWithLogitsLoss",
-    "CrossEntropyLoss",
-    "Dropout",
-    "ELU",
-    "Flatten",
-    "GELU",
-    "HuberLoss",
-    "Identity",
-    "L1Loss",
-    "LeakyReLU",
-    "Linear",
-    "LogSoftmax",
-    "MSELoss",
-    "Module",
-    "NLLLoss",
-    "Parameter",
-    "ReLU",
-    "Sequential",
-    "SiLU",
-    "Sigmoid",
-    "SmoothL1Loss",
-    "Softmax",
-    "Softplus",
-    "Tanh",
-    "functional",
-]
+__all__ = [*_modules_all, "functional"]

@@ -228,4 +228,3 @@ __all__ = [
     "softplus",
     "tanh",
 ]
-

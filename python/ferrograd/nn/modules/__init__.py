@@ -1,0 +1,13 @@
+"""``ferrograd.nn`` layers, one file per topic as in PyTorch."""
+
+from . import activation, container, dropout, linear, loss, module
+from .activation import *  # noqa: F403
+from .container import *  # noqa: F403
+from .dropout import *  # noqa: F403
+from .linear import *  # noqa: F403
+from .loss import *  # noqa: F403
+from .module import *  # noqa: F403
+
+__all__ = [
+    name for m in (activation, container, dropout, linear, loss, module) for name in m.__all__
+]
