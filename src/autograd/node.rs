@@ -290,6 +290,15 @@ impl Node {
         Ok(())
     }
 
+    /// The saved tensors as stored (`None` once released), for introspection:
+    /// graph pictures and memory summaries read them without unpacking.
+    pub fn saved_tensors(&self) -> Option<Vec<Tensor>> {
+        match &*self.saved.lock() {
+            Saved::Live(list) => Some(list.iter().flatten().map(|s| s.data().clone()).collect()),
+            Saved::Released => None,
+        }
+    }
+
     pub fn is_released(&self) -> bool {
         matches!(*self.saved.lock(), Saved::Released)
     }

@@ -6,6 +6,7 @@ mod errors;
 mod function;
 mod functions;
 mod node;
+mod node_saved;
 mod tensor;
 
 use pyo3::prelude::*;

@@ -19,7 +19,7 @@ pub struct PyNode {
 /// The node that accumulates into a leaf's `.grad`.
 #[pyclass(name = "AccumulateGrad", module = "ferrograd.autograd.graph", frozen)]
 pub struct PyAccumulateGrad {
-    leaf: Tensor,
+    pub(crate) leaf: Tensor,
 }
 
 pub fn grad_fn_object(py: Python<'_>, t: &Tensor) -> PyResult<Option<Py<PyAny>>> {
