@@ -419,3 +419,10 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+# Sorting and selection (Rust kernels) and the ops composed from differentiable primitives.
+from ._C import argsort, kthvalue, median, msort, nanmedian, sort, topk  # noqa: E402
+from ._composite import *  # noqa: E402, F403
+from ._composite import __all__ as _composite_all  # noqa: E402
+
+__all__ += ["argsort", "kthvalue", "median", "msort", "nanmedian", "sort", "topk", *_composite_all]

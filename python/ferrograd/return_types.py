@@ -7,5 +7,10 @@ from collections import namedtuple
 
 max = namedtuple("max", ["values", "indices"])  # noqa: A001 - PyTorch's name
 min = namedtuple("min", ["values", "indices"])  # noqa: A001 - PyTorch's name
+sort = namedtuple("sort", ["values", "indices"])
+topk = namedtuple("topk", ["values", "indices"])
+kthvalue = namedtuple("kthvalue", ["values", "indices"])
+median = namedtuple("median", ["values", "indices"])
+nanmedian = namedtuple("nanmedian", ["values", "indices"])
 
-__all__ = ["max", "min"]
+__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian"]

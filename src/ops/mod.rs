@@ -19,6 +19,7 @@ mod loss;
 mod reduce;
 mod shape;
 mod shape_ops;
+mod sort;
 pub mod strided;
 mod unary;
 
@@ -37,6 +38,7 @@ pub use loss::*;
 pub use reduce::*;
 pub use shape::*;
 pub use shape_ops::*;
+pub use sort::*;
 pub use unary::*;
 
 use crate::tensor::{DType, Element, Tensor};

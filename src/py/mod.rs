@@ -7,6 +7,7 @@ mod function;
 mod functions;
 mod node;
 mod node_saved;
+mod sorting;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -31,6 +32,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(dt.name(), dtype::dtype_object(py, dt))?;
     }
     functions::register(m)?;
+    sorting::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

@@ -1,0 +1,595 @@
+"""Ops composed from differentiable primitives: triangular masks, diagonals,
+rolls and splits, grids, products (`kron`, `cross`, `cdist`), the fused
+"add a product" family (`addmm`, `addcmul`, ...) and the set/search helpers
+(`unique`, `searchsorted`, `bucketize`).
+
+Each is written with ops that record their own backward rules (`masked_fill`,
+`narrow`, `cat`, `expand`, `mm`, ...), so first and higher-order gradients
+come from those rules; nothing here has a backward of its own. `unique`,
+`searchsorted` and `bucketize` return indices or values without gradients,
+as in PyTorch, and run through NumPy.
+"""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+
+import numpy as np
+
+from . import _C
+from ._C import Tensor
+
+__all__ = [
+    "addbmm",
+    "addcdiv",
+    "addcmul",
+    "addmm",
+    "addmv",
+    "addr",
+    "baddbmm",
+    "bucketize",
+    "cartesian_prod",
+    "cdist",
+    "cross",
+    "diag",
+    "diag_embed",
+    "dsplit",
+    "hsplit",
+    "kron",
+    "lerp",
+    "meshgrid",
+    "roll",
+    "searchsorted",
+    "tensor_split",
+    "tril",
+    "tril_indices",
+    "triu",
+    "triu_indices",
+    "unique",
+    "vsplit",
+]
+
+
+def _broadcast_shapes(*shapes):
+    from . import broadcast_shapes
+
+    return tuple(broadcast_shapes(*shapes))
+
+
+def _check(fn, value, name="input", position=1):
+    if not isinstance(value, Tensor):
+        raise TypeError(
+            f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
+            f"not {type(value).__name__}"
+        )
+
+
+# ----- triangles and diagonals ---------------------------------------------------------
+
+
+def _tri_mask(t, diagonal, lower):
+    rows, cols = t.shape[-2], t.shape[-1]
+    r = _C.arange(rows).unsqueeze(1)
+    c = _C.arange(cols).unsqueeze(0)
+    # Positions to zero: above the chosen diagonal for tril, below it for triu.
+    return (c - r > diagonal) if lower else (c - r < diagonal)
+
+
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dimensions (elements on and below
+    the ``diagonal``-th diagonal); the rest are zeros."""
+    _check("tril", input)
+    if input.dim() < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return input.masked_fill(_tri_mask(input, diagonal, True), 0)
+
+
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dimensions (on and above the
+    ``diagonal``-th diagonal); the rest are zeros."""
+    _check("triu", input)
+    if input.dim() < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return input.masked_fill(_tri_mask(input, diagonal, False), 0)
+
+
+def _tri_indices(row, col, offset, lower):
+    r = np.arange(row)[:, None]
+    c = np.arange(col)[None, :]
+    keep = (c - r <= offset) if lower else (c - r >= offset)
+    rr, cc = np.nonzero(keep)
+    return _C.from_numpy(np.stack([rr, cc]).astype(np.int64))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The 2 x N coordinates of the lower triangle of a ``row`` x ``col`` matrix."""
+    out = _tri_indices(row, col, offset, True)
+    return out if dtype is None else out.to(dtype)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The 2 x N coordinates of the upper triangle of a ``row`` x ``col`` matrix."""
+    out = _tri_indices(row, col, offset, False)
+    return out if dtype is None else out.to(dtype)
+
+
+def diag(input, diagonal=0):
+    """A 1-D input becomes a square matrix with it on the ``diagonal``-th
+    diagonal; a 2-D input gives that diagonal as a vector."""
+    _check("diag", input)
+    if input.dim() == 2:
+        return _C.diagonal(input, diagonal)
+    if input.dim() != 1:
+        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.dim()}D")
+    n = input.shape[0]
+    k = abs(diagonal)
+    size = n + k
+    pad = _C.zeros(k, dtype=input.dtype)
+    padded = _C.cat([input, pad]) if k else input
+    # Row i holds v[i] when the diagonal is above the main one, column j v[j] below it.
+    vals = (
+        padded.unsqueeze(1).expand(size, size)
+        if diagonal >= 0
+        else padded.unsqueeze(0).expand(size, size)
+    )
+    r = _C.arange(size).unsqueeze(1)
+    c = _C.arange(size).unsqueeze(0)
+    return vals.masked_fill((c - r) != diagonal, 0)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Batches of diagonal matrices whose ``offset``-th diagonals (in the planes
+    ``dim1``, ``dim2`` of the result) are the last dimension of ``input``."""
+    _check("diag_embed", input)
+    n = input.shape[-1]
+    size = n + abs(offset)
+    nd = input.dim() + 1
+    d1, d2 = dim1 % nd, dim2 % nd
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    batch = tuple(input.shape[:-1])
+    if offset:
+        zeros = _C.zeros(*batch, abs(offset), dtype=input.dtype)
+        padded = _C.cat([input, zeros], -1)
+    else:
+        padded = input
+    if offset >= 0:
+        vals = padded.unsqueeze(-1).expand(*batch, size, size)
+    else:
+        vals = padded.unsqueeze(-2).expand(*batch, size, size)
+    r = _C.arange(size).unsqueeze(1)
+    c = _C.arange(size).unsqueeze(0)
+    out = vals.masked_fill((c - r) != offset, 0)
+    # The matrix planes are the last two dims; move them to (d1, d2).
+    rest = [i for i in range(nd) if i not in (d1, d2)]
+    perm = [0] * nd
+    for src, dst in zip(range(nd - 2), rest):
+        perm[dst] = src
+    perm[d1], perm[d2] = nd - 2, nd - 1
+    return out.permute(*perm)
+
+
+# ----- rolls and splits ----------------------------------------------------------------
+
+
+def roll(input, shifts, dims=None):
+    """Rotates the elements along ``dims`` by ``shifts`` places (elements
+    pushed off one end come back at the other); with no ``dims`` the tensor is
+    rolled as if flattened."""
+    _check("roll", input)
+    if isinstance(shifts, int):
+        shifts = (shifts,)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        return roll(input.flatten(), shifts[0], 0).view(tuple(input.shape))
+    if isinstance(dims, int):
+        dims = (dims,)
+    if len(shifts) != len(dims):
+        raise RuntimeError(
+            f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}"
+        )
+    out = input
+    for s, d in zip(shifts, dims):
+        n = out.shape[d]
+        if n == 0:
+            continue
+        s %= n
+        if s == 0:
+            continue
+        out = _C.cat([out.narrow(d, n - s, s), out.narrow(d, 0, n - s)], d)
+    return out
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Splits ``input`` along ``dim`` into views: into ``n`` nearly equal
+    parts (the first ``size % n`` one longer), or at the given indices."""
+    _check("tensor_split", input)
+    if input.dim() == 0:
+        raise RuntimeError(
+            "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
+        )
+    size = input.shape[dim]
+    if isinstance(indices_or_sections, Tensor):
+        if indices_or_sections.dim() == 0:
+            indices_or_sections = int(indices_or_sections.item())
+        else:
+            indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        base, extra = divmod(size, n)
+        bounds = []
+        start = 0
+        for i in range(n):
+            length = base + (1 if i < extra else 0)
+            bounds.append((start, length))
+            start += length
+    else:
+        points = [0, *[int(i) for i in indices_or_sections], size]
+        bounds = []
+        for a, b in zip(points, points[1:]):
+            a = builtins.min(builtins.max(a if a >= 0 else a + size, 0), size)
+            b = builtins.min(builtins.max(b if b >= 0 else b + size, 0), size)
+            bounds.append((a, builtins.max(b - a, 0)))
+    return tuple(input.narrow(dim, a, n) for a, n in bounds)
+
+
+def _split_dim(fn, input, sections, dim, min_dims):
+    _check(fn, input)
+    if input.dim() < min_dims:
+        raise RuntimeError(
+            f"torch.{fn} requires a tensor with at least {min_dims} dimension, "
+            f"but got a tensor with {input.dim()} dimensions!"
+        )
+    if isinstance(sections, int) and sections != 0 and input.shape[dim] % sections != 0:
+        raise RuntimeError(
+            f"torch.{fn} attempted to split along dimension {dim}, but the size of the "
+            f"dimension {input.shape[dim]} is not divisible by the split_size {sections}!"
+        )
+    return tensor_split(input, sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    """Splits along the columns (dim 1, or dim 0 of a 1-D tensor)."""
+    _check("hsplit", input)
+    return _split_dim("hsplit", input, indices_or_sections, 1 if input.dim() > 1 else 0, 1)
+
+
+def vsplit(input, indices_or_sections):
+    """Splits along the rows (dim 0) of a tensor of two or more dimensions."""
+    return _split_dim("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input, indices_or_sections):
+    """Splits along the depth (dim 2) of a tensor of three or more dimensions."""
+    return _split_dim("dsplit", input, indices_or_sections, 2, 3)
+
+
+# ----- grids ---------------------------------------------------------------------------
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-D tensors: ``indexing='ij'`` (matrix, the
+    default) or ``'xy'`` (Cartesian: the first two dimensions swapped)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        _check("meshgrid", t, "tensors")
+        if t.dim() > 1:
+            raise RuntimeError(
+                f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}"
+            )
+    if indexing is None:
+        warnings.warn(
+            "torch.meshgrid: in an upcoming release, it will be required to pass the "
+            "indexing argument.",
+            UserWarning,
+            stacklevel=2,
+        )
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(
+            f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
+        )
+    ts = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = [t.shape[0] for t in ts]
+    n = len(ts)
+    out = []
+    for i, t in enumerate(ts):
+        view = [1] * n
+        view[i] = shape[i]
+        out.append(t.view(tuple(view)).expand(*shape))
+    if swap:
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element from each 1-D tensor, one per row."""
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return _C.stack([g.reshape(-1) for g in grids], 1)
+
+
+# ----- products ------------------------------------------------------------------------
+
+
+def kron(input, other):
+    """The Kronecker product: blocks ``input[i, j] * other`` laid out in a grid."""
+    _check("kron", input)
+    _check("kron", other, "other", 2)
+    nd = builtins.max(input.dim(), other.dim())
+    a = input.reshape((1,) * (nd - input.dim()) + tuple(input.shape))
+    b = other.reshape((1,) * (nd - other.dim()) + tuple(other.shape))
+    a_view, b_view, out = [], [], []
+    for sa, sb in zip(a.shape, b.shape):
+        a_view += [sa, 1]
+        b_view += [1, sb]
+        out.append(sa * sb)
+    return (a.reshape(tuple(a_view)) * b.reshape(tuple(b_view))).reshape(tuple(out))
+
+
+def cross(input, other, dim=None):
+    """The cross product of 3-vectors along ``dim`` (the first dimension of
+    size 3 when not given, as PyTorch's ``torch.cross``)."""
+    _check("cross", input)
+    _check("cross", other, "other", 2)
+    if dim is None:
+        shape = _broadcast_shapes(tuple(input.shape), tuple(other.shape))
+        dims3 = [i for i, s in enumerate(shape) if s == 3]
+        if not dims3:
+            raise RuntimeError("no dimension of size 3 in input")
+        warnings.warn(
+            "Using torch.cross without specifying the dim arg is deprecated.",
+            UserWarning,
+            stacklevel=2,
+        )
+        dim = dims3[0]
+    a, b = _C.broadcast_tensors(input, other)
+    if a.shape[dim] != 3:
+        raise RuntimeError(
+            f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+            f"{input.shape[dim] if input.dim() else 0} and {other.shape[dim] if other.dim() else 0}"
+        )
+    a0, a1, a2 = (a.narrow(dim, i, 1) for i in range(3))
+    b0, b1, b2 = (b.narrow(dim, i, 1) for i in range(3))
+    return _C.cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """Pairwise ``p``-norm distances between the rows of ``x1`` (``... x P x M``)
+    and ``x2`` (``... x R x M``): a ``... x P x R`` tensor."""
+    _check("cdist", x1, "x1")
+    _check("cdist", x2, "x2", 2)
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError(
+            f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D"
+            if x1.dim() < 2
+            else f"cdist only supports at least 2D tensors, X2 got: {x2.dim()}D"
+        )
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(
+            f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}"
+        )
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    # The norm's own gradient rule gives PyTorch's zero gradient at zero distance.
+    return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, -1)
+
+
+def lerp(input, end, weight):
+    """``input + weight * (end - input)``: linear interpolation."""
+    _check("lerp", input)
+    _check("lerp", end, "end", 2)
+    return input + weight * (end - input)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 * tensor2``."""
+    _check("addcmul", input)
+    _check("addcmul", tensor1, "tensor1", 2)
+    _check("addcmul", tensor2, "tensor2", 3)
+    prod = tensor1 * tensor2
+    return input + (prod if value == 1 else value * prod)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 / tensor2``."""
+    _check("addcdiv", input)
+    _check("addcdiv", tensor1, "tensor1", 2)
+    _check("addcdiv", tensor2, "tensor2", 3)
+    if not tensor1.is_floating_point() and not tensor2.is_floating_point():
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+            "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes."
+        )
+    quot = tensor1 / tensor2
+    return input + (quot if value == 1 else value * quot)
+
+
+def _scaled_sum(input, product, beta, alpha):
+    # beta == 0 ignores input entirely (NaN and inf in it do not propagate), as PyTorch.
+    scaled = product if alpha == 1 else alpha * product
+    if beta == 0:
+        shape = _broadcast_shapes(tuple(input.shape), tuple(scaled.shape))
+        return scaled + _C.zeros(shape, dtype=scaled.dtype)
+    return (input if beta == 1 else beta * input) + scaled
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat1 @ mat2)``."""
+    _check("addmm", input)
+    return _scaled_sum(input, _C.mm(mat1, mat2), beta, alpha)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat @ vec)``."""
+    _check("addmv", input)
+    return _scaled_sum(input, _C.mv(mat, vec), beta, alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    _check("addr", input)
+    return _scaled_sum(input, _C.outer(vec1, vec2), beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (batch1 @ batch2)`` for batches of matrices."""
+    _check("baddbmm", input)
+    return _scaled_sum(input, _C.bmm(batch1, batch2), beta, alpha)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    _check("addbmm", input)
+    return _scaled_sum(input, _C.bmm(batch1, batch2).sum(0), beta, alpha)
+
+
+# ----- sets and searches ---------------------------------------------------------------
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """The distinct elements (or slices along ``dim``) of ``input``, sorted;
+    optionally where each element went (``return_inverse``) and how many
+    times each occurs (``return_counts``). Not differentiable."""
+    _check("unique", input)
+    arr = input.detach().numpy()
+    if dim is None:
+        values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(arr.shape)
+    else:
+        values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True, axis=dim)
+        inverse = inverse.reshape(-1)
+    out = _C.tensor(values, dtype=input.dtype)
+    extra = []
+    if return_inverse:
+        extra.append(_C.from_numpy(np.ascontiguousarray(inverse.astype(np.int64))))
+    if return_counts:
+        extra.append(_C.from_numpy(counts.astype(np.int64)))
+    return (out, *extra) if extra else out
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """Where each value of ``input`` would be inserted into the last dimension
+    of ``sorted_sequence`` to keep it sorted (``right``/``side='right'``: after
+    equal elements)."""
+    _check("searchsorted", sorted_sequence, "sorted_sequence")
+    if out_int32:
+        raise RuntimeError(
+            "searchsorted(): ferrograd has no int32 dtype; leave out_int32=False for int64 indices"
+        )
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(
+                f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}"
+            )
+        if right and side == "left":
+            raise RuntimeError(
+                "torch.searchsorted(): side and right can't be set to opposites, got side of "
+                "left while right was True"
+            )
+        right = side == "right"
+    if not isinstance(input, (Tensor, int, float)):
+        raise TypeError(
+            f"searchsorted(): argument 'input' (position 2) must be Tensor, not {type(input).__name__}"
+        )
+    if sorter is not None:
+        _check("searchsorted", sorter, "sorter")
+    seq = sorted_sequence.detach().numpy()
+    scalar = not isinstance(input, Tensor)
+    vals = np.asarray(input) if scalar else input.detach().numpy()
+    if sorter is not None:
+        seq = np.take_along_axis(seq, sorter.numpy(), -1)
+    how = "right" if right else "left"
+    if seq.ndim == 1:
+        res = np.searchsorted(seq, vals, side=how)
+    else:
+        if seq.shape[:-1] != vals.shape[:-1]:
+            raise RuntimeError(
+                "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                "dimensions of boundaries tensor and input value tensor must match, but we got "
+                f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals.shape)}"
+            )
+        flat_seq = seq.reshape(-1, seq.shape[-1])
+        flat_vals = vals.reshape(-1, vals.shape[-1])
+        res = np.stack(
+            [np.searchsorted(s, v, side=how) for s, v in zip(flat_seq, flat_vals)]
+        ).reshape(vals.shape)
+    res = np.asarray(res, dtype=np.int64)
+    return _C.tensor(res) if res.ndim == 0 else _C.from_numpy(np.ascontiguousarray(res))
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each element of ``input`` between ``boundaries`` (1-D,
+    increasing): ``i`` with ``boundaries[i-1] < x <= boundaries[i]``, or
+    ``boundaries[i-1] <= x < boundaries[i]`` with ``right=True``."""
+    _check("bucketize", boundaries, "boundaries", 2)
+    if not isinstance(input, (Tensor, int, float)):
+        raise TypeError(
+            f"bucketize(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}"
+        )
+    if boundaries.dim() != 1:
+        raise RuntimeError(
+            f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})"
+        )
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+# ----- Tensor methods ------------------------------------------------------------------
+
+
+def _inplace(name, fn):
+    def method(self, *args, **kwargs):
+        return _C._apply_inplace(self, lambda: fn(self, *args, **kwargs))
+
+    method.__name__ = name
+    method.__doc__ = f"In-place form of ``{fn.__name__}``: writes the result into ``self``."
+    return method
+
+
+def _install_methods():
+    for fn in (
+        tril,
+        triu,
+        diag,
+        diag_embed,
+        roll,
+        tensor_split,
+        hsplit,
+        vsplit,
+        dsplit,
+        kron,
+        cross,
+        lerp,
+        addcmul,
+        addcdiv,
+        addmm,
+        addmv,
+        addr,
+        baddbmm,
+        addbmm,
+        unique,
+    ):
+        if not hasattr(Tensor, fn.__name__):
+            setattr(Tensor, fn.__name__, fn)
+    for fn in (tril, triu, lerp, addcmul, addcdiv, addmm, addmv, addr, baddbmm, addbmm):
+        name = fn.__name__ + "_"
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, _inplace(name, fn))
+
+
+_install_methods()

@@ -1,0 +1,333 @@
+//! Sorting and selection along one dimension: `sort`, `argsort`, `topk`,
+//! `kthvalue`, `median`, `nanmedian`.
+//!
+//! Each computes, per row of the input with `dim` moved last, the order (or
+//! the chosen position) of its elements; the values are gathered from the
+//! input, and the gradient goes back to the elements they came from (gather's
+//! adjoint, a scatter-add, which is itself differentiable). NaN sorts above
+//! every number, as in PyTorch, so it comes last ascending and first
+//! descending.
+
+use std::cmp::Ordering;
+
+use smallvec::smallvec;
+
+use super::reduce::rows_of;
+use super::{cast_data, gather, movedim, reshape, scatter_add};
+use crate::autograd::{needs_record, record};
+use crate::error::{Error, Result};
+use crate::saved;
+use crate::tensor::{wrap_dim, DType, Element, Shape, Tensor};
+
+/// Total order with NaN above everything (NaNs equal to each other).
+#[inline]
+fn cmp_nan_last<T: Element>(a: T, b: T) -> Ordering {
+    #[allow(clippy::eq_op)]
+    match (a != a, b != b) {
+        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+    }
+}
+
+#[allow(clippy::eq_op)]
+fn is_nan<T: Element>(v: T) -> bool {
+    v != v
+}
+
+/// The stable order of `row`: equal elements keep their positions' order.
+fn order_of<T: Element>(row: &[T], descending: bool) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..row.len()).collect();
+    if descending {
+        idx.sort_by(|&i, &j| cmp_nan_last(row[j], row[i]));
+    } else {
+        idx.sort_by(|&i, &j| cmp_nan_last(row[i], row[j]));
+    }
+    idx
+}
+
+/// How each row picks its output positions, given the row's values.
+type Picker<'a, T> = &'a dyn Fn(&[T]) -> Vec<usize>;
+
+/// Applies `pick` to each row of `a` along `dim`, giving `k` positions per
+/// row, and returns them as an int64 tensor laid out like `a` with `dim` of
+/// size `k`.
+fn pick_indices(
+    a: &Tensor,
+    d: usize,
+    k: usize,
+    pick: &dyn Fn(&Tensor, usize, usize) -> Vec<i64>,
+) -> Result<Tensor> {
+    let shape = a.shape();
+    let src = if a.dtype() == DType::Bool {
+        cast_data(a, DType::I64)
+    } else {
+        a.clone()
+    };
+    let mut mask = vec![false; shape.len()];
+    mask[d] = true;
+    let (rows_t, rows, cols) = rows_of(&src, &mask)?;
+    let flat = pick(&rows_t, rows, cols);
+    // Rows come out with `dim` last; put it back where it was.
+    let mut moved: Shape = shape
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != d)
+        .map(|(_, &n)| n)
+        .collect();
+    moved.push(k);
+    let idx = Tensor::from_vec(flat, moved);
+    let _g = crate::autograd::GradModeGuard::new(false);
+    super::contiguous(&movedim(&idx, -1, d as i64)?)
+}
+
+fn rows_apply<T: Element>(
+    t: &Tensor,
+    rows: usize,
+    cols: usize,
+    k: usize,
+    pick: Picker<'_, T>,
+) -> Vec<i64> {
+    let v = t.view();
+    let data = v.as_slice::<T>().unwrap_or(&[]);
+    if cols == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(rows * k);
+    for row in data.chunks_exact(cols).take(rows) {
+        out.extend(pick(row).into_iter().take(k).map(|i| i as i64));
+    }
+    out
+}
+
+/// Values of `src` (which is `a`, or `a` seen as 1-D) at `idx` along `d`,
+/// shaped `out_shape`, with one node sending the gradient back to `a`.
+fn take_along(
+    a: &Tensor,
+    src: &Tensor,
+    d: usize,
+    idx: &Tensor,
+    out_shape: &[usize],
+    name: &'static str,
+) -> Result<Tensor> {
+    let values = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        reshape(&gather(&src.detach(), d as i64, idx)?, out_shape)?
+    };
+    if needs_record(&[a]) {
+        let (src_shape, a_shape, idx_shape) = (src.shape(), a.shape(), idx.shape());
+        record(name, &[a], &values, saved![idx], move |c| {
+            let g = reshape(c.grad()?, &idx_shape)?;
+            let zeros = Tensor::zeros(src_shape.clone(), g.dtype());
+            let r = scatter_add(&zeros, d as i64, c.saved(0)?, &g)?;
+            Ok(smallvec![Some(reshape(&r, &a_shape)?)])
+        });
+    }
+    Ok(values)
+}
+
+/// `idx` viewed with `like`'s number of dimensions (a 0-d input's index is 1-D inside).
+fn reshape_like(idx: &Tensor, like: &Tensor) -> Result<Tensor> {
+    let _g = crate::autograd::GradModeGuard::new(false);
+    if idx.ndim() == like.ndim() {
+        Ok(idx.clone())
+    } else {
+        reshape(idx, &[idx.numel()])
+    }
+}
+
+fn dim_of(a: &Tensor, dim: i64) -> Result<usize> {
+    wrap_dim(dim, a.ndim().max(1))
+}
+
+/// A 0-d input is treated as one element along its only "dimension".
+fn as_1d(a: &Tensor) -> Result<(Tensor, bool)> {
+    let _g = crate::autograd::GradModeGuard::new(false);
+    if a.ndim() == 0 {
+        Ok((reshape(&a.detach(), &[1])?, true))
+    } else {
+        Ok((a.detach(), false))
+    }
+}
+
+fn back_to_0d(t: Tensor, was_0d: bool) -> Result<Tensor> {
+    let _g = crate::autograd::GradModeGuard::new(false);
+    if was_0d {
+        reshape(&t, &[])
+    } else {
+        Ok(t)
+    }
+}
+
+/// `sort(a, dim, descending)`: `(values, indices)`; stable.
+pub fn sort(a: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    let d = dim_of(a, dim)?;
+    let (x, was_0d) = as_1d(a)?;
+    let n = x.shape()[d];
+    let idx = pick_indices(
+        &x,
+        d,
+        n,
+        &|t, rows, cols| crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, cols, &|row: &[T]| order_of(row, descending))),
+    )?;
+    let values = take_along(a, &x, d, &idx, &a.shape(), "SortBackward0")?;
+    Ok((values, back_to_0d(idx, was_0d)?))
+}
+
+/// `argsort(a, dim, descending)`: the indices `sort` would return.
+pub fn argsort(a: &Tensor, dim: i64, descending: bool) -> Result<Tensor> {
+    let d = dim_of(a, dim)?;
+    let (x, was_0d) = as_1d(a)?;
+    let n = x.shape()[d];
+    let idx = pick_indices(
+        &x,
+        d,
+        n,
+        &|t, rows, cols| crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, cols, &|row: &[T]| order_of(row, descending))),
+    )?;
+    back_to_0d(idx, was_0d)
+}
+
+/// `topk(a, k, dim, largest, sorted)`: the `k` largest (or smallest) elements
+/// of each row, in order.
+pub fn topk(a: &Tensor, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
+    let d = dim_of(a, dim)?;
+    let (x, was_0d) = as_1d(a)?;
+    let n = x.shape()[d];
+    if k < 0 || k as usize > n {
+        return Err(Error::runtime("selected index k out of range"));
+    }
+    let k = k as usize;
+    let idx = pick_indices(&x, d, k, &|t, rows, cols| {
+        crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, k, &|row: &[T]| {
+            // NaN counts as the largest, so it leads a `largest` selection.
+            order_of(row, largest)
+        }))
+    })?;
+    let idx = back_to_0d(idx, was_0d)?;
+    let values = take_along(
+        a,
+        &x,
+        d,
+        &reshape_like(&idx, &x)?,
+        &idx.shape(),
+        "TopkBackward0",
+    )?;
+    Ok((values, idx))
+}
+
+/// The `(values, indices)` of one chosen position per row, along `d`.
+fn select_one(
+    a: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    name: &'static str,
+    op: &str,
+    choose: &dyn Fn(&Tensor, usize, usize) -> Vec<i64>,
+) -> Result<(Tensor, Tensor)> {
+    let d = dim_of(a, dim)?;
+    let (x, was_0d) = as_1d(a)?;
+    if x.shape()[d] == 0 {
+        return Err(Error::index(format!(
+            "{op}(): Expected reduction dim {d} to have non-zero size."
+        )));
+    }
+    let idx = pick_indices(&x, d, 1, choose)?;
+    let out_shape: Shape = if was_0d {
+        Shape::new()
+    } else if keepdim {
+        idx.shape()
+    } else {
+        let mut s = idx.shape();
+        s.remove(d);
+        s
+    };
+    let values = take_along(a, &x, d, &idx, &out_shape, name)?;
+    let _g = crate::autograd::GradModeGuard::new(false);
+    Ok((values, reshape(&idx, &out_shape)?))
+}
+
+/// `kthvalue(a, k, dim, keepdim)`: the `k`-th smallest element (1-based).
+pub fn kthvalue(a: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let d = dim_of(a, dim)?;
+    let n = if a.ndim() == 0 { 1 } else { a.shape()[d] };
+    if k < 1 || k as usize > n {
+        return Err(Error::index(format!(
+            "kthvalue(): selected number k out of range for dimension {d}"
+        )));
+    }
+    let pos = (k - 1) as usize;
+    select_one(
+        a,
+        dim,
+        keepdim,
+        "KthvalueBackward0",
+        "kthvalue",
+        &|t, rows, cols| {
+            crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, 1, &|row: &[T]| {
+                vec![order_of(row, false)[pos]]
+            }))
+        },
+    )
+}
+
+/// The lower median's position in `row`; with `ignore_nan` NaNs are skipped
+/// (`nanmedian`), otherwise a NaN in the row is the answer.
+fn median_pos<T: Element>(row: &[T], ignore_nan: bool) -> usize {
+    if !ignore_nan {
+        if let Some(p) = row.iter().position(|&v| is_nan(v)) {
+            return p;
+        }
+    }
+    let order = order_of(row, false);
+    let valid = order.iter().filter(|&&i| !is_nan(row[i])).count();
+    if valid == 0 {
+        return order[0];
+    }
+    order[(valid - 1) / 2]
+}
+
+/// `median(a, dim, keepdim)` (or `nanmedian`): the lower median of each row.
+pub fn median_dim(
+    a: &Tensor,
+    dim: i64,
+    keepdim: bool,
+    ignore_nan: bool,
+) -> Result<(Tensor, Tensor)> {
+    let (name, op) = if ignore_nan {
+        ("NanmedianBackward1", "nanmedian")
+    } else {
+        ("MedianBackward1", "median")
+    };
+    select_one(a, dim, keepdim, name, op, &|t, rows, cols| {
+        crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, 1, &|row: &[T]| {
+            vec![median_pos(row, ignore_nan)]
+        }))
+    })
+}
+
+/// `median(a)` over every element: a 0-d tensor.
+pub fn median_all(a: &Tensor, ignore_nan: bool) -> Result<Tensor> {
+    let op = if ignore_nan { "nanmedian" } else { "median" };
+    if a.numel() == 0 {
+        return Err(Error::index(format!(
+            "{op}(): Expected reduction dim to be specified for input.numel() == 0."
+        )));
+    }
+    let flat = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        reshape(&a.detach(), &[a.numel()])?
+    };
+    let name = if ignore_nan {
+        "NanmedianBackward0"
+    } else {
+        "MedianBackward0"
+    };
+    let idx = pick_indices(&flat, 0, 1, &|t, rows, cols| {
+        crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, 1, &|row: &[T]| {
+            vec![median_pos(row, ignore_nan)]
+        }))
+    })?;
+    take_along(a, &flat, 0, &idx, &[], name)
+}

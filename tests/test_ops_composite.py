@@ -1,0 +1,289 @@
+"""Composed ops (tril/triu, diag, roll, tensor_split, meshgrid, kron, cross, cdist,
+lerp, the addmm family, unique, searchsorted, bucketize): values against NumPy,
+gradients against finite differences (first and second order)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import ferrograd as fg
+from ferrograd.autograd import gradcheck, gradgradcheck
+
+
+def arr(shape, seed=0):
+    return np.random.default_rng(seed).uniform(-2, 2, size=shape)
+
+
+def leaf(a):
+    return fg.tensor(a, requires_grad=True)
+
+
+def check(fn, *arrays):
+    xs = tuple(leaf(a) for a in arrays)
+    assert gradcheck(fn, xs)
+    assert gradgradcheck(fn, xs)
+
+
+mats = hnp.array_shapes(min_dims=2, max_dims=4, min_side=1, max_side=4)
+
+
+@given(mats, st.integers(-4, 4), st.integers(0, 999))
+def test_tril_triu(shape, k, seed):
+    a = arr(shape, seed)
+    np.testing.assert_array_equal(fg.tril(fg.tensor(a), k).numpy(), np.tril(a, k))
+    np.testing.assert_array_equal(fg.tensor(a).triu(k).numpy(), np.triu(a, k))
+    check(lambda t: fg.tril(t, k), a)
+    check(lambda t: t.triu(k), a)
+
+
+def test_tril_keeps_infinities_out_of_the_zeroed_part():
+    x = fg.tensor([[1.0, float("-inf")], [2.0, 3.0]])
+    assert fg.tril(x).tolist() == [[1.0, 0.0], [2.0, 3.0]]
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        fg.tril(fg.ones(3))
+
+
+def test_tril_in_place():
+    x = fg.ones(3, 3)
+    x.tril_()
+    np.testing.assert_array_equal(x.numpy(), np.tril(np.ones((3, 3))))
+
+
+def test_tri_indices():
+    np.testing.assert_array_equal(
+        fg.tril_indices(3, 4, 1).numpy(), np.array(np.tril_indices(3, 1, 4))
+    )
+    np.testing.assert_array_equal(
+        fg.triu_indices(4, 3, -1).numpy(), np.array(np.triu_indices(4, -1, 3))
+    )
+
+
+@given(st.integers(1, 5), st.integers(-3, 3), st.integers(0, 999))
+def test_diag(n, k, seed):
+    v = arr((n,), seed)
+    np.testing.assert_array_equal(fg.diag(fg.tensor(v), k).numpy(), np.diag(v, k))
+    m = arr((n, n + 1), seed)
+    np.testing.assert_array_equal(fg.diag(fg.tensor(m), k).numpy(), np.diag(m, k))
+    check(lambda t: fg.diag(t, k), v)
+    check(lambda t: fg.diag(t, k), m)
+
+
+def test_diag_embed():
+    v = arr((2, 3))
+    out = fg.diag_embed(fg.tensor(v), 1).numpy()
+    expected = np.stack([np.diag(row, 1) for row in v])
+    np.testing.assert_array_equal(out, expected)
+    out = fg.diag_embed(fg.tensor(v), 0, 0, 2).numpy()
+    np.testing.assert_array_equal(out, np.stack([np.diag(r) for r in v]).transpose(1, 0, 2))
+    check(lambda t: fg.diag_embed(t, -1), v)
+
+
+@given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), st.data())
+def test_roll(shape, data):
+    a = arr(shape)
+    dim = data.draw(st.integers(0, len(shape) - 1))
+    s = data.draw(st.integers(-7, 7))
+    np.testing.assert_array_equal(fg.roll(fg.tensor(a), s, dim).numpy(), np.roll(a, s, dim))
+    np.testing.assert_array_equal(fg.tensor(a).roll(s).numpy(), np.roll(a, s))
+    check(lambda t: fg.roll(t, s, dim), a)
+
+
+def test_roll_several_dims_and_errors():
+    a = arr((3, 4))
+    np.testing.assert_array_equal(
+        fg.roll(fg.tensor(a), (1, -2), (0, 1)).numpy(), np.roll(a, (1, -2), (0, 1))
+    )
+    with pytest.raises(RuntimeError, match="shifts and dimensions must align"):
+        fg.roll(fg.tensor(a), (1, 2), 0)
+
+
+@given(st.integers(0, 9), st.integers(1, 5))
+def test_tensor_split_sections(n, sections):
+    a = np.arange(float(n))
+    parts = fg.tensor_split(fg.tensor(a), sections)
+    expected = np.array_split(a, sections)
+    assert len(parts) == len(expected)
+    for p, e in zip(parts, expected):
+        np.testing.assert_array_equal(p.numpy(), e)
+
+
+def test_tensor_split_indices_views_and_grad():
+    x = fg.arange(10.0).requires_grad_()
+    parts = x.tensor_split([2, 5, 20])
+    assert [p.tolist() for p in parts] == [
+        [0.0, 1.0],
+        [2.0, 3.0, 4.0],
+        list(map(float, range(5, 10))),
+        [],
+    ]
+    assert parts[1]._base is x
+    sum(p.sum() * (i + 1) for i, p in enumerate(parts)).backward()
+    assert x.grad.tolist() == [1.0, 1.0, 2.0, 2.0, 2.0, 3.0, 3.0, 3.0, 3.0, 3.0]
+    with pytest.raises(RuntimeError, match="number of sections must be larger than 0"):
+        fg.tensor_split(x, 0)
+
+
+def test_hsplit_vsplit_dsplit():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    t = fg.tensor(a)
+    for ours, theirs in (
+        (fg.hsplit(t, 3), np.hsplit(a, 3)),
+        (fg.vsplit(t, [1]), np.vsplit(a, [1])),
+        (fg.dsplit(t, 2), np.dsplit(a, 2)),
+    ):
+        assert len(ours) == len(theirs)
+        for p, e in zip(ours, theirs):
+            np.testing.assert_array_equal(p.numpy(), e)
+    with pytest.raises(RuntimeError, match="not divisible by the split_size 2"):
+        fg.hsplit(t, 2)
+    with pytest.raises(RuntimeError, match="at least 3 dimension"):
+        fg.dsplit(fg.ones(2, 2), 2)
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid(indexing):
+    x, y, z = np.arange(3.0), np.arange(2.0) + 10, np.arange(4.0) - 5
+    ours = fg.meshgrid(fg.tensor(x), fg.tensor(y), fg.tensor(z), indexing=indexing)
+    theirs = np.meshgrid(x, y, z, indexing=indexing)
+    for o, t in zip(ours, theirs):
+        np.testing.assert_array_equal(o.numpy(), t)
+    check(lambda a, b: fg.meshgrid(a, b, indexing=indexing)[1] * 1.0, x, y)
+
+
+def test_meshgrid_warns_without_indexing():
+    with pytest.warns(UserWarning, match="indexing argument"):
+        fg.meshgrid(fg.ones(2), fg.ones(3))
+
+
+def test_cartesian_prod():
+    a, b = [1, 2], [3, 4, 5]
+    out = fg.cartesian_prod(fg.tensor(a), fg.tensor(b))
+    assert out.tolist() == [list(p) for p in itertools.product(a, b)]
+
+
+@given(
+    hnp.array_shapes(min_dims=1, max_dims=3, max_side=3),
+    hnp.array_shapes(min_dims=1, max_dims=3, max_side=3),
+)
+def test_kron(sa, sb):
+    a, b = arr(sa, 1), arr(sb, 2)
+    np.testing.assert_allclose(fg.kron(fg.tensor(a), fg.tensor(b)).numpy(), np.kron(a, b))
+    check(fg.kron, a, b)
+
+
+@given(st.integers(1, 4), st.sampled_from([0, 1]))
+def test_cross(n, dim):
+    shape = (3, n) if dim == 0 else (n, 3)
+    a, b = arr(shape, 1), arr(shape, 2)
+    np.testing.assert_allclose(
+        fg.cross(fg.tensor(a), fg.tensor(b), dim=dim).numpy(), np.cross(a, b, axis=dim)
+    )
+    check(lambda x, y: fg.cross(x, y, dim=dim), a, b)
+    with pytest.raises(RuntimeError, match="must have length 3"):
+        fg.cross(fg.ones(4, 2), fg.ones(4, 2), dim=1)
+
+
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 3), st.sampled_from([1.0, 2.0, 3.0]))
+def test_cdist(p_rows, r_rows, m, p):
+    a, b = arr((p_rows, m), 1), arr((r_rows, m), 2)
+    expected = (np.abs(a[:, None, :] - b[None, :, :]) ** p).sum(-1) ** (1 / p)
+    np.testing.assert_allclose(
+        fg.cdist(fg.tensor(a), fg.tensor(b), p).numpy(), expected, rtol=1e-12
+    )
+    check(lambda x, y: fg.cdist(x, y, p), a, b)
+
+
+def test_cdist_errors():
+    with pytest.raises(RuntimeError, match="same number of columns"):
+        fg.cdist(fg.ones(2, 3), fg.ones(2, 4))
+    with pytest.raises(RuntimeError, match="at least 2D"):
+        fg.cdist(fg.ones(3), fg.ones(2, 3))
+
+
+def test_lerp_and_the_add_product_family():
+    a, b, c = arr((3, 4), 1), arr((3, 4), 2), arr((3, 4), 3) + 3
+    w = 0.3
+    np.testing.assert_allclose(fg.lerp(fg.tensor(a), fg.tensor(b), w).numpy(), a + w * (b - a))
+    np.testing.assert_allclose(
+        fg.addcmul(fg.tensor(a), fg.tensor(b), fg.tensor(c), value=0.5).numpy(), a + 0.5 * b * c
+    )
+    np.testing.assert_allclose(
+        fg.addcdiv(fg.tensor(a), fg.tensor(b), fg.tensor(c), value=-2).numpy(), a - 2 * b / c
+    )
+    check(lambda x, y, z: fg.addcdiv(x, y, z, value=0.5), a, b, c)
+    m1, m2, bias = arr((3, 5), 4), arr((5, 4), 5), arr((4,), 6)
+    np.testing.assert_allclose(
+        fg.addmm(fg.tensor(bias), fg.tensor(m1), fg.tensor(m2), beta=0.5, alpha=2).numpy(),
+        0.5 * bias + 2 * m1 @ m2,
+    )
+    check(lambda i, x, y: fg.addmm(i, x, y, beta=0.5, alpha=2), bias, m1, m2)
+    b1, b2, inp = arr((2, 3, 4), 7), arr((2, 4, 5), 8), arr((3, 5), 9)
+    np.testing.assert_allclose(
+        fg.baddbmm(fg.tensor(inp), fg.tensor(b1), fg.tensor(b2)).numpy(), inp + b1 @ b2
+    )
+    np.testing.assert_allclose(
+        fg.addbmm(fg.tensor(inp), fg.tensor(b1), fg.tensor(b2)).numpy(), inp + (b1 @ b2).sum(0)
+    )
+    v = arr((5,), 10)
+    np.testing.assert_allclose(
+        fg.addmv(fg.tensor(arr((3,))), fg.tensor(m1), fg.tensor(v)).numpy(), arr((3,)) + m1 @ v
+    )
+    np.testing.assert_allclose(
+        fg.addr(fg.tensor(a), fg.tensor(arr((3,))), fg.tensor(arr((4,), 1))).numpy(),
+        a + np.outer(arr((3,)), arr((4,), 1)),
+    )
+
+
+def test_beta_zero_ignores_nan_in_input():
+    bias = fg.full((2, 2), float("nan"))
+    out = fg.addmm(bias, fg.eye(2), fg.eye(2), beta=0)
+    assert out.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_in_place_lerp_and_addcmul():
+    x = fg.zeros(3)
+    x.lerp_(fg.ones(3), 0.25)
+    assert x.tolist() == [0.25, 0.25, 0.25]
+    x.addcmul_(fg.ones(3), fg.full((3,), 2.0), value=0.5)
+    assert x.tolist() == [1.25, 1.25, 1.25]
+
+
+def test_unique():
+    x = fg.tensor([[3, 1], [3, 2]])
+    u, inv, counts = fg.unique(x, return_inverse=True, return_counts=True)
+    assert (
+        u.tolist() == [1, 2, 3]
+        and inv.tolist() == [[2, 0], [2, 1]]
+        and counts.tolist() == [1, 1, 2]
+    )
+    rows = fg.unique(fg.tensor([[1, 2], [0, 5], [1, 2]]), dim=0)
+    assert rows.tolist() == [[0, 5], [1, 2]]
+    assert fg.tensor([2.0, 2.0, 1.0]).unique().tolist() == [1.0, 2.0]
+
+
+def test_searchsorted_and_bucketize():
+    seq = fg.tensor([1, 3, 5, 7, 9])
+    vals = fg.tensor([[3, 6, 9], [3, 6, 1]])
+    assert fg.searchsorted(seq, vals).tolist() == [[1, 3, 4], [1, 3, 0]]
+    assert fg.searchsorted(seq, vals, right=True).tolist() == [[2, 3, 5], [2, 3, 1]]
+    assert fg.searchsorted(seq, vals, side="right").tolist() == [[2, 3, 5], [2, 3, 1]]
+    rows = fg.tensor([[1, 3, 5, 7, 9], [2, 4, 6, 8, 10]])
+    assert fg.searchsorted(rows, vals).tolist() == [[1, 3, 4], [1, 2, 0]]
+    with pytest.raises(RuntimeError, match="no int32 dtype"):
+        fg.searchsorted(seq, vals, out_int32=True)
+    assert fg.bucketize(fg.tensor([1, 5, 9]), fg.tensor([1, 3, 5, 7])).tolist() == [0, 2, 4]
+    assert fg.bucketize(fg.tensor([1, 5, 9]), fg.tensor([1, 3, 5, 7]), right=True).tolist() == [
+        1,
+        3,
+        4,
+    ]
+    with pytest.raises(RuntimeError, match="side can only be 'left' or 'right'"):
+        fg.searchsorted(seq, vals, side="middle")
+    with pytest.raises(RuntimeError, match="boundaries tensor must be 1 dimension"):
+        fg.bucketize(vals, rows)
