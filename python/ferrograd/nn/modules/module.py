@@ -528,11 +528,15 @@ class Module:
             with no_grad():
                 param_applied = fn(param)
             param_grad = param.grad
-            param.data = param_applied
+            # ``t.data = t`` on one object never returns from the engine (a
+            # lock taken twice); a conversion that changed nothing is skipped.
+            if param_applied is not param:
+                param.data = param_applied
             if param_grad is not None:
                 with no_grad():
                     grad_applied = fn(param_grad)
-                param.grad.data = grad_applied
+                if grad_applied is not param_grad:
+                    param_grad.data = grad_applied
         for key, buf in self._buffers.items():
             if buf is not None:
                 self._buffers[key] = fn(buf)
