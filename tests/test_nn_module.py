@@ -1112,3 +1112,59 @@ def test_training_loop_with_state_dict_transfer():
     clone = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1))
     clone.load_state_dict(model.state_dict())
     assert torch.equal(clone(x), model(x))
+
+
+def test_set_submodule():
+    net = nn.Sequential(OrderedDict(block=Net()))
+    new = nn.Linear(3, 4, bias=False)
+    net.set_submodule("block.fc", new)
+    assert net.block.fc is new
+    net.set_submodule("block.extra", nn.ReLU())
+    assert isinstance(net.block.extra, nn.ReLU)
+    with pytest.raises(AttributeError, match="Net has no attribute `nope`"):
+        net.set_submodule("block.nope", nn.ReLU(), strict=True)
+    with pytest.raises(AttributeError, match="`training` is not an nn.Module"):
+        net.set_submodule("block.training", nn.ReLU())
+    with pytest.raises(ValueError, match="Cannot set the submodule without a target name!"):
+        net.set_submodule("", nn.ReLU())
+    with pytest.raises(ValueError, match="`module` is not an nn.Module"):
+        net.set_submodule("block.fc", 3)
+
+
+def test_global_forward_pre_hook_runs_before_module_hooks():
+    from ferrograd.nn.modules.module import register_module_forward_pre_hook
+
+    log = []
+    m = Scale(log)
+    m.register_forward_pre_hook(lambda mod, args: log.append("own"))
+    with register_module_forward_pre_hook(lambda mod, args: log.append("global")):
+        m(torch.zeros(1))
+    m(torch.zeros(1))
+    assert log == ["global", "own", "forward", "own", "forward"]
+
+
+def test_pickled_model_round_trip():
+    m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    m.register_buffer("steps", torch.tensor([4]))
+    m.eval()
+    r = pickle.loads(pickle.dumps(m))
+    assert repr(r) == repr(m) and not r.training
+    assert type(r[0].weight) is nn.Parameter and r[0].weight.requires_grad
+    x = torch.randn(4, 2)
+    assert torch.equal(r(x), m(x)) and torch.equal(r.steps, m.steps)
+
+
+def test_backward_hook_module_supports_double_backward():
+    lin = nn.Linear(2, 2)
+    calls = []
+    lin.register_full_backward_hook(lambda mod, gi, go: calls.append(1))
+    x = torch.randn(3, 2, dtype=torch.float64, requires_grad=True)
+    lin.double()
+    (g,) = torch.autograd.grad(lin(x).pow(2).sum(), x, create_graph=True)
+    g.sum().backward()
+    w = _np(lin.weight)
+    # d/dx sum(2 (W x + b) W) = 2 W^T W 1 for every row.
+    assert np.allclose(_np(x.grad), np.tile(2 * (w.T @ w).sum(axis=1), (3, 1)))
+    # The second backward reaches x through the module's output again (pow
+    # saved it), so the hook runs once per backward.
+    assert calls == [1, 1]
