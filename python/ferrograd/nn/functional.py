@@ -7,6 +7,7 @@ log-sum-exp forms, backward rules) live in ``src/ops``.
 from __future__ import annotations
 
 from .. import _C
+from ._functional.linear import bilinear
 
 
 def _reduction(size_average, reduce, reduction):
@@ -201,6 +202,7 @@ def cross_entropy(
 
 
 __all__ = [
+    "bilinear",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "cross_entropy",

@@ -1,0 +1,58 @@
+"""``F.bilinear``, composed from differentiable ops (a GEMM, a product and a
+sum), so its gradients of every order come from theirs."""
+
+from __future__ import annotations
+
+from ... import _C
+
+__all__ = ["bilinear"]
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``."""
+    for name, value, pos in (("input1", input1, 1), ("input2", input2, 2), ("weight", weight, 3)):
+        if not isinstance(value, _C.Tensor):
+            raise TypeError(
+                f"bilinear(): argument '{name}' (position {pos}) must be Tensor, "
+                f"not {type(value).__name__}"
+            )
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-D, got {weight.dim()}-D")
+    if input1.dim() == 0:
+        raise RuntimeError("bilinear(): input1 must be at least 1-D")
+    if input1.dim() != input2.dim():
+        raise RuntimeError(
+            f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}"
+        )
+    for i in range(input1.dim() - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(
+                "bilinear(): input batch dimensions do not match: got "
+                f"{input1.shape[i]} and {input2.shape[i]}"
+            )
+    out, in1, in2 = weight.shape
+    if input1.shape[-1] != in1:
+        raise RuntimeError(
+            "bilinear(): input1 size does not match weight size: got "
+            f"{input1.shape[-1]} but expected {in1}"
+        )
+    if input2.shape[-1] != in2:
+        raise RuntimeError(
+            "bilinear(): input2 size does not match weight size: got "
+            f"{input2.shape[-1]} but expected {in2}"
+        )
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != out):
+        got = bias.shape[0] if bias.dim() > 0 else bias.shape
+        raise RuntimeError(
+            f"bilinear(): bias size does not match weight size: got {got} but expected {out}"
+        )
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, in1)
+    x2 = input2.reshape(-1, in2)
+    # One GEMM over all outputs: (N, in1) @ (in1, out * in2) -> (N, out, in2).
+    w = weight.permute(1, 0, 2).reshape(in1, out * in2)
+    t = (x1 @ w).reshape(-1, out, in2)
+    y = (t * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*lead, out)

@@ -1,0 +1,95 @@
+"""Gradient clipping: ``clip_grad_norm_`` and ``clip_grad_value_``."""
+
+from __future__ import annotations
+
+import types
+import warnings
+
+from ... import _C
+from ...autograd.grad_mode import no_grad
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
+
+
+def _tensor_list(tensors, warn_generator=True):
+    if isinstance(tensors, _C.Tensor):
+        return [tensors]
+    is_generator = isinstance(tensors, types.GeneratorType)
+    # A generator is consumed once, and read twice below.
+    tensors = list(tensors)
+    if warn_generator and is_generator and len(tensors) == 0:
+        warnings.warn(
+            "`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=4
+        )
+    return tensors
+
+
+def _check_foreach(foreach):
+    # Every tensor lives on the CPU, where PyTorch's foreach kernels are
+    # available too; the per-tensor loop below computes the same numbers.
+    if foreach not in (None, True, False):
+        raise TypeError(f"foreach must be None or a bool, got {foreach!r}")
+
+
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The ``norm_type``-norm of all ``tensors`` together, as if concatenated
+    into one vector: the norm of their individual norms."""
+    _check_foreach(foreach)
+    tensors = _tensor_list(tensors, warn_generator=False)
+    norm_type = float(norm_type)
+    if len(tensors) == 0:
+        return _C.tensor(0.0)
+    with no_grad():
+        norms = [t.norm(norm_type) for t in tensors]
+        # torch.stack promotes mixed float32/float64 norms to float64.
+        if any(n.dtype == _C.float64 for n in norms):
+            norms = [n.to(_C.float64) for n in norms]
+        total_norm = _C.stack(norms).norm(norm_type)
+    if error_if_nonfinite and bool(total_norm.isnan() or total_norm.isinf()):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from "
+            "`parameters` is non-finite, so it cannot be clipped. To disable "
+            "this error and scale the gradients by the non-finite norm anyway, "
+            "set `error_if_nonfinite=False`"
+        )
+    return total_norm
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scales the gradients by ``min(1, max_norm / (total_norm + 1e-6))``."""
+    _check_foreach(foreach)
+    parameters = _tensor_list(parameters, warn_generator=False)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    max_norm = float(max_norm)
+    if len(grads) == 0:
+        return
+    with no_grad():
+        clip_coef = max_norm / (total_norm + 1e-6)
+        # Multiplying by a coefficient clamped to 1 rather than branching is
+        # PyTorch's choice, kept so the gradients are bit-for-bit the same.
+        clip_coef_clamped = _C.clamp(clip_coef, max=1.0)
+        for g in grads:
+            g.mul_(clip_coef_clamped.to(g.dtype))
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Scales the gradients of ``parameters`` in place so that their total
+    ``norm_type``-norm (``inf`` for the max-abs) is at most ``max_norm``; returns
+    the total norm before clipping, as a tensor. ``error_if_nonfinite`` raises
+    on a NaN or infinite total instead of scaling by it."""
+    parameters = _tensor_list(parameters)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+    return total_norm
+
+
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Clamps every gradient of ``parameters`` in place to ``[-clip_value, clip_value]``."""
+    _check_foreach(foreach)
+    parameters = _tensor_list(parameters, warn_generator=False)
+    clip_value = float(clip_value)
+    with no_grad():
+        for p in parameters:
+            if p.grad is not None:
+                p.grad.clamp_(min=-clip_value, max=clip_value)
