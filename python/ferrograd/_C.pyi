@@ -941,3 +941,14 @@ def get_num_threads() -> _int: ...
 
 # ``Tensor.sum`` over ``dim`` without the dtype handling.
 def _sum_dims(t: Tensor, dim: _Dims | None = None, keepdim: _bool = False) -> Tensor: ...
+
+# ----- optim: fused multi-tensor optimizer steps (src/py/optim.rs) -----------
+# Updates each row ``[param, grad, *states]`` in place with the named rule
+# ('sgd', 'adam', 'adagrad', 'rmsprop', 'adamax', 'nadam', 'radam'); ``hyper``
+# holds the group's hyper-parameters, ``per_tensor[i]`` up to three scalars of row i.
+def _foreach_optim(
+    rule_name: _str,
+    tensors: list[list[Tensor]],
+    hyper: dict[_str, Any],
+    per_tensor: list[list[float]],
+) -> None: ...

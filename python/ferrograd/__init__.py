@@ -137,7 +137,7 @@ long = int64
 __version__ = "0.1.0"
 
 # Imported after the names above exist: these modules use them.
-from . import autograd, nn, return_types  # noqa: E402
+from . import autograd, nn, optim, return_types  # noqa: E402
 
 
 def _rebuild_tensor(array, requires_grad):
