@@ -312,10 +312,6 @@ pub fn step<T: Float>(rule: &Rule, per: [f64; 3], p: &mut [T], g: &[T], s: &mut 
 }
 
 #[allow(clippy::too_many_arguments)]
-#[multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
 fn sgd<T: Float>(
     p: &mut [T],
     g: &[T],
@@ -329,22 +325,98 @@ fn sgd<T: Float>(
     nesterov: bool,
     maximize: bool,
 ) {
+    let k = SgdC {
+        neg_lr,
+        wd,
+        momentum,
+        w,
+    };
+    // Each flag becomes a constant of its own loop, so every loop is
+    // branch-free and vectorises.
+    macro_rules! pick {
+        ($f:ident, $($args:expr),*) => {
+            match (maximize, has_wd) {
+                (false, false) => $f::<T, false, false>($($args),*),
+                (false, true) => $f::<T, false, true>($($args),*),
+                (true, false) => $f::<T, true, false>($($args),*),
+                (true, true) => $f::<T, true, true>($($args),*),
+            }
+        };
+    }
     match buf {
-        None => {
-            for (p, &g) in p.iter_mut().zip(g) {
-                let d = grad_in(g, *p, maximize, wd, has_wd);
-                *p = *p + neg_lr * d;
-            }
-        }
-        Some(buf) => {
-            for ((p, &g), b) in p.iter_mut().zip(g).zip(buf.iter_mut()) {
-                let d = grad_in(g, *p, maximize, wd, has_wd);
-                // The first step clones the gradient into the buffer.
-                *b = if first { d } else { *b * momentum + w * d };
-                let d = if nesterov { d + momentum * *b } else { *b };
-                *p = *p + neg_lr * d;
-            }
-        }
+        None => pick!(sgd_plain, p, g, k),
+        Some(b) if first => pick!(sgd_first, p, g, b, k, nesterov),
+        Some(b) if nesterov => pick!(sgd_nesterov, p, g, b, k),
+        Some(b) => pick!(sgd_momentum, p, g, b, k),
+    }
+}
+
+#[derive(Clone, Copy)]
+struct SgdC<T> {
+    neg_lr: T,
+    wd: T,
+    momentum: T,
+    w: T,
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn sgd_plain<T: Float, const MAX: bool, const WD: bool>(p: &mut [T], g: &[T], k: SgdC<T>) {
+    for (p, &g) in p.iter_mut().zip(g) {
+        let d = grad_in(g, *p, MAX, k.wd, WD);
+        *p = *p + k.neg_lr * d;
+    }
+}
+
+/// The first momentum step: the buffer takes a copy of the gradient.
+fn sgd_first<T: Float, const MAX: bool, const WD: bool>(
+    p: &mut [T],
+    g: &[T],
+    buf: &mut [T],
+    k: SgdC<T>,
+    nesterov: bool,
+) {
+    for ((p, &g), b) in p.iter_mut().zip(g).zip(buf.iter_mut()) {
+        let d = grad_in(g, *p, MAX, k.wd, WD);
+        *b = d;
+        let d = if nesterov { d + k.momentum * *b } else { *b };
+        *p = *p + k.neg_lr * d;
+    }
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn sgd_momentum<T: Float, const MAX: bool, const WD: bool>(
+    p: &mut [T],
+    g: &[T],
+    buf: &mut [T],
+    k: SgdC<T>,
+) {
+    for ((p, &g), b) in p.iter_mut().zip(g).zip(buf.iter_mut()) {
+        let d = grad_in(g, *p, MAX, k.wd, WD);
+        *b = *b * k.momentum + k.w * d;
+        *p = *p + k.neg_lr * *b;
+    }
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn sgd_nesterov<T: Float, const MAX: bool, const WD: bool>(
+    p: &mut [T],
+    g: &[T],
+    buf: &mut [T],
+    k: SgdC<T>,
+) {
+    for ((p, &g), b) in p.iter_mut().zip(g).zip(buf.iter_mut()) {
+        let d = grad_in(g, *p, MAX, k.wd, WD);
+        *b = *b * k.momentum + k.w * d;
+        *p = *p + k.neg_lr * (d + k.momentum * *b);
     }
 }
 
