@@ -366,6 +366,7 @@ __all__ = [
     "ne",
     "neg",
     "nn",
+    "optim",
     "no_grad",
     "nonzero",
     "norm",
