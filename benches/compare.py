@@ -39,7 +39,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-WORKLOADS = ["elementwise", "scalar_chain", "matmul1024", "matmul_sizes", "tanh", "mlp", "mlp_rss"]
+WORKLOADS = [
+    "elementwise", "scalar_chain", "matmul1024", "matmul_sizes", "tanh", "mlp", "mlp_rss",
+    "optim",
+]
 NA_ERRORS = (AttributeError, TypeError, NotImplementedError)
 LR = 0.01
 NOISY = 1.5  # median/best sample ratio above which a cell is marked noisy
@@ -66,6 +69,7 @@ class Config:
     rss_steps: int = 1000
     loss: str = "mse"
     threads: int = 1
+    optim_params: tuple = (20, 5_000_000)  # tensors, total float32 parameters
 
 
 def make_config(args) -> Config:
@@ -86,6 +90,7 @@ def make_config(args) -> Config:
             mlp_dims=(64, 32, 16, 10),
             batch=16,
             rss_steps=20,
+            optim_params=(4, 4096),
         )
     else:
         cfg = Config(
@@ -337,6 +342,33 @@ def build_mlp(lib, dims, batch: int, loss_kind: str, train: bool) -> Callable:
         return {"loss": loss, "grad_w_last": g}
 
     return step
+
+
+def make_optim_step(kind: str):
+    """One optimizer step over many parameter tensors with gradients already set;
+    the first call's updated parameters are compared across libraries."""
+
+    def make(lib, cfg):
+        count, total = cfg.optim_params
+        r = rng()
+        params = []
+        for i in range(count):
+            n = total // count + (1 if i < total % count else 0)
+            p = lib.tensor(r.standard_normal(n).astype(np.float32), requires_grad=True)
+            p.grad = lib.tensor(r.standard_normal(n).astype(np.float32))
+            params.append(p)
+        if kind == "adam":
+            opt = lib.mod.optim.Adam(params, lr=1e-3)
+        else:
+            opt = lib.mod.optim.SGD(params, lr=1e-2, momentum=0.9)
+
+        def step():
+            opt.step()
+            return {"p0": params[0], "p_last": params[-1]}
+
+        return step
+
+    return make
 
 
 def make_mlp(train: bool):
@@ -628,6 +660,7 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
     ops, n, (s1, s2), (bb, bn) = cfg.ew_ops, cfg.mm_n, cfg.mm_sizes, cfg.bmm
     mlp = "-".join(map(str, cfg.mlp_dims)) + f" b{cfg.batch}"
     loss = "CE" if cfg.loss == "ce" else "MSE"
+    optim_k, optim_n = cfg.optim_params
     return [
         Row(
             "elementwise",
@@ -726,6 +759,22 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
             "ms",
             timed(make_mlp(True), ms),
             target=Target(">=1.0x torch", 1.0),
+        ),
+        Row(
+            "optim",
+            f"Adam.step() over {optim_n} float32 params in {optim_k} tensors",
+            "ms",
+            timed(make_optim_step("adam"), ms),
+            target=Target(">=1.5x torch", 1.5),
+            rtol=1e-5,
+        ),
+        Row(
+            "optim",
+            f"SGD(momentum=0.9).step() over {optim_n} float32 params in {optim_k} tensors",
+            "ms",
+            timed(make_optim_step("sgd"), ms),
+            target=Target(">=1.5x torch", 1.5),
+            rtol=1e-5,
         ),
         Row(
             "mlp_rss",

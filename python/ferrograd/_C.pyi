@@ -1056,3 +1056,13 @@ def median(input: Tensor, dim: _int, keepdim: _bool = False) -> _return_types.me
 def nanmedian(input: Tensor, dim: None = None, keepdim: _bool = False) -> Tensor: ...
 @overload
 def nanmedian(input: Tensor, dim: _int, keepdim: _bool = False) -> _return_types.nanmedian: ...
+# ----- optim: fused multi-tensor optimizer steps (src/py/optim.rs) -----------
+# Updates each row ``[param, grad, *states]`` in place with the named rule
+# ('sgd', 'adam', 'adagrad', 'rmsprop', 'adamax', 'nadam', 'radam'); ``hyper``
+# holds the group's hyper-parameters, ``per_tensor[i]`` up to three scalars of row i.
+def _foreach_optim(
+    rule_name: _str,
+    tensors: list[list[Tensor]],
+    hyper: dict[_str, Any],
+    per_tensor: list[list[float]],
+) -> None: ...

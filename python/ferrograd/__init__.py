@@ -138,6 +138,7 @@ __version__ = "0.1.0"
 
 # Imported after the names above exist: these modules use them.
 from . import autograd, nn, return_types, viz  # noqa: E402, F401
+from . import autograd, nn, optim, return_types  # noqa: E402
 
 
 def _rebuild_tensor(array, requires_grad):
@@ -371,6 +372,7 @@ __all__ = [
     "norm",
     "numel",
     "ones",
+    "optim",
     "ones_like",
     "outer",
     "permute",

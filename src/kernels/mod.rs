@@ -10,6 +10,7 @@ pub mod elementwise;
 pub mod index;
 pub mod math;
 pub mod matmul;
+pub mod optim;
 pub mod parallel;
 pub mod reduce;
 pub mod softmax;

@@ -16,6 +16,7 @@ mod index;
 pub mod inplace;
 mod linalg;
 mod loss;
+pub mod optim;
 mod reduce;
 mod shape;
 mod shape_ops;

@@ -1,0 +1,57 @@
+"""Shared pieces of the optimizers: scalar hyper-parameters, state
+allocation and the closure call."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .. import _C
+from .._C import Tensor
+from ..autograd.grad_mode import enable_grad
+
+
+def _to_scalar(x: Any) -> float:
+    """A hyper-parameter given as a number or a one-element tensor, as a float."""
+    if isinstance(x, Tensor):
+        if x.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        return float(x.item())
+    return float(x)
+
+
+def _check_lr(lr: Any) -> None:
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= _to_scalar(lr):
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _check_betas(betas: Any) -> None:
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+
+
+def _full_like(p: Tensor, value: float) -> Tensor:
+    """A new contiguous state buffer shaped and typed like ``p``."""
+    return _C._like(p, "full", value, None, False)
+
+
+def _step_tensor(value: float = 0.0) -> Tensor:
+    """The 'step' counter: a float32 scalar tensor, as PyTorch keeps it."""
+    return _C.tensor(value)
+
+
+def _closure(closure: Callable[[], Any] | None) -> Any:
+    if closure is None:
+        return None
+    with enable_grad():
+        return closure()
+
+
+def _bump(state: dict[str, Any]) -> float:
+    """Adds one to the state's step counter and returns the new count."""
+    step = state["step"]
+    step.add_(1)
+    return float(step.item())
