@@ -138,6 +138,7 @@ __version__ = "0.1.0"
 
 # Imported after the names above exist: these modules use them.
 from . import autograd, nn, return_types  # noqa: E402
+from .serialization import load, save  # noqa: E402
 
 
 def _rebuild_tensor(array, requires_grad):
@@ -338,6 +339,7 @@ __all__ = [
     "isnan",
     "le",
     "linspace",
+    "load",
     "log",
     "log1p",
     "log2",
@@ -387,6 +389,7 @@ __all__ = [
     "return_types",
     "round",
     "rsqrt",
+    "save",
     "scatter",
     "scatter_add",
     "set_grad_enabled",
