@@ -526,3 +526,27 @@ def _tree(hdr):
     if "ferrograd.tree" not in hdr.meta:
         return None
     return _json_meta(hdr.meta, "ferrograd.tree")
+
+
+def _deepcopy_tensor(t, memo):
+    """``Tensor.__deepcopy__``: as PyTorch's, only leaves copy; the copy keeps the
+    dtype, ``requires_grad`` and a deep copy of ``.grad``, and the memo keeps
+    a tensor referenced twice one object in the copy."""
+    import copy
+
+    if not t.is_leaf:
+        raise RuntimeError(
+            "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+            "protocol at the moment.  If you were attempting to deepcopy a module, this may "
+            "be because of a torch.nn.utils.weight_norm usage, see "
+            "https://github.com/pytorch/pytorch/pull/103001"
+        )
+    if id(t) in memo:
+        return memo[id(t)]
+    new = t.detach().clone()
+    if t.requires_grad:
+        new.requires_grad_(True)
+    memo[id(t)] = new
+    if t.grad is not None:
+        new.grad = copy.deepcopy(t.grad, memo)
+    return new

@@ -111,3 +111,16 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_st_read, m)?)?;
     Ok(())
 }
+
+/// `copy.deepcopy` of a tensor, as PyTorch's: a leaf copied with its dtype,
+/// `requires_grad` and `.grad` (see `ferrograd.serialization._deepcopy_tensor`).
+#[pymethods]
+impl PyTensor {
+    fn __deepcopy__(slf: &Bound<'_, Self>, memo: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let f = slf
+            .py()
+            .import("ferrograd.serialization")?
+            .getattr("_deepcopy_tensor")?;
+        Ok(f.call1((slf, memo))?.unbind())
+    }
+}
