@@ -137,7 +137,7 @@ long = int64
 __version__ = "0.1.0"
 
 # Imported after the names above exist: these modules use them.
-from . import autograd, nn, return_types  # noqa: E402
+from . import autograd, nn, return_types, utils  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 
@@ -417,6 +417,7 @@ __all__ = [
     "unbind",
     "unflatten",
     "unsqueeze",
+    "utils",
     "var",
     "where",
     "zeros",
