@@ -10,6 +10,8 @@ import os
 import queue
 import sys
 
+import numpy as np
+
 import ferrograd as _fg
 
 from . import _random
@@ -52,9 +54,8 @@ class _MapDatasetFetcher:
 
     def fetch(self, index):
         if self.auto_collation:
-            if self.whole_batch and len(index) > 0 and min(index) >= 0:
-                idx = _fg.tensor(index, dtype=_fg.int64)
-                return [t.index_select(0, idx) for t in self.dataset.tensors]
+            if self.whole_batch and len(index) > 0:
+                return _take_rows(self.dataset.tensors, index)
             getitems = getattr(self.dataset, "__getitems__", None)
             if callable(getitems):
                 data = getitems(index)
@@ -89,6 +90,25 @@ class _IterableDatasetFetcher:
         else:
             data = next(self.dataset_iter)
         return self.collate_fn(data)
+
+
+def _take_rows(tensors, index):
+    """``[stack([t[i] for i in index]) for t in tensors]`` in one copy per tensor."""
+    np_index = None
+    out = []
+    for t in tensors:
+        if t.requires_grad:
+            # Recorded like the stack of rows it replaces.
+            n = t.size(0)
+            idx = _fg.tensor([i + n if i < 0 else i for i in index], dtype=_fg.int64)
+            out.append(t.index_select(0, idx))
+            continue
+        if np_index is None:
+            np_index = np.asarray(index, dtype=np.int64)
+        # NumPy's take of whole rows is a memcpy per row; IndexError texts
+        # for an index out of range are NumPy's.
+        out.append(_fg.from_numpy(t.numpy()[np_index]))
+    return out
 
 
 def _create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last):
