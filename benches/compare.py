@@ -43,6 +43,8 @@ WORKLOADS = [
     "elementwise", "scalar_chain", "matmul1024", "matmul_sizes", "tanh", "mlp", "mlp_rss",
     "optim",
 ]
+    "dataloader", "save_load",
+]  # fmt: skip
 NA_ERRORS = (AttributeError, TypeError, NotImplementedError)
 LR = 0.01
 NOISY = 1.5  # median/best sample ratio above which a cell is marked noisy
@@ -70,6 +72,10 @@ class Config:
     loss: str = "mse"
     threads: int = 1
     optim_params: tuple = (20, 5_000_000)  # tensors, total float32 parameters
+    dl_shape: tuple = (60000, 784)
+    dl_batch: int = 64
+    sl_tensors: int = 100
+    sl_numel: int = 1_000_000
 
 
 def make_config(args) -> Config:
@@ -91,6 +97,9 @@ def make_config(args) -> Config:
             batch=16,
             rss_steps=20,
             optim_params=(4, 4096),
+            dl_shape=(600, 16),
+            sl_tensors=4,
+            sl_numel=1000,
         )
     else:
         cfg = Config(
@@ -416,6 +425,61 @@ class Row:
     rtol: float = 1e-3
 
 
+def make_dataloader(lib, cfg):
+    """One epoch of a shuffled DataLoader over a TensorDataset (MNIST-sized)."""
+    data = lib.mod.utils.data
+    r = rng()
+    x = lib.tensor(r.standard_normal(cfg.dl_shape, np.float32))
+    y = lib.tensor(r.integers(0, 10, cfg.dl_shape[0]))
+    loader = data.DataLoader(data.TensorDataset(x, y), batch_size=cfg.dl_batch, shuffle=True)
+
+    def epoch():
+        rows = 0
+        for xb, _ in loader:
+            rows += xb.shape[0]
+        # The orders differ between libraries' generators; what every epoch must see is
+        # each row once.
+        return {"rows": np.array([rows], np.float64)}
+
+    return epoch
+
+
+def _state_dict(lib, cfg):
+    r = rng()
+    base = r.standard_normal(cfg.sl_numel, np.float32)
+    # Distinct tensors (not views of one buffer) so each is written on its own.
+    return {f"layer{i}.weight": lib.tensor(base + i) for i in range(cfg.sl_tensors)}
+
+
+def _ckpt_path(lib):
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"fg_bench_{os.getpid()}_{lib.name}.ckpt")
+
+
+def make_save(lib, cfg):
+    sd, path = _state_dict(lib, cfg), _ckpt_path(lib)
+
+    def save():
+        lib.mod.save(sd, path)
+        return {}
+
+    return save
+
+
+def make_load(lib, cfg):
+    sd, path = _state_dict(lib, cfg), _ckpt_path(lib)
+    lib.mod.save(sd, path)
+    del sd
+    last = f"layer{cfg.sl_tensors - 1}.weight"
+
+    def load():
+        out = lib.mod.load(path)
+        return {"first": out["layer0.weight"], "last": out[last]}
+
+    return load
+
+
 @dataclass
 class Timed:
     """A row measured by timing: value = seconds * per_call(cfg), or with rate=True,
@@ -661,6 +725,7 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
     mlp = "-".join(map(str, cfg.mlp_dims)) + f" b{cfg.batch}"
     loss = "CE" if cfg.loss == "ce" else "MSE"
     optim_k, optim_n = cfg.optim_params
+    dl = cfg.dl_shape
     return [
         Row(
             "elementwise",
@@ -790,6 +855,28 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
             rss.growth,
             ratio=False,
             target=Target("<=5% growth", max_value=5.0),
+        ),
+        # grad=True only so NumPy, which has no DataLoader or checkpoints, sits these out.
+        Row(
+            "dataloader",
+            f"DataLoader epoch {dl[0]}x{dl[1]} b{cfg.dl_batch} shuffle",
+            "ms",
+            timed(make_dataloader, ms),
+            target=Target(">=1.0x torch", 1.0),
+        ),
+        Row(
+            "save_load",
+            f"save state dict {cfg.sl_tensors}x{cfg.sl_numel} f32",
+            "ms",
+            timed(make_save, ms),
+            target=Target(">=1.0x torch", 1.0),
+        ),
+        Row(
+            "save_load",
+            f"load state dict {cfg.sl_tensors}x{cfg.sl_numel} f32",
+            "ms",
+            timed(make_load, ms),
+            target=Target(">=1.0x torch", 1.0),
         ),
     ]
 

@@ -14,6 +14,7 @@ pub mod error;
 pub mod kernels;
 pub mod ops;
 pub mod random;
+pub mod serialize;
 pub mod tensor;
 
 #[cfg(feature = "python")]

@@ -139,6 +139,8 @@ __version__ = "0.1.0"
 # Imported after the names above exist: these modules use them.
 from . import autograd, nn, return_types, viz  # noqa: E402, F401
 from . import autograd, nn, optim, return_types  # noqa: E402
+from . import autograd, nn, return_types, utils  # noqa: E402
+from .serialization import load, save  # noqa: E402
 
 
 def _rebuild_tensor(array, requires_grad):
@@ -339,6 +341,7 @@ __all__ = [
     "isnan",
     "le",
     "linspace",
+    "load",
     "log",
     "log1p",
     "log2",
@@ -389,6 +392,7 @@ __all__ = [
     "return_types",
     "round",
     "rsqrt",
+    "save",
     "scatter",
     "scatter_add",
     "set_grad_enabled",
@@ -416,6 +420,7 @@ __all__ = [
     "unbind",
     "unflatten",
     "unsqueeze",
+    "utils",
     "var",
     "where",
     "zeros",

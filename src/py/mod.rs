@@ -9,6 +9,7 @@ mod node;
 mod node_saved;
 mod sorting;
 mod optim;
+mod serialize;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -35,6 +36,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functions::register(m)?;
     sorting::register(m)?;
     optim::register(m)?;
+    serialize::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

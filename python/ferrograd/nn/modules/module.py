@@ -107,6 +107,23 @@ class _LoadPlan:
     def __init__(self):
         self.actions = []
 
+    # Pickling and deepcopy keep the Parameter type and requires_grad; as in
+    # PyTorch, neither carries .grad or hooks, and deepcopy's memo keeps one
+    # Parameter shared by two modules shared in the copy.
+    def __reduce_ex__(self, proto):
+        return (_rebuild_parameter, (self.detach(), self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = result
+        return result
+
+
+def _rebuild_parameter(data, requires_grad):
+    return Parameter(data, requires_grad)
+
 
 class Module:
     """Base class of layers and models. Assigning a ``Parameter``, a ``Module``

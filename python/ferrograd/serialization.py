@@ -1,0 +1,552 @@
+"""``ferrograd.save`` and ``ferrograd.load``: checkpoints as safetensors files.
+
+File format
+-----------
+Every file ``save`` writes is a valid safetensors file: an 8-byte little-endian
+header length ``n``, ``n`` bytes of UTF-8 JSON (padded with spaces so the data
+starts 8-byte aligned), then the tensors' raw little-endian elements (dtypes
+``F32``, ``F64``, ``I64``, ``BOOL``), larger elements first so every tensor is
+aligned for its dtype. ``safetensors.numpy.load_file`` and other frameworks
+open it and see one entry per tensor, named by its path in the saved object
+(``"fc.weight"``, ``"optimizer.state.0.exp_avg"``).
+
+The structure around the tensors is the JSON string ``__metadata__
+["ferrograd.tree"]``; ``__metadata__["ferrograd.tensors"]`` records which
+tensors were Parameters or required grad. A tree node is
+
+* ``null``, ``true``/``false``, a JSON integer, a finite JSON number, a string;
+* ``{"float": "nan" | "inf" | "-inf"}``;
+* ``{"tensor": name}``: the tensor stored under ``name`` (two references to one
+  tensor object store it once and load as one object);
+* ``{"list": [...]}``, ``{"tuple": [...]}``, ``{"size": [...]}``;
+* ``{"dict": [[key, value], ...]}`` or ``{"odict": ...}`` (an ``OrderedDict``),
+  keys and values being nodes (int keys stay ints);
+* ``{"dtype": "float32"}``;
+* ``{"pickle": base64, "type": "module.Class"}``: any other object, pickled, its
+  tensors stored as safetensors entries it refers to by name. Loading one
+  needs ``weights_only=False``.
+
+Loading parses this JSON and nothing else: unless ``weights_only=False`` is
+passed, no code from the file is ever run. A safetensors file from another
+writer (no ``ferrograd.tree``) loads as a ``dict`` of name -> tensor.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import os
+import pickle
+import tempfile
+from collections import OrderedDict
+
+from . import _C
+from ._C import Tensor
+
+__all__ = ["load", "save"]
+
+DEFAULT_PROTOCOL = 2
+_FORMAT_VERSION = "1"
+# The safetensors reference implementation refuses larger headers.
+_MAX_HEADER = 100_000_000
+_ITEMSIZE = {"F64": 8, "I64": 8, "F32": 4, "BOOL": 1}
+_ST_NAME = {"float64": "F64", "int64": "I64", "float32": "F32", "bool": "BOOL"}
+# Dtypes the safetensors format defines that ferrograd has no tensors for.
+_OTHER_ST_DTYPES = {
+    "F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",
+    "I8", "I16", "I32", "U8", "U16", "U32", "U64", "C64",
+}  # fmt: skip
+
+
+class _Encoder:
+    """Walks the object to save, giving each distinct tensor a unique name."""
+
+    def __init__(self, pickle_module, pickle_protocol):
+        self.tensors = []  # (name, tensor) in first-seen order
+        self.names = {}  # id(tensor) -> name
+        self.keep = []  # the tensors named, so their ids stay unique meanwhile
+        self.used = set()
+        self.attrs = {}
+        self.pickle_module = pickle_module
+        self.pickle_protocol = pickle_protocol
+
+    def tensor(self, t, path):
+        name = self.names.get(id(t))
+        if name is not None:
+            return name
+        base = ".".join(path) or "tensor"
+        name, k = base, 0
+        while name in self.used:
+            k += 1
+            name = f"{base}#{k}"
+        self.used.add(name)
+        self.names[id(t)] = name
+        self.keep.append(t)
+        from .nn import Parameter
+
+        attrs = {}
+        if isinstance(t, Parameter):
+            attrs["param"] = True
+        if t.requires_grad:
+            attrs["requires_grad"] = True
+        if attrs:
+            self.attrs[name] = attrs
+        data = t.detach()
+        if not data.is_contiguous():
+            data = data.contiguous()
+        self.tensors.append((name, data))
+        return name
+
+    def node(self, obj, path):
+        if obj is None or isinstance(obj, (bool, str)) and type(obj) in (bool, str):
+            return obj
+        tp = type(obj)
+        if tp is int:
+            return obj
+        if tp is float:
+            return obj if math.isfinite(obj) else {"float": repr(obj)}
+        if isinstance(obj, Tensor):
+            return {"tensor": self.tensor(obj, path)}
+        if tp is list:
+            return {"list": [self.node(v, path + [str(i)]) for i, v in enumerate(obj)]}
+        if tp is tuple:
+            return {"tuple": [self.node(v, path + [str(i)]) for i, v in enumerate(obj)]}
+        if tp in (dict, OrderedDict):
+            items = [
+                [self.node(k, path + ["key"]), self.node(v, path + [_key_part(k)])]
+                for k, v in obj.items()
+            ]
+            return {"odict" if tp is OrderedDict else "dict": items}
+        from ._size import Size
+
+        if tp is Size:
+            return {"size": list(obj)}
+        if tp is _C.dtype:
+            return {"dtype": str(obj).split(".")[-1]}
+        return self.pickled(obj, path)
+
+    def pickled(self, obj, path):
+        enc = self
+        counter = [0]
+
+        class _Pickler(self.pickle_module.Pickler):
+            def persistent_id(self, o):
+                if isinstance(o, Tensor):
+                    counter[0] += 1
+                    return ("ferrograd.tensor", enc.tensor(o, path + [f"obj{counter[0]}"]))
+                return None
+
+        buf = io.BytesIO()
+        _Pickler(buf, protocol=self.pickle_protocol).dump(obj)
+        tp = type(obj)
+        return {
+            "pickle": base64.b64encode(buf.getvalue()).decode("ascii"),
+            "type": f"{tp.__module__}.{tp.__qualname__}",
+        }
+
+
+def _key_part(k):
+    return k if isinstance(k, str) else repr(k)
+
+
+def _build(obj, pickle_module, pickle_protocol):
+    """The padded JSON header and the tensors in file order."""
+    enc = _Encoder(pickle_module, pickle_protocol)
+    tree = enc.node(obj, [])
+    meta = {
+        "format": "pt",
+        "ferrograd.version": _FORMAT_VERSION,
+        "ferrograd.tree": json.dumps(tree, separators=(",", ":"), allow_nan=False),
+    }
+    if enc.attrs:
+        meta["ferrograd.tensors"] = json.dumps(enc.attrs, separators=(",", ":"))
+    # Larger elements first keeps every tensor aligned for its dtype (the
+    # data starts 8-byte aligned), so a mapped file needs no copies.
+    order = sorted(enc.tensors, key=lambda nt: -nt[1].dtype.itemsize)
+    header = {"__metadata__": meta}
+    offset = 0
+    for name, t in order:
+        nbytes = t.numel() * t.dtype.itemsize
+        header[name] = {
+            "dtype": _ST_NAME[str(t.dtype).split(".")[-1]],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + nbytes],
+        }
+        offset += nbytes
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw += b" " * (-(8 + len(raw)) % 8)
+    return raw, [t for _, t in order]
+
+
+def _write_file(path, header, tensors):
+    # A seam for tests that simulate a crash mid-write.
+    _C._st_write(path, header, tensors, True)
+
+
+def _new_file_mode(path):
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL):
+    """Saves ``obj`` (a tensor, a state dict, nested dicts/lists/tuples of tensors,
+    numbers, strings, None) to ``f``, a path or a writable binary file object.
+
+    The file is a safetensors file (see this module's docstring); objects of
+    other types are pickled inside it and need ``load(..., weights_only=False)``.
+    Saving to a path is atomic: the data goes to a temporary file in the same
+    directory, is flushed to disk, then renamed over ``f``, so a crash at any
+    point leaves either the previous file or the new one, never a mix (a
+    crashed process may leave its ``.<name>.*.tmp`` file behind).
+    """
+    header, tensors = _build(obj, pickle_module, pickle_protocol)
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        directory = os.path.dirname(os.path.abspath(path))
+        mode = _new_file_mode(path)
+        fd, tmp = tempfile.mkstemp(
+            prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory
+        )
+        os.close(fd)
+        try:
+            _write_file(tmp, header, tensors)
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        # The rename itself is durable only once the directory is flushed.
+        try:
+            dfd = os.open(directory, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(dfd)
+        except OSError:
+            pass
+        finally:
+            os.close(dfd)
+        return
+    if not hasattr(f, "write"):
+        raise AttributeError(
+            f"'{type(f).__name__}' object has no attribute 'write': f must be a path or a "
+            "writable binary file object"
+        )
+    f.write(_C._st_write(None, header, tensors, False))
+
+
+class _Header:
+    def __init__(self, entries, meta, data_start):
+        self.entries = entries  # (name, dtype, shape, abs_start, nbytes) in header order
+        self.meta = meta
+        self.data_start = data_start
+
+
+def _bad(msg):
+    return RuntimeError(f"ferrograd.load: {msg}")
+
+
+def _parse_header(prefix, size, read_header):
+    """Checks the length prefix and the JSON header against the file size."""
+    if size < 8:
+        raise _bad(
+            f"the file is {size} bytes long, too short to be a safetensors file "
+            "(it is truncated or not a checkpoint)"
+        )
+    if prefix[:4] == b"PK\x03\x04":
+        raise _bad(
+            "the file is a zip archive (a checkpoint written by torch.save?), not a "
+            "safetensors file"
+        )
+    n = int.from_bytes(prefix[:8], "little")
+    if n > size - 8:
+        raise _bad(
+            f"corrupt header: its length field says {n} bytes but the file has only "
+            f"{size - 8} after it (the file is truncated or not a safetensors file)"
+        )
+    if n > _MAX_HEADER:
+        raise _bad(f"corrupt header: its length {n} exceeds the limit of {_MAX_HEADER}")
+    raw = read_header(n)
+    if len(raw) != n:
+        raise _bad("the file ended inside its header; it is truncated")
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise _bad(f"corrupt header: it is not valid JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise _bad("corrupt header: the JSON is not an object")
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in meta.items()
+    ):
+        raise _bad("corrupt header: __metadata__ must map strings to strings")
+    data_start = 8 + n
+    data_len = size - data_start
+    entries = []
+    for name, info in header.items():
+        if not isinstance(info, dict):
+            raise _bad(f"corrupt header: the entry for tensor '{name}' is not an object")
+        dt, shape, offs = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if not isinstance(dt, str):
+            raise _bad(f"corrupt header: tensor '{name}' has no dtype")
+        if dt not in _ITEMSIZE:
+            if dt in _OTHER_ST_DTYPES:
+                raise _bad(
+                    f"tensor '{name}' has dtype {dt}, which ferrograd does not support "
+                    "(F32, F64, I64 and BOOL are)"
+                )
+            raise _bad(f"tensor '{name}' has unknown dtype '{dt}'")
+        if not isinstance(shape, list) or not all(
+            type(d) is int and d >= 0 for d in shape
+        ):
+            raise _bad(f"corrupt header: tensor '{name}' has an invalid shape {shape!r}")
+        if (
+            not isinstance(offs, list)
+            or len(offs) != 2
+            or not all(type(o) is int for o in offs)
+            or not 0 <= offs[0] <= offs[1]
+        ):
+            raise _bad(f"corrupt header: tensor '{name}' has invalid data_offsets {offs!r}")
+        nbytes = math.prod(shape) * _ITEMSIZE[dt]
+        if offs[1] - offs[0] != nbytes:
+            raise _bad(
+                f"tensor '{name}': shape {shape} of {dt} needs {nbytes} bytes but its "
+                f"data_offsets {offs} span {offs[1] - offs[0]}"
+            )
+        entries.append((name, dt, shape, data_start + offs[0], nbytes, offs))
+    end = 0
+    for name, _, _, _, _, offs in sorted(entries, key=lambda e: (e[5][0], e[5][1])):
+        if offs[0] < end:
+            raise _bad(f"corrupt header: the data of tensor '{name}' overlaps another tensor's")
+        if offs[0] > end:
+            raise _bad(f"corrupt header: a gap of unused bytes precedes tensor '{name}'")
+        end = offs[1]
+        if end > data_len:
+            raise _bad(
+                f"tensor '{name}' ends at data byte {end} but the file holds only "
+                f"{data_len}; the file is truncated"
+            )
+    if end != data_len:
+        raise _bad(
+            f"the file holds {data_len - end} bytes after the last tensor's data; it is "
+            "corrupt or not a safetensors file"
+        )
+    return _Header([e[:5] for e in entries], meta, data_start)
+
+
+class _Decoder:
+    def __init__(self, tensors, weights_only, pickle_module, pickle_load_args):
+        self.tensors = tensors
+        self.weights_only = weights_only
+        self.pickle_module = pickle_module
+        self.pickle_load_args = pickle_load_args
+
+    def check(self, node):
+        """Refuses, before anything is read, what weights_only forbids."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, list):
+                stack.extend(n)
+            elif isinstance(n, dict):
+                if "pickle" in n and self.weights_only:
+                    raise pickle.UnpicklingError(
+                        "Weights only load failed: the file holds a pickled object of type "
+                        f"{n.get('type', '?')!r}, which weights_only=True does not load. "
+                        "Re-running ferrograd.load with weights_only=False will run code "
+                        "from the file: do it only if you trust where it came from."
+                    )
+                for v in n.values():
+                    if isinstance(v, (list, dict)):
+                        stack.append(v)
+
+    def tensor(self, name):
+        try:
+            return self.tensors[name]
+        except (KeyError, TypeError):
+            raise _bad(f"corrupt metadata: the object tree refers to a tensor {name!r} "
+                       "the header does not have") from None
+
+    def node(self, n):
+        if n is None or isinstance(n, (bool, int, float, str)):
+            return n
+        if not isinstance(n, dict) or len(n) == 0:
+            raise _bad(f"corrupt metadata: unexpected node {n!r} in the object tree")
+        tag = next(iter(n))
+        v = n[tag]
+        if tag == "tensor":
+            return self.tensor(v)
+        if tag == "list" and isinstance(v, list):
+            return [self.node(x) for x in v]
+        if tag == "tuple" and isinstance(v, list):
+            return tuple(self.node(x) for x in v)
+        if tag in ("dict", "odict") and isinstance(v, list):
+            out = OrderedDict() if tag == "odict" else {}
+            for kv in v:
+                if not isinstance(kv, list) or len(kv) != 2:
+                    raise _bad("corrupt metadata: a dict item is not a [key, value] pair")
+                out[self.node(kv[0])] = self.node(kv[1])
+            return out
+        if tag == "float" and v in ("nan", "inf", "-inf"):
+            return float(v)
+        if tag == "size" and isinstance(v, list) and all(type(d) is int for d in v):
+            from ._size import Size
+
+            return Size(v)
+        if tag == "dtype" and v in _ST_NAME:
+            return getattr(_C, v)
+        if tag == "pickle" and isinstance(v, str):
+            return self.unpickle(v)
+        raise _bad(f"corrupt metadata: unexpected node {n!r} in the object tree")
+
+    def unpickle(self, b64):
+        dec = self
+
+        class _Unpickler(self.pickle_module.Unpickler):
+            def persistent_load(self, pid):
+                if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "ferrograd.tensor":
+                    return dec.tensor(pid[1])
+                raise pickle.UnpicklingError(f"unsupported persistent id {pid!r}")
+
+        return _Unpickler(io.BytesIO(base64.b64decode(b64)), **self.pickle_load_args).load()
+
+
+def _wrap_loaded(raw, attrs):
+    from .nn import Parameter
+
+    out = {}
+    for name, t in raw.items():
+        a = attrs.get(name, {})
+        if a.get("param"):
+            t = Parameter(t, requires_grad=bool(a.get("requires_grad")))
+        elif a.get("requires_grad") and t.is_floating_point():
+            t.requires_grad_(True)
+        out[name] = t
+    return out
+
+
+def _map(tensors, map_location):
+    if map_location is None:
+        return tensors
+    if callable(map_location):
+        return {k: map_location(t, "cpu") for k, t in tensors.items()}
+    if isinstance(map_location, dict):
+        targets = set(map(str, map_location.values()))
+    else:
+        targets = {str(map_location)}
+    bad = [t for t in targets if t.split(":")[0] != "cpu"]
+    if bad:
+        raise RuntimeError(
+            f"ferrograd.load: cannot map tensors to device '{bad[0]}': ferrograd tensors "
+            "live on the CPU"
+        )
+    return tensors
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
+         **pickle_load_args):  # fmt: skip
+    """Loads an object ``save`` wrote (or any safetensors file) from ``f``, a path
+    or a readable binary file object.
+
+    With ``weights_only=True`` (the default, as in PyTorch) only the JSON
+    object tree is read and no code from the file runs; objects that were
+    pickled raise ``pickle.UnpicklingError``. ``weights_only=False`` unpickles
+    them, which can run arbitrary code: use it only on files you trust.
+    With ``mmap=True`` (paths only) the tensors view a private copy-on-write
+    mapping of the file: pages load lazily, in-place writes stay in this
+    process and never reach the file (and the file being replaced by a later
+    atomic ``save`` does not affect them). Otherwise every tensor owns its
+    memory. A truncated or corrupt file raises ``RuntimeError`` naming the
+    problem before any object is returned.
+    """
+    if weights_only is None:
+        weights_only = True
+    if pickle_module is None:
+        pickle_module = pickle
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            hdr = _parse_header(fh.read(8), size, fh.read)
+            tree = _tree(hdr)
+            dec = _Decoder(None, weights_only, pickle_module, pickle_load_args)
+            if tree is not None:
+                dec.check(tree)
+            raw = _C._st_read(fh.fileno(), hdr.entries, bool(mmap))
+    else:
+        if mmap:
+            raise ValueError("f must be a file path in order to use the mmap argument")
+        if not hasattr(f, "read"):
+            raise AttributeError(
+                f"'{type(f).__name__}' object has no attribute 'read': f must be a path or "
+                "a readable binary file object"
+            )
+        data = f.read()
+        if not isinstance(data, bytes):
+            data = bytes(data)
+        pos = 8
+        hdr = _parse_header(data[:8], len(data), lambda n: data[pos : pos + n])
+        tree = _tree(hdr)
+        dec = _Decoder(None, weights_only, pickle_module, pickle_load_args)
+        if tree is not None:
+            dec.check(tree)
+        raw = _C._st_read(data, hdr.entries, False)
+    names = [e[0] for e in hdr.entries]
+    attrs = _json_meta(hdr.meta, "ferrograd.tensors") or {}
+    if not isinstance(attrs, dict):
+        raise _bad("corrupt metadata: ferrograd.tensors is not an object")
+    tensors = _map(_wrap_loaded(dict(zip(names, raw)), attrs), map_location)
+    if tree is None:
+        return tensors
+    dec.tensors = tensors
+    return dec.node(tree)
+
+
+def _json_meta(meta, key):
+    s = meta.get(key)
+    if s is None:
+        return None
+    try:
+        return json.loads(s)
+    except ValueError as e:
+        raise _bad(f"corrupt metadata: {key} is not valid JSON ({e})") from None
+
+
+def _tree(hdr):
+    if "ferrograd.tree" not in hdr.meta:
+        return None
+    return _json_meta(hdr.meta, "ferrograd.tree")
+
+
+def _deepcopy_tensor(t, memo):
+    """``Tensor.__deepcopy__``: as PyTorch's, only leaves copy; the copy keeps the
+    dtype, ``requires_grad`` and a deep copy of ``.grad``, and the memo keeps
+    a tensor referenced twice one object in the copy."""
+    import copy
+
+    if not t.is_leaf:
+        raise RuntimeError(
+            "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+            "protocol at the moment.  If you were attempting to deepcopy a module, this may "
+            "be because of a torch.nn.utils.weight_norm usage, see "
+            "https://github.com/pytorch/pytorch/pull/103001"
+        )
+    if id(t) in memo:
+        return memo[id(t)]
+    new = t.detach().clone()
+    if t.requires_grad:
+        new.requires_grad_(True)
+    memo[id(t)] = new
+    if t.grad is not None:
+        new.grad = copy.deepcopy(t.grad, memo)
+    return new

@@ -1,0 +1,5 @@
+"""``ferrograd.utils``: data loading (``ferrograd.utils.data``)."""
+
+from . import data
+
+__all__ = ["data"]
