@@ -5,12 +5,14 @@
 //! parallel on our rayon-backed pool only above [`GRAIN`] elements, because a
 //! parallel loop over a small array costs more than it saves.
 
+pub mod conv;
 pub mod copy;
 pub mod elementwise;
 pub mod index;
 pub mod math;
 pub mod matmul;
 pub mod parallel;
+pub mod pool;
 pub mod reduce;
 pub mod softmax;
 
