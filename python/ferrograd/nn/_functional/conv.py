@@ -374,9 +374,7 @@ def pad(input, pad, mode="constant", value=None):
                 f"{list(input.shape)}"
             )
         if mode == "circular" and (before > n or after > n):
-            raise RuntimeError(
-                "Padding value causes wrapping around more than once."
-            )
+            raise RuntimeError("Padding value causes wrapping around more than once.")
         if min(before, after) < 0:
             raise RuntimeError(f"negative padding is not supported for mode {mode}")
         if n == 0:
