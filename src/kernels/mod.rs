@@ -5,6 +5,7 @@
 //! parallel on our rayon-backed pool only above [`GRAIN`] elements, because a
 //! parallel loop over a small array costs more than it saves.
 
+pub mod conv;
 pub mod copy;
 pub mod elementwise;
 pub mod index;
@@ -12,6 +13,7 @@ pub mod math;
 pub mod matmul;
 pub mod optim;
 pub mod parallel;
+pub mod pool;
 pub mod reduce;
 pub mod softmax;
 

@@ -5,6 +5,7 @@ mod dtype;
 mod errors;
 mod function;
 mod functions;
+mod nn_conv;
 mod node;
 mod node_saved;
 mod sorting;
@@ -37,6 +38,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sorting::register(m)?;
     optim::register(m)?;
     serialize::register(m)?;
+    nn_conv::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

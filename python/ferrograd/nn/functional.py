@@ -230,3 +230,8 @@ __all__ = [
     "softplus",
     "tanh",
 ]
+
+
+# ----- convolution, pooling, padding, unfold/fold, interpolation ------------------------------
+
+from ._functional.conv import *  # noqa: E402, F403

@@ -1,13 +1,44 @@
 """``ferrograd.nn`` layers, one file per topic as in PyTorch."""
 
-from . import activation, container, dropout, linear, loss, module
+from . import (
+    activation,
+    container,
+    conv,
+    dropout,
+    fold,
+    linear,
+    loss,
+    module,
+    padding,
+    pooling,
+    upsampling,
+)
 from .activation import *  # noqa: F403
 from .container import *  # noqa: F403
+from .conv import *  # noqa: F403
 from .dropout import *  # noqa: F403
+from .fold import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import *  # noqa: F403
+from .padding import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .upsampling import *  # noqa: F403
 
 __all__ = [
-    name for m in (activation, container, dropout, linear, loss, module) for name in m.__all__
+    name
+    for m in (
+        activation,
+        container,
+        conv,
+        dropout,
+        fold,
+        linear,
+        loss,
+        module,
+        padding,
+        pooling,
+        upsampling,
+    )
+    for name in m.__all__
 ]

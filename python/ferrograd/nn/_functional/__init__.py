@@ -1,0 +1,1 @@
+"""Private homes of ``ferrograd.nn.functional``'s topics; import from ``nn.functional``."""

@@ -1,0 +1,183 @@
+"""Pooling layers: max, average and adaptive pooling in one and two dimensions."""
+
+from __future__ import annotations
+
+from .. import functional as F
+from .module import Module
+
+__all__ = [
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+]
+
+
+class _MaxPoolNd(Module):
+    def __init__(
+        self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False
+    ):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self):
+        return (
+            "kernel_size={kernel_size}, stride={stride}, padding={padding}, "
+            "dilation={dilation}, ceil_mode={ceil_mode}".format(**self.__dict__)
+        )
+
+
+class MaxPool1d(_MaxPoolNd):
+    """1-d max pooling over ``(N, C, L)`` or ``(C, L)``; ``stride`` defaults to
+    ``kernel_size``, and ``return_indices`` also returns where each maximum was."""
+
+    def forward(self, input):
+        return F.max_pool1d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
+class MaxPool2d(_MaxPoolNd):
+    """2-d max pooling over ``(N, C, H, W)`` or ``(C, H, W)``; ``stride`` defaults to
+    ``kernel_size``, and ``return_indices`` also returns where each maximum was."""
+
+    def forward(self, input):
+        return F.max_pool2d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
+def _single(v):
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,)
+
+
+class AvgPool1d(Module):
+    """1-d average pooling over ``(N, C, L)`` or ``(C, L)``."""
+
+    def __init__(
+        self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True
+    ):
+        super().__init__()
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input):
+        return F.avg_pool1d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+        )
+
+
+class AvgPool2d(Module):
+    """2-d average pooling over ``(N, C, H, W)`` or ``(C, H, W)``;
+    ``count_include_pad`` counts padding in the divisor, ``divisor_override`` replaces it."""
+
+    def __init__(
+        self,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode=False,
+        count_include_pad=True,
+        divisor_override=None,
+    ):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input):
+        return F.avg_pool2d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )
+
+
+class _AdaptivePool(Module):
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptivePool):
+    """Average pooling of ``(N, C, L)`` or ``(C, L)`` to length ``output_size``."""
+
+    def __init__(self, output_size):
+        super().__init__(output_size)
+        del self.return_indices
+
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptivePool):
+    """Average pooling to a fixed ``output_size`` (an int, or ``(oH, oW)`` where
+    ``None`` keeps the input's size)."""
+
+    def __init__(self, output_size):
+        super().__init__(output_size)
+        del self.return_indices
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveMaxPool1d(_AdaptivePool):
+    """Max pooling of ``(N, C, L)`` or ``(C, L)`` to length ``output_size``."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(_AdaptivePool):
+    """Max pooling to a fixed ``output_size``; ``return_indices`` also returns where
+    each maximum was."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)

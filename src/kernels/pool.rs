@@ -1,0 +1,236 @@
+//! Pooling and resampling over the last two dimensions of a stack of planes.
+//!
+//! Average pooling (plain and adaptive) and nearest/bilinear interpolation
+//! are all separable linear maps: each output row reads a few input rows
+//! with weights, each output column a few input columns. [`Taps`] lists them
+//! per axis, and one kernel pair applies such a map ([`separable`]) and its
+//! adjoint ([`separable_adjoint`], the backward). Max pooling reads windows
+//! of evenly spaced positions ([`Window`]) and records where each maximum
+//! was, as a flat index into its plane, as PyTorch does.
+
+use super::{par_ranges, SendPtr};
+use crate::tensor::{Element, Float};
+
+/// For each output index along one axis: the input indices it reads and
+/// their weights, `idx[off[o]..off[o + 1]]` and `wt[..]`.
+#[derive(Clone, Debug, Default)]
+pub struct Taps {
+    pub len_in: usize,
+    pub off: Vec<usize>,
+    pub idx: Vec<usize>,
+    pub wt: Vec<f64>,
+}
+
+impl Taps {
+    pub fn new(len_in: usize) -> Taps {
+        Taps {
+            len_in,
+            off: vec![0],
+            idx: Vec::new(),
+            wt: Vec::new(),
+        }
+    }
+
+    /// Appends the next output index's taps.
+    pub fn push(&mut self, taps: impl IntoIterator<Item = (usize, f64)>) {
+        for (i, w) in taps {
+            self.idx.push(i);
+            self.wt.push(w);
+        }
+        self.off.push(self.idx.len());
+    }
+
+    pub fn len_out(&self) -> usize {
+        self.off.len() - 1
+    }
+
+    /// The identity of a length-1 axis (the `H` of a one-dimensional op).
+    pub fn unit() -> Taps {
+        let mut t = Taps::new(1);
+        t.push([(0, 1.0)]);
+        t
+    }
+}
+
+/// Planes per parallel task, so each task has about a grain's worth of work.
+fn planes_per_task(per_plane: usize) -> usize {
+    (super::GRAIN / per_plane.max(1)).max(1)
+}
+
+/// `out[p, oh, ow] = sum th[oh] * tw[ow] * x[p, ih, iw]` over `planes` planes.
+pub fn separable<T: Float>(x: &[T], planes: usize, th: &Taps, tw: &Taps) -> Vec<T> {
+    let (h, w) = (th.len_in, tw.len_in);
+    let (oh, ow) = (th.len_out(), tw.len_out());
+    let mut out: Vec<T> = crate::error::filled_vec(planes * oh * ow, <T as Element>::zero());
+    let op = SendPtr(out.as_mut_ptr());
+    let (wh, ww): (Vec<T>, Vec<T>) = (
+        th.wt.iter().map(|&v| T::from_f64(v)).collect(),
+        tw.wt.iter().map(|&v| T::from_f64(v)).collect(),
+    );
+    let per = planes_per_task(h * w + oh * ow);
+    par_ranges(planes.div_ceil(per) * super::GRAIN, |a, b| {
+        let (a, b) = (a / super::GRAIN * per, (b / super::GRAIN * per).min(planes));
+        let mut tmp = vec![<T as Element>::zero(); h * ow];
+        for p in a..b {
+            let xp = &x[p * h * w..(p + 1) * h * w];
+            // Columns first: tmp[ih, ow].
+            for ih in 0..h {
+                let row = &xp[ih * w..(ih + 1) * w];
+                let t = &mut tmp[ih * ow..(ih + 1) * ow];
+                for (o, v) in t.iter_mut().enumerate() {
+                    let mut acc = <T as Element>::zero();
+                    for q in tw.off[o]..tw.off[o + 1] {
+                        acc += ww[q] * row[tw.idx[q]];
+                    }
+                    *v = acc;
+                }
+            }
+            // SAFETY: plane `p` of `out` belongs to this range alone.
+            let dst = unsafe { std::slice::from_raw_parts_mut(op.get().add(p * oh * ow), oh * ow) };
+            for o in 0..oh {
+                let d = &mut dst[o * ow..(o + 1) * ow];
+                for q in th.off[o]..th.off[o + 1] {
+                    let (src, a) = (&tmp[th.idx[q] * ow..(th.idx[q] + 1) * ow], wh[q]);
+                    for (v, s) in d.iter_mut().zip(src) {
+                        *v += a * *s;
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
+/// The adjoint of [`separable`]: `gx[p, ih, iw] = sum th * tw * g[p, oh, ow]`.
+pub fn separable_adjoint<T: Float>(g: &[T], planes: usize, th: &Taps, tw: &Taps) -> Vec<T> {
+    let (h, w) = (th.len_in, tw.len_in);
+    let (oh, ow) = (th.len_out(), tw.len_out());
+    let mut out: Vec<T> = crate::error::filled_vec(planes * h * w, <T as Element>::zero());
+    let op = SendPtr(out.as_mut_ptr());
+    let (wh, ww): (Vec<T>, Vec<T>) = (
+        th.wt.iter().map(|&v| T::from_f64(v)).collect(),
+        tw.wt.iter().map(|&v| T::from_f64(v)).collect(),
+    );
+    let per = planes_per_task(h * w + oh * ow);
+    par_ranges(planes.div_ceil(per) * super::GRAIN, |a, b| {
+        let (a, b) = (a / super::GRAIN * per, (b / super::GRAIN * per).min(planes));
+        let mut tmp = vec![<T as Element>::zero(); h * ow];
+        for p in a..b {
+            let gp = &g[p * oh * ow..(p + 1) * oh * ow];
+            tmp.fill(<T as Element>::zero());
+            for o in 0..oh {
+                let src = &gp[o * ow..(o + 1) * ow];
+                for q in th.off[o]..th.off[o + 1] {
+                    let (d, a) = (&mut tmp[th.idx[q] * ow..(th.idx[q] + 1) * ow], wh[q]);
+                    for (v, s) in d.iter_mut().zip(src) {
+                        *v += a * *s;
+                    }
+                }
+            }
+            // SAFETY: plane `p` of `out` belongs to this range alone.
+            let dst = unsafe { std::slice::from_raw_parts_mut(op.get().add(p * h * w), h * w) };
+            for ih in 0..h {
+                let t = &tmp[ih * ow..(ih + 1) * ow];
+                let row = &mut dst[ih * w..(ih + 1) * w];
+                for (o, &v) in t.iter().enumerate() {
+                    for q in tw.off[o]..tw.off[o + 1] {
+                        row[tw.idx[q]] += ww[q] * v;
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
+/// For each output index along one axis, the input positions of its window:
+/// `start[o] + i * step` for `i < count[o]`, all inside the input.
+#[derive(Clone, Debug, Default)]
+pub struct Window {
+    pub len_in: usize,
+    pub start: Vec<usize>,
+    pub count: Vec<usize>,
+    pub step: usize,
+}
+
+impl Window {
+    pub fn len_out(&self) -> usize {
+        self.start.len()
+    }
+}
+
+/// Max over each window and the flat in-plane index of the first maximum;
+/// a NaN wins, as in PyTorch.
+pub fn max_pool<T: Float>(x: &[T], planes: usize, wh: &Window, ww: &Window) -> (Vec<T>, Vec<i64>) {
+    let (h, w) = (wh.len_in, ww.len_in);
+    let (oh, ow) = (wh.len_out(), ww.len_out());
+    let n = planes * oh * ow;
+    let mut out: Vec<T> = crate::error::filled_vec(n, <T as Element>::zero());
+    let mut idx: Vec<i64> = crate::error::filled_vec(n, 0);
+    let (op, ip) = (SendPtr(out.as_mut_ptr()), SendPtr(idx.as_mut_ptr()));
+    let per = planes_per_task(h * w);
+    par_ranges(planes.div_ceil(per) * super::GRAIN, |a, b| {
+        let (a, b) = (a / super::GRAIN * per, (b / super::GRAIN * per).min(planes));
+        for p in a..b {
+            let xp = &x[p * h * w..(p + 1) * h * w];
+            for y in 0..oh {
+                for xo in 0..ow {
+                    let mut best = T::neg_infinity();
+                    let mut at = usize::MAX;
+                    for i in 0..wh.count[y] {
+                        let iy = wh.start[y] + i * wh.step;
+                        for j in 0..ww.count[xo] {
+                            let ix = ww.start[xo] + j * ww.step;
+                            let v = xp[iy * w + ix];
+                            if v > best || v.is_nan() || at == usize::MAX {
+                                best = v;
+                                at = iy * w + ix;
+                                if v.is_nan() {
+                                    break;
+                                }
+                            }
+                        }
+                        if best.is_nan() {
+                            break;
+                        }
+                    }
+                    if at == usize::MAX {
+                        // An empty window (never for checked arguments).
+                        at = 0;
+                    }
+                    let o = (p * oh + y) * ow + xo;
+                    // SAFETY: plane `p` of the outputs belongs to this range alone.
+                    unsafe {
+                        *op.get().add(o) = best;
+                        *ip.get().add(o) = at as i64;
+                    }
+                }
+            }
+        }
+    });
+    (out, idx)
+}
+
+/// Adds `g[p, o]` at `idx[p, o]` of plane `p` (`planes` planes of `plane`
+/// elements): the gradient of max pooling.
+pub fn scatter_planes<T: Float>(g: &[T], idx: &[i64], planes: usize, plane: usize) -> Vec<T> {
+    let per_out = if planes == 0 { 0 } else { g.len() / planes };
+    let mut out: Vec<T> = crate::error::filled_vec(planes * plane, <T as Element>::zero());
+    let op = SendPtr(out.as_mut_ptr());
+    let per = planes_per_task(plane + per_out);
+    par_ranges(planes.div_ceil(per) * super::GRAIN, |a, b| {
+        let (a, b) = (a / super::GRAIN * per, (b / super::GRAIN * per).min(planes));
+        for p in a..b {
+            // SAFETY: plane `p` of `out` belongs to this range alone.
+            let d = unsafe { std::slice::from_raw_parts_mut(op.get().add(p * plane), plane) };
+            let (gp, ip) = (
+                &g[p * per_out..(p + 1) * per_out],
+                &idx[p * per_out..(p + 1) * per_out],
+            );
+            for (v, &i) in gp.iter().zip(ip) {
+                d[i as usize] += *v;
+            }
+        }
+    });
+    out
+}

@@ -1,0 +1,663 @@
+//! Pooling, resampling and constant padding.
+//!
+//! Average pooling and interpolation are linear maps applied plane by plane
+//! (`kernels::pool::separable`); the backward is the adjoint map, recorded as
+//! its own node whose backward is the forward map again, so every order of
+//! gradient is exact. Max pooling saves where each maximum was; its backward
+//! scatters the gradient there, through a fused kernel when nothing records
+//! it and otherwise through `scatter_add`, whose backward (`gather`) makes
+//! the second order exact.
+
+use std::sync::Arc;
+
+use smallvec::{smallvec, SmallVec};
+
+use super::{reshape, scatter_add};
+use crate::autograd::{is_grad_enabled, needs_record, record};
+use crate::error::{Error, Result};
+use crate::kernels::pool::{self as kp, Taps, Window};
+use crate::saved;
+use crate::tensor::{fmt_shape, Shape, Tensor};
+
+fn two(name: &str, op: &str, v: &[i64]) -> Result<[i64; 2]> {
+    match v {
+        [a] => Ok([*a, *a]),
+        [a, b] => Ok([*a, *b]),
+        _ => Err(Error::runtime(format!(
+            "{op}: {name} must either be a single int, or a tuple of two ints"
+        ))),
+    }
+}
+
+fn float_only(x: &Tensor, op: &str) -> Result<()> {
+    if !x.dtype().is_float() {
+        return Err(Error::runtime(format!(
+            "\"{op}\" not implemented for '{}'",
+            x.dtype().scalar_name()
+        )));
+    }
+    Ok(())
+}
+
+/// A 3-d or 4-d input whose non-batch dimensions are non-empty.
+fn check_planes(x: &Tensor, op: &str) -> Result<()> {
+    let s = x.shape();
+    let ok = match s.len() {
+        3 => !s.contains(&0),
+        4 => !s[1..].contains(&0),
+        _ => false,
+    };
+    if !ok {
+        return Err(Error::runtime(format!(
+            "{op}: Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got: {}",
+            fmt_shape(&s)
+        )));
+    }
+    Ok(())
+}
+
+/// PyTorch's `pooling_output_shape`.
+fn pooled_len(len: i64, k: i64, pad: i64, stride: i64, dilation: i64, ceil: bool) -> i64 {
+    let num = len + 2 * pad - dilation * (k - 1) - 1 + if ceil { stride - 1 } else { 0 };
+    let mut out = num.div_euclid(stride) + 1;
+    if ceil && (out - 1) * stride >= len + pad {
+        out -= 1;
+    }
+    out
+}
+
+/// Pooling hyper-parameters, checked, with the output size.
+struct Pool {
+    k: [i64; 2],
+    s: [i64; 2],
+    p: [i64; 2],
+    d: [i64; 2],
+    out: [i64; 2],
+    size: [usize; 2],
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pool_params(
+    x: &Tensor,
+    op: &str,
+    kernel: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil: bool,
+    max: bool,
+) -> Result<Pool> {
+    let k = two("kernel_size", op, kernel)?;
+    let s = if stride.is_empty() {
+        k
+    } else {
+        two("stride", op, stride)?
+    };
+    let p = two("padding", op, padding)?;
+    let d = two("dilation", op, dilation)?;
+    if k.iter().any(|&v| v <= 0) {
+        return Err(Error::runtime(format!(
+            "kernel size should be greater than zero, but got kH: {} kW: {}",
+            k[0], k[1]
+        )));
+    }
+    if s.iter().any(|&v| v <= 0) {
+        return Err(Error::runtime(format!(
+            "stride should be greater than zero, but got dH: {} dW: {}",
+            s[0], s[1]
+        )));
+    }
+    if d.iter().any(|&v| v <= 0) {
+        return Err(Error::runtime(format!(
+            "dilation should be greater than zero, but got dilationH: {} dilationW: {}",
+            d[0], d[1]
+        )));
+    }
+    check_planes(x, op)?;
+    float_only(x, op)?;
+    if p.iter().any(|&v| v < 0) || p[0] > k[0] / 2 || p[1] > k[1] / 2 {
+        let msg = if max {
+            format!(
+                "pad should be smaller than or equal to half of kernel size, but got padW = {}, padH = {}, kW = {}, kH = {}",
+                p[1], p[0], k[1], k[0]
+            )
+        } else {
+            "pad should be at most half of effective kernel size".to_string()
+        };
+        return Err(Error::runtime(msg));
+    }
+    let sh = x.shape();
+    let nd = sh.len();
+    let size = [sh[nd - 2], sh[nd - 1]];
+    let out: [i64; 2] =
+        std::array::from_fn(|i| pooled_len(size[i] as i64, k[i], p[i], s[i], d[i], ceil));
+    if out.iter().any(|&o| o < 1) {
+        return Err(Error::runtime(format!(
+            "Given input size: ({}x{}x{}). Calculated output size: ({}x{}x{}). Output size is too small",
+            sh[nd - 3], size[0], size[1], sh[nd - 3], out[0], out[1]
+        )));
+    }
+    Ok(Pool {
+        k,
+        s,
+        p,
+        d,
+        out,
+        size,
+    })
+}
+
+fn out_shape(x: &Shape, out: [usize; 2]) -> Shape {
+    let mut s = x.clone();
+    let nd = s.len();
+    s[nd - 2] = out[0];
+    s[nd - 1] = out[1];
+    s
+}
+
+// ----- max pooling ---------------------------------------------------------------------------
+
+/// `max_pool2d_with_indices` (`MaxPool2DWithIndicesBackward0`).
+pub fn max_pool2d_with_indices(
+    x: &Tensor,
+    kernel: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    let pp = pool_params(
+        x,
+        "max_pool2d",
+        kernel,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+        true,
+    )?;
+    let win: [Window; 2] = std::array::from_fn(|a| {
+        let (len, k, s, p, d) = (pp.size[a] as i64, pp.k[a], pp.s[a], pp.p[a], pp.d[a]);
+        let mut w = Window {
+            len_in: len as usize,
+            step: d as usize,
+            ..Default::default()
+        };
+        for o in 0..pp.out[a] {
+            let start = o * s - p;
+            // The first and last tap inside [0, len).
+            let first = if start < 0 { (-start + d - 1) / d } else { 0 };
+            let last = (k - 1).min((len - 1 - start).div_euclid(d));
+            w.start.push((start + first * d).max(0) as usize);
+            w.count.push((last - first + 1).max(0) as usize);
+        }
+        w
+    });
+    max_op(x, win, "MaxPool2DWithIndicesBackward0")
+}
+
+/// `adaptive_max_pool2d` with indices (`AdaptiveMaxPool2DBackward0`).
+pub fn adaptive_max_pool2d(x: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
+    let (size, out) = adaptive_sizes(x, "adaptive_max_pool2d", output_size)?;
+    let win: [Window; 2] = std::array::from_fn(|a| {
+        let mut w = Window {
+            len_in: size[a],
+            step: 1,
+            ..Default::default()
+        };
+        for o in 0..out[a] {
+            let (lo, hi) = adaptive_range(o, size[a], out[a]);
+            w.start.push(lo);
+            w.count.push(hi - lo);
+        }
+        w
+    });
+    max_op(x, win, "AdaptiveMaxPool2DBackward0")
+}
+
+fn max_op(x: &Tensor, win: [Window; 2], name: &'static str) -> Result<(Tensor, Tensor)> {
+    let shape = x.shape();
+    let (h, w) = (win[0].len_in, win[1].len_in);
+    let planes = x.numel() / (h * w).max(1);
+    let oshape = out_shape(&shape, [win[0].len_out(), win[1].len_out()]);
+    let (out, idx) = {
+        let xc = x.contiguous_data();
+        let v = xc.view();
+        crate::dispatch_float!(x.dtype(), T => {
+            let (o, i) = kp::max_pool::<T>(v.as_slice::<T>().unwrap_or(&[]), planes, &win[0], &win[1]);
+            (Tensor::from_vec(o, oshape.clone()), Tensor::from_vec(i, oshape.clone()))
+        })
+    };
+    if needs_record(&[x]) {
+        record(name, &[x], &out, saved![&idx], move |c| {
+            let (g, idx) = (c.grad()?, c.saved(0)?);
+            Ok(smallvec![Some(max_backward(g, idx, &shape)?)])
+        });
+    }
+    Ok((out, idx))
+}
+
+/// Sends each output's gradient to where its maximum was.
+fn max_backward(g: &Tensor, idx: &Tensor, in_shape: &Shape) -> Result<Tensor> {
+    let nd = in_shape.len();
+    let plane = in_shape[nd - 2] * in_shape[nd - 1];
+    let planes: usize = in_shape[..nd - 2].iter().product();
+    let per = idx.numel() / planes.max(1);
+    if !is_grad_enabled() || !g.requires_grad() {
+        let gc = g.contiguous_data();
+        let ic = idx.contiguous_data();
+        let (vg, vi) = (gc.view(), ic.view());
+        return Ok(crate::dispatch_float!(g.dtype(), T => Tensor::from_vec(
+            kp::scatter_planes::<T>(
+                vg.as_slice::<T>().unwrap_or(&[]),
+                vi.as_slice::<i64>().unwrap_or(&[]),
+                planes,
+                plane,
+            ),
+            in_shape.clone(),
+        )));
+    }
+    let zeros = Tensor::zeros(Shape::from_slice(&[planes, plane]), g.dtype());
+    let gx = scatter_add(
+        &zeros,
+        1,
+        &reshape(idx, &[planes, per])?,
+        &reshape(g, &[planes, per])?,
+    )?;
+    reshape(&gx, in_shape)
+}
+
+// ----- adaptive ranges -----------------------------------------------------------------------
+
+/// PyTorch's adaptive window of output `o`: `[floor(o*in/out), ceil((o+1)*in/out))`.
+fn adaptive_range(o: usize, len_in: usize, len_out: usize) -> (usize, usize) {
+    let lo = o * len_in / len_out;
+    let hi = ((o + 1) * len_in).div_ceil(len_out);
+    (lo, hi)
+}
+
+fn adaptive_sizes(x: &Tensor, op: &str, output_size: &[i64]) -> Result<([usize; 2], [usize; 2])> {
+    let o = match output_size {
+        [a, b] => [*a, *b],
+        _ => {
+            return Err(Error::runtime(format!(
+                "{op}: output_size must be 2, but got {}",
+                output_size.len()
+            )))
+        }
+    };
+    check_planes(x, op)?;
+    float_only(x, op)?;
+    if o.iter().any(|&v| v < 0) {
+        return Err(Error::runtime(format!(
+            "{op}: elements of output_size must be greater than or equal to 0 but received {{{}, {}}}",
+            o[0], o[1]
+        )));
+    }
+    let s = x.shape();
+    let nd = s.len();
+    Ok(([s[nd - 2], s[nd - 1]], [o[0] as usize, o[1] as usize]))
+}
+
+// ----- separable linear maps: average pooling, interpolation -----------------------------------
+
+/// Node names of a linear map and of its adjoint.
+#[derive(Clone, Copy)]
+struct Names(&'static str, &'static str);
+
+/// Applies the map `(th, tw)` to the last two dimensions of `x`.
+fn separable_op(x: &Tensor, th: Arc<Taps>, tw: Arc<Taps>, names: Names) -> Result<Tensor> {
+    let shape = x.shape();
+    let nd = shape.len();
+    let planes = x.numel() / (th.len_in * tw.len_in).max(1);
+    let oshape = if nd >= 2 && th.len_in == shape[nd - 2] {
+        out_shape(&shape, [th.len_out(), tw.len_out()])
+    } else {
+        // A one-dimensional map: the height is the unit axis.
+        let mut s = shape.clone();
+        s[nd - 1] = tw.len_out();
+        s
+    };
+    let out = {
+        let xc = x.contiguous_data();
+        let v = xc.view();
+        crate::dispatch_float!(x.dtype(), T => Tensor::from_vec(
+            kp::separable::<T>(v.as_slice::<T>().unwrap_or(&[]), planes, &th, &tw),
+            oshape,
+        ))
+    };
+    if needs_record(&[x]) {
+        record(names.0, &[x], &out, saved![], move |c| {
+            Ok(smallvec![Some(adjoint_op(
+                c.grad()?,
+                th.clone(),
+                tw.clone(),
+                shape.clone(),
+                names
+            )?)])
+        });
+    }
+    Ok(out)
+}
+
+fn adjoint_op(
+    g: &Tensor,
+    th: Arc<Taps>,
+    tw: Arc<Taps>,
+    in_shape: Shape,
+    names: Names,
+) -> Result<Tensor> {
+    let planes = in_shape.iter().product::<usize>() / (th.len_in * tw.len_in).max(1);
+    let out = {
+        let gc = g.contiguous_data();
+        let v = gc.view();
+        crate::dispatch_float!(g.dtype(), T => Tensor::from_vec(
+            kp::separable_adjoint::<T>(v.as_slice::<T>().unwrap_or(&[]), planes, &th, &tw),
+            in_shape.clone(),
+        ))
+    };
+    if needs_record(&[g]) {
+        record(names.1, &[g], &out, saved![], move |c| {
+            Ok(smallvec![Some(separable_op(
+                c.grad()?,
+                th.clone(),
+                tw.clone(),
+                names
+            )?)])
+        });
+    }
+    Ok(out)
+}
+
+/// `avg_pool2d` (`AvgPool2DBackward0`).
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool2d(
+    x: &Tensor,
+    kernel: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    if divisor_override == Some(0) {
+        return Err(Error::runtime("divisor must be not zero"));
+    }
+    let pp = pool_params(
+        x,
+        "avg_pool2d",
+        kernel,
+        stride,
+        padding,
+        &[1],
+        ceil_mode,
+        false,
+    )?;
+    // Per axis: the clipped window, and its share of the divisor.
+    let taps: [Taps; 2] = std::array::from_fn(|a| {
+        let (len, k, s, p) = (pp.size[a] as i64, pp.k[a], pp.s[a], pp.p[a]);
+        let mut t = Taps::new(len as usize);
+        for o in 0..pp.out[a] {
+            let start = o * s - p;
+            let end = (start + k).min(len + p);
+            let full = end - start;
+            let (lo, hi) = (start.max(0), end.min(len));
+            let div = match divisor_override {
+                // The whole divisor goes on the width axis.
+                Some(d) => {
+                    if a == 1 {
+                        d as f64
+                    } else {
+                        1.0
+                    }
+                }
+                None if count_include_pad => full as f64,
+                None => (hi - lo) as f64,
+            };
+            t.push((lo..hi).map(|i| (i as usize, 1.0 / div)));
+        }
+        t
+    });
+    let [th, tw] = taps;
+    separable_op(
+        x,
+        Arc::new(th),
+        Arc::new(tw),
+        Names("AvgPool2DBackward0", "AvgPool2DBackwardBackward0"),
+    )
+}
+
+/// `adaptive_avg_pool2d` (`AdaptiveAvgPool2DBackward0`).
+pub fn adaptive_avg_pool2d(x: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    let (size, out) = adaptive_sizes(x, "adaptive_avg_pool2d", output_size)?;
+    let taps: [Taps; 2] = std::array::from_fn(|a| {
+        let mut t = Taps::new(size[a]);
+        for o in 0..out[a] {
+            let (lo, hi) = adaptive_range(o, size[a], out[a]);
+            let w = 1.0 / (hi - lo) as f64;
+            t.push((lo..hi).map(|i| (i, w)));
+        }
+        t
+    });
+    let [th, tw] = taps;
+    separable_op(
+        x,
+        Arc::new(th),
+        Arc::new(tw),
+        Names(
+            "AdaptiveAvgPool2DBackward0",
+            "AdaptiveAvgPool2DBackwardBackward0",
+        ),
+    )
+}
+
+/// One axis of nearest or (bi)linear resampling from `len_in` to `len_out`,
+/// with PyTorch's source-index rules; `scale` is the user's scale factor.
+fn resample_axis(
+    len_in: usize,
+    len_out: usize,
+    scale: Option<f64>,
+    linear: bool,
+    align_corners: bool,
+) -> Taps {
+    let mut t = Taps::new(len_in);
+    // PyTorch's `compute_scales_value` / `area_pixel_compute_scale`.
+    let ratio = |ac: bool| -> f64 {
+        if ac {
+            if len_out > 1 {
+                (len_in as f64 - 1.0) / (len_out as f64 - 1.0)
+            } else {
+                0.0
+            }
+        } else {
+            match scale {
+                Some(s) if s > 0.0 => 1.0 / s,
+                _ => len_in as f64 / len_out as f64,
+            }
+        }
+    };
+    if !linear {
+        let r = ratio(false) as f32;
+        for o in 0..len_out {
+            let src = if len_out == len_in {
+                o
+            } else if len_out == 2 * len_in {
+                o >> 1
+            } else {
+                ((o as f32 * r).floor() as usize).min(len_in - 1)
+            };
+            t.push([(src, 1.0)]);
+        }
+        return t;
+    }
+    let r = ratio(align_corners);
+    for o in 0..len_out {
+        let src = if align_corners {
+            r * o as f64
+        } else {
+            (r * (o as f64 + 0.5) - 0.5).max(0.0)
+        };
+        let i0 = (src.floor() as usize).min(len_in - 1);
+        let i1 = if i0 < len_in - 1 { i0 + 1 } else { i0 };
+        let l1 = (src - i0 as f64).clamp(0.0, 1.0);
+        let l1 = if i1 == i0 { 0.0 } else { l1 };
+        t.push([(i0, 1.0 - l1), (i1, l1)]);
+    }
+    t
+}
+
+/// `upsample_{nearest,linear,bilinear}{1,2}d`: resamples the last one or two
+/// dimensions of `x` to `size` (`UpsampleNearest2DBackward0`, ...).
+pub fn upsample(
+    x: &Tensor,
+    size: &[usize],
+    scales: &[Option<f64>],
+    mode: &str,
+    align_corners: bool,
+) -> Result<Tensor> {
+    let shape = x.shape();
+    let sd = size.len();
+    if !(sd == 1 || sd == 2) || shape.len() != sd + 2 || scales.len() != sd {
+        return Err(Error::runtime(format!(
+            "upsample: expected a {}-D input for {sd} output sizes, but got input of size {}",
+            sd + 2,
+            fmt_shape(&shape)
+        )));
+    }
+    float_only(x, "upsample")?;
+    let ins = &shape[2..];
+    if ins.contains(&0) || size.contains(&0) {
+        let dims = ["H", "W"];
+        let fmt = |v: &[usize]| {
+            v.iter()
+                .enumerate()
+                .map(|(i, d)| format!("{}: {d}", dims[2 - sd + i]))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(Error::runtime(format!(
+            "Input and output sizes should be greater than 0, but got input ({}) output ({})",
+            fmt(ins),
+            fmt(size)
+        )));
+    }
+    let linear = match mode {
+        "nearest" => false,
+        "linear" | "bilinear" => true,
+        other => {
+            return Err(Error::runtime(format!(
+                "upsample: unsupported mode {other}"
+            )))
+        }
+    };
+    let names = match (linear, sd) {
+        (false, 1) => Names(
+            "UpsampleNearest1DBackward0",
+            "UpsampleNearest1DBackwardBackward0",
+        ),
+        (false, _) => Names(
+            "UpsampleNearest2DBackward0",
+            "UpsampleNearest2DBackwardBackward0",
+        ),
+        (true, 1) => Names(
+            "UpsampleLinear1DBackward0",
+            "UpsampleLinear1DBackwardBackward0",
+        ),
+        (true, _) => Names(
+            "UpsampleBilinear2DBackward0",
+            "UpsampleBilinear2DBackwardBackward0",
+        ),
+    };
+    let tw = resample_axis(
+        ins[sd - 1],
+        size[sd - 1],
+        scales[sd - 1],
+        linear,
+        align_corners,
+    );
+    let th = if sd == 2 {
+        resample_axis(ins[0], size[0], scales[0], linear, align_corners)
+    } else {
+        Taps::unit()
+    };
+    separable_op(x, Arc::new(th), Arc::new(tw), names)
+}
+
+// ----- constant padding ----------------------------------------------------------------------
+
+/// `constant_pad_nd(x, pad, value)` (`ConstantPadNdBackward0`): `pad` holds
+/// (before, after) pairs starting from the last dimension; negative values
+/// crop. The backward is the opposite padding.
+pub fn constant_pad_nd(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
+    let shape = x.shape();
+    let nd = shape.len();
+    if pad.len() % 2 != 0 {
+        return Err(Error::runtime(
+            "Length of pad must be even but instead it equals ".to_string()
+                + &pad.len().to_string(),
+        ));
+    }
+    if pad.len() / 2 > nd {
+        return Err(Error::runtime(format!(
+            "Length of pad should be no more than twice the number of dimensions of the input. Pad length is {} while the input has {nd} dimensions.",
+            pad.len()
+        )));
+    }
+    let mut before: SmallVec<[i64; 4]> = smallvec![0; nd];
+    let mut after: SmallVec<[i64; 4]> = smallvec![0; nd];
+    for (i, pr) in pad.chunks(2).enumerate() {
+        before[nd - 1 - i] = pr[0];
+        after[nd - 1 - i] = pr[1];
+    }
+    let mut oshape = Shape::new();
+    for d in 0..nd {
+        let n = shape[d] as i64 + before[d] + after[d];
+        if n < 0 {
+            return Err(Error::runtime(format!(
+                "The input size {}, plus negative padding {} and {} resulted in a negative output size, which is invalid. Check dimension {d} of your input.",
+                shape[d], before[d], after[d]
+            )));
+        }
+        oshape.push(n as usize);
+    }
+    let dtype = x.dtype();
+    let out = Tensor::full(oshape.clone(), value, dtype);
+    // The region both share: input [src_lo, src_lo + len), output [dst_lo, ..).
+    let mut len: SmallVec<[usize; 4]> = SmallVec::new();
+    let (mut src_off, mut dst_off) = (0usize, 0usize);
+    let (xv, ov) = (x.view().clone(), out.view().clone());
+    let ostrides = crate::tensor::contiguous_strides(&oshape);
+    for d in 0..nd {
+        let src_lo = (-before[d]).max(0) as usize;
+        let dst_lo = before[d].max(0) as usize;
+        let l = (shape[d].saturating_sub(src_lo)).min(oshape[d].saturating_sub(dst_lo));
+        len.push(l);
+        src_off += src_lo * xv.strides[d];
+        dst_off += dst_lo * ostrides[d];
+    }
+    if len.iter().all(|&l| l > 0) {
+        let src = crate::tensor::View {
+            storage: xv.storage.clone(),
+            shape: len.clone(),
+            strides: xv.strides.clone(),
+            offset: xv.offset + src_off,
+        };
+        let dst = crate::tensor::View {
+            storage: ov.storage.clone(),
+            shape: len.clone(),
+            strides: ostrides.clone(),
+            offset: dst_off,
+        };
+        crate::dispatch!(dtype, T => {
+            let vals = crate::kernels::copy::gather::<T>(&src);
+            crate::kernels::copy::scatter::<T>(&dst, &vals);
+        });
+    }
+    if needs_record(&[x]) {
+        let neg: SmallVec<[i64; 8]> = pad.iter().map(|&p| -p).collect();
+        record("ConstantPadNdBackward0", &[x], &out, saved![], move |c| {
+            Ok(smallvec![Some(constant_pad_nd(c.grad()?, &neg, 0.0)?)])
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,212 @@
+//! Bindings of convolution, pooling, padding, unfold/fold and resampling.
+//! The Python layer (`nn/_functional/conv.py`) normalises PyTorch's
+//! arguments (ints or tuples, `'same'` padding, unbatched inputs) into the
+//! explicit lists these take.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+
+use super::errors::guard_nogil;
+use super::tensor::{tensor_tuple, wrap, PyTensor};
+use crate::ops;
+use crate::tensor::Tensor;
+
+fn t_of<'a>(obj: &'a Bound<'_, PyTensor>) -> &'a Tensor {
+    &obj.get().t
+}
+
+fn opt_tensor(o: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Tensor>> {
+    match o {
+        Some(o) if !o.is_none() => Ok(Some(
+            o.cast::<PyTensor>()
+                .map_err(|_| PyTypeError::new_err("expected a Tensor or None"))?
+                .get()
+                .t
+                .clone(),
+        )),
+        _ => Ok(None),
+    }
+}
+
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))]
+fn convolution(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    weight: &Bound<'_, PyTensor>,
+    bias: Option<&Bound<'_, PyAny>>,
+    stride: Vec<i64>,
+    padding: Vec<i64>,
+    dilation: Vec<i64>,
+    transposed: bool,
+    output_padding: Vec<i64>,
+    groups: i64,
+) -> PyResult<Py<PyAny>> {
+    let (x, w) = (t_of(input), t_of(weight));
+    let b = opt_tensor(bias)?;
+    let work = x.numel().saturating_mul(w.numel());
+    let out = guard_nogil(py, work, || {
+        ops::convolution(
+            x,
+            w,
+            b.as_ref(),
+            &stride,
+            &padding,
+            &dilation,
+            transposed,
+            &output_padding,
+            groups,
+        )
+    })?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, kernel_size, stride, padding, dilation, ceil_mode))]
+fn max_pool2d_with_indices(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    kernel_size: Vec<i64>,
+    stride: Vec<i64>,
+    padding: Vec<i64>,
+    dilation: Vec<i64>,
+    ceil_mode: bool,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    let (o, i) = guard_nogil(py, x.numel(), || {
+        ops::max_pool2d_with_indices(x, &kernel_size, &stride, &padding, &dilation, ceil_mode)
+    })?;
+    tensor_tuple(py, vec![o, i])
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, output_size))]
+fn adaptive_max_pool2d(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    output_size: Vec<i64>,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    let (o, i) = guard_nogil(py, x.numel(), || ops::adaptive_max_pool2d(x, &output_size))?;
+    tensor_tuple(py, vec![o, i])
+}
+
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))]
+fn avg_pool2d(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    kernel_size: Vec<i64>,
+    stride: Vec<i64>,
+    padding: Vec<i64>,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    let out = guard_nogil(py, x.numel(), || {
+        ops::avg_pool2d(
+            x,
+            &kernel_size,
+            &stride,
+            &padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
+    })?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, output_size))]
+fn adaptive_avg_pool2d(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    output_size: Vec<i64>,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    let out = guard_nogil(py, x.numel(), || ops::adaptive_avg_pool2d(x, &output_size))?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, size, scales, mode, align_corners))]
+fn upsample(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    size: Vec<usize>,
+    scales: Vec<Option<f64>>,
+    mode: &str,
+    align_corners: bool,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    let work = x.numel().max(size.iter().product());
+    let out = guard_nogil(py, work, || {
+        ops::upsample(x, &size, &scales, mode, align_corners)
+    })?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, pad, value=0.0))]
+fn constant_pad_nd(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    pad: Vec<i64>,
+    value: f64,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    let out = guard_nogil(py, x.numel(), || ops::constant_pad_nd(x, &pad, value))?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, kernel_size, dilation, padding, stride))]
+fn im2col(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    kernel_size: Vec<i64>,
+    dilation: Vec<i64>,
+    padding: Vec<i64>,
+    stride: Vec<i64>,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    let out = guard_nogil(py, x.numel(), || {
+        ops::unfold(x, &kernel_size, &dilation, &padding, &stride)
+    })?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, output_size, kernel_size, dilation, padding, stride))]
+fn col2im(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    output_size: Vec<i64>,
+    kernel_size: Vec<i64>,
+    dilation: Vec<i64>,
+    padding: Vec<i64>,
+    stride: Vec<i64>,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    let out = guard_nogil(py, x.numel(), || {
+        ops::fold(x, &output_size, &kernel_size, &dilation, &padding, &stride)
+    })?;
+    wrap(py, out)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(convolution, m)?)?;
+    m.add_function(wrap_pyfunction!(max_pool2d_with_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(adaptive_max_pool2d, m)?)?;
+    m.add_function(wrap_pyfunction!(avg_pool2d, m)?)?;
+    m.add_function(wrap_pyfunction!(adaptive_avg_pool2d, m)?)?;
+    m.add_function(wrap_pyfunction!(upsample, m)?)?;
+    m.add_function(wrap_pyfunction!(constant_pad_nd, m)?)?;
+    m.add_function(wrap_pyfunction!(im2col, m)?)?;
+    m.add_function(wrap_pyfunction!(col2im, m)?)?;
+    Ok(())
+}
