@@ -7,9 +7,11 @@
 
 pub mod copy;
 pub mod elementwise;
+pub mod embedding;
 pub mod index;
 pub mod math;
 pub mod matmul;
+pub mod norm;
 pub mod parallel;
 pub mod reduce;
 pub mod softmax;
