@@ -302,8 +302,8 @@ fn ln_row_backward<T: Float>(
     mean: T,
     rstd: T,
     w: Option<&[T]>,
-    dw: &mut [f64],
-    db: &mut [f64],
+    dw: &mut [T],
+    db: &mut [T],
 ) {
     let m = g.len();
     // a = sum(g * w), c = sum(g * w * xhat)
@@ -320,8 +320,8 @@ fn ln_row_backward<T: Float>(
             };
             aa[i] += gw;
             cc[i] += gw * (x[j] - mean) * rstd;
-            dw[j] += Element::to_f64(g[j] * (x[j] - mean) * rstd);
-            db[j] += Element::to_f64(g[j]);
+            dw[j] += g[j] * (x[j] - mean) * rstd;
+            db[j] += g[j];
         }
     }
     for i in 0..16 {
@@ -335,8 +335,8 @@ fn ln_row_backward<T: Float>(
         };
         a += gw;
         c += gw * (x[j] - mean) * rstd;
-        dw[j] += Element::to_f64(g[j] * (x[j] - mean) * rstd);
-        db[j] += Element::to_f64(g[j]);
+        dw[j] += g[j] * (x[j] - mean) * rstd;
+        db[j] += g[j];
     }
     let inv_m = T::from_f64(1.0 / m as f64);
     let (a, c) = (a * inv_m, c * inv_m);
@@ -362,12 +362,14 @@ pub fn layer_norm_backward<T: Float>(
 ) -> (Vec<T>, Vec<f64>, Vec<f64>) {
     let rows = mean.len();
     let threads = parallel::get_num_threads().max(1);
-    let parts = std::sync::Mutex::new(Vec::<(Vec<f64>, Vec<f64>)>::with_capacity(threads * 4));
+    // Per-range partial sums in T (a range is at most a few thousand rows),
+    // added up in float64 at the end.
+    let parts = std::sync::Mutex::new(Vec::<(Vec<T>, Vec<T>)>::with_capacity(threads * 4));
     let dx = build_vec(x.len(), |out| {
         let o = SendPtr(out.as_mut_ptr());
         for_ranges(rows, m, |r0, r1| {
-            let mut dw = vec![0f64; m];
-            let mut db = vec![0f64; m];
+            let mut dw = vec![<T as Element>::zero(); m];
+            let mut db = vec![<T as Element>::zero(); m];
             for r in r0..r1 {
                 let rg = r * m..(r + 1) * m;
                 // SAFETY: row r of `dx` is written by this range only.
@@ -393,8 +395,8 @@ pub fn layer_norm_backward<T: Float>(
     let mut db = vec![0f64; m];
     for (pw, pb) in parts.into_inner().unwrap_or_else(|e| e.into_inner()) {
         for j in 0..m {
-            dw[j] += pw[j];
-            db[j] += pb[j];
+            dw[j] += Element::to_f64(pw[j]);
+            db[j] += Element::to_f64(pb[j]);
         }
     }
     (dx, dw, db)

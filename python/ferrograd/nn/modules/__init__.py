@@ -1,13 +1,44 @@
 """``ferrograd.nn`` layers, one file per topic as in PyTorch."""
 
-from . import activation, container, dropout, linear, loss, module
+from . import (
+    activation,
+    batchnorm,
+    container,
+    distance,
+    dropout,
+    instancenorm,
+    linear,
+    loss,
+    module,
+    normalization,
+    sparse,
+)
 from .activation import *  # noqa: F403
+from .batchnorm import *  # noqa: F403
 from .container import *  # noqa: F403
+from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
+from .instancenorm import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import *  # noqa: F403
+from .normalization import *  # noqa: F403
+from .sparse import *  # noqa: F403
 
 __all__ = [
-    name for m in (activation, container, dropout, linear, loss, module) for name in m.__all__
+    name
+    for m in (
+        activation,
+        batchnorm,
+        container,
+        distance,
+        dropout,
+        instancenorm,
+        linear,
+        loss,
+        module,
+        normalization,
+        sparse,
+    )
+    for name in m.__all__
 ]

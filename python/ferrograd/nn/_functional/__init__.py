@@ -1,0 +1,1 @@
+"""Private topic files behind ``ferrograd.nn.functional``, which re-exports them."""
