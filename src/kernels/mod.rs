@@ -8,10 +8,12 @@
 pub mod conv;
 pub mod copy;
 pub mod elementwise;
+pub mod embedding;
 pub mod index;
 pub mod math;
 pub mod matmul;
 pub mod optim;
+pub mod norm;
 pub mod parallel;
 pub mod pool;
 pub mod reduce;

@@ -6,6 +6,7 @@ mod errors;
 mod function;
 mod functions;
 mod nn_conv;
+mod nn_norm;
 mod node;
 mod node_saved;
 mod sorting;
@@ -39,6 +40,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     optim::register(m)?;
     serialize::register(m)?;
     nn_conv::register(m)?;
+    nn_norm::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

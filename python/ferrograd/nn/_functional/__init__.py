@@ -1,1 +1,1 @@
-"""Private homes of ``ferrograd.nn.functional``'s topics; import from ``nn.functional``."""
+"""Private topic files behind ``ferrograd.nn.functional``, which re-exports them."""

@@ -12,8 +12,19 @@ from . import (
     padding,
     pooling,
     upsampling,
+    batchnorm,
+    container,
+    distance,
+    dropout,
+    instancenorm,
+    linear,
+    loss,
+    module,
+    normalization,
+    sparse,
 )
 from .activation import *  # noqa: F403
+from .batchnorm import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .dropout import *  # noqa: F403
@@ -24,6 +35,14 @@ from .module import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .upsampling import *  # noqa: F403
+from .distance import *  # noqa: F403
+from .dropout import *  # noqa: F403
+from .instancenorm import *  # noqa: F403
+from .linear import *  # noqa: F403
+from .loss import *  # noqa: F403
+from .module import *  # noqa: F403
+from .normalization import *  # noqa: F403
+from .sparse import *  # noqa: F403
 
 __all__ = [
     name
@@ -39,6 +58,16 @@ __all__ = [
         padding,
         pooling,
         upsampling,
+        batchnorm,
+        container,
+        distance,
+        dropout,
+        instancenorm,
+        linear,
+        loss,
+        module,
+        normalization,
+        sparse,
     )
     for name in m.__all__
 ]

@@ -99,3 +99,211 @@ class LogSoftmax(Module):
 
     def forward(self, input):
         return F.log_softmax(input, self.dim)
+
+
+# ----- more activations: Softmax2d, PReLU, Mish, Hardswish, ... ------------------------------
+
+from ... import _C  # noqa: E402
+from ...autograd.grad_mode import no_grad as _no_grad  # noqa: E402
+from .module import Parameter  # noqa: E402
+
+__all__ += [
+    "Softmax2d",
+    "Softmin",
+    "PReLU",
+    "Mish",
+    "Hardswish",
+    "Hardsigmoid",
+    "LogSigmoid",
+    "ReLU6",
+    "SELU",
+    "CELU",
+    "Softsign",
+    "Tanhshrink",
+    "GLU",
+    "Hardshrink",
+    "Softshrink",
+    "Threshold",
+]
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of a ``(N, C, H, W)`` or ``(C, H, W)`` input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(
+                f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead"
+            )
+        return F.softmax(input, -3)
+
+
+class Softmin(Module):
+    """``softmax(-x)`` along ``dim``."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.softmin(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """Leaky ReLU with a learned slope (``weight``): one shared or one per channel."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(_C.full((num_parameters,), init, dtype=dtype or _C.float32))
+
+    def reset_parameters(self):
+        """Every slope back to ``init``."""
+        with _no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class _Inplace(Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class Mish(_Inplace):
+    """``x * tanh(softplus(x))``."""
+
+    def forward(self, input):
+        return F.mish(input, self.inplace)
+
+
+class Hardswish(_Inplace):
+    """``x * relu6(x + 3) / 6``."""
+
+    def forward(self, input):
+        return F.hardswish(input, self.inplace)
+
+
+class Hardsigmoid(_Inplace):
+    """``relu6(x + 3) / 6``."""
+
+    def forward(self, input):
+        return F.hardsigmoid(input, self.inplace)
+
+
+class ReLU6(_Inplace):
+    """``min(max(0, x), 6)``."""
+
+    def forward(self, input):
+        return F.relu6(input, self.inplace)
+
+
+class SELU(_Inplace):
+    """Scaled ELU with the self-normalising constants."""
+
+    def forward(self, input):
+        return F.selu(input, self.inplace)
+
+
+class LogSigmoid(Module):
+    """``log(sigmoid(x))``."""
+
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class CELU(Module):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Softsign(Module):
+    """``x / (1 + |x|)``."""
+
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """``x - tanh(x)``."""
+
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class GLU(Module):
+    """Gated linear unit: first half of ``dim`` times the sigmoid of the second."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Hardshrink(Module):
+    """``x`` where ``|x| > lambd``, else 0."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    """Shrinks ``x`` towards 0 by ``lambd``, 0 inside ``[-lambd, lambd]``."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Threshold(Module):
+    """``x`` where ``x > threshold``, else ``value``."""
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        s = f"threshold={self.threshold}, value={self.value}"
+        return s + (", inplace=True" if self.inplace else "")

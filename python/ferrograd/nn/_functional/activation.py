@@ -1,0 +1,130 @@
+"""Activations PyTorch has beyond the core set, composed from differentiable
+ops (so their gradients of every order come from those ops)."""
+
+from __future__ import annotations
+
+from ... import _C
+
+__all__ = [
+    "prelu",
+    "mish",
+    "hardswish",
+    "hardsigmoid",
+    "logsigmoid",
+    "selu",
+    "celu",
+    "softsign",
+    "tanhshrink",
+    "glu",
+    "hardshrink",
+    "softshrink",
+    "threshold",
+    "threshold_",
+]
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _act(input, inplace, compute):
+    # In place, the value is computed out of place and written in, as
+    # nn.functional's other inplace activations do.
+    return _C._apply_inplace(input, compute) if inplace else compute()
+
+
+def prelu(input, weight):
+    """``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one value or
+    one per channel (dimension 1)."""
+    n = weight.numel()
+    if n != 1:
+        channels = input.size(1) if input.dim() >= 2 else 1
+        if n != channels:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {n} and channel size = {channels}."
+            )
+        w = weight.reshape(n, *([1] * (input.dim() - 2)))
+    else:
+        w = weight.reshape(())
+    return _C.where(input > 0, input, w * input)
+
+
+def mish(input, inplace=False):
+    """``x * tanh(softplus(x))``."""
+    return _act(input, inplace, lambda: input * _C.tanh(_C.softplus(input, 1.0, 20.0)))
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6``."""
+    return _act(input, inplace, lambda: input * _C.hardtanh(input + 3.0, 0.0, 6.0) / 6.0)
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(x + 3) / 6``."""
+    return _act(input, inplace, lambda: _C.hardtanh(input + 3.0, 0.0, 6.0) / 6.0)
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x))``, computed as ``-softplus(-x)`` so it never overflows."""
+    return -_C.softplus(-input, 1.0, 20.0)
+
+
+def selu(input, inplace=False):
+    """``scale * elu(x, alpha)`` with the self-normalising constants."""
+    return _act(input, inplace, lambda: _C.elu(input, _SELU_ALPHA) * _SELU_SCALE)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _act(input, inplace, lambda: _C.elu(input / alpha, 1.0) * alpha)
+
+
+def softsign(input):
+    """``x / (1 + |x|)``."""
+    return input / (input.abs() + 1.0)
+
+
+def tanhshrink(input):
+    """``x - tanh(x)``."""
+    return input - _C.tanh(input)
+
+
+def glu(input, dim=-1):
+    """The first half of ``input`` along ``dim`` gated by the sigmoid of the second."""
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.size(dim)
+    if size % 2:
+        d = dim % input.dim()
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {size}")
+    a, b = _C.chunk(input, 2, dim)
+    return a * _C.sigmoid(b)
+
+
+def hardshrink(input, lambd=0.5):
+    """``x`` where ``|x| > lambd``, 0 elsewhere."""
+    return _C.where(input.abs() > lambd, input, _C.zeros((), dtype=input.dtype))
+
+
+def softshrink(input, lambd=0.5):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between."""
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    zero = _C.zeros((), dtype=input.dtype)
+    return _C.where(input > lambd, input - lambd, _C.where(input < -lambd, input + lambd, zero))
+
+
+def threshold(input, threshold, value, inplace=False):
+    """``x`` where ``x > threshold``, ``value`` elsewhere."""
+    return _act(
+        input,
+        inplace,
+        lambda: _C.where(input > threshold, input, _C.full((), value, dtype=input.dtype)),
+    )
+
+
+def threshold_(input, threshold, value):
+    """In-place :func:`threshold`."""
+    return globals()["threshold"](input, threshold, value, inplace=True)

@@ -1,0 +1,274 @@
+"""Normalisation and embedding functional forms: argument adapters over the
+Rust ops (``_C.batch_norm``, ``layer_norm``, ``group_norm``, ``embedding``)."""
+
+from __future__ import annotations
+
+from ... import _C
+from ...autograd.grad_mode import no_grad
+
+__all__ = [
+    "batch_norm",
+    "instance_norm",
+    "layer_norm",
+    "group_norm",
+    "embedding",
+    "embedding_bag",
+    "one_hot",
+]
+
+
+def _verify_batch_size(size):
+    n = size[0]
+    for d in size[2:]:
+        n *= d
+    if n == 1:
+        raise ValueError(
+            "Expected more than 1 value per channel when training, "
+            f"got input size {list(size)}"
+        )
+
+
+def _verify_spatial_size(size):
+    n = 1
+    for d in size[2:]:
+        n *= d
+    if n == 1:
+        raise ValueError(
+            "Expected more than 1 spatial element when training, "
+            f"got input size {list(size)}"
+        )
+
+
+def batch_norm(
+    input,
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training=False,
+    momentum=0.1,
+    eps=1e-5,
+):
+    """Normalises each channel (dimension 1) over the batch and spatial dimensions.
+
+    In training mode the batch's statistics are used (biased variance) and the
+    running statistics, when given, are updated in place:
+    ``running = (1 - momentum) * running + momentum * batch_stat`` with the
+    unbiased variance. Otherwise the running statistics normalise the input.
+    """
+    if training:
+        _verify_batch_size(input.size())
+    return _C.batch_norm(
+        input,
+        running_mean,
+        running_var,
+        weight,
+        bias,
+        training,
+        0.0 if momentum is None else float(momentum),
+        float(eps),
+    )
+
+
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
+    """Normalises each channel of each sample over its spatial dimensions.
+
+    As in PyTorch this is batch norm over the input seen as one sample of
+    ``N * C`` channels; running statistics, when given, are updated with the
+    average over the batch of the per-instance statistics.
+    """
+    if use_input_stats:
+        _verify_spatial_size(input.size())
+    shape = tuple(input.shape)
+    if len(shape) < 2:
+        raise ValueError(f"expected at least 2D input (got {len(shape)}D input)")
+    n, c = shape[0], shape[1]
+    x = input.reshape(1, n * c, *shape[2:])
+    w = weight.repeat(n) if weight is not None else None
+    b = bias.repeat(n) if bias is not None else None
+    rm = running_mean.repeat(n) if running_mean is not None else None
+    rv = running_var.repeat(n) if running_var is not None else None
+    out = _C.batch_norm(
+        x, rm, rv, w, b, use_input_stats, 0.0 if momentum is None else float(momentum), float(eps)
+    )
+    if use_input_stats:
+        with no_grad():
+            if running_mean is not None:
+                running_mean.copy_(rm.view(n, c).mean(0))
+            if running_var is not None:
+                running_var.copy_(rv.view(n, c).mean(0))
+    return out.view(*shape)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalises over the trailing ``normalized_shape`` dimensions, then applies
+    the elementwise affine ``weight``/``bias`` of that shape when given."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    return _C.layer_norm(input, list(normalized_shape), weight, bias, float(eps))
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalises each sample over groups of ``C / num_groups`` channels, then
+    applies the per-channel affine ``weight``/``bias`` when given."""
+    return _C.group_norm(input, int(num_groups), weight, bias, float(eps))
+
+
+def _padding_idx(padding_idx, num):
+    if padding_idx is None:
+        return None
+    if padding_idx > 0:
+        assert padding_idx < num, "Padding_idx must be within num_embeddings"
+    elif padding_idx < 0:
+        assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
+        padding_idx = num + padding_idx
+    return padding_idx
+
+
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
+    """Rows of ``weight`` picked by the int64 ``input`` (any shape).
+
+    ``padding_idx``'s row gets no gradient; ``max_norm`` first rescales, in
+    place, every picked row whose ``norm_type``-norm exceeds it (PyTorch's
+    ``embedding_renorm_``); ``scale_grad_by_freq`` divides each row's gradient
+    by how often its index occurs in ``input``.
+    """
+    if sparse:
+        raise NotImplementedError("sparse gradients are not supported; use sparse=False")
+    padding_idx = _padding_idx(padding_idx, weight.size(0))
+    if max_norm is not None:
+        with no_grad():
+            _C.embedding_renorm_(weight, input.contiguous(), float(max_norm), float(norm_type))
+    return _C.embedding(weight, input, padding_idx, scale_grad_by_freq)
+
+
+def embedding_bag(
+    input,
+    weight,
+    offsets=None,
+    max_norm=None,
+    norm_type=2,
+    scale_grad_by_freq=False,
+    mode="mean",
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=None,
+):
+    """Sums, averages or takes the maximum of bags of embeddings without
+    materialising them per bag: a 2-D ``input`` is one bag per row, a 1-D one
+    is split at ``offsets``. ``per_sample_weights`` (mode ``'sum'`` only)
+    scales each looked-up row; ``padding_idx`` entries are left out of their
+    bag (and of a mean's count); an empty bag gives zeros."""
+    import numpy as np
+
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}) is not "
+            f"None, then it must have the same shape as the input ({tuple(input.shape)})"
+        )
+    if weight.dim() != 2:
+        raise ValueError(
+            f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}"
+        )
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a "
+                "mini-batch of fixed length sequences. However, found offsets of type "
+                f"{type(offsets)}"
+            )
+        b, length = input.shape
+        starts = np.arange(0, b * length, length, dtype=np.int64) if length else np.zeros(b, np.int64)
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        starts = offsets.numpy().astype(np.int64)
+        if include_last_offset:
+            starts = starts[:-1]
+    else:
+        raise ValueError(
+            f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}"
+        )
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+            "on GitHub."
+        )
+    n = input.numel()
+    nbags = len(starts)
+    if nbags and (starts[0] != 0 or np.any(np.diff(starts) < 0) or starts[-1] > n):
+        raise ValueError("offsets must start at 0 and be non-decreasing within the input")
+    padding_idx = _padding_idx(padding_idx, weight.size(0))
+    rows = embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+    idx = input.numpy()
+    bag = (np.searchsorted(starts, np.arange(n), side="right") - 1).astype(np.int64)
+    keep = np.ones(n, bool) if padding_idx is None else idx != padding_idx
+    d = weight.size(1)
+    if mode == "max":
+        parts = []
+        ends = list(starts[1:]) + [n]
+        for s, e in zip(starts, ends):
+            sel = np.nonzero(keep[s:e])[0] + s
+            if len(sel) == 0:
+                parts.append(_C.zeros(d, dtype=weight.dtype))
+            else:
+                picked = rows.index_select(0, _C.tensor(sel.astype(np.int64)))
+                parts.append(_C.amax(picked, 0))
+        return _C.stack(parts) if parts else _C.zeros(0, d, dtype=weight.dtype)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(1)
+    if padding_idx is not None:
+        rows = rows * _C.tensor(keep.astype(np.float64), dtype=weight.dtype).unsqueeze(1)
+    index = _C.tensor(bag).unsqueeze(1).expand(n, d)
+    out = _C.scatter_add(_C.zeros(nbags, d, dtype=weight.dtype), 0, index, rows)
+    if mode == "mean":
+        count = np.bincount(bag[keep], minlength=nbags).astype(np.float64)
+        out = out / _C.tensor(np.maximum(count, 1.0), dtype=weight.dtype).unsqueeze(1)
+    return out
+
+
+def one_hot(tensor, num_classes=-1):
+    """An int64 tensor of shape ``tensor.shape + (num_classes,)`` with a 1 at each
+    class index (``num_classes=-1`` infers one more than the largest value)."""
+    if not isinstance(tensor, _C.Tensor) or tensor.dtype != _C.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    shape = tuple(tensor.shape)
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return _C.zeros(*shape, num_classes, dtype=_C.int64)
+    if int(tensor.min()) < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        num_classes = int(tensor.max()) + 1
+    elif int(tensor.max()) >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = _C.zeros(*shape, num_classes, dtype=_C.int64)
+    return _C.scatter(out, -1, tensor.unsqueeze(-1), 1)
+

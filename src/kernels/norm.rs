@@ -1,0 +1,431 @@
+//! Normalisation kernels (batch, group, instance and layer norm).
+//!
+//! Batch, group and instance norm share one "block" layout: a contiguous
+//! tensor seen as `blocks` runs of `s` elements (one run per sample and
+//! channel, `s` the spatial size). Statistics come from per-block moments
+//! merged per group with Chan's formula, the normalise-and-affine step is one
+//! `x * scale[b] + shift[b]` pass, and the backward rule reduces to two sums
+//! per block followed by one `k1[b] * g + k2[b] * x + k3[b]` pass. Layer norm
+//! has its own row kernels because its affine parameters vary along the row.
+//!
+//! Moments use a shifted two-accumulator pass in float64 (the shift is the
+//! block's first element), which is one read of the data and keeps float32
+//! inputs with a large mean from cancelling.
+
+use std::mem::MaybeUninit;
+
+use multiversion::multiversion;
+
+use super::{build_vec, parallel, SendPtr};
+use crate::tensor::{Element, Float};
+
+/// Splits `0..count` items of `each` elements into ranges run on the pool
+/// when the total work is large enough.
+fn for_ranges(count: usize, each: usize, f: impl Fn(usize, usize) + Sync) {
+    let work = count.saturating_mul(each.max(1));
+    parallel::run(work, |threads| {
+        if threads == 1 || count <= 1 {
+            f(0, count);
+            return;
+        }
+        let per = count.div_ceil(threads * 4).max(1);
+        parallel::tasks(count.div_ceil(per), |t| {
+            f(t * per, ((t + 1) * per).min(count))
+        });
+    });
+}
+
+/// `(sum(x - k), sum((x - k)^2))` in float64.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn shifted_sums<T: Float>(x: &[T], k: f64) -> (f64, f64) {
+    let mut s = [0f64; 8];
+    let mut q = [0f64; 8];
+    let chunks = x.chunks_exact(8);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for i in 0..8 {
+            let d = Element::to_f64(c[i]) - k;
+            s[i] += d;
+            q[i] += d * d;
+        }
+    }
+    let (mut s0, mut q0) = (s.iter().sum::<f64>(), q.iter().sum::<f64>());
+    for &v in rest {
+        let d = Element::to_f64(v) - k;
+        s0 += d;
+        q0 += d * d;
+    }
+    (s0, q0)
+}
+
+/// `(sum(g), sum(g * (x - c)))` in float64.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn grad_sums<T: Float>(g: &[T], x: &[T], c: f64) -> (f64, f64) {
+    let mut s = [0f64; 8];
+    let mut q = [0f64; 8];
+    let n = g.len() - g.len() % 8;
+    for (gc, xc) in g[..n].chunks_exact(8).zip(x[..n].chunks_exact(8)) {
+        for i in 0..8 {
+            let gv = Element::to_f64(gc[i]);
+            s[i] += gv;
+            q[i] += gv * (Element::to_f64(xc[i]) - c);
+        }
+    }
+    let (mut s0, mut q0) = (s.iter().sum::<f64>(), q.iter().sum::<f64>());
+    for (gv, xv) in g[n..].iter().zip(&x[n..]) {
+        s0 += Element::to_f64(*gv);
+        q0 += Element::to_f64(*gv) * (Element::to_f64(*xv) - c);
+    }
+    (s0, q0)
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn scale_shift<T: Float>(x: &[T], out: &mut [MaybeUninit<T>], a: T, b: T) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        o.write(v * a + b);
+    }
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn linear2<T: Float>(g: &[T], x: &[T], out: &mut [MaybeUninit<T>], k1: T, k2: T, k3: T) {
+    for ((o, &gv), &xv) in out.iter_mut().zip(g).zip(x) {
+        o.write(k1 * gv + k2 * xv + k3);
+    }
+}
+
+/// Per-block mean and sum of squared deviations (`m2`) of `x`, seen as
+/// `x.len() / s` blocks of `s` elements.
+pub fn block_moments<T: Float>(x: &[T], s: usize) -> (Vec<f64>, Vec<f64>) {
+    let blocks = if s == 0 { 0 } else { x.len() / s };
+    let mut mean = vec![0f64; blocks];
+    let mut m2 = vec![0f64; blocks];
+    let (pm, pq) = (SendPtr(mean.as_mut_ptr()), SendPtr(m2.as_mut_ptr()));
+    for_ranges(blocks, s, |b0, b1| {
+        for b in b0..b1 {
+            let xs = &x[b * s..(b + 1) * s];
+            let k = Element::to_f64(xs[0]);
+            let (sd, sq) = shifted_sums(xs, k);
+            let n = s as f64;
+            // SAFETY: each block index is written by exactly one range.
+            unsafe {
+                *pm.get().add(b) = k + sd / n;
+                *pq.get().add(b) = (sq - sd * sd / n).max(0.0);
+            }
+        }
+    });
+    (mean, m2)
+}
+
+/// Merges block moments (each over `s` elements) into one group's mean and
+/// biased variance with Chan's pairwise formula.
+pub fn merge_moments(
+    blocks: impl Iterator<Item = usize>,
+    mean: &[f64],
+    m2: &[f64],
+    s: usize,
+) -> (f64, f64) {
+    let (mut n, mut mu, mut q) = (0f64, 0f64, 0f64);
+    let nb = s as f64;
+    for b in blocks {
+        if n == 0.0 {
+            (n, mu, q) = (nb, mean[b], m2[b]);
+            continue;
+        }
+        let tot = n + nb;
+        let d = mean[b] - mu;
+        mu += d * nb / tot;
+        q += m2[b] + d * d * n * nb / tot;
+        n = tot;
+    }
+    if n == 0.0 {
+        (f64::NAN, f64::NAN)
+    } else {
+        (mu, q / n)
+    }
+}
+
+/// `out[b-th block] = x * scale[b] + shift[b]`.
+pub fn block_apply<T: Float>(x: &[T], s: usize, scale: &[T], shift: &[T]) -> Vec<T> {
+    let n = x.len();
+    build_vec(n, |out| {
+        let o = SendPtr(out.as_mut_ptr());
+        for_ranges(scale.len(), s, |b0, b1| {
+            // SAFETY: blocks b0..b1 cover a disjoint part of `out`.
+            let part =
+                unsafe { std::slice::from_raw_parts_mut(o.get().add(b0 * s), (b1 - b0) * s) };
+            for b in b0..b1 {
+                let r = (b - b0) * s..(b - b0 + 1) * s;
+                scale_shift(&x[b * s..(b + 1) * s], &mut part[r], scale[b], shift[b]);
+            }
+        });
+    })
+}
+
+/// Per-block `(sum(g), sum(g * (x - center[b])))` in float64.
+pub fn block_grad_sums<T: Float>(
+    g: &[T],
+    x: &[T],
+    s: usize,
+    center: &[f64],
+) -> (Vec<f64>, Vec<f64>) {
+    let blocks = center.len();
+    let mut sg = vec![0f64; blocks];
+    let mut sgx = vec![0f64; blocks];
+    let (pa, pb) = (SendPtr(sg.as_mut_ptr()), SendPtr(sgx.as_mut_ptr()));
+    for_ranges(blocks, s, |b0, b1| {
+        for b in b0..b1 {
+            let r = b * s..(b + 1) * s;
+            let (a, c) = grad_sums(&g[r.clone()], &x[r], center[b]);
+            // SAFETY: each block index is written by exactly one range.
+            unsafe {
+                *pa.get().add(b) = a;
+                *pb.get().add(b) = c;
+            }
+        }
+    });
+    (sg, sgx)
+}
+
+/// `out[b-th block] = k1[b] * g + k2[b] * x + k3[b]`.
+pub fn block_linear<T: Float>(g: &[T], x: &[T], s: usize, k1: &[T], k2: &[T], k3: &[T]) -> Vec<T> {
+    let n = x.len();
+    build_vec(n, |out| {
+        let o = SendPtr(out.as_mut_ptr());
+        for_ranges(k1.len(), s, |b0, b1| {
+            // SAFETY: blocks b0..b1 cover a disjoint part of `out`.
+            let part =
+                unsafe { std::slice::from_raw_parts_mut(o.get().add(b0 * s), (b1 - b0) * s) };
+            for b in b0..b1 {
+                let r = b * s..(b + 1) * s;
+                let pr = (b - b0) * s..(b - b0 + 1) * s;
+                linear2(&g[r.clone()], &x[r], &mut part[pr], k1[b], k2[b], k3[b]);
+            }
+        });
+    })
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn ln_row<T: Float>(
+    x: &[T],
+    out: &mut [MaybeUninit<T>],
+    mean: T,
+    rstd: T,
+    w: Option<&[T]>,
+    b: Option<&[T]>,
+) {
+    match (w, b) {
+        (Some(w), Some(b)) => {
+            for (((o, &v), &wv), &bv) in out.iter_mut().zip(x).zip(w).zip(b) {
+                o.write((v - mean) * rstd * wv + bv);
+            }
+        }
+        (Some(w), None) => {
+            for ((o, &v), &wv) in out.iter_mut().zip(x).zip(w) {
+                o.write((v - mean) * rstd * wv);
+            }
+        }
+        (None, Some(b)) => {
+            for ((o, &v), &bv) in out.iter_mut().zip(x).zip(b) {
+                o.write((v - mean) * rstd + bv);
+            }
+        }
+        (None, None) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                o.write((v - mean) * rstd);
+            }
+        }
+    }
+}
+
+/// Layer norm over rows of `m` elements: returns `y`, and per row the mean
+/// and `1 / sqrt(var + eps)`.
+pub fn layer_norm<T: Float>(
+    x: &[T],
+    m: usize,
+    w: Option<&[T]>,
+    b: Option<&[T]>,
+    eps: f64,
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let rows = if m == 0 { 0 } else { x.len() / m };
+    let mut mean = vec![<T as Element>::zero(); rows];
+    let mut rstd = vec![<T as Element>::zero(); rows];
+    let (pm, pr) = (SendPtr(mean.as_mut_ptr()), SendPtr(rstd.as_mut_ptr()));
+    let y = build_vec(x.len(), |out| {
+        let o = SendPtr(out.as_mut_ptr());
+        for_ranges(rows, m, |r0, r1| {
+            for r in r0..r1 {
+                let xs = &x[r * m..(r + 1) * m];
+                let k = Element::to_f64(xs[0]);
+                let (sd, sq) = shifted_sums(xs, k);
+                let n = m as f64;
+                let mu = k + sd / n;
+                let var = ((sq - sd * sd / n) / n).max(0.0);
+                let rs = 1.0 / (var + eps).sqrt();
+                let (mu_t, rs_t) = (T::from_f64(mu), T::from_f64(rs));
+                // SAFETY: row r's output, mean and rstd are written by this range only.
+                unsafe {
+                    *pm.get().add(r) = mu_t;
+                    *pr.get().add(r) = rs_t;
+                    let row = std::slice::from_raw_parts_mut(o.get().add(r * m), m);
+                    ln_row(xs, row, mu_t, rs_t, w, b);
+                }
+            }
+        });
+    });
+    (y, mean, rstd)
+}
+
+#[allow(clippy::too_many_arguments)]
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn ln_row_backward<T: Float>(
+    g: &[T],
+    x: &[T],
+    dx: &mut [MaybeUninit<T>],
+    mean: T,
+    rstd: T,
+    w: Option<&[T]>,
+    dw: &mut [T],
+    db: &mut [T],
+) {
+    let m = g.len();
+    // a = sum(g * w), c = sum(g * w * xhat)
+    let (mut a, mut c) = (<T as Element>::zero(), <T as Element>::zero());
+    let mut aa = [<T as Element>::zero(); 16];
+    let mut cc = [<T as Element>::zero(); 16];
+    let n16 = m - m % 16;
+    for j0 in (0..n16).step_by(16) {
+        for i in 0..16 {
+            let j = j0 + i;
+            let gw = match w {
+                Some(w) => g[j] * w[j],
+                None => g[j],
+            };
+            aa[i] += gw;
+            cc[i] += gw * (x[j] - mean) * rstd;
+            dw[j] += g[j] * (x[j] - mean) * rstd;
+            db[j] += g[j];
+        }
+    }
+    for i in 0..16 {
+        a += aa[i];
+        c += cc[i];
+    }
+    for j in n16..m {
+        let gw = match w {
+            Some(w) => g[j] * w[j],
+            None => g[j],
+        };
+        a += gw;
+        c += gw * (x[j] - mean) * rstd;
+        dw[j] += g[j] * (x[j] - mean) * rstd;
+        db[j] += g[j];
+    }
+    let inv_m = T::from_f64(1.0 / m as f64);
+    let (a, c) = (a * inv_m, c * inv_m);
+    for j in 0..m {
+        let gw = match w {
+            Some(w) => g[j] * w[j],
+            None => g[j],
+        };
+        let xh = (x[j] - mean) * rstd;
+        dx[j].write(rstd * (gw - a - xh * c));
+    }
+}
+
+/// Layer norm's backward over rows of `m`: `(dx, dw, db)`, the last two
+/// summed over rows in float64.
+pub fn layer_norm_backward<T: Float>(
+    g: &[T],
+    x: &[T],
+    m: usize,
+    mean: &[T],
+    rstd: &[T],
+    w: Option<&[T]>,
+) -> (Vec<T>, Vec<f64>, Vec<f64>) {
+    let rows = mean.len();
+    let threads = parallel::get_num_threads().max(1);
+    // Per-range partial sums in T (a range is at most a few thousand rows),
+    // added up in float64 at the end.
+    let parts = std::sync::Mutex::new(Vec::<(Vec<T>, Vec<T>)>::with_capacity(threads * 4));
+    let dx = build_vec(x.len(), |out| {
+        let o = SendPtr(out.as_mut_ptr());
+        for_ranges(rows, m, |r0, r1| {
+            let mut dw = vec![<T as Element>::zero(); m];
+            let mut db = vec![<T as Element>::zero(); m];
+            for r in r0..r1 {
+                let rg = r * m..(r + 1) * m;
+                // SAFETY: row r of `dx` is written by this range only.
+                let row = unsafe { std::slice::from_raw_parts_mut(o.get().add(r * m), m) };
+                ln_row_backward(
+                    &g[rg.clone()],
+                    &x[rg],
+                    row,
+                    mean[r],
+                    rstd[r],
+                    w,
+                    &mut dw,
+                    &mut db,
+                );
+            }
+            parts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((dw, db));
+        });
+    });
+    let mut dw = vec![0f64; m];
+    let mut db = vec![0f64; m];
+    for (pw, pb) in parts.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        for j in 0..m {
+            dw[j] += Element::to_f64(pw[j]);
+            db[j] += Element::to_f64(pb[j]);
+        }
+    }
+    (dx, dw, db)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moments_merge_matches_direct() {
+        let x: Vec<f32> = (0..60).map(|i| 1000.0 + (i as f32 * 0.37).sin()).collect();
+        let (mean, m2) = block_moments(&x, 10);
+        let (mu, var) = merge_moments(0..6, &mean, &m2, 10);
+        let xm: f64 = x.iter().map(|&v| v as f64).sum::<f64>() / 60.0;
+        let xv: f64 = x.iter().map(|&v| (v as f64 - xm).powi(2)).sum::<f64>() / 60.0;
+        assert!((mu - xm).abs() < 1e-9 && (var - xv).abs() < 1e-9);
+    }
+
+    #[test]
+    fn layer_norm_rows_are_standardised() {
+        let x: Vec<f64> = (0..40)
+            .map(|i| (i as f64 * 0.7).cos() * 3.0 + 5.0)
+            .collect();
+        let (y, _, _) = layer_norm(&x, 20, None, None, 0.0);
+        for r in y.chunks(20) {
+            let m: f64 = r.iter().sum::<f64>() / 20.0;
+            let v: f64 = r.iter().map(|v| (v - m).powi(2)).sum::<f64>() / 20.0;
+            assert!(m.abs() < 1e-12 && (v - 1.0).abs() < 1e-9);
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Bindings for normalisation and embedding (`ferrograd._C.batch_norm`,
+//! `layer_norm`, `group_norm`, `embedding`, `embedding_renorm_`); the
+//! `nn.functional` forms in Python adapt PyTorch's signatures onto these.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+
+use super::errors::{guard, guard_nogil};
+use super::tensor::{wrap, PyTensor};
+use crate::ops;
+use crate::tensor::Tensor;
+
+fn opt(o: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Tensor>> {
+    match o {
+        Some(o) if !o.is_none() => Ok(Some(
+            o.cast::<PyTensor>()
+                .map_err(|_| PyTypeError::new_err("expected a Tensor or None"))?
+                .get()
+                .t
+                .clone(),
+        )),
+        _ => Ok(None),
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, running_mean, running_var, weight=None, bias=None, training=false, momentum=0.1, eps=1e-5))]
+#[allow(clippy::too_many_arguments)]
+fn batch_norm(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    running_mean: Option<&Bound<'_, PyAny>>,
+    running_var: Option<&Bound<'_, PyAny>>,
+    weight: Option<&Bound<'_, PyAny>>,
+    bias: Option<&Bound<'_, PyAny>>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> PyResult<Py<PyAny>> {
+    let x = &input.get().t;
+    let (rm, rv, w, b) = (
+        opt(running_mean)?,
+        opt(running_var)?,
+        opt(weight)?,
+        opt(bias)?,
+    );
+    let out = guard_nogil(py, x.numel(), || {
+        ops::batch_norm(
+            x,
+            w.as_ref(),
+            b.as_ref(),
+            rm.as_ref(),
+            rv.as_ref(),
+            training,
+            momentum,
+            eps,
+        )
+    })?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, normalized_shape, weight=None, bias=None, eps=1e-5))]
+fn layer_norm(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    normalized_shape: Vec<i64>,
+    weight: Option<&Bound<'_, PyAny>>,
+    bias: Option<&Bound<'_, PyAny>>,
+    eps: f64,
+) -> PyResult<Py<PyAny>> {
+    let x = &input.get().t;
+    if normalized_shape.iter().any(|&d| d < 0) {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "Given normalized_shape={normalized_shape:?}, expected non-negative sizes"
+        )));
+    }
+    let ns: Vec<usize> = normalized_shape.iter().map(|&d| d as usize).collect();
+    let (w, b) = (opt(weight)?, opt(bias)?);
+    let out = guard_nogil(py, x.numel(), || {
+        ops::layer_norm(x, &ns, w.as_ref(), b.as_ref(), eps)
+    })?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (input, num_groups, weight=None, bias=None, eps=1e-5))]
+fn group_norm(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    num_groups: i64,
+    weight: Option<&Bound<'_, PyAny>>,
+    bias: Option<&Bound<'_, PyAny>>,
+    eps: f64,
+) -> PyResult<Py<PyAny>> {
+    let x = &input.get().t;
+    let (w, b) = (opt(weight)?, opt(bias)?);
+    let out = guard_nogil(py, x.numel(), || {
+        ops::group_norm(x, num_groups, w.as_ref(), b.as_ref(), eps)
+    })?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+#[pyo3(signature = (weight, indices, padding_idx=None, scale_grad_by_freq=false))]
+fn embedding(
+    py: Python<'_>,
+    weight: &Bound<'_, PyTensor>,
+    indices: &Bound<'_, PyTensor>,
+    padding_idx: Option<i64>,
+    scale_grad_by_freq: bool,
+) -> PyResult<Py<PyAny>> {
+    let (w, i) = (&weight.get().t, &indices.get().t);
+    let out = guard_nogil(
+        py,
+        i.numel()
+            .saturating_mul(w.shape().last().copied().unwrap_or(1)),
+        || ops::embedding(w, i, padding_idx, scale_grad_by_freq),
+    )?;
+    wrap(py, out)
+}
+
+#[pyfunction]
+fn embedding_renorm_(
+    weight: &Bound<'_, PyTensor>,
+    indices: &Bound<'_, PyTensor>,
+    max_norm: f64,
+    norm_type: f64,
+) -> PyResult<()> {
+    guard(|| ops::embedding_renorm_(&weight.get().t, &indices.get().t, max_norm, norm_type))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(batch_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(layer_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(group_norm, m)?)?;
+    m.add_function(wrap_pyfunction!(embedding, m)?)?;
+    m.add_function(wrap_pyfunction!(embedding_renorm_, m)?)?;
+    Ok(())
+}
