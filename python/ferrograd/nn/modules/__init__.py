@@ -1,13 +1,14 @@
 """``ferrograd.nn`` layers, one file per topic as in PyTorch."""
 
-from . import activation, container, dropout, linear, loss, module
+from . import activation, container, dropout, linear, loss, module, rnn
 from .activation import *  # noqa: F403
 from .container import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import *  # noqa: F403
+from .rnn import *  # noqa: F403
 
 __all__ = [
-    name for m in (activation, container, dropout, linear, loss, module) for name in m.__all__
+    name for m in (activation, container, dropout, linear, loss, module, rnn) for name in m.__all__
 ]

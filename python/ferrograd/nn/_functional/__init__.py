@@ -1,0 +1,1 @@
+"""Private implementations behind ``ferrograd.nn.functional``, one file per topic."""
