@@ -196,8 +196,7 @@ class RNNBase(Module):
             if self.mode == "LSTM":
                 dims = ", ".join(f"{h.dim()}-D" for h in states)
                 raise RuntimeError(
-                    f"For {kind} input, hx and cx should also be {want}-D but got "
-                    f"({dims}) tensors"
+                    f"For {kind} input, hx and cx should also be {want}-D but got ({dims}) tensors"
                 )
             raise RuntimeError(
                 f"For {kind} input, hx should also be {want}-D but got {states[0].dim()}-D tensor"
@@ -229,7 +228,9 @@ class RNNBase(Module):
                     f"not {type(input).__name__}"
                 )
             if input.dim() not in (2, 3):
-                raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D instead")
+                raise ValueError(
+                    f"{name}: Expected input to be 2D or 3D, got {input.dim()}D instead"
+                )
             is_batched = input.dim() == 3
             states = self._unbatched_hx(hx, is_batched)
             if not is_batched:
@@ -407,9 +408,7 @@ class RNNCellBase(Module):
     def _prepare(self, input, hx, n_states):
         name = type(self).__name__
         if not isinstance(input, _C.Tensor):
-            raise TypeError(
-                f"{name}.forward(): input must be a Tensor, not {type(input).__name__}"
-            )
+            raise TypeError(f"{name}.forward(): input must be a Tensor, not {type(input).__name__}")
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
         states = None

@@ -117,8 +117,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     steps = input.shape[1 - batch_dim]
     if lens[0] > steps:
         raise RuntimeError(
-            f"Expected all lengths to be at most the sequence length {steps}, but got "
-            f"{lens[0]}"
+            f"Expected all lengths to be at most the sequence length {steps}, but got {lens[0]}"
         )
     batch_sizes = [sum(1 for n in lens if n > t) for t in range(lens[0])]
     # Row t * batch + b of the time-major flattening, for each (t, b) still running, with b
