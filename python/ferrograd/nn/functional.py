@@ -228,3 +228,13 @@ __all__ = [
     "softplus",
     "tanh",
 ]
+
+
+# ----- attention (implemented in _functional/attention.py) -----------------------------------
+
+from ._functional.attention import (  # noqa: E402
+    multi_head_attention_forward,
+    scaled_dot_product_attention,
+)
+
+__all__ += ["multi_head_attention_forward", "scaled_dot_product_attention"]
