@@ -246,3 +246,11 @@ from ._functional.loss import *  # noqa: E402, F403
 from ._functional.norm import *  # noqa: E402, F403
 
 __all__ += [*_f_norm.__all__, *_f_activation.__all__, *_f_loss.__all__]
+# ----- attention (implemented in _functional/attention.py) -----------------------------------
+
+from ._functional.attention import (  # noqa: E402
+    multi_head_attention_forward,
+    scaled_dot_product_attention,
+)
+
+__all__ += ["multi_head_attention_forward", "scaled_dot_product_attention"]

@@ -23,6 +23,7 @@ from . import (
     normalization,
     sparse,
 )
+from . import activation, container, dropout, linear, loss, module, rnn, transformer
 from .activation import *  # noqa: F403
 from .batchnorm import *  # noqa: F403
 from .container import *  # noqa: F403
@@ -69,5 +70,11 @@ __all__ = [
         normalization,
         sparse,
     )
+from .rnn import *  # noqa: F403
+from .transformer import *  # noqa: F403
+
+__all__ = [
+    name
+    for m in (activation, container, dropout, linear, loss, module, rnn, transformer)
     for name in m.__all__
 ]

@@ -20,3 +20,8 @@ __all__ = [
     "parameters_to_vector",
     "vector_to_parameters",
 ]
+"""``ferrograd.nn.utils``: helpers around modules and their inputs."""
+
+from . import rnn
+
+__all__ = ["rnn"]

@@ -1,0 +1,393 @@
+"""Attention: ``scaled_dot_product_attention`` and ``multi_head_attention_forward``.
+
+Both are compositions of differentiable ops (batched matmul, softmax, masking), so their
+gradients of any order come from the graph they record.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from ... import _C
+
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+_NEG_INF = float("-inf")
+
+
+def _dtype_name(dtype):
+    # PyTorch's C++ spelling of scalar types in its messages.
+    return {_C.float32: "float", _C.float64: "double", _C.int64: "long int", _C.bool: "bool"}.get(
+        dtype, str(dtype)
+    )
+
+
+def _repeat_heads(t, times):
+    # repeat_interleave along the head dimension (-3) without a copy until the reshape.
+    if times == 1:
+        return t
+    shape = list(t.shape)
+    expanded = t.unsqueeze(-3).expand(*shape[:-2], times, *shape[-2:])
+    shape[-3] *= times
+    return expanded.reshape(*shape)
+
+
+def _safe_softmax(scores, masked):
+    # A row whose every entry is masked gets zero weights rather than NaN, as PyTorch's
+    # math path does.
+    weights = scores.softmax(-1)
+    if masked:
+        empty = (scores == _NEG_INF).all(-1, keepdim=True)
+        if empty.any().item():
+            weights = weights.masked_fill(empty, 0.0)
+    return weights
+
+
+def scaled_dot_product_attention(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    dropout_p=0.0,
+    is_causal=False,
+    scale=None,
+    enable_gqa=False,
+):
+    """``softmax(query @ key^T * scale + mask) @ value`` over the last two dimensions
+    ([..., L, E], [..., S, E], [..., S, Ev] -> [..., L, Ev]). ``scale`` defaults to
+    1/sqrt(E). A bool ``attn_mask`` marks with True the positions that take part; a float one
+    is added to the scores; ``is_causal`` lets position i see positions <= i. ``dropout_p``
+    drops attention weights (always, as PyTorch's function does: pass 0 in evaluation).
+    ``enable_gqa`` lets key/value have fewer heads (dim -3) than query, each shared by a group
+    of query heads."""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(
+                f"scaled_dot_product_attention(): argument '{name}' must be Tensor, "
+                f"not {type(t).__name__}"
+            )
+    if not (query.dtype == key.dtype == value.dtype):
+        raise RuntimeError(
+            "Expected query, key, and value to have the same dtype, but got query.dtype: "
+            f"{_dtype_name(query.dtype)} key.dtype: {_dtype_name(key.dtype)} and value.dtype: "
+            f"{_dtype_name(value.dtype)} instead."
+        )
+    if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
+        raise RuntimeError(
+            "Expected query, key, and value to all be  at least 2 dimensional, but got "
+            f"query.dim: {query.dim()} key.dim: {key.dim()} and value.dim: {value.dim()} "
+            "instead."
+        )
+    if not query.is_floating_point():
+        raise RuntimeError(
+            f"scaled_dot_product_attention: expected a floating point query, got "
+            f"{_dtype_name(query.dtype)}"
+        )
+    if attn_mask is not None:
+        if attn_mask.dtype != _C.bool and attn_mask.dtype != query.dtype:
+            raise RuntimeError(
+                "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                f"attn_mask.dtype: {_dtype_name(attn_mask.dtype)} and  query.dtype: "
+                f"{_dtype_name(query.dtype)} instead."
+            )
+        if is_causal:
+            raise RuntimeError(
+                "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                "is_causal=True"
+            )
+    if not 0.0 <= dropout_p <= 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if enable_gqa and query.dim() >= 3 and key.dim() >= 3:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hk == 0 or hv == 0 or hq % hk or hq % hv:
+            raise RuntimeError(
+                "Number of heads in key and value must divide the number of heads in query"
+            )
+        key = _repeat_heads(key, hq // hk)
+        value = _repeat_heads(value, hq // hv)
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] > 0 else 1.0
+    scores = (query * scale).matmul(key.transpose(-2, -1))
+    masked = False
+    if is_causal:
+        length, source = query.shape[-2], key.shape[-2]
+        allowed = _C.arange(length).unsqueeze(1) >= _C.arange(source)
+        scores = scores.masked_fill(allowed.logical_not(), _NEG_INF)
+        masked = True
+    elif attn_mask is not None:
+        if attn_mask.dtype == _C.bool:
+            scores = scores.masked_fill(attn_mask.logical_not(), _NEG_INF)
+        else:
+            scores = scores + attn_mask
+        masked = True
+    weights = _safe_softmax(scores, masked)
+    if dropout_p > 0.0:
+        weights = _C.dropout(weights, dropout_p, True)
+    return weights.matmul(value)
+
+
+def _canonical_mask(mask, name, other_dtype, other_name, target_dtype, check_other=True):
+    # Bool masks become float masks with -inf where True (MultiheadAttention's convention:
+    # True means "do not attend").
+    if mask is None:
+        return None
+    if mask.dtype != _C.bool and not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if check_other and other_dtype is not None and mask.dtype != other_dtype:
+        warnings.warn(
+            f"Support for mismatched {name} and {other_name} is deprecated. Use same type for "
+            "both instead.",
+            stacklevel=3,
+        )
+    if mask.dtype == _C.bool:
+        mask = _C.zeros(*mask.shape, dtype=target_dtype).masked_fill(mask, _NEG_INF)
+    return mask
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    if query.dim() == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                f"{key.dim()}-D and {value.dim()}-D tensors respectively"
+            )
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
+                f"found {key_padding_mask.dim()}-D tensor instead"
+            )
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                f"found {attn_mask.dim()}-D tensor instead"
+            )
+        return True
+    if query.dim() == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                f"{key.dim()}-D and {value.dim()}-D tensors respectively"
+            )
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
+                f"but found {key_padding_mask.dim()}-D tensor instead"
+            )
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError(
+                    "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                    f"but found {attn_mask.dim()}-D tensor instead"
+                )
+            if attn_mask.dim() == 3:
+                expected = (num_heads, query.shape[0], key.shape[0])
+                if tuple(attn_mask.shape) != expected:
+                    raise AssertionError(
+                        f"For unbatched (2-D) `query`, expected `attn_mask` of shape {expected} "
+                        f"but found {attn_mask.shape}"
+                    )
+        return False
+    raise AssertionError(
+        "query should be unbatched 2D or batched 3D tensor but received "
+        f"{query.dim()}-D query tensor"
+    )
+
+
+def _pad_last(t, value=0.0):
+    # One extra column at the end of the last dimension (for add_bias_kv / add_zero_attn).
+    extra = _C.full((*t.shape[:-1], 1), value, dtype=t.dtype)
+    return _C.cat([t, extra], -1)
+
+
+def _in_projection_packed(q, k, v, w, b):
+    from .. import functional as F
+
+    if k is v:
+        if q is k:
+            proj = F.linear(q, w, b)
+            return tuple(proj.chunk(3, -1))
+        e = q.shape[-1]
+        w_q, w_kv = w.split([e, 2 * e], 0)
+        b_q, b_kv = b.split([e, 2 * e], 0) if b is not None else (None, None)
+        kv = F.linear(k, w_kv, b_kv)
+        k_out, v_out = kv.chunk(2, -1)
+        return F.linear(q, w_q, b_q), k_out, v_out
+    w_q, w_k, w_v = w.chunk(3, 0)
+    b_q, b_k, b_v = b.chunk(3, 0) if b is not None else (None, None, None)
+    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+
+
+def multi_head_attention_forward(
+    query,
+    key,
+    value,
+    embed_dim_to_check,
+    num_heads,
+    in_proj_weight,
+    in_proj_bias,
+    bias_k,
+    bias_v,
+    add_zero_attn,
+    dropout_p,
+    out_proj_weight,
+    out_proj_bias,
+    training=True,
+    key_padding_mask=None,
+    need_weights=True,
+    attn_mask=None,
+    use_separate_proj_weight=False,
+    q_proj_weight=None,
+    k_proj_weight=None,
+    v_proj_weight=None,
+    static_k=None,
+    static_v=None,
+    average_attn_weights=True,
+    is_causal=False,
+):
+    """The computation of ``nn.MultiheadAttention`` on sequence-first input ([L, N, E] or
+    unbatched [L, E]): project query/key/value, split ``num_heads`` heads, attend, join and
+    project. Masks follow PyTorch: a bool ``key_padding_mask``/``attn_mask`` marks with True
+    what may NOT be attended; float masks are added. Returns ``(output, weights)``, weights
+    averaged over heads when ``average_attn_weights`` and None unless ``need_weights``."""
+    from .. import functional as F
+
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(
+        key_padding_mask,
+        "key_padding_mask",
+        None if attn_mask is None else attn_mask.dtype,
+        "attn_mask",
+        query.dtype,
+    )
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+            "module method `generate_square_subsequent_mask` to create this mask."
+        )
+    if is_causal and key_padding_mask is None and not need_weights:
+        # The mask is only a hint here: the causal path builds its own.
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, False)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(
+            f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
+        )
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(
+                f"key's sequence and batch dims {key.shape[:2]} do not match value's "
+                f"{value.shape[:2]}"
+            )
+        b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None,) * 3
+        q = F.linear(query, q_proj_weight, b_q)
+        k = F.linear(key, k_proj_weight, b_k)
+        v = F.linear(value, v_proj_weight, b_v)
+    else:
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(
+                    f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be "
+                    f"{(tgt_len, src_len)}."
+                )
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            expected = (bsz * num_heads, tgt_len, src_len)
+            if tuple(attn_mask.shape) != expected:
+                raise RuntimeError(
+                    f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be {expected}."
+                )
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        k = _C.cat([k, bias_k.repeat(1, bsz, 1)], 0)
+        v = _C.cat([v, bias_v.repeat(1, bsz, 1)], 0)
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    elif bias_k is not None or bias_v is not None:
+        raise AssertionError(
+            "bias_k is set but bias_v is None" if bias_k is not None else
+            "bias_v is set but bias_k is None"
+        )  # fmt: skip
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = (static_k if static_k is not None else
+         k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1))  # fmt: skip
+    v = (static_v if static_v is not None else
+         v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1))  # fmt: skip
+    if add_zero_attn:
+        zeros = _C.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype)
+        k = _C.cat([k, zeros], 1)
+        v = _C.cat([v, zeros], 1)
+        if attn_mask is not None:
+            attn_mask = _pad_last(attn_mask)
+        if key_padding_mask is not None:
+            key_padding_mask = _pad_last(key_padding_mask)
+    src_len = k.shape[1]
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(
+                f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
+                f"{key_padding_mask.shape[0]}"
+            )
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(
+                f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                f"{key_padding_mask.shape[1]}"
+            )
+        kpm = (
+            key_padding_mask.reshape(bsz, 1, 1, src_len)
+            .expand(bsz, num_heads, 1, src_len)
+            .reshape(bsz * num_heads, 1, src_len)
+        )
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        scores = (q * math.sqrt(1.0 / head_dim)).bmm(k.transpose(1, 2))
+        if attn_mask is not None:
+            scores = scores + attn_mask
+        weights = scores.softmax(-1)
+        if dropout_p > 0.0:
+            weights = F.dropout(weights, dropout_p, True)
+        out = weights.bmm(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(1)
+        if not is_batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+    if attn_mask is not None:
+        if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None

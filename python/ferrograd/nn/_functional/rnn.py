@@ -1,0 +1,150 @@
+"""The recurrent layers' arithmetic: one time step of each cell and the loop over a sequence.
+
+Every function here is built from differentiable ops, so gradients of any order come from the
+graph they record. The sequence loop works on the packed layout (time steps stacked along dim
+0, step ``t`` holding ``batch_sizes[t]`` rows, sorted by decreasing length), so padded input
+is the special case where every step has the whole batch. The input projection of every time
+step is one matrix product before the loop; only the hidden projection is per step.
+"""
+
+from __future__ import annotations
+
+from ... import _C
+from .. import functional as F
+
+
+def _fused_lstm_cell():
+    return getattr(_C, "_lstm_cell", None)
+
+
+def _fused_gru_cell():
+    return getattr(_C, "_gru_cell", None)
+
+
+def lstm_gates(gi, gh, c):
+    """LSTM pointwise part: gate pre-activations ``gi + gh`` (order i, f, g, o) and the old cell
+    state give ``(h, c)``; ``h`` is before any projection."""
+    fused = _fused_lstm_cell()
+    if fused is not None:
+        return fused(gi, gh, c)
+    i, f, g, o = (gi + gh).chunk(4, 1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c.tanh(), c
+
+
+def gru_gates(gi, gh, h):
+    """GRU pointwise part (gate order r, z, n): ``n = tanh(i_n + r * h_n)``,
+    ``h' = (1 - z) * n + z * h``."""
+    fused = _fused_gru_cell()
+    if fused is not None:
+        return fused(gi, gh, h)
+    i_r, i_z, i_n = gi.chunk(3, 1)
+    h_r, h_z, h_n = gh.chunk(3, 1)
+    r = (i_r + h_r).sigmoid()
+    z = (i_z + h_z).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    return n + z * (h - n)
+
+
+def _lstm_step(w_hh, b_hh, w_hr):
+    def step(gi, h, c):
+        h, c = lstm_gates(gi, F.linear(h, w_hh, b_hh), c)
+        if w_hr is not None:
+            h = F.linear(h, w_hr)
+        return h, c
+
+    return step
+
+
+def _gru_step(w_hh, b_hh):
+    def step(gi, h):
+        return (gru_gates(gi, F.linear(h, w_hh, b_hh), h),)
+
+    return step
+
+
+def _rnn_step(w_hh, b_hh, relu):
+    def step(gi, h):
+        pre = gi + F.linear(h, w_hh, b_hh)
+        return (pre.relu() if relu else pre.tanh(),)
+
+    return step
+
+
+def make_step(mode, w_hh, b_hh, w_hr=None):
+    """The one-step function of ``mode`` ('LSTM', 'GRU', 'RNN_TANH', 'RNN_RELU') taking the
+    precomputed input projection of that step and the state tensors, returning the new states
+    (the first being the output)."""
+    if mode == "LSTM":
+        return _lstm_step(w_hh, b_hh, w_hr)
+    if mode == "GRU":
+        return _gru_step(w_hh, b_hh)
+    return _rnn_step(w_hh, b_hh, mode == "RNN_RELU")
+
+
+def run_direction(step, gi, batch_sizes, state, reverse):
+    """Runs ``step`` over a packed sequence whose input projections are ``gi`` (rows of step
+    ``t`` contiguous, ``batch_sizes`` a list of ints, non-increasing). ``state`` is a tuple of
+    initial states with ``batch_sizes[0]`` rows. Returns the packed outputs and the final states
+    (each row's state after its own last step)."""
+    steps = len(batch_sizes)
+    uniform = all(b == batch_sizes[0] for b in batch_sizes)
+    gis = gi.split(batch_sizes[0], 0) if uniform else gi.split(list(batch_sizes), 0)
+    outs = [None] * steps
+    if not reverse:
+        finished = []
+        for t in range(steps):
+            bs, rows = batch_sizes[t], state[0].shape[0]
+            if bs < rows:
+                # Sequences longer than bs rows ended at t-1: their state is final.
+                finished.append(tuple(s.narrow(0, bs, rows - bs) for s in state))
+                state = tuple(s.narrow(0, 0, bs) for s in state)
+            state = step(gis[t], *state)
+            outs[t] = state[0]
+        if finished:
+            state = tuple(
+                _C.cat([state[k]] + [f[k] for f in reversed(finished)], 0)
+                for k in range(len(state))
+            )
+    else:
+        init, state, rows = state, None, 0
+        for t in reversed(range(steps)):
+            bs = batch_sizes[t]
+            if state is None:
+                state = init if bs == init[0].shape[0] else tuple(s.narrow(0, 0, bs) for s in init)
+            elif bs > rows:
+                # Shorter sequences start here, from their own initial state.
+                state = tuple(
+                    _C.cat([s, s0.narrow(0, rows, bs - rows)], 0) for s, s0 in zip(state, init)
+                )
+            rows = bs
+            state = step(gis[t], *state)
+            outs[t] = state[0]
+    return _C.cat(outs, 0) if steps > 1 else outs[0], state
+
+
+def rnn_packed(mode, data, batch_sizes, hx, weights, num_layers, bidirectional, dropout, training):
+    """The whole stack of layers on packed ``data`` [N, input]. ``weights`` is a list per layer
+    and direction of ``(w_ih, w_hh, b_ih, b_hh, w_hr)`` (absent ones None). ``hx`` is a tuple of
+    state tensors [layers * directions, batch, size]. Returns the packed output of the last
+    layer and the tuple of final states, stacked like ``hx``."""
+    dirs = 2 if bidirectional else 1
+    finals = [[] for _ in hx]
+    layer_in = data
+    for layer in range(num_layers):
+        outputs = []
+        for d in range(dirs):
+            idx = layer * dirs + d
+            w_ih, w_hh, b_ih, b_hh, w_hr = weights[idx]
+            gi = F.linear(layer_in, w_ih, b_ih)
+            step = make_step(mode, w_hh, b_hh, w_hr)
+            out, state = run_direction(
+                step, gi, batch_sizes, tuple(h[idx] for h in hx), reverse=d == 1
+            )
+            outputs.append(out)
+            for k, s in enumerate(state):
+                finals[k].append(s)
+        layer_in = outputs[0] if dirs == 1 else _C.cat(outputs, 1)
+        if dropout > 0 and training and layer < num_layers - 1:
+            layer_in = F.dropout(layer_in, dropout, True)
+    return layer_in, tuple(_C.stack(f, 0) for f in finals)

@@ -1,0 +1,495 @@
+"""Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and the single-step cells."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+from ... import _C
+from ...autograd.grad_mode import no_grad
+from .._functional import rnn as _rnn
+from .module import Module, Parameter
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _packed_type():
+    from ..utils.rnn import PackedSequence
+
+    return PackedSequence
+
+
+def _reset_uniform(module, hidden_size):
+    # PyTorch draws every parameter, in registration order, from one uniform range.
+    stdv = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0.0
+    with no_grad():
+        for p in module.parameters():
+            p.uniform_(-stdv, stdv)
+
+
+def _new_param(shape, dtype):
+    return Parameter(_C.empty(*shape, dtype=dtype) if dtype is not None else _C.empty(*shape))
+
+
+def _check_int(name, value):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
+
+
+class RNNBase(Module):
+    """Shared machinery of ``RNN``, ``LSTM`` and ``GRU``: PyTorch's parameters
+    (``weight_ih_l{k}[_reverse]``, ``weight_hh_l{k}``, ``bias_ih_l{k}``, ``bias_hh_l{k}``,
+    ``weight_hr_l{k}`` with projections, registered in that order per layer and direction),
+    its initialisation, argument checks and the forward pass over padded, unbatched or packed
+    input."""
+
+    def __init__(
+        self,
+        mode,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        proj_size=0,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        if (
+            not isinstance(dropout, numbers.Number)
+            or isinstance(dropout, bool)
+            or not 0 <= dropout <= 1
+        ):
+            raise ValueError(
+                "dropout should be a number in range [0, 1] representing the probability of "
+                "an element being zeroed"
+            )
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(
+                "dropout option adds dropout after all but last recurrent layer, so non-zero "
+                f"dropout expects num_layers greater than 1, but got dropout={dropout} and "
+                f"num_layers={num_layers}",
+                stacklevel=2,
+            )
+        _check_int("hidden_size", hidden_size)
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError(
+                "proj_size should be a positive integer or zero to disable projections"
+            )
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        dirs = 2 if bidirectional else 1
+        gate_size = _GATES[mode] * hidden_size
+        real_hidden = proj_size if proj_size > 0 else hidden_size
+        self._flat_weights_names = []
+        self._all_weights = []
+        for layer in range(num_layers):
+            for direction in range(dirs):
+                layer_input = input_size if layer == 0 else real_hidden * dirs
+                suffix = "_reverse" if direction == 1 else ""
+                shapes = [
+                    (f"weight_ih_l{layer}{suffix}", (gate_size, layer_input)),
+                    (f"weight_hh_l{layer}{suffix}", (gate_size, real_hidden)),
+                ]
+                if bias:
+                    shapes += [
+                        (f"bias_ih_l{layer}{suffix}", (gate_size,)),
+                        (f"bias_hh_l{layer}{suffix}", (gate_size,)),
+                    ]
+                if proj_size > 0:
+                    shapes.append((f"weight_hr_l{layer}{suffix}", (proj_size, hidden_size)))
+                for name, shape in shapes:
+                    setattr(self, name, _new_param(shape, dtype))
+                self._flat_weights_names.extend(name for name, _ in shapes)
+                self._all_weights.append([name for name, _ in shapes])
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Redraws every parameter uniformly in +-1/sqrt(hidden_size), as PyTorch does."""
+        _reset_uniform(self, self.hidden_size)
+
+    def flatten_parameters(self):
+        """Kept for PyTorch compatibility (cuDNN weight packing); nothing to do on the CPU."""
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, n) for n in names] for names in self._all_weights]
+
+    def _layer_weights(self):
+        out = []
+        for names in self._all_weights:
+            by_kind = {n.split("_l")[0]: getattr(self, n) for n in names}
+            out.append(
+                (
+                    by_kind["weight_ih"],
+                    by_kind["weight_hh"],
+                    by_kind.get("bias_ih"),
+                    by_kind.get("bias_hh"),
+                    by_kind.get("weight_hr"),
+                )
+            )
+        return out
+
+    def _state_sizes(self):
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if self.mode == "LSTM":
+            return [real_hidden, self.hidden_size]
+        return [real_hidden]
+
+    def _check_input(self, input, packed):
+        w = self.weight_ih_l0
+        if input.dtype != w.dtype:
+            raise ValueError(f"input must have the type {w.dtype}, got type {input.dtype}")
+        expected = 2 if packed else 3
+        if input.dim() != expected:
+            raise RuntimeError(f"input must have {expected} dimensions, got {input.dim()}")
+        if self.input_size != input.shape[-1]:
+            raise RuntimeError(
+                f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+                f"got {input.shape[-1]}"
+            )
+
+    def _check_hidden(self, hx, batch):
+        dirs = 2 if self.bidirectional else 1
+        sizes = self._state_sizes()
+        for k, (h, size) in enumerate(zip(hx, sizes)):
+            expected = (self.num_layers * dirs, batch, size)
+            if tuple(h.shape) != expected:
+                label = f"hidden[{k}] size" if self.mode == "LSTM" else "hidden size"
+                raise RuntimeError(f"Expected {label} {expected}, got {list(h.shape)}")
+
+    def _unbatched_hx(self, hx, is_batched):
+        # PyTorch's rank checks on the initial state, LSTM naming both tensors.
+        if hx is None:
+            return None
+        states = tuple(hx) if self.mode == "LSTM" else (hx,)
+        want = 3 if is_batched else 2
+        if any(h.dim() != want for h in states):
+            kind = "batched 3-D" if is_batched else "unbatched 2-D"
+            if self.mode == "LSTM":
+                dims = ", ".join(f"{h.dim()}-D" for h in states)
+                raise RuntimeError(
+                    f"For {kind} input, hx and cx should also be {want}-D but got ({dims}) tensors"
+                )
+            raise RuntimeError(
+                f"For {kind} input, hx should also be {want}-D but got {states[0].dim()}-D tensor"
+            )
+        if not is_batched:
+            states = tuple(h.unsqueeze(1) for h in states)
+        return states
+
+    def forward(self, input, hx=None):
+        PackedSequence = _packed_type()
+        name = {"RNN_TANH": "RNN", "RNN_RELU": "RNN"}.get(self.mode, self.mode)
+        dirs = 2 if self.bidirectional else 1
+        if isinstance(input, PackedSequence):
+            data, batch_sizes_t, sorted_indices, unsorted_indices = input
+            batch_sizes = [int(b) for b in batch_sizes_t.tolist()]
+            self._check_input(data, packed=True)
+            batch = batch_sizes[0]
+            is_batched = True
+            if hx is not None:
+                states = tuple(hx) if self.mode == "LSTM" else (hx,)
+                if sorted_indices is not None:
+                    states = tuple(h.index_select(1, sorted_indices) for h in states)
+            else:
+                states = None
+        else:
+            if not isinstance(input, _C.Tensor):
+                raise TypeError(
+                    f"{name}.forward(): input must be a Tensor or PackedSequence, "
+                    f"not {type(input).__name__}"
+                )
+            if input.dim() not in (2, 3):
+                raise ValueError(
+                    f"{name}: Expected input to be 2D or 3D, got {input.dim()}D instead"
+                )
+            is_batched = input.dim() == 3
+            states = self._unbatched_hx(hx, is_batched)
+            if not is_batched:
+                input = input.unsqueeze(1 if self.batch_first is False else 0)
+            self._check_input(input, packed=False)
+            if self.batch_first:
+                input = input.transpose(0, 1)
+            steps, batch = input.shape[0], input.shape[1]
+            batch_sizes = [batch] * steps
+            data = input.reshape(steps * batch, input.shape[2])
+            sorted_indices = unsorted_indices = None
+        if states is None:
+            states = tuple(
+                _C.zeros(self.num_layers * dirs, batch, size, dtype=data.dtype)
+                for size in self._state_sizes()
+            )
+        else:
+            self._check_hidden(states, batch)
+        if len(batch_sizes) == 0 or batch == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        out, finals = _rnn.rnn_packed(
+            self.mode,
+            data,
+            batch_sizes,
+            states,
+            self._layer_weights(),
+            self.num_layers,
+            self.bidirectional,
+            self.dropout,
+            self.training,
+        )
+        if isinstance(input, PackedSequence):
+            if unsorted_indices is not None:
+                finals = tuple(h.index_select(1, unsorted_indices) for h in finals)
+            output = PackedSequence(out, batch_sizes_t, sorted_indices, unsorted_indices)
+        else:
+            output = out.view(len(batch_sizes), batch, out.shape[1])
+            if self.batch_first:
+                output = output.transpose(0, 1)
+            if not is_batched:
+                output = output.squeeze(0 if self.batch_first else 1)
+                finals = tuple(h.squeeze(1) for h in finals)
+        hidden = finals if self.mode == "LSTM" else finals[0]
+        return output, hidden
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+
+class RNN(RNNBase):
+    """Elman RNN: ``h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)``, ``act`` tanh or
+    relu; input [T, N, input_size] (or [N, T, ...] with ``batch_first``, or unbatched
+    [T, input_size], or a ``PackedSequence``), returns ``(output, h_n)``."""
+
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        nonlinearity="tanh",
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        device=None,
+        dtype=None,
+    ):
+        if nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(
+                f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'."
+            )
+        super().__init__(
+            mode, input_size, hidden_size, num_layers, bias, batch_first, dropout,
+            bidirectional, 0, device, dtype,
+        )  # fmt: skip
+        self.nonlinearity = nonlinearity
+
+
+class LSTM(RNNBase):
+    """Long short-term memory with PyTorch's gate order (i, f, g, o) and optional projection
+    (``proj_size``): returns ``(output, (h_n, c_n))``."""
+
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        proj_size=0,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            "LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout,
+            bidirectional, proj_size, device, dtype,
+        )  # fmt: skip
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit with PyTorch's gate order (r, z, n) and
+    ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``: returns ``(output, h_n)``."""
+
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            "GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout,
+            bidirectional, 0, device, dtype,
+        )  # fmt: skip
+
+
+class RNNCellBase(Module):
+    """Shared parameters (``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``), init and
+    checks of the single-step cells."""
+
+    _name = "RNNCellBase"
+
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = _new_param((num_chunks * hidden_size, input_size), dtype)
+        self.weight_hh = _new_param((num_chunks * hidden_size, hidden_size), dtype)
+        if bias:
+            self.bias_ih = _new_param((num_chunks * hidden_size,), dtype)
+            self.bias_hh = _new_param((num_chunks * hidden_size,), dtype)
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Redraws every parameter uniformly in +-1/sqrt(hidden_size), as PyTorch does."""
+        _reset_uniform(self, self.hidden_size)
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        nl = self.__dict__.get("nonlinearity", "tanh")
+        if nl != "tanh":
+            s += f", nonlinearity={nl}"
+        return s
+
+    def _prepare(self, input, hx, n_states):
+        name = type(self).__name__
+        if not isinstance(input, _C.Tensor):
+            raise TypeError(f"{name}.forward(): input must be a Tensor, not {type(input).__name__}")
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        states = None
+        if hx is not None:
+            states = tuple(hx) if n_states == 2 else (hx,)
+            for k, h in enumerate(states):
+                if h.dim() not in (1, 2):
+                    label = f"hx[{k}]" if n_states == 2 else "hidden"
+                    raise ValueError(
+                        f"{name}: Expected {label} to be 1D or 2D, got {h.dim()}D instead"
+                    )
+        is_batched = input.dim() == 2
+        if not is_batched:
+            input = input.unsqueeze(0)
+            if states is not None:
+                states = tuple(h.unsqueeze(0) for h in states)
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(
+                f"input has inconsistent input_size: got {input.shape[1]} expected "
+                f"{self.input_size}"
+            )
+        if states is None:
+            states = tuple(
+                _C.zeros(input.shape[0], self.hidden_size, dtype=input.dtype)
+                for _ in range(n_states)
+            )
+        for k, h in enumerate(states):
+            if h.dim() != 2 or h.shape[0] != input.shape[0]:
+                raise RuntimeError(
+                    f"Input batch size {input.shape[0]} doesn't match hidden{k} batch size "
+                    f"{h.shape[0]}"
+                )
+            if h.shape[1] != self.hidden_size:
+                raise RuntimeError(
+                    f"hidden{k} has inconsistent hidden_size: got {h.shape[1]}, expected "
+                    f"{self.hidden_size}"
+                )
+        return input, states, is_batched
+
+
+class RNNCell(RNNCellBase):
+    """One Elman step: ``h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)``."""
+
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
+                 dtype=None):  # fmt: skip
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        input, (h,), is_batched = self._prepare(input, hx, 1)
+        step = _rnn.make_step(
+            "RNN_RELU" if self.nonlinearity == "relu" else "RNN_TANH", self.weight_hh,
+            self.bias_hh,
+        )  # fmt: skip
+        (out,) = step(_rnn.F.linear(input, self.weight_ih, self.bias_ih), h)
+        return out if is_batched else out.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step (gate order i, f, g, o): returns ``(h', c')``."""
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None):
+        input, (h, c), is_batched = self._prepare(input, hx, 2)
+        step = _rnn.make_step("LSTM", self.weight_hh, self.bias_hh)
+        h, c = step(_rnn.F.linear(input, self.weight_ih, self.bias_ih), h, c)
+        return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step (gate order r, z, n): returns ``h'``."""
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None):
+        input, (h,), is_batched = self._prepare(input, hx, 1)
+        step = _rnn.make_step("GRU", self.weight_hh, self.bias_hh)
+        (out,) = step(_rnn.F.linear(input, self.weight_ih, self.bias_ih), h)
+        return out if is_batched else out.squeeze(0)

@@ -1,0 +1,382 @@
+"""Attention layers: ``MultiheadAttention``, ``TransformerEncoderLayer``,
+``TransformerEncoder``."""
+
+from __future__ import annotations
+
+import copy
+import math
+import numbers
+
+from ... import _C
+from ...autograd.grad_mode import no_grad
+from .. import functional as F
+from .._functional import attention as _attn
+from .module import Module, Parameter
+
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
+
+
+class NonDynamicallyQuantizableLinear(Module):
+    """``MultiheadAttention.out_proj``: a ``Linear`` under PyTorch's class name (PyTorch uses
+    the name to keep quantization tools off it), so reprs and state dicts match."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        from .linear import Linear
+
+        super().__init__()
+        inner = Linear(in_features, out_features, bias, dtype=dtype)
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = inner.weight
+        if inner.bias is not None:
+            self.bias = inner.bias
+        else:
+            self.bias = None
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+def _fans(shape):
+    receptive = 1
+    for n in shape[2:]:
+        receptive *= n
+    return shape[1] * receptive, shape[0] * receptive
+
+
+def _xavier_uniform_(t):
+    fan_in, fan_out = _fans(tuple(t.shape))
+    bound = math.sqrt(3.0) * math.sqrt(2.0 / float(fan_in + fan_out))
+    with no_grad():
+        return t.uniform_(-bound, bound)
+
+
+def _xavier_normal_(t):
+    fan_in, fan_out = _fans(tuple(t.shape))
+    with no_grad():
+        return t.normal_(0.0, math.sqrt(2.0 / float(fan_in + fan_out)))
+
+
+def _param(shape, dtype):
+    return Parameter(_C.empty(*shape, dtype=dtype) if dtype is not None else _C.empty(*shape))
+
+
+class MultiheadAttention(Module):
+    """Attention over ``num_heads`` heads of size ``embed_dim // num_heads`` with PyTorch's
+    parameters (``in_proj_weight``/``in_proj_bias`` packed q, k, v, or ``q_proj_weight``,
+    ``k_proj_weight``, ``v_proj_weight`` when ``kdim``/``vdim`` differ; ``out_proj``) and
+    initialisation (xavier-uniform projections, zero biases). ``forward(query, key, value)``
+    takes [L, N, E] ([N, L, E] with ``batch_first``, or unbatched [L, E]) and returns
+    ``(output, weights)``; bool masks mark with True what may not be attended."""
+
+    def __init__(
+        self,
+        embed_dim,
+        num_heads,
+        dropout=0.0,
+        bias=True,
+        add_bias_kv=False,
+        add_zero_attn=False,
+        kdim=None,
+        vdim=None,
+        batch_first=False,
+        device=None,
+        dtype=None,
+    ):
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(
+                f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} "
+                f"and num_heads={num_heads} instead"
+            )
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = _param((embed_dim, embed_dim), dtype)
+            self.k_proj_weight = _param((embed_dim, self.kdim), dtype)
+            self.v_proj_weight = _param((embed_dim, self.vdim), dtype)
+            self.in_proj_weight = None
+        else:
+            self.in_proj_weight = _param((3 * embed_dim, embed_dim), dtype)
+            self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
+        self.in_proj_bias = _param((3 * embed_dim,), dtype) if bias else None
+        self.out_proj = NonDynamicallyQuantizableLinear(
+            embed_dim, embed_dim, bias=bias, dtype=dtype
+        )
+        if add_bias_kv:
+            self.bias_k = _param((1, 1, embed_dim), dtype)
+            self.bias_v = _param((1, 1, embed_dim), dtype)
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        # PyTorch's order of draws: out_proj (as a Linear, above), then these.
+        if self._qkv_same_embed_dim:
+            _xavier_uniform_(self.in_proj_weight)
+        else:
+            _xavier_uniform_(self.q_proj_weight)
+            _xavier_uniform_(self.k_proj_weight)
+            _xavier_uniform_(self.v_proj_weight)
+        with no_grad():
+            if self.in_proj_bias is not None:
+                self.in_proj_bias.zero_()
+                self.out_proj.bias.zero_()
+        if self.bias_k is not None:
+            _xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            _xavier_normal_(self.bias_v)
+
+    def forward(
+        self,
+        query,
+        key,
+        value,
+        key_padding_mask=None,
+        need_weights=True,
+        attn_mask=None,
+        average_attn_weights=True,
+        is_causal=False,
+    ):
+        is_batched = query.dim() == 3
+        if self.batch_first and is_batched:
+            # Keep the identities (self-attention, key is value) that select the packed
+            # projection.
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = query.transpose(1, 0), key.transpose(1, 0)
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        out, weights = _attn.multi_head_attention_forward(
+            query,
+            key,
+            value,
+            self.embed_dim,
+            self.num_heads,
+            self.in_proj_weight,
+            self.in_proj_bias,
+            self.bias_k,
+            self.bias_v,
+            self.add_zero_attn,
+            self.dropout,
+            self.out_proj.weight,
+            self.out_proj.bias,
+            training=self.training,
+            key_padding_mask=key_padding_mask,
+            need_weights=need_weights,
+            attn_mask=attn_mask,
+            use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights,
+            is_causal=is_causal,
+        )
+        if self.batch_first and is_batched:
+            out = out.transpose(1, 0)
+        return out, weights
+
+
+# MERGE: replace this private LayerNorm (and _layer_norm) with nn.LayerNorm / F.layer_norm
+# from the normalisation work; parameter names (weight, bias) and repr already match.
+def _layer_norm(x, normalized_shape, weight, bias, eps):
+    dims = tuple(range(-len(normalized_shape), 0))
+    centred = x - x.mean(dims, keepdim=True)
+    var = (centred * centred).mean(dims, keepdim=True)
+    y = centred * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+class LayerNorm(Module):
+    """Normalises over the last ``len(normalized_shape)`` dimensions (stand-in, see MERGE)."""
+
+    def __init__(
+        self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None,
+        dtype=None,
+    ):  # fmt: skip
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        kw = {} if dtype is None else {"dtype": dtype}
+        if elementwise_affine:
+            self.weight = Parameter(_C.ones(*self.normalized_shape, **kw))
+            self.bias = Parameter(_C.zeros(*self.normalized_shape, **kw)) if bias else None
+        else:
+            self.weight = self.bias = None
+
+    def forward(self, input):
+        return _layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
+# MERGE: use container.ModuleList once it exists; this keeps the "layers.N." state-dict keys.
+class ModuleList(Module):
+    """Holds submodules under the keys "0", "1", ..."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        for i, m in enumerate(modules):
+            self._modules[str(i)] = m
+            object.__setattr__(self, str(i), m)
+
+    def __getitem__(self, idx):
+        return list(self._modules.values())[idx]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+def _get_activation(activation):
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    if callable(activation):
+        return activation
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention then a feed-forward block (``linear2(dropout(act(linear1(x))))``), each
+    with dropout, a residual connection and layer norm, applied after (default) or before
+    (``norm_first``) the block, as PyTorch's layer."""
+
+    def __init__(
+        self,
+        d_model,
+        nhead,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation="relu",
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
+        from .dropout import Dropout
+        from .linear import Linear
+
+        super().__init__()
+        act = _get_activation(activation) if isinstance(activation, str) else activation
+        if not callable(act):
+            raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+        self.self_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, dtype=dtype
+        )
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = act
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        src_key_padding_mask = _attn._canonical_mask(
+            src_key_padding_mask,
+            "src_key_padding_mask",
+            None if src_mask is None else src_mask.dtype,
+            "src_mask",
+            src.dtype,
+        )
+        src_mask = _attn._canonical_mask(src_mask, "src_mask", None, "", src.dtype, False)
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(
+            x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+            need_weights=False, is_causal=is_causal,
+        )[0]  # fmt: skip
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+def _is_causal_mask(mask):
+    # True when ``mask`` is exactly the square subsequent mask (-inf above the diagonal).
+    if mask is None or mask.dim() != 2 or mask.shape[0] != mask.shape[1]:
+        return False
+    n = mask.shape[0]
+    above = _C.arange(n).unsqueeze(1) < _C.arange(n)
+    if mask.dtype == _C.bool:
+        return bool(mask.eq(above).all().item())
+    expected = _C.zeros(n, n, dtype=mask.dtype).masked_fill(above, float("-inf"))
+    return bool(mask.eq(expected).all().item())
+
+
+class TransformerEncoder(Module):
+    """``num_layers`` independent deep copies of ``encoder_layer`` applied in turn, then
+    ``norm`` if given."""
+
+    def __init__(
+        self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True
+    ):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        src_key_padding_mask = _attn._canonical_mask(
+            src_key_padding_mask,
+            "src_key_padding_mask",
+            None if mask is None else mask.dtype,
+            "mask",
+            src.dtype,
+        )
+        mask = _attn._canonical_mask(mask, "mask", None, "", src.dtype, False)
+        if is_causal is None:
+            is_causal = _is_causal_mask(mask)
+        out = src
+        for layer in self.layers:
+            out = layer(
+                out, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask
+            )
+        if self.norm is not None:
+            out = self.norm(out)
+        return out
