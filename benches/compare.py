@@ -41,9 +41,7 @@ import numpy as np
 
 WORKLOADS = [
     "elementwise", "scalar_chain", "matmul1024", "matmul_sizes", "tanh", "mlp", "mlp_rss",
-    "optim",
-]
-    "dataloader", "save_load",
+    "optim", "dataloader", "save_load",
 ]  # fmt: skip
 NA_ERRORS = (AttributeError, TypeError, NotImplementedError)
 LR = 0.01

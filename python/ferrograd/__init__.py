@@ -137,9 +137,14 @@ long = int64
 __version__ = "0.1.0"
 
 # Imported after the names above exist: these modules use them.
-from . import autograd, nn, return_types, viz  # noqa: E402, F401
-from . import autograd, nn, optim, return_types  # noqa: E402
-from . import autograd, nn, return_types, utils  # noqa: E402
+from . import (  # noqa: E402, F401
+    autograd,
+    nn,
+    optim,  # noqa: E402
+    return_types,
+    utils,  # noqa: E402
+    viz,
+)
 from .serialization import load, save  # noqa: E402
 
 

@@ -234,14 +234,13 @@ __all__ = [
 
 # ----- convolution, pooling, padding, unfold/fold, interpolation ------------------------------
 
-from ._functional.conv import *  # noqa: E402, F403
 # ----- normalisation, embedding, more activations and losses ---------------------------------
 # Each topic lives in a private file under _functional/ and is re-exported here.
-
 from ._functional import activation as _f_activation  # noqa: E402
 from ._functional import loss as _f_loss  # noqa: E402
 from ._functional import norm as _f_norm  # noqa: E402
 from ._functional.activation import *  # noqa: E402, F403
+from ._functional.conv import *  # noqa: E402, F403
 from ._functional.loss import *  # noqa: E402, F403
 from ._functional.norm import *  # noqa: E402, F403
 

@@ -2,79 +2,64 @@
 
 from . import (
     activation,
-    container,
-    conv,
-    dropout,
-    fold,
-    linear,
-    loss,
-    module,
-    padding,
-    pooling,
-    upsampling,
     batchnorm,
     container,
+    conv,
     distance,
     dropout,
+    fold,
     instancenorm,
     linear,
     loss,
     module,
     normalization,
+    padding,
+    pooling,
+    rnn,
     sparse,
+    transformer,
+    upsampling,
 )
-from . import activation, container, dropout, linear, loss, module, rnn, transformer
 from .activation import *  # noqa: F403
 from .batchnorm import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
-from .dropout import *  # noqa: F403
-from .fold import *  # noqa: F403
-from .linear import *  # noqa: F403
-from .loss import *  # noqa: F403
-from .module import *  # noqa: F403
-from .padding import *  # noqa: F403
-from .pooling import *  # noqa: F403
-from .upsampling import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
+from .fold import *  # noqa: F403
 from .instancenorm import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import *  # noqa: F403
 from .normalization import *  # noqa: F403
+from .padding import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .rnn import *  # noqa: F403
 from .sparse import *  # noqa: F403
+from .transformer import *  # noqa: F403
+from .upsampling import *  # noqa: F403
 
 __all__ = [
     name
     for m in (
         activation,
-        container,
-        conv,
-        dropout,
-        fold,
-        linear,
-        loss,
-        module,
-        padding,
-        pooling,
-        upsampling,
         batchnorm,
         container,
+        conv,
         distance,
         dropout,
+        fold,
         instancenorm,
         linear,
         loss,
         module,
         normalization,
+        padding,
+        pooling,
+        rnn,
         sparse,
+        transformer,
+        upsampling,
     )
-from .rnn import *  # noqa: F403
-from .transformer import *  # noqa: F403
-
-__all__ = [
-    name
-    for m in (activation, container, dropout, linear, loss, module, rnn, transformer)
     for name in m.__all__
 ]
