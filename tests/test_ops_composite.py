@@ -287,3 +287,12 @@ def test_searchsorted_and_bucketize():
         fg.searchsorted(seq, vals, side="middle")
     with pytest.raises(RuntimeError, match="boundaries tensor must be 1 dimension"):
         fg.bucketize(vals, rows)
+
+
+def test_tri_indices_bad_sizes():
+    with pytest.raises(RuntimeError, match="row must be non-negative"):
+        fg.tril_indices(-1, 3)
+    with pytest.raises(RuntimeError, match="not enough memory"):
+        fg.triu_indices(2**31, 2**31)
+    with pytest.raises(TypeError):
+        fg.tril_indices(2.5, 3)

@@ -95,6 +95,21 @@ def triu(input, diagonal=0):
 
 
 def _tri_indices(row, col, offset, lower):
+    for name, v in (("row", row), ("col", col), ("offset", offset)):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(
+                f"tril_indices(): argument '{name}' must be int, not {type(v).__name__}"
+            )
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
+    # Refuse before NumPy tries: the mask alone is row * col bytes.
+    if row * col > 1 << 31:
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: not enough memory: "
+            f"you tried to allocate {2 * 8 * row * col} bytes."
+        )
     r = np.arange(row)[:, None]
     c = np.arange(col)[None, :]
     keep = (c - r <= offset) if lower else (c - r >= offset)
