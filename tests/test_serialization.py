@@ -166,7 +166,7 @@ def test_pathlike_str_and_file_objects(tmp_path):
         fg.save(t, fh)
     with open(tmp_path / "f", "rb") as fh:
         same(fg.load(fh), t)
-    with pytest.raises(AttributeError, match="path or a writable"):
+    with pytest.raises(TypeError, match="path or a writable"):
         fg.save(t, 123)
 
 

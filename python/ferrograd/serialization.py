@@ -239,7 +239,7 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL):
             os.close(dfd)
         return
     if not hasattr(f, "write"):
-        raise AttributeError(
+        raise TypeError(
             f"'{type(f).__name__}' object has no attribute 'write': f must be a path or a "
             "writable binary file object"
         )
@@ -487,7 +487,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         if mmap:
             raise ValueError("f must be a file path in order to use the mmap argument")
         if not hasattr(f, "read"):
-            raise AttributeError(
+            raise TypeError(
                 f"'{type(f).__name__}' object has no attribute 'read': f must be a path or "
                 "a readable binary file object"
             )

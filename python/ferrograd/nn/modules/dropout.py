@@ -19,3 +19,6 @@ class Dropout(Module):
 
     def forward(self, input):
         return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
