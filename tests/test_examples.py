@@ -1,0 +1,61 @@
+"""The scripts in examples/ run and do what they say (the README's first command runs
+examples/digits.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def run(script, *args, cwd=None, timeout=600):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT / "python"), env.get("PYTHONPATH", "")) if p
+    )
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_fit_line_recovers_the_line():
+    out = run("fit_line.py")
+    last = out.strip().splitlines()[-1]
+    w, b = (float(v) for v in last.split("=")[1].split("(")[0].replace("x +", "").split())
+    assert abs(w - 3.0) < 0.05 and abs(b - 0.5) < 0.05
+    losses = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step")]
+    assert losses[0] > 10 * losses[-1]
+
+
+def test_sin_derivative_is_cos(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is in the examples/test extras")
+    out = run("sin_derivative.py", "--out", str(tmp_path / "sin.png"))
+    assert "max |x.grad - cos(x)| = 0.00e+00" in out
+    assert (tmp_path / "sin.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_digits_demo_trains_saves_reloads_and_draws(tmp_path):
+    for mod in ("sklearn", "matplotlib", "tqdm"):
+        pytest.importorskip(mod, reason=f"{mod} is in the examples/test extras")
+    out = run("digits.py", "--no-torch", "--out", str(tmp_path), cwd=tmp_path)
+    assert "identical predictions" in out
+    accuracy = float(out.split("held-out accuracy ")[1].split("%")[0])
+    assert accuracy >= 97.0
+    for name in ("loss.png", "predictions.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "digits_cnn.safetensors").stat().st_size > 10_000
+    drawn = list(tmp_path.glob("graph.*"))
+    assert drawn and drawn[0].stat().st_size > 1000
