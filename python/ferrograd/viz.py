@@ -127,6 +127,10 @@ class Digraph:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
+            # mkstemp makes the file private; give it the mode a plain open() would.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, filename)
         except BaseException:
             if os.path.exists(tmp):
