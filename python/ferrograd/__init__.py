@@ -419,3 +419,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+from . import linalg  # noqa: E402, F401 - also installs torch.det/svd/... aliases
