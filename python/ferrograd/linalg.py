@@ -103,7 +103,12 @@ def _np(t):
 def _tensor(arr, like):
     """A new tensor holding ``arr`` in ``like``'s dtype (NumPy may upcast)."""
     want = np.float32 if like.dtype == _fg.float32 else np.float64
-    return _C.from_numpy(np.ascontiguousarray(np.asarray(arr, dtype=want)))
+    return _C.from_numpy(np.array(arr, dtype=want, order="C"))
+
+
+def _int_tensor(arr):
+    # np.array, not ascontiguousarray: that would turn a 0-d result into 1-d.
+    return _C.from_numpy(np.array(arr, dtype=np.int64, order="C"))
 
 
 def _check_tensor(fn, value, name="A", position=1):
@@ -237,7 +242,7 @@ class LinalgInvEx(Function):
     def forward(ctx, A):
         inv_a, info = _inv_np(_np(A))
         out = _tensor(inv_a, A)
-        info = _C.from_numpy(np.ascontiguousarray(info))
+        info = _int_tensor(info)
         ctx.save_for_backward(out)
         ctx.mark_non_differentiable(info)
         ctx.set_materialize_grads(False)
@@ -874,7 +879,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
         s = np.linalg.svd(a, compute_uv=False)
     smax = s.max(-1, keepdims=True) if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
     tol = _tolerances("linalg.matrix_rank", A, atol, rtol, smax)
-    return _C.from_numpy(np.ascontiguousarray((s > tol).sum(-1).astype(np.int64)))
+    return _int_tensor((s > tol).sum(-1))
 
 
 class LinalgLstsq(Function):
@@ -908,10 +913,13 @@ _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 def lstsq(A, B, rcond=None, *, driver=None):
     """Least-squares solutions ``X`` minimising ``||A X - B||_F`` for each
-    matrix pair, as PyTorch's CPU default driver ``'gelsy'`` reports them:
-    ``(solution, residuals, rank, singular_values)``, with ``residuals``
-    (squared, per column) only when m > n and every matrix has full rank, and
-    ``singular_values`` empty. Only ``solution`` is differentiable."""
+    matrix pair: ``(solution, residuals, rank, singular_values)`` with what
+    PyTorch's CPU drivers fill in. The default ``'gelsy'`` gives the rank and
+    leaves ``residuals`` and ``singular_values`` empty; ``'gelsd'``/``'gelss'``
+    add the singular values and, when m > n and every matrix has rank n, the
+    squared residual of each column; ``'gels'`` gives residuals (m > n) and
+    no rank. Only ``solution`` is differentiable (PyTorch's rule through
+    ``pinv(A) B``)."""
     _check_matrix("linalg.lstsq", A, name="A")
     _check_tensor("linalg.lstsq", B, "B", 2)
     _check_float("linalg.lstsq", B)
@@ -944,20 +952,26 @@ def lstsq(A, B, rcond=None, *, driver=None):
     eps = np.finfo(np.float32 if A.dtype == _fg.float32 else np.float64).eps
     rc = eps * max(m, n) if rcond is None else rcond
     X = LinalgLstsq.apply(A, Bm, rc)
-    with _fg.no_grad():
-        ranks = _np(matrix_rank(A, rtol=rc)) if driver != "gels" else None
-    if m > n and (ranks is None or np.all(ranks == n)):
-        r = _np(A).astype(np.float64) @ _np(X).astype(np.float64) - _np(Bm).astype(np.float64)
+    driver = "gelsy" if driver is None else driver
+    a = _np(A).astype(np.float64)
+    sv = np.linalg.svd(a, compute_uv=False)
+    smax = sv[..., :1] if sv.shape[-1] else np.zeros(sv.shape[:-1] + (1,))
+    ranks = (sv > rc * smax).sum(-1)
+    # As PyTorch's linalg_lstsq_out_info: residuals only when m > n and the
+    # driver is not gelsy (gelss/gelsd: only if every matrix has rank n).
+    if m > n and driver != "gelsy" and (driver == "gels" or np.all(ranks == n)):
+        r = a @ _np(X).astype(np.float64) - _np(Bm).astype(np.float64)
         residuals = _tensor((r * r).sum(-2), A)
-        if vector:
-            residuals = residuals.squeeze(-1)
     else:
         residuals = _C.empty(0, dtype=A.dtype)
-    rank = _C.from_numpy(np.ascontiguousarray(ranks)) if ranks is not None else _C.empty(
-        0, dtype=_fg.int64)
+    rank = _int_tensor(ranks) if driver != "gels" else _C.empty(0, dtype=_fg.int64)
+    if driver in ("gelsd", "gelss"):
+        singular_values = _tensor(sv, A)
+    else:
+        singular_values = _C.empty(0, dtype=A.dtype)
     if vector:
         X = X.squeeze(-1)
-    return linalg_lstsq(X, residuals, rank, _C.empty(0, dtype=A.dtype))
+    return linalg_lstsq(X, residuals, rank, singular_values)
 
 
 # ----- norms -----------------------------------------------------------------------------------------------
@@ -1080,7 +1094,7 @@ def cross(input, other, *, dim=-1, out=None):
     _check_tensor("linalg.cross", other, "other", 2)
     if input.dim() != other.dim():
         raise RuntimeError(
-            f"linalg.cross: inputs must have the same number of dimensions."
+            "linalg.cross: inputs must have the same number of dimensions."
         )
     a, b = _C.broadcast_tensors(input, other)
     nd = a.dim()
