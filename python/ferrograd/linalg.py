@@ -103,7 +103,10 @@ def _np(t):
 def _tensor(arr, like):
     """A new tensor holding ``arr`` in ``like``'s dtype (NumPy may upcast)."""
     want = np.float32 if like.dtype == _fg.float32 else np.float64
-    return _C.from_numpy(np.array(arr, dtype=want, order="C"))
+    arr = np.asarray(arr, dtype=want)
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    return _C.from_numpy(arr)
 
 
 def _int_tensor(arr):
