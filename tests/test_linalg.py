@@ -267,6 +267,9 @@ def test_norm_dispatch_and_vector_norm():
     np.testing.assert_allclose(to_np(LA.norm(X, 1, dim=1)), np.abs(x).sum(1))
     np.testing.assert_allclose(to_np(LA.norm(X, dim=0)), np.linalg.norm(x, axis=0))
     np.testing.assert_allclose(LA.norm(T(x[0]), math.inf).item(), 3.0)
+    np.testing.assert_allclose(LA.norm(X, "nuc").item(), np.linalg.norm(x, "nuc"))
+    np.testing.assert_allclose(to_np(LA.norm(X, dim=(0, 1), keepdim=True)), [[np.linalg.norm(x)]])
+    np.testing.assert_allclose(LA.norm(T(np.ones((2, 2, 2)))).item(), math.sqrt(8))
     for ord in (2, 1, 0, 3.5, math.inf, -math.inf, -1):
         with np.errstate(divide="ignore"):  # NumPy's -1 norm of a vector holding a zero
             want = np.linalg.norm(x.ravel(), ord)
@@ -609,6 +612,10 @@ def test_error_texts():
            fg.eye(2), "fro", (0,))
     raises(RuntimeError, "linalg.norm: If dim is not specified but ord is, the input must be 1D "
            "or 2D. Got 3D.", LA.norm, fg.ones(2, 2, 2), 2)
+    raises(RuntimeError, "linalg.norm: If dim is specified, it mut be of length 1 or 2. Got "
+           "[0, 1, 2]", LA.norm, fg.ones(2, 2, 2), dim=(0, 1, 2))
+    raises(RuntimeError, "linalg.matrix_norm: dim must be a 2-tuple. Got 0", LA.norm,
+           fg.ones(2, 2), "fro", dim=0)
     raises(RuntimeError, "linalg.cross: inputs dimension -1 must have length 3. Got 4 and 4",
            LA.cross, fg.ones(4), fg.ones(4))
     raises(RuntimeError, "multi_dot(): expected at least 2 tensors but got 1", LA.multi_dot,
@@ -625,9 +632,31 @@ def test_error_texts():
 
 def test_inv_ex_check_errors():
     sing = T([[1.0, 1.0], [1.0, 1.0]])
-    raises(LA.LinAlgError, "linalg.inv: The diagonal element 2 is zero, the inversion could not "
-           "be completed because the input matrix is singular.", LA.inv_ex, sing,
+    raises(LA.LinAlgError, "linalg.inv_ex: The diagonal element 2 is zero, the inversion could "
+           "not be completed because the input matrix is singular.", LA.inv_ex, sing,
            check_errors=True)
+
+
+def test_ex_variants_report_info_instead_of_raising():
+    A = T(np.stack([np.eye(2), [[1.0, 1.0], [1.0, 1.0]], [[0.0, 0.0], [0.0, 1.0]]]))
+    X, info = LA.solve_ex(A, T(np.ones((3, 2))))
+    np.testing.assert_array_equal(to_np(info), [0, 2, 1])
+    np.testing.assert_allclose(to_np(X)[0], [1.0, 1.0])
+    assert np.isnan(to_np(X)[1:]).all()
+    raises(LA.LinAlgError, "torch.linalg.solve_ex: (Batch element 1): The solver failed because "
+           "the input matrix is singular.", LA.solve_ex, A, T(np.ones((3, 2))),
+           check_errors=True)
+    S = T(np.stack([np.eye(2), [[1.0, 2.0], [2.0, 1.0]]]))
+    L, info = LA.cholesky_ex(S)
+    np.testing.assert_array_equal(to_np(info), [0, 2])
+    np.testing.assert_allclose(to_np(L)[0], np.eye(2))
+    assert np.isnan(to_np(L)[1]).all()
+    raises(LA.LinAlgError, "linalg.cholesky_ex: (Batch element 1): The factorization could not "
+           "be completed because the input is not positive-definite (the leading minor of order "
+           "2 is not positive-definite).", LA.cholesky_ex, S, check_errors=True)
+    U, info = LA.cholesky_ex(T(np.diag([4.0, 9.0])), upper=True)
+    np.testing.assert_allclose(to_np(U), np.diag([2.0, 3.0]))
+    assert info.item() == 0 and tuple(info.shape) == ()
 
 
 def test_qr_backward_errors():

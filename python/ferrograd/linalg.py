@@ -237,6 +237,28 @@ def _inv_np(a):
     return out.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
+class _NoCtx:
+    """Stands in for the ctx when nothing will be recorded, so an untracked
+    call skips ``Function.apply``'s bookkeeping (a few microseconds a call)."""
+
+    needs_input_grad = ()
+
+    def save_for_backward(self, *tensors):
+        pass
+
+    def mark_non_differentiable(self, *tensors):
+        pass
+
+    def set_materialize_grads(self, value):
+        pass
+
+
+def _call(fn, *args):
+    if _C.is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        return fn.apply(*args)
+    return fn.forward(_NoCtx(), *args)
+
+
 # ----- inv --------------------------------------------------------------------------------
 
 
@@ -269,9 +291,9 @@ def inv_ex(A, *, check_errors=False):
     matrices give non-finite values instead of an error unless
     ``check_errors``."""
     _check_matrix("linalg.inv_ex", A, square=True)
-    out, info = LinalgInvEx.apply(A)
+    out, info = _call(LinalgInvEx, A)
     if check_errors:
-        _raise_inv(A, _np(info))
+        _raise_inv(A, _np(info), "linalg.inv_ex")
     return linalg_inv_ex(out, info)
 
 
@@ -291,7 +313,7 @@ def inv(A, *, out=None):
     singular, as ``torch.linalg.inv``."""
     _check_out(out)
     _check_matrix("linalg.inv", A, square=True)
-    result, info = LinalgInvEx.apply(A)
+    result, info = _call(LinalgInvEx, A)
     _raise_inv(A, _np(info))
     return result
 
@@ -346,7 +368,7 @@ def det(A, *, out=None):
     finite there, as in PyTorch)."""
     _check_out(out)
     _check_matrix("linalg.det", A, square=True)
-    return LinalgDet.apply(A)
+    return _call(LinalgDet, A)
 
 
 class LinalgSlogdet(Function):
@@ -367,7 +389,7 @@ class LinalgSlogdet(Function):
             return None
         # d log|det A| = A^{-T}; a singular matrix gives non-finite values
         # (PyTorch's LU solve through a zero pivot), not an error.
-        inv_a = LinalgInvEx.apply(A)[0]
+        inv_a = _call(LinalgInvEx, A)[0]
         return glogabs.unsqueeze(-1).unsqueeze(-1) * inv_a.mT
 
 
@@ -380,14 +402,14 @@ def slogdet(A, *, out=None):
     ``logabsdet`` is differentiable (gradient ``A^{-T}``)."""
     _check_out(out)
     _check_matrix("linalg.slogdet", A, square=True)
-    return linalg_slogdet(*LinalgSlogdet.apply(A))
+    return linalg_slogdet(*_call(LinalgSlogdet, A))
 
 
 def _logdet(input):
     """``log(det(input))``: nan where the determinant is negative, ``-inf``
     where it is zero, as ``torch.logdet``."""
     _check_matrix("logdet", input, square=True, name="A")
-    sign, logabs = LinalgSlogdet.apply(input)
+    sign, logabs = _call(LinalgSlogdet, input)
     return _C.where(sign < 0, float("nan"), logabs)
 
 
@@ -396,28 +418,46 @@ def _logdet(input):
 
 class LinalgSolveEx(Function):
     @staticmethod
-    def forward(ctx, A, B):
-        a = _np(A)
+    def forward(ctx, A, B, api):
+        a, b = _np(A), _np(B)
+        info = np.zeros(a.shape[:-2], dtype=np.int64)
         try:
-            x = np.linalg.solve(a, _np(B))
+            x = np.linalg.solve(a, b)
         except np.linalg.LinAlgError:
-            flat = _flat_batches(a)
-            bad = next(i for i, m in enumerate(flat) if _is_singular(m))
-            raise LinAlgError(
-                f"torch.linalg.solve: {_batch_prefix(A, bad)}The solver failed because the "
-                "input matrix is singular."
-            ) from None
+            # Per matrix: getrf's info, and non-finite values where singular
+            # (a getrs through a zero pivot), so solve_ex can return them.
+            fa, fb = _flat_batches(a), _flat_batches(b)
+            x = np.empty(fb.shape, dtype=np.result_type(a, b))
+            flat_info = info.reshape(-1)
+            for i in range(fa.shape[0]):
+                try:
+                    x[i] = np.linalg.solve(fa[i], fb[i])
+                except np.linalg.LinAlgError:
+                    flat_info[i] = _lu_zero_pivot(fa[i])
+                    x[i] = np.nan
+            x = x.reshape(b.shape)
+            if api is not None:
+                bad = int(np.flatnonzero(flat_info)[0])
+                raise LinAlgError(
+                    f"{api}: {_batch_prefix(A, bad)}The solver failed because the input matrix "
+                    "is singular."
+                ) from None
         X = _tensor(x, A)
+        info = _int_tensor(info)
         ctx.save_for_backward(A, X)
-        return X
+        ctx.mark_non_differentiable(info)
+        ctx.set_materialize_grads(False)
+        return X, info
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g, _ginfo):
+        if g is None:
+            return None, None, None
         A, X = ctx.saved_tensors
         # X = A^{-1} B: gB = A^{-H} G, gA = -gB X^H.
-        gB = LinalgSolveEx.apply(A.mT, g)
+        gB = _call(LinalgSolveEx, A.mT, g, None)[0]
         gA = -(gB @ X.mT) if ctx.needs_input_grad[0] else None
-        return gA, gB
+        return gA, gB, None
 
 
 LinalgSolveEx._backward_name = "LinalgSolveExBackward0"
@@ -431,7 +471,12 @@ def _is_vector_rhs(A, B):
 def solve(A, B, *, left=True, out=None):
     """The solution ``X`` of ``A X = B`` (``X A = B`` when ``left=False``)
     for square ``A``, with PyTorch's broadcasting of batch dimensions and its
-    rule for a vector right-hand side (``B`` of shape ``(*, n)``)."""
+    rule for a vector right-hand side (``B`` of shape ``(*, n)``). A singular
+    ``A`` raises ``LinAlgError``."""
+    return _solve(A, B, left, out, "torch.linalg.solve")[0]
+
+
+def _solve(A, B, left, out, api):
     _check_out(out)
     _check_matrix("linalg.solve", A, square=True)
     _check_tensor("linalg.solve", B, "B", 2)
@@ -460,19 +505,21 @@ def solve(A, B, *, left=True, out=None):
         A = A.broadcast_to(batch + tuple(A.shape[-2:]))
     if tuple(B.shape[:-2]) != batch:
         B = B.broadcast_to(batch + tuple(B.shape[-2:]))
-    X = LinalgSolveEx.apply(A, B)
+    X, info = _call(LinalgSolveEx, A, B, api)
     if not left:
         X = X.mT
     if vector:
         X = X.squeeze(-1) if left else X.squeeze(-2)
-    return X
+    return X, info
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
-    """``solve`` returning ``(result, info)``. A singular matrix raises here
-    as well (NumPy's LAPACK call gives no partial result to return)."""
-    X = solve(A, B, left=left, out=out)
-    return linalg_solve_ex(X, _C.zeros(tuple(A.shape[:-2]), dtype=_fg.int64))
+    """``solve`` returning ``(result, info)``: ``info`` is LAPACK's getrf code
+    per matrix (0, or the 1-based index of a zero pivot), and a singular
+    matrix gives non-finite values instead of an error unless
+    ``check_errors``."""
+    api = "torch.linalg.solve_ex" if check_errors else None
+    return linalg_solve_ex(*_solve(A, B, left, out, api))
 
 
 # ----- cholesky --------------------------------------------------------------------------------
@@ -480,26 +527,37 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
 
 class LinalgCholeskyEx(Function):
     @staticmethod
-    def forward(ctx, A):
+    def forward(ctx, A, api):
         a = _np(A)
+        info = np.zeros(a.shape[:-2], dtype=np.int64)
         try:
             L = np.linalg.cholesky(a)
         except np.linalg.LinAlgError:
-            for i, m in enumerate(_flat_batches(a)):
+            fa = _flat_batches(a)
+            L = np.empty_like(fa)
+            flat_info = info.reshape(-1)
+            for i, m in enumerate(fa):
                 order = _cholesky_failure(m)
-                if order:
+                flat_info[i] = order
+                L[i] = np.nan if order else np.linalg.cholesky(m)
+                if order and api is not None:
                     raise LinAlgError(
-                        f"linalg.cholesky: {_batch_prefix(A, i)}The factorization could not "
+                        f"{api}: {_batch_prefix(A, i)}The factorization could not "
                         "be completed because the input is not positive-definite (the leading "
                         f"minor of order {order} is not positive-definite)."
                     ) from None
-            raise
+            L = L.reshape(a.shape)
         L = _tensor(L, A)
+        info = _int_tensor(info)
         ctx.save_for_backward(L)
-        return L
+        ctx.mark_non_differentiable(info)
+        ctx.set_materialize_grads(False)
+        return L, info
 
     @staticmethod
-    def backward(ctx, gL):
+    def backward(ctx, gL, _ginfo):
+        if gL is None:
+            return None, None
         (L,) = ctx.saved_tensors
         # PyTorch's cholesky_backward: gA = L^{-H} phi(L^H gL) L^{-1},
         # phi = lower triangle with the diagonal halved, then symmetrised.
@@ -507,7 +565,7 @@ class LinalgCholeskyEx(Function):
         phi = (L.mT @ gL) * _tri_mask(n, n, 0, L, diag_scale=0.5)
         L_inv = inv(L)
         gA = L_inv.mT @ phi @ L_inv
-        return (gA + gA.mT) * 0.5
+        return (gA + gA.mT) * 0.5, None
 
 
 LinalgCholeskyEx._backward_name = "LinalgCholeskyExBackward0"
@@ -519,15 +577,19 @@ def cholesky(A, *, upper=False, out=None):
     lower triangle, as LAPACK does."""
     _check_out(out)
     _check_matrix("linalg.cholesky", A, square=True)
-    L = LinalgCholeskyEx.apply(A)
+    L = _call(LinalgCholeskyEx, A, "linalg.cholesky")[0]
     return L.mT if upper else L
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
-    """``cholesky`` returning ``(L, info)``; a matrix that is not positive-
-    definite raises here too (NumPy gives no partial factor)."""
-    L = cholesky(A, upper=upper, out=out)
-    return linalg_cholesky_ex(L, _C.zeros(tuple(A.shape[:-2]), dtype=_fg.int64))
+    """``cholesky`` returning ``(L, info)``: ``info`` is the order of the
+    first leading minor that is not positive-definite (0 on success), and
+    such a matrix gets a nan factor (LAPACK leaves it partly computed)
+    instead of an error unless ``check_errors``."""
+    _check_out(out)
+    _check_matrix("linalg.cholesky_ex", A, square=True)
+    L, info = _call(LinalgCholeskyEx, A, "linalg.cholesky_ex" if check_errors else None)
+    return linalg_cholesky_ex(L.mT if upper else L, info)
 
 
 # ----- qr ------------------------------------------------------------------------------------------
@@ -617,7 +679,7 @@ def qr(A, mode="reduced", *, out=None):
             f"qr received unrecognized mode '{mode}' but expected one of 'reduced' "
             "(default), 'r', or 'complete'"
         )
-    return linalg_qr(*LinalgQr.apply(A, mode))
+    return linalg_qr(*_call(LinalgQr, A, mode))
 
 
 # ----- eigh -------------------------------------------------------------------------------------------
@@ -679,7 +741,7 @@ def eigh(A, UPLO="L", *, out=None):
     _check_out(out)
     _check_matrix("linalg.eigh", A, square=True)
     _check_uplo("linalg.eigh", UPLO)
-    return linalg_eigh(*LinalgEigh.apply(A, UPLO))
+    return linalg_eigh(*_call(LinalgEigh, A, UPLO))
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
@@ -690,7 +752,7 @@ def eigvalsh(A, UPLO="L", *, out=None):
     _check_uplo("linalg.eigvalsh", UPLO)
     if not (A.requires_grad and _C.is_grad_enabled()):
         return _tensor(np.linalg.eigvalsh(_np(A), UPLO=UPLO), A)
-    return LinalgEigh.apply(A, UPLO)[0]
+    return _call(LinalgEigh, A, UPLO)[0]
 
 
 # ----- svd ----------------------------------------------------------------------------------------------
@@ -782,7 +844,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
             "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs "
             "with cuSOLVER backend."
         )
-    return linalg_svd(*LinalgSvd.apply(A, bool(full_matrices)))
+    return linalg_svd(*_call(LinalgSvd, A, bool(full_matrices)))
 
 
 def svdvals(A, *, driver=None, out=None):
@@ -792,7 +854,7 @@ def svdvals(A, *, driver=None, out=None):
     _check_matrix("linalg.svdvals", A)
     if not (A.requires_grad and _C.is_grad_enabled()):
         return _tensor(np.linalg.svd(_np(A), compute_uv=False), A)
-    return LinalgSvd.apply(A, False)[1]
+    return _call(LinalgSvd, A, False)[1]
 
 
 # ----- pinv, lstsq, matrix_rank ------------------------------------------------------------------------
@@ -867,7 +929,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     does not change."""
     _check_out(out)
     _check_matrix("linalg.pinv", A)
-    return LinalgPinv.apply(A, atol, rtol, bool(hermitian))
+    return _call(LinalgPinv, A, atol, rtol, bool(hermitian))
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
@@ -891,11 +953,9 @@ class LinalgLstsq(Function):
         a, b = _np(A), _np(B)
         fa, fb = _flat_batches(a), _flat_batches(b)
         x = np.empty(fa.shape[:1] + (a.shape[-1], b.shape[-1]), dtype=a.dtype)
-        ranks = np.empty(fa.shape[0], dtype=np.int64)
         for i in range(fa.shape[0]):
-            x[i], _res, ranks[i], _sv = np.linalg.lstsq(fa[i], fb[i], rcond=rcond)
+            x[i] = np.linalg.lstsq(fa[i], fb[i], rcond=rcond)[0]
         X = _tensor(x.reshape(a.shape[:-2] + x.shape[-2:]), A)
-        ctx.ranks = ranks.reshape(a.shape[:-2])
         ctx.save_for_backward(A, B)
         return X
 
@@ -954,7 +1014,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
         Bm = Bm.broadcast_to(batch + tuple(Bm.shape[-2:]))
     eps = np.finfo(np.float32 if A.dtype == _fg.float32 else np.float64).eps
     rc = eps * max(m, n) if rcond is None else rcond
-    X = LinalgLstsq.apply(A, Bm, rc)
+    X = _call(LinalgLstsq, A, Bm, rc)
     driver = "gelsy" if driver is None else driver
     a = _np(A).astype(np.float64)
     sv = np.linalg.svd(a, compute_uv=False)
@@ -1067,22 +1127,23 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     both are None."""
     _check_out(out)
     _check_tensor("linalg.norm", A)
-    if dim is not None and not isinstance(dim, (tuple, list)):
-        dim = (dim,)
-    if dim is not None and len(dim) == 2 or (dim is None and ord is not None and A.dim() == 2):
-        return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim,
-                           keepdim, dtype=dtype)
-    if isinstance(ord, str):
-        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 2. Got "
-                           f"{list(dim) if dim is not None else []}"
-                           if dim is not None else
-                           f"linalg.norm: If dim is not specified but ord is, the input must "
-                           f"be 1D or 2D. Got {A.dim()}D.")
-    if dim is None and ord is not None and A.dim() != 1:
+    if dim is not None:
+        dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+        if len(dim) not in (1, 2):
+            raise RuntimeError(
+                f"linalg.norm: If dim is specified, it mut be of length 1 or 2. Got {list(dim)}"
+            )
+    elif ord is not None and A.dim() not in (1, 2):
         raise RuntimeError(
             f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
             f"Got {A.dim()}D."
         )
+    # A string order is always a matrix norm (matrix_norm then checks dim).
+    if isinstance(ord, str):
+        return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+    if ord is not None and ((dim is not None and len(dim) == 2) or (dim is None and A.dim() == 2)):
+        return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+    # ord None: the 2-norm over dim, which is also the Frobenius norm.
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
