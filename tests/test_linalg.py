@@ -457,6 +457,18 @@ def test_det_gradient_of_singular_matrices_is_the_cofactor_matrix():
     LA.det(C).sum().backward()
     np.testing.assert_allclose(to_np(C.grad)[0], cof, atol=1e-9)
     np.testing.assert_allclose(to_np(C.grad)[1], np.eye(3) * 4, atol=1e-12)
+    # 1x1 zero: d det / dA = 1 (PyTorch issue #80761)
+    Z = T([[0.0]], requires_grad=True)
+    LA.det(Z).backward()
+    assert Z.grad.item() == 1.0
+
+
+def test_det_second_order_at_a_singular_matrix():
+    # det of 2x2 is ad - bc: its Hessian is constant, also at det = 0.
+    A = T([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
+    (g,) = fg.autograd.grad(LA.det(A), A, create_graph=True)
+    (h,) = fg.autograd.grad(g[0, 0], A)  # d/dA of d det/da = d
+    np.testing.assert_allclose(to_np(h), [[0.0, 0.0], [0.0, 1.0]], atol=1e-9)
 
 
 def test_logdet_and_slogdet_at_singular_and_negative():

@@ -343,10 +343,15 @@ LinalgDet._backward_name = "LinalgDetBackward0"
 
 
 def _det_backward(g, A, d):
-    # d det(A) / dA is the cofactor matrix det(A) A^{-T}. Where det(A) = 0 the
-    # inverse does not exist, and PyTorch takes the cofactors from the SVD
-    # A = U S V^T: cof(A) = det(U) det(V^T) U diag(prod_{j != i} s_j) V^T.
-    if (_np(d) == 0).any():
+    # d det(A) / dA is the cofactor matrix det(A) A^{-T}. Near a singular
+    # matrix the inverse does not exist, and PyTorch (linalg_det_backward)
+    # takes the cofactors from the SVD A = U S V^T where |det| < 100 eps:
+    # cof(A) = det(U) det(V^T) U diag(prod_{j != i} s_j) V^T. That is finite
+    # and exact at det = 0 (PyTorch itself uses it there only for higher-order
+    # gradients; its first-order path returns zeros for an exactly singular
+    # matrix, which is not the derivative).
+    eps = np.finfo(np.float32 if A.dtype == _fg.float32 else np.float64).eps
+    if (np.abs(_np(d)) < 100 * eps).any():
         return _det_backward_svd(g, A)
     gd = (g * d).unsqueeze(-1).unsqueeze(-1)
     return gd * inv(A).mT
@@ -364,8 +369,8 @@ def _det_backward_svd(g, A):
 
 def det(A, *, out=None):
     """The determinant of each square matrix in ``A``; its gradient is the
-    cofactor matrix, taken from the SVD where the matrix is singular (so it is
-    finite there, as in PyTorch)."""
+    cofactor matrix, taken from the SVD where the matrix is (nearly) singular,
+    so it is finite and correct there."""
     _check_out(out)
     _check_matrix("linalg.det", A, square=True)
     return _call(LinalgDet, A)
