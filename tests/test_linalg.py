@@ -229,6 +229,17 @@ def test_lstsq_matches_numpy(batch, n, extra, seed, dtype):
     assert tuple(gels.rank.shape) == (0,)
 
 
+def test_lstsq_broadcasts_a_matrix_rhs_of_one_dimension_less():
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((2, 3, 2)), rng.standard_normal((3, 1))
+    x = LA.lstsq(T(a), T(b)).solution
+    assert tuple(x.shape) == (2, 2, 1)
+    for i in range(2):
+        np.testing.assert_allclose(to_np(x)[i], np.linalg.lstsq(a[i], b, rcond=None)[0])
+    raises(RuntimeError, "torch.linalg.lstsq: input.dim() must be greater or equal to "
+           "other.dim() and (input.dim() - other.dim()) <= 1", LA.lstsq, T(a[0]), T(a))
+
+
 def test_lstsq_vector_rhs_and_rank_deficient():
     a = np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])
     b = np.array([1.0, 2.0, 3.5])
@@ -599,6 +610,9 @@ def test_error_texts():
     raises(LA.LinAlgError, "linalg.cholesky: (Batch element 1): The factorization could not be "
            "completed because the input is not positive-definite (the leading minor of order 1 "
            "is not positive-definite).", LA.cholesky, T([np.eye(2), -np.eye(2)]))
+    raises(LA.LinAlgError, "linalg.cholesky: The factorization could not be completed because "
+           "the input is not positive-definite (the leading minor of order 1 is not "
+           "positive-definite).", LA.cholesky, fg.full((2, 2), float("nan")))
     raises(RuntimeError, "linalg.cholesky: Expected a floating point or complex tensor as "
            "input. Got Long", LA.cholesky, fg.tensor([[1]]))
     raises(LA.LinAlgError, "torch.linalg.solve: The solver failed because the input matrix is "

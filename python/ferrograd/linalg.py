@@ -538,6 +538,9 @@ class LinalgCholeskyEx(Function):
         try:
             L = np.linalg.cholesky(a)
         except np.linalg.LinAlgError:
+            L = None
+        # potrf also stops at a nan pivot, where NumPy returns nan quietly.
+        if L is None or not np.isfinite(L).all():
             fa = _flat_batches(a)
             L = np.empty_like(fa)
             flat_info = info.reshape(-1)
@@ -865,7 +868,7 @@ def svdvals(A, *, driver=None, out=None):
 # ----- pinv, lstsq, matrix_rank ------------------------------------------------------------------------
 
 
-def _tolerances(api, A, atol, rtol, smax):
+def _tolerances(A, atol, rtol, smax):
     """``max(atol, rtol * smax)`` with PyTorch's defaults: ``rtol`` is
     ``eps * max(m, n)`` when neither is given and 0 when only ``atol`` is."""
     eps = np.finfo(np.float32 if A.dtype == _fg.float32 else np.float64).eps
@@ -887,13 +890,13 @@ class LinalgPinv(Function):
             w, v = np.linalg.eigh(a)
             absw = np.abs(w)
             smax = absw.max(-1, keepdims=True) if w.shape[-1] else np.zeros(w.shape[:-1] + (1,))
-            tol = _tolerances("linalg.pinv", A, atol, rtol, smax)
+            tol = _tolerances(A, atol, rtol, smax)
             winv = np.where(absw > tol, 1.0 / np.where(w == 0, 1.0, w), 0.0)
             p = (v * winv[..., None, :]) @ np.swapaxes(v, -1, -2)
         else:
             u, s, vh = np.linalg.svd(a, full_matrices=False)
             smax = s[..., :1] if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
-            tol = _tolerances("linalg.pinv", A, atol, rtol, smax)
+            tol = _tolerances(A, atol, rtol, smax)
             sinv = np.where(s > tol, 1.0 / np.where(s == 0, 1.0, s), 0.0)
             p = (np.swapaxes(vh, -1, -2) * sinv[..., None, :]) @ np.swapaxes(u, -1, -2)
         P = _tensor(p, A)
@@ -948,7 +951,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     else:
         s = np.linalg.svd(a, compute_uv=False)
     smax = s.max(-1, keepdims=True) if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
-    tol = _tolerances("linalg.matrix_rank", A, atol, rtol, smax)
+    tol = _tolerances(A, atol, rtol, smax)
     return _int_tensor((s > tol).sum(-1))
 
 
@@ -1000,8 +1003,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
             f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
             f"input's dtype {A.dtype} and other's dtype {B.dtype}"
         )
-    vector = A.dim() - 1 == B.dim()
-    if B.dim() < 1 or not (vector or A.dim() == B.dim()):
+    vector = _is_vector_rhs(A, B)
+    if not 0 <= A.dim() - B.dim() <= 1:
         raise RuntimeError(
             "torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
             "(input.dim() - other.dim()) <= 1"
@@ -1380,6 +1383,10 @@ def _install():
         fn.__module__ = "ferrograd"
         # Set from here so the package's __init__ needs one line for linalg.
         setattr(_fg, name, fn)
+        if name not in _fg.__all__:
+            _fg.__all__.append(name)
+    if "linalg" not in _fg.__all__:
+        _fg.__all__.append("linalg")
     for name, fn in (
         ("det", _m_det),
         ("inverse", _m_inverse),
