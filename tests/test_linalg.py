@@ -316,7 +316,7 @@ def test_products_cross_vecdot_multi_dot_matrix_power_diagonal():
 
 # ----- gradients: first and second order ----------------------------------------------------
 
-GG = settings(max_examples=6)
+GG = settings(max_examples=15)
 
 
 @GG
