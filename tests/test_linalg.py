@@ -308,6 +308,9 @@ def test_products_cross_vecdot_multi_dot_matrix_power_diagonal():
         want = np.linalg.matrix_power(m, p)
         np.testing.assert_allclose(to_np(LA.matrix_power(T(m), p)), want, rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(to_np(T(m).matrix_power(p)), want, rtol=1e-9, atol=1e-9)
+    P0 = LA.matrix_power(T([[math.inf, 1.0], [2.0, 3.0]], requires_grad=True), 0)
+    np.testing.assert_array_equal(to_np(P0), np.eye(2))
+    assert P0.requires_grad
     np.testing.assert_allclose(to_np(LA.diagonal(T(a))), np.diagonal(a, axis1=-2, axis2=-1))
     np.testing.assert_allclose(to_np(LA.diagonal(T(a), offset=1)),
                                np.diagonal(a, 1, axis1=-2, axis2=-1))

@@ -505,11 +505,12 @@ def _solve(A, B, left, out, api):
             f"linalg.solve: Incompatible shapes of A and B for the equation "
             f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {shape_b})"
         )
-    batch = tuple(_fg.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
-    if tuple(A.shape[:-2]) != batch:
-        A = A.broadcast_to(batch + tuple(A.shape[-2:]))
-    if tuple(B.shape[:-2]) != batch:
-        B = B.broadcast_to(batch + tuple(B.shape[-2:]))
+    if A.shape[:-2] != B.shape[:-2]:
+        batch = tuple(_fg.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+        if tuple(A.shape[:-2]) != batch:
+            A = A.broadcast_to(batch + tuple(A.shape[-2:]))
+        if tuple(B.shape[:-2]) != batch:
+            B = B.broadcast_to(batch + tuple(B.shape[-2:]))
     X, info = _call(LinalgSolveEx, A, B, api)
     if not left:
         X = X.mT
@@ -1261,7 +1262,10 @@ def matrix_power(A, n, *, out=None):
         )
     n = operator.index(n)
     if n == 0:
-        return A * 0 + _C.eye(A.shape[-1], dtype=A.dtype)
+        # The identity, still connected to A (zero gradient) as PyTorch's
+        # clone-and-copy is; `where` rather than A * 0 keeps inf/nan out.
+        eye = _C.eye(A.shape[-1], dtype=A.dtype).expand(*A.shape)
+        return _C.where(_C.ones(tuple(A.shape), dtype=_fg.bool), eye, A)
     if n < 0:
         A = inv(A)
         n = -n
