@@ -393,6 +393,8 @@ def test_svd_gradients(batch, m, n, seed, full):
 
     check_grads(f, A)
     check_grads(LA.svdvals, A)
+    # torch.svd's V convention: the same factorisation, reassembled
+    check_grads(lambda a: (lambda r: (r.U * r.S.unsqueeze(-2)) @ r.V.mT)(fg.svd(a)), A)
     check_grads(lambda a: LA.matrix_norm(a, "nuc"), A)
     check_grads(lambda a: LA.matrix_norm(a, 2), A)
 
@@ -447,6 +449,10 @@ def test_det_and_logdet_closed_form_gradients(batch, n, seed):
     LA.slogdet(A).logabsdet.sum().backward()
     np.testing.assert_allclose(to_np(A.grad), inv_t, rtol=1e-9, atol=1e-10)
     A.grad = None
+    P = T(symmetric(np.random.default_rng(seed), batch, n, spd=True), requires_grad=True)
+    fg.logdet(P).sum().backward()
+    np.testing.assert_allclose(to_np(P.grad), np.swapaxes(np.linalg.inv(to_np(P)), -1, -2),
+                               rtol=1e-9, atol=1e-10)
     LA.inv(A).sum().backward()
     ia = np.linalg.inv(a)
     ones = np.ones_like(a)
