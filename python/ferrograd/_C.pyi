@@ -195,6 +195,8 @@ __all__ = [
     "nll_loss",
     "cross_entropy",
     "_function_node",
+    # optim
+    "_foreach_optim",
 ]
 
 # ----- classes -------------------------------------------------------------------
