@@ -499,3 +499,25 @@ def test_lbfgs_minimises_rosenbrock(line_search):
     np.testing.assert_allclose(x.detach().numpy(), [1.0, 1.0], atol=tol)
     state = opt.state[x]
     assert state["n_iter"] > 0 and state["func_evals"] >= state["n_iter"]
+
+
+def test_gradient_sharing_the_parameters_memory():
+    # The fused kernel refuses aliasing memory; the step then runs per tensor
+    # on a copy of the gradient, which is what an op-by-op update would read.
+    p = nn.Parameter(torch.ones(3))
+    p.grad = p.detach()
+    opt = optim.SGD([p], lr=0.5, momentum=0.9)
+    opt.step()
+    assert p.tolist() == [0.5, 0.5, 0.5]
+    assert opt.state[p]["momentum_buffer"].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_step_records_nothing_and_invalidates_saved_parameters():
+    w = nn.Parameter(torch.ones(3))
+    y = (w * w).sum()  # saves w
+    w.grad = torch.ones(3)
+    v = w._version
+    optim.Adam([w]).step()
+    assert w.is_leaf and w.grad_fn is None and w._version == v + 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

@@ -204,6 +204,8 @@ __all__ = [
     "kthvalue",
     "median",
     "nanmedian",
+    # optim
+    "_foreach_optim",
 ]
 
 # ----- classes -------------------------------------------------------------------

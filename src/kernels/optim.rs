@@ -8,6 +8,10 @@
 //! NumPy reference of the published update. No fused multiply-add is used:
 //! it would round differently from that reference.
 
+// Updates are spelled `p = p + value * x`, as the PyTorch op each line
+// mirrors (`addcdiv_`, `add_(alpha=)`) reads; `+=` would round the same.
+#![allow(clippy::assign_op_pattern)]
+
 use multiversion::multiversion;
 
 use crate::tensor::Float;

@@ -2,7 +2,7 @@
 (``ferrograd.optim`` as ``torch.optim``). Every first-order optimizer updates
 all parameters of a group with one fused multi-tensor call into Rust."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
@@ -26,4 +26,5 @@ __all__ = [
     "RMSprop",
     "SGD",
     "lr_scheduler",
+    "swa_utils",
 ]
