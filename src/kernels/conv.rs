@@ -287,6 +287,11 @@ pub fn conv_backward_input<T: Float>(g: &Geom, gy: &[T], wt: &[T], bias: Option<
 }
 
 /// The weight's gradient `gw[O, C/groups, KH, KW] = sum_n gy_n @ cols(x_n)^T`.
+///
+/// Computed transposed, `gw_g^T[k, og] += cols_g[k, l] @ gy_g^T[l, og]`, and
+/// turned around once at the end: the gemm crate reads a transposed left
+/// operand much faster than a transposed right one (measured 0.27 vs 0.63 ms
+/// for one 64x1024x288 product).
 pub fn conv_backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
     let (k, og, l) = (g.k(), g.og(), g.l());
     let in_n = g.c * g.h * g.w;
@@ -326,11 +331,11 @@ pub fn conv_backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
                 &cols
             };
             for gi in 0..g.groups {
-                let a = mat(gy[s * out_n + gi * og * l..].as_ptr(), og, l, l, 1);
-                // cols_g^T: [l, k].
-                let b = mat(src[gi * k * l..].as_ptr(), l, k, 1, l);
-                // SAFETY: operands inside `gy` / `src`; the result inside the accumulator.
-                unsafe { gemm_add_into(a, b, dw.add(gi * og * k), par) };
+                let a = mat(src[gi * k * l..].as_ptr(), k, l, l, 1);
+                // gy_g^T: [l, og].
+                let b = mat(gy[s * out_n + gi * og * l..].as_ptr(), l, og, 1, l);
+                // SAFETY: operands inside `src` / `gy`; the result inside the accumulator.
+                unsafe { gemm_add_into(a, b, dw.add(gi * k * og), par) };
             }
         }
     };
@@ -345,8 +350,17 @@ pub fn conv_backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
             *a += *b;
         }
     }
-    acc.truncate(wn);
-    acc
+    let mut gw: Vec<T> = crate::error::filled_vec(wn, <T as Element>::zero());
+    for gi in 0..g.groups {
+        let src = &first[gi * k * og..(gi + 1) * k * og];
+        let dst = &mut gw[gi * og * k..(gi + 1) * og * k];
+        for r in 0..k {
+            for o in 0..og {
+                dst[o * k + r] = src[r * og + o];
+            }
+        }
+    }
+    gw
 }
 
 #[cfg(test)]
