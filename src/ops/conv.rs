@@ -356,7 +356,10 @@ fn conv_op(
             &out,
             saved![x, w],
             move |c| {
-                let (x, w, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
+                let (x, w) = (c.saved(0)?, c.saved(1)?);
+                // Laid out once for both products (a `sum()`'s gradient is a
+                // broadcast scalar); recorded, so a double backward sees it.
+                let g = &super::contiguous(c.grad()?)?;
                 let plain = ConvParams {
                     transposed: false,
                     output_padding: [0, 0],
