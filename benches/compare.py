@@ -40,9 +40,19 @@ from typing import Any, Callable
 import numpy as np
 
 WORKLOADS = [
-    "elementwise", "scalar_chain", "matmul1024", "matmul_sizes", "tanh", "mlp", "mlp_rss",
-    "optim", "dataloader", "save_load",
-]  # fmt: skip
+    "elementwise",
+    "scalar_chain",
+    "matmul1024",
+    "matmul_sizes",
+    "tanh",
+    "mlp",
+    "mlp_rss",
+    "optim",
+    "dataloader",
+    "save_load",
+    "conv2d",
+    "lenet",
+]
 NA_ERRORS = (AttributeError, TypeError, NotImplementedError)
 LR = 0.01
 NOISY = 1.5  # median/best sample ratio above which a cell is marked noisy
@@ -74,6 +84,8 @@ class Config:
     dl_batch: int = 64
     sl_tensors: int = 100
     sl_numel: int = 1_000_000
+    conv: tuple = (32, 32, 64, 32)  # batch, in channels, out channels, image side
+    lenet_batch: int = 64
 
 
 def make_config(args) -> Config:
@@ -98,6 +110,8 @@ def make_config(args) -> Config:
             dl_shape=(600, 16),
             sl_tensors=4,
             sl_numel=1000,
+            conv=(2, 4, 8, 8),
+            lenet_batch=4,
         )
     else:
         cfg = Config(
@@ -380,6 +394,76 @@ def make_optim_step(kind: str):
 
 def make_mlp(train: bool):
     return lambda lib, cfg: build_mlp(lib, cfg.mlp_dims, cfg.batch, cfg.loss, train)
+
+
+def make_conv2d(grad: bool):
+    """``F.conv2d`` 3x3, padding 1, with a bias; fwd+bwd reduces the output with ``sum``."""
+
+    def make(lib, cfg):
+        b, cin, cout, side = cfg.conv
+        r = rng()
+        x = lib.tensor(r.standard_normal((b, cin, side, side), np.float32), requires_grad=grad)
+        w = (r.standard_normal((cout, cin, 3, 3)) / np.sqrt(cin * 9)).astype(np.float32)
+        w = lib.tensor(w, requires_grad=grad)
+        bias = lib.tensor(r.standard_normal(cout).astype(np.float32), requires_grad=grad)
+        conv2d = lib.mod.nn.functional.conv2d
+
+        def forward():
+            return {"y": conv2d(x, w, bias, padding=1)}
+
+        def fwd_bwd():
+            for t in (x, w, bias):
+                lib.clear_grad(t)
+            conv2d(x, w, bias, padding=1).sum().backward()
+            return {"grad_w": w.grad, "grad_x": x.grad}
+
+        return fwd_bwd if grad else forward
+
+    return make
+
+
+def make_lenet(lib, cfg):
+    """LeNet-5 on 1x28x28 (conv 6@5x5 pad 2, max pool, conv 16@5x5, max pool, 120-84-10),
+    one cross-entropy SGD step written with the functional API."""
+    r = rng()
+    shapes = [
+        (6, 1, 5, 5),
+        (6,),
+        (16, 6, 5, 5),
+        (16,),
+        (120, 400),
+        (120,),
+        (84, 120),
+        (84,),
+        (10, 84),
+        (10,),
+    ]
+    params = []
+    for shape in shapes:
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
+        a = (r.uniform(-1, 1, shape) / np.sqrt(fan_in)).astype(np.float32)
+        params.append(lib.tensor(a, requires_grad=True))
+    n = cfg.lenet_batch
+    x = lib.tensor(r.standard_normal((n, 1, 28, 28), np.float32))
+    target = lib.tensor(r.integers(0, 10, n).astype(np.int64))
+    F = lib.mod.nn.functional
+
+    def step():
+        c1, b1, c2, b2, w3, b3, w4, b4, w5, b5 = params
+        h = F.max_pool2d(lib.relu(F.conv2d(x, c1, b1, padding=2)), 2)
+        h = F.max_pool2d(lib.relu(F.conv2d(h, c2, b2)), 2)
+        h = h.reshape(n, 400)
+        h = lib.relu(F.linear(h, w3, b3))
+        h = lib.relu(F.linear(h, w4, b4))
+        loss = lib.cross_entropy(F.linear(h, w5, b5), target)
+        for p in params:
+            lib.clear_grad(p)
+        loss.backward()
+        g = params[0].grad
+        lib.sgd_step(params)
+        return {"loss": loss, "grad_conv1": g}
+
+    return step
 
 
 # ------------------------------------------------------------------------------ rows
@@ -724,6 +808,7 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
     loss = "CE" if cfg.loss == "ce" else "MSE"
     optim_k, optim_n = cfg.optim_params
     dl = cfg.dl_shape
+    cb, cin, cout, side = cfg.conv
     return [
         Row(
             "elementwise",
@@ -838,6 +923,30 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
             timed(make_optim_step("sgd"), ms),
             target=Target(">=1.5x torch", 1.5),
             rtol=1e-5,
+        ),
+        Row(
+            "conv2d",
+            f"conv2d {cb}x{cin}x{side}x{side} -> {cout}, 3x3 pad 1, fwd",
+            "ms",
+            timed(make_conv2d(False), ms),
+            grad=False,
+            rtol=1e-2,
+        ),
+        Row(
+            "conv2d",
+            f"conv2d {cb}x{cin}x{side}x{side} -> {cout}, 3x3 pad 1, fwd+bwd",
+            "ms",
+            timed(make_conv2d(True), ms),
+            target=Target(">=1.0x torch", 1.0),
+            rtol=1e-2,
+        ),
+        Row(
+            "lenet",
+            f"LeNet-5 b{cfg.lenet_batch} 1x28x28 CE, SGD step",
+            "ms",
+            timed(lambda lib, cfg: make_lenet(lib, cfg), ms),
+            target=Target(">=1.2x torch", 1.2),
+            rtol=1e-2,
         ),
         Row(
             "mlp_rss",

@@ -206,6 +206,16 @@ __all__ = [
     "nanmedian",
     # optim
     "_foreach_optim",
+    # convolution, pooling, padding, unfold/fold, resampling (src/py/nn_conv.rs)
+    "convolution",
+    "max_pool2d_with_indices",
+    "adaptive_max_pool2d",
+    "avg_pool2d",
+    "adaptive_avg_pool2d",
+    "upsample",
+    "constant_pad_nd",
+    "im2col",
+    "col2im",
 ]
 
 # ----- classes -------------------------------------------------------------------
@@ -1090,3 +1100,58 @@ def _st_write(
 def _st_read(
     source: _int | bytes, entries: list[tuple[_str, _str, list[_int], _int, _int]], mmap: _bool
 ) -> list[Tensor]: ...
+# ----- convolution, pooling, padding, unfold/fold, resampling (src/py/nn_conv.rs) -----------
+
+def convolution(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    dilation: Sequence[_int],
+    transposed: _bool,
+    output_padding: Sequence[_int],
+    groups: _int,
+) -> Tensor: ...
+def max_pool2d_with_indices(
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    dilation: Sequence[_int],
+    ceil_mode: _bool,
+) -> tuple[Tensor, Tensor]: ...
+def adaptive_max_pool2d(input: Tensor, output_size: Sequence[_int]) -> tuple[Tensor, Tensor]: ...
+def avg_pool2d(
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    ceil_mode: _bool,
+    count_include_pad: _bool,
+    divisor_override: _int | None,
+) -> Tensor: ...
+def adaptive_avg_pool2d(input: Tensor, output_size: Sequence[_int]) -> Tensor: ...
+def upsample(
+    input: Tensor,
+    size: Sequence[_int],
+    scales: Sequence[_float | None],
+    mode: _str,
+    align_corners: _bool,
+) -> Tensor: ...
+def constant_pad_nd(input: Tensor, pad: Sequence[_int], value: _float = 0.0) -> Tensor: ...
+def im2col(
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    dilation: Sequence[_int],
+    padding: Sequence[_int],
+    stride: Sequence[_int],
+) -> Tensor: ...
+def col2im(
+    input: Tensor,
+    output_size: Sequence[_int],
+    kernel_size: Sequence[_int],
+    dilation: Sequence[_int],
+    padding: Sequence[_int],
+    stride: Sequence[_int],
+) -> Tensor: ...

@@ -246,7 +246,7 @@ pub fn convolution(
             fmt_shape(&xs)
         )));
     }
-    conv_op(input, weight, bias, p)
+    conv_op(input, weight, bias, p, None)
 }
 
 /// The geometry of the convolution whose input is `x` (`[N, C, ...]`) and
@@ -307,9 +307,21 @@ fn fit_output_padding(
 }
 
 /// The checked convolution: computes and records `ConvolutionBackward0`.
-fn conv_op(x: &Tensor, w: &Tensor, b: Option<&Tensor>, p: ConvParams) -> Result<Tensor> {
+///
+/// `out` fixes a plain convolution's output size: the gradient of a
+/// transposed convolution whose output padding reaches past the stride (as
+/// a dilation allows) must come out the size of that convolution's input,
+/// one less than the formula gives.
+fn conv_op(
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    p: ConvParams,
+    out: Option<[usize; 2]>,
+) -> Result<Tensor> {
     let (xs, ws) = (x.shape(), w.shape());
     let (isz, ksz) = (spatial(&xs), spatial(&ws));
+    let fixed = out;
     let out = {
         let (xc, wc) = (contiguous_of(x), contiguous_of(w));
         let bc = b.map(contiguous_of);
@@ -326,7 +338,7 @@ fn conv_op(x: &Tensor, w: &Tensor, b: Option<&Tensor>, p: ConvParams) -> Result<
                 let g = geom(&with_spatial(xs[0], co, osz, p.sd), &ws, isz, &p);
                 Tensor::from_vec(kc::conv_backward_input::<T>(&g, xd, wd, bd), with_spatial(xs[0], co, osz, p.sd))
             } else {
-                let osz = conv_out(isz, ksz, &p);
+                let osz = fixed.unwrap_or_else(|| conv_out(isz, ksz, &p));
                 let g = geom(&xs, &ws, osz, &p);
                 Tensor::from_vec(kc::conv_forward::<T>(&g, xd, wd, bd), with_spatial(xs[0], ws[0], osz, p.sd))
             }
@@ -344,14 +356,20 @@ fn conv_op(x: &Tensor, w: &Tensor, b: Option<&Tensor>, p: ConvParams) -> Result<
             &out,
             saved![x, w],
             move |c| {
-                let (x, w, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
+                let (x, w) = (c.saved(0)?, c.saved(1)?);
+                // Laid out once for both products (a `sum()`'s gradient is a
+                // broadcast scalar); recorded, so a double backward sees it.
+                let g = &super::contiguous(c.grad()?)?;
                 let plain = ConvParams {
                     transposed: false,
                     output_padding: [0, 0],
                     ..p
                 };
                 let (gx, gw) = if p.transposed {
-                    let gx = c.needs(0).then(|| conv_op(g, w, None, plain)).transpose()?;
+                    let gx = c
+                        .needs(0)
+                        .then(|| conv_op(g, w, None, plain, Some(isz)))
+                        .transpose()?;
                     let gw = c.needs(1).then(|| wgrad_op(g, x, ksz, plain)).transpose()?;
                     (gx, gw)
                 } else {
@@ -364,7 +382,7 @@ fn conv_op(x: &Tensor, w: &Tensor, b: Option<&Tensor>, p: ConvParams) -> Result<
                                 output_padding: op,
                                 ..p
                             };
-                            conv_op(g, w, None, tp)
+                            conv_op(g, w, None, tp, None)
                         })
                         .transpose()?;
                     let gw = c.needs(1).then(|| wgrad_op(x, g, ksz, p)).transpose()?;
@@ -418,10 +436,13 @@ fn wgrad_op(x: &Tensor, gy: &Tensor, ksz: [usize; 2], p: ConvParams) -> Result<T
                             output_padding: fit_output_padding(isz, osz, ksz, &p),
                             ..p
                         };
-                        conv_op(gy, gg, None, tp)
+                        conv_op(gy, gg, None, tp, None)
                     })
                     .transpose()?;
-                let ggy = c.needs(1).then(|| conv_op(x, gg, None, p)).transpose()?;
+                let ggy = c
+                    .needs(1)
+                    .then(|| conv_op(x, gg, None, p, Some(osz)))
+                    .transpose()?;
                 Ok(smallvec![gx, ggy])
             },
         );
