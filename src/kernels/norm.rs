@@ -4,8 +4,8 @@
 //! tensor seen as `blocks` runs of `s` elements (one run per sample and
 //! channel, `s` the spatial size). Statistics come from per-block moments
 //! merged per group with Chan's formula, the normalise-and-affine step is one
-//! `x * scale[b] + shift[b]` pass, and the backward rule reduces to two sums
-//! per block followed by one `k1[b] * g + k2[b] * x + k3[b]` pass. Layer norm
+//! `(x - mean) * scale[b] + shift[b]` pass, and the backward rule reduces to two sums
+//! per block followed by one `k1[b] * g + k2[b] * (x - mean) + k3[b]` pass. Layer norm
 //! has its own row kernels because its affine parameters vary along the row.
 //!
 //! Moments use a shifted two-accumulator pass in float64 (the shift is the
@@ -89,9 +89,9 @@ fn grad_sums<T: Float>(g: &[T], x: &[T], c: f64) -> (f64, f64) {
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
-fn scale_shift<T: Float>(x: &[T], out: &mut [MaybeUninit<T>], a: T, b: T) {
+fn scale_shift<T: Float>(x: &[T], out: &mut [MaybeUninit<T>], c: T, a: T, b: T) {
     for (o, &v) in out.iter_mut().zip(x) {
-        o.write(v * a + b);
+        o.write((v - c) * a + b);
     }
 }
 
@@ -99,9 +99,10 @@ fn scale_shift<T: Float>(x: &[T], out: &mut [MaybeUninit<T>], a: T, b: T) {
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
-fn linear2<T: Float>(g: &[T], x: &[T], out: &mut [MaybeUninit<T>], k1: T, k2: T, k3: T) {
+fn linear2<T: Float>(g: &[T], x: &[T], out: &mut [MaybeUninit<T>], k: [T; 4]) {
+    let [k1, k2, c, k3] = k;
     for ((o, &gv), &xv) in out.iter_mut().zip(g).zip(x) {
-        o.write(k1 * gv + k2 * xv + k3);
+        o.write(k1 * gv + k2 * (xv - c) + k3);
     }
 }
 
@@ -156,8 +157,9 @@ pub fn merge_moments(
     }
 }
 
-/// `out[b-th block] = x * scale[b] + shift[b]`.
-pub fn block_apply<T: Float>(x: &[T], s: usize, scale: &[T], shift: &[T]) -> Vec<T> {
+/// `out[b-th block] = (x - center[b]) * scale[b] + shift[b]`: centring
+/// first keeps float32 results exact when the mean dwarfs the spread.
+pub fn block_apply<T: Float>(x: &[T], s: usize, center: &[T], scale: &[T], shift: &[T]) -> Vec<T> {
     let n = x.len();
     build_vec(n, |out| {
         let o = SendPtr(out.as_mut_ptr());
@@ -167,7 +169,13 @@ pub fn block_apply<T: Float>(x: &[T], s: usize, scale: &[T], shift: &[T]) -> Vec
                 unsafe { std::slice::from_raw_parts_mut(o.get().add(b0 * s), (b1 - b0) * s) };
             for b in b0..b1 {
                 let r = (b - b0) * s..(b - b0 + 1) * s;
-                scale_shift(&x[b * s..(b + 1) * s], &mut part[r], scale[b], shift[b]);
+                scale_shift(
+                    &x[b * s..(b + 1) * s],
+                    &mut part[r],
+                    center[b],
+                    scale[b],
+                    shift[b],
+                );
             }
         });
     })
@@ -198,19 +206,19 @@ pub fn block_grad_sums<T: Float>(
     (sg, sgx)
 }
 
-/// `out[b-th block] = k1[b] * g + k2[b] * x + k3[b]`.
-pub fn block_linear<T: Float>(g: &[T], x: &[T], s: usize, k1: &[T], k2: &[T], k3: &[T]) -> Vec<T> {
+/// `out[b-th block] = k1 * g + k2 * (x - c) + k3` with `[k1, k2, c, k3] = k[b]`.
+pub fn block_linear<T: Float>(g: &[T], x: &[T], s: usize, k: &[[T; 4]]) -> Vec<T> {
     let n = x.len();
     build_vec(n, |out| {
         let o = SendPtr(out.as_mut_ptr());
-        for_ranges(k1.len(), s, |b0, b1| {
+        for_ranges(k.len(), s, |b0, b1| {
             // SAFETY: blocks b0..b1 cover a disjoint part of `out`.
             let part =
                 unsafe { std::slice::from_raw_parts_mut(o.get().add(b0 * s), (b1 - b0) * s) };
             for b in b0..b1 {
                 let r = b * s..(b + 1) * s;
                 let pr = (b - b0) * s..(b - b0 + 1) * s;
-                linear2(&g[r.clone()], &x[r], &mut part[pr], k1[b], k2[b], k3[b]);
+                linear2(&g[r.clone()], &x[r], &mut part[pr], k[b]);
             }
         });
     })

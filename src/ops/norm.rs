@@ -138,15 +138,21 @@ fn block_forward<T: Float>(
     b: Option<&[f64]>,
 ) -> Vec<T> {
     let nb = l.n * l.c;
+    let mut center = Vec::with_capacity(nb);
     let mut scale = Vec::with_capacity(nb);
     let mut shift = Vec::with_capacity(nb);
     for blk in 0..nb {
         let (q, ci) = (l.group_of(blk), blk % l.c);
+        // The mean rounded to T is subtracted exactly; what rounding lost
+        // is folded into the shift.
+        let c = T::from_f64(mean[q]);
+        let lo = mean[q] - Element::to_f64(c);
         let a = rstd[q] * w.map_or(1.0, |w| w[ci]);
+        center.push(c);
         scale.push(T::from_f64(a));
-        shift.push(T::from_f64(b.map_or(0.0, |b| b[ci]) - mean[q] * a));
+        shift.push(T::from_f64(b.map_or(0.0, |b| b[ci]) - lo * a));
     }
-    kn::block_apply(x, l.s, &scale, &shift)
+    kn::block_apply(x, l.s, &center, &scale, &shift)
 }
 
 /// The fused closed-form backward: `(dx, dw, db)`. With `input_stats` the
@@ -177,23 +183,30 @@ fn block_backward<T: Float>(
         gb[q] += wc * sgx[blk];
     }
     let m = l.group_len() as f64;
-    let mut k1 = Vec::with_capacity(nb);
-    let mut k2 = Vec::with_capacity(nb);
-    let mut k3 = Vec::with_capacity(nb);
-    for blk in 0..nb {
-        let (q, ci) = (l.group_of(blk), blk % l.c);
-        let r = rstd[q];
-        k1.push(T::from_f64(w.map_or(1.0, |w| w[ci]) * r));
-        if input_stats {
-            let c2 = -r * r * r * gb[q] / m;
-            k2.push(T::from_f64(c2));
-            k3.push(T::from_f64(-r * ga[q] / m - mean[q] * c2));
-        } else {
-            k2.push(<T as Element>::zero());
-            k3.push(<T as Element>::zero());
-        }
-    }
-    (kn::block_linear(g, x, l.s, &k1, &k2, &k3), dw, db)
+    // dx = w r g - r A / m - (x - mean) r^3 B / m, with A = sum(w g) and
+    // B = sum(w g (x - mean)) over the group; only the first term without
+    // input statistics.
+    let k: Vec<[T; 4]> = (0..nb)
+        .map(|blk| {
+            let (q, ci) = (l.group_of(blk), blk % l.c);
+            let r = rstd[q];
+            let k1 = w.map_or(1.0, |w| w[ci]) * r;
+            let (k2, k3) = if input_stats {
+                (-r * r * r * gb[q] / m, -r * ga[q] / m)
+            } else {
+                (0.0, 0.0)
+            };
+            let c = T::from_f64(mean[q]);
+            let lo = mean[q] - Element::to_f64(c);
+            [
+                T::from_f64(k1),
+                T::from_f64(k2),
+                c,
+                T::from_f64(k3 - k2 * lo),
+            ]
+        })
+        .collect();
+    (kn::block_linear(g, x, l.s, &k), dw, db)
 }
 
 /// The differentiable form of the same backward, for `create_graph`.
