@@ -195,7 +195,10 @@ def test_embedding_bag_2d_per_sample_weights_and_last_offset():
     )
     assert gradcheck(f, (wt, pt)) and gradgradcheck(f, (wt, pt))
     last = F.embedding_bag(
-        fg.tensor(idx.reshape(-1)), wt, fg.tensor([0, 3, 6]), mode="mean",
+        fg.tensor(idx.reshape(-1)),
+        wt,
+        fg.tensor([0, 3, 6]),
+        mode="mean",
         include_last_offset=True,
     )
     np.testing.assert_allclose(

@@ -127,9 +127,7 @@ def test_instance_norm_matches_numpy():
     assert m.weight is None and m.running_mean is None
     np.testing.assert_allclose(m(fg.tensor(x, dtype=fg.float64)).numpy(), want, atol=1e-12)
     # unbatched (C, H, W)
-    np.testing.assert_allclose(
-        m(fg.tensor(x[0], dtype=fg.float64)).numpy(), want[0], atol=1e-12
-    )
+    np.testing.assert_allclose(m(fg.tensor(x[0], dtype=fg.float64)).numpy(), want[0], atol=1e-12)
 
 
 # ----- gradients -------------------------------------------------------------------------
