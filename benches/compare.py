@@ -39,7 +39,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-WORKLOADS = ["elementwise", "scalar_chain", "matmul1024", "matmul_sizes", "tanh", "mlp", "mlp_rss"]
+WORKLOADS = [
+    "elementwise",
+    "scalar_chain",
+    "matmul1024",
+    "matmul_sizes",
+    "tanh",
+    "mlp",
+    "mlp_rss",
+    "batchnorm",
+    "layernorm",
+]
 NA_ERRORS = (AttributeError, TypeError, NotImplementedError)
 LR = 0.01
 NOISY = 1.5  # median/best sample ratio above which a cell is marked noisy
@@ -66,6 +76,8 @@ class Config:
     rss_steps: int = 1000
     loss: str = "mse"
     threads: int = 1
+    bn_shape: tuple = (64, 64, 32, 32)
+    ln_shape: tuple = (64, 128, 512)
 
 
 def make_config(args) -> Config:
@@ -86,6 +98,8 @@ def make_config(args) -> Config:
             mlp_dims=(64, 32, 16, 10),
             batch=16,
             rss_steps=20,
+            bn_shape=(4, 8, 4, 4),
+            ln_shape=(4, 8, 16),
         )
     else:
         cfg = Config(
@@ -341,6 +355,37 @@ def build_mlp(lib, dims, batch: int, loss_kind: str, train: bool) -> Callable:
 
 def make_mlp(train: bool):
     return lambda lib, cfg: build_mlp(lib, cfg.mlp_dims, cfg.batch, cfg.loss, train)
+
+
+def make_norm(kind: str, grad: bool):
+    """`BatchNorm2d(C)` in training mode or `LayerNorm(D)`, then a weighted sum so the
+    gradient reaching the layer is not constant (a constant one cancels in batch norm)."""
+
+    def make(lib, cfg):
+        r = rng()
+        shape = cfg.bn_shape if kind == "bn" else cfg.ln_shape
+        nn = lib.mod.nn
+        mod = nn.BatchNorm2d(shape[1]) if kind == "bn" else nn.LayerNorm(shape[-1])
+        x = lib.tensor(r.standard_normal(shape).astype(np.float32), requires_grad=grad)
+        gy = lib.tensor(r.standard_normal(shape).astype(np.float32))
+        if not grad:
+
+            def forward():
+                with lib.no_grad():
+                    return {"out_sum": (mod(x) * gy).sum()}
+
+            return forward
+
+        def fwd_bwd():
+            for p in (x, mod.weight, mod.bias):
+                lib.clear_grad(p)
+            loss = (mod(x) * gy).sum()
+            loss.backward()
+            return {"loss": loss, "grad_x": x.grad, "grad_w": mod.weight.grad}
+
+        return fwd_bwd
+
+    return make
 
 
 # ------------------------------------------------------------------------------ rows
@@ -741,6 +786,38 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
             rss.growth,
             ratio=False,
             target=Target("<=5% growth", max_value=5.0),
+        ),
+        Row(
+            "batchnorm",
+            f"BatchNorm2d({cfg.bn_shape[1]}) on {'x'.join(map(str, cfg.bn_shape))}, fwd",
+            "ms",
+            timed(make_norm("bn", False), ms),
+            grad=False,
+            rtol=1e-3,
+        ),
+        Row(
+            "batchnorm",
+            f"BatchNorm2d({cfg.bn_shape[1]}) on {'x'.join(map(str, cfg.bn_shape))}, fwd+bwd",
+            "ms",
+            timed(make_norm("bn", True), ms),
+            target=Target(">=1.0x torch", 1.0),
+            rtol=1e-3,
+        ),
+        Row(
+            "layernorm",
+            f"LayerNorm({cfg.ln_shape[-1]}) on {'x'.join(map(str, cfg.ln_shape))}, fwd",
+            "ms",
+            timed(make_norm("ln", False), ms),
+            grad=False,
+            rtol=1e-3,
+        ),
+        Row(
+            "layernorm",
+            f"LayerNorm({cfg.ln_shape[-1]}) on {'x'.join(map(str, cfg.ln_shape))}, fwd+bwd",
+            "ms",
+            timed(make_norm("ln", True), ms),
+            target=Target(">=1.0x torch", 1.0),
+            rtol=1e-3,
         ),
     ]
 
