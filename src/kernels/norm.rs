@@ -109,7 +109,7 @@ fn linear2<T: Float>(g: &[T], x: &[T], out: &mut [MaybeUninit<T>], k: [T; 4]) {
 /// Per-block mean and sum of squared deviations (`m2`) of `x`, seen as
 /// `x.len() / s` blocks of `s` elements.
 pub fn block_moments<T: Float>(x: &[T], s: usize) -> (Vec<f64>, Vec<f64>) {
-    let blocks = if s == 0 { 0 } else { x.len() / s };
+    let blocks = x.len().checked_div(s).unwrap_or(0);
     let mut mean = vec![0f64; blocks];
     let mut m2 = vec![0f64; blocks];
     let (pm, pq) = (SendPtr(mean.as_mut_ptr()), SendPtr(m2.as_mut_ptr()));
@@ -182,6 +182,7 @@ pub fn block_apply<T: Float>(x: &[T], s: usize, center: &[T], scale: &[T], shift
 }
 
 /// Per-block `(sum(g), sum(g * (x - center[b])))` in float64.
+#[allow(clippy::needless_range_loop)]
 pub fn block_grad_sums<T: Float>(
     g: &[T],
     x: &[T],
@@ -207,6 +208,7 @@ pub fn block_grad_sums<T: Float>(
 }
 
 /// `out[b-th block] = k1 * g + k2 * (x - c) + k3` with `[k1, k2, c, k3] = k[b]`.
+#[allow(clippy::needless_range_loop)]
 pub fn block_linear<T: Float>(g: &[T], x: &[T], s: usize, k: &[[T; 4]]) -> Vec<T> {
     let n = x.len();
     build_vec(n, |out| {
@@ -269,7 +271,7 @@ pub fn layer_norm<T: Float>(
     b: Option<&[T]>,
     eps: f64,
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
-    let rows = if m == 0 { 0 } else { x.len() / m };
+    let rows = x.len().checked_div(m).unwrap_or(0);
     let mut mean = vec![<T as Element>::zero(); rows];
     let mut rstd = vec![<T as Element>::zero(); rows];
     let (pm, pr) = (SendPtr(mean.as_mut_ptr()), SendPtr(rstd.as_mut_ptr()));

@@ -545,7 +545,7 @@ pub fn layer_norm(
     }
     check_same_dtype(x, &[w, b])?;
     let m: usize = normalized_shape.iter().product();
-    let rows = if m == 0 { 0 } else { x.numel() / m };
+    let rows = x.numel().checked_div(m).unwrap_or(0);
     let xd = x.contiguous_data();
     let (wd, bd) = (
         w.map(|t| t.contiguous_data()),
