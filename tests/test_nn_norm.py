@@ -359,3 +359,24 @@ def test_bad_input_leaves_running_stats_unchanged():
     with pytest.raises(RuntimeError):
         F.batch_norm(fg.randn(4, 3), m.running_mean, m.running_var, fg.ones(2), training=True)
     np.testing.assert_array_equal(m.running_mean.numpy(), before)
+
+
+@pytest.mark.parametrize("spatial", [(), (3,), (6, 7), (40,)])
+def test_batch_norm_both_layouts(spatial):
+    # Small spatial sizes walk rows of [N, C * S]; larger ones go block by
+    # block: both layouts against NumPy, first and second order, and with
+    # float32 data whose mean dwarfs its spread.
+    rng = np.random.default_rng(11)
+    shape = (3, 2, *spatial)
+    x, w, b = leaf(arr(rng, *shape)), leaf(arr(rng, 2)), leaf(arr(rng, 2))
+    ws = (1, 2) + (1,) * len(spatial)
+    axes = tuple(i for i in range(len(shape)) if i != 1)
+    want = np_norm(x.detach().numpy(), axes, 1e-5, w.detach().numpy(), b.detach().numpy(), ws)
+    f = lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True)  # noqa: E731
+    np.testing.assert_allclose(f(x, w, b).detach().numpy(), want, atol=1e-12)
+    assert gradcheck(f, (x, w, b))
+    assert gradgradcheck(f, (x, w, b))
+    big = (arr(rng, 8, 3, *spatial) * 1e-2 + 1e4).astype(np.float32)
+    got = F.batch_norm(fg.tensor(big), None, None, training=True, eps=0.0).numpy()
+    ax = tuple(i for i in range(big.ndim) if i != 1)
+    np.testing.assert_allclose(got, np_norm(big.astype(np.float64), ax, 0.0), atol=3e-3)

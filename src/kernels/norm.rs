@@ -439,3 +439,146 @@ mod tests {
         }
     }
 }
+
+// ----- column layout: statistics per column of a row-major [rows, cols] matrix -----------------
+// Batch norm of a `[N, C]` input (or one with a small spatial size) would
+// be thousands of one-element blocks; these loops walk rows instead and
+// vectorise across the columns.
+
+/// Splits the columns into ranges for the pool; each range walks every row.
+fn for_col_ranges(rows: usize, cols: usize, f: impl Fn(usize, usize) + Sync) {
+    parallel::run(rows * cols, |threads| {
+        if threads == 1 || cols < 64 {
+            f(0, cols);
+            return;
+        }
+        let per = cols.div_ceil(threads * 2).next_multiple_of(16).max(16);
+        parallel::tasks(cols.div_ceil(per), |t| {
+            f(t * per, ((t + 1) * per).min(cols))
+        });
+    });
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn col_acc<T: Float>(x: &[T], k: &[f64], s: &mut [f64], q: &mut [f64]) {
+    for (((&v, &kv), sv), qv) in x.iter().zip(k).zip(s.iter_mut()).zip(q.iter_mut()) {
+        let d = Element::to_f64(v) - kv;
+        *sv += d;
+        *qv += d * d;
+    }
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn col_grad_acc<T: Float>(g: &[T], x: &[T], c: &[f64], s: &mut [f64], q: &mut [f64]) {
+    for ((((&gv, &xv), &cv), sv), qv) in g.iter().zip(x).zip(c).zip(s.iter_mut()).zip(q.iter_mut())
+    {
+        let gd = Element::to_f64(gv);
+        *sv += gd;
+        *qv += gd * (Element::to_f64(xv) - cv);
+    }
+}
+
+/// Per-column mean and sum of squared deviations of a `[rows, cols]` matrix.
+pub fn col_moments<T: Float>(x: &[T], cols: usize) -> (Vec<f64>, Vec<f64>) {
+    let rows = x.len().checked_div(cols).unwrap_or(0);
+    let mut mean = vec![0f64; cols];
+    let mut m2 = vec![0f64; cols];
+    if rows == 0 {
+        return (mean, m2);
+    }
+    let (pm, pq) = (SendPtr(mean.as_mut_ptr()), SendPtr(m2.as_mut_ptr()));
+    for_col_ranges(rows, cols, |c0, c1| {
+        let k: Vec<f64> = x[c0..c1].iter().map(|&v| Element::to_f64(v)).collect();
+        let mut s = vec![0f64; c1 - c0];
+        let mut q = vec![0f64; c1 - c0];
+        for r in 0..rows {
+            col_acc(&x[r * cols + c0..r * cols + c1], &k, &mut s, &mut q);
+        }
+        let n = rows as f64;
+        for j in 0..c1 - c0 {
+            // SAFETY: columns c0..c1 are written by this range only.
+            unsafe {
+                *pm.get().add(c0 + j) = k[j] + s[j] / n;
+                *pq.get().add(c0 + j) = (q[j] - s[j] * s[j] / n).max(0.0);
+            }
+        }
+    });
+    (mean, m2)
+}
+
+/// Per-column `(sum(g), sum(g * (x - center[j])))` in float64.
+pub fn col_grad_sums<T: Float>(
+    g: &[T],
+    x: &[T],
+    cols: usize,
+    center: &[f64],
+) -> (Vec<f64>, Vec<f64>) {
+    let rows = x.len().checked_div(cols).unwrap_or(0);
+    let mut sg = vec![0f64; cols];
+    let mut sgx = vec![0f64; cols];
+    let (pa, pb) = (SendPtr(sg.as_mut_ptr()), SendPtr(sgx.as_mut_ptr()));
+    for_col_ranges(rows, cols, |c0, c1| {
+        // SAFETY: columns c0..c1 are written by this range only.
+        let (s, q) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(pa.get().add(c0), c1 - c0),
+                std::slice::from_raw_parts_mut(pb.get().add(c0), c1 - c0),
+            )
+        };
+        for r in 0..rows {
+            let span = r * cols + c0..r * cols + c1;
+            col_grad_acc(&g[span.clone()], &x[span], &center[c0..c1], s, q);
+        }
+    });
+    (sg, sgx)
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn col_row<T: Float>(g: Option<&[T]>, x: &[T], out: &mut [MaybeUninit<T>], k: [&[T]; 4]) {
+    let [k1, k2, c, k3] = k;
+    match g {
+        None => {
+            for ((((o, &xv), &cv), &a), &b) in out.iter_mut().zip(x).zip(c).zip(k2).zip(k3) {
+                o.write((xv - cv) * a + b);
+            }
+        }
+        Some(g) => {
+            for (((((o, &gv), &xv), &cv), (&a, &b)), &d) in out
+                .iter_mut()
+                .zip(g)
+                .zip(x)
+                .zip(c)
+                .zip(k1.iter().zip(k2))
+                .zip(k3)
+            {
+                o.write(a * gv + b * (xv - cv) + d);
+            }
+        }
+    }
+}
+
+/// Row by row: `out = k1 * g + k2 * (x - c) + k3` per column, or without
+/// `g`, `out = (x - c) * k2 + k3` (the forward's normalise-and-affine).
+pub fn col_apply<T: Float>(g: Option<&[T]>, x: &[T], cols: usize, k: [&[T]; 4]) -> Vec<T> {
+    let rows = x.len().checked_div(cols).unwrap_or(0);
+    build_vec(x.len(), |out| {
+        let o = SendPtr(out.as_mut_ptr());
+        for_ranges(rows, cols, |r0, r1| {
+            for r in r0..r1 {
+                let span = r * cols..(r + 1) * cols;
+                // SAFETY: row r of `out` is written by this range only.
+                let row = unsafe { std::slice::from_raw_parts_mut(o.get().add(r * cols), cols) };
+                col_row(g.map(|g| &g[span.clone()]), &x[span], row, k);
+            }
+        });
+    })
+}

@@ -114,8 +114,24 @@ impl Blocks {
     }
 }
 
+/// Batch norm with a spatial size below this walks rows of `[N, C * S]`
+/// (vectorising across channels) rather than `N * C` tiny blocks.
+const COLUMN_S: usize = 32;
+
+impl Blocks {
+    fn by_columns(&self) -> bool {
+        !self.per_sample && self.s < COLUMN_S && self.n > 0
+    }
+}
+
 /// Per-group mean and biased variance of `x` (contiguous, `T`).
 fn group_moments<T: Float>(x: &[T], l: Blocks) -> (Vec<f64>, Vec<f64>) {
+    if l.by_columns() {
+        let (cm, cq) = kn::col_moments(x, l.c * l.s);
+        return (0..l.c)
+            .map(|q| kn::merge_moments(q * l.s..(q + 1) * l.s, &cm, &cq, l.n))
+            .unzip();
+    }
     let (bm, bq) = kn::block_moments(x, l.s);
     if bm.len() != l.n * l.c {
         // No elements at all: every statistic is undefined.
@@ -137,12 +153,19 @@ fn block_forward<T: Float>(
     w: Option<&[f64]>,
     b: Option<&[f64]>,
 ) -> Vec<T> {
-    let nb = l.n * l.c;
+    // Per block (sample, channel), or per column (channel, position) when
+    // walking rows; either way the parameters follow the channel.
+    let (units, chan_of): (usize, Box<dyn Fn(usize) -> (usize, usize)>) = if l.by_columns() {
+        (l.c * l.s, Box::new(move |j| (j / l.s, j / l.s)))
+    } else {
+        (l.n * l.c, Box::new(move |b| (l.group_of(b), b % l.c)))
+    };
+    let nb = units;
     let mut center = Vec::with_capacity(nb);
     let mut scale = Vec::with_capacity(nb);
     let mut shift = Vec::with_capacity(nb);
     for blk in 0..nb {
-        let (q, ci) = (l.group_of(blk), blk % l.c);
+        let (q, ci) = chan_of(blk);
         // The mean rounded to T is subtracted exactly; what rounding lost
         // is folded into the shift.
         let c = T::from_f64(mean[q]);
@@ -151,6 +174,9 @@ fn block_forward<T: Float>(
         center.push(c);
         scale.push(T::from_f64(a));
         shift.push(T::from_f64(b.map_or(0.0, |b| b[ci]) - lo * a));
+    }
+    if l.by_columns() {
+        return kn::col_apply(None, x, nb, [&scale, &scale, &center, &shift]);
     }
     kn::block_apply(x, l.s, &center, &scale, &shift)
 }
@@ -166,16 +192,25 @@ fn block_backward<T: Float>(
     w: Option<&[f64]>,
     input_stats: bool,
 ) -> (Vec<T>, Vec<f64>, Vec<f64>) {
-    let nb = l.n * l.c;
-    let center: Vec<f64> = (0..nb).map(|b| mean[l.group_of(b)]).collect();
-    let (sg, sgx) = kn::block_grad_sums(g, x, l.s, &center);
+    let cols = l.by_columns();
+    let (nb, chan_of): (usize, Box<dyn Fn(usize) -> (usize, usize)>) = if cols {
+        (l.c * l.s, Box::new(move |j| (j / l.s, j / l.s)))
+    } else {
+        (l.n * l.c, Box::new(move |b| (l.group_of(b), b % l.c)))
+    };
+    let center: Vec<f64> = (0..nb).map(|b| mean[chan_of(b).0]).collect();
+    let (sg, sgx) = if cols {
+        kn::col_grad_sums(g, x, nb, &center)
+    } else {
+        kn::block_grad_sums(g, x, l.s, &center)
+    };
     let mut dw = vec![0f64; l.c];
     let mut db = vec![0f64; l.c];
     let ng = l.stat_groups();
     let mut ga = vec![0f64; ng];
     let mut gb = vec![0f64; ng];
     for blk in 0..nb {
-        let (q, ci) = (l.group_of(blk), blk % l.c);
+        let (q, ci) = chan_of(blk);
         db[ci] += sg[blk];
         dw[ci] += sgx[blk] * rstd[q];
         let wc = w.map_or(1.0, |w| w[ci]);
@@ -188,7 +223,7 @@ fn block_backward<T: Float>(
     // input statistics.
     let k: Vec<[T; 4]> = (0..nb)
         .map(|blk| {
-            let (q, ci) = (l.group_of(blk), blk % l.c);
+            let (q, ci) = chan_of(blk);
             let r = rstd[q];
             let k1 = w.map_or(1.0, |w| w[ci]) * r;
             let (k2, k3) = if input_stats {
@@ -206,6 +241,12 @@ fn block_backward<T: Float>(
             ]
         })
         .collect();
+    if cols {
+        let pick = |i: usize| k.iter().map(|v| v[i]).collect::<Vec<T>>();
+        let (k1, k2, c, k3) = (pick(0), pick(1), pick(2), pick(3));
+        let dx = kn::col_apply(Some(g), x, nb, [&k1, &k2, &c, &k3]);
+        return (dx, dw, db);
+    }
     (kn::block_linear(g, x, l.s, &k), dw, db)
 }
 
