@@ -311,52 +311,43 @@ fn ln_row_backward<T: Float>(
     dx: &mut [MaybeUninit<T>],
     mean: T,
     rstd: T,
-    w: Option<&[T]>,
+    w: &[T],
     dw: &mut [T],
     db: &mut [T],
 ) {
     let m = g.len();
-    // a = sum(g * w), c = sum(g * w * xhat)
-    let (mut a, mut c) = (<T as Element>::zero(), <T as Element>::zero());
+    // a = sum(g * w), c = sum(g * w * xhat), in 16 lanes so the loop vectorises.
     let mut aa = [<T as Element>::zero(); 16];
     let mut cc = [<T as Element>::zero(); 16];
     let n16 = m - m % 16;
-    for j0 in (0..n16).step_by(16) {
+    for ((gc, xc), wc) in g[..n16]
+        .chunks_exact(16)
+        .zip(x[..n16].chunks_exact(16))
+        .zip(w[..n16].chunks_exact(16))
+    {
         for i in 0..16 {
-            let j = j0 + i;
-            let gw = match w {
-                Some(w) => g[j] * w[j],
-                None => g[j],
-            };
+            let gw = gc[i] * wc[i];
             aa[i] += gw;
-            cc[i] += gw * (x[j] - mean) * rstd;
-            dw[j] += g[j] * (x[j] - mean) * rstd;
-            db[j] += g[j];
+            cc[i] += gw * ((xc[i] - mean) * rstd);
         }
     }
+    let (mut a, mut c) = (<T as Element>::zero(), <T as Element>::zero());
     for i in 0..16 {
         a += aa[i];
         c += cc[i];
     }
     for j in n16..m {
-        let gw = match w {
-            Some(w) => g[j] * w[j],
-            None => g[j],
-        };
+        let gw = g[j] * w[j];
         a += gw;
-        c += gw * (x[j] - mean) * rstd;
-        dw[j] += g[j] * (x[j] - mean) * rstd;
-        db[j] += g[j];
+        c += gw * ((x[j] - mean) * rstd);
     }
     let inv_m = T::from_f64(1.0 / m as f64);
     let (a, c) = (a * inv_m, c * inv_m);
     for j in 0..m {
-        let gw = match w {
-            Some(w) => g[j] * w[j],
-            None => g[j],
-        };
         let xh = (x[j] - mean) * rstd;
-        dx[j].write(rstd * (gw - a - xh * c));
+        dx[j].write(rstd * (g[j] * w[j] - a - xh * c));
+        dw[j] += g[j] * xh;
+        db[j] += g[j];
     }
 }
 
@@ -371,6 +362,14 @@ pub fn layer_norm_backward<T: Float>(
     w: Option<&[T]>,
 ) -> (Vec<T>, Vec<f64>, Vec<f64>) {
     let rows = mean.len();
+    let ones;
+    let w = match w {
+        Some(w) => w,
+        None => {
+            ones = vec![<T as Element>::one(); m];
+            &ones[..]
+        }
+    };
     let threads = parallel::get_num_threads().max(1);
     // Per-range partial sums in T (a range is at most a few thousand rows),
     // added up in float64 at the end.
