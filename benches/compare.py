@@ -52,6 +52,8 @@ WORKLOADS = [
     "save_load",
     "conv2d",
     "lenet",
+    "batchnorm",
+    "layernorm",
 ]
 NA_ERRORS = (AttributeError, TypeError, NotImplementedError)
 LR = 0.01
@@ -86,6 +88,8 @@ class Config:
     sl_numel: int = 1_000_000
     conv: tuple = (32, 32, 64, 32)  # batch, in channels, out channels, image side
     lenet_batch: int = 64
+    bn_shape: tuple = (64, 64, 32, 32)
+    ln_shape: tuple = (64, 128, 512)
 
 
 def make_config(args) -> Config:
@@ -112,6 +116,8 @@ def make_config(args) -> Config:
             sl_numel=1000,
             conv=(2, 4, 8, 8),
             lenet_batch=4,
+            bn_shape=(4, 8, 4, 4),
+            ln_shape=(4, 8, 16),
         )
     else:
         cfg = Config(
@@ -418,6 +424,37 @@ def make_conv2d(grad: bool):
             return {"grad_w": w.grad, "grad_x": x.grad}
 
         return fwd_bwd if grad else forward
+
+    return make
+
+
+def make_norm(kind: str, grad: bool):
+    """`BatchNorm2d(C)` in training mode or `LayerNorm(D)`, then a weighted sum so the
+    gradient reaching the layer is not constant (a constant one cancels in batch norm)."""
+
+    def make(lib, cfg):
+        r = rng()
+        shape = cfg.bn_shape if kind == "bn" else cfg.ln_shape
+        nn = lib.mod.nn
+        mod = nn.BatchNorm2d(shape[1]) if kind == "bn" else nn.LayerNorm(shape[-1])
+        x = lib.tensor(r.standard_normal(shape).astype(np.float32), requires_grad=grad)
+        gy = lib.tensor(r.standard_normal(shape).astype(np.float32))
+        if not grad:
+
+            def forward():
+                with lib.no_grad():
+                    return {"out_sum": (mod(x) * gy).sum()}
+
+            return forward
+
+        def fwd_bwd():
+            for p in (x, mod.weight, mod.bias):
+                lib.clear_grad(p)
+            loss = (mod(x) * gy).sum()
+            loss.backward()
+            return {"loss": loss, "grad_x": x.grad, "grad_w": mod.weight.grad}
+
+        return fwd_bwd
 
     return make
 
@@ -984,6 +1021,38 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
             "ms",
             timed(make_load, ms),
             target=Target(">=1.0x torch", 1.0),
+        ),
+        Row(
+            "batchnorm",
+            f"BatchNorm2d({cfg.bn_shape[1]}) on {'x'.join(map(str, cfg.bn_shape))}, fwd",
+            "ms",
+            timed(make_norm("bn", False), ms),
+            grad=False,
+            rtol=1e-3,
+        ),
+        Row(
+            "batchnorm",
+            f"BatchNorm2d({cfg.bn_shape[1]}) on {'x'.join(map(str, cfg.bn_shape))}, fwd+bwd",
+            "ms",
+            timed(make_norm("bn", True), ms),
+            target=Target(">=1.0x torch", 1.0),
+            rtol=1e-3,
+        ),
+        Row(
+            "layernorm",
+            f"LayerNorm({cfg.ln_shape[-1]}) on {'x'.join(map(str, cfg.ln_shape))}, fwd",
+            "ms",
+            timed(make_norm("ln", False), ms),
+            grad=False,
+            rtol=1e-3,
+        ),
+        Row(
+            "layernorm",
+            f"LayerNorm({cfg.ln_shape[-1]}) on {'x'.join(map(str, cfg.ln_shape))}, fwd+bwd",
+            "ms",
+            timed(make_norm("ln", True), ms),
+            target=Target(">=1.0x torch", 1.0),
+            rtol=1e-3,
         ),
     ]
 

@@ -1,5 +1,6 @@
 //! Kernel benchmarks (`cargo bench`): elementwise, broadcast, reductions,
-//! softmax and matrix products, called through the ops layer without Python.
+//! softmax, matrix products and normalisation, called through the ops layer
+//! (or, for the norm backward rules, the kernels) without Python.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ferrograd::ops;
@@ -95,5 +96,42 @@ fn matmul(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, elementwise, broadcast, reduce, matmul);
+fn norm(c: &mut Criterion) {
+    use ferrograd::kernels::norm as kn;
+    let mut g = c.benchmark_group("norm");
+    g.sample_size(20);
+    // BatchNorm2d(64) on 64x64x32x32 and LayerNorm(512) on 64x128x512.
+    let bn = [64usize, 64, 32, 32];
+    let x = filled(&bn, 0.3);
+    let gy = filled(&bn, 0.7);
+    let n: usize = bn.iter().product();
+    g.throughput(Throughput::Elements(n as u64));
+    g.bench_function("batch_norm_fwd", |b| {
+        b.iter(|| ops::batch_norm(&x, None, None, None, None, true, 0.1, 1e-5).ok())
+    });
+    let (xs, gs) = (x.to_vec::<f32>(), gy.to_vec::<f32>());
+    let s = 32 * 32;
+    let (bm, _) = kn::block_moments(&xs, s);
+    let k: Vec<[f32; 4]> = bm.iter().map(|&m| [1.0, -0.01, m as f32, 0.0]).collect();
+    g.bench_function("batch_norm_bwd", |b| {
+        b.iter(|| {
+            let sums = kn::block_grad_sums(&gs, &xs, s, &bm);
+            (sums, kn::block_linear(&gs, &xs, s, &k))
+        })
+    });
+    let ln = [64usize, 128, 512];
+    let x = filled(&ln, 0.3);
+    let xs = x.to_vec::<f32>();
+    let gs = filled(&ln, 0.7).to_vec::<f32>();
+    g.bench_function("layer_norm_fwd", |b| {
+        b.iter(|| ops::layer_norm(&x, &[512], None, None, 1e-5).ok())
+    });
+    let (_, mean, rstd) = kn::layer_norm(&xs, 512, None, None, 1e-5);
+    g.bench_function("layer_norm_bwd", |b| {
+        b.iter(|| kn::layer_norm_backward(&gs, &xs, 512, &mean, &rstd, None))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, elementwise, broadcast, reduce, matmul, norm);
 criterion_main!(benches);

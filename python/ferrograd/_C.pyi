@@ -1155,3 +1155,39 @@ def col2im(
     padding: Sequence[_int],
     stride: Sequence[_int],
 ) -> Tensor: ...
+# ----- normalisation and embedding (src/py/nn_norm.rs) ---------------------------------------
+__all__ += ["batch_norm", "layer_norm", "group_norm", "embedding", "embedding_renorm_"]
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: _bool = False,
+    momentum: _float = 0.1,
+    eps: _float = 1e-5,
+) -> Tensor: ...
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Sequence[_int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: _float = 1e-5,
+) -> Tensor: ...
+def group_norm(
+    input: Tensor,
+    num_groups: _int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: _float = 1e-5,
+) -> Tensor: ...
+def embedding(
+    weight: Tensor,
+    indices: Tensor,
+    padding_idx: _int | None = None,
+    scale_grad_by_freq: _bool = False,
+) -> Tensor: ...
+def embedding_renorm_(
+    weight: Tensor, indices: Tensor, max_norm: _float, norm_type: _float
+) -> None: ...

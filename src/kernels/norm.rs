@@ -4,8 +4,8 @@
 //! tensor seen as `blocks` runs of `s` elements (one run per sample and
 //! channel, `s` the spatial size). Statistics come from per-block moments
 //! merged per group with Chan's formula, the normalise-and-affine step is one
-//! `x * scale[b] + shift[b]` pass, and the backward rule reduces to two sums
-//! per block followed by one `k1[b] * g + k2[b] * x + k3[b]` pass. Layer norm
+//! `(x - mean) * scale[b] + shift[b]` pass, and the backward rule reduces to two sums
+//! per block followed by one `k1[b] * g + k2[b] * (x - mean) + k3[b]` pass. Layer norm
 //! has its own row kernels because its affine parameters vary along the row.
 //!
 //! Moments use a shifted two-accumulator pass in float64 (the shift is the
@@ -89,9 +89,9 @@ fn grad_sums<T: Float>(g: &[T], x: &[T], c: f64) -> (f64, f64) {
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
-fn scale_shift<T: Float>(x: &[T], out: &mut [MaybeUninit<T>], a: T, b: T) {
+fn scale_shift<T: Float>(x: &[T], out: &mut [MaybeUninit<T>], c: T, a: T, b: T) {
     for (o, &v) in out.iter_mut().zip(x) {
-        o.write(v * a + b);
+        o.write((v - c) * a + b);
     }
 }
 
@@ -99,16 +99,17 @@ fn scale_shift<T: Float>(x: &[T], out: &mut [MaybeUninit<T>], a: T, b: T) {
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
-fn linear2<T: Float>(g: &[T], x: &[T], out: &mut [MaybeUninit<T>], k1: T, k2: T, k3: T) {
+fn linear2<T: Float>(g: &[T], x: &[T], out: &mut [MaybeUninit<T>], k: [T; 4]) {
+    let [k1, k2, c, k3] = k;
     for ((o, &gv), &xv) in out.iter_mut().zip(g).zip(x) {
-        o.write(k1 * gv + k2 * xv + k3);
+        o.write(k1 * gv + k2 * (xv - c) + k3);
     }
 }
 
 /// Per-block mean and sum of squared deviations (`m2`) of `x`, seen as
 /// `x.len() / s` blocks of `s` elements.
 pub fn block_moments<T: Float>(x: &[T], s: usize) -> (Vec<f64>, Vec<f64>) {
-    let blocks = if s == 0 { 0 } else { x.len() / s };
+    let blocks = x.len().checked_div(s).unwrap_or(0);
     let mut mean = vec![0f64; blocks];
     let mut m2 = vec![0f64; blocks];
     let (pm, pq) = (SendPtr(mean.as_mut_ptr()), SendPtr(m2.as_mut_ptr()));
@@ -156,8 +157,9 @@ pub fn merge_moments(
     }
 }
 
-/// `out[b-th block] = x * scale[b] + shift[b]`.
-pub fn block_apply<T: Float>(x: &[T], s: usize, scale: &[T], shift: &[T]) -> Vec<T> {
+/// `out[b-th block] = (x - center[b]) * scale[b] + shift[b]`: centring
+/// first keeps float32 results exact when the mean dwarfs the spread.
+pub fn block_apply<T: Float>(x: &[T], s: usize, center: &[T], scale: &[T], shift: &[T]) -> Vec<T> {
     let n = x.len();
     build_vec(n, |out| {
         let o = SendPtr(out.as_mut_ptr());
@@ -167,13 +169,20 @@ pub fn block_apply<T: Float>(x: &[T], s: usize, scale: &[T], shift: &[T]) -> Vec
                 unsafe { std::slice::from_raw_parts_mut(o.get().add(b0 * s), (b1 - b0) * s) };
             for b in b0..b1 {
                 let r = (b - b0) * s..(b - b0 + 1) * s;
-                scale_shift(&x[b * s..(b + 1) * s], &mut part[r], scale[b], shift[b]);
+                scale_shift(
+                    &x[b * s..(b + 1) * s],
+                    &mut part[r],
+                    center[b],
+                    scale[b],
+                    shift[b],
+                );
             }
         });
     })
 }
 
 /// Per-block `(sum(g), sum(g * (x - center[b])))` in float64.
+#[allow(clippy::needless_range_loop)]
 pub fn block_grad_sums<T: Float>(
     g: &[T],
     x: &[T],
@@ -198,19 +207,20 @@ pub fn block_grad_sums<T: Float>(
     (sg, sgx)
 }
 
-/// `out[b-th block] = k1[b] * g + k2[b] * x + k3[b]`.
-pub fn block_linear<T: Float>(g: &[T], x: &[T], s: usize, k1: &[T], k2: &[T], k3: &[T]) -> Vec<T> {
+/// `out[b-th block] = k1 * g + k2 * (x - c) + k3` with `[k1, k2, c, k3] = k[b]`.
+#[allow(clippy::needless_range_loop)]
+pub fn block_linear<T: Float>(g: &[T], x: &[T], s: usize, k: &[[T; 4]]) -> Vec<T> {
     let n = x.len();
     build_vec(n, |out| {
         let o = SendPtr(out.as_mut_ptr());
-        for_ranges(k1.len(), s, |b0, b1| {
+        for_ranges(k.len(), s, |b0, b1| {
             // SAFETY: blocks b0..b1 cover a disjoint part of `out`.
             let part =
                 unsafe { std::slice::from_raw_parts_mut(o.get().add(b0 * s), (b1 - b0) * s) };
             for b in b0..b1 {
                 let r = b * s..(b + 1) * s;
                 let pr = (b - b0) * s..(b - b0 + 1) * s;
-                linear2(&g[r.clone()], &x[r], &mut part[pr], k1[b], k2[b], k3[b]);
+                linear2(&g[r.clone()], &x[r], &mut part[pr], k[b]);
             }
         });
     })
@@ -261,7 +271,7 @@ pub fn layer_norm<T: Float>(
     b: Option<&[T]>,
     eps: f64,
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
-    let rows = if m == 0 { 0 } else { x.len() / m };
+    let rows = x.len().checked_div(m).unwrap_or(0);
     let mut mean = vec![<T as Element>::zero(); rows];
     let mut rstd = vec![<T as Element>::zero(); rows];
     let (pm, pr) = (SendPtr(mean.as_mut_ptr()), SendPtr(rstd.as_mut_ptr()));
@@ -301,52 +311,43 @@ fn ln_row_backward<T: Float>(
     dx: &mut [MaybeUninit<T>],
     mean: T,
     rstd: T,
-    w: Option<&[T]>,
+    w: &[T],
     dw: &mut [T],
     db: &mut [T],
 ) {
     let m = g.len();
-    // a = sum(g * w), c = sum(g * w * xhat)
-    let (mut a, mut c) = (<T as Element>::zero(), <T as Element>::zero());
+    // a = sum(g * w), c = sum(g * w * xhat), in 16 lanes so the loop vectorises.
     let mut aa = [<T as Element>::zero(); 16];
     let mut cc = [<T as Element>::zero(); 16];
     let n16 = m - m % 16;
-    for j0 in (0..n16).step_by(16) {
+    for ((gc, xc), wc) in g[..n16]
+        .chunks_exact(16)
+        .zip(x[..n16].chunks_exact(16))
+        .zip(w[..n16].chunks_exact(16))
+    {
         for i in 0..16 {
-            let j = j0 + i;
-            let gw = match w {
-                Some(w) => g[j] * w[j],
-                None => g[j],
-            };
+            let gw = gc[i] * wc[i];
             aa[i] += gw;
-            cc[i] += gw * (x[j] - mean) * rstd;
-            dw[j] += g[j] * (x[j] - mean) * rstd;
-            db[j] += g[j];
+            cc[i] += gw * ((xc[i] - mean) * rstd);
         }
     }
+    let (mut a, mut c) = (<T as Element>::zero(), <T as Element>::zero());
     for i in 0..16 {
         a += aa[i];
         c += cc[i];
     }
     for j in n16..m {
-        let gw = match w {
-            Some(w) => g[j] * w[j],
-            None => g[j],
-        };
+        let gw = g[j] * w[j];
         a += gw;
-        c += gw * (x[j] - mean) * rstd;
-        dw[j] += g[j] * (x[j] - mean) * rstd;
-        db[j] += g[j];
+        c += gw * ((x[j] - mean) * rstd);
     }
     let inv_m = T::from_f64(1.0 / m as f64);
     let (a, c) = (a * inv_m, c * inv_m);
     for j in 0..m {
-        let gw = match w {
-            Some(w) => g[j] * w[j],
-            None => g[j],
-        };
         let xh = (x[j] - mean) * rstd;
-        dx[j].write(rstd * (gw - a - xh * c));
+        dx[j].write(rstd * (g[j] * w[j] - a - xh * c));
+        dw[j] += g[j] * xh;
+        db[j] += g[j];
     }
 }
 
@@ -361,6 +362,14 @@ pub fn layer_norm_backward<T: Float>(
     w: Option<&[T]>,
 ) -> (Vec<T>, Vec<f64>, Vec<f64>) {
     let rows = mean.len();
+    let ones;
+    let w = match w {
+        Some(w) => w,
+        None => {
+            ones = vec![<T as Element>::one(); m];
+            &ones[..]
+        }
+    };
     let threads = parallel::get_num_threads().max(1);
     // Per-range partial sums in T (a range is at most a few thousand rows),
     // added up in float64 at the end.
@@ -428,4 +437,147 @@ mod tests {
             assert!(m.abs() < 1e-12 && (v - 1.0).abs() < 1e-9);
         }
     }
+}
+
+// ----- column layout: statistics per column of a row-major [rows, cols] matrix -----------------
+// Batch norm of a `[N, C]` input (or one with a small spatial size) would
+// be thousands of one-element blocks; these loops walk rows instead and
+// vectorise across the columns.
+
+/// Splits the columns into ranges for the pool; each range walks every row.
+fn for_col_ranges(rows: usize, cols: usize, f: impl Fn(usize, usize) + Sync) {
+    parallel::run(rows * cols, |threads| {
+        if threads == 1 || cols < 64 {
+            f(0, cols);
+            return;
+        }
+        let per = cols.div_ceil(threads * 2).next_multiple_of(16).max(16);
+        parallel::tasks(cols.div_ceil(per), |t| {
+            f(t * per, ((t + 1) * per).min(cols))
+        });
+    });
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn col_acc<T: Float>(x: &[T], k: &[f64], s: &mut [f64], q: &mut [f64]) {
+    for (((&v, &kv), sv), qv) in x.iter().zip(k).zip(s.iter_mut()).zip(q.iter_mut()) {
+        let d = Element::to_f64(v) - kv;
+        *sv += d;
+        *qv += d * d;
+    }
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn col_grad_acc<T: Float>(g: &[T], x: &[T], c: &[f64], s: &mut [f64], q: &mut [f64]) {
+    for ((((&gv, &xv), &cv), sv), qv) in g.iter().zip(x).zip(c).zip(s.iter_mut()).zip(q.iter_mut())
+    {
+        let gd = Element::to_f64(gv);
+        *sv += gd;
+        *qv += gd * (Element::to_f64(xv) - cv);
+    }
+}
+
+/// Per-column mean and sum of squared deviations of a `[rows, cols]` matrix.
+pub fn col_moments<T: Float>(x: &[T], cols: usize) -> (Vec<f64>, Vec<f64>) {
+    let rows = x.len().checked_div(cols).unwrap_or(0);
+    let mut mean = vec![0f64; cols];
+    let mut m2 = vec![0f64; cols];
+    if rows == 0 {
+        return (mean, m2);
+    }
+    let (pm, pq) = (SendPtr(mean.as_mut_ptr()), SendPtr(m2.as_mut_ptr()));
+    for_col_ranges(rows, cols, |c0, c1| {
+        let k: Vec<f64> = x[c0..c1].iter().map(|&v| Element::to_f64(v)).collect();
+        let mut s = vec![0f64; c1 - c0];
+        let mut q = vec![0f64; c1 - c0];
+        for r in 0..rows {
+            col_acc(&x[r * cols + c0..r * cols + c1], &k, &mut s, &mut q);
+        }
+        let n = rows as f64;
+        for j in 0..c1 - c0 {
+            // SAFETY: columns c0..c1 are written by this range only.
+            unsafe {
+                *pm.get().add(c0 + j) = k[j] + s[j] / n;
+                *pq.get().add(c0 + j) = (q[j] - s[j] * s[j] / n).max(0.0);
+            }
+        }
+    });
+    (mean, m2)
+}
+
+/// Per-column `(sum(g), sum(g * (x - center[j])))` in float64.
+pub fn col_grad_sums<T: Float>(
+    g: &[T],
+    x: &[T],
+    cols: usize,
+    center: &[f64],
+) -> (Vec<f64>, Vec<f64>) {
+    let rows = x.len().checked_div(cols).unwrap_or(0);
+    let mut sg = vec![0f64; cols];
+    let mut sgx = vec![0f64; cols];
+    let (pa, pb) = (SendPtr(sg.as_mut_ptr()), SendPtr(sgx.as_mut_ptr()));
+    for_col_ranges(rows, cols, |c0, c1| {
+        // SAFETY: columns c0..c1 are written by this range only.
+        let (s, q) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(pa.get().add(c0), c1 - c0),
+                std::slice::from_raw_parts_mut(pb.get().add(c0), c1 - c0),
+            )
+        };
+        for r in 0..rows {
+            let span = r * cols + c0..r * cols + c1;
+            col_grad_acc(&g[span.clone()], &x[span], &center[c0..c1], s, q);
+        }
+    });
+    (sg, sgx)
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn col_row<T: Float>(g: Option<&[T]>, x: &[T], out: &mut [MaybeUninit<T>], k: [&[T]; 4]) {
+    let [k1, k2, c, k3] = k;
+    match g {
+        None => {
+            for ((((o, &xv), &cv), &a), &b) in out.iter_mut().zip(x).zip(c).zip(k2).zip(k3) {
+                o.write((xv - cv) * a + b);
+            }
+        }
+        Some(g) => {
+            for (((((o, &gv), &xv), &cv), (&a, &b)), &d) in out
+                .iter_mut()
+                .zip(g)
+                .zip(x)
+                .zip(c)
+                .zip(k1.iter().zip(k2))
+                .zip(k3)
+            {
+                o.write(a * gv + b * (xv - cv) + d);
+            }
+        }
+    }
+}
+
+/// Row by row: `out = k1 * g + k2 * (x - c) + k3` per column, or without
+/// `g`, `out = (x - c) * k2 + k3` (the forward's normalise-and-affine).
+pub fn col_apply<T: Float>(g: Option<&[T]>, x: &[T], cols: usize, k: [&[T]; 4]) -> Vec<T> {
+    let rows = x.len().checked_div(cols).unwrap_or(0);
+    build_vec(x.len(), |out| {
+        let o = SendPtr(out.as_mut_ptr());
+        for_ranges(rows, cols, |r0, r1| {
+            for r in r0..r1 {
+                let span = r * cols..(r + 1) * cols;
+                // SAFETY: row r of `out` is written by this range only.
+                let row = unsafe { std::slice::from_raw_parts_mut(o.get().add(r * cols), cols) };
+                col_row(g.map(|g| &g[span.clone()]), &x[span], row, k);
+            }
+        });
+    })
 }

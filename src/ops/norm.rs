@@ -114,8 +114,24 @@ impl Blocks {
     }
 }
 
+/// Batch norm with a spatial size below this walks rows of `[N, C * S]`
+/// (vectorising across channels) rather than `N * C` tiny blocks.
+const COLUMN_S: usize = 32;
+
+impl Blocks {
+    fn by_columns(&self) -> bool {
+        !self.per_sample && self.s < COLUMN_S && self.n > 0
+    }
+}
+
 /// Per-group mean and biased variance of `x` (contiguous, `T`).
 fn group_moments<T: Float>(x: &[T], l: Blocks) -> (Vec<f64>, Vec<f64>) {
+    if l.by_columns() {
+        let (cm, cq) = kn::col_moments(x, l.c * l.s);
+        return (0..l.c)
+            .map(|q| kn::merge_moments(q * l.s..(q + 1) * l.s, &cm, &cq, l.n))
+            .unzip();
+    }
     let (bm, bq) = kn::block_moments(x, l.s);
     if bm.len() != l.n * l.c {
         // No elements at all: every statistic is undefined.
@@ -137,16 +153,32 @@ fn block_forward<T: Float>(
     w: Option<&[f64]>,
     b: Option<&[f64]>,
 ) -> Vec<T> {
-    let nb = l.n * l.c;
+    // Per block (sample, channel), or per column (channel, position) when
+    // walking rows; either way the parameters follow the channel.
+    let (units, chan_of): (usize, Box<dyn Fn(usize) -> (usize, usize)>) = if l.by_columns() {
+        (l.c * l.s, Box::new(move |j| (j / l.s, j / l.s)))
+    } else {
+        (l.n * l.c, Box::new(move |b| (l.group_of(b), b % l.c)))
+    };
+    let nb = units;
+    let mut center = Vec::with_capacity(nb);
     let mut scale = Vec::with_capacity(nb);
     let mut shift = Vec::with_capacity(nb);
     for blk in 0..nb {
-        let (q, ci) = (l.group_of(blk), blk % l.c);
+        let (q, ci) = chan_of(blk);
+        // The mean rounded to T is subtracted exactly; what rounding lost
+        // is folded into the shift.
+        let c = T::from_f64(mean[q]);
+        let lo = mean[q] - Element::to_f64(c);
         let a = rstd[q] * w.map_or(1.0, |w| w[ci]);
+        center.push(c);
         scale.push(T::from_f64(a));
-        shift.push(T::from_f64(b.map_or(0.0, |b| b[ci]) - mean[q] * a));
+        shift.push(T::from_f64(b.map_or(0.0, |b| b[ci]) - lo * a));
     }
-    kn::block_apply(x, l.s, &scale, &shift)
+    if l.by_columns() {
+        return kn::col_apply(None, x, nb, [&scale, &scale, &center, &shift]);
+    }
+    kn::block_apply(x, l.s, &center, &scale, &shift)
 }
 
 /// The fused closed-form backward: `(dx, dw, db)`. With `input_stats` the
@@ -160,16 +192,25 @@ fn block_backward<T: Float>(
     w: Option<&[f64]>,
     input_stats: bool,
 ) -> (Vec<T>, Vec<f64>, Vec<f64>) {
-    let nb = l.n * l.c;
-    let center: Vec<f64> = (0..nb).map(|b| mean[l.group_of(b)]).collect();
-    let (sg, sgx) = kn::block_grad_sums(g, x, l.s, &center);
+    let cols = l.by_columns();
+    let (nb, chan_of): (usize, Box<dyn Fn(usize) -> (usize, usize)>) = if cols {
+        (l.c * l.s, Box::new(move |j| (j / l.s, j / l.s)))
+    } else {
+        (l.n * l.c, Box::new(move |b| (l.group_of(b), b % l.c)))
+    };
+    let center: Vec<f64> = (0..nb).map(|b| mean[chan_of(b).0]).collect();
+    let (sg, sgx) = if cols {
+        kn::col_grad_sums(g, x, nb, &center)
+    } else {
+        kn::block_grad_sums(g, x, l.s, &center)
+    };
     let mut dw = vec![0f64; l.c];
     let mut db = vec![0f64; l.c];
     let ng = l.stat_groups();
     let mut ga = vec![0f64; ng];
     let mut gb = vec![0f64; ng];
     for blk in 0..nb {
-        let (q, ci) = (l.group_of(blk), blk % l.c);
+        let (q, ci) = chan_of(blk);
         db[ci] += sg[blk];
         dw[ci] += sgx[blk] * rstd[q];
         let wc = w.map_or(1.0, |w| w[ci]);
@@ -177,23 +218,36 @@ fn block_backward<T: Float>(
         gb[q] += wc * sgx[blk];
     }
     let m = l.group_len() as f64;
-    let mut k1 = Vec::with_capacity(nb);
-    let mut k2 = Vec::with_capacity(nb);
-    let mut k3 = Vec::with_capacity(nb);
-    for blk in 0..nb {
-        let (q, ci) = (l.group_of(blk), blk % l.c);
-        let r = rstd[q];
-        k1.push(T::from_f64(w.map_or(1.0, |w| w[ci]) * r));
-        if input_stats {
-            let c2 = -r * r * r * gb[q] / m;
-            k2.push(T::from_f64(c2));
-            k3.push(T::from_f64(-r * ga[q] / m - mean[q] * c2));
-        } else {
-            k2.push(<T as Element>::zero());
-            k3.push(<T as Element>::zero());
-        }
+    // dx = w r g - r A / m - (x - mean) r^3 B / m, with A = sum(w g) and
+    // B = sum(w g (x - mean)) over the group; only the first term without
+    // input statistics.
+    let k: Vec<[T; 4]> = (0..nb)
+        .map(|blk| {
+            let (q, ci) = chan_of(blk);
+            let r = rstd[q];
+            let k1 = w.map_or(1.0, |w| w[ci]) * r;
+            let (k2, k3) = if input_stats {
+                (-r * r * r * gb[q] / m, -r * ga[q] / m)
+            } else {
+                (0.0, 0.0)
+            };
+            let c = T::from_f64(mean[q]);
+            let lo = mean[q] - Element::to_f64(c);
+            [
+                T::from_f64(k1),
+                T::from_f64(k2),
+                c,
+                T::from_f64(k3 - k2 * lo),
+            ]
+        })
+        .collect();
+    if cols {
+        let pick = |i: usize| k.iter().map(|v| v[i]).collect::<Vec<T>>();
+        let (k1, k2, c, k3) = (pick(0), pick(1), pick(2), pick(3));
+        let dx = kn::col_apply(Some(g), x, nb, [&k1, &k2, &c, &k3]);
+        return (dx, dw, db);
     }
-    (kn::block_linear(g, x, l.s, &k1, &k2, &k3), dw, db)
+    (kn::block_linear(g, x, l.s, &k), dw, db)
 }
 
 /// The differentiable form of the same backward, for `create_graph`.
@@ -532,7 +586,7 @@ pub fn layer_norm(
     }
     check_same_dtype(x, &[w, b])?;
     let m: usize = normalized_shape.iter().product();
-    let rows = if m == 0 { 0 } else { x.numel() / m };
+    let rows = x.numel().checked_div(m).unwrap_or(0);
     let xd = x.contiguous_data();
     let (wd, bd) = (
         w.map(|t| t.contiguous_data()),

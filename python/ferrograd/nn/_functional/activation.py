@@ -4,6 +4,7 @@ ops (so their gradients of every order come from those ops)."""
 from __future__ import annotations
 
 from ... import _C
+from ._args import tensor_args
 
 __all__ = [
     "prelu",
@@ -32,6 +33,7 @@ def _act(input, inplace, compute):
     return _C._apply_inplace(input, compute) if inplace else compute()
 
 
+@tensor_args("input", "weight")
 def prelu(input, weight):
     """``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one value or
     one per channel (dimension 1)."""
@@ -49,31 +51,37 @@ def prelu(input, weight):
     return _C.where(input > 0, input, w * input)
 
 
+@tensor_args("input")
 def mish(input, inplace=False):
     """``x * tanh(softplus(x))``."""
     return _act(input, inplace, lambda: input * _C.tanh(_C.softplus(input, 1.0, 20.0)))
 
 
+@tensor_args("input")
 def hardswish(input, inplace=False):
     """``x * relu6(x + 3) / 6``."""
     return _act(input, inplace, lambda: input * _C.hardtanh(input + 3.0, 0.0, 6.0) / 6.0)
 
 
+@tensor_args("input")
 def hardsigmoid(input, inplace=False):
     """``relu6(x + 3) / 6``."""
     return _act(input, inplace, lambda: _C.hardtanh(input + 3.0, 0.0, 6.0) / 6.0)
 
 
+@tensor_args("input")
 def logsigmoid(input):
     """``log(sigmoid(x))``, computed as ``-softplus(-x)`` so it never overflows."""
     return -_C.softplus(-input, 1.0, 20.0)
 
 
+@tensor_args("input")
 def selu(input, inplace=False):
     """``scale * elu(x, alpha)`` with the self-normalising constants."""
     return _act(input, inplace, lambda: _C.elu(input, _SELU_ALPHA) * _SELU_SCALE)
 
 
+@tensor_args("input")
 def celu(input, alpha=1.0, inplace=False):
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:
@@ -81,16 +89,19 @@ def celu(input, alpha=1.0, inplace=False):
     return _act(input, inplace, lambda: _C.elu(input / alpha, 1.0) * alpha)
 
 
+@tensor_args("input")
 def softsign(input):
     """``x / (1 + |x|)``."""
     return input / (input.abs() + 1.0)
 
 
+@tensor_args("input")
 def tanhshrink(input):
     """``x - tanh(x)``."""
     return input - _C.tanh(input)
 
 
+@tensor_args("input")
 def glu(input, dim=-1):
     """The first half of ``input`` along ``dim`` gated by the sigmoid of the second."""
     if input.dim() == 0:
@@ -103,11 +114,13 @@ def glu(input, dim=-1):
     return a * _C.sigmoid(b)
 
 
+@tensor_args("input")
 def hardshrink(input, lambd=0.5):
     """``x`` where ``|x| > lambd``, 0 elsewhere."""
     return _C.where(input.abs() > lambd, input, _C.zeros((), dtype=input.dtype))
 
 
+@tensor_args("input")
 def softshrink(input, lambd=0.5):
     """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between."""
     if lambd < 0:
@@ -116,6 +129,7 @@ def softshrink(input, lambd=0.5):
     return _C.where(input > lambd, input - lambd, _C.where(input < -lambd, input + lambd, zero))
 
 
+@tensor_args("input")
 def threshold(input, threshold, value, inplace=False):
     """``x`` where ``x > threshold``, ``value`` elsewhere."""
     return _act(
@@ -125,6 +139,7 @@ def threshold(input, threshold, value, inplace=False):
     )
 
 
+@tensor_args("input")
 def threshold_(input, threshold, value):
     """In-place :func:`threshold`."""
     return globals()["threshold"](input, threshold, value, inplace=True)

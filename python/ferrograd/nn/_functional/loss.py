@@ -7,6 +7,7 @@ import math
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
+from ._args import tensor_args
 
 __all__ = [
     "cosine_similarity",
@@ -47,6 +48,7 @@ def _zero(like):
     return _C.zeros((), dtype=like.dtype)
 
 
+@tensor_args("x1", "x2")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (after
     broadcasting), each norm clamped on its own as in PyTorch."""
@@ -56,6 +58,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
+@tensor_args("x1", "x2")
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """The ``p``-norm of ``x1 - x2 + eps`` over the last dimension."""
     d = max(x1.dim(), x2.dim()) - 1
@@ -65,6 +68,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return diff.norm(p, d, keepdim)
 
 
+@tensor_args("input", "target")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """``target * (log(target) - input)`` pointwise (``input`` holds log-probabilities;
     with ``log_target`` so does ``target``). ``'batchmean'`` divides the sum by the
@@ -83,6 +87,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(pointwise, reduction)
 
 
+@tensor_args("input1", "input2", "target")
 def cosine_embedding_loss(
     input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
 ):
@@ -106,6 +111,7 @@ def cosine_embedding_loss(
     return _reduce(pos + neg, reduction)
 
 
+@tensor_args("input1", "input2", "target")
 def margin_ranking_loss(
     input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
 ):
@@ -120,6 +126,7 @@ def margin_ranking_loss(
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
 
 
+@tensor_args("anchor", "positive", "negative")
 def triplet_margin_loss(
     anchor,
     positive,
@@ -148,6 +155,7 @@ def triplet_margin_loss(
     return _reduce((d_pos - d_neg + margin).clamp(min=0.0), reduction)
 
 
+@tensor_args("input", "target")
 def hinge_embedding_loss(
     input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
 ):
@@ -159,12 +167,14 @@ def hinge_embedding_loss(
     return _reduce(out_margin + out_self, reduction)
 
 
+@tensor_args("input", "target")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * x))``, as a softplus so it never overflows."""
     reduction = _reduction(size_average, reduce, reduction)
     return _reduce(_C.softplus(-target * input, 1.0, 20.0), reduction)
 
 
+@tensor_args("input", "target", optional=("weight",))
 def multilabel_soft_margin_loss(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
@@ -180,6 +190,7 @@ def multilabel_soft_margin_loss(
     return _reduce(loss, reduction)
 
 
+@tensor_args("input", "target")
 def poisson_nll_loss(
     input,
     target,
@@ -207,6 +218,7 @@ def poisson_nll_loss(
     return _reduce(loss, reduction)
 
 
+@tensor_args("input", "target")
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     """Gaussian negative log-likelihood ``0.5 * (log(var) + (x - target)^2 / var)``
     (plus ``0.5 * log(2 pi)`` when ``full``); ``var`` is clamped to ``eps`` for
@@ -216,9 +228,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
-        elif not (
-            tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.size(-1) == 1
-        ):
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.size(-1) == 1):
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")

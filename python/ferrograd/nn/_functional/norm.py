@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
+from ._args import PaddingIdxError, tensor_args
 
 __all__ = [
     "batch_norm",
@@ -23,8 +24,7 @@ def _verify_batch_size(size):
         n *= d
     if n == 1:
         raise ValueError(
-            "Expected more than 1 value per channel when training, "
-            f"got input size {list(size)}"
+            f"Expected more than 1 value per channel when training, got input size {list(size)}"
         )
 
 
@@ -34,11 +34,19 @@ def _verify_spatial_size(size):
         n *= d
     if n == 1:
         raise ValueError(
-            "Expected more than 1 spatial element when training, "
-            f"got input size {list(size)}"
+            f"Expected more than 1 spatial element when training, got input size {list(size)}"
         )
 
 
+@tensor_args(
+    "input",
+    optional=(
+        "running_mean",
+        "running_var",
+        "weight",
+        "bias",
+    ),
+)
 def batch_norm(
     input,
     running_mean,
@@ -70,6 +78,15 @@ def batch_norm(
     )
 
 
+@tensor_args(
+    "input",
+    optional=(
+        "running_mean",
+        "running_var",
+        "weight",
+        "bias",
+    ),
+)
 def instance_norm(
     input,
     running_mean=None,
@@ -109,6 +126,13 @@ def instance_norm(
     return out.view(*shape)
 
 
+@tensor_args(
+    "input",
+    optional=(
+        "weight",
+        "bias",
+    ),
+)
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalises over the trailing ``normalized_shape`` dimensions, then applies
     the elementwise affine ``weight``/``bias`` of that shape when given."""
@@ -117,6 +141,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return _C.layer_norm(input, list(normalized_shape), weight, bias, float(eps))
 
 
+@tensor_args(
+    "input",
+    optional=(
+        "weight",
+        "bias",
+    ),
+)
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalises each sample over groups of ``C / num_groups`` channels, then
     applies the per-channel affine ``weight``/``bias`` when given."""
@@ -126,14 +157,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 def _padding_idx(padding_idx, num):
     if padding_idx is None:
         return None
-    if padding_idx > 0:
-        assert padding_idx < num, "Padding_idx must be within num_embeddings"
-    elif padding_idx < 0:
-        assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
-        padding_idx = num + padding_idx
-    return padding_idx
+    if not -num <= padding_idx < num:
+        raise PaddingIdxError("Padding_idx must be within num_embeddings")
+    return padding_idx + num if padding_idx < 0 else padding_idx
 
 
+@tensor_args("input", "weight")
 def embedding(
     input,
     weight,
@@ -159,6 +188,14 @@ def embedding(
     return _C.embedding(weight, input, padding_idx, scale_grad_by_freq)
 
 
+@tensor_args(
+    "input",
+    "weight",
+    optional=(
+        "offsets",
+        "per_sample_weights",
+    ),
+)
 def embedding_bag(
     input,
     weight,
@@ -198,7 +235,9 @@ def embedding_bag(
                 f"{type(offsets)}"
             )
         b, length = input.shape
-        starts = np.arange(0, b * length, length, dtype=np.int64) if length else np.zeros(b, np.int64)
+        starts = (
+            np.arange(0, b * length, length, dtype=np.int64) if length else np.zeros(b, np.int64)
+        )
         input = input.reshape(-1)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
@@ -271,4 +310,3 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("Class values must be smaller than num_classes.")
     out = _C.zeros(*shape, num_classes, dtype=_C.int64)
     return _C.scatter(out, -1, tensor.unsqueeze(-1), 1)
-

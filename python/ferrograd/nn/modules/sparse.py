@@ -5,6 +5,7 @@ from __future__ import annotations
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
+from .._functional._args import PaddingIdxError
 from .module import Module, Parameter
 
 __all__ = ["Embedding", "EmbeddingBag"]
@@ -13,12 +14,9 @@ __all__ = ["Embedding", "EmbeddingBag"]
 def _check_padding(padding_idx, num_embeddings):
     if padding_idx is None:
         return None
-    if padding_idx > 0:
-        assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
-    elif padding_idx < 0:
-        assert padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings"
-        padding_idx = num_embeddings + padding_idx
-    return padding_idx
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise PaddingIdxError("Padding_idx must be within num_embeddings")
+    return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
 
 
 def _init_weight(self, num_embeddings, embedding_dim, _weight, _freeze, dtype):
