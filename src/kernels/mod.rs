@@ -12,6 +12,7 @@ pub mod math;
 pub mod matmul;
 pub mod parallel;
 pub mod reduce;
+pub mod rnn;
 pub mod softmax;
 
 use std::mem::MaybeUninit;

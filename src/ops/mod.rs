@@ -17,6 +17,7 @@ pub mod inplace;
 mod linalg;
 mod loss;
 mod reduce;
+pub mod rnn;
 mod shape;
 mod shape_ops;
 pub mod strided;

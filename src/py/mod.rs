@@ -5,6 +5,7 @@ mod dtype;
 mod errors;
 mod function;
 mod functions;
+mod nn_rnn;
 mod node;
 mod tensor;
 
@@ -30,6 +31,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(dt.name(), dtype::dtype_object(py, dt))?;
     }
     functions::register(m)?;
+    nn_rnn::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
