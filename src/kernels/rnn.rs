@@ -14,7 +14,6 @@ use std::ops::{Add, Mul, Sub};
 
 use multiversion::multiversion;
 
-use super::matmul::{gemm_add_into, gemm_into, Mat};
 use crate::tensor::Element;
 
 /// The float types the loops run on, with their activation functions (the
@@ -25,6 +24,20 @@ pub(crate) trait Real:
 {
     fn sigmoid(self) -> Self;
     fn tanh(self) -> Self;
+    /// Columns per register tile of [`small_nn`] (four AVX-512 registers).
+    const TILE: usize;
+    #[allow(clippy::too_many_arguments)]
+    fn nn_cols(
+        a: &[Self],
+        bt: &[Self],
+        m: usize,
+        n: usize,
+        k: usize,
+        out: &mut [Self],
+        add: bool,
+        lo: usize,
+        hi: usize,
+    );
 }
 
 impl Real for f32 {
@@ -35,6 +48,20 @@ impl Real for f32 {
     #[inline(always)]
     fn tanh(self) -> f32 {
         super::math::tanh_f32(self)
+    }
+    const TILE: usize = 64;
+    fn nn_cols(
+        a: &[f32],
+        bt: &[f32],
+        m: usize,
+        n: usize,
+        k: usize,
+        out: &mut [f32],
+        add: bool,
+        lo: usize,
+        hi: usize,
+    ) {
+        nn_cols::<f32, 64>(a, bt, m, n, k, out, add, lo, hi)
     }
 }
 
@@ -47,6 +74,125 @@ impl Real for f64 {
     fn tanh(self) -> f64 {
         f64::tanh(self)
     }
+    const TILE: usize = 32;
+    fn nn_cols(
+        a: &[f64],
+        bt: &[f64],
+        m: usize,
+        n: usize,
+        k: usize,
+        out: &mut [f64],
+        add: bool,
+        lo: usize,
+        hi: usize,
+    ) {
+        nn_cols::<f64, 32>(a, bt, m, n, k, out, add, lo, hi)
+    }
+}
+
+/// `out[i0..i0+4, j0..j0+JB] (+)= a[i0..i0+4, :] @ bt[:, j0..j0+JB]`: a
+/// register tile of 4 x JB accumulators (one AVX-512 register per 16 f32),
+/// updated by broadcasting one element of `a` per row for each `k`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn tile4<T: Real, const JB: usize>(
+    a: &[T],
+    bt: &[T],
+    i0: usize,
+    j0: usize,
+    n: usize,
+    k: usize,
+    out: &mut [T],
+    add: bool,
+) {
+    let mut acc = [[T::zero(); JB]; 4];
+    let (a0, a1, a2, a3) = (
+        &a[i0 * k..(i0 + 1) * k],
+        &a[(i0 + 1) * k..(i0 + 2) * k],
+        &a[(i0 + 2) * k..(i0 + 3) * k],
+        &a[(i0 + 3) * k..(i0 + 4) * k],
+    );
+    for kk in 0..k {
+        let w: &[T; JB] = bt[kk * n + j0..kk * n + j0 + JB].try_into().unwrap();
+        let (x0, x1, x2, x3) = (a0[kk], a1[kk], a2[kk], a3[kk]);
+        for jj in 0..JB {
+            acc[0][jj] = acc[0][jj] + x0 * w[jj];
+            acc[1][jj] = acc[1][jj] + x1 * w[jj];
+            acc[2][jj] = acc[2][jj] + x2 * w[jj];
+            acc[3][jj] = acc[3][jj] + x3 * w[jj];
+        }
+    }
+    for (r, acc_row) in acc.iter().enumerate() {
+        let o = &mut out[(i0 + r) * n + j0..(i0 + r) * n + j0 + JB];
+        for jj in 0..JB {
+            o[jj] = if add {
+                o[jj] + acc_row[jj]
+            } else {
+                acc_row[jj]
+            };
+        }
+    }
+}
+
+/// Columns `lo..hi` of `out[m, n] (+)= a[m, k] @ bt[k, n]`.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+#[allow(clippy::too_many_arguments)]
+fn nn_cols<T: Real, const JB: usize>(
+    a: &[T],
+    bt: &[T],
+    m: usize,
+    n: usize,
+    k: usize,
+    out: &mut [T],
+    add: bool,
+    lo: usize,
+    hi: usize,
+) {
+    let full_rows = m / 4 * 4;
+    let mut j0 = lo;
+    while j0 + JB <= hi {
+        for i0 in (0..full_rows).step_by(4) {
+            tile4::<T, JB>(a, bt, i0, j0, n, k, out, add);
+        }
+        j0 += JB;
+    }
+    // Leftover rows and columns: plain sums.
+    for i in 0..m {
+        let cols = if i < full_rows { j0..hi } else { lo..hi };
+        for j in cols {
+            let mut sum = T::zero();
+            for kk in 0..k {
+                sum = sum + a[i * k + kk] * bt[kk * n + j];
+            }
+            let o = &mut out[i * n + j];
+            *o = if add { *o + sum } else { sum };
+        }
+    }
+}
+
+/// `out[m, n] (+)= a[m, k] @ bt[k, n]` for the small-`m` products of the
+/// recurrence (m is the batch), where a general GEMM spends more time packing
+/// an operand than multiplying. The columns are split across the pool.
+fn small_nn<T: Real>(a: &[T], bt: &[T], m: usize, n: usize, k: usize, out: &mut [T], add: bool) {
+    let jb = T::TILE;
+    let o = super::SendPtr(out.as_mut_ptr());
+    let len = out.len();
+    let parts = if m * n * k >= 1 << 16 && n >= 2 * jb {
+        2
+    } else {
+        1
+    };
+    let cols = n.div_ceil(parts).next_multiple_of(jb);
+    super::parallel::tasks(n.div_ceil(cols), |p| {
+        let (lo, hi) = (p * cols, ((p + 1) * cols).min(n));
+        // SAFETY: each task writes only columns lo..hi of `out`; the slice is
+        // shared so that rows can be indexed directly.
+        let out = unsafe { std::slice::from_raw_parts_mut(o.get(), len) };
+        T::nn_cols(a, bt, m, n, k, out, add, lo, hi);
+    });
 }
 
 /// Shapes shared by the loops: hidden size, first (largest) batch, and the
@@ -205,16 +351,16 @@ fn gru_row_backward<T: Real>(
     }
 }
 
-/// `gates[bs, g] = bias + h[bs, H] @ w_hh^T` with `w_hh` `[g, H]` row-major.
-unsafe fn recurrent_product<T: Real>(
+/// `gates[bs, g] = bias + h[bs, H] @ w_hh^T`, given `w_t` = `w_hh^T` (`[H, g]`).
+fn recurrent_product<T: Real>(
     h: &[T],
-    w_hh: &[T],
+    w_t: &[T],
     bias: Option<&[T]>,
     bs: usize,
     hidden: usize,
     gates: &mut [T],
 ) {
-    let g = w_hh.len() / hidden.max(1);
+    let g = w_t.len() / hidden.max(1);
     match bias {
         Some(b) => {
             for row in gates[..bs * g].chunks_exact_mut(g) {
@@ -223,25 +369,20 @@ unsafe fn recurrent_product<T: Real>(
         }
         None => gates[..bs * g].fill(T::zero()),
     }
-    let a = Mat {
-        ptr: h.as_ptr(),
-        rows: bs,
-        cols: hidden,
-        row_stride: hidden,
-        col_stride: 1,
-    };
-    let wt = Mat {
-        ptr: w_hh.as_ptr(),
-        rows: hidden,
-        cols: g,
-        row_stride: 1,
-        col_stride: hidden,
-    };
-    gemm_add_into(a, wt, gates.as_mut_ptr(), true);
+    small_nn(
+        &h[..bs * hidden],
+        w_t,
+        bs,
+        g,
+        hidden,
+        &mut gates[..bs * g],
+        true,
+    );
 }
 
-/// `out[bs, H] (+)= d[bs, g] @ w_hh` (the gradient reaching the previous state).
-unsafe fn state_gradient<T: Real>(
+/// `out[bs, H] (+)= d[bs, g] @ w_hh` (`w_hh` `[g, H]`): the gradient reaching
+/// the previous state.
+fn state_gradient<T: Real>(
     d: &[T],
     w_hh: &[T],
     bs: usize,
@@ -250,25 +391,17 @@ unsafe fn state_gradient<T: Real>(
     add: bool,
 ) {
     let g = w_hh.len() / hidden.max(1);
-    let a = Mat {
-        ptr: d.as_ptr(),
-        rows: bs,
-        cols: g,
-        row_stride: g,
-        col_stride: 1,
-    };
-    let w = Mat {
-        ptr: w_hh.as_ptr(),
-        rows: g,
-        cols: hidden,
-        row_stride: hidden,
-        col_stride: 1,
-    };
-    if add {
-        gemm_add_into(a, w, out.as_mut_ptr(), true);
-    } else {
-        gemm_into(a, w, out.as_mut_ptr(), true);
+    small_nn(d, w_hh, bs, hidden, g, &mut out[..bs * hidden], add);
+}
+
+fn transpose<T: Real>(w: &[T], rows: usize, cols: usize) -> Vec<T> {
+    let mut t = vec![T::zero(); w.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            t[c * rows + r] = w[r * cols + c];
+        }
     }
+    t
 }
 
 /// What the LSTM forward loop keeps for backward, all packed `[N, .]`.
@@ -297,6 +430,7 @@ pub(crate) fn lstm_forward<T: Real>(
 ) -> LstmForward<T> {
     let (hd, n) = (s.hidden, s.rows());
     let g4 = 4 * hd;
+    let w_t = transpose(w_hh, g4, hd);
     let mut h = h0.to_vec();
     let mut c = c0.to_vec();
     let mut r = LstmForward {
@@ -311,8 +445,7 @@ pub(crate) fn lstm_forward<T: Real>(
     let mut pre = vec![T::zero(); s.batch * g4];
     for t in s.order() {
         let (bs, off) = (s.sizes[t], s.offsets[t]);
-        // SAFETY: every slice covers the rows and columns the product touches.
-        unsafe { recurrent_product(&h, w_hh, b_hh, bs, hd, &mut pre) };
+        recurrent_product(&h, &w_t, b_hh, bs, hd, &mut pre);
         r.h_prev[off * hd..(off + bs) * hd].copy_from_slice(&h[..bs * hd]);
         r.c_prev[off * hd..(off + bs) * hd].copy_from_slice(&c[..bs * hd]);
         for b in 0..bs {
@@ -363,17 +496,14 @@ pub(crate) fn lstm_backward<T: Real>(
                 &mut d_gates[row * g4..(row + 1) * g4],
             );
         }
-        // SAFETY: `d_gates` rows of this step and the first `bs` rows of `dh`.
-        unsafe {
-            state_gradient(
-                &d_gates[off * g4..(off + bs) * g4],
-                w_hh,
-                bs,
-                hd,
-                &mut dh,
-                false,
-            )
-        };
+        state_gradient(
+            &d_gates[off * g4..(off + bs) * g4],
+            w_hh,
+            bs,
+            hd,
+            &mut dh,
+            false,
+        );
     }
     (d_gates, dh, dc)
 }
@@ -405,6 +535,7 @@ pub(crate) fn gru_forward<T: Real>(
 ) -> GruForward<T> {
     let (hd, n) = (s.hidden, s.rows());
     let (g3, g4) = (3 * hd, 4 * hd);
+    let w_t = transpose(w_hh, g3, hd);
     let mut h = h0.to_vec();
     let mut r = GruForward {
         out: vec![T::zero(); n * hd],
@@ -415,8 +546,7 @@ pub(crate) fn gru_forward<T: Real>(
     let mut pre = vec![T::zero(); s.batch * g3];
     for t in s.order() {
         let (bs, off) = (s.sizes[t], s.offsets[t]);
-        // SAFETY: as in `lstm_forward`.
-        unsafe { recurrent_product(&h, w_hh, b_hh, bs, hd, &mut pre) };
+        recurrent_product(&h, &w_t, b_hh, bs, hd, &mut pre);
         r.h_prev[off * hd..(off + bs) * hd].copy_from_slice(&h[..bs * hd]);
         for b in 0..bs {
             let row = off + b;
@@ -465,17 +595,14 @@ pub(crate) fn gru_backward<T: Real>(
                 d_gh_row,
             );
         }
-        // SAFETY: `d_gh` rows of this step and the first `bs` rows of `dh`.
-        unsafe {
-            state_gradient(
-                &d_gh[off * g3..(off + bs) * g3],
-                w_hh,
-                bs,
-                hd,
-                &mut dh,
-                true,
-            )
-        };
+        state_gradient(
+            &d_gh[off * g3..(off + bs) * g3],
+            w_hh,
+            bs,
+            hd,
+            &mut dh,
+            true,
+        );
     }
     (d_gi, d_gh, dh)
 }
