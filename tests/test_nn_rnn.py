@@ -662,3 +662,48 @@ def test_a_tiny_sequence_task_trains(kind):
             for p in params:
                 p -= 0.5 * p.grad
     assert loss_fn().item() < 0.6 * first
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64])
+def test_wide_layers_use_the_tiled_products_correctly(kind, dtype):
+    # Hidden 40 and batch 6: the native loop's register tiles (4 rows x 32/64 columns) cover
+    # part of each product and the leftover rows/columns take the plain path; both must be
+    # right, forward (against the equations) and backward (against the composite form).
+    from ferrograd.nn._functional import rnn as F_rnn
+
+    fg.manual_seed(5)
+    m = make(kind, 5, 40, dtype=dtype, bidirectional=True)
+    rng = np.random.default_rng(5)
+    npdt = np.float32 if dtype == fg.float32 else np.float64
+    x = rng.standard_normal((7, 6, 5)).astype(npdt)
+    out, _ = m(fg.tensor(x))
+    zeros = [np.zeros((2, 6, 40))] * len(state_sizes(m))
+    ref, _ = np_rnn(m, x.astype(np.float64), zeros)
+    tol = 2e-5 if dtype == fg.float32 else 1e-10
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=tol, atol=tol)
+    # Packed, unequal lengths: gradients of the fused node against the composite recurrence.
+    xt = fg.tensor(x, requires_grad=True)
+    packed = R.pack_padded_sequence(xt, [7, 5, 5, 3, 2, 1])
+    pout, _ = m(packed)
+    (pout.data * pout.data).sum().backward()
+    fused = [xt.grad.numpy().copy()] + [p.grad.numpy().copy() for p in m.parameters()]
+    m.zero_grad()
+    xt.grad = None
+    packed = R.pack_padded_sequence(xt, [7, 5, 5, 3, 2, 1])
+    sizes = packed.batch_sizes.tolist()
+    outs = []
+    for sfx, reverse in (("_l0", False), ("_l0_reverse", True)):
+        w = {n: getattr(m, n + sfx) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
+        gi = nn.functional.linear(packed.data, w["weight_ih"], w["bias_ih"])
+        z = fg.zeros(6, 40, dtype=dtype)
+        state = (z, z) if kind == "LSTM" else (z,)
+        step = F_rnn.make_step(kind, w["weight_hh"], w["bias_hh"])
+        outs.append(F_rnn.run_direction(step, gi, sizes, state, reverse)[0])
+    cout = fg.cat(outs, 1)
+    np.testing.assert_allclose(pout.data.detach().numpy(), cout.detach().numpy(), rtol=tol,
+                               atol=tol)  # fmt: skip
+    (cout * cout).sum().backward()
+    composite = [xt.grad.numpy()] + [p.grad.numpy() for p in m.parameters()]
+    for a, b in zip(fused, composite):
+        np.testing.assert_allclose(a, b, rtol=10 * tol, atol=10 * tol)

@@ -394,11 +394,18 @@ fn state_gradient<T: Real>(
     small_nn(d, w_hh, bs, hidden, g, &mut out[..bs * hidden], add);
 }
 
+/// `w^T` for a row-major `[rows, cols]` matrix, in 16 x 16 blocks so both
+/// sides stay in cache.
 fn transpose<T: Real>(w: &[T], rows: usize, cols: usize) -> Vec<T> {
+    const B: usize = 16;
     let mut t = vec![T::zero(); w.len()];
-    for r in 0..rows {
-        for c in 0..cols {
-            t[c * rows + r] = w[r * cols + c];
+    for r0 in (0..rows).step_by(B) {
+        for c0 in (0..cols).step_by(B) {
+            for r in r0..(r0 + B).min(rows) {
+                for c in c0..(c0 + B).min(cols) {
+                    t[c * rows + r] = w[r * cols + c];
+                }
+            }
         }
     }
     t
