@@ -54,6 +54,8 @@ WORKLOADS = [
     "lenet",
     "batchnorm",
     "layernorm",
+    "lstm",
+    "transformer",
 ]
 NA_ERRORS = (AttributeError, TypeError, NotImplementedError)
 LR = 0.01
@@ -90,6 +92,8 @@ class Config:
     lenet_batch: int = 64
     bn_shape: tuple = (64, 64, 32, 32)
     ln_shape: tuple = (64, 128, 512)
+    lstm: tuple = (64, 128, 32, 16)  # input size, hidden size, steps, batch
+    tel: tuple = (128, 4, 512, 16, 64)  # d_model, heads, feed-forward, batch, sequence
 
 
 def make_config(args) -> Config:
@@ -118,6 +122,8 @@ def make_config(args) -> Config:
             lenet_batch=4,
             bn_shape=(4, 8, 4, 4),
             ln_shape=(4, 8, 16),
+            lstm=(8, 16, 4, 2),
+            tel=(16, 2, 32, 2, 8),
         )
     else:
         cfg = Config(
@@ -502,6 +508,54 @@ def make_lenet(lib, cfg):
 
     return step
 
+    return make
+
+
+def _set_params(lib, module, r, scale: float) -> list:
+    """Overwrites every parameter of ``module`` with seeded uniform values, so both libraries
+    run the same model whatever their initialisation."""
+    params = [p for _, p in module.named_parameters()]
+    with lib.no_grad():
+        for p in params:
+            p.copy_(lib.tensor(r.uniform(-scale, scale, tuple(p.shape)).astype(np.float32)))
+    return params
+
+
+def make_lstm(lib, cfg):
+    isz, hsz, steps, batch = cfg.lstm
+    r = rng()
+    m = lib.mod.nn.LSTM(isz, hsz)
+    params = _set_params(lib, m, r, 1.0 / np.sqrt(hsz))
+    x = lib.tensor(r.standard_normal((steps, batch, isz)).astype(np.float32))
+
+    def fwd_bwd():
+        for p in params:
+            lib.clear_grad(p)
+        out, _ = m(x)
+        loss = (out * out).mean()
+        loss.backward()
+        return {"loss": loss, "grad_w_hh": m.weight_hh_l0.grad, "grad_w_ih": m.weight_ih_l0.grad}
+
+    return fwd_bwd
+
+
+def make_transformer(lib, cfg):
+    d, heads, ff, batch, seq = cfg.tel
+    r = rng()
+    # dropout=0 so both libraries compute the same function (and answers can be compared).
+    layer = lib.mod.nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, batch_first=True)
+    params = _set_params(lib, layer, r, 1.0 / np.sqrt(d))
+    x = lib.tensor(r.standard_normal((batch, seq, d)).astype(np.float32))
+
+    def fwd_bwd():
+        for p in params:
+            lib.clear_grad(p)
+        loss = (layer(x) ** 2).mean()
+        loss.backward()
+        return {"loss": loss, "grad_linear1": layer.linear1.weight.grad}
+
+    return fwd_bwd
+
 
 # ------------------------------------------------------------------------------ rows
 
@@ -842,6 +896,8 @@ def seconds(cfg: Config) -> float:
 def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
     ops, n, (s1, s2), (bb, bn) = cfg.ew_ops, cfg.mm_n, cfg.mm_sizes, cfg.bmm
     mlp = "-".join(map(str, cfg.mlp_dims)) + f" b{cfg.batch}"
+    li, lh, ls, lb = cfg.lstm
+    td, th, tf, tb, tsq = cfg.tel
     loss = "CE" if cfg.loss == "ce" else "MSE"
     optim_k, optim_n = cfg.optim_params
     dl = cfg.dl_shape
@@ -1053,6 +1109,22 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
             timed(make_norm("ln", True), ms),
             target=Target(">=1.0x torch", 1.0),
             rtol=1e-3,
+        ),
+        Row(
+            "lstm",
+            f"LSTM({li}, {lh}) {ls} steps b{lb}, fwd+bwd",
+            "ms",
+            timed(make_lstm, ms),
+            target=Target(">=2x torch", 2.0),
+            rtol=1e-2,
+        ),
+        Row(
+            "transformer",
+            f"TransformerEncoderLayer({td}, {th}, {tf}) {tb}x{tsq}, fwd+bwd",
+            "ms",
+            timed(make_transformer, ms),
+            target=Target(">=1.2x torch", 1.2),
+            rtol=1e-2,
         ),
     ]
 

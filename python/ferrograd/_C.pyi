@@ -1191,3 +1191,50 @@ def embedding(
 def embedding_renorm_(
     weight: Tensor, indices: Tensor, max_norm: _float, norm_type: _float
 ) -> None: ...
+# ----- recurrent layers (src/py/nn_rnn.rs) ------------------------------------------------------
+# Whole-sequence LSTM/GRU loops over a packed layout; they record no graph (the Python layer
+# makes each call one autograd node).
+def _lstm_layer_forward(
+    gi: Tensor,
+    h0: Tensor,
+    c0: Tensor,
+    w_hh: Tensor,
+    b_hh: Tensor | None,
+    batch_sizes: Sequence[_int],
+    reverse: _bool,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]: ...
+def _lstm_layer_backward(
+    g_out: Tensor,
+    g_hn: Tensor,
+    g_cn: Tensor,
+    gates: Tensor,
+    c: Tensor,
+    c_prev: Tensor,
+    w_hh: Tensor,
+    batch_sizes: Sequence[_int],
+    reverse: _bool,
+) -> tuple[Tensor, Tensor, Tensor]: ...
+def _gru_layer_forward(
+    gi: Tensor,
+    h0: Tensor,
+    w_hh: Tensor,
+    b_hh: Tensor | None,
+    batch_sizes: Sequence[_int],
+    reverse: _bool,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]: ...
+def _gru_layer_backward(
+    g_out: Tensor,
+    g_hn: Tensor,
+    gates: Tensor,
+    h_prev: Tensor,
+    w_hh: Tensor,
+    batch_sizes: Sequence[_int],
+    reverse: _bool,
+) -> tuple[Tensor, Tensor, Tensor]: ...
+
+__all__ += [
+    "_lstm_layer_forward",
+    "_lstm_layer_backward",
+    "_gru_layer_forward",
+    "_gru_layer_backward",
+]

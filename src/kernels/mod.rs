@@ -17,6 +17,7 @@ pub mod norm;
 pub mod parallel;
 pub mod pool;
 pub mod reduce;
+pub mod rnn;
 pub mod softmax;
 
 use std::mem::MaybeUninit;

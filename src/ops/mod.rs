@@ -22,6 +22,7 @@ pub mod optim;
 mod pool;
 mod norm;
 mod reduce;
+pub mod rnn;
 mod shape;
 mod shape_ops;
 mod sort;

@@ -7,6 +7,7 @@ mod function;
 mod functions;
 mod nn_conv;
 mod nn_norm;
+mod nn_rnn;
 mod node;
 mod node_saved;
 mod sorting;
@@ -41,6 +42,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     serialize::register(m)?;
     nn_conv::register(m)?;
     nn_norm::register(m)?;
+    nn_rnn::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

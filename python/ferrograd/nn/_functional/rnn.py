@@ -10,6 +10,8 @@ step is one matrix product before the loop; only the hidden projection is per st
 from __future__ import annotations
 
 from ... import _C
+from ...autograd import Function
+from ...autograd import grad as _autograd_grad
 from .. import functional as F
 
 
@@ -123,6 +125,95 @@ def run_direction(step, gi, batch_sizes, state, reverse):
     return _C.cat(outs, 0) if steps > 1 else outs[0], state
 
 
+def _composite_backward(mode, inputs, needs, batch_sizes, reverse, grads):
+    """Backward of a fused layer while a graph of the backward is being built: runs the
+    composite recurrence on the saved inputs and differentiates it with graph, so higher
+    derivatives are exact."""
+    gi, h0, c0, w_hh, b_hh = inputs
+    step = make_step(mode, w_hh, b_hh)
+    state = (h0, c0) if mode == "LSTM" else (h0,)
+    out, finals = run_direction(step, gi, batch_sizes, state, reverse)
+    wrt = [t for t, need in zip(inputs, needs) if need]
+    got = iter(
+        _autograd_grad((out, *finals), wrt, grads, create_graph=True, allow_unused=True)
+        if wrt
+        else ()
+    )
+    return tuple(next(got) if need else None for need in needs)
+
+
+def _weight_grads(d_gh, h_prev, need_w, need_b):
+    # One product over every step instead of one per step.
+    d_w = d_gh.t().mm(h_prev) if need_w else None
+    d_b = d_gh.sum(0) if need_b else None
+    return d_w, d_b
+
+
+class _LSTMLayer(Function):
+    """One LSTM layer direction over a packed sequence as a single node: the loop runs in
+    the native kernel, and backward computes the weight gradient of all steps at once."""
+
+    @staticmethod
+    def forward(ctx, gi, h0, c0, w_hh, b_hh, batch_sizes, reverse):
+        out, h_n, c_n, gates, c, c_prev, h_prev = _C._lstm_layer_forward(
+            gi, h0, c0, w_hh, b_hh, batch_sizes, reverse
+        )
+        ctx.save_for_backward(gi, h0, c0, w_hh, b_hh, gates, c, c_prev, h_prev)
+        ctx.batch_sizes, ctx.reverse = batch_sizes, reverse
+        return out, h_n, c_n
+
+    @staticmethod
+    def backward(ctx, g_out, g_hn, g_cn):
+        gi, h0, c0, w_hh, b_hh, gates, c, c_prev, h_prev = ctx.saved_tensors
+        needs = ctx.needs_input_grad[:5]
+        if _C.is_grad_enabled():
+            grads = _composite_backward(
+                "LSTM", (gi, h0, c0, w_hh, b_hh), needs, ctx.batch_sizes, ctx.reverse,
+                (g_out, g_hn, g_cn),
+            )  # fmt: skip
+            return (*grads, None, None)
+        d_gates, d_h0, d_c0 = _C._lstm_layer_backward(
+            g_out, g_hn, g_cn, gates, c, c_prev, w_hh, ctx.batch_sizes, ctx.reverse
+        )
+        d_w, d_b = _weight_grads(d_gates, h_prev, needs[3], needs[4])
+        return d_gates, d_h0, d_c0, d_w, d_b, None, None
+
+
+class _GRULayer(Function):
+    """One GRU layer direction over a packed sequence as a single node (see _LSTMLayer)."""
+
+    @staticmethod
+    def forward(ctx, gi, h0, w_hh, b_hh, batch_sizes, reverse):
+        out, h_n, gates, h_prev = _C._gru_layer_forward(gi, h0, w_hh, b_hh, batch_sizes, reverse)
+        ctx.save_for_backward(gi, h0, w_hh, b_hh, gates, h_prev)
+        ctx.batch_sizes, ctx.reverse = batch_sizes, reverse
+        return out, h_n
+
+    @staticmethod
+    def backward(ctx, g_out, g_hn):
+        gi, h0, w_hh, b_hh, gates, h_prev = ctx.saved_tensors
+        needs = ctx.needs_input_grad[:4]
+        if _C.is_grad_enabled():
+            d_gi, d_h0, _, d_w, d_b = _composite_backward(
+                "GRU", (gi, h0, None, w_hh, b_hh), (needs[0], needs[1], False, *needs[2:]),
+                ctx.batch_sizes, ctx.reverse, (g_out, g_hn),
+            )  # fmt: skip
+            return d_gi, d_h0, d_w, d_b, None, None
+        d_gi, d_gh, d_h0 = _C._gru_layer_backward(
+            g_out, g_hn, gates, h_prev, w_hh, ctx.batch_sizes, ctx.reverse
+        )
+        d_w, d_b = _weight_grads(d_gh, h_prev, needs[2], needs[3])
+        return d_gi, d_h0, d_w, d_b, None, None
+
+
+def _fused_direction(mode, gi, batch_sizes, state, w_hh, b_hh, reverse):
+    if mode == "LSTM":
+        out, h_n, c_n = _LSTMLayer.apply(gi, state[0], state[1], w_hh, b_hh, batch_sizes, reverse)
+        return out, (h_n, c_n)
+    out, h_n = _GRULayer.apply(gi, state[0], w_hh, b_hh, batch_sizes, reverse)
+    return out, (h_n,)
+
+
 def rnn_packed(mode, data, batch_sizes, hx, weights, num_layers, bidirectional, dropout, training):
     """The whole stack of layers on packed ``data`` [N, input]. ``weights`` is a list per layer
     and direction of ``(w_ih, w_hh, b_ih, b_hh, w_hr)`` (absent ones None). ``hx`` is a tuple of
@@ -137,10 +228,14 @@ def rnn_packed(mode, data, batch_sizes, hx, weights, num_layers, bidirectional, 
             idx = layer * dirs + d
             w_ih, w_hh, b_ih, b_hh, w_hr = weights[idx]
             gi = F.linear(layer_in, w_ih, b_ih)
-            step = make_step(mode, w_hh, b_hh, w_hr)
-            out, state = run_direction(
-                step, gi, batch_sizes, tuple(h[idx] for h in hx), reverse=d == 1
-            )
+            state = tuple(h[idx] for h in hx)
+            if mode in ("LSTM", "GRU") and w_hr is None:
+                out, state = _fused_direction(
+                    mode, gi, batch_sizes, state, w_hh, b_hh, reverse=d == 1
+                )
+            else:
+                step = make_step(mode, w_hh, b_hh, w_hr)
+                out, state = run_direction(step, gi, batch_sizes, state, reverse=d == 1)
             outputs.append(out)
             for k, s in enumerate(state):
                 finals[k].append(s)

@@ -27,7 +27,8 @@ def _reset_uniform(module, hidden_size):
     stdv = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0.0
     with no_grad():
         for p in module.parameters():
-            p.uniform_(-stdv, stdv)
+            if p is not None:
+                p.uniform_(-stdv, stdv)
 
 
 def _new_param(shape, dtype):
@@ -388,8 +389,7 @@ class RNNCellBase(Module):
             self.bias_ih = _new_param((num_chunks * hidden_size,), dtype)
             self.bias_hh = _new_param((num_chunks * hidden_size,), dtype)
         else:
-            self.register_parameter("bias_ih", None)
-            self.register_parameter("bias_hh", None)
+            self.bias_ih = self.bias_hh = None
         self.reset_parameters()
 
     def reset_parameters(self):
