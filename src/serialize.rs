@@ -372,7 +372,7 @@ mod tests {
         assert_eq!(got[0].to_vec::<f32>(), vec![1.5, -2.0, 3.25]);
         assert_eq!(got[1].to_vec::<bool>(), vec![true, false]);
         // One byte past the end, and a byte count that disagrees with the shape.
-        assert!(read_bytes(&buf, &[entry("a", DType::F32, &[3], 11)]).is_err());
+        assert!(read_bytes(&buf, &[entry("a", DType::F32, &[3], 13)]).is_err());
         let mut bad = entry("a", DType::F32, &[3], 10);
         bad.nbytes = 8;
         assert!(read_bytes(&buf, &[bad]).is_err());
