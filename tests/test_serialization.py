@@ -166,8 +166,10 @@ def test_pathlike_str_and_file_objects(tmp_path):
         fg.save(t, fh)
     with open(tmp_path / "f", "rb") as fh:
         same(fg.load(fh), t)
-    with pytest.raises(AttributeError, match="path or a writable"):
+    with pytest.raises(AttributeError, match="a file-like object with a 'write' attribute"):
         fg.save(t, 123)
+    with pytest.raises(AttributeError, match="a file-like object with a 'read' attribute"):
+        fg.load(123)
 
 
 def test_map_location(tmp_path):

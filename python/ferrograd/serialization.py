@@ -239,9 +239,9 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL):
             os.close(dfd)
         return
     if not hasattr(f, "write"):
+        # PyTorch's class and wording.
         raise AttributeError(
-            f"'{type(f).__name__}' object has no attribute 'write': f must be a path or a "
-            "writable binary file object"
+            "expected 'f' to be string, path, or a file-like object with a 'write' attribute"
         )
     f.write(_C._st_write(None, header, tensors, False))
 
@@ -488,8 +488,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             raise ValueError("f must be a file path in order to use the mmap argument")
         if not hasattr(f, "read"):
             raise AttributeError(
-                f"'{type(f).__name__}' object has no attribute 'read': f must be a path or "
-                "a readable binary file object"
+                "expected 'f' to be string, path, or a file-like object with a 'read' attribute"
             )
         data = f.read()
         if not isinstance(data, bytes):
