@@ -6,6 +6,7 @@ mod errors;
 mod function;
 mod functions;
 mod node;
+mod random;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -30,6 +31,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(dt.name(), dtype::dtype_object(py, dt))?;
     }
     functions::register(m)?;
+    random::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
