@@ -732,6 +732,7 @@ impl PyTensor {
             Some(pt) if pt.cast::<PyTensor>().is_ok() => {
                 let pt = pt.cast::<PyTensor>().unwrap().get().t.clone();
                 let pe = guard(|| ops::expand(&pt, &t.shape()))?;
+                let pe = rng::to_memory_order(&t, &pe);
                 draw(py, n, gen, |g| rng::bernoulli_tensor(g, &pe, t.dtype()))?
             }
             other => {
@@ -741,7 +742,7 @@ impl PyTensor {
                 })?
             }
         };
-        guard(|| ops::overwrite_sampled(&t, &v))?;
+        guard(|| ops::overwrite_sampled(&t, v))?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -783,7 +784,7 @@ impl PyTensor {
                 draw(py, n, gen, |g| Ok(rng::randint(g, lo, range, shape, dt)))?
             }
         };
-        guard(|| ops::overwrite_sampled(&t, &v))?;
+        guard(|| ops::overwrite_sampled(&t, v))?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -799,7 +800,7 @@ impl PyTensor {
         let v = draw(slf.py(), t.numel(), gen, |g| {
             rng::exponential(g, t.shape(), t.dtype(), lambd)
         })?;
-        guard(|| ops::overwrite_sampled(&t, &v))?;
+        guard(|| ops::overwrite_sampled(&t, v))?;
         Ok(slf.clone().into_any().unbind())
     }
 
