@@ -7,6 +7,7 @@ mod function;
 mod functions;
 mod node;
 mod serialize;
+mod random;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -32,6 +33,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     functions::register(m)?;
     serialize::register(m)?;
+    random::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
