@@ -23,7 +23,6 @@ from ferrograd.utils.data import (
     SubsetRandomSampler,
     TensorDataset,
     WeightedRandomSampler,
-    _random,
     default_collate,
     default_convert,
     get_worker_info,
@@ -32,7 +31,7 @@ from ferrograd.utils.data import (
 
 
 def gen(seed):
-    g = _random.Generator()
+    g = fg.Generator()
     g.manual_seed(seed)
     return g
 
@@ -196,7 +195,7 @@ def test_weighted_random_sampler():
     with pytest.raises(ValueError, match="replacement should be a boolean"):
         WeightedRandomSampler([1.0], 1, replacement=0)
     with pytest.raises(RuntimeError, match="without replacement"):
-        list(WeightedRandomSampler([1.0, 0.0], 2, replacement=False))
+        list(WeightedRandomSampler([1.0, 2.0], 3, replacement=False))
     with pytest.raises(RuntimeError, match="element < 0"):
         list(WeightedRandomSampler([1.0, -1.0], 2))
     assert len(WeightedRandomSampler(fg.tensor([1.0, 2.0]), 3)) == 3
@@ -307,6 +306,32 @@ def test_loader_option_errors():
         with pytest.raises(ValueError, match=msg):
             DataLoader(It(), **kw)
     DataLoader(ds, pin_memory=True)  # accepted, nothing to pin on a CPU
+
+
+def test_shuffle_draws_in_pytorchs_order():
+    # As PyTorch's: each epoch first draws the workers' base seed from the
+    # generator (random_), then the sampler's permutation (randperm).
+    dl = DataLoader(Range(10), batch_size=10, shuffle=True, generator=gen(0))
+    ref = gen(0)
+    for _ in range(2):
+        fg.empty((), dtype=fg.int64).random_(generator=ref)
+        assert next(iter(dl)).tolist() == fg.randperm(10, generator=ref).tolist()
+    # With PyTorch's generator, randperm(10) seeded 0 is this permutation.
+    assert fg.randperm(10, generator=gen(0)).tolist() == [4, 1, 7, 5, 3, 9, 0, 8, 6, 2]
+    # Without a generator RandomSampler seeds a fresh one from the global stream.
+    fg.manual_seed(3)
+    got = list(RandomSampler(Range(8)))
+    fg.manual_seed(3)
+    seed = int(fg.empty((), dtype=fg.int64).random_().item())
+    assert got == fg.randperm(8, generator=gen(seed)).tolist()
+    # random_split draws one permutation of the whole dataset.
+    parts = random_split(Range(10), [4, 6], generator=gen(5))
+    perm = fg.randperm(10, generator=gen(5)).tolist()
+    assert parts[0].indices == perm[:4] and parts[1].indices == perm[4:]
+    # WeightedRandomSampler is multinomial with the sampler's arguments.
+    w = fg.tensor([0.5, 1.0, 2.0, 0.1], dtype=fg.float64)
+    ws = list(WeightedRandomSampler(w, 6, replacement=True, generator=gen(8)))
+    assert ws == fg.multinomial(w, 6, True, generator=gen(8)).tolist()
 
 
 def test_seeded_shuffle_repeats_and_epochs_differ():

@@ -14,7 +14,6 @@ import numpy as np
 
 import ferrograd as _fg
 
-from . import _random
 from ._utils import collate as _collate
 from ._utils import worker as _worker
 from .dataset import IterableDataset, TensorDataset
@@ -275,7 +274,9 @@ class _BaseDataLoaderIter:
         self._sampler_iter = iter(self._index_sampler)
         # Drawn before the sampler's first draw, as PyTorch's: the sampler's
         # generator body runs only at the first next().
-        self._base_seed = _random.random_seed(loader.generator)
+        self._base_seed = int(
+            _fg.empty((), dtype=_fg.int64).random_(generator=loader.generator).item()
+        )
         self._num_yielded = 0
 
     def __iter__(self):
