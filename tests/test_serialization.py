@@ -233,6 +233,19 @@ def test_mmap_views_the_file_and_writes_stay_private(tmp_path):
         fg.load(io.BytesIO(b""), mmap=True)
 
 
+def test_mmap_copies_tensors_another_writer_left_misaligned(tmp_path):
+    # The format does not require alignment; such tensors are copied, not viewed.
+    head = json.dumps({"a": {"dtype": "F64", "shape": [2], "data_offsets": [0, 16]},
+                       "b": {"dtype": "I64", "shape": [1], "data_offsets": [16, 24]}}).encode()
+    head += b" " * ((-(8 + len(head)) % 8) + 3)  # fmt: skip
+    data = struct.pack("<2dq", 1.5, -2.25, 7)
+    p = tmp_path / "odd"
+    p.write_bytes(raw_file(head, data, pad=False))
+    for kw in ({"mmap": True}, {}):
+        r = fg.load(p, **kw)
+        assert r["a"].tolist() == [1.5, -2.25] and r["b"].tolist() == [7]
+
+
 def test_mmap_outlives_dropping_everything_else(tmp_path):
     p = tmp_path / "m"
     fg.save({"a": fg.arange(10), "b": fg.ones(3)}, p)

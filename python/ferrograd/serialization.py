@@ -26,6 +26,10 @@ tensors were Parameters or required grad. A tree node is
   tensors stored as safetensors entries it refers to by name. Loading one
   needs ``weights_only=False``.
 
+Each tensor is stored as its own contiguous data: two references to one
+tensor object stay one tensor, but two different views of one storage load
+as independent tensors (PyTorch's zip format keeps their sharing).
+
 Loading parses this JSON and nothing else: unless ``weights_only=False`` is
 passed, no code from the file is ever run. A safetensors file from another
 writer (no ``ferrograd.tree``) loads as a ``dict`` of name -> tensor.
