@@ -470,8 +470,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     With ``mmap=True`` (paths only) the tensors view a private copy-on-write
     mapping of the file: pages load lazily, in-place writes stay in this
     process and never reach the file (and the file being replaced by a later
-    atomic ``save`` does not affect them). Otherwise every tensor owns its
-    memory. A truncated or corrupt file raises ``RuntimeError`` naming the
+    atomic ``save`` does not affect them; truncating the file in place while
+    it is mapped would crash the process with SIGBUS, as with any mapping).
+    Otherwise every tensor owns its memory. A truncated or corrupt file raises ``RuntimeError`` naming the
     problem before any object is returned.
     """
     if weights_only is None:
