@@ -146,6 +146,13 @@ def test_a_tensor_referenced_twice_is_stored_once_and_loads_as_one(tmp_path):
     assert list(np_st.load_file(str(p))) == ["a"]
 
 
+def test_names_that_collide_are_made_unique(tmp_path):
+    obj = {"a.b": fg.ones(1), "a": {"b": fg.zeros(1)}, "__metadata__": fg.full((1,), 2.0)}
+    for r in roundtrip(obj, tmp_path):
+        assert r["a.b"].tolist() == [1.0] and r["a"]["b"].tolist() == [0.0]
+        assert r["__metadata__"].tolist() == [2.0]
+
+
 def test_parameters_and_requires_grad_survive(tmp_path):
     w = nn.Parameter(make((2, 2), fg.float32))
     frozen = nn.Parameter(make((2,), fg.float32), requires_grad=False)

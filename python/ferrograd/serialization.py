@@ -82,7 +82,8 @@ class _Encoder:
             return name
         base = ".".join(path) or "tensor"
         name, k = base, 0
-        while name in self.used:
+        # "__metadata__" is the header's own key, never a tensor's name.
+        while name in self.used or name == "__metadata__":
             k += 1
             name = f"{base}#{k}"
         self.used.add(name)
