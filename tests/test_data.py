@@ -416,8 +416,20 @@ def test_workers_return_the_batches_in_order_after_a_parallel_op():
     got = [[t.tolist() for t in b]
            for b in DataLoader(ds, batch_size=3, num_workers=2, prefetch_factor=3)]  # fmt: skip
     assert got == ref
+    # The workers' own parallel kernels run on a pool rebuilt in the child.
+    got = [b.tolist() for b in DataLoader(BigOp(), batch_size=2, num_workers=2)]
+    assert got == [[float(BigOp()[i]) for i in range(2)], [float(BigOp()[i]) for i in range(2, 4)]]
     # The parent's pool still works after forking.
     assert float((a @ a).sum()) == pytest.approx(float((a @ a).sum()))
+
+
+class BigOp(Dataset):
+    def __getitem__(self, i):
+        x = fg.arange(400 * 400, dtype=fg.float64).reshape(400, 400) / 1e5 + i
+        return float((x @ x).sum())
+
+    def __len__(self):
+        return 4
 
 
 def test_worker_info_seeds_and_init_fn():
