@@ -6,8 +6,8 @@ mod errors;
 mod function;
 mod functions;
 mod node;
-mod serialize;
 mod random;
+mod serialize;
 mod tensor;
 
 use pyo3::prelude::*;
