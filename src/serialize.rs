@@ -11,7 +11,6 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::sync::Arc;
 
@@ -165,35 +164,35 @@ fn check_bools(name: &str, bytes: &[u8]) -> SerResult<()> {
     Ok(())
 }
 
-/// Fills a new tensor's memory through `fill` (which gets its bytes).
-fn new_tensor<T: Element>(
-    e: &Entry,
-    numel: usize,
-    fill: &mut dyn FnMut(&mut [u8]) -> SerResult<()>,
-) -> SerResult<Tensor> {
-    // Zeroed allocation of this size is a fresh mapping, not a memset.
-    let mut v: Vec<T> = vec![T::default(); numel];
-    // SAFETY: the Vec owns `numel * size_of::<T>()` initialised bytes.
-    let bytes = unsafe {
-        std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, numel * std::mem::size_of::<T>())
-    };
-    fill(bytes)?;
+/// Writes exactly `len` bytes at a pointer, or fails.
+type Fill<'a> = dyn FnMut(*mut u8, usize) -> SerResult<()> + 'a;
+
+/// A new tensor whose memory `fill` writes. The buffer is never zeroed
+/// first: memory the allocator hands back from earlier tensors would have to
+/// be cleared by a pass as long as the read itself.
+fn new_tensor<T: Element>(e: &Entry, numel: usize, fill: &mut Fill<'_>) -> SerResult<Tensor> {
+    let mut v: Vec<T> = Vec::with_capacity(numel);
+    fill(v.as_mut_ptr() as *mut u8, numel * std::mem::size_of::<T>())?;
+    // SAFETY: `fill` wrote all `numel` elements, and every bit pattern is a
+    // valid i64, f32 or f64 (bool goes through `read_one`'s check instead).
+    unsafe { v.set_len(numel) };
     Ok(Tensor::from_vec(v, e.shape.clone()))
 }
 
-fn read_one(
-    e: &Entry,
-    numel: usize,
-    fill: &mut dyn FnMut(&mut [u8]) -> SerResult<()>,
-) -> SerResult<Tensor> {
+fn read_one(e: &Entry, numel: usize, fill: &mut Fill<'_>) -> SerResult<Tensor> {
     match e.dtype {
         DType::Bool => {
             // Read as bytes and checked before they become `bool`s: any
             // other byte value in a `bool` is undefined behaviour.
-            let mut v = vec![0u8; numel];
-            fill(&mut v)?;
+            let mut v: Vec<u8> = Vec::with_capacity(numel);
+            fill(v.as_mut_ptr(), numel)?;
+            // SAFETY: `fill` wrote all `numel` bytes.
+            unsafe { v.set_len(numel) };
             check_bools(&e.name, &v)?;
-            let v: Vec<bool> = v.into_iter().map(|b| b == 1).collect();
+            let mut v = std::mem::ManuallyDrop::new(v);
+            // SAFETY: every byte is 0 or 1, and bool has u8's size and alignment.
+            let v =
+                unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut bool, v.len(), v.capacity()) };
             Ok(Tensor::from_vec(v, e.shape.clone()))
         }
         DType::I64 => new_tensor::<i64>(e, numel, fill),
@@ -207,14 +206,14 @@ fn read_one(
 fn read_all(
     entries: &[Entry],
     len: u64,
-    fill: impl Fn(&Entry, &mut [u8]) -> SerResult<()> + Sync,
+    fill: impl Fn(&Entry, *mut u8, usize) -> SerResult<()> + Sync,
 ) -> SerResult<Vec<Tensor>> {
     let numels = entries
         .iter()
         .map(|e| check_entry(e, len))
         .collect::<SerResult<Vec<_>>>()?;
     let total: u64 = entries.iter().map(|e| e.nbytes).sum();
-    let one = |i: usize| read_one(&entries[i], numels[i], &mut |buf| fill(&entries[i], buf));
+    let one = |i: usize| read_one(&entries[i], numels[i], &mut |p, n| fill(&entries[i], p, n));
     if total < PARALLEL_BYTES || entries.len() < 2 {
         return (0..entries.len()).map(one).collect();
     }
@@ -235,25 +234,44 @@ const PARALLEL_BYTES: u64 = 4 << 20;
 /// Reads each entry from `file` into a new tensor of its own.
 pub fn read_file(file: &File, entries: &[Entry]) -> SerResult<Vec<Tensor>> {
     let len = file.metadata()?.len();
-    read_all(entries, len, |e, buf| {
-        file.read_exact_at(buf, e.start).map_err(|err| {
-            if err.kind() == io::ErrorKind::UnexpectedEof {
-                SerError::Format(format!(
+    let fd = file.as_raw_fd();
+    read_all(entries, len, |e, ptr, n| {
+        let mut done = 0usize;
+        while done < n {
+            // SAFETY: `ptr` is valid for `n` bytes (the new tensor's buffer).
+            let r = unsafe {
+                libc::pread(
+                    fd,
+                    ptr.add(done) as *mut libc::c_void,
+                    n - done,
+                    (e.start + done as u64) as libc::off_t,
+                )
+            };
+            if r < 0 {
+                let err = io::Error::last_os_error();
+                if err.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(SerError::Io(err));
+            }
+            if r == 0 {
+                return Err(SerError::Format(format!(
                     "tensor '{}': the file ended while reading it; it is truncated",
                     e.name
-                ))
-            } else {
-                SerError::Io(err)
+                )));
             }
-        })
+            done += r as usize;
+        }
+        Ok(())
     })
 }
 
 /// Copies each entry out of an in-memory file into a new tensor.
 pub fn read_bytes(data: &[u8], entries: &[Entry]) -> SerResult<Vec<Tensor>> {
-    read_all(entries, data.len() as u64, |e, buf| {
-        let s = e.start as usize;
-        buf.copy_from_slice(&data[s..s + buf.len()]);
+    read_all(entries, data.len() as u64, |e, ptr, n| {
+        let src = &data[e.start as usize..e.start as usize + n];
+        // SAFETY: `ptr` is valid for `n` bytes and is a fresh buffer.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), ptr, n) };
         Ok(())
     })
 }
@@ -318,9 +336,9 @@ pub fn map_file(file: &File, entries: &[Entry]) -> SerResult<Vec<Tensor>> {
         let p = unsafe { base.add(e.start as usize) };
         let aligned = (p as usize) % e.dtype.size() == 0;
         if numel == 0 || !aligned {
-            let bytes = unsafe { std::slice::from_raw_parts(p, e.nbytes as usize) };
-            out.push(read_one(e, numel, &mut |buf| {
-                buf.copy_from_slice(bytes);
+            out.push(read_one(e, numel, &mut |dst, n| {
+                // SAFETY: `p` has `nbytes == n` mapped bytes; `dst` is fresh.
+                unsafe { std::ptr::copy_nonoverlapping(p, dst, n) };
                 Ok(())
             })?);
             continue;
@@ -372,7 +390,7 @@ mod tests {
         assert_eq!(got[0].to_vec::<f32>(), vec![1.5, -2.0, 3.25]);
         assert_eq!(got[1].to_vec::<bool>(), vec![true, false]);
         // One byte past the end, and a byte count that disagrees with the shape.
-        assert!(read_bytes(&buf, &[entry("a", DType::F32, &[3], 11)]).is_err());
+        assert!(read_bytes(&buf, &[entry("a", DType::F32, &[3], 13)]).is_err());
         let mut bad = entry("a", DType::F32, &[3], 10);
         bad.nbytes = 8;
         assert!(read_bytes(&buf, &[bad]).is_err());

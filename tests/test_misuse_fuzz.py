@@ -48,6 +48,10 @@ SKIP_FUNCTIONS = {
     # classes that are not ops: the dtype type, and Size, a plain tuple subclass
     "dtype",
     "Size",
+    # file I/O, not ops: a drawn string is a path, and fuzzing would write files
+    # (tests/test_serialization.py covers their misuse)
+    "save",
+    "load",
 }
 
 # `Tensor` attributes that are not ops (Python object protocol, pickling).

@@ -146,6 +146,13 @@ def test_a_tensor_referenced_twice_is_stored_once_and_loads_as_one(tmp_path):
     assert list(np_st.load_file(str(p))) == ["a"]
 
 
+def test_names_that_collide_are_made_unique(tmp_path):
+    obj = {"a.b": fg.ones(1), "a": {"b": fg.zeros(1)}, "__metadata__": fg.full((1,), 2.0)}
+    for r in roundtrip(obj, tmp_path):
+        assert r["a.b"].tolist() == [1.0] and r["a"]["b"].tolist() == [0.0]
+        assert r["__metadata__"].tolist() == [2.0]
+
+
 def test_parameters_and_requires_grad_survive(tmp_path):
     w = nn.Parameter(make((2, 2), fg.float32))
     frozen = nn.Parameter(make((2,), fg.float32), requires_grad=False)
@@ -166,8 +173,10 @@ def test_pathlike_str_and_file_objects(tmp_path):
         fg.save(t, fh)
     with open(tmp_path / "f", "rb") as fh:
         same(fg.load(fh), t)
-    with pytest.raises(TypeError, match="path or a writable"):
+    with pytest.raises(AttributeError, match="a file-like object with a 'write' attribute"):
         fg.save(t, 123)
+    with pytest.raises(AttributeError, match="a file-like object with a 'read' attribute"):
+        fg.load(123)
 
 
 def test_map_location(tmp_path):
@@ -229,6 +238,19 @@ def test_mmap_views_the_file_and_writes_stay_private(tmp_path):
     same(m["a"], sd["a"] + 1.0)
     with pytest.raises(ValueError, match="file path in order to use the mmap"):
         fg.load(io.BytesIO(b""), mmap=True)
+
+
+def test_mmap_copies_tensors_another_writer_left_misaligned(tmp_path):
+    # The format does not require alignment; such tensors are copied, not viewed.
+    head = json.dumps({"a": {"dtype": "F64", "shape": [2], "data_offsets": [0, 16]},
+                       "b": {"dtype": "I64", "shape": [1], "data_offsets": [16, 24]}}).encode()
+    head += b" " * ((-(8 + len(head)) % 8) + 3)  # fmt: skip
+    data = struct.pack("<2dq", 1.5, -2.25, 7)
+    p = tmp_path / "odd"
+    p.write_bytes(raw_file(head, data, pad=False))
+    for kw in ({"mmap": True}, {}):
+        r = fg.load(p, **kw)
+        assert r["a"].tolist() == [1.5, -2.25] and r["b"].tolist() == [7]
 
 
 def test_mmap_outlives_dropping_everything_else(tmp_path):

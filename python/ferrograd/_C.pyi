@@ -216,6 +216,18 @@ __all__ = [
     "constant_pad_nd",
     "im2col",
     "col2im",
+    # random numbers (src/py/random.rs)
+    "Generator",
+    "default_generator",
+    "randperm",
+    "seed",
+    "initial_seed",
+    "get_rng_state",
+    "set_rng_state",
+    "normal",
+    "bernoulli",
+    "multinomial",
+    "_random_like",
 ]
 
 # ----- classes -------------------------------------------------------------------
@@ -702,6 +714,17 @@ class Tensor:
     def svd(self, some: _bool = True, compute_uv: _bool = True) -> tuple[Tensor, Tensor, Tensor]: ...
     def qr(self, some: _bool = True) -> tuple[Tensor, Tensor]: ...
     def matrix_power(self, n: _int) -> Tensor: ...
+    # ----- random sampling (src/py/random.rs) -----
+    def bernoulli_(self, p: _float | Tensor | None = None, *, generator: Generator | None = None) -> Self: ...
+    def bernoulli(self, p: _float | None = None, *, generator: Generator | None = None) -> Tensor: ...
+    def random_(
+        self, from_: _int | None = None, to: _int | None = None, *, generator: Generator | None = None
+    ) -> Self: ...
+    def exponential_(self, lambd: _float = 1.0, *, generator: Generator | None = None) -> Self: ...
+    def multinomial(
+        self, num_samples: _int, replacement: _bool = False, *, generator: Generator | None = None
+    ) -> Tensor: ...
+
 
 # ----- creation ------------------------------------------------------------------
 
@@ -770,35 +793,6 @@ def linspace(
     device: _Device = None,
     requires_grad: _bool = False,
 ) -> Tensor: ...
-
-# ``generator=`` is accepted and ignored: there is one global generator.
-def rand(
-    *args: _Size,
-    size: _Size | None = None,
-    dtype: _DTypeLike | None = None,
-    device: _Device = None,
-    requires_grad: _bool = False,
-    generator: object = None,
-) -> Tensor: ...
-def randn(
-    *args: _Size,
-    size: _Size | None = None,
-    dtype: _DTypeLike | None = None,
-    device: _Device = None,
-    requires_grad: _bool = False,
-    generator: object = None,
-) -> Tensor: ...
-
-# ``randint(high, size)`` or ``randint(low, high, size)``; ``size=`` may be a keyword.
-def randint(
-    *args: _Size,
-    size: _Size | None = None,
-    dtype: _DTypeLike | None = None,
-    device: _Device = None,
-    requires_grad: _bool = False,
-    generator: object = None,
-) -> Tensor: ...
-def manual_seed(seed: _int) -> None: ...
 
 # Behind ``zeros_like``/``ones_like``/``full_like``/``empty_like``/``rand_like``/``randn_like``;
 # ``kind`` is "full", "rand" or "randn".
@@ -1238,3 +1232,110 @@ __all__ += [
     "_gru_layer_forward",
     "_gru_layer_backward",
 ]
+# ----- random numbers (src/py/random.rs) ---------------------------------------------
+# Every sampler draws as PyTorch's CPU kernels do; ``generator=None`` is the
+# default generator (``default_generator``).
+
+@final
+class Generator:
+    def __new__(cls, device: object = None) -> Self: ...
+    def manual_seed(self, seed: _int) -> Self: ...
+    def seed(self) -> _int: ...
+    def initial_seed(self) -> _int: ...
+    # PyTorch's 5056 state bytes, as an int64 tensor.
+    def get_state(self) -> Tensor: ...
+    def set_state(self, new_state: Tensor) -> Self: ...
+    @property
+    def device(self) -> Any: ...
+    def __getstate__(self) -> Tensor: ...
+    def __setstate__(self, state: Tensor) -> None: ...
+    def __getnewargs__(self) -> tuple[_str]: ...
+
+default_generator: Generator
+
+def rand(
+    *args: _Size,
+    size: _Size | None = None,
+    out: None = None,
+    dtype: _DTypeLike | None = None,
+    layout: object = None,
+    device: object = None,
+    requires_grad: _bool = False,
+    pin_memory: _bool = False,
+    generator: Generator | None = None,
+) -> Tensor: ...
+def randn(
+    *args: _Size,
+    size: _Size | None = None,
+    out: None = None,
+    dtype: _DTypeLike | None = None,
+    layout: object = None,
+    device: object = None,
+    requires_grad: _bool = False,
+    pin_memory: _bool = False,
+    generator: Generator | None = None,
+) -> Tensor: ...
+
+# ``randint(high, size)`` or ``randint(low, high, size)``; ``size=`` may be a keyword.
+def randint(
+    *args: _Size,
+    size: _Size | None = None,
+    generator: Generator | None = None,
+    out: None = None,
+    dtype: _DTypeLike | None = None,
+    layout: object = None,
+    device: object = None,
+    requires_grad: _bool = False,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def randperm(
+    n: _int,
+    *,
+    generator: Generator | None = None,
+    out: None = None,
+    dtype: _DTypeLike | None = None,
+    layout: object = None,
+    device: object = None,
+    requires_grad: _bool = False,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def manual_seed(seed: _int) -> Generator: ...
+def seed() -> _int: ...
+def initial_seed() -> _int: ...
+def get_rng_state() -> Tensor: ...
+def set_rng_state(new_state: Tensor) -> None: ...
+def normal(
+    mean: _float | Tensor,
+    std: _float | Tensor | None = None,
+    size: _Size | None = None,
+    *,
+    generator: Generator | None = None,
+    out: None = None,
+    dtype: _DTypeLike | None = None,
+    layout: object = None,
+    device: object = None,
+    requires_grad: _bool = False,
+    pin_memory: _bool = False,
+) -> Tensor: ...
+def bernoulli(
+    input: Tensor, p: _float | None = None, *, generator: Generator | None = None, out: None = None
+) -> Tensor: ...
+def multinomial(
+    input: Tensor,
+    num_samples: _int,
+    replacement: _bool = False,
+    *,
+    generator: Generator | None = None,
+    out: None = None,
+) -> Tensor: ...
+
+# Behind ``rand_like``/``randn_like``/``randint_like``; ``kind`` is "rand", "randn" or "randint".
+def _random_like(
+    input: Tensor,
+    kind: _str,
+    low: _int = 0,
+    high: _int = 0,
+    dtype: _DTypeLike | None = None,
+    requires_grad: _bool = False,
+    generator: Generator | None = None,
+) -> Tensor: ...

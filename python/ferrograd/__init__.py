@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import _C
 from ._C import (
+    Generator,
     Tensor,
     abs,
     add,
@@ -21,6 +22,7 @@ from ._C import (
     arange,
     argmax,
     argmin,
+    bernoulli,
     bmm,
     broadcast_tensors,
     broadcast_to,
@@ -32,6 +34,7 @@ from ._C import (
     clone,
     cos,
     cumsum,
+    default_generator,
     diagonal,
     div,
     dot,
@@ -51,8 +54,10 @@ from ._C import (
     gather,
     ge,
     get_num_threads,
+    get_rng_state,
     gt,
     index_select,
+    initial_seed,
     int64,
     is_grad_enabled,
     is_inference_mode_enabled,
@@ -83,11 +88,13 @@ from ._C import (
     mm,
     movedim,
     mul,
+    multinomial,
     mv,
     narrow,
     ne,
     neg,
     nonzero,
+    normal,
     ones,
     outer,
     permute,
@@ -96,13 +103,16 @@ from ._C import (
     rand,
     randint,
     randn,
+    randperm,
     reciprocal,
     relu,
     round,
     rsqrt,
     scatter,
     scatter_add,
+    seed,
     set_num_threads,
+    set_rng_state,
     sigmoid,
     sign,
     sin,
@@ -182,12 +192,22 @@ def empty_like(input, *, dtype=None, requires_grad=False):
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
-def rand_like(input, *, dtype=None, requires_grad=False):
-    return _C._like(input, "rand", 0.0, dtype, requires_grad)
+def rand_like(input, *, dtype=None, requires_grad=False, generator=None):
+    """A tensor shaped like ``input`` of uniform samples in [0, 1), drawn as ``rand``."""
+    return _C._random_like(input, "rand", 0, 0, dtype, requires_grad, generator)
 
 
-def randn_like(input, *, dtype=None, requires_grad=False):
-    return _C._like(input, "randn", 0.0, dtype, requires_grad)
+def randn_like(input, *, dtype=None, requires_grad=False, generator=None):
+    """A tensor shaped like ``input`` of standard normal samples, drawn as ``randn``."""
+    return _C._random_like(input, "randn", 0, 0, dtype, requires_grad, generator)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, requires_grad=False, generator=None):
+    """A tensor shaped like ``input`` of integers in ``[low, high)`` (``randint_like(x, high)``
+    means ``[0, high)``), drawn as ``randint``, of ``input``'s dtype unless ``dtype`` is given."""
+    if high is None:
+        low, high = 0, low
+    return _C._random_like(input, "randint", low, high, dtype, requires_grad, generator)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
@@ -359,6 +379,17 @@ __all__ = [
     "long",
     "lt",
     "manual_seed",
+    "Generator",
+    "bernoulli",
+    "default_generator",
+    "get_rng_state",
+    "initial_seed",
+    "multinomial",
+    "normal",
+    "randint_like",
+    "randperm",
+    "seed",
+    "set_rng_state",
     "masked_fill",
     "masked_select",
     "matmul",

@@ -26,6 +26,10 @@ tensors were Parameters or required grad. A tree node is
   tensors stored as safetensors entries it refers to by name. Loading one
   needs ``weights_only=False``.
 
+Each tensor is stored as its own contiguous data: two references to one
+tensor object stay one tensor, but two different views of one storage load
+as independent tensors (PyTorch's zip format keeps their sharing).
+
 Loading parses this JSON and nothing else: unless ``weights_only=False`` is
 passed, no code from the file is ever run. A safetensors file from another
 writer (no ``ferrograd.tree``) loads as a ``dict`` of name -> tensor.
@@ -78,7 +82,8 @@ class _Encoder:
             return name
         base = ".".join(path) or "tensor"
         name, k = base, 0
-        while name in self.used:
+        # "__metadata__" is the header's own key, never a tensor's name.
+        while name in self.used or name == "__metadata__":
             k += 1
             name = f"{base}#{k}"
         self.used.add(name)
@@ -239,9 +244,9 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL):
             os.close(dfd)
         return
     if not hasattr(f, "write"):
-        raise TypeError(
-            f"'{type(f).__name__}' object has no attribute 'write': f must be a path or a "
-            "writable binary file object"
+        # PyTorch's class and wording.
+        raise AttributeError(
+            "expected 'f' to be string, path, or a file-like object with a 'write' attribute"
         )
     f.write(_C._st_write(None, header, tensors, False))
 
@@ -466,8 +471,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     With ``mmap=True`` (paths only) the tensors view a private copy-on-write
     mapping of the file: pages load lazily, in-place writes stay in this
     process and never reach the file (and the file being replaced by a later
-    atomic ``save`` does not affect them). Otherwise every tensor owns its
-    memory. A truncated or corrupt file raises ``RuntimeError`` naming the
+    atomic ``save`` does not affect them; truncating the file in place while
+    it is mapped would crash the process with SIGBUS, as with any mapping).
+    Otherwise every tensor owns its memory. A truncated or corrupt file raises ``RuntimeError`` naming the
     problem before any object is returned.
     """
     if weights_only is None:
@@ -487,9 +493,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         if mmap:
             raise ValueError("f must be a file path in order to use the mmap argument")
         if not hasattr(f, "read"):
-            raise TypeError(
-                f"'{type(f).__name__}' object has no attribute 'read': f must be a path or "
-                "a readable binary file object"
+            raise AttributeError(
+                "expected 'f' to be string, path, or a file-like object with a 'read' attribute"
             )
         data = f.read()
         if not isinstance(data, bytes):

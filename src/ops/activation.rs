@@ -411,14 +411,22 @@ pub fn dropout(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
     }
     float_input(x, "dropout")?;
     let shape = x.shape();
-    let n = x.numel();
     if p == 1.0 {
         return mul_f64(x, 0.0);
     }
-    let keep: Vec<f64> = crate::random::uniform_f64(n)
-        .into_iter()
-        .map(|u| if u >= p { 1.0 / (1.0 - p) } else { 0.0 })
-        .collect();
-    let mask = cast_data(&Tensor::from_vec(keep, shape), x.dtype());
+    // As PyTorch's CPU `_dropout`: a noise tensor of the input's dtype
+    // filled by `bernoulli_(1 - p)`, then divided by `1 - p`.
+    let q = 1.0 - p;
+    let noise = crate::random::with_gen(None, |g| {
+        crate::random::bernoulli_scalar(g, shape, x.dtype(), q)
+    })?;
+    // `noise.div_(1 - p)` divides in the noise's dtype: the kept value is
+    // 1 / (1 - p) rounded once in float32 for a float32 input.
+    let scale = if x.dtype() == crate::tensor::DType::F32 {
+        (1.0 / q as f32) as f64
+    } else {
+        1.0 / q
+    };
+    let mask = mul_f64(&noise, scale)?;
     mul(x, &mask)
 }

@@ -418,69 +418,71 @@ fn overwrite_untracked(t: &Tensor, values: &Tensor) -> Result<()> {
     Ok(())
 }
 
-fn random_values(t: &Tensor, normal: bool) -> Result<Tensor> {
-    random_tensor(t.shape(), t.dtype(), normal)
-}
-
-/// Fresh standard-normal or [0, 1)-uniform samples (`randn`, `rand`, `normal_`, `uniform_`).
+/// Fresh standard-normal or [0, 1)-uniform samples from the default
+/// generator (`randn`, `rand`, `randn_like`, `rand_like`).
 pub fn random_tensor(shape: Shape, dtype: crate::tensor::DType, normal: bool) -> Result<Tensor> {
-    let n = crate::tensor::numel(&shape);
-    use crate::random;
-    use crate::tensor::DType;
-    Ok(match (dtype, normal) {
-        (DType::F32, false) => Tensor::from_vec(random::uniform_f32(n), shape),
-        (DType::F64, false) => Tensor::from_vec(random::uniform_f64(n), shape),
-        (DType::F32, true) => {
-            let mut v = crate::error::alloc_vec(n);
-            v.extend(random::normal_f64(n).into_iter().map(|x| x as f32));
-            Tensor::from_vec(v, shape)
-        }
-        (DType::F64, true) => Tensor::from_vec(random::normal_f64(n), shape),
-        (other, _) => {
-            return Err(Error::runtime(format!(
-                "\"{}\" not implemented for '{}'",
-                if normal {
-                    "normal_kernel_cpu"
-                } else {
-                    "check_uniform_bounds"
-                },
-                other.scalar_name()
-            )))
+    crate::random::with_gen(None, |g| {
+        if normal {
+            crate::random::normal(g, shape, dtype, 0.0, 1.0, true)
+        } else {
+            crate::random::uniform(g, shape, dtype, 0.0, 1.0)
         }
     })
 }
 
-/// `t.normal_(mean, std)`: samples from N(mean, std²), not recorded.
+/// `t.normal_(mean, std)`: samples from N(mean, std²) as PyTorch draws them
+/// (its kernel depends on `t`'s size and contiguity), not recorded.
 pub fn normal_(t: &Tensor, mean: f64, std: f64) -> Result<()> {
+    normal_with(t, mean, std, None)
+}
+
+pub fn normal_with(
+    t: &Tensor,
+    mean: f64,
+    std: f64,
+    gen: Option<&crate::random::GenRef>,
+) -> Result<()> {
     check_inplace(t)?;
     if std.is_nan() || std < 0.0 {
         return Err(Error::runtime(format!(
             "normal expects std >= 0.0, but found std {std}"
         )));
     }
-    let z = random_values(t, true)?;
-    let v = {
-        let _g = crate::autograd::GradModeGuard::new(false);
-        let s = super::mul(&z, &Tensor::scalar_of(std, z.dtype()))?;
-        super::add(&s, &Tensor::scalar_of(mean, z.dtype()))?
-    };
-    overwrite_untracked(t, &v)
+    let v = crate::random::with_gen(gen, |g| {
+        crate::random::normal(g, t.shape(), t.dtype(), mean, std, t.is_contiguous())
+    })?;
+    overwrite_untracked(t, &crate::random::in_memory_order(t, v))
 }
 
 /// `t.uniform_(a, b)`: samples uniformly from [a, b), not recorded.
 pub fn uniform_(t: &Tensor, from: f64, to: f64) -> Result<()> {
+    uniform_with(t, from, to, None)
+}
+
+pub fn uniform_with(
+    t: &Tensor,
+    from: f64,
+    to: f64,
+    gen: Option<&crate::random::GenRef>,
+) -> Result<()> {
     check_inplace(t)?;
     if from > to || !from.is_finite() || !to.is_finite() {
         return Err(Error::runtime(format!(
             "uniform_ expects to return a [from, to) range, but found from={from} > to={to}"
         )));
     }
-    let u = random_values(t, false)?;
-    let v = {
-        let _g = crate::autograd::GradModeGuard::new(false);
-        let s = super::mul(&u, &Tensor::scalar_of(to - from, u.dtype()))?;
-        super::add(&s, &Tensor::scalar_of(from, u.dtype()))?
-    };
+    let v = crate::random::with_gen(gen, |g| {
+        crate::random::uniform(g, t.shape(), t.dtype(), from, to)
+    })?;
+    overwrite_untracked(t, &crate::random::in_memory_order(t, v))
+}
+
+/// Overwrites `t` with `values` (same shape, any dtype, drawn in `t`'s
+/// memory order) outside the graph: the sampling methods (`bernoulli_`,
+/// `random_`, `exponential_`).
+pub fn overwrite_sampled(t: &Tensor, values: Tensor) -> Result<()> {
+    check_inplace(t)?;
+    let v = super::cast_data(&crate::random::in_memory_order(t, values), t.dtype());
     overwrite_untracked(t, &v)
 }
 

@@ -12,6 +12,7 @@ mod node;
 mod node_saved;
 mod sorting;
 mod optim;
+mod random;
 mod serialize;
 mod tensor;
 
@@ -43,6 +44,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_conv::register(m)?;
     nn_norm::register(m)?;
     nn_rnn::register(m)?;
+    random::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

@@ -14,7 +14,6 @@ import numpy as np
 
 import ferrograd as _fg
 
-from . import _random
 from ._utils import collate as _collate
 from ._utils import worker as _worker
 from .dataset import IterableDataset, TensorDataset
@@ -275,7 +274,9 @@ class _BaseDataLoaderIter:
         self._sampler_iter = iter(self._index_sampler)
         # Drawn before the sampler's first draw, as PyTorch's: the sampler's
         # generator body runs only at the first next().
-        self._base_seed = _random.random_seed(loader.generator)
+        self._base_seed = int(
+            _fg.empty((), dtype=_fg.int64).random_(generator=loader.generator).item()
+        )
         self._num_yielded = 0
 
     def __iter__(self):
@@ -380,7 +381,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             ]  # fmt: skip
             if failed:
                 pids = ", ".join(str(w.pid) for w in failed)
-                self._shutdown_workers()
+                self._shutdown_workers(wait=False)
                 raise RuntimeError(
                     f"DataLoader worker (pid(s) {pids}) exited unexpectedly"
                 ) from None
@@ -391,6 +392,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             ok, data = self._try_get_data(self._timeout)
             if ok:
                 return data
+            # A worker stuck in the dataset would hold its batch for as long as
+            # it likes; the loader is over, so it is stopped rather than awaited.
+            self._shutdown_workers(wait=False)
             raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
         while True:
             ok, data = self._try_get_data(_worker.MP_STATUS_CHECK_INTERVAL)
@@ -449,7 +453,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             data.reraise()
         return data
 
-    def _shutdown_workers(self):
+    def _shutdown_workers(self, wait=True):
         if self._shutdown:
             return
         self._shutdown = True
@@ -458,7 +462,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             for q in self._index_queues:
                 q.put(None)
             for w in self._workers:
-                w.join(timeout=_worker.MP_STATUS_CHECK_INTERVAL * 5)
+                w.join(timeout=_worker.MP_STATUS_CHECK_INTERVAL * 5 if wait else 0)
             for q in self._index_queues:
                 q.cancel_join_thread()
                 q.close()
@@ -468,6 +472,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             for w in self._workers:
                 if w.is_alive():
                     w.terminate()
+            for w in self._workers:
+                w.join(timeout=_worker.MP_STATUS_CHECK_INTERVAL)
 
     def __del__(self):
         try:

@@ -7,7 +7,7 @@ import itertools
 import math
 import warnings
 
-from . import _random
+import ferrograd as _fg
 
 __all__ = [
     "ChainDataset",
@@ -191,7 +191,7 @@ def random_split(dataset, lengths, generator=None):
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     # None draws from the global generator, as PyTorch's default_generator.
-    indices = _random.randperm(sum(lengths), generator)
+    indices = _fg.randperm(sum(lengths), generator=generator).tolist()
     return [
         Subset(dataset, indices[offset - length : offset])
         for offset, length in zip(itertools.accumulate(lengths), lengths)

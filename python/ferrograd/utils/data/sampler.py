@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 import ferrograd as _fg
-
-from . import _random
 
 __all__ = [
     "BatchSampler",
@@ -71,17 +67,21 @@ class RandomSampler(Sampler):
     def __iter__(self):
         n = len(self.data_source)
         if self.generator is None:
-            generator = _random.new_generator(_random.random_seed(None))
+            seed = int(_fg.empty((), dtype=_fg.int64).random_().item())
+            generator = _fg.Generator()
+            generator.manual_seed(seed)
         else:
             generator = self.generator
         if self.replacement:
             for _ in range(self.num_samples // 32):
-                yield from _random.randint(n, 32, generator)
-            yield from _random.randint(n, self.num_samples % 32, generator)
+                yield from _fg.randint(0, n, (32,), dtype=_fg.int64, generator=generator).tolist()
+            yield from _fg.randint(
+                0, n, (self.num_samples % 32,), dtype=_fg.int64, generator=generator
+            ).tolist()
         else:
             for _ in range(self.num_samples // n):
-                yield from _random.randperm(n, generator)
-            yield from _random.randperm(n, generator)[: self.num_samples % n]
+                yield from _fg.randperm(n, generator=generator).tolist()
+            yield from _fg.randperm(n, generator=generator).tolist()[: self.num_samples % n]
 
     def __len__(self):
         return self.num_samples
@@ -95,7 +95,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        for i in _random.randperm(len(self.indices), self.generator):
+        for i in _fg.randperm(len(self.indices), generator=self.generator).tolist():
             yield self.indices[i]
 
     def __len__(self):
@@ -120,41 +120,24 @@ class WeightedRandomSampler(Sampler):
             raise ValueError(
                 f"replacement should be a boolean value, but got replacement={replacement}"
             )
-        w = weights.detach().numpy() if isinstance(weights, _fg.Tensor) else weights
-        w = np.asarray(w, dtype=np.float64)
-        if w.ndim != 1:
+        if isinstance(weights, _fg.Tensor):
+            w = weights.detach().to(_fg.float64)
+        else:
+            w = _fg.tensor(weights, dtype=_fg.float64)
+        if w.dim() != 1:
             raise ValueError(
                 f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}"
             )
-        self.weights = _fg.tensor(w, dtype=_fg.float64)
+        self.weights = w
         self.num_samples = num_samples
         self.replacement = replacement
         self.generator = generator
 
     def __iter__(self):
-        # torch.multinomial's checks, then inverse-CDF draws (with replacement)
-        # or Efraimidis-Spirakis keys u**(1/w), largest first (without).
-        w = self.weights.numpy()
-        if not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-        positive = int(np.count_nonzero(w))
-        if positive == 0:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        if not self.replacement and self.num_samples > positive:
-            raise RuntimeError(
-                "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
-            )
-        u = _random.rand(self.num_samples if self.replacement else len(w), self.generator)
-        if self.replacement:
-            cdf = np.cumsum(w)
-            cdf /= cdf[-1]
-            idx = np.searchsorted(cdf, u, side="right")
-            idx = np.minimum(idx, len(w) - 1)
-        else:
-            with np.errstate(divide="ignore"):
-                keys = np.where(w > 0, np.log(np.maximum(u, 1e-300)) / w, -np.inf)
-            idx = np.argsort(-keys, kind="stable")[: self.num_samples]
-        yield from idx.tolist()
+        rand_tensor = _fg.multinomial(
+            self.weights, self.num_samples, self.replacement, generator=self.generator
+        )
+        yield from iter(rand_tensor.tolist())
 
     def __len__(self):
         return self.num_samples

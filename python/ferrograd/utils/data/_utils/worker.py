@@ -156,7 +156,9 @@ def _worker_loop(
             try:
                 r = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
             except queue.Empty:
-                if os.getppid() != parent_pid:  # the main process died
+                # The main process died, or is shutting the loader down and its
+                # None has not arrived: nothing this worker could send is wanted.
+                if os.getppid() != parent_pid or done_event.is_set():
                     break
                 continue
             if isinstance(r, _ResumeIteration):

@@ -1,0 +1,837 @@
+//! Random numbers: `Generator`, the default generator's functions, the
+//! sampling creation functions and the sampling Tensor methods, all drawing
+//! as PyTorch's CPU kernels do (see `crate::random`).
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::convert::{int_arg, parse_size, seq_of_ints, to_shape};
+use super::dtype::opt_dtype;
+use super::errors::{guard, guard_nogil};
+use super::tensor::{wrap, PyTensor};
+use crate::ops;
+use crate::random::{self as rng, CpuGenerator, GenRef};
+use crate::tensor::{checked_storage_numel, numel, DType, Shape, Tensor};
+
+/// `torch.Generator`: an independent CPU random stream (a Mersenne Twister),
+/// passed as `generator=` to the sampling functions.
+#[pyclass(name = "Generator", module = "ferrograd", frozen)]
+pub struct PyGenerator {
+    g: GenRef,
+}
+
+fn check_cpu(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let Some(d) = device else { return Ok(()) };
+    if d.is_none() {
+        return Ok(());
+    }
+    let s = d.str()?.to_string();
+    if s == "cpu" || s.starts_with("cpu:") {
+        Ok(())
+    } else {
+        Err(PyRuntimeError::new_err(format!(
+            "ferrograd has no CUDA support: only the 'cpu' device exists (got '{s}')"
+        )))
+    }
+}
+
+/// A seed as PyTorch unpacks it: any int in [-2^63, 2^64), negative ones
+/// taken as their two's complement.
+fn unpack_seed(seed: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if seed.is_instance_of::<pyo3::types::PyBool>() || seed.is_instance_of::<pyo3::types::PyFloat>()
+    {
+        return Err(PyTypeError::new_err(format!(
+            "manual_seed expected a long, but got {}",
+            seed.get_type().name()?
+        )));
+    }
+    let s: i128 = seed
+        .call_method0("__index__")
+        .and_then(|i| i.extract())
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "manual_seed expected a long, but got {}",
+                seed.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?;
+    if s < i64::MIN as i128 || s > u64::MAX as i128 {
+        return Err(PyRuntimeError::new_err("Overflow when unpacking long"));
+    }
+    Ok(s as u64)
+}
+
+/// A fresh nondeterministic 64-bit seed, as `Generator.seed()` draws one.
+fn os_seed() -> u64 {
+    let mut b = [0u8; 8];
+    if getrandom_fill(&mut b) {
+        return u64::from_le_bytes(b);
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    t ^ (std::process::id() as u64).rotate_left(32)
+}
+
+fn getrandom_fill(b: &mut [u8]) -> bool {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(b))
+        .is_ok()
+}
+
+fn state_tensor(g: &CpuGenerator) -> Tensor {
+    let bytes = g.get_state();
+    let n = bytes.len();
+    Tensor::from_vec(
+        bytes.into_iter().map(i64::from).collect::<Vec<_>>(),
+        Shape::from_slice(&[n]),
+    )
+}
+
+fn set_state_from(g: &GenRef, state: &Bound<'_, PyAny>) -> PyResult<()> {
+    let t = state.cast::<PyTensor>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "expected a torch.ByteTensor, but got {}",
+            state
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    let t = &t.get().t;
+    if t.dtype() != DType::I64 {
+        return Err(PyTypeError::new_err(format!(
+            "expected an RNG state (the int64 byte values get_rng_state returns), but got a {} tensor",
+            t.dtype().scalar_name()
+        )));
+    }
+    let vals = t.to_vec::<i64>();
+    if vals.iter().any(|v| !(0..=255).contains(v)) {
+        return Err(PyRuntimeError::new_err(
+            "RNG state values must be bytes in [0, 255]",
+        ));
+    }
+    let bytes: Vec<u8> = vals.into_iter().map(|v| v as u8).collect();
+    guard(|| g.lock().set_state(&bytes))
+}
+
+#[pymethods]
+impl PyGenerator {
+    #[new]
+    #[pyo3(signature = (device=None))]
+    fn new(device: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        check_cpu(device)?;
+        Ok(PyGenerator {
+            g: Arc::new(Mutex::new(CpuGenerator::new(rng::DEFAULT_SEED))),
+        })
+    }
+
+    /// Seeds the generator; returns it, as PyTorch does.
+    fn manual_seed<'py>(
+        slf: &Bound<'py, Self>,
+        seed: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let s = unpack_seed(seed)?;
+        slf.get().g.lock().set_seed(s);
+        Ok(slf.clone())
+    }
+
+    /// Seeds the generator from the OS's entropy and returns the seed.
+    fn seed(&self) -> u64 {
+        let s = os_seed();
+        self.g.lock().set_seed(s);
+        s
+    }
+
+    fn initial_seed(&self) -> u64 {
+        self.g.lock().initial_seed()
+    }
+
+    /// The state as PyTorch's 5056 `CPUGeneratorImplState` bytes, held in an
+    /// int64 tensor (ferrograd has no uint8 dtype).
+    fn get_state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let t = state_tensor(&self.g.lock());
+        wrap(py, t)
+    }
+
+    fn set_state<'py>(
+        slf: &Bound<'py, Self>,
+        new_state: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, Self>> {
+        set_state_from(&slf.get().g, new_state)?;
+        Ok(slf.clone())
+    }
+
+    #[getter]
+    fn device(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(py
+            .import("ferrograd")?
+            .getattr("device")?
+            .call1(("cpu",))?
+            .unbind())
+    }
+
+    /// Pickles as the state, so a copied generator continues the same stream.
+    fn __getstate__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.get_state(py)
+    }
+
+    fn __setstate__(slf: &Bound<'_, Self>, state: &Bound<'_, PyAny>) -> PyResult<()> {
+        set_state_from(&slf.get().g, state)
+    }
+
+    fn __getnewargs__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, ["cpu"])
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<ferrograd.Generator object at {:#x}>",
+            Arc::as_ptr(&self.g) as usize
+        )
+    }
+}
+
+/// The generator behind a `generator=` argument: `None` is the default one.
+fn gen_arg(generator: Option<&Bound<'_, PyAny>>, fname: &str) -> PyResult<Option<GenRef>> {
+    match generator {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => match o.cast::<PyGenerator>() {
+            Ok(g) => Ok(Some(Arc::clone(&g.get().g))),
+            Err(_) => Err(PyTypeError::new_err(format!(
+                "{fname}(): argument 'generator' must be torch.Generator, not {}",
+                o.get_type().name()?
+            ))),
+        },
+    }
+}
+
+fn alloc_shape(dims: &[i64], dtype: DType) -> PyResult<Shape> {
+    let shape = to_shape(dims)?;
+    checked_storage_numel(&shape, dtype.size())?;
+    Ok(shape)
+}
+
+fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyAny>> {
+    if requires_grad {
+        if !t.dtype().is_float() {
+            return Err(PyRuntimeError::new_err(
+                "Only Tensors of floating point and complex dtype can require gradients",
+            ));
+        }
+        t.set_requires_grad(true)?;
+    }
+    wrap(py, t)
+}
+
+/// Draws under the generator's lock with the GIL released for big outputs.
+fn draw<T: Send>(
+    py: Python<'_>,
+    work: usize,
+    gen: Option<GenRef>,
+    f: impl FnOnce(&mut CpuGenerator) -> crate::Result<T> + Send,
+) -> PyResult<T> {
+    guard_nogil(py, work, || rng::with_gen(gen.as_ref(), f))
+}
+
+#[pyfunction]
+#[pyo3(signature = (*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=false, pin_memory=false, generator=None))]
+#[allow(clippy::too_many_arguments)]
+fn rand(
+    py: Python<'_>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
+    out: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    layout: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    pin_memory: bool,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let _ = (out, layout, pin_memory);
+    check_cpu(device)?;
+    let gen = gen_arg(generator, "rand")?;
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let shape = alloc_shape(&parse_size(args, size)?, dt)?;
+    let n = numel(&shape);
+    let t = draw(py, n, gen, |g| rng::uniform(g, shape, dt, 0.0, 1.0))?;
+    finish(py, t, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=false, pin_memory=false, generator=None))]
+#[allow(clippy::too_many_arguments)]
+fn randn(
+    py: Python<'_>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
+    out: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    layout: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    pin_memory: bool,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let _ = (out, layout, pin_memory);
+    check_cpu(device)?;
+    let gen = gen_arg(generator, "randn")?;
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let shape = alloc_shape(&parse_size(args, size)?, dt)?;
+    let n = numel(&shape);
+    let t = draw(py, n, gen, |g| rng::normal(g, shape, dt, 0.0, 1.0, true))?;
+    finish(py, t, requires_grad)
+}
+
+fn check_range(low: i64, high: i64) -> PyResult<u64> {
+    if high <= low {
+        return Err(PyRuntimeError::new_err(format!(
+            "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )));
+    }
+    // The span of [i64::MIN, i64::MAX) does not fit in an i64; in two's
+    // complement it is still right as a u64, and so is adding it back.
+    Ok(high.wrapping_sub(low) as u64)
+}
+
+/// `randint(high, size)` or `randint(low, high, size)`.
+#[pyfunction]
+#[pyo3(signature = (*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=false, pin_memory=false))]
+#[allow(clippy::too_many_arguments)]
+fn randint(
+    py: Python<'_>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
+    generator: Option<&Bound<'_, PyAny>>,
+    out: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    layout: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    pin_memory: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = (out, layout, pin_memory);
+    check_cpu(device)?;
+    let ints: Vec<Bound<'_, PyAny>> = args.iter().collect();
+    let (low, high, size) = match (ints.len(), size) {
+        (1, Some(s)) => (0, int_arg(&ints[0])?, seq_of_ints(s)?),
+        (2, Some(s)) => (int_arg(&ints[0])?, int_arg(&ints[1])?, seq_of_ints(s)?),
+        (2, None) => (0, int_arg(&ints[0])?, seq_of_ints(&ints[1])?),
+        (3, None) => (
+            int_arg(&ints[0])?,
+            int_arg(&ints[1])?,
+            seq_of_ints(&ints[2])?,
+        ),
+        _ => {
+            return Err(PyTypeError::new_err(
+                "randint(low=0, high, size) expects high and size",
+            ))
+        }
+    };
+    let range = check_range(low, high)?;
+    let gen = gen_arg(generator, "randint")?;
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
+    let shape = alloc_shape(&size, DType::I64)?;
+    let n = numel(&shape);
+    let t = draw(py, n, gen, |g| Ok(rng::randint(g, low, range, shape, dt)))?;
+    finish(py, t, requires_grad)
+}
+
+/// `randperm(n)`: a random permutation of `0..n`, as PyTorch's `randperm_cpu`.
+#[pyfunction]
+#[pyo3(signature = (n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=false, pin_memory=false))]
+#[allow(clippy::too_many_arguments)]
+fn randperm(
+    py: Python<'_>,
+    n: &Bound<'_, PyAny>,
+    generator: Option<&Bound<'_, PyAny>>,
+    out: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    layout: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    pin_memory: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = (out, layout, pin_memory);
+    check_cpu(device)?;
+    let n = int_arg(n)?;
+    if n < 0 {
+        return Err(PyRuntimeError::new_err(format!(
+            "n must be non-negative, got{n}"
+        )));
+    }
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
+    match dt {
+        DType::Bool => {
+            return Err(PyRuntimeError::new_err(
+                "\"randperm\" not implemented for 'Bool'",
+            ))
+        }
+        DType::F32 if n > 1 << 24 => {
+            return Err(PyRuntimeError::new_err(
+                "n cannot be greater than 2^24+1 for Float type.",
+            ))
+        }
+        _ => {}
+    }
+    let gen = gen_arg(generator, "randperm")?;
+    let shape = alloc_shape(&[n], DType::I64)?;
+    let t = draw(py, n as usize, gen, |g| {
+        let p = rng::randperm(g, n as usize);
+        Ok(ops::cast_data(&Tensor::from_vec(p, shape), dt))
+    })?;
+    finish(py, t, requires_grad)
+}
+
+#[pyfunction]
+fn manual_seed(py: Python<'_>, seed: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let s = unpack_seed(seed)?;
+    rng::manual_seed(s);
+    default_generator_obj(py)
+}
+
+/// Seeds the default generator from the OS's entropy and returns the seed.
+#[pyfunction]
+fn seed() -> u64 {
+    let s = os_seed();
+    rng::manual_seed(s);
+    s
+}
+
+#[pyfunction]
+fn initial_seed() -> u64 {
+    rng::default_generator().lock().initial_seed()
+}
+
+#[pyfunction]
+fn get_rng_state(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    let t = state_tensor(&rng::default_generator().lock());
+    wrap(py, t)
+}
+
+#[pyfunction]
+fn set_rng_state(new_state: &Bound<'_, PyAny>) -> PyResult<()> {
+    set_state_from(rng::default_generator(), new_state)
+}
+
+static DEFAULT_OBJ: pyo3::sync::PyOnceLock<Py<PyGenerator>> = pyo3::sync::PyOnceLock::new();
+
+fn default_generator_obj(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    let g = DEFAULT_OBJ.get_or_try_init(py, || {
+        Py::new(
+            py,
+            PyGenerator {
+                g: Arc::clone(rng::default_generator()),
+            },
+        )
+    })?;
+    Ok(g.clone_ref(py).into_any())
+}
+
+fn float_arg(o: &Bound<'_, PyAny>) -> PyResult<f64> {
+    o.extract::<f64>()
+}
+
+/// `normal(mean, std, size)` with numbers, or with tensors of means and/or
+/// standard deviations (broadcast), as `torch.normal`.
+#[pyfunction]
+#[pyo3(signature = (mean, std=None, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=false, pin_memory=false))]
+#[allow(clippy::too_many_arguments)]
+fn normal(
+    py: Python<'_>,
+    mean: &Bound<'_, PyAny>,
+    std: Option<&Bound<'_, PyAny>>,
+    size: Option<&Bound<'_, PyAny>>,
+    generator: Option<&Bound<'_, PyAny>>,
+    out: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    layout: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    pin_memory: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = (out, layout, pin_memory);
+    check_cpu(device)?;
+    let gen = gen_arg(generator, "normal")?;
+    let mean_t = mean.cast::<PyTensor>().ok().map(|t| t.get().t.clone());
+    let std_t = std
+        .and_then(|s| s.cast::<PyTensor>().ok())
+        .map(|t| t.get().t.clone());
+    if mean_t.is_none() && std_t.is_none() {
+        let m = float_arg(mean)?;
+        let s = std.map(float_arg).transpose()?.unwrap_or(1.0);
+        let Some(size) = size else {
+            return Err(PyTypeError::new_err(
+                "normal() received an invalid combination of arguments: numbers for mean and std need a size",
+            ));
+        };
+        if s < 0.0 || s.is_nan() {
+            return Err(PyRuntimeError::new_err(format!(
+                "normal expects std >= 0.0, but found std {s}"
+            )));
+        }
+        let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+        let shape = alloc_shape(&seq_of_ints(size)?, dt)?;
+        let n = numel(&shape);
+        let t = draw(py, n, gen, |g| rng::normal(g, shape, dt, m, s, true))?;
+        return finish(py, t, requires_grad);
+    }
+    // Tensor arguments: PyTorch fills the output with N(0, 1) samples and
+    // then computes `out * std + mean`.
+    let like = mean_t.clone().or(std_t.clone()).unwrap();
+    let dt = like.dtype();
+    let shape = match (&mean_t, &std_t) {
+        (Some(m), Some(s)) => crate::tensor::broadcast_shapes(&m.shape(), &s.shape())?,
+        _ => like.shape(),
+    };
+    if let Some(s) = &std_t {
+        if s.to_vec::<f64>().iter().any(|v| *v < 0.0 || v.is_nan()) {
+            return Err(PyRuntimeError::new_err(
+                "normal expects all elements of std >= 0.0",
+            ));
+        }
+    } else if let Some(s) = std {
+        let s = float_arg(s)?;
+        if s < 0.0 || s.is_nan() {
+            return Err(PyRuntimeError::new_err(format!(
+                "normal expects std >= 0.0, but found std {s}"
+            )));
+        }
+    }
+    let n = numel(&shape);
+    let z = draw(py, n, gen, |g| rng::normal(g, shape, dt, 0.0, 1.0, true))?;
+    let t = guard(|| {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let scaled = match (&std_t, std) {
+            (Some(s), _) => ops::mul(&z, s)?,
+            (None, Some(s)) => ops::mul_f64(&z, float_arg(s).unwrap_or(1.0))?,
+            (None, None) => z,
+        };
+        match &mean_t {
+            Some(m) => ops::add(&scaled, m),
+            None => ops::add(
+                &scaled,
+                &Tensor::scalar_of(float_arg(mean).unwrap_or(0.0), dt),
+            ),
+        }
+    })?;
+    finish(py, t, requires_grad)
+}
+
+/// `bernoulli(input, p=None)`: 1 with probability `input` (or `p`) per element.
+#[pyfunction]
+#[pyo3(signature = (input, p=None, *, generator=None, out=None))]
+fn bernoulli(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    p: Option<f64>,
+    generator: Option<&Bound<'_, PyAny>>,
+    out: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let _ = out;
+    let t = input.get().t.clone();
+    let gen = gen_arg(generator, "bernoulli")?;
+    let n = t.numel();
+    let r = match p {
+        Some(p) => draw(py, n, gen, |g| {
+            rng::bernoulli_scalar(g, t.shape(), t.dtype(), p)
+        })?,
+        None => draw(py, n, gen, |g| rng::bernoulli_tensor(g, &t, t.dtype()))?,
+    };
+    wrap(py, r)
+}
+
+/// Validated probability rows of a multinomial's input: (rows, k, 2-d?).
+fn multinomial_rows(t: &Tensor) -> PyResult<(usize, usize)> {
+    let shape = t.shape();
+    if !(shape.len() == 1 || shape.len() == 2) {
+        return Err(PyRuntimeError::new_err("prob_dist must be 1 or 2 dim"));
+    }
+    if !t.dtype().is_float() {
+        return Err(PyRuntimeError::new_err(format!(
+            "multinomial only supports floating-point dtypes for input, got: {}",
+            t.dtype().scalar_name()
+        )));
+    }
+    let k = shape[shape.len() - 1];
+    let rows = if shape.len() == 2 { shape[0] } else { 1 };
+    Ok((rows, k))
+}
+
+fn multinomial_impl(
+    py: Python<'_>,
+    t: &Tensor,
+    num_samples: i64,
+    replacement: bool,
+    gen: Option<GenRef>,
+) -> PyResult<Py<PyAny>> {
+    let (rows, k) = multinomial_rows(t)?;
+    if num_samples <= 0 {
+        return Err(PyRuntimeError::new_err(
+            "cannot sample n_sample <= 0 samples",
+        ));
+    }
+    let ns = num_samples as usize;
+    if !replacement && ns > k {
+        return Err(PyRuntimeError::new_err(
+            "cannot sample n_sample > prob_dist.size(-1) samples without replacement",
+        ));
+    }
+    let vals = t.to_vec::<f64>();
+    let row_sums: Vec<f64> = vals
+        .chunks_exact(k.max(1))
+        .map(|r| r.iter().sum())
+        .collect();
+    if vals.iter().any(|v| !v.is_finite() || *v < 0.0) {
+        return Err(PyRuntimeError::new_err(
+            "probability tensor contains either `inf`, `nan` or element < 0",
+        ));
+    }
+    if k == 0 || row_sums.iter().any(|s| *s <= 0.0) {
+        return Err(PyRuntimeError::new_err(
+            "invalid multinomial distribution (sum of probabilities <= 0)",
+        ));
+    }
+    let out_shape: Shape = if t.ndim() == 2 {
+        Shape::from_slice(&[rows, ns])
+    } else {
+        Shape::from_slice(&[ns])
+    };
+    let idx: Vec<i64> = if replacement && ns > 1 {
+        let dt = t.dtype();
+        draw(py, rows * ns, gen, |g| {
+            Ok(if dt == DType::F32 {
+                rng::multinomial_with_replacement(g, &t.to_vec::<f32>(), k, ns)
+            } else {
+                rng::multinomial_with_replacement(g, &vals, k, ns)
+            })
+        })?
+    } else {
+        // PyTorch's fast path (no replacement, or a single draw): the top
+        // `ns` of p / q with q ~ Exponential(1), which is sampling without
+        // replacement by the Gumbel-max argument.
+        let dt = t.dtype();
+        let q = draw(py, rows * k, gen, |g| {
+            rng::exponential(g, t.shape(), dt, 1.0)
+        })?;
+        let ratio: Vec<f64> = if dt == DType::F32 {
+            let p = t.to_vec::<f32>();
+            p.iter()
+                .zip(q.to_vec::<f32>())
+                .map(|(a, b)| (a / b) as f64)
+                .collect()
+        } else {
+            vals.iter()
+                .zip(q.to_vec::<f64>())
+                .map(|(a, b)| a / b)
+                .collect()
+        };
+        let mut out = Vec::with_capacity(rows * ns);
+        for row in ratio.chunks_exact(k) {
+            let mut order: Vec<usize> = (0..k).collect();
+            // Largest first; ties keep the lower index first, as argmax does.
+            order.sort_by(|&a, &b| {
+                row[b]
+                    .partial_cmp(&row[a])
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then(a.cmp(&b))
+            });
+            out.extend(order[..ns].iter().map(|&i| i as i64));
+        }
+        out
+    };
+    wrap(py, Tensor::from_vec(idx, out_shape))
+}
+
+/// `multinomial(input, num_samples, replacement=False)`: indices drawn from
+/// the rows of `input` taken as (unnormalised) probabilities.
+#[pyfunction]
+#[pyo3(signature = (input, num_samples, replacement=false, *, generator=None, out=None))]
+fn multinomial(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    num_samples: i64,
+    replacement: bool,
+    generator: Option<&Bound<'_, PyAny>>,
+    out: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let _ = out;
+    let gen = gen_arg(generator, "multinomial")?;
+    multinomial_impl(py, &input.get().t, num_samples, replacement, gen)
+}
+
+/// The sampling `*_like` functions with a generator: `rand_like`,
+/// `randn_like` (kind "rand"/"randn") and `randint_like` (kind "randint"
+/// with `low`/`high`).
+#[pyfunction]
+#[pyo3(signature = (input, kind, low=0, high=0, dtype=None, requires_grad=false, generator=None))]
+#[allow(clippy::too_many_arguments)]
+fn _random_like(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    kind: &str,
+    low: i64,
+    high: i64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let t = &input.get().t;
+    let shape = t.shape();
+    let dt = opt_dtype(dtype)?.unwrap_or(t.dtype());
+    let gen = gen_arg(generator, kind)?;
+    let n = numel(&shape);
+    let out = match kind {
+        "rand" => draw(py, n, gen, |g| rng::uniform(g, shape, dt, 0.0, 1.0))?,
+        "randn" => draw(py, n, gen, |g| rng::normal(g, shape, dt, 0.0, 1.0, true))?,
+        "randint" => {
+            let range = check_range(low, high)?;
+            draw(py, n, gen, |g| Ok(rng::randint(g, low, range, shape, dt)))?
+        }
+        other => {
+            return Err(PyRuntimeError::new_err(format!(
+                "unknown random kind {other}"
+            )))
+        }
+    };
+    finish(py, out, requires_grad)
+}
+
+// ----- sampling Tensor methods ---------------------------------------------------
+
+fn self_t<'a>(slf: &'a Bound<'_, PyTensor>) -> &'a Tensor {
+    &slf.get().t
+}
+
+#[pymethods]
+impl PyTensor {
+    /// `t.bernoulli_(p=0.5)`: each element becomes 1 with probability `p`
+    /// (a number, or a tensor broadcast to `t`), else 0.
+    #[pyo3(signature = (p=None, *, generator=None))]
+    fn bernoulli_(
+        slf: &Bound<'_, Self>,
+        p: Option<&Bound<'_, PyAny>>,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = self_t(slf).clone();
+        let gen = gen_arg(generator, "bernoulli_")?;
+        let n = t.numel();
+        let py = slf.py();
+        let v = match p {
+            Some(pt) if pt.cast::<PyTensor>().is_ok() => {
+                let pt = pt.cast::<PyTensor>().unwrap().get().t.clone();
+                let pe = guard(|| ops::expand(&pt, &t.shape()))?;
+                let pe = rng::to_memory_order(&t, &pe);
+                draw(py, n, gen, |g| rng::bernoulli_tensor(g, &pe, t.dtype()))?
+            }
+            other => {
+                let p = other.map(float_arg).transpose()?.unwrap_or(0.5);
+                draw(py, n, gen, |g| {
+                    rng::bernoulli_scalar(g, t.shape(), t.dtype(), p)
+                })?
+            }
+        };
+        guard(|| ops::overwrite_sampled(&t, v))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// `t.bernoulli(p=None)`: a new tensor of 0/1 draws with probabilities
+    /// `t` (or the number `p`).
+    #[pyo3(signature = (p=None, *, generator=None))]
+    fn bernoulli(
+        slf: &Bound<'_, Self>,
+        p: Option<f64>,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        bernoulli(slf.py(), slf, p, generator, None)
+    }
+
+    /// `t.random_(from=0, to=None)`: integers uniform in `[from, to)`, or
+    /// over the values the dtype holds exactly when neither bound is given.
+    #[pyo3(signature = (from_=None, to=None, *, generator=None))]
+    fn random_(
+        slf: &Bound<'_, Self>,
+        from_: Option<i64>,
+        to: Option<i64>,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = self_t(slf).clone();
+        let gen = gen_arg(generator, "random_")?;
+        let n = t.numel();
+        let py = slf.py();
+        let (shape, dt) = (t.shape(), t.dtype());
+        let v = match (from_, to) {
+            (None, None) => draw(py, n, gen, |g| Ok(rng::random_full(g, shape, dt)))?,
+            (Some(hi), None) => {
+                // `random_(to)`: [0, to).
+                let range = check_range(0, hi)?;
+                draw(py, n, gen, |g| Ok(rng::randint(g, 0, range, shape, dt)))?
+            }
+            (lo, Some(hi)) => {
+                let lo = lo.unwrap_or(0);
+                let range = check_range(lo, hi)?;
+                draw(py, n, gen, |g| Ok(rng::randint(g, lo, range, shape, dt)))?
+            }
+        };
+        guard(|| ops::overwrite_sampled(&t, v))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// `t.exponential_(lambd=1)`: samples of an exponential distribution.
+    #[pyo3(signature = (lambd=1.0, *, generator=None))]
+    fn exponential_(
+        slf: &Bound<'_, Self>,
+        lambd: f64,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = self_t(slf).clone();
+        let gen = gen_arg(generator, "exponential_")?;
+        let v = draw(slf.py(), t.numel(), gen, |g| {
+            rng::exponential(g, t.shape(), t.dtype(), lambd)
+        })?;
+        guard(|| ops::overwrite_sampled(&t, v))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    #[pyo3(signature = (num_samples, replacement=false, *, generator=None))]
+    fn multinomial(
+        slf: &Bound<'_, Self>,
+        num_samples: i64,
+        replacement: bool,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let gen = gen_arg(generator, "multinomial")?;
+        multinomial_impl(slf.py(), self_t(slf), num_samples, replacement, gen)
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<PyGenerator>()?;
+    m.add_function(wrap_pyfunction!(rand, m)?)?;
+    m.add_function(wrap_pyfunction!(randn, m)?)?;
+    m.add_function(wrap_pyfunction!(randint, m)?)?;
+    m.add_function(wrap_pyfunction!(randperm, m)?)?;
+    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(seed, m)?)?;
+    m.add_function(wrap_pyfunction!(initial_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(get_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(set_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(normal, m)?)?;
+    m.add_function(wrap_pyfunction!(bernoulli, m)?)?;
+    m.add_function(wrap_pyfunction!(multinomial, m)?)?;
+    m.add_function(wrap_pyfunction!(_random_like, m)?)?;
+    m.add("default_generator", default_generator_obj(py)?)?;
+    Ok(())
+}
