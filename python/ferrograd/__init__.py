@@ -147,7 +147,24 @@ long = int64
 __version__ = "0.1.0"
 
 # Imported after the names above exist: these modules use them.
-from . import autograd, nn, return_types  # noqa: E402
+# ----- names PyTorch code reaches for (constants, device, cuda, dtype limits) -----
+import math as _math  # noqa: E402
+
+from . import autograd, backends, cuda, nn, return_types  # noqa: E402  # noqa: E402
+from ._device import device  # noqa: E402
+from ._dtype_info import finfo, iinfo  # noqa: E402
+from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor  # noqa: E402
+
+pi = _math.pi
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+
+
+def is_floating_point(input):
+    """Whether ``input`` is a tensor of a floating dtype."""
+    _check_tensor("is_floating_point", input)
+    return input.is_floating_point()
 
 
 def _rebuild_tensor(array, requires_grad):
@@ -290,6 +307,20 @@ def equal(input, other):
 
 
 __all__ = [
+    "BoolTensor",
+    "DoubleTensor",
+    "FloatTensor",
+    "LongTensor",
+    "backends",
+    "cuda",
+    "device",
+    "e",
+    "finfo",
+    "iinfo",
+    "inf",
+    "is_floating_point",
+    "nan",
+    "pi",
     "Size",
     "Tensor",
     "abs",

@@ -11,8 +11,21 @@ from .module import Module, Parameter
 __all__ = ["Linear", "Identity", "Flatten"]
 
 
-def _init_uniform(shape, bound):
-    return (_C.rand(*shape) * 2.0 - 1.0) * bound
+def _init_uniform(shape, bound, dtype=None):
+    # PyTorch fills the parameter in its own dtype with ``uniform_(-bound, bound)``:
+    # the same draws, so a seeded model starts from PyTorch's numbers.
+    t = _C.zeros(*shape, dtype=dtype)
+    if t.numel() > 0:
+        t.uniform_(-bound, bound)
+    return t
+
+
+def _kaiming_uniform_bound(fan_in):
+    # Spelled as ``init.kaiming_uniform_(a=sqrt(5))`` computes it, rounding included.
+    a = math.sqrt(5)
+    gain = math.sqrt(2.0 / (1 + a**2))
+    std = gain / math.sqrt(fan_in)
+    return math.sqrt(3.0) * std
 
 
 class Linear(Module):
@@ -23,16 +36,11 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
-        w = _init_uniform((out_features, in_features), bound)
-        if dtype is not None:
-            w = w.to(dtype)
-        self.weight = Parameter(w)
+        wb = _kaiming_uniform_bound(in_features) if in_features > 0 else 0.0
+        self.weight = Parameter(_init_uniform((out_features, in_features), wb, dtype))
         if bias:
-            b = _init_uniform((out_features,), bound)
-            if dtype is not None:
-                b = b.to(dtype)
-            self.bias = Parameter(b)
+            bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
+            self.bias = Parameter(_init_uniform((out_features,), bound, dtype))
         else:
             self.bias = None
 
