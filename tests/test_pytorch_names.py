@@ -107,3 +107,13 @@ def test_loss_batch_size_mismatch_is_a_value_error(loss):
     with pytest.raises(ValueError, match=r"^Expected input batch_size \(3\) to match target "
                                          r"batch_size \(2\)\.$"):
         loss(torch.zeros(3, 4), torch.zeros(2, dtype=torch.int64))
+
+
+def test_random_module_and_fork_rng():
+    torch.random.manual_seed(3)
+    a = torch.rand(4)
+    torch.random.manual_seed(3)
+    with torch.random.fork_rng():
+        torch.rand(100)
+    np.testing.assert_array_equal(torch.rand(4).numpy(), a.numpy())
+    assert torch.random.initial_seed() == 3

@@ -441,3 +441,35 @@ def test_state_round_trip_and_layout():
     with pytest.raises(TypeError):
         torch.set_rng_state(torch.zeros(5056))
     np.testing.assert_array_equal(torch.get_rng_state().numpy(), before)
+
+
+def test_sampling_methods_take_a_generator():
+    def g():
+        return torch.Generator().manual_seed(6)
+
+    torch.manual_seed(0)
+    untouched = torch.get_rng_state().numpy()
+    same(torch.zeros(5, dtype=torch.float64).bernoulli_(0.5, generator=g()),
+         (MT(6).uniform_f64(5) < 0.5).astype(np.float64))
+    same(torch.zeros(5, dtype=torch.int64).random_(0, 10, generator=g()),
+         (MT(6).u32(5) % 10).astype(np.int64))
+    e = np.array([-math.log1p(-x) for x in MT(6).uniform_f64(5)])
+    same(torch.zeros(5, dtype=torch.float64).exponential_(generator=g()), e)
+    p = torch.tensor([0.1, 0.2, 0.7], dtype=torch.float64)
+    a = torch.multinomial(p, 5, True, generator=g())
+    same(torch.multinomial(p, 5, True, generator=g()), a.numpy())
+    np.testing.assert_array_equal(torch.get_rng_state().numpy(), untouched)
+
+
+def test_sampling_misuse_raises_and_leaves_the_tensor():
+    x = torch.ones(4)
+    for bad in (lambda: x.bernoulli_(1.5), lambda: x.exponential_(-1.0),
+                lambda: x.random_(5, 2), lambda: x.uniform_(2.0, 1.0),
+                lambda: x.normal_(0.0, -1.0)):
+        with pytest.raises(RuntimeError):
+            bad()
+    np.testing.assert_array_equal(x.numpy(), np.ones(4, np.float32))
+    with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
+        torch.rand(2, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match="from=3 >= to=3"):
+        torch.randint(3, 3, (2,))

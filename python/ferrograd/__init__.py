@@ -147,14 +147,14 @@ long = int64
 __version__ = "0.1.0"
 
 # Imported after the names above exist: these modules use them.
-# ----- names PyTorch code reaches for (constants, device, cuda, dtype limits) -----
 import math as _math  # noqa: E402
 
-from . import autograd, backends, cuda, nn, return_types  # noqa: E402  # noqa: E402
+from . import autograd, backends, cuda, nn, random, return_types  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor  # noqa: E402
 
+# PyTorch's constants.
 pi = _math.pi
 e = _math.e
 inf = _math.inf
@@ -321,6 +321,7 @@ __all__ = [
     "is_floating_point",
     "nan",
     "pi",
+    "random",
     "Size",
     "Tensor",
     "abs",
