@@ -389,7 +389,7 @@ def test_cross_entropy_unbatched_and_probabilities():
     assert F.cross_entropy(xb, probs).item() == pytest.approx(want)
     with pytest.raises(IndexError, match="Target 5 is out of bounds"):
         F.cross_entropy(fg.ones(2, 3), fg.tensor([0, 5]))
-    with pytest.raises(RuntimeError, match="Expected input batch_size"):
+    with pytest.raises(ValueError, match="Expected input batch_size"):
         F.cross_entropy(fg.ones(2, 3), fg.tensor([0, 1, 2]))
 
 

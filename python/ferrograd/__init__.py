@@ -156,6 +156,24 @@ from . import (  # noqa: E402, F401
     viz,
 )
 from .serialization import load, save  # noqa: E402
+import math as _math  # noqa: E402
+
+from . import autograd, backends, cuda, nn, random, return_types  # noqa: E402
+from ._device import device  # noqa: E402
+from ._dtype_info import finfo, iinfo  # noqa: E402
+from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor  # noqa: E402
+
+# PyTorch's constants.
+pi = _math.pi
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+
+
+def is_floating_point(input):
+    """Whether ``input`` is a tensor of a floating dtype."""
+    _check_tensor("is_floating_point", input)
+    return input.is_floating_point()
 
 
 def _rebuild_tensor(array, requires_grad):
@@ -298,6 +316,21 @@ def equal(input, other):
 
 
 __all__ = [
+    "BoolTensor",
+    "DoubleTensor",
+    "FloatTensor",
+    "LongTensor",
+    "backends",
+    "cuda",
+    "device",
+    "e",
+    "finfo",
+    "iinfo",
+    "inf",
+    "is_floating_point",
+    "nan",
+    "pi",
+    "random",
     "Size",
     "Tensor",
     "abs",

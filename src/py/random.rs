@@ -816,6 +816,66 @@ impl PyTensor {
     }
 }
 
+// ----- legacy type names ---------------------------------------------------------
+
+fn legacy_name(dt: DType) -> &'static str {
+    match dt {
+        DType::Bool => "torch.BoolTensor",
+        DType::I64 => "torch.LongTensor",
+        DType::F32 => "torch.FloatTensor",
+        DType::F64 => "torch.DoubleTensor",
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    /// `t.type()`: PyTorch's legacy type name (`'torch.FloatTensor'`, with
+    /// the `torch.` prefix code compares against); `t.type(dtype)` with a
+    /// dtype, such a name or a legacy type (`FloatTensor`) converts like `to`.
+    #[pyo3(name = "type", signature = (dtype=None, non_blocking=false))]
+    fn type_(
+        slf: &Bound<'_, Self>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        non_blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = non_blocking;
+        let py = slf.py();
+        let cur = self_t(slf).dtype();
+        let Some(target) = dtype.filter(|d| !d.is_none()) else {
+            return Ok(pyo3::types::PyString::new(py, legacy_name(cur))
+                .into_any()
+                .unbind());
+        };
+        let dt = if let Ok(name) = target.extract::<String>() {
+            let want = [DType::Bool, DType::I64, DType::F32, DType::F64]
+                .into_iter()
+                .find(|d| legacy_name(*d) == name);
+            match want {
+                Some(d) => d,
+                None if name.starts_with("torch.cuda.") => {
+                    return Err(PyRuntimeError::new_err(format!(
+                        "ferrograd has no CUDA support: cannot convert to {name}"
+                    )))
+                }
+                None => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "invalid type: '{name}'"
+                    )))
+                }
+            }
+        } else if let Ok(inner) = target.getattr("dtype") {
+            super::dtype::parse_dtype(&inner)?
+        } else {
+            super::dtype::parse_dtype(target)?
+        };
+        if dt == cur {
+            return Ok(slf.clone().into_any().unbind());
+        }
+        let obj = super::dtype::dtype_object(py, dt);
+        Ok(slf.call_method1("to", (obj,))?.unbind())
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<PyGenerator>()?;

@@ -167,6 +167,22 @@ def binary_cross_entropy_with_logits(
     )
 
 
+def _check_batch_size(input, target):
+    # PyTorch raises ValueError here (a TORCH_CHECK_VALUE), before any other check.
+    if (
+        isinstance(input, _C.Tensor)
+        and isinstance(target, _C.Tensor)
+        and input.dim() >= 2
+        and target.dim() >= 1
+        and not target.is_floating_point()
+        and input.shape[0] != target.shape[0]
+    ):
+        raise ValueError(
+            f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+            f"({target.shape[0]})."
+        )
+
+
 def nll_loss(
     input,
     target,
@@ -176,6 +192,7 @@ def nll_loss(
     reduce=None,
     reduction="mean",
 ):
+    _check_batch_size(input, target)
     return _C.nll_loss(
         input, target, weight, ignore_index, _reduction(size_average, reduce, reduction)
     )
@@ -191,6 +208,7 @@ def cross_entropy(
     reduction="mean",
     label_smoothing=0.0,
 ):
+    _check_batch_size(input, target)
     return _C.cross_entropy(
         input,
         target,

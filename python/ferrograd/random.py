@@ -1,0 +1,55 @@
+"""``ferrograd.random``: the default generator, as ``torch.random``.
+
+Seeded sampling reproduces PyTorch's CPU numbers: the generator is PyTorch's
+Mersenne Twister (``get_rng_state`` returns its 5056 state bytes, in an
+int64 tensor since ferrograd has no uint8 dtype) and every sampler draws as
+ATen's CPU kernel does, including ``randn``'s vectorised path from 16
+elements on (float32 through the AVX2 kernel every x86-64 build of PyTorch
+runs), ``randperm``, ``multinomial``, ``dropout`` and ``nn.Linear``'s
+initialisation. Two differences remain, both PyTorch's platform paths:
+on Intel CPUs PyTorch's MKL builds draw ``bernoulli_(p)`` with a scalar
+``p`` (and so ``dropout`` masks) through MKL's ``viRngBernoulli``, which
+ferrograd does not reproduce (it follows the generic kernel PyTorch runs on
+AMD and ARM CPUs); and on CPUs without AVX2 (ARM) PyTorch's float32
+``randn`` of 16 or more elements differs from these in the last bit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from ._C import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+
+__all__ = [
+    "Generator",
+    "default_generator",
+    "fork_rng",
+    "get_rng_state",
+    "initial_seed",
+    "manual_seed",
+    "seed",
+    "set_rng_state",
+]
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
+             device_type="cuda"):
+    """Restores the default generator's state on exit (there are no CUDA
+    generators to fork), as ``torch.random.fork_rng``."""
+    if not enabled:
+        yield
+        return
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
