@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import functional
+from . import functional, parallel
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
 
-__all__ = [*_modules_all, "functional"]
+__all__ = [*_modules_all, "functional", "parallel"]
