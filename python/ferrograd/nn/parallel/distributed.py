@@ -30,8 +30,6 @@ def _np(t):
 
 
 def _tensors_in(obj):
-    from ... import _C
-
     if isinstance(obj, _C.Tensor):
         yield obj
     elif isinstance(obj, (list, tuple)):
@@ -179,8 +177,6 @@ class DistributedDataParallel(Module):
 
     @staticmethod
     def _write_flat(flat, ts):
-        from ... import _C
-
         off = 0
         with no_grad():
             for t in ts:
@@ -304,7 +300,6 @@ class DistributedDataParallel(Module):
         after its hook, so every other parameter's ``.grad`` already holds this
         backward's value and is replaced; the current one's is cleared and the average
         returned for the engine to store."""
-        from ... import _C
         from mpi4py import MPI
 
         object.__setattr__(self, "_armed", False)
