@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -143,6 +144,7 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_ready", set())
         object.__setattr__(self, "_next_launch", 0)
         object.__setattr__(self, "_used", None)
+        object.__setattr__(self, "_comm_wait_s", 0.0)
         object.__setattr__(
             self, "_hooks", [p.register_hook(self._make_hook(p)) for p in params]
         )
@@ -303,7 +305,10 @@ class DistributedDataParallel(Module):
         from mpi4py import MPI
 
         object.__setattr__(self, "_armed", False)
+        t0 = time.perf_counter()
         MPI.Request.Waitall([b.request for b in self._buckets])
+        # Time blocked on communication that backward did not hide (benches read it).
+        object.__setattr__(self, "_comm_wait_s", self._comm_wait_s + time.perf_counter() - t0)
         globally_used = None
         if self.find_unused_parameters:
             globally_used = self._used.copy()
@@ -325,6 +330,11 @@ class DistributedDataParallel(Module):
                 if p is current:
                     p.grad = None
                     result = g
+                elif p.grad is not None:
+                    # In place, so a .grad a user zeroed (set_to_none=False) stays the same
+                    # object, as the engine's own accumulation keeps it.
+                    with no_grad():
+                        p.grad.copy_(g)
                 else:
                     p.grad = g
             b.flat = None
