@@ -267,16 +267,18 @@ class DistributedDataParallel(Module):
         b = self._buckets[bi]
         if b.flat is None:
             b.flat = np.empty(b.numel, dtype=b.dtype)
-        dst = b.flat[b.offsets[j] : b.offsets[j] + p.numel()]
+        # A view of the bucket in the parameter's shape: gradients often arrive as
+        # transposed views, and one strided copy into it beats flattening them first.
+        dst = b.flat[b.offsets[j] : b.offsets[j] + p.numel()].reshape(tuple(p.shape))
         # What is reduced is the gradient .grad will hold: this backward's plus whatever
         # no_sync() iterations accumulated before it.
         have = p.grad
         if grad is None:
-            dst[...] = 0 if have is None else _np(have).reshape(-1)
+            dst[...] = 0 if have is None else _np(have)
         elif have is None:
-            dst[...] = _np(grad).reshape(-1)
+            dst[...] = _np(grad)
         else:
-            np.add(_np(have).reshape(-1), _np(grad).reshape(-1), out=dst)
+            np.add(_np(have), _np(grad), out=dst)
         b.pending -= 1
         # Buckets start strictly in index order so every rank posts its collectives in the
         # same sequence, as MPI requires.
