@@ -205,7 +205,10 @@ def check_no_sync(rank, world):
     for a, p in zip(local, ref.parameters()):
         assert np.array_equal(a, p.grad.numpy()), "no_sync must not communicate"
     ref.zero_grad()
+    kept = [p.grad for p in model.parameters()]
     loss_fn(ddp, x[shard2[rank]], y[shard2[rank]]).backward()
+    # The accumulated .grad tensors are written in place, as the engine's accumulation does.
+    assert all(p.grad is k for p, k in zip(model.parameters(), kept))
     acc = None
     for r in range(world):
         loss_fn(ref, x[shard[r]], y[shard[r]]).backward()

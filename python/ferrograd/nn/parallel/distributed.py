@@ -142,6 +142,7 @@ class DistributedDataParallel(Module):
                 self._slot[id(p)] = (bi, j)
         object.__setattr__(self, "_armed", False)
         object.__setattr__(self, "_ready", set())
+        object.__setattr__(self, "_had_grad", set())
         object.__setattr__(self, "_next_launch", 0)
         object.__setattr__(self, "_used", None)
         object.__setattr__(self, "_comm_wait_s", 0.0)
@@ -229,6 +230,7 @@ class DistributedDataParallel(Module):
         sync = _C.is_grad_enabled() and self.require_backward_grad_sync
         object.__setattr__(self, "_armed", sync)
         self._ready.clear()
+        self._had_grad.clear()
         object.__setattr__(self, "_next_launch", 0)
         for b in self._buckets:
             b.flat = None
@@ -273,6 +275,8 @@ class DistributedDataParallel(Module):
         # What is reduced is the gradient .grad will hold: this backward's plus whatever
         # no_sync() iterations accumulated before it.
         have = p.grad
+        if have is not None:
+            self._had_grad.add(key)
         if grad is None:
             dst[...] = 0 if have is None else _np(have)
         elif have is None:
@@ -329,20 +333,29 @@ class DistributedDataParallel(Module):
                 if globally_used is not None and not globally_used[index[id(p)]]:
                     continue
                 g = _C.from_numpy(total[off : off + p.numel()].reshape(tuple(p.shape)))
-                if p is current:
+                if p is current and id(p) in self._had_grad and p.grad is not None:
+                    # The engine adds what this hook returns into the existing .grad in
+                    # place: put the average there and hand back zeros.
+                    with no_grad():
+                        p.grad.copy_(g)
+                    result = _C.zeros(tuple(g.shape), dtype=g.dtype)
+                elif p is current:
                     p.grad = None
                     result = g
-                elif p.grad is not None:
-                    # In place, so a .grad a user zeroed (set_to_none=False) stays the same
+                elif id(p) in self._had_grad and p.grad is not None:
+                    # In place, so a .grad that existed before this backward (zeroed with
+                    # set_to_none=False, or accumulated under no_sync) stays the same
                     # object, as the engine's own accumulation keeps it.
                     with no_grad():
                         p.grad.copy_(g)
                 else:
+                    # A .grad this backward created: the bucket's memory becomes it.
                     p.grad = g
             b.flat = None
             b.gathered = None
             b.request = None
         self._ready.clear()
+        self._had_grad.clear()
         if result is None:
             # The last parameter was unused (marked at forward, no hook is running).
             return None
