@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from . import functional, init, utils
+from . import functional, parallel
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
 from .parameter import Parameter
 
 __all__ = [*_modules_all, "Parameter", "functional", "init", "utils"]
+__all__ = [*_modules_all, "functional", "parallel"]

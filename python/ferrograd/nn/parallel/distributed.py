@@ -1,0 +1,378 @@
+"""``DistributedDataParallel``: one model replica per process, gradients averaged over MPI."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+import numpy as np
+
+from ... import _C
+from ...autograd.grad_mode import no_grad
+from ..modules.module import Module
+
+__all__ = ["DistributedDataParallel"]
+
+
+def _named_buffers(module, prefix=""):
+    if hasattr(module, "named_buffers"):
+        yield from module.named_buffers()
+        return
+    for name, b in module.__dict__.get("_buffers", {}).items():
+        if b is not None:
+            yield prefix + name, b
+    for mname, m in module.__dict__.get("_modules", {}).items():
+        if m is not None:
+            yield from _named_buffers(m, prefix + mname + ".")
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+def _tensors_in(obj):
+    if isinstance(obj, _C.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors_in(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors_in(o)
+
+
+def _reachable_leaves(outputs):
+    """ids of the leaves that backward from ``outputs`` can reach (AccumulateGrad nodes)."""
+    # grad_fn wrappers are made on access, but hash and compare by the node they show.
+    seen, found = set(), set()
+    stack = [t.grad_fn for t in _tensors_in(outputs) if t.grad_fn is not None]
+    for t in _tensors_in(outputs):
+        if t.grad_fn is None and t.requires_grad:
+            found.add(id(t))
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        var = getattr(fn, "variable", None)
+        if var is not None:
+            found.add(id(var))
+        for nxt, _ in fn.next_functions:
+            if nxt is not None:
+                stack.append(nxt)
+    return found
+
+
+class _Bucket:
+    def __init__(self, params, dtype):
+        self.params = params
+        self.dtype = dtype
+        self.offsets = []
+        n = 0
+        for p in params:
+            self.offsets.append(n)
+            n += p.numel()
+        self.numel = n
+        self.flat = None
+        self.pending = 0
+        self.request = None
+        self.gathered = None
+
+
+class DistributedDataParallel(Module):
+    """Wraps ``module`` for data-parallel training: rank 0's parameters and buffers are
+    broadcast at construction, and during backward each parameter's gradient is copied
+    into a bucket (of about ``bucket_cap_mb``) whose non-blocking all-reduce starts as soon
+    as its last gradient arrives; when the last one is in, the averaged gradients are
+    written to ``.grad``. ``no_sync()`` accumulates locally; ``find_unused_parameters``
+    counts parameters that backward cannot reach as zeros; ``deterministic=True`` gathers
+    every rank's bucket and sums in rank order, so the result does not depend on MPI's
+    reduction order. Buffers are re-broadcast from rank 0 at each forward unless
+    ``broadcast_buffers=False``."""
+
+    def __init__(
+        self,
+        module,
+        device_ids=None,
+        output_device=None,
+        dim=0,
+        broadcast_buffers=True,
+        process_group=None,
+        bucket_cap_mb=None,
+        find_unused_parameters=False,
+        check_reduction=False,
+        gradient_as_bucket_view=False,
+        static_graph=False,
+        deterministic=False,
+    ):
+        from ... import distributed as dist
+
+        super().__init__()
+        if not dist.is_initialized():
+            raise ValueError(
+                "Default process group has not been initialized, please make sure to call "
+                "init_process_group."
+            )
+        if not isinstance(module, Module):
+            raise TypeError(f"module must be a Module, but got {type(module).__name__}")
+        if bucket_cap_mb is None:
+            bucket_cap_mb = 25
+        if bucket_cap_mb <= 0:
+            raise ValueError(f"bucket_cap_mb must be positive, got {bucket_cap_mb}")
+        self.module = module
+        object.__setattr__(self, "_dist", dist)
+        object.__setattr__(self, "_comm", dist.distributed_c10d._check_group(process_group).comm)
+        object.__setattr__(self, "process_group", process_group)
+        object.__setattr__(self, "broadcast_buffers", broadcast_buffers)
+        object.__setattr__(self, "find_unused_parameters", find_unused_parameters)
+        object.__setattr__(self, "deterministic", deterministic)
+        object.__setattr__(self, "bucket_bytes_cap", int(bucket_cap_mb * 1024 * 1024))
+        object.__setattr__(self, "require_backward_grad_sync", True)
+        object.__setattr__(self, "world_size", self._comm.Get_size())
+
+        params = [p for _, p in module.named_parameters() if p.requires_grad]
+        seen = set()
+        params = [p for p in params if not (id(p) in seen or seen.add(id(p)))]
+        object.__setattr__(self, "_params", params)
+        self._sync_module_states()
+        object.__setattr__(self, "_buckets", self._build_buckets(params))
+        object.__setattr__(self, "_slot", {})
+        for bi, b in enumerate(self._buckets):
+            for j, p in enumerate(b.params):
+                self._slot[id(p)] = (bi, j)
+        object.__setattr__(self, "_armed", False)
+        object.__setattr__(self, "_ready", set())
+        object.__setattr__(self, "_had_grad", set())
+        object.__setattr__(self, "_next_launch", 0)
+        object.__setattr__(self, "_used", None)
+        object.__setattr__(self, "_comm_wait_s", 0.0)
+        object.__setattr__(
+            self, "_hooks", [p.register_hook(self._make_hook(p)) for p in params]
+        )
+
+    # ---- construction -----------------------------------------------------------------
+
+    def _sync_module_states(self):
+        """Checks every rank holds the same parameter and buffer shapes, then copies rank
+        0's values everywhere (one coalesced broadcast per dtype)."""
+        states = [("param", n, p) for n, p in self.module.named_parameters()]
+        states += [("buffer", n, b) for n, b in _named_buffers(self.module)]
+        meta = [(k, n, tuple(t.shape), str(t.dtype)) for k, n, t in states]
+        metas = self._comm.allgather(meta)
+        for r, m in enumerate(metas):
+            if m != metas[0]:
+                diff = next(
+                    (a, b) for a, b in zip(metas[0] + [None], m + [None]) if a != b
+                )
+                raise RuntimeError(
+                    "DistributedDataParallel: the module's parameters and buffers differ "
+                    f"between rank 0 and rank {r}: {diff[0]} vs {diff[1]}"
+                )
+        by_dtype = {}
+        for _, _, t in states:
+            by_dtype.setdefault(_np(t).dtype, []).append(t)
+        for dtype, ts in by_dtype.items():
+            flat = np.concatenate([np.ascontiguousarray(_np(t)).reshape(-1) for t in ts])
+            flat = flat.astype(dtype, copy=False)
+            self._comm.Bcast(flat, root=0)
+            if self._comm.Get_rank() != 0:
+                self._write_flat(flat, ts)
+
+    @staticmethod
+    def _write_flat(flat, ts):
+        off = 0
+        with no_grad():
+            for t in ts:
+                n = t.numel()
+                t.copy_(_C.from_numpy(flat[off : off + n].reshape(tuple(t.shape))))
+                off += n
+
+    def _build_buckets(self, params):
+        # Reverse registration order approximates the order backward produces gradients
+        # (the last layer's first), as PyTorch's reducer assumes.
+        buckets, cur, size, cur_dtype = [], [], 0, None
+        for p in reversed(params):
+            dt = _np(p).dtype
+            nbytes = p.numel() * dt.itemsize
+            if cur and (dt != cur_dtype or size + nbytes > self.bucket_bytes_cap):
+                buckets.append(_Bucket(cur, cur_dtype))
+                cur, size = [], 0
+            cur.append(p)
+            cur_dtype = dt
+            size += nbytes
+        if cur:
+            buckets.append(_Bucket(cur, cur_dtype))
+        return buckets
+
+    # ---- forward --------------------------------------------------------------------------
+
+    def forward(self, *inputs, **kwargs):
+        if self._armed and self._ready:
+            raise RuntimeError(
+                "Expected to have finished reduction in the prior iteration before starting "
+                "a new one. This error indicates that your module has parameters that were "
+                "not used in producing loss. You can enable unused parameter detection by "
+                "passing the keyword argument `find_unused_parameters=True` to "
+                "`torch.nn.parallel.DistributedDataParallel`, and by making sure all "
+                "`forward` function outputs participate in calculating loss."
+            )
+        if self.broadcast_buffers and self.require_backward_grad_sync:
+            bufs = [b for _, b in _named_buffers(self.module)]
+            by_dtype = {}
+            for b in bufs:
+                by_dtype.setdefault(_np(b).dtype, []).append(b)
+            for ts in by_dtype.values():
+                flat = np.concatenate([np.ascontiguousarray(_np(t)).reshape(-1) for t in ts])
+                self._comm.Bcast(flat, root=0)
+                if self._comm.Get_rank() != 0:
+                    self._write_flat(flat, ts)
+        out = self.module(*inputs, **kwargs)
+        sync = _C.is_grad_enabled() and self.require_backward_grad_sync
+        object.__setattr__(self, "_armed", sync)
+        self._ready.clear()
+        self._had_grad.clear()
+        object.__setattr__(self, "_next_launch", 0)
+        for b in self._buckets:
+            b.flat = None
+            b.pending = len(b.params)
+            b.request = None
+            b.gathered = None
+        if sync and self.find_unused_parameters:
+            reach = _reachable_leaves(out)
+            used = np.array([1 if id(p) in reach else 0 for p in self._params], np.int8)
+            object.__setattr__(self, "_used", used)
+            for p, u in zip(self._params, used):
+                if not u:
+                    self._mark_ready(p, None)
+        return out
+
+    # ---- backward ---------------------------------------------------------------------------
+
+    def _make_hook(self, p):
+        def hook(grad):
+            if not self._armed:
+                return grad
+            return self._mark_ready(p, grad)
+
+        return hook
+
+    def _mark_ready(self, p, grad):
+        key = id(p)
+        if key in self._ready:
+            raise RuntimeError(
+                "Expected to mark a variable ready only once. This error is caused by "
+                "a parameter that received gradients in more than one backward within an "
+                "iteration of DistributedDataParallel."
+            )
+        self._ready.add(key)
+        bi, j = self._slot[key]
+        b = self._buckets[bi]
+        if b.flat is None:
+            b.flat = np.empty(b.numel, dtype=b.dtype)
+        # A view of the bucket in the parameter's shape: gradients often arrive as
+        # transposed views, and one strided copy into it beats flattening them first.
+        dst = b.flat[b.offsets[j] : b.offsets[j] + p.numel()].reshape(tuple(p.shape))
+        # What is reduced is the gradient .grad will hold: this backward's plus whatever
+        # no_sync() iterations accumulated before it.
+        have = p.grad
+        if have is not None:
+            self._had_grad.add(key)
+        if grad is None:
+            dst[...] = 0 if have is None else _np(have)
+        elif have is None:
+            dst[...] = _np(grad)
+        else:
+            np.add(_np(have), _np(grad), out=dst)
+        b.pending -= 1
+        # Buckets start strictly in index order so every rank posts its collectives in the
+        # same sequence, as MPI requires.
+        while self._next_launch < len(self._buckets) and self._buckets[self._next_launch].pending == 0:
+            self._launch(self._buckets[self._next_launch])
+            object.__setattr__(self, "_next_launch", self._next_launch + 1)
+        if len(self._ready) == len(self._params):
+            return self._finalize(p, grad)
+        return grad
+
+    def _launch(self, b):
+        from mpi4py import MPI
+
+        if self.deterministic:
+            b.gathered = np.empty((self.world_size, b.numel), dtype=b.dtype)
+            b.request = self._comm.Iallgather(b.flat, b.gathered)
+        else:
+            b.request = self._comm.Iallreduce(MPI.IN_PLACE, b.flat, op=MPI.SUM)
+
+    def _finalize(self, current, grad):
+        """Runs inside the hook of the last parameter to become ready: waits for every
+        bucket, averages, and writes ``.grad``. The engine accumulates each leaf right
+        after its hook, so every other parameter's ``.grad`` already holds this
+        backward's value and is replaced; the current one's is cleared and the average
+        returned for the engine to store."""
+        from mpi4py import MPI
+
+        object.__setattr__(self, "_armed", False)
+        t0 = time.perf_counter()
+        MPI.Request.Waitall([b.request for b in self._buckets])
+        # Time blocked on communication that backward did not hide (benches read it).
+        object.__setattr__(self, "_comm_wait_s", self._comm_wait_s + time.perf_counter() - t0)
+        globally_used = None
+        if self.find_unused_parameters:
+            globally_used = self._used.copy()
+            self._comm.Allreduce(MPI.IN_PLACE, globally_used, op=MPI.MAX)
+        index = {id(p): i for i, p in enumerate(self._params)}
+        result = grad
+        for b in self._buckets:
+            if self.deterministic:
+                total = b.gathered[0].copy()
+                for r in range(1, self.world_size):
+                    total += b.gathered[r]
+            else:
+                total = b.flat
+            total /= self.world_size
+            for p, off in zip(b.params, b.offsets):
+                if globally_used is not None and not globally_used[index[id(p)]]:
+                    continue
+                g = _C.from_numpy(total[off : off + p.numel()].reshape(tuple(p.shape)))
+                if p is current and id(p) in self._had_grad and p.grad is not None:
+                    # The engine adds what this hook returns into the existing .grad in
+                    # place: put the average there and hand back zeros.
+                    with no_grad():
+                        p.grad.copy_(g)
+                    result = _C.zeros(tuple(g.shape), dtype=g.dtype)
+                elif p is current:
+                    p.grad = None
+                    result = g
+                elif id(p) in self._had_grad and p.grad is not None:
+                    # In place, so a .grad that existed before this backward (zeroed with
+                    # set_to_none=False, or accumulated under no_sync) stays the same
+                    # object, as the engine's own accumulation keeps it.
+                    with no_grad():
+                        p.grad.copy_(g)
+                else:
+                    # A .grad this backward created: the bucket's memory becomes it.
+                    p.grad = g
+            b.flat = None
+            b.gathered = None
+            b.request = None
+        self._ready.clear()
+        self._had_grad.clear()
+        if result is None:
+            # The last parameter was unused (marked at forward, no hook is running).
+            return None
+        return result
+
+    # ---- user API ---------------------------------------------------------------------------
+
+    @contextmanager
+    def no_sync(self):
+        """Within it, backward accumulates gradients locally without communication; the
+        first backward after it averages the accumulated gradients."""
+        old = self.require_backward_grad_sync
+        object.__setattr__(self, "require_backward_grad_sync", False)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "require_backward_grad_sync", old)
+
+    def __getstate__(self):
+        raise RuntimeError("DistributedDataParallel is not picklable; save ddp.module instead")

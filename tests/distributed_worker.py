@@ -1,0 +1,287 @@
+"""Run by tests/test_distributed.py under ``mpiexec -n N``; one mode per launch.
+
+Every rank checks its own results against NumPy references built from data that each
+rank can recompute for every other rank; a failed check raises, which (through the
+excepthook init_process_group installs) aborts the job with a non-zero status.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+import ferrograd as torch
+import ferrograd.distributed as dist
+from ferrograd import nn
+from ferrograd.nn.parallel import DistributedDataParallel as DDP
+
+
+def data(r, shape=(3, 4), dtype=np.float64):
+    n = int(np.prod(shape))
+    return ((np.arange(n).reshape(shape) % 7) * (r + 1) + r - 2).astype(dtype)
+
+
+def check_collectives(rank, world):
+    all_data = {dt: [data(r, dtype=dt) for r in range(world)] for dt in (np.float32, np.float64, np.int64)}
+    refs = {
+        dist.ReduceOp.SUM: lambda xs: np.sum(xs, axis=0),
+        dist.ReduceOp.PRODUCT: lambda xs: np.prod(xs, axis=0),
+        dist.ReduceOp.MAX: lambda xs: np.max(xs, axis=0),
+        dist.ReduceOp.MIN: lambda xs: np.min(xs, axis=0),
+        dist.ReduceOp.AVG: lambda xs: np.sum(xs, axis=0) / world,
+    }
+    for dt, xs in all_data.items():
+        for op, ref in refs.items():
+            if op == dist.ReduceOp.AVG and dt == np.int64:
+                continue
+            t = torch.from_numpy(xs[rank].copy())
+            v = t._version
+            dist.all_reduce(t, op=op)
+            np.testing.assert_allclose(t.numpy(), ref(np.stack(xs)).astype(dt), rtol=1e-6)
+            assert t._version > v, "all_reduce must bump the version counter"
+
+    # A non-contiguous tensor is reduced through a staging copy and written back.
+    base = torch.from_numpy(all_data[np.float64][rank].copy())
+    tt = base.t()
+    assert not tt.is_contiguous()
+    dist.all_reduce(tt)
+    np.testing.assert_allclose(base.numpy(), np.sum(all_data[np.float64], axis=0))
+
+    # async_op: a Work handle whose wait() leaves the result in place.
+    t = torch.from_numpy(all_data[np.float32][rank].copy())
+    work = dist.all_reduce(t, op=dist.ReduceOp.MAX, async_op=True)
+    work.wait()
+    assert work.is_completed()
+    np.testing.assert_array_equal(t.numpy(), np.max(all_data[np.float32], axis=0))
+
+    # A tensor saved for backward and then overwritten by a collective is caught.
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = (w * w).sum()
+    dist.all_reduce(w)
+    np.testing.assert_array_equal(w.detach().numpy(), [world * 1.0, world * 2.0])
+    try:
+        y.backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e), str(e)
+    else:
+        raise AssertionError("backward through a tensor overwritten by all_reduce must fail")
+
+    src = world - 1
+    t = torch.from_numpy(data(rank))
+    dist.broadcast(t, src=src)
+    np.testing.assert_array_equal(t.numpy(), data(src))
+
+    outs = [torch.zeros(3, 4, dtype=torch.float64) for _ in range(world)]
+    dist.all_gather(outs, torch.from_numpy(data(rank)))
+    for r in range(world):
+        np.testing.assert_array_equal(outs[r].numpy(), data(r))
+
+    out = torch.zeros(world * 3, 4, dtype=torch.float64)
+    dist.all_gather_into_tensor(out, torch.from_numpy(data(rank)))
+    np.testing.assert_array_equal(out.numpy(), np.concatenate([data(r) for r in range(world)]))
+
+    # reduce_scatter: rank r ends with sum over ranks q of input_list_q[r].
+    def inputs(q):
+        return [data(q * world + r, shape=(2, 3)) for r in range(world)]
+
+    o = torch.zeros(2, 3, dtype=torch.float64)
+    dist.reduce_scatter(o, [torch.from_numpy(a) for a in inputs(rank)])
+    np.testing.assert_array_equal(o.numpy(), sum(inputs(q)[rank] for q in range(world)))
+    o = torch.zeros(2, 3, dtype=torch.float64)
+    dist.reduce_scatter_tensor(
+        o, torch.from_numpy(np.concatenate(inputs(rank))), op=dist.ReduceOp.AVG
+    )
+    np.testing.assert_allclose(o.numpy(), sum(inputs(q)[rank] for q in range(world)) / world)
+
+    gl = [torch.zeros(3, 4, dtype=torch.float64) for _ in range(world)] if rank == 0 else None
+    dist.gather(torch.from_numpy(data(rank)), gl, dst=0)
+    if rank == 0:
+        for r in range(world):
+            np.testing.assert_array_equal(gl[r].numpy(), data(r))
+    t = torch.zeros(3, 4, dtype=torch.float64)
+    sl = [torch.from_numpy(data(10 + r)) for r in range(world)] if rank == 1 else None
+    dist.scatter(t, sl, src=1)
+    np.testing.assert_array_equal(t.numpy(), data(10 + rank))
+    dist.barrier()
+    dist.barrier(async_op=True).wait()
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.Linear(16, 3))
+        self.register_buffer("stat", torch.zeros(3))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def batch(step, n=12):
+    rng = np.random.default_rng(step)
+    return (
+        torch.from_numpy(rng.standard_normal((n, 5)).astype(np.float32)),
+        torch.from_numpy(rng.standard_normal((n, 3)).astype(np.float32)),
+    )
+
+
+def loss_fn(model, x, y):
+    return ((model(x) - y) ** 2).mean()
+
+
+def sgd(model, lr=0.1):
+    with torch.no_grad():
+        for p in model.parameters():
+            p.sub_(p.grad * lr)
+            p.grad = None
+
+
+def fresh(seed=0):
+    torch.manual_seed(seed)
+    return MLP()
+
+
+def params(model):
+    return [p.detach().numpy().copy() for p in model.parameters()]
+
+
+def check_ddp(rank, world, deterministic, bucket_cap_mb, steps=20):
+    model = fresh()
+    if rank != 0:
+        # Construction must overwrite these with rank 0's values.
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(1.0)
+        model.stat.fill_(float(rank))
+    ddp = DDP(model, bucket_cap_mb=bucket_cap_mb, deterministic=deterministic)
+    assert ddp.module is model
+    np.testing.assert_array_equal(model.stat.numpy(), np.zeros(3, np.float32))
+    ref = fresh()
+    full = fresh()
+    n = 12 // world
+    for step in range(steps):
+        x, y = batch(step)
+        loss_fn(ddp, x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n]).backward()
+        # The reference: one process, every rank's shard in rank order, gradients summed
+        # in that order and divided by the world size.
+        acc = None
+        for r in range(world):
+            loss_fn(ref, x[r * n : (r + 1) * n], y[r * n : (r + 1) * n]).backward()
+            g = [p.grad.numpy().copy() for p in ref.parameters()]
+            acc = g if acc is None else [a + b for a, b in zip(acc, g)]
+            ref.zero_grad()
+        for p, a in zip(ref.parameters(), acc):
+            p.grad = torch.from_numpy(a / np.float32(world))
+        loss_fn(full, x, y).backward()
+        for p, q in zip(model.parameters(), ref.parameters()):
+            if deterministic:
+                assert np.array_equal(p.grad.numpy(), q.grad.numpy()), f"step {step}"
+            else:
+                np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-7)
+        sgd(model)
+        sgd(ref)
+        sgd(full)
+    for a, b, c in zip(params(model), params(ref), params(full)):
+        if deterministic:
+            assert a.tobytes() == b.tobytes(), "deterministic DDP must match bit for bit"
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        # One process on the whole global batch (a mean over all 12 samples).
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
+
+
+def check_no_sync(rank, world):
+    model = fresh()
+    ddp = DDP(model, deterministic=True, bucket_cap_mb=0.0002)
+    ref = fresh()
+    x, y = batch(99, n=4 * world)
+    shard = [slice((2 * r) * 2, (2 * r + 1) * 2) for r in range(world)]
+    shard2 = [slice((2 * r + 1) * 2, (2 * r + 2) * 2) for r in range(world)]
+    with ddp.no_sync():
+        loss_fn(ddp, x[shard[rank]], y[shard[rank]]).backward()
+    local = [p.grad.numpy().copy() for p in model.parameters()]
+    loss_fn(ref, x[shard[rank]], y[shard[rank]]).backward()
+    for a, p in zip(local, ref.parameters()):
+        assert np.array_equal(a, p.grad.numpy()), "no_sync must not communicate"
+    ref.zero_grad()
+    kept = [p.grad for p in model.parameters()]
+    loss_fn(ddp, x[shard2[rank]], y[shard2[rank]]).backward()
+    # The accumulated .grad tensors are written in place, as the engine's accumulation does.
+    assert all(p.grad is k for p, k in zip(model.parameters(), kept))
+    acc = None
+    for r in range(world):
+        loss_fn(ref, x[shard[r]], y[shard[r]]).backward()
+        loss_fn(ref, x[shard2[r]], y[shard2[r]]).backward()
+        g = [p.grad.numpy().copy() for p in ref.parameters()]
+        acc = g if acc is None else [a + b for a, b in zip(acc, g)]
+        ref.zero_grad()
+    for p, a in zip(model.parameters(), acc):
+        assert np.array_equal(p.grad.numpy(), a / np.float32(world))
+
+
+class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 2)
+        self.b = nn.Linear(4, 2)
+
+    def forward(self, x, use_b):
+        return self.a(x) + (self.b(x) if use_b else 0.0)
+
+
+def check_unused(rank, world):
+    torch.manual_seed(1)
+    m = Branchy()
+    ddp = DDP(m, find_unused_parameters=True, bucket_cap_mb=0.00001)
+    x = torch.ones(2, 4) * (rank + 1)
+    # b is used on rank 0 only: its gradient is rank 0's divided by the world size.
+    ddp(x, use_b=(rank == 0)).sum().backward()
+    ga = np.full((2, 4), 2.0 * sum(r + 1 for r in range(world)) / world, np.float32)
+    np.testing.assert_allclose(m.a.weight.grad.numpy(), ga, rtol=1e-6)
+    np.testing.assert_allclose(m.b.weight.grad.numpy(), np.full((2, 4), 2.0 / world), rtol=1e-6)
+    m.zero_grad()
+    # Unused everywhere: the gradient stays None, as PyTorch leaves it.
+    ddp(x, use_b=False).sum().backward()
+    assert m.b.weight.grad is None and m.a.weight.grad is not None
+
+    torch.manual_seed(1)
+    strict = DDP(Branchy())
+    strict(x, use_b=False).sum().backward()
+    try:
+        strict(x, use_b=False)
+    except RuntimeError as e:
+        assert "Expected to have finished reduction" in str(e)
+    else:
+        raise AssertionError("an unfinished reduction must be reported at the next forward")
+
+
+def main():
+    mode = sys.argv[1]
+    dist.init_process_group("mpi")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if mode == "all":
+        check_collectives(rank, world)
+        check_ddp(rank, world, deterministic=True, bucket_cap_mb=0.0005)
+        check_ddp(rank, world, deterministic=False, bucket_cap_mb=25)
+        check_no_sync(rank, world)
+        check_unused(rank, world)
+    elif mode == "raise":
+        if rank == 1:
+            raise ValueError("deliberate failure on rank 1")
+        dist.barrier()  # would wait forever for rank 1
+        time.sleep(60)
+    elif mode == "mismatch":
+        t = torch.ones(3 if rank == 0 else 4)
+        try:
+            dist.all_reduce(t)
+        except RuntimeError as e:
+            print(f"rank {rank} MISMATCH: {e}", flush=True)
+            assert np.array_equal(t.numpy(), np.ones(t.numel(), np.float32))
+    dist.barrier()
+    print(f"rank {rank} OK", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

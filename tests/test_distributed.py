@@ -1,0 +1,181 @@
+"""ferrograd.distributed, DistributedDataParallel and DistributedSampler.
+
+Multi-process checks run tests/distributed_worker.py under ``mpiexec`` with 2 and 3
+processes; each rank compares its results with NumPy references and a single-process
+reference training run. They are skipped only when mpi4py or mpiexec is not installed
+(``pip install mpi4py mpich``; CI installs both through the ``test`` extra).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import ferrograd
+from ferrograd.distributed import DistributedSampler
+from ferrograd.distributed.run import find_mpiexec
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER = Path(__file__).resolve().parent / "distributed_worker.py"
+
+try:
+    import mpi4py  # noqa: F401
+
+    HAVE_MPI4PY = True
+except ImportError:
+    HAVE_MPI4PY = False
+MPIEXEC = find_mpiexec()
+needs_mpi = pytest.mark.skipif(
+    not (HAVE_MPI4PY and MPIEXEC),
+    reason="MPI is not installed (needs mpi4py and mpiexec: pip install mpi4py mpich)",
+)
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "python"), *filter(None, [env.get("PYTHONPATH")])]
+    )
+    env["FERROGRAD_NUM_THREADS"] = "1"
+    return env
+
+
+def _mpirun(n, *args, timeout=60):
+    cmd = [MPIEXEC, "-n", str(n), sys.executable, str(WORKER), *args]
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env=_env(), cwd=ROOT
+    )
+
+
+@needs_mpi
+@pytest.mark.parametrize("n", [2, 3])
+def test_collectives_and_ddp_match_references(n):
+    # Collectives against NumPy; DDP (deterministic: bit for bit; otherwise allclose) for
+    # 20 steps against one process on the same global batch; no_sync; unused parameters.
+    r = _mpirun(n, "all")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in range(n):
+        assert f"rank {rank} OK" in r.stdout, r.stdout + r.stderr
+
+
+@needs_mpi
+def test_launcher_runs_the_script_under_mpiexec():
+    cmd = [sys.executable, "-m", "ferrograd.distributed.run", "-n", "2", str(WORKER), "all"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=_env(), cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 0 OK" in r.stdout and "rank 1 OK" in r.stdout
+
+
+@needs_mpi
+def test_a_rank_that_raises_fails_the_job_instead_of_hanging():
+    t0 = time.monotonic()
+    r = _mpirun(3, "raise", timeout=30)
+    elapsed = time.monotonic() - t0
+    assert r.returncode != 0
+    assert "deliberate failure on rank 1" in r.stderr
+    assert "rank 1 raised; aborting all ranks" in r.stderr
+    # The survivors sat in a barrier and then a 60 s sleep: they were killed, not waited for.
+    assert elapsed < 20, elapsed
+    assert " OK" not in r.stdout
+
+
+@needs_mpi
+def test_mismatched_shapes_raise_on_every_rank():
+    r = _mpirun(3, "mismatch")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Ranks' lines may interleave in mpiexec's forwarded output; each message is whole.
+    msg = "same shape and dtype on every rank, got rank 0: (3,) ferrograd.float32, rank 1: (4,)"
+    for rank in range(3):
+        assert f"rank {rank} MISMATCH: all_reduce: tensors must have the {msg}" in r.stdout
+
+
+def _run_without_mpi4py(code):
+    # A None entry in sys.modules makes `import mpi4py` fail as if it were not installed.
+    prelude = "import sys; sys.modules['mpi4py'] = None; sys.modules['mpi4py.MPI'] = None\n"
+    return subprocess.run(
+        [sys.executable, "-c", prelude + code],
+        capture_output=True, text=True, timeout=30, env=_env(), cwd=ROOT,
+    )
+
+
+def test_ferrograd_imports_without_mpi4py_and_says_what_to_install():
+    r = _run_without_mpi4py(
+        "import ferrograd, ferrograd.distributed as d\n"
+        "from ferrograd.nn.parallel import DistributedDataParallel\n"
+        "assert not d.is_available() and not d.is_initialized()\n"
+        "try:\n"
+        "    d.init_process_group('mpi')\n"
+        "except RuntimeError as e:\n"
+        "    print(e)\n"
+    )
+    assert r.returncode == 0, r.stderr
+    assert "pip install 'ferrograd[distributed]'" in r.stdout
+    r = _run_without_mpi4py(
+        "import sys; from ferrograd.distributed.run import main\n"
+        "sys.exit(main(['-n', '2', 'train.py']))\n"
+    )
+    assert r.returncode == 1
+    assert "mpi4py" in r.stderr and "pip install" in r.stderr
+
+
+def test_collectives_need_a_process_group():
+    import ferrograd.distributed as dist
+
+    assert not dist.is_initialized()
+    with pytest.raises(ValueError, match="has not been initialized"):
+        dist.get_rank()
+    with pytest.raises(ValueError, match="has not been initialized"):
+        dist.all_reduce(ferrograd.ones(2))
+    with pytest.raises(ValueError, match="Invalid backend"):
+        dist.init_process_group("nccl")
+
+
+class _Data:
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+
+def _shards(n, world, **kw):
+    return [list(DistributedSampler(_Data(n), world, r, shuffle=False, **kw)) for r in range(world)]
+
+
+def test_sampler_partitions_and_pads_like_pytorch():
+    # 10 samples over 3 ranks: 12 slots, padded with the first two indices, dealt round-robin.
+    assert _shards(10, 3) == [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]
+    assert [len(DistributedSampler(_Data(10), 3, r, shuffle=False)) for r in range(3)] == [4] * 3
+    # drop_last trims to the largest multiple of the world size instead.
+    assert _shards(10, 3, drop_last=True) == [[0, 3, 6], [1, 4, 7], [2, 5, 8]]
+    # More ranks than samples: padding repeats the whole list as often as needed.
+    assert _shards(2, 5) == [[0], [1], [0], [1], [0]]
+    # An exact multiple needs neither.
+    assert _shards(6, 2) == [[0, 2, 4], [1, 3, 5]]
+    assert _shards(6, 2, drop_last=True) == [[0, 2, 4], [1, 3, 5]]
+
+
+def test_sampler_rejects_a_bad_rank():
+    with pytest.raises(ValueError, match=r"Invalid rank 3, rank should be in the interval \[0, 2\]"):
+        DistributedSampler(_Data(4), num_replicas=3, rank=3)
+    with pytest.raises(ValueError, match="Invalid rank -1"):
+        DistributedSampler(_Data(4), num_replicas=3, rank=-1)
+
+
+def test_sampler_shuffle_uses_a_seeded_permutation():
+    s = [DistributedSampler(_Data(11), 2, r, seed=3) for r in range(2)]
+    if not hasattr(ferrograd, "randperm"):
+        with pytest.raises(NotImplementedError, match="ferrograd.randperm"):
+            list(s[0])
+        return
+    got = list(s[0]) + list(s[1])
+    assert sorted(set(got)) == list(range(11)) and len(got) == 12
+    first = list(s[0])
+    assert list(s[0]) == first  # same epoch, same order
+    s[0].set_epoch(1)
+    assert list(s[0]) != first
