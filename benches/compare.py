@@ -508,8 +508,6 @@ def make_lenet(lib, cfg):
 
     return step
 
-    return make
-
 
 def _set_params(lib, module, r, scale: float) -> list:
     """Overwrites every parameter of ``module`` with seeded uniform values, so both libraries

@@ -147,21 +147,23 @@ long = int64
 __version__ = "0.1.0"
 
 # Imported after the names above exist: these modules use them.
-from . import (  # noqa: E402, F401
+import math as _math  # noqa: E402
+
+from . import (  # noqa: E402, F401  # noqa: E402
     autograd,
+    backends,
+    cuda,
     nn,
     optim,  # noqa: E402
+    random,
     return_types,
     utils,  # noqa: E402
     viz,
 )
-from .serialization import load, save  # noqa: E402
-import math as _math  # noqa: E402
-
-from . import autograd, backends, cuda, nn, random, return_types  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor  # noqa: E402
+from .serialization import load, save  # noqa: E402
 
 # PyTorch's constants.
 pi = _math.pi

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from . import functional, init, utils
-from . import functional, parallel
+from . import functional, init, parallel, utils
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
 from .parameter import Parameter
