@@ -546,6 +546,10 @@ def test_pytorch_error_texts():
         cell(fg.randn(3, 10), (fg.zeros(3, 20), fg.zeros(3, 7)))
     with pytest.raises(ValueError, match="LSTMCell: Expected input to be 1D or 2D, got 3D instead"):
         cell(fg.randn(1, 3, 10))
+    with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0 in RNN"):
+        m(fg.randn(0, 2, 10))
+    out, (h_n, _) = m(fg.randn(3, 0, 10))
+    assert tuple(out.shape) == (3, 0, 20) and tuple(h_n.shape) == (1, 0, 20)
     before = [p.detach().numpy().copy() for p in m.parameters()]
     with pytest.raises(RuntimeError):
         m(fg.randn(4, 3, 5))
