@@ -229,6 +229,10 @@ def mha_inputs(c, rng):
     return q, k, v, kpm, am, kd, vd
 
 
+_MIXED_MASKS = pytest.mark.filterwarnings("ignore:Support for mismatched")
+
+
+@_MIXED_MASKS
 @given(mha_case())
 def test_multihead_attention_matches_the_definition(c):
     rng = np.random.default_rng(c["seed"])
@@ -302,6 +306,7 @@ def test_multihead_bias_kv_and_zero_attn():
     assert tuple(w.shape) == (2, 3, 4)
 
 
+@_MIXED_MASKS
 @settings(max_examples=6)
 @given(mha_case())
 def test_multihead_attention_gradcheck_and_gradgradcheck(c):
@@ -356,6 +361,13 @@ def test_multihead_parameters_and_init():
         ("v_proj_weight", (4, 5)),
         ("out_proj.weight", (4, 4)),
     ]
+
+
+def test_mismatched_mask_types_warn_as_in_pytorch():
+    m = nn.MultiheadAttention(4, 2)
+    x = fg.randn(3, 1, 4)
+    with pytest.warns(UserWarning, match="Support for mismatched key_padding_mask and attn_mask"):
+        m(x, x, x, key_padding_mask=fg.zeros(1, 3).bool(), attn_mask=fg.zeros(3, 3))
 
 
 def test_multihead_errors():
@@ -423,6 +435,7 @@ def np_encoder_layer(layer, x, kpm=None, mask=None):
     return n2(x + ff(x))
 
 
+@_MIXED_MASKS
 @given(
     st.booleans(),
     st.sampled_from(["relu", "gelu"]),

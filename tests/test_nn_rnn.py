@@ -546,6 +546,10 @@ def test_pytorch_error_texts():
         cell(fg.randn(3, 10), (fg.zeros(3, 20), fg.zeros(3, 7)))
     with pytest.raises(ValueError, match="LSTMCell: Expected input to be 1D or 2D, got 3D instead"):
         cell(fg.randn(1, 3, 10))
+    with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0 in RNN"):
+        m(fg.randn(0, 2, 10))
+    out, (h_n, _) = m(fg.randn(3, 0, 10))
+    assert tuple(out.shape) == (3, 0, 20) and tuple(h_n.shape) == (1, 0, 20)
     before = [p.detach().numpy().copy() for p in m.parameters()]
     with pytest.raises(RuntimeError):
         m(fg.randn(4, 3, 5))
@@ -707,3 +711,18 @@ def test_wide_layers_use_the_tiled_products_correctly(kind, dtype):
     composite = [xt.grad.numpy()] + [p.grad.numpy() for p in m.parameters()]
     for a, b in zip(fused, composite):
         np.testing.assert_allclose(a, b, rtol=10 * tol, atol=10 * tol)
+
+
+def test_native_loops_refuse_bad_shapes_with_an_exception():
+    from ferrograd import _C
+
+    h = fg.zeros(2, 3)
+    w = fg.zeros(12, 3)
+    with pytest.raises(RuntimeError, match="input projections"):
+        _C._lstm_layer_forward(fg.zeros(4, 11), h, h, w, None, [2, 2], False)
+    with pytest.raises(RuntimeError, match="non-increasing"):
+        _C._lstm_layer_forward(fg.zeros(4, 12), h, h, w, None, [1, 2], False)
+    with pytest.raises(RuntimeError, match="one floating-point dtype"):
+        _C._gru_layer_forward(fg.zeros(4, 9), h.double(), fg.zeros(9, 3), None, [2, 2], False)
+    with pytest.raises(RuntimeError, match="saved gates"):
+        _C._gru_layer_backward(h, h, fg.zeros(4, 9), fg.zeros(4, 3), fg.zeros(9, 3), [2, 2], False)

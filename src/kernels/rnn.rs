@@ -103,6 +103,8 @@ fn tile4<T: Real, const JB: usize>(
     n: usize,
     k: usize,
     out: &mut [T],
+    ldo: usize,
+    oj: usize,
     add: bool,
 ) {
     let mut acc = [[T::zero(); JB]; 4];
@@ -123,7 +125,7 @@ fn tile4<T: Real, const JB: usize>(
         }
     }
     for (r, acc_row) in acc.iter().enumerate() {
-        let o = &mut out[(i0 + r) * n + j0..(i0 + r) * n + j0 + JB];
+        let o = &mut out[(i0 + r) * ldo + oj..(i0 + r) * ldo + oj + JB];
         for jj in 0..JB {
             o[jj] = if add {
                 o[jj] + acc_row[jj]
@@ -134,7 +136,8 @@ fn tile4<T: Real, const JB: usize>(
     }
 }
 
-/// Columns `lo..hi` of `out[m, n] (+)= a[m, k] @ bt[k, n]`.
+/// Columns `lo..hi` of `a[m, k] @ bt[k, n]`, written (or added) into
+/// `out[m, hi - lo]`.
 #[multiversion(targets(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
@@ -155,7 +158,7 @@ fn nn_cols<T: Real, const JB: usize>(
     let mut j0 = lo;
     while j0 + JB <= hi {
         for i0 in (0..full_rows).step_by(4) {
-            tile4::<T, JB>(a, bt, i0, j0, n, k, out, add);
+            tile4::<T, JB>(a, bt, i0, j0, n, k, out, hi - lo, j0 - lo, add);
         }
         j0 += JB;
     }
@@ -167,7 +170,7 @@ fn nn_cols<T: Real, const JB: usize>(
             for kk in 0..k {
                 sum = sum + a[i * k + kk] * bt[kk * n + j];
             }
-            let o = &mut out[i * n + j];
+            let o = &mut out[i * (hi - lo) + j - lo];
             *o = if add { *o + sum } else { sum };
         }
     }
@@ -178,20 +181,33 @@ fn nn_cols<T: Real, const JB: usize>(
 /// an operand than multiplying. The columns are split across the pool.
 fn small_nn<T: Real>(a: &[T], bt: &[T], m: usize, n: usize, k: usize, out: &mut [T], add: bool) {
     let jb = T::TILE;
-    let o = super::SendPtr(out.as_mut_ptr());
-    let len = out.len();
     let parts = if m * n * k >= 1 << 16 && n >= 2 * jb {
         2
     } else {
         1
     };
+    if parts == 1 {
+        T::nn_cols(a, bt, m, n, k, out, add, 0, n);
+        return;
+    }
     let cols = n.div_ceil(parts).next_multiple_of(jb);
+    let o = super::SendPtr(out.as_mut_ptr());
     super::parallel::tasks(n.div_ceil(cols), |p| {
         let (lo, hi) = (p * cols, ((p + 1) * cols).min(n));
-        // SAFETY: each task writes only columns lo..hi of `out`; the slice is
-        // shared so that rows can be indexed directly.
-        let out = unsafe { std::slice::from_raw_parts_mut(o.get(), len) };
-        T::nn_cols(a, bt, m, n, k, out, add, lo, hi);
+        let w = hi - lo;
+        // SAFETY: row `i`'s columns lo..hi of `out`: disjoint between tasks,
+        // and `out` outlives the region.
+        let row = |i: usize| unsafe { std::slice::from_raw_parts_mut(o.get().add(i * n + lo), w) };
+        let mut part = vec![T::zero(); m * w];
+        if add {
+            for i in 0..m {
+                part[i * w..(i + 1) * w].copy_from_slice(row(i));
+            }
+        }
+        T::nn_cols(a, bt, m, n, k, &mut part, add, lo, hi);
+        for i in 0..m {
+            row(i).copy_from_slice(&part[i * w..(i + 1) * w]);
+        }
     });
 }
 

@@ -250,8 +250,15 @@ class RNNBase(Module):
             )
         else:
             self._check_hidden(states, batch)
-        if len(batch_sizes) == 0 or batch == 0:
+        if len(batch_sizes) == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        if batch == 0:
+            # An empty batch: nothing to run, PyTorch returns empty outputs.
+            width = dirs * self._state_sizes()[0]
+            output = _C.zeros(len(batch_sizes), 0, width, dtype=data.dtype)
+            if self.batch_first:
+                output = output.transpose(0, 1)
+            return output, states if self.mode == "LSTM" else states[0]
         out, finals = _rnn.rnn_packed(
             self.mode,
             data,

@@ -237,24 +237,29 @@ class LayerNorm(Module):
         )
 
 
-# MERGE: use container.ModuleList once it exists; this keeps the "layers.N." state-dict keys.
-class ModuleList(Module):
-    """Holds submodules under the keys "0", "1", ..."""
+# MERGE: container.ModuleList is used once it exists; this stand-in keeps the same
+# "layers.N." state-dict keys until then.
+try:
+    from .container import ModuleList
+except ImportError:
 
-    def __init__(self, modules=()):
-        super().__init__()
-        for i, m in enumerate(modules):
-            self._modules[str(i)] = m
-            object.__setattr__(self, str(i), m)
+    class ModuleList(Module):
+        """Holds submodules under the keys "0", "1", ..."""
 
-    def __getitem__(self, idx):
-        return list(self._modules.values())[idx]
+        def __init__(self, modules=()):
+            super().__init__()
+            for i, m in enumerate(modules):
+                self._modules[str(i)] = m
+                object.__setattr__(self, str(i), m)
 
-    def __len__(self):
-        return len(self._modules)
+        def __getitem__(self, idx):
+            return list(self._modules.values())[idx]
 
-    def __iter__(self):
-        return iter(self._modules.values())
+        def __len__(self):
+            return len(self._modules)
+
+        def __iter__(self):
+            return iter(self._modules.values())
 
 
 def _get_activation(activation):
