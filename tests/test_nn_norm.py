@@ -380,3 +380,23 @@ def test_batch_norm_both_layouts(spatial):
     got = F.batch_norm(fg.tensor(big), None, None, training=True, eps=0.0).numpy()
     ax = tuple(i for i in range(big.ndim) if i != 1)
     np.testing.assert_allclose(got, np_norm(big.astype(np.float64), ax, 0.0), atol=3e-3)
+
+
+@pytest.mark.parametrize("which", ["weight", "bias"])
+@pytest.mark.parametrize("kind", ["batch", "group", "layer"])
+def test_one_affine_parameter(which, kind):
+    # Only one of weight/bias given: the node's inputs and gradients line up.
+    rng = np.random.default_rng(4)
+    x = leaf(arr(rng, 3, 4, 5))
+    p = leaf(arr(rng, 5 if kind == "layer" else 4))
+
+    def f(x, p):
+        kw = {which: p}
+        if kind == "batch":
+            return F.batch_norm(x, None, None, training=True, **kw)
+        if kind == "group":
+            return F.group_norm(x, 2, **kw)
+        return F.layer_norm(x, (5,), **kw)
+
+    assert gradcheck(f, (x, p))
+    assert gradgradcheck(f, (x, p))
