@@ -623,9 +623,12 @@ def _state_dict(lib, cfg):
 
 
 def _ckpt_path(lib):
+    import atexit
     import tempfile
 
-    return os.path.join(tempfile.gettempdir(), f"fg_bench_{os.getpid()}_{lib.name}.ckpt")
+    path = os.path.join(tempfile.gettempdir(), f"fg_bench_{os.getpid()}_{lib.name}.ckpt")
+    atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+    return path
 
 
 def make_save(lib, cfg):
