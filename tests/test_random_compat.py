@@ -490,3 +490,15 @@ def test_normal_with_tensor_arguments(n):
     same(got, ref_normal(MT(4), n, "float64") * std + mean)
     with pytest.raises(RuntimeError, match="std >= 0.0"):
         torch.normal(torch.tensor(mean), -1.0)
+
+
+def test_manual_seed_converts_like_pytorch():
+    # torch.manual_seed runs int() on its argument; Generator.manual_seed does not.
+    torch.manual_seed(1.7)
+    assert torch.initial_seed() == 1
+    torch.manual_seed("12")
+    assert torch.initial_seed() == 12
+    torch.manual_seed(np.int64(5))
+    same(torch.rand(3), MT(5).uniform_f32(3))
+    with pytest.raises(RuntimeError, match="manual_seed expected a long, but got float"):
+        torch.Generator().manual_seed(1.5)

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import contextlib
 
+from . import _C
 from ._C import (
     Generator,
     default_generator,
     get_rng_state,
     initial_seed,
-    manual_seed,
     seed,
     set_rng_state,
 )
@@ -42,6 +42,13 @@ __all__ = [
     "seed",
     "set_rng_state",
 ]
+
+
+def manual_seed(seed):
+    """Seeds the default generator and returns it. As ``torch.manual_seed``,
+    the seed goes through ``int()`` first (``1.0`` and ``"7"`` are accepted);
+    ints in [-2**63, 2**64) are valid, negative ones taken modulo 2**64."""
+    return _C.manual_seed(int(seed))
 
 
 @contextlib.contextmanager

@@ -44,7 +44,7 @@ fn check_cpu(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
 fn unpack_seed(seed: &Bound<'_, PyAny>) -> PyResult<u64> {
     if seed.is_instance_of::<pyo3::types::PyBool>() || seed.is_instance_of::<pyo3::types::PyFloat>()
     {
-        return Err(PyTypeError::new_err(format!(
+        return Err(PyRuntimeError::new_err(format!(
             "manual_seed expected a long, but got {}",
             seed.get_type().name()?
         )));
@@ -53,7 +53,7 @@ fn unpack_seed(seed: &Bound<'_, PyAny>) -> PyResult<u64> {
         .call_method0("__index__")
         .and_then(|i| i.extract())
         .map_err(|_| {
-            PyTypeError::new_err(format!(
+            PyRuntimeError::new_err(format!(
                 "manual_seed expected a long, but got {}",
                 seed.get_type()
                     .name()
