@@ -473,3 +473,32 @@ def test_sampling_misuse_raises_and_leaves_the_tensor():
         torch.rand(2, dtype=torch.int64)
     with pytest.raises(RuntimeError, match="from=3 >= to=3"):
         torch.randint(3, 3, (2,))
+
+
+@pytest.mark.parametrize("n", [5, 20])
+def test_normal_with_tensor_arguments(n):
+    mean = np.arange(n) * 0.37
+    std = np.arange(1, n + 1) * 0.13
+    torch.manual_seed(4)
+    got = torch.normal(torch.tensor(mean), 0.3)
+    same(got, ref_normal(MT(4), n, "float64", 0.0, 0.3) + mean)
+    torch.manual_seed(4)
+    got = torch.normal(0.7, torch.tensor(std))
+    same(got, ref_normal(MT(4), n, "float64") * std + 0.7)
+    torch.manual_seed(4)
+    got = torch.normal(torch.tensor(mean), torch.tensor(std))
+    same(got, ref_normal(MT(4), n, "float64") * std + mean)
+    with pytest.raises(RuntimeError, match="std >= 0.0"):
+        torch.normal(torch.tensor(mean), -1.0)
+
+
+def test_manual_seed_converts_like_pytorch():
+    # torch.manual_seed runs int() on its argument; Generator.manual_seed does not.
+    torch.manual_seed(1.7)
+    assert torch.initial_seed() == 1
+    torch.manual_seed("12")
+    assert torch.initial_seed() == 12
+    torch.manual_seed(np.int64(5))
+    same(torch.rand(3), MT(5).uniform_f32(3))
+    with pytest.raises(RuntimeError, match="manual_seed expected a long, but got float"):
+        torch.Generator().manual_seed(1.5)

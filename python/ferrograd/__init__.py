@@ -77,7 +77,6 @@ from ._C import (
     logical_xor,
     logsumexp,
     lt,
-    manual_seed,
     masked_fill,
     masked_select,
     matmul,
@@ -164,6 +163,7 @@ from ._device import device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from .random import manual_seed  # noqa: E402
 
 # PyTorch's constants.
 pi = _math.pi

@@ -44,7 +44,7 @@ fn check_cpu(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
 fn unpack_seed(seed: &Bound<'_, PyAny>) -> PyResult<u64> {
     if seed.is_instance_of::<pyo3::types::PyBool>() || seed.is_instance_of::<pyo3::types::PyFloat>()
     {
-        return Err(PyTypeError::new_err(format!(
+        return Err(PyRuntimeError::new_err(format!(
             "manual_seed expected a long, but got {}",
             seed.get_type().name()?
         )));
@@ -53,7 +53,7 @@ fn unpack_seed(seed: &Bound<'_, PyAny>) -> PyResult<u64> {
         .call_method0("__index__")
         .and_then(|i| i.extract())
         .map_err(|_| {
-            PyTypeError::new_err(format!(
+            PyRuntimeError::new_err(format!(
                 "manual_seed expected a long, but got {}",
                 seed.get_type()
                     .name()
@@ -487,14 +487,16 @@ fn normal(
         let t = draw(py, n, gen, |g| rng::normal(g, shape, dt, m, s, true))?;
         return finish(py, t, requires_grad);
     }
-    // Tensor arguments: PyTorch fills the output with N(0, 1) samples and
-    // then computes `out * std + mean`.
+    // Tensor arguments, as PyTorch's `normal_out_impl`: a number `std` is
+    // drawn with (`normal_(0, std)`), a tensor one multiplies N(0, 1)
+    // samples afterwards; the mean is added last.
     let like = mean_t.clone().or(std_t.clone()).unwrap();
     let dt = like.dtype();
     let shape = match (&mean_t, &std_t) {
         (Some(m), Some(s)) => crate::tensor::broadcast_shapes(&m.shape(), &s.shape())?,
         _ => like.shape(),
     };
+    let mut scalar_std = 1.0;
     if let Some(s) = &std_t {
         if s.to_vec::<f64>().iter().any(|v| *v < 0.0 || v.is_nan()) {
             return Err(PyRuntimeError::new_err(
@@ -502,28 +504,30 @@ fn normal(
             ));
         }
     } else if let Some(s) = std {
-        let s = float_arg(s)?;
-        if s < 0.0 || s.is_nan() {
+        scalar_std = float_arg(s)?;
+        if scalar_std < 0.0 || scalar_std.is_nan() {
             return Err(PyRuntimeError::new_err(format!(
-                "normal expects std >= 0.0, but found std {s}"
+                "normal expects std >= 0.0, but found std {scalar_std}"
             )));
         }
     }
+    let mean_scalar = match &mean_t {
+        Some(_) => 0.0,
+        None => float_arg(mean)?,
+    };
     let n = numel(&shape);
-    let z = draw(py, n, gen, |g| rng::normal(g, shape, dt, 0.0, 1.0, true))?;
+    let z = draw(py, n, gen, |g| {
+        rng::normal(g, shape, dt, 0.0, scalar_std, true)
+    })?;
     let t = guard(|| {
         let _g = crate::autograd::GradModeGuard::new(false);
-        let scaled = match (&std_t, std) {
-            (Some(s), _) => ops::mul(&z, s)?,
-            (None, Some(s)) => ops::mul_f64(&z, float_arg(s).unwrap_or(1.0))?,
-            (None, None) => z,
+        let scaled = match &std_t {
+            Some(s) => ops::mul(&z, s)?,
+            None => z,
         };
         match &mean_t {
             Some(m) => ops::add(&scaled, m),
-            None => ops::add(
-                &scaled,
-                &Tensor::scalar_of(float_arg(mean).unwrap_or(0.0), dt),
-            ),
+            None => ops::add(&scaled, &Tensor::scalar_of(mean_scalar, dt)),
         }
     })?;
     finish(py, t, requires_grad)
