@@ -516,3 +516,29 @@ def test_training_a_conv_net_lowers_the_loss():
                 p -= 0.5 * p.grad
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_concurrent_convolutions_from_python_threads_agree():
+    # The kernels run with the GIL released and share one pool; results must not mix.
+    import threading
+
+    fg.manual_seed(0)
+    x, w = fg.randn(8, 8, 16, 16), fg.randn(16, 8, 3, 3)
+    want = F.conv2d(x, w, padding=1).numpy()
+    results, errors = [], []
+
+    def work():
+        try:
+            for _ in range(5):
+                results.append(F.conv2d(x, w, padding=1).numpy())
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 15
+    for r in results:
+        np.testing.assert_array_equal(r, want)

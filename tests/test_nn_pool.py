@@ -205,6 +205,10 @@ def test_max_pool_ties_take_the_first_and_nan_wins():
     assert x.grad.numpy().ravel().tolist() == [1.0, 0.0, 0.0, 0.0]
     y = fg.tensor([[[[1.0, float("nan")], [5.0, 1.0]]]])
     assert math.isnan(F.max_pool2d(y, 2).item())
+    # As PyTorch's loop (`val > max || isnan(val)`): the last NaN of the window.
+    z = fg.tensor([[[[float("nan"), 7.0], [float("nan"), 1.0]]]])
+    out, idx = F.max_pool2d(z, 2, return_indices=True)
+    assert math.isnan(out.item()) and idx.item() == 2
 
 
 def test_max_pool1d_and_unbatched():

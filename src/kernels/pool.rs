@@ -160,7 +160,7 @@ impl Window {
 }
 
 /// Max over each window and the flat in-plane index of the first maximum;
-/// a NaN wins, as in PyTorch.
+/// a NaN wins (the last one), as in PyTorch.
 pub fn max_pool<T: Float>(x: &[T], planes: usize, wh: &Window, ww: &Window) -> (Vec<T>, Vec<i64>) {
     let (h, w) = (wh.len_in, ww.len_in);
     let (oh, ow) = (wh.len_out(), ww.len_out());
@@ -175,27 +175,51 @@ pub fn max_pool<T: Float>(x: &[T], planes: usize, wh: &Window, ww: &Window) -> (
             let xp = &x[p * h * w..(p + 1) * h * w];
             for y in 0..oh {
                 for xo in 0..ow {
+                    // PyTorch's rule: a larger value or any NaN takes over
+                    // (so the first maximum, or the last NaN). Done in two
+                    // passes without data-dependent branches, which random
+                    // data mispredicts: the maximum, then where it is.
+                    let (sy, sx) = (wh.start[y], ww.start[xo]);
+                    let (cy, cx) = (wh.count[y], ww.count[xo]);
                     let mut best = T::neg_infinity();
-                    let mut at = usize::MAX;
-                    for i in 0..wh.count[y] {
-                        let iy = wh.start[y] + i * wh.step;
-                        for j in 0..ww.count[xo] {
-                            let ix = ww.start[xo] + j * ww.step;
-                            let v = xp[iy * w + ix];
-                            if v > best || v.is_nan() || at == usize::MAX {
-                                best = v;
-                                at = iy * w + ix;
-                                if v.is_nan() {
-                                    break;
+                    let mut nan = false;
+                    for i in 0..cy {
+                        let row = (sy + i * wh.step) * w + sx;
+                        for j in 0..cx {
+                            let v = xp[row + j * ww.step];
+                            best = if v > best { v } else { best };
+                            nan |= v.is_nan();
+                        }
+                    }
+                    let mut at = sy * w + sx;
+                    for i in (0..cy).rev() {
+                        let row = (sy + i * wh.step) * w + sx;
+                        for j in (0..cx).rev() {
+                            let pos = row + j * ww.step;
+                            let hit = if nan {
+                                xp[pos].is_nan()
+                            } else {
+                                xp[pos] == best
+                            };
+                            let m = 0usize.wrapping_sub(hit as usize);
+                            at = (pos & m) | (at & !m);
+                        }
+                    }
+                    if nan {
+                        best = T::nan();
+                        // The reverse pass found the first NaN; PyTorch keeps the last.
+                        for i in 0..cy {
+                            let row = (sy + i * wh.step) * w + sx;
+                            for j in 0..cx {
+                                let pos = row + j * ww.step;
+                                if xp[pos].is_nan() {
+                                    at = pos;
                                 }
                             }
                         }
-                        if best.is_nan() {
-                            break;
-                        }
                     }
-                    if at == usize::MAX {
-                        // An empty window (never for checked arguments).
+                    if at >= h * w {
+                        // An empty window (a dilated one can miss the input).
                         at = 0;
                     }
                     let o = (p * oh + y) * ow + xo;
@@ -214,7 +238,7 @@ pub fn max_pool<T: Float>(x: &[T], planes: usize, wh: &Window, ww: &Window) -> (
 /// Adds `g[p, o]` at `idx[p, o]` of plane `p` (`planes` planes of `plane`
 /// elements): the gradient of max pooling.
 pub fn scatter_planes<T: Float>(g: &[T], idx: &[i64], planes: usize, plane: usize) -> Vec<T> {
-    let per_out = if planes == 0 { 0 } else { g.len() / planes };
+    let per_out = g.len().checked_div(planes).unwrap_or(0);
     let mut out: Vec<T> = crate::error::filled_vec(planes * plane, <T as Element>::zero());
     let op = SendPtr(out.as_mut_ptr());
     let per = planes_per_task(plane + per_out);
