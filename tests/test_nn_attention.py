@@ -371,27 +371,27 @@ def test_mismatched_mask_types_warn_as_in_pytorch():
 
 
 def test_multihead_errors():
-    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+    with pytest.raises(ValueError, match="embed_dim must be divisible by num_heads"):
         nn.MultiheadAttention(10, 3)
     with pytest.raises(ValueError, match="embed_dim and num_heads must be greater than 0"):
         nn.MultiheadAttention(0, 1)
     m = nn.MultiheadAttention(8, 2)
     x = fg.randn(3, 2, 8)
-    with pytest.raises(AssertionError, match="was expecting embedding dimension of 8, but got 7"):
+    with pytest.raises(ValueError, match="was expecting embedding dimension of 8, but got 7"):
         m(fg.randn(3, 2, 7), x, x)
     with pytest.raises(RuntimeError, match="The shape of the 2D attn_mask is"):
         m(x, x, x, attn_mask=fg.zeros(3, 4))
     with pytest.raises(RuntimeError, match="The shape of the 3D attn_mask is"):
         m(x, x, x, attn_mask=fg.zeros(5, 3, 3))
-    with pytest.raises(AssertionError, match=r"Expected key_padded_mask.shape\[1\] to be 3"):
+    with pytest.raises(ValueError, match=r"Expected key_padded_mask.shape\[1\] to be 3"):
         m(x, x, x, key_padding_mask=fg.zeros(2, 4).bool())
-    with pytest.raises(AssertionError, match="does not match value shape"):
+    with pytest.raises(ValueError, match="does not match value shape"):
         m(x, fg.randn(4, 2, 8), x)
-    with pytest.raises(AssertionError, match="query should be unbatched 2D or batched 3D tensor"):
+    with pytest.raises(ValueError, match="query should be unbatched 2D or batched 3D tensor"):
         m(fg.randn(3, 2, 2, 8), x, x)
     with pytest.raises(RuntimeError, match="Need attn_mask if specifying the is_causal hint"):
         m(x, x, x, is_causal=True)
-    with pytest.raises(AssertionError, match="only bool and floating types of key_padding_mask"):
+    with pytest.raises(ValueError, match="only bool and floating types of key_padding_mask"):
         m(x, x, x, key_padding_mask=fg.zeros(2, 3).long())
 
 
@@ -509,7 +509,7 @@ def test_encoder_layer_parameters_and_options():
     assert custom.activation is fg.tanh
     with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
         nn.TransformerEncoderLayer(8, 2, activation="tanh")
-    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+    with pytest.raises(ValueError, match="embed_dim must be divisible by num_heads"):
         nn.TransformerEncoderLayer(8, 3)
     no_bias = nn.TransformerEncoderLayer(8, 2, 16, bias=False)
     assert all("bias" not in n for n, _ in no_bias.named_parameters())

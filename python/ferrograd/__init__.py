@@ -162,8 +162,8 @@ from . import (  # noqa: E402, F401  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor  # noqa: E402
-from .serialization import load, save  # noqa: E402
 from .random import manual_seed  # noqa: E402
+from .serialization import load, save  # noqa: E402
 
 # PyTorch's constants.
 pi = _math.pi

@@ -133,7 +133,7 @@ def _canonical_mask(mask, name, other_dtype, other_name, target_dtype, check_oth
     if mask is None:
         return None
     if mask.dtype != _C.bool and not mask.is_floating_point():
-        raise AssertionError(f"only bool and floating types of {name} are supported")
+        raise ValueError(f"only bool and floating types of {name} are supported")
     if check_other and other_dtype is not None and mask.dtype != other_dtype:
         warnings.warn(
             f"Support for mismatched {name} and {other_name} is deprecated. Use same type for "
@@ -146,49 +146,59 @@ def _canonical_mask(mask, name, other_dtype, other_name, target_dtype, check_oth
 
 
 def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(
+                f"multi_head_attention_forward(): {name} must be a Tensor, not {type(t).__name__}"
+            )
+    for name, t in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
+        if t is not None and not isinstance(t, _C.Tensor):
+            raise TypeError(
+                f"multi_head_attention_forward(): {name} must be a Tensor or None, not {type(t).__name__}"
+            )
     if query.dim() == 3:
         if key.dim() != 3 or value.dim() != 3:
-            raise AssertionError(
+            raise ValueError(
                 "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
                 f"{key.dim()}-D and {value.dim()}-D tensors respectively"
             )
         if key_padding_mask is not None and key_padding_mask.dim() != 2:
-            raise AssertionError(
+            raise ValueError(
                 "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
                 f"found {key_padding_mask.dim()}-D tensor instead"
             )
         if attn_mask is not None and attn_mask.dim() not in (2, 3):
-            raise AssertionError(
+            raise ValueError(
                 "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
                 f"found {attn_mask.dim()}-D tensor instead"
             )
         return True
     if query.dim() == 2:
         if key.dim() != 2 or value.dim() != 2:
-            raise AssertionError(
+            raise ValueError(
                 "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
                 f"{key.dim()}-D and {value.dim()}-D tensors respectively"
             )
         if key_padding_mask is not None and key_padding_mask.dim() != 1:
-            raise AssertionError(
+            raise ValueError(
                 "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
                 f"but found {key_padding_mask.dim()}-D tensor instead"
             )
         if attn_mask is not None:
             if attn_mask.dim() not in (2, 3):
-                raise AssertionError(
+                raise ValueError(
                     "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
                     f"but found {attn_mask.dim()}-D tensor instead"
                 )
             if attn_mask.dim() == 3:
                 expected = (num_heads, query.shape[0], key.shape[0])
                 if tuple(attn_mask.shape) != expected:
-                    raise AssertionError(
+                    raise ValueError(
                         f"For unbatched (2-D) `query`, expected `attn_mask` of shape {expected} "
                         f"but found {attn_mask.shape}"
                     )
         return False
-    raise AssertionError(
+    raise ValueError(
         "query should be unbatched 2D or batched 3D tensor but received "
         f"{query.dim()}-D query tensor"
     )
@@ -279,15 +289,15 @@ def multi_head_attention_forward(
         if key_padding_mask is not None:
             is_causal = False
     if embed_dim != embed_dim_to_check:
-        raise AssertionError(
+        raise ValueError(
             f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
         )
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
-        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+        raise ValueError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
     if use_separate_proj_weight:
         if tuple(key.shape[:2]) != tuple(value.shape[:2]):
-            raise AssertionError(
+            raise ValueError(
                 f"key's sequence and batch dims {key.shape[:2]} do not match value's "
                 f"{value.shape[:2]}"
             )
@@ -297,7 +307,7 @@ def multi_head_attention_forward(
         v = F.linear(value, v_proj_weight, b_v)
     else:
         if tuple(key.shape) != tuple(value.shape):
-            raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+            raise ValueError(f"key shape {key.shape} does not match value shape {value.shape}")
         q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
     if attn_mask is not None:
         if attn_mask.dim() == 2:
@@ -317,7 +327,7 @@ def multi_head_attention_forward(
             raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
-            raise AssertionError("bias cannot be added to static key.")
+            raise ValueError("bias cannot be added to static key.")
         k = _C.cat([k, bias_k.repeat(1, bsz, 1)], 0)
         v = _C.cat([v, bias_v.repeat(1, bsz, 1)], 0)
         if attn_mask is not None:
@@ -325,7 +335,7 @@ def multi_head_attention_forward(
         if key_padding_mask is not None:
             key_padding_mask = _pad_last(key_padding_mask)
     elif bias_k is not None or bias_v is not None:
-        raise AssertionError(
+        raise ValueError(
             "bias_k is set but bias_v is None" if bias_k is not None else
             "bias_v is set but bias_k is None"
         )  # fmt: skip
@@ -345,12 +355,12 @@ def multi_head_attention_forward(
     src_len = k.shape[1]
     if key_padding_mask is not None:
         if key_padding_mask.shape[0] != bsz:
-            raise AssertionError(
+            raise ValueError(
                 f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
                 f"{key_padding_mask.shape[0]}"
             )
         if key_padding_mask.shape[1] != src_len:
-            raise AssertionError(
+            raise ValueError(
                 f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
                 f"{key_padding_mask.shape[1]}"
             )

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .._functional import attention as _attn
+from .container import ModuleList
 from .module import Module, Parameter
+from .normalization import LayerNorm
 
 __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
 
@@ -103,7 +104,7 @@ class MultiheadAttention(Module):
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
-            raise AssertionError("embed_dim must be divisible by num_heads")
+            raise ValueError("embed_dim must be divisible by num_heads")
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = _param((embed_dim, embed_dim), dtype)
             self.k_proj_weight = _param((embed_dim, self.kdim), dtype)
@@ -192,74 +193,6 @@ class MultiheadAttention(Module):
         if self.batch_first and is_batched:
             out = out.transpose(1, 0)
         return out, weights
-
-
-# MERGE: replace this private LayerNorm (and _layer_norm) with nn.LayerNorm / F.layer_norm
-# from the normalisation work; parameter names (weight, bias) and repr already match.
-def _layer_norm(x, normalized_shape, weight, bias, eps):
-    dims = tuple(range(-len(normalized_shape), 0))
-    centred = x - x.mean(dims, keepdim=True)
-    var = (centred * centred).mean(dims, keepdim=True)
-    y = centred * (var + eps).rsqrt()
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
-
-
-class LayerNorm(Module):
-    """Normalises over the last ``len(normalized_shape)`` dimensions (stand-in, see MERGE)."""
-
-    def __init__(
-        self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None,
-        dtype=None,
-    ):  # fmt: skip
-        super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        kw = {} if dtype is None else {"dtype": dtype}
-        if elementwise_affine:
-            self.weight = Parameter(_C.ones(*self.normalized_shape, **kw))
-            self.bias = Parameter(_C.zeros(*self.normalized_shape, **kw)) if bias else None
-        else:
-            self.weight = self.bias = None
-
-    def forward(self, input):
-        return _layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
-
-    def extra_repr(self):
-        return (
-            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
-        )
-
-
-# MERGE: container.ModuleList is used once it exists; this stand-in keeps the same
-# "layers.N." state-dict keys until then.
-try:
-    from .container import ModuleList
-except ImportError:
-
-    class ModuleList(Module):
-        """Holds submodules under the keys "0", "1", ..."""
-
-        def __init__(self, modules=()):
-            super().__init__()
-            for i, m in enumerate(modules):
-                self._modules[str(i)] = m
-                object.__setattr__(self, str(i), m)
-
-        def __getitem__(self, idx):
-            return list(self._modules.values())[idx]
-
-        def __len__(self):
-            return len(self._modules)
-
-        def __iter__(self):
-            return iter(self._modules.values())
 
 
 def _get_activation(activation):
