@@ -74,10 +74,11 @@ class MT:
 
 
 def test_reference_stream_is_numpys_mt19937():
+    # RandomState(int) seeds with init_genrand, and a uint64 randint over
+    # [0, 2**32) takes every 32-bit draw as it comes (the mask never rejects).
     for seed in (0, 5489, 12345):
-        bg = np.random.MT19937()
-        bg._legacy_seeding(seed)
-        assert np.array_equal(MT(seed).u32(1300), bg.random_raw(1300))
+        raw = np.random.RandomState(seed).randint(0, 2**32, size=1300, dtype=np.uint64)
+        assert np.array_equal(MT(seed).u32(1300), raw)
 
 
 # ----- reference: ATen's transforms ----------------------------------------------------------

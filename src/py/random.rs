@@ -556,7 +556,7 @@ fn bernoulli(
     wrap(py, r)
 }
 
-/// Validated probability rows of a multinomial's input: (rows, k, 2-d?).
+/// The number of probability rows of a multinomial's input and their length.
 fn multinomial_rows(t: &Tensor) -> PyResult<(usize, usize)> {
     let shape = t.shape();
     if !(shape.len() == 1 || shape.len() == 2) {
