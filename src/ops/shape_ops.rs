@@ -422,6 +422,25 @@ pub fn repeat(t: &Tensor, reps: &[i64]) -> Result<Tensor> {
     Ok(out)
 }
 
+/// `flatten(t, start_dim, end_dim)`: merges dimensions `start..=end` into
+/// one (a 0-d tensor becomes shape `[1]`); a view when `reshape` can be one.
+pub fn flatten(t: &Tensor, start: i64, end: i64) -> Result<Tensor> {
+    let shape = t.shape();
+    if shape.is_empty() {
+        return reshape(t, &[1]);
+    }
+    let (s, e) = (wrap_dim(start, shape.len())?, wrap_dim(end, shape.len())?);
+    if s > e {
+        return Err(Error::runtime(
+            "flatten() has invalid args: start_dim cannot come after end_dim",
+        ));
+    }
+    let mut new: Vec<usize> = shape[..s].to_vec();
+    new.push(shape[s..=e].iter().product());
+    new.extend_from_slice(&shape[e + 1..]);
+    reshape(t, &new)
+}
+
 /// `unflatten(t, dim, sizes)`: splits one dimension into several (one may be -1).
 pub fn unflatten(t: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     let shape = t.shape();

@@ -1,11 +1,19 @@
 //! The `ferrograd._C` extension module: the only code that touches Python.
 
+#[macro_use]
+mod table;
+
+mod autograd;
 mod convert;
+mod creation;
 mod dtype;
 mod errors;
 mod function;
+mod functional;
 mod functions;
+mod nn;
 mod node;
+mod ops_table;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -29,7 +37,12 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for dt in [DType::Bool, DType::I64, DType::F32, DType::F64] {
         m.add(dt.name(), dtype::dtype_object(py, dt))?;
     }
+    ops_table::register(m)?;
+    creation::register(m)?;
     functions::register(m)?;
+    functional::register(m)?;
+    nn::register(m)?;
+    autograd::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
