@@ -88,21 +88,26 @@ fn _run_backward(
     Ok(PyTuple::new(py, out)?.into_any().unbind())
 }
 
+/// True when operations are recorded for autograd on this thread (not inside `no_grad()`).
 #[pyfunction]
 fn is_grad_enabled() -> bool {
     autograd::is_grad_enabled()
 }
 
+/// Turns recording for autograd on or off on this thread (used by the grad-mode context
+/// managers).
 #[pyfunction]
 fn _set_grad_enabled(mode: bool) {
     autograd::set_grad_enabled(mode)
 }
 
+/// True inside `inference_mode()` on this thread.
 #[pyfunction]
 fn is_inference_mode_enabled() -> bool {
     autograd::is_inference_mode()
 }
 
+/// Turns inference mode on or off on this thread (used by `inference_mode()`).
 #[pyfunction]
 fn _set_inference_mode(mode: bool) {
     autograd::set_inference_mode(mode)
@@ -130,11 +135,13 @@ fn _apply_inplace<'py>(
     Ok(input.clone())
 }
 
+/// The number of autograd nodes alive (for tests of graph memory).
 #[pyfunction]
 fn _live_nodes() -> usize {
     autograd::live_nodes()
 }
 
+/// Sets the number of threads kernels use above the parallel grain size.
 #[pyfunction]
 fn set_num_threads(n: i64) -> PyResult<()> {
     if n <= 0 {
@@ -145,11 +152,13 @@ fn set_num_threads(n: i64) -> PyResult<()> {
     Ok(crate::kernels::parallel::set_num_threads(n as usize)?)
 }
 
+/// The number of threads kernels use above the parallel grain size.
 #[pyfunction]
 fn get_num_threads() -> usize {
     crate::kernels::parallel::get_num_threads()
 }
 
+/// `Tensor.sum` over `dim` without the dtype handling (for internal callers).
 #[pyfunction]
 #[pyo3(signature = (t, dim=None, keepdim=false))]
 fn _sum_dims(

@@ -13,6 +13,8 @@ use super::tensor::{wrap, PyTensor};
 use crate::ops::{self, Scalar};
 use crate::tensor::{numel, DType, Element, Shape, Tensor};
 
+/// Builds a new tensor from `data` (nested sequences of numbers, a NumPy array, a number or a
+/// tensor), copying it; the dtype is inferred (bool, int64 or float32) unless `dtype` is given.
 #[pyfunction]
 #[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
 fn tensor(
@@ -27,6 +29,8 @@ fn tensor(
     finish(py, t, requires_grad)
 }
 
+/// A tensor sharing the memory of the NumPy array `array` (bool, int64, float32 or float64):
+/// writes through either are seen by the other.
 #[pyfunction]
 fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     wrap(py, from_numpy_shared(array)?)
@@ -46,6 +50,8 @@ fn filled(
     finish(py, t, requires_grad)
 }
 
+/// A tensor of zeros of the given size (`zeros(2, 3)` or `zeros((2, 3))`), float32 unless
+/// `dtype` is given.
 #[pyfunction]
 #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
 fn zeros(
@@ -60,6 +66,8 @@ fn zeros(
     filled(py, args, size, 0.0, dtype, requires_grad)
 }
 
+/// A tensor of ones of the given size (`ones(2, 3)` or `ones((2, 3))`), float32 unless `dtype`
+/// is given.
 #[pyfunction]
 #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
 fn ones(
@@ -74,6 +82,8 @@ fn ones(
     filled(py, args, size, 1.0, dtype, requires_grad)
 }
 
+/// A new tensor of the given size, float32 unless `dtype` is given; ferrograd zeroes it rather
+/// than leaving old memory in it.
 #[pyfunction]
 #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
 fn empty(
@@ -89,6 +99,8 @@ fn empty(
     filled(py, args, size, 0.0, dtype, requires_grad)
 }
 
+/// A tensor of the given size filled with `fill_value`; the dtype follows the value (bool,
+/// int64 or float32) unless `dtype` is given.
 #[pyfunction]
 #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
 fn full(
@@ -118,6 +130,8 @@ fn full(
     finish(py, t, requires_grad)
 }
 
+/// The identity matrix: an n x m (n x n by default) tensor with ones on the diagonal, float32
+/// unless `dtype` is given.
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
 fn eye(
@@ -152,6 +166,8 @@ fn eye(
     finish(py, t, requires_grad)
 }
 
+/// The values from `start` (0 by default) up to but not including `end`, `step` apart, as a 1-D
+/// tensor (int64 for integer arguments, else float32).
 #[pyfunction]
 #[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
 fn arange(
@@ -217,6 +233,8 @@ fn arange(
     finish(py, t, requires_grad)
 }
 
+/// `steps` values evenly spaced from `start` to `end` inclusive, as a 1-D tensor (float32
+/// unless `dtype` is given).
 #[pyfunction]
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
 fn linspace(

@@ -11,6 +11,7 @@ use super::tensor::{add_impl, run, sub_impl, tensor_tuple, PyTensor};
 use crate::ops;
 use crate::tensor::Shape;
 
+/// Returns `input + alpha * other` elementwise (broadcast; either may be a number).
 #[pyfunction]
 #[pyo3(name = "add", signature = (input, other, *, alpha=None))]
 fn add_fn(
@@ -22,6 +23,7 @@ fn add_fn(
     add_impl(py, &lhs(input, other)?, other, alpha)
 }
 
+/// Returns `input - alpha * other` elementwise (broadcast; either may be a number).
 #[pyfunction]
 #[pyo3(name = "sub", signature = (input, other, *, alpha=None))]
 fn sub_fn(
@@ -58,6 +60,8 @@ fn pow_fn(
     }
 }
 
+/// Returns `input` where `condition` is True and `other` elsewhere (broadcast; `input` or
+/// `other` may be a number).
 #[pyfunction]
 #[pyo3(name = "where")]
 fn where_fn(
@@ -75,7 +79,8 @@ fn where_fn(
 /// Module functions whose signature is the Tensor method's with `input`
 /// first: they call the method, so both spellings share one parser.
 macro_rules! method_fn {
-    ($pyname:literal, $fname:ident) => {
+    ($pyname:literal, $fname:ident, $doc:literal) => {
+        #[doc = concat!("`", $pyname, "(input, ...)` is `input.", $pyname, "(...)`: ", $doc)]
         #[pyfunction]
         #[pyo3(name = $pyname, signature = (input, *args, **kwargs))]
         fn $fname<'py>(
@@ -88,43 +93,189 @@ macro_rules! method_fn {
     };
 }
 
-method_fn!("round", round_fn);
-method_fn!("clamp", clamp_fn);
-method_fn!("clip", clip_fn);
-method_fn!("isclose", isclose_fn);
-method_fn!("allclose", allclose_fn);
-method_fn!("prod", prod_fn);
-method_fn!("var", var_fn);
-method_fn!("std", std_fn);
-method_fn!("max", max_fn);
-method_fn!("min", min_fn);
-method_fn!("amax", amax_fn);
-method_fn!("amin", amin_fn);
-method_fn!("argmax", argmax_fn);
-method_fn!("argmin", argmin_fn);
-method_fn!("logsumexp", logsumexp_fn);
-method_fn!("cumsum", cumsum_fn);
-method_fn!("softmax", softmax_fn);
-method_fn!("log_softmax", log_softmax_fn);
-method_fn!("unflatten", unflatten_fn);
-method_fn!("broadcast_to", broadcast_to_fn);
-method_fn!("flip", flip_fn);
-method_fn!("narrow", narrow_fn);
-method_fn!("movedim", movedim_fn);
-method_fn!("diagonal", diagonal_fn);
-method_fn!("swapaxes", swapaxes_fn);
-method_fn!("permute", permute_fn);
-method_fn!("split", split_fn);
-method_fn!("chunk", chunk_fn);
-method_fn!("unbind", unbind_fn);
-method_fn!("gather", gather_fn);
-method_fn!("scatter_add", scatter_add_fn);
-method_fn!("scatter", scatter_fn);
-method_fn!("index_select", index_select_fn);
-method_fn!("masked_fill", masked_fill_fn);
-method_fn!("masked_select", masked_select_fn);
-method_fn!("nonzero", nonzero_fn);
+method_fn!(
+    "round",
+    round_fn,
+    "returns the elements rounded to `decimals` decimal places, halves to even; its gradient is zero."
+);
+method_fn!(
+    "clamp",
+    clamp_fn,
+    "returns the elements limited to [min, max]; either bound may be None, a number or a tensor."
+);
+method_fn!(
+    "clip",
+    clip_fn,
+    "alias of `clamp`: the elements limited to [min, max]."
+);
+method_fn!(
+    "isclose",
+    isclose_fn,
+    "elementwise closeness `|self - other| <= atol + rtol * |other|`, a bool tensor (NaNs equal only with `equal_nan`)."
+);
+method_fn!(
+    "allclose",
+    allclose_fn,
+    "true when every element is close to `other` (see `isclose`)."
+);
+method_fn!(
+    "prod",
+    prod_fn,
+    "returns the product of the elements, over all of them or over the dimension(s) `dim` (kept as size 1 with `keepdim`); `dtype` converts first."
+);
+method_fn!(
+    "var",
+    var_fn,
+    "returns the variance over `dim` (all elements by default), dividing by N - correction (Bessel's correction 1 unless `unbiased=False` or `correction=` says otherwise)."
+);
+method_fn!(
+    "std",
+    std_fn,
+    "returns the standard deviation over `dim` (all elements by default), dividing by N - correction (1 unless `unbiased=False` or `correction=` says otherwise)."
+);
+method_fn!(
+    "max",
+    max_fn,
+    "`max()`: the largest element; `max(dim, keepdim)`: the (values, indices) of the largest along `dim`; `max(other)`: the elementwise maximum."
+);
+method_fn!(
+    "min",
+    min_fn,
+    "`min()`: the smallest element; `min(dim, keepdim)`: the (values, indices) of the smallest along `dim`; `min(other)`: the elementwise minimum."
+);
+method_fn!(
+    "amax",
+    amax_fn,
+    "returns the largest elements over the dimension(s) `dim` (all by default); the gradient is shared evenly between ties."
+);
+method_fn!(
+    "amin",
+    amin_fn,
+    "returns the smallest elements over the dimension(s) `dim` (all by default); the gradient is shared evenly between ties."
+);
+method_fn!(
+    "argmax",
+    argmax_fn,
+    "returns the index of the largest element, in the flattened tensor or along `dim` (the first one on ties)."
+);
+method_fn!(
+    "argmin",
+    argmin_fn,
+    "returns the index of the smallest element, in the flattened tensor or along `dim` (the first one on ties)."
+);
+method_fn!(
+    "logsumexp",
+    logsumexp_fn,
+    "returns log(sum(exp(x))) over the dimension(s) `dim`, computed stably."
+);
+method_fn!(
+    "cumsum",
+    cumsum_fn,
+    "returns the cumulative sums along `dim`; `dtype` converts first."
+);
+method_fn!(
+    "softmax",
+    softmax_fn,
+    "returns exp(x) / sum(exp(x)) along `dim`, computed stably; `dtype` converts first."
+);
+method_fn!(
+    "log_softmax",
+    log_softmax_fn,
+    "returns log(softmax(x)) along `dim`, computed stably; `dtype` converts first."
+);
+method_fn!(
+    "unflatten",
+    unflatten_fn,
+    "returns the tensor with dimension `dim` split into `sizes` (one may be -1)."
+);
+method_fn!(
+    "broadcast_to",
+    broadcast_to_fn,
+    "returns a view of the tensor broadcast to `size`."
+);
+method_fn!(
+    "flip",
+    flip_fn,
+    "returns a copy with the order of the elements reversed along `dims`."
+);
+method_fn!(
+    "narrow",
+    narrow_fn,
+    "returns the view of `length` elements from `start` along `dim`."
+);
+method_fn!(
+    "movedim",
+    movedim_fn,
+    "returns a view with dimension `source` moved to position `destination`."
+);
+method_fn!(
+    "diagonal",
+    diagonal_fn,
+    "returns the view of the diagonal at `offset` of the planes spanned by `dim1` and `dim2`, as the last dimension."
+);
+method_fn!(
+    "swapaxes",
+    swapaxes_fn,
+    "alias of `transpose`: a view with dimensions `axis0` and `axis1` swapped."
+);
+method_fn!(
+    "permute",
+    permute_fn,
+    "returns a view with the dimensions reordered as `dims`."
+);
+method_fn!(
+    "split",
+    split_fn,
+    "splits the tensor along `dim` into views of `split_size` elements (the last may be shorter) or of the given section sizes."
+);
+method_fn!(
+    "chunk",
+    chunk_fn,
+    "splits the tensor along `dim` into at most `chunks` views of equal size (the last may be shorter)."
+);
+method_fn!(
+    "unbind",
+    unbind_fn,
+    "returns the slices along `dim` as a tuple of views, without that dimension."
+);
+method_fn!(
+    "gather",
+    gather_fn,
+    "returns the elements of the tensor at `index` along `dim`: `out[i][j] = self[index[i][j]][j]` for dim 0."
+);
+method_fn!(
+    "scatter_add",
+    scatter_add_fn,
+    "returns a copy with the elements of `src` added at `index` along `dim` (repeated indices add up)."
+);
+method_fn!(
+    "scatter",
+    scatter_fn,
+    "returns a copy with the elements of `src` (or the number `value`) written at `index` along `dim`."
+);
+method_fn!(
+    "index_select",
+    index_select_fn,
+    "returns the slices at the positions in the 1-D `index` along `dim` (a copy)."
+);
+method_fn!(
+    "masked_fill",
+    masked_fill_fn,
+    "returns a copy with `value` where the bool `mask` is True (broadcast)."
+);
+method_fn!(
+    "masked_select",
+    masked_select_fn,
+    "returns the elements where the bool `mask` is True, as a 1-D tensor."
+);
+method_fn!(
+    "nonzero",
+    nonzero_fn,
+    "returns the indices of the nonzero elements, one row per element (a tuple of index tensors with `as_tuple=True`)."
+);
 
+/// Joins `tensors` along the existing dimension `dim`; the other sizes must match and the
+/// dtypes promote.
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
@@ -133,6 +284,7 @@ fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAn
     run(py, work, || ops::cat(&ts, dim))
 }
 
+/// Joins `tensors` of the same shape along a new dimension `dim`.
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
@@ -154,6 +306,7 @@ fn einsum(py: Python<'_>, equation: &str, operands: &Bound<'_, PyTuple>) -> PyRe
     run(py, n, || ops::einsum(equation, &ts))
 }
 
+/// Returns views of `tensors` broadcast to one common shape.
 #[pyfunction]
 #[pyo3(signature = (*tensors))]
 fn broadcast_tensors(py: Python<'_>, tensors: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {

@@ -10,6 +10,8 @@ use super::functions::t_of;
 use super::tensor::{run, PyTensor};
 use crate::ops;
 
+/// The mean squared error between `input` and `target`, reduced by `reduction` ("mean", "sum"
+/// or "none").
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean"))]
 fn mse_loss(
@@ -24,6 +26,7 @@ fn mse_loss(
     run(py, a.numel(), || ops::mse_loss(a, &b, r))
 }
 
+/// Clamps the elements of `input` to [min_val, max_val].
 #[pyfunction]
 #[pyo3(signature = (input, min_val=-1.0, max_val=1.0))]
 fn hardtanh(
@@ -36,6 +39,7 @@ fn hardtanh(
     run(py, a.numel(), || ops::hardtanh(a, min_val, max_val))
 }
 
+/// Applies max(x, 0) + negative_slope * min(x, 0) to each element of `input`.
 #[pyfunction]
 #[pyo3(signature = (input, negative_slope=0.01))]
 fn leaky_relu(
@@ -73,6 +77,7 @@ fn elu_<'py>(input: &Bound<'py, PyTensor>, alpha: f64) -> PyResult<Bound<'py, Py
     Ok(input.clone())
 }
 
+/// Applies the exponential linear unit: x above zero, alpha * (exp(x) - 1) below.
 #[pyfunction]
 #[pyo3(signature = (input, alpha=1.0))]
 fn elu(py: Python<'_>, input: &Bound<'_, PyTensor>, alpha: f64) -> PyResult<Py<PyAny>> {
@@ -80,6 +85,8 @@ fn elu(py: Python<'_>, input: &Bound<'_, PyTensor>, alpha: f64) -> PyResult<Py<P
     run(py, a.numel(), || ops::elu(a, alpha))
 }
 
+/// Applies the Gaussian error linear unit x * Phi(x) (`approximate="tanh"`: its tanh
+/// approximation).
 #[pyfunction]
 #[pyo3(signature = (input, approximate="none"))]
 fn gelu(py: Python<'_>, input: &Bound<'_, PyTensor>, approximate: &str) -> PyResult<Py<PyAny>> {
@@ -96,6 +103,7 @@ fn gelu(py: Python<'_>, input: &Bound<'_, PyTensor>, approximate: &str) -> PyRes
     run(py, a.numel(), || ops::gelu(a, tanh))
 }
 
+/// Applies log(1 + exp(beta * x)) / beta to each element, linear above `threshold`.
 #[pyfunction]
 #[pyo3(signature = (input, beta=1.0, threshold=20.0))]
 fn softplus(
@@ -108,6 +116,8 @@ fn softplus(
     run(py, a.numel(), || ops::softplus(a, beta, threshold))
 }
 
+/// Zeroes each element of `input` with probability `p` and scales the rest by 1 / (1 - p) when
+/// `training`; returns `input` unchanged otherwise.
 #[pyfunction]
 #[pyo3(signature = (input, p=0.5, training=true))]
 fn dropout(
@@ -120,6 +130,7 @@ fn dropout(
     run(py, a.numel(), || ops::dropout(a, p, training))
 }
 
+/// Returns `input @ weight.T + bias` (bias optional), recorded as PyTorch's addmm/mm nodes.
 #[pyfunction]
 #[pyo3(signature = (input, weight, bias=None))]
 fn linear(
@@ -136,6 +147,7 @@ fn linear(
     run(py, work, || ops::linear(x, w, b.as_ref()))
 }
 
+/// The mean absolute error between `input` and `target`, reduced by `reduction`.
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean"))]
 fn l1_loss(
@@ -150,6 +162,7 @@ fn l1_loss(
     run(py, a.numel(), || ops::l1_loss(a, &b, r))
 }
 
+/// The smooth L1 loss: quadratic for errors below `beta`, linear above, reduced by `reduction`.
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean", beta=1.0))]
 fn smooth_l1_loss(
@@ -165,6 +178,8 @@ fn smooth_l1_loss(
     run(py, a.numel(), || ops::smooth_l1_loss(a, &b, r, beta))
 }
 
+/// The Huber loss: quadratic for errors below `delta`, linear above (delta times smooth L1),
+/// reduced by `reduction`.
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean", delta=1.0))]
 fn huber_loss(
@@ -180,6 +195,8 @@ fn huber_loss(
     run(py, a.numel(), || ops::huber_loss(a, &b, r, delta))
 }
 
+/// Binary cross entropy between probabilities `input` and `target`, optionally weighted,
+/// reduced by `reduction`.
 #[pyfunction]
 #[pyo3(signature = (input, target, weight=None, reduction="mean"))]
 fn binary_cross_entropy(
@@ -198,6 +215,8 @@ fn binary_cross_entropy(
     })
 }
 
+/// Binary cross entropy of sigmoid(`input`) and `target`, computed stably from the logits;
+/// `pos_weight` weighs the positive term.
 #[pyfunction]
 #[pyo3(signature = (input, target, weight=None, reduction="mean", pos_weight=None))]
 fn binary_cross_entropy_with_logits(
@@ -217,6 +236,8 @@ fn binary_cross_entropy_with_logits(
     })
 }
 
+/// The negative log likelihood loss of log-probabilities `input` (N x C) at the classes
+/// `target`, optionally weighted per class, skipping `ignore_index`.
 #[pyfunction]
 #[pyo3(signature = (input, target, weight=None, ignore_index=-100, reduction="mean"))]
 fn nll_loss(
@@ -235,6 +256,8 @@ fn nll_loss(
     })
 }
 
+/// Cross entropy of the logits `input` and the classes `target`: log_softmax then nll_loss,
+/// with optional class weights and label smoothing.
 #[pyfunction]
 #[pyo3(signature = (input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0))]
 fn cross_entropy(

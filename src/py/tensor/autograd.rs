@@ -25,6 +25,8 @@ pub fn default_grad(t: &Tensor) -> PyResult<Tensor> {
 
 #[pymethods]
 impl PyTensor {
+    /// Whether operations on this tensor are recorded for autograd. Only a leaf's flag can be
+    /// set.
     #[getter]
     fn get_requires_grad(&self) -> bool {
         self.t.requires_grad()
@@ -46,6 +48,7 @@ impl PyTensor {
         Ok(self.t.set_requires_grad(on)?)
     }
 
+    /// Sets `requires_grad` in place (allowed on a non-leaf too) and returns the tensor itself.
     #[pyo3(signature = (requires_grad=true))]
     fn requires_grad_<'py>(
         slf: &Bound<'py, Self>,
@@ -55,6 +58,8 @@ impl PyTensor {
         Ok(slf.clone())
     }
 
+    /// The gradient accumulated into this leaf by `backward()` (or a non-leaf that called
+    /// `retain_grad()`), or None.
     #[getter]
     fn get_grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         self.t.grad().map(|g| wrap(py, g)).transpose()
@@ -91,6 +96,7 @@ impl PyTensor {
         Ok(())
     }
 
+    /// The autograd node that produced this tensor (e.g. `MulBackward0`), or None for a leaf.
     #[getter]
     fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         grad_fn_object(py, &self.t)
@@ -106,16 +112,20 @@ impl PyTensor {
         self.t.is_view()
     }
 
+    /// True for a tensor not produced by a recorded operation (a user-created tensor, or one
+    /// that does not require grad).
     #[getter]
     fn is_leaf(&self) -> PyResult<bool> {
         Ok(self.t.try_is_leaf()?)
     }
 
+    /// True when this non-leaf keeps its `.grad` after `backward()` (see `retain_grad()`).
     #[getter]
     fn retains_grad(&self) -> bool {
         !self.t.is_leaf() && self.t.meta().retains_grad
     }
 
+    /// Makes this non-leaf tensor keep its gradient in `.grad` after `backward()`.
     fn retain_grad(&self) -> PyResult<()> {
         if !self.t.requires_grad() {
             return Err(PyRuntimeError::new_err(
@@ -133,6 +143,8 @@ impl PyTensor {
         Ok(())
     }
 
+    /// The tensor's values as a new tensor that shares its memory but is outside the graph;
+    /// assigning sets this tensor's values.
     #[getter]
     fn get_data(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         wrap(py, self.t.data_alias())
@@ -143,10 +155,14 @@ impl PyTensor {
         self.t.set_view(other.get().t.view().clone());
     }
 
+    /// Returns a new tensor sharing this one's memory, outside the graph (does not require
+    /// grad).
     fn detach(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         wrap(py, self.t.detach())
     }
 
+    /// Detaches this tensor from the graph in place, making it a leaf that does not require
+    /// grad.
     fn detach_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
         if slf.get().t.is_view() && slf.get().t.requires_grad() {
             return Err(PyRuntimeError::new_err(
@@ -157,6 +173,8 @@ impl PyTensor {
         Ok(slf.clone())
     }
 
+    /// Registers `hook(grad)`, called with this tensor's gradient during backward; a returned
+    /// tensor replaces the gradient. Returns a handle whose `remove()` unregisters it.
     fn register_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<RemovableHandle> {
         let t = &slf.get().t;
         if !t.requires_grad() {
@@ -178,6 +196,10 @@ impl PyTensor {
         }
     }
 
+    /// Computes the gradient of this tensor with respect to the graph's leaves and accumulates
+    /// it into their `.grad`. `gradient` is required unless the tensor has one element;
+    /// `retain_graph` keeps the graph for another backward, `create_graph` records the backward
+    /// pass for higher-order gradients, `inputs` limits the leaves.
     #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
     fn backward(
         &self,

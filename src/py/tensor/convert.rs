@@ -65,6 +65,7 @@ fn scalar_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>>
 
 #[pymethods]
 impl PyTensor {
+    /// The value of a one-element tensor as a Python number (bool, int or float).
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         if self.t.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
@@ -75,10 +76,13 @@ impl PyTensor {
         Ok(scalar_to_py(py, &self.t)?.unbind())
     }
 
+    /// The values as nested Python lists of numbers (a number for a 0-d tensor).
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         Ok(tensor_to_py(py, &self.t)?.unbind())
     }
 
+    /// A NumPy array sharing this tensor's memory (a copy with `force=True`). Refused for a
+    /// tensor that requires grad, unless `force` or under `no_grad()`.
     #[pyo3(signature = (force=false))]
     fn numpy<'py>(&self, py: Python<'py>, force: bool) -> PyResult<Bound<'py, PyAny>> {
         // As PyTorch's: under `no_grad()` a tensor that requires grad converts.
@@ -178,6 +182,8 @@ impl PyTensor {
         Ok(PyList::new(py, items)?.try_iter()?.into_any().unbind())
     }
 
+    /// Returns the tensor converted to a dtype (`to(dtype)`, `to(other)`, `to(dtype=...)`);
+    /// `"cpu"` is accepted. The tensor itself when nothing changes.
     #[pyo3(signature = (*args, **kwargs))]
     fn to(
         slf: &Bound<'_, Self>,
@@ -213,31 +219,39 @@ impl PyTensor {
         }
     }
 
+    /// Returns the tensor as float32 (the tensor itself if it already is).
     fn float(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         cast(slf, &slf.get().t, DType::F32)
     }
 
+    /// Returns the tensor as float64 (the tensor itself if it already is).
     fn double(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         cast(slf, &slf.get().t, DType::F64)
     }
 
+    /// Returns the tensor as int64 (the tensor itself if it already is).
     fn long(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         cast(slf, &slf.get().t, DType::I64)
     }
 
+    /// Returns the tensor as bool (the tensor itself if it already is).
     fn bool(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         cast(slf, &slf.get().t, DType::Bool)
     }
 
+    /// Returns the tensor converted to the dtype of `other`.
     fn type_as(slf: &Bound<'_, Self>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let dt = other.get().t.dtype();
         cast(slf, &slf.get().t, dt)
     }
 
+    /// Returns the tensor itself: ferrograd tensors always live on the CPU.
     fn cpu<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
         slf.clone()
     }
 
+    /// Returns the tensor in row-major memory order: the tensor itself if it already is, else a
+    /// copy.
     fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let (py, t) = (slf.py(), &slf.get().t);
         wrap_or_self(slf, enter(py, t.numel(), || ops::contiguous(t))?)

@@ -18,11 +18,15 @@ impl PyTensor {
         run(py, self.t.numel(), || ops::index(&self.t, &items))
     }
 
+    /// Returns the elements of the tensor at `index` along `dim`: `out[i][j] =
+    /// self[index[i][j]][j]` for dim 0.
     fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let (a, idx) = (&self.t, &index.get().t);
         run(py, work(&[a, idx]), || ops::gather(a, dim, idx))
     }
 
+    /// Returns a copy with the elements of `src` added at `index` along `dim` (repeated indices
+    /// add up).
     fn scatter_add(
         &self,
         py: Python<'_>,
@@ -36,6 +40,8 @@ impl PyTensor {
         })
     }
 
+    /// Returns a copy with the elements of `src` (or the number `value`) written at `index`
+    /// along `dim`.
     #[pyo3(signature = (dim, index, src=None, *, value=None))]
     fn scatter(
         &self,
@@ -62,6 +68,7 @@ impl PyTensor {
         }
     }
 
+    /// Returns the slices at the positions in the 1-D `index` along `dim` (a copy).
     fn index_select(
         &self,
         py: Python<'_>,
@@ -72,6 +79,7 @@ impl PyTensor {
         run(py, work(&[a, idx]), || ops::index_select(a, dim, idx))
     }
 
+    /// Returns a copy with `value` where the bool `mask` is True (broadcast).
     fn masked_fill(
         &self,
         py: Python<'_>,
@@ -92,6 +100,7 @@ impl PyTensor {
         }
     }
 
+    /// Writes `value` where the bool `mask` is True in place and returns the tensor.
     fn masked_fill_<'py>(
         slf: &Bound<'py, Self>,
         mask: &Bound<'py, PyTensor>,
@@ -114,6 +123,8 @@ impl PyTensor {
         Ok(slf.clone().into_any().unbind())
     }
 
+    /// Returns the indices of the nonzero elements, one row per element (a tuple of index
+    /// tensors with `as_tuple=True`).
     #[pyo3(signature = (*, as_tuple=false))]
     fn nonzero(&self, py: Python<'_>, as_tuple: bool) -> PyResult<Py<PyAny>> {
         let nz = enter(py, self.t.numel(), || Ok(ops::nonzero(&self.t)))?;
@@ -125,6 +136,7 @@ impl PyTensor {
         tensor_tuple(py, cols)
     }
 
+    /// Returns the elements where the bool `mask` is True, as a 1-D tensor.
     fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let m = &mask.get().t;
         run(py, self.t.numel(), || ops::masked_select(&self.t, m))

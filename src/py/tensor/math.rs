@@ -14,11 +14,15 @@ use crate::tensor::Tensor;
 
 #[pymethods]
 impl PyTensor {
+    /// Returns the elements rounded to `decimals` decimal places, halves to even; its gradient
+    /// is zero.
     #[pyo3(signature = (decimals=0))]
     fn round(&self, py: Python<'_>, decimals: i64) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || ops::round(&self.t, decimals))
     }
 
+    /// Returns the elements limited to [min, max]; either bound may be None, a number or a
+    /// tensor.
     #[pyo3(signature = (min=None, max=None))]
     fn clamp(
         &self,
@@ -33,6 +37,7 @@ impl PyTensor {
         })
     }
 
+    /// Alias of `clamp`: the elements limited to [min, max].
     #[pyo3(signature = (min=None, max=None))]
     fn clip(
         &self,
@@ -43,6 +48,7 @@ impl PyTensor {
         self.clamp(py, min, max)
     }
 
+    /// Limits the elements to [min, max] in place and returns the tensor.
     #[pyo3(signature = (min=None, max=None))]
     fn clamp_<'py>(
         slf: &Bound<'py, Self>,
@@ -58,6 +64,8 @@ impl PyTensor {
         Ok(slf.clone().into_any().unbind())
     }
 
+    /// Elementwise closeness `|self - other| <= atol + rtol * |other|`, a bool tensor (NaNs
+    /// equal only with `equal_nan`).
     #[pyo3(signature = (other, rtol=1e-5, atol=1e-8, equal_nan=false))]
     fn isclose(
         &self,
@@ -73,6 +81,7 @@ impl PyTensor {
         })
     }
 
+    /// True when every element is close to `other` (see `isclose`).
     #[pyo3(signature = (other, rtol=1e-5, atol=1e-8, equal_nan=false))]
     fn allclose(
         &self,
@@ -87,6 +96,7 @@ impl PyTensor {
         })
     }
 
+    /// Returns `self` where `condition` is True and `other` elsewhere (broadcast).
     #[pyo3(name = "where")]
     fn where_method(
         &self,
@@ -99,6 +109,8 @@ impl PyTensor {
         run(py, work(&[c, &self.t, &y]), || ops::where_(c, &self.t, &y))
     }
 
+    /// Returns the sum of the elements, over all of them or over the dimension(s) `dim` (kept
+    /// as size 1 with `keepdim`); `dtype` converts first.
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
     fn sum(
         &self,
@@ -118,6 +130,8 @@ impl PyTensor {
         })
     }
 
+    /// Returns the mean of the elements, over all of them or over the dimension(s) `dim` (kept
+    /// as size 1 with `keepdim`); `dtype` converts first.
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
     fn mean(
         &self,
@@ -137,6 +151,8 @@ impl PyTensor {
         })
     }
 
+    /// Returns the product of the elements, over all of them or over the dimension(s) `dim`
+    /// (kept as size 1 with `keepdim`); `dtype` converts first.
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
     fn prod(
         &self,
@@ -156,6 +172,8 @@ impl PyTensor {
         })
     }
 
+    /// Returns the variance over `dim` (all elements by default), dividing by N - correction
+    /// (Bessel's correction 1 unless `unbiased=False` or `correction=` says otherwise).
     #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
     fn var(
         &self,
@@ -171,6 +189,8 @@ impl PyTensor {
         })
     }
 
+    /// Returns the standard deviation over `dim` (all elements by default), dividing by N -
+    /// correction (1 unless `unbiased=False` or `correction=` says otherwise).
     #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
     fn std(
         &self,
@@ -197,6 +217,8 @@ impl PyTensor {
         extreme(py, &self.t, dim, keepdim, true)
     }
 
+    /// `min()`: the smallest element; `min(dim, keepdim)`: the (values, indices) of the
+    /// smallest along `dim`; `min(other)`: the elementwise minimum.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn min(
         &self,
@@ -207,6 +229,8 @@ impl PyTensor {
         extreme(py, &self.t, dim, keepdim, false)
     }
 
+    /// Returns the largest elements over the dimension(s) `dim` (all by default); the gradient
+    /// is shared evenly between ties.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn amax(
         &self,
@@ -218,6 +242,8 @@ impl PyTensor {
         run(py, self.t.numel(), || ops::amax(&self.t, &dims, keepdim))
     }
 
+    /// Returns the smallest elements over the dimension(s) `dim` (all by default); the gradient
+    /// is shared evenly between ties.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn amin(
         &self,
@@ -229,16 +255,22 @@ impl PyTensor {
         run(py, self.t.numel(), || ops::amin(&self.t, &dims, keepdim))
     }
 
+    /// Returns the index of the largest element, in the flattened tensor or along `dim` (the
+    /// first one on ties).
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmax(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || ops::argmax(&self.t, dim, keepdim))
     }
 
+    /// Returns the index of the smallest element, in the flattened tensor or along `dim` (the
+    /// first one on ties).
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmin(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || ops::argmin(&self.t, dim, keepdim))
     }
 
+    /// Returns the vector p-norm (2 by default, `"fro"` is 2, `inf` the largest magnitude) over
+    /// `dim` or all elements.
     #[pyo3(signature = (p=None, dim=None, keepdim=false, dtype=None))]
     fn norm(
         &self,
@@ -260,6 +292,7 @@ impl PyTensor {
         })
     }
 
+    /// Returns log(sum(exp(x))) over the dimension(s) `dim`, computed stably.
     #[pyo3(signature = (dim, keepdim=false))]
     fn logsumexp(
         &self,
@@ -273,6 +306,7 @@ impl PyTensor {
         })
     }
 
+    /// Returns the cumulative sums along `dim`; `dtype` converts first.
     #[pyo3(signature = (dim, *, dtype=None))]
     fn cumsum(
         &self,
@@ -290,6 +324,8 @@ impl PyTensor {
         })
     }
 
+    /// True (as a bool tensor) where every element is nonzero, over all elements or the
+    /// dimension(s) `dim`.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn all(
         &self,
@@ -305,6 +341,8 @@ impl PyTensor {
         }
     }
 
+    /// True (as a bool tensor) where some element is nonzero, over all elements or the
+    /// dimension(s) `dim`.
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn any(
         &self,
@@ -320,6 +358,7 @@ impl PyTensor {
         }
     }
 
+    /// Returns exp(x) / sum(exp(x)) along `dim`, computed stably; `dtype` converts first.
     #[pyo3(signature = (dim, *, dtype=None))]
     fn softmax(
         &self,
@@ -331,6 +370,7 @@ impl PyTensor {
         run(py, self.t.numel(), || ops::softmax(&self.t, dim, dt))
     }
 
+    /// Returns log(softmax(x)) along `dim`, computed stably; `dtype` converts first.
     #[pyo3(signature = (dim, *, dtype=None))]
     fn log_softmax(
         &self,

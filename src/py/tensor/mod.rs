@@ -32,10 +32,15 @@ use super::node::PyHook;
 use crate::ops;
 use crate::tensor::{DType, Tensor};
 
-/// No `__dict__` on the base class: the collector may traverse an object the
-/// moment it is allocated, and a dict allocated before the Rust value is
-/// written would let it see an uninitialised tensor. Python subclasses
-/// (`nn.Parameter`) get their own `__dict__` as usual.
+/// A multi-dimensional array of one dtype (bool, int64, float32, float64)
+/// that records the operations on it for automatic differentiation when it
+/// requires grad, as PyTorch's `torch.Tensor`. `Tensor(data)` builds a
+/// float32 tensor; `ferrograd.tensor(data)` infers the dtype.
+//
+// No `__dict__` on the base class: the collector may traverse an object the
+// moment it is allocated, and a dict allocated before the Rust value is
+// written would let it see an uninitialised tensor. Python subclasses
+// (`nn.Parameter`) get their own `__dict__` as usual.
 #[pyclass(name = "Tensor", module = "ferrograd", subclass, weakref, frozen)]
 pub struct PyTensor {
     pub t: Tensor,
@@ -221,11 +226,14 @@ impl PyTensor {
         }
     }
 
+    /// The tensor's size as a `ferrograd.Size` (a tuple of ints).
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         size_object(py, &self.t.shape())
     }
 
+    /// The tensor's size as a `ferrograd.Size`, or with `dim` the length of that dimension
+    /// (negative counts from the end).
     #[pyo3(signature = (dim=None))]
     fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
         let shape = self.t.shape();
@@ -243,51 +251,63 @@ impl PyTensor {
         }
     }
 
+    /// The number of dimensions (0 for a scalar tensor).
     fn dim(&self) -> usize {
         self.t.ndim()
     }
 
+    /// The number of dimensions (0 for a scalar tensor); the same as `dim()`.
     #[getter]
     fn ndim(&self) -> usize {
         self.t.ndim()
     }
 
+    /// The number of elements (the product of the sizes).
     fn numel(&self) -> usize {
         self.t.numel()
     }
 
+    /// The number of elements; the same as `numel()`.
     fn nelement(&self) -> usize {
         self.t.numel()
     }
 
+    /// The element type: `ferrograd.bool`, `int64`, `float32` or `float64`.
     #[getter]
     fn dtype(&self, py: Python<'_>) -> Py<PyDType> {
         dtype_object(py, self.t.dtype())
     }
 
+    /// Always `"cpu"`: ferrograd runs on the CPU only.
     #[getter]
     fn device(&self) -> &'static str {
         "cpu"
     }
 
+    /// Always False: ferrograd runs on the CPU only.
     #[getter]
     fn is_cuda(&self) -> bool {
         false
     }
 
+    /// True when the dtype is float32 or float64.
     fn is_floating_point(&self) -> bool {
         self.t.dtype().is_float()
     }
 
+    /// True when the elements are laid out in row-major order with no gaps (an empty tensor
+    /// always is).
     fn is_contiguous(&self) -> bool {
         self.t.is_contiguous()
     }
 
+    /// The step in elements between neighbours along each dimension, as a tuple.
     fn stride<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let v = self.t.view();
         PyTuple::new(py, v.strides.iter().zip(&v.shape).map(|(&s, _)| s))
     }
 
+    /// The index of the tensor's first element in its memory (nonzero for some views).
     fn storage_offset(&self) -> usize {
         self.t.view().offset
     }
@@ -297,6 +317,7 @@ impl PyTensor {
         self.t.version()
     }
 
+    /// The address of the tensor's first element.
     fn data_ptr(&self) -> usize {
         let v = self.t.view();
         v.storage.as_ptr() as usize + v.offset * v.dtype().size()

@@ -269,6 +269,7 @@ impl PyTensor {
         run(py, work2(&self.t, &b), || f(&self.t, &b))
     }
 
+    /// Adds `alpha * other` to the tensor in place and returns it.
     #[pyo3(signature = (other, *, alpha=None))]
     fn add_<'py>(
         slf: &Bound<'py, Self>,
@@ -289,18 +290,22 @@ impl PyTensor {
         }
     }
 
+    /// Subtracts `other` from the tensor in place and returns it.
     fn sub_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         ibinop_with(slf, other, ops::sub, Some(ops::InplaceOp::Sub))
     }
 
+    /// Multiplies the tensor by `other` in place and returns it.
     fn mul_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         ibinop_with(slf, other, ops::mul, Some(ops::InplaceOp::Mul))
     }
 
+    /// Divides the tensor by `other` in place and returns it.
     fn div_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         ibinop_with(slf, other, ops::div, Some(ops::InplaceOp::Div))
     }
 
+    /// Raises the tensor to the power `other` in place and returns it.
     fn pow_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         if let Some(Operand::Scalar(e)) = operand(other) {
             // A number exponent is PyTorch's `pow_.Scalar` (`PowBackward0`).
@@ -313,10 +318,13 @@ impl PyTensor {
         ibinop(slf, other, ops::pow)
     }
 
+    /// Copies the values of `src` (broadcast, converted to this dtype) into the tensor in place
+    /// and returns it.
     fn copy_(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         ibinop(slf, src, ops::copy_value)
     }
 
+    /// Fills the tensor with zeros in place and returns it.
     fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let a = &slf.get().t;
         enter(slf.py(), a.numel(), || ops::zero_(a))?;
@@ -328,6 +336,7 @@ impl PyTensor {
         Self::zero_(slf)
     }
 
+    /// Fills the tensor with `value` in place and returns it.
     fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let v = scalar_from_any(value)?.to_f64();
         let a = &slf.get().t;
@@ -335,6 +344,8 @@ impl PyTensor {
         Ok(slf.clone().into_any().unbind())
     }
 
+    /// Fills the tensor in place with samples from the normal distribution N(mean, std^2) and
+    /// returns it.
     #[pyo3(signature = (mean=0.0, std=1.0, *, generator=None))]
     fn normal_(
         slf: &Bound<'_, Self>,
@@ -348,6 +359,8 @@ impl PyTensor {
         Ok(slf.clone().into_any().unbind())
     }
 
+    /// Fills the tensor in place with samples from the uniform distribution on [a, b) and
+    /// returns it.
     #[pyo3(signature = (a=0.0, b=1.0, *, generator=None))]
     fn uniform_(
         slf: &Bound<'_, Self>,
@@ -361,6 +374,7 @@ impl PyTensor {
         Ok(slf.clone().into_any().unbind())
     }
 
+    /// Returns `self + alpha * other` (broadcast; `other` may be a number).
     #[pyo3(signature = (other, *, alpha=None))]
     fn add(
         &self,
@@ -371,6 +385,7 @@ impl PyTensor {
         add_impl(py, &self.t, other, alpha)
     }
 
+    /// Returns `self - alpha * other` (broadcast; `other` may be a number).
     #[pyo3(signature = (other, *, alpha=None))]
     fn sub(
         &self,
@@ -381,42 +396,52 @@ impl PyTensor {
         sub_impl(py, &self.t, other, alpha)
     }
 
+    /// Returns `self * other` elementwise (broadcast; `other` may be a number).
     fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         binop(py, &self.t, other, ops::mul, ops::mul_scalar)
     }
 
+    /// Returns `self / other` elementwise, true division (broadcast; `other` may be a number).
     fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         binop(py, &self.t, other, ops::div, ops::div_scalar)
     }
 
+    /// Returns `self ** exponent` elementwise (broadcast; `exponent` may be a number).
     fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         binop(py, &self.t, exponent, ops::pow, ops::pow_scalar)
     }
 
+    /// Elementwise `self == other`, a bool tensor.
     fn eq(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__richcmp__(py, o, CompareOp::Eq)
     }
 
+    /// Elementwise `self != other`, a bool tensor.
     fn ne(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__richcmp__(py, o, CompareOp::Ne)
     }
 
+    /// Elementwise `self < other`, a bool tensor.
     fn lt(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__richcmp__(py, o, CompareOp::Lt)
     }
 
+    /// Elementwise `self <= other`, a bool tensor.
     fn le(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__richcmp__(py, o, CompareOp::Le)
     }
 
+    /// Elementwise `self > other`, a bool tensor.
     fn gt(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__richcmp__(py, o, CompareOp::Gt)
     }
 
+    /// Elementwise `self >= other`, a bool tensor.
     fn ge(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.__richcmp__(py, o, CompareOp::Ge)
     }
 
+    /// True when `other` has the same shape and the same values.
     fn equal(&self, other: &Bound<'_, PyTensor>) -> PyResult<bool> {
         let b = &other.get().t;
         if self.t.shape() != b.shape() {

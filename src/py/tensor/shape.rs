@@ -13,6 +13,8 @@ use crate::py::errors::enter;
 
 #[pymethods]
 impl PyTensor {
+    /// Returns a view with a new shape over the same memory (one size may be -1); fails when
+    /// the strides do not allow it (use `reshape`).
     #[pyo3(signature = (*shape))]
     fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         // `view(dtype)`: only the same dtype is supported (a no-op view).
@@ -36,42 +38,52 @@ impl PyTensor {
         run(py, self.t.numel(), || ops::view(&self.t, &dims))
     }
 
+    /// Returns the tensor with a new shape (one size may be -1): a view when possible, else a
+    /// copy.
     #[pyo3(signature = (*shape))]
     fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let dims = parse_size(shape, None)?;
         run(py, self.t.numel(), || ops::reshape_i(&self.t, &dims))
     }
 
+    /// Returns a view of the tensor with the shape of `other`.
     fn view_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let dims: Vec<i64> = other.get().t.shape().iter().map(|&d| d as i64).collect();
         run(py, self.t.numel(), || ops::view(&self.t, &dims))
     }
 
+    /// Returns the tensor reshaped to the shape of `other`.
     fn reshape_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let s: Vec<i64> = other.get().t.shape().iter().map(|&d| d as i64).collect();
         run(py, self.t.numel(), || ops::reshape_i(&self.t, &s))
     }
 
+    /// Returns a view with size-1 dimensions repeated to the given sizes (-1 keeps a size)
+    /// without copying.
     #[pyo3(signature = (*sizes))]
     fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let dims = parse_size(sizes, None)?;
         run(py, self.t.numel(), || ops::broadcast_to(&self.t, &dims))
     }
 
+    /// Returns a view of the tensor expanded to the shape of `other`.
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let s = other.get().t.shape();
         run(py, self.t.numel(), || ops::expand_view(&self.t, &s))
     }
 
+    /// Returns a view with dimensions `dim0` and `dim1` swapped.
     #[pyo3(signature = (dim0, dim1))]
     fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || ops::transpose(&self.t, dim0, dim1))
     }
 
+    /// Returns the transpose of a tensor of at most 2 dimensions, as a view.
     fn t(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || ops::t(&self.t))
     }
 
+    /// The tensor with its dimensions reversed, as a view.
     #[getter(T)]
     fn big_t(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let n = self.t.ndim() as i64;
@@ -79,6 +91,7 @@ impl PyTensor {
         run(py, self.t.numel(), || ops::permute(&self.t, &dims))
     }
 
+    /// The last two dimensions swapped, as a view (for matrices and batches of them).
     #[getter(mT)]
     fn m_t(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         if self.t.ndim() < 2 {
@@ -89,21 +102,26 @@ impl PyTensor {
         run(py, self.t.numel(), || ops::transpose(&self.t, -2, -1))
     }
 
+    /// Returns a view with the dimensions reordered as `dims`.
     #[pyo3(signature = (*dims))]
     fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let d = parse_size(dims, None)?;
         run(py, self.t.numel(), || ops::permute(&self.t, &d))
     }
 
+    /// Returns a view with a dimension of size 1 inserted at `dim`.
     fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || ops::unsqueeze(&self.t, dim))
     }
 
+    /// Returns a view without the dimensions of size 1 (or only `dim`, if it has size 1).
     #[pyo3(signature = (dim=None))]
     fn squeeze(&self, py: Python<'_>, dim: Option<i64>) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || ops::squeeze(&self.t, dim))
     }
 
+    /// Returns the tensor with dimensions `start_dim` to `end_dim` merged into one (a view when
+    /// possible).
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
     fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || {
@@ -111,20 +129,24 @@ impl PyTensor {
         })
     }
 
+    /// Returns the view of the slice at `index` along `dim`, without that dimension.
     fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || ops::select(&self.t, dim, index))
     }
 
+    /// Returns the tensor with dimension `dim` split into `sizes` (one may be -1).
     fn unflatten(&self, py: Python<'_>, dim: i64, sizes: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let s = seq_of_ints(sizes)?;
         run(py, self.t.numel(), || ops::unflatten(&self.t, dim, &s))
     }
 
+    /// Returns a view of the tensor broadcast to `size`.
     fn broadcast_to(&self, py: Python<'_>, size: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let s = seq_of_ints(size)?;
         run(py, self.t.numel(), || ops::broadcast_to(&self.t, &s))
     }
 
+    /// Returns the tensor tiled `sizes` times along each dimension (a copy).
     #[pyo3(signature = (*sizes))]
     fn repeat(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let s = parse_size(sizes, None)?;
@@ -135,6 +157,8 @@ impl PyTensor {
         run(py, out, || ops::repeat(&self.t, &s))
     }
 
+    /// Splits the tensor along `dim` into views of `split_size` elements (the last may be
+    /// shorter) or of the given section sizes.
     #[pyo3(signature = (split_size_or_sections, dim=0))]
     fn split(
         &self,
@@ -154,6 +178,8 @@ impl PyTensor {
         tensor_tuple(py, parts)
     }
 
+    /// Splits the tensor along `dim` into at most `chunks` views of equal size (the last may be
+    /// shorter).
     #[pyo3(signature = (chunks, dim=0))]
     fn chunk(&self, py: Python<'_>, chunks: i64, dim: i64) -> PyResult<Py<PyAny>> {
         tensor_tuple(
@@ -162,29 +188,35 @@ impl PyTensor {
         )
     }
 
+    /// Returns the slices along `dim` as a tuple of views, without that dimension.
     #[pyo3(signature = (dim=0))]
     fn unbind(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyAny>> {
         tensor_tuple(py, enter(py, self.t.numel(), || ops::unbind(&self.t, dim))?)
     }
 
+    /// Returns a copy with the order of the elements reversed along `dims`.
     #[pyo3(signature = (*dims))]
     fn flip(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let d = parse_size(dims, None)?;
         run(py, self.t.numel(), || ops::flip(&self.t, &d))
     }
 
+    /// Returns the view of `length` elements from `start` along `dim`.
     fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || {
             ops::narrow(&self.t, dim, start, length)
         })
     }
 
+    /// Returns a view with dimension `source` moved to position `destination`.
     fn movedim(&self, py: Python<'_>, source: i64, destination: i64) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || {
             ops::movedim(&self.t, source, destination)
         })
     }
 
+    /// Returns the view of the diagonal at `offset` of the planes spanned by `dim1` and `dim2`,
+    /// as the last dimension.
     #[pyo3(signature = (offset=0, dim1=0, dim2=1))]
     fn diagonal(&self, py: Python<'_>, offset: i64, dim1: i64, dim2: i64) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || {
@@ -192,6 +224,7 @@ impl PyTensor {
         })
     }
 
+    /// Alias of `transpose`: a view with dimensions `axis0` and `axis1` swapped.
     fn swapaxes(&self, py: Python<'_>, axis0: i64, axis1: i64) -> PyResult<Py<PyAny>> {
         run(py, self.t.numel(), || ops::transpose(&self.t, axis0, axis1))
     }
