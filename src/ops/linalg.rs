@@ -189,7 +189,7 @@ fn check_matrices(op: &str, sa: &[usize], sb: &[usize]) -> Result<()> {
 /// `addmm(bias, a, b) = bias + a @ b` as one node (`AddmmBackward0`), the
 /// bias broadcast to the product's shape: what `linear` records for a
 /// matrix input.
-pub fn addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
     check_matrices("addmm", &sa, &sb)?;
     let (da, db, dc) = (a.dtype(), b.dtype(), bias.dtype());
@@ -248,7 +248,7 @@ pub fn addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 /// `mv(a, v)`: a matrix times a vector (`MvBackward0`).
-pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
+pub(crate) fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
     let (sa, sv) = (a.shape(), v.shape());
     if sa.len() != 2 || sv.len() != 1 {
         return Err(Error::runtime(format!(
@@ -309,7 +309,7 @@ pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
 }
 
 /// Inner product of two vectors.
-pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
     if sa.len() != 1 || sb.len() != 1 {
         return Err(Error::runtime(format!(
@@ -585,7 +585,7 @@ fn matmul_batched(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 /// `bmm(a, b)`: strictly 3-D batches of equal size.
-pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
     if sa.len() != 3 {
         return Err(Error::runtime("batch1 must be a 3D tensor"));
@@ -631,7 +631,7 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 /// `outer(a, b)`: `a[i] * b[j]` for two vectors.
-pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.ndim() != 1 || b.ndim() != 1 {
         return Err(Error::runtime(format!(
             "outer: Expected 1-D argument self, but got {}-D",
@@ -646,7 +646,7 @@ pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// rank with a bias that is contiguous and one-dimensional once squeezed is
 /// flattened to a matrix for `addmm` and reshaped back; anything else is
 /// `matmul` followed by an in-place add of the bias.
-pub fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+pub(crate) fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
     let (xd, wd) = (x.ndim(), w.ndim());
     if xd == 0 || wd == 0 {
         return Err(Error::runtime(format!(
@@ -978,7 +978,7 @@ fn einsum_pair(
 /// `einsum(equation, *operands)`: sums over shared labels via batched
 /// matrix products (any number of operands, contracted left to right);
 /// built from differentiable ops, so it differentiates to any order.
-pub fn einsum(equation: &str, operands: &[Tensor]) -> Result<Tensor> {
+pub(crate) fn einsum(equation: &str, operands: &[Tensor]) -> Result<Tensor> {
     if operands.is_empty() {
         return Err(Error::value(
             "einsum(): must specify the equation string and at least one operand, or at least one operand and its subscripts list",

@@ -23,7 +23,7 @@ pub enum Reduction {
 }
 
 impl Reduction {
-    pub fn parse(s: &str) -> Result<Reduction> {
+    pub(crate) fn parse(s: &str) -> Result<Reduction> {
         match s {
             "none" => Ok(Reduction::None),
             "mean" => Ok(Reduction::Mean),
@@ -65,7 +65,7 @@ fn saved_opt<'a>(c: &'a BackwardCtx<'_>, i: usize) -> Option<&'a Tensor> {
 }
 
 /// Mean squared error (`MseLossBackward0`).
-pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+pub(crate) fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
     let (si, st) = (input.shape(), target.shape());
     if si != st {
         // PyTorch warns and broadcasts; broadcasting still has to succeed.
@@ -116,7 +116,7 @@ fn check_same_shape(input: &Tensor, target: &Tensor, op: &str) -> Result<()> {
 
 /// Mean absolute error: a composite (`AbsBackward0` under the reduction), as
 /// in PyTorch.
-pub fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+pub(crate) fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
     crate::tensor::broadcast_shapes(&input.shape(), &target.shape())?;
     reduce(&abs(&sub(input, target)?)?, reduction)
 }
@@ -139,7 +139,7 @@ fn difference_inside(c: &BackwardCtx<'_>, bound: f64) -> Result<(Tensor, Tensor)
 
 /// Huber loss scaled by `1 / beta` (`SmoothL1LossBackward0`); `beta == 0` is
 /// `l1_loss`, as in PyTorch.
-pub fn smooth_l1_loss(
+pub(crate) fn smooth_l1_loss(
     input: &Tensor,
     target: &Tensor,
     reduction: Reduction,
@@ -180,7 +180,7 @@ pub fn smooth_l1_loss(
 }
 
 /// `huber_loss(delta)`: `smooth_l1_loss(beta=delta) * delta` (`HuberLossBackward0`).
-pub fn huber_loss(
+pub(crate) fn huber_loss(
     input: &Tensor,
     target: &Tensor,
     reduction: Reduction,
@@ -244,7 +244,7 @@ const BCE_EPSILON: f32 = 1e-12;
 
 /// Binary cross entropy on probabilities (`BinaryCrossEntropyBackward0`);
 /// logs are clamped at -100 as in PyTorch so that 0 and 1 give finite losses.
-pub fn binary_cross_entropy(
+pub(crate) fn binary_cross_entropy(
     input: &Tensor,
     target: &Tensor,
     weight: Option<&Tensor>,
@@ -322,7 +322,7 @@ fn bce_logits_values(
 
 /// Binary cross entropy on logits (`BinaryCrossEntropyWithLogitsBackward0`),
 /// with `pos_weight` on the positive term.
-pub fn binary_cross_entropy_with_logits(
+pub(crate) fn binary_cross_entropy_with_logits(
     input: &Tensor,
     target: &Tensor,
     weight: Option<&Tensor>,
@@ -704,7 +704,7 @@ fn nll_backward(
 /// in PyTorch: `NllLossBackward0` for `[C]` and `[N, C]` inputs,
 /// `NllLoss2DBackward0` for `[N, C, H, W]`, and other shapes viewed as
 /// `[N, C, 1, -1]` (the unreduced loss viewed back).
-pub fn nll_loss(
+pub(crate) fn nll_loss(
     input: &Tensor,
     target: &Tensor,
     weight: Option<&Tensor>,
@@ -791,7 +791,7 @@ fn nll_loss_composite(
 /// `cross_entropy`: log_softmax over the class dimension, then `nll_loss`
 /// (class indices) or a soft-target sum (class probabilities), with
 /// PyTorch's label smoothing; the graph is PyTorch's.
-pub fn cross_entropy(
+pub(crate) fn cross_entropy(
     input: &Tensor,
     target: &Tensor,
     weight: Option<&Tensor>,

@@ -238,8 +238,10 @@ impl PyTensor {
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
-        let dims = dims_arg(dim)?.unwrap_or_default();
-        run(py, self.t.numel(), || ops::amax(&self.t, &dims, keepdim))
+        let dims = dims_arg(dim)?;
+        run(py, self.t.numel(), || {
+            ops::amax(&self.t, dims.as_deref(), keepdim)
+        })
     }
 
     /// Returns the smallest elements over the dimension(s) `dim` (all by default); the gradient
@@ -251,8 +253,10 @@ impl PyTensor {
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
-        let dims = dims_arg(dim)?.unwrap_or_default();
-        run(py, self.t.numel(), || ops::amin(&self.t, &dims, keepdim))
+        let dims = dims_arg(dim)?;
+        run(py, self.t.numel(), || {
+            ops::amin(&self.t, dims.as_deref(), keepdim)
+        })
     }
 
     /// Returns the index of the largest element, in the flattened tensor or along `dim` (the
@@ -302,7 +306,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let dims = seq_of_ints(dim)?;
         run(py, self.t.numel(), || {
-            ops::logsumexp(&self.t, &dims, keepdim)
+            ops::logsumexp(&self.t, Some(&dims), keepdim)
         })
     }
 
