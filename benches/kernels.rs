@@ -60,7 +60,7 @@ fn reduce(c: &mut Criterion) {
         b.iter(|| ops::sum(&a, Some(&[1]), false).ok())
     });
     g.bench_function("amax_dim1_1024x1024", |b| {
-        b.iter(|| ops::amax(&a, &[1], false).ok())
+        b.iter(|| ops::amax(&a, Some(&[1]), false).ok())
     });
     g.bench_function("softmax_dim1_1024x1024", |b| {
         b.iter(|| ops::softmax(&a, 1, None).ok())

@@ -1,17 +1,22 @@
 //! ferrograd: reverse-mode automatic differentiation for dense CPU tensors.
 //!
-//! The crate is layered so that everything below [`py`] builds and tests
+//! The crate is layered so that everything below `py` builds and tests
 //! without a Python interpreter:
 //!
-//! * [`tensor`]: storage, dtypes, shapes and strided views;
-//! * [`kernels`]: rayon-parallel loops and GEMM over raw buffers;
+//! * [`tensor`]: storage, dtypes, shapes and strided views (it calls no op:
+//!   refreshing a stale view goes through hooks `ops` installs);
+//! * `kernels`: rayon-parallel loops and GEMM over raw buffers;
 //! * [`autograd`]: the node arena, grad mode and the backward engine;
-//! * [`ops`]: each differentiable op, forward and backward side by side;
+//! * [`ops`]: each differentiable op, forward and backward side by side
+//!   (crate-private but for what `benches/kernels.rs` measures);
 //! * `py` (feature `python`): the PyO3 bindings, the only code touching Python.
+
+// Without the bindings, much of the crate is only reachable from them.
+#![cfg_attr(not(feature = "python"), allow(dead_code, unused_imports))]
 
 pub mod autograd;
 pub mod error;
-pub mod kernels;
+pub(crate) mod kernels;
 pub mod ops;
 pub mod random;
 pub mod serialize;

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ferrograd as fg
-from ops_helpers import FEW, leaf, shapes, values
+from helpers import FEW, leaf, op_shapes, values
 
 ADVICE = (
     "This view is the output of a function that returns multiple views. Such functions do not "
@@ -198,7 +198,7 @@ def test_second_order_through_pieces():
 @FEW
 @given(data=st.data())
 def test_some_pieces_used(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    shape = data.draw(op_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
     d = data.draw(st.integers(-len(shape), len(shape) - 1))
     x = data.draw(values(shape))
     n = shape[d]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ferrograd as fg
-from ops_helpers import FEW, check_grads, close32, leaf, pair_shapes, shapes, values
+from helpers import FEW, check_grads, close32, leaf, op_shapes, pair_shapes, values
 
 # (name, ferrograd fn, numpy fn, domain lo, hi, kinks)
 UNARY = [
@@ -40,7 +40,7 @@ UNARY = [
 @FEW
 @given(data=st.data())
 def test_unary_grads_and_values(name, f, npf, lo, hi, kinks, data):
-    shape = data.draw(shapes())
+    shape = data.draw(op_shapes())
     x = data.draw(values(shape, lo, hi, away_from=kinks))
     check_grads(f, x)
     close32(f, npf, x)
@@ -57,7 +57,7 @@ def test_unary_grads_and_values(name, f, npf, lo, hi, kinks, data):
 @FEW
 @given(data=st.data())
 def test_piecewise_constant_ops_have_zero_gradient(name, npf, data):
-    shape = data.draw(shapes())
+    shape = data.draw(op_shapes())
     # Away from the jumps (integers, halves, and 0 for sign) the finite
     # difference is 0 as well, so gradcheck agrees with the zero gradient.
     kinks = [k / 2 for k in range(-6, 7)]
@@ -119,7 +119,7 @@ def test_div_and_pow_grads(data):
 @FEW
 @given(data=st.data())
 def test_python_scalars_on_either_side(data):
-    x = data.draw(values(data.draw(shapes()), 0.3, 2))
+    x = data.draw(values(data.draw(op_shapes()), 0.3, 2))
     for fn in (lambda t: 2 + t, lambda t: t + 2, lambda t: 3 - t, lambda t: t - 3,
                lambda t: 2 * t, lambda t: t * 2, lambda t: 1.5 / t, lambda t: t / 1.5,
                lambda t: t ** 2.5, lambda t: 2.0 ** t, lambda t: -t, lambda t: t ** -1.5,
@@ -145,7 +145,7 @@ def test_maximum_splits_gradient_on_ties():
 @FEW
 @given(data=st.data())
 def test_clamp_scalar_and_tensor_bounds(data):
-    shape = data.draw(shapes())
+    shape = data.draw(op_shapes())
     x = data.draw(values(shape, -2, 2, away_from=[-0.5, 0.7]))
     check_grads(lambda t: fg.clamp(t, min=-0.5, max=0.7), x)
     check_grads(lambda t: t.clamp(min=-0.5), x)

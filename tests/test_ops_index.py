@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ferrograd as fg
-from ops_helpers import FEW, check_grads, close32, leaf, shapes, values
+from helpers import FEW, check_grads, close32, leaf, op_shapes, values
 
 
 @st.composite
@@ -49,7 +49,7 @@ def basic_keys(draw, shape):
 @FEW
 @given(data=st.data())
 def test_basic_getitem(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=0, max_side=4))
+    shape = data.draw(op_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4))
     x = data.draw(values(shape))
     key = data.draw(basic_keys(shape))
     np.testing.assert_array_equal(leaf(x, False)[key].numpy(), x[key])
@@ -60,7 +60,7 @@ def test_basic_getitem(data):
 @FEW
 @given(data=st.data())
 def test_advanced_getitem_with_duplicates(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=0, max_side=4))
+    shape = data.draw(op_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4))
     # The indexed dims need an element to pick; the rest may be empty.
     shape = tuple(max(s, 1) if k < 2 else s for k, s in enumerate(shape))
     x = data.draw(values(shape))
@@ -96,7 +96,7 @@ def test_duplicate_indices_accumulate():
 @FEW
 @given(data=st.data())
 def test_setitem_is_differentiable(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=0, max_side=4))
+    shape = data.draw(op_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4))
     x = data.draw(values(shape))
     key = data.draw(basic_keys(shape))
     sel_shape = x[key].shape
@@ -180,7 +180,7 @@ def test_index_errors():
 @FEW
 @given(data=st.data())
 def test_gather_scatter_add_scatter(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=0, max_side=3))
+    shape = data.draw(op_shapes(min_dims=1, max_dims=3, min_side=0, max_side=3))
     d = data.draw(st.integers(-len(shape), len(shape) - 1))
     # Indices along d need a target; other dims (of the input and the index) may be empty.
     shape = tuple(max(s, 1) if k == d % len(shape) else s for k, s in enumerate(shape))
@@ -217,7 +217,7 @@ def test_gather_scatter_add_scatter(data):
 @FEW
 @given(data=st.data())
 def test_index_select_masked_fill(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=0, max_side=3))
+    shape = data.draw(op_shapes(min_dims=1, max_dims=3, min_side=0, max_side=3))
     d = data.draw(st.integers(-len(shape), len(shape) - 1))
     shape = tuple(max(s, 1) if k == d % len(shape) else s for k, s in enumerate(shape))
     x = data.draw(values(shape))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ferrograd as fg
-from ops_helpers import FEW, check_grads, close32, shapes, values
+from helpers import FEW, check_grads, close32, op_shapes, values
 
 F = fg.nn.functional
 
@@ -380,7 +380,7 @@ def test_einsum_errors_match_pytorch(eq, shapes_, exc, message):
 
 @st.composite
 def diagonal_args(draw):
-    shape = draw(shapes(min_dims=2, max_dims=4, min_side=0, max_side=4))
+    shape = draw(op_shapes(min_dims=2, max_dims=4, min_side=0, max_side=4))
     nd = len(shape)
     d1 = draw(st.integers(-nd, nd - 1))
     d2 = draw(st.integers(-nd, nd - 1).filter(lambda d: d % nd != d1 % nd))

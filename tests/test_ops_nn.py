@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import ferrograd as fg
 import ferrograd.nn.functional as F
 from ferrograd import nn
-from ops_helpers import FEW, check_grads, close32, leaf, shapes, values
+from helpers import FEW, check_grads, close32, leaf, op_shapes, values
 
 
 def np_log_softmax(a, axis):
@@ -50,7 +50,7 @@ ACTIVATIONS = [
 @FEW
 @given(data=st.data())
 def test_activations(name, f, npf, kinks, data):
-    x = data.draw(values(data.draw(shapes()), -4, 4, away_from=kinks))
+    x = data.draw(values(data.draw(op_shapes()), -4, 4, away_from=kinks))
     check_grads(f, x)
     close32(f, lambda a: npf(a.astype(np.float64)).astype(np.float32), x, rtol=1e-5, atol=1e-6)
 
@@ -67,7 +67,7 @@ def test_activations_at_kinks_follow_pytorch():
 @FEW
 @given(data=st.data())
 def test_softmax_family(name, data):
-    shape = data.draw(shapes(min_dims=1))
+    shape = data.draw(op_shapes(min_dims=1))
     d = data.draw(st.integers(-len(shape), len(shape) - 1))
     x = data.draw(values(shape, -5, 5))
     f = lambda t: getattr(F, name)(t, dim=d)  # noqa: E731
@@ -135,7 +135,7 @@ def test_softmax_is_stable():
 @FEW
 @given(data=st.data())
 def test_dropout_grads_and_values(data):
-    shape = data.draw(shapes())
+    shape = data.draw(op_shapes())
     p = data.draw(st.sampled_from([0.0, 0.25, 0.5, 0.9]))
     x = data.draw(values(shape, 0.5, 2))  # non-zero, so a kept element is never 0
     seed = data.draw(st.integers(0, 2**31 - 1))
@@ -252,7 +252,7 @@ def test_linear_errors():
 @given(data=st.data())
 @pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")
 def test_regression_losses(reduction, data):
-    shape = data.draw(shapes())
+    shape = data.draw(op_shapes())
     x, y = data.draw(values(shape)), data.draw(values(shape))
     d = x - y
     cases = [
@@ -279,7 +279,7 @@ def test_regression_losses(reduction, data):
 @given(data=st.data())
 @pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")
 def test_binary_cross_entropy(reduction, data):
-    shape = data.draw(shapes())
+    shape = data.draw(op_shapes())
     p = data.draw(values(shape, 0.05, 0.95))
     y = data.draw(values(shape, 0, 1))
     w = data.draw(values(shape, 0.5, 2))

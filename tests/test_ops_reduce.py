@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ferrograd as fg
-from ops_helpers import FEW, check_grads, close32, shapes, values
+from helpers import FEW, check_grads, close32, op_shapes, values
 
 
 @st.composite
@@ -50,7 +50,7 @@ def np_axis(dim, ndim):
 @FEW
 @given(data=st.data())
 def test_sum_mean_prod(name, data):
-    shape = data.draw(shapes())
+    shape = data.draw(op_shapes())
     dim = data.draw(dims_for(len(shape)))
     keepdim = data.draw(st.booleans())
     x = data.draw(values(shape, 0.5, 1.5) if name == "prod" else values(shape))
@@ -73,7 +73,7 @@ def test_prod_gradient_with_zeros():
 @FEW
 @given(data=st.data())
 def test_var_std(name, data):
-    shape = data.draw(shapes(min_dims=1))
+    shape = data.draw(op_shapes(min_dims=1))
     dim = data.draw(dims_for(len(shape)))
     keepdim = data.draw(st.booleans())
     correction = data.draw(st.sampled_from([0, 1]))
@@ -98,7 +98,7 @@ def test_var_overloads():
 @FEW
 @given(data=st.data())
 def test_amax_amin(name, data):
-    shape = data.draw(shapes())
+    shape = data.draw(op_shapes())
     dim = data.draw(dims_for(len(shape)))
     shape = nonempty_along(shape, dim)
     keepdim = data.draw(st.booleans())
@@ -124,7 +124,7 @@ def test_amax_shares_gradient_between_ties_and_max_picks_index():
 @FEW
 @given(data=st.data())
 def test_max_min_with_dim(name, data):
-    shape = data.draw(shapes(min_dims=1))
+    shape = data.draw(op_shapes(min_dims=1))
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
     shape = nonempty_along(shape, dim)
     keepdim = data.draw(st.booleans())
@@ -147,7 +147,7 @@ def test_max_min_with_dim(name, data):
 @FEW
 @given(data=st.data())
 def test_argmax_argmin(data):
-    shape = data.draw(shapes())
+    shape = data.draw(op_shapes())
     d = data.draw(st.integers(-len(shape), len(shape) - 1)) if shape else None
     shape = nonempty_along(shape, d)
     x = data.draw(values(shape, unique=True)).astype(np.float32)
@@ -173,7 +173,7 @@ def test_argmax_nan_and_empty():
 @FEW
 @given(data=st.data())
 def test_norm(p, data):
-    shape = data.draw(shapes())
+    shape = data.draw(op_shapes())
     dim = data.draw(dims_for(len(shape)))
     if p in (float("inf"), float("-inf")):
         shape = nonempty_along(shape, dim)  # no identity to start the max/min from
@@ -245,7 +245,7 @@ def test_norm_zero_counts_nonzeros_and_has_no_gradient():
 @FEW
 @given(data=st.data())
 def test_logsumexp(data):
-    shape = data.draw(shapes(min_dims=1))
+    shape = data.draw(op_shapes(min_dims=1))
     dim = data.draw(dims_for(len(shape)).filter(lambda d: d is not None))
     shape = nonempty_along(shape, dim)
     keepdim = data.draw(st.booleans())
@@ -271,7 +271,7 @@ def test_logsumexp_is_stable():
 @FEW
 @given(data=st.data())
 def test_cumsum(data):
-    shape = data.draw(shapes(min_dims=1))
+    shape = data.draw(op_shapes(min_dims=1))
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
     x = data.draw(values(shape))
     check_grads(lambda t: t.cumsum(dim), x)

@@ -9,13 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ferrograd as fg
-from ops_helpers import FEW, check_grads, close32, leaf, shapes, values
+from helpers import FEW, check_grads, close32, leaf, op_shapes, values
 
 
 @FEW
 @given(data=st.data())
 def test_views(data):
-    shape = data.draw(shapes(min_dims=2, max_dims=4, min_side=0, max_side=3))
+    shape = data.draw(op_shapes(min_dims=2, max_dims=4, min_side=0, max_side=3))
     x = data.draw(values(shape))
     n = len(shape)
     d0, d1 = data.draw(st.integers(-n, n - 1)), data.draw(st.integers(-n, n - 1))
@@ -49,7 +49,7 @@ def test_views(data):
 @FEW
 @given(data=st.data())
 def test_expand_repeat_broadcast_to(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=0, max_side=3))
+    shape = data.draw(op_shapes(min_dims=1, max_dims=3, min_side=0, max_side=3))
     x = data.draw(values(shape))
     target = tuple(data.draw(st.sampled_from([1, 2])) if s == 1 else s for s in shape)
     lead = data.draw(st.integers(0, 2))
@@ -67,7 +67,7 @@ def test_expand_repeat_broadcast_to(data):
 @FEW
 @given(data=st.data())
 def test_cat_stack(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=0, max_side=3))
+    shape = data.draw(op_shapes(min_dims=1, max_dims=3, min_side=0, max_side=3))
     d = data.draw(st.integers(-len(shape), len(shape) - 1))
     k = data.draw(st.integers(1, 3))
     arrays = []
@@ -96,7 +96,7 @@ def test_cat_promotes_and_checks():
 @FEW
 @given(data=st.data())
 def test_split_chunk_unbind(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=0, max_side=5))
+    shape = data.draw(op_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5))
     d = data.draw(st.integers(-len(shape), len(shape) - 1))
     # The split dimension is not empty (the sizes below need one element);
     # the others may be.
@@ -158,7 +158,7 @@ def test_shape_errors():
 @FEW
 @given(data=st.data())
 def test_squeeze_unsqueeze_unflatten_with_dims(data):
-    shape = data.draw(shapes(min_dims=1, max_dims=4, min_side=0, max_side=3))
+    shape = data.draw(op_shapes(min_dims=1, max_dims=4, min_side=0, max_side=3))
     n = len(shape)
     x = data.draw(values(shape))
     d = data.draw(st.integers(-n, n - 1))

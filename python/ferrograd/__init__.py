@@ -197,18 +197,22 @@ def _check_tensor(fn, value, name="input", position=1):
 
 
 def zeros_like(input, *, dtype=None, requires_grad=False):
+    """A tensor of zeros with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
 def ones_like(input, *, dtype=None, requires_grad=False):
+    """A tensor of ones with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
     return _C._like(input, "full", 1.0, dtype, requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, requires_grad=False):
+    """A tensor filled with ``fill_value``, with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
     return _C._like(input, "full", fill_value, dtype, requires_grad)
 
 
 def empty_like(input, *, dtype=None, requires_grad=False):
+    """A new tensor with the shape (and, unless ``dtype`` is given, the dtype) of ``input``; ferrograd zeroes it."""
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
@@ -228,29 +232,40 @@ def randint_like(input, low=0, high=None, *, dtype=None, requires_grad=False, ge
     if high is None:
         low, high = 0, low
     return _C._random_like(input, "randint", low, high, dtype, requires_grad, generator)
+def rand_like(input, *, dtype=None, requires_grad=False):
+    """Samples from the uniform distribution on [0, 1), with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
+    return _C._like(input, "rand", 0.0, dtype, requires_grad)
+
+
+def randn_like(input, *, dtype=None, requires_grad=False):
+    """Samples from the standard normal distribution, with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
+    return _C._like(input, "randn", 0.0, dtype, requires_grad)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
+    """The sum of the elements of ``input``, over all of them or over ``dim`` (see ``Tensor.sum``)."""
     _check_tensor("sum", input)
     return input.sum(dim, keepdim, dtype=dtype)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """The sum of the elements of ``input``, over all of them or over ``dim`` (see ``Tensor.sum``)."""
     _check_tensor("mean", input)
     return input.mean(dim, keepdim, dtype=dtype)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """The vector p-norm of ``input`` (``"fro"``, the default, is 2), over all elements or over ``dim`` (see ``Tensor.norm``)."""
     _check_tensor("norm", input)
     return input.norm(p, dim, keepdim, dtype)
 
 
 def concat(tensors, dim=0):
+    """Alias of ``cat``: joins ``tensors`` along the existing dimension ``dim``."""
     return cat(tensors, dim)
 
 
 concatenate = concat
-
 
 
 def broadcast_shapes(*shapes):
@@ -273,45 +288,54 @@ def broadcast_shapes(*shapes):
 
 
 def reshape(input, shape):
+    """``input`` with a new shape (one size may be -1): a view when possible, else a copy."""
     _check_tensor("reshape", input)
     return input.reshape(shape)
 
 
 def transpose(input, dim0, dim1):
+    """A view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped."""
     _check_tensor("transpose", input)
     return input.transpose(dim0, dim1)
 
 
 def t(input):
+    """The transpose of ``input`` (at most 2 dimensions), as a view."""
     _check_tensor("t", input)
     return input.t()
 
 
 def squeeze(input, dim=None):
+    """A view of ``input`` without its dimensions of size 1 (or only ``dim``, if it has size 1)."""
     _check_tensor("squeeze", input)
     return input.squeeze(dim)
 
 
 def unsqueeze(input, dim):
+    """A view of ``input`` with a dimension of size 1 inserted at ``dim``."""
     _check_tensor("unsqueeze", input)
     return input.unsqueeze(dim)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
+    """``input`` with dimensions ``start_dim`` to ``end_dim`` merged into one (a view when possible)."""
     _check_tensor("flatten", input)
     return input.flatten(start_dim, end_dim)
 
 
 def numel(input):
+    """The number of elements of ``input``."""
     _check_tensor("numel", input)
     return input.numel()
 
 
 def is_tensor(obj):
+    """True when ``obj`` is a ferrograd ``Tensor`` (or a subclass such as ``nn.Parameter``)."""
     return isinstance(obj, Tensor)
 
 
 def equal(input, other):
+    """True when ``input`` and ``other`` have the same shape and the same values."""
     _check_tensor("equal", input)
     _check_tensor("equal", other, "other", 2)
     return input.equal(other)

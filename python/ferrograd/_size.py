@@ -4,6 +4,8 @@ from __future__ import annotations
 
 
 class Size(tuple):
+    """A tensor's shape: a tuple of ints (``tensor.shape``, ``tensor.size()``)."""
+
     __slots__ = ()
 
     def __repr__(self) -> str:

@@ -182,20 +182,6 @@ pub fn binary<T: Element, U: Element>(
     })
 }
 
-/// `f` over three same-shape operands (used by fused backward rules).
-pub fn ternary<T: Element>(a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T) -> T + Sync) -> Vec<T> {
-    let n = a.len();
-    build_vec(n, |out| {
-        let o = SendPtr(out.as_mut_ptr());
-        par_ranges(n, |lo, hi| {
-            for i in lo..hi {
-                // SAFETY: disjoint ranges; all slices have `n` elements.
-                unsafe { (*o.get().add(i)).write(f(a[i], b[i], c[i])) };
-            }
-        });
-    })
-}
-
 #[multiversion(targets(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"

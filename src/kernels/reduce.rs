@@ -311,17 +311,6 @@ fn extreme_by<T: Element, F: Fn(T, T) -> bool + Copy>(s: &[T], better: F) -> T {
     best
 }
 
-/// Index of the extreme element along one flattened sub-block (argmax/argmin helper).
-pub fn extreme_index<T: Element>(s: &[T], better: impl Fn(T, T) -> bool) -> usize {
-    let mut best = 0;
-    for (i, &v) in s.iter().enumerate().skip(1) {
-        if better(v, s[best]) {
-            best = i;
-        }
-    }
-    best
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,7 +45,7 @@ fn positive(x: &Tensor) -> Result<Tensor> {
 }
 
 /// `x` where positive, `slope * x` elsewhere (so the gradient at 0 is `slope`, as in PyTorch).
-pub fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
+pub(crate) fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
     float_input(x, "leaky_relu_cpu")?;
     let out = {
         let _g = GradModeGuard::new(false);
@@ -76,7 +76,7 @@ fn pointwise_on_result(
 
 /// The value `leaky_relu_(x, slope)` writes, recorded as PyTorch's
 /// `LeakyReluBackward1` (a rule on the result).
-pub fn leaky_relu_result(x: &Tensor, slope: f64) -> Result<Tensor> {
+pub(crate) fn leaky_relu_result(x: &Tensor, slope: f64) -> Result<Tensor> {
     float_input(x, "leaky_relu_cpu")?;
     let out = {
         let _g = GradModeGuard::new(false);
@@ -98,7 +98,7 @@ pub fn leaky_relu_result(x: &Tensor, slope: f64) -> Result<Tensor> {
 
 /// The value `elu_(x, alpha)` writes, recorded as PyTorch's `EluBackward1`:
 /// below zero the slope `alpha * exp(x)` is `result + alpha`.
-pub fn elu_result(x: &Tensor, alpha: f64) -> Result<Tensor> {
+pub(crate) fn elu_result(x: &Tensor, alpha: f64) -> Result<Tensor> {
     float_input(x, "elu_cpu")?;
     let out = {
         let _g = GradModeGuard::new(false);
@@ -114,7 +114,7 @@ pub fn elu_result(x: &Tensor, alpha: f64) -> Result<Tensor> {
 }
 
 /// `elu(x, alpha)`: `x` where positive, `alpha * (exp(x) - 1)` elsewhere.
-pub fn elu(x: &Tensor, alpha: f64) -> Result<Tensor> {
+pub(crate) fn elu(x: &Tensor, alpha: f64) -> Result<Tensor> {
     float_input(x, "elu_cpu")?;
     // exp of min(x, 0) keeps the unused branch finite for large x; the
     // slope at 0 is alpha, as in PyTorch.
@@ -138,7 +138,7 @@ pub fn elu(x: &Tensor, alpha: f64) -> Result<Tensor> {
 
 /// `hardtanh(x, min, max)` (and `relu6`): `x` clamped; as in PyTorch the
 /// gradient passes only strictly inside `(min, max)`.
-pub fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
+pub(crate) fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
     float_input(x, "hardtanh")?;
     let (l, h) = (
         Tensor::scalar_of(lo, x.dtype()),
@@ -155,7 +155,7 @@ pub fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
 }
 
 /// `gelu(x)`: exact (`x * Phi(x)`) or the tanh approximation.
-pub fn gelu(x: &Tensor, tanh_approx: bool) -> Result<Tensor> {
+pub(crate) fn gelu(x: &Tensor, tanh_approx: bool) -> Result<Tensor> {
     float_input(x, "GeluKernelImpl")?;
     let out = {
         let _g = GradModeGuard::new(false);
@@ -208,7 +208,7 @@ fn gelu_tanh_arg(x: &Tensor) -> Result<Tensor> {
 }
 
 /// `silu(x) = x * sigmoid(x)`; gradient `s * (1 + x * (1 - s))`, `s = sigmoid(x)`.
-pub fn silu(x: &Tensor) -> Result<Tensor> {
+pub(crate) fn silu(x: &Tensor) -> Result<Tensor> {
     float_input(x, "silu")?;
     let out = {
         let _g = GradModeGuard::new(false);
@@ -225,7 +225,7 @@ pub fn silu(x: &Tensor) -> Result<Tensor> {
 /// `softplus(x) = log(1 + exp(beta x)) / beta`, linear above `threshold`.
 /// Each branch only ever sees arguments where `exp` cannot overflow, and
 /// both are smooth, so the gradient is exact everywhere (0.5 at 0).
-pub fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
+pub(crate) fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
     float_input(x, "softplus")?;
     let out = {
         let _g = GradModeGuard::new(false);
@@ -256,7 +256,7 @@ fn shifted(x: &Tensor, d: i64) -> Result<Tensor> {
     if x.numel() == 0 {
         return Ok(x);
     }
-    let m = amax(&x, &[d], true)?;
+    let m = amax(&x, Some(&[d]), true)?;
     let inf = super::isinf(&m)?;
     let m = where_(&inf, &Tensor::scalar_of(0.0, m.dtype()), &m)?;
     sub(&x, &m)
@@ -400,7 +400,7 @@ pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor>
 
 /// `dropout(x, p, training)`: zeroes elements with probability `p` and
 /// scales the rest by `1 / (1 - p)`; the identity when not training.
-pub fn dropout(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
+pub(crate) fn dropout(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
     if !(0.0..=1.0).contains(&p) || p.is_nan() {
         return Err(Error::value(format!(
             "dropout probability has to be between 0 and 1, but got {p}"

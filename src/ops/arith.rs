@@ -72,7 +72,7 @@ pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn add_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+pub(crate) fn add_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     match scalar_op!(a, s, "AddBackward0", |x, c| x.add(c), |g| g.clone()) {
         Some(out) => Ok(out),
         None => add(a, &s.wrap(a)),
@@ -80,7 +80,7 @@ pub fn add_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
 }
 
 /// `a + alpha * b`, as `torch.add(a, b, alpha=...)`.
-pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: Scalar) -> Result<Tensor> {
+pub(crate) fn add_alpha(a: &Tensor, b: &Tensor, alpha: Scalar) -> Result<Tensor> {
     if alpha.to_f64() == 1.0 {
         return add(a, b);
     }
@@ -90,7 +90,7 @@ pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: Scalar) -> Result<Tensor> {
 // ----- sub -------------------------------------------------------------------
 
 /// PyTorch's `sub_check`: subtraction refuses bool operands.
-pub fn sub_check(a: &Tensor, b: &Tensor) -> Result<()> {
+pub(crate) fn sub_check(a: &Tensor, b: &Tensor) -> Result<()> {
     let (ba, bb) = (a.dtype() == DType::Bool, b.dtype() == DType::Bool);
     if ba && bb {
         return Err(Error::runtime(
@@ -105,7 +105,7 @@ pub fn sub_check(a: &Tensor, b: &Tensor) -> Result<()> {
     Ok(())
 }
 
-pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     sub_check(a, b)?;
     let dt = arith_dtype(a, b);
     let out = crate::dispatch!(dt, T => map2!(a, b, dt, T, |x, y| x.sub(y)));
@@ -120,7 +120,7 @@ pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 /// `s - a` for a Python number `s`.
-pub fn rsub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+pub(crate) fn rsub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     let w = s.wrap(a);
     sub_check(&w, a)?;
     let dt = arith_dtype(&w, a);
@@ -165,7 +165,7 @@ pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn mul_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+pub(crate) fn mul_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     match scalar_op!(a, s, "MulBackward0", |x, c| x.mul(c), |g| mul_scalar(g, s)?) {
         Some(out) => Ok(out),
         None => mul(a, &s.wrap(a)),
@@ -173,20 +173,20 @@ pub fn mul_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
 }
 
 /// `a - s` for a Python number `s`.
-pub fn sub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+pub(crate) fn sub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     match scalar_op!(a, s, "SubBackward0", |x, c| x.sub(c), |g| g.clone()) {
         Some(out) => Ok(out),
         None => sub(a, &s.wrap(a)),
     }
 }
 
-pub fn mul_f64(a: &Tensor, s: f64) -> Result<Tensor> {
+pub(crate) fn mul_f64(a: &Tensor, s: f64) -> Result<Tensor> {
     mul(a, &Tensor::scalar_of(s, a.dtype().to_float()))
 }
 
 /// `a * s` as PyTorch's own C++ composites compute it (`mul(Tensor, Scalar)`),
 /// recorded as `MulBackward1`; from Python, `a * 2.0` is `MulBackward0`.
-pub fn mul_scalar1(a: &Tensor, s: f64) -> Result<Tensor> {
+pub(crate) fn mul_scalar1(a: &Tensor, s: f64) -> Result<Tensor> {
     let s = Scalar::Float(s);
     match scalar_op!(a, s, "MulBackward1", |x, c| x.mul(c), |g| mul_scalar(g, s)?) {
         Some(out) => Ok(out),
@@ -196,7 +196,7 @@ pub fn mul_scalar1(a: &Tensor, s: f64) -> Result<Tensor> {
 
 /// `a / s` as PyTorch's own C++ composites compute it (`div(Tensor, Scalar)`),
 /// recorded as `DivBackward1`.
-pub fn div_scalar1(a: &Tensor, s: f64) -> Result<Tensor> {
+pub(crate) fn div_scalar1(a: &Tensor, s: f64) -> Result<Tensor> {
     let s = Scalar::Float(s);
     match scalar_op!(a, s, "DivBackward1", |x, c| x / c, |g| div_scalar(g, s)?) {
         Some(out) => Ok(out),
@@ -206,7 +206,7 @@ pub fn div_scalar1(a: &Tensor, s: f64) -> Result<Tensor> {
 
 // ----- div -------------------------------------------------------------------
 
-pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = arith_dtype(a, b).to_float();
     let out = crate::dispatch_float!(dt, T => map2!(a, b, dt, T, |x, y| x / y));
     if needs_record(&[a, b]) {
@@ -233,7 +233,7 @@ pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn div_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+pub(crate) fn div_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     match scalar_op!(a, s, "DivBackward0", |x, c| x / c, |g| div_scalar(g, s)?) {
         Some(out) => Ok(out),
         None => div(a, &s.wrap(a)),
@@ -242,14 +242,14 @@ pub fn div_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
 
 /// `s / a` for a Python number `s`. PyTorch's `Tensor.__rtruediv__` is
 /// `a.reciprocal() * s`, so the graph (and `grad_fn`, `MulBackward0`) is that.
-pub fn rdiv_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+pub(crate) fn rdiv_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     let r = super::unary::reciprocal(a)?;
     mul_scalar(&r, s)
 }
 
 // ----- neg -------------------------------------------------------------------
 
-pub fn neg(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn neg(a: &Tensor) -> Result<Tensor> {
     let dt = a.dtype();
     if dt == DType::Bool {
         return Err(Error::runtime(
@@ -311,7 +311,7 @@ fn int_pow(x: i64, e: i64) -> i64 {
 }
 
 /// `a ** e` for a Python number `e`.
-pub fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
+pub(crate) fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
     let dt = e.result_type(a.dtype());
     let out = match dt {
         DType::Bool | DType::I64 => {
@@ -353,7 +353,7 @@ pub fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
 }
 
 /// `a ** b` for two tensors (also `s ** a` once `s` is wrapped).
-pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = arith_dtype(a, b);
     let out = match dt {
         DType::Bool | DType::I64 => {
@@ -413,7 +413,7 @@ pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// `s ** a` for a Python number `s` (PyTorch's `pow.Scalar`, `PowBackward2`):
 /// only the exponent gets a gradient, `g * s**a * log(s)`, taken as 0 where
 /// `s == 0` and `a >= 0`.
-pub fn rpow_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
+pub(crate) fn rpow_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     let w = s.wrap(a);
     let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
@@ -450,7 +450,7 @@ pub fn rpow_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
 }
 
 /// Elementwise `where(cond, x, y)`; gradients flow to the chosen side.
-pub fn where_(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+pub(crate) fn where_(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
     where_named("WhereBackward0", cond, x, y)
 }
 

@@ -58,12 +58,12 @@ fn extreme(a: &Tensor, b: &Tensor, name: &'static str, is_max: bool) -> Result<T
 }
 
 /// Elementwise maximum; NaN propagates.
-pub fn maximum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn maximum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     extreme(a, b, "MaximumBackward0", true)
 }
 
 /// Elementwise minimum; NaN propagates.
-pub fn minimum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn minimum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     extreme(a, b, "MinimumBackward0", false)
 }
 
@@ -72,7 +72,7 @@ pub fn minimum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// The gradient reaches `x` where `min <= x <= max` (PyTorch's convention at
 /// the boundaries), `min` where `x < min`, and `max` where `x > max` (or
 /// everywhere if `max < min`, where the result is `max`).
-pub fn clamp(
+pub(crate) fn clamp(
     x: &Tensor,
     lo: Option<&Tensor>,
     hi: Option<&Tensor>,

@@ -28,17 +28,17 @@ compare_op!(le, <=);
 compare_op!(gt, >);
 compare_op!(ge, >=);
 
-pub fn logical_and(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn logical_and(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (a, b) = (to_bool(a), to_bool(b));
     Ok(map2!(&a, &b, DType::Bool, bool, |x, y| x & y))
 }
 
-pub fn logical_or(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn logical_or(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (a, b) = (to_bool(a), to_bool(b));
     Ok(map2!(&a, &b, DType::Bool, bool, |x, y| x | y))
 }
 
-pub fn logical_not(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn logical_not(a: &Tensor) -> Result<Tensor> {
     let a = to_bool(a);
     let v = a.view();
     Ok(Tensor::from_vec(
@@ -52,18 +52,18 @@ fn to_bool(t: &Tensor) -> Tensor {
 }
 
 /// Whether every element is nonzero (a 0-d bool tensor).
-pub fn all(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn all(a: &Tensor) -> Result<Tensor> {
     let v = to_bool(a).to_vec::<bool>();
     Ok(Tensor::scalar(v.iter().all(|&x| x)))
 }
 
 /// Whether any element is nonzero (a 0-d bool tensor).
-pub fn any(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn any(a: &Tensor) -> Result<Tensor> {
     let v = to_bool(a).to_vec::<bool>();
     Ok(Tensor::scalar(v.iter().any(|&x| x)))
 }
 
-pub fn logical_xor(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn logical_xor(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (a, b) = (to_bool(a), to_bool(b));
     Ok(map2!(&a, &b, DType::Bool, bool, |x, y| x ^ y))
 }
@@ -80,21 +80,27 @@ fn float_test(a: &Tensor, int_value: bool, f32f: fn(f32) -> bool, f64f: fn(f64) 
     Tensor::from_vec(out, shape)
 }
 
-pub fn isnan(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn isnan(a: &Tensor) -> Result<Tensor> {
     Ok(float_test(a, false, f32::is_nan, f64::is_nan))
 }
 
-pub fn isinf(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn isinf(a: &Tensor) -> Result<Tensor> {
     Ok(float_test(a, false, f32::is_infinite, f64::is_infinite))
 }
 
-pub fn isfinite(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn isfinite(a: &Tensor) -> Result<Tensor> {
     Ok(float_test(a, true, f32::is_finite, f64::is_finite))
 }
 
 /// `|a - b| <= atol + rtol * |b|`, with equal infinities close and NaNs
 /// close to each other only under `equal_nan`.
-pub fn isclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+pub(crate) fn isclose(
+    a: &Tensor,
+    b: &Tensor,
+    rtol: f64,
+    atol: f64,
+    equal_nan: bool,
+) -> Result<Tensor> {
     if a.dtype() != b.dtype() {
         return Err(crate::error::Error::runtime(format!(
             "{} did not match {}",
@@ -129,30 +135,28 @@ pub fn isclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64, equal_nan: bool) ->
 }
 
 /// Whether every element pair is close (`allclose`).
-pub fn allclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
+pub(crate) fn allclose(
+    a: &Tensor,
+    b: &Tensor,
+    rtol: f64,
+    atol: f64,
+    equal_nan: bool,
+) -> Result<bool> {
     Ok(isclose(a, b, rtol, atol, equal_nan)?
         .to_vec::<bool>()
         .iter()
         .all(|&x| x))
 }
 
-/// Same shape and same values (`torch.equal`).
-pub fn equal(a: &Tensor, b: &Tensor) -> Result<bool> {
-    if a.shape() != b.shape() {
-        return Ok(false);
-    }
-    Ok(eq(a, b)?.to_vec::<bool>().iter().all(|&x| x))
-}
-
 /// `all`/`any` over chosen dimensions (bool results).
-pub fn all_dims(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+pub(crate) fn all_dims(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     // all(x) == !any(!x), and any is a sum of flags that is positive.
     let n = super::logical_not(a)?;
     let s = super::sum(&n, dims, keepdim)?;
     eq(&s, &Tensor::scalar(0i64))
 }
 
-pub fn any_dims(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+pub(crate) fn any_dims(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     let s = super::sum(&to_bool(a), dims, keepdim)?;
     gt(&s, &Tensor::scalar(0i64))
 }

@@ -60,6 +60,7 @@ fn diag_view(v: &View, d: Diag) -> View {
 fn take_diag(a: &Tensor, d: Diag, name: &'static str) -> Tensor {
     let in_shape = a.shape();
     let view = diag_view(&a.view(), d);
+    crate::ops::inplace::install_view_refresh();
     let out = Tensor::from_view(view, Some(a.root().clone()));
     if needs_record(&[a]) {
         record(name, &[a], &out, saved![], move |c| {
@@ -102,7 +103,7 @@ fn diag_embed(g: &Tensor, in_shape: &Shape, d: Diag) -> Result<Tensor> {
 
 /// `diagonal(a, offset, dim1, dim2)`: a view of the elements `a[.., i, .., i + offset, ..]`
 /// (over `dim1`, `dim2`), appended as the last dimension.
-pub fn diagonal(a: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+pub(crate) fn diagonal(a: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
     let nd = a.ndim();
     let (d1, d2) = (wrap_dim(dim1, nd)?, wrap_dim(dim2, nd)?);
     // With fewer than two dimensions wrap_dim admits only 0 and -1, which land here.
@@ -115,7 +116,7 @@ pub fn diagonal(a: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor>
 }
 
 /// `trace(a)`: the sum of a matrix's main diagonal (integers sum in int64).
-pub fn trace(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn trace(a: &Tensor) -> Result<Tensor> {
     let shape = a.shape();
     if shape.len() != 2 {
         return Err(Error::runtime(format!(

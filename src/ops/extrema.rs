@@ -12,13 +12,10 @@ use crate::kernels::index::map_rows;
 use crate::saved;
 use crate::tensor::{wrap_dim, DType, Element, Tensor};
 
-/// Empty `dims` means every dimension, as `amax(dim=())` does in PyTorch.
-fn dims_or_all(dims: &[i64]) -> Option<&[i64]> {
-    if dims.is_empty() {
-        None
-    } else {
-        Some(dims)
-    }
+/// `None` or empty `dims` means every dimension, as `amax(dim=())` does in
+/// PyTorch (the convention of every reduction, see `reduce_mask`).
+fn dims_or_all(dims: Option<&[i64]>) -> Option<&[i64]> {
+    dims.filter(|d| !d.is_empty())
 }
 
 fn check_nonempty(shape: &[usize], mask: &[bool], op: &str) -> Result<()> {
@@ -89,20 +86,20 @@ fn amax_impl(a: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_max: bool) -> R
     Ok(out)
 }
 
-pub fn amax(a: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+pub fn amax(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     amax_impl(a, dims_or_all(dims), keepdim, true)
 }
 
-pub fn amin(a: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+pub(crate) fn amin(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     amax_impl(a, dims_or_all(dims), keepdim, false)
 }
 
 /// `max()` over every element.
-pub fn max_all(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn max_all(a: &Tensor) -> Result<Tensor> {
     amax_impl(a, None, false, true)
 }
 
-pub fn min_all(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn min_all(a: &Tensor) -> Result<Tensor> {
     amax_impl(a, None, false, false)
 }
 
@@ -168,21 +165,21 @@ fn arg_impl(a: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Result
     Ok(Tensor::from_vec(idx, out_shape))
 }
 
-pub fn argmax(a: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+pub(crate) fn argmax(a: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     arg_impl(a, dim, keepdim, true)
 }
 
-pub fn argmin(a: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+pub(crate) fn argmin(a: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     arg_impl(a, dim, keepdim, false)
 }
 
 /// `max(dim, keepdim)`: `(values, indices)`; the gradient flows to the
 /// element each index points at.
-pub fn max_dim(a: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+pub(crate) fn max_dim(a: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     extreme_dim(a, dim, keepdim, true)
 }
 
-pub fn min_dim(a: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+pub(crate) fn min_dim(a: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
     extreme_dim(a, dim, keepdim, false)
 }
 

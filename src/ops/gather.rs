@@ -44,7 +44,7 @@ fn as_nd(t: &Tensor) -> Result<Tensor> {
 }
 
 /// `input.gather(dim, index)`: `out[i][j] = input[index[i][j]][j]` for `dim=0`.
-pub fn gather(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+pub(crate) fn gather(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     check_index_dtype(index, "gather")?;
     let (ishape, xshape) = (index.shape(), input.shape());
     if ishape.len().max(1) != xshape.len().max(1) {
@@ -150,7 +150,12 @@ fn scatter_kernel(
 
 /// `input.scatter_add(dim, index, src)`: adds `src` into a copy of `input`;
 /// repeated indices add up.
-pub fn scatter_add(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+pub(crate) fn scatter_add(
+    input: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+) -> Result<Tensor> {
     let d = wrap_dim(dim, input.ndim())?;
     check_scatter(input, d, index, src, "scatter_add")?;
     let out = scatter_kernel(input, d, index, src, true)?;
@@ -175,7 +180,7 @@ pub fn scatter_add(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Re
 }
 
 /// `input.scatter(dim, index, src)`: writes `src` into a copy of `input`.
-pub fn scatter(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+pub(crate) fn scatter(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, input.ndim())?;
     check_scatter(input, d, index, src, "scatter")?;
     let out = scatter_kernel(input, d, index, src, false)?;
@@ -211,13 +216,18 @@ pub fn scatter(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result
 }
 
 /// `input.scatter(dim, index, value)` for a Python number.
-pub fn scatter_value(input: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<Tensor> {
+pub(crate) fn scatter_value(
+    input: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: Scalar,
+) -> Result<Tensor> {
     let src = Tensor::full(index.shape(), value.to_f64(), input.dtype());
     scatter(input, dim, index, &src)
 }
 
 /// `input.index_select(dim, index)` for a 1-D (or 0-d) int64 index.
-pub fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+pub(crate) fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     if index.dtype() != DType::I64 {
         return Err(Error::runtime(
             "index_select(): Expected dtype int64 for index",
@@ -277,7 +287,7 @@ pub fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> 
 }
 
 /// `input.masked_fill(mask, value)`: `value` where `mask` is true.
-pub fn masked_fill(input: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+pub(crate) fn masked_fill(input: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
     if mask.dtype() != DType::Bool {
         return Err(Error::runtime(format!(
             "masked_fill_ only supports boolean masks, but got mask with dtype {}",
@@ -294,7 +304,7 @@ pub fn masked_fill(input: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tens
     super::arith::where_named("MaskedFillBackward0", mask, &v, input)
 }
 
-pub fn masked_fill_scalar(input: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
+pub(crate) fn masked_fill_scalar(input: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
     masked_fill(
         input,
         mask,
@@ -303,7 +313,7 @@ pub fn masked_fill_scalar(input: &Tensor, mask: &Tensor, value: Scalar) -> Resul
 }
 
 /// Indices of the true (nonzero) elements, one row per element: `[n, ndim]`.
-pub fn nonzero(input: &Tensor) -> Tensor {
+pub(crate) fn nonzero(input: &Tensor) -> Tensor {
     let shape = input.shape();
     let flags = cast_data(input, DType::Bool).to_vec::<bool>();
     let mut rows: Vec<i64> = Vec::new();
@@ -334,13 +344,13 @@ pub enum IndexItem {
 
 /// `t[key]`: basic indexing gives views; integer and boolean tensors give
 /// copies through `index_select` (so gradients of repeated picks add up).
-pub fn index(t: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
+pub(crate) fn index(t: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
     index_as(t, items, "IndexBackward0")
 }
 
 /// `input.masked_select(mask)`: the elements where the (broadcast) mask is
 /// true, as a 1-D tensor.
-pub fn masked_select(input: &Tensor, mask: &Tensor) -> Result<Tensor> {
+pub(crate) fn masked_select(input: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(&input.shape(), &mask.shape())?;
     let x = if input.shape() == shape {
         input.clone()
@@ -540,7 +550,7 @@ fn pick_advanced(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<Tensor> {
 }
 
 /// The out-of-place result of `t[key] = value` (recorded for both operands).
-pub fn index_put(t: &Tensor, items: &[IndexItem], value: &Tensor) -> Result<Tensor> {
+pub(crate) fn index_put(t: &Tensor, items: &[IndexItem], value: &Tensor) -> Result<Tensor> {
     let shape = t.shape();
     let n = numel(&shape);
     // Which flat positions the key selects, found by indexing their own numbers.

@@ -58,6 +58,7 @@ fn apply_pick(v: &View, p: Pick) -> View {
 fn pick(a: &Tensor, p: Pick, name: &'static str) -> Tensor {
     let in_shape = a.shape();
     let view = apply_pick(&a.view(), p);
+    crate::ops::inplace::install_view_refresh();
     let out = Tensor::new_view(view, a, name);
     if needs_record(&[a]) {
         record(name, &[a], &out, saved![], move |c| {
@@ -94,7 +95,7 @@ fn embed(g: &Tensor, in_shape: &Shape, p: Pick) -> Result<Tensor> {
 }
 
 /// `a.select(dim, index)`: drops `dim`, keeping one position (negative counts from the end).
-pub fn select(a: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+pub(crate) fn select(a: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     let shape = a.shape();
     if shape.is_empty() {
         return Err(Error::index("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"));
@@ -115,7 +116,7 @@ pub fn select(a: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
 }
 
 /// `a[start:stop:step]` along `dim`, with Python's clamping of out-of-range bounds.
-pub fn slice(
+pub(crate) fn slice(
     a: &Tensor,
     dim: i64,
     start: Option<i64>,

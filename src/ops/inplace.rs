@@ -33,6 +33,16 @@ fn forward_op_name(node: &str) -> String {
 /// PyTorch's refusal to rebase a view that is not an ordinary one (see
 /// `CreationMeta`) onto new history: it is being written in place in grad
 /// mode, or (`indirect`) its base or another view of it was written.
+/// Gives the tensor layer what it needs to refresh a stale view; called
+/// wherever `ops` makes a view of a base, before the view exists.
+#[inline]
+pub(crate) fn install_view_refresh() {
+    crate::tensor::install_view_refresh(|| crate::tensor::ViewRefresh {
+        rebase_error: view_rebase_error,
+        regenerate: regenerate_view,
+    });
+}
+
 pub(crate) fn view_rebase_error(t: &Tensor, indirect: bool) -> Error {
     let what = if indirect {
         "its base or another view of its base has been"
@@ -69,7 +79,7 @@ pub(crate) fn view_rebase_error(t: &Tensor, indirect: bool) -> Error {
 /// PyTorch's refusals: in grad mode, a leaf that requires grad (or a view of
 /// one) may not be written in place, nor may a view taken under `no_grad()`
 /// of a tensor that requires grad. Under `no_grad()` it may (optimizers).
-pub fn check_inplace(t: &Tensor) -> Result<()> {
+pub(crate) fn check_inplace(t: &Tensor) -> Result<()> {
     if !is_grad_enabled() {
         return Ok(());
     }
@@ -92,7 +102,7 @@ pub fn check_inplace(t: &Tensor) -> Result<()> {
 /// `t.op_(...)`: PyTorch's refusals, then `compute` (recorded as usual), then
 /// the write into `t`. A node recorded by `compute` that saved `t` itself
 /// keeps the values from before the write (see `keep_originals`).
-pub fn apply_inplace(t: &Tensor, compute: impl FnOnce() -> Result<Tensor>) -> Result<()> {
+pub(crate) fn apply_inplace(t: &Tensor, compute: impl FnOnce() -> Result<Tensor>) -> Result<()> {
     check_inplace(t)?;
     let mark = current_seq();
     let r = compute()?;
@@ -100,7 +110,7 @@ pub fn apply_inplace(t: &Tensor, compute: impl FnOnce() -> Result<Tensor>) -> Re
 }
 
 /// Writes `result` into `t` and moves `t` onto `result`'s node.
-pub fn commit_inplace(t: &Tensor, result: &Tensor) -> Result<()> {
+pub(crate) fn commit_inplace(t: &Tensor, result: &Tensor) -> Result<()> {
     commit_since(t, result, None)
 }
 
@@ -271,7 +281,7 @@ fn attach_view(v: &Tensor, base: &Tensor, base_shape: Shape, region: Arc<Region>
 /// After `base` got new history through a write into one of its views,
 /// re-attaches another view `v` of it to that history (a no-op when `v` is
 /// not a view, or nothing requires grad).
-pub fn refresh_view(v: &Tensor) -> Result<()> {
+pub(crate) fn refresh_view(v: &Tensor) -> Result<()> {
     let Some(base) = v.base() else {
         return Ok(());
     };
@@ -320,7 +330,7 @@ pub(crate) fn regenerate_view(v: &Tensor) {
 /// What `a.copy_(b)` writes: `b` broadcast to `a`'s shape and cast to its
 /// dtype. Recorded as PyTorch's `CopyBackwards`, whose inputs are `a`'s old
 /// history (it gets zeros: its values are gone) and `b`.
-pub fn copy_value(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn copy_value(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
         let e = super::expand(b, &a.shape())?;
@@ -364,7 +374,7 @@ fn write_values(dst: &Tensor, src: &Tensor) {
 }
 
 /// `dst += src` outside the graph (gradient accumulation into `.grad`).
-pub fn add_in_place_untracked(dst: &Tensor, src: &Tensor) -> Result<()> {
+pub(crate) fn add_in_place_untracked(dst: &Tensor, src: &Tensor) -> Result<()> {
     let _g = crate::autograd::GradModeGuard::new(false);
     if try_update_in_place(dst, src, InplaceOp::Add)? {
         return Ok(());
@@ -381,7 +391,7 @@ fn view_in_graph(t: &Tensor) -> bool {
 }
 
 /// `t.fill_(v)`.
-pub fn fill_(t: &Tensor, v: f64) -> Result<()> {
+pub(crate) fn fill_(t: &Tensor, v: f64) -> Result<()> {
     fill_named(t, v, "FillBackward2")
 }
 
@@ -490,7 +500,7 @@ pub fn overwrite_sampled(t: &Tensor, values: Tensor) -> Result<()> {
 /// requires grad: `value` is broadcast and cast to the view, written in
 /// place (recorded as `CopySlices` on the base), and `t`, if itself a view,
 /// is re-attached to the base's new history.
-pub fn assign_tracked(t: &Tensor, target: &Tensor, value: &Tensor) -> Result<()> {
+pub(crate) fn assign_tracked(t: &Tensor, target: &Tensor, value: &Tensor) -> Result<()> {
     let shape = target.shape();
     check_fits(&value.shape(), &shape)?;
     let r = super::to_dtype(&super::expand(value, &shape)?, target.dtype())?;
@@ -516,14 +526,14 @@ fn check_fits(vs: &[usize], shape: &[usize]) -> Result<()> {
 }
 
 /// `t.zero_()`.
-pub fn zero_(t: &Tensor) -> Result<()> {
+pub(crate) fn zero_(t: &Tensor) -> Result<()> {
     fill_named(t, 0.0, "ZeroBackward0")
 }
 
 /// Writes `value` (broadcast to `dst`'s shape, cast to its dtype) into
 /// `dst`'s memory, outside the graph: `t[basic key] = value` when nothing
 /// needs recording.
-pub fn assign(dst: &Tensor, value: &Tensor) -> Result<()> {
+pub(crate) fn assign(dst: &Tensor, value: &Tensor) -> Result<()> {
     let shape = dst.shape();
     check_fits(&value.shape(), &shape)?;
     let _g = crate::autograd::GradModeGuard::new(false);
@@ -544,7 +554,7 @@ pub enum InplaceOp {
 /// `a <op>= b` straight into `a`'s memory when nothing needs recording and
 /// no conversion or broadcast of `a` is involved (an optimizer's update):
 /// one pass, no temporary. Returns `false` when the general path must run.
-pub fn try_update_in_place(a: &Tensor, b: &Tensor, op: InplaceOp) -> Result<bool> {
+pub(crate) fn try_update_in_place(a: &Tensor, b: &Tensor, op: InplaceOp) -> Result<bool> {
     let recording = is_grad_enabled() && (a.requires_grad() || b.requires_grad());
     if recording || a.is_view() {
         return Ok(false);

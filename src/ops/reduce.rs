@@ -7,10 +7,10 @@ use crate::autograd::{needs_record, record, SavedTensor};
 use crate::error::{Error, Result};
 use crate::kernels::reduce::{sum_all, sum_dims};
 use crate::saved;
-use crate::tensor::{numel, wrap_dim, DType, Shape, Tensor};
+use crate::tensor::{wrap_dim, DType, Shape, Tensor};
 
 /// Which dimensions a `dim=` argument names (`None`: all of them).
-pub fn reduce_mask(ndim: usize, dims: Option<&[i64]>) -> Result<SmallVec<[bool; 4]>> {
+pub(crate) fn reduce_mask(ndim: usize, dims: Option<&[i64]>) -> Result<SmallVec<[bool; 4]>> {
     // `dim=()` reduces everything, as in PyTorch.
     let dims = dims.filter(|d| !d.is_empty());
     let mut mask: SmallVec<[bool; 4]> = SmallVec::from_elem(dims.is_none(), ndim);
@@ -87,7 +87,7 @@ pub fn sum(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
 }
 
 /// `mean(a, dim, keepdim)`; defined for floating dtypes only, as in PyTorch.
-pub fn mean(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+pub(crate) fn mean(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     if !a.dtype().is_float() {
         return Err(Error::runtime(format!(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
@@ -129,7 +129,7 @@ pub fn mean(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
 }
 
 /// Sums `g` down to `shape` (the inverse of broadcasting `shape` up to g's).
-pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+pub(crate) fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let gs = g.shape();
     if gs.as_slice() == shape {
         return Ok(g.clone());
@@ -157,43 +157,6 @@ pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
         sum(g, Some(&dims), true)?
     };
     reshape(&s, shape)
-}
-
-/// The 2-norm of all elements (`Tensor.norm()`); its gradient at 0 is 0.
-pub fn norm(a: &Tensor) -> Result<Tensor> {
-    if !a.dtype().is_float() {
-        return Err(Error::runtime(format!(
-            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
-            a.dtype().scalar_name()
-        )));
-    }
-    let out = {
-        let _g = crate::autograd::GradModeGuard::new(false);
-        super::sqrt(&sum(&mul(a, a)?, None, false)?)?
-    };
-    if needs_record(&[a]) {
-        record(
-            "LinalgVectorNormBackward0",
-            &[a],
-            &out,
-            saved![a, Some(SavedTensor::output(&out, 0))],
-            |c| {
-                let (x, n) = (c.saved(0)?, c.saved(1)?);
-                // g * x / n, with 0/0 taken as 0.
-                let zero = super::compare::eq(n, &Tensor::scalar_of(0.0, n.dtype()))?;
-                let safe = super::where_(&zero, &Tensor::scalar_of(1.0, n.dtype()), n)?;
-                let scale = div(c.grad()?, &safe)?;
-                let scale = super::where_(&zero, &Tensor::scalar_of(0.0, n.dtype()), &scale)?;
-                Ok(smallvec![Some(mul(x, &scale)?)])
-            },
-        );
-    }
-    Ok(out)
-}
-
-/// Number of elements, as a helper for losses.
-pub fn numel_of(t: &Tensor) -> usize {
-    numel(&t.shape())
 }
 
 /// `reduced_shape` for other reduction families.
@@ -231,7 +194,7 @@ pub(crate) fn rows_of(a: &Tensor, mask: &[bool]) -> Result<(Tensor, usize, usize
 }
 
 /// `prod(a, dim, keepdim)`; bool and integer products are int64.
-pub fn prod(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+pub(crate) fn prod(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     let shape = a.shape();
     let mask = reduce_mask(shape.len(), dims)?;
     let src = if a.dtype().is_float() {
@@ -311,12 +274,22 @@ fn prod_of_others(x: &Tensor, mask: &[bool]) -> Result<Tensor> {
 
 /// `var(a, dim, correction, keepdim)`: the mean squared deviation, divided
 /// by `N - correction` (PyTorch clamps that at zero, giving inf or NaN).
-pub fn var(a: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+pub(crate) fn var(
+    a: &Tensor,
+    dims: Option<&[i64]>,
+    correction: f64,
+    keepdim: bool,
+) -> Result<Tensor> {
     var_std(a, dims, correction, keepdim, false)
 }
 
 /// `std`: the square root of `var`; its gradient is 0 where it is 0, as in PyTorch.
-pub fn std(a: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+pub(crate) fn std(
+    a: &Tensor,
+    dims: Option<&[i64]>,
+    correction: f64,
+    keepdim: bool,
+) -> Result<Tensor> {
     var_std(a, dims, correction, keepdim, true)
 }
 
@@ -388,7 +361,12 @@ fn var_std(
 /// `linalg.vector_norm(a, ord, dim, keepdim)` for ord 2, 1, inf, -inf, 0 and
 /// any other positive or negative p, recorded as one node whose gradient is 0
 /// where the norm is 0 (PyTorch's subgradient).
-pub fn vector_norm(a: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+pub(crate) fn vector_norm(
+    a: &Tensor,
+    ord: f64,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<Tensor> {
     if !a.dtype().is_float() {
         return Err(Error::runtime(format!(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}",
@@ -405,9 +383,9 @@ pub fn vector_norm(a: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool) ->
         } else if ord == 1.0 {
             sum(&abs, dims, keepdim)?
         } else if ord == f64::INFINITY {
-            super::amax(&abs, dims.unwrap_or(&[]), keepdim)?
+            super::amax(&abs, dims, keepdim)?
         } else if ord == f64::NEG_INFINITY {
-            super::amin(&abs, dims.unwrap_or(&[]), keepdim)?
+            super::amin(&abs, dims, keepdim)?
         } else if ord == 0.0 {
             let nz = super::compare::ne(a, &Tensor::scalar_of(0.0, a.dtype()))?;
             super::to_dtype(&sum(&nz, dims, keepdim)?, a.dtype())?
@@ -473,15 +451,14 @@ pub fn vector_norm(a: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool) ->
 
 /// `logsumexp(a, dim, keepdim)`, shifted by the (constant) maximum so that
 /// large inputs do not overflow; the gradient is `g * exp(a - result)`.
-pub fn logsumexp(a: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+pub(crate) fn logsumexp(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     let a = if a.dtype().is_float() {
         a.clone()
     } else {
         super::to_dtype(a, DType::F32)?
     };
     let shape = a.shape();
-    let dims_opt = if dims.is_empty() { None } else { Some(dims) };
-    let mask = reduce_mask(shape.len(), dims_opt)?;
+    let mask = reduce_mask(shape.len(), dims)?;
     let keep_shape = reduced_shape(&shape, &mask, true);
     let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
@@ -494,7 +471,7 @@ pub fn logsumexp(a: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
             let inf = super::isinf(&m)?;
             super::where_(&inf, &Tensor::scalar_of(0.0, m.dtype()), &m)?
         };
-        let s = sum(&super::exp(&super::sub(&a, &m)?)?, dims_opt, true)?;
+        let s = sum(&super::exp(&super::sub(&a, &m)?)?, dims, true)?;
         let out = super::add(&super::log(&s)?, &m)?;
         if keepdim {
             out

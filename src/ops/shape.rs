@@ -21,6 +21,7 @@ fn alias(a: &Tensor, op: &'static str, shape: Shape, strides: Strides, offset: u
         offset,
     };
     drop(v);
+    crate::ops::inplace::install_view_refresh();
     Tensor::new_view(view, a, op)
 }
 
@@ -34,7 +35,7 @@ impl Tensor {
 }
 
 /// `view`: fails, like PyTorch, when the layout needs a copy.
-pub fn view(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
+pub(crate) fn view(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
     let (old, strides, offset) = {
         let v = a.view();
         (v.shape.clone(), v.strides.clone(), v.offset)
@@ -55,7 +56,7 @@ pub fn view(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
 
 /// `reshape` for the library's own use: `a` itself when the shape is
 /// already right (gradients and intermediates need no new node for that).
-pub fn reshape(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
+pub(crate) fn reshape(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if a.shape().as_slice() == shape {
         return Ok(a.clone());
     }
@@ -65,7 +66,7 @@ pub fn reshape(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
 
 /// The user's `reshape`: a view when possible, otherwise a copy; always a
 /// new tensor, as in PyTorch, even when the shape does not change.
-pub fn reshape_i(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
+pub(crate) fn reshape_i(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
     let (old, strides, offset) = {
         let v = a.view();
         (v.shape.clone(), v.strides.clone(), v.offset)
@@ -108,7 +109,7 @@ fn record_view(a: &Tensor, out: Tensor, name: &'static str, old: Shape) -> Tenso
 
 /// Broadcasts `a` to `shape` without copying (stride 0 on new dimensions);
 /// `a` itself when it already has that shape (see [`expand_view`]).
-pub fn expand(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
+pub(crate) fn expand(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if a.shape().as_slice() == shape {
         return Ok(a.clone());
     }
@@ -116,7 +117,7 @@ pub fn expand(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
 }
 
 /// The user's `expand`: always a new view, as in PyTorch.
-pub fn expand_view(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
+pub(crate) fn expand_view(a: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let (old, strides, offset) = {
         let v = a.view();
         (v.shape.clone(), v.strides.clone(), v.offset)
@@ -181,7 +182,7 @@ pub fn transpose(a: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
 
 /// `t()`: transpose of a matrix. As in PyTorch, vectors and scalars give a
 /// view with the same shape (recorded as `TBackward0` like matrices).
-pub fn t(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn t(a: &Tensor) -> Result<Tensor> {
     let (mut shape, mut strides, offset) = {
         let v = a.view();
         (v.shape.clone(), v.strides.clone(), v.offset)
@@ -208,7 +209,7 @@ pub fn t(a: &Tensor) -> Result<Tensor> {
 }
 
 /// Inserts a size-1 dimension at `dim`.
-pub fn unsqueeze(a: &Tensor, dim: i64) -> Result<Tensor> {
+pub(crate) fn unsqueeze(a: &Tensor, dim: i64) -> Result<Tensor> {
     let (mut shape, mut strides, offset) = {
         let v = a.view();
         (v.shape.clone(), v.strides.clone(), v.offset)
@@ -231,7 +232,7 @@ pub fn unsqueeze(a: &Tensor, dim: i64) -> Result<Tensor> {
 }
 
 /// Removes size-1 dimensions (all of them, or only `dim`).
-pub fn squeeze(a: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+pub(crate) fn squeeze(a: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     let (shape, strides, offset) = {
         let v = a.view();
         (v.shape.clone(), v.strides.clone(), v.offset)
@@ -275,7 +276,7 @@ pub fn squeeze(a: &Tensor, dim: Option<i64>) -> Result<Tensor> {
 }
 
 /// `a` under a new tensor sharing everything, as `t[...]` gives (`AliasBackward0`).
-pub fn alias_of(a: &Tensor) -> Tensor {
+pub(crate) fn alias_of(a: &Tensor) -> Tensor {
     let (shape, strides, offset) = {
         let v = a.view();
         (v.shape.clone(), v.strides.clone(), v.offset)
@@ -290,7 +291,7 @@ pub fn alias_of(a: &Tensor) -> Tensor {
 }
 
 /// Reorders dimensions (a view).
-pub fn permute(a: &Tensor, dims: &[i64]) -> Result<Tensor> {
+pub(crate) fn permute(a: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let (shape, strides, offset) = {
         let v = a.view();
         (v.shape.clone(), v.strides.clone(), v.offset)
@@ -328,7 +329,7 @@ pub fn permute(a: &Tensor, dims: &[i64]) -> Result<Tensor> {
 }
 
 /// A contiguous tensor with `a`'s values: `a` itself when already contiguous.
-pub fn contiguous(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn contiguous(a: &Tensor) -> Result<Tensor> {
     if a.is_contiguous() {
         return Ok(a.clone());
     }
@@ -336,7 +337,7 @@ pub fn contiguous(a: &Tensor) -> Result<Tensor> {
 }
 
 /// A copy in fresh memory, recorded (`CloneBackward0`).
-pub fn clone(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn clone(a: &Tensor) -> Result<Tensor> {
     let out = clone_data(a);
     if needs_record(&[a]) {
         record("CloneBackward0", &[a], &out, saved![], |c| {
@@ -347,7 +348,7 @@ pub fn clone(a: &Tensor) -> Result<Tensor> {
 }
 
 /// A copy in fresh contiguous memory, outside the graph.
-pub fn clone_data(a: &Tensor) -> Tensor {
+pub(crate) fn clone_data(a: &Tensor) -> Tensor {
     let v = a.view();
     let shape = v.shape.clone();
     crate::dispatch!(v.dtype(), T => Tensor::from_vec(crate::kernels::copy::gather::<T>(&v), shape))

@@ -14,7 +14,7 @@ use crate::saved;
 use crate::tensor::{fmt_shape, wrap_dim, DType, Shape, Tensor, View};
 
 /// `cat(tensors, dim)`: dtypes promote; every size but `dim`'s must match.
-pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+pub(crate) fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     if tensors.is_empty() {
         return Err(Error::runtime(
             "torch.cat(): expected a non-empty list of Tensors",
@@ -114,7 +114,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 }
 
 /// `stack(tensors, dim)`: a new dimension; all shapes must be equal.
-pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+pub(crate) fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let first = tensors
         .first()
         .ok_or_else(|| Error::runtime("stack expects a non-empty TensorList"))?
@@ -190,6 +190,7 @@ fn multi_output_views(
                 strides,
                 offset,
             };
+            crate::ops::inplace::install_view_refresh();
             Tensor::new_multi_output_view(view, t)
         })
         .collect();
@@ -215,7 +216,7 @@ fn multi_output_views(
 }
 
 /// `split(t, sizes, dim)` with explicit section sizes (views).
-pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+pub(crate) fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
     let shape = t.shape();
     if shape.is_empty() {
         return Err(Error::runtime(
@@ -242,7 +243,7 @@ pub fn split_with_sizes(t: &Tensor, sizes: &[i64], dim: i64) -> Result<Vec<Tenso
 }
 
 /// `split(t, size, dim)`: pieces of `size` (the last may be shorter).
-pub fn split(t: &Tensor, size: i64, dim: i64) -> Result<Vec<Tensor>> {
+pub(crate) fn split(t: &Tensor, size: i64, dim: i64) -> Result<Vec<Tensor>> {
     let shape = t.shape();
     if shape.is_empty() {
         return Err(Error::runtime(
@@ -272,7 +273,7 @@ pub fn split(t: &Tensor, size: i64, dim: i64) -> Result<Vec<Tensor>> {
 }
 
 /// `chunk(t, chunks, dim)`: at most `chunks` pieces of equal size but the last.
-pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+pub(crate) fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     if chunks <= 0 {
         return Err(Error::runtime(format!(
             "chunk expects `chunks` to be greater than 0, got: {chunks}"
@@ -303,7 +304,7 @@ pub fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
 }
 
 /// `unbind(t, dim)`: one view per position along `dim`, without that dimension.
-pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+pub(crate) fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
     let shape = t.shape();
     if shape.is_empty() {
         return Err(Error::index(
@@ -316,7 +317,7 @@ pub fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
 }
 
 /// `narrow(t, dim, start, length)` (a view).
-pub fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+pub(crate) fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     let shape = t.shape();
     if shape.is_empty() {
         return Err(Error::runtime(
@@ -341,7 +342,7 @@ pub fn narrow(t: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
 }
 
 /// `flip(t, dims)`: a copy with the listed dimensions reversed.
-pub fn flip(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
+pub(crate) fn flip(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let shape = t.shape();
     let mut mask: SmallVec<[bool; 4]> = SmallVec::from_elem(false, shape.len());
     for &d in dims {
@@ -371,7 +372,7 @@ pub fn flip(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
 
 /// `repeat(t, sizes)`: tiles through a broadcast view (so the gradient is a
 /// sum over the copies, which `expand`'s rule already does).
-pub fn repeat(t: &Tensor, reps: &[i64]) -> Result<Tensor> {
+pub(crate) fn repeat(t: &Tensor, reps: &[i64]) -> Result<Tensor> {
     let shape = t.shape();
     if reps.len() < shape.len() {
         return Err(Error::runtime(
@@ -422,8 +423,27 @@ pub fn repeat(t: &Tensor, reps: &[i64]) -> Result<Tensor> {
     Ok(out)
 }
 
+/// `flatten(t, start_dim, end_dim)`: merges dimensions `start..=end` into
+/// one (a 0-d tensor becomes shape `[1]`); a view when `reshape` can be one.
+pub(crate) fn flatten(t: &Tensor, start: i64, end: i64) -> Result<Tensor> {
+    let shape = t.shape();
+    if shape.is_empty() {
+        return reshape(t, &[1]);
+    }
+    let (s, e) = (wrap_dim(start, shape.len())?, wrap_dim(end, shape.len())?);
+    if s > e {
+        return Err(Error::runtime(
+            "flatten() has invalid args: start_dim cannot come after end_dim",
+        ));
+    }
+    let mut new: Vec<usize> = shape[..s].to_vec();
+    new.push(shape[s..=e].iter().product());
+    new.extend_from_slice(&shape[e + 1..]);
+    reshape(t, &new)
+}
+
 /// `unflatten(t, dim, sizes)`: splits one dimension into several (one may be -1).
-pub fn unflatten(t: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+pub(crate) fn unflatten(t: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
     let shape = t.shape();
     if shape.is_empty() {
         return Err(Error::runtime(
@@ -447,7 +467,7 @@ pub fn unflatten(t: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
 }
 
 /// `movedim(t, source, destination)` for single dimensions.
-pub fn movedim(t: &Tensor, src: i64, dst: i64) -> Result<Tensor> {
+pub(crate) fn movedim(t: &Tensor, src: i64, dst: i64) -> Result<Tensor> {
     let n = t.ndim();
     let (s, d) = (wrap_dim(src, n)?, wrap_dim(dst, n)?);
     if n == 0 {
@@ -460,7 +480,7 @@ pub fn movedim(t: &Tensor, src: i64, dst: i64) -> Result<Tensor> {
 
 /// `cumsum(t, dim)`; bool and integer inputs sum in int64. The gradient is
 /// the reversed cumulative sum of the incoming gradient.
-pub fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
+pub(crate) fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
     let shape = t.shape();
     let d = wrap_dim(dim, shape.len())?;
     let src = if t.dtype().is_float() {
@@ -507,7 +527,7 @@ pub fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
 }
 
 /// The shape `broadcast_to`/`expand` aim at, with `-1` keeping a size.
-pub fn resolve_expand_shape(cur: &[usize], sizes: &[i64]) -> Result<Shape> {
+pub(crate) fn resolve_expand_shape(cur: &[usize], sizes: &[i64]) -> Result<Shape> {
     if sizes.len() < cur.len() {
         return Err(Error::runtime(format!(
             "expand: the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})",
@@ -538,7 +558,7 @@ pub fn resolve_expand_shape(cur: &[usize], sizes: &[i64]) -> Result<Shape> {
 }
 
 /// `broadcast_to(t, sizes)` / `expand(*sizes)`.
-pub fn broadcast_to(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+pub(crate) fn broadcast_to(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let shape = resolve_expand_shape(&t.shape(), sizes)?;
     super::expand_view(t, &shape)
 }

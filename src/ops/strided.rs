@@ -58,7 +58,7 @@ const OVERLAP_MSG: &str = "unsupported operation: more than one element of the w
 /// Whether distinct indices of `(shape, strides)` always address distinct
 /// memory (sufficient check, as PyTorch's: sorted strides each exceed the
 /// span of the smaller ones).
-pub fn non_overlapping(shape: &[usize], strides: &[usize]) -> bool {
+pub(crate) fn non_overlapping(shape: &[usize], strides: &[usize]) -> bool {
     let mut dims: Vec<(usize, usize)> = shape
         .iter()
         .zip(strides)
@@ -116,7 +116,7 @@ fn for_each_offset(
 /// Where view `v` lies in `base`'s index space: the region of `base` (laid
 /// out row-major) that `v` shows, to be written into. An error if `v`
 /// overlaps itself or does not map onto `base`'s elements as a strided region.
-pub fn region_of(base: &View, v: &View) -> Result<Region> {
+pub(crate) fn region_of(base: &View, v: &View) -> Result<Region> {
     if !non_overlapping(&v.shape, &v.strides) {
         return Err(Error::runtime(OVERLAP_MSG));
     }
@@ -125,7 +125,7 @@ pub fn region_of(base: &View, v: &View) -> Result<Region> {
 
 /// `region_of` for a view that is only read, which may overlap itself
 /// (stride 0 from `expand`).
-pub fn read_region_of(base: &View, v: &View) -> Result<Region> {
+pub(crate) fn read_region_of(base: &View, v: &View) -> Result<Region> {
     let unsupported = || {
         Error::runtime(
             "in-place operations on this view of a tensor that requires grad are not supported (the view is not a strided region of its base); use an out-of-place op",
@@ -255,13 +255,18 @@ fn add_into_region(dst: &Tensor, region: &Region, src: &Tensor) {
 
 /// `a` viewed through `region` of its row-major index space (`a` is made
 /// contiguous first, recorded). The backward embeds the gradient into zeros.
-pub fn as_strided_region(a: &Tensor, region: &Arc<Region>, name: &'static str) -> Result<Tensor> {
+pub(crate) fn as_strided_region(
+    a: &Tensor,
+    region: &Arc<Region>,
+    name: &'static str,
+) -> Result<Tensor> {
     let c = super::contiguous(a)?;
     let in_shape = c.shape();
     if !region.fits(c.numel()) {
         return Err(Error::runtime("as_strided: region out of bounds"));
     }
     let view = region.on(&c.view());
+    crate::ops::inplace::install_view_refresh();
     let out = Tensor::new_view(view, &c, name);
     if needs_record(&[&c]) {
         let region = region.clone();
@@ -279,7 +284,7 @@ pub fn as_strided_region(a: &Tensor, region: &Arc<Region>, name: &'static str) -
 /// Zeros of `shape` with `g` written into `region`: the adjoint of
 /// `as_strided_region`. Where the region overlaps itself, the gradients of
 /// the elements that read one location add up there.
-pub fn embed_region(g: &Tensor, shape: &Shape, region: &Arc<Region>) -> Result<Tensor> {
+pub(crate) fn embed_region(g: &Tensor, shape: &Shape, region: &Arc<Region>) -> Result<Tensor> {
     let z = Tensor::zeros(shape.clone(), g.dtype());
     if g.shape() != region.shape || !region.fits(z.numel()) {
         return Err(Error::runtime(
@@ -311,7 +316,7 @@ pub fn embed_region(g: &Tensor, shape: &Shape, region: &Arc<Region>) -> Result<T
 }
 
 /// A copy of `g` with `region` set to zero (linear and self-adjoint).
-pub fn zero_region(g: &Tensor, region: &Arc<Region>) -> Result<Tensor> {
+pub(crate) fn zero_region(g: &Tensor, region: &Arc<Region>) -> Result<Tensor> {
     let out = super::clone_data(g);
     if !region.fits(out.numel()) {
         return Err(Error::runtime("CopySlices backward: region out of bounds"));

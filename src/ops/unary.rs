@@ -91,7 +91,7 @@ pub fn exp(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn log(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn log(a: &Tensor) -> Result<Tensor> {
     let out = float_fn!(a, |x| x.ln())?;
     if needs_record(&[a]) {
         record("LogBackward0", &[a], &out, saved![a], |c| {
@@ -101,7 +101,7 @@ pub fn log(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn sin(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn sin(a: &Tensor) -> Result<Tensor> {
     let out = float_fn!(a, |x| x.sin())?;
     if needs_record(&[a]) {
         record("SinBackward0", &[a], &out, saved![a], |c| {
@@ -111,7 +111,7 @@ pub fn sin(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn cos(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn cos(a: &Tensor) -> Result<Tensor> {
     let out = float_fn!(a, |x| x.cos())?;
     if needs_record(&[a]) {
         record("CosBackward0", &[a], &out, saved![a], |c| {
@@ -193,7 +193,7 @@ fn fused_sigmoid_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     }))
 }
 
-pub fn sigmoid(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn sigmoid(a: &Tensor) -> Result<Tensor> {
     let out = map1(
         a,
         a.dtype().to_float(),
@@ -221,7 +221,7 @@ pub fn sigmoid(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn relu(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn relu(a: &Tensor) -> Result<Tensor> {
     if a.dtype() == DType::Bool {
         return Err(Error::runtime("\"relu\" not implemented for 'Bool'"));
     }
@@ -259,7 +259,7 @@ pub fn relu(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn sqrt(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn sqrt(a: &Tensor) -> Result<Tensor> {
     let out = float_fn!(a, |x| x.sqrt())?;
     if needs_record(&[a]) {
         record(
@@ -277,7 +277,7 @@ pub fn sqrt(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn abs(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn abs(a: &Tensor) -> Result<Tensor> {
     let out = match a.dtype() {
         DType::Bool => a.contiguous_data(),
         dt => map1(
@@ -297,7 +297,7 @@ pub fn abs(a: &Tensor) -> Result<Tensor> {
 }
 
 /// -1, 0 or 1; its gradient is zero everywhere.
-pub fn sign(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn sign(a: &Tensor) -> Result<Tensor> {
     let sgn32 = |x: f32| {
         if x > 0.0 {
             1.0
@@ -328,7 +328,7 @@ pub fn sign(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn expm1(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn expm1(a: &Tensor) -> Result<Tensor> {
     let out = float_fn!(a, |x| x.exp_m1())?;
     if needs_record(&[a]) {
         record(
@@ -345,7 +345,7 @@ pub fn expm1(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn log1p(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn log1p(a: &Tensor) -> Result<Tensor> {
     let out = float_fn!(a, |x| x.ln_1p())?;
     if needs_record(&[a]) {
         record("Log1PBackward0", &[a], &out, saved![a], |c| {
@@ -356,7 +356,7 @@ pub fn log1p(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn log2(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn log2(a: &Tensor) -> Result<Tensor> {
     let out = float_fn!(a, |x| x.log2())?;
     if needs_record(&[a]) {
         record("Log2Backward0", &[a], &out, saved![a], |c| {
@@ -367,7 +367,7 @@ pub fn log2(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn rsqrt(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn rsqrt(a: &Tensor) -> Result<Tensor> {
     let out = float_fn!(a, |x| 1.0 / x.sqrt())?;
     if needs_record(&[a]) {
         record(
@@ -386,7 +386,7 @@ pub fn rsqrt(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn tan(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn tan(a: &Tensor) -> Result<Tensor> {
     let out = float_fn!(a, |x| x.tan())?;
     if needs_record(&[a]) {
         record(
@@ -404,7 +404,7 @@ pub fn tan(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-pub fn reciprocal(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn reciprocal(a: &Tensor) -> Result<Tensor> {
     let out = float_fn!(a, |x| 1.0 / x)?;
     if needs_record(&[a]) {
         record(
@@ -422,12 +422,12 @@ pub fn reciprocal(a: &Tensor) -> Result<Tensor> {
 }
 
 /// `a * a`, keeping integer dtypes as PyTorch does.
-pub fn square(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn square(a: &Tensor) -> Result<Tensor> {
     super::pow_scalar(a, Scalar::Int(2))
 }
 
 /// The Gauss error function; its derivative is `2/sqrt(pi) * exp(-x^2)`.
-pub fn erf(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn erf(a: &Tensor) -> Result<Tensor> {
     let out = map1(a, a.dtype().to_float(), libm::erff, libm::erf, NO_INT)?;
     if needs_record(&[a]) {
         record("ErfBackward0", &[a], &out, saved![a], |c| {
@@ -465,20 +465,20 @@ fn rounding(
     Ok(out)
 }
 
-pub fn floor(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn floor(a: &Tensor) -> Result<Tensor> {
     rounding(a, "FloorBackward0", f32::floor, f64::floor)
 }
 
-pub fn ceil(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn ceil(a: &Tensor) -> Result<Tensor> {
     rounding(a, "CeilBackward0", f32::ceil, f64::ceil)
 }
 
-pub fn trunc(a: &Tensor) -> Result<Tensor> {
+pub(crate) fn trunc(a: &Tensor) -> Result<Tensor> {
     rounding(a, "TruncBackward0", f32::trunc, f64::trunc)
 }
 
 /// Rounds half to even, as `torch.round` does; `decimals` scales first.
-pub fn round(a: &Tensor, decimals: i64) -> Result<Tensor> {
+pub(crate) fn round(a: &Tensor, decimals: i64) -> Result<Tensor> {
     if decimals == 0 {
         return rounding(
             a,

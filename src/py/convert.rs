@@ -4,12 +4,14 @@ use numpy::{
     dtype, Element as NpElement, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray,
     PyUntypedArrayMethods,
 };
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PySequence, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyBytes, PyEllipsis, PyFloat, PyInt, PyList, PySequence, PySlice, PyString, PyTuple,
+};
 
 use super::tensor::PyTensor;
-use crate::ops::Scalar;
+use crate::ops::{IndexItem, Scalar};
 use crate::tensor::{numel, DType, Element, Shape, Storage, Tensor, View};
 
 /// A Python scalar, if `obj` is one (bool before int: bool subclasses int).
@@ -449,4 +451,186 @@ pub fn to_shape(dims: &[i64]) -> PyResult<Shape> {
             }
         })
         .collect()
+}
+
+// ----- argument parsers shared by the bindings -------------------------------
+
+/// A number argument (`fill_`'s value, `add_`'s alpha).
+pub fn scalar_from_any(v: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    as_scalar(v).ok_or_else(|| PyTypeError::new_err(format!("expected a number, got {v}")))
+}
+
+/// A reduction's `dim`: absent or None (every dimension), an int or a
+/// sequence of ints.
+pub fn dims_arg(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>> {
+    match dim {
+        None => Ok(None),
+        Some(d) if d.is_none() => Ok(None),
+        Some(d) => seq_of_ints(d).map(Some),
+    }
+}
+
+/// The first operand of a functional op: a tensor, or a number when the
+/// other one is a tensor (`torch.add(1, t)`).
+pub fn lhs(input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    match operand(input) {
+        Some(Operand::Tensor(t)) => Ok(t),
+        Some(Operand::Scalar(s)) => match operand(other) {
+            Some(Operand::Tensor(o)) => Ok(s.wrap(&o)),
+            _ => to_tensor_like(input, None),
+        },
+        None => to_tensor_like(input, None),
+    }
+}
+
+/// An optional tensor argument (`weight=None`).
+pub fn opt_tensor(o: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Tensor>> {
+    match o {
+        Some(o) if !o.is_none() => Ok(Some(
+            o.cast::<PyTensor>()
+                .map_err(|_| PyTypeError::new_err("expected a Tensor or None"))?
+                .get()
+                .t
+                .clone(),
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// Every tensor in a tensor-or-sequence argument.
+pub fn tensor_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Ok(vec![t.get().t.clone()]);
+    }
+    let mut out = Vec::new();
+    for item in obj.try_iter()? {
+        let item = item?;
+        let t = item
+            .cast::<PyTensor>()
+            .map_err(|_| PyTypeError::new_err("expected a Tensor or a sequence of Tensors"))?;
+        out.push(t.get().t.clone());
+    }
+    Ok(out)
+}
+
+/// Whether `clamp` got a bound as a tensor (PyTorch's tensor overload).
+pub fn tensor_bounds(min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> bool {
+    [min, max]
+        .iter()
+        .any(|b| b.is_some_and(|o| o.cast::<PyTensor>().is_ok()))
+}
+
+/// A `clamp` bound: absent, a number (in `like`'s dtype rules) or a tensor.
+pub fn bound_arg(b: Option<&Bound<'_, PyAny>>, like: &Tensor) -> PyResult<Option<Tensor>> {
+    match b {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => match operand(o) {
+            Some(Operand::Tensor(t)) => Ok(Some(t)),
+            Some(Operand::Scalar(s)) => Ok(Some(s.wrap(like))),
+            None => Err(PyTypeError::new_err(format!(
+                "clamp(): expected a number or a Tensor as a bound, got {o}"
+            ))),
+        },
+    }
+}
+
+/// `(dims, correction)` from `var`/`std`'s overloads: `var(unbiased)` (a bool
+/// first argument), `var(dim, unbiased, keepdim)` and `correction=`.
+pub fn var_args(
+    dim: Option<&Bound<'_, PyAny>>,
+    unbiased: Option<bool>,
+    correction: Option<f64>,
+) -> PyResult<(Option<Vec<i64>>, f64)> {
+    let (dim, unbiased) = match dim {
+        Some(d) if d.is_instance_of::<PyBool>() => (None, Some(d.extract::<bool>()?)),
+        other => (other, unbiased),
+    };
+    if correction.is_some() && unbiased.is_some() {
+        return Err(PyRuntimeError::new_err(
+            "Cannot specify both unbiased and correction",
+        ));
+    }
+    let corr = correction.unwrap_or(if unbiased == Some(false) { 0.0 } else { 1.0 });
+    Ok((dims_arg(dim)?, corr))
+}
+/// The `p` of `norm`: a number, `inf`, or `"fro"` (which is 2).
+pub fn norm_ord(p: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+    match p {
+        None => Ok(2.0),
+        Some(p) if p.is_none() => Ok(2.0),
+        Some(p) => {
+            if let Ok(s) = p.extract::<String>() {
+                return match s.as_str() {
+                    "fro" => Ok(2.0),
+                    other => Err(PyRuntimeError::new_err(format!(
+                        "norm(): the matrix norm '{other}' is not supported; use a vector norm order"
+                    ))),
+                };
+            }
+            p.extract::<f64>()
+                .map_err(|_| PyTypeError::new_err(format!("norm(): invalid p {p}")))
+        }
+    }
+}
+/// A Python index key as index items: ints, slices, `None`, `...`, bools,
+/// tensors, and sequences or arrays (which become index tensors).
+pub fn index_items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
+    let parts: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
+        Ok(tup) => tup.iter().collect(),
+        Err(_) => vec![key.clone()],
+    };
+    let mut out = Vec::with_capacity(parts.len());
+    for it in &parts {
+        out.push(if it.is_none() {
+            IndexItem::NewAxis
+        } else if it.is_instance_of::<PyEllipsis>() {
+            IndexItem::Ellipsis
+        } else if let Ok(sl) = it.cast::<PySlice>() {
+            let get = |name: &str| -> PyResult<Option<i64>> {
+                let v = sl.getattr(name)?;
+                if v.is_none() {
+                    Ok(None)
+                } else {
+                    int_arg(&v).map(Some)
+                }
+            };
+            IndexItem::Slice(get("start")?, get("stop")?, get("step")?.unwrap_or(1))
+        } else if it.is_instance_of::<PyBool>() {
+            IndexItem::Tensor(Tensor::scalar(it.extract::<bool>()?))
+        } else if let Some(Scalar::Int(i)) = as_scalar(it) {
+            IndexItem::Int(i)
+        } else if let Ok(ti) = it.cast::<PyTensor>() {
+            let ti = &ti.get().t;
+            if ti.dtype() == DType::I64 && ti.ndim() == 0 {
+                IndexItem::Int(ti.to_vec::<i64>()[0])
+            } else if ti.dtype().is_float() {
+                return Err(PyIndexError::new_err(
+                    "tensors used as indices must be long, int, byte or bool tensors",
+                ));
+            } else {
+                IndexItem::Tensor(ti.clone())
+            }
+        } else if it.is_instance_of::<PyList>() || it.hasattr("__array__")? {
+            let t = tensor_from_data(it, None)?;
+            let t = if t.numel() == 0 {
+                Tensor::zeros(t.shape(), DType::I64)
+            } else {
+                t
+            };
+            if t.dtype().is_float() {
+                return Err(PyIndexError::new_err(
+                    "tensors used as indices must be long, int, byte or bool tensors",
+                ));
+            }
+            IndexItem::Tensor(t)
+        } else {
+            return Err(PyIndexError::new_err(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got ".to_string()
+                    + &it.get_type().name()?.to_string()
+                    + ")",
+            ));
+        });
+    }
+    Ok(out)
 }

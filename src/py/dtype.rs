@@ -7,6 +7,8 @@ use pyo3::types::PyType;
 
 use crate::tensor::DType;
 
+/// The element type of a tensor: `ferrograd.bool`, `int64`, `float32` or
+/// `float64` (one object each, compared by identity or `==`).
 #[pyclass(name = "dtype", module = "ferrograd", frozen, eq, hash)]
 #[derive(PartialEq, Eq, Hash, Clone, Copy)]
 pub struct PyDType {

@@ -57,10 +57,15 @@ pub fn guard<T>(f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
     }
 }
 
-/// Like [`guard`], releasing the GIL first when the work is big enough that
-/// other Python threads should run meanwhile.
+/// The one way a binding runs core work (polars' `enter_polars`): panics
+/// and core errors become Python exceptions (see [`guard`]), and the GIL is
+/// released around `f` when `work` (the element count of the op's largest
+/// operand or result) reaches `kernels::GRAIN`, so other Python threads run
+/// while a big kernel does; below that the release would cost more than the
+/// op. Every op binding calls this (through `tensor::run` when it returns a
+/// tensor); `f` must not touch Python.
 #[inline]
-pub fn guard_nogil<T: Send>(
+pub fn enter<T: Send>(
     py: Python<'_>,
     work: usize,
     f: impl FnOnce() -> crate::Result<T> + Send,
@@ -70,4 +75,29 @@ pub fn guard_nogil<T: Send>(
     } else {
         guard(f)
     }
+}
+
+/// [`enter`] under its older name, kept for bindings written against it.
+#[inline]
+pub fn guard_nogil<T: Send>(
+    py: Python<'_>,
+    work: usize,
+    f: impl FnOnce() -> crate::Result<T> + Send,
+) -> PyResult<T> {
+    enter(py, work, f)
+}
+
+/// The work of an op over `ts`: its largest operand.
+#[inline]
+pub fn work(ts: &[&crate::tensor::Tensor]) -> usize {
+    ts.iter().map(|t| t.numel()).max().unwrap_or(0)
+}
+
+/// The work of a matrix product `a @ b`: each element of `a` meets a row of
+/// `b` (also right for `outer`, whose result is larger than both operands).
+#[inline]
+pub fn product_work(a: &crate::tensor::Tensor, b: &crate::tensor::Tensor) -> usize {
+    a.numel()
+        .saturating_mul(b.shape().last().copied().unwrap_or(1))
+        .max(b.numel())
 }

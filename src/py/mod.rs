@@ -1,19 +1,27 @@
 //! The `ferrograd._C` extension module: the only code that touches Python.
 
+#[macro_use]
+mod table;
+
+mod autograd;
 mod convert;
+mod creation;
 mod dtype;
 mod errors;
 mod function;
+mod functional;
 mod functions;
+mod nn;
 mod nn_conv;
 mod nn_norm;
 mod nn_rnn;
 mod node;
 mod node_saved;
-mod sorting;
+mod ops_table;
 mod optim;
 mod random;
 mod serialize;
+mod sorting;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -37,7 +45,8 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for dt in [DType::Bool, DType::I64, DType::F32, DType::F64] {
         m.add(dt.name(), dtype::dtype_object(py, dt))?;
     }
-    functions::register(m)?;
+    ops_table::register(m)?;
+    creation::register(m)?;
     sorting::register(m)?;
     optim::register(m)?;
     serialize::register(m)?;
@@ -45,6 +54,9 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_norm::register(m)?;
     nn_rnn::register(m)?;
     random::register(m)?;
+    functional::register(m)?;
+    nn::register(m)?;
+    autograd::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

@@ -5,7 +5,7 @@ mod shape;
 mod storage;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
@@ -121,6 +121,24 @@ pub enum CreationMeta {
     /// not be written in place while its base requires grad, nor used once
     /// its memory was written.
     MultiOutput,
+}
+
+/// How a stale view is brought up to date (see `Tensor::refresh_stale_view`):
+/// the error for a view that may not follow its base, and the regeneration
+/// of a view's history from its base's. Both build graph nodes, which is the
+/// job of `ops` (this layer does not call into it), so `ops` installs them
+/// before it makes any view of a base; no view can be stale before that.
+pub struct ViewRefresh {
+    pub rebase_error: fn(&Tensor, bool) -> Error,
+    pub regenerate: fn(&Tensor),
+}
+
+static VIEW_REFRESH: OnceLock<ViewRefresh> = OnceLock::new();
+
+/// Installs the view refresh once (later calls cost one atomic load).
+#[inline]
+pub fn install_view_refresh(make: impl FnOnce() -> ViewRefresh) {
+    VIEW_REFRESH.get_or_init(make);
 }
 
 /// A reference-counted handle; clones share one tensor, as Python names do.
@@ -357,11 +375,14 @@ impl Tensor {
     /// (PyTorch refuses any later use of them in the graph).
     fn refresh_stale_view(&self) -> Result<()> {
         if self.0.base.is_some() && self.is_stale_view() {
+            let refresh = VIEW_REFRESH
+                .get()
+                .expect("views of a base are made by ops, which installs the view refresh");
             if self.0.creation != CreationMeta::Default {
-                return Err(crate::ops::inplace::view_rebase_error(self, true));
+                return Err((refresh.rebase_error)(self, true));
             }
             self.0.view_version.store(self.version(), Ordering::Release);
-            crate::ops::inplace::regenerate_view(self);
+            (refresh.regenerate)(self);
         }
         Ok(())
     }

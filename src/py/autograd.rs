@@ -1,0 +1,191 @@
+//! Autograd entry points and settings: `_run_backward` (behind
+//! `autograd.backward`/`autograd.grad`), grad and inference mode,
+//! `_apply_inplace`, thread count, and internal helpers for tests.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::convert::{seq_of_ints, tensor_list, to_tensor_like};
+use super::errors::guard;
+use super::functions::t_of;
+use super::tensor::{default_grad, run, wrap, PyTensor};
+use crate::autograd::{self, BackwardRequest};
+use crate::ops;
+use crate::tensor::Tensor;
+
+/// The engine entry behind `autograd.backward` and `autograd.grad`.
+#[pyfunction]
+#[pyo3(signature = (tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate, allow_unused=false, materialize_grads=false))]
+#[allow(clippy::too_many_arguments)]
+fn _run_backward(
+    py: Python<'_>,
+    tensors: &Bound<'_, PyAny>,
+    grad_tensors: &Bound<'_, PyAny>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    inputs: &Bound<'_, PyAny>,
+    accumulate: bool,
+    allow_unused: bool,
+    materialize_grads: bool,
+) -> PyResult<Py<PyAny>> {
+    let roots = tensor_list(tensors)?;
+    let gl: Vec<Bound<'_, PyAny>> = if grad_tensors.is_none() {
+        vec![]
+    } else if grad_tensors.cast::<PyTensor>().is_ok() {
+        vec![grad_tensors.clone()]
+    } else {
+        grad_tensors.try_iter()?.collect::<PyResult<_>>()?
+    };
+    if !gl.is_empty() && gl.len() != roots.len() {
+        return Err(PyRuntimeError::new_err(format!(
+            "grad can be implicitly created only for scalar outputs; got {} gradients for {} outputs",
+            gl.len(),
+            roots.len()
+        )));
+    }
+    let mut grads = Vec::with_capacity(roots.len());
+    for (i, r) in roots.iter().enumerate() {
+        match gl.get(i) {
+            Some(g) if !g.is_none() => grads.push(to_tensor_like(g, Some(r))?),
+            _ => grads.push(default_grad(r)?),
+        }
+    }
+    let inputs = if inputs.is_none() {
+        None
+    } else {
+        Some(tensor_list(inputs)?)
+    };
+    let targets = inputs.clone().unwrap_or_default();
+    if !accumulate && targets.is_empty() {
+        return Err(PyRuntimeError::new_err("grad requires non-empty inputs."));
+    }
+    let req = BackwardRequest {
+        roots,
+        grads,
+        inputs,
+        retain_graph: retain_graph.unwrap_or(create_graph),
+        create_graph,
+        accumulate,
+    };
+    let results = py.detach(|| guard(|| autograd::run_backward(req)))?;
+    if accumulate {
+        return Ok(py.None());
+    }
+    let mut out = Vec::with_capacity(results.len());
+    for (r, t) in results.into_iter().zip(&targets) {
+        match r {
+            Some(g) => out.push(wrap(py, g)?),
+            None if materialize_grads => out.push(wrap(py, Tensor::zeros(t.shape(), t.dtype()))?),
+            None if allow_unused => out.push(py.None()),
+            None => {
+                return Err(PyRuntimeError::new_err(
+                    "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.",
+                ))
+            }
+        }
+    }
+    Ok(PyTuple::new(py, out)?.into_any().unbind())
+}
+
+/// True when operations are recorded for autograd on this thread (not inside `no_grad()`).
+#[pyfunction]
+fn is_grad_enabled() -> bool {
+    autograd::is_grad_enabled()
+}
+
+/// Turns recording for autograd on or off on this thread (used by the grad-mode context
+/// managers).
+#[pyfunction]
+fn _set_grad_enabled(mode: bool) {
+    autograd::set_grad_enabled(mode)
+}
+
+/// True inside `inference_mode()` on this thread.
+#[pyfunction]
+fn is_inference_mode_enabled() -> bool {
+    autograd::is_inference_mode()
+}
+
+/// Turns inference mode on or off on this thread (used by `inference_mode()`).
+#[pyfunction]
+fn _set_inference_mode(mode: bool) {
+    autograd::set_inference_mode(mode)
+}
+
+/// `input.op_(...)` for an op written in Python (`F.relu(x, inplace=True)`):
+/// `compute()` gives the result, which is written into `input` as the
+/// built-in in-place ops do, so a node of `compute` that saved `input`
+/// keeps its value from before the write.
+#[pyfunction]
+fn _apply_inplace<'py>(
+    input: &Bound<'py, PyTensor>,
+    compute: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let t = &input.get().t;
+    guard(|| {
+        ops::apply_inplace(t, || {
+            let r = compute.call0().map_err(super::errors::external)?;
+            let r = r.cast::<PyTensor>().map_err(|_| {
+                crate::error::Error::type_error("_apply_inplace: compute() must return a Tensor")
+            })?;
+            Ok(r.get().t.clone())
+        })
+    })?;
+    Ok(input.clone())
+}
+
+/// The number of autograd nodes alive (for tests of graph memory).
+#[pyfunction]
+fn _live_nodes() -> usize {
+    autograd::live_nodes()
+}
+
+/// Sets the number of threads kernels use above the parallel grain size.
+#[pyfunction]
+fn set_num_threads(n: i64) -> PyResult<()> {
+    if n <= 0 {
+        return Err(PyRuntimeError::new_err(
+            "set_num_threads expects a positive integer",
+        ));
+    }
+    Ok(crate::kernels::parallel::set_num_threads(n as usize)?)
+}
+
+/// The number of threads kernels use above the parallel grain size.
+#[pyfunction]
+fn get_num_threads() -> usize {
+    crate::kernels::parallel::get_num_threads()
+}
+
+/// `Tensor.sum` over `dim` without the dtype handling (for internal callers).
+#[pyfunction]
+#[pyo3(signature = (t, dim=None, keepdim=false))]
+fn _sum_dims(
+    py: Python<'_>,
+    t: &Bound<'_, PyTensor>,
+    dim: Option<&Bound<'_, PyAny>>,
+    keepdim: bool,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(t);
+    let dims = match dim {
+        Some(d) if !d.is_none() => Some(seq_of_ints(d)?),
+        _ => None,
+    };
+    run(py, a.numel(), || ops::sum(a, dims.as_deref(), keepdim))
+}
+
+/// Adds the autograd entry points and settings to `ferrograd._C`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_inference_mode_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(_apply_inplace, m)?)?;
+    m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_sum_dims, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,330 @@
+//! Creation functions: `tensor`, `from_numpy`, `zeros`/`ones`/`empty`/`full`,
+//! `eye`, `arange`, `linspace` and the `*_like` helper.
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::convert::{as_scalar, from_numpy_shared, parse_size, seq_of_ints, tensor_from_data};
+use super::dtype::opt_dtype;
+use super::errors::enter;
+use super::functions::{alloc_shape, finish, t_of};
+use super::tensor::{wrap, PyTensor};
+use crate::ops::{self, Scalar};
+use crate::tensor::{numel, DType, Element, Shape, Tensor};
+
+/// Builds a new tensor from `data` (nested sequences of numbers, a NumPy array, a number or a
+/// tensor), copying it; the dtype is inferred (bool, int64 or float32) unless `dtype` is given.
+#[pyfunction]
+#[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
+fn tensor(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    let t = tensor_from_data(data, opt_dtype(dtype)?)?;
+    finish(py, t, requires_grad)
+}
+
+/// A tensor sharing the memory of the NumPy array `array` (bool, int64, float32 or float64):
+/// writes through either are seen by the other.
+#[pyfunction]
+fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    wrap(py, from_numpy_shared(array)?)
+}
+
+fn filled(
+    py: Python<'_>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
+    value: f64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let shape = alloc_shape(&parse_size(args, size)?, dt)?;
+    let t = enter(py, numel(&shape), || Ok(Tensor::full(shape, value, dt)))?;
+    finish(py, t, requires_grad)
+}
+
+/// A tensor of zeros of the given size (`zeros(2, 3)` or `zeros((2, 3))`), float32 unless
+/// `dtype` is given.
+#[pyfunction]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
+fn zeros(
+    py: Python<'_>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    filled(py, args, size, 0.0, dtype, requires_grad)
+}
+
+/// A tensor of ones of the given size (`ones(2, 3)` or `ones((2, 3))`), float32 unless `dtype`
+/// is given.
+#[pyfunction]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
+fn ones(
+    py: Python<'_>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    filled(py, args, size, 1.0, dtype, requires_grad)
+}
+
+/// A new tensor of the given size, float32 unless `dtype` is given; ferrograd zeroes it rather
+/// than leaving old memory in it.
+#[pyfunction]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
+fn empty(
+    py: Python<'_>,
+    args: &Bound<'_, PyTuple>,
+    size: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    // Zeroed rather than uninitialised: as cheap here, and never leaks old memory.
+    filled(py, args, size, 0.0, dtype, requires_grad)
+}
+
+/// A tensor of the given size filled with `fill_value`; the dtype follows the value (bool,
+/// int64 or float32) unless `dtype` is given.
+#[pyfunction]
+#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
+fn full(
+    py: Python<'_>,
+    size: &Bound<'_, PyAny>,
+    fill_value: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    let dims = seq_of_ints(size)?;
+    let s =
+        as_scalar(fill_value).ok_or_else(|| PyTypeError::new_err("fill_value must be a number"))?;
+    let dt = match opt_dtype(dtype)? {
+        Some(d) => d,
+        None => match s {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Float(_) => DType::DEFAULT_FLOAT,
+        },
+    };
+    let shape = alloc_shape(&dims, dt)?;
+    let t = enter(py, numel(&shape), || {
+        Ok(Tensor::full(shape, s.to_f64(), dt))
+    })?;
+    finish(py, t, requires_grad)
+}
+
+/// The identity matrix: an n x m (n x n by default) tensor with ones on the diagonal, float32
+/// unless `dtype` is given.
+#[pyfunction]
+#[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
+fn eye(
+    py: Python<'_>,
+    n: i64,
+    m: Option<i64>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    let m = m.unwrap_or(n);
+    for (name, v) in [("n", n), ("m", m)] {
+        if v < 0 {
+            return Err(PyRuntimeError::new_err(format!(
+                "{name} must be greater or equal to 0, got {v}"
+            )));
+        }
+    }
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let shape = alloc_shape(&[n, m], dt)?;
+    let (n, m) = (shape[0], shape[1]);
+    let t = enter(py, n * m, || {
+        Ok(crate::dispatch!(dt, T => {
+            let mut v = crate::error::filled_vec(n * m, T::zero());
+            for i in 0..n.min(m) {
+                v[i * m + i] = T::one();
+            }
+            Tensor::from_vec(v, shape)
+        }))
+    })?;
+    finish(py, t, requires_grad)
+}
+
+/// The values from `start` (0 by default) up to but not including `end`, `step` apart, as a 1-D
+/// tensor (int64 for integer arguments, else float32).
+#[pyfunction]
+#[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
+fn arange(
+    py: Python<'_>,
+    start: &Bound<'_, PyAny>,
+    end: Option<&Bound<'_, PyAny>>,
+    step: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    let num = |o: &Bound<'_, PyAny>| {
+        as_scalar(o).ok_or_else(|| PyTypeError::new_err("arange expects numbers"))
+    };
+    let (s, e) = match end {
+        Some(e) if !e.is_none() => (num(start)?, num(e)?),
+        _ => (Scalar::Int(0), num(start)?),
+    };
+    let st = match step {
+        Some(x) if !x.is_none() => num(x)?,
+        _ => Scalar::Int(1),
+    };
+    let any_float = [s, e, st].iter().any(|x| matches!(x, Scalar::Float(_)));
+    let dt = opt_dtype(dtype)?.unwrap_or(if any_float {
+        DType::DEFAULT_FLOAT
+    } else {
+        DType::I64
+    });
+    let (s, e, st) = (s.to_f64(), e.to_f64(), st.to_f64());
+    if !s.is_finite() || !e.is_finite() {
+        return Err(PyRuntimeError::new_err(format!(
+            "unsupported range: {} -> {}",
+            py_float(s),
+            py_float(e)
+        )));
+    }
+    if !st.is_finite() {
+        return Err(PyRuntimeError::new_err(format!(
+            "step must be finite but got {}",
+            py_float(st)
+        )));
+    }
+    if st == 0.0 {
+        return Err(PyRuntimeError::new_err("step must be nonzero"));
+    }
+    if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+        return Err(PyRuntimeError::new_err(
+            "upper bound and larger bound inconsistent with step sign",
+        ));
+    }
+    let len = ((e - s) / st).ceil();
+    // NaN fails this too: a float-to-int cast would quietly make it 0.
+    if !(0.0..i64::MAX as f64).contains(&len) {
+        return Err(PyRuntimeError::new_err("invalid size, possible overflow?"));
+    }
+    let shape = alloc_shape(&[len as i64], dt)?;
+    let t = enter(py, shape[0], || {
+        let mut v = crate::error::alloc_vec(shape[0]);
+        v.extend((0..shape[0]).map(|i| s + i as f64 * st));
+        ops::to_dtype(&Tensor::from_vec(v, shape), dt)
+    })?;
+    finish(py, t, requires_grad)
+}
+
+/// `steps` values evenly spaced from `start` to `end` inclusive, as a 1-D tensor (float32
+/// unless `dtype` is given).
+#[pyfunction]
+#[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
+fn linspace(
+    py: Python<'_>,
+    start: f64,
+    end: f64,
+    steps: i64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let _ = device;
+    if steps < 0 {
+        return Err(PyRuntimeError::new_err(
+            "number of steps must be non-negative",
+        ));
+    }
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let n = alloc_shape(&[steps], dt)?[0];
+    if n == 1 {
+        // PyTorch: a single step is `[start]`.
+        let t = ops::to_dtype(&Tensor::from_vec(vec![start], Shape::from_slice(&[1])), dt)?;
+        return finish(py, t, requires_grad);
+    }
+    let step = if n > 1 {
+        (end - start) / (n - 1) as f64
+    } else {
+        0.0
+    };
+    let half = n / 2;
+    // Both halves count from their own end, as PyTorch does, so the last
+    // value is exactly `end`.
+    let t = enter(py, n, || {
+        let mut v = crate::error::alloc_vec(n);
+        v.extend((0..n).map(|i| {
+            if i < half {
+                start + step * i as f64
+            } else {
+                end - step * (n - 1 - i) as f64
+            }
+        }));
+        ops::to_dtype(&Tensor::from_vec(v, Shape::from_slice(&[n])), dt)
+    })?;
+    finish(py, t, requires_grad)
+}
+
+/// A float the way Python prints it in messages (`inf`, `nan`, `0`).
+fn py_float(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else {
+        v.to_string()
+    }
+}
+
+/// `*_like(t)`: the kind of tensor `t` is, filled by `kind`.
+#[pyfunction]
+#[pyo3(signature = (input, kind, fill=0.0, dtype=None, requires_grad=false))]
+fn _like(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    kind: &str,
+    fill: f64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyAny>> {
+    let t = t_of(input);
+    let shape = t.shape();
+    let dt = opt_dtype(dtype)?.unwrap_or(t.dtype());
+    let n = numel(&shape);
+    let out = match kind {
+        "full" => enter(py, n, || Ok(Tensor::full(shape, fill, dt)))?,
+        "rand" => enter(py, n, || ops::random_tensor(shape, dt, false))?,
+        "randn" => enter(py, n, || ops::random_tensor(shape, dt, true))?,
+        other => return Err(PyValueError::new_err(format!("unknown fill {other}"))),
+    };
+    finish(py, out, requires_grad)
+}
+
+/// Adds the creation functions to `ferrograd._C`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tensor, m)?)?;
+    m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(ones, m)?)?;
+    m.add_function(wrap_pyfunction!(empty, m)?)?;
+    m.add_function(wrap_pyfunction!(full, m)?)?;
+    m.add_function(wrap_pyfunction!(eye, m)?)?;
+    m.add_function(wrap_pyfunction!(arange, m)?)?;
+    m.add_function(wrap_pyfunction!(linspace, m)?)?;
+    m.add_function(wrap_pyfunction!(_like, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,300 @@
+//! `nn.functional` bindings: activations with options, `dropout`, `linear`
+//! and the losses (one recorded node each, see `ops/loss.rs`).
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+use super::convert::{opt_tensor, to_tensor_like};
+use super::errors::enter;
+use super::functions::t_of;
+use super::tensor::{run, PyTensor};
+use crate::ops;
+
+/// The mean squared error between `input` and `target`, reduced by `reduction` ("mean", "sum"
+/// or "none").
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction="mean"))]
+fn mse_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let r = ops::Reduction::parse(reduction)?;
+    run(py, a.numel(), || ops::mse_loss(a, &b, r))
+}
+
+/// Clamps the elements of `input` to [min_val, max_val].
+#[pyfunction]
+#[pyo3(signature = (input, min_val=-1.0, max_val=1.0))]
+fn hardtanh(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    min_val: f64,
+    max_val: f64,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    run(py, a.numel(), || ops::hardtanh(a, min_val, max_val))
+}
+
+/// Applies max(x, 0) + negative_slope * min(x, 0) to each element of `input`.
+#[pyfunction]
+#[pyo3(signature = (input, negative_slope=0.01))]
+fn leaky_relu(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    negative_slope: f64,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    run(py, a.numel(), || ops::leaky_relu(a, negative_slope))
+}
+
+/// `leaky_relu_(input, negative_slope)`: in place, recorded with a rule on
+/// the result (PyTorch's `LeakyReluBackward1`).
+#[pyfunction]
+#[pyo3(signature = (input, negative_slope=0.01))]
+fn leaky_relu_<'py>(
+    input: &Bound<'py, PyTensor>,
+    negative_slope: f64,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let a = t_of(input);
+    enter(input.py(), a.numel(), || {
+        ops::apply_inplace(a, || ops::leaky_relu_result(a, negative_slope))
+    })?;
+    Ok(input.clone())
+}
+
+/// `elu_(input, alpha)`: in place, recorded as PyTorch's `EluBackward1`.
+#[pyfunction]
+#[pyo3(signature = (input, alpha=1.0))]
+fn elu_<'py>(input: &Bound<'py, PyTensor>, alpha: f64) -> PyResult<Bound<'py, PyTensor>> {
+    let a = t_of(input);
+    enter(input.py(), a.numel(), || {
+        ops::apply_inplace(a, || ops::elu_result(a, alpha))
+    })?;
+    Ok(input.clone())
+}
+
+/// Applies the exponential linear unit: x above zero, alpha * (exp(x) - 1) below.
+#[pyfunction]
+#[pyo3(signature = (input, alpha=1.0))]
+fn elu(py: Python<'_>, input: &Bound<'_, PyTensor>, alpha: f64) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    run(py, a.numel(), || ops::elu(a, alpha))
+}
+
+/// Applies the Gaussian error linear unit x * Phi(x) (`approximate="tanh"`: its tanh
+/// approximation).
+#[pyfunction]
+#[pyo3(signature = (input, approximate="none"))]
+fn gelu(py: Python<'_>, input: &Bound<'_, PyTensor>, approximate: &str) -> PyResult<Py<PyAny>> {
+    let tanh = match approximate {
+        "none" => false,
+        "tanh" => true,
+        other => {
+            return Err(PyRuntimeError::new_err(format!(
+                "approximate argument must be either none or tanh, got {other}"
+            )))
+        }
+    };
+    let a = t_of(input);
+    run(py, a.numel(), || ops::gelu(a, tanh))
+}
+
+/// Applies log(1 + exp(beta * x)) / beta to each element, linear above `threshold`.
+#[pyfunction]
+#[pyo3(signature = (input, beta=1.0, threshold=20.0))]
+fn softplus(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    beta: f64,
+    threshold: f64,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    run(py, a.numel(), || ops::softplus(a, beta, threshold))
+}
+
+/// Zeroes each element of `input` with probability `p` and scales the rest by 1 / (1 - p) when
+/// `training`; returns `input` unchanged otherwise.
+#[pyfunction]
+#[pyo3(signature = (input, p=0.5, training=true))]
+fn dropout(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    p: f64,
+    training: bool,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    run(py, a.numel(), || ops::dropout(a, p, training))
+}
+
+/// Returns `input @ weight.T + bias` (bias optional), recorded as PyTorch's addmm/mm nodes.
+#[pyfunction]
+#[pyo3(signature = (input, weight, bias=None))]
+fn linear(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    weight: &Bound<'_, PyTensor>,
+    bias: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let (x, w) = (t_of(input), t_of(weight));
+    let b = opt_tensor(bias)?;
+    let work = x
+        .numel()
+        .saturating_mul(w.shape().first().copied().unwrap_or(1));
+    run(py, work, || ops::linear(x, w, b.as_ref()))
+}
+
+/// The mean absolute error between `input` and `target`, reduced by `reduction`.
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction="mean"))]
+fn l1_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let r = ops::Reduction::parse(reduction)?;
+    run(py, a.numel(), || ops::l1_loss(a, &b, r))
+}
+
+/// The smooth L1 loss: quadratic for errors below `beta`, linear above, reduced by `reduction`.
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction="mean", beta=1.0))]
+fn smooth_l1_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+    beta: f64,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let r = ops::Reduction::parse(reduction)?;
+    run(py, a.numel(), || ops::smooth_l1_loss(a, &b, r, beta))
+}
+
+/// The Huber loss: quadratic for errors below `delta`, linear above (delta times smooth L1),
+/// reduced by `reduction`.
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction="mean", delta=1.0))]
+fn huber_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+    delta: f64,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let r = ops::Reduction::parse(reduction)?;
+    run(py, a.numel(), || ops::huber_loss(a, &b, r, delta))
+}
+
+/// Binary cross entropy between probabilities `input` and `target`, optionally weighted,
+/// reduced by `reduction`.
+#[pyfunction]
+#[pyo3(signature = (input, target, weight=None, reduction="mean"))]
+fn binary_cross_entropy(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    weight: Option<&Bound<'_, PyAny>>,
+    reduction: &str,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let w = opt_tensor(weight)?;
+    let r = ops::Reduction::parse(reduction)?;
+    run(py, a.numel(), || {
+        ops::binary_cross_entropy(a, &b, w.as_ref(), r)
+    })
+}
+
+/// Binary cross entropy of sigmoid(`input`) and `target`, computed stably from the logits;
+/// `pos_weight` weighs the positive term.
+#[pyfunction]
+#[pyo3(signature = (input, target, weight=None, reduction="mean", pos_weight=None))]
+fn binary_cross_entropy_with_logits(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyAny>,
+    weight: Option<&Bound<'_, PyAny>>,
+    reduction: &str,
+    pos_weight: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let a = t_of(input);
+    let b = to_tensor_like(target, Some(a))?;
+    let (w, pw) = (opt_tensor(weight)?, opt_tensor(pos_weight)?);
+    let r = ops::Reduction::parse(reduction)?;
+    run(py, a.numel(), || {
+        ops::binary_cross_entropy_with_logits(a, &b, w.as_ref(), pw.as_ref(), r)
+    })
+}
+
+/// The negative log likelihood loss of log-probabilities `input` (N x C) at the classes
+/// `target`, optionally weighted per class, skipping `ignore_index`.
+#[pyfunction]
+#[pyo3(signature = (input, target, weight=None, ignore_index=-100, reduction="mean"))]
+fn nll_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    weight: Option<&Bound<'_, PyAny>>,
+    ignore_index: i64,
+    reduction: &str,
+) -> PyResult<Py<PyAny>> {
+    let (a, t) = (t_of(input), t_of(target));
+    let w = opt_tensor(weight)?;
+    let r = ops::Reduction::parse(reduction)?;
+    run(py, a.numel(), || {
+        ops::nll_loss(a, t, w.as_ref(), ignore_index, r)
+    })
+}
+
+/// Cross entropy of the logits `input` and the classes `target`: log_softmax then nll_loss,
+/// with optional class weights and label smoothing.
+#[pyfunction]
+#[pyo3(signature = (input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0))]
+fn cross_entropy(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    weight: Option<&Bound<'_, PyAny>>,
+    ignore_index: i64,
+    reduction: &str,
+    label_smoothing: f64,
+) -> PyResult<Py<PyAny>> {
+    let (a, t) = (t_of(input), t_of(target));
+    let w = opt_tensor(weight)?;
+    let r = ops::Reduction::parse(reduction)?;
+    run(py, a.numel(), || {
+        ops::cross_entropy(a, t, w.as_ref(), ignore_index, r, label_smoothing)
+    })
+}
+
+/// Adds the `nn.functional` bindings to `ferrograd._C`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(hardtanh, m)?)?;
+    m.add_function(wrap_pyfunction!(leaky_relu, m)?)?;
+    m.add_function(wrap_pyfunction!(leaky_relu_, m)?)?;
+    m.add_function(wrap_pyfunction!(elu_, m)?)?;
+    m.add_function(wrap_pyfunction!(elu, m)?)?;
+    m.add_function(wrap_pyfunction!(gelu, m)?)?;
+    m.add_function(wrap_pyfunction!(softplus, m)?)?;
+    m.add_function(wrap_pyfunction!(dropout, m)?)?;
+    m.add_function(wrap_pyfunction!(linear, m)?)?;
+    m.add_function(wrap_pyfunction!(l1_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(smooth_l1_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(huber_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(binary_cross_entropy, m)?)?;
+    m.add_function(wrap_pyfunction!(binary_cross_entropy_with_logits, m)?)?;
+    m.add_function(wrap_pyfunction!(nll_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,286 @@
+//! `Tensor` to Python values (`item`, `tolist`, `numpy`, `__float__`, ...)
+//! and to other dtypes (`to`, `float`, `double`, ...).
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyTuple};
+
+use super::{wrap, wrap_or_self, PyTensor};
+use crate::autograd;
+use crate::ops;
+use crate::py::convert::to_numpy_shared;
+use crate::py::dtype::{opt_dtype, parse_dtype};
+use crate::py::errors::enter;
+use crate::tensor::{DType, Tensor};
+
+/// Nested Python lists of `vals` (row-major, of shape `shape`).
+fn nest<'py, T: Copy>(
+    py: Python<'py>,
+    shape: &[usize],
+    vals: &[T],
+    leaf: &dyn Fn(T) -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if shape.is_empty() {
+        return leaf(vals[0]);
+    }
+    let step: usize = shape[1..].iter().product();
+    let mut items = Vec::with_capacity(shape[0]);
+    for i in 0..shape[0] {
+        items.push(nest(
+            py,
+            &shape[1..],
+            &vals[i * step..(i + 1) * step],
+            leaf,
+        )?);
+    }
+    Ok(PyList::new(py, items)?.into_any())
+}
+
+/// The tensor's values as (nested lists of) Python `bool`, `int` or
+/// `float`, read in the tensor's own dtype so int64 values stay exact
+/// (`tolist`, and `item` of a one-element tensor).
+pub fn tensor_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let shape = t.shape();
+    match t.dtype() {
+        DType::Bool => nest(py, &shape, &t.to_vec::<bool>(), &|v| {
+            Ok(PyBool::new(py, v).to_owned().into_any())
+        }),
+        DType::I64 => nest(py, &shape, &t.to_vec::<i64>(), &|v| {
+            Ok(v.into_pyobject(py)?.into_any())
+        }),
+        DType::F32 | DType::F64 => nest(py, &shape, &t.to_vec::<f64>(), &|v| {
+            Ok(PyFloat::new(py, v).into_any())
+        }),
+    }
+}
+
+/// The value of a one-element tensor (of any shape) as a Python number.
+fn scalar_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match t.dtype() {
+        DType::Bool => PyBool::new(py, t.to_vec::<bool>()[0]).to_owned().into_any(),
+        DType::I64 => t.to_vec::<i64>()[0].into_pyobject(py)?.into_any(),
+        DType::F32 | DType::F64 => PyFloat::new(py, t.item()?).into_any(),
+    })
+}
+
+#[pymethods]
+impl PyTensor {
+    /// The value of a one-element tensor as a Python number (bool, int or float).
+    fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if self.t.numel() != 1 {
+            return Err(PyRuntimeError::new_err(format!(
+                "a Tensor with {} elements cannot be converted to Scalar",
+                self.t.numel()
+            )));
+        }
+        Ok(scalar_to_py(py, &self.t)?.unbind())
+    }
+
+    /// The values as nested Python lists of numbers (a number for a 0-d tensor).
+    fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(tensor_to_py(py, &self.t)?.unbind())
+    }
+
+    /// A NumPy array sharing this tensor's memory (a copy with `force=True`). Refused for a
+    /// tensor that requires grad, unless `force` or under `no_grad()`.
+    #[pyo3(signature = (force=false))]
+    fn numpy<'py>(&self, py: Python<'py>, force: bool) -> PyResult<Bound<'py, PyAny>> {
+        // As PyTorch's: under `no_grad()` a tensor that requires grad converts.
+        if self.t.requires_grad() && autograd::is_grad_enabled() && !force {
+            return Err(PyRuntimeError::new_err(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
+            ));
+        }
+        if force {
+            return to_numpy_shared(py, &ops::clone_data(&self.t));
+        }
+        to_numpy_shared(py, &self.t)
+    }
+
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        // PyTorch's `__array__` is `self.numpy()`, with its refusal.
+        if self.t.requires_grad() && autograd::is_grad_enabled() {
+            return Err(PyRuntimeError::new_err(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
+            ));
+        }
+        let t = if copy == Some(true) {
+            ops::clone_data(&self.t)
+        } else {
+            self.t.clone()
+        };
+        let arr = to_numpy_shared(py, &t)?;
+        match dtype {
+            Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
+            _ => Ok(arr),
+        }
+    }
+
+    fn __float__(&self) -> PyResult<f64> {
+        self.one_value()
+    }
+
+    /// Exact for int64 and bool; a float is truncated the way `int(float)`
+    /// does (so NaN and infinities raise as they do there).
+    fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.t.dtype().is_float() {
+            return self.one_value_py(py)?.call_method0("__int__");
+        }
+        self.check_one_element()?;
+        Ok(self.t.to_vec::<i64>()[0].into_pyobject(py)?.into_any())
+    }
+
+    fn __index__(&self) -> PyResult<i64> {
+        if self.t.dtype().is_float() || self.t.numel() != 1 {
+            return Err(PyTypeError::new_err(
+                "only integer tensors of a single element can be converted to an index",
+            ));
+        }
+        Ok(self.t.to_vec::<i64>()[0])
+    }
+
+    fn __bool__(&self) -> PyResult<bool> {
+        if self.t.numel() != 1 {
+            return Err(PyRuntimeError::new_err(format!(
+                "Boolean value of Tensor with {} is ambiguous",
+                if self.t.numel() == 0 {
+                    "no values"
+                } else {
+                    "more than one value"
+                }
+            )));
+        }
+        Ok(self.t.item()? != 0.0)
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        let s = self.t.shape();
+        s.first()
+            .copied()
+            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+    }
+
+    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let t = &slf.get().t;
+        if t.ndim() == 0 {
+            return Err(PyTypeError::new_err("iteration over a 0-d tensor"));
+        }
+        let py = slf.py();
+        // As PyTorch's `iter(t.unbind(0))`: the rows are the outputs of one
+        // `UnbindBackward0` node.
+        let rows = enter(py, t.numel(), || ops::unbind(t, 0))?;
+        let items = rows
+            .into_iter()
+            .map(|r| wrap(py, r))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyList::new(py, items)?.try_iter()?.into_any().unbind())
+    }
+
+    /// Returns the tensor converted to a dtype (`to(dtype)`, `to(other)`, `to(dtype=...)`);
+    /// `"cpu"` is accepted. The tensor itself when nothing changes.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn to(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let this = &slf.get().t;
+        // Accepts `to(dtype)`, `to("cpu")`, `to(other_tensor)` and `dtype=`.
+        let mut target: Option<DType> = None;
+        for a in args.iter() {
+            if let Ok(t) = a.cast::<PyTensor>() {
+                target = Some(t.get().t.dtype());
+            } else if let Ok(s) = a.extract::<String>() {
+                if s != "cpu" {
+                    target = Some(parse_dtype(&a).map_err(|_| {
+                        PyRuntimeError::new_err(format!(
+                            "ferrograd runs on the CPU only; got device {s}"
+                        ))
+                    })?);
+                }
+            } else {
+                target = Some(parse_dtype(&a)?);
+            }
+        }
+        if let Some(kw) = kwargs {
+            if let Some(d) = kw.get_item("dtype")? {
+                target = opt_dtype(Some(&d))?;
+            }
+        }
+        match target {
+            None => Ok(slf.clone().into_any().unbind()),
+            Some(dt) => cast(slf, this, dt),
+        }
+    }
+
+    /// Returns the tensor as float32 (the tensor itself if it already is).
+    fn float(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::F32)
+    }
+
+    /// Returns the tensor as float64 (the tensor itself if it already is).
+    fn double(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::F64)
+    }
+
+    /// Returns the tensor as int64 (the tensor itself if it already is).
+    fn long(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::I64)
+    }
+
+    /// Returns the tensor as bool (the tensor itself if it already is).
+    fn bool(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::Bool)
+    }
+
+    /// Returns the tensor converted to the dtype of `other`.
+    fn type_as(slf: &Bound<'_, Self>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
+        let dt = other.get().t.dtype();
+        cast(slf, &slf.get().t, dt)
+    }
+
+    /// Returns the tensor itself: ferrograd tensors always live on the CPU.
+    fn cpu<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
+        slf.clone()
+    }
+
+    /// Returns the tensor in row-major memory order: the tensor itself if it already is, else a
+    /// copy.
+    fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let (py, t) = (slf.py(), &slf.get().t);
+        wrap_or_self(slf, enter(py, t.numel(), || ops::contiguous(t))?)
+    }
+}
+
+/// `t` (the tensor of `slf`) as `dt`: `slf` itself when it already is.
+fn cast(slf: &Bound<'_, PyTensor>, t: &Tensor, dt: DType) -> PyResult<Py<PyAny>> {
+    wrap_or_self(slf, enter(slf.py(), t.numel(), || ops::to_dtype(t, dt))?)
+}
+
+impl PyTensor {
+    /// PyTorch's `dispatch_to<T>` check for `float()` / `int()`.
+    fn check_one_element(&self) -> PyResult<()> {
+        if self.t.numel() != 1 {
+            return Err(PyValueError::new_err(
+                "only one element tensors can be converted to Python scalars",
+            ));
+        }
+        Ok(())
+    }
+
+    fn one_value(&self) -> PyResult<f64> {
+        self.check_one_element()?;
+        Ok(self.t.item()?)
+    }
+
+    fn one_value_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.check_one_element()?;
+        scalar_to_py(py, &self.t)
+    }
+}

@@ -1,0 +1,427 @@
+//! `Tensor` methods with options: rounding and clamping, closeness,
+//! `where`, and the reductions (`sum`, `var`, `max`, `softmax`, ...).
+
+use pyo3::prelude::*;
+
+use super::{return_pair, run, PyTensor};
+use crate::ops;
+use crate::py::convert::{
+    bound_arg, dims_arg, int_arg, norm_ord, seq_of_ints, tensor_bounds, to_tensor_like, var_args,
+};
+use crate::py::dtype::opt_dtype;
+use crate::py::errors::{enter, work};
+use crate::tensor::Tensor;
+
+#[pymethods]
+impl PyTensor {
+    /// Returns the elements rounded to `decimals` decimal places, halves to even; its gradient
+    /// is zero.
+    #[pyo3(signature = (decimals=0))]
+    fn round(&self, py: Python<'_>, decimals: i64) -> PyResult<Py<PyAny>> {
+        run(py, self.t.numel(), || ops::round(&self.t, decimals))
+    }
+
+    /// Returns the elements limited to [min, max]; either bound may be None, a number or a
+    /// tensor.
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp(
+        &self,
+        py: Python<'_>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (lo, hi) = (bound_arg(min, &self.t)?, bound_arg(max, &self.t)?);
+        let tb = tensor_bounds(min, max);
+        run(py, self.t.numel(), || {
+            ops::clamp(&self.t, lo.as_ref(), hi.as_ref(), tb)
+        })
+    }
+
+    /// Alias of `clamp`: the elements limited to [min, max].
+    #[pyo3(signature = (min=None, max=None))]
+    fn clip(
+        &self,
+        py: Python<'_>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.clamp(py, min, max)
+    }
+
+    /// Limits the elements to [min, max] in place and returns the tensor.
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp_<'py>(
+        slf: &Bound<'py, Self>,
+        min: Option<&Bound<'py, PyAny>>,
+        max: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let a = &slf.get().t;
+        let (lo, hi) = (bound_arg(min, a)?, bound_arg(max, a)?);
+        let tb = tensor_bounds(min, max);
+        enter(slf.py(), a.numel(), || {
+            ops::apply_inplace(a, || ops::clamp(a, lo.as_ref(), hi.as_ref(), tb))
+        })?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// Elementwise closeness `|self - other| <= atol + rtol * |other|`, a bool tensor (NaNs
+    /// equal only with `equal_nan`).
+    #[pyo3(signature = (other, rtol=1e-5, atol=1e-8, equal_nan=false))]
+    fn isclose(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let b = to_tensor_like(other, Some(&self.t))?;
+        run(py, work(&[&self.t, &b]), || {
+            ops::isclose(&self.t, &b, rtol, atol, equal_nan)
+        })
+    }
+
+    /// True when every element is close to `other` (see `isclose`).
+    #[pyo3(signature = (other, rtol=1e-5, atol=1e-8, equal_nan=false))]
+    fn allclose(
+        &self,
+        other: &Bound<'_, PyAny>,
+        rtol: f64,
+        atol: f64,
+        equal_nan: bool,
+    ) -> PyResult<bool> {
+        let b = to_tensor_like(other, Some(&self.t))?;
+        enter(other.py(), work(&[&self.t, &b]), || {
+            ops::allclose(&self.t, &b, rtol, atol, equal_nan)
+        })
+    }
+
+    /// Returns `self` where `condition` is True and `other` elsewhere (broadcast).
+    #[pyo3(name = "where")]
+    fn where_method(
+        &self,
+        py: Python<'_>,
+        condition: &Bound<'_, PyTensor>,
+        other: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let y = to_tensor_like(other, Some(&self.t))?;
+        let c = &condition.get().t;
+        run(py, work(&[c, &self.t, &y]), || ops::where_(c, &self.t, &y))
+    }
+
+    /// Returns the sum of the elements, over all of them or over the dimension(s) `dim` (kept
+    /// as size 1 with `keepdim`); `dtype` converts first.
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn sum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = dims_arg(dim)?;
+        let dt = opt_dtype(dtype)?;
+        run(py, self.t.numel(), || {
+            let x = match dt {
+                Some(d) => ops::to_dtype(&self.t, d)?,
+                None => self.t.clone(),
+            };
+            ops::sum(&x, dims.as_deref(), keepdim)
+        })
+    }
+
+    /// Returns the mean of the elements, over all of them or over the dimension(s) `dim` (kept
+    /// as size 1 with `keepdim`); `dtype` converts first.
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = dims_arg(dim)?;
+        let dt = opt_dtype(dtype)?;
+        run(py, self.t.numel(), || {
+            let x = match dt {
+                Some(d) => ops::to_dtype(&self.t, d)?,
+                None => self.t.clone(),
+            };
+            ops::mean(&x, dims.as_deref(), keepdim)
+        })
+    }
+
+    /// Returns the product of the elements, over all of them or over the dimension(s) `dim`
+    /// (kept as size 1 with `keepdim`); `dtype` converts first.
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn prod(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = dims_arg(dim)?;
+        let dt = opt_dtype(dtype)?;
+        run(py, self.t.numel(), || {
+            let x = match dt {
+                Some(d) => ops::to_dtype(&self.t, d)?,
+                None => self.t.clone(),
+            };
+            ops::prod(&x, dims.as_deref(), keepdim)
+        })
+    }
+
+    /// Returns the variance over `dim` (all elements by default), dividing by N - correction
+    /// (Bessel's correction 1 unless `unbiased=False` or `correction=` says otherwise).
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn var(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let (dims, corr) = var_args(dim, unbiased, correction)?;
+        run(py, self.t.numel(), || {
+            ops::var(&self.t, dims.as_deref(), corr, keepdim)
+        })
+    }
+
+    /// Returns the standard deviation over `dim` (all elements by default), dividing by N -
+    /// correction (1 unless `unbiased=False` or `correction=` says otherwise).
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn std(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        unbiased: Option<bool>,
+        keepdim: bool,
+        correction: Option<f64>,
+    ) -> PyResult<Py<PyAny>> {
+        let (dims, corr) = var_args(dim, unbiased, correction)?;
+        run(py, self.t.numel(), || {
+            ops::std(&self.t, dims.as_deref(), corr, keepdim)
+        })
+    }
+
+    /// `max()`, `max(dim, keepdim)` -> (values, indices), or `max(other)`.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn max(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        extreme(py, &self.t, dim, keepdim, true)
+    }
+
+    /// `min()`: the smallest element; `min(dim, keepdim)`: the (values, indices) of the
+    /// smallest along `dim`; `min(other)`: the elementwise minimum.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn min(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        extreme(py, &self.t, dim, keepdim, false)
+    }
+
+    /// Returns the largest elements over the dimension(s) `dim` (all by default); the gradient
+    /// is shared evenly between ties.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amax(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = dims_arg(dim)?;
+        run(py, self.t.numel(), || {
+            ops::amax(&self.t, dims.as_deref(), keepdim)
+        })
+    }
+
+    /// Returns the smallest elements over the dimension(s) `dim` (all by default); the gradient
+    /// is shared evenly between ties.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amin(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = dims_arg(dim)?;
+        run(py, self.t.numel(), || {
+            ops::amin(&self.t, dims.as_deref(), keepdim)
+        })
+    }
+
+    /// Returns the index of the largest element, in the flattened tensor or along `dim` (the
+    /// first one on ties).
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmax(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.t.numel(), || ops::argmax(&self.t, dim, keepdim))
+    }
+
+    /// Returns the index of the smallest element, in the flattened tensor or along `dim` (the
+    /// first one on ties).
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmin(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
+        run(py, self.t.numel(), || ops::argmin(&self.t, dim, keepdim))
+    }
+
+    /// Returns the vector p-norm (2 by default, `"fro"` is 2, `inf` the largest magnitude) over
+    /// `dim` or all elements.
+    #[pyo3(signature = (p=None, dim=None, keepdim=false, dtype=None))]
+    fn norm(
+        &self,
+        py: Python<'_>,
+        p: Option<&Bound<'_, PyAny>>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let ord = norm_ord(p)?;
+        let dims = dims_arg(dim)?;
+        let dt = opt_dtype(dtype)?;
+        run(py, self.t.numel(), || {
+            let x = match dt {
+                Some(d) => ops::to_dtype(&self.t, d)?,
+                None => self.t.clone(),
+            };
+            ops::vector_norm(&x, ord, dims.as_deref(), keepdim)
+        })
+    }
+
+    /// Returns log(sum(exp(x))) over the dimension(s) `dim`, computed stably.
+    #[pyo3(signature = (dim, keepdim=false))]
+    fn logsumexp(
+        &self,
+        py: Python<'_>,
+        dim: &Bound<'_, PyAny>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let dims = seq_of_ints(dim)?;
+        run(py, self.t.numel(), || {
+            ops::logsumexp(&self.t, Some(&dims), keepdim)
+        })
+    }
+
+    /// Returns the cumulative sums along `dim`; `dtype` converts first.
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn cumsum(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let dt = opt_dtype(dtype)?;
+        run(py, self.t.numel(), || {
+            let x = match dt {
+                Some(d) => ops::to_dtype(&self.t, d)?,
+                None => self.t.clone(),
+            };
+            ops::cumsum(&x, dim)
+        })
+    }
+
+    /// True (as a bool tensor) where every element is nonzero, over all elements or the
+    /// dimension(s) `dim`.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn all(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        match dims_arg(dim)? {
+            None => run(py, self.t.numel(), || ops::all(&self.t)),
+            Some(d) => run(py, self.t.numel(), || {
+                ops::all_dims(&self.t, Some(&d), keepdim)
+            }),
+        }
+    }
+
+    /// True (as a bool tensor) where some element is nonzero, over all elements or the
+    /// dimension(s) `dim`.
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn any(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Py<PyAny>> {
+        match dims_arg(dim)? {
+            None => run(py, self.t.numel(), || ops::any(&self.t)),
+            Some(d) => run(py, self.t.numel(), || {
+                ops::any_dims(&self.t, Some(&d), keepdim)
+            }),
+        }
+    }
+
+    /// Returns exp(x) / sum(exp(x)) along `dim`, computed stably; `dtype` converts first.
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn softmax(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let dt = opt_dtype(dtype)?;
+        run(py, self.t.numel(), || ops::softmax(&self.t, dim, dt))
+    }
+
+    /// Returns log(softmax(x)) along `dim`, computed stably; `dtype` converts first.
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn log_softmax(
+        &self,
+        py: Python<'_>,
+        dim: i64,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let dt = opt_dtype(dtype)?;
+        run(py, self.t.numel(), || ops::log_softmax(&self.t, dim, dt))
+    }
+}
+
+/// `max`/`min` overloads: whole tensor, along a dimension, or elementwise.
+pub fn extreme(
+    py: Python<'_>,
+    t: &Tensor,
+    dim: Option<&Bound<'_, PyAny>>,
+    keepdim: bool,
+    is_max: bool,
+) -> PyResult<Py<PyAny>> {
+    let dim = dim.filter(|d| !d.is_none());
+    let Some(d) = dim else {
+        return run(py, t.numel(), || {
+            if is_max {
+                ops::max_all(t)
+            } else {
+                ops::min_all(t)
+            }
+        });
+    };
+    if let Ok(other) = d.cast::<PyTensor>() {
+        let o = &other.get().t;
+        return run(py, work(&[t, o]), || {
+            if is_max {
+                ops::maximum(t, o)
+            } else {
+                ops::minimum(t, o)
+            }
+        });
+    }
+    let d = int_arg(d)?;
+    let (v, i) = enter(py, t.numel(), || {
+        if is_max {
+            ops::max_dim(t, d, keepdim)
+        } else {
+            ops::min_dim(t, d, keepdim)
+        }
+    })?;
+    return_pair(py, if is_max { "max" } else { "min" }, v, i)
+}

@@ -1,0 +1,404 @@
+//! The `Tensor` class Python sees. Every operator and method is a direct call
+//! into Rust: no Python-level wrapper sits on the per-op path. The methods of
+//! the op table (`ops_table.rs`) are generated; the rest are written here by
+//! topic: construction, identity and metadata (this file), `autograd`,
+//! `convert`, `operators` (and in-place writes), `math` (elementwise with
+//! options, reductions), `shape` and `indexing`.
+
+mod autograd;
+mod convert;
+mod indexing;
+mod math;
+mod operators;
+mod shape;
+
+pub use autograd::default_grad;
+pub use convert::tensor_to_py;
+pub(crate) use operators::{add_impl, sub_impl};
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use pyo3::exceptions::PyIndexError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple};
+use pyo3::{ffi, PyTraverseError, PyVisit};
+
+use super::convert::{tensor_from_data, to_numpy_shared};
+use super::dtype::{dtype_object, PyDType};
+use super::errors::enter;
+use super::function::PyFunctionBackward;
+use super::node::PyHook;
+use crate::ops;
+use crate::tensor::{DType, Tensor};
+
+/// A multi-dimensional array of one dtype (bool, int64, float32, float64)
+/// that records the operations on it for automatic differentiation when it
+/// requires grad, as PyTorch's `torch.Tensor`. `Tensor(data)` builds a
+/// float32 tensor; `ferrograd.tensor(data)` infers the dtype.
+//
+// No `__dict__` on the base class: the collector may traverse an object the
+// moment it is allocated, and a dict allocated before the Rust value is
+// written would let it see an uninitialised tensor. Python subclasses
+// (`nn.Parameter`) get their own `__dict__` as usual.
+#[pyclass(name = "Tensor", module = "ferrograd", subclass, weakref, frozen)]
+pub struct PyTensor {
+    pub t: Tensor,
+    /// This object's own address once it is registered as the Python object
+    /// of `t` (see "Object identity" below), 0 otherwise. Lets `Drop` tell
+    /// whether `t`'s binding slot still names this object.
+    registered: AtomicUsize,
+}
+
+impl PyTensor {
+    pub fn new(t: Tensor) -> PyTensor {
+        PyTensor {
+            t,
+            registered: AtomicUsize::new(0),
+        }
+    }
+}
+
+// ----- Object identity -------------------------------------------------------------
+//
+// PyTorch keeps one Python object per tensor: `x.grad is x.grad`, and
+// `grad_fn.next_functions[0][0].variable is x`. Each `TensorImpl` has an
+// opaque word (`binding_slot`) in which this layer keeps a *borrowed* pointer
+// to the `PyTensor` currently wrapping it, so `wrap` can hand that object back
+// instead of making a second one.
+//
+// Invariants (every read and write happens with the GIL held, so none races):
+// - the slot is set only to the address of a `PyTensor` whose `t` is that
+//   impl, right after the object is created (`wrap`) or initialised
+//   (`__init__`, for objects made by `Tensor.__new__`, e.g. `nn.Parameter`);
+// - that object's `Drop` (run by its `tp_dealloc`, before the memory is
+//   freed) resets the slot if it still names the object. So whenever the slot
+//   is non-zero it points at allocated memory;
+// - an object whose reference count is already 0 is being deallocated (for a
+//   Python subclass, `subtype_dealloc` clears its `__dict__`, which can run
+//   arbitrary code, before our `Drop`). It must never be handed out again, so
+//   `registered_object` ignores it and `wrap` registers a fresh object.
+
+/// The live Python object registered for `t`, as a new reference.
+fn registered_object(py: Python<'_>, t: &Tensor) -> Option<Py<PyAny>> {
+    let p = t.binding_slot();
+    if p == 0 {
+        return None;
+    }
+    let ptr = p as *mut ffi::PyObject;
+    // SAFETY: per the invariants above the slot names a PyTensor whose memory
+    // is still allocated, and the GIL is held so it cannot be freed meanwhile.
+    // A count of 0 means it is being deallocated: never resurrect it.
+    unsafe {
+        if ffi::Py_REFCNT(ptr) <= 0 {
+            return None;
+        }
+        Some(Bound::from_borrowed_ptr(py, ptr).unbind())
+    }
+}
+
+/// Makes `obj` the Python object of its tensor.
+fn register(obj: &Bound<'_, PyTensor>) {
+    let p = obj.as_ptr() as usize;
+    let pt = obj.get();
+    pt.registered.store(p, Ordering::Relaxed);
+    pt.t.set_binding_slot(p);
+}
+
+impl Drop for PyTensor {
+    fn drop(&mut self) {
+        // Runs inside tp_dealloc (GIL held) for objects Python owned; an
+        // object never registered (a Rust temporary) leaves the slot alone.
+        let me = *self.registered.get_mut();
+        if me != 0 {
+            self.t.clear_binding_slot(me);
+        }
+    }
+}
+
+/// The Python object for `t`: the one already wrapping it if there is one
+/// (an `nn.Parameter` stays itself), else a new `Tensor`.
+pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
+    if let Some(o) = registered_object(py, &t) {
+        return Ok(o);
+    }
+    let obj = Bound::new(py, PyTensor::new(t))?;
+    register(&obj);
+    Ok(obj.into_any().unbind())
+}
+
+/// `slf` itself when `t` is its tensor (`x.to(x.dtype) is x`), else `wrap(t)`.
+pub(crate) fn wrap_or_self(slf: &Bound<'_, PyTensor>, t: Tensor) -> PyResult<Py<PyAny>> {
+    if t.same(&slf.get().t) {
+        return Ok(slf.clone().into_any().unbind());
+    }
+    wrap(slf.py(), t)
+}
+
+/// Runs the op `f` through [`enter`] (GIL released for work of at least
+/// `kernels::GRAIN` elements, errors and panics mapped) and wraps its result.
+/// The call every tensor-returning binding makes.
+#[inline]
+pub fn run(
+    py: Python<'_>,
+    work: usize,
+    f: impl FnOnce() -> crate::Result<Tensor> + Send,
+) -> PyResult<Py<PyAny>> {
+    wrap(py, enter(py, work, f)?)
+}
+
+/// Several tensors as a Python tuple.
+pub fn tensor_tuple(py: Python<'_>, parts: Vec<Tensor>) -> PyResult<Py<PyAny>> {
+    let items: Vec<Py<PyAny>> = parts
+        .into_iter()
+        .map(|t| wrap(py, t))
+        .collect::<PyResult<_>>()?;
+    Ok(PyTuple::new(py, items)?.into_any().unbind())
+}
+
+static RETURN_TYPES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// A `(values, indices)` named tuple like `torch.return_types.max`.
+pub fn return_pair(py: Python<'_>, name: &str, a: Tensor, b: Tensor) -> PyResult<Py<PyAny>> {
+    let m = RETURN_TYPES.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py.import("ferrograd.return_types")?.into_any().unbind())
+    })?;
+    let cls = m.bind(py).getattr(name)?;
+    Ok(cls.call1((wrap(py, a)?, wrap(py, b)?))?.unbind())
+}
+
+static REPR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static SIZE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn size_object<'py>(py: Python<'py>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    let cls = SIZE.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py.import("ferrograd._size")?.getattr("Size")?.unbind())
+    })?;
+    cls.bind(py).call1((PyTuple::new(py, shape)?,))
+}
+
+/// What `__reduce__` returns: `ferrograd._rebuild_tensor` and its arguments.
+type Reduced = (Py<PyAny>, (Py<PyAny>, bool));
+
+#[pymethods]
+impl PyTensor {
+    // NumPy defers to the tensor's reflected operators (`ndarray * tensor`).
+    #[classattr]
+    #[allow(non_upper_case_globals)]
+    const __array_priority__: f64 = 1000.0;
+
+    /// `Tensor(data)` builds a float32 tensor; `Tensor(other_tensor)` aliases
+    /// it (what `nn.Parameter(t)` relies on).
+    #[new]
+    #[pyo3(signature = (data=None, requires_grad=false))]
+    fn py_new(data: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Self> {
+        let t = match data {
+            None => Tensor::zeros(smallvec::smallvec![0], DType::F32),
+            Some(d) => match d.cast::<PyTensor>() {
+                Ok(t) => t.get().t.detach(),
+                Err(_) => {
+                    let t = tensor_from_data(d, None)?;
+                    if t.dtype().is_float() {
+                        t
+                    } else {
+                        ops::to_dtype(&t, DType::F32)?
+                    }
+                }
+            },
+        };
+        if requires_grad {
+            t.set_requires_grad(true)?;
+        }
+        Ok(PyTensor::new(t))
+    }
+
+    /// Registers an object made by `Tensor.__new__` (`Tensor(data)`,
+    /// `nn.Parameter(t)`) as its tensor's Python object, so later wraps of
+    /// that tensor (`AccumulateGrad.variable`) return it.
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn __init__(
+        slf: &Bound<'_, Self>,
+        _args: &Bound<'_, PyTuple>,
+        _kwargs: Option<&Bound<'_, PyDict>>,
+    ) {
+        if registered_object(slf.py(), &slf.get().t).is_none() {
+            register(slf);
+        }
+    }
+
+    /// The tensor's size as a `ferrograd.Size` (a tuple of ints).
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        size_object(py, &self.t.shape())
+    }
+
+    /// The tensor's size as a `ferrograd.Size`, or with `dim` the length of that dimension
+    /// (negative counts from the end).
+    #[pyo3(signature = (dim=None))]
+    fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+        let shape = self.t.shape();
+        match dim {
+            None => size_object(py, &shape),
+            Some(d) => {
+                let d = crate::tensor::wrap_dim(d, shape.len())?;
+                if shape.is_empty() {
+                    return Err(PyIndexError::new_err(
+                        "dimension specified as 0 but tensor has no dimensions",
+                    ));
+                }
+                Ok(shape[d].into_pyobject(py)?.into_any())
+            }
+        }
+    }
+
+    /// The number of dimensions (0 for a scalar tensor).
+    fn dim(&self) -> usize {
+        self.t.ndim()
+    }
+
+    /// The number of dimensions (0 for a scalar tensor); the same as `dim()`.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.t.ndim()
+    }
+
+    /// The number of elements (the product of the sizes).
+    fn numel(&self) -> usize {
+        self.t.numel()
+    }
+
+    /// The number of elements; the same as `numel()`.
+    fn nelement(&self) -> usize {
+        self.t.numel()
+    }
+
+    /// The element type: `ferrograd.bool`, `int64`, `float32` or `float64`.
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> Py<PyDType> {
+        dtype_object(py, self.t.dtype())
+    }
+
+    /// Always `"cpu"`: ferrograd runs on the CPU only.
+    #[getter]
+    fn device(&self) -> &'static str {
+        "cpu"
+    }
+
+    /// Always False: ferrograd runs on the CPU only.
+    #[getter]
+    fn is_cuda(&self) -> bool {
+        false
+    }
+
+    /// True when the dtype is float32 or float64.
+    fn is_floating_point(&self) -> bool {
+        self.t.dtype().is_float()
+    }
+
+    /// True when the elements are laid out in row-major order with no gaps (an empty tensor
+    /// always is).
+    fn is_contiguous(&self) -> bool {
+        self.t.is_contiguous()
+    }
+
+    /// The step in elements between neighbours along each dimension, as a tuple.
+    fn stride<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let v = self.t.view();
+        PyTuple::new(py, v.strides.iter().zip(&v.shape).map(|(&s, _)| s))
+    }
+
+    /// The index of the tensor's first element in its memory (nonzero for some views).
+    fn storage_offset(&self) -> usize {
+        self.t.view().offset
+    }
+
+    #[getter]
+    fn _version(&self) -> u64 {
+        self.t.version()
+    }
+
+    /// The address of the tensor's first element.
+    fn data_ptr(&self) -> usize {
+        let v = self.t.view();
+        v.storage.as_ptr() as usize + v.offset * v.dtype().size()
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let py = slf.py();
+        let f = REPR.get_or_try_init(py, || -> PyResult<_> {
+            Ok(py
+                .import("ferrograd._tensor_str")?
+                .getattr("_repr")?
+                .unbind())
+        })?;
+        f.bind(py).call1((slf,))?.extract()
+    }
+
+    /// Reports the Python objects this tensor keeps alive through Rust (a
+    /// custom Function's ctx via `grad_fn`, hooks on the `grad_fn` node of a
+    /// non-leaf, leaf hooks), so cycles through them are collected. Only when
+    /// this object is the sole owner of that chain (of the tensor, and the
+    /// tensor of the node), so no reference is ever reported twice.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if self.t.handle_count() != 1 {
+            return Ok(());
+        }
+        let Some(meta) = self.t.try_meta() else {
+            return Ok(());
+        };
+        if let Some((node, _)) = &meta.grad_fn {
+            if node.strong_count() == 1 {
+                if let Some(f) = node.backward.as_any().downcast_ref::<PyFunctionBackward>() {
+                    visit.call(&f.ctx)?;
+                    visit.call(&f.backward)?;
+                }
+                node.try_visit_pre_hooks(|h| match h.as_any().downcast_ref::<PyHook>() {
+                    Some(h) => visit.call(&h.0),
+                    None => Ok(()),
+                })?;
+            }
+        }
+        for (_, h) in &meta.hooks {
+            if let Some(h) = h.as_any().downcast_ref::<PyHook>() {
+                visit.call(&h.0)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Breaks a cycle found by the collector: this tensor is unreachable, so
+    /// dropping its graph link and hooks changes nothing anyone can observe.
+    /// Everything taken is dropped after the locks are released.
+    fn __clear__(&self) {
+        if self.t.handle_count() != 1 {
+            return;
+        }
+        let (hooks, node_hooks) = match self.t.try_meta() {
+            Some(mut m) => {
+                let node_hooks = match &m.grad_fn {
+                    Some((node, _)) if node.strong_count() == 1 => node.try_take_pre_hooks(),
+                    _ => Vec::new(),
+                };
+                (std::mem::take(&mut m.hooks), node_hooks)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        drop(hooks);
+        drop(node_hooks);
+        self.t.detach_in_place();
+    }
+
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
+    }
+
+    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<Reduced> {
+        let py = slf.py();
+        // A NumPy copy keeps the dtype and exact values; the rebuilt tensor
+        // is a leaf with the same requires_grad, as PyTorch's pickles are.
+        let f = py.import("ferrograd")?.getattr("_rebuild_tensor")?.unbind();
+        let t = &slf.get().t;
+        let arr = to_numpy_shared(py, &ops::clone_data(t))?;
+        Ok((f, (arr.unbind(), t.requires_grad())))
+    }
+}

@@ -1,0 +1,455 @@
+//! `Tensor`'s Python operators (`+`, `@`, `==`, `+=`, ...), the methods
+//! that share their number-or-tensor handling (`add`, `mul`, `eq`, ...), and
+//! the in-place writes (`add_`, `copy_`, `fill_`, ...).
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::pyclass::CompareOp;
+
+use super::{run, PyTensor};
+use crate::ops::{self, Scalar};
+use crate::py::convert::{as_scalar, operand, scalar_from_any, to_tensor_like, Operand};
+use crate::py::errors::{enter, product_work, work};
+use crate::tensor::{DType, Tensor};
+
+type TT = fn(&Tensor, &Tensor) -> crate::Result<Tensor>;
+type TS = fn(&Tensor, Scalar) -> crate::Result<Tensor>;
+
+fn work2(a: &Tensor, b: &Tensor) -> usize {
+    work(&[a, b])
+}
+
+/// `a <op> other` where `other` is a tensor or a Python number.
+fn binop(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    tt: TT,
+    ts: TS,
+) -> PyResult<Py<PyAny>> {
+    match operand(other) {
+        Some(Operand::Tensor(b)) => run(py, work2(a, &b), || tt(a, &b)),
+        Some(Operand::Scalar(s)) => run(py, a.numel(), || ts(a, s)),
+        None => Ok(py.NotImplemented()),
+    }
+}
+
+/// `other <op> a` for a Python number `other`.
+fn rbinop(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    tt: TT,
+    ts: TS,
+) -> PyResult<Py<PyAny>> {
+    match operand(other) {
+        Some(Operand::Tensor(b)) => run(py, work2(a, &b), || tt(&b, a)),
+        Some(Operand::Scalar(s)) => run(py, a.numel(), || ts(a, s)),
+        None => Ok(py.NotImplemented()),
+    }
+}
+
+/// `a <op>= other`: computes out of place, then commits into `a`.
+fn ibinop(slf: &Bound<'_, PyTensor>, other: &Bound<'_, PyAny>, tt: TT) -> PyResult<Py<PyAny>> {
+    ibinop_with(slf, other, tt, None)
+}
+
+/// `ibinop`, trying first the one-pass untracked update for `fast`.
+fn ibinop_with(
+    slf: &Bound<'_, PyTensor>,
+    other: &Bound<'_, PyAny>,
+    tt: TT,
+    fast: Option<ops::InplaceOp>,
+) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    let a = &slf.get().t;
+    let b = to_tensor_like(other, Some(a))?;
+    enter(py, work2(a, &b), || {
+        ops::check_inplace(a)?;
+        if let Some(op) = fast {
+            if ops::try_update_in_place(a, &b, op)? {
+                return Ok(());
+            }
+        }
+        ops::apply_inplace(a, || tt(a, &b))
+    })?;
+    Ok(slf.clone().into_any().unbind())
+}
+
+/// `a + alpha * other` (`add` and `Tensor.add`).
+pub(crate) fn add_impl(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    alpha: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let b = to_tensor_like(other, Some(a))?;
+    let alpha = match alpha {
+        Some(al) if !al.is_none() => {
+            Some(as_scalar(al).ok_or_else(|| PyTypeError::new_err("alpha must be a number"))?)
+        }
+        _ => None,
+    };
+    run(py, work2(a, &b), || match alpha {
+        Some(s) => ops::add_alpha(a, &b, s),
+        None => ops::add(a, &b),
+    })
+}
+
+/// `a - alpha * other` (`sub` and `Tensor.sub`).
+pub(crate) fn sub_impl(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    alpha: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let b = to_tensor_like(other, Some(a))?;
+    let alpha = match alpha {
+        Some(al) if !al.is_none() => {
+            Some(as_scalar(al).ok_or_else(|| PyTypeError::new_err("alpha must be a number"))?)
+        }
+        _ => None,
+    };
+    run(py, work2(a, &b), || match alpha {
+        Some(s) => {
+            ops::sub_check(a, &b)?;
+            ops::sub(a, &ops::mul(&b, &s.wrap(&b))?)
+        }
+        None => ops::sub(a, &b),
+    })
+}
+
+#[pymethods]
+impl PyTensor {
+    fn __add__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, ops::add, ops::add_scalar)
+    }
+
+    fn __radd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rbinop(py, &self.t, o, ops::add, ops::add_scalar)
+    }
+
+    fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, ops::sub, ops::sub_scalar)
+    }
+
+    fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rbinop(py, &self.t, o, ops::sub, ops::rsub_scalar)
+    }
+
+    fn __mul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, ops::mul, ops::mul_scalar)
+    }
+
+    fn __rmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rbinop(py, &self.t, o, ops::mul, ops::mul_scalar)
+    }
+
+    fn __truediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, ops::div, ops::div_scalar)
+    }
+
+    fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        rbinop(py, &self.t, o, ops::div, ops::rdiv_scalar)
+    }
+
+    fn __pow__(
+        &self,
+        py: Python<'_>,
+        o: &Bound<'_, PyAny>,
+        _m: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, o, ops::pow, ops::pow_scalar)
+    }
+
+    fn __rpow__(
+        &self,
+        py: Python<'_>,
+        o: &Bound<'_, PyAny>,
+        _m: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        rbinop(py, &self.t, o, ops::pow, ops::rpow_scalar)
+    }
+
+    fn __matmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match operand(o) {
+            Some(Operand::Tensor(b)) => {
+                run(py, product_work(&self.t, &b), || ops::matmul(&self.t, &b))
+            }
+            _ => Ok(py.NotImplemented()),
+        }
+    }
+
+    fn __rmatmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match operand(o) {
+            Some(Operand::Tensor(b)) => {
+                run(py, product_work(&b, &self.t), || ops::matmul(&b, &self.t))
+            }
+            _ => Ok(py.NotImplemented()),
+        }
+    }
+
+    fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        run(py, self.t.numel(), || ops::neg(&self.t))
+    }
+
+    fn __pos__<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
+        slf.clone()
+    }
+
+    fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        run(py, self.t.numel(), || ops::abs(&self.t))
+    }
+
+    fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if self.t.dtype() != DType::Bool {
+            return Err(PyTypeError::new_err(
+                "~ (bitwise_not) is only supported for bool tensors in ferrograd",
+            ));
+        }
+        run(py, self.t.numel(), || ops::logical_not(&self.t))
+    }
+
+    fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let b = to_tensor_like(o, Some(&self.t))?;
+        run(py, work2(&self.t, &b), || ops::logical_and(&self.t, &b))
+    }
+
+    fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let b = to_tensor_like(o, Some(&self.t))?;
+        run(py, work2(&self.t, &b), || ops::logical_or(&self.t, &b))
+    }
+
+    fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        if self.t.dtype() != DType::Bool {
+            return Err(PyTypeError::new_err(
+                "^ (bitwise_xor) is only supported for bool tensors in ferrograd",
+            ));
+        }
+        self.logical_xor(py, o)
+    }
+
+    fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        ibinop_with(slf, o, ops::add, Some(ops::InplaceOp::Add)).map(drop)
+    }
+
+    fn __isub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        ibinop_with(slf, o, ops::sub, Some(ops::InplaceOp::Sub)).map(drop)
+    }
+
+    fn __imul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        ibinop_with(slf, o, ops::mul, Some(ops::InplaceOp::Mul)).map(drop)
+    }
+
+    fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        ibinop_with(slf, o, ops::div, Some(ops::InplaceOp::Div)).map(drop)
+    }
+
+    fn __richcmp__(
+        &self,
+        py: Python<'_>,
+        o: &Bound<'_, PyAny>,
+        op: CompareOp,
+    ) -> PyResult<Py<PyAny>> {
+        let Some(other) = operand(o) else {
+            return Ok(py.NotImplemented());
+        };
+        let b = match other {
+            Operand::Tensor(b) => b,
+            Operand::Scalar(s) => s.wrap(&self.t),
+        };
+        let f: TT = match op {
+            CompareOp::Eq => ops::eq,
+            CompareOp::Ne => ops::ne,
+            CompareOp::Lt => ops::lt,
+            CompareOp::Le => ops::le,
+            CompareOp::Gt => ops::gt,
+            CompareOp::Ge => ops::ge,
+        };
+        run(py, work2(&self.t, &b), || f(&self.t, &b))
+    }
+
+    /// Adds `alpha * other` to the tensor in place and returns it.
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn add_<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        alpha: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        match alpha {
+            None => ibinop_with(slf, other, ops::add, Some(ops::InplaceOp::Add)),
+            Some(al) => {
+                let a = &slf.get().t;
+                let s = scalar_from_any(al)?;
+                let b = to_tensor_like(other, Some(a))?;
+                enter(slf.py(), work2(a, &b), || {
+                    ops::apply_inplace(a, || ops::add_alpha(a, &b, s))
+                })?;
+                Ok(slf.clone().into_any().unbind())
+            }
+        }
+    }
+
+    /// Subtracts `other` from the tensor in place and returns it.
+    fn sub_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        ibinop_with(slf, other, ops::sub, Some(ops::InplaceOp::Sub))
+    }
+
+    /// Multiplies the tensor by `other` in place and returns it.
+    fn mul_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        ibinop_with(slf, other, ops::mul, Some(ops::InplaceOp::Mul))
+    }
+
+    /// Divides the tensor by `other` in place and returns it.
+    fn div_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        ibinop_with(slf, other, ops::div, Some(ops::InplaceOp::Div))
+    }
+
+    /// Raises the tensor to the power `other` in place and returns it.
+    fn pow_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        if let Some(Operand::Scalar(e)) = operand(other) {
+            // A number exponent is PyTorch's `pow_.Scalar` (`PowBackward0`).
+            let a = &slf.get().t;
+            enter(slf.py(), a.numel(), || {
+                ops::apply_inplace(a, || ops::pow_scalar(a, e))
+            })?;
+            return Ok(slf.clone().into_any().unbind());
+        }
+        ibinop(slf, other, ops::pow)
+    }
+
+    /// Copies the values of `src` (broadcast, converted to this dtype) into the tensor in place
+    /// and returns it.
+    fn copy_(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        ibinop(slf, src, ops::copy_value)
+    }
+
+    /// Fills the tensor with zeros in place and returns it.
+    fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let a = &slf.get().t;
+        enter(slf.py(), a.numel(), || ops::zero_(a))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// OneFlow's spelling of `zero_`, used by its tutorials.
+    fn zeros_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        Self::zero_(slf)
+    }
+
+    /// Fills the tensor with `value` in place and returns it.
+    fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let v = scalar_from_any(value)?.to_f64();
+        let a = &slf.get().t;
+        enter(slf.py(), a.numel(), || ops::fill_(a, v))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// Fills the tensor in place with samples from the normal distribution N(mean, std^2) and
+    /// returns it.
+    #[pyo3(signature = (mean=0.0, std=1.0, *, generator=None))]
+    fn normal_(
+        slf: &Bound<'_, Self>,
+        mean: f64,
+        std: f64,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = generator;
+        let t = &slf.get().t;
+        enter(slf.py(), t.numel(), || ops::normal_(t, mean, std))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// Fills the tensor in place with samples from the uniform distribution on [a, b) and
+    /// returns it.
+    #[pyo3(signature = (a=0.0, b=1.0, *, generator=None))]
+    fn uniform_(
+        slf: &Bound<'_, Self>,
+        a: f64,
+        b: f64,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = generator;
+        let t = &slf.get().t;
+        enter(slf.py(), t.numel(), || ops::uniform_(t, a, b))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// Returns `self + alpha * other` (broadcast; `other` may be a number).
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        add_impl(py, &self.t, other, alpha)
+    }
+
+    /// Returns `self - alpha * other` (broadcast; `other` may be a number).
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn sub(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        alpha: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        sub_impl(py, &self.t, other, alpha)
+    }
+
+    /// Returns `self * other` elementwise (broadcast; `other` may be a number).
+    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, other, ops::mul, ops::mul_scalar)
+    }
+
+    /// Returns `self / other` elementwise, true division (broadcast; `other` may be a number).
+    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, other, ops::div, ops::div_scalar)
+    }
+
+    /// Returns `self ** exponent` elementwise (broadcast; `exponent` may be a number).
+    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.t, exponent, ops::pow, ops::pow_scalar)
+    }
+
+    /// Elementwise `self == other`, a bool tensor.
+    fn eq(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.__richcmp__(py, o, CompareOp::Eq)
+    }
+
+    /// Elementwise `self != other`, a bool tensor.
+    fn ne(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.__richcmp__(py, o, CompareOp::Ne)
+    }
+
+    /// Elementwise `self < other`, a bool tensor.
+    fn lt(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.__richcmp__(py, o, CompareOp::Lt)
+    }
+
+    /// Elementwise `self <= other`, a bool tensor.
+    fn le(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.__richcmp__(py, o, CompareOp::Le)
+    }
+
+    /// Elementwise `self > other`, a bool tensor.
+    fn gt(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.__richcmp__(py, o, CompareOp::Gt)
+    }
+
+    /// Elementwise `self >= other`, a bool tensor.
+    fn ge(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.__richcmp__(py, o, CompareOp::Ge)
+    }
+
+    /// True when `other` has the same shape and the same values.
+    fn equal(&self, other: &Bound<'_, PyTensor>) -> PyResult<bool> {
+        let b = &other.get().t;
+        if self.t.shape() != b.shape() {
+            return Ok(false);
+        }
+        let same = enter(other.py(), work2(&self.t, b), || {
+            ops::eq(&self.t, b).and_then(|e| ops::all(&e))
+        })?;
+        Ok(same.item()? != 0.0)
+    }
+}
