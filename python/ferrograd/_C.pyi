@@ -224,6 +224,7 @@ __all__ = [
     "_gru_layer_forward",
     "_gru_layer_backward",
     "Generator",
+    "default_generator",
     "rand",
     "randn",
     "randint",
