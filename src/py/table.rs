@@ -37,7 +37,6 @@ macro_rules! op_table {
             $( op_table!(@register m $name [ $($surf)* ]); )*
             Ok(())
         }
-
     };
 
     // ----- Tensor methods: one `#[pymethods]` block per surface ------------------------
