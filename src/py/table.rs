@@ -37,12 +37,6 @@ macro_rules! op_table {
             $( op_table!(@register m $name [ $($surf)* ]); )*
             Ok(())
         }
-
-        /// `(kind, name, arg, surfaces)` of every line, for tests.
-        #[allow(dead_code)]
-        pub const LINES: &[(&str, &str, &str, &str)] = &[
-            $( (stringify!($kind), stringify!($name), stringify!($($arg)?), stringify!($($surf)*)), )*
-        ];
     };
 
     // ----- Tensor methods: one `#[pymethods]` block per surface ------------------------

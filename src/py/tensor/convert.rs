@@ -92,7 +92,8 @@ impl PyTensor {
             ));
         }
         if force {
-            return to_numpy_shared(py, &ops::clone_data(&self.t));
+            let copy = enter(py, self.t.numel(), || Ok(ops::clone_data(&self.t)))?;
+            return to_numpy_shared(py, &copy);
         }
         to_numpy_shared(py, &self.t)
     }
@@ -111,7 +112,7 @@ impl PyTensor {
             ));
         }
         let t = if copy == Some(true) {
-            ops::clone_data(&self.t)
+            enter(py, self.t.numel(), || Ok(ops::clone_data(&self.t)))?
         } else {
             self.t.clone()
         };

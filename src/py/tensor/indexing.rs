@@ -131,8 +131,9 @@ impl PyTensor {
         if !as_tuple {
             return wrap(py, nz);
         }
-        let cols = enter(py, nz.numel(), || ops::unbind(&nz, 1))?;
-        let cols: Vec<Tensor> = cols.iter().map(ops::clone_data).collect();
+        let cols = enter(py, nz.numel(), || {
+            Ok(ops::unbind(&nz, 1)?.iter().map(ops::clone_data).collect())
+        })?;
         tensor_tuple(py, cols)
     }
 

@@ -398,7 +398,8 @@ impl PyTensor {
         // is a leaf with the same requires_grad, as PyTorch's pickles are.
         let f = py.import("ferrograd")?.getattr("_rebuild_tensor")?.unbind();
         let t = &slf.get().t;
-        let arr = to_numpy_shared(py, &ops::clone_data(t))?;
+        let copy = enter(py, t.numel(), || Ok(ops::clone_data(t)))?;
+        let arr = to_numpy_shared(py, &copy)?;
         Ok((f, (arr.unbind(), t.requires_grad())))
     }
 }
