@@ -400,3 +400,11 @@ def test_one_affine_parameter(which, kind):
 
     assert gradcheck(f, (x, p))
     assert gradgradcheck(f, (x, p))
+
+
+def test_layer_norm_float32_large_mean_keeps_precision():
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((6, 64)) * 1e-2 + 1e4).astype(np.float32)
+    got = F.layer_norm(fg.tensor(x), (64,), eps=0.0).numpy()
+    want = np_norm(x.astype(np.float64), (1,), 0.0)
+    np.testing.assert_allclose(got, want, rtol=0, atol=3e-3)

@@ -233,30 +233,33 @@ pub fn block_linear<T: Float>(g: &[T], x: &[T], s: usize, k: &[[T; 4]]) -> Vec<T
 fn ln_row<T: Float>(
     x: &[T],
     out: &mut [MaybeUninit<T>],
-    mean: T,
+    mean: [T; 2],
     rstd: T,
     w: Option<&[T]>,
     b: Option<&[T]>,
 ) {
+    // `mean` is the mean rounded to T and what the rounding lost: (v - hi) is
+    // exact, so rows whose mean dwarfs their spread keep their digits.
+    let [mean, lo] = mean;
     match (w, b) {
         (Some(w), Some(b)) => {
             for (((o, &v), &wv), &bv) in out.iter_mut().zip(x).zip(w).zip(b) {
-                o.write((v - mean) * rstd * wv + bv);
+                o.write(((v - mean) - lo) * rstd * wv + bv);
             }
         }
         (Some(w), None) => {
             for ((o, &v), &wv) in out.iter_mut().zip(x).zip(w) {
-                o.write((v - mean) * rstd * wv);
+                o.write(((v - mean) - lo) * rstd * wv);
             }
         }
         (None, Some(b)) => {
             for ((o, &v), &bv) in out.iter_mut().zip(x).zip(b) {
-                o.write((v - mean) * rstd + bv);
+                o.write(((v - mean) - lo) * rstd + bv);
             }
         }
         (None, None) => {
             for (o, &v) in out.iter_mut().zip(x) {
-                o.write((v - mean) * rstd);
+                o.write(((v - mean) - lo) * rstd);
             }
         }
     }
@@ -287,12 +290,13 @@ pub fn layer_norm<T: Float>(
                 let var = ((sq - sd * sd / n) / n).max(0.0);
                 let rs = 1.0 / (var + eps).sqrt();
                 let (mu_t, rs_t) = (T::from_f64(mu), T::from_f64(rs));
+                let lo = T::from_f64(mu - Element::to_f64(mu_t));
                 // SAFETY: row r's output, mean and rstd are written by this range only.
                 unsafe {
                     *pm.get().add(r) = mu_t;
                     *pr.get().add(r) = rs_t;
                     let row = std::slice::from_raw_parts_mut(o.get().add(r * m), m);
-                    ln_row(xs, row, mu_t, rs_t, w, b);
+                    ln_row(xs, row, [mu_t, lo], rs_t, w, b);
                 }
             }
         });

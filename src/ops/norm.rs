@@ -122,6 +122,25 @@ impl Blocks {
     fn by_columns(&self) -> bool {
         !self.per_sample && self.s < COLUMN_S && self.n > 0
     }
+
+    /// How many units the kernels walk: blocks (sample, channel), or
+    /// columns (channel, position) when walking rows.
+    fn units(&self) -> usize {
+        if self.by_columns() {
+            self.c * self.s
+        } else {
+            self.n * self.c
+        }
+    }
+
+    /// The statistics group and channel of unit `u`.
+    fn unit_chan(&self, u: usize) -> (usize, usize) {
+        if self.by_columns() {
+            (u / self.s, u / self.s)
+        } else {
+            (self.group_of(u), u % self.c)
+        }
+    }
 }
 
 /// Per-group mean and biased variance of `x` (contiguous, `T`).
@@ -153,14 +172,8 @@ fn block_forward<T: Float>(
     w: Option<&[f64]>,
     b: Option<&[f64]>,
 ) -> Vec<T> {
-    // Per block (sample, channel), or per column (channel, position) when
-    // walking rows; either way the parameters follow the channel.
-    let (units, chan_of): (usize, Box<dyn Fn(usize) -> (usize, usize)>) = if l.by_columns() {
-        (l.c * l.s, Box::new(move |j| (j / l.s, j / l.s)))
-    } else {
-        (l.n * l.c, Box::new(move |b| (l.group_of(b), b % l.c)))
-    };
-    let nb = units;
+    let nb = l.units();
+    let chan_of = |u| l.unit_chan(u);
     let mut center = Vec::with_capacity(nb);
     let mut scale = Vec::with_capacity(nb);
     let mut shift = Vec::with_capacity(nb);
@@ -193,11 +206,8 @@ fn block_backward<T: Float>(
     input_stats: bool,
 ) -> (Vec<T>, Vec<f64>, Vec<f64>) {
     let cols = l.by_columns();
-    let (nb, chan_of): (usize, Box<dyn Fn(usize) -> (usize, usize)>) = if cols {
-        (l.c * l.s, Box::new(move |j| (j / l.s, j / l.s)))
-    } else {
-        (l.n * l.c, Box::new(move |b| (l.group_of(b), b % l.c)))
-    };
+    let nb = l.units();
+    let chan_of = |u| l.unit_chan(u);
     let center: Vec<f64> = (0..nb).map(|b| mean[chan_of(b).0]).collect();
     let (sg, sgx) = if cols {
         kn::col_grad_sums(g, x, nb, &center)
