@@ -65,6 +65,12 @@ impl Geom {
 
 /// Lays one sample `x[C, H, W]` out as columns `[C*KH*KW, OH*OW]`.
 pub fn im2col<T: Float>(g: &Geom, x: &[T], cols: &mut [T]) {
+    im2col_strided(g, x, cols, g.oh * g.ow)
+}
+
+/// [`im2col`] into rows `ld` elements apart, so several samples' columns can
+/// sit side by side in one matrix.
+fn im2col_strided<T: Float>(g: &Geom, x: &[T], cols: &mut [T], ld: usize) {
     let (h, w, oh, ow) = (g.h as isize, g.w as isize, g.oh, g.ow);
     let [sh, sw] = g.stride.map(|s| s as isize);
     let [ph, pw] = g.padding.map(|s| s as isize);
@@ -75,7 +81,7 @@ pub fn im2col<T: Float>(g: &Geom, x: &[T], cols: &mut [T]) {
         let plane = &x[ci * g.h * g.w..(ci + 1) * g.h * g.w];
         for i in 0..g.kh as isize {
             for j in 0..g.kw as isize {
-                let dst = &mut cols[row * l..(row + 1) * l];
+                let dst = &mut cols[row * ld..row * ld + l];
                 row += 1;
                 // The output columns whose input column is inside the image.
                 let off = j * dw - pw;
@@ -196,7 +202,10 @@ pub fn conv_forward<T: Float>(g: &Geom, x: &[T], wt: &[T], bias: Option<&[T]>) -
     let (k, og, l) = (g.k(), g.og(), g.l());
     let in_n = g.c * g.h * g.w;
     let out_n = g.o * l;
-    let mut y: Vec<T> = crate::error::filled_vec(g.n * out_n, <T as Element>::zero());
+    // Every element is written below (by the product, or the bias then the
+    // product), so the output is not zeroed first: that pass cost about a
+    // tenth of the kernel on the 32x32x32x32 layer.
+    let mut y: Vec<T> = crate::error::alloc_vec(g.n * out_n);
     let yp = SendPtr(y.as_mut_ptr());
     let pointwise = g.pointwise();
     over_batch(g.n, g.work(), |lo, hi, par| {
@@ -236,6 +245,9 @@ pub fn conv_forward<T: Float>(g: &Geom, x: &[T], wt: &[T], bias: Option<&[T]>) -
             }
         }
     });
+    // SAFETY: each sample's block was written in full by its tile (a panic
+    // in a tile propagates before this point, leaving `y` empty).
+    unsafe { y.set_len(g.n * out_n) };
     y
 }
 
@@ -312,43 +324,56 @@ pub fn conv_backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
     };
     let per = g.n.div_ceil(tiles).max(1);
     let tiles = g.n.div_ceil(per).max(1);
+    // Samples per product: small layers (LeNet's 6x25 weight over 28x28)
+    // make one product per sample too thin to run at speed, so several
+    // samples' columns go side by side, up to about a million elements.
+    let bt = ((1usize << 20) / (g.groups * k * l).max(1)).clamp(1, per);
+    let ld = bt * l;
     let mut acc: Vec<T> = crate::error::filled_vec(tiles * wn, <T as Element>::zero());
     let ap = SendPtr(acc.as_mut_ptr());
     let tile = |t: usize, par: bool| {
         let (lo, hi) = (t * per, ((t + 1) * per).min(g.n));
-        let mut cols: Vec<T> = if pointwise || lo >= hi {
-            Vec::new()
+        if lo >= hi {
+            return;
+        }
+        let batched = bt > 1 || !pointwise;
+        let mut cols: Vec<T> = if batched {
+            crate::error::filled_vec(g.groups * k * ld, <T as Element>::zero())
         } else {
-            crate::error::filled_vec(g.groups * k * l, <T as Element>::zero())
-        };
-        let mut gyt: Vec<T> = if lo >= hi {
             Vec::new()
-        } else {
-            crate::error::filled_vec(out_n, <T as Element>::zero())
         };
+        // gy^T of the chunk, [samples * l, O], so the product reads both
+        // operands by rows.
+        let mut gyt: Vec<T> = crate::error::filled_vec(ld * g.o, <T as Element>::zero());
         // SAFETY: accumulator `t` belongs to this tile alone.
         let dw = unsafe { ap.get().add(t * wn) };
-        for s in lo..hi {
-            let xs = &x[s * in_n..(s + 1) * in_n];
-            let src: &[T] = if pointwise {
-                xs
-            } else {
-                im2col(g, xs, &mut cols);
-                &cols
-            };
-            // gy_n^T [l, O], laid out so the product reads both operands by rows.
-            let gys = &gy[s * out_n..(s + 1) * out_n];
-            for (o, row) in gys.chunks_exact(l.max(1)).enumerate() {
-                for (p, &v) in row.iter().enumerate() {
-                    gyt[p * g.o + o] = v;
+        let mut s0 = lo;
+        while s0 < hi {
+            let cur = bt.min(hi - s0);
+            for j in 0..cur {
+                let s = s0 + j;
+                if batched {
+                    im2col_strided(g, &x[s * in_n..(s + 1) * in_n], &mut cols[j * l..], ld);
+                }
+                let gys = &gy[s * out_n..(s + 1) * out_n];
+                for (o, row) in gys.chunks_exact(l.max(1)).enumerate() {
+                    for (p, &v) in row.iter().enumerate() {
+                        gyt[(j * l + p) * g.o + o] = v;
+                    }
                 }
             }
+            let (src, lds): (&[T], usize) = if batched {
+                (&cols, ld)
+            } else {
+                (&x[s0 * in_n..(s0 + 1) * in_n], l)
+            };
             for gi in 0..g.groups {
-                let a = mat(src[gi * k * l..].as_ptr(), k, l, l, 1);
-                let b = mat(gyt[gi * og..].as_ptr(), l, og, g.o, 1);
-                // SAFETY: operands inside `src` / `gy`; the result inside the accumulator.
+                let a = mat(src[gi * k * lds..].as_ptr(), k, cur * l, lds, 1);
+                let b = mat(gyt[gi * og..].as_ptr(), cur * l, og, g.o, 1);
+                // SAFETY: operands inside `src` / `gyt`; the result inside the accumulator.
                 unsafe { gemm_add_into(a, b, dw.add(gi * k * og), par) };
             }
+            s0 += cur;
         }
     };
     if tiles > 1 {
