@@ -1168,3 +1168,11 @@ def test_backward_hook_module_supports_double_backward():
     # The second backward reaches x through the module's output again (pow
     # saved it), so the hook runs once per backward.
     assert calls == [1, 1]
+
+
+def test_parameter_is_the_graph_leaf_object():
+    lin = nn.Linear(2, 2)
+    node = (lin.weight * 2).grad_fn.next_functions[0][0]
+    assert node.variable is lin.weight
+    p = copy.deepcopy(lin).weight
+    assert (p * 2).grad_fn.next_functions[0][0].variable is p

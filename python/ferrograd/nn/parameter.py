@@ -26,10 +26,6 @@ class Parameter(_C.Tensor):
             data = _C.empty(0)
         return super().__new__(cls, data, requires_grad)
 
-    def __init__(self, data=None, requires_grad=True):
-        # ``Tensor.__init__`` would see the arguments again; ``__new__`` did it all.
-        pass
-
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
