@@ -1176,3 +1176,42 @@ def test_parameter_is_the_graph_leaf_object():
     assert node.variable is lin.weight
     p = copy.deepcopy(lin).weight
     assert (p * 2).grad_fn.next_functions[0][0].variable is p
+
+
+def test_load_post_hook_decides_strict_errors_and_failed_load_rolls_back():
+    m = nn.Linear(2, 2)
+    w = torch.randn(2, 2)
+    # Clearing the missing keys in place makes a strict load succeed.
+    h = m.register_load_state_dict_post_hook(lambda mod, keys: keys.missing_keys.clear())
+    res = m.load_state_dict({"weight": w})
+    assert res.missing_keys == [] and torch.equal(m.weight, w)
+    h.remove()
+
+    # A hook that adds a key fails the strict load, which is then undone.
+    snap = _snapshot(m)
+    seen = {}
+
+    def add_key(mod, keys):
+        seen["weight during hook"] = mod.weight.clone()
+        keys.unexpected_keys.append("made.up")
+
+    m.register_load_state_dict_post_hook(add_key)
+    new = {"weight": torch.ones(2, 2), "bias": torch.ones(2)}
+    with pytest.raises(RuntimeError, match='Unexpected key\\(s\\) in state_dict: "made.up"'):
+        m.load_state_dict(new)
+    # The hook saw the loaded values; the module is back as it was.
+    assert torch.equal(seen["weight during hook"], torch.ones(2, 2))
+    assert _unchanged(m, snap)
+
+
+def test_load_pre_hook_renames_keys():
+    m = nn.Linear(2, 2)
+
+    def rename(module, sd, prefix, *rest):
+        if prefix + "W" in sd:
+            sd[prefix + "weight"] = sd.pop(prefix + "W")
+
+    m.register_load_state_dict_pre_hook(rename)
+    w = torch.randn(2, 2)
+    m.load_state_dict({"W": w, "bias": torch.zeros(2)})
+    assert torch.equal(m.weight, w)
