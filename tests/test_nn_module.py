@@ -1215,3 +1215,62 @@ def test_load_pre_hook_renames_keys():
     w = torch.randn(2, 2)
     m.load_state_dict({"W": w, "bias": torch.zeros(2)})
     assert torch.equal(m.weight, w)
+
+
+_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "insert", "pop", "del", "delslice", "set", "extend"]),
+        st.integers(-6, 6),
+        st.integers(-6, 6),
+    ),
+    max_size=12,
+)
+
+
+@pytest.mark.parametrize("cls", [nn.Sequential, nn.ModuleList])
+@given(ops=_ops)
+def test_sequential_and_module_list_behave_like_lists(cls, ops):
+    """Any mix of edits keeps the container equal to the same edits on a
+    Python list, with keys renumbered "0".."n-1"."""
+    mods = [nn.Identity() for _ in range(3)]
+    c = cls(mods) if cls is nn.ModuleList else cls(*mods)
+    ref = list(mods)
+    for op, i, j in ops:
+        n = len(ref)
+        new = nn.Identity()
+        if op == "append":
+            c.append(new)
+            ref.append(new)
+        elif op == "extend":
+            c.extend([new, nn.ReLU()])
+            ref.extend(list(c)[-2:])
+        elif op == "insert":
+            # ModuleList.insert takes 0..n; Sequential's also -n..-1.
+            if cls is nn.ModuleList and not 0 <= i <= n:
+                continue
+            if not -n <= i <= n:
+                with pytest.raises(IndexError):
+                    c.insert(i, new)
+                continue
+            c.insert(i, new)
+            ref.insert(i if i >= 0 else i + n, new)
+        elif op in ("pop", "del", "set"):
+            if not -n <= i < n:
+                with pytest.raises(IndexError):
+                    c[i]
+                continue
+            if op == "pop":
+                assert c.pop(i) is ref.pop(i)
+            elif op == "del":
+                del c[i]
+                del ref[i]
+            else:
+                c[i] = new
+                ref[i] = new
+        else:
+            del c[i:j]
+            del ref[i:j]
+        assert list(c) == ref
+        assert len(c) == len(ref)
+        assert list(c._modules) == [str(k) for k in range(len(ref))]
+        assert all(c[k] is ref[k] for k in range(-len(ref), len(ref)))
