@@ -1274,3 +1274,22 @@ def test_sequential_and_module_list_behave_like_lists(cls, ops):
         assert len(c) == len(ref)
         assert list(c._modules) == [str(k) for k in range(len(ref))]
         assert all(c[k] is ref[k] for k in range(-len(ref), len(ref)))
+
+
+def test_backward_hook_leaves_tensors_without_grad_alone():
+    class Mix(nn.Module):
+        def forward(self, x, y):
+            return x * y, y
+
+    m = Mix()
+    got = []
+    m.register_full_backward_hook(lambda mod, gi, go: got.append((gi, go)))
+    x = torch.randn(2, requires_grad=True)
+    y = torch.randn(2)
+    a, b = m(x, y)
+    # y needs no gradient: it is passed through as is, and its places hold None.
+    assert b is y and not b.requires_grad
+    a.sum().backward()
+    (gx, gy), (ga, gb) = got[0]
+    assert gy is None and gb is None
+    assert np.allclose(_np(gx), _np(y)) and np.allclose(_np(ga), 1.0)

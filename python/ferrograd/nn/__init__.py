@@ -7,4 +7,4 @@ from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
 from .parameter import Parameter
 
-__all__ = [*_modules_all, "Parameter", "functional", "init", "utils"]
+__all__ = [*_modules_all, "functional", "init", "utils"]
