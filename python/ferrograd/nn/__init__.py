@@ -5,6 +5,5 @@ from __future__ import annotations
 from . import functional, init, utils
 from .modules import *  # noqa: F403
 from .modules import __all__ as _modules_all
-from .parameter import Parameter
 
 __all__ = [*_modules_all, "functional", "init", "utils"]
