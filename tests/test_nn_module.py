@@ -1293,3 +1293,11 @@ def test_backward_hook_leaves_tensors_without_grad_alone():
     (gx, gy), (ga, gb) = got[0]
     assert gy is None and gb is None
     assert np.allclose(_np(gx), _np(y)) and np.allclose(_np(ga), 1.0)
+
+
+def test_linear_default_init_is_pytorchs_for_seed_0():
+    # PyTorch 2.x: torch.manual_seed(0); nn.Linear(2, 2) prints these (4 decimals).
+    torch.manual_seed(0)
+    lin = nn.Linear(2, 2)
+    assert np.allclose(_np(lin.weight), [[-0.0053, 0.3793], [-0.5820, -0.5204]], atol=5e-5)
+    assert np.allclose(_np(lin.bias), [-0.2723, 0.1896], atol=5e-5)
