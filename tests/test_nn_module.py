@@ -1301,3 +1301,57 @@ def test_linear_default_init_is_pytorchs_for_seed_0():
     lin = nn.Linear(2, 2)
     assert np.allclose(_np(lin.weight), [[-0.0053, 0.3793], [-0.5820, -0.5204]], atol=5e-5)
     assert np.allclose(_np(lin.bias), [-0.2723, 0.1896], atol=5e-5)
+
+
+@st.composite
+def _mlp_specs(draw):
+    widths = draw(st.lists(st.integers(1, 4), min_size=2, max_size=4))
+    acts = draw(st.lists(st.sampled_from(["relu", "tanh", "none"]), min_size=len(widths) - 1,
+                         max_size=len(widths) - 1))
+    bias = draw(st.lists(st.booleans(), min_size=len(widths) - 1, max_size=len(widths) - 1))
+    return widths, acts, bias
+
+
+def _build(spec):
+    widths, acts, bias = spec
+    layers = []
+    for i, (act, b) in enumerate(zip(acts, bias)):
+        layers.append(nn.Linear(widths[i], widths[i + 1], bias=b))
+        if act == "relu":
+            layers.append(nn.ReLU())
+        elif act == "tanh":
+            layers.append(nn.Tanh())
+    model = nn.Sequential(*layers)
+    model.register_buffer("count", torch.zeros(widths[-1]))
+    return model
+
+
+@given(spec=_mlp_specs(), corrupt=st.sampled_from(["none", "shape", "drop", "extra", "list"]),
+       pick=st.integers(0, 100))
+def test_state_dict_transfer_and_corruption(spec, corrupt, pick):
+    """A state dict loads into a freshly built model and reproduces it; a
+    corrupted one raises and leaves the target exactly as it was."""
+    src = _build(spec)
+    with torch.no_grad():
+        src.count.fill_(3.0)
+    dst = _build(spec)
+    sd = src.state_dict()
+    keys = list(sd)
+    key = keys[pick % len(keys)]
+    if corrupt == "shape":
+        sd[key] = torch.zeros(*sd[key].shape, 2)
+    elif corrupt == "drop":
+        del sd[key]
+    elif corrupt == "extra":
+        sd[key + "_x"] = torch.zeros(1)
+    elif corrupt == "list":
+        sd[key] = sd[key].tolist()
+    snap = _snapshot(dst)
+    if corrupt == "none":
+        dst.load_state_dict(sd)
+        x = torch.randn(3, spec[0][0])
+        assert torch.equal(dst(x), src(x)) and torch.equal(dst.count, src.count)
+        return
+    with pytest.raises(RuntimeError, match="Error\\(s\\) in loading state_dict for Sequential"):
+        dst.load_state_dict(sd)
+    assert _unchanged(dst, snap)
