@@ -246,3 +246,16 @@ def test_no_warnings_for_normal_use():
         warnings.simplefilter("error")
         nn.Linear(3, 2)
         nn.Bilinear(2, 2, 2)
+
+
+def test_deprecated_aliases_warn_and_fill():
+    t = torch.empty(3, 2)
+    with pytest.warns(FutureWarning, match=r"`nn.init.constant` is now deprecated in favor of "
+                      r"`nn.init.constant_`."):
+        assert init.constant(t, 2.0) is t
+    assert np.all(_np(t) == 2.0)
+    torch.manual_seed(4)
+    with pytest.warns(FutureWarning, match="xavier_uniform"):
+        init.xavier_uniform(t)
+    ref = _seeded(4, init.xavier_uniform_, (3, 2))
+    assert np.array_equal(_np(t), ref)

@@ -1168,3 +1168,190 @@ def test_backward_hook_module_supports_double_backward():
     # The second backward reaches x through the module's output again (pow
     # saved it), so the hook runs once per backward.
     assert calls == [1, 1]
+
+
+def test_parameter_is_the_graph_leaf_object():
+    lin = nn.Linear(2, 2)
+    node = (lin.weight * 2).grad_fn.next_functions[0][0]
+    assert node.variable is lin.weight
+    p = copy.deepcopy(lin).weight
+    assert (p * 2).grad_fn.next_functions[0][0].variable is p
+
+
+def test_load_post_hook_decides_strict_errors_and_failed_load_rolls_back():
+    m = nn.Linear(2, 2)
+    w = torch.randn(2, 2)
+    # Clearing the missing keys in place makes a strict load succeed.
+    h = m.register_load_state_dict_post_hook(lambda mod, keys: keys.missing_keys.clear())
+    res = m.load_state_dict({"weight": w})
+    assert res.missing_keys == [] and torch.equal(m.weight, w)
+    h.remove()
+
+    # A hook that adds a key fails the strict load, which is then undone.
+    snap = _snapshot(m)
+    seen = {}
+
+    def add_key(mod, keys):
+        seen["weight during hook"] = mod.weight.clone()
+        keys.unexpected_keys.append("made.up")
+
+    m.register_load_state_dict_post_hook(add_key)
+    new = {"weight": torch.ones(2, 2), "bias": torch.ones(2)}
+    with pytest.raises(RuntimeError, match='Unexpected key\\(s\\) in state_dict: "made.up"'):
+        m.load_state_dict(new)
+    # The hook saw the loaded values; the module is back as it was.
+    assert torch.equal(seen["weight during hook"], torch.ones(2, 2))
+    assert _unchanged(m, snap)
+
+
+def test_load_pre_hook_renames_keys():
+    m = nn.Linear(2, 2)
+
+    def rename(module, sd, prefix, *rest):
+        if prefix + "W" in sd:
+            sd[prefix + "weight"] = sd.pop(prefix + "W")
+
+    m.register_load_state_dict_pre_hook(rename)
+    w = torch.randn(2, 2)
+    m.load_state_dict({"W": w, "bias": torch.zeros(2)})
+    assert torch.equal(m.weight, w)
+
+
+_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "insert", "pop", "del", "delslice", "set", "extend"]),
+        st.integers(-6, 6),
+        st.integers(-6, 6),
+    ),
+    max_size=12,
+)
+
+
+@pytest.mark.parametrize("cls", [nn.Sequential, nn.ModuleList])
+@given(ops=_ops)
+def test_sequential_and_module_list_behave_like_lists(cls, ops):
+    """Any mix of edits keeps the container equal to the same edits on a
+    Python list, with keys renumbered "0".."n-1"."""
+    mods = [nn.Identity() for _ in range(3)]
+    c = cls(mods) if cls is nn.ModuleList else cls(*mods)
+    ref = list(mods)
+    for op, i, j in ops:
+        n = len(ref)
+        new = nn.Identity()
+        if op == "append":
+            c.append(new)
+            ref.append(new)
+        elif op == "extend":
+            c.extend([new, nn.ReLU()])
+            ref.extend(list(c)[-2:])
+        elif op == "insert":
+            # ModuleList.insert takes 0..n; Sequential's also -n..-1.
+            if cls is nn.ModuleList and not 0 <= i <= n:
+                continue
+            if not -n <= i <= n:
+                with pytest.raises(IndexError):
+                    c.insert(i, new)
+                continue
+            c.insert(i, new)
+            ref.insert(i if i >= 0 else i + n, new)
+        elif op in ("pop", "del", "set"):
+            if not -n <= i < n:
+                with pytest.raises(IndexError):
+                    c[i]
+                continue
+            if op == "pop":
+                assert c.pop(i) is ref.pop(i)
+            elif op == "del":
+                del c[i]
+                del ref[i]
+            else:
+                c[i] = new
+                ref[i] = new
+        else:
+            del c[i:j]
+            del ref[i:j]
+        assert list(c) == ref
+        assert len(c) == len(ref)
+        assert list(c._modules) == [str(k) for k in range(len(ref))]
+        assert all(c[k] is ref[k] for k in range(-len(ref), len(ref)))
+
+
+def test_backward_hook_leaves_tensors_without_grad_alone():
+    class Mix(nn.Module):
+        def forward(self, x, y):
+            return x * y, y
+
+    m = Mix()
+    got = []
+    m.register_full_backward_hook(lambda mod, gi, go: got.append((gi, go)))
+    x = torch.randn(2, requires_grad=True)
+    y = torch.randn(2)
+    a, b = m(x, y)
+    # y needs no gradient: it is passed through as is, and its places hold None.
+    assert b is y and not b.requires_grad
+    a.sum().backward()
+    (gx, gy), (ga, gb) = got[0]
+    assert gy is None and gb is None
+    assert np.allclose(_np(gx), _np(y)) and np.allclose(_np(ga), 1.0)
+
+
+def test_linear_default_init_is_pytorchs_for_seed_0():
+    # PyTorch 2.x: torch.manual_seed(0); nn.Linear(2, 2) prints these (4 decimals).
+    torch.manual_seed(0)
+    lin = nn.Linear(2, 2)
+    assert np.allclose(_np(lin.weight), [[-0.0053, 0.3793], [-0.5820, -0.5204]], atol=5e-5)
+    assert np.allclose(_np(lin.bias), [-0.2723, 0.1896], atol=5e-5)
+
+
+@st.composite
+def _mlp_specs(draw):
+    widths = draw(st.lists(st.integers(1, 4), min_size=2, max_size=4))
+    acts = draw(st.lists(st.sampled_from(["relu", "tanh", "none"]), min_size=len(widths) - 1,
+                         max_size=len(widths) - 1))
+    bias = draw(st.lists(st.booleans(), min_size=len(widths) - 1, max_size=len(widths) - 1))
+    return widths, acts, bias
+
+
+def _build(spec):
+    widths, acts, bias = spec
+    layers = []
+    for i, (act, b) in enumerate(zip(acts, bias)):
+        layers.append(nn.Linear(widths[i], widths[i + 1], bias=b))
+        if act == "relu":
+            layers.append(nn.ReLU())
+        elif act == "tanh":
+            layers.append(nn.Tanh())
+    model = nn.Sequential(*layers)
+    model.register_buffer("count", torch.zeros(widths[-1]))
+    return model
+
+
+@given(spec=_mlp_specs(), corrupt=st.sampled_from(["none", "shape", "drop", "extra", "list"]),
+       pick=st.integers(0, 100))
+def test_state_dict_transfer_and_corruption(spec, corrupt, pick):
+    """A state dict loads into a freshly built model and reproduces it; a
+    corrupted one raises and leaves the target exactly as it was."""
+    src = _build(spec)
+    with torch.no_grad():
+        src.count.fill_(3.0)
+    dst = _build(spec)
+    sd = src.state_dict()
+    keys = list(sd)
+    key = keys[pick % len(keys)]
+    if corrupt == "shape":
+        sd[key] = torch.zeros(*sd[key].shape, 2)
+    elif corrupt == "drop":
+        del sd[key]
+    elif corrupt == "extra":
+        sd[key + "_x"] = torch.zeros(1)
+    elif corrupt == "list":
+        sd[key] = sd[key].tolist()
+    snap = _snapshot(dst)
+    if corrupt == "none":
+        dst.load_state_dict(sd)
+        x = torch.randn(3, spec[0][0])
+        assert torch.equal(dst(x), src(x)) and torch.equal(dst.count, src.count)
+        return
+    with pytest.raises(RuntimeError, match="Error\\(s\\) in loading state_dict for Sequential"):
+        dst.load_state_dict(sd)
+    assert _unchanged(dst, snap)

@@ -305,3 +305,31 @@ def orthogonal_(tensor, gain=1, generator=None):
         tensor.copy_(_C.from_numpy(np.ascontiguousarray(q)).reshape(tensor.shape))
         tensor.mul_(gain)
     return tensor
+
+
+def _make_deprecate(meth):
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(
+            f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return meth(*args, **kwargs)
+
+    deprecated_init.__doc__ = f"Deprecated alias of :func:`{new_name}` (PyTorch keeps it too)."
+    deprecated_init.__name__ = old_name
+    return deprecated_init
+
+
+# Names without the trailing underscore, from before PyTorch 0.4; old code still calls them.
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)

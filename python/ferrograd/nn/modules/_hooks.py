@@ -52,7 +52,6 @@ class BackwardHookFunction(Function):
 
     @staticmethod
     def forward(ctx, on_backward, *args):
-        ctx.mark_non_differentiable(*[a for a in args if not a.requires_grad])
         ctx.on_backward = on_backward
         return args
 
@@ -143,19 +142,27 @@ class BackwardHook:
         return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
 
     def _apply_on_tensors(self, on_backward, args):
-        tensors_idx = []
-        tensors = []
-        requires_grad = False
-        for i, arg in enumerate(args):
-            if isinstance(arg, _C.Tensor):
-                tensors_idx.append(i)
-                tensors.append(arg)
-                requires_grad |= arg.requires_grad
-        if not (requires_grad and _C.is_grad_enabled()):
+        tensors_idx = [i for i, arg in enumerate(args) if isinstance(arg, _C.Tensor)]
+        diff_idx = [i for i in tensors_idx if args[i].requires_grad]
+        if not (diff_idx and _C.is_grad_enabled()):
             return args, None
-        new_tensors = BackwardHookFunction.apply(on_backward, *tensors)
+        # Only tensors that require grad go through the node; the hooks see
+        # None in the other tensors' places, as PyTorch's non-differentiable
+        # outputs of the node give them.
+        slot = {i: k for k, i in enumerate(tensors_idx)}
+
+        def backward(grads):
+            full = [None] * len(tensors_idx)
+            for i, g in zip(diff_idx, grads):
+                full[slot[i]] = g
+            out = on_backward(tuple(full))
+            if out is None:
+                return None
+            return tuple(out[slot[i]] for i in diff_idx)
+
+        new_tensors = BackwardHookFunction.apply(backward, *[args[i] for i in diff_idx])
         arg_list = list(args)
-        for idx, val in zip(tensors_idx, new_tensors):
+        for idx, val in zip(diff_idx, new_tensors):
             arg_list[idx] = val
         return tuple(arg_list), tensors_idx
 

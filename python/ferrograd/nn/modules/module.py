@@ -735,12 +735,12 @@ class Module:
                         f"the shape in current model is {_torch_size(param.shape)}."
                     )
                     continue
-                action = functools.partial(_load_one, self, name, param, input_param, assign)
+                action = _LoadAction(self, name, key, param, input_param, assign)
                 if plan is not None:
-                    plan.actions.append((key, param, input_param, action))
+                    plan.actions.append(action)
                 else:
                     try:
-                        action()
+                        action.apply()
                     except Exception as ex:
                         error_msgs.append(_copy_error(key, param, input_param, ex))
             elif strict:
@@ -751,8 +751,7 @@ class Module:
             if extra_state_key in state_dict:
                 value = state_dict[extra_state_key]
                 if plan is not None:
-                    plan.actions.append((None, None, None,
-                                         functools.partial(self.set_extra_state, value)))
+                    plan.actions.append(_ExtraStateAction(self, value))
                 else:
                     self.set_extra_state(value)
             elif strict:
@@ -769,6 +768,29 @@ class Module:
                             unexpected_keys.append(key)
                     elif input_name[0] not in local_state:
                         unexpected_keys.append(key)
+
+    def _raise_load_errors(self, strict, missing_keys, unexpected_keys, error_msgs):
+        error_msgs = list(error_msgs)
+        if strict:
+            if len(unexpected_keys) > 0:
+                error_msgs.insert(
+                    0,
+                    "Unexpected key(s) in state_dict: {}. ".format(
+                        ", ".join(f'"{k}"' for k in unexpected_keys)
+                    ),
+                )
+            if len(missing_keys) > 0:
+                error_msgs.insert(
+                    0,
+                    "Missing key(s) in state_dict: {}. ".format(
+                        ", ".join(f'"{k}"' for k in missing_keys)
+                    ),
+                )
+        raise RuntimeError(
+            "Error(s) in loading state_dict for {}:\n\t{}".format(
+                self.__class__.__name__, "\n\t".join(error_msgs)
+            )
+        )
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copies ``state_dict``'s tensors into the parameters and buffers, in
@@ -809,42 +831,43 @@ class Module:
             post_hooks.append(module)
 
         load(self, state_dict)
-
-        if strict:
-            if len(unexpected_keys) > 0:
-                error_msgs.insert(
-                    0,
-                    "Unexpected key(s) in state_dict: {}. ".format(
-                        ", ".join(f'"{k}"' for k in unexpected_keys)
-                    ),
-                )
-            if len(missing_keys) > 0:
-                error_msgs.insert(
-                    0,
-                    "Missing key(s) in state_dict: {}. ".format(
-                        ", ".join(f'"{k}"' for k in missing_keys)
-                    ),
-                )
-        if not error_msgs:
-            _check_castable(plan, error_msgs)
+        _check_castable(plan, error_msgs)
         if error_msgs:
-            raise RuntimeError(
-                "Error(s) in loading state_dict for {}:\n\t{}".format(
-                    self.__class__.__name__, "\n\t".join(error_msgs)
-                )
-            )
-        for _key, _param, _input, action in plan.actions:
-            action()
+            # Shape, type or conversion errors: raised whatever ``strict`` is
+            # (with the key errors first, as PyTorch orders them).
+            self._raise_load_errors(strict, missing_keys, unexpected_keys, error_msgs)
+
+        hooked = [m for m in post_hooks if m._load_state_dict_post_hooks]
+        if not hooked:
+            if strict and (missing_keys or unexpected_keys):
+                self._raise_load_errors(strict, missing_keys, unexpected_keys, error_msgs)
+            for action in plan.actions:
+                action.apply()
+            return _IncompatibleKeys(missing_keys, unexpected_keys)
+
+        # Post-hooks run on the loaded module and may clear or add keys in
+        # place, which decides a strict load's errors; a load they leave
+        # failing is rolled back.
+        undo = [action.snapshot() for action in plan.actions]
+        for action in plan.actions:
+            action.apply()
         incompatible_keys = _IncompatibleKeys(missing_keys, unexpected_keys)
-        for module in post_hooks:
-            for hook in module._load_state_dict_post_hooks.values():
-                out = hook(module, incompatible_keys)
-                if out is not None:
-                    raise AssertionError(
-                        "Hooks registered with ``register_load_state_dict_post_hook`` are not"
-                        "expected to return new values, if incompatible_keys need to be modified,"
-                        "it should be done inplace."
-                    )
+        try:
+            for module in hooked:
+                for hook in module._load_state_dict_post_hooks.values():
+                    out = hook(module, incompatible_keys)
+                    if out is not None:
+                        raise AssertionError(
+                            "Hooks registered with ``register_load_state_dict_post_hook`` are "
+                            "not expected to return new values, if incompatible_keys need to be "
+                            "modified, it should be done inplace."
+                        )
+            if strict and (missing_keys or unexpected_keys):
+                self._raise_load_errors(strict, missing_keys, unexpected_keys, error_msgs)
+        except BaseException:
+            for restore in reversed(undo):
+                restore()
+            raise
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     def register_state_dict_pre_hook(self, hook):
@@ -1064,17 +1087,52 @@ def _torch_size(shape):
     return repr(Size(shape))
 
 
-def _load_one(module, name, param, input_param, assign):
-    with no_grad():
-        if assign:
-            if isinstance(param, Parameter):
-                if not isinstance(input_param, Parameter):
-                    input_param = Parameter(input_param, requires_grad=param.requires_grad)
-                else:
-                    input_param.requires_grad_(param.requires_grad)
-            setattr(module, name, input_param)
-        else:
-            param.copy_(input_param)
+class _LoadAction:
+    """One tensor of a ``load_state_dict``: checked first, applied later."""
+
+    def __init__(self, module, name, key, param, input_param, assign):
+        self.module, self.name, self.key = module, name, key
+        self.param, self.input_param, self.assign = param, input_param, assign
+
+    def apply(self):
+        param, input_param = self.param, self.input_param
+        with no_grad():
+            if self.assign:
+                if isinstance(param, Parameter):
+                    if not isinstance(input_param, Parameter):
+                        input_param = Parameter(input_param, requires_grad=param.requires_grad)
+                    else:
+                        input_param.requires_grad_(param.requires_grad)
+                setattr(self.module, self.name, input_param)
+            else:
+                param.copy_(input_param)
+
+    def snapshot(self):
+        if self.assign:
+            module, name, old = self.module, self.name, self.param
+            return lambda: setattr(module, name, old)
+        saved = self.param.detach().clone()
+        param = self.param
+
+        def restore():
+            with no_grad():
+                param.copy_(saved)
+
+        return restore
+
+
+class _ExtraStateAction:
+    key = None
+
+    def __init__(self, module, value):
+        self.module, self.value = module, value
+
+    def apply(self):
+        self.module.set_extra_state(self.value)
+
+    def snapshot(self):
+        old = self.module.get_extra_state()
+        return lambda: self.module.set_extra_state(old)
 
 
 def _copy_error(key, param, input_param, ex):
@@ -1089,9 +1147,10 @@ def _copy_error(key, param, input_param, ex):
 def _check_castable(plan, error_msgs):
     # The copies themselves can only fail on a dtype that will not convert;
     # try each conversion on one element before any real copy happens.
-    for key, param, input_param, _action in plan.actions:
-        if key is None:
+    for action in plan.actions:
+        if action.key is None:
             continue
+        key, param, input_param = action.key, action.param, action.input_param
         try:
             with no_grad():
                 _C.empty(0, dtype=param.dtype).copy_(_C.empty(0, dtype=input_param.dtype))
