@@ -278,6 +278,10 @@ def main():
         except RuntimeError as e:
             print(f"rank {rank} MISMATCH: {e}", flush=True)
             assert np.array_equal(t.numpy(), np.ones(t.numel(), np.float32))
+        try:
+            DDP(nn.Linear(3 if rank == 0 else 4, 2))
+        except RuntimeError as e:
+            print(f"rank {rank} DDP MISMATCH: {e}", flush=True)
     dist.barrier()
     print(f"rank {rank} OK", flush=True)
     dist.destroy_process_group()

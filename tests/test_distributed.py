@@ -92,6 +92,9 @@ def test_mismatched_shapes_raise_on_every_rank():
     msg = "same shape and dtype on every rank, got rank 0: (3,) ferrograd.float32, rank 1: (4,)"
     for rank in range(3):
         assert f"rank {rank} MISMATCH: all_reduce: tensors must have the {msg}" in r.stdout
+        # DDP's construction compares every rank's parameters with rank 0's.
+        assert f"rank {rank} DDP MISMATCH: DistributedDataParallel: the module's" in r.stdout
+    assert "('param', 'weight', (2, 3), 'ferrograd.float32') vs ('param', 'weight', (2, 4)" in r.stdout
 
 
 def _run_without_mpi4py(code):

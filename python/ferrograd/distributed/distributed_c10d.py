@@ -169,7 +169,9 @@ def init_process_group(
     ``mpiexec -n N`` or ``python -m ferrograd.distributed.run -n N``. ``rank`` and
     ``world_size`` (or torchrun's ``RANK``/``WORLD_SIZE`` variables when no MPI launcher set
     its own) are checked against what MPI reports. It also installs a ``sys.excepthook``
-    that aborts every rank when one raises, so the others fail instead of hanging."""
+    that aborts every rank when one raises, so the others fail instead of hanging.
+    ``timeout`` is accepted for compatibility but not enforced: MPI collectives have no
+    timeout, and a rank that stops without raising leaves the others waiting."""
     global _world, _prev_excepthook
     if backend is None:
         backend = "mpi"
@@ -323,7 +325,8 @@ class Work:
         return True
 
     def wait(self, timeout=None):
-        """Blocks until the collective finished (the GIL is released meanwhile)."""
+        """Blocks until the collective finished (the GIL is released meanwhile);
+        ``timeout`` is not enforced, as MPI requests cannot time out."""
         if not self._done:
             if self._requests:
                 _mpi().Request.Waitall(self._requests)
