@@ -42,6 +42,22 @@ def check_collectives(rank, world):
             np.testing.assert_allclose(t.numpy(), ref(np.stack(xs)).astype(dt), rtol=1e-6)
             assert t._version > v, "all_reduce must bump the version counter"
 
+    # Bools reduce as logical or (SUM, MAX) and logical and (PRODUCT, MIN).
+    bools = [np.array([r == 0, True, False, r % 2 == 1]) for r in range(world)]
+    for op, ref in ((dist.ReduceOp.SUM, np.any), (dist.ReduceOp.MIN, np.all),
+                    (dist.ReduceOp.PRODUCT, np.all), (dist.ReduceOp.MAX, np.any)):
+        t = torch.from_numpy(bools[rank].copy())
+        dist.all_reduce(t, op=op)
+        np.testing.assert_array_equal(t.numpy(), ref(np.stack(bools), axis=0))
+    t = torch.tensor(float(rank + 1))
+    dist.all_reduce(t)
+    assert t.item() == world * (world + 1) / 2
+
+    # The sampler reads the rank and world size from the process group.
+    s = dist.DistributedSampler(range(10), shuffle=False)
+    assert (s.num_replicas, s.rank) == (world, rank)
+    assert list(s) == [i % 10 for i in range(rank, s.total_size, world)]
+
     # A non-contiguous tensor is reduced through a staging copy and written back.
     base = torch.from_numpy(all_data[np.float64][rank].copy())
     tt = base.t()

@@ -289,6 +289,15 @@ def _check_same(w, t, what):
         )
 
 
+def _bool_as_bytes(arr, op):
+    """MPI defines no MIN/MAX on C bool: reduce bools as bytes, SUM as logical or and
+    PRODUCT as logical and (as PyTorch's NCCL backend does)."""
+    if arr is None or arr.dtype != np.bool_:
+        return arr, op
+    op = {ReduceOp.SUM: ReduceOp.MAX, ReduceOp.PRODUCT: ReduceOp.MIN}.get(op, op)
+    return arr.view(np.uint8), op
+
+
 def _mpi_op(op, dtype=None):
     MPI = _mpi()
     table = {
@@ -371,6 +380,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     MPI = _mpi()
     b = _Buf(tensor)
     mop = _mpi_op(op, b.arr.dtype)
+    arr, bop = _bool_as_bytes(b.arr, op)
+    mop = _mpi_op(bop)
 
     def finish():
         if op == ReduceOp.AVG:
@@ -379,8 +390,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 
     return _run(
         async_op,
-        lambda: w.comm.Iallreduce(MPI.IN_PLACE, b.arr, op=mop),
-        lambda: w.comm.Allreduce(MPI.IN_PLACE, b.arr, op=mop),
+        lambda: w.comm.Iallreduce(MPI.IN_PLACE, arr, op=mop),
+        lambda: w.comm.Allreduce(MPI.IN_PLACE, arr, op=mop),
         finish,
     )
 
@@ -476,7 +487,10 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     _check_same(w, input, "reduce_scatter_tensor")
     src = np.ascontiguousarray(input.detach().numpy())
     ob = _Buf(output)
-    mop = _mpi_op(op, src.dtype)
+    _mpi_op(op, src.dtype)
+    send, bop = _bool_as_bytes(src, op)
+    recv, _ = _bool_as_bytes(ob.arr, op)
+    mop = _mpi_op(bop)
 
     def finish():
         if op == ReduceOp.AVG:
@@ -485,8 +499,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 
     return _run(
         async_op,
-        lambda: w.comm.Ireduce_scatter_block(src, ob.arr, op=mop),
-        lambda: w.comm.Reduce_scatter_block(src, ob.arr, op=mop),
+        lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
+        lambda: w.comm.Reduce_scatter_block(send, recv, op=mop),
         finish,
     )
 
@@ -506,7 +520,10 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     _check_same(w, output, "reduce_scatter")
     src = np.stack([np.asarray(t.detach().numpy()) for t in input_list])
     ob = _Buf(output)
-    mop = _mpi_op(op, src.dtype)
+    _mpi_op(op, src.dtype)
+    send, bop = _bool_as_bytes(src, op)
+    recv, _ = _bool_as_bytes(ob.arr, op)
+    mop = _mpi_op(bop)
 
     def finish():
         if op == ReduceOp.AVG:
@@ -515,8 +532,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
     return _run(
         async_op,
-        lambda: w.comm.Ireduce_scatter_block(src, ob.arr, op=mop),
-        lambda: w.comm.Reduce_scatter_block(src, ob.arr, op=mop),
+        lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
+        lambda: w.comm.Reduce_scatter_block(send, recv, op=mop),
         finish,
     )
 
