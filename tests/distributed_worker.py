@@ -272,6 +272,41 @@ def check_unused(rank, world):
         raise AssertionError("an unfinished reduction must be reported at the next forward")
 
 
+def train_steps(ddp, model, rank, world, steps):
+    n = 12 // world
+    for step in steps:
+        x, y = batch(step)
+        loss_fn(ddp, x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n]).backward()
+        sgd(model)
+
+
+def check_checkpoint(rank, world, phase, path):
+    # Phase "save" trains steps 0-4 and rank 0 saves the parameters; phase "resume", run
+    # with another number of processes, loads them on rank 0 only (the other ranks start
+    # from different values), lets DDP broadcast them, and trains steps 5-9. The result
+    # must match one process training steps 0-9 on the whole batch.
+    if phase == "save":
+        model = fresh()
+        train_steps(DDP(model), model, rank, world, range(5))
+        if rank == 0:
+            np.savez(path, *params(model))
+        return
+    model = fresh(seed=7 + rank)
+    if rank == 0:
+        saved = np.load(path)
+        with torch.no_grad():
+            for i, p in enumerate(model.parameters()):
+                p.copy_(torch.from_numpy(saved[f"arr_{i}"]))
+    train_steps(DDP(model), model, rank, world, range(5, 10))
+    full = fresh()
+    for step in range(10):
+        x, y = batch(step)
+        loss_fn(full, x, y).backward()
+        sgd(full)
+    for a, c in zip(params(model), params(full)):
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
+
+
 def main():
     mode = sys.argv[1]
     dist.init_process_group("mpi")
@@ -282,6 +317,8 @@ def main():
         check_ddp(rank, world, deterministic=False, bucket_cap_mb=25)
         check_no_sync(rank, world)
         check_unused(rank, world)
+    elif mode == "checkpoint":
+        check_checkpoint(rank, world, sys.argv[2], sys.argv[3])
     elif mode == "raise":
         if rank == 1:
             raise ValueError("deliberate failure on rank 1")

@@ -64,6 +64,16 @@ def test_collectives_and_ddp_match_references(n):
 
 
 @needs_mpi
+def test_checkpoint_from_rank_0_resumes_on_another_number_of_processes(tmp_path):
+    path = str(tmp_path / "ckpt.npz")
+    r = _mpirun(2, "checkpoint", "save", path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _mpirun(3, "checkpoint", "resume", path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert all(f"rank {k} OK" in r.stdout for k in range(3)), r.stdout + r.stderr
+
+
+@needs_mpi
 def test_launcher_runs_the_script_under_mpiexec():
     cmd = [sys.executable, "-m", "ferrograd.distributed.run", "-n", "2", str(WORKER), "all"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=_env(), cwd=ROOT)
