@@ -261,8 +261,27 @@ def check_unused(rank, world):
     ddp(x, use_b=False).sum().backward()
     assert m.b.weight.grad is None and m.a.weight.grad is not None
 
+    # A second backward through the same forward would desynchronise the ranks.
+    m.zero_grad()
+    out = ddp(x, use_b=True).sum()
+    out.backward(retain_graph=True)
+    kept = m.a.weight.grad.numpy().copy()
+    try:
+        out.backward()
+    except RuntimeError as e:
+        assert "Expected to mark a variable ready only once" in str(e)
+    else:
+        raise AssertionError("a second backward must be refused")
+    assert np.array_equal(m.a.weight.grad.numpy(), kept)
+
+    # A forward that never goes through backward (evaluating with grad mode on) is fine.
+    ddp(x, use_b=True)
+    ddp(x, use_b=True).sum().backward()
+    assert m.b.weight.grad is not None
+
     torch.manual_seed(1)
     strict = DDP(Branchy())
+    strict(x, use_b=True)
     strict(x, use_b=False).sum().backward()
     try:
         strict(x, use_b=False)
