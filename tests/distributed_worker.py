@@ -42,6 +42,22 @@ def check_collectives(rank, world):
             np.testing.assert_allclose(t.numpy(), ref(np.stack(xs)).astype(dt), rtol=1e-6)
             assert t._version > v, "all_reduce must bump the version counter"
 
+    # Bools reduce as logical or (SUM, MAX) and logical and (PRODUCT, MIN).
+    bools = [np.array([r == 0, True, False, r % 2 == 1]) for r in range(world)]
+    for op, ref in ((dist.ReduceOp.SUM, np.any), (dist.ReduceOp.MIN, np.all),
+                    (dist.ReduceOp.PRODUCT, np.all), (dist.ReduceOp.MAX, np.any)):
+        t = torch.from_numpy(bools[rank].copy())
+        dist.all_reduce(t, op=op)
+        np.testing.assert_array_equal(t.numpy(), ref(np.stack(bools), axis=0))
+    t = torch.tensor(float(rank + 1))
+    dist.all_reduce(t)
+    assert t.item() == world * (world + 1) / 2
+
+    # The sampler reads the rank and world size from the process group.
+    s = dist.DistributedSampler(range(10), shuffle=False)
+    assert (s.num_replicas, s.rank) == (world, rank)
+    assert list(s) == [i % 10 for i in range(rank, s.total_size, world)]
+
     # A non-contiguous tensor is reduced through a staging copy and written back.
     base = torch.from_numpy(all_data[np.float64][rank].copy())
     tt = base.t()
@@ -245,8 +261,27 @@ def check_unused(rank, world):
     ddp(x, use_b=False).sum().backward()
     assert m.b.weight.grad is None and m.a.weight.grad is not None
 
+    # A second backward through the same forward would desynchronise the ranks.
+    m.zero_grad()
+    out = ddp(x, use_b=True).sum()
+    out.backward(retain_graph=True)
+    kept = m.a.weight.grad.numpy().copy()
+    try:
+        out.backward()
+    except RuntimeError as e:
+        assert "Expected to mark a variable ready only once" in str(e)
+    else:
+        raise AssertionError("a second backward must be refused")
+    assert np.array_equal(m.a.weight.grad.numpy(), kept)
+
+    # A forward that never goes through backward (evaluating with grad mode on) is fine.
+    ddp(x, use_b=True)
+    ddp(x, use_b=True).sum().backward()
+    assert m.b.weight.grad is not None
+
     torch.manual_seed(1)
     strict = DDP(Branchy())
+    strict(x, use_b=True)
     strict(x, use_b=False).sum().backward()
     try:
         strict(x, use_b=False)
@@ -254,6 +289,41 @@ def check_unused(rank, world):
         assert "Expected to have finished reduction" in str(e)
     else:
         raise AssertionError("an unfinished reduction must be reported at the next forward")
+
+
+def train_steps(ddp, model, rank, world, steps):
+    n = 12 // world
+    for step in steps:
+        x, y = batch(step)
+        loss_fn(ddp, x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n]).backward()
+        sgd(model)
+
+
+def check_checkpoint(rank, world, phase, path):
+    # Phase "save" trains steps 0-4 and rank 0 saves the parameters; phase "resume", run
+    # with another number of processes, loads them on rank 0 only (the other ranks start
+    # from different values), lets DDP broadcast them, and trains steps 5-9. The result
+    # must match one process training steps 0-9 on the whole batch.
+    if phase == "save":
+        model = fresh()
+        train_steps(DDP(model), model, rank, world, range(5))
+        if rank == 0:
+            np.savez(path, *params(model))
+        return
+    model = fresh(seed=7 + rank)
+    if rank == 0:
+        saved = np.load(path)
+        with torch.no_grad():
+            for i, p in enumerate(model.parameters()):
+                p.copy_(torch.from_numpy(saved[f"arr_{i}"]))
+    train_steps(DDP(model), model, rank, world, range(5, 10))
+    full = fresh()
+    for step in range(10):
+        x, y = batch(step)
+        loss_fn(full, x, y).backward()
+        sgd(full)
+    for a, c in zip(params(model), params(full)):
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
 
 
 def main():
@@ -266,6 +336,8 @@ def main():
         check_ddp(rank, world, deterministic=False, bucket_cap_mb=25)
         check_no_sync(rank, world)
         check_unused(rank, world)
+    elif mode == "checkpoint":
+        check_checkpoint(rank, world, sys.argv[2], sys.argv[3])
     elif mode == "raise":
         if rank == 1:
             raise ValueError("deliberate failure on rank 1")
@@ -278,6 +350,10 @@ def main():
         except RuntimeError as e:
             print(f"rank {rank} MISMATCH: {e}", flush=True)
             assert np.array_equal(t.numpy(), np.ones(t.numel(), np.float32))
+        try:
+            DDP(nn.Linear(3 if rank == 0 else 4, 2))
+        except RuntimeError as e:
+            print(f"rank {rank} DDP MISMATCH: {e}", flush=True)
     dist.barrier()
     print(f"rank {rank} OK", flush=True)
     dist.destroy_process_group()

@@ -64,6 +64,16 @@ def test_collectives_and_ddp_match_references(n):
 
 
 @needs_mpi
+def test_checkpoint_from_rank_0_resumes_on_another_number_of_processes(tmp_path):
+    path = str(tmp_path / "ckpt.npz")
+    r = _mpirun(2, "checkpoint", "save", path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _mpirun(3, "checkpoint", "resume", path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert all(f"rank {k} OK" in r.stdout for k in range(3)), r.stdout + r.stderr
+
+
+@needs_mpi
 def test_launcher_runs_the_script_under_mpiexec():
     cmd = [sys.executable, "-m", "ferrograd.distributed.run", "-n", "2", str(WORKER), "all"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=_env(), cwd=ROOT)
@@ -92,6 +102,9 @@ def test_mismatched_shapes_raise_on_every_rank():
     msg = "same shape and dtype on every rank, got rank 0: (3,) ferrograd.float32, rank 1: (4,)"
     for rank in range(3):
         assert f"rank {rank} MISMATCH: all_reduce: tensors must have the {msg}" in r.stdout
+        # DDP's construction compares every rank's parameters with rank 0's.
+        assert f"rank {rank} DDP MISMATCH: DistributedDataParallel: the module's" in r.stdout
+    assert "('param', 'weight', (2, 3), 'ferrograd.float32') vs ('param', 'weight', (2, 4)" in r.stdout
 
 
 def _run_without_mpi4py(code):

@@ -169,7 +169,9 @@ def init_process_group(
     ``mpiexec -n N`` or ``python -m ferrograd.distributed.run -n N``. ``rank`` and
     ``world_size`` (or torchrun's ``RANK``/``WORLD_SIZE`` variables when no MPI launcher set
     its own) are checked against what MPI reports. It also installs a ``sys.excepthook``
-    that aborts every rank when one raises, so the others fail instead of hanging."""
+    that aborts every rank when one raises, so the others fail instead of hanging.
+    ``timeout`` is accepted for compatibility but not enforced: MPI collectives have no
+    timeout, and a rank that stops without raising leaves the others waiting."""
     global _world, _prev_excepthook
     if backend is None:
         backend = "mpi"
@@ -287,6 +289,15 @@ def _check_same(w, t, what):
         )
 
 
+def _bool_as_bytes(arr, op):
+    """MPI defines no MIN/MAX on C bool: reduce bools as bytes, SUM as logical or and
+    PRODUCT as logical and (as PyTorch's NCCL backend does)."""
+    if arr is None or arr.dtype != np.bool_:
+        return arr, op
+    op = {ReduceOp.SUM: ReduceOp.MAX, ReduceOp.PRODUCT: ReduceOp.MIN}.get(op, op)
+    return arr.view(np.uint8), op
+
+
 def _mpi_op(op, dtype=None):
     MPI = _mpi()
     table = {
@@ -323,7 +334,8 @@ class Work:
         return True
 
     def wait(self, timeout=None):
-        """Blocks until the collective finished (the GIL is released meanwhile)."""
+        """Blocks until the collective finished (the GIL is released meanwhile);
+        ``timeout`` is not enforced, as MPI requests cannot time out."""
         if not self._done:
             if self._requests:
                 _mpi().Request.Waitall(self._requests)
@@ -368,6 +380,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     MPI = _mpi()
     b = _Buf(tensor)
     mop = _mpi_op(op, b.arr.dtype)
+    arr, bop = _bool_as_bytes(b.arr, op)
+    mop = _mpi_op(bop)
 
     def finish():
         if op == ReduceOp.AVG:
@@ -376,8 +390,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 
     return _run(
         async_op,
-        lambda: w.comm.Iallreduce(MPI.IN_PLACE, b.arr, op=mop),
-        lambda: w.comm.Allreduce(MPI.IN_PLACE, b.arr, op=mop),
+        lambda: w.comm.Iallreduce(MPI.IN_PLACE, arr, op=mop),
+        lambda: w.comm.Allreduce(MPI.IN_PLACE, arr, op=mop),
         finish,
     )
 
@@ -473,7 +487,10 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     _check_same(w, input, "reduce_scatter_tensor")
     src = np.ascontiguousarray(input.detach().numpy())
     ob = _Buf(output)
-    mop = _mpi_op(op, src.dtype)
+    _mpi_op(op, src.dtype)
+    send, bop = _bool_as_bytes(src, op)
+    recv, _ = _bool_as_bytes(ob.arr, op)
+    mop = _mpi_op(bop)
 
     def finish():
         if op == ReduceOp.AVG:
@@ -482,8 +499,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 
     return _run(
         async_op,
-        lambda: w.comm.Ireduce_scatter_block(src, ob.arr, op=mop),
-        lambda: w.comm.Reduce_scatter_block(src, ob.arr, op=mop),
+        lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
+        lambda: w.comm.Reduce_scatter_block(send, recv, op=mop),
         finish,
     )
 
@@ -503,7 +520,10 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     _check_same(w, output, "reduce_scatter")
     src = np.stack([np.asarray(t.detach().numpy()) for t in input_list])
     ob = _Buf(output)
-    mop = _mpi_op(op, src.dtype)
+    _mpi_op(op, src.dtype)
+    send, bop = _bool_as_bytes(src, op)
+    recv, _ = _bool_as_bytes(ob.arr, op)
+    mop = _mpi_op(bop)
 
     def finish():
         if op == ReduceOp.AVG:
@@ -512,8 +532,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
     return _run(
         async_op,
-        lambda: w.comm.Ireduce_scatter_block(src, ob.arr, op=mop),
-        lambda: w.comm.Reduce_scatter_block(src, ob.arr, op=mop),
+        lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
+        lambda: w.comm.Reduce_scatter_block(send, recv, op=mop),
         finish,
     )
 

@@ -143,6 +143,8 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_armed", False)
         object.__setattr__(self, "_ready", set())
         object.__setattr__(self, "_had_grad", set())
+        object.__setattr__(self, "_hook_fired", False)
+        object.__setattr__(self, "_finished", False)
         object.__setattr__(self, "_next_launch", 0)
         object.__setattr__(self, "_used", None)
         object.__setattr__(self, "_comm_wait_s", 0.0)
@@ -207,7 +209,9 @@ class DistributedDataParallel(Module):
     # ---- forward --------------------------------------------------------------------------
 
     def forward(self, *inputs, **kwargs):
-        if self._armed and self._ready:
+        # Only a backward that started reducing and did not finish is an error; a forward
+        # whose output never went through backward (an evaluation with grad mode on) is not.
+        if self._armed and self._hook_fired:
             raise RuntimeError(
                 "Expected to have finished reduction in the prior iteration before starting "
                 "a new one. This error indicates that your module has parameters that were "
@@ -231,6 +235,8 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_armed", sync)
         self._ready.clear()
         self._had_grad.clear()
+        object.__setattr__(self, "_hook_fired", False)
+        object.__setattr__(self, "_finished", False)
         object.__setattr__(self, "_next_launch", 0)
         for b in self._buckets:
             b.flat = None
@@ -251,7 +257,17 @@ class DistributedDataParallel(Module):
     def _make_hook(self, p):
         def hook(grad):
             if not self._armed:
+                if self._finished:
+                    # A second backward after this iteration's gradients were averaged
+                    # would leave the ranks with different gradients.
+                    raise RuntimeError(
+                        "Expected to mark a variable ready only once. This error is caused "
+                        "by running backward twice through the output of one "
+                        "DistributedDataParallel forward; run forward again, or use "
+                        "no_sync() to accumulate gradients over several backwards."
+                    )
                 return grad
+            object.__setattr__(self, "_hook_fired", True)
             return self._mark_ready(p, grad)
 
         return hook
@@ -311,6 +327,7 @@ class DistributedDataParallel(Module):
         from mpi4py import MPI
 
         object.__setattr__(self, "_armed", False)
+        object.__setattr__(self, "_finished", True)
         t0 = time.perf_counter()
         MPI.Request.Waitall([b.request for b in self._buckets])
         # Time blocked on communication that backward did not hide (benches read it).
