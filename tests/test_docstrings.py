@@ -8,9 +8,7 @@ import pytest
 
 import ferrograd
 
-# Defined in src/py/functions.rs, which is being moved to src/py/random.rs;
-# their docstrings come with that move.
-PENDING = {"rand", "randn", "randint", "manual_seed"}
+PENDING: set[str] = set()
 
 
 def _public(obj):

@@ -299,3 +299,24 @@ def test_repr_reads_values_not_copies():
     v = fg.arange(6.0).view(2, 3).t()
     assert repr(v) == "tensor([[0., 3.],\n        [1., 4.],\n        [2., 5.]])"
     assert to_np(v).tolist() == v.tolist()
+
+
+def test_assigning_a_tensor_its_own_data_returns():
+    # `t.data = t` once held the view's read lock while taking its write lock.
+    from helpers import run_isolated
+
+    r = run_isolated(
+        """
+        import ferrograd as fg
+        t = fg.ones(3)
+        t.data = t
+        g = fg.ones(2, requires_grad=True)
+        (g * 2).sum().backward()
+        grad = g.grad
+        grad.data = grad.cpu()
+        print(t.tolist(), grad.tolist())
+        """,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[1.0, 1.0, 1.0] [2.0, 2.0]"

@@ -232,14 +232,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, requires_grad=False, ge
     if high is None:
         low, high = 0, low
     return _C._random_like(input, "randint", low, high, dtype, requires_grad, generator)
-def rand_like(input, *, dtype=None, requires_grad=False):
-    """Samples from the uniform distribution on [0, 1), with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    return _C._like(input, "rand", 0.0, dtype, requires_grad)
 
-
-def randn_like(input, *, dtype=None, requires_grad=False):
-    """Samples from the standard normal distribution, with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    return _C._like(input, "randn", 0.0, dtype, requires_grad)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
@@ -249,7 +242,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
-    """The sum of the elements of ``input``, over all of them or over ``dim`` (see ``Tensor.sum``)."""
+    """The mean of the elements of ``input``, over all of them or over ``dim`` (see ``Tensor.mean``)."""
     _check_tensor("mean", input)
     return input.mean(dim, keepdim, dtype=dtype)
 

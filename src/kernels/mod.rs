@@ -6,19 +6,19 @@
 //! parallel loop over a small array costs more than it saves.
 
 pub mod conv;
-pub mod copy;
-pub mod elementwise;
-pub mod embedding;
-pub mod index;
-pub mod math;
-pub mod matmul;
-pub mod optim;
+pub(crate) mod copy;
+pub(crate) mod elementwise;
+pub(crate) mod embedding;
+pub(crate) mod index;
+pub(crate) mod math;
+pub(crate) mod matmul;
 pub mod norm;
-pub mod parallel;
-pub mod pool;
-pub mod reduce;
-pub mod rnn;
-pub mod softmax;
+pub(crate) mod optim;
+pub(crate) mod parallel;
+pub(crate) mod pool;
+pub(crate) mod reduce;
+pub(crate) mod rnn;
+pub(crate) mod softmax;
 
 use std::mem::MaybeUninit;
 

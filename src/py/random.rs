@@ -244,6 +244,8 @@ fn draw<T: Send>(
     guard_nogil(py, work, || rng::with_gen(gen.as_ref(), f))
 }
 
+/// A tensor of the given size filled with uniform samples from [0, 1), drawn
+/// as PyTorch's CPU generator draws them (same seed, same numbers).
 #[pyfunction]
 #[pyo3(signature = (*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=false, pin_memory=false, generator=None))]
 #[allow(clippy::too_many_arguments)]
@@ -269,6 +271,8 @@ fn rand(
     finish(py, t, requires_grad)
 }
 
+/// A tensor of the given size filled with standard-normal samples, drawn as
+/// PyTorch's CPU generator draws them (same seed, same numbers).
 #[pyfunction]
 #[pyo3(signature = (*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=false, pin_memory=false, generator=None))]
 #[allow(clippy::too_many_arguments)]
@@ -306,6 +310,8 @@ fn check_range(low: i64, high: i64) -> PyResult<u64> {
 }
 
 /// `randint(high, size)` or `randint(low, high, size)`.
+/// `randint(high, size)` or `randint(low, high, size)`: integers drawn uniformly
+/// from [low, high), as PyTorch draws them.
 #[pyfunction]
 #[pyo3(signature = (*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=false, pin_memory=false))]
 #[allow(clippy::too_many_arguments)]
@@ -394,6 +400,7 @@ fn randperm(
     finish(py, t, requires_grad)
 }
 
+/// Seeds the default generator (PyTorch's Mersenne Twister) and returns it.
 #[pyfunction]
 fn manual_seed(py: Python<'_>, seed: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let s = unpack_seed(seed)?;
@@ -409,17 +416,20 @@ fn seed() -> u64 {
     s
 }
 
+/// The seed the default generator was last seeded with.
 #[pyfunction]
 fn initial_seed() -> u64 {
     rng::default_generator().lock().initial_seed()
 }
 
+/// The default generator's state, in PyTorch's 5056-byte layout (as int64 byte values).
 #[pyfunction]
 fn get_rng_state(py: Python<'_>) -> PyResult<Py<PyAny>> {
     let t = state_tensor(&rng::default_generator().lock());
     wrap(py, t)
 }
 
+/// Restores the default generator's state from `get_rng_state()`.
 #[pyfunction]
 fn set_rng_state(new_state: &Bound<'_, PyAny>) -> PyResult<()> {
     set_state_from(rng::default_generator(), new_state)
@@ -808,6 +818,8 @@ impl PyTensor {
         Ok(slf.clone().into_any().unbind())
     }
 
+    /// Indices drawn from the rows of this tensor taken as (unnormalised)
+    /// probabilities; see `ferrograd.multinomial`.
     #[pyo3(signature = (num_samples, replacement=false, *, generator=None))]
     fn multinomial(
         slf: &Bound<'_, Self>,

@@ -152,7 +152,10 @@ impl PyTensor {
 
     #[setter]
     fn set_data(&self, other: &Bound<'_, PyTensor>) {
-        self.t.set_view(other.get().t.view().clone());
+        // Cloned in its own statement: `t.data = t` would otherwise hold the
+        // read lock of the view `set_view` is about to write.
+        let view = other.get().t.view().clone();
+        self.t.set_view(view);
     }
 
     /// Returns a new tensor sharing this one's memory, outside the graph (does not require
