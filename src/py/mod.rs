@@ -23,6 +23,7 @@ mod random;
 mod serialize;
 mod sorting;
 mod tensor;
+mod tensor_sampling;
 
 use pyo3::prelude::*;
 

@@ -202,7 +202,10 @@ impl PyGenerator {
 }
 
 /// The generator behind a `generator=` argument: `None` is the default one.
-fn gen_arg(generator: Option<&Bound<'_, PyAny>>, fname: &str) -> PyResult<Option<GenRef>> {
+pub(super) fn gen_arg(
+    generator: Option<&Bound<'_, PyAny>>,
+    fname: &str,
+) -> PyResult<Option<GenRef>> {
     match generator {
         None => Ok(None),
         Some(o) if o.is_none() => Ok(None),
@@ -235,7 +238,7 @@ fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyAny>>
 }
 
 /// Draws under the generator's lock with the GIL released for big outputs.
-fn draw<T: Send>(
+pub(super) fn draw<T: Send>(
     py: Python<'_>,
     work: usize,
     gen: Option<GenRef>,
@@ -298,7 +301,7 @@ fn randn(
     finish(py, t, requires_grad)
 }
 
-fn check_range(low: i64, high: i64) -> PyResult<u64> {
+pub(super) fn check_range(low: i64, high: i64) -> PyResult<u64> {
     if high <= low {
         return Err(PyRuntimeError::new_err(format!(
             "random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
@@ -449,7 +452,7 @@ fn default_generator_obj(py: Python<'_>) -> PyResult<Py<PyAny>> {
     Ok(g.clone_ref(py).into_any())
 }
 
-fn float_arg(o: &Bound<'_, PyAny>) -> PyResult<f64> {
+pub(super) fn float_arg(o: &Bound<'_, PyAny>) -> PyResult<f64> {
     o.extract::<f64>()
 }
 
@@ -546,7 +549,7 @@ fn normal(
 /// `bernoulli(input, p=None)`: 1 with probability `input` (or `p`) per element.
 #[pyfunction]
 #[pyo3(signature = (input, p=None, *, generator=None, out=None))]
-fn bernoulli(
+pub(super) fn bernoulli(
     py: Python<'_>,
     input: &Bound<'_, PyTensor>,
     p: Option<f64>,
@@ -583,7 +586,7 @@ fn multinomial_rows(t: &Tensor) -> PyResult<(usize, usize)> {
     Ok((rows, k))
 }
 
-fn multinomial_impl(
+pub(super) fn multinomial_impl(
     py: Python<'_>,
     t: &Tensor,
     num_samples: i64,
@@ -720,176 +723,6 @@ fn _random_like(
         }
     };
     finish(py, out, requires_grad)
-}
-
-// ----- sampling Tensor methods ---------------------------------------------------
-
-fn self_t<'a>(slf: &'a Bound<'_, PyTensor>) -> &'a Tensor {
-    &slf.get().t
-}
-
-#[pymethods]
-impl PyTensor {
-    /// `t.bernoulli_(p=0.5)`: each element becomes 1 with probability `p`
-    /// (a number, or a tensor broadcast to `t`), else 0.
-    #[pyo3(signature = (p=None, *, generator=None))]
-    fn bernoulli_(
-        slf: &Bound<'_, Self>,
-        p: Option<&Bound<'_, PyAny>>,
-        generator: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let t = self_t(slf).clone();
-        let gen = gen_arg(generator, "bernoulli_")?;
-        let n = t.numel();
-        let py = slf.py();
-        let v = match p {
-            Some(pt) if pt.cast::<PyTensor>().is_ok() => {
-                let pt = pt.cast::<PyTensor>().unwrap().get().t.clone();
-                let pe = guard(|| ops::expand(&pt, &t.shape()))?;
-                let pe = rng::to_memory_order(&t, &pe);
-                draw(py, n, gen, |g| rng::bernoulli_tensor(g, &pe, t.dtype()))?
-            }
-            other => {
-                let p = other.map(float_arg).transpose()?.unwrap_or(0.5);
-                draw(py, n, gen, |g| {
-                    rng::bernoulli_scalar(g, t.shape(), t.dtype(), p)
-                })?
-            }
-        };
-        guard(|| ops::overwrite_sampled(&t, v))?;
-        Ok(slf.clone().into_any().unbind())
-    }
-
-    /// `t.bernoulli(p=None)`: a new tensor of 0/1 draws with probabilities
-    /// `t` (or the number `p`).
-    #[pyo3(signature = (p=None, *, generator=None))]
-    fn bernoulli(
-        slf: &Bound<'_, Self>,
-        p: Option<f64>,
-        generator: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        bernoulli(slf.py(), slf, p, generator, None)
-    }
-
-    /// `t.random_(from=0, to=None)`: integers uniform in `[from, to)`, or
-    /// over the values the dtype holds exactly when neither bound is given.
-    #[pyo3(signature = (from_=None, to=None, *, generator=None))]
-    fn random_(
-        slf: &Bound<'_, Self>,
-        from_: Option<i64>,
-        to: Option<i64>,
-        generator: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let t = self_t(slf).clone();
-        let gen = gen_arg(generator, "random_")?;
-        let n = t.numel();
-        let py = slf.py();
-        let (shape, dt) = (t.shape(), t.dtype());
-        let v = match (from_, to) {
-            (None, None) => draw(py, n, gen, |g| Ok(rng::random_full(g, shape, dt)))?,
-            (Some(hi), None) => {
-                // `random_(to)`: [0, to).
-                let range = check_range(0, hi)?;
-                draw(py, n, gen, |g| Ok(rng::randint(g, 0, range, shape, dt)))?
-            }
-            (lo, Some(hi)) => {
-                let lo = lo.unwrap_or(0);
-                let range = check_range(lo, hi)?;
-                draw(py, n, gen, |g| Ok(rng::randint(g, lo, range, shape, dt)))?
-            }
-        };
-        guard(|| ops::overwrite_sampled(&t, v))?;
-        Ok(slf.clone().into_any().unbind())
-    }
-
-    /// `t.exponential_(lambd=1)`: samples of an exponential distribution.
-    #[pyo3(signature = (lambd=1.0, *, generator=None))]
-    fn exponential_(
-        slf: &Bound<'_, Self>,
-        lambd: f64,
-        generator: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let t = self_t(slf).clone();
-        let gen = gen_arg(generator, "exponential_")?;
-        let v = draw(slf.py(), t.numel(), gen, |g| {
-            rng::exponential(g, t.shape(), t.dtype(), lambd)
-        })?;
-        guard(|| ops::overwrite_sampled(&t, v))?;
-        Ok(slf.clone().into_any().unbind())
-    }
-
-    /// Indices drawn from the rows of this tensor taken as (unnormalised)
-    /// probabilities; see `ferrograd.multinomial`.
-    #[pyo3(signature = (num_samples, replacement=false, *, generator=None))]
-    fn multinomial(
-        slf: &Bound<'_, Self>,
-        num_samples: i64,
-        replacement: bool,
-        generator: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let gen = gen_arg(generator, "multinomial")?;
-        multinomial_impl(slf.py(), self_t(slf), num_samples, replacement, gen)
-    }
-}
-
-// ----- legacy type names ---------------------------------------------------------
-
-fn legacy_name(dt: DType) -> &'static str {
-    match dt {
-        DType::Bool => "torch.BoolTensor",
-        DType::I64 => "torch.LongTensor",
-        DType::F32 => "torch.FloatTensor",
-        DType::F64 => "torch.DoubleTensor",
-    }
-}
-
-#[pymethods]
-impl PyTensor {
-    /// `t.type()`: PyTorch's legacy type name (`'torch.FloatTensor'`, with
-    /// the `torch.` prefix code compares against); `t.type(dtype)` with a
-    /// dtype, such a name or a legacy type (`FloatTensor`) converts like `to`.
-    #[pyo3(name = "type", signature = (dtype=None, non_blocking=false))]
-    fn type_(
-        slf: &Bound<'_, Self>,
-        dtype: Option<&Bound<'_, PyAny>>,
-        non_blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let _ = non_blocking;
-        let py = slf.py();
-        let cur = self_t(slf).dtype();
-        let Some(target) = dtype.filter(|d| !d.is_none()) else {
-            return Ok(pyo3::types::PyString::new(py, legacy_name(cur))
-                .into_any()
-                .unbind());
-        };
-        let dt = if let Ok(name) = target.extract::<String>() {
-            let want = [DType::Bool, DType::I64, DType::F32, DType::F64]
-                .into_iter()
-                .find(|d| legacy_name(*d) == name);
-            match want {
-                Some(d) => d,
-                None if name.starts_with("torch.cuda.") => {
-                    return Err(PyRuntimeError::new_err(format!(
-                        "ferrograd has no CUDA support: cannot convert to {name}"
-                    )))
-                }
-                None => {
-                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                        "invalid type: '{name}'"
-                    )))
-                }
-            }
-        } else if let Ok(inner) = target.getattr("dtype") {
-            super::dtype::parse_dtype(&inner)?
-        } else {
-            super::dtype::parse_dtype(target)?
-        };
-        if dt == cur {
-            return Ok(slf.clone().into_any().unbind());
-        }
-        let obj = super::dtype::dtype_object(py, dt);
-        Ok(slf.call_method1("to", (obj,))?.unbind())
-    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

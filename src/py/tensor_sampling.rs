@@ -1,0 +1,183 @@
+//! The sampling methods of `Tensor` (`bernoulli_`, `random_`,
+//! `exponential_`, `multinomial`, ...) and its legacy type names
+//! (`Tensor.type()`), drawn through the generators of `random.rs`.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+use super::errors::guard;
+use super::random::{bernoulli, check_range, draw, float_arg, gen_arg, multinomial_impl};
+use super::tensor::PyTensor;
+use crate::ops;
+use crate::random as rng;
+use crate::tensor::{DType, Tensor};
+
+// ----- sampling Tensor methods ---------------------------------------------------
+
+fn self_t<'a>(slf: &'a Bound<'_, PyTensor>) -> &'a Tensor {
+    &slf.get().t
+}
+
+#[pymethods]
+impl PyTensor {
+    /// `t.bernoulli_(p=0.5)`: each element becomes 1 with probability `p`
+    /// (a number, or a tensor broadcast to `t`), else 0.
+    #[pyo3(signature = (p=None, *, generator=None))]
+    fn bernoulli_(
+        slf: &Bound<'_, Self>,
+        p: Option<&Bound<'_, PyAny>>,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = self_t(slf).clone();
+        let gen = gen_arg(generator, "bernoulli_")?;
+        let n = t.numel();
+        let py = slf.py();
+        let v = match p {
+            Some(pt) if pt.cast::<PyTensor>().is_ok() => {
+                let pt = pt.cast::<PyTensor>().unwrap().get().t.clone();
+                let pe = guard(|| ops::expand(&pt, &t.shape()))?;
+                let pe = rng::to_memory_order(&t, &pe);
+                draw(py, n, gen, |g| rng::bernoulli_tensor(g, &pe, t.dtype()))?
+            }
+            other => {
+                let p = other.map(float_arg).transpose()?.unwrap_or(0.5);
+                draw(py, n, gen, |g| {
+                    rng::bernoulli_scalar(g, t.shape(), t.dtype(), p)
+                })?
+            }
+        };
+        guard(|| ops::overwrite_sampled(&t, v))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// `t.bernoulli(p=None)`: a new tensor of 0/1 draws with probabilities
+    /// `t` (or the number `p`).
+    #[pyo3(signature = (p=None, *, generator=None))]
+    fn bernoulli(
+        slf: &Bound<'_, Self>,
+        p: Option<f64>,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        bernoulli(slf.py(), slf, p, generator, None)
+    }
+
+    /// `t.random_(from=0, to=None)`: integers uniform in `[from, to)`, or
+    /// over the values the dtype holds exactly when neither bound is given.
+    #[pyo3(signature = (from_=None, to=None, *, generator=None))]
+    fn random_(
+        slf: &Bound<'_, Self>,
+        from_: Option<i64>,
+        to: Option<i64>,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = self_t(slf).clone();
+        let gen = gen_arg(generator, "random_")?;
+        let n = t.numel();
+        let py = slf.py();
+        let (shape, dt) = (t.shape(), t.dtype());
+        let v = match (from_, to) {
+            (None, None) => draw(py, n, gen, |g| Ok(rng::random_full(g, shape, dt)))?,
+            (Some(hi), None) => {
+                // `random_(to)`: [0, to).
+                let range = check_range(0, hi)?;
+                draw(py, n, gen, |g| Ok(rng::randint(g, 0, range, shape, dt)))?
+            }
+            (lo, Some(hi)) => {
+                let lo = lo.unwrap_or(0);
+                let range = check_range(lo, hi)?;
+                draw(py, n, gen, |g| Ok(rng::randint(g, lo, range, shape, dt)))?
+            }
+        };
+        guard(|| ops::overwrite_sampled(&t, v))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// `t.exponential_(lambd=1)`: samples of an exponential distribution.
+    #[pyo3(signature = (lambd=1.0, *, generator=None))]
+    fn exponential_(
+        slf: &Bound<'_, Self>,
+        lambd: f64,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = self_t(slf).clone();
+        let gen = gen_arg(generator, "exponential_")?;
+        let v = draw(slf.py(), t.numel(), gen, |g| {
+            rng::exponential(g, t.shape(), t.dtype(), lambd)
+        })?;
+        guard(|| ops::overwrite_sampled(&t, v))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// Indices drawn from the rows of this tensor taken as (unnormalised)
+    /// probabilities; see `ferrograd.multinomial`.
+    #[pyo3(signature = (num_samples, replacement=false, *, generator=None))]
+    fn multinomial(
+        slf: &Bound<'_, Self>,
+        num_samples: i64,
+        replacement: bool,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let gen = gen_arg(generator, "multinomial")?;
+        multinomial_impl(slf.py(), self_t(slf), num_samples, replacement, gen)
+    }
+}
+
+// ----- legacy type names ---------------------------------------------------------
+
+fn legacy_name(dt: DType) -> &'static str {
+    match dt {
+        DType::Bool => "torch.BoolTensor",
+        DType::I64 => "torch.LongTensor",
+        DType::F32 => "torch.FloatTensor",
+        DType::F64 => "torch.DoubleTensor",
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    /// `t.type()`: PyTorch's legacy type name (`'torch.FloatTensor'`, with
+    /// the `torch.` prefix code compares against); `t.type(dtype)` with a
+    /// dtype, such a name or a legacy type (`FloatTensor`) converts like `to`.
+    #[pyo3(name = "type", signature = (dtype=None, non_blocking=false))]
+    fn type_(
+        slf: &Bound<'_, Self>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        non_blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = non_blocking;
+        let py = slf.py();
+        let cur = self_t(slf).dtype();
+        let Some(target) = dtype.filter(|d| !d.is_none()) else {
+            return Ok(pyo3::types::PyString::new(py, legacy_name(cur))
+                .into_any()
+                .unbind());
+        };
+        let dt = if let Ok(name) = target.extract::<String>() {
+            let want = [DType::Bool, DType::I64, DType::F32, DType::F64]
+                .into_iter()
+                .find(|d| legacy_name(*d) == name);
+            match want {
+                Some(d) => d,
+                None if name.starts_with("torch.cuda.") => {
+                    return Err(PyRuntimeError::new_err(format!(
+                        "ferrograd has no CUDA support: cannot convert to {name}"
+                    )))
+                }
+                None => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "invalid type: '{name}'"
+                    )))
+                }
+            }
+        } else if let Ok(inner) = target.getattr("dtype") {
+            super::dtype::parse_dtype(&inner)?
+        } else {
+            super::dtype::parse_dtype(target)?
+        };
+        if dt == cur {
+            return Ok(slf.clone().into_any().unbind());
+        }
+        let obj = super::dtype::dtype_object(py, dt);
+        Ok(slf.call_method1("to", (obj,))?.unbind())
+    }
+}
