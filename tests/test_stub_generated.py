@@ -65,3 +65,13 @@ def test_table_matches_the_extension():
         assert ("function" in surf) == hasattr(_C, r["name"]), r["name"]
         if "method" in surf:
             assert getattr(ferrograd.Tensor, r["name"]).__doc__, r["name"]
+
+
+def test_every_table_function_is_exported_by_the_package():
+    import ferrograd
+
+    rows = _gen().table_lines((ROOT / "src" / "py" / "ops_table.rs").read_text())
+    for r in rows:
+        if "function" in r["surf"].split():
+            assert getattr(ferrograd, r["name"]) is getattr(ferrograd._C, r["name"])
+            assert r["name"] in ferrograd.__all__

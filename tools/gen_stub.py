@@ -10,8 +10,11 @@ generated text replaces:
 * ``# @generated: Tensor methods``: the table's methods, inside ``class Tensor``;
 * ``# @generated: functions``: the table's module functions.
 
+It also fills two marked blocks of python/ferrograd/__init__.py: the import
+of the table's module functions from ``_C`` and their ``__all__`` entries.
+
 Run ``python tools/gen_stub.py`` after changing either input; ``--check``
-exits with status 1 when python/ferrograd/_C.pyi is not what it would write
+exits with status 1 when _C.pyi or __init__.py is not what it would write
 (tests/test_stub_generated.py runs it in CI).
 """
 
@@ -26,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "src" / "py" / "ops_table.rs"
 TEMPLATE = ROOT / "tools" / "stub" / "_C.pyi.in"
 STUB = ROOT / "python" / "ferrograd" / "_C.pyi"
+INIT = ROOT / "python" / "ferrograd" / "__init__.py"
 
 LINE = re.compile(
     r"^\s*(?P<kind>unary|binary_like|binary|product)\s+(?P<name>\w+)\((?P<arg>\w*)\)\s*"
@@ -99,20 +103,43 @@ def render(table_text: str, template: str) -> str:
     return text
 
 
+def _fill(text: str, marker: str, body: str) -> str:
+    """Replaces what lies between ``# @generated-begin: MARKER`` and its end line."""
+    begin = f"# @generated-begin: {marker}\n"
+    end = f"# @generated-end: {marker}\n"
+    i = text.index(begin)
+    j = text.index(end, i)
+    return text[: i + len(begin)] + body + text[j:]
+
+
+def render_init(table_text: str, init_text: str) -> str:
+    """``__init__.py`` with the table's module functions imported from ``_C`` and
+    listed in ``__all__`` (two marked blocks; the rest of the file is by hand)."""
+    names = sorted(r["name"] for r in table_lines(table_text) if "function" in r["surf"].split())
+    imports = "from ._C import (  # noqa: E402\n" + "".join(f"    {n},\n" for n in names) + ")\n\n"
+    text = _fill(init_text, "op table imports", imports)
+    listed = "__all__ += [\n" + "".join(f'    "{n}",\n' for n in names) + "]\n"
+    return _fill(text, "op table __all__", listed)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="fail if _C.pyi is stale")
     args = ap.parse_args()
-    text = render(TABLE.read_text(), TEMPLATE.read_text())
+    table = TABLE.read_text()
+    outputs = {
+        STUB: render(table, TEMPLATE.read_text()),
+        INIT: render_init(table, INIT.read_text()),
+    }
     if args.check:
-        if STUB.read_text() != text:
+        stale = [p for p, text in outputs.items() if p.read_text() != text]
+        for p in stale:
             print(
-                f"{STUB.relative_to(ROOT)} is stale: run `python tools/gen_stub.py`",
-                file=sys.stderr,
+                f"{p.relative_to(ROOT)} is stale: run `python tools/gen_stub.py`", file=sys.stderr
             )
-            return 1
-        return 0
-    STUB.write_text(text)
+        return 1 if stale else 0
+    for p, text in outputs.items():
+        p.write_text(text)
     return 0
 
 
