@@ -473,3 +473,18 @@ def test_no_grad_update_of_a_leaf():
     w.grad.zero_()
     (w * w).sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), [1.6, 3.2], rtol=1e-6)
+
+
+def test_reading_a_non_leaf_grad_warns_as_pytorch():
+    import warnings
+
+    x = fg.ones(2, requires_grad=True)
+    y = x * 2
+    with pytest.warns(UserWarning, match="not a leaf Tensor is being accessed"):
+        assert y.grad is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert x.grad is None  # a leaf: no warning
+        y.retain_grad()
+        y.sum().backward()
+        assert y.grad.tolist() == [1.0, 1.0]  # retained: no warning

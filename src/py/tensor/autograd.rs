@@ -23,6 +23,7 @@ pub fn default_grad(t: &Tensor) -> PyResult<Tensor> {
     Ok(Tensor::full(t.shape(), 1.0, t.dtype()))
 }
 
+const NON_LEAF_GRAD: &std::ffi::CStr = c"The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more informations.";
 #[pymethods]
 impl PyTensor {
     /// Whether operations on this tensor are recorded for autograd. Only a leaf's flag can be
@@ -62,7 +63,13 @@ impl PyTensor {
     /// `retain_grad()`), or None.
     #[getter]
     fn get_grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        self.t.grad().map(|g| wrap(py, g)).transpose()
+        let grad = self.t.grad();
+        if grad.is_none() && !self.t.is_leaf() && !self.t.meta().retains_grad {
+            // PyTorch's warning: reading a non-leaf's .grad is almost always a mistake.
+            let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+            PyErr::warn(py, category.as_any(), NON_LEAF_GRAD, 1)?;
+        }
+        grad.map(|g| wrap(py, g)).transpose()
     }
 
     #[setter]
