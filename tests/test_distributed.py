@@ -21,6 +21,9 @@ from ferrograd.distributed import DistributedSampler
 from ferrograd.distributed.run import find_mpiexec
 
 ROOT = Path(__file__).resolve().parent.parent
+# Where the ferrograd under test was imported from (the source tree in a development
+# install, site-packages in a plain one), so child processes import the same build.
+PACKAGE_ROOT = str(Path(ferrograd.__file__).resolve().parent.parent)
 WORKER = Path(__file__).resolve().parent / "distributed_worker.py"
 
 try:
@@ -39,7 +42,7 @@ needs_mpi = pytest.mark.skipif(
 def _env():
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "python"), *filter(None, [env.get("PYTHONPATH")])]
+        [PACKAGE_ROOT, *filter(None, [env.get("PYTHONPATH")])]
     )
     env["FERROGRAD_NUM_THREADS"] = "1"
     return env

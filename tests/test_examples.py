@@ -10,14 +10,19 @@ from pathlib import Path
 
 import pytest
 
+import ferrograd
+
 ROOT = Path(__file__).resolve().parent.parent
+# Where the ferrograd under test was imported from (the source tree in a development
+# install, site-packages in a plain one), so child processes import the same build.
+PACKAGE_ROOT = str(Path(ferrograd.__file__).resolve().parent.parent)
 EXAMPLES = ROOT / "examples"
 
 
 def run(script, *args, cwd=None, timeout=600):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT / "python"), env.get("PYTHONPATH", "")) if p
+        p for p in (PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p
     )
     proc = subprocess.run(
         [sys.executable, str(EXAMPLES / script), *args],

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
+import ferrograd
+
 ROOT = Path(__file__).resolve().parent.parent
+# Where the ferrograd under test was imported from (the source tree in a development
+# install, site-packages in a plain one), so child processes import the same build.
+PACKAGE_ROOT = str(Path(ferrograd.__file__).resolve().parent.parent)
 BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
 # The distributed example needs mpiexec and is run by tests/test_distributed.py instead.
 RUNNABLE = [b for b in BLOCKS if "init_process_group" not in b]
@@ -25,7 +30,7 @@ def test_readme_example_runs_and_prints_what_it_says(index, tmp_path):
     code = RUNNABLE[index]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT / "python"), env.get("PYTHONPATH", "")) if p
+        p for p in (PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],
