@@ -195,3 +195,16 @@ def test_sampler_shuffle_uses_a_seeded_permutation():
     assert list(s[0]) == first  # same epoch, same order
     s[0].set_epoch(1)
     assert list(s[0]) != first
+
+
+def test_shuffled_sampler_is_the_seeded_permutation_split_by_rank():
+    from ferrograd.utils.data import DistributedSampler as FromData
+
+    assert FromData is DistributedSampler
+    perm = ferrograd.randperm(10, generator=ferrograd.Generator().manual_seed(3)).tolist()
+    for rank in (0, 1):
+        s = FromData(list(range(10)), num_replicas=2, rank=rank, shuffle=True, seed=3)
+        assert list(s) == perm[rank::2]
+    s.set_epoch(1)
+    perm1 = ferrograd.randperm(10, generator=ferrograd.Generator().manual_seed(4)).tolist()
+    assert list(s) == perm1[1::2]

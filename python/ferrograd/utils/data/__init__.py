@@ -13,6 +13,7 @@ from .dataset import (
     TensorDataset,
     random_split,
 )
+from .distributed import DistributedSampler
 from .sampler import (
     BatchSampler,
     RandomSampler,
@@ -23,6 +24,7 @@ from .sampler import (
 )
 
 __all__ = [
+    "DistributedSampler",
     "BatchSampler",
     "ChainDataset",
     "ConcatDataset",
