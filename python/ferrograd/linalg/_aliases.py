@@ -1,0 +1,144 @@
+"""The ``torch.*`` aliases (``ferrograd.det``, ``ferrograd.svd``, ...) and the
+Tensor methods backed by ``ferrograd.linalg``; ``_install`` runs once, when
+``ferrograd.linalg`` is first imported.
+"""
+
+from __future__ import annotations
+
+import ferrograd as _fg
+
+from .. import _C
+from ._common import Tensor, _check_matrix, qr_result, slogdet_result, svd_result
+from ._decompositions import cholesky, qr, svd, svdvals
+from ._det import _logdet, det, slogdet
+from ._inverse import inv, matrix_power, pinv
+
+# ----- torch.* aliases and Tensor methods ------------------------------------------------------------------
+
+
+def _svd_legacy(input, some=True, compute_uv=True):
+    """``torch.svd``: ``(U, S, V)`` with ``V`` (not ``Vh``); ``some=True``
+    gives the reduced factorisation, ``compute_uv=False`` zero-filled
+    ``U``/``V``."""
+    _check_matrix("svd", input)
+    if not compute_uv:
+        m, n = input.shape[-2], input.shape[-1]
+        batch = tuple(input.shape[:-2])
+        S = svdvals(input)
+        return svd_result(
+            _C.zeros(batch + (m, m), dtype=input.dtype),
+            S,
+            _C.zeros(batch + (n, n), dtype=input.dtype),
+        )
+    U, S, Vh = svd(input, full_matrices=not some)
+    return svd_result(U, S, Vh.mT)
+
+
+def _qr_legacy(input, some=True):
+    """``torch.qr``: reduced (``some=True``) or complete QR."""
+    return qr_result(*qr(input, "reduced" if some else "complete"))
+
+
+def _cholesky_legacy(input, upper=False):
+    """``torch.cholesky`` (deprecated in PyTorch in favour of
+    ``linalg.cholesky``)."""
+    return cholesky(input, upper=upper)
+
+
+def _pinverse(input, rcond=1e-15):
+    """``torch.pinverse``: ``linalg.pinv`` with ``rtol=rcond``."""
+    return pinv(input, rtol=rcond)
+
+
+def _slogdet_legacy(input):
+    """``torch.slogdet``: ``(sign, logabsdet)``."""
+    return slogdet_result(*slogdet(input))
+
+
+def _matrix_power(input, n):
+    """``torch.matrix_power``."""
+    return matrix_power(input, n)
+
+
+def _det(input):
+    """``torch.det``."""
+    return det(input)
+
+
+def _inverse(input):
+    """``torch.inverse``."""
+    return inv(input)
+
+
+# Tensor methods take ``self`` (the stub in _C.pyi declares them that way).
+def _m_det(self):
+    return det(self)
+
+
+def _m_inverse(self):
+    return inv(self)
+
+
+def _m_logdet(self):
+    return _logdet(self)
+
+
+def _m_slogdet(self):
+    return _slogdet_legacy(self)
+
+
+def _m_cholesky(self, upper=False):
+    return cholesky(self, upper=upper)
+
+
+def _m_pinverse(self, rcond=1e-15):
+    return pinv(self, rtol=rcond)
+
+
+def _m_svd(self, some=True, compute_uv=True):
+    return _svd_legacy(self, some, compute_uv)
+
+
+def _m_qr(self, some=True):
+    return _qr_legacy(self, some)
+
+
+def _m_matrix_power(self, n):
+    return matrix_power(self, n)
+
+
+def _install():
+    for name, fn in (
+        ("det", _det),
+        ("inverse", _inverse),
+        ("logdet", _logdet),
+        ("slogdet", _slogdet_legacy),
+        ("cholesky", _cholesky_legacy),
+        ("pinverse", _pinverse),
+        ("svd", _svd_legacy),
+        ("qr", _qr_legacy),
+        ("matrix_power", _matrix_power),
+    ):
+        fn.__name__ = fn.__qualname__ = name
+        fn.__module__ = "ferrograd"
+        # Set from here so the package's __init__ needs one line for linalg.
+        setattr(_fg, name, fn)
+        if name not in _fg.__all__:
+            _fg.__all__.append(name)
+    if "linalg" not in _fg.__all__:
+        _fg.__all__.append("linalg")
+    for name, fn in (
+        ("det", _m_det),
+        ("inverse", _m_inverse),
+        ("logdet", _m_logdet),
+        ("slogdet", _m_slogdet),
+        ("cholesky", _m_cholesky),
+        ("pinverse", _m_pinverse),
+        ("svd", _m_svd),
+        ("qr", _m_qr),
+        ("matrix_power", _m_matrix_power),
+    ):
+        fn.__name__ = name
+        fn.__qualname__ = f"Tensor.{name}"
+        fn.__doc__ = f"See ``ferrograd.{name}``."
+        setattr(Tensor, name, fn)
