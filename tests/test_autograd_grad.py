@@ -134,10 +134,11 @@ def test_gradients_without_create_graph_are_constants():
     assert not g.requires_grad and g.grad_fn is None and g.is_leaf
 
 
-def test_is_grads_batched_is_refused():
+def test_is_grads_batched_runs_each_row():
+    # Fuller coverage is in test_autograd_functional.py.
     x = fg.tensor([1.0], requires_grad=True)
-    with pytest.raises(NotImplementedError):
-        fg.autograd.grad(x * 2, x, fg.ones(1, 1), is_grads_batched=True)
+    (g,) = fg.autograd.grad(x * 2, x, fg.tensor([[1.0], [3.0]]), is_grads_batched=True)
+    assert g.tolist() == [[2.0], [6.0]]
 
 
 # -- higher order --------------------------------------------------------------------------

@@ -238,6 +238,7 @@ __all__ = [
     "bernoulli",
     "multinomial",
     "_random_like",
+    "_run_backward_batched",
 ]
 
 # ----- classes -------------------------------------------------------------------
@@ -1347,3 +1348,14 @@ def _random_like(
     requires_grad: _bool = False,
     generator: Generator | None = None,
 ) -> Tensor: ...
+
+# --- autograd.grad(is_grads_batched=True) (src/py/autograd_batched.rs) ---
+def _run_backward_batched(
+    tensors: Tensor | Iterable[Tensor],
+    grad_tensors: Tensor | Iterable[Tensor],
+    retain_graph: _bool | None,
+    create_graph: _bool,
+    inputs: Tensor | Iterable[Tensor],
+    allow_unused: _bool = False,
+    materialize_grads: _bool = False,
+) -> tuple[Tensor | None, ...]: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import _C
+from . import functional as functional
 from . import graph as graph
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
@@ -40,9 +41,12 @@ def grad(
     materialize_grads=False,
 ):
     """Returns the gradients of ``outputs`` with respect to ``inputs``,
-    leaving every ``.grad`` untouched."""
-    if is_grads_batched:
-        raise NotImplementedError("is_grads_batched is not supported")
+    leaving every ``.grad`` untouched.
+
+    With ``is_grads_batched=True`` the first dimension of every ``grad_outputs``
+    entry is a batch of cotangents: all of them run through the graph in one
+    engine call (which keeps the graph between rows) and each result gets the same
+    leading batch dimension."""
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, "
@@ -52,6 +56,16 @@ def grad(
     outputs = _as_list(outputs)
     inputs_list = _as_list(inputs)
     grads = _as_list(grad_outputs) if grad_outputs is not None else None
+    if is_grads_batched:
+        if grads is None or any(g is None for g in grads):
+            raise RuntimeError(
+                "autograd.grad with is_grads_batched=True needs a batched tensor in "
+                "grad_outputs for every output."
+            )
+        return _C._run_backward_batched(
+            outputs, grads, retain_graph, create_graph, inputs_list, allow_unused,
+            materialize_grads,
+        )
     return _C._run_backward(
         outputs,
         grads,
