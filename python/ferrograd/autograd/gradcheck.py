@@ -19,6 +19,14 @@ Differences from PyTorch, all deliberate:
 * ferrograd has no "undefined" gradients; ``check_undefined_grad=True`` checks the
   closest analogue: all-zero output gradients must give zero (or no) input gradients.
 * ``gen_non_contig_grad_outputs`` is accepted for compatibility and ignored.
+* Beyond PyTorch, every backward run is checked for writes into its inputs and
+  its grad_outputs (a custom ``Function.backward`` that modifies a tensor in
+  place corrupts whatever else uses it), and a Jacobian mismatch names the worst
+  entry next to both Jacobians.
+* ``check_forward_ad=True`` needs ``ferrograd.autograd.forward_ad`` (PyTorch's
+  ``dual_level``/``make_dual``/``unpack_dual``); without it gradcheck raises a
+  ``NotImplementedError`` saying so. ``check_batched_grad=True`` compares
+  ``autograd.grad(..., is_grads_batched=True)`` with one backward per cotangent.
 """
 
 from __future__ import annotations
@@ -138,10 +146,29 @@ def _numerical_jacobian(func, inputs, checked, out_sizes, eps, grad_mode):
 # --- analytical side ------------------------------------------------------------------
 
 
+def _snapshot(t):
+    return getattr(t, "_version", None), _to_numpy(t)
+
+
+def _check_unmodified(what, before, t):
+    version, values = before
+    now_version, now_values = _snapshot(t)
+    if version != now_version or not np.array_equal(values, now_values, equal_nan=True):
+        raise GradcheckError(
+            f"Backward modified {what} in place (its "
+            + ("version counter went from "
+               f"{version} to {now_version}" if version != now_version else "values changed")
+            + "). A backward must not write into the tensors it receives or saved; "
+            "compute a new tensor instead (e.g. grad_output * 2, not grad_output.mul_(2))."
+        )
+
+
 def _vjp(out, inputs, checked, v):
     """{input: flattened v^T d out / d input}; inputs the graph does not reach get zeros."""
     fg = _fg()
     cotangent = fg.tensor(v.reshape(tuple(out.shape)), dtype=out.dtype)
+    before_inputs = {i: _snapshot(inputs[i]) for i in checked}
+    before_cotangent = _snapshot(cotangent)
     grads = fg.autograd.grad(
         (out,),
         tuple(inputs[i] for i in checked),
@@ -149,6 +176,9 @@ def _vjp(out, inputs, checked, v):
         retain_graph=True,
         allow_unused=True,
     )
+    for i in checked:
+        _check_unmodified(f"input {i}", before_inputs[i], inputs[i])
+    _check_unmodified("its grad_output", before_cotangent, cotangent)
     res = {}
     for i, g in zip(checked, grads):
         if g is None:
@@ -180,10 +210,23 @@ def _reentrancy_error(drift, nondet_tol):
     )
 
 
-def _mismatch(k, i, numerical, analytical, note=""):
+def _mismatch(k, i, numerical, analytical, note="", atol=None, rtol=None):
+    worst = ""
+    n, a = np.asarray(numerical, dtype=np.float64), np.asarray(analytical, dtype=np.float64)
+    if n.ndim == 2 and n.size:
+        diff = np.abs(a - n)
+        if atol is not None:
+            # Rank by how far past its own tolerance each entry is.
+            diff = diff - (atol + rtol * np.abs(n))
+        j, m = np.unravel_index(int(np.nanargmax(np.where(np.isnan(diff), np.inf, diff))), n.shape)
+        worst = (
+            f"The worst entry is d output[{m}] / d input[{j}] (flat indices): "
+            f"numerical {float(n[j, m])!r}, analytical {float(a[j, m])!r}, "
+            f"difference {float(abs(a[j, m] - n[j, m]))!r}.\n"
+        )
     return GradcheckError(
         f"Jacobian mismatch for output {k} with respect to input {i},\n"
-        f"numerical:{numerical}\nanalytical:{analytical}\n{note}"
+        f"numerical:{numerical}\nanalytical:{analytical}\n{worst}{note}"
     )
 
 
@@ -231,7 +274,7 @@ def _slow_check(func, inputs, checked, eps, atol, rtol, nondet_tol, grad_mode):
         for i in checked:
             a, n = analytical[i, k], numerical[i, k]
             if not np.allclose(a, n, rtol=rtol, atol=atol):
-                raise _mismatch(k, i, n, a)
+                raise _mismatch(k, i, n, a, atol=atol, rtol=rtol)
     if drift > nondet_tol:
         raise _reentrancy_error(drift, nondet_tol)
 
@@ -292,6 +335,85 @@ def _check_undefined_grad(func, inputs, checked):
             )
 
 
+def _forward_ad():
+    fg = _fg()
+    fwad = getattr(fg.autograd, "forward_ad", None)
+    if fwad is None:
+        try:
+            from . import forward_ad as fwad  # noqa: PLC0415
+        except ImportError:
+            fwad = None
+    if fwad is None or not all(hasattr(fwad, n) for n in ("dual_level", "make_dual", "unpack_dual")):
+        raise NotImplementedError(
+            "gradcheck(check_forward_ad=True) needs forward-mode AD "
+            "(ferrograd.autograd.forward_ad with dual_level, make_dual and unpack_dual), "
+            "which this build of ferrograd does not have. Pass check_forward_ad=False."
+        )
+    return fwad
+
+
+def _check_forward_ad(func, inputs, checked, eps, atol, rtol, grad_mode):
+    """Forward-mode Jacobian columns (one dual evaluation per input element) against
+    the same central differences the backward check uses."""
+    fg = _fg()
+    fwad = _forward_ad()
+    outputs = _tensor_outputs(func(*inputs))
+    sizes = {k: o.numel() for k, o in outputs if o.dtype in (fg.float32, fg.float64)}
+    numerical = _numerical_jacobian(func, inputs, checked, sizes, eps, grad_mode)
+    for i in checked:
+        n_in, shape = inputs[i].numel(), tuple(inputs[i].shape)
+        forward = {k: np.zeros((n_in, m)) for k, m in sizes.items()}
+        for j in range(n_in):
+            tangent = np.zeros(n_in)
+            tangent[j] = 1.0
+            with fwad.dual_level():
+                args = list(inputs)
+                args[i] = fwad.make_dual(
+                    inputs[i].detach(), fg.tensor(tangent.reshape(shape), dtype=inputs[i].dtype)
+                )
+                outs = dict(_tensor_outputs(func(*args)))
+                for k in sizes:
+                    t = fwad.unpack_dual(outs[k]).tangent
+                    if t is not None:
+                        forward[k][j] = _to_numpy(t).reshape(-1)
+        for k in sizes:
+            a, n = forward[k], numerical[i, k]
+            if not np.allclose(a, n, rtol=rtol, atol=atol):
+                raise _mismatch(
+                    k, i, n, a, "\n(forward mode: analytical is the tangent of the output)",
+                    atol=atol, rtol=rtol,
+                )
+
+
+def _check_batched_grad(func, inputs, checked, atol, rtol):
+    """``is_grads_batched=True`` must give, row by row, what single backwards give."""
+    fg = _fg()
+    rng = np.random.default_rng(_SEED + 1)
+    outputs = [(k, o) for k, o in _tensor_outputs(func(*inputs)) if o.requires_grad]
+    targets = tuple(inputs[i] for i in checked)
+    for k, o in outputs:
+        batch = rng.uniform(-1.0, 1.0, (3,) + tuple(o.shape))
+        cot = fg.tensor(batch, dtype=o.dtype)
+        try:
+            got = fg.autograd.grad(
+                (o,), targets, (cot,), retain_graph=True, allow_unused=True,
+                is_grads_batched=True,
+            )
+        except RuntimeError as e:
+            raise GradcheckError(
+                f"While computing batched gradients for output {k}, got: {e}"
+            ) from e
+        for b in range(3):
+            single = _vjp(o, inputs, checked, batch[b].reshape(-1))
+            for i, g in zip(checked, got):
+                row = np.zeros(inputs[i].numel()) if g is None else _to_numpy(g[b]).reshape(-1)
+                if not np.allclose(row, single[i], rtol=rtol, atol=atol):
+                    raise GradcheckError(
+                        f"For output {k} and input {i}, batched grad (row {b}) does not match "
+                        f"the grad of one backward:\nbatched:{row}\nsingle:{single[i]}"
+                    )
+
+
 def _run(
     func,
     inputs,
@@ -304,13 +426,30 @@ def _run(
     check_undefined_grad,
     fast_mode,
     grad_mode,
+    check_forward_ad=False,
+    check_backward_ad=True,
+    check_batched_grad=False,
 ):
+    if not check_backward_ad and (check_batched_grad or check_undefined_grad):
+        raise ValueError(
+            "Setting check_batched_grad=True or check_undefined_grad=True requires "
+            "check_backward_ad to be True"
+        )
+    if not (check_forward_ad or check_backward_ad):
+        raise ValueError(
+            "Expected at least one of check_forward_ad or check_backward_ad to be True"
+        )
     checked = _checked_inputs(inputs)
     check = _fast_check if fast_mode else _slow_check
     try:
-        check(func, inputs, checked, eps, atol, rtol, nondet_tol, grad_mode)
-        if check_undefined_grad:
-            _check_undefined_grad(func, inputs, checked)
+        if check_backward_ad:
+            check(func, inputs, checked, eps, atol, rtol, nondet_tol, grad_mode)
+            if check_undefined_grad:
+                _check_undefined_grad(func, inputs, checked)
+            if check_batched_grad:
+                _check_batched_grad(func, inputs, checked, atol, rtol)
+        if check_forward_ad:
+            _check_forward_ad(func, inputs, checked, eps, atol, rtol, grad_mode)
     except GradcheckError:
         if raise_exception:
             raise
@@ -328,7 +467,13 @@ def gradcheck(
     raise_exception=True,
     nondet_tol=0.0,
     check_undefined_grad=False,
+    check_grad_dtypes=False,
+    check_batched_grad=False,
+    check_batched_forward_grad=False,
+    check_forward_ad=False,
+    check_backward_ad=True,
     fast_mode=False,
+    masked=None,
 ):
     """Check ``func``'s analytical gradients against central finite differences.
 
@@ -337,8 +482,15 @@ def gradcheck(
     entry passes when ``|analytical - numerical| <= atol + rtol * |numerical|``.
     Returns True, or on failure raises :class:`GradcheckError` (returns False if
     ``raise_exception=False``). Backward is run twice per row; results differing by
-    more than ``nondet_tol`` also fail. Numerical evaluations run under ``no_grad``.
+    more than ``nondet_tol`` also fail, and so does a backward that writes into its
+    inputs or grad_outputs. Numerical evaluations run under ``no_grad``.
+    ``check_forward_ad`` also checks forward-mode tangents (needs
+    ``ferrograd.autograd.forward_ad``), ``check_backward_ad=False`` skips the
+    backward checks, ``check_batched_grad`` checks ``is_grads_batched`` backward.
+    ``check_grad_dtypes``, ``check_batched_forward_grad`` and ``masked`` are accepted
+    for PyTorch compatibility and ignored.
     """
+    del check_grad_dtypes, check_batched_forward_grad, masked
     return _run(
         func,
         _as_tuple(inputs),
@@ -350,6 +502,9 @@ def gradcheck(
         check_undefined_grad=check_undefined_grad,
         fast_mode=fast_mode,
         grad_mode=False,
+        check_forward_ad=check_forward_ad,
+        check_backward_ad=check_backward_ad,
+        check_batched_grad=check_batched_grad,
     )
 
 
@@ -363,6 +518,14 @@ def gradgradcheck(
     rtol=1e-3,
     gen_non_contig_grad_outputs=False,
     raise_exception=True,
+    nondet_tol=0.0,
+    check_undefined_grad=True,
+    check_grad_dtypes=False,
+    check_batched_grad=False,
+    check_fwd_over_rev=False,
+    check_rev_over_rev=True,
+    fast_mode=False,
+    masked=False,
 ):
     """Check second derivatives: gradcheck the vector-Jacobian product of ``func``.
 
@@ -370,7 +533,14 @@ def gradgradcheck(
     ``func``'s differentiable outputs (with ``grad_outputs`` as cotangents) with
     respect to the inputs that require grad, computed with ``create_graph=True``.
     Without ``grad_outputs``, seeded random ones in [-1, 1) that require grad are used.
+    ``fast_mode``, ``nondet_tol`` and ``check_batched_grad`` apply to that check as
+    in :func:`gradcheck`; ``check_fwd_over_rev=True`` needs forward-mode AD.
+    ``check_undefined_grad``, ``check_grad_dtypes`` and ``masked`` are accepted for
+    PyTorch compatibility and ignored.
     """
+    del check_undefined_grad, check_grad_dtypes, masked
+    if check_fwd_over_rev:
+        _forward_ad()
     fg = _fg()
     inputs = _as_tuple(inputs)
     if grad_outputs is None:
@@ -409,8 +579,11 @@ def gradgradcheck(
         atol=atol,
         rtol=rtol,
         raise_exception=raise_exception,
-        nondet_tol=0.0,
+        nondet_tol=nondet_tol,
         check_undefined_grad=False,
-        fast_mode=False,
+        fast_mode=fast_mode,
         grad_mode=True,
+        check_forward_ad=check_fwd_over_rev,
+        check_backward_ad=check_rev_over_rev,
+        check_batched_grad=check_batched_grad,
     )
