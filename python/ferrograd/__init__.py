@@ -536,5 +536,5 @@ from ._composite import *  # noqa: E402, F403
 from ._composite import __all__ as _composite_all  # noqa: E402
 
 __all__ += ["argsort", "kthvalue", "median", "msort", "nanmedian", "sort", "topk", *_composite_all]
-from . import linalg  # noqa: E402, F401 - also installs torch.det/svd/... aliases
-from . import testing  # noqa: E402, F401 - torch.testing without an import
+# linalg also installs torch.det/svd/... aliases; testing is torch.testing without an import.
+from . import linalg, testing  # noqa: E402, F401
