@@ -1,4 +1,9 @@
-"""Elementwise ops: gradients to second order (float64), float32 values vs NumPy."""
+"""Elementwise ops: gradients to second order (float64), float32 values vs NumPy.
+
+Gradients are property-tested with ``ferrograd.testing.check_op`` (gradcheck and
+gradgradcheck on drawn shapes) at points from
+``ferrograd.testing.strategies.differentiable_points``, which keeps each op
+inside its domain and away from its kinks and poles."""
 
 from __future__ import annotations
 
@@ -11,38 +16,58 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ferrograd as fg
-from helpers import FEW, check_grads, close32, leaf, op_shapes, pair_shapes, values
+from ferrograd.testing import check_op
+from ferrograd.testing import strategies as fst
+from helpers import FEW, close32, leaf, op_shapes, pair_shapes, values
 
-# (name, ferrograd fn, numpy fn, domain lo, hi, kinks)
+# check_op draws as many examples per op as FEW does (the profile's, divided by 5).
+N = FEW.max_examples
+
+
+def points(op, lo=-2.0, hi=2.0):
+    """float64 leaves of drawn shapes (size-0 and size-1 dims included) where ``op``
+    is differentiable; ``lo``/``hi`` narrow the range further."""
+    return fst.differentiable_points(op, shape=op_shapes(), low=lo, high=hi)
+
+
+def arrays_at(op, lo=-2.0, hi=2.0):
+    return points(op, lo, hi).map(lambda t: np.array(t.detach().numpy()))
+
+
+# (name, ferrograd fn, numpy fn, range lo, hi); kinks and poles come from
+# differentiable_points' table of domains.
 UNARY = [
-    ("exp", fg.exp, np.exp, -2, 2, None),
-    ("expm1", fg.expm1, np.expm1, -2, 2, None),
-    ("log", fg.log, np.log, 0.2, 3, None),
-    ("log1p", fg.log1p, np.log1p, -0.7, 3, None),
-    ("log2", fg.log2, np.log2, 0.2, 3, None),
-    ("sqrt", fg.sqrt, np.sqrt, 0.2, 3, None),
-    ("rsqrt", fg.rsqrt, lambda x: 1 / np.sqrt(x), 0.2, 3, None),
-    ("sin", fg.sin, np.sin, -3, 3, None),
-    ("cos", fg.cos, np.cos, -3, 3, None),
-    ("tan", fg.tan, np.tan, -1.2, 1.2, None),
-    ("tanh", fg.tanh, np.tanh, -3, 3, None),
-    ("sigmoid", fg.sigmoid, lambda x: 1 / (1 + np.exp(-x)), -4, 4, None),
-    ("relu", fg.relu, lambda x: np.maximum(x, 0), -2, 2, [0.0]),
-    ("abs", fg.abs, np.abs, -2, 2, [0.0]),
-    ("neg", fg.neg, np.negative, -2, 2, None),
-    ("reciprocal", fg.reciprocal, np.reciprocal, 0.3, 3, None),
-    ("square", fg.square, np.square, -2, 2, None),
-    ("erf", fg.erf, np.vectorize(math.erf, otypes=[np.float32]), -2, 2, None),
+    ("exp", fg.exp, np.exp, -2, 2),
+    ("expm1", fg.expm1, np.expm1, -2, 2),
+    ("log", fg.log, np.log, -3, 3),
+    ("log1p", fg.log1p, np.log1p, -3, 3),
+    ("log2", fg.log2, np.log2, -3, 3),
+    ("sqrt", fg.sqrt, np.sqrt, -3, 3),
+    ("rsqrt", fg.rsqrt, lambda x: 1 / np.sqrt(x), -3, 3),
+    ("sin", fg.sin, np.sin, -3, 3),
+    ("cos", fg.cos, np.cos, -3, 3),
+    ("tan", fg.tan, np.tan, -1.2, 1.2),
+    ("tanh", fg.tanh, np.tanh, -3, 3),
+    ("sigmoid", fg.sigmoid, lambda x: 1 / (1 + np.exp(-x)), -4, 4),
+    ("relu", fg.relu, lambda x: np.maximum(x, 0), -2, 2),
+    ("abs", fg.abs, np.abs, -2, 2),
+    ("neg", fg.neg, np.negative, -2, 2),
+    ("reciprocal", fg.reciprocal, np.reciprocal, -3, 3),
+    ("square", fg.square, np.square, -2, 2),
+    ("erf", fg.erf, np.vectorize(math.erf, otypes=[np.float32]), -2, 2),
 ]
 
 
-@pytest.mark.parametrize("name,f,npf,lo,hi,kinks", UNARY, ids=[u[0] for u in UNARY])
+@pytest.mark.parametrize("name,f,npf,lo,hi", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_grads(name, f, npf, lo, hi):
+    assert check_op(f, points(f, lo, hi), max_examples=N)
+
+
+@pytest.mark.parametrize("name,f,npf,lo,hi", UNARY, ids=[u[0] for u in UNARY])
 @FEW
 @given(data=st.data())
-def test_unary_grads_and_values(name, f, npf, lo, hi, kinks, data):
-    shape = data.draw(op_shapes())
-    x = data.draw(values(shape, lo, hi, away_from=kinks))
-    check_grads(f, x)
+def test_unary_values(name, f, npf, lo, hi, data):
+    x = data.draw(arrays_at(f, lo, hi))
     close32(f, npf, x)
     # The Tensor method spells the same op.
     t = leaf(x, requires_grad=False)
@@ -57,21 +82,24 @@ def test_unary_grads_and_values(name, f, npf, lo, hi, kinks, data):
 @FEW
 @given(data=st.data())
 def test_piecewise_constant_ops_have_zero_gradient(name, npf, data):
-    shape = data.draw(op_shapes())
-    # Away from the jumps (integers, halves, and 0 for sign) the finite
+    # Away from the jumps (integers, halves for round, 0 for sign) the finite
     # difference is 0 as well, so gradcheck agrees with the zero gradient.
-    kinks = [k / 2 for k in range(-6, 7)]
-    x = data.draw(values(shape, -3, 3, away_from=kinks))
     f = getattr(fg, name)
+    x = data.draw(arrays_at(f, -3, 3))
     t = leaf(x)
     y = f(t)
     np.testing.assert_array_equal(y.detach().numpy(), npf(x))
     close32(f, npf, x, rtol=0, atol=0)
     np.testing.assert_array_equal(getattr(leaf(x, False), name)().numpy(), npf(x))
-    check_grads(f, x)
     (g,) = fg.autograd.grad(y.sum(), t, allow_unused=True) if t.numel() else (None,)
     if g is not None:
         assert not g.numpy().any()
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "round", "trunc", "sign"])
+def test_piecewise_constant_ops_grads(name):
+    f = getattr(fg, name)
+    assert check_op(f, points(f, -3, 3), max_examples=N)
 
 
 def test_round_half_to_even_and_decimals():
@@ -90,47 +118,73 @@ BINARY = [
 ]
 
 
+@st.composite
+def broadcast_pair(draw, lo=-2.0, hi=2.0, untied=False):
+    """Two float64 leaves of mutually broadcastable shapes (size-0 dims included);
+    ``untied`` keeps every broadcast pair of elements 0.05 apart, so no tie of
+    maximum/minimum sits inside a finite difference."""
+    sa, sb = draw(fst.mutually_broadcastable_shapes(2, max_dims=3, min_side=0, max_side=3))
+    el = fst.floats(lo, hi)
+    a = draw(fst.tensors(shape=sa, elements=el, requires_grad=True))
+    b = draw(fst.tensors(shape=sb, elements=el, requires_grad=True))
+    if untied:
+        assume(np.all(np.abs(np.subtract(a.detach().numpy(), b.detach().numpy())) > 0.05))
+    return a, b
+
+
+@pytest.mark.parametrize("name,f,npf,_", BINARY, ids=[b[0] for b in BINARY])
+def test_binary_broadcasting_grads(name, f, npf, _):
+    assert check_op(f, args=broadcast_pair(untied=name in ("maximum", "minimum")), max_examples=N)
+
+
 @pytest.mark.parametrize("name,f,npf,_", BINARY, ids=[b[0] for b in BINARY])
 @FEW
 @given(data=st.data())
-def test_binary_broadcasting_grads(name, f, npf, _, data):
+def test_binary_broadcasting_values(name, f, npf, _, data):
     sa, sb = data.draw(pair_shapes())
-    a = data.draw(values(sa))
-    b = data.draw(values(sb))
-    if name in ("maximum", "minimum"):
-        # No tie may sit inside the finite difference.
-        assume(np.all(np.abs(np.subtract(a, b)) > 0.05))
-    check_grads(f, a, b)
-    close32(f, npf, a, b)
+    close32(f, npf, data.draw(values(sa)), data.draw(values(sb)))
+
+
+@pytest.mark.parametrize("f", [fg.div, fg.pow], ids=["div", "pow"])
+def test_div_and_pow_grads(f):
+    assert check_op(f, args=broadcast_pair(0.3, 2.0), max_examples=N)
 
 
 @FEW
 @given(data=st.data())
-def test_div_and_pow_grads(data):
+def test_div_and_pow_values(data):
     sa, sb = data.draw(pair_shapes())
     a = data.draw(values(sa, 0.3, 2))
     b = data.draw(values(sb, 0.3, 2))
-    check_grads(fg.div, a, b)
-    check_grads(fg.pow, a, b)
     close32(fg.div, np.divide, a, b)
     close32(fg.pow, np.power, a, b, rtol=1e-4)
+
+
+SCALAR_FORMS = [
+    lambda t: 2 + t, lambda t: t + 2, lambda t: 3 - t, lambda t: t - 3,
+    lambda t: 2 * t, lambda t: t * 2, lambda t: 1.5 / t, lambda t: t / 1.5,
+    lambda t: t ** 2.5, lambda t: 2.0 ** t, lambda t: -t, lambda t: t ** -1.5,
+    lambda t: t ** 2, lambda t: 2 ** t,
+]
+
+
+def test_python_scalars_on_either_side_grads():
+    # One check_op over all the forms, so the draw count matches one op's.
+    def all_forms(t):
+        return tuple(fn(t) for fn in SCALAR_FORMS) + (fg.pow(t, 3), t.pow(0.5))
+
+    assert check_op(all_forms, points(None, 0.3, 2), max_examples=N)
 
 
 @FEW
 @given(data=st.data())
 def test_python_scalars_on_either_side(data):
     x = data.draw(values(data.draw(op_shapes()), 0.3, 2))
-    for fn in (lambda t: 2 + t, lambda t: t + 2, lambda t: 3 - t, lambda t: t - 3,
-               lambda t: 2 * t, lambda t: t * 2, lambda t: 1.5 / t, lambda t: t / 1.5,
-               lambda t: t ** 2.5, lambda t: 2.0 ** t, lambda t: -t, lambda t: t ** -1.5,
-               lambda t: t ** 2, lambda t: 2 ** t):
-        check_grads(fn, x)
+    for fn in SCALAR_FORMS:
         # NumPy evaluates the same expression on a float32 array (Python
         # numbers do not widen float32 there either).
         close32(fn, fn, x, rtol=1e-5, atol=1e-6)
-    check_grads(lambda t: fg.pow(t, 3), x)
     close32(lambda t: fg.pow(t, 3), lambda a: np.power(a, 3), x, rtol=1e-5)
-    check_grads(lambda t: t.pow(0.5), x)
     close32(lambda t: t.pow(0.5), np.sqrt, x, rtol=1e-5)
 
 
@@ -147,14 +201,23 @@ def test_maximum_splits_gradient_on_ties():
 def test_clamp_scalar_and_tensor_bounds(data):
     shape = data.draw(op_shapes())
     x = data.draw(values(shape, -2, 2, away_from=[-0.5, 0.7]))
-    check_grads(lambda t: fg.clamp(t, min=-0.5, max=0.7), x)
-    check_grads(lambda t: t.clamp(min=-0.5), x)
-    check_grads(lambda t: t.clip(max=0.7), x)
     close32(lambda t: t.clamp(-0.5, 0.7), lambda a: np.clip(a, -0.5, 0.7), x)
     lo = data.draw(values(shape, -2, 2))
     if np.all(np.abs(x - lo) > 0.05):
-        check_grads(lambda t, m: fg.clamp(t, min=m), x, lo)
         close32(lambda t, m: fg.clamp(t, min=m), np.maximum, x, lo)
+
+
+def test_clamp_grads():
+    away = fst.tensors(
+        shape=op_shapes(), elements=fst.floats(-2, 2, away_from=[-0.5, 0.7]), requires_grad=True
+    )
+
+    def forms(t):
+        return fg.clamp(t, min=-0.5, max=0.7), t.clamp(min=-0.5), t.clip(max=0.7)
+
+    assert check_op(forms, away, max_examples=N)
+    assert check_op(lambda t, m: fg.clamp(t, min=m), args=broadcast_pair(untied=True),
+                    max_examples=N)
 
 
 def test_clamp_boundaries_follow_pytorch():
@@ -176,14 +239,23 @@ def test_relu_and_abs_at_zero_have_zero_gradient():
 
 @FEW
 @given(data=st.data())
-def test_where_grads(data):
+def test_where_values(data):
     sa, sb = data.draw(pair_shapes())
     a, b = data.draw(values(sa)), data.draw(values(sb))
     cond = data.draw(values(np.broadcast_shapes(sa, sb))) > 0
     c = fg.tensor(cond)
-    check_grads(lambda x, y: fg.where(c, x, y), a, b)
-    check_grads(lambda x: fg.where(c, x, 0.5), a)
     close32(lambda x, y: fg.where(c, x, y), lambda x, y: np.where(cond, x, y), a, b)
+
+
+def test_where_grads():
+    @st.composite
+    def where_args(draw):
+        a, b = draw(broadcast_pair())
+        shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+        return draw(fst.tensors(dtype=fg.bool, shape=shape)), a, b
+
+    assert check_op(lambda c, x, y: (fg.where(c, x, y), fg.where(c, x, 0.5)),
+                    args=where_args(), max_examples=N)
 
 
 def test_comparisons_and_logical_ops():
