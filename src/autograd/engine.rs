@@ -381,7 +381,7 @@ fn accumulate_grad(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
 }
 
 /// Runs one node's backward rule and checks what it returned.
-fn call_node(node: &NodeRef, mut grads: Grads) -> Result<Grads> {
+pub(crate) fn call_node(node: &NodeRef, mut grads: Grads) -> Result<Grads> {
     if grads.iter().all(|g| g.is_none()) {
         return Ok(SmallVec::from_elem(None, node.edges.len()));
     }

@@ -1,6 +1,7 @@
 //! Reverse-mode autograd: grad mode, graph recording and the engine.
 
 mod arena;
+mod batched;
 pub mod engine;
 mod node;
 
@@ -9,6 +10,7 @@ use std::cell::{Cell, RefCell};
 use smallvec::SmallVec;
 
 pub use arena::{live_nodes, NodeRef};
+pub use batched::run_backward_batched;
 pub use engine::{run_backward, BackwardRequest};
 pub use node::{
     current_seq, Backward, BackwardCtx, Edge, FnBackward, GradHook, Grads, Meta, Node, NodeHooks,

@@ -1,6 +1,7 @@
 //! `autograd.grad(..., is_grads_batched=True)`: a batch of cotangents run
-//! through one retained graph in a single call, with the GIL released for the
-//! whole batch. `autograd.functional.jacobian(vectorize=True)` builds on it.
+//! through the graph in one engine call (`autograd::run_backward_batched`),
+//! with the GIL released for the whole batch.
+//! `autograd.functional.jacobian(vectorize=True)` builds on it.
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -10,56 +11,7 @@ use super::convert::tensor_list;
 use super::errors::guard;
 use super::tensor::wrap;
 use crate::autograd::{self, BackwardRequest};
-use crate::error::Result;
-use crate::ops;
 use crate::tensor::{fmt_shape, Tensor};
-
-/// Runs the engine once per row of the batched cotangents, keeping the graph
-/// between rows, and stacks each input's gradients along a new leading
-/// dimension. `None` means the input got no gradient in any row.
-fn batched_backward(
-    roots: Vec<Tensor>,
-    grads: Vec<Tensor>,
-    inputs: Vec<Tensor>,
-    batch: usize,
-    retain_graph: bool,
-    create_graph: bool,
-) -> Result<Vec<Option<Tensor>>> {
-    let mut rows: Vec<Vec<Option<Tensor>>> = vec![Vec::with_capacity(batch); inputs.len()];
-    for b in 0..batch {
-        let row_grads = grads
-            .iter()
-            .map(|g| ops::select(g, 0, b as i64))
-            .collect::<Result<Vec<_>>>()?;
-        let req = BackwardRequest {
-            roots: roots.clone(),
-            grads: row_grads,
-            inputs: Some(inputs.clone()),
-            // Every row but the last needs the saved tensors again.
-            retain_graph: retain_graph || b + 1 < batch,
-            create_graph,
-            accumulate: false,
-        };
-        for (k, g) in autograd::run_backward(req)?.into_iter().enumerate() {
-            rows[k].push(g);
-        }
-    }
-    let mut out = Vec::with_capacity(inputs.len());
-    for (t, per_row) in inputs.iter().zip(rows) {
-        if batch == 0 || per_row.iter().all(Option::is_none) {
-            out.push(None);
-            continue;
-        }
-        // The graph is the same for every row, so a gradient is missing in
-        // all rows or none; zeros keep the stack well-formed regardless.
-        let filled: Vec<Tensor> = per_row
-            .into_iter()
-            .map(|g| g.unwrap_or_else(|| Tensor::zeros(t.shape(), t.dtype())))
-            .collect();
-        out.push(Some(ops::stack(&filled, 0)?));
-    }
-    Ok(out)
-}
 
 /// The engine entry behind `autograd.grad(..., is_grads_batched=True)`: each
 /// `grad_tensors[i]` has a leading batch dimension followed by `tensors[i]`'s
@@ -119,8 +71,21 @@ fn _run_backward_batched(
     let batch = batch.unwrap_or(0);
     let retain = retain_graph.unwrap_or(create_graph);
     let targets = inputs.clone();
-    let results = py
-        .detach(|| guard(|| batched_backward(roots, grads, inputs, batch, retain, create_graph)))?;
+    let results = py.detach(|| {
+        guard(|| {
+            autograd::run_backward_batched(
+                BackwardRequest {
+                    roots,
+                    grads,
+                    inputs: Some(inputs),
+                    retain_graph: retain,
+                    create_graph,
+                    accumulate: false,
+                },
+                batch,
+            )
+        })
+    })?;
     let mut out = Vec::with_capacity(results.len());
     for (r, t) in results.into_iter().zip(&targets) {
         match r {
