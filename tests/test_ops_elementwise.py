@@ -60,7 +60,8 @@ UNARY = [
 
 @pytest.mark.parametrize("name,f,npf,lo,hi", UNARY, ids=[u[0] for u in UNARY])
 def test_unary_grads(name, f, npf, lo, hi):
-    assert check_op(f, points(f, lo, hi), max_examples=N)
+    # check_batched_grad also proves the batched engine's rule for the op's node.
+    assert check_op(f, points(f, lo, hi), max_examples=N, check_batched_grad=True)
 
 
 @pytest.mark.parametrize("name,f,npf,lo,hi", UNARY, ids=[u[0] for u in UNARY])
@@ -134,7 +135,8 @@ def broadcast_pair(draw, lo=-2.0, hi=2.0, untied=False):
 
 @pytest.mark.parametrize("name,f,npf,_", BINARY, ids=[b[0] for b in BINARY])
 def test_binary_broadcasting_grads(name, f, npf, _):
-    assert check_op(f, args=broadcast_pair(untied=name in ("maximum", "minimum")), max_examples=N)
+    assert check_op(f, args=broadcast_pair(untied=name in ("maximum", "minimum")),
+                    max_examples=N, check_batched_grad=True)
 
 
 @pytest.mark.parametrize("name,f,npf,_", BINARY, ids=[b[0] for b in BINARY])
@@ -147,7 +149,7 @@ def test_binary_broadcasting_values(name, f, npf, _, data):
 
 @pytest.mark.parametrize("f", [fg.div, fg.pow], ids=["div", "pow"])
 def test_div_and_pow_grads(f):
-    assert check_op(f, args=broadcast_pair(0.3, 2.0), max_examples=N)
+    assert check_op(f, args=broadcast_pair(0.3, 2.0), max_examples=N, check_batched_grad=True)
 
 
 @FEW

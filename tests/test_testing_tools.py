@@ -342,3 +342,15 @@ def test_gradcheck_forward_ad_without_forward_mode_is_a_clear_error():
 @pytest.mark.skipif(not hasattr(fg.autograd, "forward_ad"), reason="no forward-mode AD in this build")
 def test_gradcheck_forward_ad_checks_tangents():
     assert gradcheck(lambda a: a.sin() * a, (_x(),), check_forward_ad=True)
+
+
+def test_public_names_have_docstrings():
+    import ferrograd.autograd.functional as functional
+    import ferrograd.testing as testing
+
+    for mod in (testing, fst, functional):
+        assert (mod.__doc__ or "").strip()
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if callable(obj):
+                assert (obj.__doc__ or "").strip(), f"{mod.__name__}.{name} has no docstring"
