@@ -224,6 +224,16 @@ def test_input_checks_use_pytorch_messages():
         jacobian(lambda a: a, x, strategy="sideways")
     with pytest.raises(NotImplementedError, match="only implemented for `vectorize=True`"):
         jacobian(lambda a: a, x, strategy="forward-mode")
+    with pytest.raises(NotImplementedError, match="`create_graph=True` and `strategy=\"forward-mode\"`"):
+        jacobian(lambda a: a, x, strategy="forward-mode", vectorize=True, create_graph=True)
+
+
+@pytest.mark.skipif(hasattr(fg, "func"), reason="ferrograd.func provides forward mode")
+def test_forward_mode_strategy_says_what_it_needs():
+    with pytest.raises(NotImplementedError, match="needs forward-mode AD"):
+        jacobian(lambda a: a * 2, t([1.0, 2.0]), strategy="forward-mode", vectorize=True)
+    with pytest.raises(NotImplementedError, match="only implemented for `vectorize=True`"):
+        hessian(lambda a: (a * a).sum(), t([1.0, 2.0]), outer_jacobian_strategy="forward-mode")
 
 
 # --- is_grads_batched ---------------------------------------------------------------------
