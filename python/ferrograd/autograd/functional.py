@@ -195,19 +195,15 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
     return tuple(res)
 
 
-def _single_element_v(inputs, name):
-    if len(inputs) != 1 or inputs[0].numel() != 1:
-        raise RuntimeError(
-            "The vector v can only be None if the input to the user-provided function "
-            "is a single Tensor with a single element."
-        )
-    del name
-    return (_fg().ones_like(inputs[0]),)
-
-
 def _prepare_v(v, inputs, is_inputs_tuple, create_graph, fn_name):
+    """``v`` as a validated tuple; omitted, ones for a single one-element input."""
     if v is None:
-        return _single_element_v(inputs, fn_name)
+        if len(inputs) != 1 or inputs[0].numel() != 1:
+            raise RuntimeError(
+                "The vector v can only be None if the input to the user-provided function "
+                "is a single Tensor with a single element."
+            )
+        return (_fg().ones_like(inputs[0]),)
     _, v = _as_tuple(v, "v", fn_name)
     v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
     _validate_v(v, inputs, is_inputs_tuple)

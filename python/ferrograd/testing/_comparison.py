@@ -170,7 +170,6 @@ def _as_tensor_pair(actual, expected):
 
 def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, check_dtype,
                      check_layout, check_stride):
-    fg = _fg()
     if tuple(actual.shape) != tuple(expected.shape):
         raise _ErrorMeta(
             AssertionError,
@@ -228,7 +227,6 @@ def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, c
     rel_i = int(np.argmax(np.isnan(rel_diff))) if np.isnan(rel_diff).any() else int(np.argmax(rel_diff))
     shape = tuple(matches.shape)
     abs_v, rel_v = abs_diff[abs_i].item(), rel_diff[rel_i].item()
-    del fg
     raise _ErrorMeta(
         AssertionError,
         _mismatch_msg(

@@ -39,10 +39,8 @@ def make_tensor(
     floating = dtype in (fg.float32, fg.float64)
     if requires_grad and not floating:
         raise ValueError(f"make_tensor: requires_grad=True is not supported for {dtype}.")
-    for name, v in (("low", low), ("high", high)):
-        if v is not None and isinstance(v, float) and math.isnan(v):
-            raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
-        del name
+    if any(isinstance(v, float) and math.isnan(v) for v in (low, high)):
+        raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
     if low is not None and high is not None and low > high:
         raise ValueError(f"`low` must be less than or equal to `high`, but got {low} > {high}")
 
