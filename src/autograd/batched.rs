@@ -13,6 +13,7 @@
 //! plain loop of one engine run per row, which keeps their semantics as they
 //! are.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap};
 
 use smallvec::{smallvec, SmallVec};
@@ -194,8 +195,8 @@ fn batched_engine(req: &BackwardRequest, batch: usize) -> Result<Option<Vec<Opti
     };
     for (e, _) in &root_edges {
         if let Edge::Node(n, _) = e {
-            if !infos.contains_key(&n.index()) {
-                infos.insert(n.index(), new_info(n));
+            if let Entry::Vacant(e) = infos.entry(n.index()) {
+                e.insert(new_info(n));
                 stack.push((n.clone(), 0));
             }
         }
@@ -211,8 +212,8 @@ fn batched_engine(req: &BackwardRequest, batch: usize) -> Result<Option<Vec<Opti
             };
             stack.push((n, i + 1));
             if let Some(c) = child {
-                if !infos.contains_key(&c.index()) {
-                    infos.insert(c.index(), new_info(&c));
+                if let Entry::Vacant(e) = infos.entry(c.index()) {
+                    e.insert(new_info(&c));
                     stack.push((c, 0));
                 }
             }
