@@ -81,7 +81,7 @@ def check_op(fn, *strategies, args=None, order=2, max_examples=None, eps=1e-6, a
     except ImportError as e:
         raise ImportError(
             "ferrograd.testing.check_op needs the 'hypothesis' package; install it with "
-            "`pip install hypothesis`."
+            "`pip install hypothesis` (or `pip install ferrograd[testing]`)."
         ) from e
     if order not in (1, 2):
         raise ValueError(f"check_op: order must be 1 or 2, got {order}")

@@ -1,7 +1,7 @@
 """Hypothesis strategies for ferrograd tensors, shapes and differentiable points.
 
 Needs the optional ``hypothesis`` package (``pip install hypothesis``, or the
-``test`` extra). Typical use::
+``testing`` extra). Typical use::
 
     from hypothesis import given
     from ferrograd.testing import strategies as fst
@@ -21,7 +21,7 @@ try:
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         "ferrograd.testing.strategies needs the 'hypothesis' package; install it with "
-        "`pip install hypothesis` (or ferrograd's 'test' extra)."
+        "`pip install hypothesis` (or `pip install ferrograd[testing]`)."
     ) from e
 
 import numpy as np
