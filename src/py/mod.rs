@@ -8,6 +8,7 @@ mod convert;
 mod creation;
 mod dtype;
 mod errors;
+mod forward_ad;
 mod function;
 mod functional;
 mod functions;
@@ -58,6 +59,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functional::register(m)?;
     nn::register(m)?;
     autograd::register(m)?;
+    forward_ad::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
