@@ -50,6 +50,10 @@ def S(*shape):
     return _spec(shape)
 
 
+fg.manual_seed(0)
+_LSTM = fg.nn.LSTM(2, 3).double()
+_GRU = fg.nn.GRU(2, 3).double()
+_RNN = fg.nn.RNN(2, 3).double()
 IDX = fg.tensor([[0, 2], [1, 0]])
 MASK = fg.tensor([[True, False, True], [False, True, True]])
 
@@ -75,6 +79,14 @@ def view_write(x, v):
     y = x * 1
     y[:, 1:].mul_(v)
     return y
+
+
+def stale_view(x, v):
+    """A view taken before its base is written: it follows the base's new values."""
+    y = x * 1
+    row = y[0]
+    y.mul_(v)
+    return row * 1
 
 
 def _grad_of(loss):
@@ -176,6 +188,8 @@ CASES = {
     "vecmat": (lambda a, b: a @ b, [S(3), S(3, 2)]),
     "bmm": (fg.bmm, [S(2, 2, 3), S(2, 3, 2)]),
     "matmul_batched": (lambda a, b: a @ b, [S(2, 2, 3), S(1, 3, 2)]),
+    "vec_batched": (lambda a, b: a @ b, [S(3), S(2, 3, 2)]),
+    "batched_vec": (lambda a, b: a @ b, [S(2, 2, 3), S(3)]),
     "matmul_folded": (lambda a, b: a @ b, [S(2, 2, 3), S(3, 2)]),
     "outer": (fg.outer, [S(3), S(2)]),
     "linear": (F.linear, [S(2, 3), S(4, 3), S(4)]),
@@ -226,6 +240,13 @@ CASES = {
     "fill_": (lambda x, z: inplace(lambda y: y.fill_(2.0))(x) * z, [S(2, 3), S(2, 3)]),
     "setitem": (setitem, [S(2, 3), S(3)]),
     "view_mul_": (view_write, [S(2, 3), S(2, 2)]),
+    "stale_view": (stale_view, [S(2, 3), S(2, 3)]),
+    "setitem_grad": (_grad_of(lambda x: (setitem(x, x[1] * 2) ** 2).sum()), [S(2, 3)]),
+    "diagonal_grad": (_grad_of(lambda x: (x.diagonal() ** 3).sum()), [S(3, 3)]),
+    "select_grad": (_grad_of(lambda x: (x[1] ** 3).sum()), [S(2, 3)]),
+    "index_grad": (_grad_of(lambda x: (x[fg.tensor([0, 1, 1])] ** 3).sum()), [S(2, 3)]),
+    "nll_loss_2d_grad": (_grad_of(lambda x: F.nll_loss(x.view(1, 2, 3, 1) ** 3, fg.tensor([[[1], [0], [1]]]))),
+                         [S(2, 3)]),
     "clamp_": (inplace(lambda y: y.clamp_(-0.5, 0.5)), [A(2, 3)]),
     "masked_fill_": (inplace(lambda y: y.masked_fill_(MASK, 0.0)), [S(2, 3)]),
     # nn
@@ -287,6 +308,10 @@ CASES = {
     "cosine_similarity": (lambda x, y: F.cosine_similarity(x, y), [A(2, 3), A(2, 3)]),
     "normalize": (lambda x: F.normalize(x), [A(2, 3)]),
     "dropout_eval": (lambda x: F.dropout(x, 0.5, training=False), [S(2, 3)]),
+    "lstm": (lambda x: _LSTM(x)[0], [S(3, 1, 2)]),
+    "gru": (lambda x: _GRU(x)[1], [S(3, 1, 2)]),
+    "rnn_tanh": (lambda x: _RNN(x)[0], [S(3, 1, 2)]),
+    "attention": (lambda q, k: F.scaled_dot_product_attention(q, k, k), [S(1, 2, 3), S(1, 3, 3)]),
     # linalg (Functions with differentiable backwards)
     "det": (fg.linalg.det, [S(3, 3)]),
     "inv": (fg.linalg.inv, [_spec((2, 2), 1.0, 2.0)]),
@@ -305,18 +330,13 @@ NOT_DIFFERENTIABLE = {
     "logical_not", "isnan", "isinf", "isfinite", "all", "any", "logical_and", "logical_or",
     "logical_xor", "eq", "ne", "lt", "le", "gt", "ge",
 }
-# Node kinds no case above builds directly, with the reason.
+# Node kinds no case above builds, with the reason: they are recorded only by
+# the backward of a backward (a view write's or an index's gradient taken
+# again under `create_graph`), which no public call in the cases reaches.
+# Their tangents come from the generic rule, as for any other node.
 EXEMPT = {
-    # Recorded by in-place writes into views and by view refreshes: covered by
-    # the in-place cases (their tangents go through `after_write`).
-    "CopySlices", "AsStridedBackward0", "AsStridedScatterBackward0", "ZeroRegionBackward0",
-    "CopyBackwards",
-    # Internal adjoints: the backward of a backward, reached by the `*_grad`
-    # cases through forward-over-reverse rather than by name.
-    "DiagonalBackwardBackward0", "EmbedBackwardBackward0", "EmbedBackward0",
+    "AsStridedScatterBackward0", "ZeroRegionBackward0", "EmbedBackwardBackward0",
     "NllLoss2DBackwardBackward0",
-    # Nodes of the Rust RNN kernels' composite replay (nn/_functional/rnn.py
-    # covers LSTM/GRU through their Functions).
 }
 
 
@@ -386,7 +406,7 @@ def check_jvp(fn, xs, rng, *, rtol=1e-5, atol=1e-6, eps=1e-6):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-@settings(max_examples=max(3, settings.default.max_examples // 8))
+@settings(max_examples=max(3, settings.default.max_examples // 16))
 @given(seed=st.integers(0, 2**32 - 1))
 def test_jvp_of_every_op(name, seed):
     fn, specs, *eps = CASES[name]

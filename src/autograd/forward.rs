@@ -88,6 +88,12 @@ impl Drop for Suspend {
     }
 }
 
+/// Sets whether tangent propagation is off on this thread (PyTorch's
+/// `_set_fwd_grad_enabled(not off)`).
+pub fn set_suspended(off: bool) {
+    SUSPENDED.with(|s| s.set(off));
+}
+
 pub fn is_suspended() -> bool {
     SUSPENDED.with(|s| s.get())
 }

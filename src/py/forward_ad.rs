@@ -150,7 +150,7 @@ fn _is_fwd_grad_enabled() -> bool {
 /// Turns tangent propagation on or off on this thread.
 #[pyfunction]
 fn _set_fwd_grad_enabled(enabled: bool) {
-    std::mem::forget(forward::Suspend::new(!enabled));
+    forward::set_suspended(!enabled);
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
