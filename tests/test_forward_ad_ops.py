@@ -109,7 +109,8 @@ def _grad_of(loss):
 # finds which node kinds and table ops the cases exercise.
 CASES = {
     # elementwise, unary
-    "neg": (lambda x: -x, [S(2, 3)]),
+    "neg": (fg.neg, [S(2, 3)]),
+    "neg_operator": (lambda x: -x, [S(2, 3)]),
     "exp": (fg.exp, [S(2, 3)]),
     "log": (fg.log, [P(2, 3)]),
     "log2": (fg.log2, [P(2, 3)]),
@@ -239,6 +240,14 @@ CASES = {
     "add_": (inplace(lambda y, z: y.add_(z)), [S(2, 3), S(3)]),
     "mul_": (inplace(lambda y, z: y.mul_(z)), [S(2, 3), S(2, 3)]),
     "exp_": (inplace(lambda y: y.exp_()), [S(2, 3)]),
+    "sub_": (inplace(lambda y, z: y.sub_(z)), [S(2, 3), S(3)]),
+    "div_": (inplace(lambda y, z: y.div_(z)), [S(2, 3), A(2, 3)]),
+    "pow_": (inplace(lambda y, z: y.pow_(z)), [P(2, 3), S(2, 3)]),
+    "lerp_": (inplace(lambda y, z: y.lerp_(z, 0.25)), [S(2, 3), S(2, 3)]),
+    "addcmul_": (inplace(lambda y, a, b: y.addcmul_(a, b, value=0.5)), [S(2, 3), S(2, 3), S(3)]),
+    "addcdiv_": (inplace(lambda y, a, b: y.addcdiv_(a, b)), [S(2, 3), S(2, 3), A(3)]),
+    "addmm_": (inplace(lambda y, a, b: y.addmm_(a, b)), [S(2, 3), S(2, 2), S(2, 3)]),
+    "tril_": (inplace(lambda y: y.tril_()), [S(3, 3)]),
     "copy_": (inplace(lambda y, z: y.copy_(z)), [S(2, 3), S(3)]),
     "zero_": (lambda x, z: inplace(lambda y: y.zero_())(x) + z, [S(2, 3), S(2, 3)]),
     "fill_": (lambda x, z: inplace(lambda y: y.fill_(2.0))(x) * z, [S(2, 3), S(2, 3)]),
@@ -505,3 +514,40 @@ def test_unary_shapes(name, data):
     shape = data.draw(shapes(min_dims=1, max_dims=3, max_side=3))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     check_jvp(UNARY[name], _inputs([S(*shape)], rng), rng)
+
+
+# -- in-place variants ------------------------------------------------------------------
+
+# Every unary op with an in-place method (`x.exp_()`), found by name.
+INPLACE_UNARY = sorted(
+    n for n, (fn, specs, *_) in CASES.items()
+    if len(specs) == 1 and fn is getattr(fg, n, None) and hasattr(fg.Tensor, n + "_")
+)
+
+
+def test_inplace_variants_are_enumerated():
+    assert set(INPLACE_UNARY) == {"exp", "neg", "relu", "sigmoid", "tanh"}
+
+
+@pytest.mark.parametrize("name", INPLACE_UNARY)
+@settings(max_examples=max(3, settings.default.max_examples // 8))
+@given(seed=st.integers(0, 2**32 - 1))
+def test_inplace_variant_updates_the_tangent(name, seed):
+    fn, specs, *_ = CASES[name]
+    rng = np.random.default_rng(seed)
+    (x,) = _inputs(specs, rng)
+    v = fg.tensor(rng.standard_normal(tuple(x.shape)), dtype=fg.float64)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, v)
+        expected = fwAD.unpack_dual(fn(d)).tangent.numpy()
+        y = d * 1
+        getattr(y, name + "_")()
+        np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), expected, rtol=1e-12, atol=1e-12)
+        # Through a view: the base's tangent changes in that row only.
+        z = d * 1
+        row = z[0]
+        getattr(row, name + "_")()
+        got = fwAD.unpack_dual(z).tangent.numpy()
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got[1:], v.numpy()[1:], rtol=0, atol=0)
+        np.testing.assert_allclose(fwAD.unpack_dual(row).tangent.numpy(), expected[0], rtol=1e-12, atol=1e-12)
