@@ -291,14 +291,20 @@ fn self_adjoint(name: &str) -> bool {
     )
 }
 
+/// An op's own JVP: output tangents from the inputs' tangents (`None` for
+/// an input without one), in differentiable ops.
+pub type Jvp<'a> = Box<dyn FnOnce(&[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> + 'a>;
+
 /// Computes and stores the tangents of `outs`, the outputs of the op whose
 /// (possibly unattached) node is `node` and whose tensor inputs are `inputs`
-/// (one slot per node input; `None` for a number operand).
+/// (one slot per node input; `None` for a number operand), with the op's
+/// own `jvp` when it has one.
 pub(crate) fn propagate(
     node: &NodeRef,
     inputs: &[Option<&Tensor>],
     outs: &[Tensor],
     attached: bool,
+    jvp: Option<Jvp<'_>>,
 ) -> Result<()> {
     // Outputs that need a tangent of their own: floating point, and not a
     // view of a base that already has one (that view aliases it lazily).
@@ -317,8 +323,17 @@ pub(crate) fn propagate(
         return Ok(());
     }
     let _s = Suspend::new(true);
+    // Without a graph to build (nothing requires grad, or grad mode is off)
+    // rules run with grad mode off, where the fused backward kernels apply.
+    let graph = super::is_grad_enabled()
+        && (inputs.iter().flatten().any(|t| t.requires_grad())
+            || tangents.iter().flatten().any(|t| t.requires_grad()));
+    let _g = (!graph).then(|| GradModeGuard::new(false));
     let prev_attached = ATTACHED.with(|a| a.replace(attached));
-    let r = compute(node, inputs, &tangents, outs, &want);
+    let r = match jvp {
+        Some(j) => j(&tangents),
+        None => compute(node, inputs, &tangents, outs, &want, graph),
+    };
     ATTACHED.with(|a| a.set(prev_attached));
     let results = r?;
     for ((o, w), t) in outs.iter().zip(want).zip(results) {
@@ -363,6 +378,7 @@ fn compute(
     tangents: &[Option<Tensor>],
     outs: &[Tensor],
     want: &[bool],
+    graph: bool,
 ) -> Result<Vec<Option<Tensor>>> {
     let name = node.name();
     if let Some(t) = explicit(&name, inputs, tangents, outs)? {
@@ -373,7 +389,7 @@ fn compute(
             return Ok(vec![Some(t)]);
         }
     }
-    transpose_trick(node, inputs, tangents, outs, want)
+    transpose_trick(node, inputs, tangents, outs, want, graph)
 }
 
 fn add_opt(acc: Option<Tensor>, t: Tensor) -> Result<Option<Tensor>> {
@@ -493,9 +509,8 @@ fn transpose_trick(
     tangents: &[Option<Tensor>],
     outs: &[Tensor],
     want: &[bool],
+    create_graph: bool,
 ) -> Result<Vec<Option<Tensor>>> {
-    // The tangent joins the graph when grad mode is on outside.
-    let create_graph = super::is_grad_enabled();
     let _g = GradModeGuard::new(true);
     let us: Vec<Tensor> = outs
         .iter()

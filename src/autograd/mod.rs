@@ -149,6 +149,37 @@ pub fn record_multi<F>(
 ) where
     F: Fn(&BackwardCtx<'_>) -> Result<Grads> + Send + Sync + 'static,
 {
+    record_inner(name, inputs, outs, saved, f, None)
+}
+
+/// `record` for an op that knows its forward-mode rule (`jvp`: the output's
+/// tangent from the inputs' tangents, in differentiable ops), used instead
+/// of the rule derived from the backward closure.
+pub fn record_jvp<F, J>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    out: &Tensor,
+    saved: SmallVec<[Option<SavedTensor>; 2]>,
+    f: F,
+    jvp: J,
+) where
+    F: Fn(&BackwardCtx<'_>) -> Result<Grads> + Send + Sync + 'static,
+    J: FnOnce(&[Option<Tensor>]) -> Result<Tensor>,
+{
+    let j: forward::Jvp<'_> = Box::new(move |t| Ok(vec![Some(jvp(t)?)]));
+    record_inner(name, inputs, std::slice::from_ref(out), saved, f, Some(j))
+}
+
+fn record_inner<F>(
+    name: &'static str,
+    inputs: &[&Tensor],
+    outs: &[Tensor],
+    saved: SmallVec<[Option<SavedTensor>; 2]>,
+    f: F,
+    jvp: Option<forward::Jvp<'_>>,
+) where
+    F: Fn(&BackwardCtx<'_>) -> Result<Grads> + Send + Sync + 'static,
+{
     let dual = forward::any_tangent(inputs);
     // Under forward AD an op may run only for its tangent: then the node is
     // built (its rule gives the tangent) but attached to nothing.
@@ -173,7 +204,7 @@ pub fn record_multi<F>(
     }
     if dual {
         let ins: SmallVec<[Option<&Tensor>; 4]> = inputs.iter().map(|t| Some(*t)).collect();
-        if let Err(e) = forward::propagate(&node, &ins, outs, attach) {
+        if let Err(e) = forward::propagate(&node, &ins, outs, attach, jvp) {
             defer_error(e);
         }
     }
@@ -208,9 +239,13 @@ where
         out.set_grad_fn(node.clone(), 0);
     }
     if dual {
-        if let Err(e) =
-            forward::propagate(&node, &[Some(a), None], std::slice::from_ref(out), attach)
-        {
+        if let Err(e) = forward::propagate(
+            &node,
+            &[Some(a), None],
+            std::slice::from_ref(out),
+            attach,
+            None,
+        ) {
             defer_error(e);
         }
     }

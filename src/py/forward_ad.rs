@@ -83,8 +83,8 @@ fn _make_dual(
     }
     if p.dtype() != t.dtype() {
         return Err(PyRuntimeError::new_err(format!(
-            "Expected tangent to have the same dtype as primal, but got: {}",
-            format!("ferrograd.{}", t.dtype().name())
+            "Expected tangent to have the same dtype as primal, but got: ferrograd.{}",
+            t.dtype().name()
         )));
     }
     let out = alias_of(&p);
