@@ -78,10 +78,24 @@ pub fn sum(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
             "SumBackward1"
         };
         let keep_shape = reduced_shape(&shape, &mask, true);
-        record(name, &[a], &out, saved![], move |c| {
-            let g = reshape(c.grad()?, &keep_shape)?;
-            Ok(smallvec![Some(expand(&g, &shape)?)])
-        });
+        let dims = dims.map(|d| d.to_vec());
+        crate::autograd::record_jvp(
+            name,
+            &[a],
+            &out,
+            saved![],
+            move |c| {
+                let g = reshape(c.grad()?, &keep_shape)?;
+                Ok(smallvec![Some(expand(&g, &shape)?)])
+            },
+            |t| {
+                sum(
+                    t[0].as_ref().expect("the input's tangent"),
+                    dims.as_deref(),
+                    keepdim,
+                )
+            },
+        );
     }
     Ok(out)
 }
@@ -104,9 +118,14 @@ pub(crate) fn mean(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Te
         .product();
     let s = {
         let _g = crate::autograd::GradModeGuard::new(false);
+        // The tangent is `mean`'s own (below), not the sum's.
+        let _s = crate::autograd::forward::Suspend::new(true);
         sum(a, dims, keepdim)?
     };
-    let out = mul_f64(&s, 1.0 / count as f64)?;
+    let out = {
+        let _s = crate::autograd::forward::Suspend::new(true);
+        mul_f64(&s, 1.0 / count as f64)?
+    };
     let out = if count == 0 {
         mul_f64(&s, f64::NAN)?
     } else {
@@ -119,11 +138,25 @@ pub(crate) fn mean(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Te
             "MeanBackward1"
         };
         let keep_shape = reduced_shape(&shape, &mask, true);
-        record(name, &[a], &out, saved![], move |c| {
-            let g = reshape(c.grad()?, &keep_shape)?;
-            let g = mul_f64(&g, 1.0 / count.max(1) as f64)?;
-            Ok(smallvec![Some(expand(&g, &shape)?)])
-        });
+        let dims = dims.map(|d| d.to_vec());
+        crate::autograd::record_jvp(
+            name,
+            &[a],
+            &out,
+            saved![],
+            move |c| {
+                let g = reshape(c.grad()?, &keep_shape)?;
+                let g = mul_f64(&g, 1.0 / count.max(1) as f64)?;
+                Ok(smallvec![Some(expand(&g, &shape)?)])
+            },
+            |t| {
+                mean(
+                    t[0].as_ref().expect("the input's tangent"),
+                    dims.as_deref(),
+                    keepdim,
+                )
+            },
+        );
     }
     Ok(out)
 }

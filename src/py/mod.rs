@@ -9,6 +9,7 @@ mod convert;
 mod creation;
 mod dtype;
 mod errors;
+mod forward_ad;
 mod function;
 mod functional;
 mod functions;
@@ -60,6 +61,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn::register(m)?;
     autograd::register(m)?;
     autograd_batched::register(m)?;
+    forward_ad::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
