@@ -238,6 +238,7 @@ __all__ = [
     "bernoulli",
     "multinomial",
     "_random_like",
+    "_DispatchNeeded",
 ]
 
 # ----- classes -------------------------------------------------------------------
@@ -1347,3 +1348,8 @@ def _random_like(
     requires_grad: _bool = False,
     generator: Generator | None = None,
 ) -> Tensor: ...
+
+# ----- __ferrograd_function__ dispatch (src/py/dispatch.rs) -----------------------------
+# Raised by a converter for an argument whose type defines __ferrograd_function__; the
+# functions that dispatch catch it. Seen only from a binding without dispatch.
+class _DispatchNeeded(RuntimeError): ...

@@ -541,6 +541,7 @@ __all__ += ["argsort", "kthvalue", "median", "msort", "nanmedian", "sort", "topk
 from . import linalg  # noqa: E402, F401 - also installs torch.det/svd/... aliases
 
 # Function transforms; ``ferrograd.vmap`` is ``ferrograd.func.vmap``, as ``torch.vmap``.
+# isort: split
 from . import func  # noqa: E402
 from .func import vmap  # noqa: E402
 

@@ -9,8 +9,9 @@
 //! `tensor_arg`) then return a `DispatchNeeded` error instead of their type
 //! error, and `dispatching!` around the function's body turns that error
 //! into the handler's call. A method of an unbatched `Tensor` given such an
-//! argument (`x.copy_(batched)`, `x += batched`) has no handler to call and
-//! reports the error itself, in PyTorch's words for that case.
+//! argument (`x.copy_(batched)`, `x += batched`, `x[i] = batched`) is an
+//! in-place write of a batched value into an unbatched tensor and reports
+//! PyTorch's error for that (`inplace_err`).
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -33,22 +34,37 @@ pub(crate) fn dispatchable(obj: &Bound<'_, PyAny>) -> bool {
         .unwrap_or(false)
 }
 
-/// The error a converter returns for a dispatchable argument. Its text is
-/// what a user sees when no function catches it: a Tensor method (most often
-/// an in-place write into an unbatched tensor) given a batched value.
+/// The error a converter returns for a dispatchable argument. A function
+/// wrapped in `dispatching!` turns it into the handler's call; its text is
+/// what a user sees from a binding without dispatch.
 pub(crate) fn needed(obj: &Bound<'_, PyAny>) -> PyErr {
-    let ty = obj
-        .get_type()
+    DispatchNeeded::new_err(format!(
+        "vmap: there is no batching rule for this ferrograd function or Tensor method with a \
+         {} argument; it cannot be used inside vmap/jacrev/jacfwd",
+        type_name(obj)
+    ))
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
         .name()
         .map(|n| n.to_string())
-        .unwrap_or_default();
-    DispatchNeeded::new_err(format!(
+        .unwrap_or_default()
+}
+
+/// An in-place write into an unbatched tensor whose value asked for
+/// dispatch (a batched value under `vmap`): PyTorch's error for that case.
+pub(crate) fn inplace_err(py: Python<'_>, e: PyErr) -> PyErr {
+    if !e.is_instance_of::<DispatchNeeded>(py) {
+        return e;
+    }
+    PyRuntimeError::new_err(
         "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a \
          Tensor `other` in extra_args that has more elements than `self`. This happened due to \
-         `other` being vmapped over but `self` not being vmapped over in a vmap (a {ty} was \
-         passed to a method of an unbatched Tensor). Please try to use out-of-place operators \
-         instead of inplace arithmetic."
-    ))
+         `other` being vmapped over but `self` not being vmapped over in a vmap. Please try to \
+         use out-of-place operators instead of inplace arithmetic. If said operator is being \
+         called inside the PyTorch framework, please file a bug report instead.",
+    )
 }
 
 /// A tensor argument of `fname`, or the dispatch error, or PyTorch's type error.
@@ -62,13 +78,9 @@ pub(crate) fn tensor_arg<'a, 'py>(
         if dispatchable(obj) {
             needed(obj)
         } else {
-            let ty = obj
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default();
             PyTypeError::new_err(format!(
-                "{fname}(): argument '{arg}' (position {position}) must be Tensor, not {ty}"
+                "{fname}(): argument '{arg}' (position {position}) must be Tensor, not {}",
+                type_name(obj)
             ))
         }
     })

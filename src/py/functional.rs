@@ -315,13 +315,15 @@ fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<Py
 #[pyfunction]
 #[pyo3(signature = (equation, *operands))]
 fn einsum(py: Python<'_>, equation: &str, operands: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-    let ts = if operands.len() == 1 && operands.get_item(0)?.cast::<PyTensor>().is_err() {
-        tensor_list(&operands.get_item(0)?)?
-    } else {
-        tensor_list(operands.as_any())?
-    };
-    let n = ts.iter().map(|t| t.numel()).max().unwrap_or(0);
-    run(py, n, || ops::einsum(equation, &ts))
+    dispatching!(py, "einsum", (equation, operands), {
+        let ts = if operands.len() == 1 && operands.get_item(0)?.cast::<PyTensor>().is_err() {
+            tensor_list(&operands.get_item(0)?)?
+        } else {
+            tensor_list(operands.as_any())?
+        };
+        let n = ts.iter().map(|t| t.numel()).max().unwrap_or(0);
+        run(py, n, || ops::einsum(equation, &ts))
+    })
 }
 
 /// Returns views of `tensors` broadcast to one common shape.

@@ -110,6 +110,20 @@ def check_random(lid):
     return mode
 
 
+def forward_ad_active():
+    """Whether an ``autograd.forward_ad`` dual level is active."""
+    try:
+        from ..autograd import forward_ad
+    except ImportError:
+        return False
+    for name in ("_current_level", "_is_fwd_grad_enabled", "is_active"):
+        probe = getattr(forward_ad, name, None)
+        if callable(probe):
+            r = probe()
+            return r >= 0 if isinstance(r, int) and not isinstance(r, bool) else bool(r)
+    return False
+
+
 # ----- wrapping ----------------------------------------------------------------------------
 
 
@@ -338,7 +352,6 @@ class BatchedTensor:
 
 # The methods, properties and operators are attached by ``_methods.py``.
 from . import _methods  # noqa: E402,F401
-
 
 # ----- physical layout across all levels (for the autograd transforms) ---------------------
 

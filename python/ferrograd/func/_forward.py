@@ -56,7 +56,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         )
     for p, t in zip(flat_p, flat_t):
         if not (is_tensorlike(p) and is_tensorlike(t)):
-            raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be Tensors")
+            raise RuntimeError(
+                "jvp(f, primals, tangents): Expected primals and tangents to be Tensors"
+            )
         if tuple(p.shape) != tuple(t.shape):
             raise RuntimeError(
                 "jvp(f, primals, tangents): Expected primals and tangents to have the same "
@@ -162,7 +164,9 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                     aux_flat, aux_spec = tree_flatten(aux)
                     aux = tree_unflatten(
                         [
-                            from_physical(fw.unpack_dual(to_physical(a, all_lvls))[0].select(nlv, 0), lvls)
+                            from_physical(
+                                fw.unpack_dual(to_physical(a, all_lvls))[0].select(nlv, 0), lvls
+                            )
                             if is_tensorlike(a)
                             else a
                             for a in aux_flat

@@ -11,12 +11,10 @@ from ._batched import (
     BatchedTensor,
     check_random,
     inplace_error,
-    is_tensorlike,
     max_level,
     norm_dim,
     pad_to,
     unwrap_at,
-    wrap,
 )
 from ._rules import (
     batched_matmul,
@@ -156,8 +154,10 @@ BatchedTensor.outer = lambda self, other: _C.outer(self, other)
 
 
 def _sizes(args):
-    if len(args) == 1 and isinstance(args[0], (tuple, list)) or (
-        len(args) == 1 and hasattr(args[0], "__len__") and not isinstance(args[0], int)
+    if (
+        len(args) == 1
+        and isinstance(args[0], (tuple, list))
+        or (len(args) == 1 and hasattr(args[0], "__len__") and not isinstance(args[0], int))
     ):
         return tuple(args[0])
     return tuple(args)
@@ -198,9 +198,7 @@ def _permute(self, *dims):
 def _transpose(self, dim0, dim1):
     """Logical dimensions ``dim0`` and ``dim1`` swapped."""
     nd = self.dim()
-    return BatchedTensor(
-        self._value.transpose(norm_dim(dim0, nd), norm_dim(dim1, nd)), self._level
-    )
+    return BatchedTensor(self._value.transpose(norm_dim(dim0, nd), norm_dim(dim1, nd)), self._level)
 
 
 def _t(self):
@@ -265,8 +263,7 @@ def _key(self, key):
     for k in key:
         if isinstance(k, BatchedTensor) and k._level == self._level:
             raise RuntimeError(
-                "vmap: indexing with a batched index tensor is not supported; use gather "
-                "instead"
+                "vmap: indexing with a batched index tensor is not supported; use gather instead"
             )
     return (slice(None), *key)
 
@@ -319,8 +316,10 @@ def _bernoulli(self, p=None, *, generator=None):
 
 def _new(name):
     def method(self, *args, **kwargs):
-        return getattr(self._value, name)(*args, **kwargs) if hasattr(self._value, name) else (
-            getattr(_C, name.replace("new_", ""))(*_sizes(args), dtype=self.dtype, **kwargs)
+        return (
+            getattr(self._value, name)(*args, **kwargs)
+            if hasattr(self._value, name)
+            else (getattr(_C, name.replace("new_", ""))(*_sizes(args), dtype=self.dtype, **kwargs))
         )
 
     method.__name__ = name
@@ -365,4 +364,3 @@ def _data(self):
 
 
 BatchedTensor.data = property(_data, doc="The detached value.")
-

@@ -125,4 +125,3 @@ def broadcast_to_flat(prefix, spec):
         return all(go(pv, c) for pv, c in zip(p, s.children))
 
     return out if go(prefix, spec) else None
-

@@ -16,6 +16,7 @@ from .. import _C
 from ..autograd import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
 from ._batched import (
+    forward_ad_active,
     from_physical,
     is_tensorlike,
     levels,
@@ -25,17 +26,6 @@ from ._batched import (
 from ._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev"]
-
-
-def _forward_ad_active():
-    try:
-        from ..autograd import forward_ad
-    except ImportError:
-        return False
-    level = getattr(forward_ad, "_current_level", None)
-    if callable(level):
-        return level() >= 0
-    return level is not None and level >= 0
 
 
 def check_argnums(argnums, args, name):
@@ -57,9 +47,7 @@ def check_argnums(argnums, args, name):
         )
     for a in nums:
         if not -len(args) <= a < len(args):
-            raise RuntimeError(
-                f"Got argnums={a}, but only {len(args)} positional inputs"
-            )
+            raise RuntimeError(f"Got argnums={a}, but only {len(args)} positional inputs")
     nums = tuple(a % len(args) for a in nums)
     if isinstance(argnums, int):
         return nums, args[nums[0]]
@@ -82,7 +70,7 @@ def make_leaves(flat, lvls, name):
     graph through a view; the others are detached leaves. Returns the leaves,
     the inputs as the function sees them, and whether the result must keep a
     graph (create_graph)."""
-    leaves, seen, keep = [], [], _forward_ad_active()
+    leaves, seen, keep = [], [], forward_ad_active()
     for x in flat:
         if not is_tensorlike(x):
             raise RuntimeError(
@@ -110,10 +98,29 @@ def _split_aux(out, has_aux, name):
     return out
 
 
+def _detach_aux(aux, keep):
+    # The auxiliary output leaves the transform like its value: without the
+    # transform's own graph unless an outer transform differentiates it.
+    if keep or aux is None:
+        return aux
+    flat, spec = tree_flatten(aux)
+    return tree_unflatten([a.detach() if is_tensorlike(a) else a for a in flat], spec)
+
+
 def _grads(outs, leaves, seeds, keep):
-    gs = _autograd_grad(
-        outs, leaves, grad_outputs=seeds, retain_graph=True, create_graph=keep, allow_unused=True
-    )
+    pairs = [(o, s) for o, s in zip(outs, seeds) if o.requires_grad]
+    if pairs:
+        gs = _autograd_grad(
+            [o for o, _ in pairs],
+            leaves,
+            grad_outputs=[s for _, s in pairs],
+            retain_graph=True,
+            create_graph=keep,
+            allow_unused=True,
+        )
+    else:
+        # No output depends on a differentiated input.
+        gs = [None] * len(leaves)
     return [_C.zeros(*lf.shape, dtype=lf.dtype) if g is None else g for g, lf in zip(gs, leaves)]
 
 
@@ -147,6 +154,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             gs = _grads([po], leaves, [_C.ones(*po.shape, dtype=po.dtype)], keep)
         g = tree_unflatten([from_physical(x, lvls) for x in gs], spec)
         value = from_physical(po if keep else po.detach(), lvls)
+        aux = _detach_aux(aux, keep)
         return (g, (value, aux)) if has_aux else (g, value)
 
     return wrapper
@@ -209,6 +217,7 @@ def vjp(func, *primals, has_aux=False):
         return tree_unflatten([from_physical(g, lvls) for g in gs], spec)
 
     result = tree_unflatten([from_physical(p if keep else p.detach(), lvls) for p in po], out_spec)
+    aux = _detach_aux(aux, keep)
     return (result, vjp_fn, aux) if has_aux else (result, vjp_fn)
 
 
@@ -284,7 +293,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
                 per.append(from_physical(g.narrow(nlv, off, s).reshape(*outer, *osh, *xsh), lvls))
             results.append(tree_unflatten(per, spec))
         jac = tree_unflatten(results, out_spec)
-        return (jac, aux) if has_aux else jac
+        return (jac, _detach_aux(aux, keep)) if has_aux else jac
 
     return wrapper
 

@@ -9,10 +9,11 @@ unchanged, so the inner call dispatches again for them (nested ``vmap``).
 from __future__ import annotations
 
 from .. import _C
+from ..autograd import Function
 from ._batched import (
-    BatchedTensor,
     batch_size_of,
     check_random,
+    forward_ad_active,
     inplace_error,
     is_tensorlike,
     materialize,
@@ -122,6 +123,9 @@ def dim_op(pos, kw="dim", default="required", keepdim=("keepdim", None)):
             else:
                 rest, kwargs = _put(rest, kwargs, pos - 1, kw, 1, where)
             out = call(flat, *rest, **kwargs)
+            if isinstance(out, tuple):
+                # max()/min()/median() over everything return the values only.
+                out = out[0]
             kd, _ = _get(args[1:], kwargs, (kpos or 99) - 1, kkw, False)
             if kd:
                 out = _map(out, lambda o: o.reshape(o.shape[0], *([1] * nd)))
@@ -239,8 +243,7 @@ def batched_matmul(a, b, lid):
     lb = vb.dim() - 1 if vb is not None else b.dim()
     if la == 0 or lb == 0:
         raise RuntimeError(
-            "both arguments to matmul need to be at least 1D, but they are "
-            f"{la}D and {lb}D"
+            f"both arguments to matmul need to be at least 1D, but they are {la}D and {lb}D"
         )
     if vb is None and lb <= 2:
         # x @ W with W shared: one product with the batch folded into rows.
@@ -298,16 +301,62 @@ def outer_rule(call, args, kwargs):
     return a.unsqueeze(-1) * b.unsqueeze(-2)
 
 
+class _ExpandedWeightLinear(Function):
+    """``linear`` of per-sample inputs with a per-sample weight whose
+    samples share memory (a stride-0 batch dimension: the leaf ``grad``
+    makes of a parameter under ``vmap``). The forward is one product with the
+    shared weight; the backward gives each sample its own weight gradient, an
+    outer product, without a batched product. Under ``create_graph`` the
+    backward is written with the per-sample weight, so higher derivatives see
+    every sample's weight."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w)
+        ctx.has_bias = b is not None
+        return _C.linear(x, w[0], None if b is None else b[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        gx = gw = gb = None
+        if _C.is_grad_enabled():
+            if ctx.needs_input_grad[0]:
+                gx = _C.matmul(g.unsqueeze(-2), w).squeeze(-2)
+        elif ctx.needs_input_grad[0]:
+            gx = _C.mm(g, w[0])
+        if ctx.needs_input_grad[1]:
+            gw = g.unsqueeze(-1) * x.unsqueeze(-2)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = g
+        return gx, gw, gb
+
+
+def _shared(v):
+    return isinstance(v, _C.Tensor) and v.dim() > 0 and v.stride()[0] == 0
+
+
 def linear_rule(call, args, kwargs):
     """``F.linear``: one product with the batch folded into rows when the
-    weight is shared, a batched product when it is per sample."""
+    weight is shared, a batched product when it is per sample (one product
+    and per-sample outer products for the backward when the per-sample
+    weight is an expanded one, as under ``vmap(grad)``)."""
     x = args[0]
     w = args[1] if len(args) > 1 else kwargs["weight"]
     bias = args[2] if len(args) > 2 else kwargs.get("bias")
     lid = max_level((x, w, bias))
-    vx = unwrap_at(x, lid)
-    if unwrap_at(w, lid) is None and (bias is None or unwrap_at(bias, lid) is None):
+    vx, vw = unwrap_at(x, lid), unwrap_at(w, lid)
+    vb = unwrap_at(bias, lid) if bias is not None else None
+    if vw is None and (bias is None or vb is None):
         return wrap(_C.linear(vx, w, bias), lid)
+    if (
+        isinstance(vx, _C.Tensor)
+        and vx.dim() == 2
+        and _shared(vw)
+        and (bias is None or _shared(vb))
+        and not forward_ad_active()
+    ):
+        return wrap(_ExpandedWeightLinear.apply(vx, vw, vb), lid)
     out = batched_matmul(x, w.transpose(-1, -2), lid)
     return out + bias if bias is not None else out
 
@@ -454,7 +503,6 @@ _FUNCTION_RULES = {
     "l1_loss": pointwise_loss("l1_loss"),
     "smooth_l1_loss": pointwise_loss("smooth_l1_loss"),
     "huber_loss": pointwise_loss("huber_loss"),
-    "binary_cross_entropy_with_logits": None,
     "all": full_reduce(_all),
     "any": full_reduce(_any),
     "trace": full_reduce(_trace),
@@ -473,12 +521,23 @@ def _no_rule(name):
     return rule
 
 
+# Keyword-only parameters that the dispatch protocol passes positionally.
+_KEYWORD_ONLY = {"add": ("alpha",), "sub": ("alpha",)}
+
+
 def function_rule(func):
     """The batching rule of the ``ferrograd._C`` function ``func``."""
     name = getattr(func, "__name__", repr(func))
     rule = _FUNCTION_RULES.get(name)
-    return rule if rule is not None else _no_rule(name)
+    if rule is None:
+        return _no_rule(name)
+    kwonly = _KEYWORD_ONLY.get(name)
+    if kwonly is None:
+        return rule
 
+    def adapted(call, args, kwargs):
+        npos = len(args) - len(kwonly)
+        extra = {k: v for k, v in zip(kwonly, args[npos:]) if v is not None}
+        return rule(call, args[:npos], {**kwargs, **extra})
 
-def _unused(*_):
-    return BatchedTensor
+    return adapted
