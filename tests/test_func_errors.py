@@ -99,6 +99,8 @@ def test_randomness():
         vmap(lambda t: F.dropout(t, 0.5))(x)
     with raises(RuntimeError, "vmap: called random operation while in randomness error mode"):
         vmap(lambda t: t.clone().uniform_())(x)
+    with raises(RuntimeError, "vmap: called random operation while in randomness error mode"):
+        vmap(lambda t: fg.randn_like(t))(x)
     with raises(RuntimeError, "Only allowed values for randomness are 'error', 'different', or 'same'"):  # fmt: skip
         vmap(lambda t: t, randomness="sometimes")
     out = vmap(lambda t: t.clone().uniform_(), randomness="same")(x).numpy()

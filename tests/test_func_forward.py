@@ -39,7 +39,9 @@ def test_jvp_closed_forms(n):
 
 def test_jvp_structures_and_aux():
     x, y = rand(3), rand(3)
-    (o1, o2), (t1, t2) = jvp(lambda a, b: (a * b, a.sum()), (x, y), (fg.ones(3, dtype=fg.float64), y))
+    (o1, o2), (t1, t2) = jvp(
+        lambda a, b: (a * b, a.sum()), (x, y), (fg.ones(3, dtype=fg.float64), y)
+    )
     close(t1, y + x * y)
     close(t2, fg.tensor(3.0, dtype=fg.float64))
     out, t, aux = jvp(lambda a: (a * 2, a.sum()), (x,), (y,), has_aux=True)

@@ -276,3 +276,42 @@ def test_functional_call_buffers_and_kwargs():
         kwargs={"input": fg.ones(2, 3, dtype=fg.float64)},
     )
     close(out, fg.zeros(2, 3, dtype=fg.float64), tol=1e-4)
+
+
+def test_vjp_and_chunked_jacrev_under_vmap():
+    xs, us = rand(4, 3), rand(4, 3)
+
+    def vjp_of(x, u):
+        _, fn = vjp(lambda t: t.sin() * t.sum(), x)
+        return fn(u)[0]
+
+    per = vmap(vjp_of)(xs, us)
+    for i in range(4):
+        close(per[i], vjp_of(xs[i], us[i]))
+    f = lambda t: (t.unsqueeze(1) * t).tanh()  # noqa: E731
+    j = vmap(jacrev(f, chunk_size=4))(xs)
+    assert j.shape == (4, 3, 3, 3)
+    for i in range(4):
+        close(j[i], jacrev(f)(xs[i]))
+
+
+def test_vjp_fn_under_a_new_vmap_is_refused():
+    _, fn = vjp(lambda t: t * 2, rand(3))
+    with pytest.raises(RuntimeError, match="different vmap/jacrev level"):
+        vmap(fn)(rand(5, 3))
+
+
+def test_inplace_ops_on_batched_values():
+    x = rand(4, 3)
+
+    def f(t):
+        u = t.clone()
+        u.mul_(2)
+        u += fg.ones(3, dtype=fg.float64)
+        u[0] = 5.0
+        u[1:] = t[1:] * 0
+        return u
+
+    out = vmap(f)(x)
+    ref = fg.stack([f(x[i]) for i in range(4)])
+    close(out, ref)

@@ -327,6 +327,16 @@ def test_softmax_and_activations_functional():
     check(lambda t: F.hardtanh(t), (x,), 2)
 
 
+def test_like_functions():
+    x = rand(3, 2)
+    close(vmap(lambda t: t + fg.ones_like(t))(x), x + 1)
+    close(vmap(lambda t: fg.full_like(t, 2.0) * t)(x), 2 * x)
+    r = vmap(lambda t: fg.rand_like(t), randomness="different")(fg.zeros(4, 50)).numpy()
+    assert (r[0] != r[1]).any() and ((r >= 0) & (r < 1)).all()
+    r = vmap(lambda t: fg.randn_like(t), randomness="same")(fg.zeros(4, 50)).numpy()
+    assert (r == r[0]).all()
+
+
 def test_dropout_randomness():
     x = fg.ones(6, 50)
     out = vmap(lambda t: F.dropout(t, 0.5), randomness="different")(x)

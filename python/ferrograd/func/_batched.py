@@ -110,18 +110,31 @@ def check_random(lid):
     return mode
 
 
+_FORWARD_AD = [None]
+
+
+def forward_ad():
+    """The ``autograd.forward_ad`` module while one of its dual levels is
+    active, else None."""
+    fw = _FORWARD_AD[0]
+    if fw is None:
+        try:
+            from ..autograd import forward_ad as fw
+        except ImportError:
+            # Looked up once: a failed import is slow, and this runs per call.
+            fw = False
+        _FORWARD_AD[0] = fw
+    if fw is False:
+        return None
+    level = getattr(fw, "_current_level", -1)
+    if callable(level):
+        level = level()
+    return fw if isinstance(level, int) and level >= 0 else None
+
+
 def forward_ad_active():
     """Whether an ``autograd.forward_ad`` dual level is active."""
-    try:
-        from ..autograd import forward_ad
-    except ImportError:
-        return False
-    for name in ("_current_level", "_is_fwd_grad_enabled", "is_active"):
-        probe = getattr(forward_ad, name, None)
-        if callable(probe):
-            r = probe()
-            return r >= 0 if isinstance(r, int) and not isinstance(r, bool) else bool(r)
-    return False
+    return forward_ad() is not None
 
 
 # ----- wrapping ----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from .. import _C
 from ..autograd import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
 from ._batched import (
-    forward_ad_active,
+    forward_ad,
     from_physical,
     is_tensorlike,
     levels,
@@ -70,7 +70,8 @@ def make_leaves(flat, lvls, name):
     graph through a view; the others are detached leaves. Returns the leaves,
     the inputs as the function sees them, and whether the result must keep a
     graph (create_graph)."""
-    leaves, seen, keep = [], [], forward_ad_active()
+    fw = forward_ad()
+    leaves, seen, keep = [], [], fw is not None
     for x in flat:
         if not is_tensorlike(x):
             raise RuntimeError(
@@ -80,6 +81,13 @@ def make_leaves(flat, lvls, name):
         if p.requires_grad:
             keep = True
             leaf = p.view_as(p)
+        elif fw is not None:
+            # Forward over reverse: the leaf keeps the input's tangent, so the
+            # backward (run with create_graph) carries it to the gradient.
+            primal, tangent = fw.unpack_dual(p)
+            leaf = primal.detach().requires_grad_()
+            if tangent is not None:
+                leaf = fw.make_dual(leaf, tangent)
         else:
             leaf = p.detach().requires_grad_()
         leaves.append(leaf)

@@ -460,6 +460,23 @@ def pointwise_loss(name):
     return rule
 
 
+def like_rule(call, args, kwargs):
+    """``zeros_like``/``ones_like``/``full_like``: the same tensor for every sample."""
+    lid = max_level(args, kwargs)
+    return wrap(call(unwrap_at(args[0], lid), *args[1:], **kwargs), lid)
+
+
+def random_like_rule(call, args, kwargs):
+    """``rand_like``/``randn_like``/``randint_like``: refused in 'error' mode;
+    'different' draws per sample, 'same' once for the batch."""
+    lid = max_level(args, kwargs)
+    v = unwrap_at(args[0], lid)
+    if check_random(lid) == "different":
+        return wrap(call(v, *args[1:], **kwargs), lid)
+    one = call(v.select(0, 0), *args[1:], **kwargs)
+    return wrap(one.unsqueeze(0).expand(*v.shape), lid)
+
+
 # ----- the table of module-function rules --------------------------------------------------
 
 _ELEMENTWISE_FUNCTIONS = {
@@ -506,6 +523,8 @@ _FUNCTION_RULES = {
     "all": full_reduce(_all),
     "any": full_reduce(_any),
     "trace": full_reduce(_trace),
+    "_like": like_rule,
+    "_random_like": random_like_rule,
 }
 for _n in _ELEMENTWISE_FUNCTIONS:
     _FUNCTION_RULES[_n] = elementwise
