@@ -9,7 +9,7 @@ use super::convert::{as_scalar, from_numpy_shared, parse_size, seq_of_ints, tens
 use super::dtype::opt_dtype;
 use super::errors::enter;
 use super::functions::{alloc_shape, finish};
-use super::tensor::{wrap, PyTensor};
+use super::tensor::wrap;
 use crate::ops::{self, Scalar};
 use crate::tensor::{numel, DType, Element, Shape, Tensor};
 

@@ -138,6 +138,8 @@ pub(crate) fn dispatch<'py>(
 /// (positional, in signature order) instead.
 macro_rules! dispatching {
     ($py:expr, $name:expr, ($($arg:expr),* $(,)?), $body:block) => {{
+        // A closure so that `?` in the body stops at the dispatch check.
+        #[allow(clippy::redundant_closure_call)]
         let r: PyResult<Py<PyAny>> = (|| $body)();
         match r {
             Err(e) if e.is_instance_of::<$crate::py::dispatch::DispatchNeeded>($py) => {
