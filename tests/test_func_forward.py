@@ -12,7 +12,27 @@ from hypothesis import strategies as st
 import ferrograd as fg
 from ferrograd.func import grad, hessian, jacfwd, jacrev, jvp, linearize, vmap
 
-pytest.importorskip("ferrograd.autograd.forward_ad")
+
+def test_forward_mode_is_used_when_available():
+    # jacfwd/jvp run on forward_ad dual tensors when the build has forward mode
+    # (they fall back to reverse mode otherwise, with the same results).
+    try:
+        from ferrograd.autograd import forward_ad
+    except ImportError:
+        pytest.skip("this build has no ferrograd.autograd.forward_ad")
+    seen = []
+    real = forward_ad.make_dual
+
+    def spy(t, tangent, **kw):
+        seen.append(tuple(tangent.shape))
+        return real(t, tangent, **kw)
+
+    forward_ad.make_dual = spy
+    try:
+        jacfwd(lambda t: t.sin())(fg.ones(3, dtype=fg.float64))
+    finally:
+        forward_ad.make_dual = real
+    assert seen == [(3, 3)]
 
 
 def rand(*shape):

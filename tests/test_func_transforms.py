@@ -315,3 +315,23 @@ def test_inplace_ops_on_batched_values():
     out = vmap(f)(x)
     ref = fg.stack([f(x[i]) for i in range(4)])
     close(out, ref)
+
+
+def test_per_sample_gradients_stay_differentiable_for_parameters_that_require_grad():
+    w = rand(3, 4).requires_grad_()
+    b = rand(3).requires_grad_()
+    x = rand(5, 4)
+
+    def loss(p, xb):
+        return (F.linear(xb, p[0], p[1]) ** 2).sum()
+
+    gw, gb = vmap(grad(loss), in_dims=(None, 0))((w, b), x)
+    ((gw**2).sum() + gb.sum()).backward()
+    w2, b2 = w.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    total = 0
+    for i in range(5):
+        g = grad(loss)((w2, b2), x[i])
+        total = total + (g[0] ** 2).sum() + g[1].sum()
+    total.backward()
+    close(w.grad, w2.grad)
+    close(b.grad, b2.grad)

@@ -3,7 +3,9 @@
 
 Tangents ride on the physical tensors as ``autograd.forward_ad`` dual
 tensors. ``jacfwd`` adds a batching level over the Jacobian's columns whose
-tangents are the identity, so ``func`` runs once for all of them.
+tangents are the identity, so ``func`` runs once for all of them. In a
+build without ``forward_ad``, ``jvp`` differentiates the vector-Jacobian
+product instead (two backward passes) and ``jacfwd`` is ``jacrev``.
 """
 
 from __future__ import annotations
@@ -11,17 +13,77 @@ from __future__ import annotations
 import functools
 
 from .. import _C
+from ..autograd import grad as _autograd_grad
+from ..autograd.grad_mode import enable_grad
 from ._batched import from_physical, is_tensorlike, levels, push_level, to_physical
 from ._pytree import tree_flatten, tree_unflatten
-from ._reverse import _replace, check_argnums, jacrev
+from ._reverse import _replace, check_argnums, jacrev, make_leaves
 
 __all__ = ["jvp", "linearize", "jacfwd", "hessian"]
 
 
 def _fwad():
-    from ..autograd import forward_ad
-
+    """``autograd.forward_ad``, or None in a build without forward mode."""
+    try:
+        from ..autograd import forward_ad
+    except ImportError:
+        return None
     return forward_ad
+
+
+def _jvp_by_double_vjp(func, flat_p, spec, flat_t, lvls, has_aux):
+    """``jvp`` without forward mode: ``u -> J^T u`` is linear in ``u``, so
+    differentiating ``<J^T u, v>`` with respect to ``u`` gives ``J v`` (two
+    backward passes instead of one forward pass)."""
+    with enable_grad():
+        leaves, seen, keep = make_leaves(flat_p, lvls, "jvp")
+        out = func(*tree_unflatten(seen, spec))
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError(
+                    "jvp(f, primals, tangents): output of function f should be a tuple: "
+                    "(output, aux) if has_aux is True"
+                )
+            out, aux = out
+        flat_out, out_spec = tree_flatten(out)
+        for o in flat_out:
+            if not is_tensorlike(o):
+                raise RuntimeError(
+                    "jvp(f, primals, tangents): Expected f(*primals) to return only tensors, "
+                    f"got unsupported type {type(o)}"
+                )
+        po = [to_physical(o, lvls) for o in flat_out]
+        us = [_C.zeros(*p.shape, dtype=p.dtype).requires_grad_() for p in po]
+        pairs = [(p, u) for p, u in zip(po, us) if p.requires_grad]
+        if pairs:
+            vjps = _autograd_grad(
+                [p for p, _ in pairs],
+                leaves,
+                grad_outputs=[u for _, u in pairs],
+                create_graph=True,
+                allow_unused=True,
+            )
+        else:
+            vjps = [None] * len(leaves)
+        used = [(g, to_physical(t, lvls)) for g, t in zip(vjps, flat_t) if g is not None]
+        if used:
+            tans = _autograd_grad(
+                [g for g, _ in used],
+                us,
+                grad_outputs=[t for _, t in used],
+                create_graph=keep,
+                allow_unused=True,
+            )
+        else:
+            tans = [None] * len(us)
+    prim = [from_physical(p if keep else p.detach(), lvls) for p in po]
+    tang = [
+        from_physical(_C.zeros(*p.shape, dtype=p.dtype) if t is None else t, lvls)
+        for p, t in zip(po, tans)
+    ]
+    res = (tree_unflatten(prim, out_spec), tree_unflatten(tang, out_spec))
+    return (*res, aux) if has_aux else res
 
 
 def _check_tuple(x, what):
@@ -66,6 +128,8 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             )
     fw = _fwad()
     lvls = list(levels())
+    if fw is None:
+        return _jvp_by_double_vjp(func, flat_p, spec, flat_t, lvls, has_aux)
     with fw.dual_level():
         duals = [
             from_physical(fw.make_dual(to_physical(p, lvls), to_physical(t, lvls)), lvls)
@@ -115,6 +179,10 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
             "Only allowed values for randomness are 'error', 'different', or 'same'. "
             f"Got {randomness}"
         )
+
+    if _fwad() is None:
+        # A build without forward mode: the same Jacobian by reverse mode.
+        return jacrev(func, argnums, has_aux=has_aux)
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
