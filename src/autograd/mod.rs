@@ -2,6 +2,7 @@
 
 mod arena;
 pub mod engine;
+pub mod forward;
 mod node;
 
 use std::cell::{Cell, RefCell};
@@ -64,7 +65,15 @@ impl Drop for GradModeGuard {
 /// pays one thread-local read and one atomic load per input.
 #[inline]
 pub fn needs_record(inputs: &[&Tensor]) -> bool {
-    inputs.iter().any(|t| t.requires_grad()) && is_grad_enabled()
+    (inputs.iter().any(|t| t.requires_grad()) && is_grad_enabled()) || forward::any_tangent(inputs)
+}
+
+/// Whether `t` is tracked by either mode: it requires grad, or it carries a
+/// forward-mode tangent. Ops that save an operand only for the other's
+/// gradient ask this, since a tangent rule may need it too.
+#[inline]
+pub fn tracked(t: &Tensor) -> bool {
+    t.requires_grad() || forward::any_tangent(&[t])
 }
 
 /// The edge a gradient for `t` should follow, or PyTorch's refusal of a
@@ -140,7 +149,14 @@ pub fn record_multi<F>(
 ) where
     F: Fn(&BackwardCtx<'_>) -> Result<Grads> + Send + Sync + 'static,
 {
-    let edges = inputs.iter().map(|t| gradient_edge(t)).collect();
+    let dual = forward::any_tangent(inputs);
+    // Under forward AD an op may run only for its tangent: then the node is
+    // built (its rule gives the tangent) but attached to nothing.
+    let attach = !dual || (is_grad_enabled() && inputs.iter().any(|t| t.requires_grad()));
+    let edges = inputs
+        .iter()
+        .map(|t| if attach { gradient_edge(t) } else { Edge::None })
+        .collect();
     let metas = inputs.iter().map(|t| Meta::of(t)).collect();
     let out_meta = outs.iter().map(Meta::of).collect();
     let node = NodeRef::new(Node::new(
@@ -150,8 +166,16 @@ pub fn record_multi<F>(
         saved,
         Box::new(FnBackward { name, f }),
     ));
-    for (i, o) in outs.iter().enumerate() {
-        o.set_grad_fn(node.clone(), i as u32);
+    if attach {
+        for (i, o) in outs.iter().enumerate() {
+            o.set_grad_fn(node.clone(), i as u32);
+        }
+    }
+    if dual {
+        let ins: SmallVec<[Option<&Tensor>; 4]> = inputs.iter().map(|t| Some(*t)).collect();
+        if let Err(e) = forward::propagate(&node, &ins, outs, attach) {
+            defer_error(e);
+        }
     }
 }
 
@@ -162,8 +186,13 @@ pub fn record_with_scalar<F>(name: &'static str, a: &Tensor, scalar: DType, out:
 where
     F: Fn(&BackwardCtx<'_>) -> Result<Grads> + Send + Sync + 'static,
 {
+    let dual = forward::any_tangent(&[a]);
+    let attach = !dual || (is_grad_enabled() && a.requires_grad());
     let node = NodeRef::new(Node::new(
-        smallvec::smallvec![gradient_edge(a), Edge::None],
+        smallvec::smallvec![
+            if attach { gradient_edge(a) } else { Edge::None },
+            Edge::None
+        ],
         smallvec::smallvec![
             Meta::of(a),
             Meta {
@@ -175,7 +204,16 @@ where
         SmallVec::new(),
         Box::new(FnBackward { name, f }),
     ));
-    out.set_grad_fn(node, 0);
+    if attach {
+        out.set_grad_fn(node.clone(), 0);
+    }
+    if dual {
+        if let Err(e) =
+            forward::propagate(&node, &[Some(a), None], std::slice::from_ref(out), attach)
+        {
+            defer_error(e);
+        }
+    }
 }
 
 /// `saved![a, b]`: save inputs; each argument is an `Option<&Tensor>` or `&Tensor`.

@@ -80,6 +80,11 @@ impl SavedTensor {
         self.output_nr.is_some()
     }
 
+    /// Which output of its node a saved output is.
+    pub fn output_nr(&self) -> Option<u32> {
+        self.output_nr
+    }
+
     /// Whether the saved tensor is still at the version it was saved at.
     pub fn is_current(&self) -> bool {
         self.data.version() == self.version
@@ -403,6 +408,7 @@ fn unpack_one(node: &NodeRef, s: &SavedTensor) -> Result<Tensor> {
         // `create_graph=True` differentiates through it.
         Some(nr) if super::is_grad_enabled() => {
             let t = s.data.detach();
+            super::forward::carry_tangent(&s.data, &t);
             t.set_grad_fn(node.clone(), nr);
             t
         }

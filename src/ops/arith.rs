@@ -140,7 +140,7 @@ pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let out = crate::dispatch!(dt, T => map2!(a, b, dt, T, |x, y| x.mul(y)));
     if needs_record(&[a, b]) {
         // Save each operand only if the other one needs its gradient.
-        let (ra, rb) = (a.requires_grad(), b.requires_grad());
+        let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
         record(
             "MulBackward0",
             &[a, b],
@@ -210,7 +210,7 @@ pub(crate) fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = arith_dtype(a, b).to_float();
     let out = crate::dispatch_float!(dt, T => map2!(a, b, dt, T, |x, y| x / y));
     if needs_record(&[a, b]) {
-        let rb = b.requires_grad();
+        let rb = crate::autograd::tracked(b);
         record(
             "DivBackward0",
             &[a, b],
@@ -368,7 +368,7 @@ pub(crate) fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         _ => crate::dispatch_float!(dt, T => map2!(a, b, dt, T, |x, y| powf_special(x, y))),
     };
     if needs_record(&[a, b]) {
-        let rb = b.requires_grad();
+        let rb = crate::autograd::tracked(b);
         record(
             "PowBackward1",
             &[a, b],

@@ -134,6 +134,9 @@ fn commit_since(t: &Tensor, result: &Tensor, mark: Option<u64>) -> Result<()> {
             td.scalar_name()
         )));
     }
+    if crate::autograd::forward::is_active() {
+        crate::autograd::forward::after_write(t, crate::autograd::forward::tangent(result))?;
+    }
     let tracked = result.requires_grad() && is_grad_enabled();
     if tracked && t.creation_meta() != CreationMeta::Default {
         // Another operand requires grad (the base's own case is in `check_inplace`).
@@ -408,6 +411,7 @@ fn fill_named(t: &Tensor, v: f64, name: &'static str) -> Result<()> {
     crate::dispatch!(dv.dtype(), T => scatter::<T>(&dv, &[T::from_f64(v)]));
     dv.storage.bump_version();
     drop(dv);
+    crate::autograd::forward::after_write(t, None)?;
     if is_grad_enabled() && t.requires_grad() && !t.is_leaf() {
         record(name, &[t], t, saved![], |c| {
             let g = c.grad()?;
@@ -539,6 +543,12 @@ pub(crate) fn assign(dst: &Tensor, value: &Tensor) -> Result<()> {
     let _g = crate::autograd::GradModeGuard::new(false);
     let v = super::expand(&value.detach(), &shape)?;
     write_values(dst, &v);
+    if crate::autograd::forward::is_active() {
+        let t = crate::autograd::forward::tangent(value)
+            .map(|t| super::expand(&t, &shape))
+            .transpose()?;
+        crate::autograd::forward::after_write(dst, t)?;
+    }
     Ok(())
 }
 
@@ -556,7 +566,7 @@ pub enum InplaceOp {
 /// one pass, no temporary. Returns `false` when the general path must run.
 pub(crate) fn try_update_in_place(a: &Tensor, b: &Tensor, op: InplaceOp) -> Result<bool> {
     let recording = is_grad_enabled() && (a.requires_grad() || b.requires_grad());
-    if recording || a.is_view() {
+    if recording || a.is_view() || crate::autograd::forward::any_tangent(&[a, b]) {
         return Ok(false);
     }
     let dt = a.dtype();

@@ -138,7 +138,7 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         crate::dispatch!(dt, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vb), Shape::from_slice(&[sa[0], sb[1]])))
     };
     if needs_record(&[a, b]) {
-        let (ra, rb) = (a.requires_grad(), b.requires_grad());
+        let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
         record(
             "MmBackward0",
             &[a, b],
@@ -220,7 +220,7 @@ pub(crate) fn addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         crate::dispatch!(da, T => Tensor::from_vec(addmm_kernel::<T>(&vc, &va, &vb), shape))
     };
     if needs_record(&[bias, a, b]) {
-        let (ra, rb) = (a.requires_grad(), b.requires_grad());
+        let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
         record(
             "AddmmBackward0",
             &[bias, a, b],
@@ -283,7 +283,7 @@ pub(crate) fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
         crate::dispatch!(da, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vv), Shape::from_slice(&[sa[0]])))
     };
     if needs_record(&[a, v]) {
-        let (ra, rv) = (a.requires_grad(), v.requires_grad());
+        let (ra, rv) = (crate::autograd::tracked(a), crate::autograd::tracked(v));
         record(
             "MvBackward0",
             &[a, v],
@@ -332,7 +332,7 @@ pub(crate) fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         crate::dispatch!(dt, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vb), Shape::new()))
     };
     if needs_record(&[a, b]) {
-        let (ra, rb) = (a.requires_grad(), b.requires_grad());
+        let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
         record(
             "DotBackward0",
             &[a, b],
@@ -545,7 +545,7 @@ fn matmul_batched(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if !recording {
         return Ok(flat);
     }
-    let (ra, rb) = (a.requires_grad(), b.requires_grad());
+    let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
     let g_shape = with(&[n, p]);
     record(
         "BmmBackward0",
@@ -605,7 +605,7 @@ pub(crate) fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         crate::dispatch!(dt, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vb), Shape::from_slice(&[sa[0], sa[1], sb[2]])))
     };
     if needs_record(&[a, b]) {
-        let (ra, rb) = (a.requires_grad(), b.requires_grad());
+        let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
         record(
             "BmmBackward0",
             &[a, b],

@@ -10,6 +10,7 @@ mod convert;
 mod creation;
 mod dtype;
 mod errors;
+mod forward_ad;
 mod function;
 mod functional;
 mod functions;
@@ -61,6 +62,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn::register(m)?;
     autograd::register(m)?;
     m.add("_DispatchNeeded", py.get_type::<dispatch::DispatchNeeded>())?;
+    forward_ad::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

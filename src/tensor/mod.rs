@@ -80,6 +80,18 @@ pub struct AutogradMeta {
     pub retains_grad: bool,
     /// Hooks on a leaf (a non-leaf's hooks live on its `grad_fn`).
     pub hooks: Vec<(u64, Arc<dyn GradHook>)>,
+    /// The forward-mode tangent (`autograd::forward`), if any.
+    pub fw_grad: Option<FwGrad>,
+}
+
+/// A forward-mode tangent: valid only while the dual level `level` (a
+/// generation number, never reused) is the live one. For a view it is a
+/// view of its base's tangent, cached with the id of that tangent
+/// (`of_base`), so a base given a new tangent invalidates it; 0 otherwise.
+pub struct FwGrad {
+    pub level: u64,
+    pub tangent: Tensor,
+    pub of_base: usize,
 }
 
 pub struct TensorImpl {

@@ -37,6 +37,7 @@ class FunctionCtx:
         self._dirty = ()
         self._non_differentiable = ()
         self._materialize_grads = True
+        self._saved_for_forward = ()
         self.needs_input_grad = ()
 
     def save_for_backward(self, *tensors):
@@ -53,6 +54,14 @@ class FunctionCtx:
         if self._released:
             raise RuntimeError(_FREED)
         return tuple(self._to_save)
+
+    def save_for_forward(self, *tensors):
+        """Saves tensors for ``jvp`` (read there as ``ctx.saved_tensors``)."""
+        for t in tensors:
+            if t is not None and not isinstance(t, _C.Tensor):
+                raise TypeError("save_for_forward expects all arguments to be tensors; but got "
+                                f"{type(t).__name__}")
+        self._saved_for_forward = tensors
 
     def mark_dirty(self, *tensors):
         self._dirty = tensors
@@ -94,6 +103,15 @@ class Function(metaclass=FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """Forward-mode rule: given one tangent per ``forward`` input (``None``
+        for non-tensors and tensors without one), returns one per output."""
+        raise NotImplementedError(
+            "You must implement the jvp function for custom "
+            "autograd.Function to use it with forward mode AD."
+        )
+
     def __init__(self, *args, **kwargs):
         raise RuntimeError(
             "Legacy autograd function with non-static forward method is deprecated. "
@@ -107,16 +125,25 @@ class Function(metaclass=FunctionMeta):
             isinstance(a, _C.Tensor) and a.requires_grad for a in args
         )
         separate_setup = cls.setup_context is not Function.setup_context
-        with no_grad():
-            if separate_setup:
-                output = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, output)
-            else:
-                output = cls.forward(ctx, *args, **kwargs)
+        tangents = _input_tangents(args)
+        # The forward sees no tangents (as in PyTorch): `jvp` gives the outputs'.
+        prev_fw = _C._is_fwd_grad_enabled()
+        _C._set_fwd_grad_enabled(False)
+        try:
+            with no_grad():
+                if separate_setup:
+                    output = cls.forward(*args, **kwargs)
+                    cls.setup_context(ctx, args, output)
+                else:
+                    output = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _C._set_fwd_grad_enabled(prev_fw)
 
         is_tuple = isinstance(output, tuple)
         outputs = list(output) if is_tuple else [output]
         if not (_C.is_grad_enabled() and any(ctx.needs_input_grad)):
+            if tangents is not None:
+                output = _with_tangents(cls, ctx, args, output, tangents)
             return output
 
         result = _C._function_node(
@@ -130,9 +157,103 @@ class Function(metaclass=FunctionMeta):
             list(ctx._to_save),
             ctx._materialize_grads,
         )
+        result = tuple(result) if is_tuple else result[0]
+        if tangents is not None:
+            result = _with_tangents(cls, ctx, args, result, tangents, saved=ctx._to_save)
         # The node owns the saved tensors now; the ctx keeps no reference.
         ctx._to_save = ()
-        return tuple(result) if is_tuple else result[0]
+        return result
+
+
+def _zeros_like(t):
+    import ferrograd
+
+    return ferrograd.zeros_like(t)
+
+
+def _input_tangents(args):
+    """The tangents of ``args`` when forward AD is on and one has one, else ``None``."""
+    if _C._current_dual_level() < 0 or not _C._is_fwd_grad_enabled():
+        return None
+    tangents = [_C._fw_tangent(a) if isinstance(a, _C.Tensor) else None for a in args]
+    if all(t is None for t in tangents):
+        return None
+    return tangents
+
+
+def _jvp_from_backward(cls, ctx, args, outputs, tangents, saved):
+    """ferrograd's own Functions have differentiable backwards: their JVP is
+    ``d/du sum_i <backward(u)_i, t_i>`` for a dummy cotangent ``u``."""
+    from . import grad as _grad
+    from .grad_mode import enable_grad
+
+    prev = _C._is_fwd_grad_enabled()
+    create_graph = _C.is_grad_enabled()
+    _C._set_fwd_grad_enabled(False)
+    try:
+        with enable_grad():
+            us = [_zeros_like(o).requires_grad_() if isinstance(o, _C.Tensor)
+                  and o.is_floating_point() else None for o in outputs]
+            unpacked, ctx._unpacked = ctx._unpacked, tuple(saved)
+            needs = ctx.needs_input_grad
+            ctx.needs_input_grad = tuple(
+                bool(n) or t is not None for n, t in zip(needs, tangents))
+            try:
+                grads = cls.backward(ctx, *us)
+            finally:
+                ctx._unpacked = unpacked
+                ctx.needs_input_grad = needs
+            grads = grads if isinstance(grads, tuple) else (grads,)
+            total = None
+            for g, t in zip(grads, tangents):
+                if g is None or t is None:
+                    continue
+                term = (g * t).sum()
+                total = term if total is None else total + term
+            live = [u for u in us if u is not None]
+            if total is None or not total.requires_grad:
+                return [None for _ in outputs]
+            res = list(_grad(total, live, create_graph=create_graph, allow_unused=True))
+    finally:
+        _C._set_fwd_grad_enabled(prev)
+    return [res.pop(0) if u is not None else None for u in us]
+
+
+def _with_tangents(cls, ctx, args, output, tangents, saved=None):
+    """Runs ``cls.jvp`` (or the generic rule for ferrograd's own Functions)
+    and attaches the tangents it returns to the outputs."""
+    is_tuple = isinstance(output, tuple)
+    outputs = list(output) if is_tuple else [output]
+    own = cls.jvp is Function.jvp and cls.__module__.startswith("ferrograd.")
+    if own:
+        out_tangents = _jvp_from_backward(
+            cls, ctx, args, outputs, tangents, ctx._to_save if saved is None else saved)
+    else:
+        prev_unpacked = ctx._unpacked
+        ctx._unpacked = tuple(ctx._saved_for_forward)
+        prev = _C._is_fwd_grad_enabled()
+        _C._set_fwd_grad_enabled(False)
+        try:
+            out_tangents = cls.jvp(ctx, *tangents)
+        finally:
+            _C._set_fwd_grad_enabled(prev)
+            ctx._unpacked = prev_unpacked
+        if not isinstance(out_tangents, tuple):
+            out_tangents = (out_tangents,)
+        if len(out_tangents) != len(outputs):
+            raise RuntimeError(
+                f"{cls.__name__}.jvp returned an incorrect number of tangents "
+                f"(expected {len(outputs)}, got {len(out_tangents)})"
+            )
+    fixed = []
+    for o, t in zip(outputs, out_tangents):
+        if isinstance(o, _C.Tensor) and o.is_floating_point() and t is not None:
+            if _C._fw_tangent(o) is not None:
+                # An input returned as is: give the caller a fresh alias.
+                o = o.detach()
+            _C._fw_set_tangent(o, t)
+        fixed.append(o)
+    return tuple(fixed) if is_tuple else fixed[0]
 
 
 _TWICE = "trying to differentiate twice a function that was marked with @once_differentiable"

@@ -213,6 +213,11 @@ class _NoCtx:
 def _call(fn, *args):
     if _C.is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args):
         return fn.apply(*args)
+    if _C._current_dual_level() >= 0 and any(
+        isinstance(a, Tensor) and _C._fw_tangent(a) is not None for a in args
+    ):
+        # Forward AD: `apply` gives the outputs their tangents.
+        return fn.apply(*args)
     return fn.forward(_NoCtx(), *args)
 
 
