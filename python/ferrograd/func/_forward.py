@@ -31,6 +31,15 @@ def _fwad():
     return forward_ad
 
 
+def _dual(fw, primal, tangent):
+    # A dual made from a view keeps its tangent only on itself: views taken
+    # from it look the tangent up on the view's base, which has none. So the
+    # primal is copied out of a view first (an expanded input always is one).
+    if primal._base is not None:
+        primal = primal.clone()
+    return fw.make_dual(primal, tangent)
+
+
 def _jvp_by_double_vjp(func, flat_p, spec, flat_t, lvls, has_aux):
     """``jvp`` without forward mode: ``u -> J^T u`` is linear in ``u``, so
     differentiating ``<J^T u, v>`` with respect to ``u`` gives ``J v`` (two
@@ -132,7 +141,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         return _jvp_by_double_vjp(func, flat_p, spec, flat_t, lvls, has_aux)
     with fw.dual_level():
         duals = [
-            from_physical(fw.make_dual(to_physical(p, lvls), to_physical(t, lvls)), lvls)
+            from_physical(_dual(fw, to_physical(p, lvls), to_physical(t, lvls)), lvls)
             for p, t in zip(flat_p, flat_t)
         ]
         out = func(*tree_unflatten(duals, spec))
@@ -208,7 +217,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                     px = to_physical(x, all_lvls)
                     eye = _C.eye(total, dtype=px.dtype).narrow(1, off, s)
                     t = eye.reshape(total, *xs).expand(*px.shape)
-                    duals.append(from_physical(fw.make_dual(px, t), all_lvls))
+                    duals.append(from_physical(_dual(fw, px, t), all_lvls))
                 new = _replace(args, nums, isinstance(argnums, int), tree_unflatten(duals, spec))
                 out = func(*new, **kwargs)
                 aux = None

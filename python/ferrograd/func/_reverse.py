@@ -87,6 +87,7 @@ def make_leaves(flat, lvls, name):
             primal, tangent = fw.unpack_dual(p)
             leaf = primal.detach().requires_grad_()
             if tangent is not None:
+                # Not a view (see _forward._dual): detach() starts a new base.
                 leaf = fw.make_dual(leaf, tangent)
         else:
             leaf = p.detach().requires_grad_()
