@@ -238,6 +238,15 @@ __all__ = [
     "bernoulli",
     "multinomial",
     "_random_like",
+    "_enter_dual_level",
+    "_exit_dual_level",
+    "_current_dual_level",
+    "_make_dual",
+    "_unpack_dual",
+    "_fw_tangent",
+    "_fw_set_tangent",
+    "_is_fwd_grad_enabled",
+    "_set_fwd_grad_enabled",
     "_DispatchNeeded",
 ]
 
@@ -1348,6 +1357,17 @@ def _random_like(
     requires_grad: _bool = False,
     generator: Generator | None = None,
 ) -> Tensor: ...
+
+# ----- forward-mode AD (src/py/forward_ad.rs) -------------------------------------------------
+def _enter_dual_level() -> _int: ...
+def _exit_dual_level(*, level: _int) -> None: ...
+def _current_dual_level() -> _int: ...
+def _make_dual(tensor: Tensor, tangent: Tensor, *, level: _int) -> Tensor: ...
+def _unpack_dual(tensor: Tensor, *, level: _int) -> tuple[Tensor, Tensor | None]: ...
+def _fw_tangent(t: Tensor) -> Tensor | None: ...
+def _fw_set_tangent(t: Tensor, tangent: Tensor) -> None: ...
+def _is_fwd_grad_enabled() -> _bool: ...
+def _set_fwd_grad_enabled(enabled: _bool) -> None: ...
 
 # ----- __ferrograd_function__ dispatch (src/py/dispatch.rs) -----------------------------
 # Raised by a converter for an argument whose type defines __ferrograd_function__; the
