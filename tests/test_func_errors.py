@@ -150,6 +150,8 @@ def test_backward_inside_vmap_is_refused():
     x = fg.randn(3, 2)
     with raises(RuntimeError, "It looks like you're calling .backward() or autograd.grad()"):
         vmap(lambda t: t.sum().backward())(x)
+    with raises(RuntimeError, "It looks like you're calling .backward() or autograd.grad()"):
+        vmap(lambda t: fg.autograd.grad(t.sum(), t))(x)
     with raises(RuntimeError, "requires_grad_() on a batched tensor is not supported"):
         vmap(lambda t: t.requires_grad_())(x)
 
