@@ -147,6 +147,13 @@ def test_dim_ops(data, dimpick):
     check(lambda t: fg.stack(t.unbind(dim), 0), (x,), d)
 
 
+def test_reduce_everything_with_keepdim():
+    x = rand(3, 2, 4)
+    close(vmap(lambda t: t.sum(None, True))(x), x.sum((1, 2), keepdim=True))
+    close(vmap(lambda t: t.amax(dim=None, keepdim=True))(x), x.amax((1, 2), keepdim=True))
+    close(vmap(lambda t: t.max())(x), x.amax((1, 2)))
+
+
 def test_full_reductions_of_module_functions():
     x = rand(3, 2, 2)
     check(lambda t: fg.trace(t), (x,), 0)

@@ -314,19 +314,6 @@ def _bernoulli(self, p=None, *, generator=None):
     raise RuntimeError("vmap: bernoulli with randomness='same' needs an unbatched probability")
 
 
-def _new(name):
-    def method(self, *args, **kwargs):
-        return (
-            getattr(self._value, name)(*args, **kwargs)
-            if hasattr(self._value, name)
-            else (getattr(_C, name.replace("new_", ""))(*_sizes(args), dtype=self.dtype, **kwargs))
-        )
-
-    method.__name__ = name
-    method.__doc__ = f"``Tensor.{name}``: a new unbatched tensor of this dtype."
-    return method
-
-
 def _requires_grad_(self, requires_grad=True):
     """Refused: gradients inside vmap come from ``ferrograd.func.grad``."""
     raise RuntimeError(

@@ -101,12 +101,11 @@ def _shift(d, nd):
     return norm_dim(d, nd)
 
 
-def dim_op(pos, kw="dim", default="required", keepdim=("keepdim", None)):
+def dim_op(pos, kw="dim", default="required"):
     """An op with a dimension argument at ``pos`` (or keyword ``kw``): a
     non-negative dimension moves past the batch dimension; ``dim=None`` (when
     ``default="all"``) reduces all logical dimensions, by flattening them into
     one; an int ``default`` is the op's own default dimension."""
-    kkw, kpos = keepdim
 
     def rule(call, args, kwargs):
         lid = max_level(args, kwargs)
@@ -126,7 +125,8 @@ def dim_op(pos, kw="dim", default="required", keepdim=("keepdim", None)):
             if isinstance(out, tuple):
                 # max()/min()/median() over everything return the values only.
                 out = out[0]
-            kd, _ = _get(args[1:], kwargs, (kpos or 99) - 1, kkw, False)
+            # keepdim follows dim, positionally or by keyword.
+            kd, _ = _get(args[1:], kwargs, pos, "keepdim", False)
             if kd:
                 out = _map(out, lambda o: o.reshape(o.shape[0], *([1] * nd)))
             return wrap(out, lid)
