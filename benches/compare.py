@@ -39,6 +39,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_func  # noqa: E402
+
 WORKLOADS = [
     "elementwise",
     "scalar_chain",
@@ -56,6 +59,7 @@ WORKLOADS = [
     "layernorm",
     "lstm",
     "transformer",
+    *bench_func.WORKLOADS,
 ]
 NA_ERRORS = (AttributeError, TypeError, NotImplementedError)
 LR = 0.01
@@ -1127,6 +1131,8 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
             target=Target(">=1.2x torch", 1.2),
             rtol=1e-2,
         ),
+        # --- ferrograd.func rows (workloads in benches/bench_func.py)
+        *bench_func.func_rows(cfg, Row, Target, timed, ms),
     ]
 
 

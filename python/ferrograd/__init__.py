@@ -199,7 +199,9 @@ def _rebuild_tensor(array, requires_grad):
 def _check_tensor(fn, value, name="input", position=1):
     # PyTorch's argument parser refuses a non-tensor before anything runs;
     # without this a wrapper below would fail with an AttributeError.
-    if not isinstance(value, Tensor):
+    # A type with __ferrograd_function__ (vmap's BatchedTensor) implements the
+    # methods these wrappers call.
+    if not isinstance(value, Tensor) and not hasattr(type(value), "__ferrograd_function__"):
         raise TypeError(
             f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
             f"not {type(value).__name__}"
@@ -538,3 +540,10 @@ from ._composite import __all__ as _composite_all  # noqa: E402
 __all__ += ["argsort", "kthvalue", "median", "msort", "nanmedian", "sort", "topk", *_composite_all]
 # linalg also installs torch.det/svd/... aliases; testing is torch.testing without an import.
 from . import linalg, testing  # noqa: E402, F401
+
+# Function transforms; ``ferrograd.vmap`` is ``ferrograd.func.vmap``, as ``torch.vmap``.
+# isort: split
+from . import func  # noqa: E402
+from .func import vmap  # noqa: E402
+
+__all__ += ["func", "vmap"]

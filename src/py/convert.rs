@@ -70,6 +70,7 @@ pub fn to_tensor_like(obj: &Bound<'_, PyAny>, like: Option<&Tensor>) -> PyResult
             Some(l) => s.wrap(l),
             None => scalar_tensor(s, None),
         }),
+        None if super::dispatch::dispatchable(obj) => Err(super::dispatch::needed(obj)),
         None => tensor_from_data(obj, None),
     }
 }
@@ -488,7 +489,13 @@ pub fn opt_tensor(o: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Tensor>> {
     match o {
         Some(o) if !o.is_none() => Ok(Some(
             o.cast::<PyTensor>()
-                .map_err(|_| PyTypeError::new_err("expected a Tensor or None"))?
+                .map_err(|_| {
+                    if super::dispatch::dispatchable(o) {
+                        super::dispatch::needed(o)
+                    } else {
+                        PyTypeError::new_err("expected a Tensor or None")
+                    }
+                })?
                 .get()
                 .t
                 .clone(),
@@ -505,9 +512,13 @@ pub fn tensor_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
     let mut out = Vec::new();
     for item in obj.try_iter()? {
         let item = item?;
-        let t = item
-            .cast::<PyTensor>()
-            .map_err(|_| PyTypeError::new_err("expected a Tensor or a sequence of Tensors"))?;
+        let t = item.cast::<PyTensor>().map_err(|_| {
+            if super::dispatch::dispatchable(&item) {
+                super::dispatch::needed(&item)
+            } else {
+                PyTypeError::new_err("expected a Tensor or a sequence of Tensors")
+            }
+        })?;
         out.push(t.get().t.clone());
     }
     Ok(out)

@@ -8,8 +8,8 @@ use pyo3::types::PyTuple;
 use super::convert::{as_scalar, from_numpy_shared, parse_size, seq_of_ints, tensor_from_data};
 use super::dtype::opt_dtype;
 use super::errors::enter;
-use super::functions::{alloc_shape, finish, t_of};
-use super::tensor::{wrap, PyTensor};
+use super::functions::{alloc_shape, finish};
+use super::tensor::wrap;
 use crate::ops::{self, Scalar};
 use crate::tensor::{numel, DType, Element, Shape, Tensor};
 
@@ -295,23 +295,27 @@ fn py_float(v: f64) -> String {
 #[pyo3(signature = (input, kind, fill=0.0, dtype=None, requires_grad=false))]
 fn _like(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     kind: &str,
     fill: f64,
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let t = t_of(input);
-    let shape = t.shape();
-    let dt = opt_dtype(dtype)?.unwrap_or(t.dtype());
-    let n = numel(&shape);
-    let out = match kind {
-        "full" => enter(py, n, || Ok(Tensor::full(shape, fill, dt)))?,
-        "rand" => enter(py, n, || ops::random_tensor(shape, dt, false))?,
-        "randn" => enter(py, n, || ops::random_tensor(shape, dt, true))?,
-        other => return Err(PyValueError::new_err(format!("unknown fill {other}"))),
-    };
-    finish(py, out, requires_grad)
+    dispatching!(py, "_like", (input, kind, fill, dtype, requires_grad), {
+        let t = &crate::py::dispatch::tensor_arg(input, "*_like", "input", 1)?
+            .get()
+            .t;
+        let shape = t.shape();
+        let dt = opt_dtype(dtype)?.unwrap_or(t.dtype());
+        let n = numel(&shape);
+        let out = match kind {
+            "full" => enter(py, n, || Ok(Tensor::full(shape, fill, dt)))?,
+            "rand" => enter(py, n, || ops::random_tensor(shape, dt, false))?,
+            "randn" => enter(py, n, || ops::random_tensor(shape, dt, true))?,
+            other => return Err(PyValueError::new_err(format!("unknown fill {other}"))),
+        };
+        finish(py, out, requires_grad)
+    })
 }
 
 /// Adds the creation functions to `ferrograd._C`.

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use super::convert::{lhs, operand, tensor_list, to_tensor_like, Operand};
+use super::dispatch::{dispatchable, tensor_arg};
 use super::errors::{enter, work};
 use super::tensor::{add_impl, run, sub_impl, tensor_tuple, PyTensor};
 use crate::ops;
@@ -20,7 +21,9 @@ fn add_fn(
     other: &Bound<'_, PyAny>,
     alpha: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    add_impl(py, &lhs(input, other)?, other, alpha)
+    dispatching!(py, "add", (input, other, alpha), {
+        add_impl(py, &lhs(input, other)?, other, alpha)
+    })
 }
 
 /// Returns `input - alpha * other` elementwise (broadcast; either may be a number).
@@ -32,7 +35,9 @@ fn sub_fn(
     other: &Bound<'_, PyAny>,
     alpha: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    sub_impl(py, &lhs(input, other)?, other, alpha)
+    dispatching!(py, "sub", (input, other, alpha), {
+        sub_impl(py, &lhs(input, other)?, other, alpha)
+    })
 }
 
 /// `pow(tensor, tensor)` (`PowBackward1`), `pow(tensor, number)`
@@ -45,19 +50,21 @@ fn pow_fn(
     input: &Bound<'_, PyAny>,
     exponent: &Bound<'_, PyAny>,
 ) -> PyResult<Py<PyAny>> {
-    match (operand(input), operand(exponent)) {
-        (Some(Operand::Tensor(a)), Some(Operand::Scalar(e))) => {
-            run(py, a.numel(), || ops::pow_scalar(&a, e))
+    dispatching!(py, "pow", (input, exponent), {
+        match (operand(input), operand(exponent)) {
+            (Some(Operand::Tensor(a)), Some(Operand::Scalar(e))) => {
+                run(py, a.numel(), || ops::pow_scalar(&a, e))
+            }
+            (Some(Operand::Scalar(s)), Some(Operand::Tensor(e))) => {
+                run(py, e.numel(), || ops::rpow_scalar(&e, s))
+            }
+            _ => {
+                let a = lhs(input, exponent)?;
+                let b = to_tensor_like(exponent, Some(&a))?;
+                run(py, work(&[&a, &b]), || ops::pow(&a, &b))
+            }
         }
-        (Some(Operand::Scalar(s)), Some(Operand::Tensor(e))) => {
-            run(py, e.numel(), || ops::rpow_scalar(&e, s))
-        }
-        _ => {
-            let a = lhs(input, exponent)?;
-            let b = to_tensor_like(exponent, Some(&a))?;
-            run(py, work(&[&a, &b]), || ops::pow(&a, &b))
-        }
-    }
+    })
 }
 
 /// Returns `input` where `condition` is True and `other` elsewhere (broadcast; `input` or
@@ -66,14 +73,16 @@ fn pow_fn(
 #[pyo3(name = "where")]
 fn where_fn(
     py: Python<'_>,
-    condition: &Bound<'_, PyTensor>,
+    condition: &Bound<'_, PyAny>,
     input: &Bound<'_, PyAny>,
     other: &Bound<'_, PyAny>,
 ) -> PyResult<Py<PyAny>> {
-    let x = lhs(input, other)?;
-    let y = to_tensor_like(other, Some(&x))?;
-    let c = &condition.get().t;
-    run(py, work(&[c, &x, &y]), || ops::where_(c, &x, &y))
+    dispatching!(py, "where", (condition, input, other), {
+        let c = &tensor_arg(condition, "where", "condition", 1)?.get().t;
+        let x = lhs(input, other)?;
+        let y = to_tensor_like(other, Some(&x))?;
+        run(py, work(&[c, &x, &y]), || ops::where_(c, &x, &y))
+    })
 }
 
 /// Module functions whose signature is the Tensor method's with `input`
@@ -84,10 +93,15 @@ macro_rules! method_fn {
         #[pyfunction]
         #[pyo3(name = $pyname, signature = (input, *args, **kwargs))]
         fn $fname<'py>(
-            input: &Bound<'py, PyTensor>,
+            input: &Bound<'py, PyAny>,
             args: &Bound<'py, PyTuple>,
             kwargs: Option<&Bound<'py, PyDict>>,
         ) -> PyResult<Bound<'py, PyAny>> {
+            // A dispatchable type implements the method itself (the protocol's
+            // handler would only forward to it).
+            if input.cast::<PyTensor>().is_err() && !dispatchable(input) {
+                tensor_arg(input, $pyname, "input", 1)?;
+            }
             input.call_method($pyname, args, kwargs)
         }
     };
@@ -279,31 +293,37 @@ method_fn!(
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
-    let ts = tensor_list(tensors)?;
-    let work = ts.iter().map(|t| t.numel()).sum();
-    run(py, work, || ops::cat(&ts, dim))
+    dispatching!(py, "cat", (tensors, dim), {
+        let ts = tensor_list(tensors)?;
+        let work = ts.iter().map(|t| t.numel()).sum();
+        run(py, work, || ops::cat(&ts, dim))
+    })
 }
 
 /// Joins `tensors` of the same shape along a new dimension `dim`.
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
-    let ts = tensor_list(tensors)?;
-    let work = ts.iter().map(|t| t.numel()).sum();
-    run(py, work, || ops::stack(&ts, dim))
+    dispatching!(py, "stack", (tensors, dim), {
+        let ts = tensor_list(tensors)?;
+        let work = ts.iter().map(|t| t.numel()).sum();
+        run(py, work, || ops::stack(&ts, dim))
+    })
 }
 
 /// `einsum("ij,jk->ik", a, b)` or `einsum("ij,jk->ik", [a, b])`.
 #[pyfunction]
 #[pyo3(signature = (equation, *operands))]
 fn einsum(py: Python<'_>, equation: &str, operands: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-    let ts = if operands.len() == 1 && operands.get_item(0)?.cast::<PyTensor>().is_err() {
-        tensor_list(&operands.get_item(0)?)?
-    } else {
-        tensor_list(operands.as_any())?
-    };
-    let n = ts.iter().map(|t| t.numel()).max().unwrap_or(0);
-    run(py, n, || ops::einsum(equation, &ts))
+    dispatching!(py, "einsum", (equation, operands), {
+        let ts = if operands.len() == 1 && operands.get_item(0)?.cast::<PyTensor>().is_err() {
+            tensor_list(&operands.get_item(0)?)?
+        } else {
+            tensor_list(operands.as_any())?
+        };
+        let n = ts.iter().map(|t| t.numel()).max().unwrap_or(0);
+        run(py, n, || ops::einsum(equation, &ts))
+    })
 }
 
 /// Returns views of `tensors` broadcast to one common shape.

@@ -1,6 +1,8 @@
 //! The `ferrograd._C` extension module: the only code that touches Python.
 
 #[macro_use]
+mod dispatch;
+#[macro_use]
 mod table;
 
 mod autograd;
@@ -61,6 +63,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn::register(m)?;
     autograd::register(m)?;
     autograd_batched::register(m)?;
+    m.add("_DispatchNeeded", py.get_type::<dispatch::DispatchNeeded>())?;
     forward_ad::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.

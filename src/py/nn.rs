@@ -5,6 +5,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use super::convert::{opt_tensor, to_tensor_like};
+use super::dispatch::tensor_arg;
 use super::errors::enter;
 use super::functions::t_of;
 use super::tensor::{run, PyTensor};
@@ -16,14 +17,16 @@ use crate::ops;
 #[pyo3(signature = (input, target, reduction="mean"))]
 fn mse_loss(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     target: &Bound<'_, PyAny>,
     reduction: &str,
 ) -> PyResult<Py<PyAny>> {
-    let a = t_of(input);
-    let b = to_tensor_like(target, Some(a))?;
-    let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || ops::mse_loss(a, &b, r))
+    dispatching!(py, "mse_loss", (input, target, reduction), {
+        let a = &tensor_arg(input, "mse_loss", "input", 1)?.get().t;
+        let b = to_tensor_like(target, Some(a))?;
+        let r = ops::Reduction::parse(reduction)?;
+        run(py, a.numel(), || ops::mse_loss(a, &b, r))
+    })
 }
 
 /// Clamps the elements of `input` to [min_val, max_val].
@@ -31,12 +34,14 @@ fn mse_loss(
 #[pyo3(signature = (input, min_val=-1.0, max_val=1.0))]
 fn hardtanh(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     min_val: f64,
     max_val: f64,
 ) -> PyResult<Py<PyAny>> {
-    let a = t_of(input);
-    run(py, a.numel(), || ops::hardtanh(a, min_val, max_val))
+    dispatching!(py, "hardtanh", (input, min_val, max_val), {
+        let a = &tensor_arg(input, "hardtanh", "input", 1)?.get().t;
+        run(py, a.numel(), || ops::hardtanh(a, min_val, max_val))
+    })
 }
 
 /// Applies max(x, 0) + negative_slope * min(x, 0) to each element of `input`.
@@ -44,11 +49,13 @@ fn hardtanh(
 #[pyo3(signature = (input, negative_slope=0.01))]
 fn leaky_relu(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     negative_slope: f64,
 ) -> PyResult<Py<PyAny>> {
-    let a = t_of(input);
-    run(py, a.numel(), || ops::leaky_relu(a, negative_slope))
+    dispatching!(py, "leaky_relu", (input, negative_slope), {
+        let a = &tensor_arg(input, "leaky_relu", "input", 1)?.get().t;
+        run(py, a.numel(), || ops::leaky_relu(a, negative_slope))
+    })
 }
 
 /// `leaky_relu_(input, negative_slope)`: in place, recorded with a rule on
@@ -80,27 +87,31 @@ fn elu_<'py>(input: &Bound<'py, PyTensor>, alpha: f64) -> PyResult<Bound<'py, Py
 /// Applies the exponential linear unit: x above zero, alpha * (exp(x) - 1) below.
 #[pyfunction]
 #[pyo3(signature = (input, alpha=1.0))]
-fn elu(py: Python<'_>, input: &Bound<'_, PyTensor>, alpha: f64) -> PyResult<Py<PyAny>> {
-    let a = t_of(input);
-    run(py, a.numel(), || ops::elu(a, alpha))
+fn elu(py: Python<'_>, input: &Bound<'_, PyAny>, alpha: f64) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "elu", (input, alpha), {
+        let a = &tensor_arg(input, "elu", "input", 1)?.get().t;
+        run(py, a.numel(), || ops::elu(a, alpha))
+    })
 }
 
 /// Applies the Gaussian error linear unit x * Phi(x) (`approximate="tanh"`: its tanh
 /// approximation).
 #[pyfunction]
 #[pyo3(signature = (input, approximate="none"))]
-fn gelu(py: Python<'_>, input: &Bound<'_, PyTensor>, approximate: &str) -> PyResult<Py<PyAny>> {
-    let tanh = match approximate {
-        "none" => false,
-        "tanh" => true,
-        other => {
-            return Err(PyRuntimeError::new_err(format!(
-                "approximate argument must be either none or tanh, got {other}"
-            )))
-        }
-    };
-    let a = t_of(input);
-    run(py, a.numel(), || ops::gelu(a, tanh))
+fn gelu(py: Python<'_>, input: &Bound<'_, PyAny>, approximate: &str) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "gelu", (input, approximate), {
+        let tanh = match approximate {
+            "none" => false,
+            "tanh" => true,
+            other => {
+                return Err(PyRuntimeError::new_err(format!(
+                    "approximate argument must be either none or tanh, got {other}"
+                )))
+            }
+        };
+        let a = &tensor_arg(input, "gelu", "input", 1)?.get().t;
+        run(py, a.numel(), || ops::gelu(a, tanh))
+    })
 }
 
 /// Applies log(1 + exp(beta * x)) / beta to each element, linear above `threshold`.
@@ -108,12 +119,14 @@ fn gelu(py: Python<'_>, input: &Bound<'_, PyTensor>, approximate: &str) -> PyRes
 #[pyo3(signature = (input, beta=1.0, threshold=20.0))]
 fn softplus(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     beta: f64,
     threshold: f64,
 ) -> PyResult<Py<PyAny>> {
-    let a = t_of(input);
-    run(py, a.numel(), || ops::softplus(a, beta, threshold))
+    dispatching!(py, "softplus", (input, beta, threshold), {
+        let a = &tensor_arg(input, "softplus", "input", 1)?.get().t;
+        run(py, a.numel(), || ops::softplus(a, beta, threshold))
+    })
 }
 
 /// Zeroes each element of `input` with probability `p` and scales the rest by 1 / (1 - p) when
@@ -122,12 +135,14 @@ fn softplus(
 #[pyo3(signature = (input, p=0.5, training=true))]
 fn dropout(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     p: f64,
     training: bool,
 ) -> PyResult<Py<PyAny>> {
-    let a = t_of(input);
-    run(py, a.numel(), || ops::dropout(a, p, training))
+    dispatching!(py, "dropout", (input, p, training), {
+        let a = &tensor_arg(input, "dropout", "input", 1)?.get().t;
+        run(py, a.numel(), || ops::dropout(a, p, training))
+    })
 }
 
 /// Returns `input @ weight.T + bias` (bias optional), recorded as PyTorch's addmm/mm nodes.
@@ -135,16 +150,21 @@ fn dropout(
 #[pyo3(signature = (input, weight, bias=None))]
 fn linear(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
-    weight: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
+    weight: &Bound<'_, PyAny>,
     bias: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let (x, w) = (t_of(input), t_of(weight));
-    let b = opt_tensor(bias)?;
-    let work = x
-        .numel()
-        .saturating_mul(w.shape().first().copied().unwrap_or(1));
-    run(py, work, || ops::linear(x, w, b.as_ref()))
+    dispatching!(py, "linear", (input, weight, bias), {
+        let (x, w) = (
+            &tensor_arg(input, "linear", "input", 1)?.get().t,
+            &tensor_arg(weight, "linear", "weight", 2)?.get().t,
+        );
+        let b = opt_tensor(bias)?;
+        let work = x
+            .numel()
+            .saturating_mul(w.shape().first().copied().unwrap_or(1));
+        run(py, work, || ops::linear(x, w, b.as_ref()))
+    })
 }
 
 /// The mean absolute error between `input` and `target`, reduced by `reduction`.
@@ -152,14 +172,16 @@ fn linear(
 #[pyo3(signature = (input, target, reduction="mean"))]
 fn l1_loss(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     target: &Bound<'_, PyAny>,
     reduction: &str,
 ) -> PyResult<Py<PyAny>> {
-    let a = t_of(input);
-    let b = to_tensor_like(target, Some(a))?;
-    let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || ops::l1_loss(a, &b, r))
+    dispatching!(py, "l1_loss", (input, target, reduction), {
+        let a = &tensor_arg(input, "l1_loss", "input", 1)?.get().t;
+        let b = to_tensor_like(target, Some(a))?;
+        let r = ops::Reduction::parse(reduction)?;
+        run(py, a.numel(), || ops::l1_loss(a, &b, r))
+    })
 }
 
 /// The smooth L1 loss: quadratic for errors below `beta`, linear above, reduced by `reduction`.
@@ -167,15 +189,17 @@ fn l1_loss(
 #[pyo3(signature = (input, target, reduction="mean", beta=1.0))]
 fn smooth_l1_loss(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     target: &Bound<'_, PyAny>,
     reduction: &str,
     beta: f64,
 ) -> PyResult<Py<PyAny>> {
-    let a = t_of(input);
-    let b = to_tensor_like(target, Some(a))?;
-    let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || ops::smooth_l1_loss(a, &b, r, beta))
+    dispatching!(py, "smooth_l1_loss", (input, target, reduction, beta), {
+        let a = &tensor_arg(input, "smooth_l1_loss", "input", 1)?.get().t;
+        let b = to_tensor_like(target, Some(a))?;
+        let r = ops::Reduction::parse(reduction)?;
+        run(py, a.numel(), || ops::smooth_l1_loss(a, &b, r, beta))
+    })
 }
 
 /// The Huber loss: quadratic for errors below `delta`, linear above (delta times smooth L1),
@@ -184,15 +208,17 @@ fn smooth_l1_loss(
 #[pyo3(signature = (input, target, reduction="mean", delta=1.0))]
 fn huber_loss(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     target: &Bound<'_, PyAny>,
     reduction: &str,
     delta: f64,
 ) -> PyResult<Py<PyAny>> {
-    let a = t_of(input);
-    let b = to_tensor_like(target, Some(a))?;
-    let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || ops::huber_loss(a, &b, r, delta))
+    dispatching!(py, "huber_loss", (input, target, reduction, delta), {
+        let a = &tensor_arg(input, "huber_loss", "input", 1)?.get().t;
+        let b = to_tensor_like(target, Some(a))?;
+        let r = ops::Reduction::parse(reduction)?;
+        run(py, a.numel(), || ops::huber_loss(a, &b, r, delta))
+    })
 }
 
 /// Binary cross entropy between probabilities `input` and `target`, optionally weighted,
@@ -201,18 +227,27 @@ fn huber_loss(
 #[pyo3(signature = (input, target, weight=None, reduction="mean"))]
 fn binary_cross_entropy(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     target: &Bound<'_, PyAny>,
     weight: Option<&Bound<'_, PyAny>>,
     reduction: &str,
 ) -> PyResult<Py<PyAny>> {
-    let a = t_of(input);
-    let b = to_tensor_like(target, Some(a))?;
-    let w = opt_tensor(weight)?;
-    let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || {
-        ops::binary_cross_entropy(a, &b, w.as_ref(), r)
-    })
+    dispatching!(
+        py,
+        "binary_cross_entropy",
+        (input, target, weight, reduction),
+        {
+            let a = &tensor_arg(input, "binary_cross_entropy", "input", 1)?
+                .get()
+                .t;
+            let b = to_tensor_like(target, Some(a))?;
+            let w = opt_tensor(weight)?;
+            let r = ops::Reduction::parse(reduction)?;
+            run(py, a.numel(), || {
+                ops::binary_cross_entropy(a, &b, w.as_ref(), r)
+            })
+        }
+    )
 }
 
 /// Binary cross entropy of sigmoid(`input`) and `target`, computed stably from the logits;
@@ -221,19 +256,28 @@ fn binary_cross_entropy(
 #[pyo3(signature = (input, target, weight=None, reduction="mean", pos_weight=None))]
 fn binary_cross_entropy_with_logits(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     target: &Bound<'_, PyAny>,
     weight: Option<&Bound<'_, PyAny>>,
     reduction: &str,
     pos_weight: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let a = t_of(input);
-    let b = to_tensor_like(target, Some(a))?;
-    let (w, pw) = (opt_tensor(weight)?, opt_tensor(pos_weight)?);
-    let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || {
-        ops::binary_cross_entropy_with_logits(a, &b, w.as_ref(), pw.as_ref(), r)
-    })
+    dispatching!(
+        py,
+        "binary_cross_entropy_with_logits",
+        (input, target, weight, reduction, pos_weight),
+        {
+            let a = &tensor_arg(input, "binary_cross_entropy_with_logits", "input", 1)?
+                .get()
+                .t;
+            let b = to_tensor_like(target, Some(a))?;
+            let (w, pw) = (opt_tensor(weight)?, opt_tensor(pos_weight)?);
+            let r = ops::Reduction::parse(reduction)?;
+            run(py, a.numel(), || {
+                ops::binary_cross_entropy_with_logits(a, &b, w.as_ref(), pw.as_ref(), r)
+            })
+        }
+    )
 }
 
 /// The negative log likelihood loss of log-probabilities `input` (N x C) at the classes
@@ -242,18 +286,28 @@ fn binary_cross_entropy_with_logits(
 #[pyo3(signature = (input, target, weight=None, ignore_index=-100, reduction="mean"))]
 fn nll_loss(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
-    target: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
+    target: &Bound<'_, PyAny>,
     weight: Option<&Bound<'_, PyAny>>,
     ignore_index: i64,
     reduction: &str,
 ) -> PyResult<Py<PyAny>> {
-    let (a, t) = (t_of(input), t_of(target));
-    let w = opt_tensor(weight)?;
-    let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || {
-        ops::nll_loss(a, t, w.as_ref(), ignore_index, r)
-    })
+    dispatching!(
+        py,
+        "nll_loss",
+        (input, target, weight, ignore_index, reduction),
+        {
+            let (a, t) = (
+                &tensor_arg(input, "nll_loss", "input", 1)?.get().t,
+                &tensor_arg(target, "nll_loss", "target", 2)?.get().t,
+            );
+            let w = opt_tensor(weight)?;
+            let r = ops::Reduction::parse(reduction)?;
+            run(py, a.numel(), || {
+                ops::nll_loss(a, t, w.as_ref(), ignore_index, r)
+            })
+        }
+    )
 }
 
 /// Cross entropy of the logits `input` and the classes `target`: log_softmax then nll_loss,
@@ -262,19 +316,36 @@ fn nll_loss(
 #[pyo3(signature = (input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0))]
 fn cross_entropy(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
-    target: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
+    target: &Bound<'_, PyAny>,
     weight: Option<&Bound<'_, PyAny>>,
     ignore_index: i64,
     reduction: &str,
     label_smoothing: f64,
 ) -> PyResult<Py<PyAny>> {
-    let (a, t) = (t_of(input), t_of(target));
-    let w = opt_tensor(weight)?;
-    let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || {
-        ops::cross_entropy(a, t, w.as_ref(), ignore_index, r, label_smoothing)
-    })
+    dispatching!(
+        py,
+        "cross_entropy",
+        (
+            input,
+            target,
+            weight,
+            ignore_index,
+            reduction,
+            label_smoothing
+        ),
+        {
+            let (a, t) = (
+                &tensor_arg(input, "cross_entropy", "input", 1)?.get().t,
+                &tensor_arg(target, "cross_entropy", "target", 2)?.get().t,
+            );
+            let w = opt_tensor(weight)?;
+            let r = ops::Reduction::parse(reduction)?;
+            run(py, a.numel(), || {
+                ops::cross_entropy(a, t, w.as_ref(), ignore_index, r, label_smoothing)
+            })
+        }
+    )
 }
 
 /// Adds the `nn.functional` bindings to `ferrograd._C`.

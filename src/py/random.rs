@@ -696,7 +696,7 @@ fn multinomial(
 #[allow(clippy::too_many_arguments)]
 fn _random_like(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     kind: &str,
     low: i64,
     high: i64,
@@ -704,25 +704,34 @@ fn _random_like(
     requires_grad: bool,
     generator: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let t = &input.get().t;
-    let shape = t.shape();
-    let dt = opt_dtype(dtype)?.unwrap_or(t.dtype());
-    let gen = gen_arg(generator, kind)?;
-    let n = numel(&shape);
-    let out = match kind {
-        "rand" => draw(py, n, gen, |g| rng::uniform(g, shape, dt, 0.0, 1.0))?,
-        "randn" => draw(py, n, gen, |g| rng::normal(g, shape, dt, 0.0, 1.0, true))?,
-        "randint" => {
-            let range = check_range(low, high)?;
-            draw(py, n, gen, |g| Ok(rng::randint(g, low, range, shape, dt)))?
+    dispatching!(
+        py,
+        "_random_like",
+        (input, kind, low, high, dtype, requires_grad, generator),
+        {
+            let t = &crate::py::dispatch::tensor_arg(input, "*_like", "input", 1)?
+                .get()
+                .t;
+            let shape = t.shape();
+            let dt = opt_dtype(dtype)?.unwrap_or(t.dtype());
+            let gen = gen_arg(generator, kind)?;
+            let n = numel(&shape);
+            let out = match kind {
+                "rand" => draw(py, n, gen, |g| rng::uniform(g, shape, dt, 0.0, 1.0))?,
+                "randn" => draw(py, n, gen, |g| rng::normal(g, shape, dt, 0.0, 1.0, true))?,
+                "randint" => {
+                    let range = check_range(low, high)?;
+                    draw(py, n, gen, |g| Ok(rng::randint(g, low, range, shape, dt)))?
+                }
+                other => {
+                    return Err(PyRuntimeError::new_err(format!(
+                        "unknown random kind {other}"
+                    )))
+                }
+            };
+            finish(py, out, requires_grad)
         }
-        other => {
-            return Err(PyRuntimeError::new_err(format!(
-                "unknown random kind {other}"
-            )))
-        }
-    };
-    finish(py, out, requires_grad)
+    )
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

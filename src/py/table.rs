@@ -17,6 +17,9 @@
 //! - `binary_like`: as `binary`, but the method also converts numbers and data.
 //! - `product`: a `binary` matrix product, whose work is the product's size.
 //!
+//! Every module function dispatches a non-Tensor argument whose type defines
+//! `__ferrograd_function__` to it (`dispatch.rs`).
+//!
 //! Surfaces: `method`, `function`, and `inplace(name_)` (unary only: the
 //! result written into `self` by `ops::apply_inplace`).
 
@@ -115,9 +118,11 @@ macro_rules! op_table {
     (@function unary $name:ident () $op:path, $doc:literal) => {
         #[doc = $doc]
         #[pyfunction]
-        pub fn $name(py: Python<'_>, input: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
-            let a = &input.get().t;
-            run(py, a.numel(), || $op(a))
+        pub fn $name(py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+            dispatching!(py, stringify!($name), (input), {
+                let a = &$crate::py::dispatch::tensor_arg(input, stringify!($name), "input", 1)?.get().t;
+                run(py, a.numel(), || $op(a))
+            })
         }
     };
     (@function product $name:ident ($arg:ident) $op:path, $doc:literal) => {
@@ -128,9 +133,11 @@ macro_rules! op_table {
             input: &Bound<'_, PyAny>,
             $arg: &Bound<'_, PyAny>,
         ) -> PyResult<Py<PyAny>> {
-            let a = lhs(input, $arg)?;
-            let b = to_tensor_like($arg, Some(&a))?;
-            run(py, product_work(&a, &b), || $op(&a, &b))
+            dispatching!(py, stringify!($name), (input, $arg), {
+                let a = lhs(input, $arg)?;
+                let b = to_tensor_like($arg, Some(&a))?;
+                run(py, product_work(&a, &b), || $op(&a, &b))
+            })
         }
     };
     (@function $kind:ident $name:ident ($arg:ident) $op:path, $doc:literal) => {
@@ -141,9 +148,11 @@ macro_rules! op_table {
             input: &Bound<'_, PyAny>,
             $arg: &Bound<'_, PyAny>,
         ) -> PyResult<Py<PyAny>> {
-            let a = lhs(input, $arg)?;
-            let b = to_tensor_like($arg, Some(&a))?;
-            run(py, work(&[&a, &b]), || $op(&a, &b))
+            dispatching!(py, stringify!($name), (input, $arg), {
+                let a = lhs(input, $arg)?;
+                let b = to_tensor_like($arg, Some(&a))?;
+                run(py, work(&[&a, &b]), || $op(&a, &b))
+            })
         }
     };
 

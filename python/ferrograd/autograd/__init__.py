@@ -16,6 +16,13 @@ def _as_list(x):
         return None
     if isinstance(x, _C.Tensor):
         return [x]
+    if not isinstance(x, (list, tuple)) and hasattr(type(x), "__ferrograd_function__"):
+        # A batched value inside vmap: gradients there come from func.grad/vjp.
+        raise RuntimeError(
+            "vmap: It looks like you're calling .backward() or autograd.grad() on a Tensor "
+            "inside of vmap; this is not supported. Use ferrograd.func.grad / vjp inside of "
+            "vmap instead."
+        )
     return list(x)
 
 

@@ -111,7 +111,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 def dropout(input, p=0.5, training=True, inplace=False):
     if not training:
-        if not isinstance(input, _C.Tensor):
+        if not isinstance(input, _C.Tensor) and not hasattr(type(input), "__ferrograd_function__"):
             raise TypeError(
                 f"dropout(): argument 'input' (position 1) must be Tensor, "
                 f"not {type(input).__name__}"

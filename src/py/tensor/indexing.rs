@@ -149,7 +149,8 @@ impl PyTensor {
         let v = match operand(value) {
             Some(Operand::Tensor(v)) => v,
             Some(Operand::Scalar(s)) => Tensor::scalar_of(s.to_f64(), t.dtype()),
-            None => to_tensor_like(value, Some(t))?,
+            None => to_tensor_like(value, Some(t))
+                .map_err(|e| crate::py::dispatch::inplace_err(key.py(), e))?,
         };
         enter(key.py(), work(&[t, &v]), || {
             let basic = items

@@ -34,6 +34,26 @@ fn binop(
     }
 }
 
+/// `a.<op>(other)`: as `binop`, but an operand that is not a tensor or a
+/// number is converted (or raises, or asks for `__ferrograd_function__`
+/// dispatch) instead of returning `NotImplemented` to the caller.
+fn named_binop(
+    py: Python<'_>,
+    a: &Tensor,
+    other: &Bound<'_, PyAny>,
+    tt: TT,
+    ts: TS,
+) -> PyResult<Py<PyAny>> {
+    match operand(other) {
+        Some(Operand::Scalar(s)) => run(py, a.numel(), || ts(a, s)),
+        Some(Operand::Tensor(b)) => run(py, work2(a, &b), || tt(a, &b)),
+        None => {
+            let b = to_tensor_like(other, Some(a))?;
+            run(py, work2(a, &b), || tt(a, &b))
+        }
+    }
+}
+
 /// `other <op> a` for a Python number `other`.
 fn rbinop(
     py: Python<'_>,
@@ -63,7 +83,7 @@ fn ibinop_with(
 ) -> PyResult<Py<PyAny>> {
     let py = slf.py();
     let a = &slf.get().t;
-    let b = to_tensor_like(other, Some(a))?;
+    let b = to_tensor_like(other, Some(a)).map_err(|e| crate::py::dispatch::inplace_err(py, e))?;
     enter(py, work2(a, &b), || {
         ops::check_inplace(a)?;
         if let Some(op) = fast {
@@ -377,38 +397,51 @@ impl PyTensor {
     /// Returns `self + alpha * other` (broadcast; `other` may be a number).
     #[pyo3(signature = (other, *, alpha=None))]
     fn add(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         other: &Bound<'_, PyAny>,
         alpha: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        add_impl(py, &self.t, other, alpha)
+        let py = slf.py();
+        dispatching!(py, "add", (slf, other, alpha), {
+            add_impl(py, &slf.get().t, other, alpha)
+        })
     }
 
     /// Returns `self - alpha * other` (broadcast; `other` may be a number).
     #[pyo3(signature = (other, *, alpha=None))]
     fn sub(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         other: &Bound<'_, PyAny>,
         alpha: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        sub_impl(py, &self.t, other, alpha)
+        let py = slf.py();
+        dispatching!(py, "sub", (slf, other, alpha), {
+            sub_impl(py, &slf.get().t, other, alpha)
+        })
     }
 
     /// Returns `self * other` elementwise (broadcast; `other` may be a number).
-    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.t, other, ops::mul, ops::mul_scalar)
+    fn mul(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        dispatching!(py, "mul", (slf, other), {
+            named_binop(py, &slf.get().t, other, ops::mul, ops::mul_scalar)
+        })
     }
 
     /// Returns `self / other` elementwise, true division (broadcast; `other` may be a number).
-    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.t, other, ops::div, ops::div_scalar)
+    fn div(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        dispatching!(py, "div", (slf, other), {
+            named_binop(py, &slf.get().t, other, ops::div, ops::div_scalar)
+        })
     }
 
     /// Returns `self ** exponent` elementwise (broadcast; `exponent` may be a number).
-    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.t, exponent, ops::pow, ops::pow_scalar)
+    fn pow(slf: &Bound<'_, Self>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        dispatching!(py, "pow", (slf, exponent), {
+            named_binop(py, &slf.get().t, exponent, ops::pow, ops::pow_scalar)
+        })
     }
 
     /// Elementwise `self == other`, a bool tensor.
