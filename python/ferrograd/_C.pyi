@@ -238,6 +238,9 @@ __all__ = [
     "bernoulli",
     "multinomial",
     "_random_like",
+    "set_default_dtype",
+    "get_default_dtype",
+    "mode",
 ]
 
 # ----- classes -------------------------------------------------------------------
@@ -613,6 +616,8 @@ class Tensor:
     def nanmedian(self, dim: None = None, keepdim: _bool = False) -> Tensor: ...
     @overload
     def nanmedian(self, dim: _int, keepdim: _bool = False) -> _return_types.nanmedian: ...
+    # compat section (src/py/compat.rs)
+    def mode(self, dim: _int = -1, keepdim: _bool = False) -> _return_types.mode: ...
 
     # ----- composed ops, attached by ferrograd._composite -----
     def tril(input, diagonal: _int = 0) -> Tensor: ...
@@ -1347,3 +1352,9 @@ def _random_like(
     requires_grad: _bool = False,
     generator: Generator | None = None,
 ) -> Tensor: ...
+
+# ----- compat (src/py/compat.rs): default dtype and mode -----------------------------
+
+def set_default_dtype(d: dtype) -> None: ...
+def get_default_dtype() -> dtype: ...
+def mode(input: Tensor, dim: _int = -1, keepdim: _bool = False) -> _return_types.mode: ...

@@ -4,6 +4,7 @@
 mod table;
 
 mod autograd;
+mod compat;
 mod convert;
 mod creation;
 mod dtype;
@@ -58,6 +59,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functional::register(m)?;
     nn::register(m)?;
     autograd::register(m)?;
+    compat::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

@@ -35,13 +35,19 @@ use crate::tensor::{DType, Tensor};
 /// A multi-dimensional array of one dtype (bool, int64, float32, float64)
 /// that records the operations on it for automatic differentiation when it
 /// requires grad, as PyTorch's `torch.Tensor`. `Tensor(data)` builds a
-/// float32 tensor; `ferrograd.tensor(data)` infers the dtype.
+/// tensor of the default dtype; `ferrograd.tensor(data)` infers the dtype.
+/// Like PyTorch's tensors it takes arbitrary attributes (`t.name = "w"`).
 //
-// No `__dict__` on the base class: the collector may traverse an object the
-// moment it is allocated, and a dict allocated before the Rust value is
-// written would let it see an uninitialised tensor. Python subclasses
-// (`nn.Parameter`) get their own `__dict__` as usual.
-#[pyclass(name = "Tensor", module = "ferrograd", subclass, weakref, frozen)]
+// `dict`: the instance `__dict__` lives in pyo3's slot, created by CPython
+// only on the first attribute write, so a tensor without attributes costs
+// one null pointer and attribute lookups stay CPython's generic ones (no
+// `__getattr__` hook on every method call). pyo3 visits the slot in
+// `tp_traverse` before our `__traverse__` and clears it after our
+// `__clear__`, so cycles through attributes (`t.me = t`) are collected. The
+// slot is zeroed by `tp_alloc` and no Python allocation happens before the
+// Rust value is written, so the collector never sees a half-built tensor.
+// Python subclasses (`nn.Parameter`) reuse this slot.
+#[pyclass(name = "Tensor", module = "ferrograd", subclass, weakref, frozen, dict)]
 pub struct PyTensor {
     pub t: Tensor,
     /// This object's own address once it is registered as the Python object
@@ -177,8 +183,9 @@ fn size_object<'py>(py: Python<'py>, shape: &[usize]) -> PyResult<Bound<'py, PyA
     cls.bind(py).call1((PyTuple::new(py, shape)?,))
 }
 
-/// What `__reduce__` returns: `ferrograd._rebuild_tensor` and its arguments.
-type Reduced = (Py<PyAny>, (Py<PyAny>, bool));
+/// What `__reduce__` returns: `ferrograd._rebuild_tensor`, its arguments and
+/// the attributes (`__dict__`, or None when there are none).
+type Reduced = (Py<PyAny>, (Py<PyAny>, bool), Py<PyAny>);
 
 #[pymethods]
 impl PyTensor {
@@ -193,7 +200,7 @@ impl PyTensor {
     #[pyo3(signature = (data=None, requires_grad=false))]
     fn py_new(data: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Self> {
         let t = match data {
-            None => Tensor::zeros(smallvec::smallvec![0], DType::F32),
+            None => Tensor::zeros(smallvec::smallvec![0], DType::default_float()),
             Some(d) => match d.cast::<PyTensor>() {
                 Ok(t) => t.get().t.detach(),
                 Err(_) => {
@@ -201,7 +208,7 @@ impl PyTensor {
                     if t.dtype().is_float() {
                         t
                     } else {
-                        ops::to_dtype(&t, DType::F32)?
+                        ops::to_dtype(&t, DType::default_float())?
                     }
                 }
             },
@@ -400,6 +407,9 @@ impl PyTensor {
         let t = &slf.get().t;
         let copy = enter(py, t.numel(), || Ok(ops::clone_data(t)))?;
         let arr = to_numpy_shared(py, &copy)?;
-        Ok((f, (arr.unbind(), t.requires_grad())))
+        // PyTorch pickles (and deep-copies) a tensor's Python attributes too.
+        let d = slf.as_any().getattr(pyo3::intern!(py, "__dict__"))?;
+        let state = if d.len()? == 0 { py.None() } else { d.unbind() };
+        Ok((f, (arr.unbind(), t.requires_grad()), state))
     }
 }
