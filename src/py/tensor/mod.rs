@@ -5,6 +5,7 @@
 //! `convert`, `operators` (and in-place writes), `math` (elementwise with
 //! options, reductions), `shape` and `indexing`.
 
+mod attrs;
 mod autograd;
 mod convert;
 mod indexing;
@@ -17,6 +18,7 @@ pub use convert::tensor_to_py;
 pub(crate) use operators::{add_impl, sub_impl};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
@@ -38,22 +40,22 @@ use crate::tensor::{DType, Tensor};
 /// tensor of the default dtype; `ferrograd.tensor(data)` infers the dtype.
 /// Like PyTorch's tensors it takes arbitrary attributes (`t.name = "w"`).
 //
-// `dict`: the instance `__dict__` lives in pyo3's slot, created by CPython
-// only on the first attribute write, so a tensor without attributes costs
-// one null pointer and attribute lookups stay CPython's generic ones (no
-// `__getattr__` hook on every method call). pyo3 visits the slot in
-// `tp_traverse` before our `__traverse__` and clears it after our
-// `__clear__`, so cycles through attributes (`t.me = t`) are collected. The
-// slot is zeroed by `tp_alloc` and no Python allocation happens before the
-// Rust value is written, so the collector never sees a half-built tensor.
-// Python subclasses (`nn.Parameter`) reuse this slot.
-#[pyclass(name = "Tensor", module = "ferrograd", subclass, weakref, frozen, dict)]
+// No `__dict__` slot (`tp_dictoffset`) on the base class: CPython 3.11's
+// `object_new`, which pyo3 allocates through, creates that dict eagerly,
+// before pyo3 writes the Rust value. That costs a dict per tensor, and the
+// allocation can run the collector on the half-built object. Attributes
+// live in `attrs` instead (see "Attributes" below). Python subclasses
+// (`nn.Parameter`) still get their own `__dict__` as usual.
+#[pyclass(name = "Tensor", module = "ferrograd", subclass, weakref, frozen)]
 pub struct PyTensor {
     pub t: Tensor,
     /// This object's own address once it is registered as the Python object
     /// of `t` (see "Object identity" below), 0 otherwise. Lets `Drop` tell
     /// whether `t`'s binding slot still names this object.
     registered: AtomicUsize,
+    /// The attribute dict, created on the first attribute write (or
+    /// `__dict__` read); empty for almost every tensor.
+    attrs: OnceLock<Py<PyDict>>,
 }
 
 impl PyTensor {
@@ -61,6 +63,7 @@ impl PyTensor {
         PyTensor {
             t,
             registered: AtomicUsize::new(0),
+            attrs: OnceLock::new(),
         }
     }
 }
@@ -347,6 +350,18 @@ impl PyTensor {
     /// this object is the sole owner of that chain (of the tensor, and the
     /// tensor of the node), so no reference is ever reported twice.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // The attribute dict belongs to this object alone: always reported.
+        if let Some(d) = self.attrs.get() {
+            visit.call(d)?;
+        }
+        // A Python subclass (`nn.Parameter`) gets its `__dict__` in
+        // `object_new` before pyo3 writes the Rust value, and that allocation
+        // may run the collector on this object while its memory is still
+        // zeroed: the tensor is read only once the object is registered
+        // (`wrap` and `__init__` do that right after writing it).
+        if self.registered.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
         if self.t.handle_count() != 1 {
             return Ok(());
         }
@@ -377,7 +392,10 @@ impl PyTensor {
     /// dropping its graph link and hooks changes nothing anyone can observe.
     /// Everything taken is dropped after the locks are released.
     fn __clear__(&self) {
-        if self.t.handle_count() != 1 {
+        if let Some(d) = self.attrs.get() {
+            Python::attach(|py| d.bind(py).clear());
+        }
+        if self.registered.load(Ordering::Relaxed) == 0 || self.t.handle_count() != 1 {
             return;
         }
         let (hooks, node_hooks) = match self.t.try_meta() {
