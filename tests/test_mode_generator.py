@@ -1,8 +1,12 @@
-"""``mode`` (values, last index of the smallest most frequent value, gradient)
-and ``generator=`` on the in-place samplers (the generator's stream, not the
-default one's)."""
+"""``mode`` (values, last index of the smallest most frequent value, gradient);
+``generator=`` on the in-place samplers and ``nn.init`` (the generator's
+stream, not the default one's); ``cauchy_``, ``log_normal_``, ``geometric_``
+against ATen's per-element transforms of the Mersenne Twister stream."""
 
 from __future__ import annotations
+
+import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -11,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ferrograd as fg
+from ferrograd import nn
 from ferrograd.autograd import gradcheck, gradgradcheck
 
 
@@ -114,6 +119,9 @@ SAMPLERS = {
     "exponential_": lambda t, **kw: t.exponential_(1.5, **kw),
     "bernoulli_": lambda t, **kw: t.bernoulli_(0.3, **kw),
     "bernoulli_tensor_p": lambda t, **kw: t.bernoulli_(fg.full(t.shape, 0.25, dtype=t.dtype), **kw),
+    "cauchy_": lambda t, **kw: t.cauchy_(0.5, 2.0, **kw),
+    "log_normal_": lambda t, **kw: t.log_normal_(0.1, 0.5, **kw),
+    "geometric_": lambda t, **kw: t.geometric_(0.3, **kw),
 }
 
 
@@ -145,6 +153,99 @@ def test_generator_on_a_non_contiguous_tensor_and_bad_argument():
     fg.manual_seed(3)
     want = fg.empty(4, 6).t().normal_()
     assert fg.equal(got, want)
-    for name in ("normal_", "uniform_", "exponential_", "bernoulli_", "random_"):
+    for name in ("normal_", "uniform_", "exponential_", "bernoulli_", "random_", "cauchy_", "log_normal_"):
         with pytest.raises(TypeError, match=rf"{name}\(\): argument 'generator' must be torch.Generator"):
             getattr(fg.empty(3), name)(generator=5)
+
+
+# ----- cauchy_, log_normal_, geometric_: ATen's per-element double transforms -------
+
+
+def uniform_f64(seed, n):
+    """``uniform_real_distribution<double>(0, 1)`` on PyTorch's generator:
+    53 bits of two Mersenne Twister words (``RandomState(int)`` seeds as
+    ``at::mt19937`` does, checked in test_random_compat.py)."""
+    raw = np.random.RandomState(seed).randint(0, 2**32, size=2 * n, dtype=np.uint64)
+    words = (raw[0::2] << np.uint64(32)) | raw[1::2]
+    return (words & np.uint64(2**53 - 1)).astype(np.float64) * 2.0**-53
+
+
+def fma(a, b, c):
+    return float(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
+
+
+@pytest.mark.parametrize("seed", [0, 7, 12345])
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64])
+def test_cauchy_log_normal_geometric_follow_atens_transforms(seed, dtype):
+    n = 9
+    npdt = np.float32 if dtype == fg.float32 else np.float64
+    u = uniform_f64(seed, 2 * n)
+
+    fg.manual_seed(seed)
+    got = fg.empty(n, dtype=dtype).cauchy_(0.5, 2.0).numpy()
+    want = np.array([fma(2.0, math.tan(math.pi * (x - 0.5)), 0.5) for x in u[:n]]).astype(npdt)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+    fg.manual_seed(seed)
+    got = fg.empty(n, dtype=dtype).geometric_(0.3).numpy()
+    want = np.ceil(np.log(u[:n]) / np.log1p(-0.3)).astype(npdt)
+    np.testing.assert_array_equal(got, want)
+    fg.manual_seed(seed)
+    assert fg.empty(n, dtype=fg.int64).geometric_(0.3).tolist() == want.astype(np.int64).tolist()
+
+    # Box-Muller pairs: the cosine sample first, the cached sine sample next.
+    fg.manual_seed(seed)
+    got = fg.empty(n, dtype=dtype).log_normal_(0.1, 0.5).numpy()
+    normals = []
+    for k in range(0, 2 * n, 2):
+        u1, u2 = u[k], u[k + 1]
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        th = 2.0 * math.pi * u1
+        normals += [fma(r * math.cos(th), 0.5, 0.1), fma(r * math.sin(th), 0.5, 0.1)]
+    want = np.exp(np.array(normals[:n])).astype(npdt)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    assert (got > 0).all()
+
+
+def test_cauchy_log_normal_geometric_errors_leave_the_tensor():
+    t = fg.zeros(3)
+    with pytest.raises(RuntimeError, match=r"cauchy_ expects sigma > 0.0, but found sigma=0"):
+        t.cauchy_(0.0, 0.0)
+    with pytest.raises(RuntimeError, match=r"log_normal_ expects std > 0.0, but found std=-1"):
+        t.log_normal_(0.0, -1.0)
+    with pytest.raises(RuntimeError, match=r"geometric_ expects p to be in \(0, 1\), but got p=1"):
+        t.geometric_(1.0)
+    with pytest.raises(RuntimeError, match="\"cauchy_cpu\" not implemented for 'Long'"):
+        fg.zeros(3, dtype=fg.int64).cauchy_()
+    with pytest.raises(RuntimeError, match="\"log_normal_cpu\" not implemented for 'Long'"):
+        fg.zeros(3, dtype=fg.int64).log_normal_()
+    with pytest.raises(RuntimeError, match="\"geometric_cpu\" not implemented for 'Bool'"):
+        fg.zeros(3, dtype=fg.bool).geometric_(0.5)
+    assert t.tolist() == [0.0, 0.0, 0.0]
+    leaf = fg.zeros(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        leaf.cauchy_()
+
+
+INITS = {
+    "uniform_": lambda w, **kw: nn.init.uniform_(w, -0.5, 0.5, **kw),
+    "normal_": lambda w, **kw: nn.init.normal_(w, 0.0, 0.2, **kw),
+    "trunc_normal_": lambda w, **kw: nn.init.trunc_normal_(w, std=0.5, **kw),
+    "xavier_uniform_": lambda w, **kw: nn.init.xavier_uniform_(w, **kw),
+    "xavier_normal_": lambda w, **kw: nn.init.xavier_normal_(w, **kw),
+    "kaiming_uniform_": lambda w, **kw: nn.init.kaiming_uniform_(w, a=math.sqrt(5), **kw),
+    "kaiming_normal_": lambda w, **kw: nn.init.kaiming_normal_(w, **kw),
+    "orthogonal_": lambda w, **kw: nn.init.orthogonal_(w, **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INITS))
+def test_nn_init_generator(name):
+    fg.manual_seed(21)
+    want = INITS[name](fg.empty(4, 5)).clone()
+    g = fg.Generator().manual_seed(21)
+    fg.manual_seed(0)
+    before = fg.get_rng_state()
+    got = INITS[name](fg.empty(4, 5), generator=g)
+    assert fg.equal(got, want)
+    assert fg.equal(fg.get_rng_state(), before)
