@@ -36,9 +36,13 @@ def test_initial_default_and_round_trip():
 
 def test_errors_leave_the_default_unchanged():
     for bad in (fg.int64, fg.bool):
-        with pytest.raises(TypeError, match="only floating-point types are supported as the default type"):
+        with pytest.raises(
+            TypeError, match="only floating-point types are supported as the default type"
+        ):
             fg.set_default_dtype(bad)
-    with pytest.raises(TypeError, match=r"argument 'd' \(position 1\) must be torch.dtype, not str"):
+    with pytest.raises(
+        TypeError, match=r"argument 'd' \(position 1\) must be torch.dtype, not str"
+    ):
         fg.set_default_dtype("float64")
     assert fg.get_default_dtype() is fg.float32
 
@@ -170,7 +174,9 @@ def test_set_default_tensor_type():
     assert any("set_default_tensor_type() is deprecated" in str(x.message) for x in w)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(TypeError, match="only floating-point types are supported as the default type"):
+        with pytest.raises(
+            TypeError, match="only floating-point types are supported as the default type"
+        ):
             fg.set_default_tensor_type(fg.LongTensor)
         with pytest.raises(TypeError, match="invalid type"):
             fg.set_default_tensor_type("torch.NopeTensor")

@@ -59,17 +59,33 @@ def _run_params(m, x):
 
 # name -> (layer class, build, inputs, optional call(m, *inputs))
 SPECS = {
-    "AdaptiveAvgPool1d": (nn.AdaptiveAvgPool1d, lambda: nn.AdaptiveAvgPool1d(3), lambda: (r(2, 3, 7),)),
-    "AdaptiveAvgPool2d": (nn.AdaptiveAvgPool2d, lambda: nn.AdaptiveAvgPool2d((2, 3)), lambda: (r(2, 3, 5, 7),)),
+    "AdaptiveAvgPool1d": (
+        nn.AdaptiveAvgPool1d,
+        lambda: nn.AdaptiveAvgPool1d(3),
+        lambda: (r(2, 3, 7),),
+    ),
+    "AdaptiveAvgPool2d": (
+        nn.AdaptiveAvgPool2d,
+        lambda: nn.AdaptiveAvgPool2d((2, 3)),
+        lambda: (r(2, 3, 5, 7),),
+    ),
     "AdaptiveMaxPool1d": (
         nn.AdaptiveMaxPool1d,
         lambda: nn.AdaptiveMaxPool1d(3, return_indices=True),
         lambda: (r(2, 3, 7),),
     ),
-    "AdaptiveMaxPool2d": (nn.AdaptiveMaxPool2d, lambda: nn.AdaptiveMaxPool2d(2), lambda: (r(2, 3, 5, 5),)),
+    "AdaptiveMaxPool2d": (
+        nn.AdaptiveMaxPool2d,
+        lambda: nn.AdaptiveMaxPool2d(2),
+        lambda: (r(2, 3, 5, 5),),
+    ),
     "AvgPool1d": (nn.AvgPool1d, lambda: nn.AvgPool1d(2), lambda: (r(2, 3, 6),)),
     "AvgPool2d": (nn.AvgPool2d, lambda: nn.AvgPool2d(2, padding=1), lambda: (r(2, 3, 4, 4),)),
-    "BCELoss": (nn.BCELoss, lambda: nn.BCELoss(weight=pos(3)), lambda: (fg.rand(4, 3) * 0.8 + 0.1, fg.rand(4, 3))),
+    "BCELoss": (
+        nn.BCELoss,
+        lambda: nn.BCELoss(weight=pos(3)),
+        lambda: (fg.rand(4, 3) * 0.8 + 0.1, fg.rand(4, 3)),
+    ),
     "BCEWithLogitsLoss": (
         nn.BCEWithLogitsLoss,
         lambda: nn.BCEWithLogitsLoss(weight=pos(3), pos_weight=pos(3)),
@@ -85,16 +101,41 @@ SPECS = {
     "ConstantPad1d": (nn.ConstantPad1d, lambda: nn.ConstantPad1d(2, 0.5), lambda: (r(1, 2, 4),)),
     "ConstantPad2d": (nn.ConstantPad2d, lambda: nn.ConstantPad2d(1, 0.5), lambda: (r(1, 2, 3, 3),)),
     "Conv1d": (nn.Conv1d, lambda: nn.Conv1d(2, 3, 3, padding="same"), lambda: (r(2, 2, 6),)),
-    "Conv2d": (nn.Conv2d, lambda: nn.Conv2d(2, 4, 3, padding=1, groups=2), lambda: (r(2, 2, 5, 5),)),
-    "Conv2d(no bias)": (nn.Conv2d, lambda: nn.Conv2d(2, 3, 2, stride=2, bias=False), lambda: (r(1, 2, 4, 4),)),
-    "ConvTranspose1d": (nn.ConvTranspose1d, lambda: nn.ConvTranspose1d(2, 3, 3, stride=2), lambda: (r(2, 2, 4),)),
+    "Conv2d": (
+        nn.Conv2d,
+        lambda: nn.Conv2d(2, 4, 3, padding=1, groups=2),
+        lambda: (r(2, 2, 5, 5),),
+    ),
+    "Conv2d(no bias)": (
+        nn.Conv2d,
+        lambda: nn.Conv2d(2, 3, 2, stride=2, bias=False),
+        lambda: (r(1, 2, 4, 4),),
+    ),
+    "ConvTranspose1d": (
+        nn.ConvTranspose1d,
+        lambda: nn.ConvTranspose1d(2, 3, 3, stride=2),
+        lambda: (r(2, 2, 4),),
+    ),
     "ConvTranspose2d": (
         nn.ConvTranspose2d,
         lambda: nn.ConvTranspose2d(2, 4, 3, stride=2, groups=2),
         lambda: (r(2, 2, 3, 3),),
     ),
-    "CosineEmbeddingLoss": (nn.CosineEmbeddingLoss, lambda: nn.CosineEmbeddingLoss(0.1), lambda: (r(4, 3), r(4, 3), sign(4))),
-    "CosineSimilarity": (nn.CosineSimilarity, lambda: nn.CosineSimilarity(), lambda: (r(4, 3), r(4, 3))),
+    "CTCLoss": (
+        nn.CTCLoss,
+        lambda: nn.CTCLoss(blank=0),
+        lambda: (fg.log_softmax(r(5, 2, 4), 2), fg.tensor([[1, 2], [3, 3]]), (5, 5), (2, 2)),
+    ),
+    "CosineEmbeddingLoss": (
+        nn.CosineEmbeddingLoss,
+        lambda: nn.CosineEmbeddingLoss(0.1),
+        lambda: (r(4, 3), r(4, 3), sign(4)),
+    ),
+    "CosineSimilarity": (
+        nn.CosineSimilarity,
+        lambda: nn.CosineSimilarity(),
+        lambda: (r(4, 3), r(4, 3)),
+    ),
     "CrossEntropyLoss": (
         nn.CrossEntropyLoss,
         lambda: nn.CrossEntropyLoss(weight=pos(3), label_smoothing=0.1),
@@ -102,7 +143,11 @@ SPECS = {
     ),
     "Dropout": (nn.Dropout, lambda: nn.Dropout(0.3), lambda: (r(4, 3),)),
     "ELU": (nn.ELU, lambda: nn.ELU(), lambda: (r(2, 3),)),
-    "Embedding": (nn.Embedding, lambda: nn.Embedding(6, 3, padding_idx=0), lambda: (fg.tensor([[0, 2, 5], [1, 1, 3]]),)),
+    "Embedding": (
+        nn.Embedding,
+        lambda: nn.Embedding(6, 3, padding_idx=0),
+        lambda: (fg.tensor([[0, 2, 5], [1, 1, 3]]),),
+    ),
     "EmbeddingBag": (
         nn.EmbeddingBag,
         lambda: nn.EmbeddingBag(6, 3, mode="sum"),
@@ -114,12 +159,20 @@ SPECS = {
     "GLU": (nn.GLU, lambda: nn.GLU(), lambda: (r(2, 4),)),
     "GRU": (nn.GRU, lambda: nn.GRU(3, 4, num_layers=2, bidirectional=True), lambda: (r(5, 2, 3),)),
     "GRUCell": (nn.GRUCell, lambda: nn.GRUCell(3, 4), lambda: (r(2, 3), r(2, 4))),
-    "GaussianNLLLoss": (nn.GaussianNLLLoss, lambda: nn.GaussianNLLLoss(), lambda: (r(4, 3), r(4, 3), pos(4, 3))),
+    "GaussianNLLLoss": (
+        nn.GaussianNLLLoss,
+        lambda: nn.GaussianNLLLoss(),
+        lambda: (r(4, 3), r(4, 3), pos(4, 3)),
+    ),
     "GroupNorm": (nn.GroupNorm, lambda: nn.GroupNorm(2, 4), lambda: (r(2, 4, 3),)),
     "Hardshrink": (nn.Hardshrink, lambda: nn.Hardshrink(), lambda: (r(2, 3),)),
     "Hardsigmoid": (nn.Hardsigmoid, lambda: nn.Hardsigmoid(), lambda: (r(2, 3) * 4,)),
     "Hardswish": (nn.Hardswish, lambda: nn.Hardswish(), lambda: (r(2, 3) * 4,)),
-    "HingeEmbeddingLoss": (nn.HingeEmbeddingLoss, lambda: nn.HingeEmbeddingLoss(), lambda: (r(4, 3), sign(4, 3))),
+    "HingeEmbeddingLoss": (
+        nn.HingeEmbeddingLoss,
+        lambda: nn.HingeEmbeddingLoss(),
+        lambda: (r(4, 3), sign(4, 3)),
+    ),
     "HuberLoss": (nn.HuberLoss, lambda: nn.HuberLoss(delta=0.5), lambda: (r(4, 3), r(4, 3))),
     "Identity": (nn.Identity, lambda: nn.Identity(3, unused=1), lambda: (r(2, 3),)),
     "InstanceNorm1d": (
@@ -132,25 +185,49 @@ SPECS = {
         lambda: nn.InstanceNorm2d(3, affine=True, track_running_stats=True),
         lambda: (r(2, 3, 4, 4),),
     ),
-    "InstanceNorm3d": (nn.InstanceNorm3d, lambda: nn.InstanceNorm3d(3, affine=True), lambda: (r(2, 3, 2, 2, 2),)),
+    "InstanceNorm3d": (
+        nn.InstanceNorm3d,
+        lambda: nn.InstanceNorm3d(3, affine=True),
+        lambda: (r(2, 3, 2, 2, 2),),
+    ),
     "KLDivLoss": (
         nn.KLDivLoss,
         lambda: nn.KLDivLoss(reduction="batchmean"),
         lambda: (fg.log_softmax(r(4, 3), 1), fg.softmax(r(4, 3), 1)),
     ),
     "L1Loss": (nn.L1Loss, lambda: nn.L1Loss(), lambda: (r(4, 3), r(4, 3))),
-    "LSTM": (nn.LSTM, lambda: nn.LSTM(3, 4, num_layers=2, bidirectional=True), lambda: (r(5, 2, 3),)),
-    "LSTM(proj_size)": (nn.LSTM, lambda: nn.LSTM(3, 4, proj_size=2, batch_first=True), lambda: (r(2, 5, 3),)),
+    "LSTM": (
+        nn.LSTM,
+        lambda: nn.LSTM(3, 4, num_layers=2, bidirectional=True),
+        lambda: (r(5, 2, 3),),
+    ),
+    "LSTM(proj_size)": (
+        nn.LSTM,
+        lambda: nn.LSTM(3, 4, proj_size=2, batch_first=True),
+        lambda: (r(2, 5, 3),),
+    ),
     "LSTMCell": (nn.LSTMCell, lambda: nn.LSTMCell(3, 4), lambda: (r(2, 3),)),
     "LayerNorm": (nn.LayerNorm, lambda: nn.LayerNorm(4), lambda: (r(2, 3, 4),)),
-    "LayerNorm(no bias)": (nn.LayerNorm, lambda: nn.LayerNorm((3, 4), bias=False), lambda: (r(2, 3, 4),)),
+    "LayerNorm(no bias)": (
+        nn.LayerNorm,
+        lambda: nn.LayerNorm((3, 4), bias=False),
+        lambda: (r(2, 3, 4),),
+    ),
     "LeakyReLU": (nn.LeakyReLU, lambda: nn.LeakyReLU(0.2), lambda: (r(2, 3),)),
     "Linear": (nn.Linear, lambda: nn.Linear(3, 4), lambda: (r(2, 3),)),
     "LogSigmoid": (nn.LogSigmoid, lambda: nn.LogSigmoid(), lambda: (r(2, 3),)),
     "LogSoftmax": (nn.LogSoftmax, lambda: nn.LogSoftmax(dim=1), lambda: (r(2, 3),)),
     "MSELoss": (nn.MSELoss, lambda: nn.MSELoss(reduction="sum"), lambda: (r(4, 3), r(4, 3))),
-    "MarginRankingLoss": (nn.MarginRankingLoss, lambda: nn.MarginRankingLoss(0.2), lambda: (r(4), r(4), sign(4))),
-    "MaxPool1d": (nn.MaxPool1d, lambda: nn.MaxPool1d(2, return_indices=True), lambda: (r(2, 3, 6),)),
+    "MarginRankingLoss": (
+        nn.MarginRankingLoss,
+        lambda: nn.MarginRankingLoss(0.2),
+        lambda: (r(4), r(4), sign(4)),
+    ),
+    "MaxPool1d": (
+        nn.MaxPool1d,
+        lambda: nn.MaxPool1d(2, return_indices=True),
+        lambda: (r(2, 3, 6),),
+    ),
     "MaxPool2d": (nn.MaxPool2d, lambda: nn.MaxPool2d(2, ceil_mode=True), lambda: (r(2, 3, 5, 5),)),
     "Mish": (nn.Mish, lambda: nn.Mish(), lambda: (r(2, 3),)),
     "Module": (nn.Module, _Net, lambda: (r(2, 3),)),
@@ -166,7 +243,11 @@ SPECS = {
         lambda: nn.MultiLabelSoftMarginLoss(weight=pos(3)),
         lambda: (r(4, 3), (fg.rand(4, 3) > 0.5).to(fg.float32)),
     ),
-    "MultiheadAttention": (nn.MultiheadAttention, lambda: nn.MultiheadAttention(4, 2), lambda: (r(3, 2, 4),) * 3),
+    "MultiheadAttention": (
+        nn.MultiheadAttention,
+        lambda: nn.MultiheadAttention(4, 2),
+        lambda: (r(3, 2, 4),) * 3,
+    ),
     "MultiheadAttention(kdim, bias_kv)": (
         nn.MultiheadAttention,
         lambda: nn.MultiheadAttention(4, 2, kdim=3, vdim=5, add_bias_kv=True, batch_first=True),
@@ -178,7 +259,11 @@ SPECS = {
         lambda: (fg.log_softmax(r(4, 3), 1), fg.tensor([0, 2, 1, 0])),
     ),
     "PReLU": (nn.PReLU, lambda: nn.PReLU(3), lambda: (r(2, 3, 4),)),
-    "PairwiseDistance": (nn.PairwiseDistance, lambda: nn.PairwiseDistance(p=3.0), lambda: (r(4, 3), r(4, 3))),
+    "PairwiseDistance": (
+        nn.PairwiseDistance,
+        lambda: nn.PairwiseDistance(p=3.0),
+        lambda: (r(4, 3), r(4, 3)),
+    ),
     "ParameterDict": (
         nn.ParameterDict,
         lambda: nn.ParameterDict({"w": nn.Parameter(r(3)), "b": nn.Parameter(r(3))}),
@@ -191,8 +276,16 @@ SPECS = {
         lambda: (r(2, 3),),
         _run_params,
     ),
-    "PoissonNLLLoss": (nn.PoissonNLLLoss, lambda: nn.PoissonNLLLoss(full=True), lambda: (r(4, 3), pos(4, 3) * 3)),
-    "RNN": (nn.RNN, lambda: nn.RNN(3, 4, num_layers=2, nonlinearity="relu"), lambda: (r(5, 2, 3), r(2, 2, 4))),
+    "PoissonNLLLoss": (
+        nn.PoissonNLLLoss,
+        lambda: nn.PoissonNLLLoss(full=True),
+        lambda: (r(4, 3), pos(4, 3) * 3),
+    ),
+    "RNN": (
+        nn.RNN,
+        lambda: nn.RNN(3, 4, num_layers=2, nonlinearity="relu"),
+        lambda: (r(5, 2, 3), r(2, 2, 4)),
+    ),
     "RNNBase": (nn.RNNBase, lambda: nn.RNNBase("GRU", 3, 4, bias=False), lambda: (r(5, 2, 3),)),
     "RNNCell": (nn.RNNCell, lambda: nn.RNNCell(3, 4), lambda: (r(2, 3),)),
     "RNNCellBase": (
@@ -204,19 +297,41 @@ SPECS = {
     "ReLU": (nn.ReLU, lambda: nn.ReLU(), lambda: (r(2, 3),)),
     "ReLU6": (nn.ReLU6, lambda: nn.ReLU6(), lambda: (r(2, 3) * 5,)),
     "ReflectionPad1d": (nn.ReflectionPad1d, lambda: nn.ReflectionPad1d(2), lambda: (r(1, 2, 5),)),
-    "ReflectionPad2d": (nn.ReflectionPad2d, lambda: nn.ReflectionPad2d(1), lambda: (r(1, 2, 3, 3),)),
-    "ReplicationPad1d": (nn.ReplicationPad1d, lambda: nn.ReplicationPad1d(2), lambda: (r(1, 2, 5),)),
-    "ReplicationPad2d": (nn.ReplicationPad2d, lambda: nn.ReplicationPad2d(1), lambda: (r(1, 2, 3, 3),)),
+    "ReflectionPad2d": (
+        nn.ReflectionPad2d,
+        lambda: nn.ReflectionPad2d(1),
+        lambda: (r(1, 2, 3, 3),),
+    ),
+    "ReplicationPad1d": (
+        nn.ReplicationPad1d,
+        lambda: nn.ReplicationPad1d(2),
+        lambda: (r(1, 2, 5),),
+    ),
+    "ReplicationPad2d": (
+        nn.ReplicationPad2d,
+        lambda: nn.ReplicationPad2d(1),
+        lambda: (r(1, 2, 3, 3),),
+    ),
     "SELU": (nn.SELU, lambda: nn.SELU(), lambda: (r(2, 3),)),
     "Sequential": (
         nn.Sequential,
-        lambda: nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.Flatten(), nn.Linear(12, 2)),
+        lambda: nn.Sequential(
+            nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.Flatten(), nn.Linear(12, 2)
+        ),
         lambda: (r(2, 2, 4, 4),),
     ),
     "SiLU": (nn.SiLU, lambda: nn.SiLU(), lambda: (r(2, 3),)),
     "Sigmoid": (nn.Sigmoid, lambda: nn.Sigmoid(), lambda: (r(2, 3),)),
-    "SmoothL1Loss": (nn.SmoothL1Loss, lambda: nn.SmoothL1Loss(beta=0.5), lambda: (r(4, 3), r(4, 3))),
-    "SoftMarginLoss": (nn.SoftMarginLoss, lambda: nn.SoftMarginLoss(), lambda: (r(4, 3), sign(4, 3))),
+    "SmoothL1Loss": (
+        nn.SmoothL1Loss,
+        lambda: nn.SmoothL1Loss(beta=0.5),
+        lambda: (r(4, 3), r(4, 3)),
+    ),
+    "SoftMarginLoss": (
+        nn.SoftMarginLoss,
+        lambda: nn.SoftMarginLoss(),
+        lambda: (r(4, 3), sign(4, 3)),
+    ),
     "Softmax": (nn.Softmax, lambda: nn.Softmax(dim=1), lambda: (r(2, 3),)),
     "Softmax2d": (nn.Softmax2d, lambda: nn.Softmax2d(), lambda: (r(2, 3, 4, 4),)),
     "Softmin": (nn.Softmin, lambda: nn.Softmin(dim=1), lambda: (r(2, 3),)),
@@ -235,13 +350,23 @@ SPECS = {
     ),
     "TransformerEncoderLayer": (
         nn.TransformerEncoderLayer,
-        lambda: nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, norm_first=True, activation="gelu"),
+        lambda: nn.TransformerEncoderLayer(
+            4, 2, dim_feedforward=8, norm_first=True, activation="gelu"
+        ),
         lambda: (r(5, 2, 4),),
     ),
-    "TripletMarginLoss": (nn.TripletMarginLoss, lambda: nn.TripletMarginLoss(swap=True), lambda: (r(4, 3), r(4, 3), r(4, 3))),
+    "TripletMarginLoss": (
+        nn.TripletMarginLoss,
+        lambda: nn.TripletMarginLoss(swap=True),
+        lambda: (r(4, 3), r(4, 3), r(4, 3)),
+    ),
     "Unflatten": (nn.Unflatten, lambda: nn.Unflatten(1, (2, 3)), lambda: (r(2, 6),)),
     "Unfold": (nn.Unfold, lambda: nn.Unfold(2, stride=2), lambda: (r(1, 2, 4, 4),)),
-    "Upsample": (nn.Upsample, lambda: nn.Upsample(scale_factor=2, mode="bilinear"), lambda: (r(1, 2, 3, 3),)),
+    "Upsample": (
+        nn.Upsample,
+        lambda: nn.Upsample(scale_factor=2, mode="bilinear"),
+        lambda: (r(1, 2, 3, 3),),
+    ),
     "ZeroPad1d": (nn.ZeroPad1d, lambda: nn.ZeroPad1d(2), lambda: (r(1, 2, 4),)),
     "ZeroPad2d": (nn.ZeroPad2d, lambda: nn.ZeroPad2d((1, 0, 2, 1)), lambda: (r(1, 2, 3, 3),)),
 }

@@ -80,14 +80,20 @@ def test_mode_documented_example_and_named_tuple():
 
 
 def test_mode_errors():
-    with pytest.raises(IndexError, match=r"mode\(\): Expected reduction dim 1 to have non-zero size"):
+    with pytest.raises(
+        IndexError, match=r"mode\(\): Expected reduction dim 1 to have non-zero size"
+    ):
         fg.mode(fg.zeros(2, 0), 1)
     with pytest.raises(IndexError):
         fg.zeros(2, 3).mode(2)
 
 
 @settings(max_examples=15)
-@given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), st.integers(0, 2**16), st.data())
+@given(
+    hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
+    st.integers(0, 2**16),
+    st.data(),
+)
 def test_mode_gradcheck_distinct_values(shape, seed, data):
     # With distinct values the mode is each row's minimum, and a small
     # perturbation keeps it so: the function is smooth there.
@@ -153,8 +159,18 @@ def test_generator_on_a_non_contiguous_tensor_and_bad_argument():
     fg.manual_seed(3)
     want = fg.empty(4, 6).t().normal_()
     assert fg.equal(got, want)
-    for name in ("normal_", "uniform_", "exponential_", "bernoulli_", "random_", "cauchy_", "log_normal_"):
-        with pytest.raises(TypeError, match=rf"{name}\(\): argument 'generator' must be torch.Generator"):
+    for name in (
+        "normal_",
+        "uniform_",
+        "exponential_",
+        "bernoulli_",
+        "random_",
+        "cauchy_",
+        "log_normal_",
+    ):
+        with pytest.raises(
+            TypeError, match=rf"{name}\(\): argument 'generator' must be torch.Generator"
+        ):
             getattr(fg.empty(3), name)(generator=5)
 
 

@@ -271,3 +271,8 @@ from ._functional.attention import (  # noqa: E402
 )
 
 __all__ += ["multi_head_attention_forward", "scaled_dot_product_attention"]
+
+# ----- CTC loss (implemented in _functional/ctc.py) -----------------------------------------
+from ._functional.ctc import ctc_loss  # noqa: E402
+
+__all__ += ["ctc_loss"]

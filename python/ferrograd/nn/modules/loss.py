@@ -273,3 +273,29 @@ class GaussianNLLLoss(_Loss):
         return F.gaussian_nll_loss(
             input, target, var, full=self.full, eps=self.eps, reduction=self.reduction
         )
+
+
+__all__ += ["CTCLoss"]
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (see
+    ``nn.functional.ctc_loss``): ``loss(log_probs, targets, input_lengths,
+    target_lengths)`` with PyTorch's ``blank``, ``reduction`` and
+    ``zero_infinity``."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            self.blank,
+            self.reduction,
+            self.zero_infinity,
+        )
