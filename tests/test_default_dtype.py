@@ -116,6 +116,7 @@ LAYERS = {
     "Bilinear": lambda: nn.Bilinear(2, 2, 3),
     "Conv1d": lambda: nn.Conv1d(2, 3, 3),
     "Conv2d": lambda: nn.Conv2d(2, 3, 3),
+    "Conv3d": lambda: nn.Conv3d(2, 3, 3),
     "ConvTranspose2d": lambda: nn.ConvTranspose2d(2, 3, 3),
     "BatchNorm1d": lambda: nn.BatchNorm1d(3),
     "BatchNorm2d": lambda: nn.BatchNorm2d(3),

@@ -111,6 +111,17 @@ SPECS = {
         lambda: nn.Conv2d(2, 3, 2, stride=2, bias=False),
         lambda: (r(1, 2, 4, 4),),
     ),
+    "Conv3d": (
+        nn.Conv3d,
+        lambda: nn.Conv3d(2, 4, (2, 3, 3), padding=1, groups=2),
+        lambda: (r(2, 2, 3, 4, 4),),
+    ),
+    "MaxPool3d": (
+        nn.MaxPool3d,
+        lambda: nn.MaxPool3d(2, return_indices=True),
+        lambda: (r(2, 3, 4, 4, 4),),
+    ),
+    "AvgPool3d": (nn.AvgPool3d, lambda: nn.AvgPool3d(2, padding=1), lambda: (r(2, 3, 3, 4, 4),)),
     "ConvTranspose1d": (
         nn.ConvTranspose1d,
         lambda: nn.ConvTranspose1d(2, 3, 3, stride=2),

@@ -61,6 +61,11 @@ def ctc_loss(
     divides each loss by its target length, then averages over the batch, as
     PyTorch does; ``zero_infinity`` turns impossible alignments (infinite
     losses) into zero losses with zero gradient."""
+    for arg, what in ((log_probs, "log_probs"), (targets, "targets")):
+        if not isinstance(arg, _C.Tensor):
+            raise TypeError(f"ctc_loss(): argument '{what}' must be Tensor, not {type(arg).__name__}")
+    if targets.is_floating_point() or targets.dim() not in (1, 2):
+        raise RuntimeError("ctc_loss expects integer targets of 1 or 2 dimensions")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     unbatched = log_probs.dim() == 2
