@@ -742,7 +742,7 @@ pub fn cauchy(
     sigma: f64,
 ) -> Result<Tensor> {
     float_only(dtype, "cauchy_cpu")?;
-    if !(sigma > 0.0) {
+    if sigma.is_nan() || sigma <= 0.0 {
         return Err(Error::runtime(format!(
             "cauchy_ expects sigma > 0.0, but found sigma={sigma}"
         )));
@@ -766,7 +766,7 @@ pub fn log_normal(
     std: f64,
 ) -> Result<Tensor> {
     float_only(dtype, "log_normal_cpu")?;
-    if !(std > 0.0) {
+    if std.is_nan() || std <= 0.0 {
         return Err(Error::runtime(format!(
             "log_normal_ expects std > 0.0, but found std={std}"
         )));
