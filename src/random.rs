@@ -730,3 +730,69 @@ mod tests {
         assert!(h.set_state(&s[..100]).is_err());
     }
 }
+
+/// `cauchy_(median, sigma)`: `cauchy_distribution<double>` per element,
+/// `median + sigma * tan(pi * (u - 0.5))` from a double uniform (the
+/// multiply-add fused, as in PyTorch's AVX2 build), then cast.
+pub fn cauchy(
+    g: &mut CpuGenerator,
+    shape: Shape,
+    dtype: DType,
+    median: f64,
+    sigma: f64,
+) -> Result<Tensor> {
+    float_only(dtype, "cauchy_cpu")?;
+    if sigma.is_nan() || sigma <= 0.0 {
+        return Err(Error::runtime(format!(
+            "cauchy_ expects sigma > 0.0, but found sigma={sigma}"
+        )));
+    }
+    let n = numel(&shape);
+    let mut v: Vec<f64> = alloc_vec(n);
+    v.extend((0..n).map(|_| {
+        let u = g.uniform_f64();
+        sigma.mul_add((std::f64::consts::PI * (u - 0.5)).tan(), median)
+    }));
+    Ok(cast(Tensor::from_vec(v, shape), dtype))
+}
+
+/// `log_normal_(mean, std)`: `lognormal_distribution<double>`, the exp of
+/// the scalar (Box-Muller, cached) normal sample, then cast.
+pub fn log_normal(
+    g: &mut CpuGenerator,
+    shape: Shape,
+    dtype: DType,
+    mean: f64,
+    std: f64,
+) -> Result<Tensor> {
+    float_only(dtype, "log_normal_cpu")?;
+    if std.is_nan() || std <= 0.0 {
+        return Err(Error::runtime(format!(
+            "log_normal_ expects std > 0.0, but found std={std}"
+        )));
+    }
+    let n = numel(&shape);
+    let mut v: Vec<f64> = alloc_vec(n);
+    v.extend((0..n).map(|_| g.normal_f64(mean, std).exp()));
+    Ok(cast(Tensor::from_vec(v, shape), dtype))
+}
+
+/// `geometric_(p)`: `geometric_distribution<double>`,
+/// `ceil(log(u) / log1p(-p))` from a double uniform, then cast (integer
+/// dtypes too).
+pub fn geometric(g: &mut CpuGenerator, shape: Shape, dtype: DType, p: f64) -> Result<Tensor> {
+    if dtype == DType::Bool {
+        return Err(Error::runtime(
+            "\"geometric_cpu\" not implemented for 'Bool'".to_string(),
+        ));
+    }
+    if !(p > 0.0 && p < 1.0) {
+        return Err(Error::runtime(format!(
+            "geometric_ expects p to be in (0, 1), but got p={p}"
+        )));
+    }
+    let n = numel(&shape);
+    let mut v: Vec<f64> = alloc_vec(n);
+    v.extend((0..n).map(|_| (g.uniform_f64().ln() / (-p).ln_1p()).ceil()));
+    Ok(cast(Tensor::from_vec(v, shape), dtype))
+}

@@ -171,7 +171,13 @@ from . import (  # noqa: E402, F401  # noqa: E402
 )
 from ._device import device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
-from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor  # noqa: E402
+from ._legacy import (  # noqa: E402
+    BoolTensor,
+    DoubleTensor,
+    FloatTensor,
+    LongTensor,
+    set_default_tensor_type,
+)
 from .random import manual_seed  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
@@ -547,3 +553,6 @@ from . import func  # noqa: E402
 from .func import vmap  # noqa: E402
 
 __all__ += ["func", "vmap"]
+from ._C import get_default_dtype, mode, set_default_dtype  # noqa: E402
+
+__all__ += ["get_default_dtype", "mode", "set_default_dtype", "set_default_tensor_type"]

@@ -10,11 +10,11 @@ __all__ = ["finfo", "iinfo"]
 
 
 class finfo:  # noqa: N801 - PyTorch's name
-    """Machine limits of a floating dtype (default: float32): ``bits``, ``eps``,
+    """Machine limits of a floating dtype (default: `get_default_dtype()`): ``bits``, ``eps``,
     ``max``, ``min``, ``tiny`` (= ``smallest_normal``), ``resolution``, ``dtype``."""
 
     def __init__(self, type=None):  # noqa: A002
-        dt = _C.float32 if type is None else type
+        dt = _C.get_default_dtype() if type is None else type
         if dt not in (_C.float32, _C.float64):
             raise TypeError(
                 "torch.finfo() requires a floating point input type. Use torch.iinfo to "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from . import _C
 
-__all__ = ["BoolTensor", "DoubleTensor", "FloatTensor", "LongTensor"]
+__all__ = ["BoolTensor", "DoubleTensor", "FloatTensor", "LongTensor", "set_default_tensor_type"]
 
 
 class _LegacyTensorType(type):
@@ -70,3 +70,29 @@ class BoolTensor(metaclass=_LegacyTensorType):
     """bool tensors: ``BoolTensor(*size)`` or ``BoolTensor(data)``."""
 
     dtype = _C.bool
+
+
+def set_default_tensor_type(t):
+    """PyTorch's deprecated ``set_default_tensor_type``: ``FloatTensor`` or
+    ``DoubleTensor`` (the type or its name, ``"torch.DoubleTensor"``) sets the
+    default dtype as ``set_default_dtype`` does; other types raise PyTorch's
+    ``TypeError``. Warns, as PyTorch 2.1+ does, that it is deprecated."""
+    import warnings
+
+    warnings.warn(
+        "torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+        "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+        UserWarning,
+        stacklevel=2,
+    )
+    if isinstance(t, str):
+        by_name = {c.__name__: c for c in (FloatTensor, DoubleTensor, LongTensor, BoolTensor)}
+        name = t.rsplit(".", 1)[-1]
+        if t.split(".", 1)[0] not in ("torch", "ferrograd") or name not in by_name:
+            raise TypeError(f"invalid type: '{t}'")
+        t = by_name[name]
+    if not isinstance(t, _LegacyTensorType):
+        raise TypeError(f"invalid type: '{t}'")
+    if not t.dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    _C.set_default_dtype(t.dtype)

@@ -12,5 +12,6 @@ topk = namedtuple("topk", ["values", "indices"])
 kthvalue = namedtuple("kthvalue", ["values", "indices"])
 median = namedtuple("median", ["values", "indices"])
 nanmedian = namedtuple("nanmedian", ["values", "indices"])
+mode = namedtuple("mode", ["values", "indices"])
 
-__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian"]
+__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode"]

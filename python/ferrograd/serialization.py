@@ -535,7 +535,8 @@ def _tree(hdr):
 
 def _deepcopy_tensor(t, memo):
     """``Tensor.__deepcopy__``: as PyTorch's, only leaves copy; the copy keeps the
-    dtype, ``requires_grad`` and a deep copy of ``.grad``, and the memo keeps
+    dtype, ``requires_grad``, deep copies of ``.grad`` and of the tensor's
+    attributes, and the memo keeps
     a tensor referenced twice one object in the copy."""
     import copy
 
@@ -554,4 +555,8 @@ def _deepcopy_tensor(t, memo):
     memo[id(t)] = new
     if t.grad is not None:
         new.grad = copy.deepcopy(t.grad, memo)
+    # Python attributes (``t.name = ...``) are deep-copied too, after the memo
+    # entry so an attribute referring back to the tensor finds the copy.
+    for name, value in t.__dict__.items():
+        setattr(new, name, copy.deepcopy(value, memo))
     return new

@@ -445,11 +445,8 @@ pub fn random_tensor(shape: Shape, dtype: crate::tensor::DType, normal: bool) ->
 }
 
 /// `t.normal_(mean, std)`: samples from N(mean, std²) as PyTorch draws them
-/// (its kernel depends on `t`'s size and contiguity), not recorded.
-pub fn normal_(t: &Tensor, mean: f64, std: f64) -> Result<()> {
-    normal_with(t, mean, std, None)
-}
-
+/// (its kernel depends on `t`'s size and contiguity) from `gen` (the default
+/// generator when None), not recorded.
 pub fn normal_with(
     t: &Tensor,
     mean: f64,
@@ -468,11 +465,8 @@ pub fn normal_with(
     overwrite_untracked(t, &crate::random::in_memory_order(t, v))
 }
 
-/// `t.uniform_(a, b)`: samples uniformly from [a, b), not recorded.
-pub fn uniform_(t: &Tensor, from: f64, to: f64) -> Result<()> {
-    uniform_with(t, from, to, None)
-}
-
+/// `t.uniform_(a, b)`: samples uniformly from [a, b) drawn from `gen` (the
+/// default generator when None), not recorded.
 pub fn uniform_with(
     t: &Tensor,
     from: f64,

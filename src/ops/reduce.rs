@@ -488,7 +488,7 @@ pub(crate) fn logsumexp(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Resu
     let a = if a.dtype().is_float() {
         a.clone()
     } else {
-        super::to_dtype(a, DType::F32)?
+        super::to_dtype(a, DType::default_float())?
     };
     let shape = a.shape();
     let mask = reduce_mask(shape.len(), dims)?;

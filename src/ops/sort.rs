@@ -331,3 +331,47 @@ pub fn median_all(a: &Tensor, ignore_nan: bool) -> Result<Tensor> {
     })?;
     take_along(a, &flat, 0, &idx, &[], name)
 }
+
+/// The position in `row` that `mode` reports: the most frequent value, the
+/// smallest of those equally frequent, at its last occurrence. PyTorch's CPU
+/// kernel sorts (value, index) pairs and keeps the last pair of the first
+/// longest run; its `std::sort` is an insertion sort (stable) for rows of up
+/// to 16 elements, so there the index is the value's last occurrence, which
+/// a stable sort gives for every length. NaNs count as one value above
+/// every number.
+fn mode_pos<T: Element>(row: &[T]) -> usize {
+    let order = order_of(row, false);
+    let (mut best, mut best_count, mut run) = (order[0], 0usize, 0usize);
+    for (k, &i) in order.iter().enumerate() {
+        run += 1;
+        let run_ends = order
+            .get(k + 1)
+            .is_none_or(|&j| cmp_nan_last(row[i], row[j]) != Ordering::Equal);
+        if run_ends {
+            if run > best_count {
+                best = i;
+                best_count = run;
+            }
+            run = 0;
+        }
+    }
+    best
+}
+
+/// `mode(a, dim, keepdim)`: `(values, indices)` of the most frequent value of
+/// each row along `dim` (see [`mode_pos`]); the gradient goes to the reported
+/// position (`ModeBackward0`).
+pub fn mode(a: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    select_one(
+        a,
+        dim,
+        keepdim,
+        "ModeBackward0",
+        "mode",
+        &|t, rows, cols| {
+            crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, 1, &|row: &[T]| {
+                vec![mode_pos(row)]
+            }))
+        },
+    )
+}

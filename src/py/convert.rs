@@ -79,7 +79,7 @@ fn scalar_tensor(s: Scalar, dtype: Option<DType>) -> Tensor {
     match (s, dtype) {
         (Scalar::Int(i), None | Some(DType::I64)) => Tensor::scalar(i),
         (Scalar::Bool(b), None) => Tensor::scalar(b),
-        (Scalar::Float(f), None) => Tensor::scalar_of(f, DType::DEFAULT_FLOAT),
+        (Scalar::Float(f), None) => Tensor::scalar_of(f, DType::default_float()),
         (s, Some(dt)) => Tensor::scalar_of(s.to_f64(), dt),
     }
 }
@@ -218,11 +218,11 @@ pub fn tensor_from_data(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResul
         return Err(PyValueError::new_err("ragged nested sequence"));
     }
     let dt = dtype.unwrap_or(if g.saw_float {
-        DType::DEFAULT_FLOAT
+        DType::default_float()
     } else if g.saw_int {
         DType::I64
     } else if g.vals.is_empty() {
-        DType::DEFAULT_FLOAT
+        DType::default_float()
     } else {
         DType::Bool
     });

@@ -14,7 +14,7 @@ use crate::ops::{self, Scalar};
 use crate::tensor::{numel, DType, Element, Shape, Tensor};
 
 /// Builds a new tensor from `data` (nested sequences of numbers, a NumPy array, a number or a
-/// tensor), copying it; the dtype is inferred (bool, int64 or float32) unless `dtype` is given.
+/// tensor), copying it; the dtype is inferred (bool, int64 or the default float dtype) unless `dtype` is given.
 #[pyfunction]
 #[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
 fn tensor(
@@ -44,13 +44,13 @@ fn filled(
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let shape = alloc_shape(&parse_size(args, size)?, dt)?;
     let t = enter(py, numel(&shape), || Ok(Tensor::full(shape, value, dt)))?;
     finish(py, t, requires_grad)
 }
 
-/// A tensor of zeros of the given size (`zeros(2, 3)` or `zeros((2, 3))`), float32 unless
+/// A tensor of zeros of the given size (`zeros(2, 3)` or `zeros((2, 3))`), the default dtype (`get_default_dtype()`) unless
 /// `dtype` is given.
 #[pyfunction]
 #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
@@ -66,7 +66,7 @@ fn zeros(
     filled(py, args, size, 0.0, dtype, requires_grad)
 }
 
-/// A tensor of ones of the given size (`ones(2, 3)` or `ones((2, 3))`), float32 unless `dtype`
+/// A tensor of ones of the given size (`ones(2, 3)` or `ones((2, 3))`), the default dtype unless `dtype`
 /// is given.
 #[pyfunction]
 #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
@@ -82,7 +82,7 @@ fn ones(
     filled(py, args, size, 1.0, dtype, requires_grad)
 }
 
-/// A new tensor of the given size, float32 unless `dtype` is given; ferrograd zeroes it rather
+/// A new tensor of the given size, the default dtype unless `dtype` is given; ferrograd zeroes it rather
 /// than leaving old memory in it.
 #[pyfunction]
 #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
@@ -100,7 +100,7 @@ fn empty(
 }
 
 /// A tensor of the given size filled with `fill_value`; the dtype follows the value (bool,
-/// int64 or float32) unless `dtype` is given.
+/// int64 or the default dtype) unless `dtype` is given.
 #[pyfunction]
 #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
 fn full(
@@ -120,7 +120,7 @@ fn full(
         None => match s {
             Scalar::Bool(_) => DType::Bool,
             Scalar::Int(_) => DType::I64,
-            Scalar::Float(_) => DType::DEFAULT_FLOAT,
+            Scalar::Float(_) => DType::default_float(),
         },
     };
     let shape = alloc_shape(&dims, dt)?;
@@ -130,7 +130,7 @@ fn full(
     finish(py, t, requires_grad)
 }
 
-/// The identity matrix: an n x m (n x n by default) tensor with ones on the diagonal, float32
+/// The identity matrix: an n x m (n x n by default) tensor with ones on the diagonal, the default dtype
 /// unless `dtype` is given.
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
@@ -151,7 +151,7 @@ fn eye(
             )));
         }
     }
-    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let shape = alloc_shape(&[n, m], dt)?;
     let (n, m) = (shape[0], shape[1]);
     let t = enter(py, n * m, || {
@@ -167,7 +167,7 @@ fn eye(
 }
 
 /// The values from `start` (0 by default) up to but not including `end`, `step` apart, as a 1-D
-/// tensor (int64 for integer arguments, else float32).
+/// tensor (int64 for integer arguments, else the default dtype).
 #[pyfunction]
 #[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
 fn arange(
@@ -193,7 +193,7 @@ fn arange(
     };
     let any_float = [s, e, st].iter().any(|x| matches!(x, Scalar::Float(_)));
     let dt = opt_dtype(dtype)?.unwrap_or(if any_float {
-        DType::DEFAULT_FLOAT
+        DType::default_float()
     } else {
         DType::I64
     });
@@ -233,7 +233,7 @@ fn arange(
     finish(py, t, requires_grad)
 }
 
-/// `steps` values evenly spaced from `start` to `end` inclusive, as a 1-D tensor (float32
+/// `steps` values evenly spaced from `start` to `end` inclusive, as a 1-D tensor (the default dtype
 /// unless `dtype` is given).
 #[pyfunction]
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
@@ -252,7 +252,7 @@ fn linspace(
             "number of steps must be non-negative",
         ));
     }
-    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let n = alloc_shape(&[steps], dt)?[0];
     if n == 1 {
         // PyTorch: a single step is `[start]`.

@@ -7,6 +7,7 @@ mod table;
 
 mod autograd;
 mod autograd_batched;
+mod compat;
 mod convert;
 mod creation;
 mod dtype;
@@ -65,6 +66,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd_batched::register(m)?;
     m.add("_DispatchNeeded", py.get_type::<dispatch::DispatchNeeded>())?;
     forward_ad::register(m)?;
+    compat::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

@@ -267,7 +267,7 @@ fn rand(
     let _ = (out, layout, pin_memory);
     check_cpu(device)?;
     let gen = gen_arg(generator, "rand")?;
-    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let shape = alloc_shape(&parse_size(args, size)?, dt)?;
     let n = numel(&shape);
     let t = draw(py, n, gen, |g| rng::uniform(g, shape, dt, 0.0, 1.0))?;
@@ -294,7 +294,7 @@ fn randn(
     let _ = (out, layout, pin_memory);
     check_cpu(device)?;
     let gen = gen_arg(generator, "randn")?;
-    let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let shape = alloc_shape(&parse_size(args, size)?, dt)?;
     let n = numel(&shape);
     let t = draw(py, n, gen, |g| rng::normal(g, shape, dt, 0.0, 1.0, true))?;
@@ -494,7 +494,7 @@ fn normal(
                 "normal expects std >= 0.0, but found std {s}"
             )));
         }
-        let dt = opt_dtype(dtype)?.unwrap_or(DType::DEFAULT_FLOAT);
+        let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
         let shape = alloc_shape(&seq_of_ints(size)?, dt)?;
         let n = numel(&shape);
         let t = draw(py, n, gen, |g| rng::normal(g, shape, dt, m, s, true))?;

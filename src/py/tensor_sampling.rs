@@ -108,6 +108,59 @@ impl PyTensor {
         Ok(slf.clone().into_any().unbind())
     }
 
+    /// `t.cauchy_(median=0, sigma=1)`: samples of the Cauchy distribution,
+    /// drawn as PyTorch's CPU kernel draws them.
+    #[pyo3(signature = (median=0.0, sigma=1.0, *, generator=None))]
+    fn cauchy_(
+        slf: &Bound<'_, Self>,
+        median: f64,
+        sigma: f64,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = self_t(slf).clone();
+        let gen = gen_arg(generator, "cauchy_")?;
+        let v = draw(slf.py(), t.numel(), gen, |g| {
+            rng::cauchy(g, t.shape(), t.dtype(), median, sigma)
+        })?;
+        guard(|| ops::overwrite_sampled(&t, v))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// `t.log_normal_(mean=1, std=2)`: samples whose logarithm is normal with
+    /// that mean and standard deviation, drawn as PyTorch's CPU kernel does.
+    #[pyo3(signature = (mean=1.0, std=2.0, *, generator=None))]
+    fn log_normal_(
+        slf: &Bound<'_, Self>,
+        mean: f64,
+        std: f64,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = self_t(slf).clone();
+        let gen = gen_arg(generator, "log_normal_")?;
+        let v = draw(slf.py(), t.numel(), gen, |g| {
+            rng::log_normal(g, t.shape(), t.dtype(), mean, std)
+        })?;
+        guard(|| ops::overwrite_sampled(&t, v))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
+    /// `t.geometric_(p)`: the number of Bernoulli(`p`) trials up to the first
+    /// success, drawn as PyTorch's CPU kernel does.
+    #[pyo3(signature = (p, *, generator=None))]
+    fn geometric_(
+        slf: &Bound<'_, Self>,
+        p: f64,
+        generator: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = self_t(slf).clone();
+        let gen = gen_arg(generator, "geometric_")?;
+        let v = draw(slf.py(), t.numel(), gen, |g| {
+            rng::geometric(g, t.shape(), t.dtype(), p)
+        })?;
+        guard(|| ops::overwrite_sampled(&t, v))?;
+        Ok(slf.clone().into_any().unbind())
+    }
+
     /// Indices drawn from the rows of this tensor taken as (unnormalised)
     /// probabilities; see `ferrograd.multinomial`.
     #[pyo3(signature = (num_samples, replacement=false, *, generator=None))]

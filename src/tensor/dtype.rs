@@ -1,6 +1,13 @@
 //! Element types and PyTorch's type-promotion lattice.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The dtype PyTorch calls the default (`torch.get_default_dtype()`): what
+/// Python floats, float creation functions and integer-to-float promotion
+/// produce. Only float32 (0) or float64 (1); read on every creation, so an
+/// atomic rather than a lock.
+static DEFAULT_FLOAT: AtomicU8 = AtomicU8::new(0);
 
 /// The element types a tensor can hold. The order is the promotion order:
 /// combining two dtypes yields the larger one.
@@ -13,7 +20,22 @@ pub enum DType {
 }
 
 impl DType {
-    pub const DEFAULT_FLOAT: DType = DType::F32;
+    /// The current default floating dtype (`set_default_dtype`).
+    #[inline]
+    pub fn default_float() -> DType {
+        if DEFAULT_FLOAT.load(Ordering::Relaxed) == 0 {
+            DType::F32
+        } else {
+            DType::F64
+        }
+    }
+
+    /// Sets the default floating dtype; `dt` must be float32 or float64
+    /// (the binding checks it and raises PyTorch's error otherwise).
+    pub fn set_default_float(dt: DType) {
+        debug_assert!(dt.is_float());
+        DEFAULT_FLOAT.store(u8::from(dt == DType::F64), Ordering::Relaxed);
+    }
 
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64)
@@ -68,7 +90,7 @@ impl DType {
         if self.is_float() {
             self
         } else {
-            DType::DEFAULT_FLOAT
+            DType::default_float()
         }
     }
 }

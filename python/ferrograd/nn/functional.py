@@ -271,3 +271,13 @@ from ._functional.attention import (  # noqa: E402
 )
 
 __all__ += ["multi_head_attention_forward", "scaled_dot_product_attention"]
+
+# ----- 3-d convolution and pooling (implemented in _functional/conv3d.py) ---------------------
+from ._functional.conv3d import avg_pool3d, conv3d, max_pool3d, max_pool3d_with_indices  # noqa: E402
+
+__all__ += ["avg_pool3d", "conv3d", "max_pool3d", "max_pool3d_with_indices"]
+
+# ----- CTC loss (implemented in _functional/ctc.py) -----------------------------------------
+from ._functional.ctc import ctc_loss  # noqa: E402
+
+__all__ += ["ctc_loss"]

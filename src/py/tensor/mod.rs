@@ -5,6 +5,7 @@
 //! `convert`, `operators` (and in-place writes), `math` (elementwise with
 //! options, reductions), `shape` and `indexing`.
 
+mod attrs;
 mod autograd;
 mod convert;
 mod indexing;
@@ -17,6 +18,7 @@ pub use convert::tensor_to_py;
 pub(crate) use operators::{add_impl, sub_impl};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
@@ -35,12 +37,15 @@ use crate::tensor::{DType, Tensor};
 /// A multi-dimensional array of one dtype (bool, int64, float32, float64)
 /// that records the operations on it for automatic differentiation when it
 /// requires grad, as PyTorch's `torch.Tensor`. `Tensor(data)` builds a
-/// float32 tensor; `ferrograd.tensor(data)` infers the dtype.
+/// tensor of the default dtype; `ferrograd.tensor(data)` infers the dtype.
+/// Like PyTorch's tensors it takes arbitrary attributes (`t.name = "w"`).
 //
-// No `__dict__` on the base class: the collector may traverse an object the
-// moment it is allocated, and a dict allocated before the Rust value is
-// written would let it see an uninitialised tensor. Python subclasses
-// (`nn.Parameter`) get their own `__dict__` as usual.
+// No `__dict__` slot (`tp_dictoffset`) on the base class: CPython 3.11's
+// `object_new`, which pyo3 allocates through, creates that dict eagerly,
+// before pyo3 writes the Rust value. That costs a dict per tensor, and the
+// allocation can run the collector on the half-built object. Attributes
+// live in `attrs` instead (see "Attributes" below). Python subclasses
+// (`nn.Parameter`) still get their own `__dict__` as usual.
 #[pyclass(name = "Tensor", module = "ferrograd", subclass, weakref, frozen)]
 pub struct PyTensor {
     pub t: Tensor,
@@ -48,6 +53,9 @@ pub struct PyTensor {
     /// of `t` (see "Object identity" below), 0 otherwise. Lets `Drop` tell
     /// whether `t`'s binding slot still names this object.
     registered: AtomicUsize,
+    /// The attribute dict, created on the first attribute write (or
+    /// `__dict__` read); empty for almost every tensor.
+    attrs: OnceLock<Py<PyDict>>,
 }
 
 impl PyTensor {
@@ -55,6 +63,7 @@ impl PyTensor {
         PyTensor {
             t,
             registered: AtomicUsize::new(0),
+            attrs: OnceLock::new(),
         }
     }
 }
@@ -177,8 +186,9 @@ fn size_object<'py>(py: Python<'py>, shape: &[usize]) -> PyResult<Bound<'py, PyA
     cls.bind(py).call1((PyTuple::new(py, shape)?,))
 }
 
-/// What `__reduce__` returns: `ferrograd._rebuild_tensor` and its arguments.
-type Reduced = (Py<PyAny>, (Py<PyAny>, bool));
+/// What `__reduce__` returns: `ferrograd._rebuild_tensor`, its arguments and
+/// the attributes (`__dict__`, or None when there are none).
+type Reduced = (Py<PyAny>, (Py<PyAny>, bool), Py<PyAny>);
 
 #[pymethods]
 impl PyTensor {
@@ -193,7 +203,7 @@ impl PyTensor {
     #[pyo3(signature = (data=None, requires_grad=false))]
     fn py_new(data: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Self> {
         let t = match data {
-            None => Tensor::zeros(smallvec::smallvec![0], DType::F32),
+            None => Tensor::zeros(smallvec::smallvec![0], DType::default_float()),
             Some(d) => match d.cast::<PyTensor>() {
                 Ok(t) => t.get().t.detach(),
                 Err(_) => {
@@ -201,7 +211,7 @@ impl PyTensor {
                     if t.dtype().is_float() {
                         t
                     } else {
-                        ops::to_dtype(&t, DType::F32)?
+                        ops::to_dtype(&t, DType::default_float())?
                     }
                 }
             },
@@ -340,6 +350,18 @@ impl PyTensor {
     /// this object is the sole owner of that chain (of the tensor, and the
     /// tensor of the node), so no reference is ever reported twice.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // The attribute dict belongs to this object alone: always reported.
+        if let Some(d) = self.attrs.get() {
+            visit.call(d)?;
+        }
+        // A Python subclass (`nn.Parameter`) gets its `__dict__` in
+        // `object_new` before pyo3 writes the Rust value, and that allocation
+        // may run the collector on this object while its memory is still
+        // zeroed: the tensor is read only once the object is registered
+        // (`wrap` and `__init__` do that right after writing it).
+        if self.registered.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
         if self.t.handle_count() != 1 {
             return Ok(());
         }
@@ -370,7 +392,10 @@ impl PyTensor {
     /// dropping its graph link and hooks changes nothing anyone can observe.
     /// Everything taken is dropped after the locks are released.
     fn __clear__(&self) {
-        if self.t.handle_count() != 1 {
+        if let Some(d) = self.attrs.get() {
+            Python::attach(|py| d.bind(py).clear());
+        }
+        if self.registered.load(Ordering::Relaxed) == 0 || self.t.handle_count() != 1 {
             return;
         }
         let (hooks, node_hooks) = match self.t.try_meta() {
@@ -400,6 +425,9 @@ impl PyTensor {
         let t = &slf.get().t;
         let copy = enter(py, t.numel(), || Ok(ops::clone_data(t)))?;
         let arr = to_numpy_shared(py, &copy)?;
-        Ok((f, (arr.unbind(), t.requires_grad())))
+        // PyTorch pickles (and deep-copies) a tensor's Python attributes too.
+        let d = slf.as_any().getattr(pyo3::intern!(py, "__dict__"))?;
+        let state = if d.len()? == 0 { py.None() } else { d.unbind() };
+        Ok((f, (arr.unbind(), t.requires_grad()), state))
     }
 }

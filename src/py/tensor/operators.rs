@@ -373,9 +373,11 @@ impl PyTensor {
         std: f64,
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let _ = generator;
+        let gen = super::super::random::gen_arg(generator, "normal_")?;
         let t = &slf.get().t;
-        enter(slf.py(), t.numel(), || ops::normal_(t, mean, std))?;
+        enter(slf.py(), t.numel(), || {
+            ops::normal_with(t, mean, std, gen.as_ref())
+        })?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -388,9 +390,11 @@ impl PyTensor {
         b: f64,
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let _ = generator;
+        let gen = super::super::random::gen_arg(generator, "uniform_")?;
         let t = &slf.get().t;
-        enter(slf.py(), t.numel(), || ops::uniform_(t, a, b))?;
+        enter(slf.py(), t.numel(), || {
+            ops::uniform_with(t, a, b, gen.as_ref())
+        })?;
         Ok(slf.clone().into_any().unbind())
     }
 

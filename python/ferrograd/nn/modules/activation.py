@@ -159,7 +159,7 @@ class PReLU(Module):
         super().__init__()
         self.num_parameters = num_parameters
         self.init = init
-        self.weight = Parameter(_C.full((num_parameters,), init, dtype=dtype or _C.float32))
+        self.weight = Parameter(_C.full((num_parameters,), init, dtype=dtype or _C.get_default_dtype()))
 
     def reset_parameters(self):
         """Every slope back to ``init``."""

@@ -25,7 +25,7 @@ class _NormBase(Module):
         dtype=None,
     ):
         super().__init__()
-        dtype = dtype or _C.float32
+        dtype = dtype or _C.get_default_dtype()
         self.num_features = num_features
         self.eps = eps
         self.momentum = momentum

@@ -1,4 +1,5 @@
-"""Convolution layers: ``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``."""
+"""Convolution layers: ``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``,
+``ConvTranspose2d``."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import math
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
-from ..functional import conv1d, conv2d, conv_transpose1d, conv_transpose2d, pad
+from ..functional import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, pad
 from .module import Module, Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -188,6 +189,15 @@ class Conv2d(_Conv):
 
     _n = 2
     _fn = staticmethod(conv2d)
+
+
+class Conv3d(_Conv):
+    """3-d convolution over ``(N, C_in, D, H, W)`` or ``(C_in, D, H, W)``; ``weight``
+    is ``(out_channels, in_channels/groups, kD, kH, kW)``, initialised as PyTorch's.
+    Computed as one 2-d convolution per depth tap (``nn.functional.conv3d``)."""
+
+    _n = 3
+    _fn = staticmethod(conv3d)
 
 
 class _ConvTranspose(_ConvNd):

@@ -25,6 +25,14 @@ class _Loss(Module):
         self.reduction = reduction
 
 
+class _WeightedLoss(_Loss):
+    # PyTorch keeps a class weight as a buffer, so it is in the state dict and
+    # follows ``to()``; None registers nothing.
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
 class MSELoss(_Loss):
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
@@ -53,10 +61,9 @@ class HuberLoss(_Loss):
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
-class BCELoss(_Loss):
+class BCELoss(_WeightedLoss):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(size_average, reduce, reduction)
-        self.weight = weight
+        super().__init__(weight, size_average, reduce, reduction)
 
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
@@ -67,7 +74,8 @@ class BCEWithLogitsLoss(_Loss):
         self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
     ):
         super().__init__(size_average, reduce, reduction)
-        self.weight, self.pos_weight = weight, pos_weight
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):
         return F.binary_cross_entropy_with_logits(
@@ -75,12 +83,12 @@ class BCEWithLogitsLoss(_Loss):
         )
 
 
-class NLLLoss(_Loss):
+class NLLLoss(_WeightedLoss):
     def __init__(
         self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
     ):
-        super().__init__(size_average, reduce, reduction)
-        self.weight, self.ignore_index = weight, ignore_index
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
 
     def forward(self, input, target):
         return F.nll_loss(
@@ -88,7 +96,7 @@ class NLLLoss(_Loss):
         )
 
 
-class CrossEntropyLoss(_Loss):
+class CrossEntropyLoss(_WeightedLoss):
     def __init__(
         self,
         weight=None,
@@ -98,8 +106,8 @@ class CrossEntropyLoss(_Loss):
         reduction="mean",
         label_smoothing=0.0,
     ):
-        super().__init__(size_average, reduce, reduction)
-        self.weight, self.ignore_index = weight, ignore_index
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
     def forward(self, input, target):
@@ -216,12 +224,11 @@ class SoftMarginLoss(_Loss):
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
-class MultiLabelSoftMarginLoss(_Loss):
+class MultiLabelSoftMarginLoss(_WeightedLoss):
     """One-vs-all logistic loss averaged over classes, optionally class-weighted."""
 
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(size_average, reduce, reduction)
-        self.register_buffer("weight", weight)
+        super().__init__(weight, size_average, reduce, reduction)
 
     def forward(self, input, target):
         return F.multilabel_soft_margin_loss(
@@ -265,4 +272,30 @@ class GaussianNLLLoss(_Loss):
     def forward(self, input, target, var):
         return F.gaussian_nll_loss(
             input, target, var, full=self.full, eps=self.eps, reduction=self.reduction
+        )
+
+
+__all__ += ["CTCLoss"]
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (see
+    ``nn.functional.ctc_loss``): ``loss(log_probs, targets, input_lengths,
+    target_lengths)`` with PyTorch's ``blank``, ``reduction`` and
+    ``zero_infinity``."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            self.blank,
+            self.reduction,
+            self.zero_infinity,
         )

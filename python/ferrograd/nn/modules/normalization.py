@@ -29,7 +29,7 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        dtype = dtype or _C.float32
+        dtype = dtype or _C.get_default_dtype()
         if elementwise_affine:
             self.weight = Parameter(_C.ones(*self.normalized_shape, dtype=dtype))
             if bias:
@@ -69,7 +69,7 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        dtype = dtype or _C.float32
+        dtype = dtype or _C.get_default_dtype()
         if affine:
             self.weight = Parameter(_C.ones(num_channels, dtype=dtype))
             self.bias = Parameter(_C.zeros(num_channels, dtype=dtype))

@@ -1,4 +1,5 @@
-"""Pooling layers: max, average and adaptive pooling in one and two dimensions."""
+"""Pooling layers: max, average and adaptive pooling in one and two dimensions,
+max and average pooling in three."""
 
 from __future__ import annotations
 
@@ -181,3 +182,40 @@ class AdaptiveMaxPool2d(_AdaptivePool):
 
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+__all__ += ["MaxPool3d", "AvgPool3d"]
+
+
+class MaxPool3d(_MaxPoolNd):
+    """3-d max pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``; ``stride``
+    defaults to ``kernel_size``, and ``return_indices`` also returns where each
+    maximum was (flat positions in each input volume)."""
+
+    def forward(self, input):
+        return F.max_pool3d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
+class AvgPool3d(AvgPool2d):
+    """3-d average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``;
+    ``count_include_pad`` counts padding in the divisor, ``divisor_override``
+    replaces it."""
+
+    def forward(self, input):
+        return F.avg_pool3d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )

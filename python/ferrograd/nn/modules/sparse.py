@@ -22,7 +22,7 @@ def _check_padding(padding_idx, num_embeddings):
 def _init_weight(self, num_embeddings, embedding_dim, _weight, _freeze, dtype):
     if _weight is None:
         self.weight = Parameter(
-            _C.empty(num_embeddings, embedding_dim, dtype=dtype or _C.float32),
+            _C.empty(num_embeddings, embedding_dim, dtype=dtype or _C.get_default_dtype()),
             requires_grad=not _freeze,
         )
         self.reset_parameters()

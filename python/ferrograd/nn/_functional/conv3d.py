@@ -1,0 +1,218 @@
+"""3-d convolution and pooling (``conv3d``, ``max_pool3d``, ``avg_pool3d``) on
+the 2-d kernels.
+
+A 3-d convolution is a sum over the kernel's depth taps of 2-d convolutions:
+for tap ``i`` the input depths ``o * stride + i * dilation`` of every output
+depth ``o`` are folded into the batch, convolved with ``weight[:, :, i]``
+(one ``conv2d`` call per tap, so ``kD`` GEMM passes), and the taps added.
+Max pooling pools each depth slice in 2-d (depths folded into channels),
+then takes the maximum over each depth window; average pooling likewise
+averages in 2-d, then over the depth window, since PyTorch's divisor is the
+product of the per-dimension window sizes. Everything is recorded ops, so
+gradients of every order follow.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ... import _C
+from .conv import _check_tensor, _stride, _tuple, avg_pool2d, conv2d, max_pool2d_with_indices
+
+__all__ = ["conv3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d"]
+
+
+def _batched(input, name):
+    _check_tensor(input)
+    if input.dim() not in (4, 5):
+        raise RuntimeError(
+            f"Expected 4D (unbatched) or 5D (batched) input to {name}, but got input of size: "
+            f"{list(input.shape)}"
+        )
+    return (input.unsqueeze(0), True) if input.dim() == 4 else (input, False)
+
+
+def _depth_taps(x, start, count, step):
+    """Depths ``start, start + step, ...`` (``count`` of them) of ``x`` (dim 2)."""
+    idx = _C.arange(start, start + step * (count - 1) + 1, step)
+    return x.index_select(2, idx)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d convolution of ``input`` ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with
+    ``weight`` ``(O, C/groups, kD, kH, kW)``; ``padding`` may be an int, a
+    tuple, ``'valid'`` or ``'same'``."""
+    x, unbatched = _batched(input, "conv3d")
+    _check_tensor(weight, "weight")
+    if weight.dim() != 5:
+        raise RuntimeError(
+            f"Expected 5-dimensional weight for conv3d, but got weight of size {list(weight.shape)}"
+        )
+    stride = _tuple(stride, 3, "stride")
+    dilation = _tuple(dilation, 3, "dilation")
+    out_ch, Cg, kd, kh, kw = weight.shape
+    if x.shape[1] != Cg * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+            f"{list(x.shape)} to have {Cg * groups} channels, but got {x.shape[1]} channels instead"
+        )
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = [0, 0, 0]
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = [d * (k - 1) for d, k in zip(dilation, (kd, kh, kw))]
+            padding = [t // 2 for t in total]
+            extra = [t - 2 * p for t, p in zip(total, padding)]
+            if any(extra):
+                # An odd total padding: the extra element goes after, as in PyTorch.
+                x = _C.constant_pad_nd(x, [v for e in reversed(extra) for v in (0, e)], 0.0)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        padding = _tuple(padding, 3, "padding")
+    if padding[0]:
+        x = _C.constant_pad_nd(x, [0, 0, 0, 0, padding[0], padding[0]], 0.0)
+    N, C, D, H, W = x.shape
+    Do = (D - dilation[0] * (kd - 1) - 1) // stride[0] + 1
+    if Do <= 0:
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({D} x {H + 2 * padding[1]} x "
+            f"{W + 2 * padding[2]}). Kernel size: ({dilation[0] * (kd - 1) + 1} x "
+            f"{dilation[1] * (kh - 1) + 1} x {dilation[2] * (kw - 1) + 1}). Kernel size can't "
+            "be greater than actual input size"
+        )
+    out = None
+    for i in range(kd):
+        taps = _depth_taps(x, i * dilation[0], Do, stride[0])  # (N, C, Do, H, W)
+        planes = taps.permute(0, 2, 1, 3, 4).reshape(N * Do, C, H, W)
+        y = conv2d(planes, weight[:, :, i], None, stride[1:], padding[1:], dilation[1:], groups)
+        out = y if out is None else out + y
+    out = out.reshape(N, Do, out_ch, out.shape[2], out.shape[3]).permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        out = out + bias.reshape(1, out_ch, 1, 1, 1)
+    out = out.contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+def _pool_out(size, k, s, p, d, ceil_mode):
+    """PyTorch's ``pooling_output_shape``."""
+    num = size + 2 * p - d * (k - 1) - 1
+    out = (num + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _check_pool(name, k, s, p, d):
+    if any(v <= 0 for v in k) or any(v <= 0 for v in s) or any(v <= 0 for v in d):
+        raise RuntimeError(f"{name}: kernel_size, stride and dilation must be greater than zero")
+    if any(pp > kk // 2 for pp, kk in zip(p, k)):
+        raise RuntimeError("pad should be at most half of effective kernel size")
+
+
+def max_pool3d_with_indices(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
+):
+    """``max_pool3d`` returning ``(output, indices)``; indices are flat positions
+    in each input volume (``d * H * W + h * W + w``)."""
+    x, unbatched = _batched(input, "max_pool3d")
+    k = _tuple(kernel_size, 3, "kernel_size")
+    s = _stride(stride, kernel_size, 3)
+    p = _tuple(padding, 3, "padding")
+    d = _tuple(dilation, 3, "dilation")
+    _check_pool("max_pool3d", k, s, p, d)
+    N, C, D, H, W = x.shape
+    Do = _pool_out(D, k[0], s[0], p[0], d[0], ceil_mode)
+    if Do <= 0:
+        raise RuntimeError(
+            f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
+        )
+    planes, where = max_pool2d_with_indices(
+        x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:], ceil_mode
+    )
+    Ho, Wo = planes.shape[2], planes.shape[3]
+    planes = planes.reshape(N, C, D, Ho, Wo)
+    where = where.reshape(N, C, D, Ho, Wo)
+    neg = _C.full((), -math.inf, dtype=x.dtype)
+    cands, depths = [], []
+    for j in range(k[0]):
+        pos = [o * s[0] - p[0] + j * d[0] for o in range(Do)]
+        valid = _C.tensor([0 <= q < D for q in pos]).reshape(1, 1, Do, 1, 1)
+        clipped = _C.tensor([min(max(q, 0), D - 1) for q in pos])
+        cands.append(_C.where(valid, planes.index_select(2, clipped), neg))
+        depths.append(clipped)
+    # The first maximum in scan order (depth first), as PyTorch's kernel keeps.
+    values, tap = _C.stack(cands, 3).max(3)
+    depth = _C.stack(depths, 1).reshape(1, 1, Do, k[0], 1, 1).expand(N, C, Do, k[0], Ho, Wo)
+    chosen_depth = depth.gather(3, tap.unsqueeze(3)).squeeze(3)
+    in_plane = (
+        _C.stack([where.index_select(2, dd) for dd in depths], 3)
+        .gather(3, tap.unsqueeze(3))
+        .squeeze(3)
+    )
+    indices = chosen_depth * (H * W) + in_plane
+    if unbatched:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return values, indices
+
+
+def max_pool3d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    """3-d max pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``; with
+    ``return_indices`` also the flat in-volume position of each maximum."""
+    out, idx = max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (out, idx) if return_indices else out
+
+
+def avg_pool3d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    """3-d average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``;
+    ``count_include_pad`` counts padding in the divisor, ``divisor_override``
+    replaces it."""
+    x, unbatched = _batched(input, "avg_pool3d")
+    k = _tuple(kernel_size, 3, "kernel_size")
+    s = _stride(stride, kernel_size, 3)
+    p = _tuple(padding, 3, "padding")
+    _check_pool("avg_pool3d", k, s, p, (1, 1, 1))
+    if divisor_override is not None and int(divisor_override) == 0:
+        raise RuntimeError("divisor must be not zero")
+    N, C, D, H, W = x.shape
+    Do = _pool_out(D, k[0], s[0], p[0], 1, ceil_mode)
+    if Do <= 0:
+        raise RuntimeError(
+            f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
+        )
+    # In-plane sums (divisor 1) or means; the divisor is a product of per-dimension counts.
+    planes = avg_pool2d(
+        x.reshape(N, C * D, H, W),
+        k[1:],
+        s[1:],
+        p[1:],
+        ceil_mode,
+        count_include_pad,
+        1 if divisor_override is not None else None,
+    )
+    Ho, Wo = planes.shape[2], planes.shape[3]
+    planes = planes.reshape(N, C, D, Ho, Wo)
+    out = []
+    for o in range(Do):
+        start = o * s[0] - p[0]
+        end = min(start + k[0], D + p[0])
+        lo, hi = max(start, 0), min(end, D)
+        total = planes.narrow(2, lo, hi - lo).sum(2)
+        if divisor_override is not None:
+            out.append(total / int(divisor_override))
+        else:
+            out.append(total / ((end - start) if count_include_pad else (hi - lo)))
+    result = _C.stack(out, 2)
+    return result.squeeze(0) if unbatched else result

@@ -1,0 +1,158 @@
+"""Connectionist temporal classification loss (``F.ctc_loss``), PyTorch's
+forward algorithm written in differentiable ops.
+
+The recursion runs over the extended label sequence (a blank before, between
+and after the labels) in log space, one step per time frame, vectorised over
+the batch and the label positions: ``alpha_t(s) = logsumexp(alpha_{t-1}(s),
+alpha_{t-1}(s-1), alpha_{t-1}(s-2)) + log_probs[t, l'_s]``, the last term
+only where ``l'_s`` is a label different from ``l'_{s-2}``. The loss is
+``-logsumexp`` of the last two positions at each sample's last frame.
+Impossible positions hold a large negative finite number rather than
+``-inf``, so ``logsumexp`` and its gradient stay finite; a loss that large
+means no alignment exists and becomes ``inf`` (or 0 with ``zero_infinity``),
+as in PyTorch.
+
+Backward is the autograd of these ops, so it is the exact derivative with
+respect to ``log_probs`` (finite-difference checked, second order too).
+PyTorch's own CTC backward returns ``exp(log_probs) * grad`` more than that
+derivative: the gradient with respect to the logits when ``log_probs`` is a
+``log_softmax`` output. Through ``log_softmax`` both give the same logits
+gradient, which is how CTC is used.
+"""
+
+from __future__ import annotations
+
+from ... import _C
+
+__all__ = ["ctc_loss"]
+
+# Below any real log-probability sum, far above float32's lowest value.
+_IMPOSSIBLE = -1e30
+
+
+def _lengths(x, what, n):
+    if isinstance(x, _C.Tensor):
+        if x.is_floating_point():
+            raise RuntimeError(f"{what} must be integral")
+        vals = x.reshape(-1).tolist()
+    elif isinstance(x, int):
+        vals = [x]
+    else:
+        vals = [int(v) for v in x]
+    if len(vals) != n:
+        raise RuntimeError(f"{what} must be of size batch_size")
+    return vals
+
+
+def ctc_loss(
+    log_probs,
+    targets,
+    input_lengths,
+    target_lengths,
+    blank=0,
+    reduction="mean",
+    zero_infinity=False,
+):
+    """The CTC loss of ``log_probs`` (``(T, N, C)`` or unbatched ``(T, C)``,
+    log-probabilities over ``C`` classes per frame) against ``targets``
+    (``(N, S)`` padded, or the concatenated 1-D sequences), with the valid
+    frames and labels of each sample given by ``input_lengths`` and
+    ``target_lengths``; ``blank`` is the blank class. ``reduction="mean"``
+    divides each loss by its target length, then averages over the batch, as
+    PyTorch does; ``zero_infinity`` turns impossible alignments (infinite
+    losses) into zero losses with zero gradient."""
+    for arg, what in ((log_probs, "log_probs"), (targets, "targets")):
+        if not isinstance(arg, _C.Tensor):
+            raise TypeError(f"ctc_loss(): argument '{what}' must be Tensor, not {type(arg).__name__}")
+    if targets.is_floating_point() or targets.dim() not in (1, 2):
+        raise RuntimeError("ctc_loss expects integer targets of 1 or 2 dimensions")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        if targets.dim() == 1:
+            targets = targets.unsqueeze(0)
+    if log_probs.dim() != 3:
+        raise RuntimeError(
+            f"ctc_loss expects log_probs to be a 2-D or 3-D tensor, got {log_probs.dim()}-D"
+        )
+    if not log_probs.is_floating_point():
+        raise RuntimeError("ctc_loss expects floating-point log_probs")
+    T, N, C = log_probs.shape
+    if not 0 <= blank < C:
+        raise RuntimeError("blank must be in label range")
+    il = _lengths(input_lengths, "input_lengths", N)
+    tl = _lengths(target_lengths, "target_lengths", N)
+    for v in il:
+        if not 0 <= v <= T:
+            raise RuntimeError(
+                f"Expected input_lengths to have value at most {T}, but got value {v}"
+            )
+    if targets.dim() == 2:
+        rows = targets.tolist()
+        for n, v in enumerate(tl):
+            if not 0 <= v <= len(rows[n]):
+                raise RuntimeError(
+                    f"Expected tensor to have size at least {v} at dimension 1, but got size "
+                    f"{len(rows[n])} for argument #2 'targets' (while checking arguments for ctc_loss_cpu)"
+                )
+        seqs = [rows[n][: tl[n]] for n in range(N)]
+    else:
+        flat = targets.reshape(-1).tolist()
+        if sum(tl) > len(flat):
+            raise RuntimeError("targets are shorter than the sum of target_lengths")
+        seqs, start = [], 0
+        for v in tl:
+            seqs.append(flat[start : start + v])
+            start += v
+    for seq in seqs:
+        for lab in seq:
+            if not 0 <= lab < C or lab == blank:
+                raise RuntimeError(f"target label {lab} is out of range or is the blank")
+
+    dtype = log_probs.dtype
+    L = 2 * max(tl, default=0) + 1
+    ext = [[blank] * L for _ in range(N)]
+    for n, seq in enumerate(seqs):
+        for i, lab in enumerate(seq):
+            ext[n][2 * i + 1] = lab
+    # A skip from s-2 is allowed onto a label that differs from the one two back.
+    skip = [
+        [s >= 2 and ext[n][s] != blank and ext[n][s] != ext[n][s - 2] for s in range(L)]
+        for n in range(N)
+    ]
+    ext_t = _C.tensor(ext, dtype=_C.int64)
+    skip_t = _C.tensor(skip, dtype=_C.bool)
+    pos = _C.arange(L).unsqueeze(0)
+    impossible = _C.full((N, L), _IMPOSSIBLE, dtype=dtype)
+
+    emit = log_probs.gather(2, ext_t.unsqueeze(0).expand(T, N, L))  # (T, N, L)
+    # Frame 0 may start on the first blank or the first label.
+    alpha = _C.where(pos < 2, emit[0], impossible)
+    il_t = _C.tensor(il, dtype=_C.int64).unsqueeze(1)
+    for t in range(1, T):
+        a1 = _C.cat([impossible[:, :1], alpha[:, : L - 1]], 1)
+        a2 = _C.cat([impossible[:, : min(2, L)], alpha[:, : max(L - 2, 0)]], 1)
+        a2 = _C.where(skip_t, a2, impossible)
+        step = _C.logsumexp(_C.stack([alpha, a1, a2]), 0) + emit[t]
+        # Samples whose input has ended keep their last frame's values.
+        alpha = _C.where(il_t > t, step, alpha)
+
+    tl_t = _C.tensor(tl, dtype=_C.int64).unsqueeze(1)
+    last = alpha.gather(1, 2 * tl_t).squeeze(1)
+    before = alpha.gather(1, (2 * tl_t - 1).clamp(min=0)).squeeze(1)
+    before = _C.where(tl_t.squeeze(1) > 0, before, impossible[:, 0])
+    nll = -_C.logsumexp(_C.stack([last, before]), 0)
+    # No frames, or no alignment: PyTorch's infinite loss.
+    dead = (nll > -_IMPOSSIBLE / 2) | (_C.tensor(il, dtype=_C.int64) == 0)
+    if zero_infinity:
+        nll = _C.where(dead, _C.zeros((), dtype=dtype), nll)
+    else:
+        nll = _C.where(dead, _C.full((), float("inf"), dtype=dtype), nll)
+
+    if reduction == "none":
+        return nll.squeeze(0) if unbatched else nll
+    if reduction == "sum":
+        return nll.sum()
+    return (nll / _C.tensor(tl, dtype=dtype).clamp(min=1)).mean()
