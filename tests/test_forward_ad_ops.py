@@ -185,6 +185,7 @@ CASES = {
     "median_dim": (lambda x: x.median(1)[0], [S(2, 3)]),
     "nanmedian": (lambda x: x.nanmedian(), [S(2, 3)]),
     "nanmedian_dim": (lambda x: x.nanmedian(1)[0], [S(2, 3)]),
+    "mode": (lambda x: x.mode(1)[0], [S(2, 3)]),
     # matrix products
     "matmul": (lambda a, b: a @ b, [S(2, 3), S(3, 2)]),
     "mm": (fg.mm, [S(2, 3), S(3, 4)]),
