@@ -2,6 +2,7 @@
 
 mod arena;
 pub mod engine;
+pub mod hooks;
 mod node;
 
 use std::cell::{Cell, RefCell};

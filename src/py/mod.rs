@@ -16,6 +16,7 @@ mod nn_conv;
 mod nn_norm;
 mod nn_rnn;
 mod node;
+mod node_hooks;
 mod node_saved;
 mod ops_table;
 mod optim;
@@ -58,6 +59,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functional::register(m)?;
     nn::register(m)?;
     autograd::register(m)?;
+    node_hooks::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

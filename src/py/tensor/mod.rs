@@ -361,6 +361,11 @@ impl PyTensor {
         for (_, h) in &meta.hooks {
             if let Some(h) = h.as_any().downcast_ref::<PyHook>() {
                 visit.call(&h.0)?;
+            } else if let Some(h) = h
+                .as_any()
+                .downcast_ref::<crate::py::node_hooks::PyPostAccumulateHook>()
+            {
+                visit.call(&h.0)?;
             }
         }
         Ok(())
