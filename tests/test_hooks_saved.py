@@ -180,12 +180,12 @@ def test_saved_names_values_and_freed_error():
     assert e.grad_fn._saved_names == ["result"]
     np.testing.assert_allclose(e.grad_fn._saved_result.detach().numpy(), np.exp([1.0, 2.0]), rtol=1e-6)
     with pytest.raises(AttributeError):
-        z.grad_fn._saved_nothing
+        _ = z.grad_fn._saved_nothing
     with pytest.raises(AttributeError):
-        z.grad_fn.not_an_attribute
+        _ = z.grad_fn.not_an_attribute
     z.sum().backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
-        z.grad_fn._saved_self
+        _ = z.grad_fn._saved_self
 
 
 def test_saved_tensor_hooks_per_slot_with_raw_saved():
@@ -231,7 +231,7 @@ def test_custom_function_node_exposes_saved_tensors():
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0])
     assert h.unpacked == 2
     with pytest.raises(AttributeError):
-        (x * 2).grad_fn.saved_tensors
+        _ = (x * 2).grad_fn.saved_tensors
 
 
 def test_metadata_is_one_dict_per_node_for_its_lifetime():

@@ -386,7 +386,10 @@ fn leaf_arrive(
 }
 
 fn has_post_accumulate_hooks(leaf: &Tensor) -> bool {
-    leaf.meta().hooks.iter().any(|(_, h)| h.is_post_accumulate())
+    leaf.meta()
+        .hooks
+        .iter()
+        .any(|(_, h)| h.is_post_accumulate())
 }
 
 /// `register_post_accumulate_grad_hook` hooks, in registration order, after

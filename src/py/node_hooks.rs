@@ -223,7 +223,10 @@ fn check_callable(f: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
 /// `saved_tensors_hooks.__enter__`: pushes a pack/unpack pair on this
 /// thread's stack; tensors saved from now on go through the innermost pair.
 #[pyfunction]
-fn _push_saved_tensors_hooks(pack_hook: Bound<'_, PyAny>, unpack_hook: Bound<'_, PyAny>) -> PyResult<()> {
+fn _push_saved_tensors_hooks(
+    pack_hook: Bound<'_, PyAny>,
+    unpack_hook: Bound<'_, PyAny>,
+) -> PyResult<()> {
     check_callable(&pack_hook, "pack_hook")?;
     check_callable(&unpack_hook, "unpack_hook")?;
     push_saved_hooks(Arc::new(PySavedHooks {
@@ -274,9 +277,9 @@ fn saved_names(node: &NodeRef, slots: &[Option<SavedSlot>]) -> Vec<Option<String
             !used[j]
                 && match e {
                     Edge::Leaf(l) => l.same(t),
-                    Edge::Node(n, nr) => t
-                        .grad_fn()
-                        .is_some_and(|(m, mr)| m.ptr_eq(n) && mr == *nr),
+                    Edge::Node(n, nr) => {
+                        t.grad_fn().is_some_and(|(m, mr)| m.ptr_eq(n) && mr == *nr)
+                    }
                     Edge::None => false,
                 }
         });
@@ -306,7 +309,7 @@ fn freed_err() -> PyErr {
 
 /// `grad_fn._raw_saved_<name>`: one saved slot, on which a pack/unpack pair
 /// can be registered (`register_hooks`).
-#[pyclass(name = "SavedTensor", module = "ferrograd._C._autograd", frozen)]
+#[pyclass(name = "SavedTensor", module = "ferrograd.autograd.graph", frozen)]
 pub struct PySavedTensor {
     node: NodeRef,
     index: usize,
@@ -404,7 +407,10 @@ impl PyNode {
     #[getter]
     fn _saved_names(&self) -> PyResult<Vec<String>> {
         let slots = self.node.saved_slots().ok_or_else(freed_err)?;
-        Ok(saved_names(&self.node, &slots).into_iter().flatten().collect())
+        Ok(saved_names(&self.node, &slots)
+            .into_iter()
+            .flatten()
+            .collect())
     }
 
     /// `_saved_<name>` unpacks one saved tensor as backward would read it
