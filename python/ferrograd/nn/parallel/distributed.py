@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import contextmanager
 
@@ -242,10 +243,8 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_finished", False)
         object.__setattr__(self, "_next_launch", 0)
         for b in self._buckets:
-            b.flat = None
             b.pending = len(b.params)
             b.request = None
-            b.gathered = None
         if sync and self.find_unused_parameters:
             reach = _reachable_leaves(out)
             used = np.array([1 if id(p) in reach else 0 for p in self._params], np.int8)
@@ -288,6 +287,9 @@ class DistributedDataParallel(Module):
         bi, j = self._slot[key]
         b = self._buckets[bi]
         if b.flat is None:
+            # Kept from step to step: a fresh multi-megabyte buffer per step costs page
+            # faults, and freeing it makes the allocator return memory that backward's
+            # own buffers then fault in again.
             b.flat = np.empty(b.numel, dtype=b.dtype)
         # A view of the bucket in the parameter's shape: gradients often arrive as
         # transposed views, and one strided copy into it beats flattening them first.
@@ -320,7 +322,8 @@ class DistributedDataParallel(Module):
         from mpi4py import MPI
 
         if self.deterministic:
-            b.gathered = np.empty((self.world_size, b.numel), dtype=b.dtype)
+            if b.gathered is None:
+                b.gathered = np.empty((self.world_size, b.numel), dtype=b.dtype)
             b.request = self._comm.Iallgather(b.flat, b.gathered)
         else:
             b.request = self._comm.Iallreduce(MPI.IN_PLACE, b.flat, op=MPI.SUM)
@@ -335,7 +338,11 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_armed", False)
         object.__setattr__(self, "_finished", True)
         t0 = time.perf_counter()
-        MPI.Request.Waitall([b.request for b in self._buckets])
+        requests = [b.request for b in self._buckets]
+        # Test and yield rather than MPI's busy Waitall: when the ranks share cores, a
+        # spinning rank takes the time the rank it waits for needs to finish backward.
+        while not MPI.Request.Testall(requests):
+            os.sched_yield()
         # Time blocked on communication that backward did not hide (benches read it).
         object.__setattr__(self, "_comm_wait_s", self._comm_wait_s + time.perf_counter() - t0)
         globally_used = None
@@ -345,7 +352,9 @@ class DistributedDataParallel(Module):
         index = {id(p): i for i, p in enumerate(self._params)}
         for b in self._buckets:
             if self.deterministic:
-                total = b.gathered[0].copy()
+                # The send buffer is free once the gather completed: sum into it.
+                total = b.flat
+                np.copyto(total, b.gathered[0])
                 for r in range(1, self.world_size):
                     total += b.gathered[r]
             else:
@@ -359,10 +368,8 @@ class DistributedDataParallel(Module):
                     with no_grad():
                         p.grad.copy_(g)
                 else:
-                    # Unused here but used on another rank: the bucket's memory becomes it.
-                    p.grad = g
-            b.flat = None
-            b.gathered = None
+                    # Unused here but used on another rank (the bucket is reused: copy).
+                    p.grad = g.clone()
             b.request = None
         self._ready.clear()
 
