@@ -132,3 +132,53 @@ def test_hook_that_registers_another_hook_during_backward():
     assert calls == ["first"]
     b.sum().backward()
     assert calls == ["first", "first", "second"]
+
+
+def _live_nodes():
+    return torch._C._live_nodes()
+
+
+@pytest.mark.parametrize("kind", ["prehook", "posthook", "metadata", "post_accumulate"])
+def test_cycles_through_hooks_and_metadata_are_collected(kind):
+    import gc
+
+    gc.collect()
+    before = _live_nodes()
+    for _ in range(3):
+        x = torch.ones(4, requires_grad=True)
+        y = x.exp() * 2
+        if kind == "prehook":
+            y.grad_fn.register_prehook(lambda go, y=y: None)
+        elif kind == "posthook":
+            y.grad_fn.register_hook(lambda gi, go, y=y: None)
+        elif kind == "metadata":
+            y.grad_fn.metadata["output"] = y
+        else:
+            x.register_post_accumulate_grad_hook(lambda t, x=x: None)
+        del x, y
+    gc.collect()
+    assert _live_nodes() == before
+
+
+def test_pack_hook_raising_inside_a_custom_function_fails_that_call():
+    from ferrograd.autograd.graph import saved_tensors_hooks
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x**3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+    def bad(t):
+        raise KeyError("pack failed")
+
+    x = _leaf()
+    with saved_tensors_hooks(bad, lambda p: p):
+        with pytest.raises(KeyError, match="pack failed"):
+            Cube.apply(x)
+    np.testing.assert_allclose((x * 2).detach().numpy(), [2.0, 4.0, 6.0])

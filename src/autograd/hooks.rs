@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::sync::{Arc, Weak};
 
 use super::arena::NodeRef;
-use super::node::{unpack_one, Grads, Node, Saved, FREED_MSG};
+use super::node::{unpack_one, Grads, Node, NodeHooks, Saved, FREED_MSG};
 use crate::error::{Error, Result};
 use crate::tensor::{Storage, Tensor};
 
@@ -111,6 +111,43 @@ impl Node {
     /// Registers `Node.register_hook`'s hook under `id`.
     pub fn add_node_post_hook(&self, id: u64, hook: Arc<dyn NodePostHook>) {
         self.with_hooks(|h| h.node_post.push((id, hook)));
+    }
+
+    /// Calls `f` on every node hook and the metadata, unless another thread
+    /// holds the hook list. Never blocks: the garbage collector uses this.
+    pub fn try_visit_node_hooks<E>(
+        &self,
+        mut f: impl FnMut(&dyn Any) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        if let Some(h) = self.hooks.try_lock() {
+            if let Some(h) = h.as_ref() {
+                for (_, hook) in &h.node_pre {
+                    f(hook.as_any())?;
+                }
+                for (_, hook) in &h.node_post {
+                    f(hook.as_any())?;
+                }
+                if let Some(m) = &h.metadata {
+                    f(m.as_ref())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the node hooks and metadata off this node (the garbage
+    /// collector breaking a cycle); the caller drops them after the lock is
+    /// released. Never blocks.
+    pub fn try_take_node_hooks(&self) -> NodeHooks {
+        let mut out = NodeHooks::default();
+        if let Some(mut h) = self.hooks.try_lock() {
+            if let Some(h) = h.as_mut() {
+                out.node_pre = std::mem::take(&mut h.node_pre);
+                out.node_post = std::mem::take(&mut h.node_post);
+                out.metadata = h.metadata.take();
+            }
+        }
+        out
     }
 
     /// The object behind `Node.metadata`, made by `make` on first use; it

@@ -247,7 +247,7 @@ pub struct Node {
     /// Whether this node saved anything (backward twice is an error only then).
     has_saved: bool,
     pub backward: Box<dyn Backward>,
-    hooks: Mutex<Option<Box<NodeHooks>>>,
+    pub(super) hooks: Mutex<Option<Box<NodeHooks>>>,
 }
 
 thread_local! {

@@ -16,7 +16,7 @@ mod nn_conv;
 mod nn_norm;
 mod nn_rnn;
 mod node;
-mod node_hooks;
+pub(crate) mod node_hooks;
 mod node_saved;
 mod ops_table;
 mod optim;

@@ -480,6 +480,26 @@ impl PyTensor {
     }
 }
 
+/// Reports the Python objects a node's own hooks and metadata hold, for the
+/// tensor's `__traverse__` (so `y.grad_fn.register_hook(lambda *g: y)` and
+/// `y.grad_fn.metadata["y"] = y` cycles are collected).
+pub fn traverse_node_hooks(
+    node: &NodeRef,
+    visit: &pyo3::PyVisit<'_>,
+) -> Result<(), pyo3::PyTraverseError> {
+    node.try_visit_node_hooks(|a| {
+        if let Some(h) = a.downcast_ref::<PyNodePreHook>() {
+            visit.call(&h.0)
+        } else if let Some(h) = a.downcast_ref::<PyNodePostHook>() {
+            visit.call(&h.0)
+        } else if let Some(d) = a.downcast_ref::<Py<PyDict>>() {
+            visit.call(d)
+        } else {
+            Ok(())
+        }
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySavedTensor>()?;
     m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
