@@ -13,7 +13,7 @@ use std::sync::{Arc, Weak};
 use super::arena::NodeRef;
 use super::node::{unpack_one, Grads, Node, NodeHooks, Saved, FREED_MSG};
 use crate::error::{Error, Result};
-use crate::tensor::{Storage, Tensor};
+use crate::tensor::{Shape, Storage, Tensor};
 
 /// `Node.register_prehook`: sees the node's output gradients before the node
 /// runs and may replace them (`None` keeps them).
@@ -47,6 +47,8 @@ pub trait SavedHooks: Send + Sync {
 /// saving, as PyTorch does for the input of a pack hook.
 pub struct PackedSaved {
     pub packed: Arc<dyn Packed>,
+    /// The saved tensor's shape, for the in-place error message.
+    pub shape: Shape,
     pub storage: Weak<Storage>,
     pub version: u64,
 }
@@ -91,6 +93,7 @@ pub fn pack_if_hooked(t: &Tensor) -> Option<Result<PackedSaved>> {
     let _restore = Restore(Some(STACK.with(|s| std::mem::take(&mut *s.borrow_mut()))));
     Some(hook.pack(t).map(|packed| PackedSaved {
         packed,
+        shape: t.shape(),
         storage: Arc::downgrade(&t.storage()),
         version: t.version(),
     }))

@@ -100,6 +100,7 @@ impl SavedTensor {
     pub fn pack_with(&mut self, hooks: &dyn SavedHooks) -> Result<()> {
         let packed = hooks.pack(&self.data)?;
         self.packed = Some(Arc::new(PackedSaved {
+            shape: self.data.shape(),
             packed,
             storage: Arc::downgrade(&self.data.storage()),
             version: self.version,
@@ -462,7 +463,7 @@ pub(super) fn unpack_one(node: &NodeRef, s: &SavedTensor) -> Result<Tensor> {
         return Err(Error::runtime(format!(
             "one of the variables needed for gradient computation has been modified by an inplace operation: [ferrograd.{}Tensor {}], which is {which}, is at version {now}; expected version {} instead.",
             v.dtype().scalar_name(),
-            fmt_shape(&v.shape),
+            fmt_shape(s.packed.as_ref().map_or(&v.shape, |p| &p.shape)),
             s.version
         )));
     }
