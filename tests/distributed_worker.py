@@ -207,6 +207,30 @@ def check_ddp(rank, world, deterministic, bucket_cap_mb, steps=20):
         np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
 
 
+def check_overlap(rank, world):
+    # Buckets start from post-accumulate hooks while backward runs: when the first
+    # layer's node is about to run, the last layer's bucket is already in flight.
+    model = fresh()
+    ddp = DDP(model, bucket_cap_mb=0.0002)
+    assert len(ddp._buckets) >= 2
+    seen = []
+
+    def on_first_layer(m, inputs, out):
+        out.grad_fn.register_prehook(
+            lambda go: seen.append((ddp._next_launch, ddp._buckets[0].request is not None))
+        )
+
+    h = model.net[0].register_forward_hook(on_first_layer)
+    x, y = batch(0)
+    loss_fn(ddp, x, y).backward()
+    h.remove()
+    assert seen and seen[0][0] >= 1 and seen[0][1], seen
+    assert ddp._next_launch == len(ddp._buckets)
+    assert all(b.request is None for b in ddp._buckets)
+    for p in model.parameters():
+        assert p.grad is not None
+
+
 def check_no_sync(rank, world):
     model = fresh()
     ddp = DDP(model, deterministic=True, bucket_cap_mb=0.0002)
@@ -336,6 +360,7 @@ def main():
         check_ddp(rank, world, deterministic=False, bucket_cap_mb=25)
         check_no_sync(rank, world)
         check_unused(rank, world)
+        check_overlap(rank, world)
     elif mode == "checkpoint":
         check_checkpoint(rank, world, sys.argv[2], sys.argv[3])
     elif mode == "raise":

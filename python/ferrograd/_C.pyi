@@ -60,6 +60,7 @@ __all__ = [
     "float32",
     "float64",
     "Node",
+    "SavedTensor",
     "AccumulateGrad",
     "RemovableHandle",
     "Tensor",
@@ -188,6 +189,8 @@ __all__ = [
     "_function_node",
     "is_grad_enabled",
     "_set_grad_enabled",
+    "_push_saved_tensors_hooks",
+    "_pop_saved_tensors_hooks",
     "is_inference_mode_enabled",
     "_set_inference_mode",
     "_live_nodes",
@@ -294,6 +297,24 @@ class Node:
     def _saved_released(self) -> _bool: ...
     @property
     def _output_shapes(self) -> list[list[_int]]: ...
+    # ---- hooks section (src/py/node_hooks.rs) ----
+    def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle: ...
+    def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle: ...
+    @property
+    def metadata(self) -> dict[Any, Any]: ...
+    @property
+    def saved_tensors(self) -> tuple[Tensor | None, ...]: ...
+    @property
+    def _saved_names(self) -> list[_str]: ...
+
+@final
+class SavedTensor:
+    """``grad_fn._raw_saved_<name>``: one saved tensor of a node (no constructor)."""
+
+    def register_hooks(
+        self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]
+    ) -> None: ...
+    # ---- end of hooks section ----
 
 @final
 class AccumulateGrad:
@@ -373,6 +394,10 @@ class Tensor:
     def detach(self) -> Tensor: ...
     def detach_(self) -> Self: ...
     def register_hook(self, hook: _Hook) -> RemovableHandle: ...
+    # hooks section (src/py/node_hooks.rs)
+    def register_post_accumulate_grad_hook(
+        self, hook: Callable[[Tensor], None]
+    ) -> RemovableHandle: ...
     def backward(
         self,
         gradient: _TensorLike | None = None,
@@ -1083,6 +1108,13 @@ def _function_node(
 ) -> list[Any]: ...
 def is_grad_enabled() -> _bool: ...
 def _set_grad_enabled(mode: _bool) -> None: ...
+
+# ---- hooks section (src/py/node_hooks.rs) ----
+def _push_saved_tensors_hooks(
+    pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]
+) -> None: ...
+def _pop_saved_tensors_hooks() -> None: ...
+# ---- end of hooks section ----
 def is_inference_mode_enabled() -> _bool: ...
 def _set_inference_mode(mode: _bool) -> None: ...
 def _live_nodes() -> _int: ...

@@ -7,7 +7,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use smallvec::SmallVec;
 
-use super::node::{BackwardCtx, Edge, Grads, Node};
+use super::node::{BackwardCtx, Edge, Grads, Node, NodeHooks};
 use super::{GradModeGuard, NodeRef};
 use crate::error::{Error, Result};
 use crate::ops;
@@ -47,6 +47,14 @@ pub struct BackwardRequest {
     pub create_graph: bool,
     /// Accumulate into `.grad` (backward) or return the gradients (grad).
     pub accumulate: bool,
+}
+
+/// A leaf's gradient while backward runs: summed until `deps` (edges from
+/// nodes that run, plus root edges) reaches zero, then finished at once.
+struct LeafSlot {
+    leaf: Tensor,
+    grad: Option<Tensor>,
+    deps: u32,
 }
 
 struct Info {
@@ -162,27 +170,57 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             }
         }
     }
-    // Dependencies count only edges from nodes that will run.
+    // Dependencies count only edges from nodes that will run; a leaf's count
+    // lets its gradient be finished as soon as its last contribution is in.
+    let mut leaves: Vec<LeafSlot> = Vec::new();
+    let mut leaf_slot: IdMap<usize, usize> = IdMap::default();
+    let mut count_leaf = |t: &Tensor| {
+        let i = *leaf_slot.entry(t.id()).or_insert_with(|| {
+            leaves.push(LeafSlot {
+                leaf: t.clone(),
+                grad: None,
+                deps: 0,
+            });
+            leaves.len() - 1
+        });
+        leaves[i].deps += 1;
+    };
+    for (e, _) in &root_edges {
+        if let Edge::Leaf(t) = e {
+            count_leaf(t);
+        }
+    }
     for &idx in &order {
         let node = infos[&idx].node.clone();
         if !infos[&idx].exec {
             continue;
         }
         for e in node.edges.iter() {
-            if let Edge::Node(c, _) = e {
-                if let Some(ci) = infos.get_mut(&c.index()) {
-                    ci.deps += 1;
+            match e {
+                Edge::Node(c, _) => {
+                    if let Some(ci) = infos.get_mut(&c.index()) {
+                        ci.deps += 1;
+                    }
                 }
+                Edge::Leaf(t) if !filtered || leaf_targets.contains_key(&t.id()) => count_leaf(t),
+                _ => {}
             }
         }
     }
 
     // ---- run -------------------------------------------------------------------
     let mut results: Vec<Option<Tensor>> = vec![None; n_targets];
-    // Leaf gradients are summed here and written to `.grad` only after every
-    // node ran, so a failing backward leaves every `.grad` untouched.
-    let mut leaf_grads: Vec<(Tensor, Tensor)> = Vec::new();
-    let mut leaf_slot: IdMap<usize, usize> = IdMap::default();
+    // Gradients of leaves without a post-accumulate hook wait here and are
+    // written to `.grad` only after every node ran, so a failing backward
+    // leaves their `.grad` untouched.
+    let mut deferred: Vec<(Tensor, Tensor)> = Vec::new();
+    let mut fin = LeafFinish {
+        leaf_targets: &leaf_targets,
+        results: &mut results,
+        deferred: &mut deferred,
+        accumulate,
+        create_graph,
+    };
 
     let _mode = GradModeGuard::new(create_graph);
     let mut ready: BinaryHeap<(u64, u32)> = BinaryHeap::new();
@@ -194,7 +232,11 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                     add_into(&mut info.buffer[nr as usize], g)?;
                 }
             }
-            Edge::Leaf(t) => add_leaf(&mut leaf_grads, &mut leaf_slot, t, g)?,
+            Edge::Leaf(t) => {
+                if let Some(i) = leaf_arrive(&mut leaves, &leaf_slot, &t, Some(g))? {
+                    fin.finish(&mut leaves[i])?;
+                }
+            }
             Edge::None => {}
         }
     }
@@ -214,11 +256,14 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             None => continue,
         };
 
-        run_node_hooks(&node, &mut grads)?;
+        let hooks = node.hooks_snapshot();
+        if let Some(h) = &hooks {
+            run_node_hooks(&node, h, &mut grads, exec)?;
+        }
         if filtered {
             for (nr, g) in grads.iter().enumerate() {
                 if let Some(&k) = node_targets.get(&(idx, nr as u32)) {
-                    results[k] = g.clone();
+                    fin.results[k] = g.clone();
                 }
             }
         }
@@ -226,7 +271,17 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             continue;
         }
 
-        let input_grads = call_node(&node, grads)?;
+        let post = hooks.filter(|h| !h.node_post.is_empty());
+        let grad_outputs = post.as_ref().map(|_| grads.clone());
+        let mut input_grads = call_node(&node, grads)?;
+        if let (Some(h), Some(go)) = (&post, &grad_outputs) {
+            for (_, hook) in &h.node_post {
+                if let Some(mut new) = hook.call(&input_grads, go)? {
+                    new.resize(node.edges.len(), None);
+                    input_grads = new;
+                }
+            }
+        }
         if !retain_graph {
             node.release_saved();
         }
@@ -246,9 +301,9 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                     }
                 }
                 Edge::Leaf(t) => {
-                    if let Some(g) = g {
-                        if !filtered || leaf_targets.contains_key(&t.id()) {
-                            add_leaf(&mut leaf_grads, &mut leaf_slot, t.clone(), g)?;
+                    if !filtered || leaf_targets.contains_key(&t.id()) {
+                        if let Some(i) = leaf_arrive(&mut leaves, &leaf_slot, t, g)? {
+                            fin.finish(&mut leaves[i])?;
                         }
                     }
                 }
@@ -257,27 +312,100 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         }
     }
 
-    // ---- leaves: hooks, then capture or accumulate ---------------------------------
-    for (leaf, g) in leaf_grads {
-        let g = run_leaf_hooks(&leaf, g)?;
-        if let Some(&k) = leaf_targets.get(&leaf.id()) {
-            results[k] = Some(g);
-            continue;
-        }
-        if accumulate {
-            accumulate_grad(&leaf, g, create_graph)?;
-        }
+    // ---- deferred leaves: every node ran, so write their .grad now -------------------
+    for (leaf, g) in deferred {
+        accumulate_grad(&leaf, g, create_graph)?;
     }
     if accumulate && filtered {
-        // backward(inputs=[...]) with non-leaf inputs accumulates into their .grad too.
+        // backward(inputs=[...]) accumulates into the inputs' .grad, leaves or not.
         let inputs = inputs.unwrap_or_default();
         for (t, r) in inputs.iter().zip(results.iter_mut()) {
             if let Some(g) = r.take() {
                 accumulate_grad(t, g, create_graph)?;
+                // Only leaves carry post-accumulate hooks.
+                run_post_accumulate_hooks(t)?;
             }
         }
     }
     Ok(results)
+}
+
+/// Where a finished leaf gradient goes.
+struct LeafFinish<'a> {
+    leaf_targets: &'a IdMap<usize, usize>,
+    results: &'a mut Vec<Option<Tensor>>,
+    deferred: &'a mut Vec<(Tensor, Tensor)>,
+    accumulate: bool,
+    create_graph: bool,
+}
+
+impl LeafFinish<'_> {
+    /// A leaf's last contribution is in: its tensor hooks run, then the
+    /// gradient is captured (`inputs`), written to `.grad` followed by its
+    /// post-accumulate hooks, or (no such hook) deferred to the end.
+    fn finish(&mut self, slot: &mut LeafSlot) -> Result<()> {
+        let Some(g) = slot.grad.take() else {
+            return Ok(());
+        };
+        let leaf = &slot.leaf;
+        let g = run_leaf_hooks(leaf, g)?;
+        if let Some(&k) = self.leaf_targets.get(&leaf.id()) {
+            self.results[k] = Some(g);
+            return Ok(());
+        }
+        if !self.accumulate {
+            return Ok(());
+        }
+        if has_post_accumulate_hooks(leaf) {
+            accumulate_grad(leaf, g, self.create_graph)?;
+            run_post_accumulate_hooks(leaf)?;
+        } else {
+            self.deferred.push((leaf.clone(), g));
+        }
+        Ok(())
+    }
+}
+
+/// Adds one contribution (or its absence) to a counted leaf; returns the
+/// leaf's slot when that was the last one.
+fn leaf_arrive(
+    leaves: &mut [LeafSlot],
+    slots: &IdMap<usize, usize>,
+    leaf: &Tensor,
+    g: Option<Tensor>,
+) -> Result<Option<usize>> {
+    let Some(&i) = slots.get(&leaf.id()) else {
+        return Ok(None);
+    };
+    let s = &mut leaves[i];
+    if let Some(g) = g {
+        add_into(&mut s.grad, g)?;
+    }
+    s.deps = s.deps.saturating_sub(1);
+    Ok((s.deps == 0).then_some(i))
+}
+
+fn has_post_accumulate_hooks(leaf: &Tensor) -> bool {
+    leaf.meta()
+        .hooks
+        .iter()
+        .any(|(_, h)| h.is_post_accumulate())
+}
+
+/// `register_post_accumulate_grad_hook` hooks, in registration order, after
+/// `.grad` was written.
+fn run_post_accumulate_hooks(leaf: &Tensor) -> Result<()> {
+    let hooks: Vec<_> = leaf
+        .meta()
+        .hooks
+        .iter()
+        .filter(|(_, h)| h.is_post_accumulate())
+        .map(|(_, h)| h.clone())
+        .collect();
+    for h in hooks {
+        h.call(leaf)?;
+    }
+    Ok(())
 }
 
 fn new_info(n: &NodeRef) -> Info {
@@ -297,35 +425,22 @@ fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
     Ok(())
 }
 
-fn add_leaf(
-    grads: &mut Vec<(Tensor, Tensor)>,
-    slots: &mut IdMap<usize, usize>,
-    leaf: Tensor,
-    g: Tensor,
-) -> Result<()> {
-    match slots.get(&leaf.id()) {
-        Some(&i) => {
-            let prev = grads[i].1.clone();
-            grads[i].1 = ops::add(&prev, &g)?;
-        }
-        None => {
-            slots.insert(leaf.id(), grads.len());
-            grads.push((leaf, g));
-        }
-    }
-    Ok(())
-}
-
-/// Pre-hooks on the node's outputs (tensor hooks on non-leaves), then
-/// `retain_grad` stores.
-fn run_node_hooks(node: &NodeRef, grads: &mut Grads) -> Result<()> {
-    let Some(hooks) = node.hooks_snapshot() else {
-        return Ok(());
-    };
+/// Before a node runs, in PyTorch's documented order: tensor hooks on its
+/// outputs (hooks on non-leaves), the node's pre-hooks (only when it runs),
+/// then `retain_grad` stores, which see what the hooks returned.
+fn run_node_hooks(node: &NodeRef, hooks: &NodeHooks, grads: &mut Grads, exec: bool) -> Result<()> {
     for (_, nr, hook) in &hooks.pre {
         if let Some(Some(g)) = grads.get(*nr as usize) {
             if let Some(new) = hook.call(g)? {
                 grads[*nr as usize] = Some(new);
+            }
+        }
+    }
+    if exec {
+        for (_, hook) in &hooks.node_pre {
+            if let Some(mut new) = hook.call(grads)? {
+                new.resize(node.outputs.len(), None);
+                *grads = new;
             }
         }
     }
@@ -343,7 +458,13 @@ fn run_node_hooks(node: &NodeRef, grads: &mut Grads) -> Result<()> {
 }
 
 fn run_leaf_hooks(leaf: &Tensor, mut g: Tensor) -> Result<Tensor> {
-    let hooks: Vec<_> = leaf.meta().hooks.iter().map(|(_, h)| h.clone()).collect();
+    let hooks: Vec<_> = leaf
+        .meta()
+        .hooks
+        .iter()
+        .filter(|(_, h)| !h.is_post_accumulate())
+        .map(|(_, h)| h.clone())
+        .collect();
     for h in hooks {
         if let Some(new) = h.call(&g)? {
             g = new;

@@ -4,6 +4,7 @@ mod arena;
 mod batched;
 pub mod engine;
 pub mod forward;
+pub mod hooks;
 mod node;
 
 use std::cell::{Cell, RefCell};

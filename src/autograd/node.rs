@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::arena::NodeRef;
+use super::hooks::{NodePostHook, NodePreHook, PackedSaved, SavedHooks};
 use crate::error::{Error, Result};
 use crate::tensor::{fmt_shape, DType, Shape, Tensor, WeakTensor};
 
@@ -46,29 +47,66 @@ impl Meta {
 }
 
 /// A tensor saved for backward, with the version it had when saved.
+#[derive(Clone)]
 pub struct SavedTensor {
     data: Tensor,
     version: u64,
     /// Saved outputs are stored without their `grad_fn` (that would be a
     /// cycle through this node) and re-attached to it when unpacked.
     output_nr: Option<u32>,
+    /// Set when a `saved_tensors_hooks` pack hook took the tensor: `data` is
+    /// then an empty placeholder and backward reads the unpack hook's result.
+    packed: Option<Arc<PackedSaved>>,
 }
 
 impl SavedTensor {
     pub fn input(t: &Tensor) -> SavedTensor {
-        SavedTensor {
-            version: t.version(),
-            data: t.clone(),
-            output_nr: None,
-        }
+        SavedTensor::packing(t, t.clone(), None)
     }
 
     pub fn output(t: &Tensor, nr: u32) -> SavedTensor {
+        SavedTensor::packing(t, t.detach(), Some(nr))
+    }
+
+    /// Runs the active pack hook, if any; a failing hook is reported by the
+    /// op's binding when the op returns (recording cannot fail).
+    fn packing(t: &Tensor, data: Tensor, output_nr: Option<u32>) -> SavedTensor {
+        let packed = match super::hooks::pack_if_hooked(t) {
+            None => None,
+            Some(Ok(p)) => Some(Arc::new(p)),
+            Some(Err(e)) => {
+                super::defer_error(e);
+                None
+            }
+        };
         SavedTensor {
             version: t.version(),
-            data: t.detach(),
-            output_nr: Some(nr),
+            data: if packed.is_some() {
+                Tensor::zeros(smallvec::smallvec![0], t.dtype())
+            } else {
+                data
+            },
+            output_nr,
+            packed,
         }
+    }
+
+    /// Whether a pack hook holds this tensor.
+    pub fn is_packed(&self) -> bool {
+        self.packed.is_some()
+    }
+
+    /// Packs the stored tensor with `hooks` (`SavedTensor.register_hooks`).
+    pub fn pack_with(&mut self, hooks: &dyn SavedHooks) -> Result<()> {
+        let packed = hooks.pack(&self.data)?;
+        self.packed = Some(Arc::new(PackedSaved {
+            shape: self.data.shape(),
+            packed,
+            storage: Arc::downgrade(&self.data.storage()),
+            version: self.version,
+        }));
+        self.data = Tensor::zeros(smallvec::smallvec![0], self.data.dtype());
+        Ok(())
     }
 
     /// The saved tensor as stored (not checked against its version).
@@ -93,6 +131,7 @@ impl SavedTensor {
     /// Saves `t` in place of the current tensor, at `t`'s current version.
     /// A saved output must stay detached (see `output_nr`).
     pub fn replace(&mut self, t: Tensor) {
+        self.packed = None;
         self.version = t.version();
         self.data = if self.output_nr.is_some() {
             t.detach()
@@ -181,18 +220,27 @@ where
 pub trait GradHook: Send + Sync {
     fn call(&self, grad: &Tensor) -> Result<Option<Tensor>>;
     fn as_any(&self) -> &dyn Any;
+    /// A leaf's `register_post_accumulate_grad_hook`: called with the leaf
+    /// itself (as `grad`) after its `.grad` was written, never before.
+    fn is_post_accumulate(&self) -> bool {
+        false
+    }
 }
 
-enum Saved {
+pub(super) enum Saved {
     Live(SmallVec<[Option<SavedTensor>; 2]>),
     Released,
 }
 
-/// Hooks registered on a non-leaf tensor, kept on the node that produced it.
-#[derive(Default)]
+/// Hooks registered on a non-leaf tensor, kept on the node that produced it,
+/// and the node's own hooks and metadata (`autograd/hooks.rs`).
+#[derive(Default, Clone)]
 pub struct NodeHooks {
     pub pre: Vec<(u64, u32, Arc<dyn GradHook>)>,
     pub retain: Vec<(u32, WeakTensor)>,
+    pub node_pre: Vec<(u64, Arc<dyn NodePreHook>)>,
+    pub node_post: Vec<(u64, Arc<dyn NodePostHook>)>,
+    pub metadata: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 pub struct Node {
@@ -201,11 +249,11 @@ pub struct Node {
     pub edges: SmallVec<[Edge; 2]>,
     pub inputs: SmallVec<[Meta; 2]>,
     pub outputs: SmallVec<[Meta; 1]>,
-    saved: Mutex<Saved>,
+    pub(super) saved: Mutex<Saved>,
     /// Whether this node saved anything (backward twice is an error only then).
     has_saved: bool,
     pub backward: Box<dyn Backward>,
-    hooks: Mutex<Option<Box<NodeHooks>>>,
+    pub(super) hooks: Mutex<Option<Box<NodeHooks>>>,
 }
 
 thread_local! {
@@ -226,7 +274,7 @@ fn next_seq() -> u64 {
     })
 }
 
-const FREED_MSG: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
+pub(super) const FREED_MSG: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
 
 impl Node {
     pub fn new(
@@ -254,9 +302,10 @@ impl Node {
 
     /// Unpacks the saved tensors for `this` node, checking versions.
     pub fn unpack_saved(this: &NodeRef) -> Result<SmallVec<[Option<Tensor>; 2]>> {
-        let saved = this.saved.lock();
-        let list = match &*saved {
-            Saved::Live(list) => list,
+        // Unpacked from a copy (handles only): an unpack hook runs Python and
+        // may itself read this node's saved tensors.
+        let list = match &*this.saved.lock() {
+            Saved::Live(list) => list.clone(),
             Saved::Released => return Err(Error::runtime(FREED_MSG)),
         };
         let mut out = SmallVec::with_capacity(list.len());
@@ -299,7 +348,13 @@ impl Node {
     /// graph pictures and memory summaries read them without unpacking.
     pub fn saved_tensors(&self) -> Option<Vec<Tensor>> {
         match &*self.saved.lock() {
-            Saved::Live(list) => Some(list.iter().flatten().map(|s| s.data().clone()).collect()),
+            Saved::Live(list) => Some(
+                list.iter()
+                    .flatten()
+                    .filter(|s| !s.is_packed())
+                    .map(|s| s.data().clone())
+                    .collect(),
+            ),
             Saved::Released => None,
         }
     }
@@ -319,17 +374,27 @@ impl Node {
     pub fn remove_hook(&self, id: u64) -> bool {
         // The removed hook is dropped after the lock is released: dropping a
         // binding's hook may run arbitrary code that touches this node again.
-        let removed = {
+        let mut removed: Vec<Box<dyn Any>> = Vec::new();
+        {
             let mut h = self.hooks.lock();
-            match h.as_mut() {
-                Some(h) => match h.pre.iter().position(|(i, _, _)| *i == id) {
-                    Some(pos) => Some(h.pre.remove(pos)),
-                    None => None,
-                },
-                None => None,
+            if let Some(h) = h.as_mut() {
+                if let Some(pos) = h.pre.iter().position(|(i, _, _)| *i == id) {
+                    removed.push(Box::new(h.pre.remove(pos).2));
+                }
+                if let Some(pos) = h.node_pre.iter().position(|(i, _)| *i == id) {
+                    removed.push(Box::new(h.node_pre.remove(pos).1));
+                }
+                if let Some(pos) = h.node_post.iter().position(|(i, _)| *i == id) {
+                    removed.push(Box::new(h.node_post.remove(pos).1));
+                }
             }
-        };
-        removed.is_some()
+        }
+        !removed.is_empty()
+    }
+
+    /// Runs `f` on the hook list, creating it on first use.
+    pub(super) fn with_hooks<R>(&self, f: impl FnOnce(&mut NodeHooks) -> R) -> R {
+        f(self.hooks.lock().get_or_insert_with(Default::default))
     }
 
     /// Calls `f` on every pre-hook, unless another thread holds the hook
@@ -373,20 +438,24 @@ impl Node {
     /// Snapshot of the hooks so they can run without holding the lock
     /// (a hook may register further hooks).
     pub fn hooks_snapshot(&self) -> Option<NodeHooks> {
-        self.hooks.lock().as_ref().map(|h| NodeHooks {
-            pre: h.pre.clone(),
-            retain: h.retain.clone(),
-        })
+        self.hooks.lock().as_ref().map(|h| (**h).clone())
     }
 }
 
-fn unpack_one(node: &NodeRef, s: &SavedTensor) -> Result<Tensor> {
-    let now = s.data.version();
+pub(super) fn unpack_one(node: &NodeRef, s: &SavedTensor) -> Result<Tensor> {
+    let (now, data) = match &s.packed {
+        // Memory nobody holds any more cannot have been written since.
+        Some(p) => (
+            super::hooks::packed_current_version(p).unwrap_or(p.version),
+            None,
+        ),
+        None => (s.data.version(), Some(&s.data)),
+    };
     if now != s.version {
         let v = s.data.view();
         let (producer, nr) = match s.output_nr {
             Some(nr) => (node.name().into_owned(), nr),
-            None => match s.data.grad_fn() {
+            None => match data.and_then(|d| d.grad_fn()) {
                 Some((n, nr)) => (n.name().into_owned(), nr),
                 None => ("a leaf".to_string(), 0),
             },
@@ -399,19 +468,27 @@ fn unpack_one(node: &NodeRef, s: &SavedTensor) -> Result<Tensor> {
         return Err(Error::runtime(format!(
             "one of the variables needed for gradient computation has been modified by an inplace operation: [ferrograd.{}Tensor {}], which is {which}, is at version {now}; expected version {} instead.",
             v.dtype().scalar_name(),
-            fmt_shape(&v.shape),
+            fmt_shape(s.packed.as_ref().map_or(&v.shape, |p| &p.shape)),
             s.version
         )));
     }
+    let unpacked;
+    let data = match &s.packed {
+        Some(p) => {
+            unpacked = p.packed.unpack()?;
+            &unpacked
+        }
+        None => &s.data,
+    };
     Ok(match s.output_nr {
         // Re-attach a saved output to this node so a backward recorded with
         // `create_graph=True` differentiates through it.
         Some(nr) if super::is_grad_enabled() => {
-            let t = s.data.detach();
-            super::forward::carry_tangent(&s.data, &t);
+            let t = data.detach();
+            super::forward::carry_tangent(data, &t);
             t.set_grad_fn(node.clone(), nr);
             t
         }
-        _ => s.data.clone(),
+        _ => data.clone(),
     })
 }

@@ -212,6 +212,10 @@ pub fn _function_node<'py>(
             })
         })
         .collect();
+    // A saved_tensors_hooks pack hook that raised (saving cannot fail in itself).
+    if let Some(e) = crate::autograd::take_deferred_error() {
+        return Err(e.into());
+    }
 
     let edges: SmallVec<[Edge; 2]> = inputs
         .iter()

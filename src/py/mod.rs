@@ -21,6 +21,7 @@ mod nn_conv;
 mod nn_norm;
 mod nn_rnn;
 mod node;
+pub(crate) mod node_hooks;
 mod node_saved;
 mod ops_table;
 mod optim;
@@ -67,6 +68,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("_DispatchNeeded", py.get_type::<dispatch::DispatchNeeded>())?;
     forward_ad::register(m)?;
     compat::register(m)?;
+    node_hooks::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

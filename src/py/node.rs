@@ -156,6 +156,9 @@ impl GradHook for PyHook {
 enum HookSite {
     Node(WeakTensor),
     Leaf(WeakTensor),
+    /// `Node.register_hook`/`register_prehook`: the node itself (held
+    /// strongly, as the `grad_fn` object the hook was registered through is).
+    GraphNode(NodeRef),
 }
 
 /// What `register_hook` returns: `handle.remove()` unregisters the hook.
@@ -178,6 +181,12 @@ impl RemovableHandle {
             site: HookSite::Leaf(t),
         }
     }
+    pub fn on_graph_node(id: u64, n: NodeRef) -> Self {
+        RemovableHandle {
+            id,
+            site: HookSite::GraphNode(n),
+        }
+    }
 }
 
 #[pymethods]
@@ -191,8 +200,20 @@ impl RemovableHandle {
             }
             HookSite::Leaf(w) => {
                 if let Some(t) = w.upgrade() {
-                    t.meta().hooks.retain(|(i, _)| *i != self.id);
+                    // Dropped after the lock: dropping a Python hook may run code.
+                    let removed: Vec<_> = {
+                        let mut m = t.meta();
+                        let (gone, kept) = std::mem::take(&mut m.hooks)
+                            .into_iter()
+                            .partition(|(i, _)| *i == self.id);
+                        m.hooks = kept;
+                        gone
+                    };
+                    drop(removed);
                 }
+            }
+            HookSite::GraphNode(n) => {
+                n.remove_hook(self.id);
             }
         }
     }

@@ -10,6 +10,7 @@ and how many bytes that is.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from .. import _C
@@ -17,7 +18,16 @@ from .. import _C
 Node = type(_C.ones(1, requires_grad=True).exp().grad_fn)
 AccumulateGrad = type((_C.ones(1, requires_grad=True) * 1).grad_fn.next_functions[0][0])
 
-__all__ = ["Node", "AccumulateGrad", "walk", "saved_tensors_summary", "SavedTensorsSummary"]
+__all__ = [
+    "Node",
+    "AccumulateGrad",
+    "walk",
+    "saved_tensors_summary",
+    "SavedTensorsSummary",
+    "saved_tensors_hooks",
+    "save_on_cpu",
+    "disable_saved_tensors_hooks",
+]
 
 
 def _roots(tensors):
@@ -139,3 +149,88 @@ def saved_tensors_summary(tensors):
         summary.total_bytes += nbytes
     summary.unique_bytes = sum(seen_storage.values())
     return summary
+
+
+# ---- saved-tensor hooks -----------------------------------------------------------
+
+# Per thread, as the hook stack itself (kept in Rust): the message that
+# entering ``saved_tensors_hooks`` raises while disabled, or None.
+_disabled = threading.local()
+
+
+class saved_tensors_hooks:
+    """Context manager that sets a pair of pack / unpack hooks for saved tensors.
+
+    Every tensor an op saves for backward inside the context is passed to
+    ``pack_hook(tensor)`` once, when it is saved; the node keeps whatever that
+    returns. When backward (or ``grad_fn._saved_<name>``) needs the tensor,
+    ``unpack_hook(packed)`` is called and must return a tensor with the same
+    content. Hooks are thread-local and the innermost pair wins; tensors
+    saved by ops inside a pack hook are stored as they are. Entering raises
+    while :class:`disable_saved_tensors_hooks` is active.
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        msg = getattr(_disabled, "message", None)
+        if msg is not None:
+            raise RuntimeError(msg)
+        _C._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
+        return self
+
+    def __exit__(self, *exc):
+        _C._pop_saved_tensors_hooks()
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are copied to CPU memory when saved and brought back to
+    their device when backward reads them (PyTorch's ``save_on_cpu``).
+
+    ferrograd tensors always live on the CPU, so this makes a copy at save time
+    and hands it back at unpack time: the graph then holds no reference to the
+    original tensor's memory. ``pin_memory`` and ``device_type`` are accepted
+    for compatibility and have no effect.
+    """
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack_to_cpu(tensor):
+            return (tensor.device, tensor.detach().clone())
+
+        def unpack_from_cpu(packed):
+            _device, tensor = packed
+            return tensor
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+class disable_saved_tensors_hooks:
+    """Context manager (and decorator) under which entering
+    :class:`saved_tensors_hooks` raises ``RuntimeError(error_message)``, for
+    code whose saved tensors must not be packed. Hooks already active keep
+    applying, as in PyTorch; the previous state is restored on exit."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        self._prev = getattr(_disabled, "message", None)
+        _disabled.message = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _disabled.message = self._prev
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with disable_saved_tensors_hooks(self.error_message):
+                return fn(*args, **kwargs)
+
+        return wrapper

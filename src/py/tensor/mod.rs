@@ -378,10 +378,16 @@ impl PyTensor {
                     Some(h) => visit.call(&h.0),
                     None => Ok(()),
                 })?;
+                crate::py::node_hooks::traverse_node_hooks(node, &visit)?;
             }
         }
         for (_, h) in &meta.hooks {
             if let Some(h) = h.as_any().downcast_ref::<PyHook>() {
+                visit.call(&h.0)?;
+            } else if let Some(h) = h
+                .as_any()
+                .downcast_ref::<crate::py::node_hooks::PyPostAccumulateHook>()
+            {
                 visit.call(&h.0)?;
             }
         }
@@ -398,18 +404,21 @@ impl PyTensor {
         if self.registered.load(Ordering::Relaxed) == 0 || self.t.handle_count() != 1 {
             return;
         }
-        let (hooks, node_hooks) = match self.t.try_meta() {
+        let (hooks, node_hooks, own_hooks) = match self.t.try_meta() {
             Some(mut m) => {
-                let node_hooks = match &m.grad_fn {
-                    Some((node, _)) if node.strong_count() == 1 => node.try_take_pre_hooks(),
-                    _ => Vec::new(),
+                let (node_hooks, own_hooks) = match &m.grad_fn {
+                    Some((node, _)) if node.strong_count() == 1 => {
+                        (node.try_take_pre_hooks(), Some(node.try_take_node_hooks()))
+                    }
+                    _ => (Vec::new(), None),
                 };
-                (std::mem::take(&mut m.hooks), node_hooks)
+                (std::mem::take(&mut m.hooks), node_hooks, own_hooks)
             }
-            None => (Vec::new(), Vec::new()),
+            None => (Vec::new(), Vec::new(), None),
         };
         drop(hooks);
         drop(node_hooks);
+        drop(own_hooks);
         self.t.detach_in_place();
     }
 

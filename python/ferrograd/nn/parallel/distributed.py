@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import contextmanager
 
@@ -81,10 +82,11 @@ class _Bucket:
 
 class DistributedDataParallel(Module):
     """Wraps ``module`` for data-parallel training: rank 0's parameters and buffers are
-    broadcast at construction, and during backward each parameter's gradient is copied
-    into a bucket (of about ``bucket_cap_mb``) whose non-blocking all-reduce starts as soon
-    as its last gradient arrives; when the last one is in, the averaged gradients are
-    written to ``.grad``. ``no_sync()`` accumulates locally; ``find_unused_parameters``
+    broadcast at construction, and during backward each parameter's accumulated ``.grad``
+    is copied (from a post-accumulate-grad hook) into a bucket (of about ``bucket_cap_mb``)
+    whose non-blocking all-reduce starts as soon as its last gradient arrives, while
+    backward still runs; when the last one is in, the averaged gradients are written to
+    ``.grad``. ``no_sync()`` accumulates locally; ``find_unused_parameters``
     counts parameters that backward cannot reach as zeros; ``deterministic=True`` gathers
     every rank's bucket and sums in rank order, so the result does not depend on MPI's
     reduction order. Buffers are re-broadcast from rank 0 at each forward unless
@@ -142,14 +144,17 @@ class DistributedDataParallel(Module):
                 self._slot[id(p)] = (bi, j)
         object.__setattr__(self, "_armed", False)
         object.__setattr__(self, "_ready", set())
-        object.__setattr__(self, "_had_grad", set())
         object.__setattr__(self, "_hook_fired", False)
         object.__setattr__(self, "_finished", False)
         object.__setattr__(self, "_next_launch", 0)
         object.__setattr__(self, "_used", None)
         object.__setattr__(self, "_comm_wait_s", 0.0)
+        # Post-accumulate hooks: the engine writes a parameter's .grad as soon as its last
+        # contribution is in and then calls the hook, so buckets start during backward.
         object.__setattr__(
-            self, "_hooks", [p.register_hook(self._make_hook(p)) for p in params]
+            self,
+            "_hooks",
+            [p.register_post_accumulate_grad_hook(self._make_hook(p)) for p in params],
         )
 
     # ---- construction -----------------------------------------------------------------
@@ -234,28 +239,25 @@ class DistributedDataParallel(Module):
         sync = _C.is_grad_enabled() and self.require_backward_grad_sync
         object.__setattr__(self, "_armed", sync)
         self._ready.clear()
-        self._had_grad.clear()
         object.__setattr__(self, "_hook_fired", False)
         object.__setattr__(self, "_finished", False)
         object.__setattr__(self, "_next_launch", 0)
         for b in self._buckets:
-            b.flat = None
             b.pending = len(b.params)
             b.request = None
-            b.gathered = None
         if sync and self.find_unused_parameters:
             reach = _reachable_leaves(out)
             used = np.array([1 if id(p) in reach else 0 for p in self._params], np.int8)
             object.__setattr__(self, "_used", used)
             for p, u in zip(self._params, used):
                 if not u:
-                    self._mark_ready(p, None)
+                    self._mark_ready(p)
         return out
 
     # ---- backward ---------------------------------------------------------------------------
 
     def _make_hook(self, p):
-        def hook(grad):
+        def hook(param):
             if not self._armed:
                 if self._finished:
                     # A second backward after this iteration's gradients were averaged
@@ -266,13 +268,14 @@ class DistributedDataParallel(Module):
                         "DistributedDataParallel forward; run forward again, or use "
                         "no_sync() to accumulate gradients over several backwards."
                     )
-                return grad
+                return None
             object.__setattr__(self, "_hook_fired", True)
-            return self._mark_ready(p, grad)
+            self._mark_ready(p)
+            return None
 
         return hook
 
-    def _mark_ready(self, p, grad):
+    def _mark_ready(self, p):
         key = id(p)
         if key in self._ready:
             raise RuntimeError(
@@ -284,21 +287,22 @@ class DistributedDataParallel(Module):
         bi, j = self._slot[key]
         b = self._buckets[bi]
         if b.flat is None:
+            # Kept from step to step: a fresh multi-megabyte buffer per step costs page
+            # faults, and freeing it makes the allocator return memory that backward's
+            # own buffers then fault in again.
             b.flat = np.empty(b.numel, dtype=b.dtype)
         # A view of the bucket in the parameter's shape: gradients often arrive as
         # transposed views, and one strided copy into it beats flattening them first.
         dst = b.flat[b.offsets[j] : b.offsets[j] + p.numel()].reshape(tuple(p.shape))
-        # What is reduced is the gradient .grad will hold: this backward's plus whatever
-        # no_sync() iterations accumulated before it.
+        # The hook runs after the engine accumulated this backward's gradient into .grad,
+        # so .grad already holds what is reduced: this backward's plus whatever no_sync()
+        # iterations accumulated before it. An unused parameter (marked at forward) may
+        # have none.
         have = p.grad
-        if have is not None:
-            self._had_grad.add(key)
-        if grad is None:
-            dst[...] = 0 if have is None else _np(have)
-        elif have is None:
-            dst[...] = _np(grad)
+        if have is None:
+            dst[...] = 0
         else:
-            np.add(_np(have), _np(grad), out=dst)
+            dst[...] = _np(have)
         b.pending -= 1
         # Buckets start strictly in index order so every rank posts its collectives in the
         # same sequence, as MPI requires.
@@ -306,30 +310,39 @@ class DistributedDataParallel(Module):
             self._launch(self._buckets[self._next_launch])
             object.__setattr__(self, "_next_launch", self._next_launch + 1)
         if len(self._ready) == len(self._params):
-            return self._finalize(p, grad)
-        return grad
+            self._finalize()
+        elif self._next_launch:
+            # MPI progresses non-blocking collectives only inside MPI calls (there is no
+            # progress thread): each hook gives the buckets in flight a turn.
+            from mpi4py import MPI
+
+            MPI.Request.Testall([b.request for b in self._buckets[: self._next_launch]])
 
     def _launch(self, b):
         from mpi4py import MPI
 
         if self.deterministic:
-            b.gathered = np.empty((self.world_size, b.numel), dtype=b.dtype)
+            if b.gathered is None:
+                b.gathered = np.empty((self.world_size, b.numel), dtype=b.dtype)
             b.request = self._comm.Iallgather(b.flat, b.gathered)
         else:
             b.request = self._comm.Iallreduce(MPI.IN_PLACE, b.flat, op=MPI.SUM)
 
-    def _finalize(self, current, grad):
-        """Runs inside the hook of the last parameter to become ready: waits for every
-        bucket, averages, and writes ``.grad``. The engine accumulates each leaf right
-        after its hook, so every other parameter's ``.grad`` already holds this
-        backward's value and is replaced; the current one's is cleared and the average
-        returned for the engine to store."""
+    def _finalize(self):
+        """Runs in the post-accumulate hook of the last parameter to become ready (or at
+        forward, when that one is unused): every ``.grad`` this backward produces is
+        written by then, so it waits for every bucket, averages, and writes the averages
+        into ``.grad`` in place (the same tensor objects, as the optimizer may hold them)."""
         from mpi4py import MPI
 
         object.__setattr__(self, "_armed", False)
         object.__setattr__(self, "_finished", True)
         t0 = time.perf_counter()
-        MPI.Request.Waitall([b.request for b in self._buckets])
+        requests = [b.request for b in self._buckets]
+        # Test and yield rather than MPI's busy Waitall: when the ranks share cores, a
+        # spinning rank takes the time the rank it waits for needs to finish backward.
+        while not MPI.Request.Testall(requests):
+            os.sched_yield()
         # Time blocked on communication that backward did not hide (benches read it).
         object.__setattr__(self, "_comm_wait_s", self._comm_wait_s + time.perf_counter() - t0)
         globally_used = None
@@ -337,10 +350,11 @@ class DistributedDataParallel(Module):
             globally_used = self._used.copy()
             self._comm.Allreduce(MPI.IN_PLACE, globally_used, op=MPI.MAX)
         index = {id(p): i for i, p in enumerate(self._params)}
-        result = grad
         for b in self._buckets:
             if self.deterministic:
-                total = b.gathered[0].copy()
+                # The send buffer is free once the gather completed: sum into it.
+                total = b.flat
+                np.copyto(total, b.gathered[0])
                 for r in range(1, self.world_size):
                     total += b.gathered[r]
             else:
@@ -350,33 +364,14 @@ class DistributedDataParallel(Module):
                 if globally_used is not None and not globally_used[index[id(p)]]:
                     continue
                 g = _C.from_numpy(total[off : off + p.numel()].reshape(tuple(p.shape)))
-                if p is current and id(p) in self._had_grad and p.grad is not None:
-                    # The engine adds what this hook returns into the existing .grad in
-                    # place: put the average there and hand back zeros.
-                    with no_grad():
-                        p.grad.copy_(g)
-                    result = _C.zeros(tuple(g.shape), dtype=g.dtype)
-                elif p is current:
-                    p.grad = None
-                    result = g
-                elif id(p) in self._had_grad and p.grad is not None:
-                    # In place, so a .grad that existed before this backward (zeroed with
-                    # set_to_none=False, or accumulated under no_sync) stays the same
-                    # object, as the engine's own accumulation keeps it.
+                if p.grad is not None:
                     with no_grad():
                         p.grad.copy_(g)
                 else:
-                    # A .grad this backward created: the bucket's memory becomes it.
-                    p.grad = g
-            b.flat = None
-            b.gathered = None
+                    # Unused here but used on another rank (the bucket is reused: copy).
+                    p.grad = g.clone()
             b.request = None
         self._ready.clear()
-        self._had_grad.clear()
-        if result is None:
-            # The last parameter was unused (marked at forward, no hook is running).
-            return None
-        return result
 
     # ---- user API ---------------------------------------------------------------------------
 
