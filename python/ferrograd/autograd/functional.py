@@ -287,17 +287,12 @@ def _vectorized_jacobian(outputs, inputs, create_graph, strategy):
     """All Jacobian blocks ``[output][input]`` from one batched engine call.
 
     This is the single place where ``vectorize=True`` (and ``strategy``) is handled;
-    ``ferrograd.func`` (vmap/jacrev/jacfwd) plugs in here. Today reverse mode
-    stacks the rows of the identity as a batch of cotangents and runs them through
-    the retained graph inside one call into the engine
-    (``autograd.grad(..., is_grads_batched=True)``).
+    Reverse mode stacks the rows of the identity as a batch of cotangents and runs
+    them through the retained graph inside one call into the engine
+    (``autograd.grad(..., is_grads_batched=True)``); forward mode is
+    :func:`_forward_jacobian`.
     """
     fg = _fg()
-    if strategy == "forward-mode":
-        raise NotImplementedError(
-            "jacobian: strategy='forward-mode' needs forward-mode AD (ferrograd.func.jacfwd), "
-            "which is not available in this build; use strategy='reverse-mode'."
-        )
     sizes = [out.numel() for out in outputs]
     total = sum(sizes)
     eye = fg.eye(total, dtype=outputs[0].dtype) if total else None
@@ -330,6 +325,51 @@ def _vectorized_jacobian(outputs, inputs, create_graph, strategy):
     return tuple(jac)
 
 
+def _forward_jacobian(func, inputs, outer_of_hessian):
+    """``J[output][input]`` in forward mode: ``ferrograd.func.jacfwd``, one vmapped
+    evaluation of ``func`` over every input direction.
+
+    The outer Jacobian of a forward-over-reverse Hessian calls ``autograd.grad``
+    inside ``func``, which vmap refuses; there each input direction gets its own
+    dual evaluation (one forward pass per input element, no vmap).
+    """
+    fg = _fg()
+    if not outer_of_hessian:
+        from ..func import jacfwd
+
+        jac = jacfwd(func, argnums=tuple(range(len(inputs))))(*inputs)
+        if jac and isinstance(jac[0], tuple):
+            return True, jac
+        return False, (jac,)
+    from . import forward_ad as fwAD
+
+    columns, outs_tuple = None, False
+    for j, inp in enumerate(inputs):
+        flat_cols = []
+        for k in range(inp.numel()):
+            tangent = fg.zeros(inp.numel(), dtype=inp.dtype)
+            tangent[k] = 1.0
+            with fwAD.dual_level():
+                duals = tuple(
+                    fwAD.make_dual(x, tangent.reshape(x.shape)) if i == j else x
+                    for i, x in enumerate(inputs)
+                )
+                outs = func(*duals)
+                outs_tuple = isinstance(outs, tuple)
+                outs = outs if outs_tuple else (outs,)
+                cols = []
+                for o in outs:
+                    primal, t = fwAD.unpack_dual(o)
+                    cols.append(fg.zeros_like(primal) if t is None else t.detach().clone())
+            flat_cols.append(cols)
+        if columns is None:
+            columns = [[None] * len(inputs) for _ in flat_cols[0]] if flat_cols else []
+        for o in range(len(columns)):
+            stacked = fg.stack([c[o] for c in flat_cols], dim=-1)
+            columns[o][j] = stacked.reshape(tuple(stacked.shape[:-1]) + tuple(inp.shape))
+    return outs_tuple, tuple(tuple(row) for row in columns)
+
+
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
     """The Jacobian of ``func`` at ``inputs``.
@@ -360,6 +400,16 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                 "Computing Jacobian using forward-AD or forward-over-reverse Hessian is "
                 "only implemented for `vectorize=True`."
             )
+        if strict:
+            raise RuntimeError(
+                "torch.autograd.functional.jacobian: `strict=True` and `strategy=\"forward-mode\"` "
+                "are not supported together (yet). Please either set `strict=False` or "
+                "`strategy=\"reverse-mode\"`."
+            )
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+        outer_of_hessian = getattr(func, "_ferrograd_hessian_inner", False)
+        is_outputs_tuple, jac = _forward_jacobian(func, inputs, outer_of_hessian)
+        return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
     with fg.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
@@ -447,6 +497,8 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         jac = jacobian(ensure_single_output_function, inp, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
         return jac
+
+    jac_func._ferrograd_hessian_inner = True
 
     res = jacobian(
         jac_func,
