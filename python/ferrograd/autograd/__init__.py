@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .. import _C
-from . import functional as functional
 from . import forward_ad as forward_ad
+from . import functional as functional
 from . import graph as graph
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
