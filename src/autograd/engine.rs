@@ -66,6 +66,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         create_graph,
         accumulate,
     } = req;
+    let _valid = super::checkpoint::ValidGuard::new(inputs.is_none());
 
     // ---- roots -------------------------------------------------------------
     let mut root_edges: Vec<(Edge, Tensor)> = Vec::with_capacity(roots.len());
@@ -226,7 +227,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             continue;
         }
 
-        let input_grads = call_node(&node, grads)?;
+        let input_grads = super::anomaly::run_node(&node, || call_node(&node, grads))?;
         if !retain_graph {
             node.release_saved();
         }
@@ -318,7 +319,7 @@ fn add_leaf(
 
 /// Pre-hooks on the node's outputs (tensor hooks on non-leaves), then
 /// `retain_grad` stores.
-fn run_node_hooks(node: &NodeRef, grads: &mut Grads) -> Result<()> {
+pub(crate) fn run_node_hooks(node: &NodeRef, grads: &mut Grads) -> Result<()> {
     let Some(hooks) = node.hooks_snapshot() else {
         return Ok(());
     };
@@ -381,7 +382,7 @@ fn accumulate_grad(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
 }
 
 /// Runs one node's backward rule and checks what it returned.
-fn call_node(node: &NodeRef, mut grads: Grads) -> Result<Grads> {
+pub(crate) fn call_node(node: &NodeRef, mut grads: Grads) -> Result<Grads> {
     if grads.iter().all(|g| g.is_none()) {
         return Ok(SmallVec::from_elem(None, node.edges.len()));
     }

@@ -1,6 +1,8 @@
 //! Reverse-mode autograd: grad mode, graph recording and the engine.
 
+mod anomaly;
 mod arena;
+pub mod checkpoint;
 pub mod engine;
 mod node;
 

@@ -3,7 +3,9 @@
 #[macro_use]
 mod table;
 
+mod anomaly;
 mod autograd;
+mod checkpoint;
 mod convert;
 mod creation;
 mod dtype;
@@ -58,6 +60,8 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functional::register(m)?;
     nn::register(m)?;
     autograd::register(m)?;
+    anomaly::register(m)?;
+    checkpoint::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
