@@ -238,6 +238,12 @@ __all__ = [
     "bernoulli",
     "multinomial",
     "_random_like",
+    "set_anomaly_enabled",
+    "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
+    "_checkpoint_node",
+    "_is_checkpoint_valid",
+    "_current_seq",
 ]
 
 # ----- classes -------------------------------------------------------------------
@@ -1347,3 +1353,23 @@ def _random_like(
     requires_grad: _bool = False,
     generator: Generator | None = None,
 ) -> Tensor: ...
+
+# ----- anomaly detection and checkpointing (src/py/anomaly.rs, src/py/checkpoint.rs) -----
+
+def set_anomaly_enabled(enabled: _bool, check_nan: _bool = True) -> None: ...
+def is_anomaly_enabled() -> _bool: ...
+def is_anomaly_check_nan_enabled() -> _bool: ...
+
+# Replaces the graph recorded since ``mark`` from ``outputs`` by one node that
+# saves ``inputs`` and calls ``recompute(inputs)`` in backward.
+def _checkpoint_node(
+    outputs: list[Any],
+    inputs: list[Any],
+    mark: _int,
+    recompute: Callable[[list[Any]], list[Any]],
+    error_cls: type[BaseException],
+    determinism_check: _bool,
+    debug: _bool,
+) -> list[Any]: ...
+def _is_checkpoint_valid() -> _bool: ...
+def _current_seq() -> _int: ...
