@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 use pyo3::types::PyList;
 use smallvec::SmallVec;
 
@@ -130,6 +131,21 @@ impl CheckpointBackward {
             Err(_) => PyRuntimeError::new_err(msg),
         }
     }
+}
+
+/// Reports the Python objects a checkpoint node keeps alive (the
+/// recomputation closure holds the function, which may hold the output),
+/// for `Tensor.__traverse__`. Never blocks.
+pub(crate) fn traverse(b: &dyn Backward, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+    if let Some(c) = b.as_any().downcast_ref::<CheckpointBackward>() {
+        if let Some(f) = c.recompute.try_lock() {
+            if let Some(f) = f.as_ref() {
+                visit.call(f)?;
+            }
+        }
+        visit.call(&c.error_cls)?;
+    }
+    Ok(())
 }
 
 fn tensor_of(obj: &Bound<'_, PyAny>) -> Option<Tensor> {

@@ -5,7 +5,7 @@ mod table;
 
 mod anomaly;
 mod autograd;
-mod checkpoint;
+pub(crate) mod checkpoint;
 mod convert;
 mod creation;
 mod dtype;
