@@ -9,8 +9,8 @@ use std::borrow::Cow;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::{PyTraverseError, PyVisit};
 use pyo3::types::PyList;
+use pyo3::{PyTraverseError, PyVisit};
 use smallvec::SmallVec;
 
 use super::errors::{external, guard};
