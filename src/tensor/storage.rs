@@ -240,4 +240,25 @@ mod tests {
         a.bump_version();
         assert_eq!((a.version(), root.version()), (8, 1));
     }
+
+    #[test]
+    fn writes_are_attributed_to_the_op_the_binding_named() {
+        let s = Storage::from_vec(vec![0.0f32; 2]);
+        s.bump_version();
+        assert_eq!(s.writes().last, "");
+        {
+            let _op = write_op("mul_");
+            {
+                let _inner = write_op("copy_");
+                s.bump_version();
+                assert_eq!(s.writes().last, "copy_");
+            }
+            s.bump_version();
+        }
+        assert_eq!((s.version(), s.writes().last), (3, "mul_"));
+        s.bump_version_by("an optimizer step");
+        assert_eq!(s.writes().last, "an optimizer step");
+        // Outside anomaly mode no stack is kept.
+        assert!(s.writes().traced.is_none());
+    }
 }
