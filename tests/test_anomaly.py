@@ -243,6 +243,23 @@ def test_each_inplace_op_is_named(write, name):
     assert f"It was modified by {name} (version 0 -> 1)." in str(err.value)
 
 
+def test_an_inplace_op_written_in_python_is_named_after_its_node():
+    a = torch.tensor([-1.0, 2.0], requires_grad=True)
+    h = a * 2
+    y = h.sin().sum()  # saves h
+    torch.nn.functional.relu(h, inplace=True)
+    with pytest.raises(RuntimeError) as err:
+        y.backward()
+    assert "It was modified by relu_ (version 0 -> 1)." in str(err.value)
+    w = torch.ones(2, 2, requires_grad=True)
+    x = torch.ones(2, 2)
+    y = (w * x).sum()
+    x.tril_()
+    with pytest.raises(RuntimeError) as err:
+        y.backward()
+    assert "It was modified by tril_ (version 0 -> 1)." in str(err.value)
+
+
 def test_several_writes_name_the_last_one():
     a = torch.tensor([1.0, 2.0], requires_grad=True)
     c = a.exp()
