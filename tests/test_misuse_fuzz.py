@@ -42,6 +42,9 @@ SKIP_FUNCTIONS = {
     "enable_grad",
     "inference_mode",
     "set_grad_enabled",
+    # anomaly mode is thread-local state too; fuzzing it would leave anomaly
+    # detection on (and every op slower) for the tests that run after
+    "set_anomaly_enabled",
     # resizes the global thread pool (covered by test_threads.py); fuzzing it
     # would change the thread count under every other test
     "set_num_threads",

@@ -88,6 +88,11 @@ from ._C import (
 from ._C import bool as bool  # noqa: A001 - the dtype, as torch.bool
 from ._C import dtype as dtype
 from ._size import Size
+from .autograd.anomaly_mode import (
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+)
 from .autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
 float = float32  # noqa: A001 - PyTorch's alias
@@ -411,6 +416,8 @@ __all__ = [
     "index_select",
     "inference_mode",
     "int64",
+    "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled",
     "is_grad_enabled",
     "is_inference_mode_enabled",
     "is_tensor",
@@ -461,6 +468,7 @@ __all__ = [
     "save",
     "scatter",
     "scatter_add",
+    "set_anomaly_enabled",
     "set_grad_enabled",
     "set_num_threads",
     "softmax",

@@ -569,7 +569,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 
 def _inplace(name, fn):
     def method(self, *args, **kwargs):
-        return _C._apply_inplace(self, lambda: fn(self, *args, **kwargs))
+        return _C._apply_inplace(self, lambda: fn(self, *args, **kwargs), name)
 
     method.__name__ = name
     method.__doc__ = f"In-place form of ``{fn.__name__}``: writes the result into ``self``."

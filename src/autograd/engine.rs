@@ -74,6 +74,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         create_graph,
         accumulate,
     } = req;
+    let _valid = super::checkpoint::ValidGuard::new(inputs.is_none());
 
     // ---- roots -------------------------------------------------------------
     let mut root_edges: Vec<(Edge, Tensor)> = Vec::with_capacity(roots.len());
@@ -273,7 +274,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
 
         let post = hooks.filter(|h| !h.node_post.is_empty());
         let grad_outputs = post.as_ref().map(|_| grads.clone());
-        let mut input_grads = call_node(&node, grads)?;
+        let mut input_grads = super::anomaly::run_node(&node, || call_node(&node, grads))?;
         if let (Some(h), Some(go)) = (&post, &grad_outputs) {
             for (_, hook) in &h.node_post {
                 if let Some(mut new) = hook.call(&input_grads, go)? {
@@ -428,7 +429,7 @@ fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
 /// Before a node runs, in PyTorch's documented order: tensor hooks on its
 /// outputs (hooks on non-leaves), the node's pre-hooks (only when it runs),
 /// then `retain_grad` stores, which see what the hooks returned.
-fn run_node_hooks(node: &NodeRef, hooks: &NodeHooks, grads: &mut Grads, exec: bool) -> Result<()> {
+pub(crate) fn run_node_hooks(node: &NodeRef, hooks: &NodeHooks, grads: &mut Grads, exec: bool) -> Result<()> {
     for (_, nr, hook) in &hooks.pre {
         if let Some(Some(g)) = grads.get(*nr as usize) {
             if let Some(new) = hook.call(g)? {

@@ -1,7 +1,9 @@
 //! Reverse-mode autograd: grad mode, graph recording and the engine.
 
+mod anomaly;
 mod arena;
 mod batched;
+pub mod checkpoint;
 pub mod engine;
 pub mod forward;
 pub mod hooks;

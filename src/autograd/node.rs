@@ -254,6 +254,8 @@ pub struct Node {
     has_saved: bool,
     pub backward: Box<dyn Backward>,
     pub(super) hooks: Mutex<Option<Box<NodeHooks>>>,
+    /// Where the node was made, in anomaly mode only (`anomaly.rs`).
+    pub(crate) anomaly: Option<Arc<super::anomaly::NodeTrace>>,
 }
 
 thread_local! {
@@ -293,6 +295,7 @@ impl Node {
             saved: Mutex::new(Saved::Live(saved)),
             backward,
             hooks: Mutex::new(None),
+            anomaly: super::anomaly::for_new_node(),
         }
     }
 
@@ -466,10 +469,11 @@ pub(super) fn unpack_one(node: &NodeRef, s: &SavedTensor) -> Result<Tensor> {
             format!("output {nr} of {producer}")
         };
         return Err(Error::runtime(format!(
-            "one of the variables needed for gradient computation has been modified by an inplace operation: [ferrograd.{}Tensor {}], which is {which}, is at version {now}; expected version {} instead.",
+            "one of the variables needed for gradient computation has been modified by an inplace operation: [ferrograd.{}Tensor {}], which is {which}, is at version {now}; expected version {} instead.{}",
             v.dtype().scalar_name(),
             fmt_shape(s.packed.as_ref().map_or(&v.shape, |p| &p.shape)),
-            s.version
+            s.version,
+            super::anomaly::inplace_note(&s.data, s.version, now)
         )));
     }
     let unpacked;

@@ -118,21 +118,67 @@ fn _set_inference_mode(mode: bool) {
 /// built-in in-place ops do, so a node of `compute` that saved `input`
 /// keeps its value from before the write.
 #[pyfunction]
+#[pyo3(signature = (input, compute, name=None))]
 fn _apply_inplace<'py>(
     input: &Bound<'py, PyTensor>,
     compute: &Bound<'py, PyAny>,
+    name: Option<&str>,
 ) -> PyResult<Bound<'py, PyTensor>> {
     let t = &input.get().t;
+    // The write is attributed to `name`, or else to the op that recorded the
+    // result (`ReluBackward0` -> `relu_`), for the "modified by an inplace
+    // operation" error; the guard lives until the write is done.
+    let mut op = name.map(|n| crate::tensor::write_op(intern(n)));
     guard(|| {
         ops::apply_inplace(t, || {
             let r = compute.call0().map_err(super::errors::external)?;
             let r = r.cast::<PyTensor>().map_err(|_| {
                 crate::error::Error::type_error("_apply_inplace: compute() must return a Tensor")
             })?;
-            Ok(r.get().t.clone())
+            let r = r.get().t.clone();
+            if op.is_none() {
+                if let Some((n, _)) = r.grad_fn() {
+                    op = Some(crate::tensor::write_op(intern(&inplace_name(&n.name()))));
+                }
+            }
+            Ok(r)
         })
     })?;
+    drop(op);
     Ok(input.clone())
+}
+
+/// `ReluBackward0` -> `relu_`, `LeakyReluBackward1` -> `leaky_relu_`.
+fn inplace_name(node: &str) -> String {
+    let base = node.find("Backward").map_or(node, |i| &node[..i]);
+    let mut out = String::new();
+    for (i, c) in base.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('_');
+    out
+}
+
+/// A `'static` copy of an op name; each distinct name is leaked once.
+fn intern(name: &str) -> &'static str {
+    static NAMES: std::sync::OnceLock<parking_lot::Mutex<std::collections::HashSet<&'static str>>> =
+        std::sync::OnceLock::new();
+    let mut set = NAMES.get_or_init(Default::default).lock();
+    match set.get(name) {
+        Some(s) => s,
+        None => {
+            let s: &'static str = Box::leak(name.to_string().into_boxed_str());
+            set.insert(s);
+            s
+        }
+    }
 }
 
 /// The number of autograd nodes alive (for tests of graph memory).

@@ -5,9 +5,11 @@ mod dispatch;
 #[macro_use]
 mod table;
 
+mod anomaly;
 mod autograd;
 mod autograd_batched;
 mod compat;
+pub(crate) mod checkpoint;
 mod convert;
 mod creation;
 mod dtype;
@@ -69,6 +71,8 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     forward_ad::register(m)?;
     compat::register(m)?;
     node_hooks::register(m)?;
+    anomaly::register(m)?;
+    checkpoint::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

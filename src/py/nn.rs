@@ -66,6 +66,7 @@ fn leaky_relu_<'py>(
     input: &Bound<'py, PyTensor>,
     negative_slope: f64,
 ) -> PyResult<Bound<'py, PyTensor>> {
+    let _op = crate::tensor::write_op("leaky_relu_");
     let a = t_of(input);
     enter(input.py(), a.numel(), || {
         ops::apply_inplace(a, || ops::leaky_relu_result(a, negative_slope))
@@ -77,6 +78,7 @@ fn leaky_relu_<'py>(
 #[pyfunction]
 #[pyo3(signature = (input, alpha=1.0))]
 fn elu_<'py>(input: &Bound<'py, PyTensor>, alpha: f64) -> PyResult<Bound<'py, PyTensor>> {
+    let _op = crate::tensor::write_op("elu_");
     let a = t_of(input);
     enter(input.py(), a.numel(), || {
         ops::apply_inplace(a, || ops::elu_result(a, alpha))

@@ -127,6 +127,7 @@ fn embedding_renorm_(
     max_norm: f64,
     norm_type: f64,
 ) -> PyResult<()> {
+    let _op = crate::tensor::write_op("embedding_renorm_");
     guard(|| ops::embedding_renorm_(&weight.get().t, &indices.get().t, max_norm, norm_type))
 }
 

@@ -118,6 +118,7 @@ fn _foreach_optim(
     hyper: &Bound<'_, PyDict>,
     per_tensor: Vec<Vec<f64>>,
 ) -> PyResult<()> {
+    let _op = crate::tensor::write_op("an optimizer step");
     let r = rule(rule_name, hyper)?;
     let rows: Vec<Vec<Tensor>> = tensors
         .iter()

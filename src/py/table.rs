@@ -57,6 +57,7 @@ macro_rules! op_table {
             #[doc = concat!("In-place version of `", stringify!($name), "()`: ", $doc)]
             pub(crate) fn $iname(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
                 let a = &slf.get().t;
+                let _op = crate::tensor::write_op(stringify!($iname));
                 enter(slf.py(), a.numel(), || ops::apply_inplace(a, || $op(a)))?;
                 Ok(slf.clone().into_any().unbind())
             }

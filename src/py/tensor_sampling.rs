@@ -28,6 +28,7 @@ impl PyTensor {
         p: Option<&Bound<'_, PyAny>>,
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("bernoulli_");
         let t = self_t(slf).clone();
         let gen = gen_arg(generator, "bernoulli_")?;
         let n = t.numel();
@@ -70,6 +71,7 @@ impl PyTensor {
         to: Option<i64>,
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("random_");
         let t = self_t(slf).clone();
         let gen = gen_arg(generator, "random_")?;
         let n = t.numel();
@@ -99,6 +101,7 @@ impl PyTensor {
         lambd: f64,
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("exponential_");
         let t = self_t(slf).clone();
         let gen = gen_arg(generator, "exponential_")?;
         let v = draw(slf.py(), t.numel(), gen, |g| {

@@ -14,7 +14,7 @@ pub use shape::{
     broadcast_shapes, broadcast_strides, checked_numel, checked_storage_numel, contiguous_strides,
     fmt_shape, infer_shape, is_contiguous, numel, view_strides, wrap_dim, Shape, Strides,
 };
-pub use storage::Storage;
+pub use storage::{write_op, Storage, TracedWrite, WriteLog, WriteOpGuard};
 
 use crate::autograd::{GradHook, NodeRef};
 use crate::error::{Error, Result};

@@ -1,9 +1,14 @@
 //! A flat, fixed-size buffer shared by a tensor and all of its views.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::anomaly::Trace;
 
 use super::dtype::{DType, Element, TypedVec};
 
@@ -29,7 +34,48 @@ pub struct Storage {
     len: usize,
     dtype: DType,
     version: AtomicU64,
+    /// What wrote this memory in place last (and, in anomaly mode, where).
+    writes: Mutex<WriteLog>,
     _owner: Owner,
+}
+
+/// The in-place writes a storage remembers for the "modified by an inplace
+/// operation" error: the last op's name always (a static string, so a write
+/// costs no allocation), and in anomaly mode the stacks of the last few.
+#[derive(Default)]
+pub struct WriteLog {
+    /// The op that made the last write (`mul_`), or "" when unnamed.
+    pub last: &'static str,
+    /// Anomaly mode only: recent writes, oldest first, at most `TRACED_WRITES`.
+    pub traced: Option<Box<Vec<TracedWrite>>>,
+}
+
+/// One in-place write seen in anomaly mode.
+pub struct TracedWrite {
+    /// The version the write produced.
+    pub version: u64,
+    pub op: &'static str,
+    pub trace: Arc<dyn Trace>,
+}
+
+const TRACED_WRITES: usize = 8;
+
+thread_local! {
+    static WRITE_OP: Cell<&'static str> = const { Cell::new("") };
+}
+
+/// Names the in-place op a binding is about to run, so the writes it makes
+/// are attributed to it; the previous name comes back on drop.
+pub struct WriteOpGuard(&'static str);
+
+pub fn write_op(name: &'static str) -> WriteOpGuard {
+    WriteOpGuard(WRITE_OP.with(|w| w.replace(name)))
+}
+
+impl Drop for WriteOpGuard {
+    fn drop(&mut self) {
+        WRITE_OP.with(|w| w.set(self.0));
+    }
 }
 
 // The buffer is plain data; concurrent unsynchronised writes from two Python
@@ -53,6 +99,7 @@ impl Storage {
             len,
             dtype: T::DTYPE,
             version: AtomicU64::new(0),
+            writes: Mutex::default(),
             _owner: owner,
         })
     }
@@ -73,6 +120,7 @@ impl Storage {
             len,
             dtype,
             version: AtomicU64::new(0),
+            writes: Mutex::default(),
             _owner: Owner::External(owner),
         })
     }
@@ -101,6 +149,7 @@ impl Storage {
             len: this.len,
             dtype: this.dtype,
             version: AtomicU64::new(version),
+            writes: Mutex::default(),
             _owner: Owner::External(Box::new(keep)),
         })
     }
@@ -121,8 +170,34 @@ impl Storage {
         self.version.load(Ordering::Acquire)
     }
 
+    /// Counts an in-place write, attributed to the op the binding named
+    /// (`write_op`).
     pub fn bump_version(&self) {
-        self.version.fetch_add(1, Ordering::AcqRel);
+        self.bump_version_by(WRITE_OP.with(|w| w.get()));
+    }
+
+    /// Counts an in-place write made by `op`.
+    pub fn bump_version_by(&self, op: &'static str) {
+        let version = self.version.fetch_add(1, Ordering::AcqRel) + 1;
+        let trace = if crate::anomaly::is_enabled() {
+            crate::anomaly::capture()
+        } else {
+            None
+        };
+        let mut w = self.writes.lock();
+        w.last = op;
+        if let Some(trace) = trace {
+            let list = w.traced.get_or_insert_with(Default::default);
+            if list.len() == TRACED_WRITES {
+                list.remove(0);
+            }
+            list.push(TracedWrite { version, op, trace });
+        }
+    }
+
+    /// The write log (see [`WriteLog`]).
+    pub fn writes(&self) -> parking_lot::MutexGuard<'_, WriteLog> {
+        self.writes.lock()
     }
 
     pub fn as_ptr(&self) -> *mut u8 {
@@ -164,5 +239,26 @@ mod tests {
         assert_eq!(a.version(), 7);
         a.bump_version();
         assert_eq!((a.version(), root.version()), (8, 1));
+    }
+
+    #[test]
+    fn writes_are_attributed_to_the_op_the_binding_named() {
+        let s = Storage::from_vec(vec![0.0f32; 2]);
+        s.bump_version();
+        assert_eq!(s.writes().last, "");
+        {
+            let _op = write_op("mul_");
+            {
+                let _inner = write_op("copy_");
+                s.bump_version();
+                assert_eq!(s.writes().last, "copy_");
+            }
+            s.bump_version();
+        }
+        assert_eq!((s.version(), s.writes().last), (3, "mul_"));
+        s.bump_version_by("an optimizer step");
+        assert_eq!(s.writes().last, "an optimizer step");
+        // Outside anomaly mode no stack is kept.
+        assert!(s.writes().traced.is_none());
     }
 }

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from .. import _C
+from . import anomaly_mode as anomaly_mode
 from . import forward_ad as forward_ad
 from . import functional as functional
 from . import graph as graph
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -91,6 +93,7 @@ __all__ = [
     "FunctionCtx",
     "GradcheckError",
     "backward",
+    "detect_anomaly",
     "enable_grad",
     "grad",
     "gradcheck",
@@ -98,5 +101,6 @@ __all__ = [
     "inference_mode",
     "no_grad",
     "once_differentiable",
+    "set_detect_anomaly",
     "set_grad_enabled",
 ]

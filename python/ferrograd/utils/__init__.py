@@ -1,5 +1,6 @@
-"""``ferrograd.utils``: data loading (``ferrograd.utils.data``)."""
+"""``ferrograd.utils``: data loading (``ferrograd.utils.data``) and activation
+checkpointing (``ferrograd.utils.checkpoint``)."""
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]

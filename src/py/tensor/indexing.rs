@@ -106,6 +106,7 @@ impl PyTensor {
         mask: &Bound<'py, PyTensor>,
         value: &Bound<'py, PyAny>,
     ) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("masked_fill_");
         let a = &slf.get().t;
         let m = &mask.get().t;
         let v = match operand(value) {
@@ -144,6 +145,7 @@ impl PyTensor {
     }
 
     fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let _op = crate::tensor::write_op("__setitem__");
         let items = index_items(key)?;
         let t = &self.t;
         let v = match operand(value) {

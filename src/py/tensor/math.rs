@@ -55,6 +55,7 @@ impl PyTensor {
         min: Option<&Bound<'py, PyAny>>,
         max: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("clamp_");
         let a = &slf.get().t;
         let (lo, hi) = (bound_arg(min, a)?, bound_arg(max, a)?);
         let tb = tensor_bounds(min, max);

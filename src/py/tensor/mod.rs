@@ -374,6 +374,7 @@ impl PyTensor {
                     visit.call(&f.ctx)?;
                     visit.call(&f.backward)?;
                 }
+                crate::py::checkpoint::traverse(&*node.backward, &visit)?;
                 node.try_visit_pre_hooks(|h| match h.as_any().downcast_ref::<PyHook>() {
                     Some(h) => visit.call(&h.0),
                     None => Ok(()),

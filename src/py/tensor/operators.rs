@@ -250,18 +250,22 @@ impl PyTensor {
     }
 
     fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        let _op = crate::tensor::write_op("add_");
         ibinop_with(slf, o, ops::add, Some(ops::InplaceOp::Add)).map(drop)
     }
 
     fn __isub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        let _op = crate::tensor::write_op("sub_");
         ibinop_with(slf, o, ops::sub, Some(ops::InplaceOp::Sub)).map(drop)
     }
 
     fn __imul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        let _op = crate::tensor::write_op("mul_");
         ibinop_with(slf, o, ops::mul, Some(ops::InplaceOp::Mul)).map(drop)
     }
 
     fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        let _op = crate::tensor::write_op("div_");
         ibinop_with(slf, o, ops::div, Some(ops::InplaceOp::Div)).map(drop)
     }
 
@@ -296,6 +300,7 @@ impl PyTensor {
         other: &Bound<'py, PyAny>,
         alpha: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("add_");
         match alpha {
             None => ibinop_with(slf, other, ops::add, Some(ops::InplaceOp::Add)),
             Some(al) => {
@@ -312,21 +317,25 @@ impl PyTensor {
 
     /// Subtracts `other` from the tensor in place and returns it.
     fn sub_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("sub_");
         ibinop_with(slf, other, ops::sub, Some(ops::InplaceOp::Sub))
     }
 
     /// Multiplies the tensor by `other` in place and returns it.
     fn mul_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("mul_");
         ibinop_with(slf, other, ops::mul, Some(ops::InplaceOp::Mul))
     }
 
     /// Divides the tensor by `other` in place and returns it.
     fn div_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("div_");
         ibinop_with(slf, other, ops::div, Some(ops::InplaceOp::Div))
     }
 
     /// Raises the tensor to the power `other` in place and returns it.
     fn pow_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("pow_");
         if let Some(Operand::Scalar(e)) = operand(other) {
             // A number exponent is PyTorch's `pow_.Scalar` (`PowBackward0`).
             let a = &slf.get().t;
@@ -341,11 +350,13 @@ impl PyTensor {
     /// Copies the values of `src` (broadcast, converted to this dtype) into the tensor in place
     /// and returns it.
     fn copy_(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("copy_");
         ibinop(slf, src, ops::copy_value)
     }
 
     /// Fills the tensor with zeros in place and returns it.
     fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("zero_");
         let a = &slf.get().t;
         enter(slf.py(), a.numel(), || ops::zero_(a))?;
         Ok(slf.clone().into_any().unbind())
@@ -358,6 +369,7 @@ impl PyTensor {
 
     /// Fills the tensor with `value` in place and returns it.
     fn fill_(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let _op = crate::tensor::write_op("fill_");
         let v = scalar_from_any(value)?.to_f64();
         let a = &slf.get().t;
         enter(slf.py(), a.numel(), || ops::fill_(a, v))?;
@@ -374,6 +386,7 @@ impl PyTensor {
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let gen = super::super::random::gen_arg(generator, "normal_")?;
+        let _op = crate::tensor::write_op("normal_");
         let t = &slf.get().t;
         enter(slf.py(), t.numel(), || {
             ops::normal_with(t, mean, std, gen.as_ref())
@@ -391,6 +404,7 @@ impl PyTensor {
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let gen = super::super::random::gen_arg(generator, "uniform_")?;
+        let _op = crate::tensor::write_op("uniform_");
         let t = &slf.get().t;
         enter(slf.py(), t.numel(), || {
             ops::uniform_with(t, a, b, gen.as_ref())
