@@ -238,6 +238,7 @@ __all__ = [
     "bernoulli",
     "multinomial",
     "_random_like",
+    "_malloc_tuning",
 ]
 
 # ----- classes -------------------------------------------------------------------
@@ -1347,3 +1348,7 @@ def _random_like(
     requires_grad: _bool = False,
     generator: Generator | None = None,
 ) -> Tensor: ...
+
+# --- malloc tuning at import (src/py/alloc.rs) ---
+# The glibc thresholds set when the extension loaded, or {"skipped": reason}.
+def _malloc_tuning() -> dict[_str, _int | _str]: ...

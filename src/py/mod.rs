@@ -3,6 +3,7 @@
 #[macro_use]
 mod table;
 
+mod alloc;
 mod autograd;
 mod convert;
 mod creation;
@@ -38,6 +39,8 @@ extern "C" fn after_fork_child() {
 #[pyo3(name = "_C")]
 fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    // Before any tensor exists, so every buffer is served under the same thresholds.
+    crate::alloc::tune_malloc();
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<dtype::PyDType>()?;
     m.add_class::<node::PyNode>()?;
@@ -58,6 +61,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functional::register(m)?;
     nn::register(m)?;
     autograd::register(m)?;
+    alloc::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
