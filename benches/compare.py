@@ -50,6 +50,7 @@ WORKLOADS = [
     "tanh",
     "mlp",
     "mlp_rss",
+    "cnn_rss",
     "optim",
     "dataloader",
     "save_load",
@@ -85,6 +86,7 @@ class Config:
     mlp_dims: tuple = (784, 512, 256, 10)
     batch: int = 128
     rss_steps: int = 1000
+    cnn_rss_steps: int = 200
     loss: str = "mse"
     threads: int = 1
     optim_params: tuple = (20, 5_000_000)  # tensors, total float32 parameters
@@ -118,6 +120,7 @@ def make_config(args) -> Config:
             mlp_dims=(64, 32, 16, 10),
             batch=16,
             rss_steps=20,
+            cnn_rss_steps=5,
             optim_params=(4, 4096),
             dl_shape=(600, 16),
             sl_tensors=4,
@@ -784,11 +787,13 @@ def fingerprint(lib, outputs: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 class RssProbe:
-    """Runs the MLP training loop in a child process, once per library. Each child holds only
-    its own library, so the peak RSS of one library can't include the other's."""
+    """Runs a training loop (the MLP, or with ``model="cnn"`` the LeNet step) in a child
+    process, once per library. Each child holds only its own library, so the peak RSS of
+    one library can't include the other's."""
 
-    def __init__(self, modules: dict[str, str]):
+    def __init__(self, modules: dict[str, str], model: str = "mlp"):
         self.modules = modules
+        self.model = model
         self.cache: dict[str, Any] = {}  # library name -> result dict or the exception it raised
 
     def run(self, lib, cfg) -> dict:
@@ -806,11 +811,13 @@ class RssProbe:
     def _spawn(self, lib, cfg) -> dict:
         spec = {
             "module": self.modules[lib.name],
+            "model": self.model,
             "threads": cfg.threads,
             "dims": list(cfg.mlp_dims),
             "batch": cfg.batch,
+            "lenet_batch": cfg.lenet_batch,
             "loss": cfg.loss,
-            "steps": cfg.rss_steps,
+            "steps": cfg.rss_steps if self.model == "mlp" else cfg.cnn_rss_steps,
         }
         proc = subprocess.run(
             [sys.executable, os.path.abspath(__file__), "--_rss-child", json.dumps(spec)],
@@ -845,7 +852,11 @@ def rss_child(spec_json: str) -> None:
     early = max(1, steps // 10)
     rss = {}
     try:
-        step = build_mlp(lib, spec["dims"], spec["batch"], spec["loss"], train=True)
+        if spec.get("model", "mlp") == "cnn":
+            # make_lenet reads only the batch size from its config.
+            step = make_lenet(lib, argparse.Namespace(lenet_batch=spec["lenet_batch"]))
+        else:
+            step = build_mlp(lib, spec["dims"], spec["batch"], spec["loss"], train=True)
         after_setup = proc_status("VmRSS")
         for i in range(1, steps + 1):
             step()
@@ -898,7 +909,7 @@ def seconds(cfg: Config) -> float:
     return 1.0
 
 
-def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
+def build_rows(cfg: Config, rss: RssProbe, cnn_rss: RssProbe) -> list[Row]:
     ops, n, (s1, s2), (bb, bn) = cfg.ew_ops, cfg.mm_n, cfg.mm_sizes, cfg.bmm
     mlp = "-".join(map(str, cfg.mlp_dims)) + f" b{cfg.batch}"
     li, lh, ls, lb = cfg.lstm
@@ -1058,6 +1069,21 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
             f"MLP RSS growth step {max(1, cfg.rss_steps // 10)}->{cfg.rss_steps}",
             "%",
             rss.growth,
+            ratio=False,
+            target=Target("<=5% growth", max_value=5.0),
+        ),
+        Row(
+            "cnn_rss",
+            f"LeNet-5 b{cfg.lenet_batch} {cfg.cnn_rss_steps} steps, peak RSS (child)",
+            "MB",
+            cnn_rss.peak,
+            target=Target("<= torch peak", 1.0),
+        ),
+        Row(
+            "cnn_rss",
+            f"LeNet RSS growth step {max(1, cfg.cnn_rss_steps // 10)}->{cfg.cnn_rss_steps}",
+            "%",
+            cnn_rss.growth,
             ratio=False,
             target=Target("<=5% growth", max_value=5.0),
         ),
@@ -1379,7 +1405,8 @@ def main(argv=None) -> int:
     print_line(["-" * w for _, w in COLS])
 
     modules = {"ferrograd": fg_name, "torch": "torch"}
-    rows = [r for r in build_rows(cfg, RssProbe(modules)) if r.workload in args.selected]
+    probes = RssProbe(modules), RssProbe(modules, model="cnn")
+    rows = [r for r in build_rows(cfg, *probes) if r.workload in args.selected]
     libs = [("ferrograd", fg), ("torch", torch), ("numpy", npl)]
     notes: list[str] = []
     records = []

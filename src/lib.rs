@@ -15,6 +15,7 @@
 #![cfg_attr(not(feature = "python"), allow(dead_code, unused_imports))]
 
 pub mod anomaly;
+mod alloc;
 pub mod autograd;
 pub mod error;
 // Public for the criterion benches of the layer kernels (conv, norm); the rest is

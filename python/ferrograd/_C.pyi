@@ -261,6 +261,7 @@ __all__ = [
     "_checkpoint_node",
     "_is_checkpoint_valid",
     "_current_seq",
+    "_malloc_tuning",
 ]
 
 # ----- classes -------------------------------------------------------------------
@@ -1461,3 +1462,6 @@ def _checkpoint_node(
 ) -> list[Any]: ...
 def _is_checkpoint_valid() -> _bool: ...
 def _current_seq() -> _int: ...
+# --- malloc tuning at import (src/py/alloc.rs) ---
+# The glibc thresholds set when the extension loaded, or {"skipped": reason}.
+def _malloc_tuning() -> dict[_str, _int | _str]: ...

@@ -320,22 +320,27 @@ fn ln_row_backward<T: Float>(
     db: &mut [T],
 ) {
     let m = g.len();
-    // a = sum(g * w), c = sum(g * w * xhat), in 16 lanes so the loop vectorises.
-    let mut aa = [<T as Element>::zero(); 16];
-    let mut cc = [<T as Element>::zero(); 16];
+    // Every slice cut to the row's length up front: with unchecked lengths the
+    // loops below kept a bounds check per element and did not vectorise.
+    let (x, w, dx, dw, db) = (&x[..m], &w[..m], &mut dx[..m], &mut dw[..m], &mut db[..m]);
+    // a = sum(g * w), c = sum(g * w * (x - mean)) * rstd, in 16 lanes (one
+    // register) so the loop vectorises: lane arrays updated whole, as the
+    // element loop over a chunk was compiled into scalar code.
+    let zero = <T as Element>::zero();
+    let mut aa = [zero; 16];
+    let mut cc = [zero; 16];
     let n16 = m - m % 16;
     for ((gc, xc), wc) in g[..n16]
         .chunks_exact(16)
         .zip(x[..n16].chunks_exact(16))
         .zip(w[..n16].chunks_exact(16))
     {
-        for i in 0..16 {
-            let gw = gc[i] * wc[i];
-            aa[i] += gw;
-            cc[i] += gw * ((xc[i] - mean) * rstd);
-        }
+        let gw: [T; 16] = std::array::from_fn(|i| gc[i] * wc[i]);
+        let xc: [T; 16] = std::array::from_fn(|i| xc[i] - mean);
+        aa = std::array::from_fn(|i| aa[i] + gw[i]);
+        cc = std::array::from_fn(|i| cc[i] + gw[i] * xc[i]);
     }
-    let (mut a, mut c) = (<T as Element>::zero(), <T as Element>::zero());
+    let (mut a, mut c) = (zero, zero);
     for i in 0..16 {
         a += aa[i];
         c += cc[i];
@@ -343,15 +348,23 @@ fn ln_row_backward<T: Float>(
     for j in n16..m {
         let gw = g[j] * w[j];
         a += gw;
-        c += gw * ((x[j] - mean) * rstd);
+        c += gw * (x[j] - mean);
     }
+    let c = c * rstd;
     let inv_m = T::from_f64(1.0 / m as f64);
     let (a, c) = (a * inv_m, c * inv_m);
-    for j in 0..m {
-        let xh = (x[j] - mean) * rstd;
-        dx[j].write(rstd * (g[j] * w[j] - a - xh * c));
-        dw[j] += g[j] * xh;
-        db[j] += g[j];
+    for (((((o, &gj), &xj), &wj), dwj), dbj) in dx
+        .iter_mut()
+        .zip(g)
+        .zip(x)
+        .zip(w)
+        .zip(dw.iter_mut())
+        .zip(db.iter_mut())
+    {
+        let xh = (xj - mean) * rstd;
+        o.write(rstd * (gj * wj - a - xh * c));
+        *dwj += gj * xh;
+        *dbj += gj;
     }
 }
 

@@ -253,64 +253,6 @@ impl Steps {
     }
 }
 
-/// One batch row of the LSTM step: gate pre-activations `x + p` (i, f, g, o)
-/// to activated gates, the cell state `c` and hidden state `h` in place.
-#[multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
-fn lstm_row_forward<T: Real>(x: &[T], p: &[T], c: &mut [T], h: &mut [T], act: &mut [T]) {
-    let hd = c.len();
-    let (x, p) = (&x[..4 * hd], &p[..4 * hd]);
-    let (h, act) = (&mut h[..hd], &mut act[..4 * hd]);
-    for j in 0..hd {
-        let i = (x[j] + p[j]).sigmoid();
-        let f = (x[hd + j] + p[hd + j]).sigmoid();
-        let g = (x[2 * hd + j] + p[2 * hd + j]).tanh();
-        let o = (x[3 * hd + j] + p[3 * hd + j]).sigmoid();
-        act[j] = i;
-        act[hd + j] = f;
-        act[2 * hd + j] = g;
-        act[3 * hd + j] = o;
-        let cn = f * c[j] + i * g;
-        c[j] = cn;
-        h[j] = o * cn.tanh();
-    }
-}
-
-/// One batch row of the LSTM step's backward: `dh` is the gradient reaching
-/// the step's hidden state from later steps, `dc` the cell state's (updated
-/// in place to the previous cell state's); writes the pre-activation gradients.
-#[multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
-fn lstm_row_backward<T: Real>(
-    act: &[T],
-    c: &[T],
-    c_prev: &[T],
-    g_out: &[T],
-    dh: &[T],
-    dc: &mut [T],
-    d: &mut [T],
-) {
-    let hd = c.len();
-    let one = T::one();
-    let (act, d) = (&act[..4 * hd], &mut d[..4 * hd]);
-    let (c_prev, g_out, dh, dc) = (&c_prev[..hd], &g_out[..hd], &dh[..hd], &mut dc[..hd]);
-    for j in 0..hd {
-        let (i, f, g, o) = (act[j], act[hd + j], act[2 * hd + j], act[3 * hd + j]);
-        let ct = c[j].tanh();
-        let dht = g_out[j] + dh[j];
-        let dct = dc[j] + dht * o * (one - ct * ct);
-        d[j] = dct * g * i * (one - i);
-        d[hd + j] = dct * c_prev[j] * f * (one - f);
-        d[2 * hd + j] = dct * i * (one - g * g);
-        d[3 * hd + j] = dht * ct * o * (one - o);
-        dc[j] = dct * f;
-    }
-}
-
 /// One batch row of the GRU step; `act` receives r, z, n and `W_hn h + b_hn`.
 #[multiversion(targets(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
@@ -441,8 +383,136 @@ pub(crate) struct LstmForward<T> {
     pub h_prev: Vec<T>,
 }
 
+/// How many parts the hidden units of a step are split into: whole register
+/// tiles of units per part (so each gate's columns of a part are whole tiles),
+/// one part per thread, and one part only when the step is too small for a
+/// parallel region to pay.
+fn unit_parts<T: Real>(bs: usize, hd: usize, gates: usize) -> usize {
+    if bs * gates * hd * hd < 1 << 16 {
+        return 1;
+    }
+    (hd / T::TILE)
+        .min(super::parallel::get_num_threads())
+        .max(1)
+}
+
+/// Units `u0..u1` of part `p` of `parts` (the last part takes the units left
+/// over after the whole tiles).
+fn part_units(p: usize, parts: usize, hd: usize, jb: usize) -> (usize, usize) {
+    let blocks = (hd / jb).max(1);
+    let u0 = (p * blocks / parts) * jb;
+    let u1 = if p + 1 == parts {
+        hd
+    } else {
+        ((p + 1) * blocks / parts) * jb
+    };
+    (u0.min(hd), u1.min(hd))
+}
+
+/// A mutable slice of `len` elements at `at` of a buffer shared by the tasks
+/// of a region.
+///
+/// # Safety
+/// `at..at + len` must lie in the buffer, and no other task may touch it
+/// during the region.
+#[inline(always)]
+unsafe fn part_mut<'a, T>(base: super::SendPtr<T>, at: usize, len: usize) -> &'a mut [T] {
+    std::slice::from_raw_parts_mut(base.get().add(at), len)
+}
+
+/// The LSTM step for units `u0..u0 + w` of one batch row: `x` and `p` hold
+/// each gate's input projection and recurrent product (with `b_hh`) for those
+/// units; updates `c` in place and writes the activated gates, the new hidden
+/// state into `h` and `out`, and the cell state before and after.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+#[allow(clippy::too_many_arguments)]
+fn lstm_units_forward<T: Real>(
+    x: [&[T]; 4],
+    p: [&[T]; 4],
+    c: &mut [T],
+    c_prev: &mut [T],
+    c_out: &mut [T],
+    h: &mut [T],
+    out: &mut [T],
+    act: [&mut [T]; 4],
+) {
+    let w = c.len();
+    let [a0, a1, a2, a3] = act;
+    let (a0, a1, a2, a3) = (&mut a0[..w], &mut a1[..w], &mut a2[..w], &mut a3[..w]);
+    let (c_prev, c_out, h, out) = (
+        &mut c_prev[..w],
+        &mut c_out[..w],
+        &mut h[..w],
+        &mut out[..w],
+    );
+    let (x0, x1, x2, x3) = (&x[0][..w], &x[1][..w], &x[2][..w], &x[3][..w]);
+    let (p0, p1, p2, p3) = (&p[0][..w], &p[1][..w], &p[2][..w], &p[3][..w]);
+    for j in 0..w {
+        let i = (x0[j] + p0[j]).sigmoid();
+        let f = (x1[j] + p1[j]).sigmoid();
+        let g = (x2[j] + p2[j]).tanh();
+        let o = (x3[j] + p3[j]).sigmoid();
+        a0[j] = i;
+        a1[j] = f;
+        a2[j] = g;
+        a3[j] = o;
+        c_prev[j] = c[j];
+        let cn = f * c[j] + i * g;
+        c[j] = cn;
+        c_out[j] = cn;
+        let hn = o * cn.tanh();
+        h[j] = hn;
+        out[j] = hn;
+    }
+}
+
+/// The LSTM step's backward for units `u0..u0 + w` of one batch row: `dh` is
+/// the gradient reaching the step's hidden state from later steps, `dc` the
+/// cell state's (updated in place to the previous cell state's); `d` receives
+/// each gate's pre-activation gradient.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn lstm_units_backward<T: Real>(
+    act: [&[T]; 4],
+    c: &[T],
+    c_prev: &[T],
+    g_out: &[T],
+    dh: &[T],
+    dc: &mut [T],
+    d: [&mut [T]; 4],
+) {
+    let w = dc.len();
+    let one = T::one();
+    let [d0, d1, d2, d3] = d;
+    let (d0, d1, d2, d3) = (&mut d0[..w], &mut d1[..w], &mut d2[..w], &mut d3[..w]);
+    let (ai, af, ag, ao) = (&act[0][..w], &act[1][..w], &act[2][..w], &act[3][..w]);
+    let (c, c_prev, g_out, dh) = (&c[..w], &c_prev[..w], &g_out[..w], &dh[..w]);
+    for j in 0..w {
+        let (i, f, g, o) = (ai[j], af[j], ag[j], ao[j]);
+        let ct = c[j].tanh();
+        let dht = g_out[j] + dh[j];
+        let dct = dc[j] + dht * o * (one - ct * ct);
+        d0[j] = dct * g * i * (one - i);
+        d1[j] = dct * c_prev[j] * f * (one - f);
+        d2[j] = dct * i * (one - g * g);
+        d3[j] = dht * ct * o * (one - o);
+        dc[j] = dct * f;
+    }
+}
+
 /// The LSTM recurrence over every step. `gi` `[N, 4H]` holds each step's input
 /// projection (with `b_ih`); gate order i, f, g, o as PyTorch.
+///
+/// A step is one parallel region split by hidden units: each part multiplies
+/// the previous hidden state by its units' columns of the four gates and runs
+/// the cell on them right away, so the whole step (product and gates) is
+/// spread over the pool and the only synchronisation is the end of the region.
+/// The hidden state is double-buffered because every part reads all of it.
 pub(crate) fn lstm_forward<T: Real>(
     s: &Steps,
     gi: &[T],
@@ -455,6 +525,7 @@ pub(crate) fn lstm_forward<T: Real>(
     let g4 = 4 * hd;
     let w_t = transpose(w_hh, g4, hd);
     let mut h = h0.to_vec();
+    let mut h_next = h0.to_vec();
     let mut c = c0.to_vec();
     let mut r = LstmForward {
         out: vec![T::zero(); n * hd],
@@ -465,24 +536,66 @@ pub(crate) fn lstm_forward<T: Real>(
         c_prev: vec![T::zero(); n * hd],
         h_prev: vec![T::zero(); n * hd],
     };
-    let mut pre = vec![T::zero(); s.batch * g4];
     for t in s.order() {
         let (bs, off) = (s.sizes[t], s.offsets[t]);
-        recurrent_product(&h, &w_t, b_hh, bs, hd, &mut pre);
         r.h_prev[off * hd..(off + bs) * hd].copy_from_slice(&h[..bs * hd]);
-        r.c_prev[off * hd..(off + bs) * hd].copy_from_slice(&c[..bs * hd]);
-        for b in 0..bs {
-            let row = off + b;
-            lstm_row_forward(
-                &gi[row * g4..(row + 1) * g4],
-                &pre[b * g4..(b + 1) * g4],
-                &mut c[b * hd..(b + 1) * hd],
-                &mut h[b * hd..(b + 1) * hd],
-                &mut r.gates[row * g4..(row + 1) * g4],
-            );
-            r.c[row * hd..(row + 1) * hd].copy_from_slice(&c[b * hd..(b + 1) * hd]);
-            r.out[row * hd..(row + 1) * hd].copy_from_slice(&h[b * hd..(b + 1) * hd]);
-        }
+        let parts = unit_parts::<T>(bs, hd, 4);
+        let ptr = |v: &mut Vec<T>| super::SendPtr(v.as_mut_ptr());
+        let (pc, pn, pout, pg, pcs, pcp) = (
+            ptr(&mut c),
+            ptr(&mut h_next),
+            ptr(&mut r.out),
+            ptr(&mut r.gates),
+            ptr(&mut r.c),
+            ptr(&mut r.c_prev),
+        );
+        let h_cur = &h[..bs * hd];
+        let w_t = &w_t[..];
+        super::parallel::tasks(parts, |part| {
+            let (u0, u1) = part_units(part, parts, hd, T::TILE);
+            let w = u1 - u0;
+            if w == 0 {
+                return;
+            }
+            // Each gate's recurrent product for these units, `[bs, w]` per gate.
+            let mut pre = vec![T::zero(); 4 * bs * w];
+            for (g, blk) in pre.chunks_exact_mut(bs * w).enumerate() {
+                T::nn_cols(h_cur, w_t, bs, g4, hd, blk, false, g * hd + u0, g * hd + u1);
+                if let Some(b) = b_hh {
+                    let b = &b[g * hd + u0..g * hd + u1];
+                    for row in blk.chunks_exact_mut(w) {
+                        for (v, &bb) in row.iter_mut().zip(b) {
+                            *v = bb + *v;
+                        }
+                    }
+                }
+            }
+            for b in 0..bs {
+                let row = off + b;
+                let x =
+                    std::array::from_fn(|g| &gi[row * g4 + g * hd + u0..row * g4 + g * hd + u1]);
+                let p = std::array::from_fn(|g| &pre[g * bs * w + b * w..g * bs * w + (b + 1) * w]);
+                // SAFETY: every slice is this part's units of one row: disjoint
+                // from the other parts' and within the buffers, which outlive
+                // the region.
+                unsafe {
+                    lstm_units_forward(
+                        x,
+                        p,
+                        part_mut(pc, b * hd + u0, w),
+                        part_mut(pcp, row * hd + u0, w),
+                        part_mut(pcs, row * hd + u0, w),
+                        part_mut(pn, b * hd + u0, w),
+                        part_mut(pout, row * hd + u0, w),
+                        std::array::from_fn(|g| part_mut(pg, row * g4 + g * hd + u0, w)),
+                    );
+                }
+            }
+        });
+        // Rows past this step's batch keep their state (sequences that ended,
+        // or in reverse have not started yet).
+        h_next[bs * hd..].copy_from_slice(&h[bs * hd..]);
+        std::mem::swap(&mut h, &mut h_next);
     }
     r.h_n = h;
     r.c_n = c;
@@ -492,6 +605,13 @@ pub(crate) fn lstm_forward<T: Real>(
 /// Gradients of the LSTM loop: `d_gates` `[N, 4H]` (with respect to the gate
 /// pre-activations, i.e. to `gi` and to the recurrent product alike) and the
 /// gradients of `h0`, `c0`.
+///
+/// One parallel region per step, split by hidden units as the forward: a part
+/// first finishes the gradient reaching its units of the hidden state (the
+/// product of the previously visited step's gate gradients with its columns
+/// of `W_hh`), then runs the gates' backward on those units. Both halves of a
+/// part touch only its own units, so the end of the region is the only
+/// synchronisation a step needs.
 pub(crate) fn lstm_backward<T: Real>(
     s: &Steps,
     f: &LstmForwardRef<'_, T>,
@@ -505,28 +625,60 @@ pub(crate) fn lstm_backward<T: Real>(
     let mut dh = g_hn.to_vec();
     let mut dc = g_cn.to_vec();
     let mut d_gates = vec![T::zero(); n * g4];
-    for t in s.order().into_iter().rev() {
-        let (bs, off) = (s.sizes[t], s.offsets[t]);
-        for b in 0..bs {
-            let row = off + b;
-            lstm_row_backward(
-                &f.gates[row * g4..(row + 1) * g4],
-                &f.c[row * hd..(row + 1) * hd],
-                &f.c_prev[row * hd..(row + 1) * hd],
-                &g_out[row * hd..(row + 1) * hd],
-                &dh[b * hd..(b + 1) * hd],
-                &mut dc[b * hd..(b + 1) * hd],
-                &mut d_gates[row * g4..(row + 1) * g4],
-            );
-        }
-        state_gradient(
-            &d_gates[off * g4..(off + bs) * g4],
-            w_hh,
-            bs,
-            hd,
-            &mut dh,
-            false,
+    let visits: Vec<usize> = s.order().into_iter().rev().collect();
+    // Region k runs the state gradient of visit k - 1 (if any), then the gates
+    // of visit k (if any); the extra last region finishes `dh` into `d_h0`.
+    for k in 0..=visits.len() {
+        let prev = k
+            .checked_sub(1)
+            .map(|i| (s.sizes[visits[i]], s.offsets[visits[i]]));
+        let cur = visits.get(k).map(|&t| (s.sizes[t], s.offsets[t]));
+        let bs_max = prev.map_or(0, |p| p.0).max(cur.map_or(0, |c| c.0));
+        let parts = unit_parts::<T>(bs_max, hd, 4);
+        let (pd, pdh, pdc) = (
+            super::SendPtr(d_gates.as_mut_ptr()),
+            super::SendPtr(dh.as_mut_ptr()),
+            super::SendPtr(dc.as_mut_ptr()),
         );
+        super::parallel::tasks(parts, |part| {
+            let (u0, u1) = part_units(part, parts, hd, T::TILE);
+            let w = u1 - u0;
+            if w == 0 {
+                return;
+            }
+            if let Some((bs, off)) = prev {
+                // SAFETY: the rows of the step visited last were completed by
+                // the previous region; nothing writes them in this one.
+                let d = unsafe {
+                    std::slice::from_raw_parts(pd.get().add(off * g4) as *const T, bs * g4)
+                };
+                let mut part_dh = vec![T::zero(); bs * w];
+                T::nn_cols(d, w_hh, bs, hd, g4, &mut part_dh, false, u0, u1);
+                for (b, src) in part_dh.chunks_exact(w).enumerate() {
+                    // SAFETY: this part's units of row b of `dh`.
+                    unsafe { part_mut(pdh, b * hd + u0, w) }.copy_from_slice(src);
+                }
+            }
+            if let Some((bs, off)) = cur {
+                for b in 0..bs {
+                    let row = off + b;
+                    let at = |g: usize| row * g4 + g * hd + u0;
+                    // SAFETY: this part's units of row `b` of `dh`/`dc` and of
+                    // row `row` of `d_gates`, disjoint from the other parts'.
+                    unsafe {
+                        lstm_units_backward(
+                            std::array::from_fn(|g| &f.gates[at(g)..at(g) + w]),
+                            &f.c[row * hd + u0..row * hd + u1],
+                            &f.c_prev[row * hd + u0..row * hd + u1],
+                            &g_out[row * hd + u0..row * hd + u1],
+                            part_mut(pdh, b * hd + u0, w),
+                            part_mut(pdc, b * hd + u0, w),
+                            std::array::from_fn(|g| part_mut(pd, at(g), w)),
+                        );
+                    }
+                }
+            }
+        });
     }
     (d_gates, dh, dc)
 }

@@ -6,6 +6,7 @@ mod dispatch;
 mod table;
 
 mod anomaly;
+mod alloc;
 mod autograd;
 mod autograd_batched;
 mod compat;
@@ -46,6 +47,8 @@ extern "C" fn after_fork_child() {
 #[pyo3(name = "_C")]
 fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    // Before any tensor exists, so every buffer is served under the same thresholds.
+    crate::alloc::tune_malloc();
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<dtype::PyDType>()?;
     m.add_class::<node::PyNode>()?;
@@ -73,6 +76,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     node_hooks::register(m)?;
     anomaly::register(m)?;
     checkpoint::register(m)?;
+    alloc::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
