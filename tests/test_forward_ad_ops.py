@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import ferrograd as fg
 import ferrograd.autograd.forward_ad as fwAD
 import ferrograd.nn.functional as F
+from ferrograd.utils.checkpoint import checkpoint
 from helpers import broadcastable_shapes, shapes
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -186,6 +187,7 @@ CASES = {
     "nanmedian": (lambda x: x.nanmedian(), [S(2, 3)]),
     "nanmedian_dim": (lambda x: x.nanmedian(1)[0], [S(2, 3)]),
     "mode": (lambda x: x.mode(1)[0], [S(2, 3)]),
+    "checkpoint": (lambda x: checkpoint(lambda a: a.sin() * a, x, use_reentrant=False), [S(2, 3)]),
     # matrix products
     "matmul": (lambda a, b: a @ b, [S(2, 3), S(3, 2)]),
     "mm": (fg.mm, [S(2, 3), S(3, 4)]),
