@@ -174,6 +174,8 @@ from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor  # noqa: E402
 from .random import manual_seed  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from . import _dynamo  # noqa: E402, F401
+from ._compile import compile  # noqa: E402
 
 # PyTorch's constants.
 pi = _math.pi
@@ -537,3 +539,4 @@ from ._composite import __all__ as _composite_all  # noqa: E402
 
 __all__ += ["argsort", "kthvalue", "median", "msort", "nanmedian", "sort", "topk", *_composite_all]
 from . import linalg  # noqa: E402, F401 - also installs torch.det/svd/... aliases
+__all__ += ["compile"]

@@ -9,7 +9,7 @@ use super::convert::{lhs, operand, tensor_list, to_tensor_like, Operand};
 use super::errors::{enter, work};
 use super::tensor::{add_impl, run, sub_impl, tensor_tuple, PyTensor};
 use crate::ops;
-use crate::tensor::Shape;
+use crate::tensor::{Shape, Tensor};
 
 /// Returns `input + alpha * other` elementwise (broadcast; either may be a number).
 #[pyfunction]
@@ -281,7 +281,11 @@ method_fn!(
 fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
     let ts = tensor_list(tensors)?;
     let work = ts.iter().map(|t| t.numel()).sum();
-    run(py, work, || ops::cat(&ts, dim))
+    let refs: Vec<&Tensor> = ts.iter().collect();
+    crate::py::capture::run_op(py, work, "cat", &refs, &[], move |t, _| {
+        let v: Vec<Tensor> = t.iter().map(|x| (*x).clone()).collect();
+        ops::cat(&v, dim)
+    })
 }
 
 /// Joins `tensors` of the same shape along a new dimension `dim`.
@@ -290,7 +294,11 @@ fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAn
 fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
     let ts = tensor_list(tensors)?;
     let work = ts.iter().map(|t| t.numel()).sum();
-    run(py, work, || ops::stack(&ts, dim))
+    let refs: Vec<&Tensor> = ts.iter().collect();
+    crate::py::capture::run_op(py, work, "stack", &refs, &[], move |t, _| {
+        let v: Vec<Tensor> = t.iter().map(|x| (*x).clone()).collect();
+        ops::stack(&v, dim)
+    })
 }
 
 /// `einsum("ij,jk->ik", a, b)` or `einsum("ij,jk->ik", [a, b])`.

@@ -4,6 +4,8 @@
 mod table;
 
 mod autograd;
+mod capture;
+mod compile;
 mod convert;
 mod creation;
 mod dtype;
@@ -58,6 +60,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functional::register(m)?;
     nn::register(m)?;
     autograd::register(m)?;
+    compile::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

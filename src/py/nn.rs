@@ -4,6 +4,7 @@
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
+use super::capture;
 use super::convert::{opt_tensor, to_tensor_like};
 use super::errors::enter;
 use super::functions::t_of;
@@ -23,7 +24,9 @@ fn mse_loss(
     let a = t_of(input);
     let b = to_tensor_like(target, Some(a))?;
     let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || ops::mse_loss(a, &b, r))
+    capture::run_op(py, a.numel(), "mse_loss", &[a, &b], &[], move |t, _| {
+        ops::mse_loss(t[0], t[1], r)
+    })
 }
 
 /// Clamps the elements of `input` to [min_val, max_val].
@@ -36,7 +39,9 @@ fn hardtanh(
     max_val: f64,
 ) -> PyResult<Py<PyAny>> {
     let a = t_of(input);
-    run(py, a.numel(), || ops::hardtanh(a, min_val, max_val))
+    capture::run_op(py, a.numel(), "hardtanh", &[a], &[], move |t, _| {
+        ops::hardtanh(t[0], min_val, max_val)
+    })
 }
 
 /// Applies max(x, 0) + negative_slope * min(x, 0) to each element of `input`.
@@ -48,7 +53,9 @@ fn leaky_relu(
     negative_slope: f64,
 ) -> PyResult<Py<PyAny>> {
     let a = t_of(input);
-    run(py, a.numel(), || ops::leaky_relu(a, negative_slope))
+    capture::run_op(py, a.numel(), "leaky_relu", &[a], &[], move |t, _| {
+        ops::leaky_relu(t[0], negative_slope)
+    })
 }
 
 /// `leaky_relu_(input, negative_slope)`: in place, recorded with a rule on
@@ -82,7 +89,9 @@ fn elu_<'py>(input: &Bound<'py, PyTensor>, alpha: f64) -> PyResult<Bound<'py, Py
 #[pyo3(signature = (input, alpha=1.0))]
 fn elu(py: Python<'_>, input: &Bound<'_, PyTensor>, alpha: f64) -> PyResult<Py<PyAny>> {
     let a = t_of(input);
-    run(py, a.numel(), || ops::elu(a, alpha))
+    capture::run_op(py, a.numel(), "elu", &[a], &[], move |t, _| {
+        ops::elu(t[0], alpha)
+    })
 }
 
 /// Applies the Gaussian error linear unit x * Phi(x) (`approximate="tanh"`: its tanh
@@ -100,7 +109,9 @@ fn gelu(py: Python<'_>, input: &Bound<'_, PyTensor>, approximate: &str) -> PyRes
         }
     };
     let a = t_of(input);
-    run(py, a.numel(), || ops::gelu(a, tanh))
+    capture::run_op(py, a.numel(), "gelu", &[a], &[], move |t, _| {
+        ops::gelu(t[0], tanh)
+    })
 }
 
 /// Applies log(1 + exp(beta * x)) / beta to each element, linear above `threshold`.
@@ -113,7 +124,9 @@ fn softplus(
     threshold: f64,
 ) -> PyResult<Py<PyAny>> {
     let a = t_of(input);
-    run(py, a.numel(), || ops::softplus(a, beta, threshold))
+    capture::run_op(py, a.numel(), "softplus", &[a], &[], move |t, _| {
+        ops::softplus(t[0], beta, threshold)
+    })
 }
 
 /// Zeroes each element of `input` with probability `p` and scales the rest by 1 / (1 - p) when
@@ -127,7 +140,9 @@ fn dropout(
     training: bool,
 ) -> PyResult<Py<PyAny>> {
     let a = t_of(input);
-    run(py, a.numel(), || ops::dropout(a, p, training))
+    capture::run_op(py, a.numel(), "dropout", &[a], &[], move |t, _| {
+        ops::dropout(t[0], p, training)
+    })
 }
 
 /// Returns `input @ weight.T + bias` (bias optional), recorded as PyTorch's addmm/mm nodes.
@@ -144,7 +159,11 @@ fn linear(
     let work = x
         .numel()
         .saturating_mul(w.shape().first().copied().unwrap_or(1));
-    run(py, work, || ops::linear(x, w, b.as_ref()))
+    let mut ins = vec![x, w];
+    ins.extend(b.as_ref());
+    capture::run_op(py, work, "linear", &ins, &[], |t, _| {
+        ops::linear(t[0], t[1], t.get(2).copied())
+    })
 }
 
 /// The mean absolute error between `input` and `target`, reduced by `reduction`.
@@ -159,7 +178,9 @@ fn l1_loss(
     let a = t_of(input);
     let b = to_tensor_like(target, Some(a))?;
     let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || ops::l1_loss(a, &b, r))
+    capture::run_op(py, a.numel(), "l1_loss", &[a, &b], &[], move |t, _| {
+        ops::l1_loss(t[0], t[1], r)
+    })
 }
 
 /// The smooth L1 loss: quadratic for errors below `beta`, linear above, reduced by `reduction`.
@@ -175,7 +196,14 @@ fn smooth_l1_loss(
     let a = t_of(input);
     let b = to_tensor_like(target, Some(a))?;
     let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || ops::smooth_l1_loss(a, &b, r, beta))
+    capture::run_op(
+        py,
+        a.numel(),
+        "smooth_l1_loss",
+        &[a, &b],
+        &[],
+        move |t, _| ops::smooth_l1_loss(t[0], t[1], r, beta),
+    )
 }
 
 /// The Huber loss: quadratic for errors below `delta`, linear above (delta times smooth L1),
@@ -192,7 +220,9 @@ fn huber_loss(
     let a = t_of(input);
     let b = to_tensor_like(target, Some(a))?;
     let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || ops::huber_loss(a, &b, r, delta))
+    capture::run_op(py, a.numel(), "huber_loss", &[a, &b], &[], move |t, _| {
+        ops::huber_loss(t[0], t[1], r, delta)
+    })
 }
 
 /// Binary cross entropy between probabilities `input` and `target`, optionally weighted,
@@ -210,9 +240,16 @@ fn binary_cross_entropy(
     let b = to_tensor_like(target, Some(a))?;
     let w = opt_tensor(weight)?;
     let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || {
-        ops::binary_cross_entropy(a, &b, w.as_ref(), r)
-    })
+    let mut ins = vec![a, &b];
+    ins.extend(w.as_ref());
+    capture::run_op(
+        py,
+        a.numel(),
+        "binary_cross_entropy",
+        &ins,
+        &[],
+        move |t, _| ops::binary_cross_entropy(t[0], t[1], t.get(2).copied(), r),
+    )
 }
 
 /// Binary cross entropy of sigmoid(`input`) and `target`, computed stably from the logits;
@@ -251,8 +288,10 @@ fn nll_loss(
     let (a, t) = (t_of(input), t_of(target));
     let w = opt_tensor(weight)?;
     let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || {
-        ops::nll_loss(a, t, w.as_ref(), ignore_index, r)
+    let mut ins = vec![a, t];
+    ins.extend(w.as_ref());
+    capture::run_op(py, a.numel(), "nll_loss", &ins, &[], move |t, _| {
+        ops::nll_loss(t[0], t[1], t.get(2).copied(), ignore_index, r)
     })
 }
 
@@ -272,8 +311,17 @@ fn cross_entropy(
     let (a, t) = (t_of(input), t_of(target));
     let w = opt_tensor(weight)?;
     let r = ops::Reduction::parse(reduction)?;
-    run(py, a.numel(), || {
-        ops::cross_entropy(a, t, w.as_ref(), ignore_index, r, label_smoothing)
+    let mut ins = vec![a, t];
+    ins.extend(w.as_ref());
+    capture::run_op(py, a.numel(), "cross_entropy", &ins, &[], move |t, _| {
+        ops::cross_entropy(
+            t[0],
+            t[1],
+            t.get(2).copied(),
+            ignore_index,
+            r,
+            label_smoothing,
+        )
     })
 }
 

@@ -54,7 +54,9 @@ macro_rules! op_table {
             #[doc = concat!("In-place version of `", stringify!($name), "()`: ", $doc)]
             pub(crate) fn $iname(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
                 let a = &slf.get().t;
-                enter(slf.py(), a.numel(), || ops::apply_inplace(a, || $op(a)))?;
+                $crate::py::capture::run_inplace(slf.py(), a.numel(), stringify!($iname), &[a], &[], |t, _| {
+                    ops::apply_inplace(t[0], || $op(t[0]))
+                })?;
                 Ok(slf.clone().into_any().unbind())
             }
         }
@@ -67,7 +69,7 @@ macro_rules! op_table {
             #[doc = $doc]
             pub(crate) fn $name(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
                 let a = &self.t;
-                run(py, a.numel(), || $op(a))
+                $crate::py::capture::run_op(py, a.numel(), stringify!($name), &[a], &[], |t, _| $op(t[0]))
             }
         }
     };
@@ -77,7 +79,7 @@ macro_rules! op_table {
             #[doc = $doc]
             pub(crate) fn $name(&self, py: Python<'_>, $arg: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
                 let (a, b) = (&self.t, &$arg.get().t);
-                run(py, work(&[a, b]), || $op(a, b))
+                $crate::py::capture::run_op(py, work(&[a, b]), stringify!($name), &[a, b], &[], |t, _| $op(t[0], t[1]))
             }
         }
     };
@@ -87,7 +89,7 @@ macro_rules! op_table {
             #[doc = $doc]
             pub(crate) fn $name(&self, py: Python<'_>, $arg: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
                 let (a, b) = (&self.t, &$arg.get().t);
-                run(py, product_work(a, b), || $op(a, b))
+                $crate::py::capture::run_op(py, product_work(a, b), stringify!($name), &[a, b], &[], |t, _| $op(t[0], t[1]))
             }
         }
     };
@@ -98,7 +100,7 @@ macro_rules! op_table {
             pub(crate) fn $name(&self, py: Python<'_>, $arg: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
                 let a = &self.t;
                 let b = to_tensor_like($arg, Some(a))?;
-                run(py, work(&[a, &b]), || $op(a, &b))
+                $crate::py::capture::run_op(py, work(&[a, &b]), stringify!($name), &[a, &b], &[], |t, _| $op(t[0], t[1]))
             }
         }
     };
@@ -117,7 +119,7 @@ macro_rules! op_table {
         #[pyfunction]
         pub fn $name(py: Python<'_>, input: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
             let a = &input.get().t;
-            run(py, a.numel(), || $op(a))
+            $crate::py::capture::run_op(py, a.numel(), stringify!($name), &[a], &[], |t, _| $op(t[0]))
         }
     };
     (@function product $name:ident ($arg:ident) $op:path, $doc:literal) => {
@@ -130,7 +132,7 @@ macro_rules! op_table {
         ) -> PyResult<Py<PyAny>> {
             let a = lhs(input, $arg)?;
             let b = to_tensor_like($arg, Some(&a))?;
-            run(py, product_work(&a, &b), || $op(&a, &b))
+            $crate::py::capture::run_op(py, product_work(&a, &b), stringify!($name), &[&a, &b], &[], |t, _| $op(t[0], t[1]))
         }
     };
     (@function $kind:ident $name:ident ($arg:ident) $op:path, $doc:literal) => {
@@ -143,7 +145,7 @@ macro_rules! op_table {
         ) -> PyResult<Py<PyAny>> {
             let a = lhs(input, $arg)?;
             let b = to_tensor_like($arg, Some(&a))?;
-            run(py, work(&[&a, &b]), || $op(&a, &b))
+            $crate::py::capture::run_op(py, work(&[&a, &b]), stringify!($name), &[&a, &b], &[], |t, _| $op(t[0], t[1]))
         }
     };
 
