@@ -238,6 +238,13 @@ __all__ = [
     "bernoulli",
     "multinomial",
     "_random_like",
+    "_Tape",
+    "_capture_begin",
+    "_capture_end",
+    "_capture_abort",
+    "_capture_active",
+    "_capture_pycall",
+    "_capture_refuse",
 ]
 
 # ----- classes -------------------------------------------------------------------
@@ -1347,3 +1354,24 @@ def _random_like(
     requires_grad: _bool = False,
     generator: Generator | None = None,
 ) -> Tensor: ...
+
+# ----- ferrograd.compile: capture and replay (src/py/compile.rs) -----------------------
+@final
+class _Tape:
+    """A recorded call: replay runs its entries in Rust on new inputs."""
+
+    def replay(self, inputs: list[Tensor], numbers: list[_float]) -> list[Tensor]: ...
+    @property
+    def ops(self) -> list[_str]: ...
+    @property
+    def constants(self) -> list[Tensor]: ...
+    def __len__(self) -> _int: ...
+
+def _capture_begin(inputs: list[Tensor], numbers: list[object]) -> None: ...
+def _capture_end(
+    outputs: list[Tensor], grad_mode: _bool, n_inputs: _int
+) -> tuple[_Tape | None, _str | None, list[_bool]]: ...
+def _capture_abort() -> None: ...
+def _capture_active() -> _bool: ...
+def _capture_pycall(name: _str, f: Callable[[], Any]) -> Any: ...
+def _capture_refuse(reason: _str) -> None: ...

@@ -55,7 +55,10 @@ impl Tape {
                     if let Some(g) = grad {
                         touch(*g);
                     }
-                    leaves.iter().for_each(|&(_, g)| touch(g));
+                    leaves.iter().for_each(|&(l, g)| {
+                        touch(l);
+                        touch(g);
+                    });
                 }
                 Step::SetGrad { t, g } => {
                     touch(*t);
@@ -272,8 +275,17 @@ fn _capture_end(
             _ => Vec::new(),
         })
         .collect();
+    // In-place writes give an input or constant a new slot; those are not
+    // values made inside.
+    let held: HashSet<usize> = (0..c.srcs.len())
+        .filter(|&s| matches!(c.srcs[s], Src::Input(_) | Src::Const(_)))
+        .map(|s| c.tensor_at(s).id())
+        .collect();
     for s in 0..c.srcs.len() {
-        if !matches!(c.srcs[s], Src::Produced) || grads.contains(&s) {
+        if !matches!(c.srcs[s], Src::Produced)
+            || grads.contains(&s)
+            || held.contains(&c.tensor_at(s).id())
+        {
             continue;
         }
         if let Some(o) = super::tensor::registered_object(py, c.tensor_at(s)) {

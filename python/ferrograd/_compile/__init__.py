@@ -41,7 +41,7 @@ def _mark(method: str) -> Callable:
         if args and isinstance(args[0], Tensor):
             return NotImplemented
         self._derived = True
-        return base(float(self), *args)
+        return base(self, *args)
 
     f.__name__ = method
     return f
@@ -70,7 +70,7 @@ def _mark_int(method: str) -> Callable:
         if args and isinstance(args[0], Tensor):
             return NotImplemented
         self._derived = True
-        return base(int(self), *args)
+        return base(self, *args)
 
     f.__name__ = method
     return f
