@@ -37,6 +37,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import bench_compile  # benches/ is the script's directory
 import numpy as np
 
 WORKLOADS = [
@@ -56,6 +57,7 @@ WORKLOADS = [
     "layernorm",
     "lstm",
     "transformer",
+    "compile",
 ]
 NA_ERRORS = (AttributeError, TypeError, NotImplementedError)
 LR = 0.01
@@ -1127,6 +1129,8 @@ def build_rows(cfg: Config, rss: RssProbe) -> list[Row]:
             target=Target(">=1.2x torch", 1.2),
             rtol=1e-2,
         ),
+        # --- compile rows (ferrograd.compile replays vs PyTorch eager; workloads in bench_compile.py)
+        *bench_compile.rows(Row, Target, timed),
     ]
 
 

@@ -159,6 +159,7 @@ from ._C import (  # noqa: E402
 import math as _math  # noqa: E402
 
 from . import (  # noqa: E402, F401  # noqa: E402
+    _dynamo,  # noqa: E402, F401
     autograd,
     backends,
     cuda,
@@ -169,13 +170,12 @@ from . import (  # noqa: E402, F401  # noqa: E402
     utils,  # noqa: E402
     viz,
 )
+from ._compile import compile  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import BoolTensor, DoubleTensor, FloatTensor, LongTensor  # noqa: E402
 from .random import manual_seed  # noqa: E402
 from .serialization import load, save  # noqa: E402
-from . import _dynamo  # noqa: E402, F401
-from ._compile import compile  # noqa: E402
 
 # PyTorch's constants.
 pi = _math.pi
@@ -539,4 +539,5 @@ from ._composite import __all__ as _composite_all  # noqa: E402
 
 __all__ += ["argsort", "kthvalue", "median", "msort", "nanmedian", "sort", "topk", *_composite_all]
 from . import linalg  # noqa: E402, F401 - also installs torch.det/svd/... aliases
+
 __all__ += ["compile"]

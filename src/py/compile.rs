@@ -30,7 +30,7 @@ pub struct Tape {
     grad_mode: bool,
 }
 
-fn slot<'a>(slots: &'a [Option<Tensor>], s: usize) -> crate::Result<&'a Tensor> {
+fn slot(slots: &[Option<Tensor>], s: usize) -> crate::Result<&Tensor> {
     slots[s]
         .as_ref()
         .ok_or_else(|| crate::Error::Runtime(format!("compiled tape: slot {s} is empty")))

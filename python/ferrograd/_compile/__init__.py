@@ -26,7 +26,7 @@ _EAGER_BACKENDS = ("eager", "aot_eager")
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _OPTIONS = ("check",)
 
-_ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+_ALL: weakref.WeakSet[CompiledFunction] = weakref.WeakSet()
 
 
 def _reset_all() -> None:
