@@ -368,3 +368,19 @@ def test_exception_inside_capture_leaves_no_capture_running():
         f(torch.ones(1))
     assert not torch._C._capture_active()
     assert same(torch.ones(1) * 3, torch.full((1,), 3.0))
+
+
+def test_check_option_catches_a_python_side_effect_the_tape_misses():
+    # A number read from Python state inside the function is a constant of
+    # the tape; check=True is how a user finds such a difference.
+    count = [0]
+
+    def g(x):
+        count[0] += 1
+        return x * float(count[0])
+
+    f = torch.compile(g, check=True)
+    f(torch.ones(2))
+    f(torch.ones(2))
+    with pytest.raises(RuntimeError, match="differs between replay and eager"):
+        f(torch.ones(2))
