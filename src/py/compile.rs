@@ -86,6 +86,17 @@ impl Tape {
     }
 
     fn run(&self, inputs: &[Tensor], numbers: &[f64]) -> crate::Result<Vec<Tensor>> {
+        // A failing replay leaves grad mode as the call found it, as the
+        // eager function's `with no_grad()` blocks would on an exception.
+        let prev = autograd::is_grad_enabled();
+        let r = self.run_entries(inputs, numbers);
+        if r.is_err() {
+            autograd::set_grad_enabled(prev);
+        }
+        r
+    }
+
+    fn run_entries(&self, inputs: &[Tensor], numbers: &[f64]) -> crate::Result<Vec<Tensor>> {
         let mut slots: Vec<Option<Tensor>> = self
             .srcs
             .iter()
