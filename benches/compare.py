@@ -37,6 +37,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import bench_compile  # benches/ is the script's directory
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -61,6 +62,7 @@ WORKLOADS = [
     "lstm",
     "transformer",
     *bench_func.WORKLOADS,
+    "compile",
 ]
 NA_ERRORS = (AttributeError, TypeError, NotImplementedError)
 LR = 0.01
@@ -1159,6 +1161,8 @@ def build_rows(cfg: Config, rss: RssProbe, cnn_rss: RssProbe) -> list[Row]:
         ),
         # --- ferrograd.func rows (workloads in benches/bench_func.py)
         *bench_func.func_rows(cfg, Row, Target, timed, ms),
+        # --- compile rows (ferrograd.compile replays vs PyTorch eager; workloads in bench_compile.py)
+        *bench_compile.rows(Row, Target, timed),
     ]
 
 

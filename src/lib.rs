@@ -14,8 +14,8 @@
 // Without the bindings, much of the crate is only reachable from them.
 #![cfg_attr(not(feature = "python"), allow(dead_code, unused_imports))]
 
-pub mod anomaly;
 mod alloc;
+pub mod anomaly;
 pub mod autograd;
 pub mod error;
 // Public for the criterion benches of the layer kernels (conv, norm); the rest is

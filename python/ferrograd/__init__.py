@@ -164,6 +164,7 @@ from ._C import (  # noqa: E402
 import math as _math  # noqa: E402
 
 from . import (  # noqa: E402, F401  # noqa: E402
+    _dynamo,  # noqa: E402, F401
     autograd,
     backends,
     cuda,
@@ -174,6 +175,7 @@ from . import (  # noqa: E402, F401  # noqa: E402
     utils,  # noqa: E402
     viz,
 )
+from ._compile import compile  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import (  # noqa: E402
@@ -564,3 +566,4 @@ __all__ += ["func", "vmap"]
 from ._C import get_default_dtype, mode, set_default_dtype  # noqa: E402
 
 __all__ += ["get_default_dtype", "mode", "set_default_dtype", "set_default_tensor_type"]
+__all__ += ["compile"]

@@ -429,7 +429,12 @@ fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
 /// Before a node runs, in PyTorch's documented order: tensor hooks on its
 /// outputs (hooks on non-leaves), the node's pre-hooks (only when it runs),
 /// then `retain_grad` stores, which see what the hooks returned.
-pub(crate) fn run_node_hooks(node: &NodeRef, hooks: &NodeHooks, grads: &mut Grads, exec: bool) -> Result<()> {
+pub(crate) fn run_node_hooks(
+    node: &NodeRef,
+    hooks: &NodeHooks,
+    grads: &mut Grads,
+    exec: bool,
+) -> Result<()> {
     for (_, nr, hook) in &hooks.pre {
         if let Some(Some(g)) = grads.get(*nr as usize) {
             if let Some(new) = hook.call(g)? {

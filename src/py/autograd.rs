@@ -98,6 +98,9 @@ fn is_grad_enabled() -> bool {
 /// managers).
 #[pyfunction]
 fn _set_grad_enabled(mode: bool) {
+    if super::capture::active() {
+        super::compile::note_grad_mode(mode);
+    }
     autograd::set_grad_enabled(mode)
 }
 

@@ -66,10 +66,14 @@ pub fn operand(obj: &Bound<'_, PyAny>) -> Option<Operand> {
 pub fn to_tensor_like(obj: &Bound<'_, PyAny>, like: Option<&Tensor>) -> PyResult<Tensor> {
     match operand(obj) {
         Some(Operand::Tensor(t)) => Ok(t),
-        Some(Operand::Scalar(s)) => Ok(match like {
-            Some(l) => s.wrap(l),
-            None => scalar_tensor(s, None),
-        }),
+        Some(Operand::Scalar(s)) => {
+            let t = match like {
+                Some(l) => s.wrap(l),
+                None => scalar_tensor(s, None),
+            };
+            super::capture::note_number_tensor(obj, &t);
+            Ok(t)
+        }
         None if super::dispatch::dispatchable(obj) => Err(super::dispatch::needed(obj)),
         None => tensor_from_data(obj, None),
     }
@@ -477,7 +481,11 @@ pub fn lhs(input: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyResult<Tenso
     match operand(input) {
         Some(Operand::Tensor(t)) => Ok(t),
         Some(Operand::Scalar(s)) => match operand(other) {
-            Some(Operand::Tensor(o)) => Ok(s.wrap(&o)),
+            Some(Operand::Tensor(o)) => {
+                let t = s.wrap(&o);
+                super::capture::note_number_tensor(input, &t);
+                Ok(t)
+            }
             _ => to_tensor_like(input, None),
         },
         None => to_tensor_like(input, None),

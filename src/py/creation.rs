@@ -46,7 +46,16 @@ fn filled(
 ) -> PyResult<Py<PyAny>> {
     let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let shape = alloc_shape(&parse_size(args, size)?, dt)?;
-    let t = enter(py, numel(&shape), || Ok(Tensor::full(shape, value, dt)))?;
+    let n = numel(&shape);
+    let t = if super::capture::active() && !requires_grad {
+        // A fresh tensor on every replay, as every eager call makes one.
+        let rule = move |_: &[&Tensor], _: &[crate::ops::Scalar]| {
+            Ok(vec![Tensor::full(shape.clone(), value, dt)])
+        };
+        super::capture::run_multi(py, n, "full", &[], &[], rule)?.remove(0)
+    } else {
+        enter(py, n, || Ok(Tensor::full(shape, value, dt)))?
+    };
     finish(py, t, requires_grad)
 }
 

@@ -31,7 +31,10 @@ pub fn external(err: PyErr) -> Error {
 /// Runs core code, turning a panic (a bug) into a `RuntimeError` rather than
 /// letting PyO3 raise `PanicException`, which `except Exception` cannot catch.
 #[inline]
-pub fn guard<T>(f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
+pub fn guard<T, F: FnOnce() -> crate::Result<T>>(f: F) -> PyResult<T> {
+    if super::capture::active() {
+        super::capture::on_guard(std::any::type_name::<F>());
+    }
     let r = catch_unwind(AssertUnwindSafe(f));
     // Taken whatever the outcome, so it never leaks into a later call.
     let deferred = crate::autograd::take_deferred_error();

@@ -10,7 +10,7 @@ use super::dispatch::{dispatchable, tensor_arg};
 use super::errors::{enter, work};
 use super::tensor::{add_impl, run, sub_impl, tensor_tuple, PyTensor};
 use crate::ops;
-use crate::tensor::Shape;
+use crate::tensor::{Shape, Tensor};
 
 /// Returns `input + alpha * other` elementwise (broadcast; either may be a number).
 #[pyfunction]
@@ -296,7 +296,11 @@ fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAn
     dispatching!(py, "cat", (tensors, dim), {
         let ts = tensor_list(tensors)?;
         let work = ts.iter().map(|t| t.numel()).sum();
-        run(py, work, || ops::cat(&ts, dim))
+        let refs: Vec<&Tensor> = ts.iter().collect();
+        crate::py::capture::run_op(py, work, "cat", &refs, &[], move |t, _| {
+            let v: Vec<Tensor> = t.iter().map(|x| (*x).clone()).collect();
+            ops::cat(&v, dim)
+        })
     })
 }
 
@@ -307,7 +311,11 @@ fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<Py
     dispatching!(py, "stack", (tensors, dim), {
         let ts = tensor_list(tensors)?;
         let work = ts.iter().map(|t| t.numel()).sum();
-        run(py, work, || ops::stack(&ts, dim))
+        let refs: Vec<&Tensor> = ts.iter().collect();
+        crate::py::capture::run_op(py, work, "stack", &refs, &[], move |t, _| {
+            let v: Vec<Tensor> = t.iter().map(|x| (*x).clone()).collect();
+            ops::stack(&v, dim)
+        })
     })
 }
 

@@ -5,12 +5,14 @@ mod dispatch;
 #[macro_use]
 mod table;
 
-mod anomaly;
 mod alloc;
+mod anomaly;
 mod autograd;
 mod autograd_batched;
-mod compat;
+mod capture;
 pub(crate) mod checkpoint;
+mod compat;
+mod compile;
 mod convert;
 mod creation;
 mod dtype;
@@ -77,6 +79,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     anomaly::register(m)?;
     checkpoint::register(m)?;
     alloc::register(m)?;
+    compile::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

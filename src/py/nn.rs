@@ -4,6 +4,7 @@
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
+use super::capture;
 use super::convert::{opt_tensor, to_tensor_like};
 use super::dispatch::tensor_arg;
 use super::errors::enter;
@@ -25,7 +26,9 @@ fn mse_loss(
         let a = &tensor_arg(input, "mse_loss", "input", 1)?.get().t;
         let b = to_tensor_like(target, Some(a))?;
         let r = ops::Reduction::parse(reduction)?;
-        run(py, a.numel(), || ops::mse_loss(a, &b, r))
+        capture::run_op(py, a.numel(), "mse_loss", &[a, &b], &[], move |t, _| {
+            ops::mse_loss(t[0], t[1], r)
+        })
     })
 }
 
@@ -40,7 +43,9 @@ fn hardtanh(
 ) -> PyResult<Py<PyAny>> {
     dispatching!(py, "hardtanh", (input, min_val, max_val), {
         let a = &tensor_arg(input, "hardtanh", "input", 1)?.get().t;
-        run(py, a.numel(), || ops::hardtanh(a, min_val, max_val))
+        capture::run_op(py, a.numel(), "hardtanh", &[a], &[], move |t, _| {
+            ops::hardtanh(t[0], min_val, max_val)
+        })
     })
 }
 
@@ -54,7 +59,9 @@ fn leaky_relu(
 ) -> PyResult<Py<PyAny>> {
     dispatching!(py, "leaky_relu", (input, negative_slope), {
         let a = &tensor_arg(input, "leaky_relu", "input", 1)?.get().t;
-        run(py, a.numel(), || ops::leaky_relu(a, negative_slope))
+        capture::run_op(py, a.numel(), "leaky_relu", &[a], &[], move |t, _| {
+            ops::leaky_relu(t[0], negative_slope)
+        })
     })
 }
 
@@ -92,7 +99,9 @@ fn elu_<'py>(input: &Bound<'py, PyTensor>, alpha: f64) -> PyResult<Bound<'py, Py
 fn elu(py: Python<'_>, input: &Bound<'_, PyAny>, alpha: f64) -> PyResult<Py<PyAny>> {
     dispatching!(py, "elu", (input, alpha), {
         let a = &tensor_arg(input, "elu", "input", 1)?.get().t;
-        run(py, a.numel(), || ops::elu(a, alpha))
+        capture::run_op(py, a.numel(), "elu", &[a], &[], move |t, _| {
+            ops::elu(t[0], alpha)
+        })
     })
 }
 
@@ -112,7 +121,9 @@ fn gelu(py: Python<'_>, input: &Bound<'_, PyAny>, approximate: &str) -> PyResult
             }
         };
         let a = &tensor_arg(input, "gelu", "input", 1)?.get().t;
-        run(py, a.numel(), || ops::gelu(a, tanh))
+        capture::run_op(py, a.numel(), "gelu", &[a], &[], move |t, _| {
+            ops::gelu(t[0], tanh)
+        })
     })
 }
 
@@ -127,7 +138,9 @@ fn softplus(
 ) -> PyResult<Py<PyAny>> {
     dispatching!(py, "softplus", (input, beta, threshold), {
         let a = &tensor_arg(input, "softplus", "input", 1)?.get().t;
-        run(py, a.numel(), || ops::softplus(a, beta, threshold))
+        capture::run_op(py, a.numel(), "softplus", &[a], &[], move |t, _| {
+            ops::softplus(t[0], beta, threshold)
+        })
     })
 }
 
@@ -143,7 +156,9 @@ fn dropout(
 ) -> PyResult<Py<PyAny>> {
     dispatching!(py, "dropout", (input, p, training), {
         let a = &tensor_arg(input, "dropout", "input", 1)?.get().t;
-        run(py, a.numel(), || ops::dropout(a, p, training))
+        capture::run_op(py, a.numel(), "dropout", &[a], &[], move |t, _| {
+            ops::dropout(t[0], p, training)
+        })
     })
 }
 
@@ -165,7 +180,11 @@ fn linear(
         let work = x
             .numel()
             .saturating_mul(w.shape().first().copied().unwrap_or(1));
-        run(py, work, || ops::linear(x, w, b.as_ref()))
+        let mut ins = vec![x, w];
+        ins.extend(b.as_ref());
+        capture::run_op(py, work, "linear", &ins, &[], |t, _| {
+            ops::linear(t[0], t[1], t.get(2).copied())
+        })
     })
 }
 
@@ -182,7 +201,9 @@ fn l1_loss(
         let a = &tensor_arg(input, "l1_loss", "input", 1)?.get().t;
         let b = to_tensor_like(target, Some(a))?;
         let r = ops::Reduction::parse(reduction)?;
-        run(py, a.numel(), || ops::l1_loss(a, &b, r))
+        capture::run_op(py, a.numel(), "l1_loss", &[a, &b], &[], move |t, _| {
+            ops::l1_loss(t[0], t[1], r)
+        })
     })
 }
 
@@ -200,7 +221,14 @@ fn smooth_l1_loss(
         let a = &tensor_arg(input, "smooth_l1_loss", "input", 1)?.get().t;
         let b = to_tensor_like(target, Some(a))?;
         let r = ops::Reduction::parse(reduction)?;
-        run(py, a.numel(), || ops::smooth_l1_loss(a, &b, r, beta))
+        capture::run_op(
+            py,
+            a.numel(),
+            "smooth_l1_loss",
+            &[a, &b],
+            &[],
+            move |t, _| ops::smooth_l1_loss(t[0], t[1], r, beta),
+        )
     })
 }
 
@@ -219,7 +247,9 @@ fn huber_loss(
         let a = &tensor_arg(input, "huber_loss", "input", 1)?.get().t;
         let b = to_tensor_like(target, Some(a))?;
         let r = ops::Reduction::parse(reduction)?;
-        run(py, a.numel(), || ops::huber_loss(a, &b, r, delta))
+        capture::run_op(py, a.numel(), "huber_loss", &[a, &b], &[], move |t, _| {
+            ops::huber_loss(t[0], t[1], r, delta)
+        })
     })
 }
 
@@ -245,9 +275,16 @@ fn binary_cross_entropy(
             let b = to_tensor_like(target, Some(a))?;
             let w = opt_tensor(weight)?;
             let r = ops::Reduction::parse(reduction)?;
-            run(py, a.numel(), || {
-                ops::binary_cross_entropy(a, &b, w.as_ref(), r)
-            })
+            let mut ins = vec![a, &b];
+            ins.extend(w.as_ref());
+            capture::run_op(
+                py,
+                a.numel(),
+                "binary_cross_entropy",
+                &ins,
+                &[],
+                move |t, _| ops::binary_cross_entropy(t[0], t[1], t.get(2).copied(), r),
+            )
         }
     )
 }
@@ -305,8 +342,10 @@ fn nll_loss(
             );
             let w = opt_tensor(weight)?;
             let r = ops::Reduction::parse(reduction)?;
-            run(py, a.numel(), || {
-                ops::nll_loss(a, t, w.as_ref(), ignore_index, r)
+            let mut ins = vec![a, t];
+            ins.extend(w.as_ref());
+            capture::run_op(py, a.numel(), "nll_loss", &ins, &[], move |t, _| {
+                ops::nll_loss(t[0], t[1], t.get(2).copied(), ignore_index, r)
             })
         }
     )
@@ -343,8 +382,17 @@ fn cross_entropy(
             );
             let w = opt_tensor(weight)?;
             let r = ops::Reduction::parse(reduction)?;
-            run(py, a.numel(), || {
-                ops::cross_entropy(a, t, w.as_ref(), ignore_index, r, label_smoothing)
+            let mut ins = vec![a, t];
+            ins.extend(w.as_ref());
+            capture::run_op(py, a.numel(), "cross_entropy", &ins, &[], move |t, _| {
+                ops::cross_entropy(
+                    t[0],
+                    t[1],
+                    t.get(2).copied(),
+                    ignore_index,
+                    r,
+                    label_smoothing,
+                )
             })
         }
     )

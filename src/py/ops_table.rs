@@ -7,8 +7,8 @@
 use pyo3::prelude::*;
 
 use super::convert::{lhs, to_tensor_like};
-use super::errors::{enter, product_work, work};
-use super::tensor::{run, PyTensor};
+use super::errors::{product_work, work};
+use super::tensor::PyTensor;
 use crate::ops;
 
 op_table! {

@@ -58,7 +58,9 @@ macro_rules! op_table {
             pub(crate) fn $iname(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
                 let a = &slf.get().t;
                 let _op = crate::tensor::write_op(stringify!($iname));
-                enter(slf.py(), a.numel(), || ops::apply_inplace(a, || $op(a)))?;
+                $crate::py::capture::run_inplace(slf.py(), a.numel(), stringify!($iname), &[a], &[], |t, _| {
+                    ops::apply_inplace(t[0], || $op(t[0]))
+                })?;
                 Ok(slf.clone().into_any().unbind())
             }
         }
@@ -71,7 +73,7 @@ macro_rules! op_table {
             #[doc = $doc]
             pub(crate) fn $name(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
                 let a = &self.t;
-                run(py, a.numel(), || $op(a))
+                $crate::py::capture::run_op(py, a.numel(), stringify!($name), &[a], &[], |t, _| $op(t[0]))
             }
         }
     };
@@ -81,7 +83,7 @@ macro_rules! op_table {
             #[doc = $doc]
             pub(crate) fn $name(&self, py: Python<'_>, $arg: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
                 let (a, b) = (&self.t, &$arg.get().t);
-                run(py, work(&[a, b]), || $op(a, b))
+                $crate::py::capture::run_op(py, work(&[a, b]), stringify!($name), &[a, b], &[], |t, _| $op(t[0], t[1]))
             }
         }
     };
@@ -91,7 +93,7 @@ macro_rules! op_table {
             #[doc = $doc]
             pub(crate) fn $name(&self, py: Python<'_>, $arg: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
                 let (a, b) = (&self.t, &$arg.get().t);
-                run(py, product_work(a, b), || $op(a, b))
+                $crate::py::capture::run_op(py, product_work(a, b), stringify!($name), &[a, b], &[], |t, _| $op(t[0], t[1]))
             }
         }
     };
@@ -102,7 +104,7 @@ macro_rules! op_table {
             pub(crate) fn $name(&self, py: Python<'_>, $arg: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
                 let a = &self.t;
                 let b = to_tensor_like($arg, Some(a))?;
-                run(py, work(&[a, &b]), || $op(a, &b))
+                $crate::py::capture::run_op(py, work(&[a, &b]), stringify!($name), &[a, &b], &[], |t, _| $op(t[0], t[1]))
             }
         }
     };
@@ -122,7 +124,7 @@ macro_rules! op_table {
         pub fn $name(py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
             dispatching!(py, stringify!($name), (input), {
                 let a = &$crate::py::dispatch::tensor_arg(input, stringify!($name), "input", 1)?.get().t;
-                run(py, a.numel(), || $op(a))
+                $crate::py::capture::run_op(py, a.numel(), stringify!($name), &[a], &[], |t, _| $op(t[0]))
             })
         }
     };
@@ -137,7 +139,7 @@ macro_rules! op_table {
             dispatching!(py, stringify!($name), (input, $arg), {
                 let a = lhs(input, $arg)?;
                 let b = to_tensor_like($arg, Some(&a))?;
-                run(py, product_work(&a, &b), || $op(&a, &b))
+                $crate::py::capture::run_op(py, product_work(&a, &b), stringify!($name), &[&a, &b], &[], |t, _| $op(t[0], t[1]))
             })
         }
     };
@@ -152,7 +154,7 @@ macro_rules! op_table {
             dispatching!(py, stringify!($name), (input, $arg), {
                 let a = lhs(input, $arg)?;
                 let b = to_tensor_like($arg, Some(&a))?;
-                run(py, work(&[&a, &b]), || $op(&a, &b))
+                $crate::py::capture::run_op(py, work(&[&a, &b]), stringify!($name), &[&a, &b], &[], |t, _| $op(t[0], t[1]))
             })
         }
     };

@@ -85,6 +85,12 @@ def _wrap_step(step: Callable) -> Callable:
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
+        if _C._capture_active():
+            # Recorded as one Python call that each replay makes again.
+            from .._compile import _optimizer_step
+
+            closure = args[0] if args else kwargs.get("closure")
+            return _optimizer_step(self, lambda: wrapper(self, *args, **kwargs), closure is not None)
         for hook in chain(_global_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
             result = hook(self, args, kwargs)
             if result is not None:

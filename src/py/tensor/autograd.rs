@@ -99,6 +99,9 @@ impl PyTensor {
                 Some(g)
             }
         };
+        if crate::py::capture::active() {
+            crate::py::compile::note_set_grad(&self.t, g.as_ref());
+        }
         self.t.set_grad(g);
         Ok(())
     }
@@ -219,6 +222,7 @@ impl PyTensor {
         create_graph: bool,
         inputs: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        let grad_given = gradient.is_some_and(|g| !g.is_none());
         let grad = match gradient {
             Some(g) if !g.is_none() => to_tensor_like(g, Some(&self.t))?,
             _ => default_grad(&self.t)?,
@@ -243,6 +247,9 @@ impl PyTensor {
             create_graph,
             accumulate: true,
         };
+        if crate::py::capture::active() {
+            return crate::py::compile::backward(py, req, grad_given);
+        }
         py.detach(|| guard(|| autograd::run_backward(req)))?;
         Ok(())
     }

@@ -15,7 +15,33 @@ use crate::tensor::Tensor;
 impl PyTensor {
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let items = index_items(key)?;
-        run(py, self.t.numel(), || ops::index(&self.t, &items))
+        // Index tensors are inputs of the entry, not constants of its rule.
+        let tens: Vec<Tensor> = items
+            .iter()
+            .filter_map(|i| match i {
+                ops::IndexItem::Tensor(x) => Some(x.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut ins: Vec<&Tensor> = vec![&self.t];
+        ins.extend(tens.iter());
+        crate::py::capture::run_op(py, self.t.numel(), "index", &ins, &[], move |t, _| {
+            if t.len() == 1 {
+                return ops::index(t[0], &items);
+            }
+            let mut k = 0;
+            let its: Vec<ops::IndexItem> = items
+                .iter()
+                .map(|i| match i {
+                    ops::IndexItem::Tensor(_) => {
+                        k += 1;
+                        ops::IndexItem::Tensor(t[k].clone())
+                    }
+                    other => other.clone(),
+                })
+                .collect();
+            ops::index(t[0], &its)
+        })
     }
 
     /// Returns the elements of the tensor at `index` along `dim`: `out[i][j] =
@@ -88,9 +114,14 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let m = &mask.get().t;
         match operand(value) {
-            Some(Operand::Tensor(v)) => {
-                run(py, self.t.numel(), || ops::masked_fill(&self.t, m, &v))
-            }
+            Some(Operand::Tensor(v)) => crate::py::capture::run_op(
+                py,
+                self.t.numel(),
+                "masked_fill",
+                &[&self.t, m, &v],
+                &[],
+                move |t, _| ops::masked_fill(t[0], t[1], t[2]),
+            ),
             Some(Operand::Scalar(s)) => run(py, self.t.numel(), || {
                 ops::masked_fill_scalar(&self.t, m, s)
             }),
@@ -141,7 +172,14 @@ impl PyTensor {
     /// Returns the elements where the bool `mask` is True, as a 1-D tensor.
     fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let m = &mask.get().t;
-        run(py, self.t.numel(), || ops::masked_select(&self.t, m))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "masked_select",
+            &[&self.t, m],
+            &[],
+            move |t, _| ops::masked_select(t[0], t[1]),
+        )
     }
 
     fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {

@@ -18,7 +18,9 @@ impl PyTensor {
     /// is zero.
     #[pyo3(signature = (decimals=0))]
     fn round(&self, py: Python<'_>, decimals: i64) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::round(&self.t, decimals))
+        crate::py::capture::run_op(py, self.t.numel(), "round", &[&self.t], &[], move |t, _| {
+            ops::round(t[0], decimals)
+        })
     }
 
     /// Returns the elements limited to [min, max]; either bound may be None, a number or a
@@ -122,10 +124,10 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
         let dt = opt_dtype(dtype)?;
-        run(py, self.t.numel(), || {
+        crate::py::capture::run_op(py, self.t.numel(), "sum", &[&self.t], &[], move |t, _| {
             let x = match dt {
-                Some(d) => ops::to_dtype(&self.t, d)?,
-                None => self.t.clone(),
+                Some(d) => ops::to_dtype(t[0], d)?,
+                None => t[0].clone(),
             };
             ops::sum(&x, dims.as_deref(), keepdim)
         })
@@ -143,10 +145,10 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
         let dt = opt_dtype(dtype)?;
-        run(py, self.t.numel(), || {
+        crate::py::capture::run_op(py, self.t.numel(), "mean", &[&self.t], &[], move |t, _| {
             let x = match dt {
-                Some(d) => ops::to_dtype(&self.t, d)?,
-                None => self.t.clone(),
+                Some(d) => ops::to_dtype(t[0], d)?,
+                None => t[0].clone(),
             };
             ops::mean(&x, dims.as_deref(), keepdim)
         })
@@ -164,10 +166,10 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
         let dt = opt_dtype(dtype)?;
-        run(py, self.t.numel(), || {
+        crate::py::capture::run_op(py, self.t.numel(), "prod", &[&self.t], &[], move |t, _| {
             let x = match dt {
-                Some(d) => ops::to_dtype(&self.t, d)?,
-                None => self.t.clone(),
+                Some(d) => ops::to_dtype(t[0], d)?,
+                None => t[0].clone(),
             };
             ops::prod(&x, dims.as_deref(), keepdim)
         })
@@ -185,8 +187,8 @@ impl PyTensor {
         correction: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
         let (dims, corr) = var_args(dim, unbiased, correction)?;
-        run(py, self.t.numel(), || {
-            ops::var(&self.t, dims.as_deref(), corr, keepdim)
+        crate::py::capture::run_op(py, self.t.numel(), "var", &[&self.t], &[], move |t, _| {
+            ops::var(t[0], dims.as_deref(), corr, keepdim)
         })
     }
 
@@ -202,8 +204,8 @@ impl PyTensor {
         correction: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
         let (dims, corr) = var_args(dim, unbiased, correction)?;
-        run(py, self.t.numel(), || {
-            ops::std(&self.t, dims.as_deref(), corr, keepdim)
+        crate::py::capture::run_op(py, self.t.numel(), "std", &[&self.t], &[], move |t, _| {
+            ops::std(t[0], dims.as_deref(), corr, keepdim)
         })
     }
 
@@ -240,8 +242,8 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        run(py, self.t.numel(), || {
-            ops::amax(&self.t, dims.as_deref(), keepdim)
+        crate::py::capture::run_op(py, self.t.numel(), "amax", &[&self.t], &[], move |t, _| {
+            ops::amax(t[0], dims.as_deref(), keepdim)
         })
     }
 
@@ -255,8 +257,8 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        run(py, self.t.numel(), || {
-            ops::amin(&self.t, dims.as_deref(), keepdim)
+        crate::py::capture::run_op(py, self.t.numel(), "amin", &[&self.t], &[], move |t, _| {
+            ops::amin(t[0], dims.as_deref(), keepdim)
         })
     }
 
@@ -264,14 +266,28 @@ impl PyTensor {
     /// first one on ties).
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmax(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::argmax(&self.t, dim, keepdim))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "argmax",
+            &[&self.t],
+            &[],
+            move |t, _| ops::argmax(t[0], dim, keepdim),
+        )
     }
 
     /// Returns the index of the smallest element, in the flattened tensor or along `dim` (the
     /// first one on ties).
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmin(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::argmin(&self.t, dim, keepdim))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "argmin",
+            &[&self.t],
+            &[],
+            move |t, _| ops::argmin(t[0], dim, keepdim),
+        )
     }
 
     /// Returns the vector p-norm (2 by default, `"fro"` is 2, `inf` the largest magnitude) over
@@ -288,10 +304,10 @@ impl PyTensor {
         let ord = norm_ord(p)?;
         let dims = dims_arg(dim)?;
         let dt = opt_dtype(dtype)?;
-        run(py, self.t.numel(), || {
+        crate::py::capture::run_op(py, self.t.numel(), "norm", &[&self.t], &[], move |t, _| {
             let x = match dt {
-                Some(d) => ops::to_dtype(&self.t, d)?,
-                None => self.t.clone(),
+                Some(d) => ops::to_dtype(t[0], d)?,
+                None => t[0].clone(),
             };
             ops::vector_norm(&x, ord, dims.as_deref(), keepdim)
         })
@@ -306,9 +322,14 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         let dims = seq_of_ints(dim)?;
-        run(py, self.t.numel(), || {
-            ops::logsumexp(&self.t, Some(&dims), keepdim)
-        })
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "logsumexp",
+            &[&self.t],
+            &[],
+            move |t, _| ops::logsumexp(t[0], Some(&dims), keepdim),
+        )
     }
 
     /// Returns the cumulative sums along `dim`; `dtype` converts first.
@@ -320,13 +341,20 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let dt = opt_dtype(dtype)?;
-        run(py, self.t.numel(), || {
-            let x = match dt {
-                Some(d) => ops::to_dtype(&self.t, d)?,
-                None => self.t.clone(),
-            };
-            ops::cumsum(&x, dim)
-        })
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "cumsum",
+            &[&self.t],
+            &[],
+            move |t, _| {
+                let x = match dt {
+                    Some(d) => ops::to_dtype(t[0], d)?,
+                    None => t[0].clone(),
+                };
+                ops::cumsum(&x, dim)
+            },
+        )
     }
 
     /// True (as a bool tensor) where every element is nonzero, over all elements or the
@@ -339,10 +367,22 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         match dims_arg(dim)? {
-            None => run(py, self.t.numel(), || ops::all(&self.t)),
-            Some(d) => run(py, self.t.numel(), || {
-                ops::all_dims(&self.t, Some(&d), keepdim)
-            }),
+            None => crate::py::capture::run_op(
+                py,
+                self.t.numel(),
+                "all",
+                &[&self.t],
+                &[],
+                move |t, _| ops::all(t[0]),
+            ),
+            Some(d) => crate::py::capture::run_op(
+                py,
+                self.t.numel(),
+                "all",
+                &[&self.t],
+                &[],
+                move |t, _| ops::all_dims(t[0], Some(&d), keepdim),
+            ),
         }
     }
 
@@ -356,10 +396,22 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         match dims_arg(dim)? {
-            None => run(py, self.t.numel(), || ops::any(&self.t)),
-            Some(d) => run(py, self.t.numel(), || {
-                ops::any_dims(&self.t, Some(&d), keepdim)
-            }),
+            None => crate::py::capture::run_op(
+                py,
+                self.t.numel(),
+                "any",
+                &[&self.t],
+                &[],
+                move |t, _| ops::any(t[0]),
+            ),
+            Some(d) => crate::py::capture::run_op(
+                py,
+                self.t.numel(),
+                "any",
+                &[&self.t],
+                &[],
+                move |t, _| ops::any_dims(t[0], Some(&d), keepdim),
+            ),
         }
     }
 
@@ -372,7 +424,14 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let dt = opt_dtype(dtype)?;
-        run(py, self.t.numel(), || ops::softmax(&self.t, dim, dt))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "softmax",
+            &[&self.t],
+            &[],
+            move |t, _| ops::softmax(t[0], dim, dt),
+        )
     }
 
     /// Returns log(softmax(x)) along `dim`, computed stably; `dtype` converts first.
@@ -384,7 +443,14 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let dt = opt_dtype(dtype)?;
-        run(py, self.t.numel(), || ops::log_softmax(&self.t, dim, dt))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "log_softmax",
+            &[&self.t],
+            &[],
+            move |t, _| ops::log_softmax(t[0], dim, dt),
+        )
     }
 }
 

@@ -89,7 +89,7 @@ impl PyTensor {
 //   `registered_object` ignores it and `wrap` registers a fresh object.
 
 /// The live Python object registered for `t`, as a new reference.
-fn registered_object(py: Python<'_>, t: &Tensor) -> Option<Py<PyAny>> {
+pub(crate) fn registered_object(py: Python<'_>, t: &Tensor) -> Option<Py<PyAny>> {
     let p = t.binding_slot();
     if p == 0 {
         return None;

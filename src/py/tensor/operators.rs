@@ -8,6 +8,7 @@ use pyo3::pyclass::CompareOp;
 
 use super::{run, PyTensor};
 use crate::ops::{self, Scalar};
+use crate::py::capture;
 use crate::py::convert::{as_scalar, operand, scalar_from_any, to_tensor_like, Operand};
 use crate::py::errors::{enter, product_work, work};
 use crate::tensor::{DType, Tensor};
@@ -26,10 +27,18 @@ fn binop(
     other: &Bound<'_, PyAny>,
     tt: TT,
     ts: TS,
+    name: &'static str,
 ) -> PyResult<Py<PyAny>> {
     match operand(other) {
-        Some(Operand::Tensor(b)) => run(py, work2(a, &b), || tt(a, &b)),
-        Some(Operand::Scalar(s)) => run(py, a.numel(), || ts(a, s)),
+        Some(Operand::Tensor(b)) => {
+            capture::run_op(py, work2(a, &b), name, &[a, &b], &[], move |t, _| {
+                tt(t[0], t[1])
+            })
+        }
+        Some(Operand::Scalar(s)) => {
+            let si = capture::scalar_in(other, s);
+            capture::run_op(py, a.numel(), name, &[a], &[si], move |t, s| ts(t[0], s[0]))
+        }
         None => Ok(py.NotImplemented()),
     }
 }
@@ -43,15 +52,19 @@ fn named_binop(
     other: &Bound<'_, PyAny>,
     tt: TT,
     ts: TS,
+    name: &'static str,
 ) -> PyResult<Py<PyAny>> {
-    match operand(other) {
-        Some(Operand::Scalar(s)) => run(py, a.numel(), || ts(a, s)),
-        Some(Operand::Tensor(b)) => run(py, work2(a, &b), || tt(a, &b)),
-        None => {
-            let b = to_tensor_like(other, Some(a))?;
-            run(py, work2(a, &b), || tt(a, &b))
+    let b = match operand(other) {
+        Some(Operand::Scalar(s)) => {
+            let si = capture::scalar_in(other, s);
+            return capture::run_op(py, a.numel(), name, &[a], &[si], move |t, s| ts(t[0], s[0]));
         }
-    }
+        Some(Operand::Tensor(b)) => b,
+        None => to_tensor_like(other, Some(a))?,
+    };
+    capture::run_op(py, work2(a, &b), name, &[a, &b], &[], move |t, _| {
+        tt(t[0], t[1])
+    })
 }
 
 /// `other <op> a` for a Python number `other`.
@@ -61,17 +74,30 @@ fn rbinop(
     other: &Bound<'_, PyAny>,
     tt: TT,
     ts: TS,
+    name: &'static str,
 ) -> PyResult<Py<PyAny>> {
     match operand(other) {
-        Some(Operand::Tensor(b)) => run(py, work2(a, &b), || tt(&b, a)),
-        Some(Operand::Scalar(s)) => run(py, a.numel(), || ts(a, s)),
+        Some(Operand::Tensor(b)) => {
+            capture::run_op(py, work2(a, &b), name, &[&b, a], &[], move |t, _| {
+                tt(t[0], t[1])
+            })
+        }
+        Some(Operand::Scalar(s)) => {
+            let si = capture::scalar_in(other, s);
+            capture::run_op(py, a.numel(), name, &[a], &[si], move |t, s| ts(t[0], s[0]))
+        }
         None => Ok(py.NotImplemented()),
     }
 }
 
 /// `a <op>= other`: computes out of place, then commits into `a`.
-fn ibinop(slf: &Bound<'_, PyTensor>, other: &Bound<'_, PyAny>, tt: TT) -> PyResult<Py<PyAny>> {
-    ibinop_with(slf, other, tt, None)
+fn ibinop(
+    slf: &Bound<'_, PyTensor>,
+    other: &Bound<'_, PyAny>,
+    tt: TT,
+    name: &'static str,
+) -> PyResult<Py<PyAny>> {
+    ibinop_with(slf, other, tt, None, name)
 }
 
 /// `ibinop`, trying first the one-pass untracked update for `fast`.
@@ -80,18 +106,20 @@ fn ibinop_with(
     other: &Bound<'_, PyAny>,
     tt: TT,
     fast: Option<ops::InplaceOp>,
+    name: &'static str,
 ) -> PyResult<Py<PyAny>> {
     let py = slf.py();
     let a = &slf.get().t;
     let b = to_tensor_like(other, Some(a)).map_err(|e| crate::py::dispatch::inplace_err(py, e))?;
-    enter(py, work2(a, &b), || {
+    capture::run_inplace(py, work2(a, &b), name, &[a, &b], &[], move |t, _| {
+        let (a, b) = (t[0], t[1]);
         ops::check_inplace(a)?;
         if let Some(op) = fast {
-            if ops::try_update_in_place(a, &b, op)? {
+            if ops::try_update_in_place(a, b, op)? {
                 return Ok(());
             }
         }
-        ops::apply_inplace(a, || tt(a, &b))
+        ops::apply_inplace(a, || tt(a, b))
     })?;
     Ok(slf.clone().into_any().unbind())
 }
@@ -110,10 +138,17 @@ pub(crate) fn add_impl(
         }
         _ => None,
     };
-    run(py, work2(a, &b), || match alpha {
-        Some(s) => ops::add_alpha(a, &b, s),
-        None => ops::add(a, &b),
-    })
+    capture::run_op(
+        py,
+        work2(a, &b),
+        "add",
+        &[a, &b],
+        &[],
+        move |t, _| match alpha {
+            Some(s) => ops::add_alpha(t[0], t[1], s),
+            None => ops::add(t[0], t[1]),
+        },
+    )
 }
 
 /// `a - alpha * other` (`sub` and `Tensor.sub`).
@@ -130,47 +165,54 @@ pub(crate) fn sub_impl(
         }
         _ => None,
     };
-    run(py, work2(a, &b), || match alpha {
-        Some(s) => {
-            ops::sub_check(a, &b)?;
-            ops::sub(a, &ops::mul(&b, &s.wrap(&b))?)
-        }
-        None => ops::sub(a, &b),
-    })
+    capture::run_op(
+        py,
+        work2(a, &b),
+        "sub",
+        &[a, &b],
+        &[],
+        move |t, _| match alpha {
+            Some(s) => {
+                ops::sub_check(t[0], t[1])?;
+                ops::sub(t[0], &ops::mul(t[1], &s.wrap(t[1]))?)
+            }
+            None => ops::sub(t[0], t[1]),
+        },
+    )
 }
 
 #[pymethods]
 impl PyTensor {
     fn __add__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.t, o, ops::add, ops::add_scalar)
+        binop(py, &self.t, o, ops::add, ops::add_scalar, "add")
     }
 
     fn __radd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        rbinop(py, &self.t, o, ops::add, ops::add_scalar)
+        rbinop(py, &self.t, o, ops::add, ops::add_scalar, "radd")
     }
 
     fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.t, o, ops::sub, ops::sub_scalar)
+        binop(py, &self.t, o, ops::sub, ops::sub_scalar, "sub")
     }
 
     fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        rbinop(py, &self.t, o, ops::sub, ops::rsub_scalar)
+        rbinop(py, &self.t, o, ops::sub, ops::rsub_scalar, "rsub")
     }
 
     fn __mul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.t, o, ops::mul, ops::mul_scalar)
+        binop(py, &self.t, o, ops::mul, ops::mul_scalar, "mul")
     }
 
     fn __rmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        rbinop(py, &self.t, o, ops::mul, ops::mul_scalar)
+        rbinop(py, &self.t, o, ops::mul, ops::mul_scalar, "rmul")
     }
 
     fn __truediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.t, o, ops::div, ops::div_scalar)
+        binop(py, &self.t, o, ops::div, ops::div_scalar, "div")
     }
 
     fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        rbinop(py, &self.t, o, ops::div, ops::rdiv_scalar)
+        rbinop(py, &self.t, o, ops::div, ops::rdiv_scalar, "rdiv")
     }
 
     fn __pow__(
@@ -179,7 +221,7 @@ impl PyTensor {
         o: &Bound<'_, PyAny>,
         _m: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        binop(py, &self.t, o, ops::pow, ops::pow_scalar)
+        binop(py, &self.t, o, ops::pow, ops::pow_scalar, "pow")
     }
 
     fn __rpow__(
@@ -188,29 +230,41 @@ impl PyTensor {
         o: &Bound<'_, PyAny>,
         _m: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        rbinop(py, &self.t, o, ops::pow, ops::rpow_scalar)
+        rbinop(py, &self.t, o, ops::pow, ops::rpow_scalar, "rpow")
     }
 
     fn __matmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match operand(o) {
-            Some(Operand::Tensor(b)) => {
-                run(py, product_work(&self.t, &b), || ops::matmul(&self.t, &b))
-            }
+            Some(Operand::Tensor(b)) => capture::run_op(
+                py,
+                product_work(&self.t, &b),
+                "matmul",
+                &[&self.t, &b],
+                &[],
+                |t, _| ops::matmul(t[0], t[1]),
+            ),
             _ => Ok(py.NotImplemented()),
         }
     }
 
     fn __rmatmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match operand(o) {
-            Some(Operand::Tensor(b)) => {
-                run(py, product_work(&b, &self.t), || ops::matmul(&b, &self.t))
-            }
+            Some(Operand::Tensor(b)) => capture::run_op(
+                py,
+                product_work(&b, &self.t),
+                "matmul",
+                &[&b, &self.t],
+                &[],
+                |t, _| ops::matmul(t[0], t[1]),
+            ),
             _ => Ok(py.NotImplemented()),
         }
     }
 
     fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::neg(&self.t))
+        capture::run_op(py, self.t.numel(), "neg", &[&self.t], &[], |t, _| {
+            ops::neg(t[0])
+        })
     }
 
     fn __pos__<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
@@ -218,7 +272,9 @@ impl PyTensor {
     }
 
     fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::abs(&self.t))
+        capture::run_op(py, self.t.numel(), "abs", &[&self.t], &[], |t, _| {
+            ops::abs(t[0])
+        })
     }
 
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -251,22 +307,22 @@ impl PyTensor {
 
     fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         let _op = crate::tensor::write_op("add_");
-        ibinop_with(slf, o, ops::add, Some(ops::InplaceOp::Add)).map(drop)
+        ibinop_with(slf, o, ops::add, Some(ops::InplaceOp::Add), "add_").map(drop)
     }
 
     fn __isub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         let _op = crate::tensor::write_op("sub_");
-        ibinop_with(slf, o, ops::sub, Some(ops::InplaceOp::Sub)).map(drop)
+        ibinop_with(slf, o, ops::sub, Some(ops::InplaceOp::Sub), "sub_").map(drop)
     }
 
     fn __imul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         let _op = crate::tensor::write_op("mul_");
-        ibinop_with(slf, o, ops::mul, Some(ops::InplaceOp::Mul)).map(drop)
+        ibinop_with(slf, o, ops::mul, Some(ops::InplaceOp::Mul), "mul_").map(drop)
     }
 
     fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         let _op = crate::tensor::write_op("div_");
-        ibinop_with(slf, o, ops::div, Some(ops::InplaceOp::Div)).map(drop)
+        ibinop_with(slf, o, ops::div, Some(ops::InplaceOp::Div), "div_").map(drop)
     }
 
     fn __richcmp__(
@@ -280,7 +336,11 @@ impl PyTensor {
         };
         let b = match other {
             Operand::Tensor(b) => b,
-            Operand::Scalar(s) => s.wrap(&self.t),
+            Operand::Scalar(s) => {
+                let b = s.wrap(&self.t);
+                capture::note_number_tensor(o, &b);
+                b
+            }
         };
         let f: TT = match op {
             CompareOp::Eq => ops::eq,
@@ -290,7 +350,14 @@ impl PyTensor {
             CompareOp::Gt => ops::gt,
             CompareOp::Ge => ops::ge,
         };
-        run(py, work2(&self.t, &b), || f(&self.t, &b))
+        capture::run_op(
+            py,
+            work2(&self.t, &b),
+            "compare",
+            &[&self.t, &b],
+            &[],
+            move |t, _| f(t[0], t[1]),
+        )
     }
 
     /// Adds `alpha * other` to the tensor in place and returns it.
@@ -302,14 +369,19 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let _op = crate::tensor::write_op("add_");
         match alpha {
-            None => ibinop_with(slf, other, ops::add, Some(ops::InplaceOp::Add)),
+            None => ibinop_with(slf, other, ops::add, Some(ops::InplaceOp::Add), "add_"),
             Some(al) => {
                 let a = &slf.get().t;
                 let s = scalar_from_any(al)?;
                 let b = to_tensor_like(other, Some(a))?;
-                enter(slf.py(), work2(a, &b), || {
-                    ops::apply_inplace(a, || ops::add_alpha(a, &b, s))
-                })?;
+                capture::run_inplace(
+                    slf.py(),
+                    work2(a, &b),
+                    "add_",
+                    &[a, &b],
+                    &[],
+                    move |t, _| ops::apply_inplace(t[0], || ops::add_alpha(t[0], t[1], s)),
+                )?;
                 Ok(slf.clone().into_any().unbind())
             }
         }
@@ -318,19 +390,19 @@ impl PyTensor {
     /// Subtracts `other` from the tensor in place and returns it.
     fn sub_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let _op = crate::tensor::write_op("sub_");
-        ibinop_with(slf, other, ops::sub, Some(ops::InplaceOp::Sub))
+        ibinop_with(slf, other, ops::sub, Some(ops::InplaceOp::Sub), "sub_")
     }
 
     /// Multiplies the tensor by `other` in place and returns it.
     fn mul_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let _op = crate::tensor::write_op("mul_");
-        ibinop_with(slf, other, ops::mul, Some(ops::InplaceOp::Mul))
+        ibinop_with(slf, other, ops::mul, Some(ops::InplaceOp::Mul), "mul_")
     }
 
     /// Divides the tensor by `other` in place and returns it.
     fn div_(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let _op = crate::tensor::write_op("div_");
-        ibinop_with(slf, other, ops::div, Some(ops::InplaceOp::Div))
+        ibinop_with(slf, other, ops::div, Some(ops::InplaceOp::Div), "div_")
     }
 
     /// Raises the tensor to the power `other` in place and returns it.
@@ -339,26 +411,28 @@ impl PyTensor {
         if let Some(Operand::Scalar(e)) = operand(other) {
             // A number exponent is PyTorch's `pow_.Scalar` (`PowBackward0`).
             let a = &slf.get().t;
-            enter(slf.py(), a.numel(), || {
-                ops::apply_inplace(a, || ops::pow_scalar(a, e))
+            capture::run_inplace(slf.py(), a.numel(), "pow_", &[a], &[], move |t, _| {
+                ops::apply_inplace(t[0], || ops::pow_scalar(t[0], e))
             })?;
             return Ok(slf.clone().into_any().unbind());
         }
-        ibinop(slf, other, ops::pow)
+        ibinop(slf, other, ops::pow, "pow_")
     }
 
     /// Copies the values of `src` (broadcast, converted to this dtype) into the tensor in place
     /// and returns it.
     fn copy_(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let _op = crate::tensor::write_op("copy_");
-        ibinop(slf, src, ops::copy_value)
+        ibinop(slf, src, ops::copy_value, "copy_")
     }
 
     /// Fills the tensor with zeros in place and returns it.
     fn zero_(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let _op = crate::tensor::write_op("zero_");
         let a = &slf.get().t;
-        enter(slf.py(), a.numel(), || ops::zero_(a))?;
+        capture::run_inplace(slf.py(), a.numel(), "zero_", &[a], &[], |t, _| {
+            ops::zero_(t[0])
+        })?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -372,7 +446,10 @@ impl PyTensor {
         let _op = crate::tensor::write_op("fill_");
         let v = scalar_from_any(value)?.to_f64();
         let a = &slf.get().t;
-        enter(slf.py(), a.numel(), || ops::fill_(a, v))?;
+        let si = capture::scalar_in(value, crate::ops::Scalar::Float(v));
+        capture::run_inplace(slf.py(), a.numel(), "fill_", &[a], &[si], |t, s| {
+            ops::fill_(t[0], s[0].to_f64())
+        })?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -442,7 +519,7 @@ impl PyTensor {
     fn mul(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         dispatching!(py, "mul", (slf, other), {
-            named_binop(py, &slf.get().t, other, ops::mul, ops::mul_scalar)
+            named_binop(py, &slf.get().t, other, ops::mul, ops::mul_scalar, "mul")
         })
     }
 
@@ -450,7 +527,7 @@ impl PyTensor {
     fn div(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         dispatching!(py, "div", (slf, other), {
-            named_binop(py, &slf.get().t, other, ops::div, ops::div_scalar)
+            named_binop(py, &slf.get().t, other, ops::div, ops::div_scalar, "div")
         })
     }
 
@@ -458,7 +535,7 @@ impl PyTensor {
     fn pow(slf: &Bound<'_, Self>, exponent: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         dispatching!(py, "pow", (slf, exponent), {
-            named_binop(py, &slf.get().t, exponent, ops::pow, ops::pow_scalar)
+            named_binop(py, &slf.get().t, exponent, ops::pow, ops::pow_scalar, "pow")
         })
     }
 

@@ -35,7 +35,9 @@ impl PyTensor {
             }
         }
         let dims = parse_size(shape, None)?;
-        run(py, self.t.numel(), || ops::view(&self.t, &dims))
+        crate::py::capture::run_op(py, self.t.numel(), "view", &[&self.t], &[], move |t, _| {
+            ops::view(t[0], &dims)
+        })
     }
 
     /// Returns the tensor with a new shape (one size may be -1): a view when possible, else a
@@ -43,19 +45,35 @@ impl PyTensor {
     #[pyo3(signature = (*shape))]
     fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let dims = parse_size(shape, None)?;
-        run(py, self.t.numel(), || ops::reshape_i(&self.t, &dims))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "reshape_i",
+            &[&self.t],
+            &[],
+            move |t, _| ops::reshape_i(t[0], &dims),
+        )
     }
 
     /// Returns a view of the tensor with the shape of `other`.
     fn view_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let dims: Vec<i64> = other.get().t.shape().iter().map(|&d| d as i64).collect();
-        run(py, self.t.numel(), || ops::view(&self.t, &dims))
+        crate::py::capture::run_op(py, self.t.numel(), "view", &[&self.t], &[], move |t, _| {
+            ops::view(t[0], &dims)
+        })
     }
 
     /// Returns the tensor reshaped to the shape of `other`.
     fn reshape_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let s: Vec<i64> = other.get().t.shape().iter().map(|&d| d as i64).collect();
-        run(py, self.t.numel(), || ops::reshape_i(&self.t, &s))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "reshape_i",
+            &[&self.t],
+            &[],
+            move |t, _| ops::reshape_i(t[0], &s),
+        )
     }
 
     /// Returns a view with size-1 dimensions repeated to the given sizes (-1 keeps a size)
@@ -63,24 +81,47 @@ impl PyTensor {
     #[pyo3(signature = (*sizes))]
     fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let dims = parse_size(sizes, None)?;
-        run(py, self.t.numel(), || ops::broadcast_to(&self.t, &dims))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "broadcast_to",
+            &[&self.t],
+            &[],
+            move |t, _| ops::broadcast_to(t[0], &dims),
+        )
     }
 
     /// Returns a view of the tensor expanded to the shape of `other`.
     fn expand_as(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let s = other.get().t.shape();
-        run(py, self.t.numel(), || ops::expand_view(&self.t, &s))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "expand_view",
+            &[&self.t],
+            &[],
+            move |t, _| ops::expand_view(t[0], &s),
+        )
     }
 
     /// Returns a view with dimensions `dim0` and `dim1` swapped.
     #[pyo3(signature = (dim0, dim1))]
     fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::transpose(&self.t, dim0, dim1))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "transpose",
+            &[&self.t],
+            &[],
+            move |t, _| ops::transpose(t[0], dim0, dim1),
+        )
     }
 
     /// Returns the transpose of a tensor of at most 2 dimensions, as a view.
     fn t(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::t(&self.t))
+        crate::py::capture::run_op(py, self.t.numel(), "t", &[&self.t], &[], move |t, _| {
+            ops::t(t[0])
+        })
     }
 
     /// The tensor with its dimensions reversed, as a view.
@@ -88,7 +129,14 @@ impl PyTensor {
     fn big_t(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let n = self.t.ndim() as i64;
         let dims: Vec<i64> = (0..n).rev().collect();
-        run(py, self.t.numel(), || ops::permute(&self.t, &dims))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "permute",
+            &[&self.t],
+            &[],
+            move |t, _| ops::permute(t[0], &dims),
+        )
     }
 
     /// The last two dimensions swapped, as a view (for matrices and batches of them).
@@ -99,51 +147,105 @@ impl PyTensor {
                 "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.",
             ));
         }
-        run(py, self.t.numel(), || ops::transpose(&self.t, -2, -1))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "transpose",
+            &[&self.t],
+            &[],
+            move |t, _| ops::transpose(t[0], -2, -1),
+        )
     }
 
     /// Returns a view with the dimensions reordered as `dims`.
     #[pyo3(signature = (*dims))]
     fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let d = parse_size(dims, None)?;
-        run(py, self.t.numel(), || ops::permute(&self.t, &d))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "permute",
+            &[&self.t],
+            &[],
+            move |t, _| ops::permute(t[0], &d),
+        )
     }
 
     /// Returns a view with a dimension of size 1 inserted at `dim`.
     fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::unsqueeze(&self.t, dim))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "unsqueeze",
+            &[&self.t],
+            &[],
+            move |t, _| ops::unsqueeze(t[0], dim),
+        )
     }
 
     /// Returns a view without the dimensions of size 1 (or only `dim`, if it has size 1).
     #[pyo3(signature = (dim=None))]
     fn squeeze(&self, py: Python<'_>, dim: Option<i64>) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::squeeze(&self.t, dim))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "squeeze",
+            &[&self.t],
+            &[],
+            move |t, _| ops::squeeze(t[0], dim),
+        )
     }
 
     /// Returns the tensor with dimensions `start_dim` to `end_dim` merged into one (a view when
     /// possible).
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
     fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || {
-            ops::flatten(&self.t, start_dim, end_dim)
-        })
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "flatten",
+            &[&self.t],
+            &[],
+            move |t, _| ops::flatten(t[0], start_dim, end_dim),
+        )
     }
 
     /// Returns the view of the slice at `index` along `dim`, without that dimension.
     fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::select(&self.t, dim, index))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "select",
+            &[&self.t],
+            &[],
+            move |t, _| ops::select(t[0], dim, index),
+        )
     }
 
     /// Returns the tensor with dimension `dim` split into `sizes` (one may be -1).
     fn unflatten(&self, py: Python<'_>, dim: i64, sizes: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let s = seq_of_ints(sizes)?;
-        run(py, self.t.numel(), || ops::unflatten(&self.t, dim, &s))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "unflatten",
+            &[&self.t],
+            &[],
+            move |t, _| ops::unflatten(t[0], dim, &s),
+        )
     }
 
     /// Returns a view of the tensor broadcast to `size`.
     fn broadcast_to(&self, py: Python<'_>, size: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let s = seq_of_ints(size)?;
-        run(py, self.t.numel(), || ops::broadcast_to(&self.t, &s))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "broadcast_to",
+            &[&self.t],
+            &[],
+            move |t, _| ops::broadcast_to(t[0], &s),
+        )
     }
 
     /// Returns the tensor tiled `sizes` times along each dimension (a copy).
@@ -154,7 +256,9 @@ impl PyTensor {
         let out = s
             .iter()
             .fold(self.t.numel(), |n, &r| n.saturating_mul(r.max(0) as usize));
-        run(py, out, || ops::repeat(&self.t, &s))
+        crate::py::capture::run_op(py, out, "repeat", &[&self.t], &[], move |t, _| {
+            ops::repeat(t[0], &s)
+        })
     }
 
     /// Splits the tensor along `dim` into views of `split_size` elements (the last may be
@@ -168,7 +272,14 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let parts = if split_size_or_sections.is_instance_of::<pyo3::types::PyInt>() {
             let n = int_arg(split_size_or_sections)?;
-            enter(py, self.t.numel(), || ops::split(&self.t, n, dim))?
+            crate::py::capture::run_multi(
+                py,
+                self.t.numel(),
+                "split",
+                &[&self.t],
+                &[],
+                move |t, _| ops::split(t[0], n, dim),
+            )?
         } else {
             let s = seq_of_ints(split_size_or_sections)?;
             enter(py, self.t.numel(), || {
@@ -184,21 +295,40 @@ impl PyTensor {
     fn chunk(&self, py: Python<'_>, chunks: i64, dim: i64) -> PyResult<Py<PyAny>> {
         tensor_tuple(
             py,
-            enter(py, self.t.numel(), || ops::chunk(&self.t, chunks, dim))?,
+            crate::py::capture::run_multi(
+                py,
+                self.t.numel(),
+                "chunk",
+                &[&self.t],
+                &[],
+                move |t, _| ops::chunk(t[0], chunks, dim),
+            )?,
         )
     }
 
     /// Returns the slices along `dim` as a tuple of views, without that dimension.
     #[pyo3(signature = (dim=0))]
     fn unbind(&self, py: Python<'_>, dim: i64) -> PyResult<Py<PyAny>> {
-        tensor_tuple(py, enter(py, self.t.numel(), || ops::unbind(&self.t, dim))?)
+        tensor_tuple(
+            py,
+            crate::py::capture::run_multi(
+                py,
+                self.t.numel(),
+                "unbind",
+                &[&self.t],
+                &[],
+                move |t, _| ops::unbind(t[0], dim),
+            )?,
+        )
     }
 
     /// Returns a copy with the order of the elements reversed along `dims`.
     #[pyo3(signature = (*dims))]
     fn flip(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let d = parse_size(dims, None)?;
-        run(py, self.t.numel(), || ops::flip(&self.t, &d))
+        crate::py::capture::run_op(py, self.t.numel(), "flip", &[&self.t], &[], move |t, _| {
+            ops::flip(t[0], &d)
+        })
     }
 
     /// Returns the view of `length` elements from `start` along `dim`.
@@ -226,6 +356,13 @@ impl PyTensor {
 
     /// Alias of `transpose`: a view with dimensions `axis0` and `axis1` swapped.
     fn swapaxes(&self, py: Python<'_>, axis0: i64, axis1: i64) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::transpose(&self.t, axis0, axis1))
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "transpose",
+            &[&self.t],
+            &[],
+            move |t, _| ops::transpose(t[0], axis0, axis1),
+        )
     }
 }

@@ -1,0 +1,447 @@
+//! The tape behind `ferrograd.compile`: `_capture_begin`/`_capture_end`
+//! bracket one eager call while `capture.rs` records it, and `_Tape.replay`
+//! runs the recorded entries back to back in Rust, with the GIL released,
+//! on new inputs.
+
+use std::collections::HashSet;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use smallvec::SmallVec;
+
+use super::capture::{self, Capture, Entry, SIn, Src, Step};
+use super::errors::guard;
+use super::tensor::{wrap, PyTensor};
+use crate::autograd::{self, BackwardRequest};
+use crate::ops::Scalar;
+use crate::tensor::Tensor;
+
+/// A recorded call: slots (inputs, constants, produced values), the entries
+/// that fill them, and which slots are the outputs.
+#[pyclass(name = "_Tape", module = "ferrograd._C", frozen)]
+pub struct Tape {
+    srcs: Vec<Src>,
+    entries: Vec<Entry>,
+    /// Slots to drop after each entry (their last use), so intermediates are
+    /// freed as early as the eager call frees them.
+    release: Vec<Vec<usize>>,
+    outs: Vec<usize>,
+    n_inputs: usize,
+    grad_mode: bool,
+}
+
+fn slot(slots: &[Option<Tensor>], s: usize) -> crate::Result<&Tensor> {
+    slots[s]
+        .as_ref()
+        .ok_or_else(|| crate::Error::Runtime(format!("compiled tape: slot {s} is empty")))
+}
+
+impl Tape {
+    fn build(c: Capture, outs: Vec<usize>, grad_mode: bool, n_inputs: usize) -> Tape {
+        // Last entry reading or writing each produced slot; outputs are kept.
+        let keep: HashSet<usize> = outs.iter().copied().collect();
+        let mut last = vec![usize::MAX; c.srcs.len()];
+        for (i, e) in c.entries.iter().enumerate() {
+            let mut touch = |s: usize| last[s] = i;
+            match &e.step {
+                Step::Op { ins, outs, .. } => {
+                    ins.iter().for_each(|&s| touch(s));
+                    outs.iter().for_each(|&s| touch(s));
+                }
+                Step::Backward {
+                    root, grad, leaves, ..
+                } => {
+                    touch(*root);
+                    if let Some(g) = grad {
+                        touch(*g);
+                    }
+                    leaves.iter().for_each(|&(l, g)| {
+                        touch(l);
+                        touch(g);
+                    });
+                }
+                Step::SetGrad { t, g } => {
+                    touch(*t);
+                    if let Some(g) = g {
+                        touch(*g);
+                    }
+                }
+                Step::GradMode(_) | Step::PyCall(_) => {}
+            }
+        }
+        let mut release = vec![Vec::new(); c.entries.len()];
+        for (s, &l) in last.iter().enumerate() {
+            if l != usize::MAX && !keep.contains(&s) && !matches!(c.srcs[s], Src::Const(_)) {
+                release[l].push(s);
+            }
+        }
+        Tape {
+            srcs: c.srcs,
+            entries: c.entries,
+            release,
+            outs,
+            n_inputs,
+            grad_mode,
+        }
+    }
+
+    fn run(&self, inputs: &[Tensor], numbers: &[f64]) -> crate::Result<Vec<Tensor>> {
+        // A failing replay leaves grad mode as the call found it, as the
+        // eager function's `with no_grad()` blocks would on an exception.
+        let prev = autograd::is_grad_enabled();
+        let r = self.run_entries(inputs, numbers);
+        if r.is_err() {
+            autograd::set_grad_enabled(prev);
+        }
+        r
+    }
+
+    fn run_entries(&self, inputs: &[Tensor], numbers: &[f64]) -> crate::Result<Vec<Tensor>> {
+        let mut slots: Vec<Option<Tensor>> = self
+            .srcs
+            .iter()
+            .map(|s| match s {
+                Src::Input(i) => Some(inputs[*i].clone()),
+                Src::Const(t) => Some(t.clone()),
+                Src::Produced => None,
+                Src::Number { arg, dtype } => Some(Tensor::scalar_of(numbers[*arg], *dtype)),
+            })
+            .collect();
+        autograd::set_grad_enabled(self.grad_mode);
+        for (e, rel) in self.entries.iter().zip(&self.release) {
+            match &e.step {
+                Step::Op {
+                    rule,
+                    ins,
+                    sins,
+                    outs,
+                } => {
+                    let res = {
+                        let ts: SmallVec<[&Tensor; 4]> = ins
+                            .iter()
+                            .map(|&s| slot(&slots, s))
+                            .collect::<crate::Result<_>>()?;
+                        let ss: SmallVec<[Scalar; 2]> = sins
+                            .iter()
+                            .map(|s| match *s {
+                                SIn::Arg(i, Scalar::Int(_)) => Scalar::Int(numbers[i] as i64),
+                                SIn::Arg(i, Scalar::Bool(_)) => Scalar::Bool(numbers[i] != 0.0),
+                                SIn::Arg(i, Scalar::Float(_)) => Scalar::Float(numbers[i]),
+                                SIn::Const(c) => c,
+                            })
+                            .collect();
+                        rule(&ts, &ss)?
+                    };
+                    for (&o, t) in outs.iter().zip(res) {
+                        slots[o] = Some(t);
+                    }
+                }
+                Step::Backward {
+                    root,
+                    grad,
+                    retain_graph,
+                    leaves,
+                } => {
+                    let r = slot(&slots, *root)?.clone();
+                    let g = match grad {
+                        Some(g) => slot(&slots, *g)?.clone(),
+                        None => Tensor::full(r.shape(), 1.0, r.dtype()),
+                    };
+                    autograd::run_backward(BackwardRequest {
+                        roots: vec![r],
+                        grads: vec![g],
+                        inputs: None,
+                        retain_graph: *retain_graph,
+                        create_graph: false,
+                        accumulate: true,
+                    })?;
+                    for &(leaf, gs) in leaves {
+                        let g = slot(&slots, leaf)?.grad().ok_or_else(|| {
+                            crate::Error::Runtime(
+                                "compiled tape: backward left a captured gradient unset".into(),
+                            )
+                        })?;
+                        slots[gs] = Some(g);
+                    }
+                }
+                Step::GradMode(on) => autograd::set_grad_enabled(*on),
+                Step::SetGrad { t, g } => {
+                    let g = match g {
+                        Some(g) => Some(slot(&slots, *g)?.clone()),
+                        None => None,
+                    };
+                    slot(&slots, *t)?.set_grad(g);
+                }
+                Step::PyCall(f) => {
+                    Python::attach(|py| f.call0(py).map(|_| ())).map_err(super::errors::external)?
+                }
+            }
+            for &s in rel {
+                slots[s] = None;
+            }
+        }
+        self.outs
+            .iter()
+            .map(|&s| slot(&slots, s).cloned())
+            .collect()
+    }
+}
+
+#[pymethods]
+impl Tape {
+    /// Runs the tape on new inputs (the call's tensor arguments in order, and
+    /// its number arguments as floats) and returns fresh output tensors.
+    fn replay(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<Bound<'_, PyTensor>>,
+        numbers: Vec<f64>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        if inputs.len() != self.n_inputs {
+            return Err(PyRuntimeError::new_err(format!(
+                "compiled tape expects {} tensor inputs, got {}",
+                self.n_inputs,
+                inputs.len()
+            )));
+        }
+        let ins: Vec<Tensor> = inputs.iter().map(|t| t.get().t.clone()).collect();
+        let outs = py.detach(|| guard(|| self.run(&ins, &numbers)))?;
+        outs.into_iter().map(|t| wrap(py, t)).collect()
+    }
+
+    /// The recorded entries' names, in order.
+    #[getter]
+    fn ops(&self) -> Vec<String> {
+        self.entries.iter().map(|e| e.name.clone()).collect()
+    }
+
+    /// The tensors the tape reads as they are (parameters, buffers): the same
+    /// objects on every replay.
+    #[getter]
+    fn constants(&self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+        self.srcs
+            .iter()
+            .filter_map(|s| match s {
+                Src::Const(t) => Some(wrap(py, t.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn __len__(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+/// Starts recording this thread's calls into a tape. `inputs` are the call's
+/// tensor arguments, `numbers` its number arguments (matched by identity).
+#[pyfunction]
+fn _capture_begin(
+    inputs: Vec<Bound<'_, PyTensor>>,
+    numbers: Vec<Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    if capture::with(|_| ()).is_some() {
+        return Err(PyRuntimeError::new_err(
+            "ferrograd.compile: a capture is already running on this thread (nested compiled functions are not captured)",
+        ));
+    }
+    let ts: Vec<Tensor> = inputs.iter().map(|t| t.get().t.clone()).collect();
+    let ns: Vec<usize> = numbers.iter().map(|n| n.as_ptr() as usize).collect();
+    let mut c = Capture::new(&ts, &ns);
+    c.grad_mode_at_end = autograd::is_grad_enabled();
+    capture::STATE.with(|s| *s.borrow_mut() = Some(c));
+    capture::set_active(true);
+    Ok(())
+}
+
+/// Ends the recording. Returns `(tape, None, seen)` or `(None, reason, seen)`
+/// when something in the call could not be captured; `seen[i]` tells whether
+/// number argument `i` reached an op directly.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn _capture_end(
+    py: Python<'_>,
+    outputs: Vec<Bound<'_, PyTensor>>,
+    grad_mode: bool,
+    n_inputs: usize,
+) -> PyResult<(Option<Py<Tape>>, Option<String>, Vec<bool>)> {
+    capture::set_active(false);
+    let Some(mut c) = capture::STATE.with(|s| s.borrow_mut().take()) else {
+        return Err(PyRuntimeError::new_err(
+            "ferrograd.compile: no capture is running",
+        ));
+    };
+    let seen = c.number_seen.clone();
+    if let Some(why) = c.failure.take() {
+        return Ok((None, Some(why), seen));
+    }
+    let out_ids: HashSet<usize> = outputs.iter().map(|o| o.as_ptr() as usize).collect();
+    // A value computed inside and still held by Python elsewhere (a module
+    // attribute, a list) would keep the capture call's tensor on replay.
+    let grads: HashSet<usize> = c
+        .entries
+        .iter()
+        .flat_map(|e| match &e.step {
+            Step::Backward { leaves, .. } => leaves.iter().map(|&(_, g)| g).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    // In-place writes give an input or constant a new slot; those are not
+    // values made inside.
+    let held: HashSet<usize> = (0..c.srcs.len())
+        .filter(|&s| matches!(c.srcs[s], Src::Input(_) | Src::Const(_)))
+        .map(|s| c.tensor_at(s).id())
+        .collect();
+    for s in 0..c.srcs.len() {
+        if !matches!(c.srcs[s], Src::Produced)
+            || grads.contains(&s)
+            || held.contains(&c.tensor_at(s).id())
+        {
+            continue;
+        }
+        if let Some(o) = super::tensor::registered_object(py, c.tensor_at(s)) {
+            if !out_ids.contains(&(o.as_ptr() as usize)) {
+                let name = producer(&c, s);
+                return Ok((
+                    None,
+                    Some(format!(
+                        "the result of `{name}` is still referenced from Python after the function returned (stored in an attribute, a global or a container?); a replay would leave that reference pointing at the capture call's value"
+                    )),
+                    seen,
+                ));
+            }
+        }
+    }
+    let outs: Vec<usize> = outputs.iter().map(|o| c.slot_of(&o.get().t)).collect();
+    let tape = Tape::build(c, outs, grad_mode, n_inputs);
+    Ok((Some(Py::new(py, tape)?), None, seen))
+}
+
+fn producer(c: &Capture, s: usize) -> String {
+    for e in &c.entries {
+        let hit = match &e.step {
+            Step::Op { outs, .. } => outs.contains(&s),
+            _ => false,
+        };
+        if hit {
+            return e.name.clone();
+        }
+    }
+    "an op".into()
+}
+
+/// Drops a capture after the captured call raised.
+#[pyfunction]
+fn _capture_abort() {
+    capture::set_active(false);
+    capture::STATE.with(|s| s.borrow_mut().take());
+}
+
+/// True while this thread records a tape.
+#[pyfunction]
+fn _capture_active() -> bool {
+    capture::active()
+}
+
+/// Calls `f()` with recording paused and, while capturing, records the call
+/// so each replay calls `f()` at the same point (an optimizer's `step`).
+#[pyfunction]
+fn _capture_pycall(py: Python<'_>, name: String, f: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    if !capture::active() {
+        return Ok(f.call0()?.unbind());
+    }
+    capture::set_active(false);
+    let r = f.call0();
+    capture::set_active(true);
+    let r = r?;
+    capture::with(|c| {
+        c.entries.push(Entry {
+            name,
+            step: Step::PyCall(f.clone().unbind()),
+        })
+    });
+    let _ = py;
+    Ok(r.unbind())
+}
+
+/// Marks the running capture as failed with `reason` (used by Python code
+/// that finds something the tape cannot replay).
+#[pyfunction]
+fn _capture_refuse(reason: String) {
+    if capture::active() {
+        capture::fail(reason);
+    }
+}
+
+/// `root.backward(grad)` while capturing: runs it and records the step.
+pub(crate) fn backward(py: Python<'_>, req: BackwardRequest, grad_given: bool) -> PyResult<()> {
+    if req.inputs.is_some() || req.create_graph || req.roots.len() != 1 {
+        capture::fail("`backward` with inputs= or create_graph=True has no replay rule".into());
+        return py
+            .detach(|| guard(|| autograd::run_backward(req)))
+            .map(|_| ());
+    }
+    let (root, grad) = capture::with(|c| {
+        (
+            c.slot_of(&req.roots[0]),
+            grad_given.then(|| c.slot_of(&req.grads[0])),
+        )
+    })
+    .unwrap_or((0, None));
+    let retain_graph = req.retain_graph;
+    capture::claim();
+    py.detach(|| guard(|| autograd::run_backward(req)))?;
+    capture::with(|c| {
+        let mut leaves = Vec::new();
+        for (s, t) in c.leaf_slots() {
+            if t.is_leaf() && t.requires_grad() {
+                if let Some(g) = t.grad() {
+                    leaves.push((s, c.produce(&g)));
+                }
+            }
+        }
+        c.entries.push(Entry {
+            name: "backward".into(),
+            step: Step::Backward {
+                root,
+                grad,
+                retain_graph,
+                leaves,
+            },
+        });
+    });
+    Ok(())
+}
+
+/// `_set_grad_enabled(on)` while capturing.
+pub(crate) fn note_grad_mode(on: bool) {
+    capture::with(|c| {
+        c.entries.push(Entry {
+            name: "set_grad_enabled".into(),
+            step: Step::GradMode(on),
+        })
+    });
+}
+
+/// `t.grad = g` while capturing.
+pub(crate) fn note_set_grad(t: &Tensor, g: Option<&Tensor>) {
+    capture::with(|c| {
+        let t = c.slot_of(t);
+        let g = g.map(|g| c.slot_of(g));
+        c.entries.push(Entry {
+            name: "set_grad".into(),
+            step: Step::SetGrad { t, g },
+        })
+    });
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Tape>()?;
+    m.add_function(wrap_pyfunction!(_capture_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(_capture_end, m)?)?;
+    m.add_function(wrap_pyfunction!(_capture_abort, m)?)?;
+    m.add_function(wrap_pyfunction!(_capture_active, m)?)?;
+    m.add_function(wrap_pyfunction!(_capture_pycall, m)?)?;
+    m.add_function(wrap_pyfunction!(_capture_refuse, m)?)?;
+    Ok(())
+}
