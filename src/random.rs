@@ -701,36 +701,6 @@ where
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mt19937_reference_stream() {
-        // The 10000th output of std::mt19937 seeded 5489 (C++11 [rand.predef]).
-        let mut g = CpuGenerator::new(5489);
-        let mut last = 0;
-        for _ in 0..10000 {
-            last = g.random();
-        }
-        assert_eq!(last, 4123659995);
-    }
-
-    #[test]
-    fn state_round_trip_keeps_the_cached_normal() {
-        let mut g = CpuGenerator::new(3);
-        g.normal_f64(0.0, 1.0);
-        let s = g.get_state();
-        let mut h = CpuGenerator::new(0);
-        h.set_state(&s).unwrap();
-        assert_eq!(g.normal_f64(0.0, 1.0), h.normal_f64(0.0, 1.0));
-        let a: Vec<u32> = (0..700).map(|_| g.random()).collect();
-        let b: Vec<u32> = (0..700).map(|_| h.random()).collect();
-        assert_eq!(a, b);
-        assert!(h.set_state(&s[..100]).is_err());
-    }
-}
-
 /// `cauchy_(median, sigma)`: `cauchy_distribution<double>` per element,
 /// `median + sigma * tan(pi * (u - 0.5))` from a double uniform (the
 /// multiply-add fused, as in PyTorch's AVX2 build), then cast.
@@ -795,4 +765,34 @@ pub fn geometric(g: &mut CpuGenerator, shape: Shape, dtype: DType, p: f64) -> Re
     let mut v: Vec<f64> = alloc_vec(n);
     v.extend((0..n).map(|_| (g.uniform_f64().ln() / (-p).ln_1p()).ceil()));
     Ok(cast(Tensor::from_vec(v, shape), dtype))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mt19937_reference_stream() {
+        // The 10000th output of std::mt19937 seeded 5489 (C++11 [rand.predef]).
+        let mut g = CpuGenerator::new(5489);
+        let mut last = 0;
+        for _ in 0..10000 {
+            last = g.random();
+        }
+        assert_eq!(last, 4123659995);
+    }
+
+    #[test]
+    fn state_round_trip_keeps_the_cached_normal() {
+        let mut g = CpuGenerator::new(3);
+        g.normal_f64(0.0, 1.0);
+        let s = g.get_state();
+        let mut h = CpuGenerator::new(0);
+        h.set_state(&s).unwrap();
+        assert_eq!(g.normal_f64(0.0, 1.0), h.normal_f64(0.0, 1.0));
+        let a: Vec<u32> = (0..700).map(|_| g.random()).collect();
+        let b: Vec<u32> = (0..700).map(|_| h.random()).collect();
+        assert_eq!(a, b);
+        assert!(h.set_state(&s[..100]).is_err());
+    }
 }
