@@ -18,6 +18,7 @@ pub(crate) mod parallel;
 pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod rnn;
+pub(crate) mod rnn_gemm;
 pub(crate) mod softmax;
 
 use std::mem::MaybeUninit;
