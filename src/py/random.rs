@@ -247,6 +247,34 @@ pub(super) fn draw<T: Send>(
     guard_nogil(py, work, || rng::with_gen(gen.as_ref(), f))
 }
 
+/// The shared arguments of `rand` and `randn`: a float tensor of the given size
+/// filled by one sampler from the chosen generator.
+struct FloatFactory<'a, 'py> {
+    args: &'a Bound<'py, PyTuple>,
+    size: Option<&'a Bound<'py, PyAny>>,
+    dtype: Option<&'a Bound<'py, PyAny>>,
+    device: Option<&'a Bound<'py, PyAny>>,
+    generator: Option<&'a Bound<'py, PyAny>>,
+    requires_grad: bool,
+}
+
+impl FloatFactory<'_, '_> {
+    fn draw(
+        self,
+        py: Python<'_>,
+        name: &str,
+        sample: impl FnOnce(&mut CpuGenerator, Shape, DType) -> crate::Result<Tensor> + Send,
+    ) -> PyResult<Py<PyAny>> {
+        check_cpu(self.device)?;
+        let gen = gen_arg(self.generator, name)?;
+        let dt = opt_dtype(self.dtype)?.unwrap_or(DType::default_float());
+        let shape = alloc_shape(&parse_size(self.args, self.size)?, dt)?;
+        let n = numel(&shape);
+        let t = draw(py, n, gen, |g| sample(g, shape, dt))?;
+        finish(py, t, self.requires_grad)
+    }
+}
+
 /// A tensor of the given size filled with uniform samples from [0, 1), drawn
 /// as PyTorch's CPU generator draws them (same seed, same numbers).
 #[pyfunction]
@@ -265,13 +293,17 @@ fn rand(
     generator: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let _ = (out, layout, pin_memory);
-    check_cpu(device)?;
-    let gen = gen_arg(generator, "rand")?;
-    let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
-    let shape = alloc_shape(&parse_size(args, size)?, dt)?;
-    let n = numel(&shape);
-    let t = draw(py, n, gen, |g| rng::uniform(g, shape, dt, 0.0, 1.0))?;
-    finish(py, t, requires_grad)
+    let spec = FloatFactory {
+        args,
+        size,
+        dtype,
+        device,
+        generator,
+        requires_grad,
+    };
+    spec.draw(py, "rand", |g, shape, dt| {
+        rng::uniform(g, shape, dt, 0.0, 1.0)
+    })
 }
 
 /// A tensor of the given size filled with standard-normal samples, drawn as
@@ -292,13 +324,17 @@ fn randn(
     generator: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let _ = (out, layout, pin_memory);
-    check_cpu(device)?;
-    let gen = gen_arg(generator, "randn")?;
-    let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
-    let shape = alloc_shape(&parse_size(args, size)?, dt)?;
-    let n = numel(&shape);
-    let t = draw(py, n, gen, |g| rng::normal(g, shape, dt, 0.0, 1.0, true))?;
-    finish(py, t, requires_grad)
+    let spec = FloatFactory {
+        args,
+        size,
+        dtype,
+        device,
+        generator,
+        requires_grad,
+    };
+    spec.draw(py, "randn", |g, shape, dt| {
+        rng::normal(g, shape, dt, 0.0, 1.0, true)
+    })
 }
 
 pub(super) fn check_range(low: i64, high: i64) -> PyResult<u64> {
