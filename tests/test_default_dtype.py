@@ -182,3 +182,34 @@ def test_set_default_tensor_type():
         with pytest.raises(TypeError, match="invalid type"):
             fg.set_default_tensor_type("torch.NopeTensor")
     assert fg.get_default_dtype() is fg.float32
+
+
+def test_legacy_constructor_follows_the_default_dtype_and_takes_sizes():
+    # PyTorch's Tensor(data) converts any data, float64 arrays included, to
+    # the default dtype; integer arguments are a size, a Size is a shape.
+    assert fg.Tensor(np.zeros(3)).dtype == fg.float32
+    assert fg.Tensor(np.arange(3)).dtype == fg.float32
+    assert fg.Tensor(2, 3).shape == (2, 3) and fg.Tensor(2, 3).sum().item() == 0
+    assert fg.Tensor(fg.Size([4, 1])).shape == (4, 1)
+    assert fg.Tensor((2, 3)).tolist() == [2.0, 3.0]
+    assert fg.Tensor().shape == (0,)
+    fg.set_default_dtype(fg.float64)
+    try:
+        assert fg.Tensor(np.zeros(2, np.float32)).dtype == fg.float64
+    finally:
+        fg.set_default_dtype(fg.float32)
+
+
+@pytest.mark.parametrize(
+    "args, exc, text",
+    [
+        ((3.5,), TypeError, "new(): data must be a sequence (got float)"),
+        ((None,), TypeError, "new(): data must be a sequence (got NoneType)"),
+        ((2, "a"), TypeError, 'at pos 2 with error "type must be tuple of ints,but got str"'),
+        ((-1,), RuntimeError, "Trying to create tensor with negative dimension -1: [-1]"),
+    ],
+)
+def test_legacy_constructor_errors(args, exc, text):
+    with pytest.raises(exc) as e:
+        fg.Tensor(*args)
+    assert text in str(e.value)

@@ -24,7 +24,7 @@ class Parameter(_C.Tensor):
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = _C.empty(0)
-        return super().__new__(cls, data, requires_grad)
+        return super().__new__(cls, data, requires_grad=requires_grad)
 
     def __deepcopy__(self, memo):
         if id(self) in memo:

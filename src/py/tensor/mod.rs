@@ -197,24 +197,78 @@ impl PyTensor {
     #[allow(non_upper_case_globals)]
     const __array_priority__: f64 = 1000.0;
 
-    /// `Tensor(data)` builds a float32 tensor; `Tensor(other_tensor)` aliases
-    /// it (what `nn.Parameter(t)` relies on).
+    /// The legacy constructor, as PyTorch's: `Tensor(data)` builds a tensor of
+    /// the default float dtype whatever `data`'s own dtype (a float64 array
+    /// included), `Tensor(2, 3)` a zero-filled 2x3 tensor (PyTorch leaves it
+    /// uninitialised), `Tensor()` an empty one, and `Tensor(other_tensor)`
+    /// aliases it (what `nn.Parameter(t)` relies on).
     #[new]
-    #[pyo3(signature = (data=None, requires_grad=false))]
-    fn py_new(data: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Self> {
-        let t = match data {
-            None => Tensor::zeros(smallvec::smallvec![0], DType::default_float()),
-            Some(d) => match d.cast::<PyTensor>() {
-                Ok(t) => t.get().t.detach(),
-                Err(_) => {
-                    let t = tensor_from_data(d, None)?;
-                    if t.dtype().is_float() {
-                        t
-                    } else {
-                        ops::to_dtype(&t, DType::default_float())?
+    #[pyo3(signature = (*args, requires_grad=false))]
+    fn py_new(args: &Bound<'_, PyTuple>, requires_grad: bool) -> PyResult<Self> {
+        let float = DType::default_float();
+        let py = args.py();
+        let first = args.get_item(0).ok();
+        // `Tensor(fg.Size([2, 3]))` is a shape; a plain tuple is data.
+        let size_arg = match &first {
+            Some(f) if args.len() == 1 => {
+                let size_cls = py.import("ferrograd._size")?.getattr("Size")?;
+                f.is_instance(&size_cls)?
+            }
+            _ => false,
+        };
+        let dims_of = |items: Vec<Bound<'_, PyAny>>| -> PyResult<Option<Vec<usize>>> {
+            let mut dims = Vec::with_capacity(items.len());
+            for (i, a) in items.iter().enumerate() {
+                if !a.is_exact_instance_of::<pyo3::types::PyInt>() {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "new(): argument 'size' failed to unpack the object at pos {} with error \
+                         \"type must be tuple of ints,but got {}\"",
+                        i + 1,
+                        a.get_type().name()?
+                    )));
+                }
+                dims.push(a.extract::<i64>()?);
+            }
+            if let Some(&d) = dims.iter().find(|&&d| d < 0) {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "Trying to create tensor with negative dimension {d}: {dims:?}"
+                )));
+            }
+            Ok(Some(dims.into_iter().map(|d| d as usize).collect()))
+        };
+        let sizes: Option<Vec<usize>> = match &first {
+            None => Some(vec![0]),
+            Some(f) if size_arg => dims_of(f.try_iter()?.collect::<PyResult<_>>()?)?,
+            Some(f) if args.len() > 1 || f.is_exact_instance_of::<pyo3::types::PyInt>() => {
+                dims_of(args.iter().collect())?
+            }
+            Some(f) if f.is_none() || f.is_instance_of::<pyo3::types::PyFloat>()
+                || f.is_instance_of::<pyo3::types::PyBool>()
+                || f.is_instance_of::<pyo3::types::PyComplex>() =>
+            {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "new(): data must be a sequence (got {})",
+                    f.get_type().name()?
+                )));
+            }
+            Some(_) => None,
+        };
+        let t = match sizes {
+            Some(dims) => Tensor::zeros(dims.into_iter().collect(), float),
+            None => {
+                let d = args.get_item(0)?;
+                match d.cast::<PyTensor>() {
+                    Ok(t) => t.get().t.detach(),
+                    Err(_) => {
+                        let t = tensor_from_data(&d, None)?;
+                        if t.dtype() == float {
+                            t
+                        } else {
+                            ops::to_dtype(&t, float)?
+                        }
                     }
                 }
-            },
+            }
         };
         if requires_grad {
             t.set_requires_grad(true)?;
