@@ -517,3 +517,36 @@ def test_module_deepcopy_and_pickle_keep_shared_weights():
             c[0].weight.add_(1.0)
         same(enc.weight, dec.weight)  # the original is untouched
         np.testing.assert_allclose((c[2].weight - enc.weight).detach().numpy(), 1.0, rtol=1e-6)
+
+
+class Tag:
+    """A user object: pickled, so only weights_only=False loads it."""
+
+    def __init__(self, v):
+        self.v = v
+
+
+def test_tensor_attributes_survive_save_and_load():
+    t = fg.ones(2)
+    t.name = "w"
+    t.meta = {"lr_scale": 0.5, "groups": [1, 2]}
+    p = nn.Parameter(fg.zeros(3))
+    p.tied_to = t
+    buf = io.BytesIO()
+    fg.save({"t": t, "p": p}, buf)
+    buf.seek(0)
+    out = fg.load(buf)
+    assert out["t"].name == "w" and out["t"].meta == {"lr_scale": 0.5, "groups": [1, 2]}
+    assert isinstance(out["p"], nn.Parameter) and out["p"].tied_to is out["t"]
+
+
+def test_pickled_tensor_attribute_needs_weights_only_false():
+    t = fg.ones(2)
+    t.tag = Tag(3)
+    buf = io.BytesIO()
+    fg.save(t, buf)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="weights_only"):
+        fg.load(buf)
+    buf.seek(0)
+    assert fg.load(buf, weights_only=False).tag.v == 3

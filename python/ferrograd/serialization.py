@@ -96,6 +96,11 @@ class _Encoder:
             attrs["param"] = True
         if t.requires_grad:
             attrs["requires_grad"] = True
+        # Python attributes (``t.name = ...``) travel with the tensor, as with
+        # torch.save; plain values stay JSON, so weights_only loads them.
+        extra = getattr(t, "__dict__", None)
+        if extra:
+            attrs["dict"] = self.node(dict(extra), path + ["__dict__"])
         if attrs:
             self.attrs[name] = attrs
         data = t.detach()
@@ -488,6 +493,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             dec = _Decoder(None, weights_only, pickle_module, pickle_load_args)
             if tree is not None:
                 dec.check(tree)
+            _check_attributes(dec, hdr)
             raw = _C._st_read(fh.fileno(), hdr.entries, bool(mmap))
     else:
         if mmap:
@@ -505,16 +511,37 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         dec = _Decoder(None, weights_only, pickle_module, pickle_load_args)
         if tree is not None:
             dec.check(tree)
+        _check_attributes(dec, hdr)
         raw = _C._st_read(data, hdr.entries, False)
     names = [e[0] for e in hdr.entries]
     attrs = _json_meta(hdr.meta, "ferrograd.tensors") or {}
     if not isinstance(attrs, dict):
         raise _bad("corrupt metadata: ferrograd.tensors is not an object")
     tensors = _map(_wrap_loaded(dict(zip(names, raw)), attrs), map_location)
+    dec.tensors = tensors
+    _restore_attributes(dec, tensors, attrs)
     if tree is None:
         return tensors
-    dec.tensors = tensors
     return dec.node(tree)
+
+
+def _check_attributes(dec, hdr):
+    attrs = _json_meta(hdr.meta, "ferrograd.tensors")
+    if isinstance(attrs, dict):
+        for a in attrs.values():
+            if isinstance(a, dict) and a.get("dict") is not None:
+                dec.check(a["dict"])
+
+
+def _restore_attributes(dec, tensors, attrs):
+    for name, a in attrs.items():
+        node = a.get("dict") if isinstance(a, dict) else None
+        if node is None or name not in tensors:
+            continue
+        extra = dec.node(node)
+        if not isinstance(extra, dict):
+            raise _bad(f"corrupt metadata: the attributes of tensor {name!r} are not a dict")
+        tensors[name].__dict__.update(extra)
 
 
 def _json_meta(meta, key):
