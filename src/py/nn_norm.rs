@@ -5,6 +5,7 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
+use super::dispatch::{self, tensor_arg};
 use super::errors::{guard, guard_nogil};
 use super::tensor::{wrap, PyTensor};
 use crate::ops;
@@ -14,7 +15,13 @@ fn opt(o: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Tensor>> {
     match o {
         Some(o) if !o.is_none() => Ok(Some(
             o.cast::<PyTensor>()
-                .map_err(|_| PyTypeError::new_err("expected a Tensor or None"))?
+                .map_err(|_| {
+                    if dispatch::dispatchable(o) {
+                        dispatch::needed(o)
+                    } else {
+                        PyTypeError::new_err("expected a Tensor or None")
+                    }
+                })?
                 .get()
                 .t
                 .clone(),
@@ -63,42 +70,47 @@ fn batch_norm(
 #[pyo3(signature = (input, normalized_shape, weight=None, bias=None, eps=1e-5))]
 fn layer_norm(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     normalized_shape: Vec<i64>,
     weight: Option<&Bound<'_, PyAny>>,
     bias: Option<&Bound<'_, PyAny>>,
     eps: f64,
 ) -> PyResult<Py<PyAny>> {
-    let x = &input.get().t;
-    if normalized_shape.iter().any(|&d| d < 0) {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-            "Given normalized_shape={normalized_shape:?}, expected non-negative sizes"
-        )));
-    }
-    let ns: Vec<usize> = normalized_shape.iter().map(|&d| d as usize).collect();
-    let (w, b) = (opt(weight)?, opt(bias)?);
-    let out = guard_nogil(py, x.numel(), || {
-        ops::layer_norm(x, &ns, w.as_ref(), b.as_ref(), eps)
-    })?;
-    wrap(py, out)
+    let shape = normalized_shape.clone();
+    dispatching!(py, "layer_norm", (input, shape, weight, bias, eps), {
+        let x = &tensor_arg(input, "layer_norm", "input", 1)?.get().t;
+        if normalized_shape.iter().any(|&d| d < 0) {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "Given normalized_shape={normalized_shape:?}, expected non-negative sizes"
+            )));
+        }
+        let ns: Vec<usize> = normalized_shape.iter().map(|&d| d as usize).collect();
+        let (w, b) = (opt(weight)?, opt(bias)?);
+        let out = guard_nogil(py, x.numel(), || {
+            ops::layer_norm(x, &ns, w.as_ref(), b.as_ref(), eps)
+        })?;
+        wrap(py, out)
+    })
 }
 
 #[pyfunction]
 #[pyo3(signature = (input, num_groups, weight=None, bias=None, eps=1e-5))]
 fn group_norm(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     num_groups: i64,
     weight: Option<&Bound<'_, PyAny>>,
     bias: Option<&Bound<'_, PyAny>>,
     eps: f64,
 ) -> PyResult<Py<PyAny>> {
-    let x = &input.get().t;
-    let (w, b) = (opt(weight)?, opt(bias)?);
-    let out = guard_nogil(py, x.numel(), || {
-        ops::group_norm(x, num_groups, w.as_ref(), b.as_ref(), eps)
-    })?;
-    wrap(py, out)
+    dispatching!(py, "group_norm", (input, num_groups, weight, bias, eps), {
+        let x = &tensor_arg(input, "group_norm", "input", 1)?.get().t;
+        let (w, b) = (opt(weight)?, opt(bias)?);
+        let out = guard_nogil(py, x.numel(), || {
+            ops::group_norm(x, num_groups, w.as_ref(), b.as_ref(), eps)
+        })?;
+        wrap(py, out)
+    })
 }
 
 #[pyfunction]

@@ -3,6 +3,7 @@
 
 use pyo3::prelude::*;
 
+use super::dispatch::tensor_arg;
 use super::errors::guard_nogil;
 use super::tensor::{return_pair, wrap, PyTensor};
 use crate::ops;
@@ -122,13 +123,17 @@ impl PyTensor {
 #[pyo3(signature = (input, dim=-1, descending=false, *, stable=false))]
 fn sort(
     py: Python<'_>,
-    input: PyRef<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     dim: i64,
     descending: bool,
     stable: bool,
 ) -> PyResult<Py<PyAny>> {
-    let _ = stable;
-    sort_pair(py, &input.t, dim, descending)
+    dispatching!(py, "sort", (input, dim, descending, stable), {
+        let input = tensor_arg(input, "sort", "input", 1)?;
+        let t = &input.get().t;
+        let _ = stable;
+        sort_pair(py, t, dim, descending)
+    })
 }
 
 /// The indices that sort `input` along `dim`; see `Tensor.argsort`.
@@ -136,18 +141,24 @@ fn sort(
 #[pyo3(signature = (input, dim=-1, descending=false, *, stable=false))]
 fn argsort(
     py: Python<'_>,
-    input: PyRef<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     dim: i64,
     descending: bool,
     stable: bool,
 ) -> PyResult<Py<PyAny>> {
-    input.argsort(py, dim, descending, stable)
+    dispatching!(py, "argsort", (input, dim, descending, stable), {
+        let input = tensor_arg(input, "argsort", "input", 1)?;
+        input.get().argsort(py, dim, descending, stable)
+    })
 }
 
 /// `input` sorted along its first dimension.
 #[pyfunction]
-fn msort(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<Py<PyAny>> {
-    input.msort(py)
+fn msort(py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "msort", (input,), {
+        let input = tensor_arg(input, "msort", "input", 1)?;
+        input.get().msort(py)
+    })
 }
 
 /// The `k` largest (or smallest) elements of `input` along `dim`; see `Tensor.topk`.
@@ -155,14 +166,18 @@ fn msort(py: Python<'_>, input: PyRef<'_, PyTensor>) -> PyResult<Py<PyAny>> {
 #[pyo3(signature = (input, k, dim=-1, largest=true, sorted=true))]
 fn topk(
     py: Python<'_>,
-    input: PyRef<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     k: i64,
     dim: i64,
     largest: bool,
     sorted: bool,
 ) -> PyResult<Py<PyAny>> {
-    let _ = sorted;
-    topk_pair(py, &input.t, k, dim, largest)
+    dispatching!(py, "topk", (input, k, dim, largest, sorted), {
+        let input = tensor_arg(input, "topk", "input", 1)?;
+        let t = &input.get().t;
+        let _ = sorted;
+        topk_pair(py, t, k, dim, largest)
+    })
 }
 
 /// The `k`-th smallest element of `input` along `dim`; see `Tensor.kthvalue`.
@@ -170,12 +185,16 @@ fn topk(
 #[pyo3(signature = (input, k, dim=-1, keepdim=false))]
 fn kthvalue(
     py: Python<'_>,
-    input: PyRef<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     k: i64,
     dim: i64,
     keepdim: bool,
 ) -> PyResult<Py<PyAny>> {
-    kth_pair(py, &input.t, k, dim, keepdim)
+    dispatching!(py, "kthvalue", (input, k, dim, keepdim), {
+        let input = tensor_arg(input, "kthvalue", "input", 1)?;
+        let t = &input.get().t;
+        kth_pair(py, t, k, dim, keepdim)
+    })
 }
 
 /// The lower median of `input`, or `(values, indices)` along `dim`.
@@ -183,11 +202,15 @@ fn kthvalue(
 #[pyo3(signature = (input, dim=None, keepdim=false))]
 fn median(
     py: Python<'_>,
-    input: PyRef<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     dim: Option<i64>,
     keepdim: bool,
 ) -> PyResult<Py<PyAny>> {
-    median_any(py, &input.t, dim, keepdim, false)
+    dispatching!(py, "median", (input, dim, keepdim), {
+        let input = tensor_arg(input, "median", "input", 1)?;
+        let t = &input.get().t;
+        median_any(py, t, dim, keepdim, false)
+    })
 }
 
 /// `median` ignoring NaN values.
@@ -195,11 +218,15 @@ fn median(
 #[pyo3(signature = (input, dim=None, keepdim=false))]
 fn nanmedian(
     py: Python<'_>,
-    input: PyRef<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     dim: Option<i64>,
     keepdim: bool,
 ) -> PyResult<Py<PyAny>> {
-    median_any(py, &input.t, dim, keepdim, true)
+    dispatching!(py, "nanmedian", (input, dim, keepdim), {
+        let input = tensor_arg(input, "nanmedian", "input", 1)?;
+        let t = &input.get().t;
+        median_any(py, t, dim, keepdim, true)
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -503,6 +503,60 @@ def _trace(v):
     return v.diagonal(0, 1, 2).sum(-1)
 
 
+def _msort(call, args, kwargs):
+    """``msort``: a sort along the first logical dimension."""
+    lid = max_level(args, kwargs)
+    v = unwrap_at(args[0], lid)
+    return wrap(_C.sort(v, 1 if v.dim() > 1 else 0)[0], lid)
+
+
+def _norm_args(args, kwargs, names, defaults):
+    vals = list(args) + [kwargs.get(n, d) for n, d in zip(names[len(args):], defaults[len(args):])]
+    return vals
+
+
+def _affine_after(y, w, b, shape):
+    """A per-sample weight or bias applied to an unweighted normalisation."""
+    if w is not None:
+        y = y * (w.reshape(*shape) if shape is not None else w)
+    if b is not None:
+        y = y + (b.reshape(*shape) if shape is not None else b)
+    return y
+
+
+def layer_norm_rule(call, args, kwargs):
+    """``layer_norm`` normalises trailing dimensions, so a batched input runs
+    as one call; a per-sample weight or bias is applied after the unweighted
+    normalisation."""
+    x, shape, w, b, eps = _norm_args(
+        args, kwargs, ("input", "normalized_shape", "weight", "bias", "eps"), (None, None, None, None, 1e-5)
+    )
+    lid = max_level(args, kwargs)
+    v = materialize(x, lid, batch_size_of([x, w, b], lid))
+    if all(unwrap_at(t, lid) is None for t in (w, b)):
+        return wrap(call(v, shape, w, b, eps), lid)
+    return _affine_after(wrap(call(v, shape, None, None, eps), lid), w, b, None)
+
+
+def group_norm_rule(call, args, kwargs):
+    """``group_norm`` of per-sample (N, C, *) inputs: the samples' rows are
+    one call of N*batch rows; a per-sample weight or bias is applied after."""
+    x, groups, w, b, eps = _norm_args(
+        args, kwargs, ("input", "num_groups", "weight", "bias", "eps"), (None, None, None, None, 1e-5)
+    )
+    lid = max_level(args, kwargs)
+    v = materialize(x, lid, batch_size_of([x, w, b], lid))
+    if v.dim() < 3:
+        raise RuntimeError(
+            f"Expected at least 2 dimensions for input tensor but received {v.dim() - 1}"
+        )
+    flat = v.reshape(v.shape[0] * v.shape[1], *v.shape[2:])
+    if all(unwrap_at(t, lid) is None for t in (w, b)):
+        return wrap(call(flat, groups, w, b, eps).reshape(*v.shape), lid)
+    y = wrap(call(flat, groups, None, None, eps).reshape(*v.shape), lid)
+    return _affine_after(y, w, b, (v.shape[2],) + (1,) * (v.dim() - 3))
+
+
 _FUNCTION_RULES = {
     "matmul": matmul_rule,
     "mm": product(2, 2, "mm"),
@@ -525,6 +579,15 @@ _FUNCTION_RULES = {
     "trace": full_reduce(_trace),
     "_like": like_rule,
     "_random_like": random_like_rule,
+    "sort": dim_op(1, "dim", -1),
+    "argsort": dim_op(1, "dim", -1),
+    "topk": dim_op(2, "dim", -1),
+    "kthvalue": dim_op(2, "dim", -1),
+    "median": dim_op(1, "dim", "all"),
+    "nanmedian": dim_op(1, "dim", "all"),
+    "msort": _msort,
+    "layer_norm": layer_norm_rule,
+    "group_norm": group_norm_rule,
 }
 for _n in _ELEMENTWISE_FUNCTIONS:
     _FUNCTION_RULES[_n] = elementwise
@@ -541,7 +604,7 @@ def _no_rule(name):
 
 
 # Keyword-only parameters that the dispatch protocol passes positionally.
-_KEYWORD_ONLY = {"add": ("alpha",), "sub": ("alpha",)}
+_KEYWORD_ONLY = {"add": ("alpha",), "sub": ("alpha",), "sort": ("stable",), "argsort": ("stable",)}
 
 
 def function_rule(func):

@@ -242,9 +242,11 @@ impl PyTensor {
             Some(f) if args.len() > 1 || f.is_exact_instance_of::<pyo3::types::PyInt>() => {
                 dims_of(args.iter().collect())?
             }
-            Some(f) if f.is_none() || f.is_instance_of::<pyo3::types::PyFloat>()
-                || f.is_instance_of::<pyo3::types::PyBool>()
-                || f.is_instance_of::<pyo3::types::PyComplex>() =>
+            Some(f)
+                if f.is_none()
+                    || f.is_instance_of::<pyo3::types::PyFloat>()
+                    || f.is_instance_of::<pyo3::types::PyBool>()
+                    || f.is_instance_of::<pyo3::types::PyComplex>() =>
             {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!(
                     "new(): data must be a sequence (got {})",

@@ -26,7 +26,9 @@ def tensor_args(*required, optional=()):
                 v = bound.arguments[name]
                 if v is None and name in optional:
                     continue
-                if not isinstance(v, _C.Tensor):
+                # A type with __ferrograd_function__ (vmap's BatchedTensor)
+                # is handed to its handler by the native function.
+                if not isinstance(v, _C.Tensor) and not hasattr(type(v), "__ferrograd_function__"):
                     kind = "Tensor" if name in required else "Tensor or None"
                     raise TypeError(
                         f"{fn.__name__}(): argument '{name}' (position "
