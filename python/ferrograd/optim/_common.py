@@ -33,6 +33,35 @@ def _check_betas(betas: Any) -> None:
         raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
 
 
+def _check_adam_args(lr: Any, eps: float, betas: Any, weight_decay: float) -> None:
+    """The argument checks the Adam family shares, with PyTorch's messages."""
+    _check_lr(lr)
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    _check_betas(betas)
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _stepped(optimizer: Any, group: dict[str, Any], buffers: tuple[str, ...], scalars: tuple[tuple[str, float], ...] = ()):
+    """Yields ``(p, grad, state, step)`` for the group's parameters that have
+    a gradient. A parameter's first step creates its state in PyTorch's key
+    order: the 'step' counter, the float32 ``scalars``, then zero
+    ``buffers`` shaped like it; every step bumps the counter first."""
+    for p in group["params"]:
+        g = p.grad
+        if g is None:
+            continue
+        state = optimizer.state[p]
+        if len(state) == 0:
+            state["step"] = _step_tensor()
+            for name, value in scalars:
+                state[name] = _step_tensor(value)
+            for name in buffers:
+                state[name] = _full_like(p, 0.0)
+        yield p, g, state, _bump(state)
+
+
 def _full_like(p: Tensor, value: float) -> Tensor:
     """A new contiguous state buffer shaped and typed like ``p``."""
     return _C._like(p, "full", value, None, False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ._common import _bump, _check_betas, _check_lr, _closure, _full_like, _step_tensor, _to_scalar
+from ._common import _check_adam_args, _closure, _step_tensor, _stepped, _to_scalar
 from .optimizer import Optimizer
 
 __all__ = ["Adam"]
@@ -37,12 +37,7 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
-        _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        _check_betas(betas)
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_args(lr, eps, betas, weight_decay)
         betas = (_to_scalar(betas[0]), _to_scalar(betas[1]))
         defaults = {
             "lr": lr,
@@ -88,18 +83,8 @@ class Adam(Optimizer):
             lr = _to_scalar(group["lr"])
             amsgrad = bool(group["amsgrad"])
             rows, per = [], []
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = _full_like(p, 0.0)
-                    state["exp_avg_sq"] = _full_like(p, 0.0)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _full_like(p, 0.0)
-                step = _bump(state)
+            buffers = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
+            for p, g, state, step in _stepped(self, group, buffers):
                 row = [p, g, state["exp_avg"], state["exp_avg_sq"]]
                 if amsgrad:
                     row.append(state["max_exp_avg_sq"])

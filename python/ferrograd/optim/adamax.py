@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ._common import _bump, _check_betas, _check_lr, _closure, _full_like, _step_tensor, _to_scalar
+from ._common import _check_adam_args, _closure, _stepped, _to_scalar
 from .optimizer import Optimizer
 
 __all__ = ["Adamax"]
@@ -27,12 +27,7 @@ class Adamax(Optimizer):
         differentiable: bool = False,
         capturable: bool = False,
     ) -> None:
-        _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        _check_betas(betas)
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_args(lr, eps, betas, weight_decay)
         defaults = {
             "lr": lr,
             "betas": betas,
@@ -45,13 +40,7 @@ class Adamax(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
@@ -61,16 +50,7 @@ class Adamax(Optimizer):
             beta1, beta2 = (float(b) for b in group["betas"])
             lr = _to_scalar(group["lr"])
             rows, per = [], []
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = _full_like(p, 0.0)
-                    state["exp_inf"] = _full_like(p, 0.0)
-                step = _bump(state)
+            for p, g, state, step in _stepped(self, group, ("exp_avg", "exp_inf")):
                 rows.append([p, g, state["exp_avg"], state["exp_inf"]])
                 per.append([(lr / (1 - beta1**step)) * -1])
             hyper = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ._common import _bump, _check_betas, _check_lr, _closure, _full_like, _step_tensor, _to_scalar
+from ._common import _check_adam_args, _closure, _stepped, _to_scalar
 from .optimizer import Optimizer
 
 __all__ = ["NAdam"]
@@ -33,12 +33,7 @@ class NAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        _check_betas(betas)
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_args(lr, eps, betas, weight_decay)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
         defaults = {
@@ -55,14 +50,13 @@ class NAdam(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
+    _group_defaults = {
+        "maximize": False,
+        "foreach": None,
+        "capturable": False,
+        "differentiable": False,
+        "decoupled_weight_decay": False,
+    }
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
@@ -73,17 +67,8 @@ class NAdam(Optimizer):
             lr = _to_scalar(group["lr"])
             md = float(group["momentum_decay"])
             rows, per = [], []
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["mu_product"] = _step_tensor(1.0)
-                    state["exp_avg"] = _full_like(p, 0.0)
-                    state["exp_avg_sq"] = _full_like(p, 0.0)
-                step = _bump(state)
+            moments = ("exp_avg", "exp_avg_sq")
+            for p, g, state, step in _stepped(self, group, moments, (("mu_product", 1.0),)):
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * md)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * md)))
                 mu_product = state["mu_product"]

@@ -375,8 +375,15 @@ class Optimizer:
             "param_groups": self.param_groups,
         }
 
+    # Group keys a subclass added after older pickles were written, with the
+    # value such a group gets when it is loaded.
+    _group_defaults: dict[str, Any] = {}
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        for group in self.__dict__.get("param_groups", ()):
+            for key, value in self._group_defaults.items():
+                group.setdefault(key, value)
         for name in (
             "_optimizer_step_pre_hooks",
             "_optimizer_step_post_hooks",

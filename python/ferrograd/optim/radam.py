@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ._common import _bump, _check_betas, _check_lr, _closure, _full_like, _step_tensor, _to_scalar
+from ._common import _check_adam_args, _closure, _stepped, _to_scalar
 from .optimizer import Optimizer
 
 __all__ = ["RAdam"]
@@ -30,12 +30,7 @@ class RAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        _check_betas(betas)
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_args(lr, eps, betas, weight_decay)
         defaults = {
             "lr": lr,
             "betas": betas,
@@ -49,14 +44,13 @@ class RAdam(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("capturable", False)
+    _group_defaults = {
+        "foreach": None,
+        "maximize": False,
+        "differentiable": False,
+        "decoupled_weight_decay": False,
+        "capturable": False,
+    }
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
@@ -67,16 +61,7 @@ class RAdam(Optimizer):
             lr = _to_scalar(group["lr"])
             rho_inf = 2 / (1 - beta2) - 1
             rows, per = [], []
-            for p in group["params"]:
-                g = p.grad
-                if g is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = _full_like(p, 0.0)
-                    state["exp_avg_sq"] = _full_like(p, 0.0)
-                step = _bump(state)
+            for p, g, state, step in _stepped(self, group, ("exp_avg", "exp_avg_sq")):
                 rho_t = rho_inf - 2 * step * (beta2**step) / (1 - beta2**step)
                 if rho_t > 5:
                     rect = (
