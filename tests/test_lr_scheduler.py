@@ -295,3 +295,33 @@ def test_warns_when_scheduler_steps_before_optimizer():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sched.step()
+
+
+class _Warmup:
+    """A callable lr_lambda with state: its __dict__ is saved with the scheduler."""
+
+    def __init__(self, steps):
+        self.steps = steps
+
+    def __call__(self, epoch):
+        return min(1.0, (epoch + 1) / self.steps)
+
+
+@pytest.mark.parametrize("cls", [S.LambdaLR, S.MultiplicativeLR])
+def test_lambda_object_state_round_trips(cls):
+    p = nn.Parameter(torch.ones(1))
+    opt = optim.SGD([p], lr=1.0)
+    sched = cls(opt, [_Warmup(4)])
+    sd = sched.state_dict()
+    assert sd["lr_lambdas"] == [{"steps": 4}] and "optimizer" not in sd
+    other = cls(optim.SGD([p], lr=1.0), _Warmup(9))
+    other.load_state_dict(sd)
+    assert other.lr_lambdas[0].steps == 4 and sd["lr_lambdas"] == [{"steps": 4}]
+    plain = cls(optim.SGD([p], lr=1.0), lambda e: 0.5)
+    assert plain.state_dict()["lr_lambdas"] == [None]
+
+
+def test_multiplicative_lr_refuses_a_non_callable():
+    p = nn.Parameter(torch.ones(1))
+    with pytest.raises(TypeError, match="lr_lambda should be a function, but got int"):
+        S.MultiplicativeLR(optim.SGD([p], lr=1.0), 3)

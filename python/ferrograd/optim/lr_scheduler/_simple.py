@@ -21,8 +21,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
 
-class LambdaLR(LRScheduler):
-    """Sets each group's lr to ``initial_lr * lr_lambda(epoch)``."""
+class _LambdaScheduler(LRScheduler):
+    """A schedule driven by one ``lr_lambda`` per parameter group (or one for
+    all). ``state_dict`` keeps the state of callable objects (their
+    ``__dict__``) but not plain functions, which cannot be saved."""
+
+    _require_callable = False
 
     def __init__(
         self,
@@ -31,40 +35,39 @@ class LambdaLR(LRScheduler):
         last_epoch: int = -1,
     ) -> None:
         self.optimizer = optimizer
-
-        self.lr_lambdas: list[Callable[[int], float]]
-        if not isinstance(lr_lambda, list) and not isinstance(lr_lambda, tuple):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        groups = len(optimizer.param_groups)
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != groups:
+                raise ValueError(f"Expected {groups} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas: list[Callable[[int], float]] = list(lr_lambda)
         else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
-                )
-            self.lr_lambdas = list(lr_lambda)
+            self.lr_lambdas = [lr_lambda] * groups
+        if self._require_callable:
+            for fn in self.lr_lambdas:
+                if not callable(fn):
+                    raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "lr_lambdas")
-        }
-        state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
-
-        for idx, fn in enumerate(self.lr_lambdas):
-            if not isinstance(fn, types.FunctionType):
-                state_dict["lr_lambdas"][idx] = fn.__dict__.copy()
-
-        return state_dict
+        """The scheduler's state; lambdas that are objects keep their ``__dict__``."""
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        sd["lr_lambdas"] = [
+            None if isinstance(fn, types.FunctionType) else fn.__dict__.copy() for fn in self.lr_lambdas
+        ]
+        return sd
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        lr_lambdas = state_dict.pop("lr_lambdas")
+        """Restores a ``state_dict``, including the state of lambda objects."""
+        lambdas = state_dict.pop("lr_lambdas")
         self.__dict__.update(state_dict)
-        state_dict["lr_lambdas"] = lr_lambdas
+        state_dict["lr_lambdas"] = lambdas
+        for fn, saved in zip(self.lr_lambdas, lambdas):
+            if saved is not None:
+                fn.__dict__.update(saved)
 
-        for idx, fn in enumerate(lr_lambdas):
-            if fn is not None:
-                self.lr_lambdas[idx].__dict__.update(fn)
+
+class LambdaLR(_LambdaScheduler):
+    """Sets each group's lr to ``initial_lr * lr_lambda(epoch)``."""
 
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
@@ -75,55 +78,11 @@ class LambdaLR(LRScheduler):
         ]
 
 
-class MultiplicativeLR(LRScheduler):
+
+class MultiplicativeLR(_LambdaScheduler):
     """Multiplies each group's lr by ``lr_lambda(epoch)`` at every step after the first."""
 
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
-        last_epoch: int = -1,
-    ) -> None:
-        self.optimizer = optimizer
-
-        self.lr_lambdas: list[Callable[[int], float]]
-        if not isinstance(lr_lambda, list) and not isinstance(lr_lambda, tuple):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
-                )
-            self.lr_lambdas = list(lr_lambda)
-        for lr_lambda in self.lr_lambdas:
-            if not callable(lr_lambda):
-                raise TypeError(
-                    f"lr_lambda should be a function, but got {type(lr_lambda).__name__}"
-                )
-        super().__init__(optimizer, last_epoch)
-
-    def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "lr_lambdas")
-        }
-        state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
-
-        for idx, fn in enumerate(self.lr_lambdas):
-            if not isinstance(fn, types.FunctionType):
-                state_dict["lr_lambdas"][idx] = fn.__dict__.copy()
-
-        return state_dict
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        state_dict["lr_lambdas"] = lr_lambdas
-
-        for idx, fn in enumerate(lr_lambdas):
-            if fn is not None:
-                self.lr_lambdas[idx].__dict__.update(fn)
+    _require_callable = True
 
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
