@@ -4,10 +4,11 @@
 
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::node::{BackwardCtx, Edge, Grads, Node, NodeHooks};
+use super::node::{BackwardCtx, Edge, GradHook, Grads, LeafHookStage, Node, NodeHooks};
 use super::{GradModeGuard, NodeRef};
 use crate::error::{Error, Result};
 use crate::ops;
@@ -322,9 +323,9 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         let inputs = inputs.unwrap_or_default();
         for (t, r) in inputs.iter().zip(results.iter_mut()) {
             if let Some(g) = r.take() {
-                accumulate_grad(t, g, create_graph)?;
+                accumulate_grad(t, g.clone(), create_graph)?;
                 // Only leaves carry post-accumulate hooks.
-                run_post_accumulate_hooks(t)?;
+                run_after_write_hooks(t, &g)?;
             }
         }
     }
@@ -341,15 +342,18 @@ struct LeafFinish<'a> {
 }
 
 impl LeafFinish<'_> {
-    /// A leaf's last contribution is in: its tensor hooks run, then the
-    /// gradient is captured (`inputs`), written to `.grad` followed by its
-    /// post-accumulate hooks, or (no such hook) deferred to the end.
+    /// A leaf's last contribution is in: its tensor hooks and node pre-hooks
+    /// run, then the gradient is captured (`inputs`), written to `.grad`
+    /// followed by the hooks that run after the write, or (no such hook)
+    /// deferred to the end.
     fn finish(&mut self, slot: &mut LeafSlot) -> Result<()> {
         let Some(g) = slot.grad.take() else {
             return Ok(());
         };
         let leaf = &slot.leaf;
-        let g = run_leaf_hooks(leaf, g)?;
+        // autograd.grad captures the gradient: the AccumulateGrad node does
+        // not run, so only the tensor hooks see it.
+        let g = run_leaf_hooks(leaf, g, self.accumulate)?;
         if let Some(&k) = self.leaf_targets.get(&leaf.id()) {
             self.results[k] = Some(g);
             return Ok(());
@@ -357,9 +361,9 @@ impl LeafFinish<'_> {
         if !self.accumulate {
             return Ok(());
         }
-        if has_post_accumulate_hooks(leaf) {
-            accumulate_grad(leaf, g, self.create_graph)?;
-            run_post_accumulate_hooks(leaf)?;
+        if has_after_write_hooks(leaf) {
+            accumulate_grad(leaf, g.clone(), self.create_graph)?;
+            run_after_write_hooks(leaf, &g)?;
         } else {
             self.deferred.push((leaf.clone(), g));
         }
@@ -386,25 +390,33 @@ fn leaf_arrive(
     Ok((s.deps == 0).then_some(i))
 }
 
-fn has_post_accumulate_hooks(leaf: &Tensor) -> bool {
+fn has_after_write_hooks(leaf: &Tensor) -> bool {
     leaf.meta()
         .hooks
         .iter()
-        .any(|(_, h)| h.is_post_accumulate())
+        .any(|(_, h)| h.stage().after_write())
 }
 
-/// `register_post_accumulate_grad_hook` hooks, in registration order, after
-/// `.grad` was written.
-fn run_post_accumulate_hooks(leaf: &Tensor) -> Result<()> {
-    let hooks: Vec<_> = leaf
-        .meta()
+/// The leaf's hooks of one stage, in registration order (a copy: a hook may
+/// register or remove hooks while it runs).
+fn leaf_hooks(leaf: &Tensor, stage: LeafHookStage) -> Vec<Arc<dyn GradHook>> {
+    leaf.meta()
         .hooks
         .iter()
-        .filter(|(_, h)| h.is_post_accumulate())
+        .filter(|(_, h)| h.stage() == stage)
         .map(|(_, h)| h.clone())
-        .collect();
-    for h in hooks {
+        .collect()
+}
+
+/// After `.grad` was written: `register_post_accumulate_grad_hook` hooks
+/// (given the leaf), then the `AccumulateGrad` node's post-hooks (given the
+/// gradient `g` that was accumulated).
+fn run_after_write_hooks(leaf: &Tensor, g: &Tensor) -> Result<()> {
+    for h in leaf_hooks(leaf, LeafHookStage::PostAccumulate) {
         h.call(leaf)?;
+    }
+    for h in leaf_hooks(leaf, LeafHookStage::NodePost) {
+        h.call(g)?;
     }
     Ok(())
 }
@@ -463,17 +475,22 @@ pub(crate) fn run_node_hooks(
     Ok(())
 }
 
-fn run_leaf_hooks(leaf: &Tensor, mut g: Tensor) -> Result<Tensor> {
-    let hooks: Vec<_> = leaf
-        .meta()
-        .hooks
-        .iter()
-        .filter(|(_, h)| !h.is_post_accumulate())
-        .map(|(_, h)| h.clone())
-        .collect();
-    for h in hooks {
-        if let Some(new) = h.call(&g)? {
-            g = new;
+/// Before `.grad` is written: tensor hooks, then (when the `AccumulateGrad`
+/// node runs) its pre-hooks; each may replace the gradient.
+fn run_leaf_hooks(leaf: &Tensor, mut g: Tensor, node_runs: bool) -> Result<Tensor> {
+    if leaf.meta().hooks.is_empty() {
+        return Ok(g);
+    }
+    let stages: &[LeafHookStage] = if node_runs {
+        &[LeafHookStage::Tensor, LeafHookStage::NodePre]
+    } else {
+        &[LeafHookStage::Tensor]
+    };
+    for &stage in stages {
+        for h in leaf_hooks(leaf, stage) {
+            if let Some(new) = h.call(&g)? {
+                g = new;
+            }
         }
     }
     Ok(g)

@@ -17,8 +17,8 @@ pub use arena::{live_nodes, NodeRef};
 pub use batched::run_backward_batched;
 pub use engine::{run_backward, BackwardRequest};
 pub use node::{
-    current_seq, Backward, BackwardCtx, Edge, FnBackward, GradHook, Grads, Meta, Node, NodeHooks,
-    SavedTensor,
+    current_seq, Backward, BackwardCtx, Edge, FnBackward, GradHook, Grads, LeafHookStage, Meta,
+    Node, NodeHooks, SavedTensor,
 };
 
 use crate::error::{Error, Result};

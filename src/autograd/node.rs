@@ -220,10 +220,34 @@ where
 pub trait GradHook: Send + Sync {
     fn call(&self, grad: &Tensor) -> Result<Option<Tensor>>;
     fn as_any(&self) -> &dyn Any;
-    /// A leaf's `register_post_accumulate_grad_hook`: called with the leaf
-    /// itself (as `grad`) after its `.grad` was written, never before.
-    fn is_post_accumulate(&self) -> bool {
-        false
+    /// When a hook kept on a leaf runs; the engine runs the stages in this
+    /// order, each in registration order.
+    fn stage(&self) -> LeafHookStage {
+        LeafHookStage::Tensor
+    }
+}
+
+/// The moments of a leaf's gradient, in PyTorch's order: tensor hooks
+/// (`register_hook`), then its `AccumulateGrad` node's pre-hooks (both may
+/// replace the gradient), the write of `.grad`, the post-accumulate-grad
+/// hooks (called with the leaf), then the node's post-hooks (called with the
+/// gradient that was accumulated; they cannot replace anything).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeafHookStage {
+    Tensor,
+    NodePre,
+    PostAccumulate,
+    NodePost,
+}
+
+impl LeafHookStage {
+    /// Whether the stage needs `.grad` written as soon as the leaf's last
+    /// gradient arrived rather than at the end of the backward pass.
+    pub fn after_write(self) -> bool {
+        matches!(
+            self,
+            LeafHookStage::PostAccumulate | LeafHookStage::NodePost
+        )
     }
 }
 

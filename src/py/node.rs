@@ -1,6 +1,7 @@
 //! Python views of graph nodes (`grad_fn`), tensor hooks and their handles.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -91,6 +92,36 @@ impl PyAccumulateGrad {
     fn __repr__(slf: &Bound<'_, Self>) -> String {
         format!("<AccumulateGrad object at {:#x}>", slf.as_ptr() as usize)
     }
+
+    /// Registers `hook(grad_outputs)`, called with `(grad,)` before the
+    /// leaf's `.grad` is written and after its tensor hooks; it may return a
+    /// replacement `(grad,)`. Returns a handle whose `remove()` unregisters it.
+    fn register_prehook(&self, hook: Bound<'_, PyAny>) -> PyResult<RemovableHandle> {
+        let h = super::node_hooks::PyNodePreHook(callable(hook)?);
+        Ok(self.push_hook(Arc::new(super::node_hooks::PyAccumulatePreHook(h))))
+    }
+
+    /// Registers `hook(grad_inputs, grad_outputs)`, called with `()` and
+    /// `(grad,)` after the leaf's `.grad` was written (and after its
+    /// post-accumulate-grad hooks); it must return None. Returns a handle
+    /// whose `remove()` unregisters it.
+    fn register_hook(&self, hook: Bound<'_, PyAny>) -> PyResult<RemovableHandle> {
+        let h = super::node_hooks::PyNodePostHook(callable(hook)?);
+        Ok(self.push_hook(Arc::new(super::node_hooks::PyAccumulatePostHook(h))))
+    }
+}
+
+impl PyAccumulateGrad {
+    fn push_hook(&self, h: Arc<dyn GradHook>) -> RemovableHandle {
+        let id = next_hook_id();
+        self.leaf.meta().hooks.push((id, h));
+        RemovableHandle::on_leaf(id, self.leaf.downgrade())
+    }
+}
+
+fn callable(hook: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    super::node_hooks::check_callable(&hook, "hook")?;
+    Ok(hook.unbind())
 }
 
 static HOOK_IDS: AtomicU64 = AtomicU64::new(1);

@@ -16,7 +16,7 @@ use super::tensor::{wrap, PyTensor};
 use crate::autograd::hooks::{
     pop_saved_hooks, push_saved_hooks, NodePostHook, NodePreHook, Packed, SavedHooks, SavedSlot,
 };
-use crate::autograd::{Edge, GradHook, Grads, Node, NodeRef};
+use crate::autograd::{Edge, GradHook, Grads, LeafHookStage, Node, NodeRef};
 use crate::tensor::Tensor;
 
 fn hook_name(h: &Bound<'_, PyAny>) -> String {
@@ -158,8 +158,45 @@ impl GradHook for PyPostAccumulateHook {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
-    fn is_post_accumulate(&self) -> bool {
-        true
+    fn stage(&self) -> LeafHookStage {
+        LeafHookStage::PostAccumulate
+    }
+}
+
+/// `AccumulateGrad.register_prehook`'s callable: `hook((grad,))` before
+/// `.grad` is written, after the leaf's tensor hooks; may return a
+/// replacement `(grad,)`.
+pub struct PyAccumulatePreHook(pub PyNodePreHook);
+
+impl GradHook for PyAccumulatePreHook {
+    fn call(&self, grad: &Tensor) -> crate::Result<Option<Tensor>> {
+        let outs: Grads = smallvec::smallvec![Some(grad.clone())];
+        let new = self.0.call(&outs)?;
+        Ok(new.and_then(|mut g| g.pop().flatten()))
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn stage(&self) -> LeafHookStage {
+        LeafHookStage::NodePre
+    }
+}
+
+/// `AccumulateGrad.register_hook`'s callable: `hook((), (grad,))` after
+/// `.grad` was written; it has no gradient inputs to replace.
+pub struct PyAccumulatePostHook(pub PyNodePostHook);
+
+impl GradHook for PyAccumulatePostHook {
+    fn call(&self, grad: &Tensor) -> crate::Result<Option<Tensor>> {
+        let outs: Grads = smallvec::smallvec![Some(grad.clone())];
+        self.0.call(&Grads::new(), &outs)?;
+        Ok(None)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn stage(&self) -> LeafHookStage {
+        LeafHookStage::NodePost
     }
 }
 
@@ -210,7 +247,7 @@ impl Packed for PyPacked {
     }
 }
 
-fn check_callable(f: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
+pub(crate) fn check_callable(f: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
     if !f.is_callable() {
         return Err(PyTypeError::new_err(format!(
             "{what} must be callable, got {}",

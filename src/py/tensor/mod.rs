@@ -446,6 +446,16 @@ impl PyTensor {
                 .downcast_ref::<crate::py::node_hooks::PyPostAccumulateHook>()
             {
                 visit.call(&h.0)?;
+            } else if let Some(h) = h
+                .as_any()
+                .downcast_ref::<crate::py::node_hooks::PyAccumulatePreHook>()
+            {
+                visit.call(&(h.0).0)?;
+            } else if let Some(h) = h
+                .as_any()
+                .downcast_ref::<crate::py::node_hooks::PyAccumulatePostHook>()
+            {
+                visit.call(&(h.0).0)?;
             }
         }
         Ok(())
