@@ -24,7 +24,7 @@ from ._batched import (
     wrap,
 )
 
-__all__ = ["function_rule"]
+__all__ = ["conv_rule", "function_rule"]
 
 
 def _ndim_at(x, lid):
@@ -555,6 +555,48 @@ def group_norm_rule(call, args, kwargs):
         return wrap(call(flat, groups, w, b, eps).reshape(*v.shape), lid)
     y = wrap(call(flat, groups, None, None, eps).reshape(*v.shape), lid)
     return _affine_after(y, w, b, (v.shape[2],) + (1,) * (v.dim() - 3))
+
+
+def conv_rule(conv, x, w, b, stride, padding, dilation, groups, sd):
+    """``conv1d``/``conv2d``/``conv3d`` under ``vmap``, with one convolution:
+    per-sample inputs and a shared weight fold the batch into the samples'
+    rows; a per-sample weight becomes a grouped convolution (batch x groups
+    groups) over the samples' channels stacked; a per-sample bias is added
+    to the result. ``conv`` is the unbatched functional form."""
+    lid = max_level((x, w, b))
+    size = batch_size_of((x, w, b), lid)
+    vx, vw, vb = unwrap_at(x, lid), unwrap_at(w, lid), unwrap_at(b, lid)
+    logical = (vx.dim() - 1) if vx is not None else x.dim()
+    if logical not in (sd + 1, sd + 2):
+        raise RuntimeError(
+            f"Expected {sd + 1}D (unbatched) or {sd + 2}D (batched) input to conv{sd}d, "
+            f"but got input of size: {list(x.shape)}"
+        )
+    unbatched_sample = logical == sd + 1
+    shared_b = None if vb is not None else b
+    if vw is None:
+        # One convolution over every sample's rows.
+        v = vx.unsqueeze(1) if unbatched_sample else vx
+        rows = v.reshape(size * v.shape[1], *v.shape[2:])
+        out = conv(rows, w, shared_b, stride, padding, dilation, groups, sd)
+        out = out.reshape(size, v.shape[1], *out.shape[1:])
+    else:
+        v = materialize(x, lid, size)
+        v = v.unsqueeze(1) if unbatched_sample else v
+        n, c = v.shape[1], v.shape[2]
+        # (B, N, C, *) -> (N, B*C, *): each sample's channels are its own groups.
+        stacked = v.movedim(0, 1).reshape(n, size * c, *v.shape[3:])
+        kernel = vw.reshape(size * vw.shape[1], *vw.shape[2:])
+        bias = None
+        if shared_b is not None:
+            bias = shared_b.unsqueeze(0).expand(size, *shared_b.shape).reshape(-1)
+        out = conv(stacked, kernel, bias, stride, padding, dilation, groups * size, sd)
+        out = out.reshape(n, size, vw.shape[1], *out.shape[2:]).movedim(1, 0)
+    if vb is not None:
+        out = out + vb.reshape(size, 1, vb.shape[1], *([1] * sd))
+    if unbatched_sample:
+        out = out.squeeze(1)
+    return wrap(out, lid)
 
 
 _FUNCTION_RULES = {

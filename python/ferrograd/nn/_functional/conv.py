@@ -63,6 +63,10 @@ def _check_tensor(input, name="input"):
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
+    if any(hasattr(type(t), "__ferrograd_function__") for t in (input, weight, bias)):
+        from ...func._rules import conv_rule
+
+        return conv_rule(_conv, input, weight, bias, stride, padding, dilation, groups, sd)
     _check_tensor(input)
     _check_tensor(weight, "weight")
     name = f"conv{sd}d"

@@ -42,6 +42,13 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d convolution of ``input`` ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with
     ``weight`` ``(O, C/groups, kD, kH, kW)``; ``padding`` may be an int, a
     tuple, ``'valid'`` or ``'same'``."""
+    if any(hasattr(type(t), "__ferrograd_function__") for t in (input, weight, bias)):
+        from ...func._rules import conv_rule
+
+        def unbatched_conv(i, w, b, st, pad, dil, g, _sd):
+            return conv3d(i, w, b, st, pad, dil, g)
+
+        return conv_rule(unbatched_conv, input, weight, bias, stride, padding, dilation, groups, 3)
     x, unbatched = _batched(input, "conv3d")
     _check_tensor(weight, "weight")
     if weight.dim() != 5:
