@@ -24,7 +24,7 @@ from ._batched import (
     wrap,
 )
 
-__all__ = ["conv_rule", "function_rule"]
+__all__ = ["conv_rule", "embedding_rule", "function_rule", "rowwise_rule"]
 
 
 def _ndim_at(x, lid):
@@ -597,6 +597,57 @@ def conv_rule(conv, x, w, b, stride, padding, dilation, groups, sd):
     if unbatched_sample:
         out = out.squeeze(1)
     return wrap(out, lid)
+
+
+def rowwise_rule(fn, batched_rank, x, args, kwargs):
+    """Functions of one (N, C, *) input whose rows are independent (pooling,
+    ``unfold``/``fold``, ``interpolate``, ``pad``): per-sample batched inputs
+    run as one call on the samples' rows stacked, per-sample unbatched
+    inputs as one call with the vmap batch as N. ``batched_rank`` is the
+    function's batched input rank (None: only batched inputs exist; "pad":
+    ``F.pad``, whose padded dimensions must stay out of the fold)."""
+    lid = max_level((x,))
+    v = unwrap_at(x, lid)
+    nd = v.dim() - 1
+    if batched_rank == "pad":
+        pads = args[0] if args else kwargs.get("pad")
+        fold = nd > len(pads) // 2
+    elif batched_rank is None:
+        fold = True
+    elif nd == batched_rank:
+        fold = True
+    elif nd == batched_rank - 1:
+        fold = False
+    else:
+        # The function's own error for a sample of this rank.
+        fn(v[0], *args, **kwargs)
+        raise RuntimeError(f"vmap: unexpected input of {nd} dimensions")
+    if not fold:
+        return _map(fn(v, *args, **kwargs), lambda o: wrap(o, lid))
+    b, n = v.shape[0], v.shape[1]
+    out = fn(v.reshape(b * n, *v.shape[2:]), *args, **kwargs)
+    return _map(out, lambda o: wrap(o.reshape(b, n, *o.shape[1:]), lid))
+
+
+def embedding_rule(embedding, input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse):
+    """``embedding`` under vmap: per-sample indices into a shared table are
+    one lookup; a per-sample table is looked up as one table of batch x rows,
+    each sample's indices offset to its own rows."""
+    lid = max_level((input, weight))
+    vi, vw = unwrap_at(input, lid), unwrap_at(weight, lid)
+    if vw is None:
+        out = embedding(vi, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+        return wrap(out, lid)
+    if padding_idx is not None or max_norm is not None or scale_grad_by_freq:
+        raise RuntimeError(
+            "vmap: embedding with a per-sample weight supports neither padding_idx, max_norm nor "
+            "scale_grad_by_freq"
+        )
+    size, rows = vw.shape[0], vw.shape[1]
+    idx = materialize(input, lid, size)
+    offsets = _C.arange(size, dtype=idx.dtype).mul(rows).reshape(size, *([1] * (idx.dim() - 1)))
+    table = vw.reshape(size * rows, *vw.shape[2:])
+    return wrap(embedding(idx + offsets, table, None, None, norm_type, False, sparse), lid)
 
 
 _FUNCTION_RULES = {

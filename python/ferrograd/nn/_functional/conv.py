@@ -7,6 +7,7 @@ rules live in ``src/ops/conv.rs`` and ``src/ops/pool.rs``.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ... import _C
@@ -491,3 +492,30 @@ def interpolate(
     else:
         raise ValueError("either size or scale_factor should be defined")
     return _C.upsample(input, out_size, scales, mode, bool(align_corners))
+
+
+def _rowwise(fn, batched_rank):
+    """``fn`` with its vmap rule: a batched input runs as one call on the
+    samples' rows (``func._rules.rowwise_rule``)."""
+
+    @functools.wraps(fn)
+    def wrapper(input, *args, **kwargs):
+        if hasattr(type(input), "__ferrograd_function__"):
+            from ...func._rules import rowwise_rule
+
+            return rowwise_rule(wrapper, batched_rank, input, args, kwargs)
+        return fn(input, *args, **kwargs)
+
+    return wrapper
+
+
+for _name, _rank in [
+    ("max_pool1d", 3), ("max_pool1d_with_indices", 3), ("max_pool2d", 4),
+    ("max_pool2d_with_indices", 4), ("avg_pool1d", 3), ("avg_pool2d", 4),
+    ("adaptive_avg_pool1d", 3), ("adaptive_avg_pool2d", 4), ("adaptive_max_pool1d", 3),
+    ("adaptive_max_pool1d_with_indices", 3), ("adaptive_max_pool2d", 4),
+    ("adaptive_max_pool2d_with_indices", 4), ("unfold", 4), ("fold", 3),
+    ("interpolate", None), ("pad", "pad"),
+]:  # fmt: skip
+    globals()[_name] = _rowwise(globals()[_name], _rank)
+del _name, _rank

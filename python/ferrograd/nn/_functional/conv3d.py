@@ -17,7 +17,15 @@ from __future__ import annotations
 import math
 
 from ... import _C
-from .conv import _check_tensor, _stride, _tuple, avg_pool2d, conv2d, max_pool2d_with_indices
+from .conv import (
+    _check_tensor,
+    _rowwise,
+    _stride,
+    _tuple,
+    avg_pool2d,
+    conv2d,
+    max_pool2d_with_indices,
+)
 
 __all__ = ["conv3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d"]
 
@@ -223,3 +231,8 @@ def avg_pool3d(
             out.append(total / ((end - start) if count_include_pad else (hi - lo)))
     result = _C.stack(out, 2)
     return result.squeeze(0) if unbatched else result
+
+
+max_pool3d = _rowwise(max_pool3d, 5)
+max_pool3d_with_indices = _rowwise(max_pool3d_with_indices, 5)
+avg_pool3d = _rowwise(avg_pool3d, 5)

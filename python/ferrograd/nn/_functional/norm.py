@@ -179,6 +179,12 @@ def embedding(
     ``embedding_renorm_``); ``scale_grad_by_freq`` divides each row's gradient
     by how often its index occurs in ``input``.
     """
+    if hasattr(type(input), "__ferrograd_function__") or hasattr(type(weight), "__ferrograd_function__"):
+        from ...func._rules import embedding_rule
+
+        return embedding_rule(
+            embedding, input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse
+        )
     if sparse:
         raise NotImplementedError("sparse gradients are not supported; use sparse=False")
     padding_idx = _padding_idx(padding_idx, weight.size(0))
