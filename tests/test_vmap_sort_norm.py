@@ -99,3 +99,42 @@ def test_per_sample_gradients_through_layer_norm_and_sort():
 def test_group_norm_of_too_few_dimensions_is_refused_under_vmap():
     with pytest.raises(RuntimeError, match="Expected at least 2 dimensions"):
         vmap(lambda r: F.group_norm(r, 1))(_rand(3, 4))
+
+
+BATCH_NORM = {
+    "eval with running statistics": lambda r, s: F.batch_norm(r, s["rm"], s["rv"], s["w"], s["b"]),
+    "training without running statistics": lambda r, s: F.batch_norm(r, None, None, s["w"], s["b"], True),
+    "instance_norm": lambda r, s: F.instance_norm(r),
+    "instance_norm affine": lambda r, s: F.instance_norm(r, weight=s["w"], bias=s["b"]),
+    "BatchNorm2d eval": lambda r, s: s["bn"](r),
+    "BatchNorm2d without running statistics": lambda r, s: s["bn_free"](r),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BATCH_NORM))
+def test_batch_norm_family_matches_the_loop(name):
+    x = _rand(3, 4, 2, 5, 5)
+    s = {
+        "rm": _rand(2, seed=1),
+        "rv": _rand(2, seed=2).abs() + 0.5,
+        "w": _rand(2, seed=3),
+        "b": _rand(2, seed=4),
+        "bn": fg.nn.BatchNorm2d(2).double().eval(),
+        "bn_free": fg.nn.BatchNorm2d(2, track_running_stats=False).double(),
+    }
+    f = BATCH_NORM[name]
+    out = vmap(lambda r: f(r, s))(x)
+    np.testing.assert_allclose(out.detach().numpy(), _loop(lambda r: f(r, s), x).detach().numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_batch_norm_per_sample_affine_and_running_stats_refusal():
+    x, w = _rand(3, 4, 2, 5), _rand(3, 2, seed=1)
+
+    def f(r, wi):
+        return F.batch_norm(r, None, None, wi, None, True)
+
+    np.testing.assert_allclose(vmap(f)(x, w).numpy(), _loop(f, x, w).numpy(), rtol=1e-12, atol=1e-12)
+    bn = fg.nn.BatchNorm1d(2).double()
+    with pytest.raises(RuntimeError, match="running_mean or running_var, which will be updated in place"):
+        vmap(bn)(x)
+    assert fg.equal(bn.running_mean, fg.zeros(2, dtype=fg.float64))

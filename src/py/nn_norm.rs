@@ -35,7 +35,7 @@ fn opt(o: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Tensor>> {
 #[allow(clippy::too_many_arguments)]
 fn batch_norm(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     running_mean: Option<&Bound<'_, PyAny>>,
     running_var: Option<&Bound<'_, PyAny>>,
     weight: Option<&Bound<'_, PyAny>>,
@@ -44,26 +44,42 @@ fn batch_norm(
     momentum: f64,
     eps: f64,
 ) -> PyResult<Py<PyAny>> {
-    let x = &input.get().t;
-    let (rm, rv, w, b) = (
-        opt(running_mean)?,
-        opt(running_var)?,
-        opt(weight)?,
-        opt(bias)?,
-    );
-    let out = guard_nogil(py, x.numel(), || {
-        ops::batch_norm(
-            x,
-            w.as_ref(),
-            b.as_ref(),
-            rm.as_ref(),
-            rv.as_ref(),
+    dispatching!(
+        py,
+        "batch_norm",
+        (
+            input,
+            running_mean,
+            running_var,
+            weight,
+            bias,
             training,
             momentum,
-            eps,
-        )
-    })?;
-    wrap(py, out)
+            eps
+        ),
+        {
+            let x = &tensor_arg(input, "batch_norm", "input", 1)?.get().t;
+            let (rm, rv, w, b) = (
+                opt(running_mean)?,
+                opt(running_var)?,
+                opt(weight)?,
+                opt(bias)?,
+            );
+            let out = guard_nogil(py, x.numel(), || {
+                ops::batch_norm(
+                    x,
+                    w.as_ref(),
+                    b.as_ref(),
+                    rm.as_ref(),
+                    rv.as_ref(),
+                    training,
+                    momentum,
+                    eps,
+                )
+            })?;
+            wrap(py, out)
+        }
+    )
 }
 
 #[pyfunction]

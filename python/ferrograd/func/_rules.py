@@ -650,6 +650,50 @@ def embedding_rule(embedding, input, weight, padding_idx, max_norm, norm_type, s
     return wrap(embedding(idx + offsets, table, None, None, norm_type, False, sparse), lid)
 
 
+def batch_norm_rule(call, args, kwargs):
+    """``batch_norm`` of per-sample (N, C, *) inputs. With running
+    statistics (eval) the samples' rows are one call; in training without
+    them each sample's channels become channels of their own, (N, B*C, *),
+    so every sample is normalised by its own statistics. Training with
+    running statistics would update them in place from every sample at
+    once, which is refused as PyTorch refuses it."""
+    x, rm, rv, w, b, training, momentum, eps = _norm_args(
+        args,
+        kwargs,
+        ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps"),
+        (None, None, None, None, None, False, 0.1, 1e-5),
+    )
+    lid = max_level(args, kwargs)
+    if unwrap_at(rm, lid) is not None or unwrap_at(rv, lid) is not None or (
+        training and (rm is not None or rv is not None)
+    ):
+        raise RuntimeError(
+            "Batch norm got a batched tensor as input while the running_mean or running_var, "
+            "which will be updated in place, were not batched.\nIf you are using a module and "
+            "do not need eval mode, please set `track_running_stats` to be False."
+        )
+    size = batch_size_of([x, w, b], lid)
+    v = materialize(x, lid, size)
+    if v.dim() < 3:
+        raise ValueError(f"expected at least 2D input (got {v.dim() - 1}D input)")
+    per_sample_affine = unwrap_at(w, lid) is not None or unwrap_at(b, lid) is not None
+    cw, cb = (None, None) if per_sample_affine else (w, b)
+    n, c = v.shape[1], v.shape[2]
+    if not training:
+        out = call(v.reshape(size * n, *v.shape[2:]), rm, rv, cw, cb, False, momentum, eps)
+        out = out.reshape(*v.shape)
+    else:
+        chans = v.movedim(0, 1).reshape(n, size * c, *v.shape[3:])
+        rw = cw.repeat(size) if cw is not None else None
+        rb = cb.repeat(size) if cb is not None else None
+        out = call(chans, None, None, rw, rb, True, momentum, eps)
+        out = out.reshape(n, size, c, *v.shape[3:]).movedim(1, 0)
+    y = wrap(out, lid)
+    if per_sample_affine:
+        y = _affine_after(y, w, b, (c,) + (1,) * (v.dim() - 3))
+    return y
+
+
 _FUNCTION_RULES = {
     "matmul": matmul_rule,
     "mm": product(2, 2, "mm"),
@@ -680,6 +724,7 @@ _FUNCTION_RULES = {
     "nanmedian": dim_op(1, "dim", "all"),
     "msort": _msort,
     "layer_norm": layer_norm_rule,
+    "batch_norm": batch_norm_rule,
     "group_norm": group_norm_rule,
 }
 for _n in _ELEMENTWISE_FUNCTIONS:
