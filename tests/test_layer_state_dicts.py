@@ -383,6 +383,25 @@ SPECS = {
 }
 
 
+# Layers added with the PyTorch-name gap list (dropout variants, shuffles, RMSNorm,
+# the decoder and full Transformer, LP pooling, unpooling, 3-d padding, ...).
+SPECS.update(
+    {
+        "AlphaDropout": (nn.AlphaDropout, lambda: nn.AlphaDropout(0.2), lambda: (r(4, 3),)),
+        "Dropout1d": (nn.Dropout1d, lambda: nn.Dropout1d(0.3), lambda: (r(2, 3, 4),)),
+        "Dropout2d": (nn.Dropout2d, lambda: nn.Dropout2d(0.3), lambda: (r(2, 3, 4, 4),)),
+        "Dropout3d": (nn.Dropout3d, lambda: nn.Dropout3d(0.3), lambda: (r(2, 3, 2, 2, 2),)),
+        "FeatureAlphaDropout": (
+            nn.FeatureAlphaDropout,
+            lambda: nn.FeatureAlphaDropout(0.2),
+            lambda: (r(2, 3, 4),),
+        ),
+        "Hardtanh": (nn.Hardtanh, lambda: nn.Hardtanh(-0.5, 0.5), lambda: (r(2, 3),)),
+        "RReLU": (nn.RReLU, lambda: nn.RReLU(0.1, 0.3), lambda: (r(2, 3),)),
+    }
+)
+
+
 def _tensors(out):
     """The tensors of a layer's output, in order (tuples such as LSTM's
     ``(output, (h, c))`` flattened; ``None`` attention weights skipped)."""

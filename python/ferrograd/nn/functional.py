@@ -85,6 +85,8 @@ def tanh(input):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
     return _activation(input, inplace, lambda: _C.hardtanh(input, min_val, max_val))
 
 
@@ -281,3 +283,9 @@ __all__ += ["avg_pool3d", "conv3d", "max_pool3d", "max_pool3d_with_indices"]
 from ._functional.ctc import ctc_loss  # noqa: E402
 
 __all__ += ["ctc_loss"]
+
+# ----- in-place activations, rrelu (in _functional/activation.py) and channel-wise dropout ----
+from ._functional import dropout as _f_dropout  # noqa: E402
+from ._functional.dropout import *  # noqa: E402, F403
+
+__all__ += [*_f_dropout.__all__]

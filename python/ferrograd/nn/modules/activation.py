@@ -307,3 +307,65 @@ class Threshold(Module):
     def extra_repr(self):
         s = f"threshold={self.threshold}, value={self.value}"
         return s + (", inplace=True" if self.inplace else "")
+
+
+# ----- Hardtanh and RReLU ----------------------------------------------------------------------
+
+import warnings as _warnings  # noqa: E402
+
+__all__ += ["Hardtanh", "RReLU"]
+
+
+class Hardtanh(Module):
+    """``input`` clamped to ``[min_val, max_val]`` (the deprecated ``min_value``/
+    ``max_value`` keywords still override them, with PyTorch's warning)."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
+        super().__init__()
+        if min_value is not None:
+            _warnings.warn(
+                "keyword argument `min_value` is deprecated and rename to `min_val`",
+                FutureWarning,
+                stacklevel=2,
+            )
+            min_val = min_value
+        if max_value is not None:
+            _warnings.warn(
+                "keyword argument `max_value` is deprecated and rename to `max_val`",
+                FutureWarning,
+                stacklevel=2,
+            )
+            max_val = max_value
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+        if not self.max_val > self.min_val:
+            raise _AssertionValueError(
+                f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})"
+            )
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"min_val={self.min_val}, max_val={self.max_val}{inplace_str}"
+
+
+class _AssertionValueError(ValueError, AssertionError):
+    """PyTorch asserts ``max_val > min_val``; this is also a ValueError so the
+    check survives ``python -O`` and reads as an ordinary argument error."""
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: a slope drawn from ``[lower, upper]`` per
+    non-positive element while training, ``(lower + upper) / 2`` in ``eval()``."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"lower={self.lower}, upper={self.upper}{inplace_str}"
