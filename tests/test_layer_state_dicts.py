@@ -398,6 +398,25 @@ SPECS.update(
         ),
         "Hardtanh": (nn.Hardtanh, lambda: nn.Hardtanh(-0.5, 0.5), lambda: (r(2, 3),)),
         "RReLU": (nn.RReLU, lambda: nn.RReLU(0.1, 0.3), lambda: (r(2, 3),)),
+        "PixelShuffle": (nn.PixelShuffle, lambda: nn.PixelShuffle(2), lambda: (r(1, 8, 2, 3),)),
+        "PixelUnshuffle": (
+            nn.PixelUnshuffle,
+            lambda: nn.PixelUnshuffle(2),
+            lambda: (r(1, 2, 4, 6),),
+        ),
+        "ChannelShuffle": (nn.ChannelShuffle, lambda: nn.ChannelShuffle(2), lambda: (r(2, 4, 3),)),
+        "RMSNorm": (nn.RMSNorm, lambda: nn.RMSNorm([3, 4]), lambda: (r(2, 3, 4),)),
+        "RMSNorm(no affine)": (
+            nn.RMSNorm,
+            lambda: nn.RMSNorm(4, eps=1e-3, elementwise_affine=False),
+            lambda: (r(2, 4),),
+        ),
+        "LocalResponseNorm": (
+            nn.LocalResponseNorm,
+            lambda: nn.LocalResponseNorm(3),
+            lambda: (r(2, 5, 3, 3),),
+        ),
+        "CrossMapLRN2d": (nn.CrossMapLRN2d, lambda: nn.CrossMapLRN2d(3), lambda: (r(2, 5, 3, 3),)),
     }
 )
 

@@ -289,3 +289,14 @@ from ._functional import dropout as _f_dropout  # noqa: E402
 from ._functional.dropout import *  # noqa: E402, F403
 
 __all__ += [*_f_dropout.__all__]
+
+# ----- pixel and channel shuffles (implemented in _functional/shuffle.py) --------------------
+from ._functional import shuffle as _f_shuffle  # noqa: E402
+from ._functional.shuffle import *  # noqa: E402, F403
+
+__all__ += [*_f_shuffle.__all__]
+
+# ----- RMS norm and local response norm (implemented in _functional/norm_extra.py) ------------
+from ._functional.norm_extra import local_response_norm, rms_norm  # noqa: E402
+
+__all__ += ["local_response_norm", "rms_norm"]

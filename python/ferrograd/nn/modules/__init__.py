@@ -3,6 +3,7 @@
 from . import (
     activation,
     batchnorm,
+    channelshuffle,
     container,
     conv,
     distance,
@@ -14,6 +15,7 @@ from . import (
     module,
     normalization,
     padding,
+    pixelshuffle,
     pooling,
     rnn,
     sparse,
@@ -22,6 +24,7 @@ from . import (
 )
 from .activation import *  # noqa: F403
 from .batchnorm import *  # noqa: F403
+from .channelshuffle import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .distance import *  # noqa: F403
@@ -33,6 +36,7 @@ from .loss import *  # noqa: F403
 from .module import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .padding import *  # noqa: F403
+from .pixelshuffle import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .sparse import *  # noqa: F403
@@ -44,6 +48,7 @@ __all__ = [
     for m in (
         activation,
         batchnorm,
+        channelshuffle,
         container,
         conv,
         distance,
@@ -55,6 +60,7 @@ __all__ = [
         module,
         normalization,
         padding,
+        pixelshuffle,
         pooling,
         rnn,
         sparse,
