@@ -417,6 +417,23 @@ SPECS.update(
             lambda: (r(2, 5, 3, 3),),
         ),
         "CrossMapLRN2d": (nn.CrossMapLRN2d, lambda: nn.CrossMapLRN2d(3), lambda: (r(2, 5, 3, 3),)),
+        "TransformerDecoderLayer": (
+            nn.TransformerDecoderLayer,
+            lambda: nn.TransformerDecoderLayer(4, 2, dim_feedforward=8, norm_first=True),
+            lambda: (r(3, 2, 4), r(5, 2, 4)),
+        ),
+        "TransformerDecoder": (
+            nn.TransformerDecoder,
+            lambda: nn.TransformerDecoder(
+                nn.TransformerDecoderLayer(4, 2, dim_feedforward=8), 2, norm=nn.LayerNorm(4)
+            ),
+            lambda: (r(3, 2, 4), r(5, 2, 4)),
+        ),
+        "Transformer": (
+            nn.Transformer,
+            lambda: nn.Transformer(4, 2, 1, 2, 8, batch_first=True),
+            lambda: (r(2, 5, 4), r(2, 3, 4)),
+        ),
     }
 )
 
