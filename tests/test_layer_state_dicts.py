@@ -434,6 +434,65 @@ SPECS.update(
             lambda: nn.Transformer(4, 2, 1, 2, 8, batch_first=True),
             lambda: (r(2, 5, 4), r(2, 3, 4)),
         ),
+        "LPPool1d": (nn.LPPool1d, lambda: nn.LPPool1d(2, 2), lambda: (pos(2, 3, 6),)),
+        "LPPool2d": (nn.LPPool2d, lambda: nn.LPPool2d(3, 2), lambda: (pos(2, 3, 4, 4),)),
+        "LPPool3d": (nn.LPPool3d, lambda: nn.LPPool3d(2, 2), lambda: (pos(1, 2, 4, 4, 4),)),
+        "MaxUnpool1d": (
+            nn.MaxUnpool1d,
+            lambda: nn.MaxUnpool1d(2),
+            lambda: nn.functional.max_pool1d(r(2, 3, 6), 2, return_indices=True),
+        ),
+        "MaxUnpool2d": (
+            nn.MaxUnpool2d,
+            lambda: nn.MaxUnpool2d(2),
+            lambda: nn.functional.max_pool2d(r(2, 3, 4, 4), 2, return_indices=True),
+        ),
+        "MaxUnpool3d": (
+            nn.MaxUnpool3d,
+            lambda: nn.MaxUnpool3d(2),
+            lambda: nn.functional.max_pool3d(r(1, 2, 4, 4, 4), 2, return_indices=True),
+        ),
+        "AdaptiveAvgPool3d": (
+            nn.AdaptiveAvgPool3d,
+            lambda: nn.AdaptiveAvgPool3d((2, 1, 3)),
+            lambda: (r(2, 3, 3, 4, 5),),
+        ),
+        "AdaptiveMaxPool3d": (
+            nn.AdaptiveMaxPool3d,
+            lambda: nn.AdaptiveMaxPool3d(2, return_indices=True),
+            lambda: (r(2, 3, 3, 4, 5),),
+        ),
+        "UpsamplingNearest2d": (
+            nn.UpsamplingNearest2d,
+            lambda: nn.UpsamplingNearest2d(scale_factor=2),
+            lambda: (r(1, 2, 3, 3),),
+        ),
+        "UpsamplingBilinear2d": (
+            nn.UpsamplingBilinear2d,
+            lambda: nn.UpsamplingBilinear2d(size=(4, 5)),
+            lambda: (r(1, 2, 3, 3),),
+        ),
+        "ZeroPad3d": (nn.ZeroPad3d, lambda: nn.ZeroPad3d(1), lambda: (r(1, 2, 2, 2, 2),)),
+        "ConstantPad3d": (
+            nn.ConstantPad3d,
+            lambda: nn.ConstantPad3d((1, 0, 2, 1, 0, 1), 0.5),
+            lambda: (r(1, 2, 2, 2, 2),),
+        ),
+        "ReflectionPad3d": (
+            nn.ReflectionPad3d,
+            lambda: nn.ReflectionPad3d(1),
+            lambda: (r(1, 2, 3, 3, 3),),
+        ),
+        "ReplicationPad3d": (
+            nn.ReplicationPad3d,
+            lambda: nn.ReplicationPad3d(1),
+            lambda: (r(1, 2, 3, 3, 3),),
+        ),
+        "CircularPad3d": (
+            nn.CircularPad3d,
+            lambda: nn.CircularPad3d(1),
+            lambda: (r(1, 2, 3, 3, 3),),
+        ),
     }
 )
 

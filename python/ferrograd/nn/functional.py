@@ -300,3 +300,9 @@ __all__ += [*_f_shuffle.__all__]
 from ._functional.norm_extra import local_response_norm, rms_norm  # noqa: E402
 
 __all__ += ["local_response_norm", "rms_norm"]
+
+# ----- LP pooling, max unpooling, 3-d adaptive pooling, upsample (_functional/pool_extra.py) --
+from ._functional import pool_extra as _f_pool_extra  # noqa: E402
+from ._functional.pool_extra import *  # noqa: E402, F403
+
+__all__ += [*_f_pool_extra.__all__]
