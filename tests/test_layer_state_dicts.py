@@ -383,6 +383,12 @@ SPECS = {
 }
 
 
+def _materialized(layer, *shape):
+    """A lazy layer after its first call (which gives its parameters shapes)."""
+    layer(fg.zeros(*shape))
+    return layer
+
+
 # Layers added with the PyTorch-name gap list (dropout variants, shuffles, RMSNorm,
 # the decoder and full Transformer, LP pooling, unpooling, 3-d padding, ...).
 SPECS.update(
@@ -398,6 +404,47 @@ SPECS.update(
         ),
         "Hardtanh": (nn.Hardtanh, lambda: nn.Hardtanh(-0.5, 0.5), lambda: (r(2, 3),)),
         "RReLU": (nn.RReLU, lambda: nn.RReLU(0.1, 0.3), lambda: (r(2, 3),)),
+        "LazyLinear": (
+            nn.LazyLinear,
+            lambda: _materialized(nn.LazyLinear(4), 2, 3),
+            lambda: (r(2, 3),),
+        ),
+        "LazyConv1d": (
+            nn.LazyConv1d,
+            lambda: _materialized(nn.LazyConv1d(4, 3), 2, 2, 6),
+            lambda: (r(2, 2, 6),),
+        ),
+        "LazyConv2d": (
+            nn.LazyConv2d,
+            lambda: _materialized(nn.LazyConv2d(4, 3, padding=1), 2, 2, 5, 5),
+            lambda: (r(2, 2, 5, 5),),
+        ),
+        "LazyConv3d": (
+            nn.LazyConv3d,
+            lambda: _materialized(nn.LazyConv3d(2, 2), 1, 2, 3, 3, 3),
+            lambda: (r(1, 2, 3, 3, 3),),
+        ),
+        "MultiMarginLoss": (
+            nn.MultiMarginLoss,
+            lambda: nn.MultiMarginLoss(p=2, weight=pos(3)),
+            lambda: (r(4, 3), fg.tensor([0, 2, 1, 0])),
+        ),
+        "MultiLabelMarginLoss": (
+            nn.MultiLabelMarginLoss,
+            lambda: nn.MultiLabelMarginLoss(),
+            lambda: (r(2, 3), fg.tensor([[0, 2, -1], [1, -1, 0]])),
+        ),
+        "TripletMarginWithDistanceLoss": (
+            nn.TripletMarginWithDistanceLoss,
+            lambda: nn.TripletMarginWithDistanceLoss(swap=True),
+            lambda: (r(4, 3), r(4, 3), r(4, 3)),
+        ),
+        "DataParallel": (
+            nn.DataParallel,
+            lambda: nn.DataParallel(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))),
+            lambda: (r(2, 3),),
+        ),
+        "SyncBatchNorm": (nn.SyncBatchNorm, lambda: nn.SyncBatchNorm(3), lambda: (r(4, 3, 2),)),
         "PixelShuffle": (nn.PixelShuffle, lambda: nn.PixelShuffle(2), lambda: (r(1, 8, 2, 3),)),
         "PixelUnshuffle": (
             nn.PixelUnshuffle,

@@ -306,3 +306,9 @@ from ._functional import pool_extra as _f_pool_extra  # noqa: E402
 from ._functional.pool_extra import *  # noqa: E402, F403
 
 __all__ += [*_f_pool_extra.__all__]
+
+# ----- margin losses, pdist, gumbel_softmax (implemented in _functional/loss_extra.py) -------
+from ._functional import loss_extra as _f_loss_extra  # noqa: E402
+from ._functional.loss_extra import *  # noqa: E402, F403
+
+__all__ += [*_f_loss_extra.__all__]

@@ -10,6 +10,7 @@ from . import (
     dropout,
     fold,
     instancenorm,
+    lazy,
     linear,
     loss,
     module,
@@ -31,6 +32,7 @@ from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .fold import *  # noqa: F403
 from .instancenorm import *  # noqa: F403
+from .lazy import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import *  # noqa: F403
@@ -55,6 +57,7 @@ __all__ = [
         dropout,
         fold,
         instancenorm,
+        lazy,
         linear,
         loss,
         module,
