@@ -295,3 +295,28 @@ def test_rrelu_and_hardtanh_grads(shape, seed):
 
     for fn in (train, lambda v: F.rrelu(v), lambda v: nn.Hardtanh(-1.5, 0.5)(v)):
         assert gradcheck(fn, (t,)) and gradgradcheck(fn, (t,))
+
+
+def test_core_activation_reprs_and_relu6_is_a_hardtanh():
+    # The strings PyTorch prints for these layers (model printouts compare equal).
+    for module, want in [
+        (nn.ReLU(), "ReLU()"),
+        (nn.ReLU(True), "ReLU(inplace=True)"),
+        (nn.LeakyReLU(), "LeakyReLU(negative_slope=0.01)"),
+        (nn.LeakyReLU(0.2, True), "LeakyReLU(negative_slope=0.2, inplace=True)"),
+        (nn.ELU(), "ELU(alpha=1.0)"),
+        (nn.ELU(0.5, True), "ELU(alpha=0.5, inplace=True)"),
+        (nn.GELU(), "GELU(approximate='none')"),
+        (nn.GELU("tanh"), "GELU(approximate='tanh')"),
+        (nn.SiLU(True), "SiLU(inplace=True)"),
+        (nn.Softplus(), "Softplus(beta=1.0, threshold=20.0)"),
+        (nn.Softmax(), "Softmax(dim=None)"),
+        (nn.LogSoftmax(1), "LogSoftmax(dim=1)"),
+        (nn.ReLU6(), "ReLU6()"),
+        (nn.ReLU6(True), "ReLU6(inplace=True)"),
+    ]:
+        assert repr(module) == want
+    m = nn.ReLU6()
+    assert isinstance(m, nn.Hardtanh) and (m.min_val, m.max_val) == (0.0, 6.0)
+    x = np.linspace(-3, 9, 13)
+    np.testing.assert_array_equal(m(fg.tensor(x)).numpy(), np.clip(x, 0, 6))

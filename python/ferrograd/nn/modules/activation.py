@@ -27,6 +27,9 @@ class ReLU(Module):
     def forward(self, input):
         return F.relu(input, inplace=self.inplace)
 
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
 
 class LeakyReLU(Module):
     def __init__(self, negative_slope=0.01, inplace=False):
@@ -35,6 +38,10 @@ class LeakyReLU(Module):
 
     def forward(self, input):
         return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"negative_slope={self.negative_slope}{inplace_str}"
 
 
 class ELU(Module):
@@ -45,6 +52,10 @@ class ELU(Module):
     def forward(self, input):
         return F.elu(input, self.alpha, self.inplace)
 
+    def extra_repr(self):
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"alpha={self.alpha}{inplace_str}"
+
 
 class GELU(Module):
     def __init__(self, approximate="none"):
@@ -53,6 +64,9 @@ class GELU(Module):
 
     def forward(self, input):
         return F.gelu(input, self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
 
 
 class SiLU(Module):
@@ -63,6 +77,9 @@ class SiLU(Module):
     def forward(self, input):
         return F.silu(input, self.inplace)
 
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
 
 class Softplus(Module):
     def __init__(self, beta=1.0, threshold=20.0):
@@ -71,6 +88,9 @@ class Softplus(Module):
 
     def forward(self, input):
         return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class Sigmoid(Module):
@@ -91,6 +111,9 @@ class Softmax(Module):
     def forward(self, input):
         return F.softmax(input, self.dim)
 
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
 
 class LogSoftmax(Module):
     def __init__(self, dim=None):
@@ -99,6 +122,9 @@ class LogSoftmax(Module):
 
     def forward(self, input):
         return F.log_softmax(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
 
 
 # ----- more activations: Softmax2d, PReLU, Mish, Hardswish, ... ------------------------------
@@ -201,13 +227,6 @@ class Hardsigmoid(_Inplace):
 
     def forward(self, input):
         return F.hardsigmoid(input, self.inplace)
-
-
-class ReLU6(_Inplace):
-    """``min(max(0, x), 6)``."""
-
-    def forward(self, input):
-        return F.relu6(input, self.inplace)
 
 
 class SELU(_Inplace):
@@ -348,6 +367,19 @@ class Hardtanh(Module):
     def extra_repr(self):
         inplace_str = ", inplace=True" if self.inplace else ""
         return f"min_val={self.min_val}, max_val={self.max_val}{inplace_str}"
+
+
+class ReLU6(Hardtanh):
+    """``min(max(0, x), 6)``: a ``Hardtanh`` from 0 to 6, as in PyTorch."""
+
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def forward(self, input):
+        return F.relu6(input, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
 class _AssertionValueError(ValueError, AssertionError):
