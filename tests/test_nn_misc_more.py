@@ -484,3 +484,29 @@ def test_sync_batch_norm_refuses_training_in_a_group(monkeypatch):
     assert s.num_batches_tracked.item() == 0  # a refused call changes nothing
     s.eval()
     assert s(fg.randn(4, 3)).shape == (4, 3)
+
+
+def _no_op_hook(module, args):
+    return None
+
+
+def test_lazy_module_saves_and_pickles_before_its_first_call(tmp_path):
+    for restore in (
+        lambda m: pickle.loads(pickle.dumps(m)),
+        lambda m: (
+            fg.save(m, tmp_path / "lazy.fg"),
+            fg.load(tmp_path / "lazy.fg", weights_only=False),
+        )[1],
+    ):
+        m = restore(nn.LazyLinear(3))
+        assert type(m) is nn.LazyLinear and isinstance(m.weight, nn.UninitializedParameter)
+        assert m(fg.randn(2, 5)).shape == (2, 3) and type(m) is nn.Linear
+    fg.save(nn.LazyLinear(3).state_dict(), tmp_path / "sd.fg")
+    sd = fg.load(tmp_path / "sd.fg", weights_only=False)
+    assert all(isinstance(v, nn.UninitializedParameter) for v in sd.values())
+    # A module that keeps hook handles pickles with them working.
+    lin = nn.Linear(2, 2)
+    handle = lin.register_forward_pre_hook(_no_op_hook)
+    lin2, handle2 = pickle.loads(pickle.dumps((lin, handle)))
+    handle2.remove()
+    assert len(lin2._forward_pre_hooks) == 0 and len(lin._forward_pre_hooks) == 1
