@@ -424,6 +424,16 @@ SPECS.update(
             lambda: _materialized(nn.LazyConv3d(2, 2), 1, 2, 3, 3, 3),
             lambda: (r(1, 2, 3, 3, 3),),
         ),
+        "LazyConvTranspose1d": (
+            nn.LazyConvTranspose1d,
+            lambda: _materialized(nn.LazyConvTranspose1d(4, 3, stride=2), 2, 2, 5),
+            lambda: (r(2, 2, 5),),
+        ),
+        "LazyConvTranspose2d": (
+            nn.LazyConvTranspose2d,
+            lambda: _materialized(nn.LazyConvTranspose2d(4, 3, groups=2), 1, 2, 3, 3),
+            lambda: (r(1, 2, 3, 3),),
+        ),
         "MultiMarginLoss": (
             nn.MultiMarginLoss,
             lambda: nn.MultiMarginLoss(p=2, weight=pos(3)),

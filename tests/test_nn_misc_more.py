@@ -510,3 +510,22 @@ def test_lazy_module_saves_and_pickles_before_its_first_call(tmp_path):
     lin2, handle2 = pickle.loads(pickle.dumps((lin, handle)))
     handle2.remove()
     assert len(lin2._forward_pre_hooks) == 0 and len(lin._forward_pre_hooks) == 1
+
+
+@pytest.mark.parametrize(
+    "cls,base,shape",
+    [(nn.LazyConvTranspose1d, nn.ConvTranspose1d, (2, 6, 5)),
+     (nn.LazyConvTranspose2d, nn.ConvTranspose2d, (2, 6, 3, 4))],
+)  # fmt: skip
+def test_lazy_conv_transpose(cls, base, shape):
+    x = fg.randn(*shape)
+    fg.manual_seed(2)
+    m = cls(4, 3, stride=2, groups=2)
+    assert repr(m).startswith(f"{cls.__name__}(0, 4, kernel_size=")
+    out = m(x)
+    assert type(m) is base and m.in_channels == 6 and m.weight.shape[:2] == (6, 2)
+    fg.manual_seed(2)
+    ref = base(6, 4, 3, stride=2, groups=2)
+    np.testing.assert_array_equal(m.weight.detach().numpy(), ref.weight.detach().numpy())
+    np.testing.assert_array_equal(m.bias.detach().numpy(), ref.bias.detach().numpy())
+    np.testing.assert_allclose(out.detach().numpy(), ref(x).detach().numpy(), rtol=1e-6)

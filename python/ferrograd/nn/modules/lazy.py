@@ -14,10 +14,18 @@ import itertools
 
 from ...autograd.grad_mode import no_grad
 from ..parameter import UninitializedParameter, is_lazy
-from .conv import Conv1d, Conv2d, Conv3d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .linear import Linear
 
-__all__ = ["LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d"]
+__all__ = [
+    "LazyModuleMixin",
+    "LazyLinear",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+]
 
 
 class LazyModuleMixin:
@@ -149,10 +157,12 @@ class _LazyConvXdMixin(LazyModuleMixin):
             self.in_channels = self._get_in_channels(input)
             if self.in_channels % self.groups != 0:
                 raise ValueError("in_channels must be divisible by groups")
+            if self.transposed:
+                shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+            else:
+                shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
             with no_grad():
-                self.weight.materialize(
-                    (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
-                )
+                self.weight.materialize(shape)
                 if self.bias is not None:
                     self.bias.materialize((self.out_channels,))
                 self.reset_parameters()
@@ -184,3 +194,42 @@ class LazyConv3d(_LazyConvXdMixin, Conv3d):
     """A ``Conv3d`` whose ``in_channels`` is read from its first input."""
 
     cls_to_become = Conv3d
+
+
+class _LazyConvTransposeMixin(_LazyConvXdMixin):
+    def __init__(
+        self,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        bias=True,
+        dilation=1,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
+        # Skips _LazyConvXdMixin.__init__ (a convolution's argument order) for
+        # the transposed one's; LazyModuleMixin.__init__ still installs the hooks.
+        LazyModuleMixin.__init__(
+            self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
+            padding_mode, dtype=dtype,
+        )  # fmt: skip
+        self.weight = UninitializedParameter(dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(dtype=dtype)
+
+
+class LazyConvTranspose1d(_LazyConvTransposeMixin, ConvTranspose1d):
+    """A ``ConvTranspose1d`` whose ``in_channels`` is read from its first input."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTransposeMixin, ConvTranspose2d):
+    """A ``ConvTranspose2d`` whose ``in_channels`` is read from its first input."""
+
+    cls_to_become = ConvTranspose2d
