@@ -95,6 +95,12 @@ def test_shuffle_errors_and_reprs():
         F.channel_shuffle(fg.randn(4), 2)
     with pytest.raises(TypeError, match="argument 'input'"):
         F.pixel_shuffle(np.zeros((1, 4, 2, 2)), 2)
+    with pytest.raises(TypeError, match="argument 'upscale_factor' .* must be int, not float"):
+        F.pixel_shuffle(fg.randn(1, 4, 2, 2), 2.0)
+    x = fg.randn(1, 4, 2, 2)
+    np.testing.assert_array_equal(
+        F.pixel_shuffle(x, np.int64(2)).numpy(), F.pixel_shuffle(x, 2).numpy()
+    )
     assert repr(nn.PixelShuffle(2)) == "PixelShuffle(upscale_factor=2)"
     assert repr(nn.PixelUnshuffle(3)) == "PixelUnshuffle(downscale_factor=3)"
     assert repr(nn.ChannelShuffle(2)) == "ChannelShuffle(groups=2)"

@@ -332,3 +332,17 @@ def test_custom_encoder_decoder_and_training_dropout():
     np.testing.assert_array_equal(
         layer(tgt, mem).detach().numpy(), layer(tgt, mem).detach().numpy()
     )
+
+
+def test_causal_mask_detection_rule():
+    from ferrograd.nn.modules.transformer import _detect_is_causal_mask
+
+    float_mask = nn.Transformer.generate_square_subsequent_mask(3)
+    bool_mask = fg.tensor(np.triu(np.ones((3, 3), bool), 1))
+    assert _detect_is_causal_mask(float_mask, None, 3)
+    assert _detect_is_causal_mask(bool_mask, None, 3)  # True above the diagonal
+    assert not _detect_is_causal_mask(float_mask, None, 4)  # another sequence length
+    assert not _detect_is_causal_mask(fg.zeros(3, 3), None, 3)
+    assert not _detect_is_causal_mask(float_mask, False, 3)  # an explicit hint wins
+    assert _detect_is_causal_mask(None, True) and not _detect_is_causal_mask(None, None)
+    assert nn.Transformer.generate_square_subsequent_mask(2, dtype=fg.float64).dtype == fg.float64

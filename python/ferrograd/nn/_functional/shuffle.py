@@ -4,16 +4,23 @@ their gradients are the inverse rearrangement, to every order."""
 
 from __future__ import annotations
 
+import operator
+
 from ._args import tensor_args
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
 
 
 def _factor(v, what, fn):
-    if isinstance(v, bool) or not isinstance(v, int):
+    # Any integer-like value (a NumPy integer too), as PyTorch's int arguments take.
+    try:
+        if isinstance(v, bool):
+            raise TypeError
+        v = operator.index(v)
+    except TypeError:
         raise TypeError(
             f"{fn}(): argument '{what}' (position 2) must be int, not {type(v).__name__}"
-        )
+        ) from None
     if v <= 0:
         raise RuntimeError(f"{fn} expects a positive {what}, but got {v}")
     return v
@@ -78,6 +85,7 @@ def channel_shuffle(input, groups):
             f"channel_shuffle expects input with > 2 dims, but got input with sizes "
             f"{list(input.shape)}"
         )
+    groups = operator.index(groups)
     if groups <= 0:
         raise RuntimeError(
             f"Number of groups to divide channels in must be positive. Value of groups:{groups}"
