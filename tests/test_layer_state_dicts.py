@@ -383,6 +383,177 @@ SPECS = {
 }
 
 
+def _materialized(layer, *shape):
+    """A lazy layer after its first call (which gives its parameters shapes)."""
+    layer(fg.zeros(*shape))
+    return layer
+
+
+# Layers added with the PyTorch-name gap list (dropout variants, shuffles, RMSNorm,
+# the decoder and full Transformer, LP pooling, unpooling, 3-d padding, ...).
+SPECS.update(
+    {
+        "AlphaDropout": (nn.AlphaDropout, lambda: nn.AlphaDropout(0.2), lambda: (r(4, 3),)),
+        "Dropout1d": (nn.Dropout1d, lambda: nn.Dropout1d(0.3), lambda: (r(2, 3, 4),)),
+        "Dropout2d": (nn.Dropout2d, lambda: nn.Dropout2d(0.3), lambda: (r(2, 3, 4, 4),)),
+        "Dropout3d": (nn.Dropout3d, lambda: nn.Dropout3d(0.3), lambda: (r(2, 3, 2, 2, 2),)),
+        "FeatureAlphaDropout": (
+            nn.FeatureAlphaDropout,
+            lambda: nn.FeatureAlphaDropout(0.2),
+            lambda: (r(2, 3, 4),),
+        ),
+        "Hardtanh": (nn.Hardtanh, lambda: nn.Hardtanh(-0.5, 0.5), lambda: (r(2, 3),)),
+        "RReLU": (nn.RReLU, lambda: nn.RReLU(0.1, 0.3), lambda: (r(2, 3),)),
+        "LazyLinear": (
+            nn.LazyLinear,
+            lambda: _materialized(nn.LazyLinear(4), 2, 3),
+            lambda: (r(2, 3),),
+        ),
+        "LazyConv1d": (
+            nn.LazyConv1d,
+            lambda: _materialized(nn.LazyConv1d(4, 3), 2, 2, 6),
+            lambda: (r(2, 2, 6),),
+        ),
+        "LazyConv2d": (
+            nn.LazyConv2d,
+            lambda: _materialized(nn.LazyConv2d(4, 3, padding=1), 2, 2, 5, 5),
+            lambda: (r(2, 2, 5, 5),),
+        ),
+        "LazyConv3d": (
+            nn.LazyConv3d,
+            lambda: _materialized(nn.LazyConv3d(2, 2), 1, 2, 3, 3, 3),
+            lambda: (r(1, 2, 3, 3, 3),),
+        ),
+        "LazyConvTranspose1d": (
+            nn.LazyConvTranspose1d,
+            lambda: _materialized(nn.LazyConvTranspose1d(4, 3, stride=2), 2, 2, 5),
+            lambda: (r(2, 2, 5),),
+        ),
+        "LazyConvTranspose2d": (
+            nn.LazyConvTranspose2d,
+            lambda: _materialized(nn.LazyConvTranspose2d(4, 3, groups=2), 1, 2, 3, 3),
+            lambda: (r(1, 2, 3, 3),),
+        ),
+        "MultiMarginLoss": (
+            nn.MultiMarginLoss,
+            lambda: nn.MultiMarginLoss(p=2, weight=pos(3)),
+            lambda: (r(4, 3), fg.tensor([0, 2, 1, 0])),
+        ),
+        "MultiLabelMarginLoss": (
+            nn.MultiLabelMarginLoss,
+            lambda: nn.MultiLabelMarginLoss(),
+            lambda: (r(2, 3), fg.tensor([[0, 2, -1], [1, -1, 0]])),
+        ),
+        "TripletMarginWithDistanceLoss": (
+            nn.TripletMarginWithDistanceLoss,
+            lambda: nn.TripletMarginWithDistanceLoss(swap=True),
+            lambda: (r(4, 3), r(4, 3), r(4, 3)),
+        ),
+        "DataParallel": (
+            nn.DataParallel,
+            lambda: nn.DataParallel(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))),
+            lambda: (r(2, 3),),
+        ),
+        "SyncBatchNorm": (nn.SyncBatchNorm, lambda: nn.SyncBatchNorm(3), lambda: (r(4, 3, 2),)),
+        "PixelShuffle": (nn.PixelShuffle, lambda: nn.PixelShuffle(2), lambda: (r(1, 8, 2, 3),)),
+        "PixelUnshuffle": (
+            nn.PixelUnshuffle,
+            lambda: nn.PixelUnshuffle(2),
+            lambda: (r(1, 2, 4, 6),),
+        ),
+        "ChannelShuffle": (nn.ChannelShuffle, lambda: nn.ChannelShuffle(2), lambda: (r(2, 4, 3),)),
+        "RMSNorm": (nn.RMSNorm, lambda: nn.RMSNorm([3, 4]), lambda: (r(2, 3, 4),)),
+        "RMSNorm(no affine)": (
+            nn.RMSNorm,
+            lambda: nn.RMSNorm(4, eps=1e-3, elementwise_affine=False),
+            lambda: (r(2, 4),),
+        ),
+        "LocalResponseNorm": (
+            nn.LocalResponseNorm,
+            lambda: nn.LocalResponseNorm(3),
+            lambda: (r(2, 5, 3, 3),),
+        ),
+        "CrossMapLRN2d": (nn.CrossMapLRN2d, lambda: nn.CrossMapLRN2d(3), lambda: (r(2, 5, 3, 3),)),
+        "TransformerDecoderLayer": (
+            nn.TransformerDecoderLayer,
+            lambda: nn.TransformerDecoderLayer(4, 2, dim_feedforward=8, norm_first=True),
+            lambda: (r(3, 2, 4), r(5, 2, 4)),
+        ),
+        "TransformerDecoder": (
+            nn.TransformerDecoder,
+            lambda: nn.TransformerDecoder(
+                nn.TransformerDecoderLayer(4, 2, dim_feedforward=8), 2, norm=nn.LayerNorm(4)
+            ),
+            lambda: (r(3, 2, 4), r(5, 2, 4)),
+        ),
+        "Transformer": (
+            nn.Transformer,
+            lambda: nn.Transformer(4, 2, 1, 2, 8, batch_first=True),
+            lambda: (r(2, 5, 4), r(2, 3, 4)),
+        ),
+        "LPPool1d": (nn.LPPool1d, lambda: nn.LPPool1d(2, 2), lambda: (pos(2, 3, 6),)),
+        "LPPool2d": (nn.LPPool2d, lambda: nn.LPPool2d(3, 2), lambda: (pos(2, 3, 4, 4),)),
+        "LPPool3d": (nn.LPPool3d, lambda: nn.LPPool3d(2, 2), lambda: (pos(1, 2, 4, 4, 4),)),
+        "MaxUnpool1d": (
+            nn.MaxUnpool1d,
+            lambda: nn.MaxUnpool1d(2),
+            lambda: nn.functional.max_pool1d(r(2, 3, 6), 2, return_indices=True),
+        ),
+        "MaxUnpool2d": (
+            nn.MaxUnpool2d,
+            lambda: nn.MaxUnpool2d(2),
+            lambda: nn.functional.max_pool2d(r(2, 3, 4, 4), 2, return_indices=True),
+        ),
+        "MaxUnpool3d": (
+            nn.MaxUnpool3d,
+            lambda: nn.MaxUnpool3d(2),
+            lambda: nn.functional.max_pool3d(r(1, 2, 4, 4, 4), 2, return_indices=True),
+        ),
+        "AdaptiveAvgPool3d": (
+            nn.AdaptiveAvgPool3d,
+            lambda: nn.AdaptiveAvgPool3d((2, 1, 3)),
+            lambda: (r(2, 3, 3, 4, 5),),
+        ),
+        "AdaptiveMaxPool3d": (
+            nn.AdaptiveMaxPool3d,
+            lambda: nn.AdaptiveMaxPool3d(2, return_indices=True),
+            lambda: (r(2, 3, 3, 4, 5),),
+        ),
+        "UpsamplingNearest2d": (
+            nn.UpsamplingNearest2d,
+            lambda: nn.UpsamplingNearest2d(scale_factor=2),
+            lambda: (r(1, 2, 3, 3),),
+        ),
+        "UpsamplingBilinear2d": (
+            nn.UpsamplingBilinear2d,
+            lambda: nn.UpsamplingBilinear2d(size=(4, 5)),
+            lambda: (r(1, 2, 3, 3),),
+        ),
+        "ZeroPad3d": (nn.ZeroPad3d, lambda: nn.ZeroPad3d(1), lambda: (r(1, 2, 2, 2, 2),)),
+        "ConstantPad3d": (
+            nn.ConstantPad3d,
+            lambda: nn.ConstantPad3d((1, 0, 2, 1, 0, 1), 0.5),
+            lambda: (r(1, 2, 2, 2, 2),),
+        ),
+        "ReflectionPad3d": (
+            nn.ReflectionPad3d,
+            lambda: nn.ReflectionPad3d(1),
+            lambda: (r(1, 2, 3, 3, 3),),
+        ),
+        "ReplicationPad3d": (
+            nn.ReplicationPad3d,
+            lambda: nn.ReplicationPad3d(1),
+            lambda: (r(1, 2, 3, 3, 3),),
+        ),
+        "CircularPad3d": (
+            nn.CircularPad3d,
+            lambda: nn.CircularPad3d(1),
+            lambda: (r(1, 2, 3, 3, 3),),
+        ),
+    }
+)
+
+
 def _tensors(out):
     """The tensors of a layer's output, in order (tuples such as LSTM's
     ``(output, (h, c))`` flattened; ``None`` attention weights skipped)."""

@@ -117,7 +117,7 @@ class _Encoder:
             return obj
         if tp is float:
             return obj if math.isfinite(obj) else {"float": repr(obj)}
-        if isinstance(obj, Tensor):
+        if isinstance(obj, Tensor) and not _is_lazy(obj):
             return {"tensor": self.tensor(obj, path)}
         if tp is list:
             return {"list": [self.node(v, path + [str(i)]) for i, v in enumerate(obj)]}
@@ -143,7 +143,9 @@ class _Encoder:
 
         class _Pickler(self.pickle_module.Pickler):
             def persistent_id(self, o):
-                if isinstance(o, Tensor):
+                # An uninitialized (lazy) parameter has no data: it pickles as
+                # itself, so it loads as one.
+                if isinstance(o, Tensor) and not _is_lazy(o):
                     counter[0] += 1
                     return ("ferrograd.tensor", enc.tensor(o, path + [f"obj{counter[0]}"]))
                 return None
@@ -155,6 +157,12 @@ class _Encoder:
             "pickle": base64.b64encode(buf.getvalue()).decode("ascii"),
             "type": f"{tp.__module__}.{tp.__qualname__}",
         }
+
+
+def _is_lazy(t):
+    from .nn.parameter import UninitializedParameter
+
+    return isinstance(t, UninitializedParameter)
 
 
 def _key_part(k):

@@ -85,6 +85,8 @@ def tanh(input):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
     return _activation(input, inplace, lambda: _C.hardtanh(input, min_val, max_val))
 
 
@@ -281,3 +283,32 @@ __all__ += ["avg_pool3d", "conv3d", "max_pool3d", "max_pool3d_with_indices"]
 from ._functional.ctc import ctc_loss  # noqa: E402
 
 __all__ += ["ctc_loss"]
+
+# ----- in-place activations, rrelu (in _functional/activation.py) and channel-wise dropout ----
+from ._functional import dropout as _f_dropout  # noqa: E402
+from ._functional.dropout import *  # noqa: E402, F403
+
+__all__ += [*_f_dropout.__all__]
+
+# ----- pixel and channel shuffles (implemented in _functional/shuffle.py) --------------------
+from ._functional import shuffle as _f_shuffle  # noqa: E402
+from ._functional.shuffle import *  # noqa: E402, F403
+
+__all__ += [*_f_shuffle.__all__]
+
+# ----- RMS norm and local response norm (implemented in _functional/norm_extra.py) ------------
+from ._functional.norm_extra import local_response_norm, rms_norm  # noqa: E402
+
+__all__ += ["local_response_norm", "rms_norm"]
+
+# ----- LP pooling, max unpooling, 3-d adaptive pooling, upsample (_functional/pool_extra.py) --
+from ._functional import pool_extra as _f_pool_extra  # noqa: E402
+from ._functional.pool_extra import *  # noqa: E402, F403
+
+__all__ += [*_f_pool_extra.__all__]
+
+# ----- margin losses, pdist, gumbel_softmax (implemented in _functional/loss_extra.py) -------
+from ._functional import loss_extra as _f_loss_extra  # noqa: E402
+from ._functional.loss_extra import *  # noqa: E402, F403
+
+__all__ += [*_f_loss_extra.__all__]

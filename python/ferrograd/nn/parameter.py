@@ -45,3 +45,95 @@ class Parameter(_C.Tensor):
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
+
+
+# ----- Buffer and UninitializedParameter ---------------------------------------------------------
+
+__all__ += ["Buffer", "UninitializedParameter"]
+
+
+class _BufferMeta(type(_C.Tensor)):
+    # ``Buffer(t)`` returns a plain Tensor flagged ``_is_buffer``; this makes
+    # ``isinstance(x, Buffer)`` recognise it, as PyTorch's metaclass does.
+    def __instancecheck__(cls, instance):
+        if cls is Buffer and isinstance(instance, _C.Tensor):
+            if getattr(instance, "_is_buffer", False):
+                return True
+        return super().__instancecheck__(instance)
+
+
+class Buffer(_C.Tensor, metaclass=_BufferMeta):
+    """A tensor that a ``Module`` registers as a buffer when assigned as an
+    attribute (``self.x = nn.Buffer(t)``), saved in ``state_dict()`` unless
+    ``persistent=False``. It is ``data`` detached (keeping ``requires_grad``),
+    flagged so that ``isinstance(x, nn.Buffer)`` holds."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = _C.empty(0)
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
+
+
+_UNINITIALIZED_SHAPE = (
+    "Can't access the shape of an uninitialized parameter or buffer. This error usually happens "
+    "in `load_state_dict` when trying to load an uninitialized parameter into an initialized "
+    "one. Call `forward` to initialize the parameters before accessing their attributes."
+)
+
+
+class UninitializedParameter(Parameter):
+    """A parameter whose shape is not known yet (a lazy module's, before its
+    first forward): it holds no data, its ``shape`` raises PyTorch's error, and
+    ``materialize(shape)`` gives it memory of that shape and turns it, the same
+    object, into a ``Parameter`` (so an optimizer holding it keeps working)."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        data = _C.empty(0, dtype=dtype) if dtype is not None else _C.empty(0)
+        return super().__new__(cls, data, requires_grad)
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Allocates ``shape`` (uninitialised values) and becomes a ``Parameter``."""
+        if dtype is None:
+            dtype = self.data.dtype
+        if isinstance(shape, int):
+            shape = (shape,)
+        self.data = _C.empty(*shape, dtype=dtype)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(_UNINITIALIZED_SHAPE)
+
+    def size(self, dim=None):
+        """Raises: an uninitialized parameter has no shape yet."""
+        raise RuntimeError(_UNINITIALIZED_SHAPE)
+
+    def share_memory_(self):
+        """Raises: there is no memory to share yet."""
+        raise RuntimeError(
+            "Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
+            "initialize the parameters before calling `module.share_memory()`."
+        )
+
+    def __repr__(self):
+        return f"<{self.__class__.__name__}>"
+
+    def __reduce_ex__(self, proto):
+        return (self.__class__, (self.requires_grad,))
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.requires_grad, None, self.data.dtype)
+        memo[id(self)] = result
+        return result
+
+
+def is_lazy(param):
+    """Whether ``param`` is an uninitialized parameter (of a lazy module)."""
+    return isinstance(param, UninitializedParameter)

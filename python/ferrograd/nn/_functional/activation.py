@@ -21,6 +21,12 @@ __all__ = [
     "softshrink",
     "threshold",
     "threshold_",
+    "relu_",
+    "hardtanh_",
+    "selu_",
+    "celu_",
+    "rrelu",
+    "rrelu_",
 ]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -143,3 +149,64 @@ def threshold(input, threshold, value, inplace=False):
 def threshold_(input, threshold, value):
     """In-place :func:`threshold`."""
     return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+@tensor_args("input")
+def relu_(input):
+    """In-place :func:`relu`."""
+    return _C._apply_inplace(input, lambda: _C.relu(input))
+
+
+@tensor_args("input")
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place :func:`hardtanh`: ``input`` clamped to ``[min_val, max_val]``."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _C._apply_inplace(input, lambda: _C.hardtanh(input, min_val, max_val))
+
+
+@tensor_args("input")
+def selu_(input):
+    """In-place :func:`selu`."""
+    return selu(input, inplace=True)
+
+
+@tensor_args("input")
+def celu_(input, alpha=1.0):
+    """In-place :func:`celu`."""
+    return celu(input, alpha, inplace=True)
+
+
+def _rrelu_noise(input, lower, upper):
+    # ATen's CPU kernel walks the input in memory order and draws one double
+    # uniform (53 bits) per non-positive element only; drawing exactly that
+    # many from a float64 ``uniform_`` consumes the generator the same way.
+    neg = input.detach() <= 0
+    count = int(neg.sum().item())
+    noise = _C.ones(*input.shape, dtype=input.dtype)
+    if count:
+        draws = _C.empty(count, dtype=_C.float64).uniform_(lower, upper)
+        noise[neg] = draws.to(input.dtype)
+    return noise
+
+
+@tensor_args("input")
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: while training each non-positive element is
+    multiplied by a slope drawn uniformly from ``[lower, upper]``; otherwise
+    the slope is ``(lower + upper) / 2``."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        slope = (lower + upper) / 2
+        if inplace:
+            return _C.leaky_relu_(input, slope)
+        return _C.leaky_relu(input, slope)
+    noise = _rrelu_noise(input, lower, upper)
+    return _act(input, inplace, lambda: input * noise)
+
+
+@tensor_args("input")
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place :func:`rrelu`."""
+    return rrelu(input, lower, upper, training, inplace=True)

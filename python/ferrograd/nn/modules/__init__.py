@@ -3,17 +3,20 @@
 from . import (
     activation,
     batchnorm,
+    channelshuffle,
     container,
     conv,
     distance,
     dropout,
     fold,
     instancenorm,
+    lazy,
     linear,
     loss,
     module,
     normalization,
     padding,
+    pixelshuffle,
     pooling,
     rnn,
     sparse,
@@ -22,17 +25,20 @@ from . import (
 )
 from .activation import *  # noqa: F403
 from .batchnorm import *  # noqa: F403
+from .channelshuffle import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .fold import *  # noqa: F403
 from .instancenorm import *  # noqa: F403
+from .lazy import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .padding import *  # noqa: F403
+from .pixelshuffle import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .sparse import *  # noqa: F403
@@ -44,17 +50,20 @@ __all__ = [
     for m in (
         activation,
         batchnorm,
+        channelshuffle,
         container,
         conv,
         distance,
         dropout,
         fold,
         instancenorm,
+        lazy,
         linear,
         loss,
         module,
         normalization,
         padding,
+        pixelshuffle,
         pooling,
         rnn,
         sparse,

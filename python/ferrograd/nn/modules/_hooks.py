@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 
 from ... import _C
 from ...autograd.function import Function
@@ -37,6 +38,20 @@ class RemovableHandle:
             extra = ref()
             if extra is not None and self.id in extra:
                 del extra[self.id]
+
+    def __getstate__(self):
+        # Pickled with the dicts themselves (as PyTorch does), so a module that
+        # keeps its handles, such as a lazy layer, can be saved whole.
+        return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
+
+    def __setstate__(self, state):
+        hooks = state[0]
+        # A dict that no longer existed leaves a dead reference behind.
+        self.hooks_dict_ref = weakref.ref(hooks if hooks is not None else OrderedDict())
+        self.id = state[1]
+        RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
+        extra = state[2] if len(state) > 2 else ()
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extra if d is not None)
 
     def __enter__(self):
         return self

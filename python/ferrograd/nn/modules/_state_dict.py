@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from ... import _C
 from ..._size import Size
 from ...autograd.grad_mode import no_grad
-from ..parameter import Parameter
+from ..parameter import Parameter, is_lazy
 from ._hooks import RemovableHandle
 
 __all__: list[str] = []
@@ -160,10 +160,12 @@ class _StateDictMixin:
                         f"received {type(input_param)}"
                     )
                     continue
+                # An uninitialized (lazy) parameter has no shape to compare yet.
+                is_param_lazy = is_lazy(param)
                 # Checkpoints of PyTorch 0.3 stored scalars as one-element vectors.
-                if len(param.shape) == 0 and len(input_param.shape) == 1:
+                if not is_param_lazy and len(param.shape) == 0 and len(input_param.shape) == 1:
                     input_param = input_param[0]
-                if input_param.shape != param.shape:
+                if not is_param_lazy and input_param.shape != param.shape:
                     error_msgs.append(
                         f"size mismatch for {key}: copying a param with shape "
                         f"{_torch_size(input_param.shape)} from checkpoint, "

@@ -27,6 +27,9 @@ class ReLU(Module):
     def forward(self, input):
         return F.relu(input, inplace=self.inplace)
 
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
 
 class LeakyReLU(Module):
     def __init__(self, negative_slope=0.01, inplace=False):
@@ -35,6 +38,10 @@ class LeakyReLU(Module):
 
     def forward(self, input):
         return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"negative_slope={self.negative_slope}{inplace_str}"
 
 
 class ELU(Module):
@@ -45,6 +52,10 @@ class ELU(Module):
     def forward(self, input):
         return F.elu(input, self.alpha, self.inplace)
 
+    def extra_repr(self):
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"alpha={self.alpha}{inplace_str}"
+
 
 class GELU(Module):
     def __init__(self, approximate="none"):
@@ -53,6 +64,9 @@ class GELU(Module):
 
     def forward(self, input):
         return F.gelu(input, self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
 
 
 class SiLU(Module):
@@ -63,6 +77,9 @@ class SiLU(Module):
     def forward(self, input):
         return F.silu(input, self.inplace)
 
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
 
 class Softplus(Module):
     def __init__(self, beta=1.0, threshold=20.0):
@@ -71,6 +88,9 @@ class Softplus(Module):
 
     def forward(self, input):
         return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class Sigmoid(Module):
@@ -91,6 +111,9 @@ class Softmax(Module):
     def forward(self, input):
         return F.softmax(input, self.dim)
 
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
 
 class LogSoftmax(Module):
     def __init__(self, dim=None):
@@ -99,6 +122,9 @@ class LogSoftmax(Module):
 
     def forward(self, input):
         return F.log_softmax(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
 
 
 # ----- more activations: Softmax2d, PReLU, Mish, Hardswish, ... ------------------------------
@@ -203,13 +229,6 @@ class Hardsigmoid(_Inplace):
         return F.hardsigmoid(input, self.inplace)
 
 
-class ReLU6(_Inplace):
-    """``min(max(0, x), 6)``."""
-
-    def forward(self, input):
-        return F.relu6(input, self.inplace)
-
-
 class SELU(_Inplace):
     """Scaled ELU with the self-normalising constants."""
 
@@ -307,3 +326,78 @@ class Threshold(Module):
     def extra_repr(self):
         s = f"threshold={self.threshold}, value={self.value}"
         return s + (", inplace=True" if self.inplace else "")
+
+
+# ----- Hardtanh and RReLU ----------------------------------------------------------------------
+
+import warnings as _warnings  # noqa: E402
+
+__all__ += ["Hardtanh", "RReLU"]
+
+
+class Hardtanh(Module):
+    """``input`` clamped to ``[min_val, max_val]`` (the deprecated ``min_value``/
+    ``max_value`` keywords still override them, with PyTorch's warning)."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
+        super().__init__()
+        if min_value is not None:
+            _warnings.warn(
+                "keyword argument `min_value` is deprecated and rename to `min_val`",
+                FutureWarning,
+                stacklevel=2,
+            )
+            min_val = min_value
+        if max_value is not None:
+            _warnings.warn(
+                "keyword argument `max_value` is deprecated and rename to `max_val`",
+                FutureWarning,
+                stacklevel=2,
+            )
+            max_val = max_value
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+        if not self.max_val > self.min_val:
+            raise _AssertionValueError(
+                f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})"
+            )
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"min_val={self.min_val}, max_val={self.max_val}{inplace_str}"
+
+
+class ReLU6(Hardtanh):
+    """``min(max(0, x), 6)``: a ``Hardtanh`` from 0 to 6, as in PyTorch."""
+
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def forward(self, input):
+        return F.relu6(input, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class _AssertionValueError(ValueError, AssertionError):
+    """PyTorch asserts ``max_val > min_val``; this is also a ValueError so the
+    check survives ``python -O`` and reads as an ordinary argument error."""
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: a slope drawn from ``[lower, upper]`` per
+    non-positive element while training, ``(lower + upper) / 2`` in ``eval()``."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        inplace_str = ", inplace=True" if self.inplace else ""
+        return f"lower={self.lower}, upper={self.upper}{inplace_str}"

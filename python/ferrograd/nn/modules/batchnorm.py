@@ -118,3 +118,78 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+# ----- SyncBatchNorm -----------------------------------------------------------------------------
+
+__all__ += ["SyncBatchNorm"]
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose statistics PyTorch reduces across a process group while
+    training. Without an initialised process group (or in ``eval()``) it is a
+    ``BatchNorm`` over any ``(N, C, *)`` input, as in PyTorch; training inside an
+    initialised group raises PyTorch's error for CPU tensors, since its
+    synchronised kernels exist only for accelerators (and this is a CPU library)."""
+
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        process_group=None,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype=dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        from ... import distributed as dist
+
+        self._check_input_dim(input)
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        # Checked before the batch counter moves, so a refused call changes nothing.
+        if bn_training and self.training and dist.is_available() and dist.is_initialized():
+            raise ValueError(
+                "SyncBatchNorm expected input tensor to be on GPU or XPU or MPS or privateuseone"
+            )
+        return super().forward(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every ``BatchNorm*d`` in it replaced by a ``SyncBatchNorm``
+        sharing its parameters and running statistics (the module itself when it
+        is one)."""
+        module_output = module
+        if isinstance(module, _BatchNorm):
+            module_output = SyncBatchNorm(
+                module.num_features,
+                module.eps,
+                module.momentum,
+                module.affine,
+                module.track_running_stats,
+                process_group,
+            )
+            if module.affine:
+                with no_grad():
+                    module_output.weight = module.weight
+                    module_output.bias = module.bias
+            module_output.running_mean = module.running_mean
+            module_output.running_var = module.running_var
+            module_output.num_batches_tracked = module.num_batches_tracked
+            module_output.training = module.training
+            if hasattr(module, "qconfig"):
+                module_output.qconfig = module.qconfig
+        for name, child in module.named_children():
+            module_output.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return module_output

@@ -299,3 +299,67 @@ class CTCLoss(_Loss):
             self.reduction,
             self.zero_infinity,
         )
+
+
+# ----- multi-class margin losses and the triplet loss with a custom distance ------------------
+
+__all__ += ["MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """Multi-class hinge loss (``F.multi_margin_loss``); ``weight`` rescales each
+    sample by its target class's entry."""
+
+    def __init__(
+        self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"
+    ):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p != 1 and p != 2:
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ValueError(
+                f"MultiMarginLoss: expected weight to be None or 1D tensor, got "
+                f"{weight.dim()}D instead"
+            )
+        self.p = p
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.multi_margin_loss(
+            input, target, p=self.p, margin=self.margin, weight=self.weight,
+            reduction=self.reduction,
+        )  # fmt: skip
+
+
+class MultiLabelMarginLoss(_Loss):
+    """Multi-label hinge loss (``F.multilabel_margin_loss``): ``target`` lists
+    each sample's classes, ended by the first ``-1``."""
+
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """``max(0, margin + d(a, p) - d(a, n))`` with ``d`` the given
+    ``distance_function`` (default ``PairwiseDistance()``, then a submodule)."""
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__(size_average=None, reduce=None, reduction=reduction)
+        if margin <= 0:
+            raise ValueError(
+                f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                f"{margin} instead"
+            )
+        from .distance import PairwiseDistance
+
+        self.distance_function = (
+            distance_function if distance_function is not None else PairwiseDistance()
+        )
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction,
+        )  # fmt: skip

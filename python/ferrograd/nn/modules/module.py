@@ -7,7 +7,7 @@ from collections import OrderedDict
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
 from ._module_hooks import (  # noqa: F401
     _global_forward_hooks,
     _global_forward_hooks_always_called,
@@ -293,13 +293,19 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
-                if buffers is not None and name in buffers:
+                if isinstance(value, Buffer) or buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, _C.Tensor):
                         raise TypeError(
                             f"cannot assign '{typename(value)}' as buffer '{name}' "
-                            "(ferrograd.Tensor or None expected)"
+                            "(ferrograd.nn.Buffer, ferrograd.Tensor or None expected)"
                         )
-                    buffers[name] = value
+                    # An nn.Buffer brings its own persistence; a plain tensor
+                    # replacing a buffer keeps the old one's.
+                    if isinstance(value, Buffer):
+                        persistent = value.persistent
+                    else:
+                        persistent = name not in self._non_persistent_buffers_set
+                    self.register_buffer(name, value, persistent)
                 else:
                     super().__setattr__(name, value)
 

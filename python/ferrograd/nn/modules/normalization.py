@@ -89,3 +89,78 @@ class GroupNorm(Module):
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+# ----- RMSNorm, LocalResponseNorm, CrossMapLRN2d -----------------------------------------------
+
+from .._functional import norm_extra as _norm_extra  # noqa: E402
+
+__all__ += ["RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing ``normalized_shape``
+    dimensions with an optional elementwise ``weight`` (initially 1); ``eps=None``
+    means ``finfo(input.dtype).eps``."""
+
+    def __init__(
+        self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None
+    ):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(
+                _C.ones(*self.normalized_shape, dtype=dtype or _C.get_default_dtype())
+            )
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self):
+        """Weight 1."""
+        if self.weight is not None:
+            with no_grad():
+                self.weight.fill_(1.0)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}"
+        )
+
+
+class LocalResponseNorm(Module):
+    """Normalises each element by the mean square of ``size`` neighbouring
+    channels: ``x / (k + alpha * mean) ** beta``."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """PyTorch's legacy (Lua Torch) cross-channel LRN on ``(N, C, H, W)``, with its
+    channel window, including that channel 0 stays in every window's sum; the
+    gradient is that of this forward."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return _norm_extra.cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -16,6 +16,11 @@ __all__ = [
     "ReplicationPad2d",
     "CircularPad1d",
     "CircularPad2d",
+    "ConstantPad3d",
+    "ZeroPad3d",
+    "ReflectionPad3d",
+    "ReplicationPad3d",
+    "CircularPad3d",
 ]
 
 
@@ -126,3 +131,38 @@ class CircularPad2d(_ModePad):
     """Pads the last two dimensions by wrapping around."""
 
     _n, _mode = 2, "circular"
+
+
+class ConstantPad3d(_ConstantPadNd):
+    """Pads the last three dimensions with ``value``: ``padding`` is an int or
+    ``(left, right, top, bottom, front, back)``."""
+
+    _n = 3
+
+
+class ZeroPad3d(ConstantPad3d):
+    """Pads the last three dimensions with zeros."""
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ReflectionPad3d(_ModePad):
+    """Pads the last three dimensions with their reflection (edge not repeated)."""
+
+    _n, _mode = 3, "reflect"
+
+
+class ReplicationPad3d(_ModePad):
+    """Pads the last three dimensions by repeating their edge values."""
+
+    _n, _mode = 3, "replicate"
+
+
+class CircularPad3d(_ModePad):
+    """Pads the last three dimensions by wrapping around."""
+
+    _n, _mode = 3, "circular"

@@ -219,3 +219,134 @@ class AvgPool3d(AvgPool2d):
             self.count_include_pad,
             self.divisor_override,
         )
+
+
+# ----- LP pooling, max unpooling, 3-d adaptive pooling -----------------------------------------
+
+__all__ += [
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool3d",
+]
+
+
+class _LPPoolNd(Module):
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self):
+        return (
+            f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}, ceil_mode={self.ceil_mode}"
+        )
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling ``(sum x ** p) ** (1 / p)`` over windows of ``(N, C, L)``."""
+
+    def forward(self, input):
+        return F.lp_pool1d(
+            input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode
+        )
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling ``(sum x ** p) ** (1 / p)`` over windows of ``(N, C, H, W)``."""
+
+    def forward(self, input):
+        return F.lp_pool2d(
+            input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode
+        )
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over windows of ``(N, C, D, H, W)``."""
+
+    def forward(self, input):
+        return F.lp_pool3d(
+            input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode
+        )
+
+
+def _ntuple(v, n):
+    if isinstance(v, (list, tuple)):
+        return tuple(v)
+    return (v,) * n
+
+
+class _MaxUnpoolNd(Module):
+    _n = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = _ntuple(kernel_size, self._n)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, self._n)
+        self.padding = _ntuple(padding, self._n)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Puts each value of a ``MaxPool1d`` output back at the position its index
+    names, zeros elsewhere."""
+
+    _n = 1
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool1d(
+            input, indices, self.kernel_size, self.stride, self.padding, output_size
+        )
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Puts each value of a ``MaxPool2d`` output back at the position its index
+    names, zeros elsewhere."""
+
+    _n = 2
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool2d(
+            input, indices, self.kernel_size, self.stride, self.padding, output_size
+        )
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Puts each value of a ``MaxPool3d`` output back at the position its index
+    names, zeros elsewhere."""
+
+    _n = 3
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool3d(
+            input, indices, self.kernel_size, self.stride, self.padding, output_size
+        )
+
+
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Average pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to a fixed
+    ``output_size`` (``None`` entries keep the input's size)."""
+
+    def __init__(self, output_size):
+        super().__init__(output_size)
+        del self.return_indices
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptivePool):
+    """Max pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to a fixed
+    ``output_size``; ``return_indices`` also returns where each maximum was."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)

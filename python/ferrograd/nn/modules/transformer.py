@@ -1,5 +1,6 @@
 """Attention layers: ``MultiheadAttention``, ``TransformerEncoderLayer``,
-``TransformerEncoder``."""
+``TransformerEncoder``, ``TransformerDecoderLayer``, ``TransformerDecoder`` and
+``Transformer``."""
 
 from __future__ import annotations
 
@@ -318,3 +319,269 @@ class TransformerEncoder(Module):
         if self.norm is not None:
             out = self.norm(out)
         return out
+
+
+# ----- decoder and the full encoder-decoder model ----------------------------------------------
+
+__all__ += ["TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
+
+
+def _generate_square_subsequent_mask(sz, device=None, dtype=None):
+    # -inf above the diagonal, 0 on and below it (PyTorch's float causal mask).
+    above = _C.arange(sz).unsqueeze(1) < _C.arange(sz)
+    zeros = _C.zeros(sz, sz, dtype=dtype or _C.get_default_dtype())
+    return zeros.masked_fill(above, float("-inf"))
+
+
+def _get_seq_len(src, batch_first):
+    if src.dim() == 2:
+        return src.shape[0]
+    return src.shape[1 if batch_first else 0]
+
+
+def _detect_is_causal_mask(mask, is_causal=None, size=None):
+    # An explicit hint is returned as given; with None, a mask that equals the
+    # square subsequent mask of the sequence's length counts as causal.
+    make_causal = is_causal is True
+    if is_causal is None and mask is not None:
+        sz = size if size is not None else mask.shape[-2]
+        causal = _generate_square_subsequent_mask(sz, dtype=mask.dtype)
+        if tuple(mask.shape) == tuple(causal.shape):
+            make_causal = bool((mask == causal).all().item())
+        else:
+            make_causal = False
+    return make_causal
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention over the target, attention over the encoder's ``memory``,
+    then the feed-forward block, each with dropout, a residual connection and
+    layer norm (after each block by default, before it with ``norm_first``), with
+    PyTorch's submodule names (``self_attn``, ``multihead_attn``, ``linear1``,
+    ``linear2``, ``norm1``-``norm3``) so state dicts transfer."""
+
+    def __init__(
+        self,
+        d_model,
+        nhead,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation=F.relu,
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
+        from .dropout import Dropout
+        from .linear import Linear
+
+        super().__init__()
+        self.self_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, dtype=dtype
+        )
+        self.multihead_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, dtype=dtype
+        )
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        if isinstance(activation, str):
+            self.activation = _get_activation(activation)
+        else:
+            self.activation = activation
+
+    def __setstate__(self, state):
+        if "activation" not in state:
+            state["activation"] = F.relu
+        super().__setstate__(state)
+
+    def forward(
+        self,
+        tgt,
+        memory,
+        tgt_mask=None,
+        memory_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        tgt_is_causal=False,
+        memory_is_causal=False,
+    ):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(
+                self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal
+            )
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(
+                x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            )
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(
+            x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+            is_causal=is_causal, need_weights=False,
+        )[0]  # fmt: skip
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        x = self.multihead_attn(
+            x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+            is_causal=is_causal, need_weights=False,
+        )[0]  # fmt: skip
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerDecoder(Module):
+    """``num_layers`` independent deep copies of ``decoder_layer`` applied in turn
+    to the target (each attending to ``memory``), then ``norm`` if given. A
+    ``tgt_mask`` equal to the square subsequent mask is detected as causal
+    when ``tgt_is_causal`` is None."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(
+        self,
+        tgt,
+        memory,
+        tgt_mask=None,
+        memory_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        tgt_is_causal=None,
+        memory_is_causal=False,
+    ):
+        output = tgt
+        seq_len = _get_seq_len(tgt, self.layers[0].self_attn.batch_first)
+        tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
+        for mod in self.layers:
+            output = mod(
+                output,
+                memory,
+                tgt_mask=tgt_mask,
+                memory_mask=memory_mask,
+                tgt_key_padding_mask=tgt_key_padding_mask,
+                memory_key_padding_mask=memory_key_padding_mask,
+                tgt_is_causal=tgt_is_causal,
+                memory_is_causal=memory_is_causal,
+            )
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+
+class Transformer(Module):
+    """The encoder-decoder model of "Attention Is All You Need": a
+    ``TransformerEncoder`` of ``num_encoder_layers`` layers and a
+    ``TransformerDecoder`` of ``num_decoder_layers``, each closed by a layer norm
+    (or ``custom_encoder``/``custom_decoder``); every parameter with more than one
+    dimension is then re-drawn with ``xavier_uniform_``, as in PyTorch.
+    ``forward(src, tgt)`` returns the decoder's output."""
+
+    def __init__(
+        self,
+        d_model=512,
+        nhead=8,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation=F.relu,
+        custom_encoder=None,
+        custom_decoder=None,
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            encoder_layer = TransformerEncoderLayer(
+                d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                batch_first, norm_first, bias, dtype=dtype,
+            )  # fmt: skip
+            encoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+            self.encoder = TransformerEncoder(encoder_layer, num_encoder_layers, encoder_norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            decoder_layer = TransformerDecoderLayer(
+                d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                batch_first, norm_first, bias, dtype=dtype,
+            )  # fmt: skip
+            decoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+            self.decoder = TransformerDecoder(decoder_layer, num_decoder_layers, decoder_norm)
+        self._reset_parameters()
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def forward(
+        self,
+        src,
+        tgt,
+        src_mask=None,
+        tgt_mask=None,
+        memory_mask=None,
+        src_key_padding_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        src_is_causal=None,
+        tgt_is_causal=None,
+        memory_is_causal=False,
+    ):
+        is_batched = src.dim() == 3
+        if not self.batch_first and src.size(1) != tgt.size(1) and is_batched:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        elif self.batch_first and src.size(0) != tgt.size(0) and is_batched:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.size(-1) != self.d_model or tgt.size(-1) != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(
+            src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal
+        )
+        return self.decoder(
+            tgt,
+            memory,
+            tgt_mask=tgt_mask,
+            memory_mask=memory_mask,
+            tgt_key_padding_mask=tgt_key_padding_mask,
+            memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal,
+            memory_is_causal=memory_is_causal,
+        )
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """A ``(sz, sz)`` float mask: ``-inf`` above the diagonal (future positions),
+        0 elsewhere."""
+        return _generate_square_subsequent_mask(sz, device=device, dtype=dtype)
+
+    def _reset_parameters(self):
+        for p in self.parameters():
+            if p.dim() > 1:
+                _xavier_uniform_(p)

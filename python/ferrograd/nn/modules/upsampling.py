@@ -48,3 +48,20 @@ class Upsample(Module):
             info = f"size={self.size!r}"
         info += f", mode={self.mode!r}"
         return info
+
+
+__all__ += ["UpsamplingNearest2d", "UpsamplingBilinear2d"]
+
+
+class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour upsampling of ``(N, C, H, W)`` to ``size`` or by ``scale_factor``."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Bilinear upsampling of ``(N, C, H, W)`` with ``align_corners=True``."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

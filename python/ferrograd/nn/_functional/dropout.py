@@ -1,0 +1,146 @@
+"""Channel-wise and alpha dropout (``nn.functional.dropout1d/2d/3d``,
+``alpha_dropout``, ``feature_alpha_dropout``), following ATen's
+``_dropout_impl``: the noise is drawn with ``bernoulli_(1 - p)`` (one draw per
+sample and channel for the feature variants), so a seeded run consumes the
+generator as PyTorch does, and the result is ``input * noise`` (plus a shift
+for alpha dropout), whose gradient follows from the multiplication."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from ... import _C
+from ._args import tensor_args
+
+__all__ = [
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+]
+
+# SELU's alpha * scale: alpha dropout sets dropped units to -_ALPHA, SELU's
+# negative saturation value.
+_ALPHA = 1.7580993408473766
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_impl(input, p, train, inplace, feature, alpha):
+    if p == 0 or not train or input.numel() == 0:
+        return input
+    if p == 1:
+        zero = _C.zeros((), dtype=input.dtype)
+        compute = lambda: input * zero  # noqa: E731
+    else:
+        if feature:
+            if input.dim() < 2:
+                raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+            shape = (input.shape[0], input.shape[1]) + (1,) * (input.dim() - 2)
+        else:
+            shape = tuple(input.shape)
+        noise = _C.empty(*shape, dtype=input.dtype)
+        noise.bernoulli_(1 - p)
+        if alpha:
+            a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+            b = (noise - 1) * (_ALPHA * a) + _ALPHA * a * p
+            noise = noise * a
+            compute = lambda: input * noise + b  # noqa: E731
+        else:
+            noise = noise / (1 - p)
+            compute = lambda: input * noise  # noqa: E731
+    return _C._apply_inplace(input, compute) if inplace else compute()
+
+
+def _unbatched(input, p, training, inplace, batched):
+    # PyTorch adds a batch dimension of one for an unbatched input; the noise
+    # is drawn for that shape and the result has the input's shape again.
+    if batched:
+        return _dropout_impl(input, p, training, inplace, True, False)
+    if inplace:
+        _dropout_impl(input.unsqueeze(0), p, training, True, True, False)
+        return input
+    out = _dropout_impl(input.unsqueeze(0), p, training, False, True, False)
+    return out.squeeze(0)
+
+
+@tensor_args("input")
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of ``(N, C, L)`` or ``(C, L)`` with probability ``p``
+    while training, scaling the rest by ``1 / (1 - p)``."""
+    _check_p(p)
+    inp_dim = input.dim()
+    if inp_dim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {inp_dim}D input. "
+            "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+            "spatial dimension, a channel dimension, and an optional batch dimension "
+            "(i.e. 2D or 3D inputs)."
+        )
+    return _unbatched(input, p, training, inplace, inp_dim == 3)
+
+
+@tensor_args("input")
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of ``(N, C, H, W)`` with probability ``p`` while
+    training, scaling the rest by ``1 / (1 - p)``. A 3-D input is read as
+    ``(N, C, L)``, as PyTorch still does (with its warning)."""
+    _check_p(p)
+    inp_dim = input.dim()
+    if inp_dim not in (3, 4):
+        warnings.warn(
+            f"dropout2d: Received a {inp_dim}-D input to dropout2d, which is deprecated "
+            "and will result in an error in a future release. To retain the behavior "
+            "and silence this warning, please use dropout instead. Note that dropout2d "
+            "exists to provide channel-wise dropout on inputs with 2 spatial dimensions, "
+            "a channel dimension, and an optional batch dimension (i.e. 3D or 4D inputs).",
+            stacklevel=2,
+        )
+    if inp_dim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+            "1D dropout behavior is desired - input is interpreted as shape (N, C, L), where C "
+            "is the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2,
+        )
+    return _dropout_impl(input, p, training, inplace, True, False)
+
+
+@tensor_args("input")
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with
+    probability ``p`` while training, scaling the rest by ``1 / (1 - p)``."""
+    _check_p(p)
+    inp_dim = input.dim()
+    if inp_dim not in (4, 5):
+        warnings.warn(
+            f"dropout3d: Received a {inp_dim}-D input to dropout3d, which is deprecated "
+            "and will result in an error in a future release. To retain the behavior "
+            "and silence this warning, please use dropout instead. Note that dropout3d "
+            "exists to provide channel-wise dropout on inputs with 3 spatial dimensions, "
+            "a channel dimension, and an optional batch dimension (i.e. 4D or 5D inputs).",
+            stacklevel=2,
+        )
+    return _unbatched(input, p, training, inplace, inp_dim == 5)
+
+
+@tensor_args("input")
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for SELU networks: dropped elements are set to SELU's negative
+    saturation and an affine map keeps the mean and variance."""
+    _check_p(p)
+    return _dropout_impl(input, p, training, inplace, False, True)
+
+
+@tensor_args("input")
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels (one draw per sample and channel)."""
+    _check_p(p)
+    return _dropout_impl(input, p, training, inplace, True, True)

@@ -1,0 +1,190 @@
+"""Multi-class margin losses, the triplet loss with a custom distance, ``pdist``
+and ``gumbel_softmax``, composed from differentiable ops (``gather``,
+``relu``, ``norm``, ``softmax``), so gradients of every order follow. Index
+bookkeeping that carries no gradient (which classes are targets) is done on
+the integer targets up front."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ... import _C
+from ._args import tensor_args
+from .loss import _reduce, _reduction, pairwise_distance
+
+__all__ = [
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "triplet_margin_with_distance_loss",
+    "pdist",
+    "gumbel_softmax",
+]
+
+
+def _check_reduction(reduction):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _frames(input):
+    nd = input.dim()
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
+        raise RuntimeError(
+            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+            f"{list(input.shape)}"
+        )
+    if nd <= 1:
+        return 1, 1 if nd == 0 else input.shape[0]
+    return input.shape[0], input.shape[1]
+
+
+def _finish(per_sample, target, reduction):
+    # PyTorch's reduction='none' keeps one value per sample, or a scalar when
+    # the target is a scalar.
+    if reduction == "none":
+        return per_sample if target.dim() > 0 else per_sample.reshape(())
+    return _reduce(per_sample, reduction)
+
+
+@tensor_args("input", "target", optional=("weight",))
+def multi_margin_loss(
+    input,
+    target,
+    p=1,
+    margin=1.0,
+    weight=None,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+):
+    """Multi-class hinge loss: per sample ``sum over j != y of
+    weight[y] * max(0, margin - x[y] + x[j]) ** p / C``, ``p`` 1 or 2."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    nframe, dim = _frames(input)
+    if target.dim() > 1 or target.numel() != nframe:
+        raise RuntimeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"input samples (batch size). Expected target size [{nframe}], but got "
+            f"{list(target.shape)}. Input has shape {list(input.shape)}."
+        )
+    if weight is not None and weight.numel() != dim:
+        raise RuntimeError(f"inconsistent weight size, expected {dim} but got {list(weight.shape)}")
+    y = target.reshape(nframe)
+    ys = y.numpy()
+    if ys.size and (ys.min() < 0 or ys.max() >= dim):
+        raise RuntimeError("target out of range")
+    x = input.reshape(nframe, dim)
+    x_y = x.gather(1, y.unsqueeze(1))
+    z = _C.relu(x - x_y + margin)
+    if p == 2:
+        z = z * z
+    others = _C.tensor(np.arange(dim)[None, :] != ys[:, None])
+    per = _C.where(others, z, _C.zeros((), dtype=z.dtype)).sum(1) / dim
+    if weight is not None:
+        per = per * weight.index_select(0, y)
+    return _finish(per, target, reduction)
+
+
+@tensor_args("input", "target")
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label hinge loss: ``target`` lists each sample's classes, ended by
+    the first ``-1``; per sample ``sum over target classes j and other classes
+    k of max(0, 1 - (x[j] - x[k])) / C``."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    nframe, dim = _frames(input)
+    if input.dim() <= 1:
+        ok = target.dim() <= 1 and target.numel() == dim
+    else:
+        ok = target.dim() == 2 and tuple(target.shape) == (nframe, dim)
+    if not ok:
+        raise RuntimeError(
+            f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}"
+        )
+    t = target.reshape(nframe, dim).numpy()
+    counts = np.zeros((nframe, dim))
+    for n in range(nframe):
+        for idx in t[n]:
+            if idx < 0:
+                break
+            if idx >= dim:
+                raise RuntimeError("argument #2 'target' is out of range")
+            counts[n, idx] += 1  # a class listed twice counts twice, as in ATen's loop
+    is_target = counts > 0
+    # pair[n, j, k]: how often target class j is paired with non-target class k.
+    pair = counts[:, :, None] * (~is_target)[:, None, :]
+    x = input.reshape(nframe, dim)
+    hinge = _C.relu(1.0 - x.unsqueeze(2) + x.unsqueeze(1))
+    per = (hinge * _C.tensor(pair, dtype=x.dtype)).sum((1, 2)) / dim
+    if reduction == "none":
+        return per if input.dim() == 2 else per.reshape(())
+    return _reduce(per, reduction)
+
+
+def triplet_margin_with_distance_loss(
+    anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False, reduction="mean"
+):
+    """``max(0, margin + d(a, p) - d(a, n))`` for any ``distance_function``
+    (default ``pairwise_distance``); ``swap`` uses ``min(d(a, n), d(p, n))``."""
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim and p_dim == n_dim):
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number "
+            f"of dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative "
+            f"{n_dim}D inputs"
+        )
+    dist = distance_function if distance_function is not None else pairwise_distance
+    dist_pos = dist(anchor, positive)
+    dist_neg = dist(anchor, negative)
+    if swap:
+        dist_neg = _C.minimum(dist_neg, dist(positive, negative))
+    loss = _C.relu(margin + dist_pos - dist_neg)
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+@tensor_args("input")
+def pdist(input, p=2):
+    """The ``p``-norm distance between every pair of rows ``i < j`` of an
+    ``(N, M)`` input, as a vector of ``N * (N - 1) / 2`` in row-major pair order."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.is_floating_point():
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    rows, cols = np.triu_indices(n, 1)
+    i = _C.tensor(rows.astype(np.int64))
+    j = _C.tensor(cols.astype(np.int64))
+    diff = input.index_select(0, i) - input.index_select(0, j)
+    return diff.norm(p, 1)
+
+
+@tensor_args("logits")
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """A sample from the Gumbel-softmax (concrete) distribution:
+    ``softmax((logits + g) / tau)`` with ``g = -log(Exponential(1))``; with
+    ``hard`` a one-hot of its argmax whose gradient is the soft sample's
+    (straight-through)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -_C.empty(*logits.shape, dtype=logits.dtype).exponential_().log()
+    y_soft = _C.softmax((logits + gumbels) / tau, dim)
+    if hard:
+        index = y_soft.max(dim, keepdim=True)[1]
+        y_hard = _C.zeros(*logits.shape, dtype=logits.dtype).scatter(dim, index, 1.0)
+        return y_hard - y_soft.detach() + y_soft
+    return y_soft

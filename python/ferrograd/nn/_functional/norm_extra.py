@@ -1,0 +1,107 @@
+"""RMS norm and local response normalisation (``nn.functional.rms_norm``,
+``local_response_norm``) and the legacy cross-map LRN, composed from
+differentiable ops as PyTorch composes them."""
+
+from __future__ import annotations
+
+from ... import _C
+from ..._dtype_info import finfo
+from ._args import tensor_args
+from .conv import avg_pool2d, pad
+from .conv3d import avg_pool3d
+
+__all__ = ["rms_norm", "local_response_norm"]
+
+
+def _check_normalized_shape(input, normalized_shape, weight):
+    shape = list(normalized_shape)
+    if len(shape) < 1:
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+            f"least one element, but got normalized_shape = {shape}"
+        )
+    if weight is not None and list(weight.shape) != shape:
+        raise RuntimeError(
+            "Expected weight to be of same shape as normalized_shape, but got weight of shape "
+            f"{list(weight.shape)} and normalized_shape = {shape}"
+        )
+    n = len(shape)
+    if input.dim() < n or list(input.shape[input.dim() - n :]) != shape:
+        inner = ", ".join(str(s) for s in shape)
+        raise RuntimeError(
+            f"Given normalized_shape={shape}, expected input with shape [*{inner}], but got "
+            f"input of size{list(input.shape)}"
+        )
+    return shape
+
+
+@tensor_args("input", optional=("weight",))
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``input / sqrt(mean(input ** 2) + eps)`` over the trailing
+    ``normalized_shape`` dimensions, times ``weight`` when given; ``eps``
+    defaults to ``finfo(input.dtype).eps``."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    shape = _check_normalized_shape(input, normalized_shape, weight)
+    if eps is None:
+        eps = finfo(input.dtype).eps
+    dims = tuple(range(input.dim() - len(shape), input.dim()))
+    out = input * _C.rsqrt(input.pow(2).mean(dims, keepdim=True) + eps)
+    return out * weight if weight is not None else out
+
+
+@tensor_args("input")
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """Divides each element by ``(k + alpha * mean of squares over size
+    neighbouring channels) ** beta`` (AlexNet's normalisation) on
+    ``(N, C, *)``."""
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(
+            f"Expected 3D or higher dimensionality                          input (got {dim} "
+            "dimensions)"
+        )
+    if input.numel() == 0:
+        return input
+    div = input * input
+    if dim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = tuple(input.shape)
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
+        div = div.reshape(sizes)
+    div = (div * alpha + k).pow(beta)
+    return input / div
+
+
+def _cross_map_window(channels, size):
+    # The channels each output channel's scale sums, replaying the running sum
+    # of PyTorch's legacy CrossMapLRN2d: it adds channel c + pre_pad - 1 and
+    # drops channel c - pre_pad only while c > pre_pad, so channel 0 stays in
+    # every window from the first on.
+    pre_pad = int((size - 1) / 2 + 1)
+    window = [[0.0] * channels for _ in range(channels)]
+    current = set(range(min(pre_pad, channels)))
+    for c in range(channels):
+        if c > 0:
+            if c < channels - pre_pad + 1:
+                current.add(c + pre_pad - 1)
+            if c > pre_pad:
+                current.discard(c - pre_pad)
+        for j in current:
+            window[j][c] = 1.0
+    return window
+
+
+def cross_map_lrn2d(input, size, alpha=1e-4, beta=0.75, k=1):
+    """The legacy ``CrossMapLRN2d`` forward on ``(N, C, H, W)``: ``input *
+    (k + alpha / size * windowed sum of squares over channels) ** -beta``."""
+    if input.dim() != 4:
+        raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+    window = _C.tensor(_cross_map_window(input.shape[1], size), dtype=input.dtype)
+    sq = (input * input).movedim(1, -1)
+    scale = _C.matmul(sq, window).movedim(-1, 1) * (alpha / size) + k
+    return input * scale.pow(-beta)

@@ -1,0 +1,260 @@
+"""Power-average pooling (``lp_pool1d/2d/3d``), max unpooling
+(``max_unpool1d/2d/3d``), 3-d adaptive pooling and the deprecated
+``upsample*`` names, composed from the existing pooling, scatter and
+interpolation ops (so their gradients of every order come from those).
+
+Adaptive pooling is separable: every output bin is the product of one 1-d bin
+per dimension, so the 3-d average (or maximum) is the 2-d one over each depth
+slice followed by an adaptive pool over depth alone. For the maximum, taking
+the first maximal depth of the first in-plane maxima gives the first maximum in
+PyTorch's (depth, row, column) scan order."""
+
+from __future__ import annotations
+
+import warnings
+
+from ... import _C
+from ._args import tensor_args
+from .conv import (
+    _adaptive_size,
+    _tuple,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d_with_indices,
+    avg_pool1d,
+    avg_pool2d,
+    interpolate,
+    max_pool1d,
+    max_pool2d,
+)
+from .conv3d import avg_pool3d, max_pool3d
+
+__all__ = [
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
+    "upsample",
+    "upsample_nearest",
+    "upsample_bilinear",
+]
+
+
+def _lp(input, norm_type, kernel_size, stride, ceil_mode, n, max_pool, avg_pool):
+    if isinstance(norm_type, (int, float)):
+        if norm_type == 0:
+            raise ValueError(f"norm_type must be a non-zero value, but got {norm_type}")
+        if norm_type == float("inf"):
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        if norm_type == -float("inf"):
+            return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    ks = _tuple(kernel_size, n, "kernel_size")
+    volume = 1
+    for k in ks:
+        volume *= k
+    if stride is not None:
+        out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return (_C.sign(out) * _C.relu(out.abs()) * volume).pow(1.0 / norm_type)
+
+
+@tensor_args("input")
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum of x ** p over each window) ** (1 / p)`` over ``(N, C, L)`` or ``(C, L)``
+    (``p = inf`` is max pooling of ``|x|``)."""
+    return _lp(input, norm_type, kernel_size, stride, ceil_mode, 1, max_pool1d, avg_pool1d)
+
+
+@tensor_args("input")
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum of x ** p over each window) ** (1 / p)`` over ``(N, C, H, W)`` or ``(C, H, W)``."""
+    return _lp(input, norm_type, kernel_size, stride, ceil_mode, 2, max_pool2d, avg_pool2d)
+
+
+@tensor_args("input")
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum of x ** p over each window) ** (1 / p)`` over ``(N, C, D, H, W)``."""
+    return _lp(input, norm_type, kernel_size, stride, ceil_mode, 3, max_pool3d, avg_pool3d)
+
+
+# ----- max unpooling -----------------------------------------------------------------------------
+
+
+_SCALAR_TYPE = {
+    "ferrograd.float32": "Float",
+    "ferrograd.float64": "Double",
+    "ferrograd.bool": "Bool",
+    "ferrograd.int32": "Int",
+}
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    input_size = input.shape
+    n = len(kernel_size)
+    default_size = [
+        (input_size[-n + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(n)
+    ]
+    if output_size is None:
+        return default_size
+    output_size = list(output_size)
+    if len(output_size) == n + 2:
+        output_size = output_size[2:]
+    if len(output_size) != n:
+        raise ValueError(
+            f"output_size should be a sequence containing {n} or {n + 2} elements, but it has "
+            f"a length of '{len(output_size)}'"
+        )
+    for d in range(n):
+        min_size = default_size[d] - stride[d]
+        max_size = default_size[d] + stride[d]
+        if not min_size < output_size[d] < max_size:
+            raise ValueError(
+                f'invalid output_size "{tuple(output_size)}" (dim {d} must be between '
+                f"{min_size} and {max_size})"
+            )
+    return [int(s) for s in output_size]
+
+
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, name):
+    if not isinstance(indices, _C.Tensor):
+        raise TypeError(
+            f"{name}(): argument 'indices' (position 2) must be Tensor, not "
+            f"{type(indices).__name__}"
+        )
+    if indices.dtype != _C.int64:
+        kind = _SCALAR_TYPE.get(str(indices.dtype), str(indices.dtype))
+        raise RuntimeError(f"elements in indices should be type int64 but got: {kind}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(
+            "Expected shape of indices to be same as that of the input tensor "
+            f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}"
+        )
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(
+            f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got {list(input.shape)}"
+        )
+    ks = _tuple(kernel_size, n, "kernel_size")
+    st = ks if stride is None else _tuple(stride, n, "stride")
+    pd = _tuple(padding, n, "padding")
+    out_size = _unpool_output_size(input, ks, st, pd, output_size)
+    volume = 1
+    for s in out_size:
+        volume *= s
+    lead = tuple(input.shape[: input.dim() - n])
+    flat_idx = indices.reshape(*lead, -1)
+    if flat_idx.numel():
+        lo, hi = int(flat_idx.min().item()), int(flat_idx.max().item())
+        if lo < 0 or hi >= volume:
+            bad = lo if lo < 0 else hi
+            dims = "x".join(str(s) for s in out_size)
+            raise RuntimeError(
+                f"Found an invalid max index: {bad} (output volumes are of size {dims})"
+            )
+    out = _C.zeros(*lead, volume, dtype=input.dtype)
+    out = out.scatter(-1, flat_idx, input.reshape(*lead, -1))
+    return out.reshape(*lead, *out_size)
+
+
+@tensor_args("input")
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool1d``: each value goes to the position its
+    index names in a zero ``(N, C, L_out)``."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
+
+
+@tensor_args("input")
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool2d``: each value goes to the flat in-plane
+    position its index names in a zero ``(N, C, H_out, W_out)``."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")
+
+
+@tensor_args("input")
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool3d`` (flat in-volume indices)."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")
+
+
+# ----- 3-d adaptive pooling ----------------------------------------------------------------------
+
+
+def _check_3d(input, name):
+    if input.dim() not in (4, 5):
+        sep = ":" if "max" in name else ""
+        raise RuntimeError(f"{name}(): Expected 4D or 5D tensor, but got{sep} {list(input.shape)}")
+    return (input.unsqueeze(0), True) if input.dim() == 4 else (input, False)
+
+
+@tensor_args("input")
+def adaptive_avg_pool3d(input, output_size):
+    """Average pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to ``output_size``
+    ``(oD, oH, oW)`` (an int, or ``None`` entries keeping the input's size)."""
+    x, unbatched = _check_3d(input, "adaptive_avg_pool3d")
+    od, oh, ow = _adaptive_size(x, output_size, 3)
+    n, c, d, h, w = x.shape
+    planes = adaptive_avg_pool2d(x.reshape(n, c * d, h, w), [oh, ow])
+    out = adaptive_avg_pool2d(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
+    out = out.reshape(n, c, od, oh, ow)
+    return out.squeeze(0) if unbatched else out
+
+
+@tensor_args("input")
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+    """``adaptive_max_pool3d`` returning ``(output, indices)``, indices flat
+    in-volume positions (``d * H * W + h * W + w``)."""
+    x, unbatched = _check_3d(input, "adaptive_max_pool3d")
+    od, oh, ow = _adaptive_size(x, output_size, 3)
+    n, c, d, h, w = x.shape
+    planes, where = adaptive_max_pool2d_with_indices(x.reshape(n, c * d, h, w), [oh, ow])
+    out, idx = adaptive_max_pool2d_with_indices(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
+    # Integer index arithmetic (no gradient) in NumPy: the second pool's flat
+    # index is depth * (oh * ow) + column.
+    depth = _C.tensor(idx.reshape(n, c, od, oh * ow).numpy() // (oh * ow))
+    in_plane = where.reshape(n, c, d, oh * ow).gather(2, depth)
+    indices = (depth * (h * w) + in_plane).reshape(n, c, od, oh, ow)
+    out = out.reshape(n, c, od, oh, ow)
+    if unbatched:
+        out, indices = out.squeeze(0), indices.squeeze(0)
+    return out, indices
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Max pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to ``output_size``;
+    with ``return_indices`` also the flat in-volume position of each maximum."""
+    out, idx = adaptive_max_pool3d_with_indices(input, output_size)
+    return (out, idx) if return_indices else out
+
+
+# ----- deprecated upsampling names ---------------------------------------------------------------
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated name of :func:`interpolate` (warns, as PyTorch does)."""
+    warnings.warn(
+        "`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(..., mode='nearest')``."""
+    warnings.warn(
+        "`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    warnings.warn(
+        "`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

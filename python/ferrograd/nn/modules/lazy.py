@@ -1,0 +1,235 @@
+"""Lazy layers (``LazyLinear``, ``LazyConv1d/2d/3d``): parameters whose input
+size is read from the first input, as PyTorch's ``LazyModuleMixin``.
+
+Until then each is an ``UninitializedParameter``. A forward pre-hook calls
+``initialize_parameters(input)``, which materialises them (the same objects, so
+an optimizer built before the first call keeps working) and runs the layer's
+usual ``reset_parameters``; then the hooks are removed and the module becomes
+its ``cls_to_become`` (``Linear``, ``Conv2d``, ...). Loading a state dict into
+a lazy layer materialises the parameters with the checkpoint's shapes."""
+
+from __future__ import annotations
+
+import itertools
+
+from ...autograd.grad_mode import no_grad
+from ..parameter import UninitializedParameter, is_lazy
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from .linear import Linear
+
+__all__ = [
+    "LazyModuleMixin",
+    "LazyLinear",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+]
+
+
+class LazyModuleMixin:
+    """Mixin for modules whose parameters are shaped by their first input (see
+    the module docstring); subclasses implement ``initialize_parameters``."""
+
+    cls_to_become = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._load_hook = self._register_load_state_dict_pre_hook(self._lazy_load_hook)
+        self._initialize_hook = self.register_forward_pre_hook(
+            self._infer_parameters, with_kwargs=True
+        )
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        # An uninitialized parameter is saved as itself (there is nothing to detach).
+        for name, param in self._parameters.items():
+            if param is not None:
+                if not (is_lazy(param) or keep_vars):
+                    param = param.detach()
+                destination[prefix + name] = param
+        for name, buf in self._buffers.items():
+            if buf is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buf if keep_vars else buf.detach()
+
+    def _lazy_load_hook(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
+        for name, param in itertools.chain(self._parameters.items(), self._buffers.items()):
+            key = prefix + name
+            if key in state_dict and param is not None:
+                input_param = state_dict[key]
+                if is_lazy(param) and not is_lazy(input_param):
+                    with no_grad():
+                        param.materialize(input_param.shape)
+
+    def initialize_parameters(self, *args, **kwargs):
+        """Materialises the parameters from the first input (per layer)."""
+        raise NotImplementedError(
+            f"initialize_parameters is not implemented for {self.__class__.__name__}"
+        )
+
+    def has_uninitialized_params(self):
+        """Whether any parameter or buffer is still uninitialized."""
+        return any(
+            is_lazy(p) for p in itertools.chain(self._parameters.values(), self._buffers.values())
+        )
+
+    def _infer_parameters(self, module, args, kwargs=None):
+        kwargs = kwargs if kwargs else {}
+        module.initialize_parameters(*args, **kwargs)
+        if module.has_uninitialized_params():
+            raise RuntimeError(f"module {self._get_name()} has not been fully initialized")
+        module._initialize_hook.remove()
+        module._load_hook.remove()
+        delattr(module, "_initialize_hook")
+        delattr(module, "_load_hook")
+        if module.cls_to_become is not None:
+            module.__class__ = module.cls_to_become
+
+    def _replicate_for_data_parallel(self):
+        raise RuntimeError(
+            "Modules with uninitialized parameters can't be used with `DataParallel`. "
+            "Run a dummy forward pass to correctly initialize the modules"
+        )
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """A ``Linear`` whose ``in_features`` is the last dimension of its first input;
+    it becomes a ``Linear`` after that call."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        # bias=False: no tensor is made only to be replaced below.
+        super().__init__(0, 0, False)
+        self.weight = UninitializedParameter(dtype=dtype)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(dtype=dtype)
+
+    def reset_parameters(self):
+        """``Linear``'s initialisation, once the parameters have shapes."""
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        """Materialises ``weight`` as ``(out_features, input.shape[-1])`` and ``bias``."""
+        if self.has_uninitialized_params():
+            with no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    def __init__(
+        self,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, dtype=dtype
+        )
+        self.weight = UninitializedParameter(dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(dtype=dtype)
+
+    def reset_parameters(self):
+        """The convolution's initialisation, once the parameters have shapes."""
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        """Materialises ``weight`` with ``in_channels`` read from the input."""
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            if self.transposed:
+                shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+            else:
+                shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
+            with no_grad():
+                self.weight.materialize(shape)
+                if self.bias is not None:
+                    self.bias.materialize((self.out_channels,))
+                self.reset_parameters()
+
+    def _get_in_channels(self, input):
+        no_batch = self._n + 1
+        batch = no_batch + 1
+        if input.dim() not in (no_batch, batch):
+            raise RuntimeError(
+                f"Expected {no_batch}D (unbatched) or {batch}D (batched) input to "
+                f"{self.__class__.__name__}, but got input of size: {input.shape}"
+            )
+        return input.shape[1] if input.dim() == batch else input.shape[0]
+
+
+class LazyConv1d(_LazyConvXdMixin, Conv1d):
+    """A ``Conv1d`` whose ``in_channels`` is read from its first input."""
+
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConvXdMixin, Conv2d):
+    """A ``Conv2d`` whose ``in_channels`` is read from its first input."""
+
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConvXdMixin, Conv3d):
+    """A ``Conv3d`` whose ``in_channels`` is read from its first input."""
+
+    cls_to_become = Conv3d
+
+
+class _LazyConvTransposeMixin(_LazyConvXdMixin):
+    def __init__(
+        self,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        bias=True,
+        dilation=1,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
+        # Skips _LazyConvXdMixin.__init__ (a convolution's argument order) for
+        # the transposed one's; LazyModuleMixin.__init__ still installs the hooks.
+        LazyModuleMixin.__init__(
+            self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
+            padding_mode, dtype=dtype,
+        )  # fmt: skip
+        self.weight = UninitializedParameter(dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(dtype=dtype)
+
+
+class LazyConvTranspose1d(_LazyConvTransposeMixin, ConvTranspose1d):
+    """A ``ConvTranspose1d`` whose ``in_channels`` is read from its first input."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTransposeMixin, ConvTranspose2d):
+    """A ``ConvTranspose2d`` whose ``in_channels`` is read from its first input."""
+
+    cls_to_become = ConvTranspose2d
