@@ -128,6 +128,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     return _reduce(per, reduction)
 
 
+@tensor_args("anchor", "positive", "negative")
 def triplet_margin_with_distance_loss(
     anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False, reduction="mean"
 ):
