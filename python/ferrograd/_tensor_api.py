@@ -464,7 +464,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         count = count.masked_fill(~touched, 1)
         if input.is_floating_point():
             return total / count
-        return _C.div(total, count, rounding_mode="floor")
+        return (total.double() / count).floor().long()  # PyTorch floors the integer mean
     if reduce == "prod":
         # One factor per rank of arrival: at most one element of each rank lands on a
         # position, so each round is a scatter_add into ones. Exact with zeros, and
