@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import FEW, check_grads, leaf, op_shapes, values
 from hypothesis import given
 from hypothesis import strategies as st
 
 import ferrograd as fg
+from helpers import FEW, check_grads, leaf, op_shapes, values
 
 LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -258,9 +258,9 @@ def test_set_printoptions_changes_repr():
     x = fg.tensor([1.23456789, 2.0], dtype=fg.float64)
     try:
         fg.set_printoptions(precision=2)
-        assert repr(x) == "tensor([1.23, 2.00], dtype=torch.float64)".replace("torch", "ferrograd") or (
-            "1.23," in repr(x)
-        )
+        assert repr(x) == "tensor([1.23, 2.00], dtype=torch.float64)".replace(
+            "torch", "ferrograd"
+        ) or ("1.23," in repr(x))
         assert "1.2346" not in repr(x)
         fg.set_printoptions(threshold=5, edgeitems=1)
         assert "..." in repr(fg.arange(10))

@@ -286,8 +286,8 @@ def index_add(input, dim, index, source, *, alpha=1):
         return input + (alpha * source).sum()
     if source.dim() != input.dim() or source.shape[dim] != index.numel():
         raise RuntimeError(
-            "index_add_(): Number of indices (%d) should be equal to source.size(dim) (%d)"
-            % (index.numel(), source.shape[dim] if source.dim() else 1)
+            f"index_add_(): Number of indices ({index.numel()}) should be equal to "
+            f"source.size(dim) ({source.shape[dim] if source.dim() else 1})"
         )
     idx = _index_along("index_add", input, dim, index, tuple(source.shape))
     return input.scatter_add(dim, idx, source if alpha == 1 else alpha * source)
@@ -438,9 +438,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         )
     dim = _wrap_dim(dim, input.dim())
     if index.dim() != src.dim() or (input.dim() and index.dim() != input.dim()):
-        raise RuntimeError(
-            "Index tensor must have the same number of dimensions as self tensor"
-        )
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     for d in range(index.dim()):
         if index.shape[d] > src.shape[d]:
             raise RuntimeError(
@@ -476,7 +474,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         target = np.indices(moved.shape)
         target[-1] = moved
         keys = np.ravel_multi_index(
-            tuple(target), tuple(moved.shape[:-1]) + (builtins.max(int(flat.max(initial=0)) + 1, 1),)
+            tuple(target),
+            tuple(moved.shape[:-1]) + (builtins.max(int(flat.max(initial=0)) + 1, 1),),
         ).reshape(-1)
         seen = {}
         rflat = ranks.reshape(-1)
@@ -605,7 +604,9 @@ def logcumsumexp(input, dim):
     maximum so large values do not overflow."""
     _check("logcumsumexp", input)
     if not input.is_floating_point():
-        raise RuntimeError(f'"logcumsumexp_out_cpu" not implemented for \'{str(input.dtype).split(".")[-1].capitalize()}\'')
+        raise RuntimeError(
+            f"\"logcumsumexp_out_cpu\" not implemented for '{str(input.dtype).split('.')[-1].capitalize()}'"
+        )
     if input.dim() == 0:
         return input.clone()
     dim = _wrap_dim(dim, input.dim())
@@ -843,8 +844,8 @@ def aminmax(input, *, dim=None, keepdim=False):
     if input.numel() == 0:
         raise RuntimeError(
             "aminmax(): Expected reduction dim to be specified for input.numel() == 0."
-            if dim is None else
-            "aminmax(): Expected reduction dim 0 to have non-zero size."  # fmt: skip
+            if dim is None
+            else "aminmax(): Expected reduction dim 0 to have non-zero size."  # fmt: skip
         )
     if dim is None:
         mn, mx = input.amin(), input.amax()
@@ -989,7 +990,9 @@ def bincount(input, weights=None, minlength=0):
     if input.dim() != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if input.dtype != _C.int64:
-        raise RuntimeError(f'"bincount_cpu" not implemented for \'{str(input.dtype).split(".")[-1].capitalize()}\'')
+        raise RuntimeError(
+            f"\"bincount_cpu\" not implemented for '{str(input.dtype).split('.')[-1].capitalize()}'"
+        )
     arr = _np(input)
     if arr.size and arr.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
@@ -1008,9 +1011,11 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     (the data's range when both are 0); elements outside are ignored."""
     _check("histc", input)
     if not input.is_floating_point():
-        raise RuntimeError(f'"histogram_cpu" not implemented for \'{str(input.dtype).split(".")[-1].capitalize()}\'')
+        raise RuntimeError(
+            f"\"histogram_cpu\" not implemented for '{str(input.dtype).split('.')[-1].capitalize()}'"
+        )
     if bins <= 0:
-        raise RuntimeError("torch.histc: bins must be > 0, but got %d for dimension 0" % bins)
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
     arr = _np(input).reshape(-1).astype(np.float64)
     lo, hi = float(min), float(max)
     if lo > hi:
@@ -1080,7 +1085,7 @@ def unravel_index(indices, shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
     total = int(np.prod(shape)) if shape else 1
     if arr.size and (arr.min() < -total or arr.max() >= total):
-        raise RuntimeError("'indices' must be in range [-%d, %d), but got" % (total, total)
+        raise RuntimeError(f"'indices' must be in range [-{total}, {total})"
                            if total else "'indices' must be empty for a shape with no elements")  # fmt: skip
     arr = np.where(arr < 0, arr + total, arr)
     coords = np.unravel_index(arr, shape) if shape else ()
@@ -1101,9 +1106,7 @@ def tensordot(a, b, dims=2, out=None):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         if dims > builtins.min(a.dim(), b.dim()):
-            raise RuntimeError(
-                f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}"
-            )
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
         da = list(range(a.dim() - dims, a.dim()))
         db = list(range(dims))
     else:
@@ -1203,9 +1206,7 @@ def _trap_parts(fn, y, x, dx, dim):
     if isinstance(x, Tensor):
         if x.dim() == 1:
             if x.shape[0] != n:
-                raise RuntimeError(
-                    f"{fn}: There must be one `x` value for each sample point"
-                )
+                raise RuntimeError(f"{fn}: There must be one `x` value for each sample point")
             shape = [1] * y.dim()
             shape[dim] = n - 1
             spacing = (x[1:] - x[:-1]).reshape(tuple(shape))
