@@ -143,30 +143,48 @@ def _new(self, fn, size, fill, dtype, requires_grad):
     return out
 
 
-def _new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **_):
+def _new_zeros(
+    self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
+):
     """A tensor of zeros of shape ``size``, of ``self``'s dtype unless ``dtype`` is given."""
     return _new(self, "new_zeros", size, 0, dtype, requires_grad)
 
 
-def _new_ones(self, *size, dtype=None, device=None, requires_grad=False, **_):
+def _new_ones(
+    self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
+):
     """A tensor of ones of shape ``size``, of ``self``'s dtype unless ``dtype`` is given."""
     return _new(self, "new_ones", size, 1, dtype, requires_grad)
 
 
-def _new_empty(self, *size, dtype=None, device=None, requires_grad=False, **_):
+def _new_empty(
+    self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
+):
     """A new tensor of shape ``size`` (ferrograd zeroes it), of ``self``'s dtype unless
     ``dtype`` is given."""
     return _new(self, "new_empty", size, 0, dtype, requires_grad)
 
 
-def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, **_):
+def _new_full(
+    self,
+    size,
+    fill_value,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    layout=None,
+    pin_memory=False,
+):
     """A tensor of shape ``size`` filled with ``fill_value``, of ``self``'s dtype unless
     ``dtype`` is given."""
     return _new(self, "new_full", (size,) if isinstance(size, int) else size, fill_value,
                 dtype, requires_grad)  # fmt: skip
 
 
-def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, **_):
+def _new_tensor(
+    self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
+):
     """A new tensor holding a copy of ``data``, of ``self``'s dtype unless ``dtype`` is
     given (PyTorch's rule: the data's own type does not matter)."""
     dtype = dtype if dtype is not None else self.dtype
@@ -378,6 +396,8 @@ def take(input, index):
 
 
 def _put(self, index, source, accumulate=False):
+    """A copy of ``self`` with ``source`` written at the flat positions ``index`` (added
+    there with ``accumulate=True``)."""
     idx = _flat_index("put_", self, index).reshape(-1)
     src = source.reshape(-1)
     if idx.numel() != src.numel():
