@@ -271,6 +271,15 @@ def test_set_printoptions_changes_repr():
     assert "1.2346" in repr(x)
 
 
+def test_set_printoptions_refuses_bad_values():
+    before = repr(fg.tensor([1.5]))
+    for kwargs in ({"precision": 1e308}, {"precision": -1}, {"edgeitems": "3"},
+                   {"threshold": "x"}, {"sci_mode": 1}, {"profile": 3}):  # fmt: skip
+        with pytest.raises(TypeError, match="set_printoptions"):
+            fg.set_printoptions(**kwargs)
+    assert repr(fg.tensor([1.5])) == before
+
+
 def test_deterministic_flag_recorded():
     assert fg.are_deterministic_algorithms_enabled() is False
     try:

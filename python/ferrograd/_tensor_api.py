@@ -117,6 +117,15 @@ def _from_np(arr, dtype=None):
     return out if dtype is None or out.dtype == dtype else out.to(dtype)
 
 
+def _alloc_guard(nbytes):
+    # Refuse before NumPy tries to allocate (a MemoryError is no PyTorch error).
+    if nbytes > 1 << 33:
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: not enough memory: "
+            f"you tried to allocate {nbytes} bytes."
+        )
+
+
 def _np(t):
     return t.detach().numpy()
 
@@ -299,6 +308,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     """A copy of ``input`` with ``alpha * source[.., i, ..]`` added at ``input[.., index[i], ..]``
     along ``dim`` (repeated indices accumulate)."""
     _check("index_add", input)
+    _check("index_add", index, "index", 3)
+    _check("index_add", source, "source", 4)
     dim = _wrap_dim(dim, input.dim())
     if input.dim() == 0:
         return input + (alpha * source).sum()
@@ -315,6 +326,8 @@ def index_copy(input, dim, index, source):
     """A copy of ``input`` with ``source[.., i, ..]`` written at ``input[.., index[i], ..]``
     along ``dim``."""
     _check("index_copy", input)
+    _check("index_copy", index, "index", 3)
+    _check("index_copy", source, "source", 4)
     dim = _wrap_dim(dim, input.dim())
     if input.dim() == 0:
         return source.reshape(()).to(input.dtype) + input * 0
@@ -330,6 +343,7 @@ def index_copy(input, dim, index, source):
 def index_fill(input, dim, index, value):
     """A copy of ``input`` with the slices ``index`` along ``dim`` set to ``value``."""
     _check("index_fill", input)
+    _check("index_fill", index, "index", 3)
     dim = _wrap_dim(dim, input.dim())
     if index.dtype != _C.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
@@ -358,6 +372,8 @@ def masked_scatter(input, mask, source):
     """A copy of ``input`` with the elements where ``mask`` is True replaced, in order, by
     the leading elements of ``source``."""
     _check("masked_scatter", input)
+    _check("masked_scatter", mask, "mask", 2)
+    _check("masked_scatter", source, "source", 3)
     if mask.dtype != _C.bool:
         raise RuntimeError(
             f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}"
@@ -398,6 +414,10 @@ def take(input, index):
 def _put(self, index, source, accumulate=False):
     """A copy of ``self`` with ``source`` written at the flat positions ``index`` (added
     there with ``accumulate=True``)."""
+    _check("put_", index, "index", 2)
+    _check("put_", source, "source", 3)
+    if index.dtype != _C.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype}")
     idx = _flat_index("put_", self, index).reshape(-1)
     src = source.reshape(-1)
     if idx.numel() != src.numel():
@@ -452,6 +472,10 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     ``index`` along ``dim`` by ``reduce`` (``"sum"``, ``"prod"``, ``"mean"``, ``"amax"``,
     ``"amin"``), counting ``input``'s own value unless ``include_self=False``."""
     _check("scatter_reduce", input)
+    _check("scatter_reduce", index, "index", 3)
+    _check("scatter_reduce", src, "src", 4)
+    if index.dtype != _C.int64:
+        raise RuntimeError("scatter_reduce(): Expected dtype int64 for index")
     if reduce not in _REDUCES:
         raise RuntimeError(
             f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
@@ -691,6 +715,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         counts = _np(input)
         if (counts < 0).any():
             raise RuntimeError("repeats can not be negative")
+        _alloc_guard(8 * int(counts.sum()))
         return _from_np(np.repeat(np.arange(len(counts), dtype=np.int64), counts))
     _check("repeat_interleave", input)
     if dim is None:
@@ -713,6 +738,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         reps = np.full(n, int(repeats))
     if (reps < 0).any():
         raise RuntimeError("repeats can not be negative")
+    _alloc_guard(8 * int(reps.sum()) * builtins.max(input.numel() // builtins.max(n, 1), 1))
     idx = np.repeat(np.arange(n, dtype=np.int64), reps)
     if output_size is not None and output_size != idx.size:
         raise RuntimeError("allocated size does not match required size")
@@ -1018,6 +1044,7 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
+    _alloc_guard(8 * builtins.max(int(minlength), int(arr.max(initial=0)) + 1))
     if weights is not None:
         if weights.dim() != 1 or weights.shape[0] != input.shape[0]:
             raise RuntimeError("weights should be 1-d and have the same length as input")
@@ -1036,6 +1063,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
         )
     if bins <= 0:
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
+    _alloc_guard(8 * int(bins))
     arr = _np(input).reshape(-1).astype(np.float64)
     lo, hi = float(min), float(max)
     if lo > hi:
@@ -1331,6 +1359,7 @@ def _window(fn, window_length, periodic, dtype, make):
     if window_length == 1:
         return _C.ones(1, dtype=dtype)
     n = window_length + 1 if periodic else window_length
+    _alloc_guard(8 * n)
     return _from_np(make(n)[:window_length], dtype)
 
 
@@ -1399,6 +1428,18 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     ``"short"``, ``"full"``) applied first."""
     from . import _tensor_str
 
+    # Checked before anything is set, so a bad value cannot break every later repr.
+    for name, v in (("precision", precision), ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, builtins.bool) or v < 0):
+            raise TypeError(f"set_printoptions(): '{name}' must be a non-negative int, got {v!r}")
+    if threshold is not None and (
+        not isinstance(threshold, (int, float)) or isinstance(threshold, builtins.bool)
+    ):
+        raise TypeError(f"set_printoptions(): 'threshold' must be a number, got {threshold!r}")
+    if sci_mode is not None and not isinstance(sci_mode, builtins.bool):
+        raise TypeError(f"set_printoptions(): 'sci_mode' must be a bool or None, got {sci_mode!r}")
+    if profile is not None and not isinstance(profile, str):
+        raise TypeError(f"set_printoptions(): 'profile' must be a str, got {profile!r}")
     _tensor_str.set_printoptions(precision, threshold, edgeitems, linewidth, profile, sci_mode)
 
 
