@@ -278,6 +278,63 @@ def test_take_along_dim_broadcast_and_flat():
         fg.take_along_dim(T(a), T(np.array([0])), 1)
 
 
+# ----- index_put ----------------------------------------------------------------------
+
+
+@FEW
+@given(op_shapes(min_dims=1, max_dims=3, min_side=1), st.booleans(), st.data())
+def test_index_put_values_and_grads(shape, accumulate, data):
+    a = data.draw(values(shape))
+    k = data.draw(st.integers(1, len(shape)))
+    n = data.draw(st.integers(0, 4))
+    idx = tuple(
+        np.array(
+            data.draw(st.lists(st.integers(-s, s - 1), min_size=n, max_size=n)), dtype=np.int64
+        )
+        for s in shape[:k]
+    )
+    if not accumulate:
+        # Repeated targets are order-dependent, as in PyTorch: keep one of each.
+        lin = np.ravel_multi_index(tuple(i % s for i, s in zip(idx, shape)), shape[:k])
+        _, keep = np.unique(lin, return_index=True)
+        idx = tuple(i[np.sort(keep)] for i in idx)
+        n = len(idx[0])
+    v = data.draw(values((n,) + tuple(shape[k:])))
+    want = a.copy()
+    if accumulate:
+        np.add.at(want, idx, v)
+    else:
+        want[idx] = v
+    got = T(a).index_put(tuple(T(i) for i in idx), T(v), accumulate)
+    np.testing.assert_allclose(got.numpy(), want)
+    check_grads(lambda x, y: x.index_put(tuple(T(i) for i in idx), y, accumulate), a, v)
+
+
+def test_index_put_inplace_bool_and_errors():
+    x = fg.zeros(2, 3)
+    v = x._version
+    assert x.index_put_((fg.tensor([1]), fg.tensor([2])), fg.tensor(7.0)) is x
+    assert x.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 7.0]] and x._version > v
+    x.index_put_((fg.tensor([True, False]),), fg.tensor([1.0, 2.0, 3.0]), accumulate=True)
+    assert x[0].tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(IndexError, match="index 2 is out of bounds for dimension 0 with size 2"):
+        x.index_put_((fg.tensor([2]),), fg.tensor(1.0))
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+        x.index_put((fg.tensor([0]),) * 3, fg.tensor(1.0))
+    with pytest.raises(TypeError, match="must be tuple of Tensors"):
+        x.index_put(fg.tensor([0]), fg.tensor(1.0))
+    with pytest.raises(RuntimeError, match=LEAF_MSG):
+        fg.zeros(2, requires_grad=True).index_put_((fg.tensor([0]),), fg.tensor(1.0))
+
+
+def test_cumprod_cumsum_inplace():
+    z = fg.tensor([1.0, 2.0, 3.0])
+    assert z.cumprod_(0) is z and z.tolist() == [1.0, 2.0, 6.0]
+    assert z.cumsum_(0) is z and z.tolist() == [1.0, 3.0, 9.0]
+    with pytest.raises(RuntimeError, match=LEAF_MSG):
+        fg.ones(2, requires_grad=True).cumprod_(0)
+
+
 # ----- scans ---------------------------------------------------------------------------
 
 

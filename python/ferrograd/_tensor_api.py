@@ -56,6 +56,7 @@ __all__ = [
     "index_add",
     "index_copy",
     "index_fill",
+    "index_put",
     "inner",
     "is_deterministic_algorithms_warn_only_enabled",
     "is_nonzero",
@@ -430,6 +431,52 @@ def _put(self, index, source, accumulate=False):
     return out.reshape(tuple(self.shape))
 
 
+def index_put(input, indices, values, accumulate=False):
+    """A copy of ``input`` with ``values`` written (added, with ``accumulate=True``) at
+    ``input[indices]``, where ``indices`` is a tuple of int64 or bool tensors indexing
+    the leading dimensions, as ``input[indices] = values`` does."""
+    _check("index_put", input)
+    _check("index_put", values, "values", 3)
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(
+            "index_put(): argument 'indices' (position 2) must be tuple of Tensors, not "
+            f"{type(indices).__name__}"
+        )
+    idx = []
+    for t in indices:
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                "index_put(): argument 'indices' (position 2) must be tuple of Tensors, "
+                f"but found element of type {type(t).__name__}"
+            )
+        if t.dtype == _C.bool:
+            idx.extend(t.nonzero().unbind(1) if t.dim() else [t.long()])
+        elif t.dtype == _C.int64:
+            idx.append(t)
+        else:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    k = len(idx)
+    if k > input.dim():
+        raise IndexError(f"too many indices for tensor of dimension {input.dim()} (got {k})")
+    if k == 0:
+        # `input[()] = values` overwrites everything.
+        filled = values.to(input.dtype).expand(*input.shape)
+        return input + filled if accumulate else filled.clone()
+    lead = tuple(input.shape[:k])
+    rest = tuple(input.shape[k:])
+    arrs = np.broadcast_arrays(*[_np(t) for t in idx])
+    for d, (a, n) in enumerate(zip(arrs, lead)):
+        if a.size and (a.max() >= n or a.min() < -n):
+            bad = a[(a >= n) | (a < -n)].reshape(-1)[0]
+            raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+    lin = np.ravel_multi_index(tuple(np.where(a < 0, a + n, a) for a, n in zip(arrs, lead)), lead)
+    lin_t = _from_np(lin.reshape(-1).astype(np.int64))
+    vals = values.to(input.dtype).expand(*(lin.shape + rest)).reshape((lin.size,) + rest)
+    flat = input.reshape((-1,) + rest)
+    out = flat.index_add(0, lin_t, vals) if accumulate else flat.index_copy(0, lin_t, vals)
+    return out.reshape(tuple(input.shape))
+
+
 def take_along_dim(input, indices, dim=None):
     """Values of ``input`` at ``indices`` along ``dim`` (broadcasting the other dimensions),
     or of the flattened ``input`` when ``dim`` is None."""
@@ -511,22 +558,18 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         # One factor per rank of arrival: at most one element of each rank lands on a
         # position, so each round is a scatter_add into ones. Exact with zeros, and
         # the product rule gives every gradient.
-        flat = _np(index).reshape(-1)
-        moved = np.moveaxis(_np(index), dim, -1)
-        ranks = np.zeros(moved.shape, dtype=np.int64)
-        # The rank is the count of earlier elements with the same target position.
-        target = np.indices(moved.shape)
-        target[-1] = moved
-        keys = np.ravel_multi_index(
-            tuple(target),
-            tuple(moved.shape[:-1]) + (builtins.max(int(flat.max(initial=0)) + 1, 1),),
-        ).reshape(-1)
-        seen = {}
-        rflat = ranks.reshape(-1)
-        for i, k in enumerate(keys):
-            rflat[i] = seen.get(k, 0)
-            seen[k] = rflat[i] + 1
-        ranks = _from_np(np.moveaxis(ranks, -1, dim))
+        idx_np = _np(index)
+        coords = list(np.indices(idx_np.shape))
+        coords[dim] = idx_np
+        keys = np.ravel_multi_index(tuple(coords), tuple(input.shape)).reshape(-1)
+        # The rank of an element is how many earlier elements share its target.
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        pos = np.arange(sk.size)
+        first = np.maximum.accumulate(np.where(np.r_[True, sk[1:] != sk[:-1]], pos, 0))
+        rflat = np.empty(sk.size, dtype=np.int64)
+        rflat[order] = pos - first
+        ranks = _from_np(rflat.reshape(idx_np.shape))
         out = base if include_self else base.masked_fill(touched, 1)
         for r in range(int(ranks.max().item()) + 1 if ranks.numel() else 0):
             pick = _C.where(ranks == r, src - 1, _C.zeros((), dtype=src.dtype))
@@ -1497,6 +1540,7 @@ def _install():
         "take": take,
         "take_along_dim": take_along_dim,
         "put": _put,
+        "index_put": index_put,
         "cumprod": cumprod,
         "cummax": cummax,
         "cummin": cummin,
@@ -1558,6 +1602,9 @@ def _install():
         "index_fill_": index_fill,
         "masked_scatter_": masked_scatter,
         "put_": _put,
+        "index_put_": index_put,
+        "cumprod_": lambda self, dim, *, dtype=None: cumprod(self, dim, dtype=dtype),
+        "cumsum_": lambda self, dim, *, dtype=None: self.cumsum(dim, dtype=dtype),
     }
     for name, fn in inplace.items():
         if not hasattr(Tensor, name):
