@@ -375,6 +375,14 @@ def test_cummax_ties_take_last_index():
     assert idx.tolist() == [0, 1, 2, 2]
     vals, idx = fg.cummin(fg.tensor([2, 1, 1, 5]), 0)
     assert vals.tolist() == [2, 1, 1, 1] and idx.tolist() == [0, 1, 2, 2]
+    nan = float("nan")
+    vals, idx = fg.cummax(fg.tensor([1.0, nan, 5.0, nan, 2.0]), 0)
+    assert idx.tolist() == [0, 1, 1, 3, 3]
+    assert np.isnan(vals.numpy()[1:]).all()
+    vals, idx = fg.cummax(fg.zeros(2, 0), 1)
+    assert vals.shape == (2, 0) and idx.shape == (2, 0) and idx.dtype == fg.int64
+    vals, idx = fg.cummax(fg.tensor([True, False, True]), 0)
+    assert vals.tolist() == [True, True, True] and idx.tolist() == [0, 0, 2]
 
 
 @FEW

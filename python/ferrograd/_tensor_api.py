@@ -655,21 +655,19 @@ def _cum_ext(fn, input, dim, better):
         return _MinMax(input.clone(), _C.zeros((), dtype=_C.int64))
     dim = _wrap_dim(dim, input.dim())
     arr = np.moveaxis(_np(input), dim, -1)
-    n = arr.shape[-1]
-    idx = np.zeros(arr.shape, dtype=np.int64)
-    if n:
-        best = arr[..., 0].copy()
-        cur = np.zeros(arr.shape[:-1], dtype=np.int64)
-        for i in range(n):
-            v = arr[..., i]
-            # Ties move the index forward and NaN wins, as PyTorch's scan does.
-            take_new = better(v, best) | (v == best) | np.isnan(v) if arr.dtype.kind == "f" else (
-                better(v, best) | (v == best))  # fmt: skip
-            if arr.dtype.kind == "f":
-                take_new &= ~(np.isnan(best) & ~np.isnan(v))
-            cur = np.where(take_new, i, cur)
-            best = np.where(take_new, v, best)
-            idx[..., i] = cur
+    # The running extreme, then for each position the last index where the element
+    # equals it (ties move the index forward, as PyTorch's scan does); NaN wins and
+    # stays, so every NaN moves the index too.
+    acc = better.accumulate(arr, axis=-1)
+    hit = arr == acc
+    if arr.dtype.kind == "f":
+        hit |= np.isnan(arr)
+    pos = np.arange(arr.shape[-1], dtype=np.int64)
+    idx = (
+        np.maximum.accumulate(np.where(hit, pos, 0), axis=-1)
+        if arr.shape[-1]
+        else np.zeros(arr.shape, dtype=np.int64)
+    )
     indices = _from_np(np.moveaxis(idx, -1, dim))
     return _MinMax(input.gather(dim, indices), indices)
 
@@ -677,13 +675,13 @@ def _cum_ext(fn, input, dim, better):
 def cummax(input, dim):
     """The running maximum along ``dim`` and where it was found, as
     ``(values, indices)``; the gradient flows to the element each value came from."""
-    return _cum_ext("cummax", input, dim, np.greater)
+    return _cum_ext("cummax", input, dim, np.maximum)
 
 
 def cummin(input, dim):
     """The running minimum along ``dim`` and where it was found, as
     ``(values, indices)``; the gradient flows to the element each value came from."""
-    return _cum_ext("cummin", input, dim, np.less)
+    return _cum_ext("cummin", input, dim, np.minimum)
 
 
 def logcumsumexp(input, dim):
