@@ -851,7 +851,7 @@ def argwhere(input):
 
 
 def _atleast(n, tensors):
-    single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    single = len(tensors) == 1 and not isinstance(tensors[0], (list, tuple))
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     out = []
