@@ -59,6 +59,10 @@ SKIP_FUNCTIONS = {
     # (tests/test_serialization.py covers their misuse)
     "save",
     "load",
+    # tensor API additions: process-wide print options and the determinism flag
+    # (tests/test_tensor_api_more.py covers their misuse)
+    "set_printoptions",
+    "use_deterministic_algorithms",
 }
 
 # `Tensor` attributes that are not ops (Python object protocol, pickling).

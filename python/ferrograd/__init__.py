@@ -567,3 +567,62 @@ from ._C import get_default_dtype, mode, set_default_dtype  # noqa: E402
 
 __all__ += ["get_default_dtype", "mode", "set_default_dtype", "set_default_tensor_type"]
 __all__ += ["compile"]
+
+# ----- tensor API additions (_tensor_api.py): constructors, index/scatter family, scans,
+# shape helpers, reductions, windows, settings, and nn.functional aliases -----
+# isort: split
+from ._tensor_api import *  # noqa: E402, F403
+from ._tensor_api import __all__ as _tensor_api_all  # noqa: E402
+
+__all__ += list(_tensor_api_all)
+
+
+def _functional_aliases():
+    # PyTorch exposes these at module level with the same leading arguments as
+    # nn.functional; the ones whose torch.* order differs are wrapped below.
+    from .nn import functional as F
+
+    names = [
+        "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "dropout",
+        "alpha_dropout", "feature_alpha_dropout", "layer_norm", "group_norm", "max_pool1d",
+        "max_pool2d", "max_pool3d", "avg_pool1d", "adaptive_avg_pool1d", "cosine_similarity",
+        "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "selu", "celu", "threshold",
+        "pdist", "pairwise_distance", "prelu", "rrelu", "hardshrink", "bilinear", "selu_",
+        "celu_", "rrelu_", "threshold_", "relu_",
+    ]  # fmt: skip
+    out = {n: getattr(F, n) for n in names if hasattr(F, n)}
+
+    def embedding(weight, input, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+        """``torch.embedding``: the rows of ``weight`` at ``input`` (note the order:
+        weight first, unlike ``nn.functional.embedding``)."""
+        return F.embedding(input, weight, None if padding_idx == -1 else padding_idx,
+                           scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)  # fmt: skip
+
+    def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
+                   cudnn_enabled=True):  # fmt: skip
+        """``torch.batch_norm``: ``nn.functional.batch_norm`` with PyTorch's low-level
+        argument order (weight and bias before the running statistics)."""
+        return F.batch_norm(input, running_mean, running_var, weight, bias, training,
+                            momentum, eps)  # fmt: skip
+
+    def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats,
+                      momentum, eps, cudnn_enabled=True):  # fmt: skip
+        """``torch.instance_norm``: ``nn.functional.instance_norm`` with PyTorch's
+        low-level argument order."""
+        return F.instance_norm(input, running_mean, running_var, weight, bias,
+                               use_input_stats, momentum, eps)  # fmt: skip
+
+    def adaptive_max_pool1d(input, output_size):
+        """``torch.adaptive_max_pool1d``: values and indices, as PyTorch's."""
+        return F.adaptive_max_pool1d(input, output_size, return_indices=True)
+
+    for fn in (embedding, batch_norm, instance_norm, adaptive_max_pool1d):
+        out[fn.__name__] = fn
+    return out
+
+
+_aliases = _functional_aliases()
+globals().update(_aliases)
+__all__ += sorted(_aliases)
+del _aliases
+# ----- end of tensor API additions -----

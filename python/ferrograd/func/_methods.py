@@ -351,3 +351,32 @@ def _data(self):
 
 
 BatchedTensor.data = property(_data, doc="The detached value.")
+
+# ----- tensor API additions (ferrograd._tensor_api) -----
+# In-place forms of the op table's unary ops and of the comparisons go through the
+# in-place elementwise rule; the composed methods call their function, which is
+# written with ops that have batching rules.
+for _n in [
+    "sin_", "cos_", "tan_", "sqrt_", "rsqrt_", "log_", "log2_", "log1p_", "expm1_", "abs_",
+    "sign_", "erf_", "floor_", "ceil_", "trunc_", "reciprocal_", "square_", "logical_not_",
+    "round_", "clip_", "ge_", "gt_", "le_", "lt_", "ne_", "eq_", "logical_and_",
+    "logical_or_", "logical_xor_",
+]:  # fmt: skip
+    if _n not in BatchedTensor.__dict__:
+        _attach(_n, inplace_elementwise(_n))
+
+
+def _attach_composed():
+    from .. import _tensor_api as api
+
+    for name in (
+        "diff", "tile", "rot90", "fliplr", "flipud", "ravel", "moveaxis", "swapdims",
+        "cumprod", "logcumsumexp", "nansum", "nanmean", "count_nonzero", "inner",
+        "index_add", "index_copy", "index_fill", "take_along_dim",
+    ):  # fmt: skip
+        if name not in BatchedTensor.__dict__:
+            setattr(BatchedTensor, name, getattr(api, name))
+
+
+_attach_composed()
+# ----- end of tensor API additions -----

@@ -112,6 +112,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
+    """Zeroes each element with probability ``p`` while training, scaling the rest by
+    ``1 / (1 - p)``; the identity when ``training=False``."""
     if not training:
         if not isinstance(input, _C.Tensor) and not hasattr(type(input), "__ferrograd_function__"):
             raise TypeError(
