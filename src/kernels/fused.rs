@@ -455,17 +455,24 @@ impl Program {
         grads: &mut [Option<Vec<T>>],
     ) {
         assert_eq!(seeds.len(), self.outputs.len(), "one seed per output");
-        let seeded: Vec<bool> = seeds.iter().map(Option::is_some).collect();
-        let plan = match self.plan(want, &seeded) {
+        let seeded: smallvec::SmallVec<[bool; 4]> = seeds.iter().map(Option::is_some).collect();
+        let sched = match self.schedule(want, &seeded) {
             Ok(p) => p,
             Err(e) => panic!("invalid fused program: {e}"),
         };
-        plan.forward_vjp(inputs, scalars, seeds, outs, grads);
+        vjp(self, &sched, inputs, scalars, seeds, outs, grads);
     }
 
     /// Validates the program and plans its reverse pass for the inputs
     /// `want` marks and the outputs `seeded` marks as having a gradient.
     pub fn plan(&self, want: &[bool], seeded: &[bool]) -> Result<Plan, String> {
+        Ok(Plan {
+            sched: self.schedule(want, seeded)?,
+            prog: self.clone(),
+        })
+    }
+
+    fn schedule(&self, want: &[bool], seeded: &[bool]) -> Result<Schedule, String> {
         self.validate()?;
         if want.len() != self.n_inputs {
             return Err(format!(
@@ -524,16 +531,12 @@ impl Program {
                 *flag = true;
             }
         }
-        Ok(Plan {
-            prog: self.clone(),
+        Ok(Schedule {
             want: want.to_vec(),
             seeded: seeded.to_vec(),
-            sched: Schedule {
-                want: want.to_vec(),
-                seed_act,
-                live: has_reg,
-                act,
-            },
+            seed_act,
+            live: has_reg,
+            act,
         })
     }
 }
@@ -551,6 +554,7 @@ enum Act {
 #[derive(Clone, Debug)]
 struct Schedule {
     want: Vec<bool>,
+    seeded: Vec<bool>,
     seed_act: Vec<Act>,
     /// Registers that receive a gradient.
     live: Vec<bool>,
@@ -562,8 +566,6 @@ struct Schedule {
 #[derive(Clone, Debug)]
 pub struct Plan {
     prog: Program,
-    want: Vec<bool>,
-    seeded: Vec<bool>,
     sched: Schedule,
 }
 
@@ -574,7 +576,7 @@ impl Plan {
 
     /// The inputs this plan differentiates for.
     pub fn want(&self) -> &[bool] {
-        &self.want
+        &self.sched.want
     }
 
     /// As [`Program::forward`], without validating again.
@@ -604,38 +606,52 @@ impl Plan {
         assert_eq!(seeds.len(), self.prog.outputs.len(), "one seed per output");
         if seeds
             .iter()
-            .zip(&self.seeded)
+            .zip(&self.sched.seeded)
             .any(|(s, &p)| s.is_some() != p)
         {
             return self
                 .prog
-                .forward_vjp(inputs, scalars, seeds, &self.want, outs, grads);
+                .forward_vjp(inputs, scalars, seeds, &self.sched.want, outs, grads);
         }
-        assert_eq!(
-            grads.len(),
-            self.prog.n_inputs,
-            "one gradient slot per input"
-        );
-        let n = inputs
-            .first()
-            .map(|s| s.len())
-            .or_else(|| outs.first().map(|s| s.len()))
-            .unwrap_or(0);
-        for (g, &w) in grads.iter_mut().zip(&self.want) {
-            if w {
-                *g = Some(crate::error::filled_vec(n, T::ZERO));
-            }
-        }
-        run(
-            &self.prog,
-            Some(&self.sched),
-            inputs,
-            scalars,
-            seeds,
-            outs,
-            grads,
-        );
+        vjp(&self.prog, &self.sched, inputs, scalars, seeds, outs, grads);
     }
+}
+
+/// Allocates the wanted gradients and runs the program forward and back.
+fn vjp<T: FusedFloat>(
+    prog: &Program,
+    sched: &Schedule,
+    inputs: &[&[T]],
+    scalars: &[impl Into<f64> + Copy],
+    seeds: &[Option<&[T]>],
+    outs: &mut [&mut [T]],
+    grads: &mut [Option<Vec<T>>],
+) {
+    assert_eq!(grads.len(), prog.n_inputs, "one gradient slot per input");
+    let n = inputs
+        .first()
+        .map(|s| s.len())
+        .or_else(|| outs.first().map(|s| s.len()))
+        .unwrap_or(0);
+    for (g, &w) in grads.iter_mut().zip(&sched.want) {
+        if w {
+            *g = Some(crate::error::filled_vec(n, T::ZERO));
+        }
+    }
+    run(prog, Some(sched), inputs, scalars, seeds, outs, grads);
+}
+
+/// What the reverse pass derives from a scalar operand, in float64 from the
+/// number as the eager rules do; computed once per call, since the compiler
+/// may evaluate a `ln` in the loops even where its branch is not taken.
+#[derive(Clone, Copy, Debug)]
+struct ScalarConsts<T> {
+    zero: bool,
+    /// `pow_scalar`'s `e - 1` and `e`.
+    minus_one: T,
+    value: T,
+    /// `rpow_scalar`'s `ln(s)`.
+    ln: T,
 }
 
 /// Everything one range of blocks needs; shared by the pool's threads.
@@ -644,7 +660,7 @@ struct Job<'a, T> {
     sched: Option<&'a Schedule>,
     inputs: &'a [&'a [T]],
     scalars: &'a [T],
-    scalars64: &'a [f64],
+    consts: &'a [ScalarConsts<T>],
     seeds: &'a [Option<&'a [T]>],
     outs: &'a [SendPtr<T>],
     /// Null for inputs whose gradient is not wanted.
@@ -689,6 +705,15 @@ fn run<T: FusedFloat>(
     }
     let scalars64: smallvec::SmallVec<[f64; 8]> = scalars.iter().map(|&s| s.into()).collect();
     let scalars_t: smallvec::SmallVec<[T; 8]> = scalars64.iter().map(|&s| T::of(s)).collect();
+    let consts: smallvec::SmallVec<[ScalarConsts<T>; 8]> = scalars64
+        .iter()
+        .map(|&s| ScalarConsts {
+            zero: s == 0.0,
+            minus_one: T::of(s - 1.0),
+            value: T::of(s),
+            ln: T::of(s.ln()),
+        })
+        .collect();
     let outp: smallvec::SmallVec<[SendPtr<T>; 4]> =
         outs.iter_mut().map(|o| SendPtr(o.as_mut_ptr())).collect();
     let gradp: smallvec::SmallVec<[SendPtr<T>; 4]> = grads
@@ -704,7 +729,7 @@ fn run<T: FusedFloat>(
         sched,
         inputs,
         scalars: &scalars_t,
-        scalars64: &scalars64,
+        consts: &consts,
         seeds,
         outs: &outp,
         grads: &gradp,
@@ -832,7 +857,7 @@ fn block<T: FusedFloat>(
             None => &[],
         };
         let num = |s: Option<Src>| match s {
-            Some(Src::Scalar(k)) => Some(job.scalars64[k as usize]),
+            Some(Src::Scalar(k)) => Some(job.consts[k as usize]),
             _ => None,
         };
         let (sa, sb) = (num(Some(ins.a)), num(ins.b));
@@ -858,20 +883,42 @@ fn block<T: FusedFloat>(
     }
 }
 
+/// Lanes per step of the loops below: a fixed-size step compiles to whole
+/// vector instructions, so a 16-float block costs one per operation.
+const W: usize = 16;
+
+/// `d[i] = f(d[i], a[i], b[i], c[i])` over the first `d.len()` elements.
+/// Callers pass an operand they do not use as another one; its loads fold away.
+#[inline(always)]
+fn each<T: FusedFloat>(d: &mut [T], a: &[T], b: &[T], c: &[T], f: impl Fn(T, T, T, T) -> T) {
+    let n = d.len();
+    let (a, b, c) = (&a[..n], &b[..n], &c[..n]);
+    let mut i = 0;
+    while i + W <= n {
+        let dw: &mut [T; W] = (&mut d[i..i + W]).try_into().unwrap();
+        let aw: &[T; W] = a[i..i + W].try_into().unwrap();
+        let bw: &[T; W] = b[i..i + W].try_into().unwrap();
+        let cw: &[T; W] = c[i..i + W].try_into().unwrap();
+        for j in 0..W {
+            dw[j] = f(dw[j], aw[j], bw[j], cw[j]);
+        }
+        i += W;
+    }
+    for j in i..n {
+        d[j] = f(d[j], a[j], b[j], c[j]);
+    }
+}
+
 /// `d = f(a)` elementwise.
 #[inline(always)]
 fn map1<T: FusedFloat>(d: &mut [T], a: &[T], f: impl Fn(T) -> T) {
-    for (d, &x) in d.iter_mut().zip(a) {
-        *d = f(x);
-    }
+    each(d, a, a, a, |_, x, _, _| f(x));
 }
 
 /// `d = f(a, b)` elementwise.
 #[inline(always)]
 fn map2<T: FusedFloat>(d: &mut [T], a: &[T], b: &[T], f: impl Fn(T, T) -> T) {
-    for ((d, &x), &y) in d.iter_mut().zip(a).zip(b) {
-        *d = f(x, y);
-    }
+    each(d, a, b, a, |_, x, y, _| f(x, y));
 }
 
 #[inline(always)]
@@ -920,35 +967,7 @@ fn forward_op<T: FusedFloat>(op: EwOp, d: &mut [T], a: &[T], b: &[T]) {
     }
 }
 
-/// Lands `f(g)` in `d`.
-#[inline(always)]
-fn land<T: FusedFloat>(d: &mut [T], act: Act, g: &[T], f: impl Fn(T) -> T) {
-    if act == Act::Add {
-        for (d, &g) in d.iter_mut().zip(g) {
-            *d = *d + f(g);
-        }
-    } else {
-        for (d, &g) in d.iter_mut().zip(g) {
-            *d = f(g);
-        }
-    }
-}
-
-/// Lands `f(g, u)` in `d`.
-#[inline(always)]
-fn land2<T: FusedFloat>(d: &mut [T], act: Act, g: &[T], u: &[T], f: impl Fn(T, T) -> T) {
-    if act == Act::Add {
-        for ((d, &g), &u) in d.iter_mut().zip(g).zip(u) {
-            *d = *d + f(g, u);
-        }
-    } else {
-        for ((d, &g), &u) in d.iter_mut().zip(g).zip(u) {
-            *d = f(g, u);
-        }
-    }
-}
-
-/// Lands `f(g, u, v)` in `d`.
+/// Lands `f(g, u, v)` in `d`: written, or added to what is there.
 #[inline(always)]
 fn land3<T: FusedFloat>(
     d: &mut [T],
@@ -959,20 +978,28 @@ fn land3<T: FusedFloat>(
     f: impl Fn(T, T, T) -> T,
 ) {
     if act == Act::Add {
-        for (((d, &g), &u), &v) in d.iter_mut().zip(g).zip(u).zip(v) {
-            *d = *d + f(g, u, v);
-        }
+        each(d, g, u, v, |d, g, u, v| d + f(g, u, v));
     } else {
-        for (((d, &g), &u), &v) in d.iter_mut().zip(g).zip(u).zip(v) {
-            *d = f(g, u, v);
-        }
+        each(d, g, u, v, |_, g, u, v| f(g, u, v));
     }
+}
+
+/// Lands `f(g, u)` in `d`.
+#[inline(always)]
+fn land2<T: FusedFloat>(d: &mut [T], act: Act, g: &[T], u: &[T], f: impl Fn(T, T) -> T) {
+    land3(d, act, g, u, u, |g, u, _| f(g, u));
+}
+
+/// Lands `f(g)` in `d`.
+#[inline(always)]
+fn land<T: FusedFloat>(d: &mut [T], act: Act, g: &[T], f: impl Fn(T) -> T) {
+    land3(d, act, g, g, g, |g, _, _| f(g));
 }
 
 /// The gradient operand `slot` (0 for `a`, 1 for `b`) receives from an
 /// instruction whose result `y` has gradient `g`, each written as the eager
 /// rule computes it (comments name the rule's ops). `sa`/`sb` are the
-/// operands' numbers when they are scalars.
+/// constants derived from the operands' numbers when they are scalars.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn backward_op<T: FusedFloat>(
@@ -984,8 +1011,8 @@ fn backward_op<T: FusedFloat>(
     y: &[T],
     a: &[T],
     b: &[T],
-    sa: Option<f64>,
-    sb: Option<f64>,
+    sa: Option<ScalarConsts<T>>,
+    sb: Option<ScalarConsts<T>>,
 ) {
     use EwOp::*;
     let one = T::ONE;
@@ -1076,9 +1103,9 @@ fn backward_op<T: FusedFloat>(
         (Div, _) => land3(d, act, g, a, b, |g, x, y| -((g * (x / y)) / y)),
         (Pow, 0) => match sb {
             // pow_scalar: 0 * g for a zero exponent, else mul(g, mul(pow(x, e - 1), e))
-            Some(e) if e == 0.0 => land(d, act, g, |g| g * zero),
+            Some(e) if e.zero => land(d, act, g, |g| g * zero),
             Some(e) => {
-                let (em1, et) = (T::of(e - 1.0), T::of(e));
+                let (em1, et) = (e.minus_one, e.value);
                 land2(d, act, g, a, |g, x| g * (powf_special(x, em1) * et))
             }
             // mul(g, mul(b, pow(a, sub(b, 1))))
@@ -1089,8 +1116,8 @@ fn backward_op<T: FusedFloat>(
         (Pow, _) => match sa {
             // rpow_scalar: mul(g, mul(out, ln s)), 0 where s == 0 and the exponent >= 0
             Some(s) => {
-                let ln = T::of(s.ln());
-                if s == 0.0 {
+                let ln = s.ln;
+                if s.zero {
                     land3(
                         d,
                         act,
@@ -1111,14 +1138,19 @@ fn backward_op<T: FusedFloat>(
             }
             // mul(g, mul(out, log(a))), 0 where a == 0 and b >= 0
             None => {
-                for ((((d, &g), &y), &x), &e) in d.iter_mut().zip(g).zip(y).zip(a).zip(b) {
-                    let v = if x == zero && e >= zero {
-                        zero
-                    } else {
-                        g * (y * x.k_ln())
-                    };
-                    *d = if act == Act::Add { *d + v } else { v };
-                }
+                // Four streams: g, y, a, b; `a` and `b` go through `d`'s slot
+                // only after the value is formed.
+                let mut tmp = [zero; BLOCK];
+                let t = &mut tmp[..d.len()];
+                each(t, g, y, a, |_, g, y, x| g * (y * x.k_ln()));
+                each(
+                    t,
+                    a,
+                    b,
+                    a,
+                    |v, x, e, _| if x == zero && e >= zero { zero } else { v },
+                );
+                land(d, act, t, |v| v);
             }
         },
         (Maximum, 0) => land3(d, act, g, a, b, |g, x, o| g * extreme_share(x, o, true)),
