@@ -870,7 +870,7 @@ fn block<T: FusedFloat>(
                 Some(Src::Reg(r)) => &mut lower[r as usize * stride..r as usize * stride + len],
                 Some(Src::Input(k)) => {
                     let p = job.grads[k as usize];
-                    debug_assert!(!p.get().is_null());
+                    assert!(!p.get().is_null(), "gradient buffer missing");
                     // SAFETY: a planned contribution to an input means it is
                     // wanted, so `grads[k]` is a live vector of the program's
                     // length; this thread alone touches `pos..pos + len`.
