@@ -8,7 +8,9 @@
 pub mod conv;
 pub(crate) mod copy;
 pub(crate) mod elementwise;
+// Public for its criterion bench; `py::compile` replays captured elementwise runs with it.
 pub(crate) mod embedding;
+pub mod fused;
 pub(crate) mod index;
 pub(crate) mod math;
 pub(crate) mod matmul;
