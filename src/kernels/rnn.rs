@@ -519,6 +519,17 @@ fn lstm_backward_units<T: Real>(
 /// Batch rows per task of the row-split loops: one register tile's rows.
 const ROW_CHUNK: usize = 4;
 
+/// A buffer of `n` elements for a loop to fill: the saved buffers are a few MB
+/// per call, and zeroing them first cost a separate pass over memory.
+///
+/// # Safety
+/// The caller must write every element before the buffer is read or returned.
+unsafe fn written_later<T: Real>(n: usize) -> Vec<T> {
+    let mut v: Vec<T> = crate::error::alloc_vec(n);
+    v.set_len(n);
+    v
+}
+
 /// Whether the LSTM loops split the batch rather than the hidden units. Batch
 /// rows never interact, so a task can own a few rows for the whole sequence:
 /// one parallel region per loop instead of one per step, and no step waits for
@@ -578,7 +589,7 @@ fn lstm_row_forward<T: Real>(
     }
 }
 
-/// `lstm_forward` split by batch rows: each task runs [`ROW_CHUNK`] rows
+/// `lstm_forward` split by batch rows: each task runs a few rows
 /// through every step (product with the packed `W_hh^T`, then the gates),
 /// touching only its rows of the state and of every saved buffer.
 fn lstm_forward_rows<T: Real>(
@@ -594,14 +605,17 @@ fn lstm_forward_rows<T: Real>(
     let wp = Packed::from_transposed(w_hh, g4, hd);
     let mut h = h0.to_vec();
     let mut c = c0.to_vec();
-    let mut r = LstmForward {
-        out: vec![T::zero(); n * hd],
-        h_n: Vec::new(),
-        c_n: Vec::new(),
-        gates: vec![T::zero(); n * g4],
-        c: vec![T::zero(); n * hd],
-        c_prev: vec![T::zero(); n * hd],
-        h_prev: vec![T::zero(); n * hd],
+    // SAFETY (all five): the tasks write every row of every step, whole.
+    let mut r = unsafe {
+        LstmForward {
+            out: written_later(n * hd),
+            h_n: Vec::new(),
+            c_n: Vec::new(),
+            gates: written_later(n * g4),
+            c: written_later(n * hd),
+            c_prev: written_later(n * hd),
+            h_prev: written_later(n * hd),
+        }
     };
     let order = s.order();
     let ptr = |v: &mut Vec<T>| super::SendPtr(v.as_mut_ptr());
@@ -681,7 +695,8 @@ fn lstm_backward_rows<T: Real>(
     let wp = Packed::from_rows(w_hh, g4, hd);
     let mut dh = g_hn.to_vec();
     let mut dc = g_cn.to_vec();
-    let mut d_gates = vec![T::zero(); n * g4];
+    // SAFETY: the tasks write every row of every step, whole.
+    let mut d_gates = unsafe { written_later(n * g4) };
     let visits: Vec<usize> = s.order().into_iter().rev().collect();
     let (pd, pdh, pdc) = (
         super::SendPtr(d_gates.as_mut_ptr()),
