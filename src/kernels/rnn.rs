@@ -767,6 +767,27 @@ pub(crate) fn gru_forward<T: Real>(
     w_hh: &[T],
     b_hh: Option<&[T]>,
 ) -> GruForward<T> {
+    if gru_row_split(s) {
+        gru_forward_rows(s, gi, h0, w_hh, b_hh)
+    } else {
+        gru_forward_cols(s, gi, h0, w_hh, b_hh)
+    }
+}
+
+/// Whether the GRU loops split the batch (see [`use_row_split`]); otherwise
+/// each step's product is split by columns when it is large enough.
+fn gru_row_split(s: &Steps) -> bool {
+    s.batch >= 2 * ROW_CHUNK || s.batch * 3 * s.hidden * s.hidden < 1 << 16
+}
+
+/// `gru_forward` with each step's product split by columns across the pool.
+fn gru_forward_cols<T: Real>(
+    s: &Steps,
+    gi: &[T],
+    h0: &[T],
+    w_hh: &[T],
+    b_hh: Option<&[T]>,
+) -> GruForward<T> {
     let (hd, n) = (s.hidden, s.rows());
     let (g3, g4) = (3 * hd, 4 * hd);
     let w_t = transpose(w_hh, g3, hd);
@@ -800,6 +821,146 @@ pub(crate) fn gru_forward<T: Real>(
 /// Gradients of the GRU loop: with respect to `gi` `[N, 3H]`, to the recurrent
 /// product `[N, 3H]` (they differ in the n gate, scaled by r) and to `h0`.
 pub(crate) fn gru_backward<T: Real>(
+    s: &Steps,
+    gates: &[T],
+    h_prev: &[T],
+    g_out: &[T],
+    g_hn: &[T],
+    w_hh: &[T],
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    if gru_row_split(s) {
+        gru_backward_rows(s, gates, h_prev, g_out, g_hn, w_hh)
+    } else {
+        gru_backward_cols(s, gates, h_prev, g_out, g_hn, w_hh)
+    }
+}
+
+/// `gru_forward` split by batch rows, as [`lstm_forward_rows`].
+fn gru_forward_rows<T: Real>(
+    s: &Steps,
+    gi: &[T],
+    h0: &[T],
+    w_hh: &[T],
+    b_hh: Option<&[T]>,
+) -> GruForward<T> {
+    let (hd, n) = (s.hidden, s.rows());
+    let (g3, g4) = (3 * hd, 4 * hd);
+    let wp = Packed::from_transposed(w_hh, g3, hd);
+    let mut h = h0.to_vec();
+    // SAFETY (all three): the tasks write every row of every step, whole.
+    let mut r = unsafe {
+        GruForward {
+            out: written_later(n * hd),
+            h_n: Vec::new(),
+            gates: written_later(n * g4),
+            h_prev: written_later(n * hd),
+        }
+    };
+    let order = s.order();
+    let ptr = |v: &mut Vec<T>| super::SendPtr(v.as_mut_ptr());
+    let (ph, pout, pg, php) = (
+        ptr(&mut h),
+        ptr(&mut r.out),
+        ptr(&mut r.gates),
+        ptr(&mut r.h_prev),
+    );
+    super::parallel::tasks(s.batch.div_ceil(ROW_CHUNK), |chunk| {
+        let r0 = chunk * ROW_CHUNK;
+        let r1 = (r0 + ROW_CHUNK).min(s.batch);
+        let mut pre = vec![T::zero(); ROW_CHUNK * g3];
+        for &t in &order {
+            let (bs, off) = (s.sizes[t], s.offsets[t]);
+            let m = r1.min(bs).saturating_sub(r0);
+            if m == 0 {
+                continue;
+            }
+            // SAFETY: rows r0..r0 + m of the state and rows off + r0.. of the
+            // packed buffers belong to this task only; all outlive the region.
+            let hs = unsafe { part_mut(ph, r0 * hd, m * hd) };
+            unsafe { part_mut(php, (off + r0) * hd, m * hd) }.copy_from_slice(hs);
+            for p in pre[..m * g3].chunks_exact_mut(g3) {
+                match b_hh {
+                    Some(b) => p.copy_from_slice(b),
+                    None => p.fill(T::zero()),
+                }
+            }
+            packed_mm(hs, m, &wp, &mut pre[..m * g3], true);
+            for i in 0..m {
+                let row = off + r0 + i;
+                let h_row = &mut hs[i * hd..(i + 1) * hd];
+                // SAFETY: as above.
+                gru_row_forward(
+                    &gi[row * g3..(row + 1) * g3],
+                    &pre[i * g3..(i + 1) * g3],
+                    h_row,
+                    unsafe { part_mut(pg, row * g4, g4) },
+                );
+                unsafe { part_mut(pout, row * hd, hd) }.copy_from_slice(h_row);
+            }
+        }
+    });
+    r.h_n = h;
+    r
+}
+
+/// `gru_backward` split by batch rows, as [`lstm_backward_rows`].
+fn gru_backward_rows<T: Real>(
+    s: &Steps,
+    gates: &[T],
+    h_prev: &[T],
+    g_out: &[T],
+    g_hn: &[T],
+    w_hh: &[T],
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (hd, n) = (s.hidden, s.rows());
+    let (g3, g4) = (3 * hd, 4 * hd);
+    let wp = Packed::from_rows(w_hh, g3, hd);
+    let mut dh = g_hn.to_vec();
+    // SAFETY: the tasks write every row of every step, whole.
+    let (mut d_gi, mut d_gh) = unsafe { (written_later(n * g3), written_later(n * g3)) };
+    let visits: Vec<usize> = s.order().into_iter().rev().collect();
+    let (pgi, pgh, pdh) = (
+        super::SendPtr(d_gi.as_mut_ptr()),
+        super::SendPtr(d_gh.as_mut_ptr()),
+        super::SendPtr(dh.as_mut_ptr()),
+    );
+    super::parallel::tasks(s.batch.div_ceil(ROW_CHUNK), |chunk| {
+        let r0 = chunk * ROW_CHUNK;
+        let r1 = (r0 + ROW_CHUNK).min(s.batch);
+        for &t in &visits {
+            let (bs, off) = (s.sizes[t], s.offsets[t]);
+            let m = r1.min(bs).saturating_sub(r0);
+            if m == 0 {
+                continue;
+            }
+            // SAFETY: rows r0..r0 + m of `dh` and rows off + r0.. of the
+            // gradient buffers belong to this task only; all outlive the region.
+            let (dhs, dgi, dgh) = unsafe {
+                (
+                    part_mut(pdh, r0 * hd, m * hd),
+                    part_mut(pgi, (off + r0) * g3, m * g3),
+                    part_mut(pgh, (off + r0) * g3, m * g3),
+                )
+            };
+            for i in 0..m {
+                let row = off + r0 + i;
+                gru_row_backward(
+                    &gates[row * g4..(row + 1) * g4],
+                    &h_prev[row * hd..(row + 1) * hd],
+                    &g_out[row * hd..(row + 1) * hd],
+                    &mut dhs[i * hd..(i + 1) * hd],
+                    &mut dgi[i * g3..(i + 1) * g3],
+                    &mut dgh[i * g3..(i + 1) * g3],
+                );
+            }
+            packed_mm(dgh, m, &wp, dhs, true);
+        }
+    });
+    (d_gi, d_gh, dh)
+}
+
+/// `gru_backward` with each step's product split by columns.
+fn gru_backward_cols<T: Real>(
     s: &Steps,
     gates: &[T],
     h_prev: &[T],
@@ -844,6 +1005,34 @@ pub(crate) fn gru_backward<T: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both splits of the GRU loops compute the same numbers, on a packed
+    /// sequence with rows that end early (and, in reverse, start late).
+    #[test]
+    fn gru_row_and_column_splits_agree() {
+        let hd = 40;
+        let val = |i: usize| ((i * 41 % 29) as f64 - 14.0) / 50.0;
+        for reverse in [false, true] {
+            let s = Steps::new(hd, vec![9, 9, 6, 1], reverse);
+            let n = s.rows();
+            let gi: Vec<f64> = (0..n * 3 * hd).map(val).collect();
+            let w: Vec<f64> = (0..3 * hd * hd).map(|i| val(i + 5)).collect();
+            let bias: Vec<f64> = (0..3 * hd).map(|i| val(i + 11)).collect();
+            let h0: Vec<f64> = (0..9 * hd).map(|i| val(i + 3)).collect();
+            let a = gru_forward_rows(&s, &gi, &h0, &w, Some(&bias));
+            let b = gru_forward_cols(&s, &gi, &h0, &w, Some(&bias));
+            let close = |x: &[f64], y: &[f64]| {
+                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| (p - q).abs() < 1e-12)
+            };
+            assert!(close(&a.out, &b.out) && close(&a.h_n, &b.h_n));
+            assert!(close(&a.gates, &b.gates) && close(&a.h_prev, &b.h_prev));
+            let g_out: Vec<f64> = (0..n * hd).map(|i| val(i + 2)).collect();
+            let g_hn: Vec<f64> = (0..9 * hd).map(|i| val(i + 9)).collect();
+            let x = gru_backward_rows(&s, &a.gates, &a.h_prev, &g_out, &g_hn, &w);
+            let y = gru_backward_cols(&s, &a.gates, &a.h_prev, &g_out, &g_hn, &w);
+            assert!(close(&x.0, &y.0) && close(&x.1, &y.1) && close(&x.2, &y.2));
+        }
+    }
 
     /// Both splits of the LSTM loops compute the same numbers, on a packed
     /// sequence with rows that end early (and, in reverse, start late).
