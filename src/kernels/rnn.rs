@@ -12,7 +12,7 @@
 
 use multiversion::multiversion;
 
-use super::rnn_gemm::{small_nn, Real};
+use super::rnn_gemm::{packed_mm, small_nn, Packed, Real};
 
 /// Shapes shared by the loops: hidden size, first (largest) batch, and the
 /// packed row offset of each step.
@@ -309,14 +309,30 @@ fn lstm_units_backward<T: Real>(
 }
 
 /// The LSTM recurrence over every step. `gi` `[N, 4H]` holds each step's input
-/// projection (with `b_ih`); gate order i, f, g, o as PyTorch.
-///
-/// A step is one parallel region split by hidden units: each part multiplies
-/// the previous hidden state by its units' columns of the four gates and runs
-/// the cell on them right away, so the whole step (product and gates) is
-/// spread over the pool and the only synchronisation is the end of the region.
-/// The hidden state is double-buffered because every part reads all of it.
+/// projection (with `b_ih`); gate order i, f, g, o as PyTorch. Split by batch
+/// rows ([`lstm_forward_rows`]) unless the batch is too small for that.
 pub(crate) fn lstm_forward<T: Real>(
+    s: &Steps,
+    gi: &[T],
+    h0: &[T],
+    c0: &[T],
+    w_hh: &[T],
+    b_hh: Option<&[T]>,
+) -> LstmForward<T> {
+    if use_row_split::<T>(s) {
+        lstm_forward_rows(s, gi, h0, c0, w_hh, b_hh)
+    } else {
+        lstm_forward_units(s, gi, h0, c0, w_hh, b_hh)
+    }
+}
+
+/// `lstm_forward` split by hidden units. A step is one parallel region: each
+/// part multiplies the previous hidden state by its units' columns of the four
+/// gates and runs the cell on them right away, so the whole step (product and
+/// gates) is spread over the pool and the only synchronisation is the end of
+/// the region. The hidden state is double-buffered because every part reads
+/// all of it.
+fn lstm_forward_units<T: Real>(
     s: &Steps,
     gi: &[T],
     h0: &[T],
@@ -407,15 +423,29 @@ pub(crate) fn lstm_forward<T: Real>(
 
 /// Gradients of the LSTM loop: `d_gates` `[N, 4H]` (with respect to the gate
 /// pre-activations, i.e. to `gi` and to the recurrent product alike) and the
-/// gradients of `h0`, `c0`.
-///
-/// One parallel region per step, split by hidden units as the forward: a part
-/// first finishes the gradient reaching its units of the hidden state (the
-/// product of the previously visited step's gate gradients with its columns
-/// of `W_hh`), then runs the gates' backward on those units. Both halves of a
-/// part touch only its own units, so the end of the region is the only
-/// synchronisation a step needs.
+/// gradients of `h0`, `c0`. Split like the forward.
 pub(crate) fn lstm_backward<T: Real>(
+    s: &Steps,
+    f: &LstmForwardRef<'_, T>,
+    g_out: &[T],
+    g_hn: &[T],
+    g_cn: &[T],
+    w_hh: &[T],
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    if use_row_split::<T>(s) {
+        lstm_backward_rows(s, f, g_out, g_hn, g_cn, w_hh)
+    } else {
+        lstm_backward_units(s, f, g_out, g_hn, g_cn, w_hh)
+    }
+}
+
+/// `lstm_backward` split by hidden units: one parallel region per step, in
+/// which a part first finishes the gradient reaching its units of the hidden
+/// state (the product of the previously visited step's gate gradients with its
+/// columns of `W_hh`), then runs the gates' backward on those units. Both
+/// halves of a part touch only its own units, so the end of the region is the
+/// only synchronisation a step needs.
+fn lstm_backward_units<T: Real>(
     s: &Steps,
     f: &LstmForwardRef<'_, T>,
     g_out: &[T],
@@ -486,6 +516,232 @@ pub(crate) fn lstm_backward<T: Real>(
     (d_gates, dh, dc)
 }
 
+/// Batch rows per task of the row-split loops: one register tile's rows.
+const ROW_CHUNK: usize = 4;
+
+/// A buffer of `n` elements for a loop to fill: the saved buffers are a few MB
+/// per call, and zeroing them first cost a separate pass over memory.
+///
+/// # Safety
+/// The caller must write every element before the buffer is read or returned.
+unsafe fn written_later<T: Real>(n: usize) -> Vec<T> {
+    let mut v: Vec<T> = crate::error::alloc_vec(n);
+    v.set_len(n);
+    v
+}
+
+/// Whether the LSTM loops split the batch rather than the hidden units. Batch
+/// rows never interact, so a task can own a few rows for the whole sequence:
+/// one parallel region per loop instead of one per step, and no step waits for
+/// another thread. Splitting units is kept for batches too small to give every
+/// thread rows while a step is large enough to share.
+fn use_row_split<T: Real>(s: &Steps) -> bool {
+    s.batch >= 2 * ROW_CHUNK || unit_parts::<T>(s.batch, s.hidden, 4) == 1
+}
+
+/// One batch row of the LSTM step over all units: `pre` holds the four gates'
+/// pre-activations (input projection, both biases and the recurrent product);
+/// updates `c` in place and writes the activated gates, the cell state before
+/// and after, and the new hidden state into `h` and `out`.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+#[allow(clippy::too_many_arguments)]
+fn lstm_row_forward<T: Real>(
+    pre: &[T],
+    c: &mut [T],
+    c_prev: &mut [T],
+    c_out: &mut [T],
+    h: &mut [T],
+    out: &mut [T],
+    act: &mut [T],
+) {
+    let w = c.len();
+    let (p0, rest) = pre[..4 * w].split_at(w);
+    let (p1, rest) = rest.split_at(w);
+    let (p2, p3) = rest.split_at(w);
+    let (a0, rest) = act[..4 * w].split_at_mut(w);
+    let (a1, rest) = rest.split_at_mut(w);
+    let (a2, a3) = rest.split_at_mut(w);
+    let (c_prev, c_out, h, out) = (
+        &mut c_prev[..w],
+        &mut c_out[..w],
+        &mut h[..w],
+        &mut out[..w],
+    );
+    for j in 0..w {
+        let i = p0[j].sigmoid();
+        let f = p1[j].sigmoid();
+        let g = p2[j].tanh();
+        let o = p3[j].sigmoid();
+        a0[j] = i;
+        a1[j] = f;
+        a2[j] = g;
+        a3[j] = o;
+        c_prev[j] = c[j];
+        let cn = f * c[j] + i * g;
+        c[j] = cn;
+        c_out[j] = cn;
+        let hn = o * cn.tanh();
+        h[j] = hn;
+        out[j] = hn;
+    }
+}
+
+/// `lstm_forward` split by batch rows: each task runs a few rows
+/// through every step (product with the packed `W_hh^T`, then the gates),
+/// touching only its rows of the state and of every saved buffer.
+fn lstm_forward_rows<T: Real>(
+    s: &Steps,
+    gi: &[T],
+    h0: &[T],
+    c0: &[T],
+    w_hh: &[T],
+    b_hh: Option<&[T]>,
+) -> LstmForward<T> {
+    let (hd, n) = (s.hidden, s.rows());
+    let g4 = 4 * hd;
+    let wp = Packed::from_transposed(w_hh, g4, hd);
+    let mut h = h0.to_vec();
+    let mut c = c0.to_vec();
+    // SAFETY (all five): the tasks write every row of every step, whole.
+    let mut r = unsafe {
+        LstmForward {
+            out: written_later(n * hd),
+            h_n: Vec::new(),
+            c_n: Vec::new(),
+            gates: written_later(n * g4),
+            c: written_later(n * hd),
+            c_prev: written_later(n * hd),
+            h_prev: written_later(n * hd),
+        }
+    };
+    let order = s.order();
+    let ptr = |v: &mut Vec<T>| super::SendPtr(v.as_mut_ptr());
+    let (ph, pc, pout, pg, pcs, pcp, php) = (
+        ptr(&mut h),
+        ptr(&mut c),
+        ptr(&mut r.out),
+        ptr(&mut r.gates),
+        ptr(&mut r.c),
+        ptr(&mut r.c_prev),
+        ptr(&mut r.h_prev),
+    );
+    super::parallel::tasks(s.batch.div_ceil(ROW_CHUNK), |chunk| {
+        let r0 = chunk * ROW_CHUNK;
+        let r1 = (r0 + ROW_CHUNK).min(s.batch);
+        let mut pre = vec![T::zero(); ROW_CHUNK * g4];
+        for &t in &order {
+            let (bs, off) = (s.sizes[t], s.offsets[t]);
+            // Rows past this step's batch keep their state (sequences that
+            // ended, or in reverse have not started yet).
+            let m = r1.min(bs).saturating_sub(r0);
+            if m == 0 {
+                continue;
+            }
+            // SAFETY: rows r0..r0 + m of the state and rows off + r0.. of the
+            // packed buffers belong to this task only; all outlive the region.
+            let (hs, cs) =
+                unsafe { (part_mut(ph, r0 * hd, m * hd), part_mut(pc, r0 * hd, m * hd)) };
+            unsafe { part_mut(php, (off + r0) * hd, m * hd) }.copy_from_slice(hs);
+            for (i, p) in pre[..m * g4].chunks_exact_mut(g4).enumerate() {
+                let x = &gi[(off + r0 + i) * g4..(off + r0 + i + 1) * g4];
+                match b_hh {
+                    Some(b) => {
+                        for ((p, &x), &b) in p.iter_mut().zip(x).zip(b) {
+                            *p = x + b;
+                        }
+                    }
+                    None => p.copy_from_slice(x),
+                }
+            }
+            packed_mm(hs, m, &wp, &mut pre[..m * g4], true);
+            for i in 0..m {
+                let row = off + r0 + i;
+                // SAFETY: as above, row `row` and state row r0 + i are this task's.
+                unsafe {
+                    lstm_row_forward(
+                        &pre[i * g4..(i + 1) * g4],
+                        &mut cs[i * hd..(i + 1) * hd],
+                        part_mut(pcp, row * hd, hd),
+                        part_mut(pcs, row * hd, hd),
+                        &mut hs[i * hd..(i + 1) * hd],
+                        part_mut(pout, row * hd, hd),
+                        part_mut(pg, row * g4, g4),
+                    );
+                }
+            }
+        }
+    });
+    r.h_n = h;
+    r.c_n = c;
+    r
+}
+
+/// `lstm_backward` split by batch rows, the mirror of [`lstm_forward_rows`]:
+/// per step a task runs the gates' backward on its rows, then sends their
+/// gate gradients back through `W_hh` (packed once) into its rows of `dh`.
+fn lstm_backward_rows<T: Real>(
+    s: &Steps,
+    f: &LstmForwardRef<'_, T>,
+    g_out: &[T],
+    g_hn: &[T],
+    g_cn: &[T],
+    w_hh: &[T],
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (hd, n) = (s.hidden, s.rows());
+    let g4 = 4 * hd;
+    let wp = Packed::from_rows(w_hh, g4, hd);
+    let mut dh = g_hn.to_vec();
+    let mut dc = g_cn.to_vec();
+    // SAFETY: the tasks write every row of every step, whole.
+    let mut d_gates = unsafe { written_later(n * g4) };
+    let visits: Vec<usize> = s.order().into_iter().rev().collect();
+    let (pd, pdh, pdc) = (
+        super::SendPtr(d_gates.as_mut_ptr()),
+        super::SendPtr(dh.as_mut_ptr()),
+        super::SendPtr(dc.as_mut_ptr()),
+    );
+    super::parallel::tasks(s.batch.div_ceil(ROW_CHUNK), |chunk| {
+        let r0 = chunk * ROW_CHUNK;
+        let r1 = (r0 + ROW_CHUNK).min(s.batch);
+        for &t in &visits {
+            let (bs, off) = (s.sizes[t], s.offsets[t]);
+            let m = r1.min(bs).saturating_sub(r0);
+            if m == 0 {
+                continue;
+            }
+            // SAFETY: rows r0..r0 + m of `dh`/`dc` and rows off + r0.. of
+            // `d_gates` belong to this task only; all outlive the region.
+            let (dhs, dcs, ds) = unsafe {
+                (
+                    part_mut(pdh, r0 * hd, m * hd),
+                    part_mut(pdc, r0 * hd, m * hd),
+                    part_mut(pd, (off + r0) * g4, m * g4),
+                )
+            };
+            for i in 0..m {
+                let row = off + r0 + i;
+                let (a, rest) = ds[i * g4..(i + 1) * g4].split_at_mut(hd);
+                let (b, rest) = rest.split_at_mut(hd);
+                let (c, d) = rest.split_at_mut(hd);
+                lstm_units_backward(
+                    std::array::from_fn(|g| &f.gates[row * g4 + g * hd..row * g4 + (g + 1) * hd]),
+                    &f.c[row * hd..(row + 1) * hd],
+                    &f.c_prev[row * hd..(row + 1) * hd],
+                    &g_out[row * hd..(row + 1) * hd],
+                    &dhs[i * hd..(i + 1) * hd],
+                    &mut dcs[i * hd..(i + 1) * hd],
+                    [a, b, c, d],
+                );
+            }
+            packed_mm(ds, m, &wp, dhs, false);
+        }
+    });
+    (d_gates, dh, dc)
+}
+
 /// The saved parts of [`LstmForward`] that backward reads.
 pub(crate) struct LstmForwardRef<'a, T> {
     pub gates: &'a [T],
@@ -505,6 +761,27 @@ pub(crate) struct GruForward<T> {
 /// The GRU recurrence (gate order r, z, n):
 /// `n = tanh(i_n + r * (W_hn h + b_hn))`, `h' = (1 - z) n + z h`.
 pub(crate) fn gru_forward<T: Real>(
+    s: &Steps,
+    gi: &[T],
+    h0: &[T],
+    w_hh: &[T],
+    b_hh: Option<&[T]>,
+) -> GruForward<T> {
+    if gru_row_split(s) {
+        gru_forward_rows(s, gi, h0, w_hh, b_hh)
+    } else {
+        gru_forward_cols(s, gi, h0, w_hh, b_hh)
+    }
+}
+
+/// Whether the GRU loops split the batch (see [`use_row_split`]); otherwise
+/// each step's product is split by columns when it is large enough.
+fn gru_row_split(s: &Steps) -> bool {
+    s.batch >= 2 * ROW_CHUNK || s.batch * 3 * s.hidden * s.hidden < 1 << 16
+}
+
+/// `gru_forward` with each step's product split by columns across the pool.
+fn gru_forward_cols<T: Real>(
     s: &Steps,
     gi: &[T],
     h0: &[T],
@@ -551,6 +828,146 @@ pub(crate) fn gru_backward<T: Real>(
     g_hn: &[T],
     w_hh: &[T],
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
+    if gru_row_split(s) {
+        gru_backward_rows(s, gates, h_prev, g_out, g_hn, w_hh)
+    } else {
+        gru_backward_cols(s, gates, h_prev, g_out, g_hn, w_hh)
+    }
+}
+
+/// `gru_forward` split by batch rows, as [`lstm_forward_rows`].
+fn gru_forward_rows<T: Real>(
+    s: &Steps,
+    gi: &[T],
+    h0: &[T],
+    w_hh: &[T],
+    b_hh: Option<&[T]>,
+) -> GruForward<T> {
+    let (hd, n) = (s.hidden, s.rows());
+    let (g3, g4) = (3 * hd, 4 * hd);
+    let wp = Packed::from_transposed(w_hh, g3, hd);
+    let mut h = h0.to_vec();
+    // SAFETY (all three): the tasks write every row of every step, whole.
+    let mut r = unsafe {
+        GruForward {
+            out: written_later(n * hd),
+            h_n: Vec::new(),
+            gates: written_later(n * g4),
+            h_prev: written_later(n * hd),
+        }
+    };
+    let order = s.order();
+    let ptr = |v: &mut Vec<T>| super::SendPtr(v.as_mut_ptr());
+    let (ph, pout, pg, php) = (
+        ptr(&mut h),
+        ptr(&mut r.out),
+        ptr(&mut r.gates),
+        ptr(&mut r.h_prev),
+    );
+    super::parallel::tasks(s.batch.div_ceil(ROW_CHUNK), |chunk| {
+        let r0 = chunk * ROW_CHUNK;
+        let r1 = (r0 + ROW_CHUNK).min(s.batch);
+        let mut pre = vec![T::zero(); ROW_CHUNK * g3];
+        for &t in &order {
+            let (bs, off) = (s.sizes[t], s.offsets[t]);
+            let m = r1.min(bs).saturating_sub(r0);
+            if m == 0 {
+                continue;
+            }
+            // SAFETY: rows r0..r0 + m of the state and rows off + r0.. of the
+            // packed buffers belong to this task only; all outlive the region.
+            let hs = unsafe { part_mut(ph, r0 * hd, m * hd) };
+            unsafe { part_mut(php, (off + r0) * hd, m * hd) }.copy_from_slice(hs);
+            for p in pre[..m * g3].chunks_exact_mut(g3) {
+                match b_hh {
+                    Some(b) => p.copy_from_slice(b),
+                    None => p.fill(T::zero()),
+                }
+            }
+            packed_mm(hs, m, &wp, &mut pre[..m * g3], true);
+            for i in 0..m {
+                let row = off + r0 + i;
+                let h_row = &mut hs[i * hd..(i + 1) * hd];
+                // SAFETY: as above.
+                gru_row_forward(
+                    &gi[row * g3..(row + 1) * g3],
+                    &pre[i * g3..(i + 1) * g3],
+                    h_row,
+                    unsafe { part_mut(pg, row * g4, g4) },
+                );
+                unsafe { part_mut(pout, row * hd, hd) }.copy_from_slice(h_row);
+            }
+        }
+    });
+    r.h_n = h;
+    r
+}
+
+/// `gru_backward` split by batch rows, as [`lstm_backward_rows`].
+fn gru_backward_rows<T: Real>(
+    s: &Steps,
+    gates: &[T],
+    h_prev: &[T],
+    g_out: &[T],
+    g_hn: &[T],
+    w_hh: &[T],
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (hd, n) = (s.hidden, s.rows());
+    let (g3, g4) = (3 * hd, 4 * hd);
+    let wp = Packed::from_rows(w_hh, g3, hd);
+    let mut dh = g_hn.to_vec();
+    // SAFETY: the tasks write every row of every step, whole.
+    let (mut d_gi, mut d_gh) = unsafe { (written_later(n * g3), written_later(n * g3)) };
+    let visits: Vec<usize> = s.order().into_iter().rev().collect();
+    let (pgi, pgh, pdh) = (
+        super::SendPtr(d_gi.as_mut_ptr()),
+        super::SendPtr(d_gh.as_mut_ptr()),
+        super::SendPtr(dh.as_mut_ptr()),
+    );
+    super::parallel::tasks(s.batch.div_ceil(ROW_CHUNK), |chunk| {
+        let r0 = chunk * ROW_CHUNK;
+        let r1 = (r0 + ROW_CHUNK).min(s.batch);
+        for &t in &visits {
+            let (bs, off) = (s.sizes[t], s.offsets[t]);
+            let m = r1.min(bs).saturating_sub(r0);
+            if m == 0 {
+                continue;
+            }
+            // SAFETY: rows r0..r0 + m of `dh` and rows off + r0.. of the
+            // gradient buffers belong to this task only; all outlive the region.
+            let (dhs, dgi, dgh) = unsafe {
+                (
+                    part_mut(pdh, r0 * hd, m * hd),
+                    part_mut(pgi, (off + r0) * g3, m * g3),
+                    part_mut(pgh, (off + r0) * g3, m * g3),
+                )
+            };
+            for i in 0..m {
+                let row = off + r0 + i;
+                gru_row_backward(
+                    &gates[row * g4..(row + 1) * g4],
+                    &h_prev[row * hd..(row + 1) * hd],
+                    &g_out[row * hd..(row + 1) * hd],
+                    &mut dhs[i * hd..(i + 1) * hd],
+                    &mut dgi[i * g3..(i + 1) * g3],
+                    &mut dgh[i * g3..(i + 1) * g3],
+                );
+            }
+            packed_mm(dgh, m, &wp, dhs, true);
+        }
+    });
+    (d_gi, d_gh, dh)
+}
+
+/// `gru_backward` with each step's product split by columns.
+fn gru_backward_cols<T: Real>(
+    s: &Steps,
+    gates: &[T],
+    h_prev: &[T],
+    g_out: &[T],
+    g_hn: &[T],
+    w_hh: &[T],
+) -> (Vec<T>, Vec<T>, Vec<T>) {
     let (hd, n) = (s.hidden, s.rows());
     let (g3, g4) = (3 * hd, 4 * hd);
     let mut dh = g_hn.to_vec();
@@ -588,6 +1005,69 @@ pub(crate) fn gru_backward<T: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both splits of the GRU loops compute the same numbers, on a packed
+    /// sequence with rows that end early (and, in reverse, start late).
+    #[test]
+    fn gru_row_and_column_splits_agree() {
+        let hd = 40;
+        let val = |i: usize| ((i * 41 % 29) as f64 - 14.0) / 50.0;
+        for reverse in [false, true] {
+            let s = Steps::new(hd, vec![9, 9, 6, 1], reverse);
+            let n = s.rows();
+            let gi: Vec<f64> = (0..n * 3 * hd).map(val).collect();
+            let w: Vec<f64> = (0..3 * hd * hd).map(|i| val(i + 5)).collect();
+            let bias: Vec<f64> = (0..3 * hd).map(|i| val(i + 11)).collect();
+            let h0: Vec<f64> = (0..9 * hd).map(|i| val(i + 3)).collect();
+            let a = gru_forward_rows(&s, &gi, &h0, &w, Some(&bias));
+            let b = gru_forward_cols(&s, &gi, &h0, &w, Some(&bias));
+            let close = |x: &[f64], y: &[f64]| {
+                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| (p - q).abs() < 1e-12)
+            };
+            assert!(close(&a.out, &b.out) && close(&a.h_n, &b.h_n));
+            assert!(close(&a.gates, &b.gates) && close(&a.h_prev, &b.h_prev));
+            let g_out: Vec<f64> = (0..n * hd).map(|i| val(i + 2)).collect();
+            let g_hn: Vec<f64> = (0..9 * hd).map(|i| val(i + 9)).collect();
+            let x = gru_backward_rows(&s, &a.gates, &a.h_prev, &g_out, &g_hn, &w);
+            let y = gru_backward_cols(&s, &a.gates, &a.h_prev, &g_out, &g_hn, &w);
+            assert!(close(&x.0, &y.0) && close(&x.1, &y.1) && close(&x.2, &y.2));
+        }
+    }
+
+    /// Both splits of the LSTM loops compute the same numbers, on a packed
+    /// sequence with rows that end early (and, in reverse, start late).
+    #[test]
+    fn lstm_row_and_unit_splits_agree() {
+        let hd = 40;
+        let val = |i: usize| ((i * 37 % 23) as f64 - 11.0) / 40.0;
+        for reverse in [false, true] {
+            let s = Steps::new(hd, vec![7, 7, 5, 2], reverse);
+            let n = s.rows();
+            let gi: Vec<f64> = (0..n * 4 * hd).map(val).collect();
+            let w: Vec<f64> = (0..4 * hd * hd).map(|i| val(i + 5)).collect();
+            let bias: Vec<f64> = (0..4 * hd).map(|i| val(i + 11)).collect();
+            let h0: Vec<f64> = (0..7 * hd).map(|i| val(i + 3)).collect();
+            let c0: Vec<f64> = (0..7 * hd).map(|i| val(i + 7)).collect();
+            let a = lstm_forward_rows(&s, &gi, &h0, &c0, &w, Some(&bias));
+            let b = lstm_forward_units(&s, &gi, &h0, &c0, &w, Some(&bias));
+            let close = |x: &[f64], y: &[f64]| {
+                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| (p - q).abs() < 1e-12)
+            };
+            assert!(close(&a.out, &b.out) && close(&a.h_n, &b.h_n) && close(&a.c_n, &b.c_n));
+            assert!(close(&a.gates, &b.gates) && close(&a.h_prev, &b.h_prev));
+            let g_out: Vec<f64> = (0..n * hd).map(|i| val(i + 2)).collect();
+            let g_hn: Vec<f64> = (0..7 * hd).map(|i| val(i + 9)).collect();
+            let g_cn: Vec<f64> = (0..7 * hd).map(|i| val(i + 13)).collect();
+            let saved = LstmForwardRef {
+                gates: &a.gates,
+                c: &a.c,
+                c_prev: &a.c_prev,
+            };
+            let x = lstm_backward_rows(&s, &saved, &g_out, &g_hn, &g_cn, &w);
+            let y = lstm_backward_units(&s, &saved, &g_out, &g_hn, &g_cn, &w);
+            assert!(close(&x.0, &y.0) && close(&x.1, &y.1) && close(&x.2, &y.2));
+        }
+    }
 
     /// One LSTM step by the formulas, against the loop, and a finite-difference
     /// check of the loop's backward on a two-step, two-length packed sequence.

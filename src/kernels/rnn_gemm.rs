@@ -17,6 +17,10 @@ pub(crate) trait Real:
 {
     fn sigmoid(self) -> Self;
     fn tanh(self) -> Self;
+    /// `self * a + b` rounded once: a single FMA instruction in the
+    /// multiversioned loops (Rust never contracts `x * y + z` on its own, so
+    /// written out it costs two instructions and halves a product's speed).
+    fn mul_add(self, a: Self, b: Self) -> Self;
     /// Columns per register tile of [`small_nn`] (four AVX-512 registers).
     const TILE: usize;
     #[allow(clippy::too_many_arguments)]
@@ -42,6 +46,10 @@ impl Real for f32 {
     fn tanh(self) -> f32 {
         super::math::tanh_f32(self)
     }
+    #[inline(always)]
+    fn mul_add(self, a: f32, b: f32) -> f32 {
+        f32::mul_add(self, a, b)
+    }
     const TILE: usize = 64;
     fn nn_cols(
         a: &[f32],
@@ -66,6 +74,10 @@ impl Real for f64 {
     #[inline(always)]
     fn tanh(self) -> f64 {
         f64::tanh(self)
+    }
+    #[inline(always)]
+    fn mul_add(self, a: f64, b: f64) -> f64 {
+        f64::mul_add(self, a, b)
     }
     const TILE: usize = 32;
     fn nn_cols(
@@ -111,10 +123,10 @@ fn tile4<T: Real, const JB: usize>(
         let w: &[T; JB] = bt[kk * n + j0..kk * n + j0 + JB].try_into().unwrap();
         let (x0, x1, x2, x3) = (a0[kk], a1[kk], a2[kk], a3[kk]);
         for jj in 0..JB {
-            acc[0][jj] = acc[0][jj] + x0 * w[jj];
-            acc[1][jj] = acc[1][jj] + x1 * w[jj];
-            acc[2][jj] = acc[2][jj] + x2 * w[jj];
-            acc[3][jj] = acc[3][jj] + x3 * w[jj];
+            acc[0][jj] = x0.mul_add(w[jj], acc[0][jj]);
+            acc[1][jj] = x1.mul_add(w[jj], acc[1][jj]);
+            acc[2][jj] = x2.mul_add(w[jj], acc[2][jj]);
+            acc[3][jj] = x3.mul_add(w[jj], acc[3][jj]);
         }
     }
     for (r, acc_row) in acc.iter().enumerate() {
@@ -210,4 +222,196 @@ pub(crate) fn small_nn<T: Real>(
             row(i).copy_from_slice(&part[i * w..(i + 1) * w]);
         }
     });
+}
+
+/// The right-hand operand `b[k, n]` of many small products with the same
+/// weight, packed once per sequence: blocks of [`Real::TILE`] columns, each
+/// stored `[k][TILE]` contiguously (the last block zero-padded), so a register
+/// tile streams its block front to back instead of striding over `b`'s rows.
+pub(crate) struct Packed<T> {
+    k: usize,
+    n: usize,
+    data: Vec<T>,
+}
+
+impl<T: Real> Packed<T> {
+    /// Packs `b` given row-major as `[k, n]`.
+    pub(crate) fn from_rows(b: &[T], k: usize, n: usize) -> Packed<T> {
+        let jb = T::TILE;
+        let mut data = vec![T::zero(); n.div_ceil(jb) * k * jb];
+        for (kk, row) in b[..k * n].chunks_exact(n.max(1)).enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                data[((j / jb) * k + kk) * jb + j % jb] = v;
+            }
+        }
+        Packed { k, n, data }
+    }
+
+    /// Packs `b = w^T` for `w` given row-major as `[n, k]` (the recurrent
+    /// weight `[gates * H, H]` as the right operand of `h @ W^T`).
+    pub(crate) fn from_transposed(w: &[T], n: usize, k: usize) -> Packed<T> {
+        let jb = T::TILE;
+        let mut data = vec![T::zero(); n.div_ceil(jb) * k * jb];
+        // Row j of `w` is column j of `b`; within one block the writes stay
+        // in its `k * TILE` elements, which fit in L1.
+        for (j, row) in w[..n * k].chunks_exact(k.max(1)).enumerate() {
+            let blk = &mut data[(j / jb) * k * jb..(j / jb + 1) * k * jb];
+            for (kk, &v) in row.iter().enumerate() {
+                blk[kk * jb + j % jb] = v;
+            }
+        }
+        Packed { k, n, data }
+    }
+}
+
+/// `out[i0..i0+R, j0..j0+JB] (+)= a[i0..i0+R, :] @ block`, `block` being one
+/// packed column block `[k][JB]`: R x JB accumulators in registers (R = 4 and
+/// JB = 64 f32 are 16 AVX-512 registers), one FMA per accumulator and `k`.
+/// Every length in the loops is a constant and nothing takes the
+/// accumulators' address, so they stay in registers.
+///
+/// # Safety
+/// `a` must hold rows `i0..i0 + R` of length `k`, `block` `k * JB` elements,
+/// and `out` rows `i0..i0 + R` of stride `ldo` with columns `j0..j0 + JB`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn packed_tile<T: Real, const R: usize, const JB: usize>(
+    a: *const T,
+    i0: usize,
+    k: usize,
+    block: *const T,
+    out: *mut T,
+    ldo: usize,
+    j0: usize,
+    add: bool,
+) {
+    let mut acc = [[T::zero(); JB]; R];
+    if add {
+        for (r, acc_row) in acc.iter_mut().enumerate() {
+            let o = out.add((i0 + r) * ldo + j0);
+            for (jj, v) in acc_row.iter_mut().enumerate() {
+                *v = *o.add(jj);
+            }
+        }
+    }
+    let rows: [*const T; R] = std::array::from_fn(|r| a.add((i0 + r) * k));
+    for kk in 0..k {
+        let w = block.add(kk * JB);
+        for (acc_row, row) in acc.iter_mut().zip(&rows) {
+            let x = *row.add(kk);
+            for (jj, v) in acc_row.iter_mut().enumerate() {
+                *v = x.mul_add(*w.add(jj), *v);
+            }
+        }
+    }
+    for (r, acc_row) in acc.iter().enumerate() {
+        let o = out.add((i0 + r) * ldo + j0);
+        for (jj, &v) in acc_row.iter().enumerate() {
+            *o.add(jj) = v;
+        }
+    }
+}
+
+/// Rows `i0..m` of one column block, in tiles of 4 rows and one of the rest.
+///
+/// # Safety
+/// As [`packed_tile`], for rows `i0..m`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn packed_block<T: Real, const JB: usize>(
+    a: *const T,
+    m: usize,
+    k: usize,
+    block: *const T,
+    out: *mut T,
+    ldo: usize,
+    j0: usize,
+    add: bool,
+) {
+    let mut i0 = 0;
+    while i0 + 4 <= m {
+        packed_tile::<T, 4, JB>(a, i0, k, block, out, ldo, j0, add);
+        i0 += 4;
+    }
+    match m - i0 {
+        3 => packed_tile::<T, 3, JB>(a, i0, k, block, out, ldo, j0, add),
+        2 => packed_tile::<T, 2, JB>(a, i0, k, block, out, ldo, j0, add),
+        1 => packed_tile::<T, 1, JB>(a, i0, k, block, out, ldo, j0, add),
+        _ => {}
+    }
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn packed_mm_impl<T: Real, const JB: usize>(
+    a: &[T],
+    m: usize,
+    b: &Packed<T>,
+    out: &mut [T],
+    add: bool,
+) {
+    let (k, n) = (b.k, b.n);
+    assert!(a.len() >= m * k && out.len() >= m * n && b.data.len() >= n.div_ceil(JB) * k * JB);
+    let full = n / JB;
+    for blk in 0..full {
+        // SAFETY: the assert above covers rows 0..m and the whole block.
+        unsafe {
+            packed_block::<T, JB>(
+                a.as_ptr(),
+                m,
+                k,
+                b.data.as_ptr().add(blk * k * JB),
+                out.as_mut_ptr(),
+                n,
+                blk * JB,
+                add,
+            )
+        };
+    }
+    let cols = n - full * JB;
+    if cols > 0 {
+        // The zero-padded last block goes through a full-width scratch, so
+        // the tile keeps constant lengths.
+        let mut tmp = vec![T::zero(); m * JB];
+        if add {
+            for (t, o) in tmp.chunks_exact_mut(JB).zip(out.chunks_exact(n)) {
+                t[..cols].copy_from_slice(&o[full * JB..]);
+            }
+        }
+        // SAFETY: `tmp` is `[m, JB]`; the block is within the assert above.
+        unsafe {
+            packed_block::<T, JB>(
+                a.as_ptr(),
+                m,
+                k,
+                b.data.as_ptr().add(full * k * JB),
+                tmp.as_mut_ptr(),
+                JB,
+                0,
+                add,
+            )
+        };
+        for (t, o) in tmp.chunks_exact(JB).zip(out.chunks_exact_mut(n)) {
+            o[full * JB..].copy_from_slice(&t[..cols]);
+        }
+    }
+}
+
+/// `out[m, n] (+)= a[m, k] @ b` on the calling thread, for the few rows of
+/// state one task of a recurrent loop owns.
+pub(crate) fn packed_mm<T: Real>(a: &[T], m: usize, b: &Packed<T>, out: &mut [T], add: bool) {
+    if m == 0 || b.k == 0 {
+        if !add {
+            out[..m * b.n].fill(T::zero());
+        }
+        return;
+    }
+    assert!(a.len() >= m * b.k && out.len() >= m * b.n);
+    match T::TILE {
+        64 => packed_mm_impl::<T, 64>(a, m, b, out, add),
+        32 => packed_mm_impl::<T, 32>(a, m, b, out, add),
+        _ => unreachable!("Real::TILE is 64 or 32"),
+    }
 }
