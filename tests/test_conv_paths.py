@@ -179,8 +179,32 @@ def test_many_small_samples_share_one_weight_gradient_product():
     check(x[:, :, :14, :14], rng.standard_normal((4, 1, 5, 5)), None, (1, 1), (0, 0), (1, 1), 1)
 
 
+def test_weight_gradient_in_both_product_orientations():
+    # Fewer output channels per group than a vector holds run the weight gradient's
+    # product upright, more run it transposed; both with groups and several bands.
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 4, 12, 10))
+    for o, groups in [(2, 1), (8, 1), (16, 2), (6, 2)]:
+        w = rng.standard_normal((o, 4 // groups, 3, 3))
+        check(x, w, rng.standard_normal(o), (1, 1), (1, 1), (1, 1), groups)
+        check(x, w, None, (2, 1), (0, 1), (1, 2), groups)
+    x32 = rng.standard_normal((2, 3, 9, 9)).astype(np.float32)
+    for o in (4, 16, 32):
+        w = rng.standard_normal((o, 3, 3, 3)).astype(np.float32)
+        check(x32, w, None, (1, 1), (1, 1), (1, 1), 1, dtype=fg.float32, tol=1e-4)
+
+
 def test_pointwise_kernels_read_the_input_directly():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((3, 6, 9, 7))
     check(x, rng.standard_normal((4, 6, 1, 1)), rng.standard_normal(4), (1, 1), (0, 0), (1, 1), 1)
     check(x, rng.standard_normal((4, 3, 1, 1)), rng.standard_normal(4), (1, 1), (0, 0), (1, 1), 2)
+
+
+def test_kernel_taps_that_see_only_padding():
+    # Every output column of the outer taps lies in the padding of a 1-wide image; these
+    # used to slice the input row from index -1.
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 2, 3, 1))
+    check(x, rng.standard_normal((3, 2, 1, 3)), None, (1, 1), (0, 2), (1, 2), 1)
+    check(x, rng.standard_normal((3, 2, 2, 6)), rng.standard_normal(3), (1, 1), (1, 3), (1, 1), 1)

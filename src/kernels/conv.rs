@@ -155,8 +155,11 @@ fn im2col_rows<T: Float>(g: &Geom, x: &[T], cols: &mut [T], ld: usize, oy0: usiz
                     d[..lo].fill(<T as Element>::zero());
                     d[hi..].fill(<T as Element>::zero());
                     if sw == 1 {
-                        let s0 = (lo as isize + off) as usize;
-                        d[lo..hi].copy_from_slice(&src[s0..s0 + (hi - lo)]);
+                        if lo < hi {
+                            // `lo + off` is negative when no column is inside.
+                            let s0 = (lo as isize + off) as usize;
+                            d[lo..hi].copy_from_slice(&src[s0..s0 + (hi - lo)]);
+                        }
                     } else {
                         for (ox, v) in d[lo..hi].iter_mut().enumerate() {
                             *v = src[((ox + lo) as isize * sw + off) as usize];
@@ -198,7 +201,7 @@ fn col2im_rows<T: Float>(g: &Geom, cols: &[T], ld: usize, x: &mut [T], oy0: usiz
                     }
                     let s = &src[(oy - oy0) * ow..(oy - oy0 + 1) * ow];
                     let d = &mut plane[iy as usize * g.w..(iy as usize + 1) * g.w];
-                    if sw == 1 {
+                    if sw == 1 && lo < hi {
                         let d0 = (lo as isize + off) as usize;
                         for (a, b) in d[d0..d0 + (hi - lo)].iter_mut().zip(&s[lo..hi]) {
                             *a += *b;
@@ -554,6 +557,12 @@ pub fn conv_backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
         (WGRAD_COLS / (g.groups * k * l).max(1)).clamp(1, per)
     };
     let ld = bt * rows * g.ow;
+    // Fewer output channels than one vector holds (LeNet's 6) would leave
+    // most lanes of gemm's tiles idle along `og`, so such products run
+    // upright, `gw_g[og, k] += gy_g[og, l] @ cols_g^T[l, k]` read through
+    // the same buffers' strides, with `k` along the vectors; the
+    // accumulators are then in the weight's own layout.
+    let upright = og * std::mem::size_of::<T>() < 64;
     let mut acc: Vec<T> = crate::error::filled_vec(tiles * wn, <T as Element>::zero());
     let ap = SendPtr(acc.as_mut_ptr());
     let tile = |t: usize, par: bool| {
@@ -596,8 +605,17 @@ pub fn conv_backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
                 (&cols, ld)
             };
             for gi in 0..g.groups {
-                let a = mat(src[gi * k * lds..].as_ptr(), k, width, lds, 1);
-                let b = mat(gyt[gi * og..].as_ptr(), width, og, g.o, 1);
+                let (a, b) = if upright {
+                    (
+                        mat(gyt[gi * og..].as_ptr(), og, width, 1, g.o),
+                        mat(src[gi * k * lds..].as_ptr(), width, k, 1, lds),
+                    )
+                } else {
+                    (
+                        mat(src[gi * k * lds..].as_ptr(), k, width, lds, 1),
+                        mat(gyt[gi * og..].as_ptr(), width, og, g.o, 1),
+                    )
+                };
                 // SAFETY: operands inside `src` / `gyt`; the result inside the accumulator.
                 unsafe { gemm_add_into(a, b, dw.add(gi * k * og), par) };
             }
@@ -614,6 +632,10 @@ pub fn conv_backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
         for (a, b) in first.iter_mut().zip(part) {
             *a += *b;
         }
+    }
+    if upright {
+        acc.truncate(wn);
+        return acc;
     }
     let mut gw: Vec<T> = crate::error::filled_vec(wn, <T as Element>::zero());
     for gi in 0..g.groups {
@@ -687,6 +709,14 @@ mod tests {
             (2, 2, 10, 11, 3, 3, 3, [1, 1], [2, 2], [2, 2], 1),
             (1, 2, 4, 3, 2, 7, 7, [1, 1], [3, 3], [1, 1], 1),
             (2, 4, 5, 6, 4, 3, 5, [1, 1], [0, 2], [1, 1], 2),
+            // Enough output channels per group for the weight gradient's
+            // transposed product (`upright` is false).
+            (3, 3, 6, 5, 16, 3, 3, [1, 1], [1, 1], [1, 1], 1),
+            (2, 4, 9, 7, 16, 3, 2, [2, 1], [1, 1], [1, 2], 2),
+            // A kernel tap whose every output column falls in the padding,
+            // left of a 1-wide image (its slice once started at -1).
+            (1, 1, 2, 1, 1, 1, 6, [1, 1], [0, 3], [1, 1], 1),
+            (1, 1, 1, 1, 1, 1, 3, [1, 1], [0, 2], [1, 2], 1),
         ] {
             let oh = (h + 2 * p[0] - d[0] * (kh - 1) - 1) / s[0] + 1;
             let ow = (w + 2 * p[1] - d[1] * (kw - 1) - 1) / s[1] + 1;
