@@ -1,14 +1,15 @@
-//! Convolution as im2col plus one GEMM per sample and group, and the
-//! kernels of its backward: the input's gradient (GEMM then col2im, which is
-//! also the transposed convolution) and the weight's (im2col then a GEMM
-//! accumulated over the batch).
+//! Convolution as im2col plus one GEMM per sample (or band of output rows)
+//! and group, and the kernels of its backward: the input's gradient (GEMM
+//! then col2im, which is also the transposed convolution) and the weight's
+//! (im2col then a GEMM accumulated over the batch).
 //!
-//! The batch is split into one contiguous tile per thread; each tile owns a
-//! single column buffer (`C*kh*kw` by `OH*OW`, one sample's worth) that it
-//! reuses for every sample, so memory stays bounded by the thread count, not
-//! the batch. A batch smaller than the team runs its samples one after the
-//! other with each GEMM split across the threads instead. One-dimensional
-//! convolutions are the `H = 1` case.
+//! The work is split into one contiguous tile per thread; each tile owns a
+//! single column buffer (`C*kh*kw` by at most one sample's `OH*OW`, fewer
+//! rows of the output at a time on large images, see [`BAND_BYTES`]) that it
+//! reuses, so memory stays bounded by the thread count, not the batch. Work
+//! too small to feed the team runs on the calling thread with each GEMM
+//! split across the threads instead. One-dimensional convolutions are the
+//! `H = 1` case.
 
 use super::matmul::{gemm_add_into, gemm_into, gemm_ld_into, Mat};
 use super::{parallel, SendPtr};
