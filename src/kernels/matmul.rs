@@ -54,15 +54,45 @@ pub unsafe fn gemm_add_into<T: Element>(a: Mat<T>, b: Mat<T>, out: *mut T, paral
     gemm_impl(a, b, out, parallel, true)
 }
 
+/// `out[m, n] (+)= a[m, k] @ b[k, n]` with the rows of `out` `ld` elements
+/// apart, so a product can fill a band of columns of a wider matrix.
+///
+/// # Safety
+/// As [`gemm_into`], with `out` spanning `(a.rows - 1) * ld + b.cols`
+/// elements (initialised when `add`).
+pub unsafe fn gemm_ld_into<T: Element>(
+    a: Mat<T>,
+    b: Mat<T>,
+    out: *mut T,
+    ld: usize,
+    add: bool,
+    parallel: bool,
+) {
+    gemm_strided(a, b, out, ld, parallel, add)
+}
+
 unsafe fn gemm_impl<T: Element>(a: Mat<T>, b: Mat<T>, out: *mut T, parallel: bool, add: bool) {
+    gemm_strided(a, b, out, b.cols, parallel, add)
+}
+
+unsafe fn gemm_strided<T: Element>(
+    a: Mat<T>,
+    b: Mat<T>,
+    out: *mut T,
+    ld: usize,
+    parallel: bool,
+    add: bool,
+) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     if m == 0 || n == 0 {
         return;
     }
     if k == 0 {
         if !add {
-            for i in 0..m * n {
-                *out.add(i) = T::zero();
+            for i in 0..m {
+                for j in 0..n {
+                    *out.add(i * ld + j) = T::zero();
+                }
             }
         }
         return;
@@ -74,7 +104,7 @@ unsafe fn gemm_impl<T: Element>(a: Mat<T>, b: Mat<T>, out: *mut T, parallel: boo
     };
     let dst = Dst {
         ptr: out,
-        rs: n,
+        rs: ld,
         cs: 1,
         add,
     };
