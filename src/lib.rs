@@ -18,6 +18,7 @@ mod alloc;
 pub mod anomaly;
 pub mod autograd;
 pub mod error;
+pub mod flags;
 // Public for the criterion benches of the layer kernels (conv, norm); the rest is
 // crate-private so rustc reports what nothing uses.
 pub mod kernels;
