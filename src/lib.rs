@@ -14,7 +14,13 @@
 // Without the bindings, much of the crate is only reachable from them.
 #![cfg_attr(not(feature = "python"), allow(dead_code, unused_imports))]
 
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod aligned_alloc;
 mod alloc;
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static ALLOCATOR: aligned_alloc::Aligned = aligned_alloc::Aligned;
 pub mod anomaly;
 pub mod autograd;
 pub mod error;
