@@ -587,3 +587,31 @@ impl std::fmt::Debug for Tensor {
         )
     }
 }
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+
+    #[test]
+    fn summary_follows_the_view_and_falls_back_when_too_big() {
+        let t = Tensor::from_vec(vec![1.0f32; 6], smallvec::smallvec![2, 3]);
+        assert_eq!((t.dtype(), t.numel(), t.ndim()), (DType::F32, 6, 2));
+        t.set_view(View::contiguous(
+            Storage::from_vec(vec![0i64; 4]),
+            smallvec::smallvec![4],
+        ));
+        assert_eq!((t.dtype(), t.numel(), t.ndim()), (DType::I64, 4, 1));
+        // An expanded view larger than the count field: read from the view.
+        let big = View {
+            storage: Storage::from_vec(vec![0.0f64; 1]),
+            shape: smallvec::smallvec![1 << 30, 1 << 30],
+            strides: smallvec::smallvec![0, 0],
+            offset: 0,
+        };
+        let b = Tensor::from_view(big, None);
+        assert_eq!((b.dtype(), b.numel(), b.ndim()), (DType::F64, 1 << 60, 2));
+        for d in [DType::Bool, DType::I64, DType::F32, DType::F64] {
+            assert_eq!(DType::from_index(d.index()), d);
+        }
+    }
+}
