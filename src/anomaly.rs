@@ -1,8 +1,8 @@
 //! Anomaly detection's mode and the two hooks through which the Python layer
 //! captures where something ran and reports it.
 //!
-//! The mode is a thread-local flag, so an op pays one thread-local read to
-//! learn that nothing is to be recorded. Both the tensor layer (in-place
+//! The mode is a bit of the thread's mode word (`flags`), so an op pays one
+//! thread-local read to learn that nothing is to be recorded. Both the tensor layer (in-place
 //! writes) and autograd (node creation, the engine) read it, so it lives
 //! below both. The core never formats a Python stack itself: it keeps the
 //! opaque [`Trace`] the capture hook returned and asks it for text only when
@@ -12,14 +12,13 @@ use std::cell::Cell;
 use std::sync::{Arc, OnceLock};
 
 thread_local! {
-    static ENABLED: Cell<bool> = const { Cell::new(false) };
     static CHECK_NAN: Cell<bool> = const { Cell::new(true) };
 }
 
 /// Whether anomaly detection is on for this thread.
 #[inline]
 pub fn is_enabled() -> bool {
-    ENABLED.with(|c| c.get())
+    crate::flags::any(crate::flags::ANOMALY)
 }
 
 /// Whether the engine checks each node's gradients for NaN in anomaly mode.
@@ -28,7 +27,7 @@ pub fn check_nan() -> bool {
 }
 
 pub fn set(enabled: bool, check_nan: bool) {
-    ENABLED.with(|c| c.set(enabled));
+    crate::flags::set(crate::flags::ANOMALY, enabled);
     CHECK_NAN.with(|c| c.set(check_nan));
 }
 

@@ -14,10 +14,17 @@
 // Without the bindings, much of the crate is only reachable from them.
 #![cfg_attr(not(feature = "python"), allow(dead_code, unused_imports))]
 
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod aligned_alloc;
 mod alloc;
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static ALLOCATOR: aligned_alloc::Aligned = aligned_alloc::Aligned;
 pub mod anomaly;
 pub mod autograd;
 pub mod error;
+pub mod flags;
 // Public for the criterion benches of the layer kernels (conv, norm); the rest is
 // crate-private so rustc reports what nothing uses.
 pub mod kernels;

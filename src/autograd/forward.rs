@@ -46,17 +46,16 @@ struct Holders {
     compacted: usize,
 }
 
-thread_local! {
-    /// Set while a tangent itself is computed (and inside custom Functions'
-    /// forward), so the ops doing it do not propagate tangents of their own.
-    static SUSPENDED: Cell<bool> = const { Cell::new(false) };
-}
+// `flags::FW_SUSPENDED` is set while a tangent itself is computed (and
+// inside custom Functions' forward), so the ops doing it do not propagate
+// tangents of their own.
+use crate::flags::{self, FW_SUSPENDED};
 
 /// Whether ops on this thread propagate tangents now: one atomic load when
 /// no dual level exists.
 #[inline]
 pub fn is_active() -> bool {
-    LEVEL.load(Ordering::Relaxed) != 0 && !SUSPENDED.with(|s| s.get())
+    LEVEL.load(Ordering::Relaxed) != 0 && !flags::any(FW_SUSPENDED)
 }
 
 /// Whether some input carries a tangent (and forward AD is on).
@@ -78,24 +77,24 @@ pub struct Suspend(bool);
 
 impl Suspend {
     pub fn new(suspend: bool) -> Suspend {
-        Suspend(SUSPENDED.with(|s| s.replace(suspend)))
+        Suspend(flags::replace(FW_SUSPENDED, suspend))
     }
 }
 
 impl Drop for Suspend {
     fn drop(&mut self) {
-        SUSPENDED.with(|s| s.set(self.0));
+        flags::set(FW_SUSPENDED, self.0);
     }
 }
 
 /// Sets whether tangent propagation is off on this thread (PyTorch's
 /// `_set_fwd_grad_enabled(not off)`).
 pub fn set_suspended(off: bool) {
-    SUSPENDED.with(|s| s.set(off));
+    flags::set(FW_SUSPENDED, off);
 }
 
 pub fn is_suspended() -> bool {
-    SUSPENDED.with(|s| s.get())
+    flags::any(FW_SUSPENDED)
 }
 
 /// Opens a dual level. PyTorch supports one at a time.

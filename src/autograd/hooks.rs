@@ -57,14 +57,29 @@ thread_local! {
     static STACK: RefCell<Vec<Arc<dyn SavedHooks>>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Keeps `flags::SAVED_HOOKS` equal to "the stack is not empty", so saving
+/// a tensor with no hooks active costs one bit test.
+fn sync_flag(stack: &[Arc<dyn SavedHooks>]) {
+    crate::flags::set(crate::flags::SAVED_HOOKS, !stack.is_empty());
+}
+
 /// `saved_tensors_hooks.__enter__`: hooks are thread-local, the innermost wins.
 pub fn push_saved_hooks(h: Arc<dyn SavedHooks>) {
-    STACK.with(|s| s.borrow_mut().push(h));
+    STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        s.push(h);
+        sync_flag(&s);
+    });
 }
 
 /// `saved_tensors_hooks.__exit__`.
 pub fn pop_saved_hooks() -> Option<Arc<dyn SavedHooks>> {
-    STACK.with(|s| s.borrow_mut().pop())
+    STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        let h = s.pop();
+        sync_flag(&s);
+        h
+    })
 }
 
 /// Restores the stack taken by [`run_without_saved_hooks`] on drop, also when
@@ -80,6 +95,7 @@ impl Drop for Restore {
                 let extra = std::mem::take(&mut *cur);
                 *cur = v;
                 cur.extend(extra);
+                sync_flag(&cur);
             });
         }
     }
@@ -88,9 +104,23 @@ impl Drop for Restore {
 /// Runs the innermost pack hook on `t`, or returns `None` when no hooks are
 /// active. The pack hook itself runs with no saved-tensor hooks, so tensors
 /// saved by ops inside it are saved plainly rather than packed recursively.
+#[inline]
 pub fn pack_if_hooked(t: &Tensor) -> Option<Result<PackedSaved>> {
+    if !crate::flags::any(crate::flags::SAVED_HOOKS) {
+        return None;
+    }
+    pack_hooked(t)
+}
+
+#[cold]
+fn pack_hooked(t: &Tensor) -> Option<Result<PackedSaved>> {
     let hook = STACK.with(|s| s.borrow().last().cloned())?;
-    let _restore = Restore(Some(STACK.with(|s| std::mem::take(&mut *s.borrow_mut()))));
+    let _restore = Restore(Some(STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        let taken = std::mem::take(&mut *s);
+        sync_flag(&s);
+        taken
+    })));
     Some(hook.pack(t).map(|packed| PackedSaved {
         packed,
         shape: t.shape(),

@@ -9,7 +9,7 @@ pub mod forward;
 pub mod hooks;
 mod node;
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 
 use smallvec::SmallVec;
 
@@ -24,27 +24,24 @@ pub use node::{
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Shape, Tensor};
 
-thread_local! {
-    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
-    static INFERENCE: Cell<bool> = const { Cell::new(false) };
-}
+use crate::flags;
 
 /// Whether ops record graph nodes on this thread.
 #[inline]
 pub fn is_grad_enabled() -> bool {
-    GRAD_ENABLED.with(|g| g.get())
+    !flags::any(flags::NO_GRAD)
 }
 
 pub fn set_grad_enabled(on: bool) {
-    GRAD_ENABLED.with(|g| g.set(on));
+    flags::set(flags::NO_GRAD, !on);
 }
 
 pub fn is_inference_mode() -> bool {
-    INFERENCE.with(|g| g.get())
+    flags::any(flags::INFERENCE)
 }
 
 pub fn set_inference_mode(on: bool) {
-    INFERENCE.with(|g| g.set(on));
+    flags::set(flags::INFERENCE, on);
 }
 
 /// Sets grad mode for a scope and restores the previous mode on drop,
@@ -106,7 +103,6 @@ pub fn gradient_edge(t: &Tensor) -> Edge {
 }
 
 thread_local! {
-    static HAS_DEFERRED: Cell<bool> = const { Cell::new(false) };
     static DEFERRED: RefCell<Option<Error>> = const { RefCell::new(None) };
 }
 
@@ -115,7 +111,7 @@ fn defer_error(e: Error) {
     DEFERRED.with(|d| {
         d.borrow_mut().get_or_insert(e);
     });
-    HAS_DEFERRED.with(|h| h.set(true));
+    flags::set(flags::DEFERRED, true);
 }
 
 /// The error deferred by the last recording on this thread, if any. The
@@ -124,10 +120,15 @@ fn defer_error(e: Error) {
 /// infallibly after computing their result.
 #[inline]
 pub fn take_deferred_error() -> Option<Error> {
-    if !HAS_DEFERRED.with(|h| h.get()) {
+    if !flags::any(flags::DEFERRED) {
         return None;
     }
-    HAS_DEFERRED.with(|h| h.set(false));
+    take_deferred_slow()
+}
+
+#[cold]
+fn take_deferred_slow() -> Option<Error> {
+    flags::set(flags::DEFERRED, false);
     DEFERRED.with(|d| d.borrow_mut().take())
 }
 

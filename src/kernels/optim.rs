@@ -375,6 +375,10 @@ fn sgd_plain<T: Float, const MAX: bool, const WD: bool>(p: &mut [T], g: &[T], k:
 }
 
 /// The first momentum step: the buffer takes a copy of the gradient.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
 fn sgd_first<T: Float, const MAX: bool, const WD: bool>(
     p: &mut [T],
     g: &[T],

@@ -12,14 +12,14 @@ use crate::tensor::{broadcast_shapes, Arith, DType, Element, Float, Tensor};
 /// Applies `$body` elementwise to `a` and `b` (cast to `$dt`), broadcasting.
 macro_rules! map2 {
     ($a:expr, $b:expr, $dt:expr, $T:ident, |$x:ident, $y:ident| $body:expr) => {{
-        let (a, b) = ($a, $b);
-        let out_shape = broadcast_shapes(&a.view().shape, &b.view().shape)?;
-        let (a, b) = (cast_data(a, $dt), cast_data(b, $dt));
-        let (va, vb) = (a.view(), b.view());
-        Tensor::from_vec(
-            binary::<$T, $T>(&va, &vb, &out_shape, |$x: $T, $y: $T| $body),
-            out_shape.clone(),
-        )
+        let (a, b): (&Tensor, &Tensor) = ($a, $b);
+        $crate::ops::with_cast(a, $dt, |va| {
+            $crate::ops::with_cast(b, $dt, |vb| -> Result<Tensor> {
+                let out_shape = broadcast_shapes(&va.shape, &vb.shape)?;
+                let data = binary::<$T, $T>(va, vb, &out_shape, |$x: $T, $y: $T| $body);
+                Ok(Tensor::from_vec(data, out_shape))
+            })
+        })?
     }};
 }
 pub(crate) use map2;

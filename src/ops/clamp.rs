@@ -5,7 +5,7 @@
 use smallvec::{smallvec, SmallVec};
 
 use super::arith::map2;
-use super::{cast_data, compare, mul, result_type, where_};
+use super::{compare, mul, result_type, where_};
 use crate::autograd::{needs_record, record, GradModeGuard};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::binary;

@@ -67,7 +67,7 @@ pub use reduce::sum;
 pub use shape::transpose;
 pub use unary::{exp, tanh};
 
-use crate::tensor::{DType, Element, Tensor};
+use crate::tensor::{DType, Element, Tensor, View};
 
 /// A Python number on one side of an arithmetic op.
 #[derive(Clone, Copy, Debug)]
@@ -141,6 +141,22 @@ pub(crate) fn result_type(a: &Tensor, b: &Tensor) -> DType {
 }
 
 /// `t` converted to `dtype` without recording (a no-op if it already is).
+/// Runs `f` on `t`'s view read as `dtype`: `t`'s own view when it has that
+/// dtype (one read lock, no handle cloned: the common case, on every
+/// elementwise call), else the view of a converted copy.
+#[inline]
+pub(crate) fn with_cast<R>(t: &Tensor, dtype: DType, f: impl FnOnce(&View) -> R) -> R {
+    {
+        let v = t.view();
+        if v.dtype() == dtype {
+            return f(&v);
+        }
+    }
+    let c = cast_data(t, dtype);
+    let v = c.view();
+    f(&v)
+}
+
 pub(crate) fn cast_data(t: &Tensor, dtype: DType) -> Tensor {
     if t.dtype() == dtype {
         return t.clone();

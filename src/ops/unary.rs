@@ -2,7 +2,7 @@
 
 use smallvec::smallvec;
 
-use super::{cast_data, mul, mul_f64, neg, Scalar};
+use super::{cast_data, mul, mul_f64, neg, with_cast, Scalar};
 use crate::autograd::{needs_record, record, SavedTensor};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::unary;
@@ -19,38 +19,30 @@ pub(crate) fn map1(
     int_f: Option<impl Fn(i64) -> i64 + Sync>,
 ) -> Result<Tensor> {
     let (data, shape) = match (dt, int_f) {
-        (DType::F32, _) => {
-            let a = cast_data(a, DType::F32);
-            let v = a.view();
+        (DType::F32, _) => with_cast(a, DType::F32, |v| {
             (
-                crate::tensor::TypedVec::F32(unary::<f32, f32>(&v, f32f)),
+                crate::tensor::TypedVec::F32(unary::<f32, f32>(v, f32f)),
                 v.shape.clone(),
             )
-        }
-        (DType::F64, _) => {
-            let a = cast_data(a, DType::F64);
-            let v = a.view();
+        }),
+        (DType::F64, _) => with_cast(a, DType::F64, |v| {
             (
-                crate::tensor::TypedVec::F64(unary::<f64, f64>(&v, f64f)),
+                crate::tensor::TypedVec::F64(unary::<f64, f64>(v, f64f)),
                 v.shape.clone(),
             )
-        }
-        (_, Some(f)) => {
-            let a = cast_data(a, DType::I64);
-            let v = a.view();
+        }),
+        (_, Some(f)) => with_cast(a, DType::I64, |v| {
             (
-                crate::tensor::TypedVec::I64(unary::<i64, i64>(&v, f)),
+                crate::tensor::TypedVec::I64(unary::<i64, i64>(v, f)),
                 v.shape.clone(),
             )
-        }
-        (_, None) => {
-            let a = cast_data(a, DType::F32);
-            let v = a.view();
+        }),
+        (_, None) => with_cast(a, DType::F32, |v| {
             (
-                crate::tensor::TypedVec::F32(unary::<f32, f32>(&v, f32f)),
+                crate::tensor::TypedVec::F32(unary::<f32, f32>(v, f32f)),
                 v.shape.clone(),
             )
-        }
+        }),
     };
     Ok(Tensor::from_typed(data, shape))
 }

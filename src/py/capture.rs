@@ -20,11 +20,12 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use crate::ops::Scalar;
-use crate::py::errors::enter;
+use crate::py::errors;
 use crate::tensor::{DType, Tensor};
 
+// Whether this thread captures is `flags::CAPTURE`, a bit of the mode word
+// every op binding reads anyway.
 thread_local! {
-    static ACTIVE: Cell<bool> = const { Cell::new(false) };
     static CLAIMED: Cell<bool> = const { Cell::new(false) };
     pub(crate) static STATE: RefCell<Option<Capture>> = const { RefCell::new(None) };
 }
@@ -33,11 +34,11 @@ thread_local! {
 /// that the tape calls back).
 #[inline(always)]
 pub(crate) fn active() -> bool {
-    ACTIVE.with(|a| a.get())
+    crate::flags::any(crate::flags::CAPTURE)
 }
 
 pub(crate) fn set_active(on: bool) {
-    ACTIVE.with(|a| a.set(on));
+    crate::flags::set(crate::flags::CAPTURE, on);
     CLAIMED.with(|c| c.set(false));
 }
 
@@ -289,7 +290,29 @@ fn values(sins: &[SIn]) -> smallvec::SmallVec<[Scalar; 2]> {
     sins.iter().map(|s| s.value()).collect()
 }
 
-/// Runs a one-result op through `enter` and wraps it; while capturing, also
+/// Runs `f` as `errors::enter` does (GIL released for big work, panics
+/// caught), then reads the mode word once: with no capture and no deferred
+/// recording error, which is every eager call, the result is returned
+/// straight away. A capture is never switched on or off inside core code, so
+/// reading its bit after the call is as good as before it, and the call needs
+/// no claim for `errors::guard`'s replay-rule check, which it bypasses.
+#[inline(always)]
+fn call<T: Send>(
+    py: Python<'_>,
+    work: usize,
+    f: impl FnOnce() -> crate::Result<T> + Send,
+) -> (errors::Caught<T>, u32) {
+    let r = if work >= crate::kernels::GRAIN {
+        py.detach(|| errors::catch(f))
+    } else {
+        errors::catch(f)
+    };
+    (r, crate::flags::get())
+}
+
+const SLOW: u32 = crate::flags::CAPTURE | crate::flags::DEFERRED;
+
+/// Runs a one-result op as `enter` does and wraps it; while capturing, also
 /// records it with `f` as its replay rule.
 #[inline]
 pub(crate) fn run_op<F>(
@@ -304,18 +327,20 @@ where
     F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<Tensor> + Send + Sync + 'static,
 {
     let vals = values(sins);
-    if !active() {
-        return crate::py::tensor::run(py, work, || f(ins, &vals));
+    let (r, word) = call(py, work, || f(ins, &vals));
+    if word & SLOW == 0 {
+        return crate::py::tensor::wrap(py, errors::finish_clear(r)?);
     }
-    CLAIMED.with(|c| c.set(true));
-    let out = enter(py, work, || f(ins, &vals))?;
-    record(
-        name,
-        ins,
-        sins,
-        std::slice::from_ref(&out),
-        Arc::new(move |t, s| f(t, s).map(|o| vec![o])),
-    );
+    let out = errors::finish(r)?;
+    if word & crate::flags::CAPTURE != 0 {
+        record(
+            name,
+            ins,
+            sins,
+            std::slice::from_ref(&out),
+            Arc::new(move |t, s| f(t, s).map(|o| vec![o])),
+        );
+    }
     crate::py::tensor::wrap(py, out)
 }
 
@@ -332,12 +357,14 @@ where
     F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<Vec<Tensor>> + Send + Sync + 'static,
 {
     let vals = values(sins);
-    if !active() {
-        return enter(py, work, || f(ins, &vals));
+    let (r, word) = call(py, work, || f(ins, &vals));
+    if word & SLOW == 0 {
+        return errors::finish_clear(r);
     }
-    CLAIMED.with(|c| c.set(true));
-    let outs = enter(py, work, || f(ins, &vals))?;
-    record(name, ins, sins, &outs, Arc::new(f));
+    let outs = errors::finish(r)?;
+    if word & crate::flags::CAPTURE != 0 {
+        record(name, ins, sins, &outs, Arc::new(f));
+    }
     Ok(outs)
 }
 
@@ -354,22 +381,24 @@ where
     F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<()> + Send + Sync + 'static,
 {
     let vals = values(sins);
-    if !active() {
-        return enter(py, work, || f(ins, &vals));
+    let (r, word) = call(py, work, || f(ins, &vals));
+    if word & SLOW == 0 {
+        return errors::finish_clear(r);
     }
-    CLAIMED.with(|c| c.set(true));
-    enter(py, work, || f(ins, &vals))?;
-    let dst = ins[0].clone();
-    record(
-        name,
-        ins,
-        sins,
-        std::slice::from_ref(&dst),
-        Arc::new(move |t, s| {
-            f(t, s)?;
-            Ok(vec![t[0].clone()])
-        }),
-    );
+    errors::finish(r)?;
+    if word & crate::flags::CAPTURE != 0 {
+        let dst = ins[0].clone();
+        record(
+            name,
+            ins,
+            sins,
+            std::slice::from_ref(&dst),
+            Arc::new(move |t, s| {
+                f(t, s)?;
+                Ok(vec![t[0].clone()])
+            }),
+        );
+    }
     Ok(())
 }
 

@@ -35,7 +35,41 @@ pub fn guard<T, F: FnOnce() -> crate::Result<T>>(f: F) -> PyResult<T> {
     if super::capture::active() {
         super::capture::on_guard(std::any::type_name::<F>());
     }
-    let r = catch_unwind(AssertUnwindSafe(f));
+    finish(catch(f))
+}
+
+/// What a guarded call returned, or the panic it raised.
+pub(crate) type Caught<T> = std::thread::Result<crate::Result<T>>;
+
+/// Runs `f`, keeping a panic as a value for [`finish`].
+#[inline(always)]
+pub(crate) fn catch<T>(f: impl FnOnce() -> crate::Result<T>) -> Caught<T> {
+    catch_unwind(AssertUnwindSafe(f))
+}
+
+/// The binding's result for a caught call: its value unless it failed,
+/// panicked, or a recording error was deferred during it (one read of the
+/// mode word when none was).
+#[inline]
+pub(crate) fn finish<T>(r: Caught<T>) -> PyResult<T> {
+    match r {
+        Ok(Ok(v)) if !crate::flags::any(crate::flags::DEFERRED) => Ok(v),
+        r => finish_slow(r),
+    }
+}
+
+/// [`finish`] once the mode word was read and found clear of deferred
+/// errors: no thread-local read at all for a successful call.
+#[inline]
+pub(crate) fn finish_clear<T>(r: Caught<T>) -> PyResult<T> {
+    match r {
+        Ok(Ok(v)) => Ok(v),
+        r => finish_slow(r),
+    }
+}
+
+#[cold]
+fn finish_slow<T>(r: Caught<T>) -> PyResult<T> {
     // Taken whatever the outcome, so it never leaks into a later call.
     let deferred = crate::autograd::take_deferred_error();
     match r {

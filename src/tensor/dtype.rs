@@ -37,6 +37,24 @@ impl DType {
         DEFAULT_FLOAT.store(u8::from(dt == DType::F64), Ordering::Relaxed);
     }
 
+    /// A number in 0..4 naming the dtype, for packing it into a word.
+    #[inline]
+    pub fn index(self) -> u8 {
+        self as u8
+    }
+
+    /// The dtype whose [`index`](Self::index) is `i & 3`.
+    #[inline]
+    pub fn from_index(i: u8) -> DType {
+        match i & 3 {
+            0 => DType::Bool,
+            1 => DType::I64,
+            2 => DType::F32,
+            _ => DType::F64,
+        }
+    }
+
+    #[inline]
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64)
     }

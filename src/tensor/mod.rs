@@ -96,6 +96,10 @@ pub struct FwGrad {
 
 pub struct TensorImpl {
     view: RwLock<View>,
+    /// The view's dtype, element count and rank (`Summary`), copied out of
+    /// the lock whenever the view is set. Ops ask for these several times per
+    /// call; a read lock costs two atomic read-modify-writes, a load none.
+    summary: AtomicU64,
     /// Read on every op call; kept outside the lock so that check is one load.
     requires_grad: AtomicBool,
     meta: Mutex<AutogradMeta>,
@@ -153,6 +157,23 @@ pub fn install_view_refresh(make: impl FnOnce() -> ViewRefresh) {
     VIEW_REFRESH.get_or_init(make);
 }
 
+/// `TensorImpl::summary`'s bit set when the element count or the rank does
+/// not fit its field (never for memory that exists; an expanded view could):
+/// then both are read from the view.
+const SUMMARY_BIG: u64 = 1 << 63;
+
+/// Packs a view's dtype (bits 0-1), rank (bits 2-9) and element count (bits
+/// 10-62), or sets `SUMMARY_BIG`.
+fn summary_of(v: &View) -> u64 {
+    let (n, rank) = (v.numel() as u64, v.shape.len() as u64);
+    let dt = v.dtype().index() as u64;
+    if n < 1 << 53 && rank <= 0xff {
+        n << 10 | rank << 2 | dt
+    } else {
+        SUMMARY_BIG | dt
+    }
+}
+
 /// A reference-counted handle; clones share one tensor, as Python names do.
 #[derive(Clone)]
 pub struct Tensor(Arc<TensorImpl>);
@@ -164,8 +185,10 @@ impl Tensor {
 
     fn with_creation(view: View, base: Option<Tensor>, creation: CreationMeta) -> Tensor {
         let view_version = AtomicU64::new(view.storage.version());
+        let summary = AtomicU64::new(summary_of(&view));
         Tensor(Arc::new(TensorImpl {
             view: RwLock::new(view),
+            summary,
             requires_grad: AtomicBool::new(false),
             meta: Mutex::new(AutogradMeta::default()),
             base,
@@ -251,23 +274,36 @@ impl Tensor {
     pub fn set_view(&self, mut v: View) {
         let version = self.version();
         v.storage = Storage::alias_at_version(&v.storage, version);
-        *self.0.view.write() = v;
+        let mut w = self.0.view.write();
+        self.0.summary.store(summary_of(&v), Ordering::Release);
+        *w = v;
     }
 
     pub fn shape(&self) -> Shape {
         self.view().shape.clone()
     }
 
+    #[inline]
     pub fn dtype(&self) -> DType {
-        self.view().dtype()
+        DType::from_index((self.0.summary.load(Ordering::Acquire) & 3) as u8)
     }
 
+    #[inline]
     pub fn numel(&self) -> usize {
-        self.view().numel()
+        let s = self.0.summary.load(Ordering::Acquire);
+        if s & SUMMARY_BIG != 0 {
+            return self.view().numel();
+        }
+        (s >> 10) as usize
     }
 
+    #[inline]
     pub fn ndim(&self) -> usize {
-        self.view().shape.len()
+        let s = self.0.summary.load(Ordering::Acquire);
+        if s & SUMMARY_BIG != 0 {
+            return self.view().shape.len();
+        }
+        ((s >> 2) & 0xff) as usize
     }
 
     pub fn is_contiguous(&self) -> bool {
@@ -549,5 +585,33 @@ impl std::fmt::Debug for Tensor {
             fmt_shape(&shape),
             self.to_vec::<f64>()
         )
+    }
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+
+    #[test]
+    fn summary_follows_the_view_and_falls_back_when_too_big() {
+        let t = Tensor::from_vec(vec![1.0f32; 6], smallvec::smallvec![2, 3]);
+        assert_eq!((t.dtype(), t.numel(), t.ndim()), (DType::F32, 6, 2));
+        t.set_view(View::contiguous(
+            Storage::from_vec(vec![0i64; 4]),
+            smallvec::smallvec![4],
+        ));
+        assert_eq!((t.dtype(), t.numel(), t.ndim()), (DType::I64, 4, 1));
+        // An expanded view larger than the count field: read from the view.
+        let big = View {
+            storage: Storage::from_vec(vec![0.0f64; 1]),
+            shape: smallvec::smallvec![1 << 30, 1 << 30],
+            strides: smallvec::smallvec![0, 0],
+            offset: 0,
+        };
+        let b = Tensor::from_view(big, None);
+        assert_eq!((b.dtype(), b.numel(), b.ndim()), (DType::F64, 1 << 60, 2));
+        for d in [DType::Bool, DType::I64, DType::F32, DType::F64] {
+            assert_eq!(DType::from_index(d.index()), d);
+        }
     }
 }

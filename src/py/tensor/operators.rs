@@ -29,6 +29,14 @@ fn binop(
     ts: TS,
     name: &'static str,
 ) -> PyResult<Py<PyAny>> {
+    // The other tensor is borrowed from its Python object, not cloned: a
+    // handle clone and drop are two atomic operations on every call.
+    if let Ok(o) = other.cast::<PyTensor>() {
+        let b = &o.get().t;
+        return capture::run_op(py, work2(a, b), name, &[a, b], &[], move |t, _| {
+            tt(t[0], t[1])
+        });
+    }
     match operand(other) {
         Some(Operand::Tensor(b)) => {
             capture::run_op(py, work2(a, &b), name, &[a, &b], &[], move |t, _| {
