@@ -353,6 +353,72 @@ pub(crate) fn signbit(a: &Tensor) -> Result<Tensor> {
     Ok(Tensor::from_vec(out, shape))
 }
 
+/// NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default
+/// the dtype's largest and lowest finite values); integers are copied. The
+/// gradient passes where the input is finite, as PyTorch's.
+pub(crate) fn nan_to_num(
+    a: &Tensor,
+    nan: f64,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Tensor> {
+    let out = match a.dtype() {
+        DType::F32 => {
+            let (n, p, m) = (
+                nan as f32,
+                posinf.map_or(f32::MAX, |v| v as f32),
+                neginf.map_or(f32::MIN, |v| v as f32),
+            );
+            map1(
+                a,
+                DType::F32,
+                move |x: f32| {
+                    if x.is_nan() {
+                        n
+                    } else if x == f32::INFINITY {
+                        p
+                    } else if x == f32::NEG_INFINITY {
+                        m
+                    } else {
+                        x
+                    }
+                },
+                |x: f64| x,
+                NO_INT,
+            )?
+        }
+        DType::F64 => {
+            let (p, m) = (posinf.unwrap_or(f64::MAX), neginf.unwrap_or(f64::MIN));
+            map1(
+                a,
+                DType::F64,
+                |x: f32| x,
+                move |x: f64| {
+                    if x.is_nan() {
+                        nan
+                    } else if x == f64::INFINITY {
+                        p
+                    } else if x == f64::NEG_INFINITY {
+                        m
+                    } else {
+                        x
+                    }
+                },
+                NO_INT,
+            )?
+        }
+        _ => super::clone_data(a),
+    };
+    if needs_record(&[a]) {
+        record("NanToNumBackward0", &[a], &out, saved![a], |c| {
+            let g = c.grad()?;
+            let finite = super::isfinite(c.saved(0)?)?;
+            Ok(smallvec![Some(where_(&finite, g, &zero_like_dt(g))?)])
+        });
+    }
+    Ok(out)
+}
+
 // ----- binary ------------------------------------------------------------------------
 
 pub(crate) fn atan2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
