@@ -185,6 +185,10 @@ CASES = {
     "divide": (fg.divide, [S(2, 3), A(2, 3)]),
     "true_divide": (fg.true_divide, [S(2, 3), A(2, 3)]),
     "multiply": (fg.multiply, [S(2, 3), S(2, 3)]),
+    "subtract": (fg.subtract, [S(2, 3), S(3)]),
+    "positive": (lambda x: fg.positive(x) * 1, [S(2, 3)]),
+    "clamp_min": (fg.clamp_min, [S(2, 3), S(2, 3)]),
+    "clamp_max": (fg.clamp_max, [S(2, 3), S(3)]),
     # Linear: a wide finite-difference step is exact, as float32 needs.
     "to_float32": (lambda x: x.to(fg.float32).to(fg.float64), [S(2, 3)], 1e-2),
     "pow_scalar": (lambda x: x**3, [S(2, 3)]),

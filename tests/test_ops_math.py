@@ -73,6 +73,11 @@ BINARY = [
     ("true_divide", fg.true_divide, np.divide, broadcast_pair(lo_b=0.3, hi_b=2.0), (-2, 2),
      (0.3, 2)),
     ("multiply", fg.multiply, np.multiply, broadcast_pair(), (-2, 2), (-2, 2)),
+    ("subtract", fg.subtract, np.subtract, broadcast_pair(), (-2, 2), (-2, 2)),
+    ("clamp_min", fg.clamp_min, np.maximum,
+     broadcast_pair(away=lambda a, b: np.all(np.abs(a - b) > 0.05)), (-2, 2), (-2, 2)),
+    ("clamp_max", fg.clamp_max, np.minimum,
+     broadcast_pair(away=lambda a, b: np.all(np.abs(a - b) > 0.05)), (-2, 2), (-2, 2)),
 ]  # fmt: skip
 
 
@@ -186,6 +191,15 @@ def test_comparison_and_arithmetic_aliases():
         assert getattr(a, alias)(b).tolist() == getattr(fg, op)(a, b).tolist()
         assert getattr(a, alias)(2).tolist() == getattr(fg, op)(a, b).tolist()
     assert fg.negative(a).tolist() == [-1.0, -2.0, -3.0]
+    assert fg.positive(a) is a and a.positive() is a
+    with pytest.raises(RuntimeError, match="bool tensor"):
+        fg.positive(fg.tensor([True]))
+    # clamp_min/clamp_max: ties send the gradient to the input, as clamp does.
+    x = fg.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    m = fg.tensor([1.0, 1.0, 1.0], requires_grad=True)
+    fg.clamp_min(x, m).sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 1.0] and m.grad.tolist() == [1.0, 0.0, 0.0]
+    assert x.clamp_max(1.0).tolist() == [0.5, 1.0, 1.0]
     assert fg.absolute(-a).tolist() == [1.0, 2.0, 3.0]
 
 

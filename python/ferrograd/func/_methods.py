@@ -62,6 +62,7 @@ _ELEMENTWISE_METHODS = [
     "arctan2", "hypot", "logaddexp", "logaddexp2", "xlogy", "copysign", "fmax", "fmin",
     "remainder", "fmod", "floor_divide", "heaviside", "float_power", "divide", "true_divide",
     "multiply", "greater", "greater_equal", "less", "less_equal", "not_equal", "nan_to_num",
+    "subtract", "positive", "clamp_min", "clamp_max",
 ]  # fmt: skip
 for _n in _ELEMENTWISE_METHODS:
     _attach(_n, elementwise)

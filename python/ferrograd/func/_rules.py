@@ -494,6 +494,7 @@ _ELEMENTWISE_FUNCTIONS = {
     "copysign", "fmax", "fmin", "remainder", "fmod", "floor_divide", "heaviside",
     "float_power", "divide", "true_divide", "multiply", "greater", "greater_equal", "less",
     "less_equal", "not_equal", "nan_to_num",
+    "subtract", "positive", "clamp_min", "clamp_max",
     # nn.functional activations
     "hardtanh", "leaky_relu", "elu", "gelu", "softplus",
 }  # fmt: skip
