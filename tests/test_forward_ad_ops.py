@@ -137,6 +137,58 @@ CASES = {
     "round_decimals": (lambda x: fg.round(x, decimals=1), [A(2, 3)]),
     "silu": (fg.silu, [S(2, 3)]),
     "clone": (fg.clone, [S(2, 3)]),
+    # elementwise math functions and aliases (mathops)
+    "acos": (fg.acos, [U(2, 3)]),
+    "arccos": (fg.arccos, [U(2, 3)]),
+    "asin": (fg.asin, [U(2, 3)]),
+    "arcsin": (fg.arcsin, [U(2, 3)]),
+    "atan": (fg.atan, [S(2, 3)]),
+    "arctan": (fg.arctan, [S(2, 3)]),
+    "sinh": (fg.sinh, [S(2, 3)]),
+    "cosh": (fg.cosh, [S(2, 3)]),
+    "asinh": (fg.asinh, [S(2, 3)]),
+    "arcsinh": (fg.arcsinh, [S(2, 3)]),
+    "acosh": (fg.acosh, [_spec((2, 3), 1.2, 3.0)]),
+    "arccosh": (fg.arccosh, [_spec((2, 3), 1.2, 3.0)]),
+    "atanh": (fg.atanh, [U(2, 3)]),
+    "arctanh": (fg.arctanh, [U(2, 3)]),
+    "log10": (fg.log10, [P(2, 3)]),
+    "exp2": (fg.exp2, [S(2, 3)]),
+    "erfc": (fg.erfc, [S(2, 3)]),
+    "erfinv": (fg.erfinv, [U(2, 3)]),
+    "lgamma": (fg.lgamma, [P(2, 3)]),
+    "digamma": (fg.digamma, [P(2, 3)]),
+    "digamma_grad": (_grad_of(lambda x: fg.digamma(x).sum()), [P(2, 3)]),
+    "polygamma": (lambda x: fg.polygamma(2, x), [P(2, 3)]),
+    "deg2rad": (fg.deg2rad, [S(2, 3)]),
+    "rad2deg": (fg.rad2deg, [S(2, 3)]),
+    "sinc": (fg.sinc, [A(2, 3)]),
+    "frac": (fg.frac, [_spec((2, 3), 0.1, 0.9)]),
+    "fix": (fg.fix, [A(2, 3)]),
+    "sgn": (fg.sgn, [A(2, 3)]),
+    "logit": (fg.logit, [_spec((2, 3), 0.1, 0.9)]),
+    "negative": (fg.negative, [S(2, 3)]),
+    "absolute": (fg.absolute, [A(2, 3)]),
+    "nan_to_num": (lambda x: fg.nan_to_num(fg.log(x)), [A(2, 3)]),
+    "atan2": (fg.atan2, [S(2, 3), P(2, 3)]),
+    "arctan2": (fg.arctan2, [S(2, 3), P(2, 3)]),
+    "hypot": (fg.hypot, [A(2, 3), A(3)]),
+    "logaddexp": (fg.logaddexp, [S(2, 3), S(3)]),
+    "logaddexp2": (fg.logaddexp2, [S(2, 3), S(2, 3)]),
+    "xlogy": (fg.xlogy, [S(2, 3), P(2, 3)]),
+    "copysign": (fg.copysign, [A(2, 3), A(2, 3)]),
+    "fmax": (fg.fmax, [S(2, 3), S(2, 3)]),
+    "fmin": (fg.fmin, [S(2, 3), S(3)]),
+    "remainder": (fg.remainder, [S(2, 3), P(2, 3)]),
+    "fmod": (fg.fmod, [S(2, 3), P(2, 3)]),
+    "float_power": (fg.float_power, [P(2, 3), S(2, 3)]),
+    "divide": (fg.divide, [S(2, 3), A(2, 3)]),
+    "true_divide": (fg.true_divide, [S(2, 3), A(2, 3)]),
+    "multiply": (fg.multiply, [S(2, 3), S(2, 3)]),
+    "subtract": (fg.subtract, [S(2, 3), S(3)]),
+    "positive": (lambda x: fg.positive(x) * 1, [S(2, 3)]),
+    "clamp_min": (fg.clamp_min, [S(2, 3), S(2, 3)]),
+    "clamp_max": (fg.clamp_max, [S(2, 3), S(3)]),
     # Linear: a wide finite-difference step is exact, as float32 needs.
     "to_float32": (lambda x: x.to(fg.float32).to(fg.float64), [S(2, 3)], 1e-2),
     "pow_scalar": (lambda x: x**3, [S(2, 3)]),
@@ -345,6 +397,9 @@ CASES = {
 NOT_DIFFERENTIABLE = {
     "logical_not", "isnan", "isinf", "isfinite", "all", "any", "logical_and", "logical_or",
     "logical_xor", "eq", "ne", "lt", "le", "gt", "ge",
+    # mathops: bool results, and PyTorch's non-differentiable floor_divide/heaviside
+    "signbit", "floor_divide", "heaviside", "greater", "greater_equal", "less", "less_equal",
+    "not_equal",
 }
 # Node kinds no case above builds, with the reason: they are recorded only by
 # the backward of a backward (a view write's or an index's gradient taken
@@ -529,11 +584,22 @@ INPLACE_UNARY = sorted(
 
 
 def test_inplace_variants_are_enumerated():
-    assert set(INPLACE_UNARY) == {"exp", "neg", "relu", "sigmoid", "tanh"} | {
-        # tensor API additions: in-place forms of the op table's unary ops and round_
-        "abs", "ceil", "cos", "erf", "expm1", "floor", "log", "log1p", "log2", "reciprocal",
-        "round", "rsqrt", "sign", "sin", "sqrt", "square", "tan", "trunc",
-    }  # fmt: skip
+    assert set(INPLACE_UNARY) == {"exp", "neg", "relu", "sigmoid", "tanh"} | TENSOR_API_INPLACE | MATHOPS_INPLACE
+
+
+# tensor API additions: in-place forms of the op table's unary ops and round_
+TENSOR_API_INPLACE = {
+    "abs", "ceil", "cos", "erf", "expm1", "floor", "log", "log1p", "log2", "reciprocal",
+    "round", "rsqrt", "sign", "sin", "sqrt", "square", "tan", "trunc",
+}  # fmt: skip
+
+# mathops: the unary math functions and aliases with an in-place method.
+MATHOPS_INPLACE = {
+    "acos", "arccos", "asin", "arcsin", "atan", "arctan", "sinh", "cosh", "asinh", "arcsinh",
+    "acosh", "arccosh", "atanh", "arctanh", "log10", "exp2", "erfc", "erfinv", "lgamma",
+    "digamma", "deg2rad", "rad2deg", "sinc", "frac", "fix", "sgn", "logit", "negative",
+    "absolute",
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", INPLACE_UNARY)

@@ -55,7 +55,61 @@ UNARY = [
     ("reciprocal", fg.reciprocal, np.reciprocal, -3, 3),
     ("square", fg.square, np.square, -2, 2),
     ("erf", fg.erf, np.vectorize(math.erf, otypes=[np.float32]), -2, 2),
+    # elementwise math functions and aliases (mathops); erfinv and digamma have no NumPy
+    # function: see _erfinv_ref and _digamma_ref below.
+    ("acos", fg.acos, np.arccos, -1, 1),
+    ("arccos", fg.arccos, np.arccos, -1, 1),
+    ("asin", fg.asin, np.arcsin, -1, 1),
+    ("arcsin", fg.arcsin, np.arcsin, -1, 1),
+    ("atan", fg.atan, np.arctan, -3, 3),
+    ("arctan", fg.arctan, np.arctan, -3, 3),
+    ("sinh", fg.sinh, np.sinh, -3, 3),
+    ("cosh", fg.cosh, np.cosh, -3, 3),
+    ("asinh", fg.asinh, np.arcsinh, -3, 3),
+    ("arcsinh", fg.arcsinh, np.arcsinh, -3, 3),
+    ("acosh", fg.acosh, np.arccosh, 1, 4),
+    ("arccosh", fg.arccosh, np.arccosh, 1, 4),
+    ("atanh", fg.atanh, np.arctanh, -1, 1),
+    ("arctanh", fg.arctanh, np.arctanh, -1, 1),
+    ("log10", fg.log10, np.log10, -3, 3),
+    ("exp2", fg.exp2, np.exp2, -3, 3),
+    ("erfc", fg.erfc, np.vectorize(math.erfc, otypes=[np.float32]), -2, 2),
+    ("erfinv", fg.erfinv, lambda y: _erfinv_ref(y), -1, 1),
+    ("lgamma", fg.lgamma, np.vectorize(math.lgamma, otypes=[np.float32]), -3, 3),
+    ("digamma", fg.digamma, lambda x: _digamma_ref(x), -3, 3),
+    ("deg2rad", fg.deg2rad, np.deg2rad, -3, 3),
+    ("rad2deg", fg.rad2deg, np.rad2deg, -3, 3),
+    ("sinc", fg.sinc, np.sinc, -3, 3),
+    ("frac", fg.frac, lambda x: x - np.trunc(x), -3, 3),
+    ("fix", fg.fix, np.fix, -3, 3),
+    ("sgn", fg.sgn, np.sign, -2, 2),
+    ("logit", fg.logit, lambda x: np.log(x / (1 - x)), 0, 1),
+    ("negative", fg.negative, np.negative, -2, 2),
+    ("absolute", fg.absolute, np.absolute, -2, 2),
 ]
+
+
+def _erfinv_ref(y):
+    """erfinv by bisection on math.erf (independent of the kernel's Newton steps)."""
+
+    def one(v):
+        lo, hi = -6.0, 6.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if math.erf(mid) < v else (lo, mid)
+        return (lo + hi) / 2
+
+    return np.vectorize(one, otypes=[np.float64])(np.asarray(y, np.float64)).astype(np.float32)
+
+
+def _digamma_ref(x):
+    """digamma as the central difference of math.lgamma (error ~1e-10 at step 1e-5)."""
+    h = 1e-5
+
+    def one(v):
+        return (math.lgamma(v + h) - math.lgamma(v - h)) / (2 * h)
+
+    return np.vectorize(one, otypes=[np.float64])(np.asarray(x, np.float64)).astype(np.float32)
 
 
 @pytest.mark.parametrize("name,f,npf,lo,hi", UNARY, ids=[u[0] for u in UNARY])

@@ -112,10 +112,19 @@ def _fill(text: str, marker: str, body: str) -> str:
     return text[: i + len(begin)] + body + text[j:]
 
 
+def _natural(name: str) -> list:
+    """Sort key with digit runs compared as numbers (``log2`` before ``log10``), the
+    order ruff's import sorting expects."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
 def render_init(table_text: str, init_text: str) -> str:
     """``__init__.py`` with the table's module functions imported from ``_C`` and
     listed in ``__all__`` (two marked blocks; the rest of the file is by hand)."""
-    names = sorted(r["name"] for r in table_lines(table_text) if "function" in r["surf"].split())
+    names = sorted(
+        (r["name"] for r in table_lines(table_text) if "function" in r["surf"].split()),
+        key=_natural,
+    )
     imports = "from ._C import (  # noqa: E402\n" + "".join(f"    {n},\n" for n in names) + ")\n\n"
     text = _fill(init_text, "op table imports", imports)
     listed = "__all__ += [\n" + "".join(f'    "{n}",\n' for n in names) + "]\n"

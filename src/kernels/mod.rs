@@ -22,6 +22,7 @@ pub(crate) mod reduce;
 pub(crate) mod rnn;
 pub(crate) mod rnn_gemm;
 pub(crate) mod softmax;
+pub(crate) mod special;
 
 use std::mem::MaybeUninit;
 

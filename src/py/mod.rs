@@ -21,6 +21,7 @@ mod forward_ad;
 mod function;
 mod functional;
 mod functions;
+mod mathops;
 mod nn;
 mod nn_conv;
 mod nn_norm;
@@ -60,6 +61,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(dt.name(), dtype::dtype_object(py, dt))?;
     }
     ops_table::register(m)?;
+    mathops::register(m)?;
     creation::register(m)?;
     sorting::register(m)?;
     optim::register(m)?;

@@ -55,6 +55,14 @@ _ELEMENTWISE_METHODS = [
     "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
     "logical_xor", "masked_fill", "where", "to", "type_as", "isclose", "sinh", "cosh",
     "atan2", "log10", "lerp", "sigmoid", "softplus", "contiguous",
+    # elementwise math functions and aliases (mathops)
+    "acos", "arccos", "asin", "arcsin", "atan", "arctan", "asinh", "arcsinh", "acosh",
+    "arccosh", "atanh", "arctanh", "exp2", "erfc", "erfinv", "lgamma", "digamma", "deg2rad",
+    "rad2deg", "sinc", "frac", "fix", "sgn", "signbit", "logit", "negative", "absolute",
+    "arctan2", "hypot", "logaddexp", "logaddexp2", "xlogy", "copysign", "fmax", "fmin",
+    "remainder", "fmod", "floor_divide", "heaviside", "float_power", "divide", "true_divide",
+    "multiply", "greater", "greater_equal", "less", "less_equal", "not_equal", "nan_to_num",
+    "subtract", "positive", "clamp_min", "clamp_max",
 ]  # fmt: skip
 for _n in _ELEMENTWISE_METHODS:
     _attach(_n, elementwise)

@@ -486,6 +486,15 @@ _ELEMENTWISE_FUNCTIONS = {
     "floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "silu", "clone", "maximum",
     "minimum", "logical_and", "logical_or", "logical_xor", "mul", "div", "eq", "ne", "lt",
     "le", "gt", "ge", "add", "sub", "pow", "where",
+    # elementwise math functions and aliases (mathops)
+    "acos", "arccos", "asin", "arcsin", "atan", "arctan", "sinh", "cosh", "asinh", "arcsinh",
+    "acosh", "arccosh", "atanh", "arctanh", "log10", "exp2", "erfc", "erfinv", "lgamma",
+    "digamma", "deg2rad", "rad2deg", "sinc", "frac", "fix", "sgn", "signbit", "logit",
+    "negative", "absolute", "atan2", "arctan2", "hypot", "logaddexp", "logaddexp2", "xlogy",
+    "copysign", "fmax", "fmin", "remainder", "fmod", "floor_divide", "heaviside",
+    "float_power", "divide", "true_divide", "multiply", "greater", "greater_equal", "less",
+    "less_equal", "not_equal", "nan_to_num",
+    "subtract", "positive", "clamp_min", "clamp_max",
     # nn.functional activations
     "hardtanh", "leaky_relu", "elu", "gelu", "softplus",
 }  # fmt: skip

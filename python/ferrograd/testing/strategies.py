@@ -160,6 +160,17 @@ DOMAINS = {
     "acosh": (1.2, math.inf, []),
     "lgamma": (0.2, math.inf, []),
     "digamma": (0.2, math.inf, []),
+    # mathops: aliases and the remaining math functions
+    "arcsin": (-0.9, 0.9, []),
+    "arccos": (-0.9, 0.9, []),
+    "arctanh": (-0.9, 0.9, []),
+    "arccosh": (1.2, math.inf, []),
+    "logit": (0.1, 0.9, []),
+    "absolute": (-math.inf, math.inf, [0.0]),
+    "sgn": (-math.inf, math.inf, [0.0]),
+    "fix": (-math.inf, math.inf, _periodic(1.0, 0.0)),
+    # sinc's second derivative at 0 is PyTorch's masked rule, not the limit.
+    "sinc": (-math.inf, math.inf, [0.0]),
 }
 
 # Poles need more room than kinks: near them even the first derivative explodes.
