@@ -216,7 +216,8 @@ impl Desc {
                 (false, 1, 0) if !reflected => Desc::Unary(e),
                 // A reflected op given a tensor was recorded with its operands swapped.
                 (true, 2, 0) => Desc::Binary(e),
-                (true, 1, 1) if reflected => Desc::ScalarLhs(e),
+                // `2 + x` and `2 * x` run as `x + 2` and `x * 2` (`add_scalar`, `mul_scalar`).
+                (true, 1, 1) if reflected && !matches!(e, Ew::Add | Ew::Mul) => Desc::ScalarLhs(e),
                 (true, 1, 1) => Desc::ScalarRhs(e),
                 _ => Desc::Opaque,
             };
@@ -225,9 +226,9 @@ impl Desc {
             "sum" => Desc::Sum,
             "mean" => Desc::Mean,
             "matmul" | "mm" | "linear" => Desc::Product,
-            "reshape_i" | "view" | "expand_view" | "broadcast_to" | "t" | "transpose" | "permute"
-            | "squeeze" | "unsqueeze" | "flatten" | "unflatten" | "select" | "index" | "chunk"
-            | "split" | "unbind" | "narrow" => Desc::Shape,
+            "reshape_i" | "view" | "expand_view" | "broadcast_to" | "t" | "transpose"
+            | "permute" | "squeeze" | "unsqueeze" | "flatten" | "unflatten" | "select"
+            | "index" | "chunk" | "split" | "unbind" | "narrow" => Desc::Shape,
             "cat" | "stack" => Desc::Join,
             _ => Desc::Opaque,
         }
@@ -342,19 +343,26 @@ fn link_graph(ins: &[&Tensor], outs: &[Tensor], seq0: u64) -> Graph {
                 },
                 Edge::Leaf(t) => match ins.iter().position(|i| i.id() == t.id()) {
                     Some(i) => EdgeTo::In(i),
-                    None => return Graph::Unknown("sends a gradient to a leaf it was not given".into()),
+                    None => {
+                        return Graph::Unknown("sends a gradient to a leaf it was not given".into())
+                    }
                 },
             });
         }
         let Some(layout) = n.saved_layout() else {
-            return Graph::Unknown("a saved tensor is held by a saved_tensors_hooks pack hook".into());
+            return Graph::Unknown(
+                "a saved tensor is held by a saved_tensors_hooks pack hook".into(),
+            );
         };
         let mut saved = SmallVec::new();
         for s in layout {
             saved.push(match s {
                 None => None,
                 Some((_, Some(nr))) => {
-                    match out_fns.iter().position(|f| f.as_ref().is_some_and(|f| same_node(f, n, nr))) {
+                    match out_fns
+                        .iter()
+                        .position(|f| f.as_ref().is_some_and(|f| same_node(f, n, nr)))
+                    {
                         Some(j) => Some(SavedRef::Out(j)),
                         None => return Graph::Unknown("saves an intermediate output".into()),
                     }
@@ -369,16 +377,26 @@ fn link_graph(ins: &[&Tensor], outs: &[Tensor], seq0: u64) -> Graph {
                         });
                         match tof.map(|k| (k, n.edges.len())) {
                             Some((k, _)) => match nodes[k].edges.first() {
-                                Some(Edge::Leaf(w)) => match ins.iter().position(|i| i.id() == w.id()) {
-                                    Some(i) => Some(SavedRef::TOf(i)),
-                                    None => return Graph::Unknown("saves an intermediate tensor".into()),
-                                },
+                                Some(Edge::Leaf(w)) => {
+                                    match ins.iter().position(|i| i.id() == w.id()) {
+                                        Some(i) => Some(SavedRef::TOf(i)),
+                                        None => {
+                                            return Graph::Unknown(
+                                                "saves an intermediate tensor".into(),
+                                            )
+                                        }
+                                    }
+                                }
                                 Some(Edge::Node(c, nr)) => match in_fns
                                     .iter()
                                     .position(|f| f.as_ref().is_some_and(|f| same_node(f, c, *nr)))
                                 {
                                     Some(i) => Some(SavedRef::TOf(i)),
-                                    None => return Graph::Unknown("saves an intermediate tensor".into()),
+                                    None => {
+                                        return Graph::Unknown(
+                                            "saves an intermediate tensor".into(),
+                                        )
+                                    }
                                 },
                                 _ => return Graph::Unknown("saves an intermediate tensor".into()),
                             },
@@ -399,7 +417,9 @@ fn link_graph(ins: &[&Tensor], outs: &[Tensor], seq0: u64) -> Graph {
         out_map.push(match f {
             Some((n, nr)) => match pos(n) {
                 Some(k) => Some((k, *nr)),
-                None => return Graph::Unknown("returns a tensor whose node it did not make".into()),
+                None => {
+                    return Graph::Unknown("returns a tensor whose node it did not make".into())
+                }
             },
             None if o.requires_grad() => {
                 return Graph::Unknown("returns a leaf that requires grad".into())

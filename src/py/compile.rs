@@ -202,8 +202,7 @@ pub(super) fn exec_step(
                     .iter()
                     .map(|&s| slot(slots, s))
                     .collect::<crate::Result<_>>()?;
-                let ss: SmallVec<[Scalar; 2]> =
-                    sins.iter().map(|s| resolve(s, numbers)).collect();
+                let ss: SmallVec<[Scalar; 2]> = sins.iter().map(|s| resolve(s, numbers)).collect();
                 rule(&ts, &ss)?
             };
             for (&o, t) in outs.iter().zip(res) {
@@ -308,12 +307,16 @@ impl Tape {
                 d.set_item("forward_entries", st.n_fwd)?;
                 d.set_item("vjp_entries", st.n_vjp)?;
                 d.set_item("static_steps", st.steps.len())?;
+                d.set_item("last_fast_forward", st.fast_fwd.load(Ordering::Relaxed))?;
+                d.set_item("last_fast_vjp", st.fast_vjp.load(Ordering::Relaxed))?;
             }
             Err(why) => {
                 d.set_item("static_reason", why)?;
                 d.set_item("forward_entries", 0)?;
                 d.set_item("vjp_entries", 0)?;
                 d.set_item("static_steps", 0)?;
+                d.set_item("last_fast_forward", 0)?;
+                d.set_item("last_fast_vjp", 0)?;
             }
         }
         d.set_item("last_static", self.last_static.load(Ordering::Relaxed))?;
@@ -517,7 +520,8 @@ pub(crate) fn note_set_grad(t: &Tensor, g: Option<&Tensor>) {
     capture::with(|c| {
         let t = c.slot_of(t);
         let g = g.map(|g| c.slot_of(g));
-        c.entries.push(Entry::step("set_grad", Step::SetGrad { t, g }))
+        c.entries
+            .push(Entry::step("set_grad", Step::SetGrad { t, g }))
     });
 }
 

@@ -14,10 +14,13 @@
 //! itself, or a copy, when `.grad` is None; added in place otherwise).
 //! The result is bit-for-bit the engine's.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use smallvec::{smallvec, SmallVec};
 
-use super::capture::{EdgeTo, Entry, Graph, SIn, SavedRef, Src, Step};
+use super::capture::{Desc, EdgeTo, Entry, Graph, SIn, SavedRef, Src, Step};
 use super::compile::{exec_step, slot};
+use super::compile_ew::{self, Pool};
 use crate::autograd::{self, BackwardCtx, Grads};
 use crate::ops::{self, Scalar};
 use crate::tensor::Tensor;
@@ -89,7 +92,10 @@ pub(super) enum SStep {
         outs_g: SmallVec<[Option<usize>; 2]>,
     },
     /// Accumulates gradient slot `g` into leaf `leaf`'s `.grad`.
-    WriteGrad { leaf: usize, g: usize },
+    WriteGrad {
+        leaf: usize,
+        g: usize,
+    },
     /// The backward step's `(leaf, slot)` pairs: later entries read `.grad`.
     ReadGrads(usize),
     Mode(bool),
@@ -106,6 +112,10 @@ pub(super) struct Static {
     pub const_rg: Vec<(usize, bool)>,
     pub n_vjp: usize,
     pub n_fwd: usize,
+    /// Entries the last replay ran on the elementwise fast path (forward,
+    /// VJP), for `stats()`.
+    pub fast_fwd: AtomicUsize,
+    pub fast_vjp: AtomicUsize,
 }
 
 /// What the static plan needs to know about the capture.
@@ -161,9 +171,7 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
                 let links = match &e.graph {
                     Graph::Nodes { links, .. } => links,
                     Graph::Unknown(why) => return Err(format!("`{}` {why}", e.name)),
-                    Graph::None => {
-                        return Err(format!("`{}` recorded no autograd node", e.name))
-                    }
+                    Graph::None => return Err(format!("`{}` recorded no autograd node", e.name)),
                 };
                 for l in links {
                     let name = l.node.name();
@@ -208,7 +216,9 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
     for s in 0..n {
         if need[s] && matches!(b.srcs[s], Src::Input(_) | Src::Const(_)) {
             if !(b.is_leaf)(s) {
-                return Err("a gradient flows into a tensor made outside with its own graph".into());
+                return Err(
+                    "a gradient flows into a tensor made outside with its own graph".into(),
+                );
             }
             leaves.push(s);
         }
@@ -311,7 +321,8 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
             }
             SStep::Vjp { entry, .. } => {
                 let e = &entries[*entry];
-                if let (Step::Op { ins, outs, .. }, Graph::Nodes { links, .. }) = (&e.step, &e.graph)
+                if let (Step::Op { ins, outs, .. }, Graph::Nodes { links, .. }) =
+                    (&e.step, &e.graph)
                 {
                     for l in links {
                         for r in l.saved.iter().flatten() {
@@ -346,6 +357,8 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
         const_rg,
         n_vjp,
         n_fwd,
+        fast_fwd: AtomicUsize::new(0),
+        fast_vjp: AtomicUsize::new(0),
     })
 }
 
@@ -377,9 +390,19 @@ impl Static {
         outs: &[usize],
     ) -> crate::Result<Vec<Tensor>> {
         autograd::set_grad_enabled(false);
+        let mut pool = Pool::new();
+        let (mut nf, mut nv) = (0, 0);
         for (st, rel) in self.steps.iter().zip(&self.release) {
             match st {
-                SStep::Fwd(i) | SStep::Plain(i) => exec_step(&entries[*i], &mut slots, numbers)?,
+                SStep::Fwd(i) => {
+                    let e = &entries[*i];
+                    if fast_forward(e, &mut slots, numbers, &mut pool)? {
+                        nf += 1;
+                    } else {
+                        exec_step(e, &mut slots, numbers)?
+                    }
+                }
+                SStep::Plain(i) => exec_step(&entries[*i], &mut slots, numbers)?,
                 SStep::Mode(on) => autograd::set_grad_enabled(*on),
                 SStep::Seed { root, grad, g } => {
                     let r = slot(&slots, *root)?;
@@ -408,7 +431,18 @@ impl Static {
                     entry,
                     ins_g,
                     outs_g,
-                } => vjp(&entries[*entry], ins_g, outs_g, &mut slots, numbers)?,
+                } => {
+                    if vjp(
+                        &entries[*entry],
+                        ins_g,
+                        outs_g,
+                        &mut slots,
+                        numbers,
+                        &mut pool,
+                    )? {
+                        nv += 1;
+                    }
+                }
                 SStep::WriteGrad { leaf, g } => {
                     if let Some(g) = slots[*g].take() {
                         accumulate_grad(slot(&slots, *leaf)?, g)?;
@@ -419,8 +453,7 @@ impl Static {
                         for &(leaf, gs) in leaves {
                             let g = slot(&slots, leaf)?.grad().ok_or_else(|| {
                                 crate::Error::Runtime(
-                                    "compiled tape: backward left a captured gradient unset"
-                                        .into(),
+                                    "compiled tape: backward left a captured gradient unset".into(),
                                 )
                             })?;
                             slots[gs] = Some(g);
@@ -429,9 +462,13 @@ impl Static {
                 }
             }
             for &s in rel {
-                slots[s] = None;
+                if let Some(t) = slots[s].take() {
+                    pool.put(t);
+                }
             }
         }
+        self.fast_fwd.store(nf, Ordering::Relaxed);
+        self.fast_vjp.store(nv, Ordering::Relaxed);
         outs.iter().map(|&s| slot(&slots, s).cloned()).collect()
     }
 }
@@ -483,12 +520,57 @@ fn scalar_rule(
     }))
 }
 
-fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> crate::Result<()> {
+/// The engine's `add_into`: the first contribution as it is, later ones
+/// added after the earlier ones (`prev + g`).
+fn add_into(slot: &mut Option<Tensor>, g: Tensor, pool: &mut Pool) -> crate::Result<()> {
     *slot = Some(match slot.take() {
         None => g,
-        Some(prev) => ops::add(&prev, &g)?,
+        Some(prev) => match compile_ew::accumulate(prev, &g, pool) {
+            Ok(sum) => {
+                pool.put(g);
+                sum
+            }
+            Err(prev) => ops::add(&prev, &g)?,
+        },
     });
     Ok(())
+}
+
+/// Runs an elementwise forward entry on the fast path; false when it does
+/// not qualify.
+fn fast_forward(
+    e: &Entry,
+    slots: &mut [Option<Tensor>],
+    numbers: &[f64],
+    pool: &mut Pool,
+) -> crate::Result<bool> {
+    if !matches!(
+        e.desc,
+        Desc::Unary(_) | Desc::Binary(_) | Desc::ScalarRhs(_)
+    ) {
+        return Ok(false);
+    }
+    let Step::Op {
+        ins, sins, outs, ..
+    } = &e.step
+    else {
+        return Ok(false);
+    };
+    let r = {
+        let ts: SmallVec<[&Tensor; 2]> = ins
+            .iter()
+            .map(|&s| slot(slots, s))
+            .collect::<crate::Result<_>>()?;
+        let s = sins.first().map(|s| super::compile::resolve(s, numbers));
+        compile_ew::forward(e.desc, &ts, s, pool)
+    };
+    match r {
+        Some(t) => {
+            slots[outs[0]] = Some(t);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
 }
 
 /// The engine's `accumulate_grad` without `create_graph`.
@@ -521,9 +603,15 @@ fn vjp(
     outs_g: &[Option<usize>],
     slots: &mut [Option<Tensor>],
     numbers: &[f64],
-) -> crate::Result<()> {
-    let (Step::Op { ins, outs, sins, .. }, Graph::Nodes { links, outs: omap }) =
-        (&e.step, &e.graph)
+    pool: &mut Pool,
+) -> crate::Result<bool> {
+    let mut all_fast = true;
+    let (
+        Step::Op {
+            ins, outs, sins, ..
+        },
+        Graph::Nodes { links, outs: omap },
+    ) = (&e.step, &e.graph)
     else {
         return Err(crate::Error::runtime(
             "compiled tape: a static VJP step without its nodes",
@@ -577,9 +665,40 @@ fn vjp(
             needs: &needs,
             node,
         };
-        let mut out = match arg.and_then(|s| scalar_rule(node, &ctx, s).transpose()) {
-            Some(r) => r?,
-            None => node.backward.apply(&ctx)?,
+        let fast = if links.len() == 1 && grads.len() == 1 && e.desc != Desc::Opaque {
+            // The operands the node saved, by position.
+            let mut sin: SmallVec<[Option<&Tensor>; 2]> = smallvec![None; ins.len()];
+            let mut sout = None;
+            for (r, t) in link.saved.iter().zip(saved.iter()) {
+                match (r, t) {
+                    (Some(SavedRef::In(i)), Some(t)) => sin[*i] = Some(t),
+                    (Some(SavedRef::Out(0)), Some(t)) => sout = Some(t),
+                    _ => {}
+                }
+            }
+            match &grads[0] {
+                Some(g) => compile_ew::vjp(
+                    e.desc,
+                    node.name().as_ref(),
+                    g,
+                    &sin,
+                    sout,
+                    sins.first().map(|s| super::compile::resolve(s, numbers)),
+                    &needs,
+                    pool,
+                ),
+                None => None,
+            }
+        } else {
+            None
+        };
+        all_fast &= fast.is_some();
+        let mut out = match fast {
+            Some(r) => r,
+            None => match arg.and_then(|s| scalar_rule(node, &ctx, s).transpose()) {
+                Some(r) => r?,
+                None => node.backward.apply(&ctx)?,
+            },
         };
         out.resize(link.edges.len(), None);
         for (i, g) in out.into_iter().enumerate() {
@@ -598,13 +717,18 @@ fn vjp(
             match to {
                 EdgeTo::In(x) => {
                     if let Some(gs) = ins_g[x] {
-                        add_into(&mut slots[gs], g)?;
+                        add_into(&mut slots[gs], g, pool)?;
                     }
                 }
-                EdgeTo::Inner(k2, nr) => add_into(&mut bufs[k2][nr as usize], g)?,
+                EdgeTo::Inner(k2, nr) => add_into(&mut bufs[k2][nr as usize], g, pool)?,
                 EdgeTo::None => {}
             }
         }
+        drop(ctx);
+        drop(saved);
+        for g in grads.into_iter().flatten() {
+            pool.put(g);
+        }
     }
-    Ok(())
+    Ok(all_fast)
 }

@@ -13,6 +13,7 @@ mod capture;
 pub(crate) mod checkpoint;
 mod compat;
 mod compile;
+mod compile_ew;
 mod compile_static;
 mod convert;
 mod creation;
