@@ -227,6 +227,9 @@ pub trait GradHook: Send + Sync {
     }
 }
 
+/// Per saved slot: the tensor as stored and, for a saved output, its number.
+pub type SavedLayout = SmallVec<[Option<(Tensor, Option<u32>)>; 2]>;
+
 pub(super) enum Saved {
     Live(SmallVec<[Option<SavedTensor>; 2]>),
     Released,
@@ -367,7 +370,7 @@ impl Node {
     /// replay's own tensors: per slot the saved tensor as stored and, for a
     /// saved output, its output number. `None` once released or when a
     /// `saved_tensors_hooks` pack hook holds a tensor.
-    pub fn saved_layout(&self) -> Option<SmallVec<[Option<(Tensor, Option<u32>)>; 2]>> {
+    pub fn saved_layout(&self) -> Option<SavedLayout> {
         match &*self.saved.lock() {
             Saved::Live(list) => list
                 .iter()

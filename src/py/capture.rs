@@ -322,7 +322,7 @@ fn link_graph(ins: &[&Tensor], outs: &[Tensor], seq0: u64) -> Graph {
     if nodes.len() as u64 != seq1 - seq0 {
         return Graph::Unknown("records nodes that are not on its outputs' graph".into());
     }
-    nodes.sort_by(|a, b| b.seq.cmp(&a.seq));
+    nodes.sort_by_key(|n| std::cmp::Reverse(n.seq));
     let pos = |n: &NodeRef| nodes.iter().position(|m| m.ptr_eq(n));
     let in_fns: Vec<Option<(NodeRef, u32)>> = ins.iter().map(|t| t.grad_fn()).collect();
     let mut links = Vec::with_capacity(nodes.len());

@@ -223,7 +223,7 @@ pub(super) fn accumulate(prev: Tensor, g: &Tensor, pool: &mut Pool) -> Result<Te
             // `xs` covers its whole contiguous buffer.
             let o = unsafe { std::slice::from_raw_parts_mut(xs.as_ptr() as *mut T, xs.len()) };
             for (o, &y) in o.iter_mut().zip(ys) {
-                *o = *o + y;
+                *o += y;
             }
             return Ok(prev);
         }
@@ -243,6 +243,7 @@ pub(super) fn accumulate(prev: Tensor, g: &Tensor, pool: &mut Pool) -> Result<Te
 /// The VJP of an elementwise entry recorded as one node named `node`, from
 /// the gradient `g` of its output `out`: the gradients for the node's
 /// inputs, or `None` when the node's own rule must run.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn vjp(
     desc: Desc,
     node: &str,

@@ -213,8 +213,8 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
         }
     }
     let mut leaves = Vec::new();
-    for s in 0..n {
-        if need[s] && matches!(b.srcs[s], Src::Input(_) | Src::Const(_)) {
+    for (s, &needed) in need.iter().enumerate() {
+        if needed && matches!(b.srcs[s], Src::Input(_) | Src::Const(_)) {
             if !(b.is_leaf)(s) {
                 return Err(
                     "a gradient flows into a tensor made outside with its own graph".into(),
@@ -724,7 +724,7 @@ fn vjp(
                 EdgeTo::None => {}
             }
         }
-        drop(ctx);
+        // The saved tensors go first, so the output gradients can be pooled.
         drop(saved);
         for g in grads.into_iter().flatten() {
             pool.put(g);
