@@ -485,3 +485,15 @@ def test_result_with_graph_not_differentiated_keeps_the_dynamic_path():
     s = c.tapes[0].stats()
     assert not s["static"]
     assert y.requires_grad and y.grad_fn is not None
+
+
+def test_detached_output_is_refused_not_replayed_stale():
+    # `detach()` records nothing: its result must not become a constant of
+    # the tape (the capture call's value returned on every replay).
+    f = torch.compile(lambda x: (x * 2).detach())
+    outs = []
+    with pytest.warns(RuntimeWarning, match="detach"):
+        for i in range(4):
+            outs.append(f(torch.full((2,), float(i))))
+    for i, o in enumerate(outs):
+        assert same(o, torch.full((2,), 2.0 * i))

@@ -484,6 +484,11 @@ impl Capture {
         }
     }
 
+    /// The slot holding `t`, if the tape has seen it.
+    pub(crate) fn lookup(&self, t: &Tensor) -> Option<usize> {
+        self.map.get(&t.id()).copied()
+    }
+
     pub(crate) fn produce(&mut self, t: &Tensor) -> usize {
         self.push(t, Src::Produced)
     }

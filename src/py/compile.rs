@@ -408,6 +408,27 @@ fn _capture_end(
             }
         }
     }
+    // An output the tape never saw that shares memory with a value computed
+    // inside was made by a call that records nothing (`detach()`): the
+    // replay would return the capture call's tensor every time.
+    for o in &outputs {
+        let t = &o.get().t;
+        if c.lookup(t).is_some() {
+            continue;
+        }
+        let st = t.storage();
+        let aliased = (0..c.srcs.len()).any(|s| {
+            matches!(c.srcs[s], Src::Produced)
+                && std::sync::Arc::ptr_eq(&c.tensor_at(s).storage(), &st)
+        });
+        if aliased {
+            return Ok((
+                None,
+                Some("an output shares memory with a value computed inside but was made by a call the tape does not record (such as `detach()`); a replay would return the capture call's tensor".into()),
+                seen,
+            ));
+        }
+    }
     let outs: Vec<usize> = outputs.iter().map(|o| c.slot_of(&o.get().t)).collect();
     let tape = Tape::build(c, outs, grad_mode, n_inputs);
     Ok((Some(Py::new(py, tape)?), None, seen))
