@@ -251,6 +251,9 @@ impl LeafHookStage {
     }
 }
 
+/// Per saved slot: the tensor as stored and, for a saved output, its number.
+pub type SavedLayout = SmallVec<[Option<(Tensor, Option<u32>)>; 2]>;
+
 pub(super) enum Saved {
     Live(SmallVec<[Option<SavedTensor>; 2]>),
     Released,
@@ -382,6 +385,25 @@ impl Node {
                     .map(|s| s.data().clone())
                     .collect(),
             ),
+            Saved::Released => None,
+        }
+    }
+
+    /// Where each saved tensor came from, for `ferrograd.compile`'s static
+    /// backward (`py/static_bwd.rs`), which calls this node's rule on the
+    /// replay's own tensors: per slot the saved tensor as stored and, for a
+    /// saved output, its output number. `None` once released or when a
+    /// `saved_tensors_hooks` pack hook holds a tensor.
+    pub fn saved_layout(&self) -> Option<SavedLayout> {
+        match &*self.saved.lock() {
+            Saved::Live(list) => list
+                .iter()
+                .map(|s| match s {
+                    None => Some(None),
+                    Some(s) if s.is_packed() => None,
+                    Some(s) => Some(Some((s.data().clone(), s.output_nr()))),
+                })
+                .collect(),
             Saved::Released => None,
         }
     }

@@ -19,6 +19,9 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
+use smallvec::SmallVec;
+
+use crate::autograd::{self, Edge, NodeRef};
 use crate::ops::Scalar;
 use crate::py::errors;
 use crate::tensor::{DType, Tensor};
@@ -103,11 +106,339 @@ pub(crate) enum Step {
 pub(crate) struct Entry {
     pub name: String,
     pub step: Step,
+    /// What the op is, for passes over the tape (`Desc::Opaque` for steps
+    /// and for ops no pass understands).
+    pub desc: Desc,
+    /// The autograd nodes the op recorded during capture (`Op` steps only).
+    pub graph: Graph,
+}
+
+impl Entry {
+    pub(crate) fn step(name: &str, step: Step) -> Entry {
+        Entry {
+            name: name.to_string(),
+            step,
+            desc: Desc::Opaque,
+            graph: Graph::None,
+        }
+    }
+}
+
+/// An elementwise operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ew {
+    Neg,
+    Exp,
+    Log,
+    Sin,
+    Cos,
+    Tanh,
+    Sigmoid,
+    Relu,
+    Sqrt,
+    Abs,
+    Reciprocal,
+    Square,
+    Rsqrt,
+    Expm1,
+    Log1p,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Maximum,
+    Minimum,
+}
+
+/// A typed description of a recorded op. The bindings name their ops
+/// consistently (`run_op`'s `name`), so the description is read from the
+/// name and the operand kinds where the entry is recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Desc {
+    Opaque,
+    /// `op(ins[0])`.
+    Unary(Ew),
+    /// `ins[0] op ins[1]`, broadcast.
+    Binary(Ew),
+    /// `ins[0] op sins[0]`.
+    ScalarRhs(Ew),
+    /// `sins[0] op ins[0]` (`2 - x`, `2 / x`, `2 ** x`).
+    ScalarLhs(Ew),
+    /// `sum`/`mean`, over everything or over dimensions.
+    Sum,
+    Mean,
+    /// `matmul`, `mm`, `linear`.
+    Product,
+    /// A view or copy that moves elements: reshape/view/expand/t/transpose/
+    /// permute/squeeze/unsqueeze/flatten, basic indexing, chunk/split/unbind.
+    Shape,
+    /// `cat`, `stack`.
+    Join,
+}
+
+impl Desc {
+    pub(crate) fn of(name: &str, n_ins: usize, n_sins: usize) -> Desc {
+        let (base, reflected) = match name {
+            "radd" | "rsub" | "rmul" | "rdiv" | "rpow" => (&name[1..], true),
+            n => (n, false),
+        };
+        let ew = match base {
+            "neg" => Some(Ew::Neg),
+            "exp" => Some(Ew::Exp),
+            "log" => Some(Ew::Log),
+            "sin" => Some(Ew::Sin),
+            "cos" => Some(Ew::Cos),
+            "tanh" => Some(Ew::Tanh),
+            "sigmoid" => Some(Ew::Sigmoid),
+            "relu" => Some(Ew::Relu),
+            "sqrt" => Some(Ew::Sqrt),
+            "abs" => Some(Ew::Abs),
+            "reciprocal" => Some(Ew::Reciprocal),
+            "square" => Some(Ew::Square),
+            "rsqrt" => Some(Ew::Rsqrt),
+            "expm1" => Some(Ew::Expm1),
+            "log1p" => Some(Ew::Log1p),
+            "add" => Some(Ew::Add),
+            "sub" => Some(Ew::Sub),
+            "mul" => Some(Ew::Mul),
+            "div" => Some(Ew::Div),
+            "pow" => Some(Ew::Pow),
+            "maximum" => Some(Ew::Maximum),
+            "minimum" => Some(Ew::Minimum),
+            _ => None,
+        };
+        if let Some(e) = ew {
+            let binary = matches!(
+                e,
+                Ew::Add | Ew::Sub | Ew::Mul | Ew::Div | Ew::Pow | Ew::Maximum | Ew::Minimum
+            );
+            return match (binary, n_ins, n_sins) {
+                (false, 1, 0) if !reflected => Desc::Unary(e),
+                // A reflected op given a tensor was recorded with its operands swapped.
+                (true, 2, 0) => Desc::Binary(e),
+                // `2 + x` and `2 * x` run as `x + 2` and `x * 2` (`add_scalar`, `mul_scalar`).
+                (true, 1, 1) if reflected && !matches!(e, Ew::Add | Ew::Mul) => Desc::ScalarLhs(e),
+                (true, 1, 1) => Desc::ScalarRhs(e),
+                _ => Desc::Opaque,
+            };
+        }
+        match name {
+            "sum" => Desc::Sum,
+            "mean" => Desc::Mean,
+            "matmul" | "mm" | "linear" => Desc::Product,
+            "reshape_i" | "view" | "expand_view" | "broadcast_to" | "t" | "transpose"
+            | "permute" | "squeeze" | "unsqueeze" | "flatten" | "unflatten" | "select"
+            | "index" | "chunk" | "split" | "unbind" | "narrow" => Desc::Shape,
+            "cat" | "stack" => Desc::Join,
+            _ => Desc::Opaque,
+        }
+    }
+}
+
+/// Where a gradient leaving one of an entry's nodes goes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum EdgeTo {
+    /// Nowhere (the input needs no gradient).
+    None,
+    /// The entry's tensor input `i`.
+    In(usize),
+    /// Output `nr` of the entry's node `k` (a node made inside the op).
+    Inner(usize, u32),
+}
+
+/// Where a node's saved tensor comes from on a replay.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum SavedRef {
+    In(usize),
+    /// The entry's output `j`.
+    Out(usize),
+    /// `ins[i].t()`, made inside the op (`linear`'s transposed weight).
+    TOf(usize),
+}
+
+/// One autograd node an entry's op made during capture: its rule is the
+/// entry's VJP on replay, called on the replay's tensors.
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub node: NodeRef,
+    pub edges: SmallVec<[EdgeTo; 2]>,
+    pub saved: SmallVec<[Option<SavedRef>; 2]>,
+}
+
+/// The nodes an entry recorded during capture.
+#[derive(Clone, Default)]
+pub(crate) enum Graph {
+    /// None (no input required grad, or grad mode was off).
+    #[default]
+    None,
+    /// Newest first (the engine's order). `outs[j]` is where the entry's
+    /// output `j` gets its gradient from: `(node, output_nr)`, or `None`
+    /// when the output does not require grad.
+    Nodes {
+        links: Vec<Link>,
+        outs: SmallVec<[Option<(usize, u32)>; 2]>,
+    },
+    /// Something the static backward cannot express (the reason).
+    Unknown(String),
+}
+
+fn same_node(a: &(NodeRef, u32), n: &NodeRef, nr: u32) -> bool {
+    a.0.ptr_eq(n) && a.1 == nr
+}
+
+/// Reads the nodes made by an op that started when the newest node had
+/// sequence `seq0`.
+fn link_graph(ins: &[&Tensor], outs: &[Tensor], seq0: u64) -> Graph {
+    let seq1 = autograd::current_seq();
+    let out_fns: Vec<Option<(NodeRef, u32)>> = outs.iter().map(|o| o.grad_fn()).collect();
+    if seq1 == seq0 {
+        return if outs.iter().any(|o| o.requires_grad()) {
+            Graph::Unknown("returns a tensor that requires grad without recording a node".into())
+        } else {
+            Graph::None
+        };
+    }
+    let fresh = |n: &NodeRef| n.seq > seq0 && n.seq <= seq1;
+    let mut nodes: Vec<NodeRef> = Vec::new();
+    let mut stack: Vec<NodeRef> = out_fns
+        .iter()
+        .flatten()
+        .filter(|(n, _)| fresh(n))
+        .map(|(n, _)| n.clone())
+        .collect();
+    while let Some(n) = stack.pop() {
+        if nodes.iter().any(|m| m.ptr_eq(&n)) {
+            continue;
+        }
+        for e in n.edges.iter() {
+            if let Edge::Node(c, _) = e {
+                if fresh(c) {
+                    stack.push(c.clone());
+                }
+            }
+        }
+        nodes.push(n);
+    }
+    if nodes.len() as u64 != seq1 - seq0 {
+        return Graph::Unknown("records nodes that are not on its outputs' graph".into());
+    }
+    nodes.sort_by_key(|n| std::cmp::Reverse(n.seq));
+    let pos = |n: &NodeRef| nodes.iter().position(|m| m.ptr_eq(n));
+    let in_fns: Vec<Option<(NodeRef, u32)>> = ins.iter().map(|t| t.grad_fn()).collect();
+    let mut links = Vec::with_capacity(nodes.len());
+    for n in &nodes {
+        let mut edges = SmallVec::new();
+        for e in n.edges.iter() {
+            edges.push(match e {
+                Edge::None => EdgeTo::None,
+                Edge::Node(c, nr) => match pos(c) {
+                    Some(k) => EdgeTo::Inner(k, *nr),
+                    None => match in_fns
+                        .iter()
+                        .position(|f| f.as_ref().is_some_and(|f| same_node(f, c, *nr)))
+                    {
+                        Some(i) => EdgeTo::In(i),
+                        None => return Graph::Unknown("sends a gradient past its inputs".into()),
+                    },
+                },
+                Edge::Leaf(t) => match ins.iter().position(|i| i.id() == t.id()) {
+                    Some(i) => EdgeTo::In(i),
+                    None => {
+                        return Graph::Unknown("sends a gradient to a leaf it was not given".into())
+                    }
+                },
+            });
+        }
+        let Some(layout) = n.saved_layout() else {
+            return Graph::Unknown(
+                "a saved tensor is held by a saved_tensors_hooks pack hook".into(),
+            );
+        };
+        let mut saved = SmallVec::new();
+        for s in layout {
+            saved.push(match s {
+                None => None,
+                Some((_, Some(nr))) => {
+                    match out_fns
+                        .iter()
+                        .position(|f| f.as_ref().is_some_and(|f| same_node(f, n, nr)))
+                    {
+                        Some(j) => Some(SavedRef::Out(j)),
+                        None => return Graph::Unknown("saves an intermediate output".into()),
+                    }
+                }
+                Some((t, None)) => match ins.iter().position(|i| i.id() == t.id()) {
+                    Some(i) => Some(SavedRef::In(i)),
+                    None => {
+                        // `linear` saves `w.t()`, the output of its own TBackward0 node.
+                        let tof = t.grad_fn().and_then(|(m, _)| {
+                            let k = pos(&m)?;
+                            (m.name() == "TBackward0").then_some(k)
+                        });
+                        match tof.map(|k| (k, n.edges.len())) {
+                            Some((k, _)) => match nodes[k].edges.first() {
+                                Some(Edge::Leaf(w)) => {
+                                    match ins.iter().position(|i| i.id() == w.id()) {
+                                        Some(i) => Some(SavedRef::TOf(i)),
+                                        None => {
+                                            return Graph::Unknown(
+                                                "saves an intermediate tensor".into(),
+                                            )
+                                        }
+                                    }
+                                }
+                                Some(Edge::Node(c, nr)) => match in_fns
+                                    .iter()
+                                    .position(|f| f.as_ref().is_some_and(|f| same_node(f, c, *nr)))
+                                {
+                                    Some(i) => Some(SavedRef::TOf(i)),
+                                    None => {
+                                        return Graph::Unknown(
+                                            "saves an intermediate tensor".into(),
+                                        )
+                                    }
+                                },
+                                _ => return Graph::Unknown("saves an intermediate tensor".into()),
+                            },
+                            None => return Graph::Unknown("saves an intermediate tensor".into()),
+                        }
+                    }
+                },
+            });
+        }
+        links.push(Link {
+            node: n.clone(),
+            edges,
+            saved,
+        });
+    }
+    let mut out_map = SmallVec::new();
+    for (o, f) in outs.iter().zip(&out_fns) {
+        out_map.push(match f {
+            Some((n, nr)) => match pos(n) {
+                Some(k) => Some((k, *nr)),
+                None => {
+                    return Graph::Unknown("returns a tensor whose node it did not make".into())
+                }
+            },
+            None if o.requires_grad() => {
+                return Graph::Unknown("returns a leaf that requires grad".into())
+            }
+            None => None,
+        });
+    }
+    Graph::Nodes {
+        links,
+        outs: out_map,
+    }
 }
 
 #[derive(Default)]
 pub(crate) struct Capture {
     pub srcs: Vec<Src>,
+    /// Whether each slot's tensor required grad when it was mapped.
+    pub requires_grad: Vec<bool>,
     map: HashMap<usize, usize>,
     /// Every mapped tensor, kept alive so no id is reused during capture.
     keep: Vec<Tensor>,
@@ -140,6 +471,7 @@ impl Capture {
     fn push(&mut self, t: &Tensor, src: Src) -> usize {
         let s = self.srcs.len();
         self.srcs.push(src);
+        self.requires_grad.push(t.requires_grad());
         self.map.insert(t.id(), s);
         self.keep.push(t.clone());
         s
@@ -151,6 +483,11 @@ impl Capture {
             Some(&s) => s,
             None => self.push(t, Src::Const(t.clone())),
         }
+    }
+
+    /// The slot holding `t`, if the tape has seen it.
+    pub(crate) fn lookup(&self, t: &Tensor) -> Option<usize> {
+        self.map.get(&t.id()).copied()
     }
 
     pub(crate) fn produce(&mut self, t: &Tensor) -> usize {
@@ -270,7 +607,26 @@ pub(crate) fn note_number_tensor(obj: &Bound<'_, PyAny>, t: &Tensor) {
     });
 }
 
-fn record(name: &str, ins: &[&Tensor], sins: &[SIn], outs: &[Tensor], rule: Rule) {
+/// Appends an op entry. `seq0` is the newest node's sequence number before
+/// the op ran (`None` for an in-place write, which no pass rewrites).
+fn record(
+    name: &str,
+    ins: &[&Tensor],
+    sins: &[SIn],
+    outs: &[Tensor],
+    rule: Rule,
+    seq0: Option<u64>,
+) {
+    let (desc, graph) = match seq0 {
+        Some(seq0) => (
+            Desc::of(name, ins.len(), sins.len()),
+            link_graph(ins, outs, seq0),
+        ),
+        None if outs.iter().any(|o| o.requires_grad()) => {
+            (Desc::Opaque, Graph::Unknown("writes in place".into()))
+        }
+        None => (Desc::Opaque, Graph::None),
+    };
     with(|c| {
         let ins: Vec<usize> = ins.iter().map(|t| c.slot_of(t)).collect();
         let outs: Vec<usize> = outs.iter().map(|t| c.produce(t)).collect();
@@ -282,6 +638,8 @@ fn record(name: &str, ins: &[&Tensor], sins: &[SIn], outs: &[Tensor], rule: Rule
                 sins: sins.to_vec(),
                 outs,
             },
+            desc,
+            graph,
         });
     });
 }
@@ -327,6 +685,8 @@ where
     F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<Tensor> + Send + Sync + 'static,
 {
     let vals = values(sins);
+    // The newest node before the op ran: what the op recorded is newer.
+    let seq0 = autograd::current_seq();
     let (r, word) = call(py, work, || f(ins, &vals));
     if word & SLOW == 0 {
         return crate::py::tensor::wrap(py, errors::finish_clear(r)?);
@@ -339,6 +699,7 @@ where
             sins,
             std::slice::from_ref(&out),
             Arc::new(move |t, s| f(t, s).map(|o| vec![o])),
+            Some(seq0),
         );
     }
     crate::py::tensor::wrap(py, out)
@@ -357,13 +718,14 @@ where
     F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<Vec<Tensor>> + Send + Sync + 'static,
 {
     let vals = values(sins);
+    let seq0 = autograd::current_seq();
     let (r, word) = call(py, work, || f(ins, &vals));
     if word & SLOW == 0 {
         return errors::finish_clear(r);
     }
     let outs = errors::finish(r)?;
     if word & crate::flags::CAPTURE != 0 {
-        record(name, ins, sins, &outs, Arc::new(f));
+        record(name, ins, sins, &outs, Arc::new(f), Some(seq0));
     }
     Ok(outs)
 }
@@ -397,6 +759,7 @@ where
                 f(t, s)?;
                 Ok(vec![t[0].clone()])
             }),
+            None,
         );
     }
     Ok(())

@@ -4,12 +4,14 @@
 //! on new inputs.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use smallvec::SmallVec;
 
 use super::capture::{self, Capture, Entry, SIn, Src, Step};
+use super::compile_static::{self as statik, Static};
 use super::errors::guard;
 use super::tensor::{wrap, PyTensor};
 use crate::autograd::{self, BackwardRequest};
@@ -28,9 +30,15 @@ pub struct Tape {
     outs: Vec<usize>,
     n_inputs: usize,
     grad_mode: bool,
+    /// The static backward (`compile_static.rs`), or why the tape has none.
+    fast: Result<Static, String>,
+    /// Autograd nodes the last replay created (`stats()`).
+    last_nodes: AtomicU64,
+    /// Whether the last replay took the static path.
+    last_static: AtomicBool,
 }
 
-fn slot(slots: &[Option<Tensor>], s: usize) -> crate::Result<&Tensor> {
+pub(super) fn slot(slots: &[Option<Tensor>], s: usize) -> crate::Result<&Tensor> {
     slots[s]
         .as_ref()
         .ok_or_else(|| crate::Error::Runtime(format!("compiled tape: slot {s} is empty")))
@@ -42,32 +50,7 @@ impl Tape {
         let keep: HashSet<usize> = outs.iter().copied().collect();
         let mut last = vec![usize::MAX; c.srcs.len()];
         for (i, e) in c.entries.iter().enumerate() {
-            let mut touch = |s: usize| last[s] = i;
-            match &e.step {
-                Step::Op { ins, outs, .. } => {
-                    ins.iter().for_each(|&s| touch(s));
-                    outs.iter().for_each(|&s| touch(s));
-                }
-                Step::Backward {
-                    root, grad, leaves, ..
-                } => {
-                    touch(*root);
-                    if let Some(g) = grad {
-                        touch(*g);
-                    }
-                    leaves.iter().for_each(|&(l, g)| {
-                        touch(l);
-                        touch(g);
-                    });
-                }
-                Step::SetGrad { t, g } => {
-                    touch(*t);
-                    if let Some(g) = g {
-                        touch(*g);
-                    }
-                }
-                Step::GradMode(_) | Step::PyCall(_) => {}
-            }
+            touched(e, &mut |s| last[s] = i);
         }
         let mut release = vec![Vec::new(); c.entries.len()];
         for (s, &l) in last.iter().enumerate() {
@@ -75,6 +58,14 @@ impl Tape {
                 release[l].push(s);
             }
         }
+        let fast = statik::build(&statik::BuildIn {
+            srcs: &c.srcs,
+            entries: &c.entries,
+            requires_grad: &c.requires_grad,
+            is_leaf: &|s| c.tensor_at(s).is_leaf(),
+            outs: &outs,
+            grad_mode,
+        });
         Tape {
             srcs: c.srcs,
             entries: c.entries,
@@ -82,6 +73,9 @@ impl Tape {
             outs,
             n_inputs,
             grad_mode,
+            fast,
+            last_nodes: AtomicU64::new(0),
+            last_static: AtomicBool::new(false),
         }
     }
 
@@ -89,7 +83,26 @@ impl Tape {
         // A failing replay leaves grad mode as the call found it, as the
         // eager function's `with no_grad()` blocks would on an exception.
         let prev = autograd::is_grad_enabled();
-        let r = self.run_entries(inputs, numbers);
+        let seq0 = autograd::current_seq();
+        let r = match &self.fast {
+            Ok(st) => {
+                let slots = self.initial_slots(inputs, numbers, st.n_grads);
+                if st.usable(&self.srcs, &slots) {
+                    self.last_static.store(true, Ordering::Relaxed);
+                    st.run(&self.entries, slots, numbers, &self.outs)
+                } else {
+                    drop(slots);
+                    self.last_static.store(false, Ordering::Relaxed);
+                    self.run_entries(inputs, numbers)
+                }
+            }
+            Err(_) => {
+                self.last_static.store(false, Ordering::Relaxed);
+                self.run_entries(inputs, numbers)
+            }
+        };
+        self.last_nodes
+            .store(autograd::current_seq() - seq0, Ordering::Relaxed);
         if r.is_err() {
             autograd::set_grad_enabled(prev);
         }
@@ -97,85 +110,10 @@ impl Tape {
     }
 
     fn run_entries(&self, inputs: &[Tensor], numbers: &[f64]) -> crate::Result<Vec<Tensor>> {
-        let mut slots: Vec<Option<Tensor>> = self
-            .srcs
-            .iter()
-            .map(|s| match s {
-                Src::Input(i) => Some(inputs[*i].clone()),
-                Src::Const(t) => Some(t.clone()),
-                Src::Produced => None,
-                Src::Number { arg, dtype } => Some(Tensor::scalar_of(numbers[*arg], *dtype)),
-            })
-            .collect();
+        let mut slots = self.initial_slots(inputs, numbers, 0);
         autograd::set_grad_enabled(self.grad_mode);
         for (e, rel) in self.entries.iter().zip(&self.release) {
-            match &e.step {
-                Step::Op {
-                    rule,
-                    ins,
-                    sins,
-                    outs,
-                } => {
-                    let res = {
-                        let ts: SmallVec<[&Tensor; 4]> = ins
-                            .iter()
-                            .map(|&s| slot(&slots, s))
-                            .collect::<crate::Result<_>>()?;
-                        let ss: SmallVec<[Scalar; 2]> = sins
-                            .iter()
-                            .map(|s| match *s {
-                                SIn::Arg(i, Scalar::Int(_)) => Scalar::Int(numbers[i] as i64),
-                                SIn::Arg(i, Scalar::Bool(_)) => Scalar::Bool(numbers[i] != 0.0),
-                                SIn::Arg(i, Scalar::Float(_)) => Scalar::Float(numbers[i]),
-                                SIn::Const(c) => c,
-                            })
-                            .collect();
-                        rule(&ts, &ss)?
-                    };
-                    for (&o, t) in outs.iter().zip(res) {
-                        slots[o] = Some(t);
-                    }
-                }
-                Step::Backward {
-                    root,
-                    grad,
-                    retain_graph,
-                    leaves,
-                } => {
-                    let r = slot(&slots, *root)?.clone();
-                    let g = match grad {
-                        Some(g) => slot(&slots, *g)?.clone(),
-                        None => Tensor::full(r.shape(), 1.0, r.dtype()),
-                    };
-                    autograd::run_backward(BackwardRequest {
-                        roots: vec![r],
-                        grads: vec![g],
-                        inputs: None,
-                        retain_graph: *retain_graph,
-                        create_graph: false,
-                        accumulate: true,
-                    })?;
-                    for &(leaf, gs) in leaves {
-                        let g = slot(&slots, leaf)?.grad().ok_or_else(|| {
-                            crate::Error::Runtime(
-                                "compiled tape: backward left a captured gradient unset".into(),
-                            )
-                        })?;
-                        slots[gs] = Some(g);
-                    }
-                }
-                Step::GradMode(on) => autograd::set_grad_enabled(*on),
-                Step::SetGrad { t, g } => {
-                    let g = match g {
-                        Some(g) => Some(slot(&slots, *g)?.clone()),
-                        None => None,
-                    };
-                    slot(&slots, *t)?.set_grad(g);
-                }
-                Step::PyCall(f) => {
-                    Python::attach(|py| f.call0(py).map(|_| ())).map_err(super::errors::external)?
-                }
-            }
+            exec_step(e, &mut slots, numbers)?;
             for &s in rel {
                 slots[s] = None;
             }
@@ -185,6 +123,133 @@ impl Tape {
             .map(|&s| slot(&slots, s).cloned())
             .collect()
     }
+
+    /// The slot vector at the start of a replay: inputs, constants and
+    /// numbers filled, produced slots (and `extra` gradient slots) empty.
+    pub(super) fn initial_slots(
+        &self,
+        inputs: &[Tensor],
+        numbers: &[f64],
+        extra: usize,
+    ) -> Vec<Option<Tensor>> {
+        let mut slots: Vec<Option<Tensor>> = Vec::with_capacity(self.srcs.len() + extra);
+        slots.extend(self.srcs.iter().map(|s| match s {
+            Src::Input(i) => Some(inputs[*i].clone()),
+            Src::Const(t) => Some(t.clone()),
+            Src::Produced => None,
+            Src::Number { arg, dtype } => Some(Tensor::scalar_of(numbers[*arg], *dtype)),
+        }));
+        slots.resize(self.srcs.len() + extra, None);
+        slots
+    }
+}
+
+/// A scalar operand's value on this replay.
+#[inline]
+pub(super) fn resolve(s: &SIn, numbers: &[f64]) -> Scalar {
+    match *s {
+        SIn::Arg(i, Scalar::Int(_)) => Scalar::Int(numbers[i] as i64),
+        SIn::Arg(i, Scalar::Bool(_)) => Scalar::Bool(numbers[i] != 0.0),
+        SIn::Arg(i, Scalar::Float(_)) => Scalar::Float(numbers[i]),
+        SIn::Const(c) => c,
+    }
+}
+
+/// Calls `touch` on every slot a step reads or writes.
+pub(super) fn touched(e: &Entry, touch: &mut dyn FnMut(usize)) {
+    match &e.step {
+        Step::Op { ins, outs, .. } => {
+            ins.iter().for_each(|&s| touch(s));
+            outs.iter().for_each(|&s| touch(s));
+        }
+        Step::Backward {
+            root, grad, leaves, ..
+        } => {
+            touch(*root);
+            if let Some(g) = grad {
+                touch(*g);
+            }
+            leaves.iter().for_each(|&(l, g)| {
+                touch(l);
+                touch(g);
+            });
+        }
+        Step::SetGrad { t, g } => {
+            touch(*t);
+            if let Some(g) = g {
+                touch(*g);
+            }
+        }
+        Step::GradMode(_) | Step::PyCall(_) => {}
+    }
+}
+
+/// Runs one recorded step on the replay's slots.
+pub(super) fn exec_step(
+    e: &Entry,
+    slots: &mut [Option<Tensor>],
+    numbers: &[f64],
+) -> crate::Result<()> {
+    match &e.step {
+        Step::Op {
+            rule,
+            ins,
+            sins,
+            outs,
+        } => {
+            let res = {
+                let ts: SmallVec<[&Tensor; 4]> = ins
+                    .iter()
+                    .map(|&s| slot(slots, s))
+                    .collect::<crate::Result<_>>()?;
+                let ss: SmallVec<[Scalar; 2]> = sins.iter().map(|s| resolve(s, numbers)).collect();
+                rule(&ts, &ss)?
+            };
+            for (&o, t) in outs.iter().zip(res) {
+                slots[o] = Some(t);
+            }
+        }
+        Step::Backward {
+            root,
+            grad,
+            retain_graph,
+            leaves,
+        } => {
+            let r = slot(slots, *root)?.clone();
+            let g = match grad {
+                Some(g) => slot(slots, *g)?.clone(),
+                None => Tensor::full(r.shape(), 1.0, r.dtype()),
+            };
+            autograd::run_backward(BackwardRequest {
+                roots: vec![r],
+                grads: vec![g],
+                inputs: None,
+                retain_graph: *retain_graph,
+                create_graph: false,
+                accumulate: true,
+            })?;
+            for &(leaf, gs) in leaves {
+                let g = slot(slots, leaf)?.grad().ok_or_else(|| {
+                    crate::Error::Runtime(
+                        "compiled tape: backward left a captured gradient unset".into(),
+                    )
+                })?;
+                slots[gs] = Some(g);
+            }
+        }
+        Step::GradMode(on) => autograd::set_grad_enabled(*on),
+        Step::SetGrad { t, g } => {
+            let g = match g {
+                Some(g) => Some(slot(slots, *g)?.clone()),
+                None => None,
+            };
+            slot(slots, *t)?.set_grad(g);
+        }
+        Step::PyCall(f) => {
+            Python::attach(|py| f.call0(py).map(|_| ())).map_err(super::errors::external)?
+        }
+    }
+    Ok(())
 }
 
 #[pymethods]
@@ -226,6 +291,37 @@ impl Tape {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Counts describing the tape: `entries`, whether it has a static
+    /// backward (`static`, and `static_reason` when not), its forward and
+    /// VJP entries, and what the last replay did (`last_static`,
+    /// `last_replay_nodes`: autograd nodes it created).
+    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("entries", self.entries.len())?;
+        d.set_item("static", self.fast.is_ok())?;
+        match &self.fast {
+            Ok(st) => {
+                d.set_item("static_reason", py.None())?;
+                d.set_item("forward_entries", st.n_fwd)?;
+                d.set_item("vjp_entries", st.n_vjp)?;
+                d.set_item("static_steps", st.steps.len())?;
+                d.set_item("last_fast_forward", st.fast_fwd.load(Ordering::Relaxed))?;
+                d.set_item("last_fast_vjp", st.fast_vjp.load(Ordering::Relaxed))?;
+            }
+            Err(why) => {
+                d.set_item("static_reason", why)?;
+                d.set_item("forward_entries", 0)?;
+                d.set_item("vjp_entries", 0)?;
+                d.set_item("static_steps", 0)?;
+                d.set_item("last_fast_forward", 0)?;
+                d.set_item("last_fast_vjp", 0)?;
+            }
+        }
+        d.set_item("last_static", self.last_static.load(Ordering::Relaxed))?;
+        d.set_item("last_replay_nodes", self.last_nodes.load(Ordering::Relaxed))?;
+        Ok(d.into_any().unbind())
     }
 
     fn __len__(&self) -> usize {
@@ -312,6 +408,27 @@ fn _capture_end(
             }
         }
     }
+    // An output the tape never saw that shares memory with a value computed
+    // inside was made by a call that records nothing (`detach()`): the
+    // replay would return the capture call's tensor every time.
+    for o in &outputs {
+        let t = &o.get().t;
+        if c.lookup(t).is_some() {
+            continue;
+        }
+        let st = t.storage();
+        let aliased = (0..c.srcs.len()).any(|s| {
+            matches!(c.srcs[s], Src::Produced)
+                && std::sync::Arc::ptr_eq(&c.tensor_at(s).storage(), &st)
+        });
+        if aliased {
+            return Ok((
+                None,
+                Some("an output shares memory with a value computed inside but was made by a call the tape does not record (such as `detach()`); a replay would return the capture call's tensor".into()),
+                seen,
+            ));
+        }
+    }
     let outs: Vec<usize> = outputs.iter().map(|o| c.slot_of(&o.get().t)).collect();
     let tape = Tape::build(c, outs, grad_mode, n_inputs);
     Ok((Some(Py::new(py, tape)?), None, seen))
@@ -355,10 +472,8 @@ fn _capture_pycall(py: Python<'_>, name: String, f: Bound<'_, PyAny>) -> PyResul
     capture::set_active(true);
     let r = r?;
     capture::with(|c| {
-        c.entries.push(Entry {
-            name,
-            step: Step::PyCall(f.clone().unbind()),
-        })
+        c.entries
+            .push(Entry::step(&name, Step::PyCall(f.clone().unbind())))
     });
     let _ = py;
     Ok(r.unbind())
@@ -400,15 +515,15 @@ pub(crate) fn backward(py: Python<'_>, req: BackwardRequest, grad_given: bool) -
                 }
             }
         }
-        c.entries.push(Entry {
-            name: "backward".into(),
-            step: Step::Backward {
+        c.entries.push(Entry::step(
+            "backward",
+            Step::Backward {
                 root,
                 grad,
                 retain_graph,
                 leaves,
             },
-        });
+        ));
     });
     Ok(())
 }
@@ -416,10 +531,8 @@ pub(crate) fn backward(py: Python<'_>, req: BackwardRequest, grad_given: bool) -
 /// `_set_grad_enabled(on)` while capturing.
 pub(crate) fn note_grad_mode(on: bool) {
     capture::with(|c| {
-        c.entries.push(Entry {
-            name: "set_grad_enabled".into(),
-            step: Step::GradMode(on),
-        })
+        c.entries
+            .push(Entry::step("set_grad_enabled", Step::GradMode(on)))
     });
 }
 
@@ -428,10 +541,8 @@ pub(crate) fn note_set_grad(t: &Tensor, g: Option<&Tensor>) {
     capture::with(|c| {
         let t = c.slot_of(t);
         let g = g.map(|g| c.slot_of(g));
-        c.entries.push(Entry {
-            name: "set_grad".into(),
-            step: Step::SetGrad { t, g },
-        })
+        c.entries
+            .push(Entry::step("set_grad", Step::SetGrad { t, g }))
     });
 }
 

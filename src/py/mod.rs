@@ -13,6 +13,8 @@ mod capture;
 pub(crate) mod checkpoint;
 mod compat;
 mod compile;
+mod compile_ew;
+mod compile_static;
 mod convert;
 mod creation;
 mod dtype;

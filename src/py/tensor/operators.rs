@@ -146,10 +146,13 @@ pub(crate) fn add_impl(
         }
         _ => None,
     };
+    // With `alpha` the op is not a plain sum: its own name keeps the tape's
+    // description of it (`capture::Desc`) exact.
+    let name = if alpha.is_some() { "add_alpha" } else { "add" };
     capture::run_op(
         py,
         work2(a, &b),
-        "add",
+        name,
         &[a, &b],
         &[],
         move |t, _| match alpha {
@@ -173,10 +176,11 @@ pub(crate) fn sub_impl(
         }
         _ => None,
     };
+    let name = if alpha.is_some() { "sub_alpha" } else { "sub" };
     capture::run_op(
         py,
         work2(a, &b),
-        "sub",
+        name,
         &[a, &b],
         &[],
         move |t, _| match alpha {

@@ -1,0 +1,734 @@
+//! The static backward of a compiled tape: when every op that the recorded
+//! `backward()` reaches is understood, the replay runs the forward ops with
+//! grad recording off (no autograd nodes) and then the backward itself as
+//! entries of the tape, with no engine walk.
+//!
+//! Each forward entry's VJP is the rule of the node(s) its op recorded
+//! during capture (`capture::Graph`), called on the replay's own tensors:
+//! the saved tensors a rule reads are the entry's inputs and outputs (or
+//! `linear`'s `w.t()`, remade from the weight), so the backward computes
+//! exactly what the engine would, with the same kernels. Gradients are
+//! accumulated in the engine's order: nodes run newest first (reverse tape
+//! order), contributions to one tensor are summed in arrival order, and
+//! each leaf's `.grad` is written as the engine writes it (the gradient
+//! itself, or a copy, when `.grad` is None; added in place otherwise).
+//! The result is bit-for-bit the engine's.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use smallvec::{smallvec, SmallVec};
+
+use super::capture::{Desc, EdgeTo, Entry, Graph, SIn, SavedRef, Src, Step};
+use super::compile::{exec_step, slot};
+use super::compile_ew::{self, Pool};
+use crate::autograd::{self, BackwardCtx, Grads};
+use crate::ops::{self, Scalar};
+use crate::tensor::Tensor;
+
+/// Node rules that read only their context (saved tensors, output
+/// gradients) and values they captured that are not tensors, so they can
+/// be called on a replay's tensors.
+const VJP_RULES: &[&str] = &[
+    "AddBackward0",
+    "SubBackward0",
+    "RsubBackward1",
+    "MulBackward0",
+    "MulBackward1",
+    "DivBackward0",
+    "DivBackward1",
+    "NegBackward0",
+    "PowBackward0",
+    "PowBackward1",
+    "PowBackward2",
+    "ExpBackward0",
+    "LogBackward0",
+    "SinBackward0",
+    "CosBackward0",
+    "TanhBackward0",
+    "SigmoidBackward0",
+    "ReluBackward0",
+    "SqrtBackward0",
+    "AbsBackward0",
+    "ReciprocalBackward0",
+    "Expm1Backward0",
+    "Log1PBackward0",
+    "RsqrtBackward0",
+    "SumBackward0",
+    "SumBackward1",
+    "MeanBackward0",
+    "MeanBackward1",
+    "MmBackward0",
+    "AddmmBackward0",
+    "TBackward0",
+    "ViewBackward0",
+    "ExpandBackward0",
+    "TransposeBackward0",
+    "PermuteBackward0",
+    "UnsqueezeBackward0",
+    "SelectBackward0",
+    "SliceBackward0",
+    "SplitBackward0",
+    "SplitWithSizesBackward0",
+    "UnbindBackward0",
+    "CatBackward0",
+    "StackBackward0",
+];
+
+pub(super) enum SStep {
+    /// A recorded op run with grad recording off.
+    Fwd(usize),
+    /// A recorded step run as the dynamic replay runs it.
+    Plain(usize),
+    /// The root's gradient: `grad` (converted to the root's dtype) or ones.
+    Seed {
+        root: usize,
+        grad: Option<usize>,
+        g: usize,
+    },
+    /// The VJP of entry `entry`: gradient slots of its inputs and outputs.
+    Vjp {
+        entry: usize,
+        ins_g: SmallVec<[Option<usize>; 4]>,
+        outs_g: SmallVec<[Option<usize>; 2]>,
+    },
+    /// Accumulates gradient slot `g` into leaf `leaf`'s `.grad`.
+    WriteGrad {
+        leaf: usize,
+        g: usize,
+    },
+    /// The backward step's `(leaf, slot)` pairs: later entries read `.grad`.
+    ReadGrads(usize),
+    Mode(bool),
+}
+
+pub(super) struct Static {
+    pub steps: Vec<SStep>,
+    pub release: Vec<Vec<usize>>,
+    pub n_grads: usize,
+    /// Leaf slots that receive a `.grad` (checked for hooks on each replay).
+    pub leaves: Vec<usize>,
+    /// Constant slots and whether they required grad at capture: a replay
+    /// after `requires_grad_()` changed one takes the dynamic path.
+    pub const_rg: Vec<(usize, bool)>,
+    pub n_vjp: usize,
+    pub n_fwd: usize,
+    /// Entries the last replay ran on the elementwise fast path (forward,
+    /// VJP), for `stats()`.
+    pub fast_fwd: AtomicUsize,
+    pub fast_vjp: AtomicUsize,
+}
+
+/// What the static plan needs to know about the capture.
+pub(super) struct BuildIn<'a> {
+    pub srcs: &'a [Src],
+    pub entries: &'a [Entry],
+    pub requires_grad: &'a [bool],
+    pub is_leaf: &'a dyn Fn(usize) -> bool,
+    pub outs: &'a [usize],
+    pub grad_mode: bool,
+}
+
+/// The static plan of a tape, or why it has none.
+pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
+    let entries = b.entries;
+    let bwd: Vec<usize> = (0..entries.len())
+        .filter(|&i| matches!(entries[i].step, Step::Backward { .. }))
+        .collect();
+    let bi = match bwd.as_slice() {
+        [i] => *i,
+        [] => return Err("the tape has no backward() step".into()),
+        _ => return Err("the tape has several backward() steps".into()),
+    };
+    let Step::Backward {
+        root,
+        grad,
+        retain_graph,
+        ..
+    } = &entries[bi].step
+    else {
+        unreachable!()
+    };
+    if *retain_graph {
+        return Err("backward(retain_graph=True)".into());
+    }
+    if !matches!(b.srcs[*root], Src::Produced) || !b.requires_grad[*root] {
+        return Err("backward() is called on a tensor not computed inside".into());
+    }
+    let n = b.srcs.len();
+    // Which slots need a gradient, walking the entries before backward in
+    // reverse from the root.
+    let mut need = vec![false; n];
+    need[*root] = true;
+    let mut in_reach = vec![false; entries.len()];
+    for i in (0..bi).rev() {
+        let e = &entries[i];
+        match &e.step {
+            Step::Op { ins, outs, .. } => {
+                if !outs.iter().any(|&o| need[o]) {
+                    continue;
+                }
+                in_reach[i] = true;
+                let links = match &e.graph {
+                    Graph::Nodes { links, .. } => links,
+                    Graph::Unknown(why) => return Err(format!("`{}` {why}", e.name)),
+                    Graph::None => return Err(format!("`{}` recorded no autograd node", e.name)),
+                };
+                for l in links {
+                    let name = l.node.name();
+                    if !VJP_RULES.contains(&name.as_ref()) {
+                        return Err(format!(
+                            "`{}` records {name}, which has no static VJP rule",
+                            e.name
+                        ));
+                    }
+                    if let Some(h) = l.node.hooks_snapshot() {
+                        if !h.pre.is_empty()
+                            || !h.retain.is_empty()
+                            || !h.node_pre.is_empty()
+                            || !h.node_post.is_empty()
+                        {
+                            return Err(format!(
+                                "a hook or retain_grad() on the result of `{}`",
+                                e.name
+                            ));
+                        }
+                    }
+                    for edge in &l.edges {
+                        if let EdgeTo::In(k) = edge {
+                            let s = ins[*k];
+                            if b.requires_grad[s] {
+                                need[s] = true;
+                            }
+                        }
+                    }
+                }
+            }
+            Step::PyCall(_) => {
+                return Err(format!(
+                    "`{}` is called from Python before backward()",
+                    e.name
+                ))
+            }
+            _ => {}
+        }
+    }
+    let mut leaves = Vec::new();
+    for (s, &needed) in need.iter().enumerate() {
+        if needed && matches!(b.srcs[s], Src::Input(_) | Src::Const(_)) {
+            if !(b.is_leaf)(s) {
+                return Err(
+                    "a gradient flows into a tensor made outside with its own graph".into(),
+                );
+            }
+            leaves.push(s);
+        }
+    }
+    for &o in b.outs {
+        if b.requires_grad[o] && matches!(b.srcs[o], Src::Produced) && !need[o] {
+            return Err("the function returns a tensor that requires grad and that its backward() does not differentiate".into());
+        }
+    }
+    // Ops after backward that take a pre-backward result with a graph would
+    // see it without one.
+    let produced_before: Vec<bool> = {
+        let mut v = vec![false; n];
+        for e in &entries[..bi] {
+            if let Step::Op { outs, .. } = &e.step {
+                outs.iter().for_each(|&o| v[o] = true);
+            }
+        }
+        v
+    };
+    for e in &entries[bi + 1..] {
+        if let Step::Op { ins, .. } = &e.step {
+            if ins
+                .iter()
+                .any(|&s| produced_before[s] && b.requires_grad[s])
+            {
+                return Err(format!(
+                    "`{}` after backward() uses a result that requires grad",
+                    e.name
+                ));
+            }
+        }
+    }
+
+    // Gradient slots follow the tape's own slots.
+    let mut gslot = vec![None; n];
+    let mut n_grads = 0;
+    for s in 0..n {
+        if need[s] {
+            gslot[s] = Some(n + n_grads);
+            n_grads += 1;
+        }
+    }
+    let mut steps = Vec::new();
+    let mut mode = b.grad_mode;
+    let (mut n_vjp, mut n_fwd) = (0, 0);
+    for (i, e) in entries[..bi].iter().enumerate() {
+        match &e.step {
+            Step::Op { .. } => {
+                steps.push(SStep::Fwd(i));
+                n_fwd += 1;
+            }
+            Step::GradMode(on) => mode = *on,
+            _ => steps.push(SStep::Plain(i)),
+        }
+    }
+    steps.push(SStep::Seed {
+        root: *root,
+        grad: *grad,
+        g: gslot[*root].expect("the root needs a gradient"),
+    });
+    for i in (0..bi).rev() {
+        if !in_reach[i] {
+            continue;
+        }
+        let Step::Op { ins, outs, .. } = &entries[i].step else {
+            continue;
+        };
+        steps.push(SStep::Vjp {
+            entry: i,
+            ins_g: ins.iter().map(|&s| gslot[s]).collect(),
+            outs_g: outs.iter().map(|&s| gslot[s]).collect(),
+        });
+        n_vjp += 1;
+    }
+    for &l in &leaves {
+        steps.push(SStep::WriteGrad {
+            leaf: l,
+            g: gslot[l].expect("a leaf that needs a gradient"),
+        });
+    }
+    steps.push(SStep::ReadGrads(bi));
+    steps.push(SStep::Mode(mode));
+    for i in bi + 1..entries.len() {
+        steps.push(SStep::Plain(i));
+    }
+
+    // Each tape slot is dropped after its last use; gradient slots are
+    // taken by the step that consumes them.
+    let mut last = vec![usize::MAX; n];
+    for (k, st) in steps.iter().enumerate() {
+        let mut touch = |s: usize| last[s] = k;
+        match st {
+            SStep::Fwd(i) | SStep::Plain(i) => super::compile::touched(&entries[*i], &mut touch),
+            SStep::Seed { root, grad, .. } => {
+                touch(*root);
+                if let Some(g) = grad {
+                    touch(*g);
+                }
+            }
+            SStep::Vjp { entry, .. } => {
+                let e = &entries[*entry];
+                if let (Step::Op { ins, outs, .. }, Graph::Nodes { links, .. }) =
+                    (&e.step, &e.graph)
+                {
+                    for l in links {
+                        for r in l.saved.iter().flatten() {
+                            match *r {
+                                SavedRef::In(i) | SavedRef::TOf(i) => touch(ins[i]),
+                                SavedRef::Out(j) => touch(outs[j]),
+                            }
+                        }
+                    }
+                }
+            }
+            SStep::WriteGrad { leaf, .. } => touch(*leaf),
+            SStep::ReadGrads(i) => super::compile::touched(&entries[*i], &mut touch),
+            SStep::Mode(_) => {}
+        }
+    }
+    let mut release = vec![Vec::new(); steps.len()];
+    for (s, &l) in last.iter().enumerate() {
+        if l != usize::MAX && !b.outs.contains(&s) && !matches!(b.srcs[s], Src::Const(_)) {
+            release[l].push(s);
+        }
+    }
+    let const_rg = (0..n)
+        .filter(|&s| matches!(b.srcs[s], Src::Const(_)))
+        .map(|s| (s, b.requires_grad[s]))
+        .collect();
+    Ok(Static {
+        steps,
+        release,
+        n_grads,
+        leaves,
+        const_rg,
+        n_vjp,
+        n_fwd,
+        fast_fwd: AtomicUsize::new(0),
+        fast_vjp: AtomicUsize::new(0),
+    })
+}
+
+impl Static {
+    /// Whether this replay may take the static path: nothing changed since
+    /// capture that the engine would treat differently.
+    pub(super) fn usable(&self, srcs: &[Src], slots: &[Option<Tensor>]) -> bool {
+        if crate::anomaly::is_enabled() {
+            return false;
+        }
+        for &(s, rg) in &self.const_rg {
+            if let Src::Const(t) = &srcs[s] {
+                if t.requires_grad() != rg {
+                    return false;
+                }
+            }
+        }
+        self.leaves.iter().all(|&l| match &slots[l] {
+            Some(t) => t.meta().hooks.is_empty(),
+            None => false,
+        })
+    }
+
+    pub(super) fn run(
+        &self,
+        entries: &[Entry],
+        mut slots: Vec<Option<Tensor>>,
+        numbers: &[f64],
+        outs: &[usize],
+    ) -> crate::Result<Vec<Tensor>> {
+        autograd::set_grad_enabled(false);
+        let mut pool = Pool::new();
+        let (mut nf, mut nv) = (0, 0);
+        for (st, rel) in self.steps.iter().zip(&self.release) {
+            match st {
+                SStep::Fwd(i) => {
+                    let e = &entries[*i];
+                    if fast_forward(e, &mut slots, numbers, &mut pool)? {
+                        nf += 1;
+                    } else {
+                        exec_step(e, &mut slots, numbers)?
+                    }
+                }
+                SStep::Plain(i) => exec_step(&entries[*i], &mut slots, numbers)?,
+                SStep::Mode(on) => autograd::set_grad_enabled(*on),
+                SStep::Seed { root, grad, g } => {
+                    let r = slot(&slots, *root)?;
+                    let seed = match grad {
+                        Some(gs) => {
+                            let gt = slot(&slots, *gs)?;
+                            let (rs, gsh) = (r.shape(), gt.shape());
+                            if rs != gsh {
+                                return Err(crate::Error::runtime(format!(
+                                    "Mismatch in shape: grad_output[0] has a shape of {} and output[0] has a shape of {}.",
+                                    crate::tensor::fmt_shape(&gsh),
+                                    crate::tensor::fmt_shape(&rs)
+                                )));
+                            }
+                            if gt.dtype() != r.dtype() {
+                                ops::to_dtype(gt, r.dtype())?
+                            } else {
+                                gt.clone()
+                            }
+                        }
+                        None => Tensor::full(r.shape(), 1.0, r.dtype()),
+                    };
+                    slots[*g] = Some(seed);
+                }
+                SStep::Vjp {
+                    entry,
+                    ins_g,
+                    outs_g,
+                } => {
+                    if vjp(
+                        &entries[*entry],
+                        ins_g,
+                        outs_g,
+                        &mut slots,
+                        numbers,
+                        &mut pool,
+                    )? {
+                        nv += 1;
+                    }
+                }
+                SStep::WriteGrad { leaf, g } => {
+                    if let Some(g) = slots[*g].take() {
+                        accumulate_grad(slot(&slots, *leaf)?, g)?;
+                    }
+                }
+                SStep::ReadGrads(i) => {
+                    if let Step::Backward { leaves, .. } = &entries[*i].step {
+                        for &(leaf, gs) in leaves {
+                            let g = slot(&slots, leaf)?.grad().ok_or_else(|| {
+                                crate::Error::Runtime(
+                                    "compiled tape: backward left a captured gradient unset".into(),
+                                )
+                            })?;
+                            slots[gs] = Some(g);
+                        }
+                    }
+                }
+            }
+            for &s in rel {
+                if let Some(t) = slots[s].take() {
+                    pool.put(t);
+                }
+            }
+        }
+        self.fast_fwd.store(nf, Ordering::Relaxed);
+        self.fast_vjp.store(nv, Ordering::Relaxed);
+        outs.iter().map(|&s| slot(&slots, s).cloned()).collect()
+    }
+}
+
+/// The rules of the ops that take a Python number and keep its value in
+/// their closure (`arith.rs`: `scalar_op!`, `pow_scalar`, `rpow_scalar`),
+/// with the number `s` of this call. `None` for rules that keep no number.
+fn scalar_rule(
+    node: &autograd::NodeRef,
+    c: &BackwardCtx<'_>,
+    s: Scalar,
+) -> crate::Result<Option<Grads>> {
+    let name = node.name();
+    // `record_with_scalar`'s nodes: the number is input 1, with no edge.
+    let with_scalar = node.edges.len() == 2 && c.saved.is_empty();
+    Ok(Some(match name.as_ref() {
+        "MulBackward0" | "MulBackward1" if with_scalar => {
+            smallvec![Some(ops::mul_scalar(c.grad()?, s)?), None]
+        }
+        "DivBackward0" | "DivBackward1" if with_scalar => {
+            smallvec![Some(ops::div_scalar(c.grad()?, s)?), None]
+        }
+        "PowBackward0" => {
+            let g = c.grad()?;
+            let ef = s.to_f64();
+            if ef == 0.0 {
+                return Ok(Some(smallvec![Some(ops::mul_f64(g, 0.0)?)]));
+            }
+            let d = ops::mul_f64(&ops::pow_scalar(c.saved(0)?, Scalar::Float(ef - 1.0))?, ef)?;
+            smallvec![Some(ops::mul(g, &d)?)]
+        }
+        "PowBackward2" => {
+            let g = c.grad()?;
+            let base = s.to_f64();
+            let out = c.saved(1)?;
+            let raw = ops::mul(g, &ops::mul_f64(out, base.ln())?)?;
+            if base != 0.0 {
+                return Ok(Some(smallvec![Some(raw)]));
+            }
+            let e = c.saved(0)?;
+            let nonneg = ops::ge(e, &Tensor::scalar_of(0.0, e.dtype()))?;
+            smallvec![Some(ops::where_(
+                &nonneg,
+                &Tensor::scalar_of(0.0, raw.dtype()),
+                &raw,
+            )?)]
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// The engine's `add_into`: the first contribution as it is, later ones
+/// added after the earlier ones (`prev + g`).
+fn add_into(slot: &mut Option<Tensor>, g: Tensor, pool: &mut Pool) -> crate::Result<()> {
+    *slot = Some(match slot.take() {
+        None => g,
+        Some(prev) => match compile_ew::accumulate(prev, &g, pool) {
+            Ok(sum) => {
+                pool.put(g);
+                sum
+            }
+            Err(prev) => ops::add(&prev, &g)?,
+        },
+    });
+    Ok(())
+}
+
+/// Runs an elementwise forward entry on the fast path; false when it does
+/// not qualify.
+fn fast_forward(
+    e: &Entry,
+    slots: &mut [Option<Tensor>],
+    numbers: &[f64],
+    pool: &mut Pool,
+) -> crate::Result<bool> {
+    if !matches!(
+        e.desc,
+        Desc::Unary(_) | Desc::Binary(_) | Desc::ScalarRhs(_)
+    ) {
+        return Ok(false);
+    }
+    let Step::Op {
+        ins, sins, outs, ..
+    } = &e.step
+    else {
+        return Ok(false);
+    };
+    let r = {
+        let ts: SmallVec<[&Tensor; 2]> = ins
+            .iter()
+            .map(|&s| slot(slots, s))
+            .collect::<crate::Result<_>>()?;
+        let s = sins.first().map(|s| super::compile::resolve(s, numbers));
+        compile_ew::forward(e.desc, &ts, s, pool)
+    };
+    match r {
+        Some(t) => {
+            slots[outs[0]] = Some(t);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// The engine's `accumulate_grad` without `create_graph`.
+fn accumulate_grad(leaf: &Tensor, g: Tensor) -> crate::Result<()> {
+    let new = match leaf.grad() {
+        None => {
+            if g.is_exclusive() {
+                g
+            } else {
+                ops::clone_data(&g)
+            }
+        }
+        Some(prev) => {
+            if !prev.requires_grad() && prev.shape() == g.shape() {
+                ops::add_in_place_untracked(&prev, &g)?;
+                return Ok(());
+            }
+            ops::add(&prev, &g)?
+        }
+    };
+    leaf.set_grad(Some(new));
+    Ok(())
+}
+
+/// Runs an entry's node rules, newest first, as the engine's `call_node`
+/// does, sending each input's gradient to its slot.
+fn vjp(
+    e: &Entry,
+    ins_g: &[Option<usize>],
+    outs_g: &[Option<usize>],
+    slots: &mut [Option<Tensor>],
+    numbers: &[f64],
+    pool: &mut Pool,
+) -> crate::Result<bool> {
+    let mut all_fast = true;
+    let (
+        Step::Op {
+            ins, outs, sins, ..
+        },
+        Graph::Nodes { links, outs: omap },
+    ) = (&e.step, &e.graph)
+    else {
+        return Err(crate::Error::runtime(
+            "compiled tape: a static VJP step without its nodes",
+        ));
+    };
+    let mut bufs: SmallVec<[Grads; 2]> = links
+        .iter()
+        .map(|l| SmallVec::from_elem(None, l.node.outputs.len()))
+        .collect();
+    for (j, gs) in outs_g.iter().enumerate() {
+        if let (Some(gs), Some((k, nr))) = (gs, omap[j]) {
+            bufs[k][nr as usize] = slots[*gs].take();
+        }
+    }
+    // A number argument of the call given to the op: rules that captured
+    // its capture-time value are recomputed with this call's value.
+    let arg = sins
+        .iter()
+        .find(|s| matches!(s, SIn::Arg(..)))
+        .map(|s| super::compile::resolve(s, numbers));
+    for (k, link) in links.iter().enumerate() {
+        let mut grads = std::mem::take(&mut bufs[k]);
+        if grads.iter().all(|g| g.is_none()) {
+            continue;
+        }
+        let node = &link.node;
+        if node.backward.materialize_grads() {
+            for (g, meta) in grads.iter_mut().zip(node.outputs.iter()) {
+                if g.is_none() {
+                    *g = Some(Tensor::zeros(meta.shape.clone(), meta.dtype));
+                }
+            }
+        }
+        let mut saved: SmallVec<[Option<Tensor>; 2]> = SmallVec::with_capacity(link.saved.len());
+        for r in &link.saved {
+            saved.push(match *r {
+                None => None,
+                Some(SavedRef::In(i)) => Some(slot(slots, ins[i])?.clone()),
+                Some(SavedRef::Out(j)) => Some(slot(slots, outs[j])?.clone()),
+                Some(SavedRef::TOf(i)) => Some(ops::t(slot(slots, ins[i])?)?),
+            });
+        }
+        let needs: SmallVec<[bool; 4]> = link
+            .edges
+            .iter()
+            .map(|e| !matches!(e, EdgeTo::None))
+            .collect();
+        let ctx = BackwardCtx {
+            grads: &grads,
+            saved: &saved,
+            needs: &needs,
+            node,
+        };
+        let fast = if links.len() == 1 && grads.len() == 1 && e.desc != Desc::Opaque {
+            // The operands the node saved, by position.
+            let mut sin: SmallVec<[Option<&Tensor>; 2]> = smallvec![None; ins.len()];
+            let mut sout = None;
+            for (r, t) in link.saved.iter().zip(saved.iter()) {
+                match (r, t) {
+                    (Some(SavedRef::In(i)), Some(t)) => sin[*i] = Some(t),
+                    (Some(SavedRef::Out(0)), Some(t)) => sout = Some(t),
+                    _ => {}
+                }
+            }
+            match &grads[0] {
+                Some(g) => compile_ew::vjp(
+                    e.desc,
+                    node.name().as_ref(),
+                    g,
+                    &sin,
+                    sout,
+                    sins.first().map(|s| super::compile::resolve(s, numbers)),
+                    &needs,
+                    pool,
+                ),
+                None => None,
+            }
+        } else {
+            None
+        };
+        all_fast &= fast.is_some();
+        let mut out = match fast {
+            Some(r) => r,
+            None => match arg.and_then(|s| scalar_rule(node, &ctx, s).transpose()) {
+                Some(r) => r?,
+                None => node.backward.apply(&ctx)?,
+            },
+        };
+        out.resize(link.edges.len(), None);
+        for (i, g) in out.into_iter().enumerate() {
+            let Some(mut g) = g else { continue };
+            let to = link.edges[i];
+            if matches!(to, EdgeTo::None) {
+                continue;
+            }
+            let meta = &node.inputs[i];
+            if g.shape() != meta.shape {
+                g = ops::sum_to(&g, &meta.shape)?;
+            }
+            if g.dtype() != meta.dtype {
+                g = ops::to_dtype(&g, meta.dtype)?;
+            }
+            match to {
+                EdgeTo::In(x) => {
+                    if let Some(gs) = ins_g[x] {
+                        add_into(&mut slots[gs], g, pool)?;
+                    }
+                }
+                EdgeTo::Inner(k2, nr) => add_into(&mut bufs[k2][nr as usize], g, pool)?,
+                EdgeTo::None => {}
+            }
+        }
+        // The saved tensors go first, so the output gradients can be pooled.
+        drop(saved);
+        for g in grads.into_iter().flatten() {
+            pool.put(g);
+        }
+    }
+    Ok(all_fast)
+}
