@@ -1609,6 +1609,25 @@ def _install():
             setattr(Tensor, name, _inplace(name, fn))
     if not hasattr(Tensor, "clip_") and hasattr(Tensor, "clamp_"):
         Tensor.clip_ = Tensor.clamp_
+    # In-place forms of the binary math ops, and the `%` / `//` operators
+    # (PyTorch's `x % y` is remainder, `x // y` floor_divide).
+    for base in ("remainder", "fmod", "floor_divide", "atan2", "hypot", "copysign",
+                 "logaddexp", "xlogy", "clamp_min", "clamp_max", "float_power"):  # fmt: skip
+        fn = getattr(_C, base, None)
+        if fn is not None and not hasattr(Tensor, base + "_"):
+            setattr(Tensor, base + "_", _inplace(base + "_", lambda self, other, fn=fn: fn(self, other)))
+    operators = {
+        "__mod__": lambda self, other: _C.remainder(self, other),
+        "__rmod__": lambda self, other: _C.remainder(other, self),
+        "__floordiv__": lambda self, other: _C.floor_divide(self, other),
+        "__rfloordiv__": lambda self, other: _C.floor_divide(other, self),
+        "__imod__": lambda self, other: self.remainder_(other),
+        "__ifloordiv__": lambda self, other: self.floor_divide_(other),
+    }
+    for name, fn in operators.items():
+        if name not in Tensor.__dict__:
+            fn.__name__ = name
+            setattr(Tensor, name, fn)
     views = {
         "unsqueeze_": lambda self, dim: self.unsqueeze(dim),
         "squeeze_": lambda self, dim=None: self.squeeze(dim),
