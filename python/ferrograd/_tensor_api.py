@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import builtins
 import collections
+import functools
 import math
+import types
 import warnings
 
 import numpy as np
@@ -1511,7 +1513,31 @@ def _inplace_view(name, view):
 # ----- installation --------------------------------------------------------------------
 
 
+def _typed(fn):
+    """``fn`` with an argument of the wrong kind reported as PyTorch reports
+    it, a TypeError, rather than the AttributeError a composed function
+    meets when it uses a list or a number as a tensor."""
+    if getattr(fn, "_typed", False):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AttributeError as e:
+            if "object has no attribute" not in str(e) or "'Tensor' object" in str(e):
+                raise
+            raise TypeError(f"{fn.__name__}(): an argument has the wrong type ({e})") from None
+
+    wrapper._typed = True
+    return wrapper
+
+
 def _install():
+    g = globals()
+    for name in __all__:
+        if isinstance(g.get(name), types.FunctionType) and g[name].__module__ == __name__:
+            g[name] = _typed(g[name])
     methods = {
         "new_zeros": _new_zeros,
         "new_ones": _new_ones,
@@ -1567,7 +1593,7 @@ def _install():
     }
     for name, fn in methods.items():
         if not hasattr(Tensor, name):
-            setattr(Tensor, name, fn)
+            setattr(Tensor, name, _typed(fn))
     props = {
         "nbytes": lambda self: self.numel() * self.dtype.itemsize,
         "itemsize": lambda self: self.dtype.itemsize,
@@ -1606,7 +1632,7 @@ def _install():
     }
     for name, fn in inplace.items():
         if not hasattr(Tensor, name):
-            setattr(Tensor, name, _inplace(name, fn))
+            setattr(Tensor, name, _typed(_inplace(name, fn)))
     if not hasattr(Tensor, "clip_") and hasattr(Tensor, "clamp_"):
         Tensor.clip_ = Tensor.clamp_
     # In-place forms of the binary math ops, and the `%` / `//` operators
@@ -1638,7 +1664,7 @@ def _install():
     }
     for name, fn in views.items():
         if not hasattr(Tensor, name):
-            setattr(Tensor, name, _inplace_view(name, fn))
+            setattr(Tensor, name, _typed(_inplace_view(name, fn)))
 
 
 _install()
