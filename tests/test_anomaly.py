@@ -126,6 +126,23 @@ def test_without_anomaly_mode_nan_is_not_checked_and_nothing_is_warned():
     assert math.isnan(x.grad.item())
 
 
+def test_nodes_made_outside_the_mode_record_no_stack():
+    # Backward runs in anomaly mode, but the forward ran before it was enabled:
+    # the NaN is still caught, and the report has no frame of this file because
+    # nothing was captured while the mode was off.
+    x = torch.tensor([-1.0, 4.0], requires_grad=True)
+    y = x.sqrt()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with autograd.detect_anomaly():
+            with pytest.raises(RuntimeError, match="'SqrtBackward0' returned nan values"):
+                y.sum().backward()
+    msgs = [m for m in _messages(rec) if m.startswith("Error detected in SqrtBackward0")]
+    assert len(msgs) == 1
+    assert "not recorded" in msgs[0] or "No forward pass information available" in msgs[0]
+    assert f'File "{__file__}"' not in msgs[0]
+
+
 def test_nan_check_in_autograd_grad_names_the_output_index():
     a = torch.tensor([math.inf, 1.0], requires_grad=True)
     b = torch.tensor([1.0, 2.0], requires_grad=True)

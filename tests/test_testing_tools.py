@@ -333,8 +333,124 @@ def test_gradcheck_batched_grad_and_flags():
         gradcheck(fg.sin, (_x(),), check_backward_ad=False)
 
 
+def _square_with_jvp(k):
+    """x * x with a correct backward and a forward rule (jvp) of k * x * t: right
+    only for k = 2."""
+
+    class SquareJvp(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * g * x
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return k * t * x
+
+    return SquareJvp
+
+
+def _square_whose_backward_has_a_wrong_jvp(k):
+    """x * x whose backward, 2 * (g * x), doubles through a custom Function with a
+    forward rule of k * t: first derivatives and reverse-over-reverse are right for
+    every k, forward-over-reverse only for k = 2."""
+
+    class Twice(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * k
+
+    class SquareTwice(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return Twice.apply(g * x)
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 2 * t * x
+
+    return SquareTwice
+
+
 def test_gradcheck_forward_ad_checks_tangents():
     assert gradcheck(lambda a: a.sin() * a, (_x(),), check_forward_ad=True)
+    assert gradcheck(_square_with_jvp(2).apply, (_x(),), check_forward_ad=True)
+    # The backward is right, so only the forward-mode check can see the wrong jvp.
+    assert gradcheck(_square_with_jvp(1).apply, (_x(),))
+    with pytest.raises(GradcheckError) as info:
+        gradcheck(_square_with_jvp(1).apply, (_x(),), check_forward_ad=True)
+    msg = str(info.value)
+    assert "(forward mode: analytical is the tangent of the output)" in msg
+    # d(x^2)/dx at x = 1.5 is 3, the wrong rule gives 1.5.
+    assert "The worst entry is d output[1] / d input[1]" in msg and "analytical 1.5," in msg
+    assert not gradcheck(_square_with_jvp(1).apply, (_x(),), check_forward_ad=True,
+                         raise_exception=False)
+
+
+def test_gradgradcheck_forward_over_reverse():
+    y = fg.tensor([0.3, -1.5], dtype=fg.float64, requires_grad=True)
+    assert gradgradcheck(lambda a: a.sin() * a, (_x(),), check_fwd_over_rev=True)
+    assert gradgradcheck(lambda a, b: (a.exp() * b, a * a), (_x(), y), check_fwd_over_rev=True,
+                         check_rev_over_rev=False)
+    assert gradgradcheck(_square_whose_backward_has_a_wrong_jvp(2).apply, (_x(),),
+                         check_fwd_over_rev=True)
+    wrong = _square_whose_backward_has_a_wrong_jvp(3).apply
+    assert gradgradcheck(wrong, (_x(),))
+    with pytest.raises(GradcheckError, match="forward mode"):
+        gradgradcheck(wrong, (_x(),), check_fwd_over_rev=True)
+
+
+def test_gradcheck_batched_grad_reports_rows_that_differ(monkeypatch):
+    # A batched backward that gets one row wrong, standing in for an engine bug.
+    real_grad = fg.autograd.grad
+
+    def skewed_grad(*args, **kwargs):
+        res = real_grad(*args, **kwargs)
+        if kwargs.get("is_grads_batched"):
+            res = tuple(None if g is None else g * fg.tensor([[1.0], [1.5], [1.0]], dtype=g.dtype)
+                        for g in res)
+        return res
+
+    monkeypatch.setattr(fg.autograd, "grad", skewed_grad)
+    assert gradcheck(lambda a: a.exp(), (_x(),))
+    with pytest.raises(GradcheckError, match=r"batched grad \(row 1\) does not match"):
+        gradcheck(lambda a: a.exp(), (_x(),), check_batched_grad=True)
+
+
+def test_check_op_checks_forward_mode_when_asked():
+    small = fst.tensors(shape=fst.shapes(max_dims=2, max_side=3), elements=fst.floats(0.5, 2))
+    assert check_op(_square_with_jvp(2).apply, small, check_forward_ad=True, max_examples=5)
+    assert check_op(_square_with_jvp(1).apply, small, max_examples=5)
+    with pytest.raises(GradcheckError, match="forward mode"):
+        check_op(_square_with_jvp(1).apply, small, order=1, check_forward_ad=True,
+                 max_examples=10)
+    wrong = _square_whose_backward_has_a_wrong_jvp(3).apply
+    assert check_op(wrong, small, max_examples=5)
+    with pytest.raises(GradcheckError, match="the second derivatives of SquareTwice.apply"):
+        check_op(wrong, small, check_forward_ad=True, max_examples=10)
 
 
 def test_public_names_have_docstrings():

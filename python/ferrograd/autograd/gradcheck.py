@@ -549,6 +549,13 @@ def gradgradcheck(
     diff = [i for i, x in enumerate(inputs) if _is_tensor(x) and x.requires_grad]
 
     def vjp(*args):
+        # The forward-mode check passes detached dual tensors; differentiating
+        # through them needs requires_grad back on (as PyTorch's gradgradcheck does).
+        args = tuple(
+            a.requires_grad_() if (i in diff or i >= n_inputs) and _is_tensor(a)
+            and not a.requires_grad else a
+            for i, a in enumerate(args)
+        )
         xs, cotangents = args[:n_inputs], args[n_inputs:]
         outs = [o for _, o in _tensor_outputs(func(*xs)) if o.requires_grad]
         grads = fg.autograd.grad(

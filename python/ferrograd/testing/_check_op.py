@@ -60,7 +60,7 @@ def _op_label(fn):
 
 
 def check_op(fn, *strategies, args=None, order=2, max_examples=None, eps=1e-6, atol=1e-5,
-             rtol=1e-3, fast_mode=False, check_batched_grad=False):
+             rtol=1e-3, fast_mode=False, check_batched_grad=False, check_forward_ad=False):
     """Property-test ``fn``'s gradients against finite differences on drawn inputs.
 
     Each strategy in ``strategies`` draws one positional argument of ``fn`` (use
@@ -73,6 +73,11 @@ def check_op(fn, *strategies, args=None, order=2, max_examples=None, eps=1e-6, a
     one; the raised :class:`GradcheckError` names the order that failed, the
     inputs, and both Jacobians with the worst entry. Returns True.
     ``fn`` may be a composite or a custom ``autograd.Function``'s ``apply``.
+    ``check_batched_grad=True`` also compares ``is_grads_batched`` backward with
+    one backward per row; ``check_forward_ad=True`` also checks forward-mode
+    tangents (gradcheck's ``check_forward_ad``) and, with ``order=2``,
+    forward-over-reverse second derivatives (``check_fwd_over_rev``); it needs a
+    forward rule for every op ``fn`` uses (a custom Function's ``jvp``).
     """
     try:
         import hypothesis
@@ -101,9 +106,10 @@ def check_op(fn, *strategies, args=None, order=2, max_examples=None, eps=1e-6, a
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
     checks = [("first", gradcheck, {"fast_mode": fast_mode,
-                                    "check_batched_grad": check_batched_grad})]
+                                    "check_batched_grad": check_batched_grad,
+                                    "check_forward_ad": check_forward_ad})]
     if order == 2:
-        checks.append(("second", gradgradcheck, {}))
+        checks.append(("second", gradgradcheck, {"check_fwd_over_rev": check_forward_ad}))
 
     @config
     @hypothesis.given(drawn)
