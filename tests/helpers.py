@@ -1,7 +1,12 @@
 """Strategies and assertions shared by the test modules (imported as ``helpers``),
 including the per-op machinery of the ``test_ops_*.py`` modules: a few hypothesis
 examples per op, float64 gradcheck + gradgradcheck, and float32 forward values
-against NumPy."""
+against NumPy.
+
+Shapes, broadcast shapes and element values are drawn by the public
+``ferrograd.testing.strategies`` and gradients checked by
+``ferrograd.testing.gradcheck``/``gradgradcheck``, so the tools users get are
+the ones every op of the suite goes through."""
 
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ferrograd as fg
+from ferrograd.testing import gradcheck, gradgradcheck
+from ferrograd.testing import strategies as fst
 
 NP_DTYPES = {
     fg.float32: np.float32,
@@ -43,16 +50,14 @@ def run_isolated(code: str, timeout: float = 120) -> subprocess.CompletedProcess
 
 
 def shapes(min_dims=0, max_dims=3, min_side=1, max_side=4):
-    return hnp.array_shapes(
-        min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
-    )
+    return fst.shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
 
 
 def broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4):
     """Tuples of shapes that broadcast together (size-1 dims and rank differences included)."""
-    return hnp.mutually_broadcastable_shapes(
-        num_shapes=num_shapes, min_dims=min_dims, max_dims=max_dims, min_side=1, max_side=max_side
-    ).map(lambda r: r.input_shapes)
+    return fst.mutually_broadcastable_shapes(
+        num_shapes, min_dims=min_dims, max_dims=max_dims, min_side=1, max_side=max_side
+    )
 
 
 @st.composite
@@ -71,23 +76,17 @@ def non_broadcastable_shapes(draw, max_dims=3):
 
 
 def floats(lo=-3.0, hi=3.0, width=64):
-    if width == 32:  # bounds must be float32 values, inside [lo, hi]
-        lo32, hi32 = np.float32(lo), np.float32(hi)
-        if lo32 < lo:
-            lo32 = np.nextafter(lo32, np.float32(np.inf))
-        if hi32 > hi:
-            hi32 = np.nextafter(hi32, np.float32(-np.inf))
-        lo, hi = float(lo32), float(hi32)
-    return st.floats(lo, hi, allow_nan=False, allow_infinity=False, width=width)
+    return fst.floats(lo, hi, width=width)
 
 
 def arrays(shape, lo=-3.0, hi=3.0, dtype=np.float64, avoid=None):
     """Float arrays in [lo, hi]; with ``avoid=(c, r)`` every element keeps |x - c| >= r."""
     width = 32 if dtype == np.float32 else 64
-    elements = floats(lo, hi, width)
-    if avoid is not None:
+    if avoid is None:
+        elements = fst.floats(lo, hi, width=width)
+    else:
         c, r = avoid
-        elements = elements.filter(lambda v: abs(v - c) >= r)
+        elements = fst.floats(lo, hi, width=width, away_from=[c], margin=r)
     return hnp.arrays(dtype, shape, elements=elements)
 
 
@@ -126,15 +125,13 @@ FEW = settings(max_examples=max(4, settings.default.max_examples // 5), deadline
 
 def op_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3):
     """Shapes including size-0 and size-1 dimensions."""
-    return hnp.array_shapes(
-        min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
-    )
+    return fst.shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
 
 
 def pair_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3):
-    return hnp.mutually_broadcastable_shapes(
-        num_shapes=2, min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
-    ).map(lambda r: r.input_shapes)
+    return fst.mutually_broadcastable_shapes(
+        2, min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side
+    )
 
 
 def values(shape, lo=-2.0, hi=2.0, away_from=None, unique=False):
@@ -144,17 +141,15 @@ def values(shape, lo=-2.0, hi=2.0, away_from=None, unique=False):
     if unique:
         ints = st.integers(int(np.ceil(lo * 20)), int(np.floor(hi * 20)))
         return hnp.arrays(np.int64, shape, elements=ints, unique=True).map(lambda a: a / 20.0)
-    el = st.floats(lo, hi, allow_nan=False, allow_infinity=False)
-    if away_from is not None:
-        el = el.filter(lambda v: all(abs(v - k) > 0.05 for k in away_from))
+    el = fst.floats(lo, hi, away_from=away_from or (), margin=0.05)
     return hnp.arrays(np.float64, shape, elements=el, unique=unique)
 
 
 def check_grads(fn, *arrays):
     """gradcheck and gradgradcheck of ``fn`` at float64 leaves built from ``arrays``."""
     inputs = tuple(leaf(a) for a in arrays)
-    assert fg.autograd.gradcheck(fn, inputs)
-    assert fg.autograd.gradgradcheck(fn, inputs)
+    assert gradcheck(fn, inputs)
+    assert gradgradcheck(fn, inputs)
 
 
 def close32(fg_fn, np_fn, *arrays, rtol=1e-5, atol=1e-6):
