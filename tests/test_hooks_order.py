@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ferrograd as torch
+from ferrograd.autograd.graph import saved_tensors_hooks
 
 
 def _leaf(vals=(1.0, 2.0, 3.0)):
@@ -33,6 +34,45 @@ def test_documented_sequence_around_one_node():
         "node posthook exp",
         "node prehook mul",
         "tensor hook a",
+        "post accumulate a",
+    ]
+
+
+def test_saved_tensor_hooks_in_the_sequence():
+    # Pack runs in forward, when the op saves; unpack when the node reads what it
+    # saved, i.e. as the node executes (step 4): after its pre-hooks and the
+    # retain_grad update (step 3), before its post-hooks.
+    log = []
+    a = _leaf()
+    b = a * 2
+
+    def pack(t):
+        log.append("pack")
+        return t
+
+    def unpack(t):
+        log.append(("unpack", None if c.grad is None else c.grad.tolist()))
+        return t
+
+    with saved_tensors_hooks(pack, unpack):
+        c = b.exp()  # saves its result
+    d = c * 3.0  # a Python number: nothing saved that needs hooks
+    log.append("forward done")
+    c.register_hook(lambda g: log.append("tensor hook c"))
+    c.grad_fn.register_prehook(lambda go: log.append("node prehook exp"))
+    c.retain_grad()
+    c.grad_fn.register_hook(lambda gi, go: log.append("node posthook exp"))
+    b.grad_fn.register_prehook(lambda go: log.append("node prehook mul"))
+    a.register_post_accumulate_grad_hook(lambda t: log.append("post accumulate a"))
+    d.sum().backward()
+    assert log == [
+        "pack",
+        "forward done",
+        "tensor hook c",
+        "node prehook exp",
+        ("unpack", [3.0, 3.0, 3.0]),
+        "node posthook exp",
+        "node prehook mul",
         "post accumulate a",
     ]
 
