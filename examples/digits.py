@@ -92,9 +92,11 @@ def train(lib, data, epochs, seed=0, progress=True):
     start = time.perf_counter()
     for epoch in range(epochs):
         if progress:
-            bar = tqdm(loader, desc=f"epoch {epoch + 1:2d}/{epochs}", leave=True, ncols=90)
+            # Advanced by hand rather than wrapping the loader: a wrapping bar closes
+            # itself when the loop ends, before the validation accuracy is known.
+            bar = tqdm(total=len(loader), desc=f"epoch {epoch + 1:2d}/{epochs}", ncols=100)
         total, correct, seen = 0.0, 0, 0
-        for xb, yb in bar if bar is not None else loader:
+        for xb, yb in loader:
             logits = model(xb)
             loss = lib.nn.functional.cross_entropy(logits, yb)
             optimizer.zero_grad()
@@ -104,7 +106,8 @@ def train(lib, data, epochs, seed=0, progress=True):
             correct += int((logits.argmax(1) == yb).sum().item())
             seen += len(yb)
             if bar is not None:
-                bar.set_postfix(loss=f"{total / seen:.4f}", acc=f"{correct / seen:.3f}")
+                bar.set_postfix(loss=f"{total / seen:.4f}", acc=f"{correct / seen:.3f}", refresh=False)
+                bar.update()
         scheduler.step()
         val_loss, val_acc = evaluate(lib, model, xv, yv)
         history["train_loss"].append(total / seen)
