@@ -53,6 +53,57 @@ def test_cuda_and_backends():
     assert torch.backends.cudnn.is_available() is False
 
 
+def test_tensor_cuda_is_refused_like_device_cuda():
+    x = torch.ones(2)
+    for args, kind in (((), "cuda"), ((0,), "cuda:0"), (("cuda:1",), "cuda:1")):
+        with pytest.raises(RuntimeError, match=f"no CUDA support.*device '{kind}'"):
+            x.cuda(*args)
+    assert torch.Tensor.cuda.__doc__
+    assert x.cpu() is x and x.is_cuda is False
+
+
+LIKE = {
+    "zeros_like": lambda x, **kw: torch.zeros_like(x, **kw),
+    "ones_like": lambda x, **kw: torch.ones_like(x, **kw),
+    "full_like": lambda x, **kw: torch.full_like(x, 7.0, **kw),
+    "empty_like": lambda x, **kw: torch.empty_like(x, **kw),
+    "rand_like": lambda x, **kw: torch.rand_like(x, **kw),
+    "randn_like": lambda x, **kw: torch.randn_like(x, **kw),
+    "randint_like": lambda x, **kw: torch.randint_like(x, 5, **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIKE))
+def test_like_functions_take_the_cpu_device_and_refuse_others(name):
+    # `torch.zeros_like(x, device=x.device)` is common in code written for GPUs.
+    x = torch.ones(2, 3, dtype=torch.float64)
+    for dev in (None, "cpu", torch.device("cpu"), x.device):
+        y = LIKE[name](x, device=dev)
+        assert tuple(y.shape) == (2, 3) and y.dtype == torch.float64
+    for dev in ("cuda", "cuda:0", "mps", 0):
+        with pytest.raises(RuntimeError, match="no CUDA support"):
+            LIKE[name](x, device=dev)
+    with pytest.raises(RuntimeError, match="Expected one of cpu"):
+        LIKE[name](x, device="gpu")
+    with pytest.raises(TypeError, match=f"{name}\\(\\): argument 'device' must be torch.device"):
+        LIKE[name](x, device=1.5)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the native factories in src/py/creation.rs ignore device= (`let _ = device;`)",
+)
+@pytest.mark.parametrize("make", [
+    lambda d: torch.zeros(2, device=d), lambda d: torch.ones(2, device=d),
+    lambda d: torch.empty(2, device=d), lambda d: torch.full((2,), 1.0, device=d),
+    lambda d: torch.eye(2, device=d), lambda d: torch.arange(3, device=d),
+    lambda d: torch.linspace(0, 1, 3, device=d), lambda d: torch.tensor([1.0], device=d),
+])
+def test_native_factories_refuse_cuda(make):
+    with pytest.raises(RuntimeError, match="no CUDA support"):
+        make("cuda")
+
+
 def test_finfo_iinfo():
     f = torch.finfo(torch.float32)
     n = np.finfo(np.float32)

@@ -222,6 +222,7 @@ from ._C import (  # noqa: E402
 import math as _math  # noqa: E402
 
 from . import (  # noqa: E402, F401  # noqa: E402
+    _device,
     _dynamo,  # noqa: E402, F401
     autograd,
     backends,
@@ -279,39 +280,48 @@ def _check_tensor(fn, value, name="input", position=1):
         )
 
 
-def zeros_like(input, *, dtype=None, requires_grad=False):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
+    _device._check_cpu("zeros_like", device)
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
-def ones_like(input, *, dtype=None, requires_grad=False):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False):
     """A tensor of ones with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
+    _device._check_cpu("ones_like", device)
     return _C._like(input, "full", 1.0, dtype, requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, requires_grad=False):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
     """A tensor filled with ``fill_value``, with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
+    _device._check_cpu("full_like", device)
     return _C._like(input, "full", fill_value, dtype, requires_grad)
 
 
-def empty_like(input, *, dtype=None, requires_grad=False):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False):
     """A new tensor with the shape (and, unless ``dtype`` is given, the dtype) of ``input``; ferrograd zeroes it."""
+    _device._check_cpu("empty_like", device)
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
-def rand_like(input, *, dtype=None, requires_grad=False, generator=None):
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):
     """A tensor shaped like ``input`` of uniform samples in [0, 1), drawn as ``rand``."""
+    _device._check_cpu("rand_like", device)
     return _C._random_like(input, "rand", 0, 0, dtype, requires_grad, generator)
 
 
-def randn_like(input, *, dtype=None, requires_grad=False, generator=None):
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):
     """A tensor shaped like ``input`` of standard normal samples, drawn as ``randn``."""
+    _device._check_cpu("randn_like", device)
     return _C._random_like(input, "randn", 0, 0, dtype, requires_grad, generator)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, requires_grad=False, generator=None):
+def randint_like(
+    input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None
+):
     """A tensor shaped like ``input`` of integers in ``[low, high)`` (``randint_like(x, high)``
     means ``[0, high)``), drawn as ``randint``, of ``input``'s dtype unless ``dtype`` is given."""
+    _device._check_cpu("randint_like", device)
     if high is None:
         low, high = 0, low
     return _C._random_like(input, "randint", low, high, dtype, requires_grad, generator)

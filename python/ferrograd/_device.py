@@ -82,3 +82,39 @@ class device(str):  # noqa: N801 - PyTorch's name
 
     __hash__ = str.__hash__
     __eq__ = str.__eq__
+
+
+def _check_cpu(fn, dev):
+    """Refuses any ``device=`` argument but the CPU, naming the function."""
+    if dev is None:
+        return
+    if not isinstance(dev, (str, int)) or isinstance(dev, bool):
+        raise TypeError(
+            f"{fn}(): argument 'device' must be torch.device, not {type(dev).__name__}"
+        )
+    device(dev)
+
+
+def _tensor_cuda(self, device=None, non_blocking=False, memory_format=None):
+    """Refused: ferrograd runs on the CPU only, so there is no CUDA copy to make.
+
+    Raises the ``RuntimeError`` that ``device('cuda')`` raises, instead of the
+    ``AttributeError`` a missing method would give code written for GPUs.
+    """
+    if device is None:
+        kind = "cuda"
+    elif isinstance(device, int) and not isinstance(device, bool):
+        kind = f"cuda:{device}"
+    else:
+        kind = str(device)
+    raise _no_accelerator(kind)
+
+
+def _install():
+    from ._C import Tensor
+
+    _tensor_cuda.__name__ = _tensor_cuda.__qualname__ = "cuda"
+    Tensor.cuda = _tensor_cuda
+
+
+_install()
