@@ -132,6 +132,11 @@ def linear(input, weight, bias=None):
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):
+    """``input`` divided by its ``p``-norm over ``dim``, ``v / max(||v||_p, eps)``.
+
+    The ``eps`` floor keeps an all-zero slice at zero instead of NaN; there the
+    gradient is ``1 / eps`` times the incoming one, as in PyTorch.
+    """
     denom = input.norm(p, dim, keepdim=True).clamp(min=eps)
     return input / denom
 
