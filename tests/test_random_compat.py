@@ -366,6 +366,42 @@ def test_linear_default_initialisation():
     same(lin.bias.detach(), b)
 
 
+def ref_kaiming_uniform(mt, n, fan_in):
+    """kaiming_uniform_(a=sqrt(5)) then the bias's uniform(-1/sqrt(fan_in), ...), as
+    _ConvNd.reset_parameters draws them: weight first, then bias."""
+    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + math.sqrt(5) ** 2)) / math.sqrt(fan_in)
+    lo, hi = f32(-bound), f32(bound)
+    return np.array([fma32(u, f32(hi - lo), lo) for u in mt.uniform_f32(n)], dtype=f32)
+
+
+@pytest.mark.parametrize("seed", [0, 5, 2**33 + 1])
+@pytest.mark.parametrize(
+    "make,fan_in",
+    [
+        (lambda: torch.nn.Conv2d(4, 6, 3, groups=2), 2 * 3 * 3),
+        (lambda: torch.nn.Conv2d(1, 16, kernel_size=3, padding=1), 9),
+        (lambda: torch.nn.Conv1d(3, 2, 5), 15),
+    ],
+)
+def test_conv_default_initialisation(seed, make, fan_in):
+    torch.manual_seed(seed)
+    conv = make()
+    mt = MT(seed)
+    w = ref_kaiming_uniform(mt, conv.weight.numel(), fan_in)
+    b0, b1 = f32(-1 / math.sqrt(fan_in)), f32(1 / math.sqrt(fan_in))
+    b = np.array([fma32(u, f32(b1 - b0), b0) for u in mt.uniform_f32(conv.bias.numel())], dtype=f32)
+    same(conv.weight.detach(), w.reshape(tuple(conv.weight.shape)))
+    same(conv.bias.detach(), b)
+
+
+@pytest.mark.parametrize("seed", [0, 9])
+@pytest.mark.parametrize("num,dim", [(3, 4), (5, 7)])  # 12 values: scalar path; 35: blocks
+def test_embedding_default_initialisation(seed, num, dim):
+    torch.manual_seed(seed)
+    emb = torch.nn.Embedding(num, dim)
+    same(emb.weight.detach(), ref_normal(MT(seed), num * dim, "float32").reshape(num, dim))
+
+
 # ----- values PyTorch printed, as published ----------------------------------------------------
 
 
