@@ -5,8 +5,11 @@ transpose identity ``<u, J v> = <J^T u, v>``.
 Completeness is enumerated, not listed by hand: every graph node kind the
 Rust sources record (each ``"...Backward..."`` name in ``src/``) and every op
 of the op table (``src/py/ops_table.rs``) must be exercised by a case below
-(or be named in ``NOT_DIFFERENTIABLE``/``EXEMPT`` with the reason), and a case
-fails when any floating output comes back without a tangent.
+(or be named in ``NOT_DIFFERENTIABLE``/``EXEMPT`` with the reason), every
+public function composed in Python (``ferrograd._tensor_api.__all__`` and
+``ferrograd._composite.__all__``) by a case of ``composed_ops.py`` (or be
+named in its ``NO_TANGENT``), and a case fails when any floating output
+comes back without a tangent.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from hypothesis import strategies as st
 import ferrograd as fg
 import ferrograd.autograd.forward_ad as fwAD
 import ferrograd.nn.functional as F
+from composed_ops import COMPOSED, NO_TANGENT, covered
+from ferrograd import _composite, _tensor_api
 from ferrograd.utils.checkpoint import checkpoint
 from helpers import broadcastable_shapes, shapes
 
@@ -483,6 +488,23 @@ def test_jvp_of_every_op(name, seed):
     fn, specs, *eps = CASES[name]
     rng = np.random.default_rng(seed)
     check_jvp(fn, _inputs(specs, rng), rng, **({"eps": eps[0]} if eps else {}))
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSED))
+@settings(max_examples=max(3, settings.default.max_examples // 16))
+@given(seed=st.integers(0, 2**32 - 1))
+def test_jvp_of_every_composed_op(name, seed):
+    fn, specs = COMPOSED[name]
+    rng = np.random.default_rng(seed)
+    check_jvp(fn, _inputs(specs, rng), rng)
+
+
+def test_every_composed_op_has_a_case():
+    public = set(_tensor_api.__all__) | set(_composite.__all__)
+    missing = sorted(n for n in public - set(NO_TANGENT) if not covered(n))
+    assert not missing, f"composed ops with no forward-AD case: {missing}"
+    stale = sorted(set(NO_TANGENT) - public)
+    assert not stale, f"NO_TANGENT names no public composed op: {stale}"
 
 
 def _node_names(outs):

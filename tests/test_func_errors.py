@@ -8,7 +8,7 @@ import pytest
 
 import ferrograd as fg
 import ferrograd.nn.functional as F
-from ferrograd.func import grad, jacrev, vjp, vmap
+from ferrograd.func import grad, jacrev, jvp, vjp, vmap
 
 
 def raises(exc, text):
@@ -146,14 +146,72 @@ def test_grad_errors():
         fn(fg.ones(3))
 
 
-def test_backward_inside_vmap_is_refused():
+BACKWARD = "backward() called inside a functorch transform. This is not supported, please use functorch.grad or functorch.vjp instead or call backward() outside of functorch transforms."  # noqa: E501
+REQUIRES_GRAD = "You are attempting to call Tensor.requires_grad_() (or perhaps using torch.autograd.functional.* APIs) inside of a function being transformed by a functorch transform."  # noqa: E501
+
+
+def test_backward_inside_a_transform_is_refused():
     x = fg.randn(3, 2)
-    with raises(RuntimeError, "It looks like you're calling .backward() or autograd.grad()"):
+    w = fg.randn(2, requires_grad=True)
+
+    def unrelated(t):
+        (w * 2).sum().backward()
+        return t.sum()
+
+    for transform in (vmap, grad, jacrev):
+        with raises(RuntimeError, BACKWARD):
+            transform(unrelated)(x[0] if transform is grad else x)
+    with raises(RuntimeError, BACKWARD):
         vmap(lambda t: t.sum().backward())(x)
-    with raises(RuntimeError, "It looks like you're calling .backward() or autograd.grad()"):
-        vmap(lambda t: fg.autograd.grad(t.sum(), t))(x)
-    with raises(RuntimeError, "requires_grad_() on a batched tensor is not supported"):
+    with raises(RuntimeError, BACKWARD):
+        jvp(unrelated, (x,), (x,))
+    with raises(RuntimeError, BACKWARD):
+        vmap(lambda t: fg.autograd.backward([t.sum()]))(x)
+    assert w.grad is None
+    # Outside the transform again, backward works.
+    (w * 2).sum().backward()
+    assert fg.equal(w.grad, fg.full((2,), 2.0))
+
+
+def test_requires_grad_and_retain_grad_of_batched_values_are_refused():
+    x = fg.randn(3, 2)
+    with raises(RuntimeError, REQUIRES_GRAD):
         vmap(lambda t: t.requires_grad_())(x)
+    with raises(RuntimeError, "You are attempting to call Tensor.retain_grad() inside of a function being transformed by a functorch transform."):  # fmt: skip
+        vmap(lambda t: t.retain_grad())(x)
+
+
+def test_autograd_grad_of_a_batched_output_is_refused():
+    x = fg.randn(3, 2)
+    w = fg.randn(2, requires_grad=True)
+    with raises(RuntimeError, "vmap: It looks like you're calling autograd.grad() on a Tensor computed inside of vmap"):  # fmt: skip
+        vmap(lambda t: fg.autograd.grad((w * t).sum(), w)[0])(x)
+    with raises(RuntimeError, "vmap: It looks like you're calling autograd.grad() on a Tensor computed inside of vmap"):  # fmt: skip
+        vmap(lambda t: fg.autograd.grad(t.sum(), t))(x)
+    with raises(RuntimeError, "needs a grad_output for every output"):
+        vmap(lambda v: fg.autograd.grad([w * 2, w.sum()], w, [v, None]))(x)
+
+
+def test_autograd_grad_with_batched_grad_outputs_batches_the_cotangents():
+    # PyTorch allows this one: the cotangents are the batch, the graph is shared.
+    n = 4
+    x = fg.randn(n, dtype=fg.float64, requires_grad=True)
+    y = fg.randn(n, dtype=fg.float64)
+    jac = vmap(lambda v: fg.autograd.grad([x * y], [x], grad_outputs=[v])[0])(fg.eye(n, dtype=fg.float64))
+    assert fg.allclose(jac, fg.diag(y))
+    # Nested levels, and an unbatched grad_output among batched ones.
+    a = fg.randn(3, n, dtype=fg.float64)
+    m = fg.randn(2, 3, dtype=fg.float64)
+
+    def vjp_of(u, s):
+        out = fg.autograd.grad([x.sin() * 3, (x * x).sum()], x, [u, s], retain_graph=True)[0]
+        return out
+
+    got = vmap(vmap(vjp_of, in_dims=(0, None)), in_dims=(None, 0))(a, m[:, 0])
+    want = fg.stack([
+        fg.stack([a[i] * 3 * x.cos() + m[j, 0] * 2 * x for i in range(3)]) for j in range(2)
+    ]).detach()
+    assert got.shape == (2, 3, n) and fg.allclose(got, want)
 
 
 def test_type_error_for_non_tensors_is_pytorchs():

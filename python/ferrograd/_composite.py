@@ -58,7 +58,9 @@ def _broadcast_shapes(*shapes):
 
 
 def _check(fn, value, name="input", position=1):
-    if not isinstance(value, Tensor):
+    # A vmap BatchedTensor passes: these functions are composed of ops with
+    # batching rules.
+    if not isinstance(value, Tensor) and not hasattr(type(value), "__ferrograd_function__"):
         raise TypeError(
             f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
             f"not {type(value).__name__}"
@@ -369,7 +371,9 @@ def cross(input, other, dim=None):
             stacklevel=2,
         )
         dim = dims3[0]
-    a, b = _C.broadcast_tensors(input, other)
+    # expand rather than broadcast_tensors, which has no batching rule.
+    shape = _broadcast_shapes(tuple(input.shape), tuple(other.shape))
+    a, b = input.expand(*shape), other.expand(*shape)
     if a.shape[dim] != 3:
         raise RuntimeError(
             f"linalg.cross: inputs dimension {dim} must have length 3. Got "

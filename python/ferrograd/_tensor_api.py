@@ -105,6 +105,16 @@ def _check(fn, value, name="input", position=1):
         )
 
 
+def _vmap_level(*values):
+    """The innermost ``vmap`` level among ``values`` (BatchedTensors) and the
+    batching module, or ``(0, None)`` when none is batched."""
+    if all(v is None or isinstance(v, Tensor) for v in values):
+        return 0, None
+    from .func import _batched
+
+    return _batched.max_level(values), _batched
+
+
 def _wrap_dim(dim, ndim):
     n = builtins.max(ndim, 1)
     if not -n <= dim < n:
@@ -525,6 +535,15 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     _check("scatter_reduce", src, "src", 4)
     if index.dtype != _C.int64:
         raise RuntimeError("scatter_reduce(): Expected dtype int64 for index")
+    lid, b = _vmap_level(input, index, src)
+    if lid and input.dim() > 0:
+        # The prod/amax/amin paths work in NumPy: under vmap every operand gets
+        # the batch dimension in front and one call scatters all samples.
+        size = b.batch_size_of((input, index, src), lid)
+        phys = [b.materialize(t, lid, size) for t in (input, index, src)]
+        out = scatter_reduce(phys[0], _wrap_dim(dim, input.dim()) + 1, phys[1], phys[2], reduce,
+                             include_self=include_self)
+        return b.wrap(out, lid)
     if reduce not in _REDUCES:
         raise RuntimeError(
             f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
@@ -653,6 +672,15 @@ _MinMax = collections.namedtuple("_MinMax", ["values", "indices"])
 
 def _cum_ext(fn, input, dim, better):
     _check(fn, input)
+    lid, b = _vmap_level(input)
+    if lid:
+        # The scan runs in NumPy, so under vmap it runs once on the physical
+        # value with the batch dimension in front.
+        if input.dim() == 0:
+            size = input._value.shape[0]
+            return _MinMax(input.clone(), b.wrap(_C.zeros(size, dtype=_C.int64), lid))
+        res = _cum_ext(fn, input._value, _wrap_dim(dim, input.dim()) + 1, better)
+        return _MinMax(b.wrap(res.values, lid), b.wrap(res.indices, lid))
     if input.dim() == 0:
         return _MinMax(input.clone(), _C.zeros((), dtype=_C.int64))
     dim = _wrap_dim(dim, input.dim())
@@ -720,11 +748,14 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if len(parts) > 1:
         fixed = []
         for p in parts:
-            if not isinstance(p, Tensor) or p.dim() == 0:
+            # A vmap BatchedTensor is a tensor here too.
+            tensorlike = isinstance(p, Tensor) or hasattr(type(p), "__ferrograd_function__")
+            if not tensorlike or p.dim() == 0:
                 shape = list(input.shape)
                 shape[dim] = 1
-                p = _C.full(tuple(shape), p.item() if isinstance(p, Tensor) else p,
-                            dtype=input.dtype)  # fmt: skip
+                # A 0-d tensor is expanded, not read out, so its gradient flows.
+                p = (p.to(input.dtype).expand(*shape) if tensorlike
+                     else _C.full(tuple(shape), p, dtype=input.dtype))  # fmt: skip
             fixed.append(p)
         input = _C.cat(fixed, dim)
     out = input
@@ -994,6 +1025,9 @@ _INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _quantile(fn, input, q, dim, keepdim, interpolation, ignore_nan):
     _check(fn, input)
+    lid, b = _vmap_level(input, q)
+    if lid:
+        return _quantile_batched(fn, input, q, dim, keepdim, interpolation, ignore_nan, lid, b)
     if not input.is_floating_point():
         raise RuntimeError(f"{fn}() input tensor must be either float or double dtype")
     if interpolation not in _INTERP:
@@ -1055,6 +1089,30 @@ def _quantile(fn, input, q, dim, keepdim, interpolation, ignore_nan):
         out_shape = tuple(shp)
     val = val.transpose(0, 1).reshape((len(qs),) + out_shape)
     return val[0] if scalar_q else val
+
+
+def _quantile_batched(fn, input, q, dim, keepdim, interpolation, ignore_nan, lid, b):
+    # The sort runs in NumPy, so under vmap the quantiles of every sample come
+    # from one call on the physical value, reduced along the shifted dimension.
+    if b.unwrap_at(q, lid) is not None:
+        raise RuntimeError(f"vmap: there is no batching rule for {fn} with a batched q")
+    v = b.unwrap_at(input, lid)
+    if v is None:
+        # Only an outer level batches the input: the result is the same for every sample.
+        return _quantile(fn, input, q, dim, keepdim, interpolation, ignore_nan)
+    nd = input.dim()
+    if dim is None:
+        out = _quantile(fn, v.reshape(v.shape[0], -1), q, 1, False, interpolation, ignore_nan)
+    else:
+        d = _wrap_dim(dim, nd) + 1 if nd else 1
+        x = v if nd else v.unsqueeze(1)
+        out = _quantile(fn, x, q, d, keepdim, interpolation, ignore_nan)
+    if isinstance(q, Tensor):
+        out = out.movedim(1, 0)  # quantiles first in each sample's result
+    if keepdim and dim is None:
+        for _ in range(nd):
+            out = out.unsqueeze(-1)
+    return b.wrap(out, lid)
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):

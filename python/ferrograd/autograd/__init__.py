@@ -13,19 +13,21 @@ from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 
+def _batched(x):
+    # A vmap BatchedTensor (any type that asks for __ferrograd_function__ dispatch).
+    return not isinstance(x, _C.Tensor) and hasattr(type(x), "__ferrograd_function__")
+
+
 def _as_list(x):
     if x is None:
         return None
-    if isinstance(x, _C.Tensor):
+    if isinstance(x, _C.Tensor) or _batched(x):
         return [x]
-    if not isinstance(x, (list, tuple)) and hasattr(type(x), "__ferrograd_function__"):
-        # A batched value inside vmap: gradients there come from func.grad/vjp.
-        raise RuntimeError(
-            "vmap: It looks like you're calling .backward() or autograd.grad() on a Tensor "
-            "inside of vmap; this is not supported. Use ferrograd.func.grad / vjp inside of "
-            "vmap instead."
-        )
     return list(x)
+
+
+def _any_batched(*lists):
+    return any(_batched(x) for xs in lists if xs is not None for x in xs)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
@@ -33,6 +35,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     the graph's leaves (or only ``inputs``)."""
     tensors = _as_list(tensors)
     inputs = _as_list(inputs)
+    if _any_batched(tensors, inputs, _as_list(grad_tensors)):
+        from ..func._batched import BACKWARD_ERROR
+
+        raise RuntimeError(BACKWARD_ERROR)
     if inputs is not None and len(inputs) == 0:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     grads = _as_list(grad_tensors) if grad_tensors is not None else None
@@ -66,6 +72,17 @@ def grad(
     outputs = _as_list(outputs)
     inputs_list = _as_list(inputs)
     grads = _as_list(grad_outputs) if grad_outputs is not None else None
+    if _any_batched(outputs, inputs_list):
+        raise RuntimeError(
+            "vmap: It looks like you're calling autograd.grad() on a Tensor computed inside of "
+            "vmap; this is not supported. Use ferrograd.func.grad / vjp inside of vmap "
+            "instead."
+        )
+    if _any_batched(grads) and not is_grads_batched:
+        return _grad_of_batched_cotangents(
+            outputs, inputs_list, grads, retain_graph, create_graph, allow_unused,
+            materialize_grads,
+        )
     if is_grads_batched:
         if grads is None or any(g is None for g in grads):
             raise RuntimeError(
@@ -85,6 +102,32 @@ def grad(
         False,
         allow_unused,
         materialize_grads,
+    )
+
+
+def _grad_of_batched_cotangents(outputs, inputs, grads, retain_graph, create_graph,
+                                allow_unused, materialize_grads):
+    # Unbatched outputs and inputs with cotangents batched by vmap: every
+    # sample's cotangent runs through the graph in one batched engine call
+    # (is_grads_batched), and each gradient gets the batch dimensions back.
+    from ..func._batched import from_physical, levels, to_physical
+
+    if any(g is None for g in grads) or len(grads) != len(outputs):
+        raise RuntimeError(
+            "autograd.grad inside vmap with batched grad_outputs needs a grad_output for every "
+            "output."
+        )
+    lvls = list(levels())
+    sizes = [lv.size for lv in lvls]
+    n = 1
+    for s in sizes:
+        n *= s
+    phys = [to_physical(g, lvls).reshape(n, *o.shape) for g, o in zip(grads, outputs)]
+    res = _C._run_backward_batched(
+        outputs, phys, retain_graph, create_graph, inputs, allow_unused, materialize_grads,
+    )
+    return tuple(
+        None if r is None else from_physical(r.reshape(*sizes, *r.shape[1:]), lvls) for r in res
     )
 
 

@@ -92,6 +92,44 @@ class push_level:
         return False
 
 
+BACKWARD_ERROR = (
+    "backward() called inside a functorch transform. This is not supported, please use "
+    "functorch.grad or functorch.vjp instead or call backward() outside of functorch "
+    "transforms."
+)
+REQUIRES_GRAD_ERROR = (
+    "You are attempting to call Tensor.requires_grad_() (or perhaps using "
+    "torch.autograd.functional.* APIs) inside of a function being transformed by a "
+    "functorch transform. This is unsupported, please attempt to use the functorch "
+    "transforms (e.g. grad, vjp, jacrev, jacfwd, hessian) or call requires_grad_() outside "
+    "of a function being transformed instead."
+)
+RETAIN_GRAD_ERROR = (
+    "You are attempting to call Tensor.retain_grad() inside of a function being transformed "
+    "by a functorch transform. This is unsupported, please attempt to use the functorch "
+    "transforms (e.g. grad, vjp, jacrev, jacfwd, hessian) or call retain_grad() outside of a "
+    "function being transformed instead."
+)
+
+
+class running_transform:
+    """Marks the call of a transformed function by ``grad``, ``vjp`` or ``jvp``
+    (the batching transforms are marked by their levels)."""
+
+    def __enter__(self):
+        _local.depth = getattr(_local, "depth", 0) + 1
+
+    def __exit__(self, *exc):
+        _local.depth -= 1
+        return False
+
+
+def transforms_active():
+    """Whether a transformed function is running in this thread (PyTorch's
+    ``_are_functorch_transforms_active``)."""
+    return bool(levels()) or getattr(_local, "depth", 0) > 0
+
+
 def level_by_id(lid):
     """The active level ``lid``, or None once its transform has returned."""
     for lv in levels():
@@ -346,12 +384,12 @@ class BatchedTensor:
         raise RuntimeError(ITEM_ERROR)
 
     def backward(self, *args, **kwargs):
-        """Refused: use ``ferrograd.func.grad`` inside ``vmap``."""
-        raise RuntimeError(
-            "vmap: It looks like you're calling .backward() or autograd.grad() on a Tensor "
-            "inside of vmap; this is not supported. Use ferrograd.func.grad / vjp inside of "
-            "vmap instead."
-        )
+        """Refused (PyTorch's error): use ``ferrograd.func.grad`` inside ``vmap``."""
+        raise RuntimeError(BACKWARD_ERROR)
+
+    def retain_grad(self):
+        """Refused (PyTorch's error) inside a transform."""
+        raise RuntimeError(RETAIN_GRAD_ERROR)
 
     def __getattr__(self, name):
         # Any Tensor method without a batching rule lands here.
@@ -365,6 +403,28 @@ class BatchedTensor:
 
 # The methods, properties and operators are attached by ``_methods.py``.
 from . import _methods  # noqa: E402,F401
+
+
+def _guard_backward():
+    # Tensor.backward inside a transformed function would accumulate into
+    # .grad behind the transform's back; PyTorch refuses it, and so do we.
+    # Only the method is guarded: the engine's own calls (a reentrant
+    # checkpoint's backward) go through autograd.backward.
+    plain = _Tensor.backward
+    if getattr(plain, "_transform_guard", False):
+        return
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        if transforms_active():
+            raise RuntimeError(BACKWARD_ERROR)
+        return plain(self, gradient, retain_graph, create_graph, inputs)
+
+    backward.__doc__ = plain.__doc__
+    backward._transform_guard = True
+    _Tensor.backward = backward
+
+
+_guard_backward()
 
 # ----- physical layout across all levels (for the autograd transforms) ---------------------
 

@@ -15,7 +15,14 @@ import functools
 from .. import _C
 from ..autograd import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
-from ._batched import from_physical, is_tensorlike, levels, push_level, to_physical
+from ._batched import (
+    from_physical,
+    is_tensorlike,
+    levels,
+    push_level,
+    running_transform,
+    to_physical,
+)
 from ._pytree import tree_flatten, tree_unflatten
 from ._reverse import _replace, check_argnums, jacrev, make_leaves
 
@@ -144,7 +151,8 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             from_physical(_dual(fw, to_physical(p, lvls), to_physical(t, lvls)), lvls)
             for p, t in zip(flat_p, flat_t)
         ]
-        out = func(*tree_unflatten(duals, spec))
+        with running_transform():
+            out = func(*tree_unflatten(duals, spec))
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise RuntimeError(

@@ -8,6 +8,7 @@ import operator
 
 from .. import _C
 from ._batched import (
+    REQUIRES_GRAD_ERROR,
     BatchedTensor,
     check_random,
     inplace_error,
@@ -323,11 +324,8 @@ def _bernoulli(self, p=None, *, generator=None):
 
 
 def _requires_grad_(self, requires_grad=True):
-    """Refused: gradients inside vmap come from ``ferrograd.func.grad``."""
-    raise RuntimeError(
-        "vmap: requires_grad_() on a batched tensor is not supported; use ferrograd.func.grad "
-        "or vjp inside of vmap instead"
-    )
+    """Refused (PyTorch's error): gradients inside vmap come from ``ferrograd.func.grad``."""
+    raise RuntimeError(REQUIRES_GRAD_ERROR)
 
 
 for _n, _f in {

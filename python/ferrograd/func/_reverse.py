@@ -21,6 +21,7 @@ from ._batched import (
     is_tensorlike,
     levels,
     push_level,
+    running_transform,
     to_physical,
 )
 from ._pytree import tree_flatten, tree_unflatten
@@ -147,7 +148,9 @@ def grad_and_value(func, argnums=0, has_aux=False):
         with enable_grad():
             leaves, seen, keep = make_leaves(flat, lvls, "grad_and_value")
             new = _replace(args, nums, isinstance(argnums, int), tree_unflatten(seen, spec))
-            out, aux = _split_aux(func(*new, **kwargs), has_aux, "grad_and_value")
+            with running_transform():
+                res = func(*new, **kwargs)
+            out, aux = _split_aux(res, has_aux, "grad_and_value")
             if not is_tensorlike(out):
                 raise RuntimeError(
                     "grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
@@ -192,7 +195,9 @@ def vjp(func, *primals, has_aux=False):
     flat, spec = tree_flatten(primals)
     with enable_grad():
         leaves, seen, keep = make_leaves(flat, lvls, "vjp")
-        out, aux = _split_aux(func(*tree_unflatten(seen, spec)), has_aux, "vjp")
+        with running_transform():
+            res = func(*tree_unflatten(seen, spec))
+        out, aux = _split_aux(res, has_aux, "vjp")
         flat_out, out_spec = tree_flatten(out)
         for o in flat_out:
             if not is_tensorlike(o):
