@@ -33,8 +33,13 @@ pub fn set(enabled: bool, check_nan: bool) {
 
 /// Where something ran (a Python stack), turned into text only on demand.
 pub trait Trace: Send + Sync {
-    /// The stack in `traceback.format_stack()`'s layout, outermost call first.
-    fn format(&self) -> String;
+    /// The stack as `traceback.format_stack()`'s entries, outermost call first.
+    fn frames(&self) -> Vec<String>;
+
+    /// The stack in `traceback.format_stack()`'s layout, one string.
+    fn format(&self) -> String {
+        self.frames().concat()
+    }
 }
 
 /// The Python layer's side: capturing the current stack and issuing a warning.

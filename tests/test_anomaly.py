@@ -139,7 +139,7 @@ def test_nodes_made_outside_the_mode_record_no_stack():
                 y.sum().backward()
     msgs = [m for m in _messages(rec) if m.startswith("Error detected in SqrtBackward0")]
     assert len(msgs) == 1
-    assert "not recorded" in msgs[0] or "No forward pass information available" in msgs[0]
+    assert "No forward pass information available. Enable detect anomaly during forward pass" in msgs[0]
     assert f'File "{__file__}"' not in msgs[0]
 
 
@@ -355,3 +355,17 @@ def test_anomaly_mode_gives_the_same_gradients():
         with autograd.detect_anomaly():
             (g1,) = autograd.grad(f(), x)
     assert torch.equal(g0, g1)
+
+
+def test_metadata_holds_the_forward_traceback_in_anomaly_mode():
+    # PyTorch puts traceback.format_stack()'s entries under metadata["traceback_"].
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with autograd.detect_anomaly():
+        y = x.exp()  # the line the last entry names
+    line = inspect.currentframe().f_lineno - 1
+    tb = y.grad_fn.metadata["traceback_"]
+    assert isinstance(tb, list) and all(isinstance(e, str) for e in tb)
+    assert tb[-1].startswith(f'  File "{__file__}", line {line}, in ')
+    assert "y = x.exp()" in tb[-1]
+    # Outside the mode nothing is recorded, and the dict is the user's alone.
+    assert "traceback_" not in x.exp().grad_fn.metadata

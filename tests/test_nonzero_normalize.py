@@ -53,16 +53,11 @@ def test_nonzero_of_a_scalar():
     assert tuple(torch.nonzero(torch.tensor(0.0)).shape) == (0, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Tensor.nonzero(as_tuple=True) of a 0-d tensor returns () (src/py/tensor/indexing.rs); "
-    "PyTorch treats the scalar as a 1-element 1-D tensor",
-)
 def test_nonzero_as_tuple_of_a_scalar_is_one_index_tensor():
     (idx,) = torch.nonzero(torch.tensor(5.0), as_tuple=True)
     np.testing.assert_array_equal(idx.numpy(), [0])
     (idx,) = torch.nonzero(torch.tensor(0.0), as_tuple=True)
-    assert idx.numel() == 0
+    assert idx.numel() == 0 and idx.dtype == torch.int64
 
 
 def test_nonzero_errors():

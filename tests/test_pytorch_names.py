@@ -89,10 +89,6 @@ def test_like_functions_take_the_cpu_device_and_refuse_others(name):
         LIKE[name](x, device=1.5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the native factories in src/py/creation.rs ignore device= (`let _ = device;`)",
-)
 @pytest.mark.parametrize("make", [
     lambda d: torch.zeros(2, device=d), lambda d: torch.ones(2, device=d),
     lambda d: torch.empty(2, device=d), lambda d: torch.full((2,), 1.0, device=d),

@@ -92,21 +92,31 @@ fn run_node_checked(node: &NodeRef, f: impl FnOnce() -> Result<Grads>) -> Result
     r
 }
 
+impl NodeTrace {
+    /// The forward stack as `traceback.format_stack()`'s entries (what PyTorch
+    /// puts in `grad_fn.metadata["traceback_"]`), if one was captured.
+    pub(crate) fn frames(&self) -> Option<Vec<String>> {
+        self.trace.as_ref().map(|t| t.frames())
+    }
+}
+
 /// PyTorch's warning for a failed node: its forward stack, then each node
 /// whose backward recorded it.
 fn report(name: &str, trace: Option<&NodeTrace>) {
     let stack = |t: Option<&NodeTrace>| {
         t.and_then(|t| t.trace.as_ref())
             .map(|t| t.format())
-            .unwrap_or_else(|| {
-                "  (not recorded: the node was made before anomaly detection was enabled)\n"
-                    .to_string()
-            })
+            .unwrap_or_default()
     };
-    anomaly::warn(&format!(
-        "Error detected in {name}. Traceback of forward call that caused the error:\n{}",
-        stack(trace)
-    ));
+    match trace.and_then(|t| t.trace.as_ref()) {
+        Some(t) => anomaly::warn(&format!(
+            "Error detected in {name}. Traceback of forward call that caused the error:\n{}",
+            t.format()
+        )),
+        None => anomaly::warn(&format!(
+            "Error detected in {name}. No forward pass information available. Enable detect anomaly during forward pass for more information."
+        )),
+    }
     let mut cur = trace.and_then(|t| t.parent.clone());
     while let Some((pname, p)) = cur {
         anomaly::warn(&format!(

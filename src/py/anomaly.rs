@@ -20,11 +20,12 @@ struct PyTrace {
 }
 
 impl Trace for PyTrace {
-    fn format(&self) -> String {
+    fn frames(&self) -> Vec<String> {
         Python::attach(|py| {
             let getline = linecache(py);
-            let mut out = String::new();
+            let mut frames = Vec::with_capacity(self.frames.len());
             for (code, line) in &self.frames {
+                let mut out = String::new();
                 let code = code.bind(py);
                 let file: String = code
                     .getattr("co_filename")
@@ -44,8 +45,9 @@ impl Trace for PyTrace {
                         out.push_str(&format!("    {src}\n"));
                     }
                 }
+                frames.push(out);
             }
-            out
+            frames
         })
     }
 }

@@ -24,7 +24,7 @@ fn tensor(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let _ = device;
+    crate::py::random::check_cpu(device)?;
     let t = tensor_from_data(data, opt_dtype(dtype)?)?;
     finish(py, t, requires_grad)
 }
@@ -71,7 +71,7 @@ fn zeros(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let _ = device;
+    crate::py::random::check_cpu(device)?;
     filled(py, args, size, 0.0, dtype, requires_grad)
 }
 
@@ -87,7 +87,7 @@ fn ones(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let _ = device;
+    crate::py::random::check_cpu(device)?;
     filled(py, args, size, 1.0, dtype, requires_grad)
 }
 
@@ -103,7 +103,7 @@ fn empty(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let _ = device;
+    crate::py::random::check_cpu(device)?;
     // Zeroed rather than uninitialised: as cheap here, and never leaks old memory.
     filled(py, args, size, 0.0, dtype, requires_grad)
 }
@@ -120,7 +120,7 @@ fn full(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let _ = device;
+    crate::py::random::check_cpu(device)?;
     let dims = seq_of_ints(size)?;
     let s =
         as_scalar(fill_value).ok_or_else(|| PyTypeError::new_err("fill_value must be a number"))?;
@@ -151,7 +151,7 @@ fn eye(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let _ = device;
+    crate::py::random::check_cpu(device)?;
     let m = m.unwrap_or(n);
     for (name, v) in [("n", n), ("m", m)] {
         if v < 0 {
@@ -188,7 +188,7 @@ fn arange(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let _ = device;
+    crate::py::random::check_cpu(device)?;
     let num = |o: &Bound<'_, PyAny>| {
         as_scalar(o).ok_or_else(|| PyTypeError::new_err("arange expects numbers"))
     };
@@ -255,7 +255,7 @@ fn linspace(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    let _ = device;
+    crate::py::random::check_cpu(device)?;
     if steps < 0 {
         return Err(PyRuntimeError::new_err(
             "number of steps must be non-negative",

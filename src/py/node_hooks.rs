@@ -401,12 +401,18 @@ impl PyNode {
         Ok(RemovableHandle::on_graph_node(id, self.node.clone()))
     }
 
-    /// A dict for the user's own data, the same object for as long as the node lives.
+    /// A dict for the user's own data, the same object for as long as the node lives. A node
+    /// made in anomaly mode starts with its forward stack under `"traceback_"`, as in PyTorch.
     #[getter]
     fn metadata(&self, py: Python<'_>) -> PyResult<Py<PyDict>> {
-        let any = self
-            .node
-            .metadata_or_insert(|| Arc::new(PyDict::new(py).unbind()));
+        let any = self.node.metadata_or_insert(|| {
+            let d = PyDict::new(py);
+            if let Some(frames) = self.node.anomaly.as_ref().and_then(|t| t.frames()) {
+                // A failure here only leaves the entry out: the dict is still the user's.
+                let _ = d.set_item("traceback_", frames);
+            }
+            Arc::new(d.unbind())
+        });
         match any.downcast_ref::<Py<PyDict>>() {
             Some(d) => Ok(d.clone_ref(py)),
             None => Err(PyRuntimeError::new_err("node metadata is not a dict")),

@@ -24,7 +24,7 @@ pub struct PyGenerator {
     g: GenRef,
 }
 
-fn check_cpu(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+pub(crate) fn check_cpu(device: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     let Some(d) = device else { return Ok(()) };
     if d.is_none() {
         return Ok(());

@@ -163,7 +163,16 @@ impl PyTensor {
         if !as_tuple {
             return wrap(py, nz);
         }
+        // A 0-d input counts as one element of a 1-D tensor here, as in PyTorch, so the
+        // tuple always has at least one index tensor.
         let cols = enter(py, nz.numel(), || {
+            if self.t.ndim() == 0 {
+                let count = nz.shape().first().copied().unwrap_or(0);
+                return Ok(vec![Tensor::from_vec(
+                    vec![0i64; count],
+                    smallvec::smallvec![count],
+                )]);
+            }
             Ok(ops::unbind(&nz, 1)?.iter().map(ops::clone_data).collect())
         })?;
         tensor_tuple(py, cols)
