@@ -254,6 +254,7 @@ __all__ = [
     "set_num_threads",
     "get_num_threads",
     "_sum_dims",
+    "_batched_outer",
     "sort",
     "argsort",
     "msort",
@@ -1477,6 +1478,7 @@ def get_num_threads() -> _int: ...
 
 # ``Tensor.sum`` over ``dim`` without the dtype handling.
 def _sum_dims(t: Tensor, dim: _Dims | None = None, keepdim: _bool = False) -> Tensor: ...
+def _batched_outer(g: Tensor, x: Tensor) -> Tensor: ...
 
 # ----- sorting and selection (src/py/sorting.rs) -----
 def sort(

@@ -16,6 +16,7 @@ pub(crate) mod math;
 pub(crate) mod matmul;
 pub mod norm;
 pub(crate) mod optim;
+pub(crate) mod outer;
 pub(crate) mod parallel;
 pub(crate) mod pool;
 pub(crate) mod reduce;

@@ -630,6 +630,38 @@ pub(crate) fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// `out[b, i, j] = g[b, i] * x[b, j]` for matrices `g` and `x` with the same
+/// number of rows, without recording a node: the per-sample weight gradients
+/// of a linear layer under `vmap(grad)`, written past the caches when large
+/// (`kernels::outer`). Equal, bit for bit, to `g[:, :, None] * x[:, None, :]`.
+pub(crate) fn batched_outer(g: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let (gs, xs) = (g.shape(), x.shape());
+    if gs.len() != 2 || xs.len() != 2 || gs[0] != xs[0] {
+        return Err(Error::runtime(format!(
+            "batched_outer: expected two matrices with the same number of rows, got {gs:?} and {xs:?}"
+        )));
+    }
+    if g.dtype() != x.dtype() || !g.dtype().is_float() {
+        return Err(Error::runtime(format!(
+            "batched_outer: expected two float tensors of one dtype, got {:?} and {:?}",
+            g.dtype(),
+            x.dtype()
+        )));
+    }
+    let (b, m, n) = (gs[0], gs[1], xs[1]);
+    let (gc, xc) = (g.contiguous_data(), x.contiguous_data());
+    let (gv, xv) = (gc.view(), xc.view());
+    Ok(crate::dispatch_float!(g.dtype(), T => {
+        let (Some(gsl), Some(xsl)) = (gv.as_slice::<T>(), xv.as_slice::<T>()) else {
+            return Err(Error::runtime("batched_outer: operands are not contiguous"));
+        };
+        Tensor::from_vec(
+            crate::kernels::outer::batched_outer(gsl, xsl, b, m, n),
+            smallvec![b, m, n],
+        )
+    }))
+}
+
 /// `outer(a, b)`: `a[i] * b[j]` for two vectors.
 pub(crate) fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.ndim() != 1 || b.ndim() != 1 {

@@ -224,6 +224,23 @@ fn _sum_dims(
     run(py, a.numel(), || ops::sum(a, dims.as_deref(), keepdim))
 }
 
+/// `g[:, :, None] * x[:, None, :]` for matrices, recorded in no graph and written past the
+/// caches when large: the per-sample weight gradients of `linear` under `vmap(grad)`.
+#[pyfunction]
+fn _batched_outer(
+    py: Python<'_>,
+    g: &Bound<'_, PyTensor>,
+    x: &Bound<'_, PyTensor>,
+) -> PyResult<Py<PyAny>> {
+    let (a, b) = (t_of(g), t_of(x));
+    run(
+        py,
+        a.numel()
+            .saturating_mul(b.shape().get(1).copied().unwrap_or(1)),
+        || ops::batched_outer(a, b),
+    )
+}
+
 /// Adds the autograd entry points and settings to `ferrograd._C`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_run_backward, m)?)?;
@@ -236,5 +253,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_sum_dims, m)?)?;
+    m.add_function(wrap_pyfunction!(_batched_outer, m)?)?;
     Ok(())
 }

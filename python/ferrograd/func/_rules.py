@@ -326,7 +326,12 @@ class _ExpandedWeightLinear(Function):
         elif ctx.needs_input_grad[0]:
             gx = _C.mm(g, w[0])
         if ctx.needs_input_grad[1]:
-            gw = g.unsqueeze(-1) * x.unsqueeze(-2)
+            if _C.is_grad_enabled():
+                gw = g.unsqueeze(-1) * x.unsqueeze(-2)
+            else:
+                # The same products, written past the caches: the result is batch x out x
+                # in and nothing reads it soon.
+                gw = _C._batched_outer(g, x)
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = g
         return gx, gw, gb
