@@ -423,3 +423,29 @@ def test_nested_vmap():
 
 def test_ferrograd_vmap_alias():
     assert fg.vmap is vmap
+
+
+def test_broadcast_tensors_under_vmap_matches_a_loop():
+    a, b = fg.randn(5, 3, 1), fg.randn(4)
+    outs = vmap(fg.broadcast_tensors, in_dims=(0, None))(a, b)
+    for i in range(5):
+        want = fg.broadcast_tensors(a[i], b)
+        for got, w in zip(outs, want):
+            assert got[i].shape == w.shape
+            assert fg.equal(got[i], w)
+
+
+def test_every_native_function_batches_or_names_itself():
+    # An op without a batching rule must say which op it is, never the generic
+    # "this ferrograd function" text of a binding that skipped dispatch.
+    import types
+
+    x = fg.randn(3, 4)
+    for name in sorted(dir(fg)):
+        f = getattr(fg, name)
+        if not isinstance(f, types.BuiltinFunctionType):
+            continue
+        try:
+            vmap(f)(x)
+        except Exception as e:  # noqa: BLE001 - any refusal is fine if it names the op
+            assert "this ferrograd function" not in str(e), (name, str(e))

@@ -338,7 +338,13 @@ fn einsum(py: Python<'_>, equation: &str, operands: &Bound<'_, PyTuple>) -> PyRe
 #[pyfunction]
 #[pyo3(signature = (*tensors))]
 fn broadcast_tensors(py: Python<'_>, tensors: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-    let ts = tensor_list(tensors.as_any())?;
+    let ts = match tensor_list(tensors.as_any()) {
+        Err(e) if e.is_instance_of::<crate::py::dispatch::DispatchNeeded>(py) => {
+            // The arguments are the variadic tuple itself.
+            return crate::py::dispatch::dispatch(py, "broadcast_tensors", tensors.clone());
+        }
+        r => r?,
+    };
     let n = ts.iter().map(|t| t.numel()).max().unwrap_or(0);
     let out = enter(py, n, || {
         let mut shape = Shape::new();

@@ -708,7 +708,17 @@ def batch_norm_rule(call, args, kwargs):
     return y
 
 
+def broadcast_tensors_rule(call, args, kwargs):
+    """``broadcast_tensors``: every value expanded to the broadcast of the logical shapes
+    (``expand`` on a batched value keeps its batch dimension)."""
+    from .. import broadcast_shapes
+
+    shape = broadcast_shapes(*(tuple(a.shape) for a in args))
+    return tuple(a.expand(shape) for a in args)
+
+
 _FUNCTION_RULES = {
+    "broadcast_tensors": broadcast_tensors_rule,
     "matmul": matmul_rule,
     "mm": product(2, 2, "mm"),
     "mv": product(2, 1, "mv"),
