@@ -2,16 +2,29 @@
 
 use std::mem::MaybeUninit;
 
-use super::{build_vec, coalesce, drive, SendPtr};
+use super::{build_vec, coalesce, drive, par_ranges, SendPtr};
 use crate::tensor::{Element, View};
 
 /// The elements of `v` in row-major order.
 pub fn gather<T: Element>(v: &View) -> Vec<T> {
     let n = v.numel();
     if let Some(s) = v.as_slice::<T>() {
-        let mut out = crate::error::alloc_vec(n);
-        out.extend_from_slice(s);
-        return out;
+        // One thread's memcpy does not saturate the memory bus: large copies
+        // go in parallel blocks (a 16 MB clone took twice PyTorch's time).
+        return build_vec(n, |out| {
+            let o = SendPtr(out.as_mut_ptr());
+            par_ranges(n, |lo, hi| {
+                // SAFETY: `MaybeUninit<T>` has `T`'s layout; the ranges are
+                // disjoint and inside both buffers.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        s.as_ptr().add(lo),
+                        o.get().add(lo).cast::<T>(),
+                        hi - lo,
+                    )
+                };
+            });
+        });
     }
     let (shape, [st]) = coalesce(&v.shape, [&v.strides]);
     let src = SendPtr(v.ptr::<T>());
