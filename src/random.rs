@@ -312,7 +312,7 @@ fn normal_fill<T>(d: &mut [T], mut fill16: impl FnMut(&mut [T]), mut draw: impl 
     for block in d.chunks_exact_mut(16) {
         fill16(block);
     }
-    if n % 16 != 0 {
+    if !n.is_multiple_of(16) {
         let tail = &mut d[n - 16..];
         for x in tail.iter_mut() {
             *x = draw();

@@ -379,7 +379,7 @@ pub fn map_file(file: &File, entries: &[Entry]) -> SerResult<Vec<Tensor>> {
     for (e, numel) in entries.iter().zip(numels) {
         // SAFETY: `check_entry` put `[start, start + nbytes)` inside the mapping.
         let p = unsafe { base.add(e.start as usize) };
-        let aligned = (p as usize) % e.dtype.size() == 0;
+        let aligned = (p as usize).is_multiple_of(e.dtype.size());
         if numel == 0 || !aligned {
             out.push(read_one(e, numel, &mut |dst, n| {
                 // SAFETY: `p` has `nbytes == n` mapped bytes; `dst` is fresh.

@@ -195,7 +195,7 @@ fn helper() {
         }
         std::hint::spin_loop();
         spins += 1;
-        if spins % 64 == 0 && idle_since.elapsed() > HOT {
+        if spins.is_multiple_of(64) && idle_since.elapsed() > HOT {
             // A region that starts just as this helper leaves still finishes:
             // its caller runs every task nobody else claims.
             TEAM.hot.fetch_sub(1, Ordering::SeqCst);
@@ -257,7 +257,7 @@ pub fn tasks(count: usize, f: impl Fn(usize) + Sync) {
     while job.left.load(Ordering::Acquire) != 0 {
         std::hint::spin_loop();
         spins = spins.wrapping_add(1);
-        if spins % 1024 == 0 {
+        if spins.is_multiple_of(1024) {
             std::thread::yield_now();
         }
     }

@@ -591,7 +591,7 @@ pub fn upsample(
 pub fn constant_pad_nd(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
     let shape = x.shape();
     let nd = shape.len();
-    if pad.len() % 2 != 0 {
+    if !pad.len().is_multiple_of(2) {
         return Err(Error::runtime(
             "Length of pad must be even but instead it equals ".to_string()
                 + &pad.len().to_string(),

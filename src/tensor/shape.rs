@@ -186,7 +186,7 @@ pub fn infer_shape(requested: &[i64], numel: usize) -> Result<Shape> {
             )));
         }
         (Some(i), Some(known)) => {
-            if known == 0 || numel % known != 0 {
+            if known == 0 || !numel.is_multiple_of(known) {
                 return Err(invalid());
             }
             out[i] = numel / known;
