@@ -143,7 +143,8 @@ def _abort_excepthook(exc_type, exc, tb):
     # next collective. Print it, then take the whole job down: MPI_Abort makes mpiexec
     # kill every rank and exit non-zero.
     try:
-        rank = _world.rank if _world is not None else "?"
+        # The group may be gone: a `finally: destroy_process_group()` runs before this.
+        rank = _world.rank if _world is not None else _mpi().COMM_WORLD.Get_rank()
         sys.stderr.write(f"[ferrograd.distributed] rank {rank} raised; aborting all ranks\n")
         traceback.print_exception(exc_type, exc, tb)
         sys.stderr.flush()
@@ -208,16 +209,24 @@ def init_process_group(
         check("world_size", os.environ.get("WORLD_SIZE"), "the WORLD_SIZE environment variable")
 
     _world = _World(world.Dup(), timeout)
-    _prev_excepthook = sys.excepthook
+    if sys.excepthook is not _abort_excepthook:
+        # Still ours when an earlier group was destroyed while an exception unwound.
+        _prev_excepthook = sys.excepthook
     sys.excepthook = _abort_excepthook
 
 
 def destroy_process_group(group=None):
-    """Leaves the default group and restores the previous ``sys.excepthook``."""
+    """Leaves the default group and restores the previous ``sys.excepthook``, except
+    when called while an exception unwinds (``try: ... finally:
+    destroy_process_group()``): that rank is failing and its peers may be blocked in a
+    collective, so the hook stays and the uncaught exception still aborts every rank."""
     global _world, _prev_excepthook
     w = _check_group(group)
-    w.comm.Free()
     _world = None
+    if sys.exc_info()[0] is not None:
+        # Freeing is collective, and the peers are not coming: leave it to MPI_Abort.
+        return
+    w.comm.Free()
     if sys.excepthook is _abort_excepthook:
         sys.excepthook = _prev_excepthook or sys.__excepthook__
     _prev_excepthook = None
