@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from datetime import timedelta
 
 import numpy as np
 
@@ -529,7 +530,12 @@ def check_checkpoint(rank, world, phase, path):
 
 def main():
     mode = sys.argv[1]
-    dist.init_process_group("mpi")
+    if mode.startswith("stuck"):
+        # Long for the per-wait timeout of stuck_async, which must be the one to fire.
+        seconds = 60 if mode == "stuck_async" else 2
+        dist.init_process_group("mpi", timeout=timedelta(seconds=seconds))
+    else:
+        dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
     if mode == "all":
         check_collectives(rank, world)
@@ -557,6 +563,24 @@ def main():
             time.sleep(60)
         finally:
             dist.destroy_process_group()
+    elif mode.startswith("stuck"):
+        # Rank 1 neither raises nor joins; the others' watchdogs must end the job.
+        if mode == "stuck_ddp":
+            ddp = DDP(MLP())
+        t = torch.ones(3)
+        if mode == "stuck_async":
+            # Every rank posts; rank 1 never waits, so (MPI progressing a non-blocking
+            # collective only inside MPI calls) the others' wait cannot finish.
+            work = dist.all_reduce(t, async_op=True)
+        if rank == 1:
+            time.sleep(60)
+        if mode == "stuck":
+            dist.all_reduce(t)
+        elif mode == "stuck_async":
+            work.wait(timeout=timedelta(seconds=1))
+        else:
+            x, y = batch(0)
+            loss_fn(ddp, x, y).backward()
     elif mode == "mismatch":
         t = torch.ones(3 if rank == 0 else 4)
         try:

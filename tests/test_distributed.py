@@ -110,6 +110,46 @@ def test_a_rank_that_raises_inside_try_finally_destroy_still_fails_the_job():
     assert " OK" not in r.stdout
 
 
+@needs_mpi
+@pytest.mark.parametrize(
+    ("mode", "what", "limit"),
+    [
+        ("stuck", "all_reduce", "0:00:02"),
+        ("stuck_async", "all_reduce", "0:00:01"),
+        ("stuck_ddp", "DistributedDataParallel: the gradients' all-reduce", "0:00:02"),
+    ],
+)
+def test_a_stuck_rank_makes_the_others_fail_after_the_timeout(mode, what, limit):
+    # Rank 1 sleeps for 60 s without raising; ranks 0 and 2 wait in a collective whose
+    # timeout (init_process_group's, or Work.wait's) ends the whole job with a message.
+    t0 = time.monotonic()
+    r = _mpirun(3, mode, timeout=40)
+    elapsed = time.monotonic() - t0
+    assert r.returncode != 0
+    assert f"]: {what} ran for" not in r.stderr  # the rank is named, then the collective
+    assert f"rank 0: {what} ran for" in r.stderr or f"rank 2: {what} ran for" in r.stderr, (
+        r.stderr
+    )
+    assert f"milliseconds before timing out (timeout {limit})" in r.stderr
+    assert "aborting all ranks" in r.stderr
+    assert elapsed < 20, elapsed
+    assert " OK" not in r.stdout
+
+
+def test_timeouts_must_be_timedeltas():
+    import ferrograd.distributed as dist
+
+    with pytest.raises(
+        TypeError, match="Expected timeout argument to be of type datetime.timedelta, got 30"
+    ):
+        dist.init_process_group("mpi", timeout=30)
+    work = dist.Work("all_reduce", [], None)
+    with pytest.raises(TypeError, match="of type datetime.timedelta, got 1.5"):
+        work.wait(timeout=1.5)
+    assert not dist.is_initialized()
+    assert dist.distributed_c10d.default_pg_timeout.total_seconds() == 1800
+
+
 def _singleton(code, **env_vars):
     # One process started without mpiexec, as torchrun would start it: MPI makes it a
     # world of one, and RANK/WORLD_SIZE are the only launcher variables.
@@ -126,9 +166,13 @@ def _singleton(code, **env_vars):
 
 @needs_mpi
 def test_torchrun_style_rank_and_world_size_are_read_without_an_mpi_launcher():
-    ok = "dist.init_process_group('mpi'); print(dist.get_rank(), dist.get_world_size())"
+    # One write per process, so mpiexec's forwarding cannot interleave the two ranks'.
+    ok = (
+        "dist.init_process_group('mpi')\n"
+        "print(f'rank {dist.get_rank()} of {dist.get_world_size()}', flush=True)"
+    )
     r = _singleton(ok, RANK="0", WORLD_SIZE="1")
-    assert r.returncode == 0 and r.stdout.split() == ["0", "1"], r.stdout + r.stderr
+    assert r.returncode == 0 and r.stdout.strip() == "rank 0 of 1", r.stdout + r.stderr
     # A rank of a larger world started without MPI cannot join it: say so, not train alone.
     r = _singleton(ok, RANK="1", WORLD_SIZE="2")
     assert r.returncode != 0
@@ -148,7 +192,7 @@ def test_torchrun_style_rank_and_world_size_are_read_without_an_mpi_launcher():
         capture_output=True, text=True, timeout=60, env=env, cwd=ROOT,
     )
     assert r.returncode == 0, r.stderr
-    assert sorted(r.stdout.split()) == ["0", "1", "2", "2"]
+    assert "rank 0 of 2" in r.stdout and "rank 1 of 2" in r.stdout, r.stdout
 
 
 @needs_mpi

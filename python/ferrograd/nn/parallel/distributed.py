@@ -182,7 +182,9 @@ class DistributedDataParallel(Module):
         states = [("param", n, p) for n, p in self.module.named_parameters()]
         states += [("buffer", n, b) for n, b in _named_buffers(self.module)]
         meta = [(k, n, tuple(t.shape), str(t.dtype)) for k, n, t in states]
-        metas = self._comm.allgather(meta)
+        watched = self._dist.distributed_c10d._watched
+        with watched("DistributedDataParallel: comparing the ranks' parameters"):
+            metas = self._comm.allgather(meta)
         for r, m in enumerate(metas):
             if m != metas[0]:
                 diff = next(
@@ -198,7 +200,8 @@ class DistributedDataParallel(Module):
         for dtype, ts in by_dtype.items():
             flat = np.concatenate([np.ascontiguousarray(_np(t)).reshape(-1) for t in ts])
             flat = flat.astype(dtype, copy=False)
-            self._comm.Bcast(flat, root=0)
+            with watched("DistributedDataParallel: broadcasting rank 0's state"):
+                self._comm.Bcast(flat, root=0)
             if self._comm.Get_rank() != 0:
                 self._write_flat(flat, ts)
 
@@ -249,7 +252,10 @@ class DistributedDataParallel(Module):
                 by_dtype.setdefault(_np(b).dtype, []).append(b)
             for ts in by_dtype.values():
                 flat = np.concatenate([np.ascontiguousarray(_np(t)).reshape(-1) for t in ts])
-                self._comm.Bcast(flat, root=0)
+                with self._dist.distributed_c10d._watched(
+                    "DistributedDataParallel: broadcasting buffers"
+                ):
+                    self._comm.Bcast(flat, root=0)
                 if self._comm.Get_rank() != 0:
                     self._write_flat(flat, ts)
         out = self.module(*inputs, **kwargs)
@@ -363,16 +369,20 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_finished", True)
         t0 = time.perf_counter()
         requests = [b.request for b in self._buckets]
-        # Test and yield rather than MPI's busy Waitall: when the ranks share cores, a
-        # spinning rank takes the time the rank it waits for needs to finish backward.
-        while not MPI.Request.Testall(requests):
-            os.sched_yield()
-        # Time blocked on communication that backward did not hide (benches read it).
-        object.__setattr__(self, "_comm_wait_s", self._comm_wait_s + time.perf_counter() - t0)
-        globally_used = None
-        if self.find_unused_parameters:
-            globally_used = self._used.copy()
-            self._comm.Allreduce(MPI.IN_PLACE, globally_used, op=MPI.MAX)
+        watched = self._dist.distributed_c10d._watched
+        with watched("DistributedDataParallel: the gradients' all-reduce"):
+            # Test and yield rather than MPI's busy Waitall: when the ranks share cores,
+            # a spinning rank takes the time the rank it waits for needs to finish backward.
+            while not MPI.Request.Testall(requests):
+                os.sched_yield()
+            # Time blocked on communication that backward did not hide (benches read it).
+            object.__setattr__(
+                self, "_comm_wait_s", self._comm_wait_s + time.perf_counter() - t0
+            )
+            globally_used = None
+            if self.find_unused_parameters:
+                globally_used = self._used.copy()
+                self._comm.Allreduce(MPI.IN_PLACE, globally_used, op=MPI.MAX)
         index = {id(p): i for i, p in enumerate(self._params)}
         for b in self._buckets:
             if self.deterministic:
