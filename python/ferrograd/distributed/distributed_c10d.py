@@ -99,10 +99,16 @@ class _Watchdog:
 
     def _watch(self):
         period = max(0.01, min(1.0, self.timeout_s / 10))
-        while not self._stop.wait(period):
+        delay = period
+        while not self._stop.wait(delay):
             cur = self.current
-            if cur is not None and time.monotonic() - cur[1] > cur[2]:
-                _timed_out(cur[0], time.monotonic() - cur[1], cur[2])
+            delay = period
+            if cur is not None:
+                left = cur[1] + cur[2] - time.monotonic()
+                if left < 0:
+                    _timed_out(cur[0], time.monotonic() - cur[1], cur[2])
+                # Wake when it is due: a Work.wait timeout may be shorter than the period.
+                delay = min(period, left + 0.005)
 
     def stop(self):
         self._stop.set()
@@ -118,6 +124,7 @@ def _timed_out(what, waited_s, limit_s):
             "rank stopped, is stuck, or called a different collective; aborting all ranks\n"
         )
         sys.stderr.flush()
+        _let_launcher_forward()
     finally:
         try:
             _mpi().COMM_WORLD.Abort(1)
@@ -216,6 +223,12 @@ def _launcher_env():
     return None
 
 
+def _let_launcher_forward():
+    # mpiexec relays each rank's output through a pipe; MPI_Abort right after the write
+    # can tear the job down before the message is relayed, leaving an empty stderr.
+    time.sleep(0.5)
+
+
 def _abort_excepthook(exc_type, exc, tb):
     # An uncaught exception on one rank would leave the others blocked forever in their
     # next collective. Print it, then take the whole job down: MPI_Abort makes mpiexec
@@ -226,6 +239,7 @@ def _abort_excepthook(exc_type, exc, tb):
         sys.stderr.write(f"[ferrograd.distributed] rank {rank} raised; aborting all ranks\n")
         traceback.print_exception(exc_type, exc, tb)
         sys.stderr.flush()
+        _let_launcher_forward()
     finally:
         try:
             _mpi().COMM_WORLD.Abort(1)
