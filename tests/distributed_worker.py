@@ -474,7 +474,10 @@ def check_bucket_view(rank, world):
         with torch.no_grad():
             m.b.weight.grad.mul_(rank + 1.0)
         ddp(x * 0.5, use_b=False).sum().backward()  # accumulates: no zero_grad between
-        return [m.a.weight.grad.numpy().copy(), m.b.weight.grad.numpy().copy()]
+        got = [m.a.weight.grad.numpy().copy(), m.b.weight.grad.numpy().copy()]
+        # Used on rank 0 only: every rank gets the average, unused ones too.
+        ddp(x * 0.25, use_b=(rank == 0)).sum().backward()
+        return got + [m.a.weight.grad.numpy().copy(), m.b.weight.grad.numpy().copy()]
 
     assert all(a.tobytes() == b.tobytes() for a, b in zip(unused(False), unused(True)))
 
