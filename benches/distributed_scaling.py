@@ -36,7 +36,10 @@ def worker(args):
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
-    ddp = DDP(model, bucket_cap_mb=args.bucket_cap_mb)
+    ddp = DDP(
+        model, bucket_cap_mb=args.bucket_cap_mb,
+        gradient_as_bucket_view=args.gradient_as_bucket_view,
+    )
     rng = np.random.default_rng(rank)
     x = torch.from_numpy(rng.standard_normal((args.batch, 784)).astype(np.float32))
     y = torch.from_numpy(rng.integers(0, 10, args.batch))
@@ -47,7 +50,7 @@ def worker(args):
         with torch.no_grad():
             for p in model.parameters():
                 p.sub_(p.grad * 0.01)
-                p.grad = None
+        model.zero_grad(set_to_none=not args.zero_grad_in_place)
 
     def timed(fn, n):
         for _ in range(3):
@@ -115,6 +118,8 @@ def launch(n, args):
     cmd = [mpiexec, "-n", str(n), sys.executable, __file__, "--worker",
            "--steps", str(args.steps), "--batch", str(args.batch),
            "--bucket-cap-mb", str(args.bucket_cap_mb)]
+    cmd += ["--gradient-as-bucket-view"] * args.gradient_as_bucket_view
+    cmd += ["--zero-grad-in-place"] * args.zero_grad_in_place
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     if out.returncode != 0:
         sys.exit(out.stdout + out.stderr)
@@ -130,6 +135,16 @@ def main():
     # 0.5 MB splits this MLP into the last two layers' bucket, which starts while the
     # first layer's backward runs, and the first layer's.
     p.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    p.add_argument(
+        "--gradient-as-bucket-view", action="store_true",
+        help="DDP(gradient_as_bucket_view=True): .grad views the bucket, no copy back",
+    )
+    # With gradient_as_bucket_view, zeroing in place lets backward accumulate straight
+    # into the bucket, which saves the copy into it as well.
+    p.add_argument(
+        "--zero-grad-in-place", action="store_true",
+        help="zero_grad(set_to_none=False) between steps instead of setting .grad to None",
+    )
     args = p.parse_args()
     if args.worker:
         worker(args)
@@ -138,6 +153,8 @@ def main():
     two = launch(2, args)
     print(f"MLP 784-512-256-10 ({one['params']:,} parameters), batch {args.batch} per process, "
           f"SGD, {one['threads']} thread(s) per process, bucket_cap_mb {args.bucket_cap_mb}, "
+          f"gradient_as_bucket_view={args.gradient_as_bucket_view}, "
+          f"zero_grad(set_to_none={not args.zero_grad_in_place}), "
           f"load average {os.getloadavg()[0]:.2f}")
     print("| processes | step | step, no_sync | samples/s | speed-up | waiting on comm "
           "| all-reduce of grads alone |")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from datetime import timedelta
 
 import numpy as np
 
@@ -122,6 +123,105 @@ def check_collectives(rank, world):
     np.testing.assert_array_equal(t.numpy(), data(10 + rank))
     dist.barrier()
     dist.barrier(async_op=True).wait()
+    check_async(rank, world)
+
+
+def check_async(rank, world):
+    # Every collective with async_op=True returns a Work whose wait() leaves the result
+    # in the output tensors, the same as the blocking call.
+    t = torch.from_numpy(data(rank))
+    work = dist.broadcast(t, src=0, async_op=True)
+    assert work.wait() is True and work.is_completed()
+    np.testing.assert_array_equal(t.numpy(), data(0))
+
+    outs = [torch.zeros(3, 4, dtype=torch.float64) for _ in range(world)]
+    dist.all_gather(outs, torch.from_numpy(data(rank)), async_op=True).wait()
+    for r in range(world):
+        np.testing.assert_array_equal(outs[r].numpy(), data(r))
+
+    out = torch.zeros(world * 3, 4, dtype=torch.float64)
+    dist.all_gather_into_tensor(out, torch.from_numpy(data(rank)), async_op=True).wait()
+    np.testing.assert_array_equal(out.numpy(), np.concatenate([data(r) for r in range(world)]))
+
+    def inputs(q):
+        return [data(q * world + r, shape=(2, 3)) for r in range(world)]
+
+    o = torch.zeros(2, 3, dtype=torch.float64)
+    dist.reduce_scatter(
+        o, [torch.from_numpy(a) for a in inputs(rank)], op=dist.ReduceOp.MIN, async_op=True
+    ).wait()
+    np.testing.assert_array_equal(o.numpy(), np.min([inputs(q)[rank] for q in range(world)], axis=0))
+    o = torch.zeros(2, 3, dtype=torch.float64)
+    dist.reduce_scatter_tensor(
+        o, torch.from_numpy(np.concatenate(inputs(rank))), async_op=True
+    ).wait()
+    np.testing.assert_array_equal(o.numpy(), sum(inputs(q)[rank] for q in range(world)))
+
+    gl = [torch.zeros(3, 4, dtype=torch.float64) for _ in range(world)] if rank == 0 else None
+    dist.gather(torch.from_numpy(data(rank)), gl, dst=0, async_op=True).wait()
+    if rank == 0:
+        for r in range(world):
+            np.testing.assert_array_equal(gl[r].numpy(), data(r))
+    t = torch.zeros(3, 4, dtype=torch.float64)
+    sl = [torch.from_numpy(data(20 + r)) for r in range(world)] if rank == 0 else None
+    dist.scatter(t, sl, src=0, async_op=True).wait()
+    np.testing.assert_array_equal(t.numpy(), data(20 + rank))
+
+    # Several in flight at once, finished in reverse order.
+    a = torch.from_numpy(data(rank))
+    b = torch.from_numpy(data(rank, dtype=np.float32))
+    wa = dist.all_reduce(a, async_op=True)
+    wb = dist.all_reduce(b, op=dist.ReduceOp.AVG, async_op=True)
+    wb.wait()
+    wa.wait()
+    np.testing.assert_array_equal(a.numpy(), np.sum([data(r) for r in range(world)], axis=0))
+    np.testing.assert_allclose(
+        b.numpy(), np.sum([data(r, dtype=np.float32) for r in range(world)], axis=0) / world,
+        rtol=1e-6,
+    )
+
+
+def check_gil_released(rank, world):
+    # The tensor's own memory is what MPI is handed (no copy through Python objects).
+    from ferrograd.distributed.distributed_c10d import _Buf
+
+    t = torch.zeros(1000)
+    assert np.shares_memory(_Buf(t).arr, t.numpy())
+    # Rank 0 enters all_reduce while the last rank sleeps; a Python thread on rank 0 can
+    # only count meanwhile if the GIL is released during the communication.
+    import threading
+
+    count, stop = [0], threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    th = threading.Thread(target=spin)
+    rate = None
+    if rank == 0:
+        th.start()
+        time.sleep(0.05)
+        # The thread's pace while the main thread sleeps (GIL free).
+        c0, t0 = count[0], time.perf_counter()
+        time.sleep(0.1)
+        rate = (count[0] - c0) / (time.perf_counter() - t0)
+    if rank == world - 1:
+        time.sleep(0.8)
+    before = count[0]
+    t0 = time.perf_counter()
+    x = torch.full((100_000,), float(rank + 1))
+    dist.all_reduce(x)
+    waited = time.perf_counter() - t0
+    during = count[0] - before
+    stop.set()
+    if rank == 0:
+        th.join()
+        assert waited > 0.4, waited
+        # Held GIL: the thread could run one switch interval (5 ms) at most; require a
+        # tenth of the wait's worth of its pace, leaving room for a loaded machine.
+        assert during > 0.1 * rate * waited, (during, rate, waited)
+    np.testing.assert_array_equal(x.numpy(), np.full(100_000, world * (world + 1) / 2, np.float32))
 
 
 class MLP(nn.Module):
@@ -315,44 +415,130 @@ def check_unused(rank, world):
         raise AssertionError("an unfinished reduction must be reported at the next forward")
 
 
-def train_steps(ddp, model, rank, world, steps):
+def check_bucket_view(rank, world):
+    # gradient_as_bucket_view=True must give the default mode's gradients and parameters
+    # bit for bit, whether .grad is set to None between steps (copied into the bucket,
+    # then a view again), zeroed in place (backward accumulates into the bucket), or
+    # accumulated over a no_sync() backward.
+    n = 12 // world
+
+    def run(view, deterministic, regime, steps=6):
+        model = fresh()
+        ddp = DDP(
+            model, bucket_cap_mb=0.0005, deterministic=deterministic, gradient_as_bucket_view=view
+        )
+        grads, kept = [], None
+        for step in range(steps):
+            x, y = batch(step)
+            xs, ys = x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n]
+            if regime == "no_sync" and step % 2 == 0:
+                with ddp.no_sync():
+                    loss_fn(ddp, xs, ys).backward()
+                continue
+            loss_fn(ddp, xs, ys).backward()
+            grads.append([p.grad.numpy().copy() for p in model.parameters()])
+            if view:
+                for p in model.parameters():
+                    assert any(
+                        v is not None and p.grad.data_ptr() == v.data_ptr()
+                        for b in ddp._buckets
+                        for v in b.views
+                    ), "each .grad must be a view of its bucket"
+                if regime != "none":
+                    # Zeroed in place, the views stay: the same tensors every step.
+                    now = [p.grad for p in model.parameters()]
+                    assert kept is None or all(a is b for a, b in zip(now, kept))
+                    kept = now
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.sub_(p.grad * 0.1)
+            model.zero_grad(set_to_none=(regime == "none"))
+        return grads, params(model)
+
+    for deterministic in (True, False):
+        for regime in ("none", "zeros", "no_sync"):
+            g0, p0 = run(False, deterministic, regime)
+            g1, p1 = run(True, deterministic, regime)
+            for s0, s1 in zip(g0, g1):
+                assert all(a.tobytes() == b.tobytes() for a, b in zip(s0, s1)), regime
+            assert all(a.tobytes() == b.tobytes() for a, b in zip(p0, p1)), regime
+
+    # A parameter unused on every rank keeps its .grad untouched, as in the default mode.
+    def unused(view):
+        torch.manual_seed(1)
+        m = Branchy()
+        ddp = DDP(m, find_unused_parameters=True, gradient_as_bucket_view=view)
+        x = torch.ones(2, 4) * (rank + 1)
+        ddp(x, use_b=True).sum().backward()
+        # Now different on each rank: an unused parameter's .grad must keep this rank's.
+        with torch.no_grad():
+            m.b.weight.grad.mul_(rank + 1.0)
+        ddp(x * 0.5, use_b=False).sum().backward()  # accumulates: no zero_grad between
+        got = [m.a.weight.grad.numpy().copy(), m.b.weight.grad.numpy().copy()]
+        # Used on rank 0 only: every rank gets the average, unused ones too.
+        ddp(x * 0.25, use_b=(rank == 0)).sum().backward()
+        return got + [m.a.weight.grad.numpy().copy(), m.b.weight.grad.numpy().copy()]
+
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(unused(False), unused(True)))
+
+
+def train_steps(ddp, opt, rank, world, steps):
     n = 12 // world
     for step in steps:
         x, y = batch(step)
+        opt.zero_grad()
         loss_fn(ddp, x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n]).backward()
-        sgd(model)
+        opt.step()
+
+
+def momentum_sgd(model):
+    return torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
 
 def check_checkpoint(rank, world, phase, path):
-    # Phase "save" trains steps 0-4 and rank 0 saves the parameters; phase "resume", run
-    # with another number of processes, loads them on rank 0 only (the other ranks start
-    # from different values), lets DDP broadcast them, and trains steps 5-9. The result
-    # must match one process training steps 0-9 on the whole batch.
+    # Phase "save" trains steps 0-4 and rank 0 saves the DDP state_dict and the
+    # optimizer's momentum with ferrograd.save; phase "resume", run with another number
+    # of processes, loads the model on rank 0 only (the other ranks start from different
+    # values and get rank 0's through DDP's broadcast) and the optimizer state on every
+    # rank, then trains steps 5-9. The result must match one process training steps 0-9
+    # on the whole batch.
     if phase == "save":
         model = fresh()
-        train_steps(DDP(model), model, rank, world, range(5))
+        ddp = DDP(model)
+        opt = momentum_sgd(model)
+        train_steps(ddp, opt, rank, world, range(5))
         if rank == 0:
-            np.savez(path, *params(model))
+            torch.save({"model": ddp.state_dict(), "optim": opt.state_dict()}, path)
         return
+    ckpt = torch.load(path)
+    # PyTorch's layout: the wrapped module's entries under "module.".
+    assert sorted(ckpt["model"]) == sorted("module." + k for k in fresh().state_dict())
     model = fresh(seed=7 + rank)
     if rank == 0:
-        saved = np.load(path)
-        with torch.no_grad():
-            for i, p in enumerate(model.parameters()):
-                p.copy_(torch.from_numpy(saved[f"arr_{i}"]))
-    train_steps(DDP(model), model, rank, world, range(5, 10))
+        model.load_state_dict({k[len("module."):]: v for k, v in ckpt["model"].items()})
+    ddp = DDP(model)
+    opt = momentum_sgd(model)
+    opt.load_state_dict(ckpt["optim"])
+    train_steps(ddp, opt, rank, world, range(5, 10))
     full = fresh()
+    opt_full = momentum_sgd(full)
     for step in range(10):
         x, y = batch(step)
+        opt_full.zero_grad()
         loss_fn(full, x, y).backward()
-        sgd(full)
+        opt_full.step()
     for a, c in zip(params(model), params(full)):
         np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
 
 
 def main():
     mode = sys.argv[1]
-    dist.init_process_group("mpi")
+    if mode.startswith("stuck"):
+        # Long for the per-wait timeout of stuck_async, which must be the one to fire.
+        seconds = 60 if mode == "stuck_async" else 2
+        dist.init_process_group("mpi", timeout=timedelta(seconds=seconds))
+    else:
+        dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
     if mode == "all":
         check_collectives(rank, world)
@@ -361,6 +547,8 @@ def main():
         check_no_sync(rank, world)
         check_unused(rank, world)
         check_overlap(rank, world)
+        check_bucket_view(rank, world)
+        check_gil_released(rank, world)
     elif mode == "checkpoint":
         check_checkpoint(rank, world, sys.argv[2], sys.argv[3])
     elif mode == "raise":
@@ -368,6 +556,34 @@ def main():
             raise ValueError("deliberate failure on rank 1")
         dist.barrier()  # would wait forever for rank 1
         time.sleep(60)
+    elif mode == "raise_in_try_finally":
+        # PyTorch scripts' usual shape: destroy_process_group() in a finally clause runs
+        # before the exception reaches the excepthook.
+        try:
+            if rank == 1:
+                raise ValueError("deliberate failure on rank 1")
+            dist.barrier()
+            time.sleep(60)
+        finally:
+            dist.destroy_process_group()
+    elif mode.startswith("stuck"):
+        # Rank 1 neither raises nor joins; the others' watchdogs must end the job.
+        if mode == "stuck_ddp":
+            ddp = DDP(MLP())
+        t = torch.ones(3)
+        if mode == "stuck_async":
+            # Every rank posts; rank 1 never waits, so (MPI progressing a non-blocking
+            # collective only inside MPI calls) the others' wait cannot finish.
+            work = dist.all_reduce(t, async_op=True)
+        if rank == 1:
+            time.sleep(60)
+        if mode == "stuck":
+            dist.all_reduce(t)
+        elif mode == "stuck_async":
+            work.wait(timeout=timedelta(seconds=1))
+        else:
+            x, y = batch(0)
+            loss_fn(ddp, x, y).backward()
     elif mode == "mismatch":
         t = torch.ones(3 if rank == 0 else 4)
         try:

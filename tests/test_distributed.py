@@ -98,6 +98,150 @@ def test_a_rank_that_raises_fails_the_job_instead_of_hanging():
 
 
 @needs_mpi
+def test_a_rank_that_raises_inside_try_finally_destroy_still_fails_the_job():
+    # `finally: destroy_process_group()` runs before the excepthook sees the exception;
+    # it must not disarm the abort, or the other ranks wait in their barrier forever.
+    t0 = time.monotonic()
+    r = _mpirun(3, "raise_in_try_finally", timeout=30)
+    assert r.returncode != 0
+    assert "deliberate failure on rank 1" in r.stderr
+    assert "rank 1 raised; aborting all ranks" in r.stderr
+    assert time.monotonic() - t0 < 20
+    assert " OK" not in r.stdout
+
+
+@needs_mpi
+@pytest.mark.parametrize(
+    ("mode", "what", "limit"),
+    [
+        ("stuck", "all_reduce", "0:00:02"),
+        ("stuck_async", "all_reduce", "0:00:01"),
+        ("stuck_ddp", "DistributedDataParallel: the gradients' all-reduce", "0:00:02"),
+    ],
+)
+def test_a_stuck_rank_makes_the_others_fail_after_the_timeout(mode, what, limit):
+    # Rank 1 sleeps for 60 s without raising; ranks 0 and 2 wait in a collective whose
+    # timeout (init_process_group's, or Work.wait's) ends the whole job with a message.
+    t0 = time.monotonic()
+    r = _mpirun(3, mode, timeout=40)
+    elapsed = time.monotonic() - t0
+    assert r.returncode != 0
+    assert f"]: {what} ran for" not in r.stderr  # the rank is named, then the collective
+    assert f"rank 0: {what} ran for" in r.stderr or f"rank 2: {what} ran for" in r.stderr, (
+        r.stderr
+    )
+    assert f"milliseconds before timing out (timeout {limit})" in r.stderr
+    assert "aborting all ranks" in r.stderr
+    assert elapsed < 20, elapsed
+    assert " OK" not in r.stdout
+
+
+def test_timeouts_must_be_timedeltas():
+    import ferrograd.distributed as dist
+
+    with pytest.raises(
+        TypeError, match="Expected timeout argument to be of type datetime.timedelta, got 30"
+    ):
+        dist.init_process_group("mpi", timeout=30)
+    work = dist.Work("all_reduce", [], None)
+    with pytest.raises(TypeError, match="of type datetime.timedelta, got 1.5"):
+        work.wait(timeout=1.5)
+    assert not dist.is_initialized()
+    assert dist.distributed_c10d.default_pg_timeout.total_seconds() == 1800
+
+
+def _singleton(code, **env_vars):
+    # One process started without mpiexec, as torchrun would start it: MPI makes it a
+    # world of one, and RANK/WORLD_SIZE are the only launcher variables.
+    env = _env()
+    for k in ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+              "PMIX_RANK", "PMIX_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "RANK", "WORLD_SIZE"):
+        env.pop(k, None)
+    env.update(env_vars)
+    return subprocess.run(
+        [sys.executable, "-c", "import ferrograd.distributed as dist\n" + code],
+        capture_output=True, text=True, timeout=60, env=env, cwd=ROOT,
+    )
+
+
+@needs_mpi
+def test_torchrun_style_rank_and_world_size_are_read_without_an_mpi_launcher():
+    # One write per process, so mpiexec's forwarding cannot interleave the two ranks'.
+    ok = (
+        "dist.init_process_group('mpi')\n"
+        "print(f'rank {dist.get_rank()} of {dist.get_world_size()}', flush=True)"
+    )
+    r = _singleton(ok, RANK="0", WORLD_SIZE="1")
+    assert r.returncode == 0 and r.stdout.strip() == "rank 0 of 1", r.stdout + r.stderr
+    # A rank of a larger world started without MPI cannot join it: say so, not train alone.
+    r = _singleton(ok, RANK="1", WORLD_SIZE="2")
+    assert r.returncode != 0
+    assert (
+        "RuntimeError: the RANK environment variable gives rank 1 but MPI reports rank 0 "
+        "(world size 1); start the processes with `python -m ferrograd.distributed.run"
+    ) in r.stderr
+    r = _singleton(ok, RANK="0", WORLD_SIZE="2")
+    assert "the WORLD_SIZE environment variable gives world_size 2 but MPI reports " \
+        "world_size 1" in r.stderr
+    r = _singleton("dist.init_process_group('mpi', rank=0, world_size=4)")
+    assert "init_process_group(world_size=...) gives world_size 4" in r.stderr
+    # Under mpiexec, MPI's own variables win over stale torchrun ones.
+    env = dict(_env(), RANK="7", WORLD_SIZE="9")
+    r = subprocess.run(
+        [MPIEXEC, "-n", "2", sys.executable, "-c", "import ferrograd.distributed as dist\n" + ok],
+        capture_output=True, text=True, timeout=60, env=env, cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "rank 0 of 2" in r.stdout and "rank 1 of 2" in r.stdout, r.stdout
+
+
+@needs_mpi
+def test_readme_commands_run_the_distributed_example():
+    readme = (ROOT / "README.md").read_text()
+    command = "python -m ferrograd.distributed.run -n 2 examples/ddp_spirals.py"
+    assert command in readme and "pip install mpi4py mpich" in readme
+    r = subprocess.run(
+        [sys.executable, *command.split()[1:]],
+        capture_output=True, text=True, timeout=120, env=_env(), cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("step")]
+    # Only rank 0 reports; both ranks train one model to separate the three spirals.
+    assert len(lines) == 7, r.stdout
+    assert float(lines[-1].split()[-1]) >= 0.95, lines[-1]
+
+
+def test_launcher_explains_a_missing_mpiexec(tmp_path, monkeypatch, capsys):
+    import types
+
+    from ferrograd.distributed import run
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    # mpi4py importable, but no mpiexec beside the interpreter nor on PATH.
+    monkeypatch.setitem(sys.modules, "mpi4py", types.ModuleType("mpi4py"))
+    monkeypatch.setattr(sys, "executable", str(bindir / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert run.find_mpiexec() is None
+    assert run.main(["-n", "2", "train.py"]) == 1
+    err = capsys.readouterr().err
+    assert "an MPI launcher (mpiexec) not found" in err
+    assert "pip install 'ferrograd[distributed]'" in err and "pip install mpi4py mpich" in err
+    # The mpich wheel's mpiexec sits beside the interpreter: found there before PATH.
+    fake = bindir / "mpiexec"
+    fake.write_text(f'#!/bin/sh\necho "$FERROGRAD_NUM_THREADS $@" > "{bindir / "args"}"\n')
+    fake.chmod(0o755)
+    assert run.find_mpiexec() == str(fake)
+    assert run.main(["-n", "3", "--threads", "2", "train.py", "--lr", "0.1"]) == 0
+    assert (bindir / "args").read_text().split() == [
+        "2", "-n", "3", str(bindir / "python"), "train.py", "--lr", "0.1"
+    ]
+    with pytest.raises(SystemExit):
+        run.main(["-n", "0", "train.py"])
+    assert "-n must be at least 1" in capsys.readouterr().err
+
+
+@needs_mpi
 def test_mismatched_shapes_raise_on_every_rank():
     r = _mpirun(3, "mismatch")
     assert r.returncode == 0, r.stdout + r.stderr

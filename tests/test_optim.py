@@ -173,6 +173,25 @@ CASES = [
     (optim.RAdam, ref_radam, {"weight_decay": 0.1, "betas": (0.9, 0.9)}),
     (optim.RAdam, ref_radam, {"weight_decay": 0.1, "decoupled_weight_decay": True,
                               "maximize": True}),
+    # Every option of each rule at once, so their order in the update is checked too.
+    (optim.SGD, ref_sgd, {"lr": 0.05, "momentum": 0.7, "nesterov": True, "weight_decay": 0.1}),
+    (optim.SGD, ref_sgd, {"lr": 0.05, "momentum": 0.9, "dampening": 0.5, "weight_decay": 0.1,
+                          "maximize": True}),
+    (optim.Adam, ref_adam, {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True, "maximize": True}),
+    (optim.Adam, ref_adam, {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True,
+                            "decoupled_weight_decay": True}),
+    (optim.RMSprop, ref_rmsprop, {"momentum": 0.9, "weight_decay": 0.1}),
+    (optim.RMSprop, ref_rmsprop, {"momentum": 0.9, "centered": True, "weight_decay": 0.1,
+                                  "alpha": 0.9}),
+    (optim.RMSprop, ref_rmsprop, {"momentum": 0.9, "centered": True, "weight_decay": 0.1,
+                                  "maximize": True}),
+    (optim.Adagrad, ref_adagrad, {"lr_decay": 0.05, "initial_accumulator_value": 0.1,
+                                  "weight_decay": 0.1, "maximize": True, "eps": 1e-6}),
+    (optim.Adamax, ref_adamax, {"weight_decay": 0.1}),
+    (optim.NAdam, ref_nadam, {"maximize": True}),
+    (optim.NAdam, ref_nadam, {"weight_decay": 0.1, "decoupled_weight_decay": True,
+                              "momentum_decay": 0.01, "maximize": True}),
+    (optim.RAdam, ref_radam, {"weight_decay": 0.1, "maximize": True}),
 ]
 
 
@@ -231,6 +250,41 @@ def test_skips_parameters_without_grad_and_non_contiguous(case):
     np.testing.assert_allclose(pa.detach().numpy(), want, rtol=1e-13, atol=1e-13)
     np.testing.assert_array_equal(pb.detach().numpy(), b)
     assert len(opt.state[pb]) == 0
+
+
+# One case per optimizer class, with most of its options on.
+ONE_PER_CLASS = list({cls: (cls, ref, h) for cls, ref, h in CASES}.values())
+
+
+@pytest.mark.parametrize("case", ONE_PER_CLASS, ids=[_ids(c) for c in ONE_PER_CLASS])
+def test_parameter_whose_grad_is_none_is_skipped_and_its_state_waits(case):
+    # A parameter that gets a gradient only on some steps: on the others it is
+    # neither moved nor is its state (step count, moments) advanced.
+    cls, ref, h = case
+    rng = np.random.default_rng(2)
+    init = [rng.standard_normal(s) for s in SHAPES]
+    params = [nn.Parameter(torch.tensor(a)) for a in init]
+    opt = cls(params, **h)
+    want = [a.copy() for a in init]
+    states: list[dict] = [{} for _ in init]
+    for step in range(12):
+        gs = [rng.standard_normal(s) for s in SHAPES]
+        has = [True, step % 3 == 1, step >= 5]
+        for p, g, on in zip(params, gs, has):
+            p.grad = torch.tensor(g) if on else None
+        before = [p._version for p in params]
+        opt.step()
+        for i, on in enumerate(has):
+            if on:
+                want[i] = ref(want[i], gs[i], states[i], h, np.float64)
+            else:
+                assert params[i]._version == before[i]
+        for p, w in zip(params, want):
+            np.testing.assert_allclose(p.detach().numpy(), w, rtol=1e-12, atol=1e-12,
+                                       err_msg=f"step {step}")
+    for p, count in zip(params, [12, 4, 7]):
+        if cls is not optim.SGD:
+            assert opt.state[p]["step"].item() == count
 
 
 def test_per_group_options_and_defaults():
@@ -450,6 +504,42 @@ def test_step_hooks():
     assert seen == [1]
 
 
+def test_global_step_hooks_wrap_every_optimizer_in_pytorchs_order():
+    from ferrograd.optim.optimizer import (
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
+
+    w, v = nn.Parameter(torch.ones(2)), nn.Parameter(torch.ones(2))
+    sgd, adam = optim.SGD([w], lr=0.5), optim.Adam([v])
+    calls = []
+    g_pre = register_optimizer_step_pre_hook(lambda o, a, k: calls.append(("global pre", o)))
+    g_post = register_optimizer_step_post_hook(lambda o, a, k: calls.append(("global post", o)))
+    try:
+        sgd.register_step_pre_hook(lambda o, a, k: calls.append(("pre", o)))
+        sgd.register_step_post_hook(lambda o, a, k: calls.append(("post", o, w.tolist())))
+        w.grad = torch.ones(2)
+        sgd.step()
+        adam.step()
+    finally:
+        g_pre.remove()
+        g_post.remove()
+    assert calls == [("global pre", sgd), ("pre", sgd), ("post", sgd, [0.5, 0.5]),
+                     ("global post", sgd), ("global pre", adam), ("global post", adam)]
+    sgd.step()
+    assert len(calls) == 8  # the optimizer's own hooks stay, the global ones are gone
+
+
+def test_a_pre_hook_returning_something_else_is_an_error():
+    w = nn.Parameter(torch.ones(2))
+    opt = optim.SGD([w], lr=0.5)
+    opt.register_step_pre_hook(lambda o, a, k: "oops")
+    w.grad = torch.ones(2)
+    with pytest.raises(RuntimeError, match=r"must return None or a tuple of \(new_args, new_kwargs\)"):
+        opt.step()
+    assert w.tolist() == [1.0, 1.0]
+
+
 def test_repr_matches_pytorch_layout():
     opt = optim.SGD([nn.Parameter(torch.ones(1))], lr=0.1, momentum=0.9)
     assert repr(opt) == (
@@ -499,6 +589,164 @@ def test_lbfgs_minimises_rosenbrock(line_search):
     np.testing.assert_allclose(x.detach().numpy(), [1.0, 1.0], atol=tol)
     state = opt.state[x]
     assert state["n_iter"] > 0 and state["func_evals"] >= state["n_iter"]
+
+
+# ----- LBFGS -----------------------------------------------------------------------
+
+
+def _lbfgs_problem():
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((5, 5))
+    a = m @ m.T / 5 + np.eye(5)
+    b = rng.standard_normal(5)
+    x0 = rng.standard_normal(5) * 0.5
+
+    def f_np(x):
+        return 0.25 * np.sum(x**4) + 0.5 * x @ a @ x + b @ x
+
+    def g_np(x):
+        return x**3 + a @ x + b
+
+    # Two parameters of different shapes, so the flat view crosses a boundary.
+    params = [nn.Parameter(torch.tensor(x0[:3])), nn.Parameter(torch.tensor(x0[3:].reshape(2, 1)))]
+    at, bt = torch.tensor(a), torch.tensor(b)
+
+    def f_fg():
+        x = torch.cat([params[0], params[1].reshape(-1)])
+        return 0.25 * (x**4).sum() + 0.5 * (x @ (at @ x)) + (bt * x).sum()
+
+    def flat():
+        return np.concatenate([p.detach().numpy().reshape(-1) for p in params])
+
+    return params, f_fg, flat, f_np, g_np, x0
+
+
+def ref_lbfgs_steps(x, g_fn, f_fn, calls, lr, max_iter, history_size, tol_change=1e-9):
+    """PyTorch's LBFGS (fixed step, no line search) in NumPy: two-loop
+    recursion over the last ``history_size`` pairs (a pair kept only when
+    ``y.s > 1e-10``), first step ``min(1, 1/|g|_1) * lr``; yields the
+    parameters after each ``step`` call."""
+    st: dict = {"n_iter": 0, "dirs": [], "stps": [], "ro": [], "h": 1.0}
+    for _ in range(calls):
+        loss, g = f_fn(x), g_fn(x)
+        n = 0
+        while n < max_iter:
+            n += 1
+            st["n_iter"] += 1
+            if st["n_iter"] == 1:
+                d = -g
+                st.update(dirs=[], stps=[], ro=[], h=1.0)
+            else:
+                y, s_ = g - st["prev_g"], st["d"] * st["t"]
+                ys = y @ s_
+                if ys > 1e-10:
+                    if len(st["dirs"]) == history_size:
+                        for k in ("dirs", "stps", "ro"):
+                            st[k].pop(0)
+                    st["dirs"].append(y)
+                    st["stps"].append(s_)
+                    st["ro"].append(1.0 / ys)
+                    st["h"] = ys / (y @ y)
+                q = -g
+                al = [0.0] * len(st["dirs"])
+                for i in reversed(range(len(st["dirs"]))):
+                    al[i] = (st["stps"][i] @ q) * st["ro"][i]
+                    q = q - al[i] * st["dirs"][i]
+                d = q * st["h"]
+                for i in range(len(st["dirs"])):
+                    be = (st["dirs"][i] @ d) * st["ro"][i]
+                    d = d + st["stps"][i] * (al[i] - be)
+            st["prev_g"], prev_loss = g.copy(), loss
+            t = min(1.0, 1.0 / np.abs(g).sum()) * lr if st["n_iter"] == 1 else lr
+            st["d"], st["t"] = d, t
+            if g @ d > -tol_change:
+                break
+            x = x + t * d
+            if n != max_iter:
+                loss, g = f_fn(x), g_fn(x)
+            if n == max_iter or np.abs(g).max() <= 1e-7 or np.abs(d * t).max() <= tol_change:
+                break
+            if abs(loss - prev_loss) < tol_change:
+                break
+        yield x
+
+
+def _closure_for(opt, f):
+    def closure():
+        opt.zero_grad()
+        loss = f()
+        loss.backward()
+        return loss
+
+    return closure
+
+
+def test_lbfgs_matches_numpy_reference():
+    params, f, flat, f_np, g_np, x0 = _lbfgs_problem()
+    # history_size=3 < the iterations run, so old pairs are dropped as in PyTorch.
+    opt = optim.LBFGS(params, lr=0.5, max_iter=4, history_size=3)
+    closure = _closure_for(opt, f)
+    for call, want in enumerate(ref_lbfgs_steps(x0, g_np, f_np, 6, 0.5, 4, 3)):
+        opt.step(closure)
+        np.testing.assert_allclose(flat(), want, rtol=1e-11, atol=1e-12, err_msg=f"call {call}")
+    assert len(opt.state[params[0]]["old_dirs"]) == 3
+    assert f_np(flat()) < f_np(x0)
+
+
+def test_lbfgs_strong_wolfe_steps_satisfy_the_conditions():
+    params, f, flat, f_np, g_np, x0 = _lbfgs_problem()
+    # lr=3 overshoots, so the search has to bracket and zoom back.
+    opt = optim.LBFGS(params, lr=3.0, max_iter=1, max_eval=25, tolerance_change=1e-14,
+                      line_search_fn="strong_wolfe")
+    closure = _closure_for(opt, f)
+    x = x0
+    steps = []
+    while np.abs(g_np(x)).max() > 1e-6 and len(steps) < 30:
+        evals = opt.state[params[0]].get("func_evals", 0)
+        opt.step(closure)
+        st = opt.state[params[0]]
+        d, t = st["d"].numpy(), st["t"]
+        new = flat()
+        np.testing.assert_allclose(new, x + t * d, rtol=1e-12, atol=1e-12)
+        gtd = g_np(x) @ d
+        assert gtd < 0
+        assert f_np(new) <= f_np(x) + 1e-4 * t * gtd  # sufficient decrease
+        assert abs(g_np(new) @ d) <= 0.9 * abs(gtd)  # curvature
+        steps.append((t, st["func_evals"] - evals))
+        x = new
+    assert np.abs(g_np(x)).max() <= 1e-6
+    assert any(t != 3.0 and evals > 2 for t, evals in steps[1:])
+
+
+@pytest.mark.parametrize("line_search", [None, "strong_wolfe"])
+def test_lbfgs_checkpoint_and_resume_equals_uninterrupted(line_search):
+    k, n = 3, 7
+
+    def fresh():
+        params, f, flat, *_ = _lbfgs_problem()
+        opt = optim.LBFGS(params, lr=0.5, max_iter=3, history_size=4, line_search_fn=line_search)
+        return params, opt, _closure_for(opt, f), flat
+
+    params, opt, closure, flat = fresh()
+    for _ in range(n):
+        opt.step(closure)
+    final = flat()
+
+    params, opt, closure, flat = fresh()
+    for _ in range(k):
+        opt.step(closure)
+    saved = [p.detach().clone() for p in params]
+    sd = copy.deepcopy(opt.state_dict())
+    opt.step(closure)  # the original moves on; the checkpoint must not
+
+    params2, opt2, closure2, flat2 = fresh()
+    with torch.no_grad():
+        for p, v in zip(params2, saved):
+            p.copy_(v)
+    opt2.load_state_dict(sd)
+    for _ in range(k, n):
+        opt2.step(closure2)
+    np.testing.assert_array_equal(flat2(), final)
 
 
 def test_gradient_sharing_the_parameters_memory():

@@ -11,7 +11,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 import numpy as np
 import pytest
@@ -134,6 +134,31 @@ def test_nested_optimizer_state_round_trips(tmp_path):
         assert type(r["size"]) is fg.Size and r["size"] == (2, 3)
         assert r["dtype"] is fg.float64
         assert r["empty"] == ([], (), {})
+
+
+def test_other_plain_types_load_with_weights_only(tmp_path):
+    # The types besides dicts and lists that PyTorch's weights_only loader
+    # takes; MultiStepLR keeps its milestones in a Counter.
+    t = make((2,), fg.float32)
+    obj = {
+        "milestones": Counter({30: 1, 80: 2}),
+        "set": {1, "a", (2, 3)},
+        "frozen": frozenset({0.5}),
+        "bytes": b"\x00\xffab",
+        "bytearray": bytearray(b"xy"),
+        "complex": complex(1.5, -math.inf),
+        "tensors": {t},
+    }
+    for r in roundtrip(obj, tmp_path):
+        assert type(r["milestones"]) is Counter and r["milestones"] == obj["milestones"]
+        assert list(r["milestones"]) == [30, 80]
+        assert type(r["set"]) is set and r["set"] == obj["set"]
+        assert type(r["frozen"]) is frozenset and r["frozen"] == obj["frozen"]
+        assert type(r["bytes"]) is bytes and r["bytes"] == obj["bytes"]
+        assert type(r["bytearray"]) is bytearray and r["bytearray"] == obj["bytearray"]
+        assert r["complex"] == complex(1.5, -math.inf)
+        (back,) = r["tensors"]
+        same(back, t)
 
 
 def test_a_tensor_referenced_twice_is_stored_once_and_loads_as_one(tmp_path):
@@ -323,6 +348,16 @@ BAD_FILES = [
      "unexpected node"),
     ("attrs not an object", raw_file({"__metadata__": {"ferrograd.tensors": "[1]"}}),
      "ferrograd.tensors"),
+    ("tree unhashable key",
+     raw_file({"__metadata__": {"ferrograd.tree": '{"dict": [[{"list": []}, 1]]}'}}),
+     "list is not hashable"),
+    ("tree unhashable set item",
+     raw_file({"__metadata__": {"ferrograd.tree": '{"set": [{"dict": []}]}'}}),
+     "dict is not hashable"),
+    ("tree bad base64", raw_file({"__metadata__": {"ferrograd.tree": '{"bytes": "@@"}'}}),
+     "not valid base64"),
+    ("tree bad complex",
+     raw_file({"__metadata__": {"ferrograd.tree": '{"complex": ["a", 1]}'}}), "unexpected node"),
 ]  # fmt: skip
 
 

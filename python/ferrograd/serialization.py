@@ -21,6 +21,10 @@ tensors were Parameters or required grad. A tree node is
 * ``{"list": [...]}``, ``{"tuple": [...]}``, ``{"size": [...]}``;
 * ``{"dict": [[key, value], ...]}`` or ``{"odict": ...}`` (an ``OrderedDict``),
   keys and values being nodes (int keys stay ints);
+* ``{"counter": [[key, count], ...]}`` (a ``collections.Counter``, as in
+  ``MultiStepLR.state_dict()``), ``{"set": [...]}``, ``{"frozenset": [...]}``,
+  ``{"bytes": base64}``, ``{"bytearray": base64}``, ``{"complex": [re, im]}``:
+  the other plain types PyTorch's ``weights_only`` loader accepts;
 * ``{"dtype": "float32"}``;
 * ``{"pickle": base64, "type": "module.Class"}``: any other object, pickled, its
   tensors stored as safetensors entries it refers to by name. Loading one
@@ -44,7 +48,7 @@ import math
 import os
 import pickle
 import tempfile
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 from . import _C
 from ._C import Tensor
@@ -129,6 +133,15 @@ class _Encoder:
                 for k, v in obj.items()
             ]
             return {"odict" if tp is OrderedDict else "dict": items}
+        if tp is Counter:
+            return {"counter": [[self.node(k, path + ["key"]), self.node(v, path + [_key_part(k)])]
+                                for k, v in obj.items()]}
+        if tp in (set, frozenset):
+            return {tp.__name__: [self.node(v, path + [str(i)]) for i, v in enumerate(obj)]}
+        if tp in (bytes, bytearray):
+            return {tp.__name__: base64.b64encode(obj).decode("ascii")}
+        if tp is complex:
+            return {"complex": [self.node(obj.real, path), self.node(obj.imag, path)]}
         from ._size import Size
 
         if tp is Size:
@@ -409,13 +422,26 @@ class _Decoder:
             return [self.node(x) for x in v]
         if tag == "tuple" and isinstance(v, list):
             return tuple(self.node(x) for x in v)
-        if tag in ("dict", "odict") and isinstance(v, list):
-            out = OrderedDict() if tag == "odict" else {}
+        if tag in ("dict", "odict", "counter") and isinstance(v, list):
+            out = {"dict": dict, "odict": OrderedDict, "counter": Counter}[tag]()
             for kv in v:
                 if not isinstance(kv, list) or len(kv) != 2:
                     raise _bad("corrupt metadata: a dict item is not a [key, value] pair")
-                out[self.node(kv[0])] = self.node(kv[1])
+                out[self.hashable(self.node(kv[0]))] = self.node(kv[1])
             return out
+        if tag in ("set", "frozenset") and isinstance(v, list):
+            items = [self.hashable(self.node(x)) for x in v]
+            return set(items) if tag == "set" else frozenset(items)
+        if tag in ("bytes", "bytearray") and isinstance(v, str):
+            try:
+                data = base64.b64decode(v, validate=True)
+            except ValueError:
+                raise _bad(f"corrupt metadata: {tag} node is not valid base64") from None
+            return data if tag == "bytes" else bytearray(data)
+        if tag == "complex" and isinstance(v, list) and len(v) == 2:
+            real, imag = (self.node(x) for x in v)
+            if type(real) in (int, float) and type(imag) in (int, float):
+                return complex(real, imag)
         if tag == "float" and v in ("nan", "inf", "-inf"):
             return float(v)
         if tag == "size" and isinstance(v, list) and all(type(d) is int for d in v):
@@ -427,6 +453,15 @@ class _Decoder:
         if tag == "pickle" and isinstance(v, str):
             return self.unpickle(v)
         raise _bad(f"corrupt metadata: unexpected node {n!r} in the object tree")
+
+    @staticmethod
+    def hashable(key):
+        try:
+            hash(key)
+        except TypeError:
+            raise _bad(f"corrupt metadata: a dict key or set item of type "
+                       f"{type(key).__name__} is not hashable") from None
+        return key
 
     def unpickle(self, b64):
         dec = self

@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 import traceback
+from contextlib import contextmanager
+from datetime import timedelta
 
 import numpy as np
 
@@ -43,6 +47,9 @@ __all__ = [
     "scatter",
 ]
 
+# PyTorch's default for every backend but NCCL.
+default_pg_timeout = timedelta(minutes=30)
+
 _INSTALL_HINT = (
     "ferrograd.distributed needs MPI through mpi4py: install it with "
     "`pip install 'ferrograd[distributed]'` (or `pip install mpi4py mpich`), "
@@ -69,6 +76,84 @@ class _World:
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self.timeout = timeout
+        self.watchdog = _Watchdog(timeout.total_seconds())
+
+
+class _Watchdog:
+    """A thread that aborts the job when this process has waited in one collective for
+    longer than the group's timeout. MPI collectives cannot time out or be cancelled, and
+    a rank that is stuck, or that called another collective, leaves its peers blocked: the
+    peers' watchdogs end the job with a message instead (as NCCL's watchdog does). The
+    blocked MPI call has released the GIL, so the thread can run."""
+
+    def __init__(self, timeout_s):
+        self.timeout_s = timeout_s
+        # (what, start, limit) while a collective waits, else None; one tuple, so the
+        # thread never reads half an update.
+        self.current = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._watch, name="ferrograd.distributed watchdog", daemon=True
+        )
+        self._thread.start()
+
+    def _watch(self):
+        period = max(0.01, min(1.0, self.timeout_s / 10))
+        delay = period
+        while not self._stop.wait(delay):
+            cur = self.current
+            delay = period
+            if cur is not None:
+                left = cur[1] + cur[2] - time.monotonic()
+                if left < 0:
+                    _timed_out(cur[0], time.monotonic() - cur[1], cur[2])
+                # Wake when it is due: a Work.wait timeout may be shorter than the period.
+                delay = min(period, left + 0.005)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+
+def _timed_out(what, waited_s, limit_s):
+    try:
+        rank = _mpi().COMM_WORLD.Get_rank()
+        sys.stderr.write(
+            f"[ferrograd.distributed] rank {rank}: {what} ran for {waited_s * 1000:.0f} "
+            f"milliseconds before timing out (timeout {timedelta(seconds=limit_s)}): another "
+            "rank stopped, is stuck, or called a different collective; aborting all ranks\n"
+        )
+        sys.stderr.flush()
+        _let_launcher_forward()
+    finally:
+        try:
+            _mpi().COMM_WORLD.Abort(1)
+        except Exception:  # noqa: BLE001 - nothing left to do but exit
+            os._exit(1)
+
+
+@contextmanager
+def _watched(what, timeout=None):
+    """Times the blocking MPI calls inside against the group's timeout (or ``timeout``,
+    a timedelta); nested uses are timed by the outermost."""
+    w = _world
+    dog = w.watchdog if w is not None else None
+    if dog is None or dog.current is not None:
+        yield
+        return
+    limit = dog.timeout_s if timeout is None else timeout.total_seconds()
+    dog.current = (what, time.monotonic(), limit)
+    try:
+        yield
+    finally:
+        dog.current = None
+
+
+def _check_valid_timeout(timeout):
+    if not isinstance(timeout, timedelta):
+        raise TypeError(
+            f"Expected timeout argument to be of type datetime.timedelta, got {timeout}"
+        )
 
 
 class GroupMember:
@@ -138,15 +223,23 @@ def _launcher_env():
     return None
 
 
+def _let_launcher_forward():
+    # mpiexec relays each rank's output through a pipe; MPI_Abort right after the write
+    # can tear the job down before the message is relayed, leaving an empty stderr.
+    time.sleep(0.5)
+
+
 def _abort_excepthook(exc_type, exc, tb):
     # An uncaught exception on one rank would leave the others blocked forever in their
     # next collective. Print it, then take the whole job down: MPI_Abort makes mpiexec
     # kill every rank and exit non-zero.
     try:
-        rank = _world.rank if _world is not None else "?"
+        # The group may be gone: a `finally: destroy_process_group()` runs before this.
+        rank = _world.rank if _world is not None else _mpi().COMM_WORLD.Get_rank()
         sys.stderr.write(f"[ferrograd.distributed] rank {rank} raised; aborting all ranks\n")
         traceback.print_exception(exc_type, exc, tb)
         sys.stderr.flush()
+        _let_launcher_forward()
     finally:
         try:
             _mpi().COMM_WORLD.Abort(1)
@@ -170,9 +263,13 @@ def init_process_group(
     ``world_size`` (or torchrun's ``RANK``/``WORLD_SIZE`` variables when no MPI launcher set
     its own) are checked against what MPI reports. It also installs a ``sys.excepthook``
     that aborts every rank when one raises, so the others fail instead of hanging.
-    ``timeout`` is accepted for compatibility but not enforced: MPI collectives have no
-    timeout, and a rank that stops without raising leaves the others waiting."""
+    ``timeout`` (a ``datetime.timedelta``, 30 minutes by default) bounds every wait in a
+    collective: a rank blocked longer, because a peer is stuck or called another
+    collective, prints which collective timed out and aborts every rank."""
     global _world, _prev_excepthook
+    if timeout is None:
+        timeout = default_pg_timeout
+    _check_valid_timeout(timeout)
     if backend is None:
         backend = "mpi"
     if str(backend).lower() != "mpi":
@@ -208,16 +305,25 @@ def init_process_group(
         check("world_size", os.environ.get("WORLD_SIZE"), "the WORLD_SIZE environment variable")
 
     _world = _World(world.Dup(), timeout)
-    _prev_excepthook = sys.excepthook
+    if sys.excepthook is not _abort_excepthook:
+        # Still ours when an earlier group was destroyed while an exception unwound.
+        _prev_excepthook = sys.excepthook
     sys.excepthook = _abort_excepthook
 
 
 def destroy_process_group(group=None):
-    """Leaves the default group and restores the previous ``sys.excepthook``."""
+    """Leaves the default group and restores the previous ``sys.excepthook``, except
+    when called while an exception unwinds (``try: ... finally:
+    destroy_process_group()``): that rank is failing and its peers may be blocked in a
+    collective, so the hook stays and the uncaught exception still aborts every rank."""
     global _world, _prev_excepthook
     w = _check_group(group)
-    w.comm.Free()
     _world = None
+    w.watchdog.stop()
+    if sys.exc_info()[0] is not None:
+        # Freeing is collective, and the peers are not coming: leave it to MPI_Abort.
+        return
+    w.comm.Free()
     if sys.excepthook is _abort_excepthook:
         sys.excepthook = _prev_excepthook or sys.__excepthook__
     _prev_excepthook = None
@@ -281,7 +387,8 @@ def _meta(t):
 def _check_same(w, t, what):
     """Exchanges (shape, dtype) so a mismatch raises the same error on every rank
     instead of hanging or exchanging garbage."""
-    metas = w.comm.allgather(_meta(t))
+    with _watched(what):
+        metas = w.comm.allgather(_meta(t))
     if any(m != metas[0] for m in metas):
         detail = ", ".join(f"rank {r}: {tuple(s)} {d}" for r, (s, d) in enumerate(metas))
         raise RuntimeError(
@@ -318,7 +425,8 @@ class Work:
     """A collective in flight (``async_op=True``): ``wait()`` blocks until it finished and
     its result is in the tensors; ``is_completed()`` polls."""
 
-    def __init__(self, requests, finish):
+    def __init__(self, what, requests, finish):
+        self._what = what
         self._requests = list(requests)
         self._finish = finish
         self._done = False
@@ -334,11 +442,15 @@ class Work:
         return True
 
     def wait(self, timeout=None):
-        """Blocks until the collective finished (the GIL is released meanwhile);
-        ``timeout`` is not enforced, as MPI requests cannot time out."""
+        """Blocks until the collective finished (the GIL is released meanwhile). Waiting
+        longer than ``timeout`` (a ``datetime.timedelta``; the group's by default) aborts
+        every rank, as a blocking collective that times out does."""
+        if timeout is not None:
+            _check_valid_timeout(timeout)
         if not self._done:
             if self._requests:
-                _mpi().Request.Waitall(self._requests)
+                with _watched(self._what, timeout):
+                    _mpi().Request.Waitall(self._requests)
             self._complete()
         return True
 
@@ -353,10 +465,11 @@ class Work:
         return []
 
 
-def _run(async_op, start_nb, start_blocking, finish):
+def _run(what, async_op, start_nb, start_blocking, finish):
     if async_op:
-        return Work([start_nb()], finish)
-    start_blocking()
+        return Work(what, [start_nb()], finish)
+    with _watched(what):
+        start_blocking()
     if finish is not None:
         finish()
     return None
@@ -368,7 +481,7 @@ def _run(async_op, start_nb, start_blocking, finish):
 def barrier(group=None, async_op=False, device_ids=None):
     """Blocks until every rank reached it."""
     w = _check_group(group)
-    return _run(async_op, w.comm.Ibarrier, w.comm.Barrier, None)
+    return _run("barrier", async_op, w.comm.Ibarrier, w.comm.Barrier, None)
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
@@ -389,6 +502,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         b.written()
 
     return _run(
+        "all_reduce",
         async_op,
         lambda: w.comm.Iallreduce(MPI.IN_PLACE, arr, op=mop),
         lambda: w.comm.Allreduce(MPI.IN_PLACE, arr, op=mop),
@@ -408,6 +522,7 @@ def broadcast(tensor, src=0, group=None, async_op=False, group_src=None):
     b = _Buf(tensor)
     finish = b.written if w.rank != src else None
     return _run(
+        "broadcast",
         async_op,
         lambda: w.comm.Ibcast(b.arr, root=src),
         lambda: w.comm.Bcast(b.arr, root=src),
@@ -442,6 +557,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
             ob.written()
 
     return _run(
+        "all_gather",
         async_op,
         lambda: w.comm.Iallgather(src, out),
         lambda: w.comm.Allgather(src, out),
@@ -465,6 +581,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     src = np.ascontiguousarray(input_tensor.detach().numpy())
     ob = _Buf(output_tensor)
     return _run(
+        "all_gather_into_tensor",
         async_op,
         lambda: w.comm.Iallgather(src, ob.arr),
         lambda: w.comm.Allgather(src, ob.arr),
@@ -498,6 +615,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         ob.written()
 
     return _run(
+        "reduce_scatter_tensor",
         async_op,
         lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
         lambda: w.comm.Reduce_scatter_block(send, recv, op=mop),
@@ -531,6 +649,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         ob.written()
 
     return _run(
+        "reduce_scatter",
         async_op,
         lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
         lambda: w.comm.Reduce_scatter_block(send, recv, op=mop),
@@ -562,6 +681,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
                 ob.written()
 
     return _run(
+        "gather",
         async_op,
         lambda: w.comm.Igather(src, out, root=dst),
         lambda: w.comm.Gather(src, out, root=dst),
@@ -591,6 +711,7 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     )
     ob = _Buf(tensor)
     return _run(
+        "scatter",
         async_op,
         lambda: w.comm.Iscatter(send, ob.arr, root=src),
         lambda: w.comm.Scatter(send, ob.arr, root=src),

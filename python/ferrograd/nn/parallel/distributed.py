@@ -64,6 +64,15 @@ def _reachable_leaves(outputs):
     return found
 
 
+def _aliases(t, arr):
+    """Whether tensor ``t`` is exactly the memory of the contiguous array ``arr``."""
+    return (
+        t.data_ptr() == arr.__array_interface__["data"][0]
+        and t.is_contiguous()
+        and t.numel() == arr.size
+    )
+
+
 class _Bucket:
     def __init__(self, params, dtype):
         self.params = params
@@ -75,6 +84,9 @@ class _Bucket:
             n += p.numel()
         self.numel = n
         self.flat = None
+        # Per parameter: the tensor over its slot of ``flat`` that stands as its ``.grad``
+        # with gradient_as_bucket_view=True (made once, as ``flat`` is kept).
+        self.views = [None] * len(params)
         self.pending = 0
         self.request = None
         self.gathered = None
@@ -90,7 +102,11 @@ class DistributedDataParallel(Module):
     counts parameters that backward cannot reach as zeros; ``deterministic=True`` gathers
     every rank's bucket and sums in rank order, so the result does not depend on MPI's
     reduction order. Buffers are re-broadcast from rank 0 at each forward unless
-    ``broadcast_buffers=False``."""
+    ``broadcast_buffers=False``. With ``gradient_as_bucket_view=True`` each ``.grad``
+    becomes a view of its slot in the bucket after the first synchronised backward, so the
+    averages are not copied back, and a backward that accumulates into such a ``.grad``
+    (after ``zero_grad(set_to_none=False)``, or under ``no_sync()``) writes straight into
+    the bucket; gradients set to ``None`` are copied in once and become views again."""
 
     def __init__(
         self,
@@ -128,6 +144,7 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "broadcast_buffers", broadcast_buffers)
         object.__setattr__(self, "find_unused_parameters", find_unused_parameters)
         object.__setattr__(self, "deterministic", deterministic)
+        object.__setattr__(self, "gradient_as_bucket_view", bool(gradient_as_bucket_view))
         object.__setattr__(self, "bucket_bytes_cap", int(bucket_cap_mb * 1024 * 1024))
         object.__setattr__(self, "require_backward_grad_sync", True)
         object.__setattr__(self, "world_size", self._comm.Get_size())
@@ -165,7 +182,9 @@ class DistributedDataParallel(Module):
         states = [("param", n, p) for n, p in self.module.named_parameters()]
         states += [("buffer", n, b) for n, b in _named_buffers(self.module)]
         meta = [(k, n, tuple(t.shape), str(t.dtype)) for k, n, t in states]
-        metas = self._comm.allgather(meta)
+        watched = self._dist.distributed_c10d._watched
+        with watched("DistributedDataParallel: comparing the ranks' parameters"):
+            metas = self._comm.allgather(meta)
         for r, m in enumerate(metas):
             if m != metas[0]:
                 diff = next(
@@ -181,7 +200,8 @@ class DistributedDataParallel(Module):
         for dtype, ts in by_dtype.items():
             flat = np.concatenate([np.ascontiguousarray(_np(t)).reshape(-1) for t in ts])
             flat = flat.astype(dtype, copy=False)
-            self._comm.Bcast(flat, root=0)
+            with watched("DistributedDataParallel: broadcasting rank 0's state"):
+                self._comm.Bcast(flat, root=0)
             if self._comm.Get_rank() != 0:
                 self._write_flat(flat, ts)
 
@@ -232,7 +252,10 @@ class DistributedDataParallel(Module):
                 by_dtype.setdefault(_np(b).dtype, []).append(b)
             for ts in by_dtype.values():
                 flat = np.concatenate([np.ascontiguousarray(_np(t)).reshape(-1) for t in ts])
-                self._comm.Bcast(flat, root=0)
+                with self._dist.distributed_c10d._watched(
+                    "DistributedDataParallel: broadcasting buffers"
+                ):
+                    self._comm.Bcast(flat, root=0)
                 if self._comm.Get_rank() != 0:
                     self._write_flat(flat, ts)
         out = self.module(*inputs, **kwargs)
@@ -251,7 +274,7 @@ class DistributedDataParallel(Module):
             object.__setattr__(self, "_used", used)
             for p, u in zip(self._params, used):
                 if not u:
-                    self._mark_ready(p)
+                    self._mark_ready(p, unused=True)
         return out
 
     # ---- backward ---------------------------------------------------------------------------
@@ -275,7 +298,7 @@ class DistributedDataParallel(Module):
 
         return hook
 
-    def _mark_ready(self, p):
+    def _mark_ready(self, p, unused=False):
         key = id(p)
         if key in self._ready:
             raise RuntimeError(
@@ -301,6 +324,12 @@ class DistributedDataParallel(Module):
         have = p.grad
         if have is None:
             dst[...] = 0
+        elif b.views[j] is not None and _aliases(have, dst):
+            # Backward accumulated straight into the bucket (gradient_as_bucket_view).
+            if unused:
+                # Unused here and maybe everywhere: a parameter no rank used keeps its
+                # .grad untouched, which a view the reduction overwrites would not be.
+                p.grad = have.clone()
         else:
             dst[...] = _np(have)
         b.pending -= 1
@@ -332,23 +361,28 @@ class DistributedDataParallel(Module):
         """Runs in the post-accumulate hook of the last parameter to become ready (or at
         forward, when that one is unused): every ``.grad`` this backward produces is
         written by then, so it waits for every bucket, averages, and writes the averages
-        into ``.grad`` in place (the same tensor objects, as the optimizer may hold them)."""
+        into ``.grad`` in place (the same tensor objects, as the optimizer may hold them),
+        or, with gradient_as_bucket_view, makes each ``.grad`` a view of its slot."""
         from mpi4py import MPI
 
         object.__setattr__(self, "_armed", False)
         object.__setattr__(self, "_finished", True)
         t0 = time.perf_counter()
         requests = [b.request for b in self._buckets]
-        # Test and yield rather than MPI's busy Waitall: when the ranks share cores, a
-        # spinning rank takes the time the rank it waits for needs to finish backward.
-        while not MPI.Request.Testall(requests):
-            os.sched_yield()
-        # Time blocked on communication that backward did not hide (benches read it).
-        object.__setattr__(self, "_comm_wait_s", self._comm_wait_s + time.perf_counter() - t0)
-        globally_used = None
-        if self.find_unused_parameters:
-            globally_used = self._used.copy()
-            self._comm.Allreduce(MPI.IN_PLACE, globally_used, op=MPI.MAX)
+        watched = self._dist.distributed_c10d._watched
+        with watched("DistributedDataParallel: the gradients' all-reduce"):
+            # Test and yield rather than MPI's busy Waitall: when the ranks share cores,
+            # a spinning rank takes the time the rank it waits for needs to finish backward.
+            while not MPI.Request.Testall(requests):
+                os.sched_yield()
+            # Time blocked on communication that backward did not hide (benches read it).
+            object.__setattr__(
+                self, "_comm_wait_s", self._comm_wait_s + time.perf_counter() - t0
+            )
+            globally_used = None
+            if self.find_unused_parameters:
+                globally_used = self._used.copy()
+                self._comm.Allreduce(MPI.IN_PLACE, globally_used, op=MPI.MAX)
         index = {id(p): i for i, p in enumerate(self._params)}
         for b in self._buckets:
             if self.deterministic:
@@ -360,10 +394,18 @@ class DistributedDataParallel(Module):
             else:
                 total = b.flat
             total /= self.world_size
-            for p, off in zip(b.params, b.offsets):
+            for j, (p, off) in enumerate(zip(b.params, b.offsets)):
                 if globally_used is not None and not globally_used[index[id(p)]]:
                     continue
-                g = _C.from_numpy(total[off : off + p.numel()].reshape(tuple(p.shape)))
+                slot = total[off : off + p.numel()].reshape(tuple(p.shape))
+                if self.gradient_as_bucket_view:
+                    if b.views[j] is None:
+                        b.views[j] = _C.from_numpy(slot)
+                    have = p.grad
+                    if have is None or not _aliases(have, slot):
+                        p.grad = b.views[j]
+                    continue
+                g = _C.from_numpy(slot)
                 if p.grad is not None:
                     with no_grad():
                         p.grad.copy_(g)
