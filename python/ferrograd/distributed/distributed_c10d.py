@@ -124,12 +124,8 @@ def _timed_out(what, waited_s, limit_s):
             "rank stopped, is stuck, or called a different collective; aborting all ranks\n"
         )
         sys.stderr.flush()
-        _let_launcher_forward()
     finally:
-        try:
-            _mpi().COMM_WORLD.Abort(1)
-        except Exception:  # noqa: BLE001 - nothing left to do but exit
-            os._exit(1)
+        _abort_job()
 
 
 @contextmanager
@@ -223,10 +219,18 @@ def _launcher_env():
     return None
 
 
-def _let_launcher_forward():
-    # mpiexec relays each rank's output through a pipe; MPI_Abort right after the write
-    # can tear the job down before the message is relayed, leaving an empty stderr.
-    time.sleep(0.5)
+def _abort_job():
+    """Takes the whole job down after this rank reported why: MPI_Abort makes mpiexec kill
+    every rank and exit non-zero."""
+    try:
+        # mpiexec relays each rank's output through a pipe; MPI_Abort right after the
+        # write can tear the job down before the message is relayed (an empty stderr).
+        time.sleep(0.5)
+    finally:
+        try:
+            _mpi().COMM_WORLD.Abort(1)
+        except Exception:  # noqa: BLE001 - nothing left to do but exit
+            os._exit(1)
 
 
 def _abort_excepthook(exc_type, exc, tb):
@@ -239,12 +243,8 @@ def _abort_excepthook(exc_type, exc, tb):
         sys.stderr.write(f"[ferrograd.distributed] rank {rank} raised; aborting all ranks\n")
         traceback.print_exception(exc_type, exc, tb)
         sys.stderr.flush()
-        _let_launcher_forward()
     finally:
-        try:
-            _mpi().COMM_WORLD.Abort(1)
-        except Exception:  # noqa: BLE001 - nothing left to do but exit
-            os._exit(1)
+        _abort_job()
 
 
 def init_process_group(
