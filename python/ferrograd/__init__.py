@@ -694,7 +694,7 @@ from ._C import get_default_dtype, mode, set_default_dtype  # noqa: E402
 __all__ += ["get_default_dtype", "mode", "set_default_dtype", "set_default_tensor_type"]
 __all__ += ["compile"]
 
-# ----- tensor API additions (_tensor_api.py): constructors, index/scatter family, scans,
+# ----- tensor API additions (_tensor_api/): constructors, index/scatter family, scans,
 # shape helpers, reductions, windows, settings, and nn.functional aliases -----
 # isort: split
 from ._tensor_api import *  # noqa: E402, F403

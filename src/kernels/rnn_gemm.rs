@@ -2,7 +2,7 @@
 //! of state (the batch) by the recurrent weight, too small for the GEMM crate's
 //! packing to pay, so register-tiled loops over the transposed weight do it,
 //! split by output columns across the pool. The float trait here also carries
-//! the activations the fused gate passes in `rnn.rs` use.
+//! the activations the fused gate passes in `rnn/` use.
 
 use std::ops::{Add, Mul, Sub};
 

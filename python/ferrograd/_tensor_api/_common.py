@@ -1,0 +1,68 @@
+"""Argument checks and conversions shared by the tensor API modules."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import _C
+from .._C import Tensor
+
+
+def _check(fn, value, name="input", position=1):
+    if not isinstance(value, Tensor) and not hasattr(type(value), "__ferrograd_function__"):
+        raise TypeError(
+            f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
+            f"not {type(value).__name__}"
+        )
+
+
+def _vmap_level(*values):
+    """The innermost ``vmap`` level among ``values`` (BatchedTensors) and the
+    batching module, or ``(0, None)`` when none is batched."""
+    if all(v is None or isinstance(v, Tensor) for v in values):
+        return 0, None
+    from ..func import _batched
+
+    return _batched.max_level(values), _batched
+
+
+def _wrap_dim(dim, ndim):
+    n = builtins.max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim % n
+
+
+def _from_np(arr, dtype=None):
+    arr = np.ascontiguousarray(arr)
+    out = _C.tensor(arr.item()) if arr.ndim == 0 else _C.from_numpy(arr)
+    return out if dtype is None or out.dtype == dtype else out.to(dtype)
+
+
+def _alloc_guard(nbytes):
+    # Refuse before NumPy tries to allocate (a MemoryError is no PyTorch error).
+    if nbytes > 1 << 33:
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: not enough memory: "
+            f"you tried to allocate {nbytes} bytes."
+        )
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+def _size_args(fn, size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, int) or isinstance(s, builtins.bool):
+            raise TypeError(
+                f"{fn}(): argument 'size' must be tuple of ints, but found element of type "
+                f"{type(s).__name__}"
+            )
+    return tuple(size)

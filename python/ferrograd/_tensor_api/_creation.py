@@ -1,0 +1,120 @@
+"""Creation (``scalar_tensor``, ``as_tensor``, ``logspace``, ...) and the
+window functions."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import _C
+from .._C import Tensor
+from ._common import _alloc_guard, _from_np
+
+# ----- creation ------------------------------------------------------------------------
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` values ``base ** p`` for ``p`` evenly spaced from ``start`` to ``end``."""
+    p = _C.linspace(start, end, steps, dtype=_C.float64)
+    out = _C.full((), float(base), dtype=_C.float64).pow(p)
+    out = out.to(dtype if dtype is not None else _C.get_default_dtype())
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    """A 0-D tensor holding the number ``s``, of the default float dtype unless ``dtype``
+    is given."""
+    if isinstance(s, Tensor):
+        s = s.item()
+    out = _C.tensor(float(s) if not isinstance(s, builtins.bool) or dtype != _C.bool else s,
+                    dtype=dtype if dtype is not None else _C.get_default_dtype())  # fmt: skip
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def as_tensor(data, dtype=None, device=None):
+    """``data`` as a tensor, sharing memory where it can: a tensor of the right dtype is
+    returned as is, a NumPy array of a ferrograd dtype is wrapped without a copy."""
+    if device is not None and str(device) != "cpu":
+        raise RuntimeError(f"ferrograd runs on the CPU only; got device {device}")
+    if isinstance(data, Tensor):
+        return data if dtype is None or data.dtype == dtype else data.to(dtype)
+    if isinstance(data, np.ndarray) and data.dtype in (np.float32, np.float64, np.int64,
+                                                         np.bool_) and data.ndim:  # fmt: skip
+        out = _C.from_numpy(data)
+        return out if dtype is None or out.dtype == dtype else out.to(dtype)
+    return _C.tensor(data, dtype=dtype)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """``obj`` as a tensor: shared when possible (``copy=None``), always copied with
+    ``copy=True``, refused with ``copy=False`` when a copy is needed."""
+    if isinstance(obj, Tensor):
+        same = dtype is None or obj.dtype == dtype
+        if copy is False and not same:
+            raise ValueError("can't alias tensor with a different dtype without a copy")
+        out = obj.clone() if copy else obj
+        out = out if same else out.to(dtype)
+    elif isinstance(obj, np.ndarray) and copy is not True:
+        out = as_tensor(obj, dtype)
+        if copy is False and not np.shares_memory(obj, out.numpy()):
+            raise ValueError("can't alias NumPy array with a different dtype without a copy")
+    else:
+        if copy is False:
+            raise ValueError("can't alias arbitrary sequence into a tensor without a copy")
+        out = _C.tensor(obj, dtype=dtype)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _window(fn, window_length, periodic, dtype, make):
+    if not isinstance(window_length, int) or window_length < 0:
+        raise RuntimeError(f"{fn} requires non-negative window_length, got window_length="
+                           f"{window_length}")  # fmt: skip
+    dtype = dtype if dtype is not None else _C.get_default_dtype()
+    if dtype not in (_C.float32, _C.float64):
+        raise RuntimeError(f"{fn} expects floating point dtypes, got: {dtype}")
+    if window_length == 0:
+        return _C.zeros(0, dtype=dtype)
+    if window_length == 1:
+        return _C.ones(1, dtype=dtype)
+    n = window_length + 1 if periodic else window_length
+    _alloc_guard(8 * n)
+    return _from_np(make(n)[:window_length], dtype)
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False):
+    """The Hann window ``0.5 - 0.5 cos(2 pi n / (N - 1))``, periodic (for spectral
+    analysis: ``N = window_length + 1``, last value dropped) by default."""
+    return _window("hann_window", window_length, periodic, dtype, np.hanning)
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+                   device=None, requires_grad=False):  # fmt: skip
+    """The Hamming window ``alpha - beta cos(2 pi n / (N - 1))`` (periodic by default)."""
+    return _window("hamming_window", window_length, periodic, dtype,
+                   lambda n: alpha - beta * np.cos(2 * np.pi * np.arange(n) / (n - 1)))  # fmt: skip
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, device=None,
+                    requires_grad=False):  # fmt: skip
+    """The Blackman window (periodic by default)."""
+    return _window("blackman_window", window_length, periodic, dtype, np.blackman)
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, device=None,
+                    requires_grad=False):  # fmt: skip
+    """The Bartlett (triangular) window ``1 - |2n / (N - 1) - 1|`` (periodic by default)."""
+    return _window("bartlett_window", window_length, periodic, dtype, np.bartlett)
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device=None,
+                  requires_grad=False):  # fmt: skip
+    """The Kaiser window with shape parameter ``beta`` (periodic by default)."""
+    return _window("kaiser_window", window_length, periodic, dtype,
+                   lambda n: np.kaiser(n, beta))  # fmt: skip

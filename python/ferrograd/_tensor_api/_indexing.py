@@ -1,0 +1,345 @@
+"""The index and scatter family: ``index_add``, ``index_copy``, ``index_fill``,
+``index_put``, ``scatter_reduce``, ``masked_scatter``, ``take``,
+``take_along_dim`` and ``put``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _C
+from .._C import Tensor
+from ._common import _check, _from_np, _np, _vmap_level, _wrap_dim
+
+# ----- index and scatter family --------------------------------------------------------
+
+
+def _index_along(fn, self, dim, index, source_shape):
+    """``index`` (1-D) shaped to address ``source_shape`` along ``dim``."""
+    if index.dim() > 1:
+        raise IndexError(f"{fn}(): Index is supposed to be a vector")
+    if index.dtype != _C.int64:
+        raise IndexError(f"{fn}(): Expected dtype int64 for index")
+    index = index.reshape(-1)
+    view = [1] * len(source_shape)
+    if view:
+        view[dim] = index.shape[0]
+    return index.reshape(tuple(view)).expand(*source_shape)
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """A copy of ``input`` with ``alpha * source[.., i, ..]`` added at ``input[.., index[i], ..]``
+    along ``dim`` (repeated indices accumulate)."""
+    _check("index_add", input)
+    _check("index_add", index, "index", 3)
+    _check("index_add", source, "source", 4)
+    dim = _wrap_dim(dim, input.dim())
+    if input.dim() == 0:
+        return input + (alpha * source).sum()
+    if source.dim() != input.dim() or source.shape[dim] != index.numel():
+        raise RuntimeError(
+            f"index_add_(): Number of indices ({index.numel()}) should be equal to "
+            f"source.size(dim) ({source.shape[dim] if source.dim() else 1})"
+        )
+    idx = _index_along("index_add", input, dim, index, tuple(source.shape))
+    return input.scatter_add(dim, idx, source if alpha == 1 else alpha * source)
+
+
+def index_copy(input, dim, index, source):
+    """A copy of ``input`` with ``source[.., i, ..]`` written at ``input[.., index[i], ..]``
+    along ``dim``."""
+    _check("index_copy", input)
+    _check("index_copy", index, "index", 3)
+    _check("index_copy", source, "source", 4)
+    dim = _wrap_dim(dim, input.dim())
+    if input.dim() == 0:
+        return source.reshape(()).to(input.dtype) + input * 0
+    if source.dim() != input.dim() or source.shape[dim] != index.numel():
+        raise IndexError(
+            f"index_copy_(): Number of indices ({index.numel()}) should be equal to "
+            f"source.size(dim) ({source.shape[dim] if source.dim() else 1})"
+        )
+    idx = _index_along("index_copy", input, dim, index, tuple(source.shape))
+    return input.scatter(dim, idx, source)
+
+
+def index_fill(input, dim, index, value):
+    """A copy of ``input`` with the slices ``index`` along ``dim`` set to ``value``."""
+    _check("index_fill", input)
+    _check("index_fill", index, "index", 3)
+    dim = _wrap_dim(dim, input.dim())
+    if index.dtype != _C.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    n = input.shape[dim] if input.dim() else 1
+    flat = _np(index).reshape(-1)
+    if flat.size and (flat.max() >= n or flat.min() < -n):
+        bad = flat[(flat >= n) | (flat < -n)][0]
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
+    mask = np.zeros(n, dtype=bool)
+    mask[flat] = True
+    view = [1] * input.dim()
+    if view:
+        view[dim] = n
+    m = _from_np(mask.reshape(view))
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(
+                "index_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                f"with {value.dim()} dimension(s)."
+            )
+        return _C.where(m, value.to(input.dtype), input)
+    return input.masked_fill(m, value)
+
+
+def masked_scatter(input, mask, source):
+    """A copy of ``input`` with the elements where ``mask`` is True replaced, in order, by
+    the leading elements of ``source``."""
+    _check("masked_scatter", input)
+    _check("masked_scatter", mask, "mask", 2)
+    _check("masked_scatter", source, "source", 3)
+    if mask.dtype != _C.bool:
+        raise RuntimeError(
+            f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}"
+        )
+    mask = mask.expand(*input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
+    need = int(mask.sum().item())
+    if need > source.numel():
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements "
+                           "as there are True values in mask")  # fmt: skip
+    pos = (mask.reshape(-1).long().cumsum(0) - 1).clamp(min=0)
+    flat_src = source.reshape(-1)
+    if flat_src.numel() == 0:
+        return input.clone()
+    vals = flat_src.gather(0, pos).reshape(tuple(input.shape)).to(input.dtype)
+    return _C.where(mask, vals, input)
+
+
+def _flat_index(fn, input, index):
+    n = input.numel()
+    idx = _np(index).astype(np.int64)
+    if idx.size and (idx.max() >= n or idx.min() < -n):
+        bad = idx[(idx >= n) | (idx < -n)].reshape(-1)[0]
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    return _from_np(np.where(idx < 0, idx + n, idx))
+
+
+def take(input, index):
+    """The elements of ``input``, viewed as 1-D, at ``index`` (negative counts from the
+    end), in ``index``'s shape."""
+    _check("take", input)
+    _check("take", index, "index", 2)
+    if index.dtype != _C.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {index.dtype}")
+    idx = _flat_index("take", input, index)
+    return input.reshape(-1).index_select(0, idx.reshape(-1)).reshape(tuple(index.shape))
+
+
+def _put(self, index, source, accumulate=False):
+    """A copy of ``self`` with ``source`` written at the flat positions ``index`` (added
+    there with ``accumulate=True``)."""
+    _check("put_", index, "index", 2)
+    _check("put_", source, "source", 3)
+    if index.dtype != _C.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype}")
+    idx = _flat_index("put_", self, index).reshape(-1)
+    src = source.reshape(-1)
+    if idx.numel() != src.numel():
+        raise RuntimeError(
+            f"put_(): Expected source and index to have the same number of elements, but got "
+            f"source.numel() = {src.numel()}, index.numel() = {idx.numel()}"
+        )
+    flat = self.reshape(-1)
+    out = flat.scatter_add(0, idx, src) if accumulate else flat.scatter(0, idx, src)
+    return out.reshape(tuple(self.shape))
+
+
+def index_put(input, indices, values, accumulate=False):
+    """A copy of ``input`` with ``values`` written (added, with ``accumulate=True``) at
+    ``input[indices]``, where ``indices`` is a tuple of int64 or bool tensors indexing
+    the leading dimensions, as ``input[indices] = values`` does."""
+    _check("index_put", input)
+    _check("index_put", values, "values", 3)
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(
+            "index_put(): argument 'indices' (position 2) must be tuple of Tensors, not "
+            f"{type(indices).__name__}"
+        )
+    idx = []
+    for t in indices:
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                "index_put(): argument 'indices' (position 2) must be tuple of Tensors, "
+                f"but found element of type {type(t).__name__}"
+            )
+        if t.dtype == _C.bool:
+            idx.extend(t.nonzero().unbind(1) if t.dim() else [t.long()])
+        elif t.dtype == _C.int64:
+            idx.append(t)
+        else:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    k = len(idx)
+    if k > input.dim():
+        raise IndexError(f"too many indices for tensor of dimension {input.dim()} (got {k})")
+    if k == 0:
+        # `input[()] = values` overwrites everything.
+        filled = values.to(input.dtype).expand(*input.shape)
+        return input + filled if accumulate else filled.clone()
+    lead = tuple(input.shape[:k])
+    rest = tuple(input.shape[k:])
+    arrs = np.broadcast_arrays(*[_np(t) for t in idx])
+    for d, (a, n) in enumerate(zip(arrs, lead)):
+        if a.size and (a.max() >= n or a.min() < -n):
+            bad = a[(a >= n) | (a < -n)].reshape(-1)[0]
+            raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+    lin = np.ravel_multi_index(tuple(np.where(a < 0, a + n, a) for a, n in zip(arrs, lead)), lead)
+    lin_t = _from_np(lin.reshape(-1).astype(np.int64))
+    vals = values.to(input.dtype).expand(*(lin.shape + rest)).reshape((lin.size,) + rest)
+    flat = input.reshape((-1,) + rest)
+    out = flat.index_add(0, lin_t, vals) if accumulate else flat.index_copy(0, lin_t, vals)
+    return out.reshape(tuple(input.shape))
+
+
+def take_along_dim(input, indices, dim=None):
+    """Values of ``input`` at ``indices`` along ``dim`` (broadcasting the other dimensions),
+    or of the flattened ``input`` when ``dim`` is None."""
+    _check("take_along_dim", input)
+    _check("take_along_dim", indices, "indices", 2)
+    if indices.dtype != _C.int64:
+        raise RuntimeError(
+            f"torch.take_along_dim(): dtype of indices should be Long but got {indices.dtype}"
+        )
+    if dim is None:
+        return input.reshape(-1).gather(0, indices.reshape(-1))
+    if input.dim() != indices.dim():
+        raise RuntimeError(
+            "torch.take_along_dim(): input and indices should have the same number of "
+            f"dimensions, but got {input.dim()} dimensions for input, and {indices.dim()} "
+            "dimensions for indices"
+        )
+    dim = _wrap_dim(dim, input.dim())
+    a = list(input.shape)
+    b = list(indices.shape)
+    a[dim] = b[dim] = 1
+    common = list(_broadcast(a, b))
+    ishape, jshape = list(common), list(common)
+    ishape[dim] = input.shape[dim]
+    jshape[dim] = indices.shape[dim]
+    return input.expand(*ishape).gather(dim, indices.expand(*jshape))
+
+
+def _broadcast(a, b):
+    from .. import broadcast_shapes
+
+    return tuple(broadcast_shapes(tuple(a), tuple(b)))
+
+
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """A copy of ``input`` with the elements of ``src`` reduced into the positions
+    ``index`` along ``dim`` by ``reduce`` (``"sum"``, ``"prod"``, ``"mean"``, ``"amax"``,
+    ``"amin"``), counting ``input``'s own value unless ``include_self=False``."""
+    _check("scatter_reduce", input)
+    _check("scatter_reduce", index, "index", 3)
+    _check("scatter_reduce", src, "src", 4)
+    if index.dtype != _C.int64:
+        raise RuntimeError("scatter_reduce(): Expected dtype int64 for index")
+    lid, b = _vmap_level(input, index, src)
+    if lid and input.dim() > 0:
+        # The prod/amax/amin paths work in NumPy: under vmap every operand gets
+        # the batch dimension in front and one call scatters all samples.
+        size = b.batch_size_of((input, index, src), lid)
+        phys = [b.materialize(t, lid, size) for t in (input, index, src)]
+        out = scatter_reduce(phys[0], _wrap_dim(dim, input.dim()) + 1, phys[1], phys[2], reduce,
+                             include_self=include_self)
+        return b.wrap(out, lid)
+    if reduce not in _REDUCES:
+        raise RuntimeError(
+            f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+        )
+    dim = _wrap_dim(dim, input.dim())
+    if index.dim() != src.dim() or (input.dim() and index.dim() != input.dim()):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    for d in range(index.dim()):
+        if index.shape[d] > src.shape[d]:
+            raise RuntimeError(
+                f"Expected index {list(index.shape)} to be smaller than self "
+                f"{list(input.shape)} apart from dimension {dim} and to be smaller size than "
+                f"src {list(src.shape)}"
+            )
+    src = src.to(input.dtype)
+    if tuple(src.shape) != tuple(index.shape):
+        for d, n in enumerate(index.shape):
+            src = src.narrow(d, 0, n)
+    ones = _C.ones(tuple(index.shape), dtype=input.dtype)
+    hit = _C.zeros(tuple(input.shape), dtype=input.dtype).scatter_add(dim, index, ones)
+    touched = hit > 0
+    base = input if include_self else input.masked_fill(touched, 0)
+    if reduce == "sum":
+        return base.scatter_add(dim, index, src)
+    if reduce == "mean":
+        total = base.scatter_add(dim, index, src)
+        count = hit + (1 if include_self else 0)
+        count = count.masked_fill(~touched, 1)
+        if input.is_floating_point():
+            return total / count
+        return (total.double() / count).floor().long()  # PyTorch floors the integer mean
+    if reduce == "prod":
+        # One factor per rank of arrival: at most one element of each rank lands on a
+        # position, so each round is a scatter_add into ones. Exact with zeros, and
+        # the product rule gives every gradient.
+        idx_np = _np(index)
+        coords = list(np.indices(idx_np.shape))
+        coords[dim] = idx_np
+        keys = np.ravel_multi_index(tuple(coords), tuple(input.shape)).reshape(-1)
+        # The rank of an element is how many earlier elements share its target.
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        pos = np.arange(sk.size)
+        first = np.maximum.accumulate(np.where(np.r_[True, sk[1:] != sk[:-1]], pos, 0))
+        rflat = np.empty(sk.size, dtype=np.int64)
+        rflat[order] = pos - first
+        ranks = _from_np(rflat.reshape(idx_np.shape))
+        out = base if include_self else base.masked_fill(touched, 1)
+        for r in range(int(ranks.max().item()) + 1 if ranks.numel() else 0):
+            pick = _C.where(ranks == r, src - 1, _C.zeros((), dtype=src.dtype))
+            factor = _C.ones(tuple(input.shape), dtype=input.dtype).scatter_add(dim, index, pick)
+            out = out * factor
+        return out
+    # amax / amin: the winning value as an average of the tied candidates, so the
+    # gradient is shared among ties as PyTorch shares it.
+    arr = _np(input).copy()
+    fill = -np.inf if reduce == "amax" else np.inf
+    if not include_self:
+        arr[_np(touched)] = fill if input.is_floating_point() else (
+            np.iinfo(np.int64).min if reduce == "amax" else np.iinfo(np.int64).max)  # fmt: skip
+    ufunc = np.maximum if reduce == "amax" else np.minimum
+    idx_np, src_np = _np(index), _np(src)
+    coords = list(np.indices(idx_np.shape))
+    coords[dim] = idx_np
+    ufunc.at(arr, tuple(coords), src_np)
+    res = _from_np(arr, input.dtype)
+    keep_self = input == res
+    if not include_self:
+        keep_self = keep_self & ~touched
+    win = src == res.gather(dim, index)
+    count = keep_self.to(input.dtype).scatter_add(dim, index, win.to(input.dtype))
+    if not input.is_floating_point():
+        return res
+    w_self = keep_self.to(input.dtype) / count
+    w_src = win.to(input.dtype) / count.gather(dim, index)
+    return (input * w_self).scatter_add(dim, index, src * w_src)
+
+
+def _scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    if reduce is None:
+        if src is None:
+            return self.scatter(dim, index, value=value)
+        return self.scatter(dim, index, src) if isinstance(src, Tensor) else self.scatter(
+            dim, index, value=src)  # fmt: skip
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
+    if src is None or not isinstance(src, Tensor):
+        v = value if src is None else src
+        src = _C.full(tuple(index.shape), v, dtype=self.dtype)
+    return scatter_reduce(self, dim, index, src, "sum" if reduce == "add" else "prod")

@@ -1,0 +1,303 @@
+"""Reductions (``aminmax``, ``nansum``, ``quantile``, ``var_mean``, ...) and
+counting and sets, done by NumPy without gradients (``bincount``, ``histc``,
+``isin``, ``unique_consecutive``, ...)."""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import math
+
+import numpy as np
+
+from .. import _C
+from .._C import Tensor
+from ._common import _alloc_guard, _check, _from_np, _np, _vmap_level, _wrap_dim
+
+# ----- reductions ----------------------------------------------------------------------
+
+
+_AMinMax = collections.namedtuple("aminmax", ["min", "max"])
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """The minimum and maximum of ``input`` (over ``dim`` if given), as ``(min, max)``."""
+    _check("aminmax", input)
+    if input.numel() == 0:
+        raise RuntimeError(
+            "aminmax(): Expected reduction dim to be specified for input.numel() == 0."
+            if dim is None
+            else "aminmax(): Expected reduction dim 0 to have non-zero size."  # fmt: skip
+        )
+    if dim is None:
+        mn, mx = input.amin(), input.amax()
+        if keepdim:
+            shape = (1,) * input.dim()
+            mn, mx = mn.reshape(shape), mx.reshape(shape)
+        return _AMinMax(mn, mx)
+    return _AMinMax(input.amin(dim, keepdim), input.amax(dim, keepdim))
+
+
+def count_nonzero(input, dim=None):
+    """The number of nonzero elements of ``input``, over all of them or over ``dim``."""
+    _check("count_nonzero", input)
+    nz = (input != 0).long()
+    return nz.sum() if dim is None else nz.sum(dim)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """The sum of ``input`` with NaN counted as zero."""
+    _check("nansum", input)
+    if input.is_floating_point():
+        input = input.masked_fill(input.isnan(), 0)
+    return input.sum(dim, keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """The mean of the non-NaN elements of ``input``."""
+    _check("nanmean", input)
+    if not input.is_floating_point():
+        raise RuntimeError(
+            "nanmean(): expected input to have floating point dtype but got "
+            f"{str(input.dtype).split('.')[-1].capitalize()}"
+        )
+    keep = ~input.isnan()
+    total = nansum(input, dim, keepdim, dtype=dtype)
+    return total / keep.sum(dim, keepdim).to(total.dtype)
+
+
+def _stat_mean(fn, input, dim, unbiased, keepdim, correction):
+    _check(fn, input)
+    stat = getattr(input, fn[:3])(dim, unbiased, keepdim, correction=correction)
+    return stat, input.mean(dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The standard deviation and the mean of ``input`` (see ``std``), as a pair."""
+    return _stat_mean("std_mean", input, dim, unbiased, keepdim, correction)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance and the mean of ``input`` (see ``var``), as a pair."""
+    return _stat_mean("var_mean", input, dim, unbiased, keepdim, correction)
+
+
+_INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(fn, input, q, dim, keepdim, interpolation, ignore_nan):
+    _check(fn, input)
+    lid, b = _vmap_level(input, q)
+    if lid:
+        return _quantile_batched(fn, input, q, dim, keepdim, interpolation, ignore_nan, lid, b)
+    if not input.is_floating_point():
+        raise RuntimeError(f"{fn}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERP:
+        raise ValueError(
+            f"{fn}() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+            f"Got {interpolation}"
+        )
+    scalar_q = not isinstance(q, Tensor)
+    qs = np.asarray([q] if scalar_q else _np(q), dtype=np.float64)
+    if not scalar_q and q.dim() > 1:
+        raise RuntimeError(f"{fn}() q must be a scalar or 1D tensor")
+    if ((qs < 0) | (qs > 1)).any():
+        raise RuntimeError(f"{fn}() q values must be in the range [0, 1]")
+    if input.numel() == 0:
+        raise RuntimeError(f"{fn}() input tensor must be non-empty")
+    if dim is None:
+        x = input.reshape(-1)
+        d = 0
+    else:
+        d = _wrap_dim(dim, input.dim())
+        x = input.reshape(1) if input.dim() == 0 else input
+    moved = x.movedim(d, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    arr = _np(rows)
+    n = arr.shape[-1]
+    order = np.argsort(arr, axis=-1, kind="stable")  # NaN sorts last
+    nan_count = np.isnan(arr).sum(-1)
+    valid = n - nan_count if ignore_nan else np.full(arr.shape[0], n)
+    pos = qs[None, :] * (valid[:, None] - 1).clip(min=0)  # rows x Q
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.ceil(pos).astype(np.int64)
+    frac = pos - lo
+    if interpolation == "lower":
+        hi, frac = lo, frac * 0
+    elif interpolation == "higher":
+        lo, frac = hi, frac * 0
+    elif interpolation == "nearest":
+        lo = hi = np.round(pos).astype(np.int64)
+        frac = frac * 0
+    elif interpolation == "midpoint":
+        frac = np.where(hi > lo, 0.5, 0.0)
+    ilo = _from_np(np.take_along_axis(order, lo, -1))
+    ihi = _from_np(np.take_along_axis(order, hi, -1))
+    w = _from_np(frac, input.dtype)
+    vlo, vhi = rows.gather(-1, ilo), rows.gather(-1, ihi)
+    val = vlo + w * (vhi - vlo)  # rows x Q
+    bad = (valid == 0) if ignore_nan else (nan_count > 0)
+    if bad.any():
+        val = val.masked_fill(_from_np(bad[:, None]), math.nan)
+    # Q first, then the reduced shape.
+    if dim is None:
+        out_shape = (1,) * input.dim() if keepdim else ()
+    else:
+        shp = list(x.shape)
+        if keepdim:
+            shp[d] = 1
+        else:
+            del shp[d]
+        out_shape = tuple(shp)
+    val = val.transpose(0, 1).reshape((len(qs),) + out_shape)
+    return val[0] if scalar_q else val
+
+
+def _quantile_batched(fn, input, q, dim, keepdim, interpolation, ignore_nan, lid, b):
+    # The sort runs in NumPy, so under vmap the quantiles of every sample come
+    # from one call on the physical value, reduced along the shifted dimension.
+    if b.unwrap_at(q, lid) is not None:
+        raise RuntimeError(f"vmap: there is no batching rule for {fn} with a batched q")
+    v = b.unwrap_at(input, lid)
+    if v is None:
+        # Only an outer level batches the input: the result is the same for every sample.
+        return _quantile(fn, input, q, dim, keepdim, interpolation, ignore_nan)
+    nd = input.dim()
+    if dim is None:
+        out = _quantile(fn, v.reshape(v.shape[0], -1), q, 1, False, interpolation, ignore_nan)
+    else:
+        d = _wrap_dim(dim, nd) + 1 if nd else 1
+        x = v if nd else v.unsqueeze(1)
+        out = _quantile(fn, x, q, d, keepdim, interpolation, ignore_nan)
+    if isinstance(q, Tensor):
+        out = out.movedim(1, 0)  # quantiles first in each sample's result
+    if keepdim and dim is None:
+        for _ in range(nd):
+            out = out.unsqueeze(-1)
+    return b.wrap(out, lid)
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The ``q``-th quantiles of ``input`` (over all elements or along ``dim``), between
+    neighbouring sorted values as ``interpolation`` says; NaN when a slice has NaN.
+    With a 1-D ``q`` the quantiles come first in the result."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """``quantile`` of the non-NaN elements (NaN only when a slice is all NaN)."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+# ----- counting and sets (NumPy, no gradients) -----------------------------------------
+
+
+def bincount(input, weights=None, minlength=0):
+    """How many times each non-negative integer occurs in the 1-D int64 ``input`` (or the
+    sum of ``weights`` at its occurrences), at least ``minlength`` bins."""
+    _check("bincount", input)
+    if input.dim() != 1:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if input.dtype != _C.int64:
+        raise RuntimeError(
+            f"\"bincount_cpu\" not implemented for '{str(input.dtype).split('.')[-1].capitalize()}'"
+        )
+    arr = _np(input)
+    if arr.size and arr.min() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    _alloc_guard(8 * builtins.max(int(minlength), int(arr.max(initial=0)) + 1))
+    if weights is not None:
+        if weights.dim() != 1 or weights.shape[0] != input.shape[0]:
+            raise RuntimeError("weights should be 1-d and have the same length as input")
+        res = np.bincount(arr, weights=_np(weights).astype(np.float64), minlength=minlength)
+        return _from_np(res, weights.dtype if weights.is_floating_point() else _C.float64)
+    return _from_np(np.bincount(arr, minlength=minlength).astype(np.int64))
+
+
+def histc(input, bins=100, min=0, max=0):  # noqa: A002
+    """A histogram of ``input`` with ``bins`` equal-width bins between ``min`` and ``max``
+    (the data's range when both are 0); elements outside are ignored."""
+    _check("histc", input)
+    if not input.is_floating_point():
+        raise RuntimeError(
+            f"\"histogram_cpu\" not implemented for '{str(input.dtype).split('.')[-1].capitalize()}'"
+        )
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
+    _alloc_guard(8 * int(bins))
+    arr = _np(input).reshape(-1).astype(np.float64)
+    lo, hi = float(min), float(max)
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    if lo == hi and arr.size:
+        lo, hi = float(arr.min()), float(arr.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
+    counts, _ = np.histogram(arr[(arr >= lo) & (arr <= hi)], bins=bins, range=(lo, hi))
+    return _from_np(counts.astype(np.float64), input.dtype)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element of ``elements`` occurs in ``test_elements`` (either may be a
+    number), as a bool tensor of ``elements``' shape."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin() received an invalid combination of arguments: expected at "
+                        "least one Tensor")  # fmt: skip
+    a = _np(elements) if isinstance(elements, Tensor) else np.asarray(elements)
+    b = _np(test_elements) if isinstance(test_elements, Tensor) else np.asarray(test_elements)
+    return _from_np(np.isin(a, b, assume_unique=assume_unique, invert=invert))
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """``input`` with each run of equal consecutive elements (or slices along ``dim``)
+    collapsed to one; optionally where each element went and each run's length."""
+    _check("unique_consecutive", input)
+    arr = _np(input)
+    if dim is None:
+        flat = arr.reshape(-1)
+        start = np.ones(flat.size, dtype=bool)
+        start[1:] = flat[1:] != flat[:-1]
+        values = flat[start]
+        inverse = (np.cumsum(start) - 1).reshape(arr.shape)
+    else:
+        d = _wrap_dim(dim, arr.ndim)
+        moved = np.moveaxis(arr, d, 0)
+        n = moved.shape[0]
+        start = np.ones(n, dtype=bool)
+        if n > 1:
+            start[1:] = (moved[1:] != moved[:-1]).reshape(n - 1, -1).any(-1)
+        values = np.moveaxis(moved[start], 0, d)
+        inverse = np.cumsum(start) - 1
+    counts = np.diff(np.append(np.flatnonzero(start), start.size))
+    out = [_from_np(values, input.dtype)]
+    if return_inverse:
+        out.append(_from_np(inverse.astype(np.int64)))
+    if return_counts:
+        out.append(_from_np(counts.astype(np.int64)))
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+def unravel_index(indices, shape):
+    """The coordinates in a tensor of ``shape`` of the flat ``indices``, as a tuple of
+    int64 tensors (one per dimension)."""
+    if isinstance(indices, Tensor):
+        if indices.is_floating_point() or indices.dtype == _C.bool:
+            raise TypeError("expected 'indices' to be integer dtype, but got "
+                            f"{indices.dtype}")  # fmt: skip
+        arr = _np(indices)
+    else:
+        arr = np.asarray(indices, dtype=np.int64)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if builtins.any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
+    total = int(np.prod(shape)) if shape else 1
+    if arr.size and (arr.min() < -total or arr.max() >= total):
+        raise RuntimeError(f"'indices' must be in range [-{total}, {total})"
+                           if total else "'indices' must be empty for a shape with no elements")  # fmt: skip
+    arr = np.where(arr < 0, arr + total, arr)
+    coords = np.unravel_index(arr, shape) if shape else ()
+    return tuple(_from_np(np.asarray(c, dtype=np.int64)) for c in coords)

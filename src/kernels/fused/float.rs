@@ -1,0 +1,209 @@
+//! The float types fused programs run in ([`FusedFloat`]), with the exact
+//! functions ferrograd's eager kernels use for them, and the scalar helpers
+//! the instructions' forward and backward expressions share.
+
+use std::cell::RefCell;
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+use super::super::math;
+
+/// The float types programs run in, with the exact functions ferrograd's
+/// eager kernels use for them.
+pub trait FusedFloat:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + Into<f64>
+    + std::fmt::Debug
+    + 'static
+{
+    const ZERO: Self;
+    const ONE: Self;
+    /// `x as T` (what `Element::from_f64` does).
+    fn of(x: f64) -> Self;
+    fn k_exp(self) -> Self;
+    fn k_tanh(self) -> Self;
+    fn k_erf(self) -> Self;
+    fn k_sin(self) -> Self;
+    fn k_cos(self) -> Self;
+    fn k_tan(self) -> Self;
+    fn k_ln(self) -> Self;
+    fn k_ln_1p(self) -> Self;
+    fn k_exp_m1(self) -> Self;
+    fn k_log2(self) -> Self;
+    fn k_sqrt(self) -> Self;
+    fn k_abs(self) -> Self;
+    fn k_powf(self, e: Self) -> Self;
+    fn k_is_nan(self) -> bool;
+    fn k_max(self, o: Self) -> Self;
+    fn k_min(self, o: Self) -> Self;
+    /// This thread's reusable buffer (empty if it is in use); hand it back
+    /// with [`FusedFloat::put_scratch`].
+    #[doc(hidden)]
+    fn take_scratch() -> Vec<Self>;
+    #[doc(hidden)]
+    fn put_scratch(v: Vec<Self>);
+}
+
+macro_rules! fused_float {
+    ($t:ty, $scratch:ident, $exp:expr, $tanh:expr, $erf:expr) => {
+        thread_local! {
+            static $scratch: RefCell<Vec<$t>> = const { RefCell::new(Vec::new()) };
+        }
+        impl FusedFloat for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            #[inline(always)]
+            fn of(x: f64) -> Self {
+                x as $t
+            }
+            #[inline(always)]
+            fn k_exp(self) -> Self {
+                $exp(self)
+            }
+            #[inline(always)]
+            fn k_tanh(self) -> Self {
+                $tanh(self)
+            }
+            #[inline(always)]
+            fn k_erf(self) -> Self {
+                $erf(self)
+            }
+            #[inline(always)]
+            fn k_sin(self) -> Self {
+                self.sin()
+            }
+            #[inline(always)]
+            fn k_cos(self) -> Self {
+                self.cos()
+            }
+            #[inline(always)]
+            fn k_tan(self) -> Self {
+                self.tan()
+            }
+            #[inline(always)]
+            fn k_ln(self) -> Self {
+                self.ln()
+            }
+            #[inline(always)]
+            fn k_ln_1p(self) -> Self {
+                self.ln_1p()
+            }
+            #[inline(always)]
+            fn k_exp_m1(self) -> Self {
+                self.exp_m1()
+            }
+            #[inline(always)]
+            fn k_log2(self) -> Self {
+                self.log2()
+            }
+            #[inline(always)]
+            fn k_sqrt(self) -> Self {
+                self.sqrt()
+            }
+            #[inline(always)]
+            fn k_abs(self) -> Self {
+                self.abs()
+            }
+            #[inline(always)]
+            fn k_powf(self, e: Self) -> Self {
+                self.powf(e)
+            }
+            #[inline(always)]
+            fn k_is_nan(self) -> bool {
+                self.is_nan()
+            }
+            // As `Arith::max_of`/`min_of`: NaN propagates.
+            #[inline(always)]
+            fn k_max(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    <$t>::NAN
+                } else {
+                    self.max(o)
+                }
+            }
+            #[inline(always)]
+            fn k_min(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    <$t>::NAN
+                } else {
+                    self.min(o)
+                }
+            }
+            fn take_scratch() -> Vec<Self> {
+                $scratch.with(|cell| std::mem::take(&mut *cell.borrow_mut()))
+            }
+            fn put_scratch(v: Vec<Self>) {
+                $scratch.with(|cell| {
+                    let mut slot = cell.borrow_mut();
+                    if v.len() > slot.len() {
+                        *slot = v;
+                    }
+                })
+            }
+        }
+    };
+}
+
+fused_float!(f32, SCRATCH_F32, math::exp_f32, math::tanh_f32, libm::erff);
+fused_float!(f64, SCRATCH_F64, f64::exp, f64::tanh, libm::erf);
+
+/// `pow` as the eager kernel computes it: exact products for the common
+/// small exponents (`arith::powf_special`).
+#[inline(always)]
+pub(super) fn powf_special<T: FusedFloat>(x: T, e: T) -> T {
+    let two = T::ONE + T::ONE;
+    if e == two {
+        x * x
+    } else if e == two + T::ONE {
+        x * x * x
+    } else if e == T::ONE {
+        x
+    } else if e == T::ONE / two {
+        x.k_sqrt()
+    } else if e == -T::ONE {
+        T::ONE / x
+    } else {
+        x.k_powf(e)
+    }
+}
+
+#[inline(always)]
+pub(super) fn sigmoid<T: FusedFloat>(x: T) -> T {
+    T::ONE / (T::ONE + (-x).k_exp())
+}
+
+#[inline(always)]
+pub(super) fn sign<T: FusedFloat>(x: T) -> T {
+    if x > T::ZERO {
+        T::ONE
+    } else if x < T::ZERO {
+        -T::ONE
+    } else {
+        x * T::ZERO
+    }
+}
+
+pub(super) const GELU_KAPPA: f64 = 0.044715;
+/// sqrt(2 / pi), as in ops/activation.rs.
+pub(super) const GELU_BETA: f64 = 0.797_884_560_802_865_4;
+
+/// The share of the gradient the first operand of `maximum` (`is_max`) or
+/// `minimum` gets: all where it wins, none where it loses, half on a tie.
+#[inline(always)]
+pub(super) fn extreme_share<T: FusedFloat>(x: T, other: T, is_max: bool) -> T {
+    let lost = if is_max { x < other } else { x > other };
+    if x == other {
+        T::of(0.5)
+    } else if lost {
+        T::ZERO
+    } else {
+        T::ONE
+    }
+}

@@ -1,0 +1,235 @@
+//! Float-valued binary functions of two broadcast tensors: `atan2`, `hypot`,
+//! `logaddexp`/`logaddexp2`, `xlogy`, `copysign`, `fmax`/`fmin`.
+
+use smallvec::smallvec;
+
+use super::super::arith::map2;
+use super::super::{compare, div, log, mul, mul_f64, neg, result_type, sigmoid, sub, where_};
+use super::{sq, zero_like_dt};
+use crate::autograd::{needs_record, record, SavedTensor};
+use crate::error::Result;
+use crate::kernels::elementwise::binary;
+use crate::saved;
+use crate::tensor::{broadcast_shapes, Arith, DType, Tensor};
+
+// ----- binary ------------------------------------------------------------------------
+
+pub(crate) fn atan2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let out = fbin!(a, b, |x, y| x.atan2(y));
+    if needs_record(&[a, b]) {
+        record("Atan2Backward0", &[a, b], &out, saved![a, b], |c| {
+            let (a, b, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
+            let r = super::super::add(&sq(a)?, &sq(b)?)?;
+            let gr = div(g, &r)?;
+            let ga = if c.needs(0) { Some(mul(&gr, b)?) } else { None };
+            let gb = if c.needs(1) {
+                Some(neg(&mul(&gr, a)?)?)
+            } else {
+                None
+            };
+            Ok(smallvec![ga, gb])
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn hypot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let out = fbin!(a, b, |x, y| x.hypot(y));
+    if needs_record(&[a, b]) {
+        let o = SavedTensor::output(&out, 0);
+        record(
+            "HypotBackward0",
+            &[a, b],
+            &out,
+            saved![a, b, Some(o)],
+            |c| {
+                let (g, h) = (c.grad()?, c.saved(2)?);
+                let gh = div(g, h)?;
+                let ga = if c.needs(0) {
+                    Some(mul(&gh, c.saved(0)?)?)
+                } else {
+                    None
+                };
+                let gb = if c.needs(1) {
+                    Some(mul(&gh, c.saved(1)?)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![ga, gb])
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// `log(exp(a) + exp(b))`, computed as `max + log1p(exp(-|a - b|))`.
+pub(crate) fn logaddexp(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let out = fbin!(a, b, |x, y| {
+        if x == y && x.is_infinite() {
+            x
+        } else {
+            x.max(y) + (-(x - y).abs()).exp().ln_1p()
+        }
+    });
+    logaddexp_record(a, b, &out, "LogaddexpBackward0", 1.0);
+    Ok(out)
+}
+
+/// `log2(2^a + 2^b)`.
+pub(crate) fn logaddexp2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let out = fbin!(a, b, |x, y| {
+        if x == y && x.is_infinite() {
+            x
+        } else {
+            x.max(y) + (1.0 + (-(x - y).abs()).exp2()).log2()
+        }
+    });
+    logaddexp_record(a, b, &out, "Logaddexp2Backward0", std::f64::consts::LN_2);
+    Ok(out)
+}
+
+/// The gradients of `logaddexp` (`k = 1`) and `logaddexp2` (`k = ln 2`):
+/// `g * sigmoid(k (a - b))` and `g * sigmoid(k (b - a))`.
+fn logaddexp_record(a: &Tensor, b: &Tensor, out: &Tensor, name: &'static str, k: f64) {
+    if needs_record(&[a, b]) {
+        record(name, &[a, b], out, saved![a, b], move |c| {
+            let (a, b, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
+            let d = mul_f64(&sub(a, b)?, k)?;
+            let ga = if c.needs(0) {
+                Some(mul(g, &sigmoid(&d)?)?)
+            } else {
+                None
+            };
+            let gb = if c.needs(1) {
+                Some(mul(g, &sigmoid(&neg(&d)?)?)?)
+            } else {
+                None
+            };
+            Ok(smallvec![ga, gb])
+        });
+    }
+}
+
+/// `x * log(y)`, 0 where `x == 0` unless `y` is NaN.
+pub(crate) fn xlogy(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let out = fbin!(a, b, |x, y| if x == 0.0 && !y.is_nan() {
+        0.0
+    } else {
+        x * y.ln()
+    });
+    if needs_record(&[a, b]) {
+        record("XlogyBackward0", &[a, b], &out, saved![a, b], |c| {
+            let (x, y, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
+            let ga = if c.needs(0) {
+                // PyTorch's rule: 0 where x == 0 and y <= 0, g * log(y) elsewhere.
+                let z = zero_like_dt(g);
+                let mask = super::super::logical_and(&compare::eq(x, &z)?, &compare::le(y, &z)?)?;
+                let safe_y = where_(&mask, &Tensor::scalar_of(1.0, g.dtype()), y)?;
+                Some(where_(&mask, &z, &mul(g, &log(&safe_y)?)?)?)
+            } else {
+                None
+            };
+            let gb = if c.needs(1) {
+                Some(div(&mul(g, x)?, y)?)
+            } else {
+                None
+            };
+            Ok(smallvec![ga, gb])
+        });
+    }
+    Ok(out)
+}
+
+/// `|a|` with the sign of `b`; its gradient reaches `a` only (times the sign
+/// ratio `out / a`, 0 where `a == 0`).
+pub(crate) fn copysign(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let out = fbin!(a, b, |x, y| x.copysign(y));
+    if needs_record(&[a, b]) {
+        let o = SavedTensor::output(&out, 0);
+        record(
+            "CopysignBackward0",
+            &[a, b],
+            &out,
+            saved![a, Some(o)],
+            |c| {
+                let (a, y, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
+                let ga = if c.needs(0) {
+                    let z = zero_like_dt(g);
+                    let zero = compare::eq(a, &z)?;
+                    let safe = where_(&zero, &Tensor::scalar_of(1.0, g.dtype()), a)?;
+                    let ratio = where_(&zero, &z, &div(y, &safe)?)?;
+                    Some(mul(g, &ratio)?)
+                } else {
+                    None
+                };
+                let gb = if c.needs(1) {
+                    Some(mul_f64(g, 0.0)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![ga, gb])
+            },
+        );
+    }
+    Ok(out)
+}
+
+fn fextreme(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
+    let dt = result_type(a, b);
+    let out = match dt {
+        DType::F32 | DType::F64 => {
+            if is_max {
+                fbin!(a, b, |x, y| x.max(y))
+            } else {
+                fbin!(a, b, |x, y| x.min(y))
+            }
+        }
+        _ => crate::dispatch!(dt, T => {
+            if is_max {
+                map2!(a, b, dt, T, |x, y| x.max_of(y))
+            } else {
+                map2!(a, b, dt, T, |x, y| x.min_of(y))
+            }
+        }),
+    };
+    if needs_record(&[a, b]) && out.dtype().is_float() {
+        let name = if is_max {
+            "FmaxBackward0"
+        } else {
+            "FminBackward0"
+        };
+        record(name, &[a, b], &out, saved![a, b], move |c| {
+            let (a, b, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
+            // `a` wins where it is on the right side of `b` or `b` is NaN (PyTorch's rule: no split on ties).
+            let side = if is_max {
+                compare::ge(a, b)?
+            } else {
+                compare::le(a, b)?
+            };
+            let wins = super::super::logical_or(&side, &super::super::isnan(b)?)?;
+            let z = zero_like_dt(g);
+            let ga = if c.needs(0) {
+                Some(where_(&wins, g, &z)?)
+            } else {
+                None
+            };
+            let gb = if c.needs(1) {
+                Some(where_(&wins, &z, g)?)
+            } else {
+                None
+            };
+            Ok(smallvec![ga, gb])
+        });
+    }
+    Ok(out)
+}
+
+/// Elementwise maximum where a NaN loses to a number.
+pub(crate) fn fmax(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    fextreme(a, b, true)
+}
+
+/// Elementwise minimum where a NaN loses to a number.
+pub(crate) fn fmin(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    fextreme(a, b, false)
+}

@@ -1,0 +1,220 @@
+//! Division that keeps integer dtypes (`remainder`, `fmod`, `floor_divide`),
+//! with `heaviside` and `float_power`.
+
+use smallvec::smallvec;
+
+use super::super::arith::map2;
+use super::super::{cast_data, div, floor, mul, neg, result_type, trunc};
+use crate::autograd::{needs_record, record};
+use crate::error::{Error, Result};
+use crate::kernels::elementwise::binary;
+use crate::saved;
+use crate::tensor::{broadcast_shapes, DType, Tensor};
+
+// ----- integer-preserving division ---------------------------------------------------
+
+/// PyTorch raises "ZeroDivisionError" (as a RuntimeError) for an integer
+/// division by zero.
+fn check_int_divisor(b: &Tensor) -> Result<()> {
+    if cast_data(b, DType::I64).to_vec::<i64>().contains(&0) {
+        return Err(Error::runtime("ZeroDivisionError"));
+    }
+    Ok(())
+}
+
+/// Applies an integer or a float kernel of `a` and `b` (promoted), refusing
+/// bool operands and integer division by zero.
+fn divlike(
+    a: &Tensor,
+    b: &Tensor,
+    op: &str,
+    int_f: fn(i64, i64) -> i64,
+    f32f: fn(f32, f32) -> f32,
+    f64f: fn(f64, f64) -> f64,
+) -> Result<Tensor> {
+    let dt = result_type(a, b);
+    Ok(match dt {
+        DType::Bool => {
+            return Err(Error::runtime(format!(
+                "\"{op}_cpu\" not implemented for 'Bool'"
+            )))
+        }
+        DType::I64 => {
+            check_int_divisor(b)?;
+            map2!(a, b, dt, i64, |x, y| int_f(x, y))
+        }
+        DType::F32 => map2!(a, b, dt, f32, |x, y| f32f(x, y)),
+        DType::F64 => map2!(a, b, dt, f64, |x, y| f64f(x, y)),
+    })
+}
+
+macro_rules! float_rem {
+    ($x:expr, $y:expr) => {{
+        let (x, y) = ($x, $y);
+        let r = x % y;
+        if r != 0.0 && ((r < 0.0) != (y < 0.0)) {
+            r + y
+        } else {
+            r
+        }
+    }};
+}
+
+/// Python's float floor division (`float.__floordiv__`'s algorithm), which
+/// PyTorch's `div(rounding_mode='floor')` follows.
+macro_rules! float_floordiv {
+    ($x:expr, $y:expr) => {{
+        let (x, y) = ($x, $y);
+        if y == 0.0 {
+            x / y
+        } else {
+            let m = x % y;
+            let mut d = (x - m) / y;
+            if m != 0.0 && ((y < 0.0) != (m < 0.0)) {
+                d -= 1.0;
+            }
+            if d != 0.0 {
+                let f = d.floor();
+                if d - f > 0.5 {
+                    f + 1.0
+                } else {
+                    f
+                }
+            } else {
+                (x / y) * 0.0
+            }
+        }
+    }};
+}
+
+/// Python's `%`: the result has the divisor's sign. The gradient w.r.t. the
+/// divisor is `-grad * floor(a / b)`.
+pub(crate) fn remainder(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let out = divlike(
+        a,
+        b,
+        "remainder",
+        |x, y| {
+            let r = x.wrapping_rem(y);
+            if r != 0 && ((r < 0) != (y < 0)) {
+                r + y
+            } else {
+                r
+            }
+        },
+        |x, y| float_rem!(x, y),
+        |x, y| float_rem!(x, y),
+    )?;
+    divlike_record(a, b, &out, "RemainderBackward1", floor);
+    Ok(out)
+}
+
+/// C's `fmod`: the result has the dividend's sign. The gradient w.r.t. the
+/// divisor is `-grad * trunc(a / b)`.
+pub(crate) fn fmod(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let out = divlike(
+        a,
+        b,
+        "fmod",
+        |x, y| x.wrapping_rem(y),
+        |x, y| x % y,
+        |x, y| x % y,
+    )?;
+    divlike_record(a, b, &out, "FmodBackward1", trunc);
+    Ok(out)
+}
+
+fn divlike_record(
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    name: &'static str,
+    round: fn(&Tensor) -> Result<Tensor>,
+) {
+    if out.dtype().is_float() && needs_record(&[a, b]) {
+        let rb = crate::autograd::tracked(b);
+        record(
+            name,
+            &[a, b],
+            out,
+            saved![rb.then_some(a), rb.then_some(b)],
+            move |c| {
+                let g = c.grad()?;
+                let ga = if c.needs(0) { Some(g.clone()) } else { None };
+                let gb = if c.needs(1) {
+                    let q = round(&div(c.saved(0)?, c.saved(1)?)?)?;
+                    Some(neg(&mul(g, &q)?)?)
+                } else {
+                    None
+                };
+                Ok(smallvec![ga, gb])
+            },
+        );
+    }
+}
+
+/// Division rounded toward negative infinity, keeping integer dtypes (as
+/// `div(rounding_mode='floor')`); not differentiable, as in PyTorch.
+pub(crate) fn floor_divide(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    divlike(
+        &a.detach(),
+        &b.detach(),
+        "floor_divide",
+        |x, y| {
+            let q = x.wrapping_div(y);
+            if x.wrapping_rem(y) != 0 && ((x < 0) != (y < 0)) {
+                q - 1
+            } else {
+                q
+            }
+        },
+        |x, y| float_floordiv!(x, y),
+        |x, y| float_floordiv!(x, y),
+    )
+}
+
+/// The Heaviside step: 0 below zero, 1 above, `values` at zero (NaN stays
+/// NaN). Not differentiable, as in PyTorch.
+pub(crate) fn heaviside(a: &Tensor, values: &Tensor) -> Result<Tensor> {
+    if a.dtype() != values.dtype() {
+        return Err(Error::runtime(
+            "heaviside is not yet implemented for tensors with different dtypes.",
+        ));
+    }
+    let dt = a.dtype();
+    let (a, v) = (a.detach(), values.detach());
+    Ok(match dt {
+        DType::Bool => map2!(&a, &v, dt, bool, |x, y| if !x { y } else { x }),
+        DType::I64 => map2!(&a, &v, dt, i64, |x, y| match x {
+            0 => y,
+            x if x < 0 => 0,
+            _ => 1,
+        }),
+        DType::F32 => map2!(&a, &v, dt, f32, |x, y| if x == 0.0 {
+            y
+        } else if x < 0.0 {
+            0.0
+        } else if x > 0.0 {
+            1.0
+        } else {
+            x
+        }),
+        DType::F64 => map2!(&a, &v, dt, f64, |x, y| if x == 0.0 {
+            y
+        } else if x < 0.0 {
+            0.0
+        } else if x > 0.0 {
+            1.0
+        } else {
+            x
+        }),
+    })
+}
+
+/// `pow` computed in float64 (both operands converted first, as PyTorch's
+/// composite does, so the graph is `ToCopyBackward0` then `PowBackward1`).
+pub(crate) fn float_power(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let a = super::super::to_dtype(a, DType::F64)?;
+    let b = super::super::to_dtype(b, DType::F64)?;
+    super::super::pow(&a, &b)
+}

@@ -1,0 +1,124 @@
+//! Sign and fractional parts: `frac`, `sgn`, `signbit` and `nan_to_num`.
+
+use smallvec::smallvec;
+
+use super::super::{map1, mul_f64, where_};
+use super::{zero_like_dt, NO_INT};
+use crate::autograd::{needs_record, record};
+use crate::error::{Error, Result};
+use crate::saved;
+use crate::tensor::{DType, Tensor};
+
+// ----- sign and fractional parts -----------------------------------------------------
+
+/// `x - trunc(x)`; its gradient is the incoming one.
+pub(crate) fn frac(a: &Tensor) -> Result<Tensor> {
+    if !a.dtype().is_float() {
+        return Err(Error::runtime(format!(
+            "\"frac_cpu\" not implemented for '{}'",
+            a.dtype().scalar_name()
+        )));
+    }
+    let out = ffn!(a, |x| x - x.trunc())?;
+    if needs_record(&[a]) {
+        record("FracBackward0", &[a], &out, saved![], |c| {
+            Ok(smallvec![Some(c.grad()?.clone())])
+        });
+    }
+    Ok(out)
+}
+
+/// `sign` under PyTorch's name for the complex-aware version; for real
+/// inputs it is the sign, with a zero gradient.
+pub(crate) fn sgn(a: &Tensor) -> Result<Tensor> {
+    let out = {
+        let _s = crate::autograd::GradModeGuard::new(false);
+        super::super::sign(&a.detach())?
+    };
+    if needs_record(&[a]) {
+        record("SgnBackward0", &[a], &out, saved![], |c| {
+            Ok(smallvec![Some(mul_f64(c.grad()?, 0.0)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// Whether the sign bit is set (True for -0.0), a bool tensor.
+pub(crate) fn signbit(a: &Tensor) -> Result<Tensor> {
+    let v = a.view();
+    let shape = v.shape.clone();
+    use crate::kernels::elementwise::unary;
+    let out = match v.dtype() {
+        DType::F32 => unary::<f32, bool>(&v, |x| x.is_sign_negative()),
+        DType::F64 => unary::<f64, bool>(&v, |x| x.is_sign_negative()),
+        DType::I64 => unary::<i64, bool>(&v, |x| x < 0),
+        DType::Bool => vec![false; v.numel()],
+    };
+    Ok(Tensor::from_vec(out, shape))
+}
+
+/// NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default
+/// the dtype's largest and lowest finite values); integers are copied. The
+/// gradient passes where the input is finite, as PyTorch's.
+pub(crate) fn nan_to_num(
+    a: &Tensor,
+    nan: f64,
+    posinf: Option<f64>,
+    neginf: Option<f64>,
+) -> Result<Tensor> {
+    let out = match a.dtype() {
+        DType::F32 => {
+            let (n, p, m) = (
+                nan as f32,
+                posinf.map_or(f32::MAX, |v| v as f32),
+                neginf.map_or(f32::MIN, |v| v as f32),
+            );
+            map1(
+                a,
+                DType::F32,
+                move |x: f32| {
+                    if x.is_nan() {
+                        n
+                    } else if x == f32::INFINITY {
+                        p
+                    } else if x == f32::NEG_INFINITY {
+                        m
+                    } else {
+                        x
+                    }
+                },
+                |x: f64| x,
+                NO_INT,
+            )?
+        }
+        DType::F64 => {
+            let (p, m) = (posinf.unwrap_or(f64::MAX), neginf.unwrap_or(f64::MIN));
+            map1(
+                a,
+                DType::F64,
+                |x: f32| x,
+                move |x: f64| {
+                    if x.is_nan() {
+                        nan
+                    } else if x == f64::INFINITY {
+                        p
+                    } else if x == f64::NEG_INFINITY {
+                        m
+                    } else {
+                        x
+                    }
+                },
+                NO_INT,
+            )?
+        }
+        _ => super::super::clone_data(a),
+    };
+    if needs_record(&[a]) {
+        record("NanToNumBackward0", &[a], &out, saved![a], |c| {
+            let g = c.grad()?;
+            let finite = super::super::isfinite(c.saved(0)?)?;
+            Ok(smallvec![Some(where_(&finite, g, &zero_like_dt(g))?)])
+        });
+    }
+    Ok(out)
+}
