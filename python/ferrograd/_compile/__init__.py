@@ -366,29 +366,28 @@ class CompiledFunction:
         return _rebuild(t.out_spec, iter(outs))
 
 
+def _constify_spec(s: Any, nums) -> Any:
+    if s == "T":
+        return s
+    if s == "float" or s == "int":
+        v = next(nums)
+        return ("const", float(v) if s == "float" else int(v))
+    if s[0] in ("tuple", "list"):
+        return (s[0], tuple(_constify_spec(x, nums) for x in s[1]))
+    if s[0] == "dict":
+        return ("dict", tuple((k, _constify_spec(x, nums)) for k, x in s[1]))
+    if s[0] == "id":
+        raise RuntimeError(
+            "ferrograd.compile: the function returned an object that is not a tensor, number, "
+            "string, None or a tuple/list/dict of them; it cannot be rebuilt on replay"
+        )
+    return s
+
+
 def _constify(spec: Any, leaves: list) -> Any:
     """``spec`` with its number leaves turned into constants (the tape's
     outputs are its tensors only)."""
-    nums = iter([v for k, v, _ in leaves if k != "t"])
-
-    def go(s):
-        if s == "T":
-            return s
-        if s == "float" or s == "int":
-            v = next(nums)
-            return ("const", float(v) if s == "float" else int(v))
-        if s[0] in ("tuple", "list"):
-            return (s[0], tuple(go(x) for x in s[1]))
-        if s[0] == "dict":
-            return ("dict", tuple((k, go(x)) for k, x in s[1]))
-        if s[0] == "id":
-            raise RuntimeError(
-                "ferrograd.compile: the function returned an object that is not a tensor, number, "
-                "string, None or a tuple/list/dict of them; it cannot be rebuilt on replay"
-            )
-        return s
-
-    return go(spec)
+    return _constify_spec(spec, iter([v for k, v, _ in leaves if k != "t"]))
 
 
 def compile(

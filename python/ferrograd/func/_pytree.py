@@ -53,44 +53,50 @@ def _is_namedtuple(x):
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
+# The walks below are module-level functions taking their accumulator, not
+# recursive closures: a closure that calls itself is a reference cycle (function
+# -> cell -> function) that holds every leaf it collected, so each transform
+# call's tensors would wait for the cyclic garbage collector instead of being
+# freed when the call returns.
+
+
+def _flatten(x, leaves):
+    if _is_namedtuple(x):
+        return TreeSpec("namedtuple", type(x), tuple(_flatten(v, leaves) for v in x))
+    if isinstance(x, tuple):
+        return TreeSpec("tuple", None, tuple(_flatten(v, leaves) for v in x))
+    if isinstance(x, list):
+        return TreeSpec("list", None, tuple(_flatten(v, leaves) for v in x))
+    if isinstance(x, dict):
+        keys = tuple(x.keys())
+        return TreeSpec("dict", keys, tuple(_flatten(x[k], leaves) for k in keys))
+    leaves.append(x)
+    return _LEAF
+
+
 def tree_flatten(tree):
     """Returns ``(leaves, spec)`` of a pytree."""
     leaves = []
-
-    def go(x):
-        if _is_namedtuple(x):
-            return TreeSpec("namedtuple", type(x), tuple(go(v) for v in x))
-        if isinstance(x, tuple):
-            return TreeSpec("tuple", None, tuple(go(v) for v in x))
-        if isinstance(x, list):
-            return TreeSpec("list", None, tuple(go(v) for v in x))
-        if isinstance(x, dict):
-            keys = tuple(x.keys())
-            return TreeSpec("dict", keys, tuple(go(x[k]) for k in keys))
-        leaves.append(x)
-        return _LEAF
-
-    spec = go(tree)
+    spec = _flatten(tree, leaves)
     return leaves, spec
+
+
+def _unflatten(s, it):
+    if s.kind is None:
+        return next(it)
+    vals = [_unflatten(c, it) for c in s.children]
+    if s.kind == "tuple":
+        return tuple(vals)
+    if s.kind == "list":
+        return vals
+    if s.kind == "namedtuple":
+        return s.context(*vals)
+    return dict(zip(s.context, vals))
 
 
 def tree_unflatten(leaves, spec):
     """Rebuilds the pytree of ``spec`` from its leaves, in order."""
-    it = iter(leaves)
-
-    def go(s):
-        if s.kind is None:
-            return next(it)
-        vals = [go(c) for c in s.children]
-        if s.kind == "tuple":
-            return tuple(vals)
-        if s.kind == "list":
-            return vals
-        if s.kind == "namedtuple":
-            return s.context(*vals)
-        return dict(zip(s.context, vals))
-
-    return go(spec)
+    return _unflatten(spec, iter(leaves))
 
 
 def tree_map(fn, tree):
@@ -99,29 +105,29 @@ def tree_map(fn, tree):
     return tree_unflatten([fn(x) for x in leaves], spec)
 
 
+def _broadcast_prefix(p, s, out):
+    if s.kind is None:
+        if isinstance(p, (tuple, list, dict)):
+            return False
+        out.append(p)
+        return True
+    if not isinstance(p, (tuple, list, dict)):
+        out.extend([p] * s.num_leaves)
+        return True
+    if s.kind == "dict":
+        if not isinstance(p, dict) or set(p.keys()) != set(s.context):
+            return False
+        return all(_broadcast_prefix(p[k], c, out) for k, c in zip(s.context, s.children))
+    if isinstance(p, dict) or len(p) != len(s.children):
+        return False
+    if (s.kind == "list") != isinstance(p, list):
+        return False
+    return all(_broadcast_prefix(pv, c, out) for pv, c in zip(p, s.children))
+
+
 def broadcast_to_flat(prefix, spec):
     """Flattens ``prefix`` (a pytree that is a prefix of ``spec``: a leaf there
     stands for the whole subtree) to one value per leaf of ``spec``; None when
     the structures do not match."""
     out = []
-
-    def go(p, s):
-        if s.kind is None:
-            if isinstance(p, (tuple, list, dict)):
-                return False
-            out.append(p)
-            return True
-        if not isinstance(p, (tuple, list, dict)):
-            out.extend([p] * s.num_leaves)
-            return True
-        if s.kind == "dict":
-            if not isinstance(p, dict) or set(p.keys()) != set(s.context):
-                return False
-            return all(go(p[k], c) for k, c in zip(s.context, s.children))
-        if isinstance(p, dict) or len(p) != len(s.children):
-            return False
-        if (s.kind == "list") != isinstance(p, list):
-            return False
-        return all(go(pv, c) for pv, c in zip(p, s.children))
-
-    return out if go(prefix, spec) else None
+    return out if _broadcast_prefix(prefix, spec, out) else None

@@ -273,6 +273,9 @@ class _StateDictMixin:
             post_hooks.append(module)
 
         load(self, state_dict)
+        # `load` calls itself through its closure, a reference cycle that would keep the
+        # state dict's tensors alive until the cyclic collector runs.
+        load = None
         _check_castable(plan, error_msgs)
         if error_msgs:
             # Shape, type or conversion errors: raised whatever ``strict`` is
