@@ -710,3 +710,29 @@ def test_failed_calls_leave_inputs_unchanged():
         LA.cholesky(A)
     np.testing.assert_array_equal(to_np(A), a)
     assert A.grad is None
+
+
+# LAPACK's gesdd looped without end on this batch (found by the misuse fuzzer);
+# every iterative factorisation now refuses non-finite input first.
+_NON_FINITE = [
+    [[math.inf, 1.0, -math.inf], [-0.0, 1.0, math.nan], [math.inf, 0.0, -math.inf]],
+    [[math.inf, -math.inf, 0.0], [-0.0, -math.inf, 1.0], [0.0, 0.0, 1.0]],
+]
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: LA.svd(a),
+    lambda a: LA.svdvals(a),
+    lambda a: LA.eigh(a),
+    lambda a: LA.eigvalsh(a),
+    lambda a: LA.pinv(a),
+    lambda a: LA.pinv(a, hermitian=True),
+    lambda a: LA.matrix_rank(a),
+    lambda a: LA.lstsq(a, fg.ones(2, 3, 1, dtype=a.dtype)),
+    lambda a: a.pinverse(),
+])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_non_finite_input_is_refused_not_looped_on(call, requires_grad):
+    a = fg.tensor(_NON_FINITE, dtype=fg.float64, requires_grad=requires_grad)
+    with pytest.raises(LA.LinAlgError, match="contained non-finite values"):
+        call(a)

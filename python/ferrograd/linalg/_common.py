@@ -22,6 +22,19 @@ class LinAlgError(RuntimeError):
     definite, no convergence), as ``torch.linalg.LinAlgError``."""
 
 
+def _refuse_non_finite(name, *arrays):
+    """LAPACK's iterative factorisations (SVD, the symmetric eigensolvers, the
+    SVD-based least squares) can loop without end on inf or NaN input, as
+    SciPy documents for its own wrappers; such input gets PyTorch's error
+    before LAPACK sees it."""
+    for a in arrays:
+        if a.size and not np.isfinite(a).all():
+            raise LinAlgError(
+                f"{name}: The algorithm failed to converge because the input matrix "
+                "contained non-finite values."
+            )
+
+
 # ----- named results, as torch.return_types ------------------------------------------
 
 

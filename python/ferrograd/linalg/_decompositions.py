@@ -20,6 +20,7 @@ from ._common import (
     _flat_batches,
     _int_tensor,
     _np,
+    _refuse_non_finite,
     _tensor,
     _tri_mask,
     _tril,
@@ -196,6 +197,7 @@ def qr(A, mode="reduced", *, out=None):
 class LinalgEigh(Function):
     @staticmethod
     def forward(ctx, A, UPLO):
+        _refuse_non_finite("linalg.eigh", _np(A))
         try:
             w, v = np.linalg.eigh(_np(A), UPLO=UPLO)
         except np.linalg.LinAlgError:
@@ -259,6 +261,7 @@ def eigvalsh(A, UPLO="L", *, out=None):
     _check_matrix("linalg.eigvalsh", A, square=True)
     _check_uplo("linalg.eigvalsh", UPLO)
     if not ((A.requires_grad and _C.is_grad_enabled()) or _C._fw_tangent(A) is not None):
+        _refuse_non_finite("linalg.eigvalsh", _np(A))
         return _tensor(np.linalg.eigvalsh(_np(A), UPLO=UPLO), A)
     return _call(LinalgEigh, A, UPLO)[0]
 
@@ -269,6 +272,7 @@ def eigvalsh(A, UPLO="L", *, out=None):
 class LinalgSvd(Function):
     @staticmethod
     def forward(ctx, A, full_matrices):
+        _refuse_non_finite("linalg.svd", _np(A))
         try:
             u, s, vh = np.linalg.svd(_np(A), full_matrices=full_matrices)
         except np.linalg.LinAlgError:
@@ -361,5 +365,6 @@ def svdvals(A, *, driver=None, out=None):
     _check_out(out)
     _check_matrix("linalg.svdvals", A)
     if not ((A.requires_grad and _C.is_grad_enabled()) or _C._fw_tangent(A) is not None):
+        _refuse_non_finite("linalg.svdvals", _np(A))
         return _tensor(np.linalg.svd(_np(A), compute_uv=False), A)
     return _call(LinalgSvd, A, False)[1]

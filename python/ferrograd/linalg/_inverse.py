@@ -29,6 +29,7 @@ from ._common import (
     _inv_np,
     _lu_zero_pivot,
     _np,
+    _refuse_non_finite,
     _tensor,
     linalg_inv_ex,
     linalg_lstsq,
@@ -221,6 +222,7 @@ class LinalgPinv(Function):
     @staticmethod
     def forward(ctx, A, atol, rtol, hermitian):
         a = _np(A).astype(np.float64)
+        _refuse_non_finite("linalg.pinv", a)
         if hermitian:
             w, v = np.linalg.eigh(a)
             absw = np.abs(w)
@@ -281,6 +283,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     _check_out(out)
     _check_matrix("linalg.matrix_rank", A)
     a = _np(A)
+    _refuse_non_finite("linalg.matrix_rank", a)
     if hermitian:
         s = np.abs(np.linalg.eigvalsh(a))
     else:
@@ -294,6 +297,7 @@ class LinalgLstsq(Function):
     @staticmethod
     def forward(ctx, A, B, rcond):
         a, b = _np(A), _np(B)
+        _refuse_non_finite("linalg.lstsq", a, b)
         fa, fb = _flat_batches(a), _flat_batches(b)
         x = np.empty(fa.shape[:1] + (a.shape[-1], b.shape[-1]), dtype=a.dtype)
         for i in range(fa.shape[0]):
