@@ -229,3 +229,24 @@ def test_expanded_view_used_after_its_base_changed_follows_the_new_history():
     e.sum().backward()
     # Both rows read x, which is now 2 * a (PyTorch gives the same).
     assert a.grad.tolist() == [4.0, 4.0, 4.0]
+
+
+def test_writing_a_view_of_itself_reads_a_snapshot_as_numpy_does():
+    # PyTorch refuses a copy between overlapping memory; the value written is
+    # the source as it was before the write (NumPy's result), where an
+    # element-by-element copy used to smear the first element along.
+    x = fg.arange(6.0)
+    x[1:] = x[:-1]
+    a = np.arange(6.0)
+    a[1:] = a[:-1]
+    np.testing.assert_array_equal(x.numpy(), a)
+    y = fg.arange(12.0).reshape(3, 4)
+    y[:, 1:] = y[:, :-1]
+    b = np.arange(12.0).reshape(3, 4)
+    b[:, 1:] = b[:, :-1]
+    np.testing.assert_array_equal(y.numpy(), b)
+    z = fg.arange(8.0)
+    z[:4] = z[2:6]  # the other direction
+    c = np.arange(8.0)
+    c[:4] = c[2:6]
+    np.testing.assert_array_equal(z.numpy(), c)
