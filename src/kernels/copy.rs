@@ -107,7 +107,7 @@ fn overlaps<T: Element>(dst: &View, src: &[T]) -> bool {
     let end = start + (reach + 1) * size;
     let (s0, s1) = (
         src.as_ptr() as usize,
-        src.as_ptr() as usize + src.len() * size,
+        src.as_ptr() as usize + std::mem::size_of_val(src),
     );
     s0 < end && start < s1
 }
