@@ -15,6 +15,7 @@ pub(crate) mod index;
 pub(crate) mod math;
 pub(crate) mod matmul;
 pub mod norm;
+mod norm_f32;
 pub(crate) mod optim;
 pub(crate) mod outer;
 pub(crate) mod parallel;
