@@ -65,6 +65,10 @@ impl Tape {
             is_leaf: &|s| c.tensor_at(s).is_leaf(),
             outs: &outs,
             grad_mode,
+            meta: &|s| {
+                let t = c.tensor_at(s);
+                (t.shape(), t.dtype())
+            },
         });
         Tape {
             srcs: c.srcs,
@@ -309,6 +313,12 @@ impl Tape {
                 d.set_item("static_steps", st.steps.len())?;
                 d.set_item("last_fast_forward", st.fast_fwd.load(Ordering::Relaxed))?;
                 d.set_item("last_fast_vjp", st.fast_vjp.load(Ordering::Relaxed))?;
+                d.set_item("fused_groups", st.groups.len())?;
+                d.set_item(
+                    "fused_entries",
+                    st.groups.iter().map(|g| g.members.len()).sum::<usize>(),
+                )?;
+                d.set_item("last_fused_groups", st.fused_last.load(Ordering::Relaxed))?;
             }
             Err(why) => {
                 d.set_item("static_reason", why)?;
@@ -317,6 +327,9 @@ impl Tape {
                 d.set_item("static_steps", 0)?;
                 d.set_item("last_fast_forward", 0)?;
                 d.set_item("last_fast_vjp", 0)?;
+                d.set_item("fused_groups", 0)?;
+                d.set_item("fused_entries", 0)?;
+                d.set_item("last_fused_groups", 0)?;
             }
         }
         d.set_item("last_static", self.last_static.load(Ordering::Relaxed))?;

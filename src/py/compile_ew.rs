@@ -48,7 +48,7 @@ impl Pool {
         }
     }
 
-    fn take(&mut self, dt: DType, shape: &[usize]) -> Tensor {
+    pub(super) fn take(&mut self, dt: DType, shape: &[usize]) -> Tensor {
         for i in (0..self.bufs.len()).rev() {
             let (d, s, _) = &self.bufs[i];
             if *d == dt && s.as_slice() == shape {
@@ -216,12 +216,19 @@ pub(super) fn accumulate(prev: Tensor, g: &Tensor, pool: &mut Pool) -> Result<Te
             return Err(prev);
         };
         let Some(ys) = elems_like::<T>(g, &shape) else {
+            // A weight's gradient often arrives as the transpose of a
+            // contiguous matrix (`linear`'s `w.t()`): added in place tile
+            // by tile, each element still `prev + g`.
+            if prev.is_exclusive() && add_transposed::<T>(&prev, g) {
+                return Ok(prev);
+            }
             return Err(prev);
         };
         if prev.is_exclusive() {
-            // SAFETY: exclusive: no other handle reads or writes it, and
-            // `xs` covers its whole contiguous buffer.
-            let o = unsafe { std::slice::from_raw_parts_mut(xs.as_ptr() as *mut T, xs.len()) };
+            // SAFETY: exclusive: no other handle reads or writes it; the
+            // pointer comes from its view (not from the shared `xs`, which
+            // must not be written through), covering its whole buffer.
+            let o = unsafe { std::slice::from_raw_parts_mut(prev.view().ptr::<T>(), xs.len()) };
             for (o, &y) in o.iter_mut().zip(ys) {
                 *o += y;
             }
@@ -238,6 +245,44 @@ pub(super) fn accumulate(prev: Tensor, g: &Tensor, pool: &mut Pool) -> Result<Te
         DType::F64 => go::<f64>(prev, g, pool),
         _ => Err(prev),
     }
+}
+
+/// `prev += g` for a 2-D `g` of `prev`'s shape laid out as the transpose
+/// of a contiguous matrix; false (nothing written) for any other layout.
+/// `prev` must be exclusive.
+fn add_transposed<T: Float>(prev: &Tensor, g: &Tensor) -> bool {
+    let (pv, v) = (prev.view(), g.view());
+    let [r, c] = *pv.shape.as_slice() else {
+        return false;
+    };
+    if v.dtype() != T::DTYPE
+        || pv.dtype() != T::DTYPE
+        || v.shape.as_slice() != [r, c]
+        || v.strides.as_slice() != [1, r]
+    {
+        return false;
+    }
+    // SAFETY: `prev` is exclusive (no other handle reads or writes its
+    // buffer, contiguous from offset 0); `g`'s view holds `r * c` elements
+    // at `i + j * r` from its pointer. Both guards live until the end.
+    let (o, gs) = unsafe {
+        (
+            std::slice::from_raw_parts_mut(pv.ptr::<T>(), r * c),
+            std::slice::from_raw_parts(v.ptr::<T>() as *const T, r * c),
+        )
+    };
+    const TILE: usize = 32;
+    for i0 in (0..r).step_by(TILE) {
+        for j0 in (0..c).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(r) {
+                let row = &mut o[i * c..(i + 1) * c];
+                for j in j0..(j0 + TILE).min(c) {
+                    row[j] += gs[i + j * r];
+                }
+            }
+        }
+    }
+    true
 }
 
 /// The VJP of an elementwise entry recorded as one node named `node`, from

@@ -21,6 +21,7 @@ use smallvec::{smallvec, SmallVec};
 use super::capture::{Desc, EdgeTo, Entry, Graph, SIn, SavedRef, Src, Step};
 use super::compile::{exec_step, slot};
 use super::compile_ew::{self, Pool};
+use super::compile_fuse::{self as fuse, FuseIn, Group, Kept};
 use crate::autograd::{self, BackwardCtx, Grads};
 use crate::ops::{self, Scalar};
 use crate::tensor::Tensor;
@@ -91,6 +92,10 @@ pub(super) enum SStep {
         ins_g: SmallVec<[Option<usize>; 4]>,
         outs_g: SmallVec<[Option<usize>; 2]>,
     },
+    /// The forward of fused group `g` (`compile_fuse.rs`).
+    FusedFwd(usize),
+    /// The reverse pass of fused group `g`.
+    FusedVjp(usize),
     /// Accumulates gradient slot `g` into leaf `leaf`'s `.grad`.
     WriteGrad {
         leaf: usize,
@@ -116,6 +121,10 @@ pub(super) struct Static {
     /// VJP), for `stats()`.
     pub fast_fwd: AtomicUsize,
     pub fast_vjp: AtomicUsize,
+    /// Runs of elementwise entries fused into one program each.
+    pub groups: Vec<Group>,
+    /// Groups the last replay ran fused.
+    pub fused_last: AtomicUsize,
 }
 
 /// What the static plan needs to know about the capture.
@@ -126,6 +135,8 @@ pub(super) struct BuildIn<'a> {
     pub is_leaf: &'a dyn Fn(usize) -> bool,
     pub outs: &'a [usize],
     pub grad_mode: bool,
+    /// A slot's shape and dtype at capture (guards keep them on replays).
+    pub meta: &'a dyn Fn(usize) -> (crate::tensor::Shape, crate::tensor::DType),
 }
 
 /// The static plan of a tape, or why it has none.
@@ -306,38 +317,13 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
         steps.push(SStep::Plain(i));
     }
 
+    let (steps, groups) = fuse_runs(b, steps, &in_reach, &gslot, n_grads);
+
     // Each tape slot is dropped after its last use; gradient slots are
     // taken by the step that consumes them.
     let mut last = vec![usize::MAX; n];
     for (k, st) in steps.iter().enumerate() {
-        let mut touch = |s: usize| last[s] = k;
-        match st {
-            SStep::Fwd(i) | SStep::Plain(i) => super::compile::touched(&entries[*i], &mut touch),
-            SStep::Seed { root, grad, .. } => {
-                touch(*root);
-                if let Some(g) = grad {
-                    touch(*g);
-                }
-            }
-            SStep::Vjp { entry, .. } => {
-                let e = &entries[*entry];
-                if let (Step::Op { ins, outs, .. }, Graph::Nodes { links, .. }) =
-                    (&e.step, &e.graph)
-                {
-                    for l in links {
-                        for r in l.saved.iter().flatten() {
-                            match *r {
-                                SavedRef::In(i) | SavedRef::TOf(i) => touch(ins[i]),
-                                SavedRef::Out(j) => touch(outs[j]),
-                            }
-                        }
-                    }
-                }
-            }
-            SStep::WriteGrad { leaf, .. } => touch(*leaf),
-            SStep::ReadGrads(i) => super::compile::touched(&entries[*i], &mut touch),
-            SStep::Mode(_) => {}
-        }
+        touch_step(entries, &groups, st, &mut |s: usize| last[s] = k);
     }
     let mut release = vec![Vec::new(); steps.len()];
     for (s, &l) in last.iter().enumerate() {
@@ -359,7 +345,178 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
         n_fwd,
         fast_fwd: AtomicUsize::new(0),
         fast_vjp: AtomicUsize::new(0),
+        groups,
+        fused_last: AtomicUsize::new(0),
     })
+}
+
+/// Calls `touch` on every tape slot step `st` reads or writes (a VJP step:
+/// the tensors its nodes saved).
+fn touch_step(entries: &[Entry], groups: &[Group], st: &SStep, touch: &mut dyn FnMut(usize)) {
+    match st {
+        SStep::FusedFwd(g) => {
+            for &i in &groups[*g].members {
+                super::compile::touched(&entries[i], touch);
+            }
+        }
+        SStep::FusedVjp(g) => {
+            for v in &groups[*g].vjps {
+                touch_step(entries, groups, v, touch);
+            }
+        }
+        SStep::Fwd(i) | SStep::Plain(i) | SStep::ReadGrads(i) => {
+            super::compile::touched(&entries[*i], touch)
+        }
+        SStep::Seed { root, grad, .. } => {
+            touch(*root);
+            if let Some(g) = grad {
+                touch(*g);
+            }
+        }
+        SStep::Vjp { entry, .. } => {
+            let e = &entries[*entry];
+            if let (Step::Op { ins, outs, .. }, Graph::Nodes { links, .. }) = (&e.step, &e.graph) {
+                for l in links {
+                    for r in l.saved.iter().flatten() {
+                        match *r {
+                            SavedRef::In(i) | SavedRef::TOf(i) => touch(ins[i]),
+                            SavedRef::Out(j) => touch(outs[j]),
+                        }
+                    }
+                }
+            }
+        }
+        SStep::WriteGrad { leaf, .. } => touch(*leaf),
+        SStep::Mode(_) => {}
+    }
+}
+
+/// Replaces each run of fusable forward entries (and their VJP steps) by
+/// one fused group's steps.
+fn fuse_runs(
+    b: &BuildIn<'_>,
+    steps: Vec<SStep>,
+    in_reach: &[bool],
+    gslot: &[Option<usize>],
+    n_grads: usize,
+) -> (Vec<SStep>, Vec<Group>) {
+    let entries = b.entries;
+    let f = FuseIn {
+        entries,
+        requires_grad: b.requires_grad,
+        meta: b.meta,
+        in_reach,
+        gslot,
+        outs: b.outs,
+    };
+    let fwd: Vec<usize> = steps
+        .iter()
+        .filter_map(|s| match s {
+            SStep::Fwd(i) => Some(*i),
+            _ => None,
+        })
+        .collect();
+    let runs = fuse::runs(&f, &fwd);
+    if runs.is_empty() {
+        return (steps, Vec::new());
+    }
+    let mut run_of = vec![usize::MAX; entries.len()];
+    for (r, m) in runs.iter().enumerate() {
+        m.iter().for_each(|&i| run_of[i] = r);
+    }
+    // How many steps touch each slot, and which gradient slots hold a
+    // gradient when each run's reverse pass starts.
+    let n = b.srcs.len();
+    let mut total = vec![0u32; n];
+    for st in &steps {
+        touch_step(entries, &[], st, &mut |s| total[s] += 1);
+    }
+    let mut filled = vec![false; n + n_grads];
+    let mut filled_at: Vec<Option<Vec<bool>>> = vec![None; runs.len()];
+    for st in &steps {
+        match st {
+            SStep::Seed { g, .. } => filled[*g] = true,
+            SStep::Vjp { entry, ins_g, .. } => {
+                let r = run_of[*entry];
+                if r != usize::MAX && filled_at[r].is_none() {
+                    filled_at[r] = Some(filled.clone());
+                }
+                if let Graph::Nodes { links, .. } = &entries[*entry].graph {
+                    for e in links.iter().flat_map(|l| l.edges.iter()) {
+                        if let EdgeTo::In(k) = e {
+                            if let Some(g) = ins_g[*k] {
+                                filled[g] = true;
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Steps of each run's own entries touching each slot.
+    let mut mine: Vec<std::collections::HashMap<usize, u32>> =
+        (0..runs.len()).map(|_| Default::default()).collect();
+    for st in &steps {
+        let r = match st {
+            SStep::Fwd(i) => run_of[*i],
+            SStep::Vjp { entry, .. } => run_of[*entry],
+            _ => continue,
+        };
+        if r != usize::MAX {
+            touch_step(entries, &[], st, &mut |s| {
+                *mine[r].entry(s).or_default() += 1
+            });
+        }
+    }
+    // A run the kernel refuses keeps its entries' own steps.
+    let mut group_of = vec![usize::MAX; runs.len()];
+    let mut groups = Vec::new();
+    for (r, members) in runs.iter().enumerate() {
+        let held = filled_at[r].take().unwrap_or_default();
+        let m = &mine[r];
+        let g = fuse::build(
+            &f,
+            members.clone(),
+            &|s| total[s] > m.get(&s).copied().unwrap_or(0),
+            &|g| held.get(g).copied().unwrap_or(false),
+        );
+        if let Ok(g) = g {
+            group_of[r] = groups.len();
+            groups.push(g);
+        }
+    }
+    let mut rest = Vec::with_capacity(steps.len());
+    for st in steps {
+        let r = match &st {
+            SStep::Fwd(i) => run_of[*i],
+            SStep::Vjp { entry, .. } => run_of[*entry],
+            _ => usize::MAX,
+        };
+        let g = if r == usize::MAX {
+            usize::MAX
+        } else {
+            group_of[r]
+        };
+        if g == usize::MAX {
+            rest.push(st);
+            continue;
+        }
+        match st {
+            SStep::Fwd(i) => {
+                if groups[g].members[0] == i {
+                    rest.push(SStep::FusedFwd(g));
+                }
+            }
+            st => {
+                if groups[g].vjps.is_empty() {
+                    rest.push(SStep::FusedVjp(g));
+                }
+                groups[g].vjps.push(st);
+            }
+        }
+    }
+    (rest, groups)
 }
 
 impl Static {
@@ -391,7 +548,8 @@ impl Static {
     ) -> crate::Result<Vec<Tensor>> {
         autograd::set_grad_enabled(false);
         let mut pool = Pool::new();
-        let (mut nf, mut nv) = (0, 0);
+        let (mut nf, mut nv, mut nfused) = (0, 0, 0);
+        let mut kept: Vec<Option<Kept>> = (0..self.groups.len()).map(|_| None).collect();
         for (st, rel) in self.steps.iter().zip(&self.release) {
             match st {
                 SStep::Fwd(i) => {
@@ -427,20 +585,42 @@ impl Static {
                     };
                     slots[*g] = Some(seed);
                 }
-                SStep::Vjp {
-                    entry,
-                    ins_g,
-                    outs_g,
-                } => {
-                    if vjp(
-                        &entries[*entry],
-                        ins_g,
-                        outs_g,
-                        &mut slots,
-                        numbers,
-                        &mut pool,
-                    )? {
+                SStep::Vjp { .. } => {
+                    if run_vjp(st, entries, &mut slots, numbers, &mut pool)? {
                         nv += 1;
+                    }
+                }
+                SStep::FusedFwd(g) => {
+                    let grp = &self.groups[*g];
+                    let k = grp.forward(&mut slots, numbers, &mut pool)?;
+                    if matches!(k, Kept::Unfused) {
+                        for &i in &grp.members {
+                            let e = &entries[i];
+                            if !fast_forward(e, &mut slots, numbers, &mut pool)? {
+                                exec_step(e, &mut slots, numbers)?
+                            }
+                        }
+                    } else {
+                        nfused += 1;
+                    }
+                    if grp.has_vjp() {
+                        kept[*g] = Some(k);
+                    }
+                }
+                SStep::FusedVjp(g) => {
+                    let grp = &self.groups[*g];
+                    match kept[*g].take() {
+                        Some(k @ Kept::Fused { .. }) => grp.reverse(k, &mut slots, &mut pool)?,
+                        Some(Kept::Unfused) => {
+                            for v in &grp.vjps {
+                                run_vjp(v, entries, &mut slots, numbers, &mut pool)?;
+                            }
+                        }
+                        None => {
+                            return Err(crate::Error::runtime(
+                                "compiled tape: a fused group's reverse pass before its forward",
+                            ))
+                        }
                     }
                 }
                 SStep::WriteGrad { leaf, g } => {
@@ -469,8 +649,28 @@ impl Static {
         }
         self.fast_fwd.store(nf, Ordering::Relaxed);
         self.fast_vjp.store(nv, Ordering::Relaxed);
+        self.fused_last.store(nfused, Ordering::Relaxed);
         outs.iter().map(|&s| slot(&slots, s).cloned()).collect()
     }
+}
+
+/// Runs one `SStep::Vjp`; true when it took the elementwise fast path.
+fn run_vjp(
+    st: &SStep,
+    entries: &[Entry],
+    slots: &mut [Option<Tensor>],
+    numbers: &[f64],
+    pool: &mut Pool,
+) -> crate::Result<bool> {
+    let SStep::Vjp {
+        entry,
+        ins_g,
+        outs_g,
+    } = st
+    else {
+        return Err(crate::Error::runtime("compiled tape: not a VJP step"));
+    };
+    vjp(&entries[*entry], ins_g, outs_g, slots, numbers, pool)
 }
 
 /// The rules of the ops that take a Python number and keep its value in

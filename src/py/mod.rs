@@ -14,6 +14,7 @@ pub(crate) mod checkpoint;
 mod compat;
 mod compile;
 mod compile_ew;
+mod compile_fuse;
 mod compile_static;
 mod convert;
 mod creation;

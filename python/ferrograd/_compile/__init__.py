@@ -204,10 +204,15 @@ class CompiledFunction:
         self._called = False
         self._last_key: tuple | None = None
         self._warned: set[str] = set()
+        # Grad mode -> (key, tape) of a call without arguments, the usual
+        # training step: its guards are only grad mode, so such a call skips
+        # flattening and guard building.
+        self._noarg: dict[bool, tuple] = {}
         functools.update_wrapper(self, fn)
         _ALL.add(self)
 
     def _reset(self) -> None:
+        self._noarg.clear()
         self._entries.clear()
         self._ntapes = 0
         self._called = False
@@ -226,6 +231,11 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self._enabled or _C._capture_active():
             return self._fn(*args, **kwargs)
+        if not args and not kwargs:
+            hit = self._noarg.get(_C.is_grad_enabled())
+            if hit is not None and hit[1].checks_left == 0:
+                self._last_key = hit[0]
+                return _rebuild(hit[1].out_spec, iter(hit[1].tape.replay([], [])))
         leaves: list = []
         keep: list = []
         spec = _flatten((args, kwargs), "", leaves, keep)
@@ -245,6 +255,8 @@ class CompiledFunction:
             for t in entry.tapes:
                 if all(numbers[i] == v and type(numbers[i]) is type(v) for i, v in t.spec_values):
                     self._last_key = key
+                    if not args and not kwargs:
+                        self._noarg[key[3]] = (key, t)
                     return self._replay(t, args, kwargs, tensors, numbers)
         miss = self._miss_name(key, entry, numbers, leaves)
         if self._ntapes >= config.cache_size_limit:

@@ -38,6 +38,27 @@ struct Job<'a, T> {
     outs: &'a [SendPtr<T>],
     /// Null for inputs whose gradient is not wanted.
     grads: &'a [SendPtr<T>],
+    /// Where every block's registers live between a [`Pass::Keep`] forward
+    /// and its [`Pass::Kept`] reverse (null for [`Pass::Both`]).
+    kept: SendPtr<T>,
+    pass: Pass,
+}
+
+/// Which halves of the evaluation a call runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Pass {
+    /// Forward, then (with a schedule) reverse, registers in scratch.
+    Both,
+    /// Forward only, every register kept in the caller's arena.
+    Keep,
+    /// Reverse only, reading the registers a `Keep` pass left in the arena.
+    Kept,
+}
+
+/// Length of the arena a [`Pass::Keep`] call fills: every register of
+/// every block, `min(BLOCK, n)` apart.
+pub(super) fn kept_len(prog: &Program, n: usize) -> usize {
+    prog.instrs.len() * n.div_ceil(BLOCK.min(n).max(1)) * BLOCK.min(n)
 }
 
 pub(super) fn run<T: FusedFloat>(
@@ -49,21 +70,67 @@ pub(super) fn run<T: FusedFloat>(
     outs: &mut [&mut [T]],
     grads: &mut [Option<Vec<T>>],
 ) {
+    let n = inputs
+        .first()
+        .map(|s| s.len())
+        .or_else(|| outs.first().map(|s| s.len()))
+        .unwrap_or(0);
+    let gradp: smallvec::SmallVec<[SendPtr<T>; 4]> = grads
+        .iter_mut()
+        .enumerate()
+        .map(|(k, g)| match g {
+            Some(v) if sched.is_some_and(|s| s.want[k]) && v.len() == n => SendPtr(v.as_mut_ptr()),
+            _ => SendPtr(std::ptr::null_mut()),
+        })
+        .collect();
+    run_pass(
+        prog,
+        sched,
+        Pass::Both,
+        inputs,
+        scalars,
+        seeds,
+        outs,
+        &gradp,
+        SendPtr(std::ptr::null_mut()),
+    );
+}
+
+/// The general entry: `grads` are raw pointers (null when not wanted),
+/// `kept` the register arena of the `Keep`/`Kept` passes.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_pass<T: FusedFloat>(
+    prog: &Program,
+    sched: Option<&Schedule>,
+    pass: Pass,
+    inputs: &[&[T]],
+    scalars: &[impl Into<f64> + Copy],
+    seeds: &[Option<&[T]>],
+    outs: &mut [&mut [T]],
+    gradp: &[SendPtr<T>],
+    kept: SendPtr<T>,
+) {
     assert_eq!(inputs.len(), prog.n_inputs, "one slice per program input");
     assert_eq!(
         scalars.len(),
         prog.n_scalars,
         "one value per program scalar"
     );
+    // The reverse-only pass writes no outputs.
     assert_eq!(
         outs.len(),
-        prog.outputs.len(),
+        if pass == Pass::Kept {
+            0
+        } else {
+            prog.outputs.len()
+        },
         "one slice per program output"
     );
     let n = inputs
         .first()
         .map(|s| s.len())
         .or_else(|| outs.first().map(|s| s.len()))
+        .or_else(|| seeds.iter().flatten().next().map(|s| s.len()))
         .unwrap_or(0);
     assert!(
         inputs.iter().all(|s| s.len() == n) && outs.iter().all(|s| s.len() == n),
@@ -89,14 +156,10 @@ pub(super) fn run<T: FusedFloat>(
         .collect();
     let outp: smallvec::SmallVec<[SendPtr<T>; 4]> =
         outs.iter_mut().map(|o| SendPtr(o.as_mut_ptr())).collect();
-    let gradp: smallvec::SmallVec<[SendPtr<T>; 4]> = grads
-        .iter_mut()
-        .enumerate()
-        .map(|(k, g)| match g {
-            Some(v) if sched.is_some_and(|s| s.want[k]) && v.len() == n => SendPtr(v.as_mut_ptr()),
-            _ => SendPtr(std::ptr::null_mut()),
-        })
-        .collect();
+    assert!(
+        pass == Pass::Both || !kept.get().is_null(),
+        "a kept pass needs its arena"
+    );
     let job = Job {
         prog,
         sched,
@@ -105,16 +168,18 @@ pub(super) fn run<T: FusedFloat>(
         consts: &consts,
         seeds,
         outs: &outp,
-        grads: &gradp,
+        grads: gradp,
+        kept,
+        pass,
     };
     parallel::run(n, |threads| {
         if threads == 1 || n < GRAIN {
-            run_range(&job, 0, n);
+            run_range(&job, n, 0, n);
             return;
         }
         let chunk = GRAIN.max(n.div_ceil(threads * 4)).next_multiple_of(BLOCK);
         parallel::tasks(n.div_ceil(chunk), |c| {
-            run_range(&job, c * chunk, ((c + 1) * chunk).min(n))
+            run_range(&job, n, c * chunk, ((c + 1) * chunk).min(n))
         });
     });
 }
@@ -125,14 +190,28 @@ pub(super) fn run<T: FusedFloat>(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
-fn run_range<T: FusedFloat>(job: &Job<'_, T>, lo: usize, hi: usize) {
+fn run_range<T: FusedFloat>(job: &Job<'_, T>, n: usize, lo: usize, hi: usize) {
     let prog = job.prog;
     let ni = prog.instrs.len();
     let ns = prog.n_scalars;
     // Registers are `stride` apart: a short range needs no full block each.
-    let stride = BLOCK.min(hi - lo);
-    let regs_len = ni * stride;
-    let adj_len = if job.sched.is_some() { regs_len } else { 0 };
+    // Kept registers use one stride for the whole length, so a block's
+    // place in the arena does not depend on how the range was cut.
+    let stride = if job.pass == Pass::Both {
+        BLOCK.min(hi - lo)
+    } else {
+        BLOCK.min(n)
+    };
+    let regs_len = if job.pass == Pass::Both {
+        ni * stride
+    } else {
+        0
+    };
+    let adj_len = if job.sched.is_some() && job.pass != Pass::Keep {
+        ni * stride
+    } else {
+        0
+    };
     // Taken rather than borrowed in a closure, so the loops below stay in
     // this function and get its target features.
     let mut scratch = T::take_scratch();
@@ -150,7 +229,25 @@ fn run_range<T: FusedFloat>(job: &Job<'_, T>, lo: usize, hi: usize) {
     let mut pos = lo;
     while pos < hi {
         let len = stride.min(hi - pos);
-        block(job, regs, adj, splat, stride, pos, len);
+        let regs: &mut [T] = if job.pass == Pass::Both {
+            &mut *regs
+        } else {
+            // SAFETY: the arena holds `kept_len` elements (checked by the
+            // caller); block `pos / stride` owns the `ni * stride` of them
+            // at its offset, and only this thread evaluates that block.
+            unsafe {
+                std::slice::from_raw_parts_mut(
+                    job.kept.get().add((pos / stride) * ni * stride),
+                    ni * stride,
+                )
+            }
+        };
+        if job.pass != Pass::Kept {
+            block_forward(job, regs, splat, stride, pos, len);
+        }
+        if job.pass != Pass::Keep {
+            block_reverse(job, regs, adj, splat, stride, pos, len);
+        }
         pos += len;
     }
     T::put_scratch(scratch);
@@ -175,10 +272,9 @@ fn operand<'s, T: FusedFloat>(
 }
 
 #[inline(always)]
-fn block<T: FusedFloat>(
+fn block_forward<T: FusedFloat>(
     job: &Job<'_, T>,
     regs: &mut [T],
-    adj: &mut [T],
     splat: &[T],
     stride: usize,
     pos: usize,
@@ -202,10 +298,22 @@ fn block<T: FusedFloat>(
         let dst = unsafe { std::slice::from_raw_parts_mut(job.outs[k].get().add(pos), len) };
         dst.copy_from_slice(&regs[r..r + len]);
     }
+}
+
+#[inline(always)]
+fn block_reverse<T: FusedFloat>(
+    job: &Job<'_, T>,
+    regs: &[T],
+    adj: &mut [T],
+    splat: &[T],
+    stride: usize,
+    pos: usize,
+    len: usize,
+) {
+    let prog = job.prog;
     let Some(sched) = job.sched else {
         return;
     };
-    let regs = &*regs;
     for (k, &o) in prog.outputs.iter().enumerate() {
         let (Some(seed), act) = (job.seeds[k], sched.seed_act[k]) else {
             continue;

@@ -2,7 +2,8 @@
 //! contributions are written or added (in the engine's order), the reusable
 //! [`Plan`], and each op's gradient rule as the eager backward computes it.
 
-use super::eval::{each, run, ScalarConsts, BLOCK};
+use super::super::SendPtr;
+use super::eval::{each, kept_len, run, run_pass, Pass, ScalarConsts, BLOCK};
 use super::float::{extreme_share, powf_special, sigmoid, sign, FusedFloat, GELU_BETA, GELU_KAPPA};
 use super::program::{EwOp, Program, Src};
 
@@ -10,13 +11,42 @@ impl Program {
     /// Validates the program and plans its reverse pass for the inputs
     /// `want` marks and the outputs `seeded` marks as having a gradient.
     pub fn plan(&self, want: &[bool], seeded: &[bool]) -> Result<Plan, String> {
+        self.plan_into(want, seeded, &vec![false; self.n_inputs])
+    }
+
+    /// As [`Program::plan`], for [`Plan::reverse_kept`] calls whose gradient
+    /// buffers of the inputs `accumulate` marks already hold a gradient:
+    /// this program's contributions are added after it, one by one, as the
+    /// engine adds a value's later contributions.
+    pub fn plan_into(
+        &self,
+        want: &[bool],
+        seeded: &[bool],
+        accumulate: &[bool],
+    ) -> Result<Plan, String> {
+        if accumulate.len() != self.n_inputs {
+            return Err(format!(
+                "accumulate has {} flags for {} inputs",
+                accumulate.len(),
+                self.n_inputs
+            ));
+        }
         Ok(Plan {
-            sched: self.schedule(want, seeded)?,
+            sched: self.schedule_into(want, seeded, accumulate)?,
             prog: self.clone(),
         })
     }
 
     pub(super) fn schedule(&self, want: &[bool], seeded: &[bool]) -> Result<Schedule, String> {
+        self.schedule_into(want, seeded, &vec![false; self.n_inputs])
+    }
+
+    fn schedule_into(
+        &self,
+        want: &[bool],
+        seeded: &[bool],
+        accumulate: &[bool],
+    ) -> Result<Schedule, String> {
         self.validate()?;
         if want.len() != self.n_inputs {
             return Err(format!(
@@ -47,7 +77,7 @@ impl Program {
         // Walk in the engine's order, noting whether each contribution is a
         // value's first gradient (written) or a later one (added).
         let mut has_reg = vec![false; n];
-        let mut has_in = vec![false; self.n_inputs];
+        let mut has_in: Vec<bool> = accumulate.iter().zip(want).map(|(&a, &w)| a && w).collect();
         let mut seed_act = vec![Act::Skip; self.outputs.len()];
         for (k, &o) in self.outputs.iter().enumerate() {
             if seeded[k] && reach[o as usize] {
@@ -77,6 +107,8 @@ impl Program {
         }
         Ok(Schedule {
             want: want.to_vec(),
+            accumulate: accumulate.to_vec(),
+            reached: has_in,
             seeded: seeded.to_vec(),
             seed_act,
             live: has_reg,
@@ -98,6 +130,9 @@ pub(super) enum Act {
 #[derive(Clone, Debug)]
 pub(super) struct Schedule {
     pub(super) want: Vec<bool>,
+    pub(super) accumulate: Vec<bool>,
+    /// Wanted inputs that end with a gradient (held before, or reached).
+    pub(super) reached: Vec<bool>,
     pub(super) seeded: Vec<bool>,
     pub(super) seed_act: Vec<Act>,
     /// Registers that receive a gradient.
@@ -121,6 +156,112 @@ impl Plan {
     /// The inputs this plan differentiates for.
     pub fn want(&self) -> &[bool] {
         &self.sched.want
+    }
+
+    /// The outputs this plan expects a seed for.
+    pub fn seeded(&self) -> &[bool] {
+        &self.sched.seeded
+    }
+
+    /// The inputs whose gradient buffers this plan adds to.
+    pub fn accumulate(&self) -> &[bool] {
+        &self.sched.accumulate
+    }
+
+    /// The length of the register arena [`Plan::forward_keep`] fills for
+    /// inputs of `n` elements (every register of every element).
+    pub fn kept_len(&self, n: usize) -> usize {
+        kept_len(&self.prog, n)
+    }
+
+    /// The forward pass, keeping every register in `kept` (at least
+    /// [`Plan::kept_len`] long) for a later [`Plan::reverse_kept`], so the
+    /// reverse pass need not compute the forward again.
+    ///
+    /// # Panics
+    /// As [`Program::forward`], and if `kept` is too short.
+    pub fn forward_keep<T: FusedFloat>(
+        &self,
+        inputs: &[&[T]],
+        scalars: &[impl Into<f64> + Copy],
+        outs: &mut [&mut [T]],
+        kept: &mut [T],
+    ) {
+        let n = inputs.first().map_or(0, |s| s.len());
+        assert!(kept.len() >= self.kept_len(n), "register arena too short");
+        run_pass(
+            &self.prog,
+            None,
+            Pass::Keep,
+            inputs,
+            scalars,
+            &[],
+            outs,
+            &[],
+            SendPtr(kept.as_mut_ptr()),
+        );
+    }
+
+    /// The reverse pass from the registers [`Plan::forward_keep`] left in
+    /// `kept` (left as it is), for the same `inputs` and `scalars`. `grads[k]` must be a
+    /// buffer of the inputs' length for every wanted input (others are
+    /// ignored): with the plan's `accumulate` flag it holds a gradient that
+    /// the contributions are added to, otherwise it is overwritten (zeros
+    /// where no gradient reaches). `seeds` must match the plan's `seeded`.
+    ///
+    /// # Panics
+    /// If the counts or lengths disagree with the plan or the arena.
+    pub fn reverse_kept<T: FusedFloat>(
+        &self,
+        inputs: &[&[T]],
+        scalars: &[impl Into<f64> + Copy],
+        kept: &mut [T],
+        seeds: &[Option<&[T]>],
+        grads: &mut [Option<&mut [T]>],
+    ) {
+        let n = inputs.first().map_or(0, |s| s.len());
+        assert!(kept.len() >= self.kept_len(n), "register arena too short");
+        assert_eq!(seeds.len(), self.prog.outputs.len(), "one seed per output");
+        assert!(
+            seeds
+                .iter()
+                .zip(&self.sched.seeded)
+                .all(|(s, &p)| s.is_some() == p),
+            "the seeds differ from the plan's"
+        );
+        assert_eq!(
+            grads.len(),
+            self.prog.n_inputs,
+            "one gradient slot per input"
+        );
+        let mut gradp: smallvec::SmallVec<[SendPtr<T>; 4]> = smallvec::SmallVec::new();
+        for (k, g) in grads.iter_mut().enumerate() {
+            match g {
+                Some(v) if self.sched.want[k] => {
+                    assert_eq!(v.len(), n, "gradient buffers have the inputs' length");
+                    if !self.sched.reached[k] {
+                        v.fill(T::ZERO);
+                    }
+                    gradp.push(SendPtr(v.as_mut_ptr()));
+                }
+                _ => {
+                    assert!(!self.sched.want[k], "a wanted input has no gradient buffer");
+                    gradp.push(SendPtr(std::ptr::null_mut()));
+                }
+            }
+        }
+        run_pass(
+            &self.prog,
+            Some(&self.sched),
+            Pass::Kept,
+            inputs,
+            scalars,
+            seeds,
+            &mut [],
+            &gradp,
+            // Only read (`&mut` so the pass may hold it as its registers).
+            SendPtr(kept.as_mut_ptr()),
+        );
     }
 
     /// As [`Program::forward`], without validating again.
