@@ -216,12 +216,6 @@ pub(super) fn accumulate(prev: Tensor, g: &Tensor, pool: &mut Pool) -> Result<Te
             return Err(prev);
         };
         let Some(ys) = elems_like::<T>(g, &shape) else {
-            // A weight's gradient often arrives as the transpose of a
-            // contiguous matrix (`linear`'s `w.t()`): added in place tile
-            // by tile, each element still `prev + g`.
-            if prev.is_exclusive() && add_transposed::<T>(&prev, g) {
-                return Ok(prev);
-            }
             return Err(prev);
         };
         if prev.is_exclusive() {
@@ -240,6 +234,26 @@ pub(super) fn accumulate(prev: Tensor, g: &Tensor, pool: &mut Pool) -> Result<Te
             }
         }))
     }
+    // A weight's gradient through `linear`'s `w.t()` arrives as the
+    // transpose of a contiguous matrix, at every step of an unrolled loop:
+    // such gradients are added in the transposed domain, where both are
+    // contiguous (each element is still `prev + g`), and the sum is kept as
+    // the transpose of a pooled buffer.
+    if is_transposed(&prev) && is_transposed(g) && prev.shape() == g.shape() {
+        if let (Ok(pt), Ok(gt)) = (crate::ops::t(&prev), crate::ops::t(g)) {
+            if let Ok(sum) = accumulate(pt, &gt, pool) {
+                if let Ok(t) = crate::ops::t(&sum) {
+                    let base = prev.base().cloned();
+                    drop(prev);
+                    if let Some(b) = base {
+                        pool.put(b);
+                    }
+                    return Ok(t);
+                }
+            }
+        }
+        return Err(prev);
+    }
     match prev.dtype() {
         DType::F32 => go::<f32>(prev, g, pool),
         DType::F64 => go::<f64>(prev, g, pool),
@@ -247,42 +261,11 @@ pub(super) fn accumulate(prev: Tensor, g: &Tensor, pool: &mut Pool) -> Result<Te
     }
 }
 
-/// `prev += g` for a 2-D `g` of `prev`'s shape laid out as the transpose
-/// of a contiguous matrix; false (nothing written) for any other layout.
-/// `prev` must be exclusive.
-fn add_transposed<T: Float>(prev: &Tensor, g: &Tensor) -> bool {
-    let (pv, v) = (prev.view(), g.view());
-    let [r, c] = *pv.shape.as_slice() else {
-        return false;
-    };
-    if v.dtype() != T::DTYPE
-        || pv.dtype() != T::DTYPE
-        || v.shape.as_slice() != [r, c]
-        || v.strides.as_slice() != [1, r]
-    {
-        return false;
-    }
-    // SAFETY: `prev` is exclusive (no other handle reads or writes its
-    // buffer, contiguous from offset 0); `g`'s view holds `r * c` elements
-    // at `i + j * r` from its pointer. Both guards live until the end.
-    let (o, gs) = unsafe {
-        (
-            std::slice::from_raw_parts_mut(pv.ptr::<T>(), r * c),
-            std::slice::from_raw_parts(v.ptr::<T>() as *const T, r * c),
-        )
-    };
-    const TILE: usize = 32;
-    for i0 in (0..r).step_by(TILE) {
-        for j0 in (0..c).step_by(TILE) {
-            for i in i0..(i0 + TILE).min(r) {
-                let row = &mut o[i * c..(i + 1) * c];
-                for j in j0..(j0 + TILE).min(c) {
-                    row[j] += gs[i + j * r];
-                }
-            }
-        }
-    }
-    true
+/// Whether `t` is a 2-D view laid out as the transpose of a contiguous
+/// matrix.
+fn is_transposed(t: &Tensor) -> bool {
+    let v = t.view();
+    v.shape.len() == 2 && v.shape[0] > 1 && v.strides.as_slice() == [1, v.shape[0]]
 }
 
 /// The VJP of an elementwise entry recorded as one node named `node`, from

@@ -16,6 +16,7 @@ mod compile;
 mod compile_ew;
 mod compile_fuse;
 mod compile_static;
+mod compile_vjp;
 mod convert;
 mod creation;
 mod dtype;
