@@ -296,3 +296,51 @@ def test_an_lstm_cell_training_step_matches_eager_bit_for_bit():
             assert same(a, b)
     s = stats(fc)
     assert s["fused_groups"] >= 12 and s["last_fused_groups"] == s["fused_groups"]
+
+
+@pytest.mark.parametrize("no_grad", [True, False])
+def test_inference_without_backward_is_fused(no_grad):
+    # No backward() and no graph (no_grad(), or inputs that do not require
+    # grad): the tape gets a forward-only plan and its runs are fused.
+    w = torch.tensor(np.linspace(-1, 1, 32), requires_grad=no_grad)
+
+    def fn(x):
+        def body():
+            y = x
+            for i in range(30):
+                y = CYCLE[i % 5](y, w)
+            return y.tanh(), y
+        if no_grad:
+            with torch.no_grad():
+                return body()
+        return body()
+
+    fc = torch.compile(fn, fullgraph=True)
+    kept = []
+    for i in range(4):
+        x = torch.tensor(np.linspace(-0.5, 0.5, 32) * (i + 1))
+        re, rc = fn(x), fc(x)
+        for a, b in zip(re, rc):
+            assert same(a, b) and not b.requires_grad
+        kept.append((rc[1].numpy().copy(), rc[1]))
+    for snapshot, t in kept:
+        assert np.array_equal(snapshot, t.numpy())
+    s = stats(fc)
+    assert s["vjp_entries"] == 0 and s["fused_groups"] == 1 and s["last_fused_groups"] == 1
+
+
+def test_a_tape_that_builds_a_graph_without_backward_keeps_the_engine():
+    w = torch.tensor(np.linspace(-1, 1, 8), requires_grad=True)
+
+    def fn(x):
+        return (x * w).sin() * 2.0
+
+    fc = torch.compile(fn, fullgraph=True)
+    for _ in range(3):
+        out = fc(torch.ones(8))
+    (tape,) = fc.tapes
+    s = tape.stats()
+    assert not s["static"] and "builds a graph" in s["static_reason"]
+    assert out.requires_grad and out.grad_fn is not None
+    out.sum().backward()
+    assert np.allclose(w.grad.numpy(), 2.0 * np.cos(w.detach().numpy()))

@@ -149,6 +149,9 @@ pub(super) struct FuseIn<'a> {
     pub gslot: &'a [Option<usize>],
     /// The call's results, which every run must produce as tensors.
     pub outs: &'a [usize],
+    /// Whether the plan has a reverse pass (a forward-only plan runs
+    /// everything with grad recording off, so grad mode inside is moot).
+    pub backward: bool,
 }
 
 /// Whether entry `i` may join a run of `(shape, dtype)`; returns its own
@@ -192,7 +195,7 @@ fn member(f: &FuseIn<'_>, i: usize) -> Option<(Shape, DType)> {
     // when an input does (under `no_grad()` a gradient must not flow
     // through it, which the fused reverse pass would let it do).
     let any_rg = ins.iter().any(|&s| f.requires_grad[s]);
-    if f.requires_grad[outs[0]] != any_rg {
+    if f.backward && f.requires_grad[outs[0]] != any_rg {
         return None;
     }
     if f.in_reach[i] {

@@ -148,7 +148,7 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
         .collect();
     let bi = match bwd.as_slice() {
         [i] => *i,
-        [] => return Err("the tape has no backward() step".into()),
+        [] => return build_forward_only(b),
         _ => return Err("the tape has several backward() steps".into()),
     };
     let Step::Backward {
@@ -319,12 +319,24 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
     }
 
     let (steps, groups) = fuse_runs(b, steps, &in_reach, &gslot, n_grads);
+    Ok(assemble(b, steps, groups, n_grads, leaves, n_vjp, n_fwd))
+}
 
-    // Each tape slot is dropped after its last use; gradient slots are
-    // taken by the step that consumes them.
+/// The plan from its steps: each tape slot is dropped after its last use
+/// (gradient slots are taken by the step that consumes them).
+fn assemble(
+    b: &BuildIn<'_>,
+    steps: Vec<SStep>,
+    groups: Vec<Group>,
+    n_grads: usize,
+    leaves: Vec<usize>,
+    n_vjp: usize,
+    n_fwd: usize,
+) -> Static {
+    let n = b.srcs.len();
     let mut last = vec![usize::MAX; n];
     for (k, st) in steps.iter().enumerate() {
-        touch_step(entries, &groups, st, &mut |s: usize| last[s] = k);
+        touch_step(b.entries, &groups, st, &mut |s: usize| last[s] = k);
     }
     let mut release = vec![Vec::new(); steps.len()];
     for (s, &l) in last.iter().enumerate() {
@@ -336,7 +348,7 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
         .filter(|&s| matches!(b.srcs[s], Src::Const(_)))
         .map(|s| (s, b.requires_grad[s]))
         .collect();
-    Ok(Static {
+    Static {
         steps,
         release,
         n_grads,
@@ -348,7 +360,37 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
         fast_vjp: AtomicUsize::new(0),
         groups,
         fused_last: AtomicUsize::new(0),
-    })
+    }
+}
+
+/// The plan of a tape without `backward()` that built no graph (inference,
+/// or `no_grad()`): its ops run with grad recording off, so runs of
+/// elementwise ops can be fused.
+fn build_forward_only(b: &BuildIn<'_>) -> Result<Static, String> {
+    let entries = b.entries;
+    let n = b.srcs.len();
+    if (0..n).any(|s| matches!(b.srcs[s], Src::Produced) && b.requires_grad[s]) {
+        return Err("the tape has no backward() step and builds a graph".into());
+    }
+    let mut steps = Vec::new();
+    let mut mode = b.grad_mode;
+    let mut n_fwd = 0;
+    for (i, e) in entries.iter().enumerate() {
+        match &e.step {
+            Step::Op { .. } => {
+                steps.push(SStep::Fwd(i));
+                n_fwd += 1;
+            }
+            Step::GradMode(on) => mode = *on,
+            Step::PyCall(_) => {
+                return Err(format!("`{}` is called from Python", e.name));
+            }
+            _ => steps.push(SStep::Plain(i)),
+        }
+    }
+    steps.push(SStep::Mode(mode));
+    let (steps, groups) = fuse_runs(b, steps, &vec![false; entries.len()], &vec![None; n], 0);
+    Ok(assemble(b, steps, groups, 0, Vec::new(), 0, n_fwd))
 }
 
 /// Calls `touch` on every tape slot step `st` reads or writes (a VJP step:
@@ -409,6 +451,7 @@ fn fuse_runs(
         in_reach,
         gslot,
         outs: b.outs,
+        backward: n_grads > 0,
     };
     let fwd: Vec<usize> = steps
         .iter()
