@@ -25,6 +25,7 @@ pub(crate) mod rnn;
 pub(crate) mod rnn_gemm;
 pub(crate) mod softmax;
 pub(crate) mod special;
+pub mod trig_f32;
 
 use std::mem::MaybeUninit;
 

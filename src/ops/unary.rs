@@ -93,8 +93,40 @@ pub(crate) fn log(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// `sin`/`cos`: float32 through `kernels::trig_f32` (a contiguous input in
+/// parallel blocks with its slice form), float64 through libm.
+fn trig(
+    a: &Tensor,
+    slice: fn(&mut [f32], &[f32]),
+    each: fn(f32) -> f32,
+    f64f: fn(f64) -> f64,
+) -> Result<Tensor> {
+    if a.dtype() == DType::F32 {
+        let v = a.view();
+        if let Some(src) = v.as_slice::<f32>() {
+            let n = src.len();
+            let mut out: Vec<f32> = crate::error::filled_vec(n, 0.0);
+            let dst = crate::kernels::SendPtr(out.as_mut_ptr());
+            crate::kernels::parallel::run(n, |threads| {
+                let chunk = n.div_ceil(threads.max(1) * 4).max(crate::kernels::GRAIN);
+                crate::kernels::parallel::tasks(n.div_ceil(chunk.max(1)), |c| {
+                    let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(n));
+                    // SAFETY: each task writes its own range of `out`.
+                    let d = unsafe { std::slice::from_raw_parts_mut(dst.get().add(lo), hi - lo) };
+                    slice(d, &src[lo..hi]);
+                });
+            });
+            let shape = v.shape.clone();
+            drop(v);
+            return Ok(Tensor::from_vec(out, shape));
+        }
+    }
+    map1(a, a.dtype().to_float(), each, f64f, NO_INT)
+}
+
 pub(crate) fn sin(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn!(a, |x| x.sin())?;
+    use crate::kernels::trig_f32 as t;
+    let out = trig(a, t::sin_slice, t::sin_f32, f64::sin)?;
     if needs_record(&[a]) {
         record("SinBackward0", &[a], &out, saved![a], |c| {
             Ok(smallvec![Some(mul(c.grad()?, &cos(c.saved(0)?)?)?)])
@@ -104,7 +136,8 @@ pub(crate) fn sin(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn cos(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn!(a, |x| x.cos())?;
+    use crate::kernels::trig_f32 as t;
+    let out = trig(a, t::cos_slice, t::cos_f32, f64::cos)?;
     if needs_record(&[a]) {
         record("CosBackward0", &[a], &out, saved![a], |c| {
             Ok(smallvec![Some(mul(c.grad()?, &neg(&sin(c.saved(0)?)?)?)?)])

@@ -59,9 +59,11 @@ impl Pool {
     }
 }
 
-/// `tanh` and `sigmoid` as `ops::unary` computes them per dtype.
+/// `tanh`, `sin` and `cos` as `ops::unary` computes them per dtype.
 trait Act: Float {
     fn tanh_k(self) -> Self;
+    fn sin_k(self) -> Self;
+    fn cos_k(self) -> Self;
 }
 
 impl Act for f32 {
@@ -69,12 +71,28 @@ impl Act for f32 {
     fn tanh_k(self) -> f32 {
         crate::kernels::math::tanh_f32(self)
     }
+    #[inline(always)]
+    fn sin_k(self) -> f32 {
+        crate::kernels::trig_f32::sin_f32(self)
+    }
+    #[inline(always)]
+    fn cos_k(self) -> f32 {
+        crate::kernels::trig_f32::cos_f32(self)
+    }
 }
 
 impl Act for f64 {
     #[inline(always)]
     fn tanh_k(self) -> f64 {
         self.tanh()
+    }
+    #[inline(always)]
+    fn sin_k(self) -> f64 {
+        self.sin()
+    }
+    #[inline(always)]
+    fn cos_k(self) -> f64 {
+        self.cos()
     }
 }
 
@@ -147,8 +165,8 @@ fn forward_t<T: Act>(
                 Ew::Neg => |x: T| -x,
                 Ew::Exp => |x: T| x.exp_fast(),
                 Ew::Log => |x: T| x.ln(),
-                Ew::Sin => |x: T| x.sin(),
-                Ew::Cos => |x: T| x.cos(),
+                Ew::Sin => |x: T| x.sin_k(),
+                Ew::Cos => |x: T| x.cos_k(),
                 Ew::Tanh => |x: T| x.tanh_k(),
                 Ew::Sigmoid => {
                     |x: T| <T as Element>::one() / (<T as Element>::one() + (-x).exp_fast())
@@ -329,11 +347,13 @@ fn vjp_t<T: Act>(
         }
         // SinBackward0: mul(g, cos(x)).
         (Desc::Unary(Ew::Sin), "SinBackward0") => {
-            smallvec![Some(with(pool, &shape, gs, in0()?, |g, x| g * x.cos())?)]
+            smallvec![Some(with(pool, &shape, gs, in0()?, |g, x| g * x.cos_k())?)]
         }
         // CosBackward0: mul(g, neg(sin(x))).
         (Desc::Unary(Ew::Cos), "CosBackward0") => {
-            smallvec![Some(with(pool, &shape, gs, in0()?, |g, x| g * -(x.sin()))?)]
+            smallvec![Some(
+                with(pool, &shape, gs, in0()?, |g, x| g * -(x.sin_k()))?
+            )]
         }
         // TanhBackward0 without a graph: g * (1 - y * y).
         (Desc::Unary(Ew::Tanh), "TanhBackward0") => {

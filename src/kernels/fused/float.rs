@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-use super::super::math;
+use super::super::{math, trig_f32};
 
 /// The float types programs run in, with the exact functions ferrograd's
 /// eager kernels use for them.
@@ -32,6 +32,9 @@ pub trait FusedFloat:
     fn k_erf(self) -> Self;
     fn k_sin(self) -> Self;
     fn k_cos(self) -> Self;
+    /// `d[i] = sin(a[i])`, vectorised where the element form is not.
+    fn sin_slice(d: &mut [Self], a: &[Self]);
+    fn cos_slice(d: &mut [Self], a: &[Self]);
     fn k_tan(self) -> Self;
     fn k_ln(self) -> Self;
     fn k_ln_1p(self) -> Self;
@@ -52,7 +55,7 @@ pub trait FusedFloat:
 }
 
 macro_rules! fused_float {
-    ($t:ty, $scratch:ident, $exp:expr, $tanh:expr, $erf:expr) => {
+    ($t:ty, $scratch:ident, $exp:expr, $tanh:expr, $erf:expr, $sin:expr, $cos:expr, $sins:expr, $coss:expr) => {
         thread_local! {
             static $scratch: RefCell<Vec<$t>> = const { RefCell::new(Vec::new()) };
         }
@@ -77,11 +80,19 @@ macro_rules! fused_float {
             }
             #[inline(always)]
             fn k_sin(self) -> Self {
-                self.sin()
+                $sin(self)
             }
             #[inline(always)]
             fn k_cos(self) -> Self {
-                self.cos()
+                $cos(self)
+            }
+            #[inline(always)]
+            fn sin_slice(d: &mut [Self], a: &[Self]) {
+                $sins(d, a)
+            }
+            #[inline(always)]
+            fn cos_slice(d: &mut [Self], a: &[Self]) {
+                $coss(d, a)
             }
             #[inline(always)]
             fn k_tan(self) -> Self {
@@ -151,8 +162,33 @@ macro_rules! fused_float {
     };
 }
 
-fused_float!(f32, SCRATCH_F32, math::exp_f32, math::tanh_f32, libm::erff);
-fused_float!(f64, SCRATCH_F64, f64::exp, f64::tanh, libm::erf);
+fused_float!(
+    f32,
+    SCRATCH_F32,
+    math::exp_f32,
+    math::tanh_f32,
+    libm::erff,
+    trig_f32::sin_f32,
+    trig_f32::cos_f32,
+    trig_f32::sin_slice,
+    trig_f32::cos_slice
+);
+fused_float!(
+    f64,
+    SCRATCH_F64,
+    f64::exp,
+    f64::tanh,
+    libm::erf,
+    f64::sin,
+    f64::cos,
+    map_slice(f64::sin),
+    map_slice(f64::cos)
+);
+
+/// The element function `f` over a slice (float64 keeps libm's scalar calls).
+fn map_slice(f: fn(f64) -> f64) -> impl Fn(&mut [f64], &[f64]) {
+    move |d, a| d.iter_mut().zip(a).for_each(|(d, &x)| *d = f(x))
+}
 
 /// `pow` as the eager kernel computes it: exact products for the common
 /// small exponents (`arith::powf_special`).

@@ -382,10 +382,20 @@ pub(super) fn backward_op<T: FusedFloat>(
         (Exp, _) => land2(d, act, g, y, |g, y| g * y),
         // div(g, x)
         (Log, _) => land2(d, act, g, a, |g, x| g / x),
-        // mul(g, cos(x))
-        (Sin, _) => land2(d, act, g, a, |g, x| g * x.k_cos()),
+        // mul(g, cos(x)), the cosines first with the vectorised slice form
+        (Sin, _) => {
+            let mut tmp = [zero; BLOCK];
+            let t = &mut tmp[..d.len()];
+            T::cos_slice(t, a);
+            land2(d, act, g, t, |g, c| g * c)
+        }
         // mul(g, neg(sin(x)))
-        (Cos, _) => land2(d, act, g, a, |g, x| g * -x.k_sin()),
+        (Cos, _) => {
+            let mut tmp = [zero; BLOCK];
+            let t = &mut tmp[..d.len()];
+            T::sin_slice(t, a);
+            land2(d, act, g, t, |g, s| g * -s)
+        }
         // mul(g, add(mul(y, y), 1))
         (Tan, _) => land2(d, act, g, y, |g, y| g * ((y * y) + one)),
         // g * (1 - y^2)
