@@ -10,6 +10,7 @@ import math
 import warnings
 
 from ... import _C
+from ...autograd import Function
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -42,6 +43,56 @@ def _safe_softmax(scores, masked):
         if empty.any().item():
             weights = weights.masked_fill(empty, 0.0)
     return weights
+
+
+class _Attention(Function):
+    """Unmasked attention as one node: the native kernel keeps each head's scores in cache
+    between the products and the softmax, forward and backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, scale):
+        out, weights = _C._sdpa_forward(q, k, v, scale)
+        ctx.save_for_backward(q, k, v, weights)
+        ctx.scale = scale
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v, weights = ctx.saved_tensors
+        needs = tuple(ctx.needs_input_grad[:3])
+        if _C.is_grad_enabled():
+            return (*_attention_backward_graph(g, q, k, v, ctx.scale, needs), None)
+        return (*_C._sdpa_backward(g, q, k, v, weights, ctx.scale, needs), None)
+
+
+_Attention._backward_name = "ScaledDotProductFlashAttentionForCpuBackward0"
+
+
+def _attention_backward_graph(g, q, k, v, scale, needs):
+    # The same rule in recorded ops, the weights recomputed from the inputs, so a graph of
+    # the backward (create_graph, forward-mode AD) sees their dependence on q and k.
+    qs = q * scale
+    weights = qs.matmul(k.transpose(-2, -1)).softmax(-1)
+    dv = weights.transpose(-2, -1).matmul(g) if needs[2] else None
+    if not (needs[0] or needs[1]):
+        return None, None, dv
+    dw = g.matmul(v.transpose(-2, -1))
+    ds = weights * (dw - (dw * weights).sum(-1, keepdim=True))
+    dq = ds.matmul(k) * scale if needs[0] else None
+    dk = ds.transpose(-2, -1).matmul(qs) if needs[1] else None
+    return dq, dk, dv
+
+
+def _fusable(query, key, value):
+    # The kernel takes heads of one batch shape (no broadcasting); a tape being captured for
+    # ferrograd.compile has no replay rule for it.
+    batch = query.shape[:-2]
+    return (
+        key.dim() == value.dim() == query.dim()
+        and key.shape[:-2] == batch
+        and value.shape[:-2] == batch
+        and not _C._capture_active()
+    )
 
 
 def scaled_dot_product_attention(
@@ -108,6 +159,8 @@ def scaled_dot_product_attention(
         value = _repeat_heads(value, hq // hv)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] > 0 else 1.0
+    if attn_mask is None and not is_causal and dropout_p == 0.0 and _fusable(query, key, value):
+        return _Attention.apply(query, key, value, float(scale))
     scores = (query * scale).matmul(key.transpose(-2, -1))
     masked = False
     if is_causal:
