@@ -402,6 +402,44 @@ def test_multihead_attention_gradcheck_and_gradgradcheck(c):
     assert gradgradcheck(f, inputs)
 
 
+@_MIXED_MASKS
+@settings(max_examples=8)
+@given(mha_case(), st.booleans())
+def test_multihead_attention_batch_first_memory(c, same):
+    # Batch-first input is projected and split into heads without transposing it first;
+    # values and gradients of every order must be those of the sequence-first layout.
+    c = dict(c, mask="float" if c["mask"] == "bool" else c["mask"])
+    if same:  # self-attention: the packed projection's single product
+        c = dict(c, kvdim=False, S=c["L"])
+    rng = np.random.default_rng(c["seed"])
+    q, k, v, kpm, am, kd, vd = mha_inputs(c, rng)
+    if same:
+        k = v = q
+    fg.manual_seed(c["seed"])
+    m = nn.MultiheadAttention(c["E"], c["heads"], bias=c["bias"], kdim=kd, vdim=vd,
+                              batch_first=True, dtype=fg.float64)  # fmt: skip
+    kw = {}
+    if kpm is not None:
+        kw["key_padding_mask"] = fg.tensor(kpm)
+    if am is not None:
+        kw["attn_mask"] = t64(am)
+    bf = [t64(np.ascontiguousarray(x.transpose(1, 0, 2)), True) for x in (q, k, v)]
+    if same:
+        bf = [bf[0]] * 3
+    out, _ = m(*bf, need_weights=False, **kw)
+    ref, _ = np_mha(m, q, k, v, kpm, am)
+    np.testing.assert_allclose(out.detach().numpy(), ref.transpose(1, 0, 2), rtol=1e-10, atol=1e-12)
+    with_weights, _ = m(*bf, **kw)
+    np.testing.assert_allclose(out.detach().numpy(), with_weights.detach().numpy(), rtol=1e-10)
+
+    def f(*xs):
+        return m(*(xs * 3 if same else xs), need_weights=False, **kw)[0]
+
+    inputs = tuple(bf[:1] if same else bf)
+    assert gradcheck(f, inputs)
+    assert gradgradcheck(f, inputs)
+
+
 def test_multihead_parameters_and_init():
     fg.manual_seed(0)
     m = nn.MultiheadAttention(8, 2)
