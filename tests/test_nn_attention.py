@@ -113,6 +113,76 @@ def test_sdpa_gradcheck_and_gradgradcheck(case):
     assert gradgradcheck(f, tuple(inputs))
 
 
+def _np_sdpa_grads(q, k, v, g, scale):
+    # The gradients of sum(sdpa(q, k, v) * g), written out from the definition.
+    w = np_softmax(q @ np.swapaxes(k, -1, -2) * scale)
+    dv = np.swapaxes(w, -1, -2) @ g
+    dw = g @ np.swapaxes(v, -1, -2)
+    ds = w * (dw - (dw * w).sum(-1, keepdims=True))
+    return ds @ k * scale, np.swapaxes(ds, -1, -2) @ q * scale, dv
+
+
+_LAYOUTS = {
+    # name: (make physical array, view it as [..., rows, cols])
+    "contiguous": (lambda a: a, lambda t: t),
+    "transposed": (lambda a: np.ascontiguousarray(np.swapaxes(a, -1, -2)), lambda t: t.mT),
+    "heads of rows": (lambda a: np.ascontiguousarray(np.swapaxes(a, -3, -2)),
+                      lambda t: t.transpose(-3, -2)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+@pytest.mark.parametrize("npdt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(70, 9, 7, 5, 6), (2, 3, 64, 64, 32, 32), (1, 4, 1, 3, 2)])
+def test_sdpa_unmasked_kernel_layouts_values_and_grads(layout, npdt, shape):
+    # The unmasked case runs as one node over strided heads (many heads split across the
+    # pool); it must give the definition's values and gradients for any operand layout.
+    *batch, L, S, E, Ev = shape
+    rng = np.random.default_rng(len(shape))
+    raw = [rng.standard_normal((*batch, n, c)) for n, c in ((L, E), (S, E), (S, Ev))]
+    g = rng.standard_normal((*batch, L, Ev))
+    to_phys, view = _LAYOUTS[layout]
+    leaves = [fg.tensor(to_phys(a).astype(npdt), requires_grad=True) for a in raw]
+    q, k, v = (view(t) for t in leaves)
+    out = F.scaled_dot_product_attention(q, k, v)
+    assert out.grad_fn.name() == "ScaledDotProductFlashAttentionForCpuBackward0"
+    scale = 1.0 / math.sqrt(E)
+    tol = 2e-5 if npdt == np.float32 else 1e-11
+    np.testing.assert_allclose(out.detach().numpy(), np_sdpa(*raw), rtol=tol, atol=tol)
+    # The same bits as the composite form (a zero mask takes it).
+    zero = fg.zeros(L, S, dtype=q.dtype)
+    composite = F.scaled_dot_product_attention(q, k, v, attn_mask=zero)
+    np.testing.assert_array_equal(out.detach().numpy(), composite.detach().numpy())
+    out.backward(fg.tensor(g.astype(npdt)))
+    got = [to_phys(t.grad.numpy()) for t in leaves] if layout == "contiguous" else [
+        np.swapaxes(t.grad.numpy(), -1, -2) if layout == "transposed"
+        else np.swapaxes(t.grad.numpy(), -3, -2) for t in leaves]  # fmt: skip
+    for a, b in zip(got, _np_sdpa_grads(*raw, g, scale)):
+        np.testing.assert_allclose(a, b, rtol=10 * tol, atol=10 * tol)
+
+
+def test_sdpa_unmasked_kernel_gradients_asked_for():
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal((2, 3, 4, 5)) for _ in range(3)]
+    g = rng.standard_normal((2, 3, 4, 5))
+    full = _np_sdpa_grads(*arrays, g, 1 / math.sqrt(5))
+    for wanted in ([0], [1], [2], [0, 2], [1, 2]):
+        ts = [t64(a, i in wanted) for i, a in enumerate(arrays)]
+        F.scaled_dot_product_attention(*ts).backward(t64(g))
+        for i, t in enumerate(ts):
+            if i in wanted:
+                np.testing.assert_allclose(t.grad.numpy(), full[i], rtol=1e-11, atol=1e-12)
+            else:
+                assert t.grad is None
+    # A graph of the backward: the gradient of a gradient through every input.
+    ts = [t64(a, True) for a in arrays]
+    out = F.scaled_dot_product_attention(*ts)
+    (gq,) = fg.autograd.grad((out * t64(g)).sum(), [ts[0]], create_graph=True)
+    assert gq.requires_grad
+    np.testing.assert_allclose(gq.detach().numpy(), full[0], rtol=1e-11, atol=1e-12)
+    assert gradgradcheck(lambda *x: F.scaled_dot_product_attention(*x), tuple(ts))
+
+
 def test_sdpa_grouped_query_attention_shares_key_heads():
     rng = np.random.default_rng(0)
     q = rng.standard_normal((2, 4, 3, 5))
@@ -328,6 +398,44 @@ def test_multihead_attention_gradcheck_and_gradgradcheck(c):
         return out, w
 
     inputs = (t64(q, True), t64(k, True), t64(v, True), *params)
+    assert gradcheck(f, inputs)
+    assert gradgradcheck(f, inputs)
+
+
+@_MIXED_MASKS
+@settings(max_examples=8)
+@given(mha_case(), st.booleans())
+def test_multihead_attention_batch_first_memory(c, same):
+    # Batch-first input is projected and split into heads without transposing it first;
+    # values and gradients of every order must be those of the sequence-first layout.
+    c = dict(c, mask="float" if c["mask"] == "bool" else c["mask"])
+    if same:  # self-attention: the packed projection's single product
+        c = dict(c, kvdim=False, S=c["L"])
+    rng = np.random.default_rng(c["seed"])
+    q, k, v, kpm, am, kd, vd = mha_inputs(c, rng)
+    if same:
+        k = v = q
+    fg.manual_seed(c["seed"])
+    m = nn.MultiheadAttention(c["E"], c["heads"], bias=c["bias"], kdim=kd, vdim=vd,
+                              batch_first=True, dtype=fg.float64)  # fmt: skip
+    kw = {}
+    if kpm is not None:
+        kw["key_padding_mask"] = fg.tensor(kpm)
+    if am is not None:
+        kw["attn_mask"] = t64(am)
+    bf = [t64(np.ascontiguousarray(x.transpose(1, 0, 2)), True) for x in (q, k, v)]
+    if same:
+        bf = [bf[0]] * 3
+    out, _ = m(*bf, need_weights=False, **kw)
+    ref, _ = np_mha(m, q, k, v, kpm, am)
+    np.testing.assert_allclose(out.detach().numpy(), ref.transpose(1, 0, 2), rtol=1e-10, atol=1e-12)
+    with_weights, _ = m(*bf, **kw)
+    np.testing.assert_allclose(out.detach().numpy(), with_weights.detach().numpy(), rtol=1e-10)
+
+    def f(*xs):
+        return m(*(xs * 3 if same else xs), need_weights=False, **kw)[0]
+
+    inputs = tuple(bf[:1] if same else bf)
     assert gradcheck(f, inputs)
     assert gradgradcheck(f, inputs)
 

@@ -283,6 +283,8 @@ __all__ = [
     "_lstm_layer_backward",
     "_gru_layer_forward",
     "_gru_layer_backward",
+    "_sdpa_forward",
+    "_sdpa_backward",
     "Generator",
     "default_generator",
     "rand",
@@ -1649,6 +1651,19 @@ def _gru_layer_backward(
     batch_sizes: Sequence[_int],
     reverse: _bool,
 ) -> tuple[Tensor, Tensor, Tensor]: ...
+# ----- attention (src/py/nn_attention.rs) ---------------------------------------------------
+# Unmasked scaled dot-product attention over heads of one batch shape; they record no graph
+# (nn._functional.attention makes the pair one autograd node).
+def _sdpa_forward(q: Tensor, k: Tensor, v: Tensor, scale: _float) -> tuple[Tensor, Tensor]: ...
+def _sdpa_backward(
+    g: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    p: Tensor,
+    scale: _float,
+    needs: tuple[_bool, _bool, _bool],
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]: ...
 
 # ----- random numbers (src/py/random.rs) ---------------------------------------------
 # Every sampler draws as PyTorch's CPU kernels do; ``generator=None`` is the

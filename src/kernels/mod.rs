@@ -5,6 +5,7 @@
 //! parallel on our rayon-backed pool only above [`GRAIN`] elements, because a
 //! parallel loop over a small array costs more than it saves.
 
+pub(crate) mod attention;
 pub mod conv;
 pub(crate) mod copy;
 pub(crate) mod elementwise;

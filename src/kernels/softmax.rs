@@ -47,6 +47,21 @@ fn for_tiles(r: Rows, f: impl Fn(usize, usize, usize) + Sync) {
     });
 }
 
+/// The 16 lanes of an accumulator folded pairwise, 4 operations deep rather
+/// than 16: on rows of a few vectors (attention's) the serial fold's latency
+/// was most of a row's time.
+#[inline(always)]
+fn fold16<T: Copy>(mut a: [T; 16], f: impl Fn(T, T) -> T) -> T {
+    let mut half = 8;
+    while half > 0 {
+        for i in 0..half {
+            a[i] = f(a[i], a[i + half]);
+        }
+        half /= 2;
+    }
+    a[0]
+}
+
 /// The maximum of `x`, NaN if any element is NaN (as PyTorch's softmax
 /// propagates it); several accumulators so the loop vectorises.
 #[multiversion(targets(
@@ -64,7 +79,7 @@ fn row_max<T: Float>(x: &[T]) -> T {
             acc[k] = if c[k] > acc[k] { c[k] } else { acc[k] };
         }
     }
-    let mut m = acc.iter().fold(T::neg_infinity(), |a, &b| a.max(b));
+    let mut m = fold16(acc, |a, b| a.max(b));
     let mut any_nan = nan.iter().any(|&b| b);
     for &v in rest {
         any_nan |= v.is_nan();
@@ -108,7 +123,7 @@ fn softmax_row<T: Float>(x: &[T], out: &mut [T], log: bool) {
             .fold(<T as Element>::zero(), |a, &v| a + (v - m).exp_fast());
         // (x - m) - ln(sum), not x - (m + ln(sum)): m + ln(sum) would round
         // at the scale of m and lose the digits of results near zero.
-        let ln_sum = (acc.iter().fold(<T as Element>::zero(), |a, &v| a + v) + tail).ln();
+        let ln_sum = (fold16(acc, |a, b| a + b) + tail).ln();
         for (o, &v) in out.iter_mut().zip(x) {
             *o = (v - m) - ln_sum;
         }
@@ -120,13 +135,16 @@ fn softmax_row<T: Float>(x: &[T], out: &mut [T], log: bool) {
                 acc[k] += e;
             }
         }
-        let mut total = acc.iter().fold(<T as Element>::zero(), |a, &v| a + v);
+        let mut total = fold16(acc, |a, b| a + b);
         for (o, &v) in or.iter_mut().zip(xr) {
             *o = (v - m).exp_fast();
             total += *o;
         }
+        // One division per row, as PyTorch's vectorised softmax: a divide per
+        // element was a third of a short row's time.
+        let inv = <T as Element>::one() / total;
         for o in out.iter_mut() {
-            *o = *o / total;
+            *o = *o * inv;
         }
     }
 }
@@ -221,6 +239,32 @@ pub fn softmax_backward<T: Float>(g: &[T], y: &[T], r: Rows, log: bool) -> Vec<T
     })
 }
 
+/// Softmax of each `n`-long row of `x` into `out`, on the calling thread
+/// (the attention kernel's rows, already split by head).
+pub(crate) fn softmax_rows<T: Float>(x: &[T], out: &mut [T], n: usize) {
+    if n == 0 {
+        return;
+    }
+    for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+        softmax_row(xr, or, false);
+    }
+}
+
+/// [`softmax_backward`] of each `n`-long row, on the calling thread.
+pub(crate) fn softmax_rows_backward<T: Float>(g: &[T], y: &[T], out: &mut [T], n: usize) {
+    if n == 0 {
+        return;
+    }
+    let r = Rows {
+        outer: y.len() / n,
+        n,
+        inner: 1,
+    };
+    for o in 0..r.outer {
+        backward_tile(g, y, out.as_mut_ptr(), r, o, 0, 1, false);
+    }
+}
+
 #[multiversion(targets(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
@@ -248,7 +292,7 @@ fn backward_tile<T: Float>(
                 acc[k] += if log { gv } else { gv * yv };
             }
         }
-        let total = acc.iter().fold(<T as Element>::zero(), |a, &b| a + b);
+        let total = fold16(acc, |a, b| a + b);
         // SAFETY: row `o` is written by this task only.
         let dst = unsafe { std::slice::from_raw_parts_mut(out.add(at(0)), r.n) };
         for ((d, &gv), &yv) in dst.iter_mut().zip(gr).zip(yr) {

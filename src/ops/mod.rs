@@ -6,6 +6,7 @@
 
 mod activation;
 mod arith;
+pub mod attention;
 mod clamp;
 mod compare;
 mod conv;

@@ -27,6 +27,7 @@ mod functional;
 mod functions;
 mod mathops;
 mod nn;
+mod nn_attention;
 mod nn_conv;
 mod nn_norm;
 mod nn_rnn;
@@ -73,6 +74,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     nn_conv::register(m)?;
     nn_norm::register(m)?;
     nn_rnn::register(m)?;
+    nn_attention::register(m)?;
     random::register(m)?;
     functional::register(m)?;
     nn::register(m)?;

@@ -10,6 +10,7 @@ import math
 import warnings
 
 from ... import _C
+from ...autograd import Function
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -42,6 +43,56 @@ def _safe_softmax(scores, masked):
         if empty.any().item():
             weights = weights.masked_fill(empty, 0.0)
     return weights
+
+
+class _Attention(Function):
+    """Unmasked attention as one node: the native kernel keeps each head's scores in cache
+    between the products and the softmax, forward and backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, scale):
+        out, weights = _C._sdpa_forward(q, k, v, scale)
+        ctx.save_for_backward(q, k, v, weights)
+        ctx.scale = scale
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v, weights = ctx.saved_tensors
+        needs = tuple(ctx.needs_input_grad[:3])
+        if _C.is_grad_enabled():
+            return (*_attention_backward_graph(g, q, k, v, ctx.scale, needs), None)
+        return (*_C._sdpa_backward(g, q, k, v, weights, ctx.scale, needs), None)
+
+
+_Attention._backward_name = "ScaledDotProductFlashAttentionForCpuBackward0"
+
+
+def _attention_backward_graph(g, q, k, v, scale, needs):
+    # The same rule in recorded ops, the weights recomputed from the inputs, so a graph of
+    # the backward (create_graph, forward-mode AD) sees their dependence on q and k.
+    qs = q * scale
+    weights = qs.matmul(k.transpose(-2, -1)).softmax(-1)
+    dv = weights.transpose(-2, -1).matmul(g) if needs[2] else None
+    if not (needs[0] or needs[1]):
+        return None, None, dv
+    dw = g.matmul(v.transpose(-2, -1))
+    ds = weights * (dw - (dw * weights).sum(-1, keepdim=True))
+    dq = ds.matmul(k) * scale if needs[0] else None
+    dk = ds.transpose(-2, -1).matmul(qs) if needs[1] else None
+    return dq, dk, dv
+
+
+def _fusable(query, key, value):
+    # The kernel takes heads of one batch shape (no broadcasting); a tape being captured for
+    # ferrograd.compile has no replay rule for it.
+    batch = query.shape[:-2]
+    return (
+        key.dim() == value.dim() == query.dim()
+        and key.shape[:-2] == batch
+        and value.shape[:-2] == batch
+        and not _C._capture_active()
+    )
 
 
 def scaled_dot_product_attention(
@@ -108,6 +159,8 @@ def scaled_dot_product_attention(
         value = _repeat_heads(value, hq // hv)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] > 0 else 1.0
+    if attn_mask is None and not is_causal and dropout_p == 0.0 and _fusable(query, key, value):
+        return _Attention.apply(query, key, value, float(scale))
     scores = (query * scale).matmul(key.transpose(-2, -1))
     masked = False
     if is_causal:
@@ -210,6 +263,18 @@ def _pad_last(t, value=0.0):
     return _C.cat([t, extra], -1)
 
 
+def _batch_major(t):
+    # A sequence-first [L, N, E] view of batch-first memory, as nn.MultiheadAttention passes
+    # with batch_first: its transpose is contiguous.
+    return not t.is_contiguous() and t.transpose(0, 1).is_contiguous()
+
+
+def _split_heads(t, num_heads):
+    # [N, L, E] -> [N, H, L, E / H] as a view, even of a chunk of the packed projection.
+    n, length, e = t.shape
+    return t.reshape(n, length, num_heads, e // num_heads).transpose(1, 2)
+
+
 def _in_projection_packed(q, k, v, w, b):
     from .. import functional as F
 
@@ -295,6 +360,23 @@ def multi_head_attention_forward(
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise ValueError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    # Batch-first memory is projected and split into heads as it lies: transposing it to
+    # sequence-first would cost a copy before each projection and after the heads' split.
+    batch_first = (
+        is_batched
+        and not need_weights
+        and bias_k is None
+        and bias_v is None
+        and not add_zero_attn
+        and static_k is None
+        and static_v is None
+        and all(_batch_major(t) for t in (query, key, value))
+    )
+    if batch_first:
+        q_in = query.transpose(0, 1)
+        k_in = q_in if key is query else key.transpose(0, 1)
+        v_in = k_in if value is key else value.transpose(0, 1)
+        query, key, value = q_in, k_in, v_in
     if use_separate_proj_weight:
         if tuple(key.shape[:2]) != tuple(value.shape[:2]):
             raise ValueError(
@@ -339,20 +421,24 @@ def multi_head_attention_forward(
             "bias_k is set but bias_v is None" if bias_k is not None else
             "bias_v is set but bias_k is None"
         )  # fmt: skip
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = (static_k if static_k is not None else
-         k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1))  # fmt: skip
-    v = (static_v if static_v is not None else
-         v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1))  # fmt: skip
-    if add_zero_attn:
-        zeros = _C.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype)
-        k = _C.cat([k, zeros], 1)
-        v = _C.cat([v, zeros], 1)
-        if attn_mask is not None:
-            attn_mask = _pad_last(attn_mask)
-        if key_padding_mask is not None:
-            key_padding_mask = _pad_last(key_padding_mask)
-    src_len = k.shape[1]
+    if batch_first:
+        q, k, v = (_split_heads(t, num_heads) for t in (q, k, v))
+        src_len = k.shape[2]
+    else:
+        q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+        k = (static_k if static_k is not None else
+             k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1))  # fmt: skip
+        v = (static_v if static_v is not None else
+             v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1))  # fmt: skip
+        if add_zero_attn:
+            zeros = _C.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype)
+            k = _C.cat([k, zeros], 1)
+            v = _C.cat([v, zeros], 1)
+            if attn_mask is not None:
+                attn_mask = _pad_last(attn_mask)
+            if key_padding_mask is not None:
+                key_padding_mask = _pad_last(key_padding_mask)
+        src_len = k.shape[1]
     if key_padding_mask is not None:
         if key_padding_mask.shape[0] != bsz:
             raise ValueError(
@@ -392,10 +478,15 @@ def multi_head_attention_forward(
             attn_mask = attn_mask.unsqueeze(0)
         else:
             attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
-    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
-    k = k.reshape(bsz, num_heads, src_len, head_dim)
-    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    if not batch_first:
+        q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+        k = k.reshape(bsz, num_heads, src_len, head_dim)
+        v = v.reshape(bsz, num_heads, src_len, head_dim)
     out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    if batch_first:
+        out = out.transpose(1, 2).reshape(bsz * tgt_len, embed_dim)
+        out = F.linear(out, out_proj_weight, out_proj_bias).reshape(bsz, tgt_len, embed_dim)
+        return out.transpose(0, 1), None
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
     out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
     if not is_batched:
