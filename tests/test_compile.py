@@ -2,6 +2,8 @@
 trap (numbers, shapes, aliasing, .item(), cache bound, guards) has a test."""
 
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -125,6 +127,35 @@ def test_lstm_cell_unrolled_matches_eager():
     ys = [torch.tensor(rng.standard_normal((3, 1)).astype(np.float32)) for _ in range(4)]
     l1, l2, m1, m2, c2 = run_pair(make, 4, lambda i: (xs[i], ys[i]))
     assert len(c2.tapes) == 1
+    for a, b in zip(l1, l2):
+        assert same(a, b)
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        assert same(p, q)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_transformer_encoder_layer_step_is_captured_and_matches_eager(batch_first):
+    # layer_norm records a replay rule, so the whole step is one tape
+    # (replayed through the engine: layer_norm's node saves intermediates).
+    def make():
+        layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=batch_first)
+        opt = torch.optim.SGD(layer.parameters(), lr=0.05)
+
+        def step(x):
+            opt.zero_grad()
+            loss = layer(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        return layer, step
+
+    rng = np.random.default_rng(3)
+    xs = [torch.tensor(rng.standard_normal((6, 2, 16)).astype(np.float32)) for _ in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        l1, l2, m1, m2, c2 = run_pair(make, 4, lambda i: (xs[i],))
+    assert len(c2.tapes) == 1 and "layer_norm" in c2.tapes[0].ops
     for a, b in zip(l1, l2):
         assert same(a, b)
     for p, q in zip(m1.parameters(), m2.parameters()):

@@ -102,10 +102,15 @@ fn layer_norm(
         }
         let ns: Vec<usize> = normalized_shape.iter().map(|&d| d as usize).collect();
         let (w, b) = (opt(weight)?, opt(bias)?);
-        let out = guard_nogil(py, x.numel(), || {
-            ops::layer_norm(x, &ns, w.as_ref(), b.as_ref(), eps)
-        })?;
-        wrap(py, out)
+        // Recorded for `ferrograd.compile` with the optional affine
+        // tensors as inputs after `x`.
+        let (hw, hb) = (w.is_some(), b.is_some());
+        let ins: Vec<&Tensor> = std::iter::once(x).chain(w.iter()).chain(b.iter()).collect();
+        super::capture::run_op(py, x.numel(), "layer_norm", &ins, &[], move |t, _| {
+            let w = hw.then(|| t[1]);
+            let b = hb.then(|| t[1 + hw as usize]);
+            ops::layer_norm(t[0], &ns, w, b, eps)
+        })
     })
 }
 
