@@ -344,3 +344,32 @@ def test_a_tape_that_builds_a_graph_without_backward_keeps_the_engine():
     assert out.requires_grad and out.grad_fn is not None
     out.sum().backward()
     assert np.allclose(w.grad.numpy(), 2.0 * np.cos(w.detach().numpy()))
+
+
+def test_a_parameter_given_another_shape_after_capture_replays_as_eager():
+    # `.data = ...` keeps the object but changes its shape: the static plan
+    # (and its fused group, built for the old shape) steps aside and the
+    # ops run on the tensor as it now is.
+    def make():
+        w = torch.tensor(np.linspace(-1, 1, 8), requires_grad=True)
+
+        def fn(x):
+            w.grad = None
+            loss = ((x * w).sin() * 2.0 + w).sum()
+            loss.backward()
+            return loss
+        return fn, w
+
+    (fe, we), (fc, wc) = make(), make()
+    fc = torch.compile(fc, fullgraph=True)
+    x = torch.tensor(np.linspace(0, 1, 8))
+    for _ in range(3):
+        assert same(fe(x), fc(x)) and same(we.grad, wc.grad)
+    assert stats(fc)["last_fused_groups"] == 1
+    for w in (we, wc):
+        w.data = torch.tensor([0.25])
+    for _ in range(2):
+        assert same(fe(x), fc(x)) and same(we.grad, wc.grad)
+    assert wc.grad.shape == (1,)
+    (tape,) = fc.tapes
+    assert not tape.stats()["last_static"]

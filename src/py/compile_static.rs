@@ -113,9 +113,11 @@ pub(super) struct Static {
     pub n_grads: usize,
     /// Leaf slots that receive a `.grad` (checked for hooks on each replay).
     pub leaves: Vec<usize>,
-    /// Constant slots and whether they required grad at capture: a replay
-    /// after `requires_grad_()` changed one takes the dynamic path.
-    pub const_rg: Vec<(usize, bool)>,
+    /// Constant slots with whether they required grad, their shape and
+    /// dtype at capture: a replay after one of them changed (`requires_grad_()`,
+    /// `.data = ...` of another shape) takes the dynamic path, which runs
+    /// the ops on the tensor as it now is.
+    pub const_rg: Vec<(usize, bool, crate::tensor::Shape, crate::tensor::DType)>,
     pub n_vjp: usize,
     pub n_fwd: usize,
     /// Entries the last replay ran on the elementwise fast path (forward,
@@ -346,7 +348,10 @@ fn assemble(
     }
     let const_rg = (0..n)
         .filter(|&s| matches!(b.srcs[s], Src::Const(_)))
-        .map(|s| (s, b.requires_grad[s]))
+        .map(|s| {
+            let (shape, dt) = (b.meta)(s);
+            (s, b.requires_grad[s], shape, dt)
+        })
         .collect();
     Static {
         steps,
@@ -570,9 +575,9 @@ impl Static {
         if crate::anomaly::is_enabled() {
             return false;
         }
-        for &(s, rg) in &self.const_rg {
-            if let Src::Const(t) = &srcs[s] {
-                if t.requires_grad() != rg {
+        for (s, rg, shape, dt) in &self.const_rg {
+            if let Src::Const(t) = &srcs[*s] {
+                if t.requires_grad() != *rg || t.dtype() != *dt || t.shape() != *shape {
                     return false;
                 }
             }
