@@ -89,6 +89,23 @@ fn matmul(c: &mut Criterion) {
             bch.iter(|| ops::mm(&a, &bt).ok())
         });
     }
+    // A recurrent cell's products (batch 8, 64 -> 4 x 64 gates): the
+    // forward `x @ w.t()`, the input's gradient and the weight's.
+    let x = filled(&[8, 64], 0.3);
+    let w = filled(&[256, 64], 0.4);
+    let dg = filled(&[8, 256], 0.5);
+    let wt = ops::transpose(&w, 0, 1).expect("2-D");
+    let dgt = ops::transpose(&dg, 0, 1).expect("2-D");
+    g.throughput(Throughput::Elements(2 * 8 * 64 * 256));
+    g.bench_function("cell_x_wt_8x64x256", |bch| {
+        bch.iter(|| ops::mm(&x, &wt).ok())
+    });
+    g.bench_function("cell_dg_w_8x256x64", |bch| {
+        bch.iter(|| ops::mm(&dg, &w).ok())
+    });
+    g.bench_function("cell_dgt_x_256x8x64", |bch| {
+        bch.iter(|| ops::mm(&dgt, &x).ok())
+    });
     let a = filled(&[32, 128, 128], 0.1);
     let b = filled(&[32, 128, 128], 0.2);
     g.throughput(Throughput::Elements(2 * 32 * 128 * 128 * 128));

@@ -23,11 +23,11 @@ const PARALLEL_WORK: usize = 48 * 48 * 48;
 /// Where a product's result goes: element `(i, j)` at `ptr + i * rs + j * cs`,
 /// replacing what is there or, with `add`, added to it.
 #[derive(Clone, Copy)]
-struct Dst<T> {
-    ptr: *mut T,
-    rs: usize,
-    cs: usize,
-    add: bool,
+pub(crate) struct Dst<T> {
+    pub(crate) ptr: *mut T,
+    pub(crate) rs: usize,
+    pub(crate) cs: usize,
+    pub(crate) add: bool,
 }
 
 // SAFETY (both): the descriptors are plain pointers plus sizes; every task
@@ -97,16 +97,19 @@ unsafe fn gemm_strided<T: Element>(
         }
         return;
     }
-    let work = if parallel && m * n * k >= PARALLEL_WORK {
-        m * n * k
-    } else {
-        0
-    };
     let dst = Dst {
         ptr: out,
         rs: ld,
         cs: 1,
         add,
+    };
+    if super::small_gemm::try_run(a, b, dst) {
+        return;
+    }
+    let work = if parallel && m * n * k >= PARALLEL_WORK {
+        m * n * k
+    } else {
+        0
     };
     super::parallel::run(work, move |threads| {
         // SAFETY: forwarded from the caller's contract.

@@ -24,6 +24,7 @@ pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod rnn;
 pub(crate) mod rnn_gemm;
+pub(crate) mod small_gemm;
 pub(crate) mod softmax;
 pub(crate) mod special;
 pub mod trig_f32;

@@ -128,6 +128,68 @@ fn addmm_kernel<T: Element>(vbias: &View, va: &View, vb: &View) -> Vec<T> {
     out
 }
 
+/// `acc += a @ b` in `acc`'s own memory, rounding exactly as
+/// `add(acc, mm(a, b))` would: each element of the product is complete
+/// before it is added. Only products the register-tile kernels take qualify
+/// (the general GEMM adds partial sums over blocks of `k`); false, having
+/// done nothing, for everything else. `acc` must be 2-D and float, laid out
+/// contiguously or as the transpose of a contiguous matrix (then the
+/// product is formed as `(b^T @ a^T)^T`, the layout of `mm(b.t(), a.t())`),
+/// and reachable by no other tensor ([`Tensor::owns_storage`]).
+pub(crate) fn mm_accumulate(acc: &Tensor, a: &Tensor, b: &Tensor) -> bool {
+    if !acc.owns_storage() {
+        return false;
+    }
+    let (va, vb, vc) = (a.view(), b.view(), acc.view());
+    let dt = vc.dtype();
+    if va.dtype() != dt || vb.dtype() != dt || !dt.is_float() {
+        return false;
+    }
+    if va.shape.len() != 2 || vb.shape.len() != 2 || vc.shape.len() != 2 {
+        return false;
+    }
+    let (m, k, n) = (va.shape[0], va.shape[1], vb.shape[1]);
+    if vb.shape[0] != k || vc.shape.as_slice() != [m, n] {
+        return false;
+    }
+    let (rs, cs) = (vc.strides[0], vc.strides[1]);
+    // Operands as (view, rows, cols, row stride, col stride), and the
+    // destination's strides, in the frame where `acc` is row-major.
+    let (x, y, drs) = if rs == n && cs == 1 {
+        let x = (&*va, m, k, va.strides[0], va.strides[1]);
+        let y = (&*vb, k, n, vb.strides[0], vb.strides[1]);
+        (x, y, rs)
+    } else if rs == 1 && cs == m {
+        let x = (&*vb, n, k, vb.strides[1], vb.strides[0]);
+        let y = (&*va, k, m, va.strides[1], va.strides[0]);
+        (x, y, cs)
+    } else {
+        return false;
+    };
+    type Operand<'a> = (&'a View, usize, usize, usize, usize);
+    fn go<T: Element>(x: Operand, y: Operand, acc: &View, rs: usize) -> bool {
+        let (xa, ya) = (
+            mat::<T>(x.0, 0, x.3, x.4, x.1, x.2),
+            mat::<T>(y.0, 0, y.3, y.4, y.1, y.2),
+        );
+        let dst = crate::kernels::matmul::Dst {
+            ptr: acc.ptr::<T>(),
+            rs,
+            cs: 1,
+            add: true,
+        };
+        // SAFETY: 2-D views whose strides describe their own memory; `acc`
+        // spans the product's elements at `dst`'s strides and no other
+        // tensor reaches it.
+        unsafe { crate::kernels::small_gemm::try_run(xa, ya, dst) }
+    }
+    match dt {
+        DType::F32 => go::<f32>(x, y, &vc, drs),
+        DType::F64 => go::<f64>(x, y, &vc, drs),
+        _ => false,
+    }
+}
+
 /// `mm(a, b)` for two matrices.
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());

@@ -154,6 +154,48 @@ pub(super) fn accumulate_grad(leaf: &Tensor, g: Tensor) -> crate::Result<()> {
     Ok(())
 }
 
+/// `linear`'s weight gradient (`mm(x.t(), g)` through `w.t()`'s
+/// `TBackward0`) added straight into the weight's running gradient, as an
+/// unrolled loop produces one per step: the product's elements are summed
+/// into the existing buffer instead of being formed in a new one and added
+/// afterwards. The same kernel and the same per-element order as the
+/// product the rule would form, so the sum is bit for bit the engine's.
+/// Returns the input of link `k` whose gradient is now done.
+fn weight_grad_in_place(
+    links: &[super::capture::Link],
+    k: usize,
+    grads: &Grads,
+    saved: &[Option<Tensor>],
+    bufs: &[Grads],
+    slots: &[Option<Tensor>],
+    ins_g: &[Option<usize>],
+) -> Option<usize> {
+    let link = &links[k];
+    let ib = match link.node.name().as_ref() {
+        "AddmmBackward0" => 2,
+        "MmBackward0" => 1,
+        _ => return None,
+    };
+    let EdgeTo::Inner(k2, nr) = *link.edges.get(ib)? else {
+        return None;
+    };
+    let tl = links.get(k2)?;
+    if tl.node.name().as_ref() != "TBackward0" || tl.edges.len() != 1 {
+        return None;
+    }
+    if bufs[k2].get(nr as usize)?.is_some() {
+        return None;
+    }
+    let EdgeTo::In(x) = tl.edges[0] else {
+        return None;
+    };
+    let prev = slots[(*ins_g.get(x)?)?].as_ref()?;
+    let g = grads.first()?.as_ref()?;
+    let a = saved.first()?.as_ref()?;
+    let gt = ops::transpose(g, 0, 1).ok()?;
+    ops::mm_accumulate(prev, &gt, a).then_some(ib)
+}
+
 /// Runs an entry's node rules, newest first, as the engine's `call_node`
 /// does, sending each input's gradient to its slot.
 fn vjp(
@@ -213,11 +255,14 @@ fn vjp(
                 Some(SavedRef::TOf(i)) => Some(ops::t(slot(slots, ins[i])?)?),
             });
         }
-        let needs: SmallVec<[bool; 4]> = link
+        let mut needs: SmallVec<[bool; 4]> = link
             .edges
             .iter()
             .map(|e| !matches!(e, EdgeTo::None))
             .collect();
+        if let Some(i) = weight_grad_in_place(links, k, &grads, &saved, &bufs, slots, ins_g) {
+            needs[i] = false;
+        }
         let ctx = BackwardCtx {
             grads: &grads,
             saved: &saved,

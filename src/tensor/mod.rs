@@ -349,6 +349,26 @@ impl Tensor {
         }
     }
 
+    /// Whether this handle is the only way to reach its storage: either it
+    /// is exclusive itself, or it is a view nobody else holds of a base that
+    /// nothing else holds. Its elements may then be written in place
+    /// (through [`View::ptr`]) without any other tensor seeing the change.
+    pub fn owns_storage(&self) -> bool {
+        if self.is_exclusive() {
+            return true;
+        }
+        let Some(base) = self.base() else {
+            return false;
+        };
+        Arc::strong_count(&self.0) == 1
+            && !self.requires_grad()
+            && Arc::strong_count(&base.0) == 1
+            && base.0.base.is_none()
+            && !base.requires_grad()
+            && Arc::strong_count(&self.view().storage) == 2
+            && Arc::ptr_eq(&self.view().storage, &base.view().storage)
+    }
+
     pub fn downgrade(&self) -> WeakTensor {
         WeakTensor(Arc::downgrade(&self.0))
     }
