@@ -415,3 +415,26 @@ def test_check_option_catches_a_python_side_effect_the_tape_misses():
     f(torch.ones(2))
     with pytest.raises(RuntimeError, match="differs between replay and eager"):
         f(torch.ones(2))
+
+
+def test_dtype_conversion_inside_is_replayed():
+    # `.double()` / `.to(dtype)` / `.float()` are ops of the tape: a mixed
+    # precision step compiles to one tape and matches eager bit for bit.
+    w = torch.tensor(np.linspace(-1, 1, 6).astype(np.float32), requires_grad=True)
+
+    def step(x):
+        w.grad = None
+        y = (w * x).double().exp().to(torch.float32).float()
+        loss = (y * y.double().float()).sum()
+        loss.backward()
+        return loss, w.grad.clone()
+
+    c = torch.compile(step, fullgraph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in range(4):
+            x = torch.tensor(np.full(6, 0.5 + i, np.float32))
+            (le, ge), (lc, gc) = step(x), c(x)
+            assert same(le, lc) and same(ge, gc)
+            assert lc.dtype == torch.float32 and gc.dtype == torch.float32
+    assert len(c.tapes) == 1

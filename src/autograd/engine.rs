@@ -498,7 +498,9 @@ fn run_leaf_hooks(leaf: &Tensor, mut g: Tensor, node_runs: bool) -> Result<Tenso
 
 /// Adds `g` into `leaf.grad`: in place when nothing records the sum (the
 /// `.grad` tensor a user zeroed stays the same object), out of place otherwise.
-fn accumulate_grad(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
+/// Adds `g` into `leaf.grad` as the engine does after a leaf's last
+/// contribution (also used by the compiled replay, without `create_graph`).
+pub(crate) fn accumulate_grad(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
     let prev = leaf.grad();
     let new = match prev {
         None => {

@@ -15,6 +15,7 @@ use smallvec::SmallVec;
 
 pub use arena::{live_nodes, NodeRef};
 pub use batched::run_backward_batched;
+pub(crate) use engine::accumulate_grad;
 pub use engine::{run_backward, BackwardRequest};
 pub use node::{
     current_seq, Backward, BackwardCtx, Edge, FnBackward, GradHook, Grads, LeafHookStage, Meta,

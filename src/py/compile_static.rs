@@ -22,7 +22,7 @@ use super::capture::{EdgeTo, Entry, Graph, SavedRef, Src, Step};
 use super::compile::{exec_step, slot};
 use super::compile_ew::Pool;
 use super::compile_fuse::{self as fuse, FuseIn, Group, Kept};
-use super::compile_vjp::{accumulate_grad, fast_forward, run_vjp};
+use super::compile_vjp::{fast_forward, run_vjp};
 use crate::autograd;
 use crate::ops;
 use crate::tensor::Tensor;
@@ -674,7 +674,7 @@ impl Static {
                 }
                 SStep::WriteGrad { leaf, g } => {
                     if let Some(g) = slots[*g].take() {
-                        accumulate_grad(slot(&slots, *leaf)?, g)?;
+                        crate::autograd::accumulate_grad(slot(&slots, *leaf)?, g, false)?;
                     }
                 }
                 SStep::ReadGrads(i) => {

@@ -1,7 +1,6 @@
 //! The per-entry steps of a static replay: an entry's VJP by its captured
 //! node rules (or the elementwise fast path), the engine's gradient
-//! accumulation into slots and into a leaf's `.grad`, and the elementwise
-//! forward fast path.
+//! accumulation into slots, and the elementwise forward fast path.
 
 use smallvec::{smallvec, SmallVec};
 
@@ -130,28 +129,6 @@ pub(super) fn fast_forward(
         }
         None => Ok(false),
     }
-}
-
-/// The engine's `accumulate_grad` without `create_graph`.
-pub(super) fn accumulate_grad(leaf: &Tensor, g: Tensor) -> crate::Result<()> {
-    let new = match leaf.grad() {
-        None => {
-            if g.is_exclusive() {
-                g
-            } else {
-                ops::clone_data(&g)
-            }
-        }
-        Some(prev) => {
-            if !prev.requires_grad() && prev.shape() == g.shape() {
-                ops::add_in_place_untracked(&prev, &g)?;
-                return Ok(());
-            }
-            ops::add(&prev, &g)?
-        }
-    };
-    leaf.set_grad(Some(new));
-    Ok(())
 }
 
 /// `linear`'s weight gradient (`mm(x.t(), g)` through `w.t()`'s

@@ -267,9 +267,16 @@ impl PyTensor {
     }
 }
 
-/// `t` (the tensor of `slf`) as `dt`: `slf` itself when it already is.
+/// `t` (the tensor of `slf`) as `dt`: `slf` itself when it already is. A
+/// real conversion is an op a compiled step replays (`.double()` inside
+/// `ferrograd.compile`).
 fn cast(slf: &Bound<'_, PyTensor>, t: &Tensor, dt: DType) -> PyResult<Py<PyAny>> {
-    wrap_or_self(slf, enter(slf.py(), t.numel(), || ops::to_dtype(t, dt))?)
+    if t.dtype() == dt {
+        return Ok(slf.clone().into_any().unbind());
+    }
+    crate::py::capture::run_op(slf.py(), t.numel(), "to", &[t], &[], move |t, _| {
+        ops::to_dtype(t[0], dt)
+    })
 }
 
 impl PyTensor {
