@@ -355,9 +355,75 @@ pub(super) fn land<T: FusedFloat>(d: &mut [T], act: Act, g: &[T], f: impl Fn(T) 
     land3(d, act, g, g, g, |g, _, _| f(g));
 }
 
+/// As [`backward_op`] for the rules that end in a product with `g`, when
+/// `g` holds tiny values: the factor is formed as the rule forms it, then
+/// multiplied by [`FusedFloat::land_mul_wide`]. Returns false (and does
+/// nothing) for other rules. Kept out of line so the common path stays small.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+pub(super) fn backward_wide<T: FusedFloat>(
+    op: EwOp,
+    slot: usize,
+    d: &mut [T],
+    act: Act,
+    g: &[T],
+    y: &[T],
+    x: &[T],
+    a: &[T],
+    b: &[T],
+) -> bool {
+    use EwOp::*;
+    let one = T::ONE;
+    let mut tmp = [T::ZERO; BLOCK];
+    let t = &mut tmp[..d.len()];
+    let mut factor = |u: &[T], h: &dyn Fn(T) -> T| {
+        each(t, u, u, u, |_, u, _, _| h(u));
+    };
+    let u: &[T] = match (op, slot) {
+        (Exp, _) => y,
+        (Sin, _) => x,
+        (Mul, 0) => b,
+        (Mul, _) => a,
+        (Cos, _) => {
+            factor(x, &|s| -s);
+            t
+        }
+        (Tan, _) => {
+            factor(y, &|y| (y * y) + one);
+            t
+        }
+        (Tanh, _) => {
+            factor(y, &|y| one - y * y);
+            t
+        }
+        (Sigmoid, _) => {
+            factor(y, &|y| y * (one - y));
+            t
+        }
+        (Expm1, _) => {
+            factor(y, &|y| y + one);
+            t
+        }
+        (Abs, _) => {
+            factor(a, &sign);
+            t
+        }
+        (Square, _) => {
+            let two = T::of(2.0);
+            factor(a, &|x| x * two);
+            t
+        }
+        _ => return false,
+    };
+    T::land_mul_wide(d, act == Act::Add, g, u);
+    true
+}
+
 /// The gradient operand `slot` (0 for `a`, 1 for `b`) receives from an
 /// instruction whose result `y` has gradient `g`, each written as the eager
-/// rule computes it (comments name the rule's ops). `sa`/`sb` are the
+/// rule computes it (comments name the rule's ops). `x` is the auxiliary
+/// register the forward left (`cos(a)` for `sin`, `sin(a)` for `cos`), or
+/// empty for other ops. `sa`/`sb` are the
 /// constants derived from the operands' numbers when they are scalars.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -368,6 +434,7 @@ pub(super) fn backward_op<T: FusedFloat>(
     act: Act,
     g: &[T],
     y: &[T],
+    x: &[T],
     a: &[T],
     b: &[T],
     sa: Option<ScalarConsts<T>>,
@@ -382,20 +449,10 @@ pub(super) fn backward_op<T: FusedFloat>(
         (Exp, _) => land2(d, act, g, y, |g, y| g * y),
         // div(g, x)
         (Log, _) => land2(d, act, g, a, |g, x| g / x),
-        // mul(g, cos(x)), the cosines first with the vectorised slice form
-        (Sin, _) => {
-            let mut tmp = [zero; BLOCK];
-            let t = &mut tmp[..d.len()];
-            T::cos_slice(t, a);
-            land2(d, act, g, t, |g, c| g * c)
-        }
-        // mul(g, neg(sin(x)))
-        (Cos, _) => {
-            let mut tmp = [zero; BLOCK];
-            let t = &mut tmp[..d.len()];
-            T::sin_slice(t, a);
-            land2(d, act, g, t, |g, s| g * -s)
-        }
+        // mul(g, cos(x)), the cosines kept by the forward
+        (Sin, _) => land2(d, act, g, x, |g, c| g * c),
+        // mul(g, neg(sin(x))), the sines kept by the forward
+        (Cos, _) => land2(d, act, g, x, |g, s| g * -s),
         // mul(g, add(mul(y, y), 1))
         (Tan, _) => land2(d, act, g, y, |g, y| g * ((y * y) + one)),
         // g * (1 - y^2)
