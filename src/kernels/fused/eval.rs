@@ -42,6 +42,8 @@ struct Job<'a, T> {
     /// and its [`Pass::Kept`] reverse (null for [`Pass::Both`]).
     kept: SendPtr<T>,
     pass: Pass,
+    /// [`n_aux`] of the program.
+    n_aux: usize,
 }
 
 /// Which halves of the evaluation a call runs.
@@ -57,8 +59,8 @@ pub(super) enum Pass {
 
 /// Length of the arena a [`Pass::Keep`] call fills: every register and
 /// auxiliary register of every block, `min(BLOCK, n)` apart.
-pub(super) fn kept_len(prog: &Program, n: usize) -> usize {
-    (prog.instrs.len() + n_aux(prog)) * n.div_ceil(BLOCK.min(n).max(1)) * BLOCK.min(n)
+pub(super) fn kept_len(prog: &Program, n_aux: usize, n: usize) -> usize {
+    (prog.instrs.len() + n_aux) * n.div_ceil(BLOCK.min(n).max(1)) * BLOCK.min(n)
 }
 
 /// Whether an op's forward leaves a second value for its gradient rule in
@@ -100,6 +102,7 @@ pub(super) fn run<T: FusedFloat>(
     run_pass(
         prog,
         sched,
+        sched.map_or(0, |_| n_aux(prog)),
         Pass::Both,
         inputs,
         scalars,
@@ -111,11 +114,13 @@ pub(super) fn run<T: FusedFloat>(
 }
 
 /// The general entry: `grads` are raw pointers (null when not wanted),
-/// `kept` the register arena of the `Keep`/`Kept` passes.
+/// `kept` the register arena of the `Keep`/`Kept` passes; `n_aux` is
+/// [`n_aux`] of the program (0 will do for a forward-only `Both`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_pass<T: FusedFloat>(
     prog: &Program,
     sched: Option<&Schedule>,
+    n_aux: usize,
     pass: Pass,
     inputs: &[&[T]],
     scalars: &[impl Into<f64> + Copy],
@@ -185,6 +190,7 @@ pub(super) fn run_pass<T: FusedFloat>(
         grads: gradp,
         kept,
         pass,
+        n_aux,
     };
     parallel::run(n, |threads| {
         if threads == 1 || n < GRAIN {
@@ -211,7 +217,7 @@ fn run_range<T: FusedFloat>(job: &Job<'_, T>, n: usize, lo: usize, hi: usize) {
     // The reverse pass reads auxiliary registers; a forward-only call
     // computes none.
     let aux = job.sched.is_some() || job.pass == Pass::Keep;
-    let nr = if aux { ni + n_aux(prog) } else { ni };
+    let nr = if aux { ni + job.n_aux } else { ni };
     // Registers are `stride` apart: a short range needs no full block each.
     // Kept registers use one stride for the whole length, so a block's
     // place in the arena does not depend on how the range was cut.
@@ -264,11 +270,29 @@ fn run_range<T: FusedFloat>(job: &Job<'_, T>, n: usize, lo: usize, hi: usize) {
             block_forward(job, regs, aux, splat, stride, pos, len);
         }
         if job.pass != Pass::Keep {
-            block_reverse(job, regs, adj, splat, stride, pos, len);
+            block_reverse(job, regs, adj, splat, stride, pos, len, wide::<T>);
         }
         pos += len;
     }
     T::put_scratch(scratch);
+
+    /// [`backward_wide`] out of line, with this clone's target features.
+    #[multiversion::inherit_target]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn wide<T: FusedFloat>(
+        op: EwOp,
+        slot: usize,
+        d: &mut [T],
+        act: Act,
+        g: &[T],
+        y: &[T],
+        x: &[T],
+        a: &[T],
+        b: &[T],
+    ) -> bool {
+        backward_wide(op, slot, d, act, g, y, x, a, b)
+    }
 }
 
 /// The slice an operand reads for the block at `pos`.
@@ -334,6 +358,7 @@ fn block_forward<T: FusedFloat>(
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn block_reverse<T: FusedFloat>(
     job: &Job<'_, T>,
     regs: &[T],
@@ -342,6 +367,7 @@ fn block_reverse<T: FusedFloat>(
     stride: usize,
     pos: usize,
     len: usize,
+    wide: WideFn<T>,
 ) {
     let prog = job.prog;
     let Some(sched) = job.sched else {
@@ -403,12 +429,15 @@ fn block_reverse<T: FusedFloat>(
             };
             // A gradient decaying down a long chain reaches subnormal
             // products, which the plain multiply takes an assist for.
-            if !(T::any_tiny(g) && backward_wide(ins.op, slot, dst, act, g, y, x, a, b)) {
+            if !(T::any_tiny(g) && wide(ins.op, slot, dst, act, g, y, x, a, b)) {
                 backward_op(ins.op, slot, dst, act, g, y, x, a, b, sa, sb);
             }
         }
     }
 }
+
+/// [`backward_wide`]'s signature.
+type WideFn<T> = fn(EwOp, usize, &mut [T], Act, &[T], &[T], &[T], &[T], &[T]) -> bool;
 
 /// Lanes per step of the loops below: a fixed-size step compiles to whole
 /// vector instructions, so a 16-float block costs one per operation.

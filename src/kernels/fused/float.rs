@@ -5,8 +5,6 @@
 use std::cell::RefCell;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-use multiversion::multiversion;
-
 use super::super::{math, trig_f32};
 
 /// The float types programs run in, with the exact functions ferrograd's
@@ -50,14 +48,15 @@ pub trait FusedFloat:
     fn k_is_nan(self) -> bool;
     fn k_max(self, o: Self) -> Self;
     fn k_min(self, o: Self) -> Self;
-    /// `d[i] = g[i] * u[i]`, or `d[i] += g[i] * u[i]` with `add`: the
-    /// plain products' bits, but formed in a wider type where there is one,
-    /// so that a product which underflows to a subnormal takes no microcode
-    /// assist (about 150 cycles per vector instruction on Intel cores).
-    fn land_mul_wide(d: &mut [Self], add: bool, g: &[Self], u: &[Self]);
+    /// `self * o`: the plain product's bits, but formed in a wider type
+    /// where there is one, so that a product which underflows to a
+    /// subnormal takes no microcode assist (about 150 cycles per vector
+    /// instruction on Intel cores). `one` must be 1.0, from
+    /// [`std::hint::black_box`]: see [`mul_wide_f32`].
+    fn mul_wide(self, o: Self, one: f64) -> Self;
     /// Whether a block holds a nonzero value so small that a product with
-    /// it may underflow: the cue for [`FusedFloat::land_mul_wide`]. Always
-    /// false where there is no wider type.
+    /// it may underflow: the cue for [`FusedFloat::mul_wide`]. Always false
+    /// where there is no wider type.
     fn any_tiny(s: &[Self]) -> bool;
     /// This thread's reusable buffer (empty if it is in use); hand it back
     /// with [`FusedFloat::put_scratch`].
@@ -165,8 +164,8 @@ macro_rules! fused_float {
                 }
             }
             #[inline(always)]
-            fn land_mul_wide(d: &mut [Self], add: bool, g: &[Self], u: &[Self]) {
-                $wide(d, add, g, u)
+            fn mul_wide(self, o: Self, one: f64) -> Self {
+                $wide(self, o, one)
             }
             #[inline(always)]
             fn any_tiny(s: &[Self]) -> bool {
@@ -198,7 +197,7 @@ fused_float!(
     trig_f32::sin_slice,
     trig_f32::cos_slice,
     trig_f32::sincos_slice,
-    land_mul_wide_f32,
+    mul_wide_f32,
     any_tiny_f32
 );
 fused_float!(
@@ -215,42 +214,18 @@ fused_float!(
         map_slice(f64::sin)(s, a);
         map_slice(f64::cos)(c, a)
     },
-    |d: &mut [f64], add: bool, g: &[f64], u: &[f64]| {
-        for ((d, &g), &u) in d.iter_mut().zip(g).zip(u) {
-            *d = if add { *d + g * u } else { g * u };
-        }
-    },
+    |g: f64, u: f64, _: f64| g * u,
     |_: &[f64]| false
 );
 
 /// `g * u` for float32: exact in float64 (48 significant bits, far from
 /// float64's subnormals), so its one rounding to float32 gives the float32
-/// product's bits, subnormal or not. The factor 2^60 on the way in and
-/// 2^-60 on the way out (both exact) stop the compiler from narrowing the
-/// float64 product back to a float32 one.
+/// product's bits, subnormal or not. The compiler would narrow a float64
+/// product of two widened floats back to a float32 one; `u * one`, with a
+/// `one` it cannot see, stops that without a step on `g`'s path.
 #[inline(always)]
-fn mul_wide_f32(g: f32, u: f32) -> f32 {
-    const UP: f64 = 1_152_921_504_606_846_976.0;
-    const DOWN: f64 = 1.0 / UP;
-    (((g as f64 * UP) * u as f64) * DOWN) as f32
-}
-
-#[multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
-fn land_mul_wide_f32(d: &mut [f32], add: bool, g: &[f32], u: &[f32]) {
-    let n = d.len();
-    let (g, u) = (&g[..n], &u[..n]);
-    if add {
-        for j in 0..n {
-            d[j] += mul_wide_f32(g[j], u[j]);
-        }
-    } else {
-        for j in 0..n {
-            d[j] = mul_wide_f32(g[j], u[j]);
-        }
-    }
+pub(super) fn mul_wide_f32(g: f32, u: f32, one: f64) -> f32 {
+    (g as f64 * (u as f64 * one)) as f32
 }
 
 /// Nonzero magnitudes below 2^-63: two factors at or above it cannot give
