@@ -1,8 +1,9 @@
 //! The fused elementwise interpreter (`kernels::fused`) on benches/bench_compile.py's
 //! elementwise workload: 200 ops cycling `y * 0.5, y + x, sin(y), exp(y), y * x`
 //! from `y = x`, then the gradient of `sum(y)` with respect to `x`, forward and
-//! reverse in one `forward_vjp` call. Criterion reports the time per call;
-//! divide by 200 for the time per op.
+//! reverse in one `forward_vjp` call (and as a compiled replay runs it,
+//! `forward_keep` then `reverse_kept`). Criterion reports the time per
+//! call; divide by 200 for the time per op.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use ferrograd::kernels::fused::{EwOp, Instr, Program, Src};
@@ -61,6 +62,22 @@ fn fused(c: &mut Criterion) {
             if sin == EwOp::Sin {
                 g.bench_with_input(BenchmarkId::new("fwd", n), &n, |b, _| {
                     b.iter(|| plan.forward(&[&x], &[0.5f64], &mut [&mut out]))
+                });
+                // What a compiled replay runs: the forward keeping its
+                // registers, then the reverse pass from them.
+                let mut kept = vec![0.0f32; plan.kept_len(n)];
+                let mut grad = vec![0.0f32; n];
+                g.bench_with_input(BenchmarkId::new("keep_kept", n), &n, |b, _| {
+                    b.iter(|| {
+                        plan.forward_keep(&[&x], &[0.5f64], &mut [&mut out], &mut kept);
+                        plan.reverse_kept(
+                            &[&x],
+                            &[0.5f64],
+                            &mut kept,
+                            &[Some(&seed)],
+                            &mut [Some(&mut grad)],
+                        );
+                    })
                 });
                 g.bench_with_input(BenchmarkId::new("fwd_bwd_unplanned", n), &n, |b, _| {
                     b.iter(|| {

@@ -373,3 +373,60 @@ def test_a_parameter_given_another_shape_after_capture_replays_as_eager():
     assert wc.grad.shape == (1,)
     (tape,) = fc.tapes
     assert not tape.stats()["last_static"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    scale=st.sampled_from([1e-3, 0.05, 0.3]),
+    n=st.sampled_from([3, 16, 40]),
+    seed=st.integers(0, 2**16),
+    unary=st.sampled_from([torch.sin, torch.cos, torch.tanh, torch.sigmoid, torch.exp, torch.expm1]),
+)
+def test_a_gradient_decaying_through_subnormals_equals_eager(scale, n, seed, unary):
+    # Small inputs make the gradient shrink by orders of magnitude per step,
+    # down through float32's subnormals to zero: the fused reverse pass forms
+    # those products in float64 and must still give eager's bits.
+    def make():
+        def fn(x):
+            y = x
+            for i in range(120):
+                y = [lambda y: y * x, lambda y: unary(y), lambda y: y * 0.25, lambda y: y + x][i % 4](y)
+            loss = y.sum()
+            loss.backward()
+            return loss
+        return fn
+
+    v = np.random.default_rng(seed).uniform(-scale, scale, n)
+    s = check(make, lambda i: [torch.tensor(v * (1 + i), dtype=torch.float32, requires_grad=True)])
+    assert s["last_fused_groups"] == 1
+
+
+@pytest.mark.parametrize("kind", ["ones", "broadcast", "dense", "strided"])
+def test_seeds_broadcast_or_not_equal_eager(kind):
+    # `sum`'s gradient reaches the group as one element broadcast to the
+    # whole shape; other seeds are dense or strided views.
+    n = 24
+
+    def grad_of(i):
+        if kind == "broadcast":
+            return torch.tensor([0.75 + i], dtype=torch.float32).expand(n)
+        if kind == "dense":
+            return torch.tensor(np.linspace(-1, 1, n) * (i + 1), dtype=torch.float32)
+        if kind == "strided":
+            return torch.tensor(np.linspace(-2, 2, 2 * n), dtype=torch.float32)[::2]
+        return None
+
+    def make():
+        def fn(x, g):
+            y = x
+            for i in range(20):
+                y = CYCLE[i % 5](y, x)
+            if g is None:
+                y.sum().backward()
+            else:
+                y.backward(g)
+            return y
+        return fn
+
+    v = np.random.default_rng(3).uniform(-1, 1, n)
+    check(make, lambda i: [torch.tensor(v + 0.1 * i, dtype=torch.float32, requires_grad=True), grad_of(i)])

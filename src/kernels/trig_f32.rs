@@ -44,23 +44,34 @@ fn sincos_poly(r: f64) -> (f64, f64) {
     (sin, cos)
 }
 
-/// `sin(|x|)` or `cos(|x|)` (by `want_cos`) for `|x| <= LIMIT`, branch free.
+/// `(k mod 4, r)` for `|x| <= LIMIT`: `|x| = k pi/2 + r` with `|r| <= pi/4`.
 #[inline(always)]
-fn reduced(x: f32, want_cos: bool) -> f64 {
+fn reduce(x: f32) -> (u64, f64) {
     let a = (x as f64).abs();
     let k = (a * std::f64::consts::FRAC_2_PI).round_ties_even();
     let r = (-k).mul_add(PIO2_1, a);
     let r = (-k).mul_add(PIO2_2, r);
     let r = (-k).mul_add(PIO2_3, r);
-    let q = (k as i64) + want_cos as i64;
-    let (s, c) = sincos_poly(r);
-    // sin(r + q pi/2): s, c, -s, -c for q = 0, 1, 2, 3.
+    // k is a whole number in [0, 2^20): adding 2^52 leaves it in the low
+    // mantissa bits. `k as i64` would do, but compiles to one scalar
+    // conversion per lane.
+    let q = (k + 4_503_599_627_370_496.0).to_bits() & 3;
+    (q, r)
+}
+
+/// `sin(r + q pi/2)` from `(sin r, cos r)`: s, c, -s, -c for q = 0, 1, 2, 3.
+#[inline(always)]
+fn quadrant(q: u64, s: f64, c: f64) -> f64 {
     let v = if q & 1 == 1 { c } else { s };
-    if q & 2 == 2 {
-        -v
-    } else {
-        v
-    }
+    f64::from_bits(v.to_bits() ^ ((q & 2) << 62))
+}
+
+/// `sin(|x|)` or `cos(|x|)` (by `want_cos`) for `|x| <= LIMIT`, branch free.
+#[inline(always)]
+fn reduced(x: f32, want_cos: bool) -> f64 {
+    let (q, r) = reduce(x);
+    let (s, c) = sincos_poly(r);
+    quadrant(q + want_cos as u64, s, c)
 }
 
 #[inline(always)]
@@ -77,6 +88,17 @@ fn sin_fast(x: f32) -> f32 {
 #[inline(always)]
 fn cos_fast(x: f32) -> f32 {
     reduced(x, true) as f32
+}
+
+/// `(sin x, cos x)` for `|x| <= LIMIT`, each exactly as [`sin_fast`] and
+/// [`cos_fast`] compute it, from one reduction.
+#[inline(always)]
+fn sincos_fast(x: f32) -> (f32, f32) {
+    let (q, r) = reduce(x);
+    let (s, c) = sincos_poly(r);
+    let v = quadrant(q, s, c) as f32;
+    let sin = if x.is_sign_negative() { -v } else { v };
+    (sin, quadrant(q + 1, s, c) as f32)
 }
 
 /// `sin(x)` in float32.
@@ -103,8 +125,15 @@ pub fn cos_f32(x: f32) -> f32 {
 /// [`LIMIT`] runs the branch-free form.
 const LANES: usize = 16;
 
+/// Whether every lane of a block takes the branch-free form (`<=` is
+/// false for NaN, so a NaN sends its block to the scalar path).
 #[inline(always)]
-fn map(dst: &mut [f32], src: &[f32], fast: fn(f32) -> f32, each: fn(f32) -> f32) {
+fn in_range(s: &[f32; LANES]) -> bool {
+    s.iter().fold(true, |ok, x| ok & (x.abs() <= LIMIT))
+}
+
+#[inline(always)]
+fn map(dst: &mut [f32], src: &[f32], fast: impl Fn(f32) -> f32, each: impl Fn(f32) -> f32) {
     let n = dst.len().min(src.len());
     let (dst, src) = (&mut dst[..n], &src[..n]);
     let mut dc = dst.chunks_exact_mut(LANES);
@@ -112,11 +141,15 @@ fn map(dst: &mut [f32], src: &[f32], fast: fn(f32) -> f32, each: fn(f32) -> f32)
     for (d, s) in (&mut dc).zip(&mut sc) {
         let d: &mut [f32; LANES] = d.try_into().unwrap();
         let s: &[f32; LANES] = s.try_into().unwrap();
-        // `<=` is false for NaN, so a NaN sends its block to the scalar path.
-        if s.iter().fold(true, |ok, x| ok & (x.abs() <= LIMIT)) {
+        if in_range(s) {
+            // A whole block formed then stored at once: the next op reads
+            // it as one 16-lane load, which a store split in halves would
+            // make wait for the cache.
+            let mut v = [0.0; LANES];
             for j in 0..LANES {
-                d[j] = fast(s[j]);
+                v[j] = fast(s[j]);
             }
+            store(d, v);
         } else {
             for j in 0..LANES {
                 d[j] = each(s[j]);
@@ -126,6 +159,27 @@ fn map(dst: &mut [f32], src: &[f32], fast: fn(f32) -> f32, each: fn(f32) -> f32)
     for (d, &s) in dc.into_remainder().iter_mut().zip(sc.remainder()) {
         *d = each(s);
     }
+}
+
+/// `*d = v` as one 64-byte store where the target has one.
+#[inline(always)]
+fn store(d: &mut [f32; LANES], v: [f32; LANES]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: `d` holds 16 floats and the CPU has AVX-512F.
+        unsafe { store512(d, v) };
+        return;
+    }
+    *d = v;
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn store512(d: &mut [f32; LANES], v: [f32; LANES]) {
+    use std::arch::x86_64::{_mm512_loadu_ps, _mm512_storeu_ps};
+    // SAFETY: both arrays hold 16 floats.
+    unsafe { _mm512_storeu_ps(d.as_mut_ptr(), _mm512_loadu_ps(v.as_ptr())) }
 }
 
 /// `dst[i] = sin(src[i])` (the shorter length), as [`sin_f32`] element by element.
@@ -144,6 +198,44 @@ pub fn sin_slice(dst: &mut [f32], src: &[f32]) {
 ))]
 pub fn cos_slice(dst: &mut [f32], src: &[f32]) {
     map(dst, src, cos_fast, cos_f32)
+}
+
+/// `sin[i] = sin(src[i])` and `cos[i] = cos(src[i])` (the shortest
+/// length), each as [`sin_slice`] and [`cos_slice`] compute it; one
+/// argument reduction serves both.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+pub fn sincos_slice(sin: &mut [f32], cos: &mut [f32], src: &[f32]) {
+    let n = sin.len().min(cos.len()).min(src.len());
+    let (sin, cos, src) = (&mut sin[..n], &mut cos[..n], &src[..n]);
+    let mut i = 0;
+    while i + LANES <= n {
+        let s: &[f32; LANES] = src[i..i + LANES].try_into().unwrap();
+        let ds: &mut [f32; LANES] = (&mut sin[i..i + LANES]).try_into().unwrap();
+        if in_range(s) {
+            let (mut vs, mut vc) = ([0.0; LANES], [0.0; LANES]);
+            for j in 0..LANES {
+                (vs[j], vc[j]) = sincos_fast(s[j]);
+            }
+            store(ds, vs);
+            let dc: &mut [f32; LANES] = (&mut cos[i..i + LANES]).try_into().unwrap();
+            store(dc, vc);
+        } else {
+            for j in 0..LANES {
+                ds[j] = sin_f32(s[j]);
+            }
+            for j in 0..LANES {
+                cos[i + j] = cos_f32(s[j]);
+            }
+        }
+        i += LANES;
+    }
+    for j in i..n {
+        sin[j] = sin_f32(src[j]);
+        cos[j] = cos_f32(src[j]);
+    }
 }
 
 #[cfg(test)]
@@ -242,6 +334,32 @@ mod tests {
         for (i, &x) in src.iter().enumerate() {
             assert_eq!(s[i].to_bits(), sin_f32(x).to_bits(), "sin {x}");
             assert_eq!(c[i].to_bits(), cos_f32(x).to_bits(), "cos {x}");
+        }
+    }
+
+    #[test]
+    fn sincos_equals_the_separate_slices() {
+        // Lengths with and without a remainder; blocks with a NaN, an
+        // infinity or a large argument take the scalar path.
+        for n in [0usize, 5, 16, 37, 160] {
+            let src: Vec<f32> = (0..n)
+                .map(|i| match i % 53 {
+                    7 => f32::NAN,
+                    19 => f32::NEG_INFINITY,
+                    31 => -3e7,
+                    41 => -0.0,
+                    _ => (i as f32 - 80.0) * 1.37 + 1e-3 * i as f32,
+                })
+                .collect();
+            let (mut s, mut c) = (vec![0.0f32; n], vec![0.0f32; n]);
+            sin_slice(&mut s, &src);
+            cos_slice(&mut c, &src);
+            let (mut s2, mut c2) = (vec![1.0f32; n], vec![1.0f32; n]);
+            sincos_slice(&mut s2, &mut c2, &src);
+            for i in 0..n {
+                assert_eq!(s[i].to_bits(), s2[i].to_bits(), "sin {}", src[i]);
+                assert_eq!(c[i].to_bits(), c2[i].to_bits(), "cos {}", src[i]);
+            }
         }
     }
 }

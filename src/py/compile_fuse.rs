@@ -494,13 +494,22 @@ impl Group {
         else {
             unreachable!("an unfused group runs its members' VJP steps")
         };
-        // Seeds, contiguous in the group's dtype.
+        // Seeds, contiguous in the group's dtype, or the one value of a
+        // seed broadcast from a single element (`sum`'s gradient), which
+        // the reverse pass reads from a filled buffer instead of a tensor.
         let mut seeds: SmallVec<[Option<Tensor>; 4]> = SmallVec::new();
+        let mut fills: SmallVec<[Option<Tensor>; 4]> = SmallVec::new();
         for g in &self.out_g {
-            seeds.push(match g.and_then(|g| slots[g].take()) {
-                None => None,
-                Some(t) => Some(self.fit(t)?),
-            });
+            match g.and_then(|g| slots[g].take()) {
+                Some(t) if self.is_broadcast(&t) => {
+                    fills.push(Some(t));
+                    seeds.push(None);
+                }
+                t => {
+                    fills.push(None);
+                    seeds.push(t.map(|t| self.fit(t)).transpose()?);
+                }
+            }
         }
         // The inputs' gradient buffers: one already there is added to (in
         // place when nothing else holds it), otherwise a fresh one.
@@ -531,7 +540,11 @@ impl Group {
                 }
             }
         }
-        let seeded: SmallVec<[bool; 4]> = seeds.iter().map(Option::is_some).collect();
+        let seeded: SmallVec<[bool; 4]> = seeds
+            .iter()
+            .zip(&fills)
+            .map(|(s, f)| s.is_some() || f.is_some())
+            .collect();
         let other;
         let plan = if self.plan.seeded() == seeded.as_slice()
             && self.plan.accumulate() == acc.as_slice()
@@ -548,11 +561,11 @@ impl Group {
         };
         match arena {
             Arena::F32(mut a) => {
-                Self::run_reverse::<f32>(plan, &inputs, &scalars, &mut a, &seeds, &bufs);
+                Self::run_reverse::<f32>(plan, &inputs, &scalars, &mut a, &seeds, &fills, &bufs);
                 *self.arena32.lock() = a;
             }
             Arena::F64(mut a) => {
-                Self::run_reverse::<f64>(plan, &inputs, &scalars, &mut a, &seeds, &bufs);
+                Self::run_reverse::<f64>(plan, &inputs, &scalars, &mut a, &seeds, &fills, &bufs);
                 *self.arena64.lock() = a;
             }
         }
@@ -568,22 +581,48 @@ impl Group {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn run_reverse<T: FusedFloat + Element>(
         plan: &Plan,
         inputs: &[Tensor],
         scalars: &[f64],
         arena: &mut [T],
         seeds: &[Option<Tensor>],
+        fills: &[Option<Tensor>],
         bufs: &[Option<Tensor>],
     ) {
         let xs: SmallVec<[&[T]; 4]> = inputs.iter().map(elems::<T>).collect();
-        let sd: SmallVec<[Option<&[T]>; 4]> =
-            seeds.iter().map(|s| s.as_ref().map(elems::<T>)).collect();
+        let n = xs.first().map_or(0, |x| x.len());
+        let filled: SmallVec<[Option<Vec<T>>; 4]> = fills
+            .iter()
+            .map(|f| {
+                f.as_ref().map(|t| {
+                    // SAFETY: the view's offset is in bounds of its storage,
+                    // whose dtype `is_broadcast` checked.
+                    vec![unsafe { *t.view().ptr::<T>() }; n]
+                })
+            })
+            .collect();
+        let sd: SmallVec<[Option<&[T]>; 4]> = seeds
+            .iter()
+            .zip(&filled)
+            .map(|(s, f)| match f {
+                Some(f) => Some(f.as_slice()),
+                None => s.as_ref().map(elems::<T>),
+            })
+            .collect();
         let mut gs: SmallVec<[Option<&mut [T]>; 4]> = bufs
             .iter()
             .map(|b| b.as_ref().map(elems_mut::<T>))
             .collect();
         plan.reverse_kept(&xs, scalars, arena, &sd, &mut gs);
+    }
+
+    /// Whether `t` has the group's dtype and shape with every element the
+    /// one stored element (an expanded scalar).
+    fn is_broadcast(&self, t: &Tensor) -> bool {
+        let v = t.view();
+        v.dtype() == self.dtype && v.shape == self.shape && v.strides.iter().all(|&s| s == 0)
     }
 
     /// `t` as a contiguous tensor of the group's dtype and shape (a

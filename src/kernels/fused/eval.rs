@@ -7,7 +7,7 @@ use multiversion::multiversion;
 use super::super::{parallel, SendPtr, GRAIN};
 use super::float::{powf_special, sigmoid, FusedFloat, GELU_BETA, GELU_KAPPA};
 use super::program::{EwOp, Program, Src};
-use super::reverse::{backward_op, land, Act, Schedule};
+use super::reverse::{backward_op, backward_wide, land, Act, Schedule};
 
 /// Elements per block: every register holds one block, so a block of a
 /// 200-instruction float32 program keeps its registers and their gradients
@@ -42,6 +42,8 @@ struct Job<'a, T> {
     /// and its [`Pass::Kept`] reverse (null for [`Pass::Both`]).
     kept: SendPtr<T>,
     pass: Pass,
+    /// [`n_aux`] of the program.
+    n_aux: usize,
 }
 
 /// Which halves of the evaluation a call runs.
@@ -55,10 +57,24 @@ pub(super) enum Pass {
     Kept,
 }
 
-/// Length of the arena a [`Pass::Keep`] call fills: every register of
-/// every block, `min(BLOCK, n)` apart.
-pub(super) fn kept_len(prog: &Program, n: usize) -> usize {
-    prog.instrs.len() * n.div_ceil(BLOCK.min(n).max(1)) * BLOCK.min(n)
+/// Length of the arena a [`Pass::Keep`] call fills: every register and
+/// auxiliary register of every block, `min(BLOCK, n)` apart.
+pub(super) fn kept_len(prog: &Program, n_aux: usize, n: usize) -> usize {
+    (prog.instrs.len() + n_aux) * n.div_ceil(BLOCK.min(n).max(1)) * BLOCK.min(n)
+}
+
+/// Whether an op's forward leaves a second value for its gradient rule in
+/// an auxiliary register: `sin` and `cos` compute the other one from the
+/// same argument reduction, which the reverse pass would otherwise redo.
+#[inline(always)]
+pub(super) fn has_aux(op: EwOp) -> bool {
+    matches!(op, EwOp::Sin | EwOp::Cos)
+}
+
+/// Auxiliary registers of a program, one per [`has_aux`] instruction in
+/// order, after the registers.
+pub(super) fn n_aux(prog: &Program) -> usize {
+    prog.instrs.iter().filter(|i| has_aux(i.op)).count()
 }
 
 pub(super) fn run<T: FusedFloat>(
@@ -86,6 +102,7 @@ pub(super) fn run<T: FusedFloat>(
     run_pass(
         prog,
         sched,
+        sched.map_or(0, |_| n_aux(prog)),
         Pass::Both,
         inputs,
         scalars,
@@ -97,11 +114,13 @@ pub(super) fn run<T: FusedFloat>(
 }
 
 /// The general entry: `grads` are raw pointers (null when not wanted),
-/// `kept` the register arena of the `Keep`/`Kept` passes.
+/// `kept` the register arena of the `Keep`/`Kept` passes; `n_aux` is
+/// [`n_aux`] of the program (0 will do for a forward-only `Both`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_pass<T: FusedFloat>(
     prog: &Program,
     sched: Option<&Schedule>,
+    n_aux: usize,
     pass: Pass,
     inputs: &[&[T]],
     scalars: &[impl Into<f64> + Copy],
@@ -171,6 +190,7 @@ pub(super) fn run_pass<T: FusedFloat>(
         grads: gradp,
         kept,
         pass,
+        n_aux,
     };
     parallel::run(n, |threads| {
         if threads == 1 || n < GRAIN {
@@ -194,6 +214,10 @@ fn run_range<T: FusedFloat>(job: &Job<'_, T>, n: usize, lo: usize, hi: usize) {
     let prog = job.prog;
     let ni = prog.instrs.len();
     let ns = prog.n_scalars;
+    // The reverse pass reads auxiliary registers; a forward-only call
+    // computes none.
+    let aux = job.sched.is_some() || job.pass == Pass::Keep;
+    let nr = if aux { ni + job.n_aux } else { ni };
     // Registers are `stride` apart: a short range needs no full block each.
     // Kept registers use one stride for the whole length, so a block's
     // place in the arena does not depend on how the range was cut.
@@ -203,7 +227,7 @@ fn run_range<T: FusedFloat>(job: &Job<'_, T>, n: usize, lo: usize, hi: usize) {
         BLOCK.min(n)
     };
     let regs_len = if job.pass == Pass::Both {
-        ni * stride
+        nr * stride
     } else {
         0
     };
@@ -233,24 +257,42 @@ fn run_range<T: FusedFloat>(job: &Job<'_, T>, n: usize, lo: usize, hi: usize) {
             &mut *regs
         } else {
             // SAFETY: the arena holds `kept_len` elements (checked by the
-            // caller); block `pos / stride` owns the `ni * stride` of them
+            // caller); block `pos / stride` owns the `nr * stride` of them
             // at its offset, and only this thread evaluates that block.
             unsafe {
                 std::slice::from_raw_parts_mut(
-                    job.kept.get().add((pos / stride) * ni * stride),
-                    ni * stride,
+                    job.kept.get().add((pos / stride) * nr * stride),
+                    nr * stride,
                 )
             }
         };
         if job.pass != Pass::Kept {
-            block_forward(job, regs, splat, stride, pos, len);
+            block_forward(job, regs, aux, splat, stride, pos, len);
         }
         if job.pass != Pass::Keep {
-            block_reverse(job, regs, adj, splat, stride, pos, len);
+            block_reverse(job, regs, adj, splat, stride, pos, len, wide::<T>);
         }
         pos += len;
     }
     T::put_scratch(scratch);
+
+    /// [`backward_wide`] out of line, with this clone's target features.
+    #[multiversion::inherit_target]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn wide<T: FusedFloat>(
+        op: EwOp,
+        slot: usize,
+        d: &mut [T],
+        act: Act,
+        g: &[T],
+        y: &[T],
+        x: &[T],
+        a: &[T],
+        b: &[T],
+    ) -> bool {
+        backward_wide(op, slot, d, act, g, y, x, a, b)
+    }
 }
 
 /// The slice an operand reads for the block at `pos`.
@@ -271,16 +313,22 @@ fn operand<'s, T: FusedFloat>(
     }
 }
 
+/// The forward of one block; with `aux`, `sin` and `cos` also fill their
+/// auxiliary registers.
 #[inline(always)]
 fn block_forward<T: FusedFloat>(
     job: &Job<'_, T>,
     regs: &mut [T],
+    aux: bool,
     splat: &[T],
     stride: usize,
     pos: usize,
     len: usize,
 ) {
     let prog = job.prog;
+    let ni = prog.instrs.len();
+    let (regs, auxs) = regs.split_at_mut(ni * stride);
+    let mut k = 0;
     for (i, ins) in prog.instrs.iter().enumerate() {
         let (done, rest) = regs.split_at_mut(i * stride);
         let d = &mut rest[..len];
@@ -289,6 +337,15 @@ fn block_forward<T: FusedFloat>(
             Some(b) => operand(b, job.inputs, done, splat, stride, pos, len),
             None => &[],
         };
+        if aux && has_aux(ins.op) {
+            let x = &mut auxs[k * stride..k * stride + len];
+            k += 1;
+            match ins.op {
+                EwOp::Sin => T::sincos_slice(d, x, a),
+                _ => T::sincos_slice(x, d, a),
+            }
+            continue;
+        }
         forward_op(ins.op, d, a, b);
     }
     for (k, &o) in prog.outputs.iter().enumerate() {
@@ -301,6 +358,7 @@ fn block_forward<T: FusedFloat>(
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn block_reverse<T: FusedFloat>(
     job: &Job<'_, T>,
     regs: &[T],
@@ -309,11 +367,15 @@ fn block_reverse<T: FusedFloat>(
     stride: usize,
     pos: usize,
     len: usize,
+    wide: WideFn<T>,
 ) {
     let prog = job.prog;
     let Some(sched) = job.sched else {
         return;
     };
+    let ni = prog.instrs.len();
+    let (regs, auxs) = regs.split_at(ni * stride);
+    let mut k = auxs.len() / stride;
     for (k, &o) in prog.outputs.iter().enumerate() {
         let (Some(seed), act) = (job.seeds[k], sched.seed_act[k]) else {
             continue;
@@ -324,11 +386,17 @@ fn block_reverse<T: FusedFloat>(
         let r = o as usize * stride;
         land(&mut adj[r..r + len], act, &seed[pos..pos + len], |g| g);
     }
-    for i in (0..prog.instrs.len()).rev() {
+    for i in (0..ni).rev() {
+        let ins = prog.instrs[i];
+        let x = if has_aux(ins.op) {
+            k -= 1;
+            &auxs[k * stride..k * stride + len]
+        } else {
+            &[]
+        };
         if !sched.live[i] {
             continue;
         }
-        let ins = prog.instrs[i];
         let (lower, upper) = adj.split_at_mut(i * stride);
         let g = &upper[..len];
         let y = &regs[i * stride..i * stride + len];
@@ -359,10 +427,17 @@ fn block_reverse<T: FusedFloat>(
                 }
                 _ => continue,
             };
-            backward_op(ins.op, slot, dst, act, g, y, a, b, sa, sb);
+            // A gradient decaying down a long chain reaches subnormal
+            // products, which the plain multiply takes an assist for.
+            if !(T::any_tiny(g) && wide(ins.op, slot, dst, act, g, y, x, a, b)) {
+                backward_op(ins.op, slot, dst, act, g, y, x, a, b, sa, sb);
+            }
         }
     }
 }
+
+/// [`backward_wide`]'s signature.
+type WideFn<T> = fn(EwOp, usize, &mut [T], Act, &[T], &[T], &[T], &[T], &[T]) -> bool;
 
 /// Lanes per step of the loops below: a fixed-size step compiles to whole
 /// vector instructions, so a 16-float block costs one per operation.

@@ -35,6 +35,8 @@ pub trait FusedFloat:
     /// `d[i] = sin(a[i])`, vectorised where the element form is not.
     fn sin_slice(d: &mut [Self], a: &[Self]);
     fn cos_slice(d: &mut [Self], a: &[Self]);
+    /// `s[i] = sin(a[i])`, `c[i] = cos(a[i])`, each as the slice forms.
+    fn sincos_slice(s: &mut [Self], c: &mut [Self], a: &[Self]);
     fn k_tan(self) -> Self;
     fn k_ln(self) -> Self;
     fn k_ln_1p(self) -> Self;
@@ -46,6 +48,16 @@ pub trait FusedFloat:
     fn k_is_nan(self) -> bool;
     fn k_max(self, o: Self) -> Self;
     fn k_min(self, o: Self) -> Self;
+    /// `self * o`: the plain product's bits, but formed in a wider type
+    /// where there is one, so that a product which underflows to a
+    /// subnormal takes no microcode assist (about 150 cycles per vector
+    /// instruction on Intel cores). `one` must be 1.0, from
+    /// [`std::hint::black_box`]: see [`mul_wide_f32`].
+    fn mul_wide(self, o: Self, one: f64) -> Self;
+    /// Whether a block holds a nonzero value so small that a product with
+    /// it may underflow: the cue for [`FusedFloat::mul_wide`]. Always false
+    /// where there is no wider type.
+    fn any_tiny(s: &[Self]) -> bool;
     /// This thread's reusable buffer (empty if it is in use); hand it back
     /// with [`FusedFloat::put_scratch`].
     #[doc(hidden)]
@@ -55,7 +67,7 @@ pub trait FusedFloat:
 }
 
 macro_rules! fused_float {
-    ($t:ty, $scratch:ident, $exp:expr, $tanh:expr, $erf:expr, $sin:expr, $cos:expr, $sins:expr, $coss:expr) => {
+    ($t:ty, $scratch:ident, $exp:expr, $tanh:expr, $erf:expr, $sin:expr, $cos:expr, $sins:expr, $coss:expr, $sincos:expr, $wide:expr, $tiny:expr) => {
         thread_local! {
             static $scratch: RefCell<Vec<$t>> = const { RefCell::new(Vec::new()) };
         }
@@ -93,6 +105,10 @@ macro_rules! fused_float {
             #[inline(always)]
             fn cos_slice(d: &mut [Self], a: &[Self]) {
                 $coss(d, a)
+            }
+            #[inline(always)]
+            fn sincos_slice(s: &mut [Self], c: &mut [Self], a: &[Self]) {
+                $sincos(s, c, a)
             }
             #[inline(always)]
             fn k_tan(self) -> Self {
@@ -147,6 +163,14 @@ macro_rules! fused_float {
                     self.min(o)
                 }
             }
+            #[inline(always)]
+            fn mul_wide(self, o: Self, one: f64) -> Self {
+                $wide(self, o, one)
+            }
+            #[inline(always)]
+            fn any_tiny(s: &[Self]) -> bool {
+                $tiny(s)
+            }
             fn take_scratch() -> Vec<Self> {
                 $scratch.with(|cell| std::mem::take(&mut *cell.borrow_mut()))
             }
@@ -171,7 +195,10 @@ fused_float!(
     trig_f32::sin_f32,
     trig_f32::cos_f32,
     trig_f32::sin_slice,
-    trig_f32::cos_slice
+    trig_f32::cos_slice,
+    trig_f32::sincos_slice,
+    mul_wide_f32,
+    any_tiny_f32
 );
 fused_float!(
     f64,
@@ -182,8 +209,39 @@ fused_float!(
     f64::sin,
     f64::cos,
     map_slice(f64::sin),
-    map_slice(f64::cos)
+    map_slice(f64::cos),
+    |s: &mut [f64], c: &mut [f64], a: &[f64]| {
+        map_slice(f64::sin)(s, a);
+        map_slice(f64::cos)(c, a)
+    },
+    |g: f64, u: f64, _: f64| g * u,
+    |_: &[f64]| false
 );
+
+/// `g * u` for float32: exact in float64 (48 significant bits, far from
+/// float64's subnormals), so its one rounding to float32 gives the float32
+/// product's bits, subnormal or not. The compiler would narrow a float64
+/// product of two widened floats back to a float32 one; `u * one`, with a
+/// `one` it cannot see, stops that without a step on `g`'s path.
+#[inline(always)]
+pub(super) fn mul_wide_f32(g: f32, u: f32, one: f64) -> f32 {
+    (g as f64 * (u as f64 * one)) as f32
+}
+
+/// Nonzero magnitudes below 2^-63: two factors at or above it cannot give
+/// a product below float32's smallest normal, 2^-126.
+#[inline(always)]
+fn any_tiny_f32(s: &[f32]) -> bool {
+    const TINY: f32 = 1.0 / 9_223_372_036_854_775_808.0;
+    let tiny = |v: f32| (v.abs() < TINY) & (v != 0.0);
+    let mut c = s.chunks_exact(16);
+    let mut hit = false;
+    for w in &mut c {
+        let w: &[f32; 16] = w.try_into().unwrap();
+        hit |= w.iter().fold(false, |h, &v| h | tiny(v));
+    }
+    hit | c.remainder().iter().fold(false, |h, &v| h | tiny(v))
+}
 
 /// The element function `f` over a slice (float64 keeps libm's scalar calls).
 fn map_slice(f: fn(f64) -> f64) -> impl Fn(&mut [f64], &[f64]) {

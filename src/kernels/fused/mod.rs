@@ -32,3 +32,5 @@ pub use reverse::Plan;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_wide;

@@ -3,7 +3,7 @@
 //! [`Plan`], and each op's gradient rule as the eager backward computes it.
 
 use super::super::SendPtr;
-use super::eval::{each, kept_len, run, run_pass, Pass, ScalarConsts, BLOCK};
+use super::eval::{each, kept_len, n_aux, run, run_pass, Pass, ScalarConsts, BLOCK};
 use super::float::{extreme_share, powf_special, sigmoid, sign, FusedFloat, GELU_BETA, GELU_KAPPA};
 use super::program::{EwOp, Program, Src};
 
@@ -34,6 +34,7 @@ impl Program {
         Ok(Plan {
             sched: self.schedule_into(want, seeded, accumulate)?,
             prog: self.clone(),
+            n_aux: n_aux(self),
         })
     }
 
@@ -146,6 +147,7 @@ pub(super) struct Schedule {
 pub struct Plan {
     prog: Program,
     sched: Schedule,
+    n_aux: usize,
 }
 
 impl Plan {
@@ -171,7 +173,7 @@ impl Plan {
     /// The length of the register arena [`Plan::forward_keep`] fills for
     /// inputs of `n` elements (every register of every element).
     pub fn kept_len(&self, n: usize) -> usize {
-        kept_len(&self.prog, n)
+        kept_len(&self.prog, self.n_aux, n)
     }
 
     /// The forward pass, keeping every register in `kept` (at least
@@ -192,6 +194,7 @@ impl Plan {
         run_pass(
             &self.prog,
             None,
+            self.n_aux,
             Pass::Keep,
             inputs,
             scalars,
@@ -253,6 +256,7 @@ impl Plan {
         run_pass(
             &self.prog,
             Some(&self.sched),
+            self.n_aux,
             Pass::Kept,
             inputs,
             scalars,
@@ -355,9 +359,52 @@ pub(super) fn land<T: FusedFloat>(d: &mut [T], act: Act, g: &[T], f: impl Fn(T) 
     land3(d, act, g, g, g, |g, _, _| f(g));
 }
 
+/// As [`backward_op`] for the rules that end in a product with `g`, when
+/// `g` holds tiny values: the factor is formed as the rule forms it, then
+/// multiplied by [`FusedFloat::mul_wide`]. Returns false (and does nothing)
+/// for other rules. The caller keeps it out of line, so the common path
+/// stays small.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn backward_wide<T: FusedFloat>(
+    op: EwOp,
+    slot: usize,
+    d: &mut [T],
+    act: Act,
+    g: &[T],
+    y: &[T],
+    x: &[T],
+    a: &[T],
+    b: &[T],
+) -> bool {
+    use EwOp::*;
+    let one = T::ONE;
+    let w = std::hint::black_box(1.0);
+    match (op, slot) {
+        (Exp, _) => land2(d, act, g, y, |g, y| g.mul_wide(y, w)),
+        (Sin, _) => land2(d, act, g, x, |g, c| g.mul_wide(c, w)),
+        (Mul, 0) => land2(d, act, g, b, |g, y| g.mul_wide(y, w)),
+        (Mul, _) => land2(d, act, g, a, |g, x| g.mul_wide(x, w)),
+        (Cos, _) => land2(d, act, g, x, |g, s| g.mul_wide(-s, w)),
+        (Tan, _) => land2(d, act, g, y, |g, y| g.mul_wide((y * y) + one, w)),
+        (Tanh, _) => land2(d, act, g, y, |g, y| g.mul_wide(one - y * y, w)),
+        (Sigmoid, _) => land2(d, act, g, y, |g, y| g.mul_wide(y * (one - y), w)),
+        (Expm1, _) => land2(d, act, g, y, |g, y| g.mul_wide(y + one, w)),
+        (Abs, _) => land2(d, act, g, a, |g, x| g.mul_wide(sign(x), w)),
+        (Square, _) => {
+            let two = T::of(2.0);
+            land2(d, act, g, a, |g, x| g.mul_wide(x * two, w))
+        }
+        _ => return false,
+    }
+    true
+}
+
 /// The gradient operand `slot` (0 for `a`, 1 for `b`) receives from an
 /// instruction whose result `y` has gradient `g`, each written as the eager
-/// rule computes it (comments name the rule's ops). `sa`/`sb` are the
+/// rule computes it (comments name the rule's ops). `x` is the auxiliary
+/// register the forward left (`cos(a)` for `sin`, `sin(a)` for `cos`), or
+/// empty for other ops. `sa`/`sb` are the
 /// constants derived from the operands' numbers when they are scalars.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -368,6 +415,7 @@ pub(super) fn backward_op<T: FusedFloat>(
     act: Act,
     g: &[T],
     y: &[T],
+    x: &[T],
     a: &[T],
     b: &[T],
     sa: Option<ScalarConsts<T>>,
@@ -382,20 +430,10 @@ pub(super) fn backward_op<T: FusedFloat>(
         (Exp, _) => land2(d, act, g, y, |g, y| g * y),
         // div(g, x)
         (Log, _) => land2(d, act, g, a, |g, x| g / x),
-        // mul(g, cos(x)), the cosines first with the vectorised slice form
-        (Sin, _) => {
-            let mut tmp = [zero; BLOCK];
-            let t = &mut tmp[..d.len()];
-            T::cos_slice(t, a);
-            land2(d, act, g, t, |g, c| g * c)
-        }
-        // mul(g, neg(sin(x)))
-        (Cos, _) => {
-            let mut tmp = [zero; BLOCK];
-            let t = &mut tmp[..d.len()];
-            T::sin_slice(t, a);
-            land2(d, act, g, t, |g, s| g * -s)
-        }
+        // mul(g, cos(x)), the cosines kept by the forward
+        (Sin, _) => land2(d, act, g, x, |g, c| g * c),
+        // mul(g, neg(sin(x))), the sines kept by the forward
+        (Cos, _) => land2(d, act, g, x, |g, s| g * -s),
         // mul(g, add(mul(y, y), 1))
         (Tan, _) => land2(d, act, g, y, |g, y| g * ((y * y) + one)),
         // g * (1 - y^2)

@@ -7,7 +7,7 @@ use crate::autograd::{run_backward, BackwardRequest, GradModeGuard};
 use crate::ops::{self, Scalar};
 use crate::tensor::{DType, Element, Shape, Tensor};
 
-const ALL_OPS: [EwOp; 28] = {
+pub(super) const ALL_OPS: [EwOp; 28] = {
     use EwOp::*;
     [
         Neg, Exp, Log, Sin, Cos, Tan, Tanh, Sigmoid, Relu, Sqrt, Rsqrt, Abs, Reciprocal, Square,
@@ -16,18 +16,18 @@ const ALL_OPS: [EwOp; 28] = {
     ]
 };
 
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+    pub(super) fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
@@ -194,7 +194,7 @@ fn same<T: FusedFloat>(x: T, y: T) -> bool {
 
 /// Runs `prog` fused and eagerly (forward, then the engine's backward
 /// from `seeds`) in `T`, and checks both agree bit for bit.
-fn check_against_eager<T: FusedFloat + Element>(
+pub(super) fn check_against_eager<T: FusedFloat + Element>(
     prog: &Program,
     inputs: &[Vec<f64>],
     scalars: &[f64],
@@ -288,13 +288,13 @@ fn check_against_eager<T: FusedFloat + Element>(
     }
 }
 
-fn data(rng: &mut Rng, n_inputs: usize, n: usize) -> Vec<Vec<f64>> {
+pub(super) fn data(rng: &mut Rng, n_inputs: usize, n: usize) -> Vec<Vec<f64>> {
     (0..n_inputs)
         .map(|_| (0..n).map(|_| rng.uniform(-2.0, 2.0)).collect())
         .collect()
 }
 
-const SCALARS: [f64; 7] = [0.5, -1.25, 2.0, 3.0, 0.3, 0.0, 1.7];
+pub(super) const SCALARS: [f64; 7] = [0.5, -1.25, 2.0, 3.0, 0.3, 0.0, 1.7];
 
 #[test]
 fn random_programs_match_eager_bit_for_bit() {
@@ -600,7 +600,7 @@ fn long_inputs_split_across_threads_match_eager() {
 /// `forward_keep` then `reverse_kept` (with some gradient buffers already
 /// holding a gradient) against the one-pass `forward_vjp` followed by the
 /// engine's `prev + g` per input.
-fn check_keep_matches_one_pass<T: FusedFloat + Element>(
+pub(super) fn check_keep_matches_one_pass<T: FusedFloat + Element>(
     prog: &Program,
     inputs: &[Vec<f64>],
     seeds: &[Option<Vec<f64>>],
