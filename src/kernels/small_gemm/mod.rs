@@ -10,12 +10,14 @@
 //!
 //! Each output element is one chain of fused multiply-adds over `k` in order,
 //! then added to the destination when accumulating, so the result does not
-//! depend on the tiling or on which operand is vectorised.
-
-use super::matmul::{Dst, Mat};
+//! depend on the tiling or on which operand is vectorised. The products run
+//! on the calling thread: at a few microseconds each, the pool's helper
+//! wakes too late to take a share (measured: no gain on two cores).
 
 #[cfg(target_arch = "x86_64")]
 mod pairs;
+
+use super::matmul::{Dst, Mat};
 use crate::tensor::{DType, Element};
 
 /// Products of at most this many multiply-adds take the register-tile path.
@@ -94,11 +96,6 @@ fn cast_dst<T, U>(d: Dst<T>) -> Dst<U> {
 unsafe fn route<T: Fma>(a: Mat<T>, b: Mat<T>, dst: Dst<T>) -> bool {
     route_on(isa(), a, b, dst)
 }
-
-/// Products of at least this many multiply-adds are split across the pool:
-/// the team's helpers are already spinning, so a split costs well under a
-/// microsecond, and there is no packing to duplicate.
-pub(super) const PARALLEL_WORK: usize = 1 << 16;
 
 unsafe fn route_on<T: Fma>(isa: Isa, a: Mat<T>, b: Mat<T>, dst: Dst<T>) -> bool {
     let (m, k, n) = (a.rows, a.cols, b.cols);
@@ -188,43 +185,8 @@ unsafe fn rows<T: Fma>(isa: Isa, a: Mat<T>, b: *const T, ldb: usize, n: usize, d
             i0 += T::tile(isa, &t, i1 - i0, width);
         }
     };
-    if col_tiles >= m.div_ceil(MR) {
-        in_parts(m * n * k, col_tiles, |lo, hi| {
-            for c in lo..hi {
-                tile(0, m, c * width);
-            }
-        });
-    } else {
-        in_parts(m * n * k, m.div_ceil(MR), |lo, hi| {
-            for c in 0..col_tiles {
-                tile(lo * MR, (hi * MR).min(m), c * width);
-            }
-        });
-    }
-}
-
-/// Runs `f` over `0..units`, cut into one contiguous part per thread when
-/// the product has `work` multiply-adds enough to pay for it.
-fn in_parts(work: usize, units: usize, f: impl Fn(usize, usize)) {
-    let threads = super::parallel::get_num_threads().min(units);
-    if threads <= 1 || work < PARALLEL_WORK {
-        return f(0, units);
-    }
-    let f = SyncFn(f);
-    super::parallel::tasks(threads, |t| {
-        f.call(t * units / threads, (t + 1) * units / threads)
-    });
-}
-
-/// Lets the tile closure, which holds raw operand pointers, cross to the
-/// pool's threads: every part reads the operands and writes its own tiles.
-struct SyncFn<F>(F);
-// SAFETY: see above; the parts' destination blocks are disjoint.
-unsafe impl<F> Sync for SyncFn<F> {}
-
-impl<F: Fn(usize, usize)> SyncFn<F> {
-    fn call(&self, lo: usize, hi: usize) {
-        (self.0)(lo, hi)
+    for c in 0..col_tiles {
+        tile(0, m, c * width);
     }
 }
 

@@ -10,7 +10,7 @@
 use std::arch::x86_64::*;
 
 use super::super::matmul::{Dst, Mat};
-use super::{in_parts, MR};
+use super::MR;
 
 /// Rows of `x` that fit a register as pairs.
 pub(super) const MAX_M: usize = 8;
@@ -39,21 +39,19 @@ pub(super) unsafe fn run(x: Mat<f32>, w: *const f32, ldw: usize, n: usize, dst: 
         m,
         dst,
     };
-    in_parts(m * n * k, n.div_ceil(MR), |lo, hi| {
-        let (mut j, end) = (lo * MR, (hi * MR).min(n));
-        while j < end {
-            let left = end - j;
-            j += if left >= MR {
-                t.run::<MR>(j)
-            } else if left >= 4 {
-                t.run::<4>(j)
-            } else if left >= 2 {
-                t.run::<2>(j)
-            } else {
-                t.run::<1>(j)
-            };
-        }
-    });
+    let mut j = 0;
+    while j < n {
+        let left = n - j;
+        j += if left >= MR {
+            t.run::<MR>(j)
+        } else if left >= 4 {
+            t.run::<4>(j)
+        } else if left >= 2 {
+            t.run::<2>(j)
+        } else {
+            t.run::<1>(j)
+        };
+    }
 }
 
 struct PairTile {
