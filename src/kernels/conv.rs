@@ -357,6 +357,10 @@ fn over_units(n: usize, work: usize, body: impl Fn(usize, usize, bool) + Sync) {
 /// Bands of one sample write disjoint columns, so the team splits the
 /// `N * bands` units freely.
 pub fn conv_forward<T: Float>(g: &Geom, x: &[T], wt: &[T], bias: Option<&[T]>) -> Vec<T> {
+    #[cfg(target_arch = "x86_64")]
+    if super::conv_direct::forward_pays::<T>(g) {
+        return super::conv_direct::forward(g, x, wt, bias);
+    }
     let (k, og, l) = (g.k(), g.og(), g.l());
     let in_n = g.c * g.h * g.w;
     let out_n = g.o * l;
@@ -444,6 +448,10 @@ pub fn conv_forward<T: Float>(g: &Geom, x: &[T], wt: &[T], bias: Option<&[T]>) -
 /// band. Neighbouring bands add into shared input rows, so a sample's
 /// bands stay on one thread.
 pub fn conv_backward_input<T: Float>(g: &Geom, gy: &[T], wt: &[T], bias: Option<&[T]>) -> Vec<T> {
+    #[cfg(target_arch = "x86_64")]
+    if super::conv_direct::backward_input_pays::<T>(g) {
+        return super::conv_direct::backward_input(g, gy, wt, bias);
+    }
     let (k, og, l) = (g.k(), g.og(), g.l());
     let in_n = g.c * g.h * g.w;
     let out_n = g.o * l;
@@ -527,6 +535,10 @@ const WGRAD_COLS: usize = 1 << 20;
 /// bands of output rows as in [`conv_forward`]; small ones several samples
 /// per product.
 pub fn conv_backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
+    #[cfg(target_arch = "x86_64")]
+    if super::conv_direct::backward_weight_pays::<T>(g) {
+        return super::conv_direct::backward_weight(g, x, gy);
+    }
     let (k, og, l) = (g.k(), g.og(), g.l());
     let in_n = g.c * g.h * g.w;
     let out_n = g.o * l;
