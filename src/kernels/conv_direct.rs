@@ -101,6 +101,20 @@ impl Plan {
     }
 }
 
+/// One row of a kernel module's `WTABLE`.
+macro_rules! wrow {
+    ($r:literal) => {
+        [
+            wblock::<$r, 1>,
+            wblock::<$r, 2>,
+            wblock::<$r, 3>,
+            wblock::<$r, 4>,
+            wblock::<$r, 5>,
+            wblock::<$r, 6>,
+        ]
+    };
+}
+
 macro_rules! kernels {
     ($m:ident, $t:ty, $lanes:expr, $mask:ty, $set1:ident, $zero:ident, $fma:ident, $load:ident, $store:ident, $add:ident, $reduce:ident) => {
         mod $m {
@@ -233,40 +247,7 @@ macro_rules! kernels {
             );
 
             /// [`wblock`] by channel and tap count, `[RR - 1][TT - 1]`.
-            pub(super) const WTABLE: [[WFn; 6]; 4] = [
-                [
-                    wblock::<1, 1>,
-                    wblock::<1, 2>,
-                    wblock::<1, 3>,
-                    wblock::<1, 4>,
-                    wblock::<1, 5>,
-                    wblock::<1, 6>,
-                ],
-                [
-                    wblock::<2, 1>,
-                    wblock::<2, 2>,
-                    wblock::<2, 3>,
-                    wblock::<2, 4>,
-                    wblock::<2, 5>,
-                    wblock::<2, 6>,
-                ],
-                [
-                    wblock::<3, 1>,
-                    wblock::<3, 2>,
-                    wblock::<3, 3>,
-                    wblock::<3, 4>,
-                    wblock::<3, 5>,
-                    wblock::<3, 6>,
-                ],
-                [
-                    wblock::<4, 1>,
-                    wblock::<4, 2>,
-                    wblock::<4, 3>,
-                    wblock::<4, 4>,
-                    wblock::<4, 5>,
-                    wblock::<4, 6>,
-                ],
-            ];
+            pub(super) const WTABLE: [[WFn; 6]; 4] = [wrow!(1), wrow!(2), wrow!(3), wrow!(4)];
 
             pub(super) const LANES: usize = $lanes;
         }
@@ -307,6 +288,7 @@ kernels!(
 /// # Safety
 /// `src` holds the plan's padded planes, `w` its weight, `y` its output
 /// planes, `bias` `O` values; `available::<T>()`.
+#[allow(clippy::too_many_arguments)]
 unsafe fn sample<T: Float>(
     p: &Plan,
     taps: &[usize],
@@ -738,3 +720,7 @@ pub fn backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
     acc.truncate(wn);
     acc
 }
+
+#[cfg(test)]
+#[path = "conv_direct_tests.rs"]
+mod tests;
