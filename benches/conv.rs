@@ -1,6 +1,7 @@
 //! Convolution and pooling benchmarks (`cargo bench --bench conv`): the
 //! 32x32x32x32 -> 64, 3x3 pad 1 layer of `benches/compare.py` through the ops
-//! layer (forward) and its two backward kernels, and LeNet's pooling.
+//! layer (forward) and its two backward kernels, LeNet's second convolution
+//! and its pooling.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ferrograd::kernels::conv::{conv_backward_input, conv_backward_weight, Geom};
@@ -52,6 +53,42 @@ fn conv2d(c: &mut Criterion) {
     g.finish();
 }
 
+/// LeNet's second convolution (6 -> 16, 5x5 on 14x14, batch 64), which the
+/// direct kernels run: forward and weight gradient.
+fn lenet_conv2(c: &mut Criterion) {
+    let mut g = c.benchmark_group("conv2d_lenet_64x6x14x14_16_5x5");
+    let geom = Geom {
+        n: 64,
+        c: 6,
+        h: 14,
+        w: 14,
+        o: 16,
+        kh: 5,
+        kw: 5,
+        oh: 10,
+        ow: 10,
+        stride: [1, 1],
+        padding: [0, 0],
+        dilation: [1, 1],
+        groups: 1,
+    };
+    let (xv, wv, gv) = (
+        values(64 * 6 * 14 * 14, 0.1),
+        values(16 * 6 * 25, 0.2),
+        values(64 * 16 * 10 * 10, 0.3),
+    );
+    let x = Tensor::from_vec(xv.clone(), Shape::from_slice(&[64, 6, 14, 14]));
+    let w = Tensor::from_vec(wv, Shape::from_slice(&[16, 6, 5, 5]));
+    g.throughput(Throughput::Elements(64 * 16 * 150 * 100));
+    g.bench_function("forward", |b| {
+        b.iter(|| ops::convolution(&x, &w, None, &[1], &[0], &[1], false, &[0], 1).ok())
+    });
+    g.bench_function("backward_weight", |b| {
+        b.iter(|| conv_backward_weight(&geom, &xv, &gv))
+    });
+    g.finish();
+}
+
 fn pool(c: &mut Criterion) {
     let mut g = c.benchmark_group("pool");
     let x = Tensor::from_vec(
@@ -68,5 +105,5 @@ fn pool(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, conv2d, pool);
+criterion_group!(benches, conv2d, lenet_conv2, pool);
 criterion_main!(benches);

@@ -352,11 +352,21 @@ fn over_units(n: usize, work: usize, body: impl Fn(usize, usize, bool) + Sync) {
 
 /// `y[N, O, OH, OW] = conv(x, w) (+ bias)`; `x`, `w` contiguous.
 ///
-/// Works in bands of output rows (see [`BAND_BYTES`]): im2col of one band,
+/// Layers the direct kernels run faster go to `conv_direct`; otherwise works
+/// in bands of output rows (see [`BAND_BYTES`]): im2col of one band,
 /// then one product per group writing that band's columns of `y` in place.
 /// Bands of one sample write disjoint columns, so the team splits the
 /// `N * bands` units freely.
 pub fn conv_forward<T: Float>(g: &Geom, x: &[T], wt: &[T], bias: Option<&[T]>) -> Vec<T> {
+    #[cfg(target_arch = "x86_64")]
+    if super::conv_direct::forward_pays::<T>(g) {
+        return super::conv_direct::forward(g, x, wt, bias);
+    }
+    forward_gemm(g, x, wt, bias)
+}
+
+/// [`conv_forward`] through im2col and GEMM.
+pub(crate) fn forward_gemm<T: Float>(g: &Geom, x: &[T], wt: &[T], bias: Option<&[T]>) -> Vec<T> {
     let (k, og, l) = (g.k(), g.og(), g.l());
     let in_n = g.c * g.h * g.w;
     let out_n = g.o * l;
@@ -440,10 +450,25 @@ pub fn conv_forward<T: Float>(g: &Geom, x: &[T], wt: &[T], bias: Option<&[T]>) -
 /// transposed convolution of `gy` with `w`), plus a per-channel `bias` of
 /// `C` when it is the forward of a transposed convolution.
 ///
-/// Per band of output rows: `cols = w^T @ gy[:, band]`, then col2im of the
+/// Direct where that pays (as [`conv_forward`]), else per band of output
+/// rows: `cols = w^T @ gy[:, band]`, then col2im of the
 /// band. Neighbouring bands add into shared input rows, so a sample's
 /// bands stay on one thread.
 pub fn conv_backward_input<T: Float>(g: &Geom, gy: &[T], wt: &[T], bias: Option<&[T]>) -> Vec<T> {
+    #[cfg(target_arch = "x86_64")]
+    if super::conv_direct::backward_input_pays::<T>(g) {
+        return super::conv_direct::backward_input(g, gy, wt, bias);
+    }
+    backward_input_gemm(g, gy, wt, bias)
+}
+
+/// [`conv_backward_input`] through im2col and GEMM.
+pub(crate) fn backward_input_gemm<T: Float>(
+    g: &Geom,
+    gy: &[T],
+    wt: &[T],
+    bias: Option<&[T]>,
+) -> Vec<T> {
     let (k, og, l) = (g.k(), g.og(), g.l());
     let in_n = g.c * g.h * g.w;
     let out_n = g.o * l;
@@ -512,14 +537,14 @@ pub fn conv_backward_input<T: Float>(g: &Geom, gy: &[T], wt: &[T], bias: Option<
     gx
 }
 
-/// Columns per weight-gradient product when one product covers several
-/// samples: small layers (LeNet's 6x25 weight over 28x28) make one product
-/// per sample too thin to run at speed.
-const WGRAD_COLS: usize = 1 << 20;
+/// Column-matrix elements per weight-gradient product: small images share
+/// one, but past L2 (3 samples of the 32x32x32x32 layer, 3.5 MB) it ran
+/// 10-15% slower than one sample per product.
+const WGRAD_COLS: usize = 1 << 18;
 
 /// The weight's gradient `gw[O, C/groups, KH, KW] = sum_n gy_n @ cols(x_n)^T`.
 ///
-/// Computed transposed, `gw_g^T[k, og] += cols_g[k, l] @ gy_g^T[l, og]`
+/// Small weights go to the direct kernel; otherwise computed transposed, `gw_g^T[k, og] += cols_g[k, l] @ gy_g^T[l, og]`
 /// with `gy_n` transposed into a buffer first, and turned around once at the
 /// end: the gemm crate is fastest with both operands read by rows (one
 /// 64x1024x288 product: 0.19 ms, against 0.27 with `gy^T` read through
@@ -527,6 +552,15 @@ const WGRAD_COLS: usize = 1 << 20;
 /// bands of output rows as in [`conv_forward`]; small ones several samples
 /// per product.
 pub fn conv_backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
+    #[cfg(target_arch = "x86_64")]
+    if super::conv_direct::backward_weight_pays::<T>(g) {
+        return super::conv_direct::backward_weight(g, x, gy);
+    }
+    backward_weight_gemm(g, x, gy)
+}
+
+/// [`conv_backward_weight`] through im2col and GEMM.
+pub(crate) fn backward_weight_gemm<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
     let (k, og, l) = (g.k(), g.og(), g.l());
     let in_n = g.c * g.h * g.w;
     let out_n = g.o * l;

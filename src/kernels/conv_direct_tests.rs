@@ -1,0 +1,127 @@
+//! The direct kernels against the im2col + GEMM ones on geometries that
+//! exercise vector tails, padding wider than the kernel's reach, dilation,
+//! row strides, groups, several register blocks and their remainders.
+
+use super::*;
+use crate::kernels::conv::{backward_input_gemm, backward_weight_gemm, forward_gemm};
+
+/// `(n, c, h, w, o, kh, kw, stride, padding, dilation, groups)`.
+type Case = (
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    [usize; 2],
+    [usize; 2],
+    [usize; 2],
+    usize,
+);
+
+const CASES: &[Case] = &[
+    // LeNet's two layers.
+    (3, 1, 28, 28, 6, 5, 5, [1, 1], [2, 2], [1, 1], 1),
+    (3, 6, 14, 14, 16, 5, 5, [1, 1], [0, 0], [1, 1], 1),
+    // Rows of 32 (two whole f32 vectors), 3x3 'same'.
+    (2, 5, 9, 32, 13, 3, 3, [1, 1], [1, 1], [1, 1], 1),
+    // Row stride, dilation, groups, one-sided padding.
+    (2, 4, 11, 19, 6, 3, 2, [2, 1], [1, 0], [1, 2], 2),
+    (1, 6, 7, 20, 9, 3, 3, [1, 1], [2, 1], [2, 1], 3),
+    // Padding past the kernel's reach (the input gradient goes to GEMM)
+    // and a 1-d convolution.
+    (2, 2, 5, 6, 3, 2, 2, [1, 1], [2, 2], [1, 1], 1),
+    (3, 3, 1, 40, 7, 1, 9, [1, 1], [0, 4], [1, 1], 1),
+    // Depthwise, and a single sample (channel blocks split across threads).
+    (2, 8, 10, 17, 8, 3, 3, [1, 1], [1, 1], [1, 1], 8),
+    (1, 3, 6, 18, 14, 3, 3, [1, 1], [1, 1], [1, 1], 1),
+];
+
+fn geom(c: &Case) -> Geom {
+    let &(n, c, h, w, o, kh, kw, stride, padding, dilation, groups) = c;
+    Geom {
+        n,
+        c,
+        h,
+        w,
+        o,
+        kh,
+        kw,
+        oh: (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / stride[0] + 1,
+        ow: (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / stride[1] + 1,
+        stride,
+        padding,
+        dilation,
+        groups,
+    }
+}
+
+fn values<T: Float>(n: usize, mul: usize, modulo: usize) -> Vec<T> {
+    (0..n)
+        .map(|i| <T as Element>::from_f64(((i * mul % modulo) as f64) - (modulo / 2) as f64))
+        .collect()
+}
+
+fn close<T: Float>(a: &[T], b: &[T], tol: f64, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        let (x, y) = (Element::to_f64(*x), Element::to_f64(*y));
+        assert!(
+            (x - y).abs() <= tol * (1.0 + y.abs()),
+            "{what}[{i}]: {x} vs {y}"
+        );
+    }
+}
+
+fn check<T: Float>(tol: f64) {
+    if !available::<T>() {
+        return;
+    }
+    for threads in [1, 2] {
+        crate::kernels::parallel::set_num_threads(threads).unwrap();
+        for case in CASES {
+            let g = geom(case);
+            let what = format!("{g:?} on {threads} threads");
+            let x: Vec<T> = values(g.n * g.c * g.h * g.w, 7, 11);
+            let w: Vec<T> = values(g.o * g.c / g.groups * g.kh * g.kw, 5, 9);
+            let gy: Vec<T> = values(g.n * g.o * g.oh * g.ow, 3, 7);
+            let b: Vec<T> = values(g.o, 1, 5);
+            if forward_fits::<T>(&g) {
+                close(
+                    &forward(&g, &x, &w, None),
+                    &forward_gemm(&g, &x, &w, None),
+                    tol,
+                    &what,
+                );
+                close(
+                    &forward(&g, &x, &w, Some(&b)),
+                    &forward_gemm(&g, &x, &w, Some(&b)),
+                    tol,
+                    &what,
+                );
+                let want = backward_weight_gemm(&g, &x, &gy);
+                close(&backward_weight(&g, &x, &gy), &want, tol, &what);
+            }
+            let fits = g.stride == [1, 1]
+                && g.padding[0] <= g.dilation[0] * (g.kh - 1)
+                && g.padding[1] <= g.dilation[1] * (g.kw - 1);
+            if fits {
+                let bc: Vec<T> = values(g.c, 1, 3);
+                let want = backward_input_gemm(&g, &gy, &w, Some(&bc));
+                close(&backward_input(&g, &gy, &w, Some(&bc)), &want, tol, &what);
+            }
+        }
+    }
+}
+
+/// Integer-valued float64 data: both paths are exact, so they agree exactly.
+#[test]
+fn direct_kernels_match_gemm_f64() {
+    check::<f64>(0.0);
+}
+
+#[test]
+fn direct_kernels_match_gemm_f32() {
+    check::<f32>(1e-6);
+}
