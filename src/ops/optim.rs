@@ -7,7 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::optim::{step, Rule};
-use crate::kernels::{parallel, SendPtr, GRAIN};
+use crate::kernels::{parallel, SendPtr};
 use crate::tensor::{fmt_shape, DType, Tensor};
 
 /// Elements per task: large enough that a task costs far more than claiming
@@ -16,6 +16,11 @@ const CHUNK: usize = 1 << 16;
 
 /// Most tensors a row may hold: parameter, gradient and three states.
 const MAX_ROW: usize = 5;
+/// Updates of fewer elements run on the calling thread: a step touches each
+/// element a few times, so 100k of them take about 15 us, less than waking
+/// a sleeping pool thread costs (a small model's step paid more for the
+/// wake-up than for the update).
+const PARALLEL_ELEMS: usize = 1 << 17;
 
 /// Applies `rule` to each row `[param, grad, states...]` with the row's
 /// scalars `per[i]`. Every tensor of a row must be contiguous with the
@@ -128,7 +133,7 @@ pub fn foreach_step(rule: &Rule, rows: &[Vec<Tensor>], per: &[[f64; 3]]) -> Resu
         })
     };
     parallel::run(total, |threads| {
-        if threads == 1 || total < GRAIN {
+        if threads == 1 || total < PARALLEL_ELEMS {
             (0..tasks.len()).for_each(run);
         } else {
             parallel::tasks(tasks.len(), run);
