@@ -27,8 +27,13 @@ pub(super) unsafe fn run(x: Mat<f32>, w: *const f32, ldw: usize, n: usize, dst: 
     // beyond the rows and past an odd k.
     let mut panel = vec![0.0f32; steps * 16];
     for i in 0..m {
-        for p in 0..k {
-            panel[p / 2 * 16 + 2 * i + p % 2] = *x.ptr.add(i * x.row_stride + p * x.col_stride);
+        let row = x.ptr.add(i * x.row_stride);
+        for (q, lanes) in panel.chunks_exact_mut(16).enumerate() {
+            let p = 2 * q;
+            lanes[2 * i] = *row.add(p * x.col_stride);
+            if p + 1 < k {
+                lanes[2 * i + 1] = *row.add((p + 1) * x.col_stride);
+            }
         }
     }
     let t = PairTile {
@@ -88,20 +93,21 @@ impl PairTile {
             }
         }
         let d = self.dst;
-        let mut sums = [0.0f32; 16];
-        for (r, a) in acc.iter().enumerate() {
+        let mut sums = [[0.0f32; 16]; R];
+        for (s, a) in sums.iter_mut().zip(acc.iter()) {
             // Even lanes: even chain + odd chain of each row.
             _mm512_storeu_ps(
-                sums.as_mut_ptr(),
+                s.as_mut_ptr(),
                 _mm512_add_ps(*a, _mm512_permute_ps(*a, 0xB1)),
             );
-            for i in 0..self.m {
-                let at = d.ptr.add(i * d.rs + (j0 + r) * d.cs);
-                *at = if d.add {
-                    *at + sums[2 * i]
-                } else {
-                    sums[2 * i]
-                };
+        }
+        // Row by row of the destination: its `R` columns are neighbours
+        // when the destination is row-major (`linear`'s output).
+        for i in 0..self.m {
+            let row = d.ptr.add(i * d.rs + j0 * d.cs);
+            for (r, s) in sums.iter().enumerate() {
+                let at = row.add(r * d.cs);
+                *at = if d.add { *at + s[2 * i] } else { s[2 * i] };
             }
         }
         R
