@@ -99,16 +99,22 @@ unsafe fn route<T: Fma>(a: Mat<T>, b: Mat<T>, dst: Dst<T>) -> bool {
 
 unsafe fn route_on<T: Fma>(isa: Isa, a: Mat<T>, b: Mat<T>, dst: Dst<T>) -> bool {
     let (m, k, n) = (a.rows, a.cols, b.cols);
-    if b.col_stride == 1 || n == 1 {
+    if (b.col_stride == 1 || n == 1) && pads_cheaply::<T>(m, n) {
         rows(isa, a, b.ptr, b.row_stride, n, dst);
         return true;
     }
+    // The pair kernel's panel holds 8 elements per step of `k`.
     #[cfg(target_arch = "x86_64")]
-    if T::DTYPE == DType::F32 && isa == Isa::Avx512 && b.row_stride == 1 && m <= pairs::MAX_M {
+    if T::DTYPE == DType::F32
+        && isa == Isa::Avx512
+        && b.row_stride == 1
+        && m <= pairs::MAX_M
+        && m * n >= 8
+    {
         pairs::run(cast(a), b.ptr as *const f32, b.col_stride, n, cast_dst(dst));
         return true;
     }
-    if (b.row_stride == 1 || k == 1) && m <= MAX_VECTOR_M {
+    if (b.row_stride == 1 || k == 1) && m <= MAX_VECTOR_M && pads_cheaply::<T>(n, m) {
         // c^T[n, m] = b^T[n, k] @ a^T[k, m], with a^T packed contiguous.
         let mut panel = vec![T::zero(); k * m];
         for i in 0..m {
@@ -135,19 +141,33 @@ unsafe fn route_on<T: Fma>(isa: Isa, a: Mat<T>, b: Mat<T>, dst: Dst<T>) -> bool 
     false
 }
 
-/// `dst (+)= a @ b` where row `p` of `b` is the `n` contiguous elements at
-/// `b + p * ldb`, in column tiles of `width` elements (8, 16 or 32 for
-/// float32, half that for float64), the narrowest that covers `n`, so a
-/// narrow product (the transposed form's `m` columns) computes no padding.
-unsafe fn rows<T: Fma>(isa: Isa, a: Mat<T>, b: *const T, ldb: usize, n: usize, dst: Dst<T>) {
-    let lanes = 32 / std::mem::size_of::<T>(); // one 256-bit register
-    let width = if n <= lanes {
+/// The column tile width [`rows`] uses for `n` columns: one, two or four
+/// 256-bit registers, the narrowest that covers `n`.
+fn tile_width<T>(n: usize) -> usize {
+    let lanes = 32 / std::mem::size_of::<T>();
+    if n <= lanes {
         lanes
     } else if n <= 2 * lanes {
         2 * lanes
     } else {
         4 * lanes
-    };
+    }
+}
+
+/// Whether the zero-padded copy of a partial column tile (`k` rows of the
+/// tile's width) costs no more than the `m * n * k` multiply-adds: a
+/// matrix-vector shape with a long `k` would spend its time copying.
+fn pads_cheaply<T>(m: usize, n: usize) -> bool {
+    let w = tile_width::<T>(n);
+    n.is_multiple_of(w) || w <= m * n
+}
+
+/// `dst (+)= a @ b` where row `p` of `b` is the `n` contiguous elements at
+/// `b + p * ldb`, in column tiles of `width` elements (8, 16 or 32 for
+/// float32, half that for float64), the narrowest that covers `n`, so a
+/// narrow product (the transposed form's `m` columns) computes no padding.
+unsafe fn rows<T: Fma>(isa: Isa, a: Mat<T>, b: *const T, ldb: usize, n: usize, dst: Dst<T>) {
+    let width = tile_width::<T>(n);
     let (m, k) = (a.rows, a.cols);
     let full = n / width * width;
     // The last, partial column tile reads a zero-padded copy of its columns.
@@ -504,6 +524,8 @@ mod tests {
             (32, 20, 8),
             (256, 8, 64),
             (5, 30, 1),
+            (1, 3000, 1),
+            (2, 700, 3),
             (31, 9, 19),
         ] {
             let av: Vec<T> = (0..m * k).map(|_| conv(next())).collect();
@@ -534,17 +556,18 @@ mod tests {
                     };
                     // SAFETY: the buffers match the descriptors.
                     let ran = unsafe { route_on(isa, a, b, dst) };
-                    let vector_m = tb && n > 1 && m > MAX_VECTOR_M;
-                    assert_eq!(ran, !vector_m, "{m}x{k}x{n} {ta} {tb}");
+                    if (m, k, n) == (8, 64, 256) {
+                        assert!(ran, "{isa:?} {ta} {tb}");
+                    }
                     if !ran {
                         continue;
                     }
                     let paired = isa == Isa::Avx512
                         && T::DTYPE == DType::F32
-                        && b.col_stride != 1
-                        && n != 1
+                        && !((b.col_stride == 1 || n == 1) && pads_cheaply::<T>(m, n))
                         && b.row_stride == 1
-                        && m <= 8;
+                        && m <= 8
+                        && m * n >= 8;
                     for i in 0..m {
                         for j in 0..n {
                             let c = if paired {
