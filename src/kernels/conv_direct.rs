@@ -57,6 +57,23 @@ struct Plan {
 }
 
 impl Plan {
+    /// The convolution `g` itself, over its zero-padded input.
+    fn padded(g: &Geom) -> Plan {
+        Plan {
+            c: g.c,
+            hp: g.h + 2 * g.padding[0],
+            wp: g.w + 2 * g.padding[1],
+            o: g.o,
+            kh: g.kh,
+            kw: g.kw,
+            oh: g.oh,
+            ow: g.ow,
+            sh: g.stride[0],
+            dil: g.dilation,
+            groups: g.groups,
+        }
+    }
+
     fn cg(&self) -> usize {
         self.c / self.groups
     }
@@ -500,19 +517,7 @@ pub fn forward_pays<T: Element>(g: &Geom) -> bool {
 /// `conv(x, w) + bias` for a geometry [`forward_fits`] accepts.
 pub fn forward<T: Float>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]>) -> Vec<T> {
     let [ph, pw] = g.padding;
-    let p = Plan {
-        c: g.c,
-        hp: g.h + 2 * ph,
-        wp: g.w + 2 * pw,
-        o: g.o,
-        kh: g.kh,
-        kw: g.kw,
-        oh: g.oh,
-        ow: g.ow,
-        sh: g.stride[0],
-        dil: g.dilation,
-        groups: g.groups,
-    };
+    let p = Plan::padded(g);
     let at = (ph > 0 || pw > 0).then_some([ph, pw]);
     run(&p, g.n, x, [g.h, g.w], at, w, bias)
 }
@@ -608,19 +613,7 @@ pub fn backward_weight_pays<T: Element>(g: &Geom) -> bool {
 /// registers, reduced once per chunk.
 pub fn backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
     let [ph, pw] = g.padding;
-    let p = Plan {
-        c: g.c,
-        hp: g.h + 2 * ph,
-        wp: g.w + 2 * pw,
-        o: g.o,
-        kh: g.kh,
-        kw: g.kw,
-        oh: g.oh,
-        ow: g.ow,
-        sh: g.stride[0],
-        dil: g.dilation,
-        groups: g.groups,
-    };
+    let p = Plan::padded(g);
     let padded = ph > 0 || pw > 0;
     let width = if T::DTYPE == DType::F32 {
         f32k::LANES
