@@ -376,6 +376,51 @@ def test_fused_layers_agree_with_the_composite_recurrence():
         np.testing.assert_allclose(gw, m.weight_hh_l0.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
+# Shapes that take each path of the native LSTM loops: batch rows split in chunks of 4 and
+# of 8 (weight gradients made inside the loop), a batch whose per-chunk partial gradients
+# would be too large (gradients as products after the loop), and a batch too small to split
+# by rows (hidden units split per step).
+_LSTM_PATHS = {
+    "rows4": (5, 6, 10, 3),
+    "rows8": (7, 9, 17, 3),
+    "rows_products_after": (64, 256, 64, 2),
+    "units": (3, 128, 2, 3),
+}
+
+
+@pytest.mark.parametrize("path", sorted(_LSTM_PATHS))
+@pytest.mark.parametrize("frozen", [(), ("weight_ih_l0",), ("bias_ih_l0", "weight_hh_l0")])
+def test_native_lstm_gradients_match_the_composite_on_every_path(path, frozen):
+    from ferrograd.nn._functional import rnn as F_rnn
+
+    isz, hsz, batch, steps = _LSTM_PATHS[path]
+    fg.manual_seed(3)
+    m = make("LSTM", isz, hsz, dtype=fg.float64)
+    for name in frozen:
+        getattr(m, name).requires_grad_(False)
+    x = fg.randn(steps, batch, isz, dtype=fg.float64, requires_grad=True)
+    h0 = fg.randn(1, batch, hsz, dtype=fg.float64, requires_grad=True)
+    c0 = fg.randn(1, batch, hsz, dtype=fg.float64, requires_grad=True)
+    wts = fg.randn(steps, batch, hsz, dtype=fg.float64)
+    out, (h_n, c_n) = m(x, (h0, c0))
+    ((out * wts).sum() + h_n.sum() + 2 * c_n.sum()).backward()
+    leaves = [x, h0, c0] + list(m.parameters())
+    native = [None if t.grad is None else t.grad.numpy().copy() for t in leaves]
+    for t in leaves:
+        t.grad = None
+    gi = nn.functional.linear(x.reshape(steps * batch, isz), m.weight_ih_l0, m.bias_ih_l0)
+    step = F_rnn.make_step("LSTM", m.weight_hh_l0, m.bias_hh_l0)
+    ref, (rh, rc) = F_rnn.run_direction(step, gi, [batch] * steps, (h0[0], c0[0]), False)
+    np.testing.assert_allclose(out.detach().numpy().reshape(-1, hsz), ref.detach().numpy(),
+                               rtol=1e-12, atol=1e-12)  # fmt: skip
+    ((ref * wts.reshape(-1, hsz)).sum() + rh.sum() + 2 * rc.sum()).backward()
+    for t, got in zip(leaves, native):
+        if not t.requires_grad:
+            assert got is None
+            continue
+        np.testing.assert_allclose(got, t.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
 # -- parameters and initialisation ------------------------------------------------------
 
 
@@ -716,10 +761,21 @@ def test_native_loops_refuse_bad_shapes_with_an_exception():
 
     h = fg.zeros(2, 3)
     w = fg.zeros(12, 3)
-    with pytest.raises(RuntimeError, match="input projections"):
-        _C._lstm_layer_forward(fg.zeros(4, 11), h, h, w, None, [2, 2], False)
+    x = fg.zeros(4, 5)
+    w_ih = fg.zeros(12, 5)
+    with pytest.raises(RuntimeError, match="expected input of shape"):
+        _C._lstm_layer_forward(fg.zeros(4, 4), h, h, w_ih, w, None, None, [2, 2], False)
+    with pytest.raises(RuntimeError, match="weight_ih"):
+        _C._lstm_layer_forward(x, h, h, fg.zeros(11, 5), w, None, None, [2, 2], False)
+    with pytest.raises(RuntimeError, match="bias_hh"):
+        _C._lstm_layer_forward(x, h, h, w_ih, w, None, fg.zeros(11), [2, 2], False)
     with pytest.raises(RuntimeError, match="non-increasing"):
-        _C._lstm_layer_forward(fg.zeros(4, 12), h, h, w, None, [1, 2], False)
+        _C._lstm_layer_forward(x, h, h, w_ih, w, None, None, [1, 2], False)
+    with pytest.raises(RuntimeError, match="previous hidden states"):
+        _C._lstm_layer_backward(
+            x, fg.zeros(4, 3), h, h, [fg.zeros(4, 12), x[:, :3], x[:, :3], fg.zeros(3, 3)],
+            w_ih, w, [2, 2], False, (True, True, True, True),
+        )  # fmt: skip
     with pytest.raises(RuntimeError, match="one floating-point dtype"):
         _C._gru_layer_forward(fg.zeros(4, 9), h.double(), fg.zeros(9, 3), None, [2, 2], False)
     with pytest.raises(RuntimeError, match="saved gates"):

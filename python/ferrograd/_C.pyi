@@ -1615,25 +1615,28 @@ def embedding_renorm_(
 # Whole-sequence LSTM/GRU loops over a packed layout; they record no graph (the Python layer
 # makes each call one autograd node).
 def _lstm_layer_forward(
-    gi: Tensor,
+    x: Tensor,
     h0: Tensor,
     c0: Tensor,
+    w_ih: Tensor,
     w_hh: Tensor,
+    b_ih: Tensor | None,
     b_hh: Tensor | None,
     batch_sizes: Sequence[_int],
     reverse: _bool,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]: ...
 def _lstm_layer_backward(
+    x: Tensor,
     g_out: Tensor,
     g_hn: Tensor,
     g_cn: Tensor,
-    gates: Tensor,
-    c: Tensor,
-    c_prev: Tensor,
+    saved: Sequence[Tensor],
+    w_ih: Tensor,
     w_hh: Tensor,
     batch_sizes: Sequence[_int],
     reverse: _bool,
-) -> tuple[Tensor, Tensor, Tensor]: ...
+    needs: tuple[_bool, _bool, _bool, _bool],
+) -> tuple[Tensor | None, Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]: ...
 def _gru_layer_forward(
     gi: Tensor,
     h0: Tensor,

@@ -4,6 +4,7 @@
 //! split by output columns across the pool. The float trait here also carries
 //! the activations the fused gate passes in `rnn/` use.
 
+use std::borrow::Cow;
 use std::ops::{Add, Mul, Sub};
 
 use multiversion::multiversion;
@@ -225,42 +226,98 @@ pub(crate) fn small_nn<T: Real>(
 }
 
 /// The right-hand operand `b[k, n]` of many small products with the same
-/// weight, packed once per sequence: blocks of [`Real::TILE`] columns, each
-/// stored `[k][TILE]` contiguously (the last block zero-padded), so a register
-/// tile streams its block front to back instead of striding over `b`'s rows.
-pub(crate) struct Packed<T> {
+/// weight, prepared once per sequence as blocks of [`Real::TILE`] columns: a
+/// register tile streams one block, `k` rows of `TILE` contiguous elements.
+/// A row-major `b` already is such blocks, `n` elements apart, and is read in
+/// place; a transposed one is packed, each block `[k][TILE]` contiguous. The
+/// last, partial block is copied zero-padded either way.
+pub(crate) struct Packed<'a, T: Clone> {
     k: usize,
     n: usize,
-    data: Vec<T>,
+    /// The whole blocks: block `b`, row `kk` starts at `b * block_step + kk * row_step`.
+    full: Cow<'a, [T]>,
+    row_step: usize,
+    block_step: usize,
+    /// The last block when `n` is not a multiple of `TILE`: `[k][TILE]`.
+    tail: Vec<T>,
 }
 
-impl<T: Real> Packed<T> {
-    /// Packs `b` given row-major as `[k, n]`.
-    pub(crate) fn from_rows(b: &[T], k: usize, n: usize) -> Packed<T> {
+impl<'a, T: Real> Packed<'a, T> {
+    /// `b` given row-major as `[k, n]`, read in place.
+    pub(crate) fn from_rows(b: &'a [T], k: usize, n: usize) -> Packed<'a, T> {
         let jb = T::TILE;
-        let mut data = vec![T::zero(); n.div_ceil(jb) * k * jb];
-        for (kk, row) in b[..k * n].chunks_exact(n.max(1)).enumerate() {
-            for (j, &v) in row.iter().enumerate() {
-                data[((j / jb) * k + kk) * jb + j % jb] = v;
+        let whole = n / jb * jb;
+        let mut tail = Vec::new();
+        if whole < n {
+            tail = vec![T::zero(); k * jb];
+            for (row, t) in b[..k * n].chunks_exact(n).zip(tail.chunks_exact_mut(jb)) {
+                t[..n - whole].copy_from_slice(&row[whole..]);
             }
         }
-        Packed { k, n, data }
+        Packed {
+            k,
+            n,
+            full: Cow::Borrowed(&b[..k * n]),
+            row_step: n,
+            block_step: jb,
+            tail,
+        }
     }
 
-    /// Packs `b = w^T` for `w` given row-major as `[n, k]` (the recurrent
-    /// weight `[gates * H, H]` as the right operand of `h @ W^T`).
-    pub(crate) fn from_transposed(w: &[T], n: usize, k: usize) -> Packed<T> {
+    /// `b = w^T` for `w` given row-major as `[n, k]` (the recurrent weight
+    /// `[gates * H, H]` as the right operand of `h @ W^T`), packed.
+    pub(crate) fn from_transposed(w: &[T], n: usize, k: usize) -> Packed<'a, T> {
         let jb = T::TILE;
-        let mut data = vec![T::zero(); n.div_ceil(jb) * k * jb];
-        // Row j of `w` is column j of `b`; within one block the writes stay
-        // in its `k * TILE` elements, which fit in L1.
-        for (j, row) in w[..n * k].chunks_exact(k.max(1)).enumerate() {
-            let blk = &mut data[(j / jb) * k * jb..(j / jb + 1) * k * jb];
-            for (kk, &v) in row.iter().enumerate() {
-                blk[kk * jb + j % jb] = v;
+        let blocks = n / jb;
+        let mut full: Vec<T> = crate::error::alloc_vec(blocks * k * jb);
+        // SAFETY: the loop below writes every element (each block's `k` rows
+        // of `jb`) before anything reads them.
+        unsafe { full.set_len(blocks * k * jb) };
+        // Rows j0..j0 + G of `w` at a time: a block row `kk` then gets G
+        // contiguous elements, and the G source rows stream in order.
+        const G: usize = 16;
+        let pack = |blk: usize, dst: &mut [T]| {
+            for g0 in (0..jb).step_by(G) {
+                let rows: [&[T]; G] = std::array::from_fn(|r| {
+                    let j = blk * jb + g0 + r;
+                    &w[j * k..(j + 1) * k]
+                });
+                for (kk, out) in dst.chunks_exact_mut(jb).enumerate() {
+                    for (r, o) in out[g0..g0 + G].iter_mut().enumerate() {
+                        *o = rows[r][kk];
+                    }
+                }
+            }
+        };
+        // A weight is packed on every call, before the loop can start: a
+        // large one is shared across the pool, a block per task.
+        let at = super::SendPtr(full.as_mut_ptr());
+        // SAFETY: block `blk` of `full`; each block is written by one task.
+        let block = |blk: usize| unsafe {
+            std::slice::from_raw_parts_mut(at.get().add(blk * k * jb), k * jb)
+        };
+        if n * k >= super::GRAIN {
+            super::parallel::tasks(blocks, |blk| pack(blk, block(blk)));
+        } else {
+            (0..blocks).for_each(|blk| pack(blk, block(blk)));
+        }
+        let mut tail = Vec::new();
+        if blocks * jb < n {
+            tail = vec![T::zero(); k * jb];
+            for j in blocks * jb..n {
+                for (kk, &v) in w[j * k..(j + 1) * k].iter().enumerate() {
+                    tail[kk * jb + j - blocks * jb] = v;
+                }
             }
         }
-        Packed { k, n, data }
+        Packed {
+            k,
+            n,
+            full: Cow::Owned(full),
+            row_step: jb,
+            block_step: k * jb,
+            tail,
+        }
     }
 }
 
@@ -276,10 +333,10 @@ impl<T: Real> Packed<T> {
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn packed_tile<T: Real, const R: usize, const JB: usize>(
-    a: *const T,
+    (a, is, ks): (*const T, usize, usize),
     i0: usize,
     k: usize,
-    block: *const T,
+    (block, step): (*const T, usize),
     out: *mut T,
     ldo: usize,
     j0: usize,
@@ -294,11 +351,11 @@ unsafe fn packed_tile<T: Real, const R: usize, const JB: usize>(
             }
         }
     }
-    let rows: [*const T; R] = std::array::from_fn(|r| a.add((i0 + r) * k));
+    let rows: [*const T; R] = std::array::from_fn(|r| a.add((i0 + r) * is));
     for kk in 0..k {
-        let w = block.add(kk * JB);
+        let w = block.add(kk * step);
         for (acc_row, row) in acc.iter_mut().zip(&rows) {
-            let x = *row.add(kk);
+            let x = *row.add(kk * ks);
             for (jj, v) in acc_row.iter_mut().enumerate() {
                 *v = x.mul_add(*w.add(jj), *v);
             }
@@ -319,10 +376,10 @@ unsafe fn packed_tile<T: Real, const R: usize, const JB: usize>(
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn packed_block<T: Real, const JB: usize>(
-    a: *const T,
+    a: (*const T, usize, usize),
     m: usize,
     k: usize,
-    block: *const T,
+    block: (*const T, usize),
     out: *mut T,
     ldo: usize,
     j0: usize,
@@ -346,23 +403,26 @@ unsafe fn packed_block<T: Real, const JB: usize>(
     "x86_64+avx+avx2+fma"
 ))]
 fn packed_mm_impl<T: Real, const JB: usize>(
-    a: &[T],
+    (a, is, ks): (&[T], usize, usize),
     m: usize,
-    b: &Packed<T>,
+    b: &Packed<'_, T>,
     out: &mut [T],
     add: bool,
 ) {
     let (k, n) = (b.k, b.n);
-    assert!(a.len() >= m * k && out.len() >= m * n && b.data.len() >= n.div_ceil(JB) * k * JB);
     let full = n / JB;
+    let reach =
+        |blocks: usize| (blocks.max(1) - 1) * b.block_step + (k.max(1) - 1) * b.row_step + JB;
+    assert!(a.len() > (m - 1) * is + (k - 1) * ks && out.len() >= m * n);
+    assert!(full == 0 || b.full.len() >= reach(full));
     for blk in 0..full {
-        // SAFETY: the assert above covers rows 0..m and the whole block.
+        // SAFETY: the asserts above cover rows 0..m and every whole block.
         unsafe {
             packed_block::<T, JB>(
-                a.as_ptr(),
+                (a.as_ptr(), is, ks),
                 m,
                 k,
-                b.data.as_ptr().add(blk * k * JB),
+                (b.full.as_ptr().add(blk * b.block_step), b.row_step),
                 out.as_mut_ptr(),
                 n,
                 blk * JB,
@@ -372,6 +432,7 @@ fn packed_mm_impl<T: Real, const JB: usize>(
     }
     let cols = n - full * JB;
     if cols > 0 {
+        assert!(b.tail.len() >= k * JB);
         // The zero-padded last block goes through a full-width scratch, so
         // the tile keeps constant lengths.
         let mut tmp = vec![T::zero(); m * JB];
@@ -380,13 +441,13 @@ fn packed_mm_impl<T: Real, const JB: usize>(
                 t[..cols].copy_from_slice(&o[full * JB..]);
             }
         }
-        // SAFETY: `tmp` is `[m, JB]`; the block is within the assert above.
+        // SAFETY: `tmp` is `[m, JB]`; the tail block is `[k][JB]` (asserted).
         unsafe {
             packed_block::<T, JB>(
-                a.as_ptr(),
+                (a.as_ptr(), is, ks),
                 m,
                 k,
-                b.data.as_ptr().add(full * k * JB),
+                (b.tail.as_ptr(), JB),
                 tmp.as_mut_ptr(),
                 JB,
                 0,
@@ -401,17 +462,29 @@ fn packed_mm_impl<T: Real, const JB: usize>(
 
 /// `out[m, n] (+)= a[m, k] @ b` on the calling thread, for the few rows of
 /// state one task of a recurrent loop owns.
-pub(crate) fn packed_mm<T: Real>(a: &[T], m: usize, b: &Packed<T>, out: &mut [T], add: bool) {
+pub(crate) fn packed_mm<T: Real>(a: &[T], m: usize, b: &Packed<'_, T>, out: &mut [T], add: bool) {
+    packed_mm_strided(a, m, (b.k, 1), b, out, add)
+}
+
+/// [`packed_mm`] with element `(i, kk)` of the left operand at `i * is + kk *
+/// ks` of `a`: `(ks, 1)` reads `a` transposed.
+pub(crate) fn packed_mm_strided<T: Real>(
+    a: &[T],
+    m: usize,
+    (is, ks): (usize, usize),
+    b: &Packed<'_, T>,
+    out: &mut [T],
+    add: bool,
+) {
     if m == 0 || b.k == 0 {
         if !add {
             out[..m * b.n].fill(T::zero());
         }
         return;
     }
-    assert!(a.len() >= m * b.k && out.len() >= m * b.n);
     match T::TILE {
-        64 => packed_mm_impl::<T, 64>(a, m, b, out, add),
-        32 => packed_mm_impl::<T, 32>(a, m, b, out, add),
+        64 => packed_mm_impl::<T, 64>((a, is, ks), m, b, out, add),
+        32 => packed_mm_impl::<T, 32>((a, is, ks), m, b, out, add),
         _ => unreachable!("Real::TILE is 64 or 32"),
     }
 }

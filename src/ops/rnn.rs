@@ -27,13 +27,12 @@ fn expect_shape(t: &Tensor, shape: &[usize], what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks the packed layout and the shapes shared by both cells; returns the
-/// step description. `gates` is the gate count (4 for LSTM, 3 for GRU).
-fn steps(
-    gi: &Tensor,
+/// Checks the packed layout, the initial state and the recurrent weight;
+/// returns the step description. `gates` is the gate count (4 for LSTM, 3
+/// for GRU).
+fn layout(
     h0: &Tensor,
     w_hh: &Tensor,
-    b_hh: Option<&Tensor>,
     sizes: &[usize],
     reverse: bool,
     gates: usize,
@@ -45,11 +44,25 @@ fn steps(
         ));
     }
     let s = Steps::new(hidden, sizes.to_vec(), reverse);
-    expect_shape(gi, &[s.rows(), gates * hidden], "input projections")?;
     expect_shape(h0, &[s.batch, hidden], "initial state")?;
     expect_shape(w_hh, &[gates * hidden, hidden], "weight_hh")?;
+    Ok(s)
+}
+
+/// [`layout`], and the input projections `gi` and `b_hh` of a GRU layer.
+fn steps(
+    gi: &Tensor,
+    h0: &Tensor,
+    w_hh: &Tensor,
+    b_hh: Option<&Tensor>,
+    sizes: &[usize],
+    reverse: bool,
+    gates: usize,
+) -> Result<Steps> {
+    let s = layout(h0, w_hh, sizes, reverse, gates)?;
+    expect_shape(gi, &[s.rows(), gates * s.hidden], "input projections")?;
     if let Some(b) = b_hh {
-        expect_shape(b, &[gates * hidden], "bias_hh")?;
+        expect_shape(b, &[gates * s.hidden], "bias_hh")?;
     }
     Ok(s)
 }
@@ -63,98 +76,149 @@ fn shape2(a: usize, b: usize) -> Shape {
     Shape::from_slice(&[a, b])
 }
 
-/// LSTM over a packed sequence: returns `[out, h_n, c_n, gates, c, c_prev,
-/// h_prev]` (the last four are what backward needs).
+/// The input width of an LSTM layer, after checking
+/// `x` `[N, input]`, `w_ih` `[4H, input]` and the biases `[4H]`.
+fn lstm_input(
+    s: &Steps,
+    x: &Tensor,
+    w_ih: &Tensor,
+    b_ih: Option<&Tensor>,
+    b_hh: Option<&Tensor>,
+) -> Result<usize> {
+    let g4 = 4 * s.hidden;
+    let input = match w_ih.shape().as_slice() {
+        [rows, cols] if *rows == g4 => *cols,
+        other => {
+            return Err(Error::runtime(format!(
+                "rnn layer: expected weight_ih of shape [{g4}, input_size], got {other:?}"
+            )))
+        }
+    };
+    expect_shape(x, &[s.rows(), input], "input")?;
+    for (b, what) in [(b_ih, "bias_ih"), (b_hh, "bias_hh")] {
+        if let Some(b) = b {
+            expect_shape(b, &[g4], what)?;
+        }
+    }
+    Ok(input)
+}
+
+/// LSTM layer over a packed sequence `x` `[N, input]`: returns `[out, h_n,
+/// c_n, gates, c, c_prev, h_prev]` (the last four are what backward needs).
+#[allow(clippy::too_many_arguments)]
 pub fn lstm_layer_forward(
-    gi: &Tensor,
+    x: &Tensor,
     h0: &Tensor,
     c0: &Tensor,
+    w_ih: &Tensor,
     w_hh: &Tensor,
+    b_ih: Option<&Tensor>,
     b_hh: Option<&Tensor>,
     sizes: &[usize],
     reverse: bool,
 ) -> Result<Vec<Tensor>> {
-    let mut all = vec![gi, h0, c0, w_hh];
+    let mut all = vec![x, h0, c0, w_ih, w_hh];
+    all.extend(b_ih);
     all.extend(b_hh);
     let dt = float_dtype(&all)?;
-    let s = steps(gi, h0, w_hh, b_hh, sizes, reverse, 4)?;
+    let s = layout(h0, w_hh, sizes, reverse, 4)?;
     expect_shape(c0, &[s.batch, s.hidden], "initial cell state")?;
+    let input = lstm_input(&s, x, w_ih, b_ih, b_hh)?;
     let (n, h) = (s.rows(), s.hidden);
-    let (gi, h0, c0, w) = (
-        gi.contiguous_data(),
-        h0.contiguous_data(),
-        c0.contiguous_data(),
-        w_hh.contiguous_data(),
+    let mut ts: Vec<Tensor> = [x, h0, c0, w_ih, w_hh]
+        .iter()
+        .map(|t| t.contiguous_data())
+        .collect();
+    let biases = [b_ih, b_hh].iter().flatten().count();
+    ts.extend(
+        [b_ih, b_hh]
+            .into_iter()
+            .flatten()
+            .map(|b| b.contiguous_data()),
     );
-    let b = b_hh.map(|b| b.contiguous_data());
     Ok(crate::dispatch_float!(dt, T => {
-        let (vg, vh, vc, vw) = (gi.view(), h0.view(), c0.view(), w.view());
-        let vb = b.as_ref().map(|b| b.view());
-        let f = rnn::lstm_forward::<T>(
-            &s,
-            slice::<T>(&vg),
-            slice::<T>(&vh),
-            slice::<T>(&vc),
-            slice::<T>(&vw),
-            vb.as_deref().map(slice::<T>),
-        );
+        let views: Vec<_> = ts.iter().map(|t| t.view()).collect();
+        let sl: Vec<&[T]> = views.iter().map(|v| slice::<T>(v)).collect();
+        // Both biases only ever enter added: the loop starts from their sum.
+        let bias: Option<Vec<T>> = match biases {
+            2 => Some(sl[5].iter().zip(sl[6]).map(|(&a, &b)| a + b).collect()),
+            1 => Some(sl[5].to_vec()),
+            _ => None,
+        };
+        let w = rnn::LstmWeights { input, w_ih: sl[3], w_hh: sl[4], bias: bias.as_deref() };
+        let f = rnn::lstm_forward::<T>(&s, sl[0], sl[1], sl[2], &w);
         vec![
             Tensor::from_vec(f.out, shape2(n, h)),
             Tensor::from_vec(f.h_n, shape2(s.batch, h)),
             Tensor::from_vec(f.c_n, shape2(s.batch, h)),
             Tensor::from_vec(f.gates, shape2(n, 4 * h)),
-            Tensor::from_vec(f.c, shape2(n, h)),
+            Tensor::from_vec(f.c_tanh, shape2(n, h)),
             Tensor::from_vec(f.c_prev, shape2(n, h)),
             Tensor::from_vec(f.h_prev, shape2(n, h)),
         ]
     }))
 }
 
-/// Backward of [`lstm_layer_forward`]: `[d_gates, d_h0, d_c0]`, `d_gates` being
-/// the gradient of both `gi` and the recurrent product.
+/// Which gradients [`lstm_layer_backward`] makes: of `x`, `w_ih`, `w_hh`,
+/// and of the biases.
+pub type LstmNeeds = (bool, bool, bool, bool);
+
+/// Backward of [`lstm_layer_forward`]: `[dx, dh0, dc0, dw_ih, dw_hh, db]`,
+/// `None` where `needs` did not ask; `db` is the gradient of each bias.
 #[allow(clippy::too_many_arguments)]
 pub fn lstm_layer_backward(
+    x: &Tensor,
     g_out: &Tensor,
     g_hn: &Tensor,
     g_cn: &Tensor,
-    gates: &Tensor,
-    c: &Tensor,
-    c_prev: &Tensor,
+    saved: [&Tensor; 4],
+    w_ih: &Tensor,
     w_hh: &Tensor,
     sizes: &[usize],
     reverse: bool,
-) -> Result<Vec<Tensor>> {
-    let dt = float_dtype(&[g_out, g_hn, g_cn, gates, c, c_prev, w_hh])?;
-    let s = steps(gates, g_hn, w_hh, None, sizes, reverse, 4)?;
+    needs: LstmNeeds,
+) -> Result<Vec<Option<Tensor>>> {
+    let [gates, c, c_prev, h_prev] = saved;
+    let dt = float_dtype(&[x, g_out, g_hn, g_cn, gates, c, c_prev, h_prev, w_ih, w_hh])?;
+    let s = layout(g_hn, w_hh, sizes, reverse, 4)?;
+    let input = lstm_input(&s, x, w_ih, None, None)?;
     let (n, h) = (s.rows(), s.hidden);
-    let shapes: [(&Tensor, [usize; 2], &str); 4] = [
+    let shapes: [(&Tensor, [usize; 2], &str); 6] = [
         (g_out, [n, h], "output gradient"),
         (g_cn, [s.batch, h], "cell state gradient"),
-        (c, [n, h], "cell states"),
+        (gates, [n, 4 * h], "saved gates"),
+        (c, [n, h], "tanh of the cell states"),
         (c_prev, [n, h], "previous cell states"),
+        (h_prev, [n, h], "previous hidden states"),
     ];
     for (t, shape, what) in shapes {
         expect_shape(t, &shape, what)?;
     }
-    let ts: Vec<Tensor> = [g_out, g_hn, g_cn, gates, c, c_prev, w_hh]
+    let ts: Vec<Tensor> = [x, g_out, g_hn, g_cn, gates, c, c_prev, h_prev, w_ih, w_hh]
         .iter()
         .map(|t| t.contiguous_data())
         .collect();
+    let (nx, nih, nhh, nb) = needs;
+    let needs = rnn::LstmNeeds {
+        x: nx,
+        w_ih: nih,
+        w_hh: nhh,
+        bias: nb,
+    };
     Ok(crate::dispatch_float!(dt, T => {
         let views: Vec<_> = ts.iter().map(|t| t.view()).collect();
-        let sl: Vec<&[T]> = views.iter().map(|v| v.as_slice::<T>().unwrap_or(&[])).collect();
-        let (d, dh, dc) = rnn::lstm_backward::<T>(
-            &s,
-            &rnn::LstmForwardRef { gates: sl[3], c: sl[4], c_prev: sl[5] },
-            sl[0],
-            sl[1],
-            sl[2],
-            sl[6],
-        );
+        let sl: Vec<&[T]> = views.iter().map(|v| slice::<T>(v)).collect();
+        let saved = rnn::LstmForwardRef { gates: sl[4], c_tanh: sl[5], c_prev: sl[6], h_prev: sl[7] };
+        let w = rnn::LstmWeights { input, w_ih: sl[8], w_hh: sl[9], bias: None };
+        let g = rnn::lstm_backward::<T>(&s, &saved, sl[0], sl[1], sl[2], sl[3], &w, needs);
+        let g4 = 4 * h;
         vec![
-            Tensor::from_vec(d, shape2(n, 4 * h)),
-            Tensor::from_vec(dh, shape2(s.batch, h)),
-            Tensor::from_vec(dc, shape2(s.batch, h)),
+            g.dx.map(|v| Tensor::from_vec(v, shape2(n, input))),
+            Some(Tensor::from_vec(g.dh0, shape2(s.batch, h))),
+            Some(Tensor::from_vec(g.dc0, shape2(s.batch, h))),
+            g.dw_ih.map(|v| Tensor::from_vec(v, shape2(g4, input))),
+            g.dw_hh.map(|v| Tensor::from_vec(v, shape2(g4, h))),
+            g.db.map(|v| Tensor::from_vec(v, Shape::from_slice(&[g4]))),
         ]
     }))
 }

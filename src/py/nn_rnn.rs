@@ -21,63 +21,79 @@ fn tuple_of(py: Python<'_>, ts: Vec<Tensor>) -> PyResult<Py<PyAny>> {
     Ok(PyTuple::new(py, objs)?.into_any().unbind())
 }
 
-/// `(out, h_n, c_n, gates, c, c_prev, h_prev)` of one LSTM layer direction.
+/// `(out, h_n, c_n, gates, c, c_prev, h_prev)` of one LSTM layer direction
+/// over the packed input `x`.
 #[pyfunction]
+#[pyo3(signature = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse))]
 #[allow(clippy::too_many_arguments)]
 fn _lstm_layer_forward(
     py: Python<'_>,
-    gi: &Bound<'_, PyTensor>,
+    x: &Bound<'_, PyTensor>,
     h0: &Bound<'_, PyTensor>,
     c0: &Bound<'_, PyTensor>,
+    w_ih: &Bound<'_, PyTensor>,
     w_hh: &Bound<'_, PyTensor>,
+    b_ih: Option<&Bound<'_, PyTensor>>,
     b_hh: Option<&Bound<'_, PyTensor>>,
     batch_sizes: Vec<usize>,
     reverse: bool,
 ) -> PyResult<Py<PyAny>> {
-    let (gi, h0, c0, w) = (t_of(gi), t_of(h0), t_of(c0), t_of(w_hh));
-    let b = b_hh.map(t_of);
-    let work = gi
+    let [x, h0, c0, w_ih, w_hh] = [x, h0, c0, w_ih, w_hh].map(t_of);
+    let (b_ih, b_hh) = (b_ih.map(t_of), b_hh.map(t_of));
+    let work = x
         .numel()
-        .saturating_mul(h0.shape().last().copied().unwrap_or(1));
+        .saturating_add(h0.numel())
+        .saturating_mul(w_hh.numel().max(1));
     let out = guard_nogil(py, work, || {
-        rnn::lstm_layer_forward(gi, h0, c0, w, b, &batch_sizes, reverse)
+        rnn::lstm_layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, &batch_sizes, reverse)
     })?;
     tuple_of(py, out)
 }
 
-/// `(d_gates, d_h0, d_c0)` of one LSTM layer direction.
+/// `(dx, d_h0, d_c0, d_w_ih, d_w_hh, d_bias)` of one LSTM layer direction,
+/// each `None` unless `needs` (`x`, `w_ih`, `w_hh`, biases) asked for it.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn _lstm_layer_backward(
     py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
     g_out: &Bound<'_, PyTensor>,
     g_hn: &Bound<'_, PyTensor>,
     g_cn: &Bound<'_, PyTensor>,
-    gates: &Bound<'_, PyTensor>,
-    c: &Bound<'_, PyTensor>,
-    c_prev: &Bound<'_, PyTensor>,
+    saved: [Bound<'_, PyTensor>; 4],
+    w_ih: &Bound<'_, PyTensor>,
     w_hh: &Bound<'_, PyTensor>,
     batch_sizes: Vec<usize>,
     reverse: bool,
+    needs: (bool, bool, bool, bool),
 ) -> PyResult<Py<PyAny>> {
-    let ts = [g_out, g_hn, g_cn, gates, c, c_prev, w_hh].map(t_of);
-    let work = ts[3]
+    let [x, g_out, g_hn, g_cn, w_ih, w_hh] = [x, g_out, g_hn, g_cn, w_ih, w_hh].map(t_of);
+    let saved = [&saved[0], &saved[1], &saved[2], &saved[3]].map(t_of);
+    let work = saved[0]
         .numel()
-        .saturating_mul(ts[1].shape().last().copied().unwrap_or(1));
+        .saturating_mul(g_hn.shape().last().copied().unwrap_or(1));
     let out = guard_nogil(py, work, || {
         rnn::lstm_layer_backward(
-            ts[0],
-            ts[1],
-            ts[2],
-            ts[3],
-            ts[4],
-            ts[5],
-            ts[6],
+            x,
+            g_out,
+            g_hn,
+            g_cn,
+            saved,
+            w_ih,
+            w_hh,
             &batch_sizes,
             reverse,
+            needs,
         )
     })?;
-    tuple_of(py, out)
+    let objs = out
+        .into_iter()
+        .map(|t| match t {
+            Some(t) => wrap(py, t),
+            None => Ok(py.None()),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyTuple::new(py, objs)?.into_any().unbind())
 }
 
 /// `(out, h_n, gates, h_prev)` of one GRU layer direction.

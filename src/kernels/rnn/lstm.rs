@@ -4,8 +4,10 @@
 
 use multiversion::multiversion;
 
-use super::super::rnn_gemm::{packed_mm, Packed, Real};
-use super::{part_mut, transpose, written_later, Steps, ROW_CHUNK};
+use super::super::matmul::{gemm_add_into, gemm_into, Mat};
+use super::super::rnn_gemm::Real;
+use super::lstm_rows::{fuses_weight_grads, lstm_backward_rows, lstm_forward_rows, row_chunk};
+use super::{part_mut, transpose, Steps};
 
 /// What the LSTM forward loop keeps for backward, all packed `[N, .]`.
 pub(crate) struct LstmForward<T> {
@@ -14,8 +16,9 @@ pub(crate) struct LstmForward<T> {
     pub c_n: Vec<T>,
     /// Activated gates i, f, g, o: `[N, 4H]`.
     pub gates: Vec<T>,
-    /// Cell state after each step and before it: `[N, H]` each.
-    pub c: Vec<T>,
+    /// `tanh` of the cell state after each step (backward needs nothing
+    /// else of it), and the cell state before each step: `[N, H]` each.
+    pub c_tanh: Vec<T>,
     pub c_prev: Vec<T>,
     /// Hidden state each step read: `[N, H]` (for the weight gradient).
     pub h_prev: Vec<T>,
@@ -50,7 +53,7 @@ fn part_units(p: usize, parts: usize, hd: usize, jb: usize) -> (usize, usize) {
 /// The LSTM step for units `u0..u0 + w` of one batch row: `x` and `p` hold
 /// each gate's input projection and recurrent product (with `b_hh`) for those
 /// units; updates `c` in place and writes the activated gates, the new hidden
-/// state into `h` and `out`, and the cell state before and after.
+/// state into `h` and `out`, the cell state before, and `tanh` of the one after.
 #[multiversion(targets(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
@@ -89,8 +92,9 @@ fn lstm_units_forward<T: Real>(
         c_prev[j] = c[j];
         let cn = f * c[j] + i * g;
         c[j] = cn;
-        c_out[j] = cn;
-        let hn = o * cn.tanh();
+        let tc = cn.tanh();
+        c_out[j] = tc;
+        let hn = o * tc;
         h[j] = hn;
         out[j] = hn;
     }
@@ -104,9 +108,9 @@ fn lstm_units_forward<T: Real>(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
-fn lstm_units_backward<T: Real>(
+pub(super) fn lstm_units_backward<T: Real>(
     act: [&[T]; 4],
-    c: &[T],
+    c_tanh: &[T],
     c_prev: &[T],
     g_out: &[T],
     dh: &[T],
@@ -118,10 +122,10 @@ fn lstm_units_backward<T: Real>(
     let [d0, d1, d2, d3] = d;
     let (d0, d1, d2, d3) = (&mut d0[..w], &mut d1[..w], &mut d2[..w], &mut d3[..w]);
     let (ai, af, ag, ao) = (&act[0][..w], &act[1][..w], &act[2][..w], &act[3][..w]);
-    let (c, c_prev, g_out, dh) = (&c[..w], &c_prev[..w], &g_out[..w], &dh[..w]);
+    let (c_tanh, c_prev, g_out, dh) = (&c_tanh[..w], &c_prev[..w], &g_out[..w], &dh[..w]);
     for j in 0..w {
         let (i, f, g, o) = (ai[j], af[j], ag[j], ao[j]);
-        let ct = c[j].tanh();
+        let ct = c_tanh[j];
         let dht = g_out[j] + dh[j];
         let dct = dc[j] + dht * o * (one - ct * ct);
         d0[j] = dct * g * i * (one - i);
@@ -132,22 +136,81 @@ fn lstm_units_backward<T: Real>(
     }
 }
 
-/// The LSTM recurrence over every step. `gi` `[N, 4H]` holds each step's input
-/// projection (with `b_ih`); gate order i, f, g, o as PyTorch. Split by batch
-/// rows ([`lstm_forward_rows`]) unless the batch is too small for that.
+/// The layer's weights: `w_ih` `[4H, input]`, `w_hh` `[4H, H]`, and the sum
+/// of both biases (`b_ih + b_hh`, `[4H]`), which only ever enter added.
+pub(crate) struct LstmWeights<'a, T> {
+    pub input: usize,
+    pub w_ih: &'a [T],
+    pub w_hh: &'a [T],
+    pub bias: Option<&'a [T]>,
+}
+
+/// Which gradients backward makes besides those of the initial states.
+#[derive(Clone, Copy)]
+pub(crate) struct LstmNeeds {
+    pub x: bool,
+    pub w_ih: bool,
+    pub w_hh: bool,
+    pub bias: bool,
+}
+
+/// The gradients of one layer direction (`None` where not needed); `db` is
+/// the gradient of each of the two biases.
+pub(crate) struct LstmGrads<T> {
+    pub dx: Option<Vec<T>>,
+    pub dh0: Vec<T>,
+    pub dc0: Vec<T>,
+    pub dw_ih: Option<Vec<T>>,
+    pub dw_hh: Option<Vec<T>>,
+    pub db: Option<Vec<T>>,
+}
+
+/// The LSTM layer over every step of the packed input `x` `[N, input]`; gate
+/// order i, f, g, o as PyTorch. Split by batch rows, with each step's input
+/// projection inside the loop ([`lstm_forward_rows`]), unless the batch is
+/// too small for that: then the projection of all steps is one product and
+/// the loop splits the hidden units.
 pub(crate) fn lstm_forward<T: Real>(
     s: &Steps,
-    gi: &[T],
+    x: &[T],
     h0: &[T],
     c0: &[T],
-    w_hh: &[T],
-    b_hh: Option<&[T]>,
+    w: &LstmWeights<'_, T>,
 ) -> LstmForward<T> {
     if use_row_split::<T>(s) {
-        lstm_forward_rows(s, gi, h0, c0, w_hh, b_hh)
+        lstm_forward_rows(s, x, h0, c0, w)
     } else {
-        lstm_forward_units(s, gi, h0, c0, w_hh, b_hh)
+        let gi = project(s, x, w);
+        lstm_forward_units(s, &gi, h0, c0, w.w_hh, None)
     }
+}
+
+/// `x @ w_ih^T + bias` for every step: `[N, 4H]`.
+fn project<T: Real>(s: &Steps, x: &[T], w: &LstmWeights<'_, T>) -> Vec<T> {
+    let (n, g4, ni) = (s.rows(), 4 * s.hidden, w.input);
+    let mut gi = vec![T::zero(); n * g4];
+    if let Some(b) = w.bias {
+        for row in gi.chunks_exact_mut(g4) {
+            row.copy_from_slice(b);
+        }
+    }
+    let xm = Mat {
+        ptr: x.as_ptr(),
+        rows: n,
+        cols: ni,
+        row_stride: ni,
+        col_stride: 1,
+    };
+    let wt = Mat {
+        ptr: w.w_ih.as_ptr(),
+        rows: ni,
+        cols: g4,
+        row_stride: 1,
+        col_stride: ni,
+    };
+    // SAFETY: `x` is `[n, ni]`, `w_ih` `[g4, ni]` read transposed, `gi` `[n, g4]`.
+    unsafe { gemm_add_into(xm, wt, gi.as_mut_ptr(), true) };
+    gi
 }
 
 /// `lstm_forward` split by hidden units. A step is one parallel region: each
@@ -175,7 +238,7 @@ fn lstm_forward_units<T: Real>(
         h_n: Vec::new(),
         c_n: Vec::new(),
         gates: vec![T::zero(); n * g4],
-        c: vec![T::zero(); n * hd],
+        c_tanh: vec![T::zero(); n * hd],
         c_prev: vec![T::zero(); n * hd],
         h_prev: vec![T::zero(); n * hd],
     };
@@ -189,7 +252,7 @@ fn lstm_forward_units<T: Real>(
             ptr(&mut h_next),
             ptr(&mut r.out),
             ptr(&mut r.gates),
-            ptr(&mut r.c),
+            ptr(&mut r.c_tanh),
             ptr(&mut r.c_prev),
         );
         let h_cur = &h[..bs * hd];
@@ -245,21 +308,98 @@ fn lstm_forward_units<T: Real>(
     r
 }
 
-/// Gradients of the LSTM loop: `d_gates` `[N, 4H]` (with respect to the gate
-/// pre-activations, i.e. to `gi` and to the recurrent product alike) and the
-/// gradients of `h0`, `c0`. Split like the forward.
+/// Gradients of the LSTM layer: of `x`, the initial states, the weights and
+/// the bias, as `needs` asks. Split like the forward; the weight gradients are
+/// made inside the row-split loop when their partial sums stay small
+/// ([`fuses_weight_grads`]), else by products over all steps after the loop.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn lstm_backward<T: Real>(
     s: &Steps,
     f: &LstmForwardRef<'_, T>,
+    x: &[T],
     g_out: &[T],
     g_hn: &[T],
     g_cn: &[T],
-    w_hh: &[T],
-) -> (Vec<T>, Vec<T>, Vec<T>) {
+    w: &LstmWeights<'_, T>,
+    needs: LstmNeeds,
+) -> LstmGrads<T> {
     if use_row_split::<T>(s) {
-        lstm_backward_rows(s, f, g_out, g_hn, g_cn, w_hh)
+        let fused = fuses_weight_grads(s, w.input);
+        let r = lstm_backward_rows(s, f, x, g_out, g_hn, g_cn, w, fused.then_some(&needs));
+        if fused {
+            return LstmGrads {
+                dx: r.dx,
+                dh0: r.dh0,
+                dc0: r.dc0,
+                dw_ih: r.dw_ih,
+                dw_hh: r.dw_hh,
+                db: r.db,
+            };
+        }
+        products_after(s, &r.d_gates, f.h_prev, x, w, needs, r.dh0, r.dc0)
     } else {
-        lstm_backward_units(s, f, g_out, g_hn, g_cn, w_hh)
+        let (d, dh, dc) = lstm_backward_units(s, f, g_out, g_hn, g_cn, w.w_hh);
+        products_after(s, &d, f.h_prev, x, w, needs, dh, dc)
+    }
+}
+
+/// The gradients of `x`, the weights and the bias from the gate gradients `d`
+/// `[N, 4H]` of every step, as whole products over the steps.
+#[allow(clippy::too_many_arguments)]
+fn products_after<T: Real>(
+    s: &Steps,
+    d: &[T],
+    h_prev: &[T],
+    x: &[T],
+    w: &LstmWeights<'_, T>,
+    needs: LstmNeeds,
+    dh0: Vec<T>,
+    dc0: Vec<T>,
+) -> LstmGrads<T> {
+    let (n, hd, ni) = (s.rows(), s.hidden, w.input);
+    let g4 = 4 * hd;
+    let rows = |p: *const T, cols: usize| Mat {
+        ptr: p,
+        rows: n,
+        cols,
+        row_stride: cols,
+        col_stride: 1,
+    };
+    let dt = Mat {
+        ptr: d.as_ptr(),
+        rows: g4,
+        cols: n,
+        row_stride: 1,
+        col_stride: g4,
+    };
+    let product = |a: Mat<T>, b: Mat<T>| {
+        let mut out = vec![T::zero(); a.rows * b.cols];
+        // SAFETY: the descriptors match the buffers' shapes; `out` is `[a.rows, b.cols]`.
+        unsafe { gemm_into(a, b, out.as_mut_ptr(), true) };
+        out
+    };
+    let w_ih = Mat {
+        ptr: w.w_ih.as_ptr(),
+        rows: g4,
+        cols: ni,
+        row_stride: ni,
+        col_stride: 1,
+    };
+    LstmGrads {
+        dx: needs.x.then(|| product(rows(d.as_ptr(), g4), w_ih)),
+        dh0,
+        dc0,
+        dw_ih: needs.w_ih.then(|| product(dt, rows(x.as_ptr(), ni))),
+        dw_hh: needs.w_hh.then(|| product(dt, rows(h_prev.as_ptr(), hd))),
+        db: needs.bias.then(|| {
+            let mut b = vec![T::zero(); g4];
+            for row in d[..n * g4].chunks_exact(g4) {
+                for (s, &v) in b.iter_mut().zip(row) {
+                    *s = *s + v;
+                }
+            }
+            b
+        }),
     }
 }
 
@@ -325,7 +465,7 @@ fn lstm_backward_units<T: Real>(
                     unsafe {
                         lstm_units_backward(
                             std::array::from_fn(|g| &f.gates[at(g)..at(g) + w]),
-                            &f.c[row * hd + u0..row * hd + u1],
+                            &f.c_tanh[row * hd + u0..row * hd + u1],
                             &f.c_prev[row * hd + u0..row * hd + u1],
                             &g_out[row * hd + u0..row * hd + u1],
                             part_mut(pdh, b * hd + u0, w),
@@ -346,307 +486,17 @@ fn lstm_backward_units<T: Real>(
 /// another thread. Splitting units is kept for batches too small to give every
 /// thread rows while a step is large enough to share.
 fn use_row_split<T: Real>(s: &Steps) -> bool {
-    s.batch >= 2 * ROW_CHUNK || unit_parts::<T>(s.batch, s.hidden, 4) == 1
-}
-
-/// One batch row of the LSTM step over all units: `pre` holds the four gates'
-/// pre-activations (input projection, both biases and the recurrent product);
-/// updates `c` in place and writes the activated gates, the cell state before
-/// and after, and the new hidden state into `h` and `out`.
-#[multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
-#[allow(clippy::too_many_arguments)]
-fn lstm_row_forward<T: Real>(
-    pre: &[T],
-    c: &mut [T],
-    c_prev: &mut [T],
-    c_out: &mut [T],
-    h: &mut [T],
-    out: &mut [T],
-    act: &mut [T],
-) {
-    let w = c.len();
-    let (p0, rest) = pre[..4 * w].split_at(w);
-    let (p1, rest) = rest.split_at(w);
-    let (p2, p3) = rest.split_at(w);
-    let (a0, rest) = act[..4 * w].split_at_mut(w);
-    let (a1, rest) = rest.split_at_mut(w);
-    let (a2, a3) = rest.split_at_mut(w);
-    let (c_prev, c_out, h, out) = (
-        &mut c_prev[..w],
-        &mut c_out[..w],
-        &mut h[..w],
-        &mut out[..w],
-    );
-    for j in 0..w {
-        let i = p0[j].sigmoid();
-        let f = p1[j].sigmoid();
-        let g = p2[j].tanh();
-        let o = p3[j].sigmoid();
-        a0[j] = i;
-        a1[j] = f;
-        a2[j] = g;
-        a3[j] = o;
-        c_prev[j] = c[j];
-        let cn = f * c[j] + i * g;
-        c[j] = cn;
-        c_out[j] = cn;
-        let hn = o * cn.tanh();
-        h[j] = hn;
-        out[j] = hn;
-    }
-}
-
-/// `lstm_forward` split by batch rows: each task runs a few rows
-/// through every step (product with the packed `W_hh^T`, then the gates),
-/// touching only its rows of the state and of every saved buffer.
-fn lstm_forward_rows<T: Real>(
-    s: &Steps,
-    gi: &[T],
-    h0: &[T],
-    c0: &[T],
-    w_hh: &[T],
-    b_hh: Option<&[T]>,
-) -> LstmForward<T> {
-    let (hd, n) = (s.hidden, s.rows());
-    let g4 = 4 * hd;
-    let wp = Packed::from_transposed(w_hh, g4, hd);
-    let mut h = h0.to_vec();
-    let mut c = c0.to_vec();
-    // SAFETY (all five): the tasks write every row of every step, whole.
-    let mut r = unsafe {
-        LstmForward {
-            out: written_later(n * hd),
-            h_n: Vec::new(),
-            c_n: Vec::new(),
-            gates: written_later(n * g4),
-            c: written_later(n * hd),
-            c_prev: written_later(n * hd),
-            h_prev: written_later(n * hd),
-        }
-    };
-    let order = s.order();
-    let ptr = |v: &mut Vec<T>| super::super::SendPtr(v.as_mut_ptr());
-    let (ph, pc, pout, pg, pcs, pcp, php) = (
-        ptr(&mut h),
-        ptr(&mut c),
-        ptr(&mut r.out),
-        ptr(&mut r.gates),
-        ptr(&mut r.c),
-        ptr(&mut r.c_prev),
-        ptr(&mut r.h_prev),
-    );
-    super::super::parallel::tasks(s.batch.div_ceil(ROW_CHUNK), |chunk| {
-        let r0 = chunk * ROW_CHUNK;
-        let r1 = (r0 + ROW_CHUNK).min(s.batch);
-        let mut pre = vec![T::zero(); ROW_CHUNK * g4];
-        for &t in &order {
-            let (bs, off) = (s.sizes[t], s.offsets[t]);
-            // Rows past this step's batch keep their state (sequences that
-            // ended, or in reverse have not started yet).
-            let m = r1.min(bs).saturating_sub(r0);
-            if m == 0 {
-                continue;
-            }
-            // SAFETY: rows r0..r0 + m of the state and rows off + r0.. of the
-            // packed buffers belong to this task only; all outlive the region.
-            let (hs, cs) =
-                unsafe { (part_mut(ph, r0 * hd, m * hd), part_mut(pc, r0 * hd, m * hd)) };
-            unsafe { part_mut(php, (off + r0) * hd, m * hd) }.copy_from_slice(hs);
-            for (i, p) in pre[..m * g4].chunks_exact_mut(g4).enumerate() {
-                let x = &gi[(off + r0 + i) * g4..(off + r0 + i + 1) * g4];
-                match b_hh {
-                    Some(b) => {
-                        for ((p, &x), &b) in p.iter_mut().zip(x).zip(b) {
-                            *p = x + b;
-                        }
-                    }
-                    None => p.copy_from_slice(x),
-                }
-            }
-            packed_mm(hs, m, &wp, &mut pre[..m * g4], true);
-            for i in 0..m {
-                let row = off + r0 + i;
-                // SAFETY: as above, row `row` and state row r0 + i are this task's.
-                unsafe {
-                    lstm_row_forward(
-                        &pre[i * g4..(i + 1) * g4],
-                        &mut cs[i * hd..(i + 1) * hd],
-                        part_mut(pcp, row * hd, hd),
-                        part_mut(pcs, row * hd, hd),
-                        &mut hs[i * hd..(i + 1) * hd],
-                        part_mut(pout, row * hd, hd),
-                        part_mut(pg, row * g4, g4),
-                    );
-                }
-            }
-        }
-    });
-    r.h_n = h;
-    r.c_n = c;
-    r
-}
-
-/// `lstm_backward` split by batch rows, the mirror of [`lstm_forward_rows`]:
-/// per step a task runs the gates' backward on its rows, then sends their
-/// gate gradients back through `W_hh` (packed once) into its rows of `dh`.
-fn lstm_backward_rows<T: Real>(
-    s: &Steps,
-    f: &LstmForwardRef<'_, T>,
-    g_out: &[T],
-    g_hn: &[T],
-    g_cn: &[T],
-    w_hh: &[T],
-) -> (Vec<T>, Vec<T>, Vec<T>) {
-    let (hd, n) = (s.hidden, s.rows());
-    let g4 = 4 * hd;
-    let wp = Packed::from_rows(w_hh, g4, hd);
-    let mut dh = g_hn.to_vec();
-    let mut dc = g_cn.to_vec();
-    // SAFETY: the tasks write every row of every step, whole.
-    let mut d_gates = unsafe { written_later(n * g4) };
-    let visits: Vec<usize> = s.order().into_iter().rev().collect();
-    let (pd, pdh, pdc) = (
-        super::super::SendPtr(d_gates.as_mut_ptr()),
-        super::super::SendPtr(dh.as_mut_ptr()),
-        super::super::SendPtr(dc.as_mut_ptr()),
-    );
-    super::super::parallel::tasks(s.batch.div_ceil(ROW_CHUNK), |chunk| {
-        let r0 = chunk * ROW_CHUNK;
-        let r1 = (r0 + ROW_CHUNK).min(s.batch);
-        for &t in &visits {
-            let (bs, off) = (s.sizes[t], s.offsets[t]);
-            let m = r1.min(bs).saturating_sub(r0);
-            if m == 0 {
-                continue;
-            }
-            // SAFETY: rows r0..r0 + m of `dh`/`dc` and rows off + r0.. of
-            // `d_gates` belong to this task only; all outlive the region.
-            let (dhs, dcs, ds) = unsafe {
-                (
-                    part_mut(pdh, r0 * hd, m * hd),
-                    part_mut(pdc, r0 * hd, m * hd),
-                    part_mut(pd, (off + r0) * g4, m * g4),
-                )
-            };
-            for i in 0..m {
-                let row = off + r0 + i;
-                let (a, rest) = ds[i * g4..(i + 1) * g4].split_at_mut(hd);
-                let (b, rest) = rest.split_at_mut(hd);
-                let (c, d) = rest.split_at_mut(hd);
-                lstm_units_backward(
-                    std::array::from_fn(|g| &f.gates[row * g4 + g * hd..row * g4 + (g + 1) * hd]),
-                    &f.c[row * hd..(row + 1) * hd],
-                    &f.c_prev[row * hd..(row + 1) * hd],
-                    &g_out[row * hd..(row + 1) * hd],
-                    &dhs[i * hd..(i + 1) * hd],
-                    &mut dcs[i * hd..(i + 1) * hd],
-                    [a, b, c, d],
-                );
-            }
-            packed_mm(ds, m, &wp, dhs, false);
-        }
-    });
-    (d_gates, dh, dc)
+    s.batch >= 2 * row_chunk(s.batch) || unit_parts::<T>(s.batch, s.hidden, 4) == 1
 }
 
 /// The saved parts of [`LstmForward`] that backward reads.
 pub(crate) struct LstmForwardRef<'a, T> {
     pub gates: &'a [T],
-    pub c: &'a [T],
+    pub c_tanh: &'a [T],
     pub c_prev: &'a [T],
+    pub h_prev: &'a [T],
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Both splits of the LSTM loops compute the same numbers, on a packed
-    /// sequence with rows that end early (and, in reverse, start late).
-    #[test]
-    fn lstm_row_and_unit_splits_agree() {
-        let hd = 40;
-        let val = |i: usize| ((i * 37 % 23) as f64 - 11.0) / 40.0;
-        for reverse in [false, true] {
-            let s = Steps::new(hd, vec![7, 7, 5, 2], reverse);
-            let n = s.rows();
-            let gi: Vec<f64> = (0..n * 4 * hd).map(val).collect();
-            let w: Vec<f64> = (0..4 * hd * hd).map(|i| val(i + 5)).collect();
-            let bias: Vec<f64> = (0..4 * hd).map(|i| val(i + 11)).collect();
-            let h0: Vec<f64> = (0..7 * hd).map(|i| val(i + 3)).collect();
-            let c0: Vec<f64> = (0..7 * hd).map(|i| val(i + 7)).collect();
-            let a = lstm_forward_rows(&s, &gi, &h0, &c0, &w, Some(&bias));
-            let b = lstm_forward_units(&s, &gi, &h0, &c0, &w, Some(&bias));
-            let close = |x: &[f64], y: &[f64]| {
-                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| (p - q).abs() < 1e-12)
-            };
-            assert!(close(&a.out, &b.out) && close(&a.h_n, &b.h_n) && close(&a.c_n, &b.c_n));
-            assert!(close(&a.gates, &b.gates) && close(&a.h_prev, &b.h_prev));
-            let g_out: Vec<f64> = (0..n * hd).map(|i| val(i + 2)).collect();
-            let g_hn: Vec<f64> = (0..7 * hd).map(|i| val(i + 9)).collect();
-            let g_cn: Vec<f64> = (0..7 * hd).map(|i| val(i + 13)).collect();
-            let saved = LstmForwardRef {
-                gates: &a.gates,
-                c: &a.c,
-                c_prev: &a.c_prev,
-            };
-            let x = lstm_backward_rows(&s, &saved, &g_out, &g_hn, &g_cn, &w);
-            let y = lstm_backward_units(&s, &saved, &g_out, &g_hn, &g_cn, &w);
-            assert!(close(&x.0, &y.0) && close(&x.1, &y.1) && close(&x.2, &y.2));
-        }
-    }
-
-    /// One LSTM step by the formulas, against the loop, and a finite-difference
-    /// check of the loop's backward on a two-step, two-length packed sequence.
-    #[test]
-    fn lstm_loop_matches_formulas_and_differences() {
-        let hd = 2;
-        let s = Steps::new(hd, vec![2, 1], false);
-        let n = s.rows();
-        let val = |i: usize| ((i * 37 % 17) as f64 - 8.0) / 10.0;
-        let gi: Vec<f64> = (0..n * 4 * hd).map(val).collect();
-        let w: Vec<f64> = (0..4 * hd * hd).map(|i| val(i + 5)).collect();
-        let bias: Vec<f64> = (0..4 * hd).map(|i| val(i + 11)).collect();
-        let h0: Vec<f64> = (0..2 * hd).map(|i| val(i + 3)).collect();
-        let c0: Vec<f64> = (0..2 * hd).map(|i| val(i + 7)).collect();
-        let fwd = lstm_forward(&s, &gi, &h0, &c0, &w, Some(&bias));
-        // Step 0, row 0, unit 0 by hand.
-        let pre: Vec<f64> = (0..4)
-            .map(|k| {
-                gi[k * hd] + bias[k * hd] + (0..hd).map(|m| h0[m] * w[k * hd * hd + m]).sum::<f64>()
-            })
-            .collect();
-        let sg = |x: f64| 1.0 / (1.0 + (-x).exp());
-        let c = sg(pre[1]) * c0[0] + sg(pre[0]) * pre[2].tanh();
-        assert!((fwd.out[0] - sg(pre[3]) * c.tanh()).abs() < 1e-12);
-        // Loss = sum(out * wts) + sum(h_n) + 2 sum(c_n); gradient w.r.t. gi.
-        let wts: Vec<f64> = (0..n * hd).map(|i| val(i + 2)).collect();
-        let loss = |gi: &[f64]| {
-            let f = lstm_forward(&s, gi, &h0, &c0, &w, Some(&bias));
-            f.out.iter().zip(&wts).map(|(a, b)| a * b).sum::<f64>()
-                + f.h_n.iter().sum::<f64>()
-                + 2.0 * f.c_n.iter().sum::<f64>()
-        };
-        let (d, _, _) = lstm_backward(
-            &s,
-            &LstmForwardRef {
-                gates: &fwd.gates,
-                c: &fwd.c,
-                c_prev: &fwd.c_prev,
-            },
-            &wts,
-            &vec![1.0; 2 * hd],
-            &vec![2.0; 2 * hd],
-            &w,
-        );
-        for k in 0..gi.len() {
-            let (mut a, mut b) = (gi.clone(), gi.clone());
-            a[k] += 1e-6;
-            b[k] -= 1e-6;
-            let fd = (loss(&a) - loss(&b)) / 2e-6;
-            assert!((fd - d[k]).abs() < 1e-6, "gi[{k}]: {fd} vs {}", d[k]);
-        }
-    }
-}
+#[path = "lstm_tests.rs"]
+mod tests;

@@ -1,8 +1,10 @@
 //! Whole-sequence loops of the LSTM and GRU layers: per time step one product
 //! with the recurrent weight and one fused pass over the gates, forward and
-//! backward. The input projections of all steps (and, in backward, the weight
-//! gradients of all steps) are single large products done by the caller, so
-//! only the work that really depends on the previous step is in the loop.
+//! backward. For the GRU, the input projections of all steps (and, in
+//! backward, the weight gradients of all steps) are single large products done
+//! by the caller. The LSTM layer takes its input and both weights: its
+//! row-split loops compute each step's projection, and in backward the weight
+//! gradients, on the rows a task owns (see `lstm_rows`).
 //!
 //! Layout: time steps are row blocks of a packed `[N, width]` matrix; step `t`
 //! holds `batch_sizes[t]` rows (non-increasing) starting at `offsets[t]`. The
@@ -19,9 +21,10 @@ use super::rnn_gemm::Real;
 
 mod gru;
 mod lstm;
+mod lstm_rows;
 
 pub(crate) use gru::{gru_backward, gru_forward};
-pub(crate) use lstm::{lstm_backward, lstm_forward, LstmForwardRef};
+pub(crate) use lstm::{lstm_backward, lstm_forward, LstmForwardRef, LstmNeeds, LstmWeights};
 
 /// Shapes shared by the loops: hidden size, first (largest) batch, and the
 /// packed row offset of each step.
@@ -91,6 +94,17 @@ fn transpose<T: Real>(w: &[T], rows: usize, cols: usize) -> Vec<T> {
 #[inline(always)]
 unsafe fn part_mut<'a, T>(base: super::SendPtr<T>, at: usize, len: usize) -> &'a mut [T] {
     std::slice::from_raw_parts_mut(base.get().add(at), len)
+}
+
+/// `acc += x`, element by element.
+#[multiversion::multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn add_assign<T: Real>(acc: &mut [T], x: &[T]) {
+    for (a, &v) in acc.iter_mut().zip(x) {
+        *a = *a + v;
+    }
 }
 
 /// Batch rows per task of the row-split loops: one register tile's rows.

@@ -3,8 +3,9 @@
 Every function here is built from differentiable ops, so gradients of any order come from the
 graph they record. The sequence loop works on the packed layout (time steps stacked along dim
 0, step ``t`` holding ``batch_sizes[t]`` rows, sorted by decreasing length), so padded input
-is the special case where every step has the whole batch. The input projection of every time
-step is one matrix product before the loop; only the hidden projection is per step.
+is the special case where every step has the whole batch. For the GRU and the composite
+forms, the input projection of every time step is one matrix product before the loop; the
+fused LSTM node takes the input itself and projects it step by step inside the native loop.
 """
 
 from __future__ import annotations
@@ -128,11 +129,21 @@ def run_direction(step, gi, batch_sizes, state, reverse):
 def _composite_backward(mode, inputs, needs, batch_sizes, reverse, grads):
     """Backward of a fused layer while a graph of the backward is being built: runs the
     composite recurrence on the saved inputs and differentiates it with graph, so higher
-    derivatives are exact."""
-    gi, h0, c0, w_hh, b_hh = inputs
-    step = make_step(mode, w_hh, b_hh)
-    state = (h0, c0) if mode == "LSTM" else (h0,)
-    out, finals = run_direction(step, gi, batch_sizes, state, reverse)
+    derivatives are exact. LSTM ``inputs`` are ``(x, w_ih, b_ih, h0, c0, w_hh, b_hh)``, GRU
+    ones ``(gi, h0, None, w_hh, b_hh)``."""
+    # An input wanted without requiring grad (forward mode asks for the gradients of every
+    # input with a tangent) is differentiated through a leaf standing in for it.
+    inputs = tuple(
+        t.detach().requires_grad_() if need and t is not None and not t.requires_grad else t
+        for t, need in zip(inputs, needs)
+    )
+    if mode == "LSTM":
+        x, w_ih, b_ih, h0, c0, w_hh, b_hh = inputs
+        gi, state = F.linear(x, w_ih, b_ih), (h0, c0)
+    else:
+        gi, h0, _, w_hh, b_hh = inputs
+        state = (h0,)
+    out, finals = run_direction(make_step(mode, w_hh, b_hh), gi, batch_sizes, state, reverse)
     wrt = [t for t, need in zip(inputs, needs) if need]
     got = iter(
         _autograd_grad((out, *finals), wrt, grads, create_graph=True, allow_unused=True)
@@ -150,33 +161,39 @@ def _weight_grads(d_gh, h_prev, need_w, need_b):
 
 
 class _LSTMLayer(Function):
-    """One LSTM layer direction over a packed sequence as a single node: the loop runs in
-    the native kernel, and backward computes the weight gradient of all steps at once."""
+    """One LSTM layer direction over a packed sequence as a single node: the input
+    projection, the loop and, in backward, the weight gradients of all steps run in the
+    native kernel."""
 
     @staticmethod
-    def forward(ctx, gi, h0, c0, w_hh, b_hh, batch_sizes, reverse):
-        out, h_n, c_n, gates, c, c_prev, h_prev = _C._lstm_layer_forward(
-            gi, h0, c0, w_hh, b_hh, batch_sizes, reverse
+    def forward(ctx, x, w_ih, b_ih, h0, c0, w_hh, b_hh, batch_sizes, reverse):
+        out, h_n, c_n, *saved = _C._lstm_layer_forward(
+            x, h0, c0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse
         )
-        ctx.save_for_backward(gi, h0, c0, w_hh, b_hh, gates, c, c_prev, h_prev)
+        ctx.save_for_backward(x, w_ih, b_ih, h0, c0, w_hh, b_hh, *saved)
         ctx.batch_sizes, ctx.reverse = batch_sizes, reverse
         return out, h_n, c_n
 
     @staticmethod
     def backward(ctx, g_out, g_hn, g_cn):
-        gi, h0, c0, w_hh, b_hh, gates, c, c_prev, h_prev = ctx.saved_tensors
-        needs = ctx.needs_input_grad[:5]
+        x, w_ih, b_ih, h0, c0, w_hh, b_hh, *saved = ctx.saved_tensors
+        needs = ctx.needs_input_grad[:7]
         if _C.is_grad_enabled():
             grads = _composite_backward(
-                "LSTM", (gi, h0, c0, w_hh, b_hh), needs, ctx.batch_sizes, ctx.reverse,
-                (g_out, g_hn, g_cn),
+                "LSTM", (x, w_ih, b_ih, h0, c0, w_hh, b_hh), needs, ctx.batch_sizes,
+                ctx.reverse, (g_out, g_hn, g_cn),
             )  # fmt: skip
             return (*grads, None, None)
-        d_gates, d_h0, d_c0 = _C._lstm_layer_backward(
-            g_out, g_hn, g_cn, gates, c, c_prev, w_hh, ctx.batch_sizes, ctx.reverse
-        )
-        d_w, d_b = _weight_grads(d_gates, h_prev, needs[3], needs[4])
-        return d_gates, d_h0, d_c0, d_w, d_b, None, None
+        need_x, need_ih, need_bih, _, _, need_hh, need_bhh = needs
+        d_x, d_h0, d_c0, d_ih, d_hh, d_b = _C._lstm_layer_backward(
+            x, g_out, g_hn, g_cn, saved, w_ih, w_hh, ctx.batch_sizes, ctx.reverse,
+            (need_x, need_ih, need_hh, need_bih or need_bhh),
+        )  # fmt: skip
+        # Both biases get the same gradient; each its own tensor, as either may be
+        # accumulated into in place later.
+        d_bih = d_b if need_bih else None
+        d_bhh = (d_b.clone() if need_bih else d_b) if need_bhh else None
+        return d_x, d_ih, d_bih, d_h0, d_c0, d_hh, d_bhh, None, None
 
 
 class _GRULayer(Function):
@@ -206,10 +223,14 @@ class _GRULayer(Function):
         return d_gi, d_h0, d_w, d_b, None, None
 
 
-def _fused_direction(mode, gi, batch_sizes, state, w_hh, b_hh, reverse):
+def _fused_direction(mode, x, batch_sizes, state, weights, reverse):
+    w_ih, w_hh, b_ih, b_hh, _ = weights
     if mode == "LSTM":
-        out, h_n, c_n = _LSTMLayer.apply(gi, state[0], state[1], w_hh, b_hh, batch_sizes, reverse)
+        out, h_n, c_n = _LSTMLayer.apply(
+            x, w_ih, b_ih, state[0], state[1], w_hh, b_hh, batch_sizes, reverse
+        )
         return out, (h_n, c_n)
+    gi = F.linear(x, w_ih, b_ih)
     out, h_n = _GRULayer.apply(gi, state[0], w_hh, b_hh, batch_sizes, reverse)
     return out, (h_n,)
 
@@ -227,13 +248,13 @@ def rnn_packed(mode, data, batch_sizes, hx, weights, num_layers, bidirectional, 
         for d in range(dirs):
             idx = layer * dirs + d
             w_ih, w_hh, b_ih, b_hh, w_hr = weights[idx]
-            gi = F.linear(layer_in, w_ih, b_ih)
             state = tuple(h[idx] for h in hx)
             if mode in ("LSTM", "GRU") and w_hr is None:
                 out, state = _fused_direction(
-                    mode, gi, batch_sizes, state, w_hh, b_hh, reverse=d == 1
+                    mode, layer_in, batch_sizes, state, weights[idx], reverse=d == 1
                 )
             else:
+                gi = F.linear(layer_in, w_ih, b_ih)
                 step = make_step(mode, w_hh, b_hh, w_hr)
                 out, state = run_direction(step, gi, batch_sizes, state, reverse=d == 1)
             outputs.append(out)
@@ -242,4 +263,4 @@ def rnn_packed(mode, data, batch_sizes, hx, weights, num_layers, bidirectional, 
         layer_in = outputs[0] if dirs == 1 else _C.cat(outputs, 1)
         if dropout > 0 and training and layer < num_layers - 1:
             layer_in = F.dropout(layer_in, dropout, True)
-    return layer_in, tuple(_C.stack(f, 0) for f in finals)
+    return layer_in, tuple(_C.stack(f, 0) if len(f) > 1 else f[0].unsqueeze(0) for f in finals)
