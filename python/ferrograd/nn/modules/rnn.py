@@ -144,19 +144,17 @@ class RNNBase(Module):
         return [[getattr(self, n) for n in names] for names in self._all_weights]
 
     def _layer_weights(self):
-        out = []
-        for names in self._all_weights:
-            by_kind = {n.split("_l")[0]: getattr(self, n) for n in names}
-            out.append(
-                (
-                    by_kind["weight_ih"],
-                    by_kind["weight_hh"],
-                    by_kind.get("bias_ih"),
-                    by_kind.get("bias_hh"),
-                    by_kind.get("weight_hr"),
-                )
-            )
-        return out
+        # Per layer and direction (w_ih, w_hh, b_ih, b_hh, w_hr); the names never change, so
+        # their order is worked out once.
+        order = self.__dict__.get("_weight_order")
+        if order is None or len(order) != len(self._all_weights):
+            kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
+            order = []
+            for names in self._all_weights:
+                by_kind = {n.split("_l")[0]: n for n in names}
+                order.append(tuple(by_kind.get(k) for k in kinds))
+            self.__dict__["_weight_order"] = order
+        return [tuple(None if n is None else getattr(self, n) for n in names) for names in order]
 
     def _state_sizes(self):
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
