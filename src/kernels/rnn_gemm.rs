@@ -267,30 +267,43 @@ impl<'a, T: Real> Packed<'a, T> {
     /// `b = w^T` for `w` given row-major as `[n, k]` (the recurrent weight
     /// `[gates * H, H]` as the right operand of `h @ W^T`), packed.
     pub(crate) fn from_transposed(w: &[T], n: usize, k: usize) -> Packed<'a, T> {
+        Packed::from_transposed_parts(&[(w, k)], n)
+    }
+
+    /// `b = [w_0 | w_1 | ...]^T` for weights `w_p` given row-major as `[n,
+    /// k_p]`: their `k`s stacked, so `[x | h] @ [W_ih | W_hh]^T` is one
+    /// product over `k_0 + k_1`.
+    pub(crate) fn from_transposed_parts(parts: &[(&[T], usize)], n: usize) -> Packed<'a, T> {
         let jb = T::TILE;
+        let k: usize = parts.iter().map(|p| p.1).sum();
         let blocks = n / jb;
         let mut full: Vec<T> = crate::error::alloc_vec(blocks * k * jb);
         // SAFETY: the loop below writes every element (each block's `k` rows
         // of `jb`) before anything reads them.
         unsafe { full.set_len(blocks * k * jb) };
-        // Rows j0..j0 + G of `w` at a time: a block row `kk` then gets G
+        // Rows j0..j0 + G of each part at a time: a block row `kk` then gets G
         // contiguous elements, and the G source rows stream in order.
         const G: usize = 16;
         let pack = |blk: usize, dst: &mut [T]| {
-            for g0 in (0..jb).step_by(G) {
-                let rows: [&[T]; G] = std::array::from_fn(|r| {
-                    let j = blk * jb + g0 + r;
-                    &w[j * k..(j + 1) * k]
-                });
-                for (kk, out) in dst.chunks_exact_mut(jb).enumerate() {
-                    for (r, o) in out[g0..g0 + G].iter_mut().enumerate() {
-                        *o = rows[r][kk];
+            let mut row0 = 0;
+            for &(w, kp) in parts {
+                for g0 in (0..jb).step_by(G) {
+                    let rows: [&[T]; G] = std::array::from_fn(|r| {
+                        let j = blk * jb + g0 + r;
+                        &w[j * kp..(j + 1) * kp]
+                    });
+                    let mine = &mut dst[row0 * jb..(row0 + kp) * jb];
+                    for (kk, out) in mine.chunks_exact_mut(jb).enumerate() {
+                        for (r, o) in out[g0..g0 + G].iter_mut().enumerate() {
+                            *o = rows[r][kk];
+                        }
                     }
                 }
+                row0 += kp;
             }
         };
-        // A weight is packed on every call, before the loop can start: a
-        // large one is shared across the pool, a block per task.
+        // The weights are packed on every call, before the loop can start:
+        // large ones are shared across the pool, a block per task.
         let at = super::SendPtr(full.as_mut_ptr());
         // SAFETY: block `blk` of `full`; each block is written by one task.
         let block = |blk: usize| unsafe {
@@ -304,10 +317,14 @@ impl<'a, T: Real> Packed<'a, T> {
         let mut tail = Vec::new();
         if blocks * jb < n {
             tail = vec![T::zero(); k * jb];
-            for j in blocks * jb..n {
-                for (kk, &v) in w[j * k..(j + 1) * k].iter().enumerate() {
-                    tail[kk * jb + j - blocks * jb] = v;
+            let mut row0 = 0;
+            for &(w, kp) in parts {
+                for j in blocks * jb..n {
+                    for (kk, &v) in w[j * kp..(j + 1) * kp].iter().enumerate() {
+                        tail[(row0 + kk) * jb + j - blocks * jb] = v;
+                    }
                 }
+                row0 += kp;
             }
         }
         Packed {

@@ -94,8 +94,9 @@ fn lstm_row_forward<T: Real>(
 }
 
 /// The LSTM forward loop split by batch rows: per step a task starts its rows'
-/// pre-activations from the bias, adds the input projection and the recurrent
-/// product (both weights packed once), then runs the gates.
+/// pre-activations from the bias, adds `[x_t | h] @ [W_ih | W_hh]^T` (the
+/// input projection and the recurrent product as one product, the weights
+/// packed once), then runs the gates.
 pub(super) fn lstm_forward_rows<T: Real>(
     s: &Steps,
     x: &[T],
@@ -106,8 +107,9 @@ pub(super) fn lstm_forward_rows<T: Real>(
     let (hd, ni, n) = (s.hidden, w.input, s.rows());
     let g4 = 4 * hd;
     let rc = row_chunk(s.batch);
-    let wp = Packed::from_transposed(w.w_hh, g4, hd);
-    let wip = Packed::from_transposed(w.w_ih, g4, ni);
+    // One product per step: [x_t | h] @ [W_ih | W_hh]^T.
+    let wp = Packed::from_transposed_parts(&[(w.w_ih, ni), (w.w_hh, hd)], g4);
+    let zw = ni + hd;
     let mut h = h0.to_vec();
     let mut c = c0.to_vec();
     // SAFETY (all five): the tasks write every row of every step, whole.
@@ -137,6 +139,7 @@ pub(super) fn lstm_forward_rows<T: Real>(
         let r0 = chunk * rc;
         let r1 = (r0 + rc).min(s.batch);
         let mut pre = vec![T::zero(); rc * g4];
+        let mut z = vec![T::zero(); rc * zw];
         for &t in &order {
             let (bs, off) = (s.sizes[t], s.offsets[t]);
             // Rows past this step's batch keep their state (sequences that
@@ -156,9 +159,12 @@ pub(super) fn lstm_forward_rows<T: Real>(
                     row.copy_from_slice(b);
                 }
             }
-            let xs = &x[(off + r0) * ni..(off + r0 + m) * ni];
-            packed_mm(xs, m, &wip, pre, w.bias.is_some());
-            packed_mm(hs, m, &wp, pre, true);
+            for (i, zr) in z[..m * zw].chunks_exact_mut(zw).enumerate() {
+                let row = off + r0 + i;
+                zr[..ni].copy_from_slice(&x[row * ni..(row + 1) * ni]);
+                zr[ni..].copy_from_slice(&hs[i * hd..(i + 1) * hd]);
+            }
+            packed_mm(&z[..m * zw], m, &wp, pre, w.bias.is_some());
             for i in 0..m {
                 let row = off + r0 + i;
                 // SAFETY: as above, row `row` and state row r0 + i are this task's.
