@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use super::errors::guard_nogil;
-use super::tensor::{wrap, PyTensor};
+use super::tensor::{wrap, wrap_optional_tuple, PyTensor};
 use crate::ops::attention;
 
 fn work(q: &PyTensor, v: &PyTensor) -> usize {
@@ -56,14 +56,7 @@ fn _sdpa_backward(
             [needs.0, needs.1, needs.2],
         )
     })?;
-    let objs = grads
-        .into_iter()
-        .map(|t| match t {
-            Some(t) => wrap(py, t),
-            None => Ok(py.None()),
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(PyTuple::new(py, objs)?.into_any().unbind())
+    wrap_optional_tuple(py, grads)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use super::errors::guard_nogil;
-use super::tensor::{wrap, PyTensor};
+use super::tensor::{wrap, wrap_optional_tuple, PyTensor};
 use crate::ops::rnn;
 use crate::tensor::Tensor;
 
@@ -86,14 +86,7 @@ fn _lstm_layer_backward(
             needs,
         )
     })?;
-    let objs = out
-        .into_iter()
-        .map(|t| match t {
-            Some(t) => wrap(py, t),
-            None => Ok(py.None()),
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(PyTuple::new(py, objs)?.into_any().unbind())
+    wrap_optional_tuple(py, out)
 }
 
 /// `(out, h_n, gates, h_prev)` of one GRU layer direction.

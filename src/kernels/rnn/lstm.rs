@@ -81,23 +81,29 @@ fn lstm_units_forward<T: Real>(
     let (x0, x1, x2, x3) = (&x[0][..w], &x[1][..w], &x[2][..w], &x[3][..w]);
     let (p0, p1, p2, p3) = (&p[0][..w], &p[1][..w], &p[2][..w], &p[3][..w]);
     for j in 0..w {
-        let i = (x0[j] + p0[j]).sigmoid();
-        let f = (x1[j] + p1[j]).sigmoid();
-        let g = (x2[j] + p2[j]).tanh();
-        let o = (x3[j] + p3[j]).sigmoid();
-        a0[j] = i;
-        a1[j] = f;
-        a2[j] = g;
-        a3[j] = o;
+        let pre = [x0[j] + p0[j], x1[j] + p1[j], x2[j] + p2[j], x3[j] + p3[j]];
+        let ([i, f, g, o], cn, tc, hn) = lstm_cell(pre, c[j]);
+        (a0[j], a1[j], a2[j], a3[j]) = (i, f, g, o);
         c_prev[j] = c[j];
-        let cn = f * c[j] + i * g;
         c[j] = cn;
-        let tc = cn.tanh();
         c_out[j] = tc;
-        let hn = o * tc;
         h[j] = hn;
         out[j] = hn;
     }
+}
+
+/// One unit's LSTM cell: from the four gates' pre-activations (order i, f, g,
+/// o) and the old cell state, the activated gates, the new cell state, its
+/// `tanh`, and the new hidden state. Inlined into the vectorised loops.
+#[inline(always)]
+pub(super) fn lstm_cell<T: Real>(pre: [T; 4], c: T) -> ([T; 4], T, T, T) {
+    let i = pre[0].sigmoid();
+    let f = pre[1].sigmoid();
+    let g = pre[2].tanh();
+    let o = pre[3].sigmoid();
+    let cn = f * c + i * g;
+    let tc = cn.tanh();
+    ([i, f, g, o], cn, tc, o * tc)
 }
 
 /// The LSTM step's backward for units `u0..u0 + w` of one batch row: `dh` is

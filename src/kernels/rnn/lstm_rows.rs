@@ -16,7 +16,9 @@
 use multiversion::multiversion;
 
 use super::super::rnn_gemm::{packed_mm, packed_mm_strided, Packed, Real};
-use super::lstm::{lstm_units_backward, LstmForward, LstmForwardRef, LstmNeeds, LstmWeights};
+use super::lstm::{
+    lstm_cell, lstm_units_backward, LstmForward, LstmForwardRef, LstmNeeds, LstmWeights,
+};
 use super::{add_assign, part_mut, written_later, Steps, ROW_CHUNK};
 
 /// Batch rows per task: two register tiles once the batch gives every thread
@@ -74,20 +76,11 @@ fn lstm_row_forward<T: Real>(
         &mut out[..w],
     );
     for j in 0..w {
-        let i = p0[j].sigmoid();
-        let f = p1[j].sigmoid();
-        let g = p2[j].tanh();
-        let o = p3[j].sigmoid();
-        a0[j] = i;
-        a1[j] = f;
-        a2[j] = g;
-        a3[j] = o;
+        let ([i, f, g, o], cn, tc, hn) = lstm_cell([p0[j], p1[j], p2[j], p3[j]], c[j]);
+        (a0[j], a1[j], a2[j], a3[j]) = (i, f, g, o);
         c_prev[j] = c[j];
-        let cn = f * c[j] + i * g;
         c[j] = cn;
-        let tc = cn.tanh();
         c_out[j] = tc;
-        let hn = o * tc;
         h[j] = hn;
         out[j] = hn;
     }

@@ -136,6 +136,22 @@ pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
     Ok(obj.into_any().unbind())
 }
 
+/// A Python tuple of `ts`, `None` where a tensor is absent (gradients that
+/// were not asked for).
+pub fn wrap_optional_tuple(
+    py: Python<'_>,
+    ts: impl IntoIterator<Item = Option<Tensor>>,
+) -> PyResult<Py<PyAny>> {
+    let objs = ts
+        .into_iter()
+        .map(|t| match t {
+            Some(t) => wrap(py, t),
+            None => Ok(py.None()),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(pyo3::types::PyTuple::new(py, objs)?.into_any().unbind())
+}
+
 /// `slf` itself when `t` is its tensor (`x.to(x.dtype) is x`), else `wrap(t)`.
 pub(crate) fn wrap_or_self(slf: &Bound<'_, PyTensor>, t: Tensor) -> PyResult<Py<PyAny>> {
     if t.same(&slf.get().t) {
