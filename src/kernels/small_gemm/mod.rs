@@ -406,35 +406,33 @@ pub(crate) trait TileKernel: Sized {
     unsafe fn tile(isa: Isa, t: &Tile<Self>, left: usize, width: usize) -> usize;
 }
 
-impl TileKernel for f32 {
-    unsafe fn tile(isa: Isa, t: &Tile<f32>, left: usize, width: usize) -> usize {
-        #[cfg(target_arch = "x86_64")]
-        match (isa, width) {
-            (Isa::Avx512, 8) | (Isa::Avx2, 8) => return by_rows!(left, f32_ymm::<_, 1>(t)),
-            (Isa::Avx512, 16) => return by_rows!(left, f32_zmm::<_, 1>(t)),
-            (Isa::Avx512, _) => return by_rows!(left, f32_zmm::<_, 2>(t)),
-            (Isa::Avx2, 16) => return by_rows!(left, f32_ymm::<_, 2>(t)),
-            (Isa::Avx2, _) => return by_rows!(left, f32_ymm::<_, 4>(t)),
-            (Isa::Scalar, _) => {}
+/// The dispatch of one element type: `$ymm`/`$zmm` are its 256- and 512-bit
+/// tile kernels, `$l` the lanes of a 256-bit register. The narrowest tile
+/// that covers the width: one or two 256-bit registers (two or four without
+/// AVX-512), or one or two 512-bit ones.
+macro_rules! tile_kernel {
+    ($t:ty, $ymm:ident, $zmm:ident, $l:expr) => {
+        impl TileKernel for $t {
+            unsafe fn tile(isa: Isa, t: &Tile<$t>, left: usize, width: usize) -> usize {
+                #[cfg(target_arch = "x86_64")]
+                match (isa, width) {
+                    (Isa::Avx512 | Isa::Avx2, w) if w == $l => {
+                        return by_rows!(left, $ymm::<_, 1>(t))
+                    }
+                    (Isa::Avx512, w) if w == 2 * $l => return by_rows!(left, $zmm::<_, 1>(t)),
+                    (Isa::Avx512, _) => return by_rows!(left, $zmm::<_, 2>(t)),
+                    (Isa::Avx2, w) if w == 2 * $l => return by_rows!(left, $ymm::<_, 2>(t)),
+                    (Isa::Avx2, _) => return by_rows!(left, $ymm::<_, 4>(t)),
+                    (Isa::Scalar, _) => {}
+                }
+                scalar(t, left, width)
+            }
         }
-        scalar(t, left, width)
-    }
+    };
 }
 
-impl TileKernel for f64 {
-    unsafe fn tile(isa: Isa, t: &Tile<f64>, left: usize, width: usize) -> usize {
-        #[cfg(target_arch = "x86_64")]
-        match (isa, width) {
-            (Isa::Avx512, 4) | (Isa::Avx2, 4) => return by_rows!(left, f64_ymm::<_, 1>(t)),
-            (Isa::Avx512, 8) => return by_rows!(left, f64_zmm::<_, 1>(t)),
-            (Isa::Avx512, _) => return by_rows!(left, f64_zmm::<_, 2>(t)),
-            (Isa::Avx2, 8) => return by_rows!(left, f64_ymm::<_, 2>(t)),
-            (Isa::Avx2, _) => return by_rows!(left, f64_ymm::<_, 4>(t)),
-            (Isa::Scalar, _) => {}
-        }
-        scalar(t, left, width)
-    }
-}
+tile_kernel!(f32, f32_ymm, f32_zmm, 8);
+tile_kernel!(f64, f64_ymm, f64_zmm, 4);
 
 unsafe fn scalar<T: Fma>(t: &Tile<T>, left: usize, width: usize) -> usize {
     if left >= MR {
