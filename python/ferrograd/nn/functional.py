@@ -284,8 +284,8 @@ def _softmax_dim(ndim):
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """Softmax along ``dim``: ``exp(x_i) / sum_j exp(x_j)``, so each slice along ``dim``
-    is positive and sums to 1.
+    """Softmax along ``dim``: ``exp(x_i) / sum_j exp(x_j)``, so each slice along ``dim`` is
+    positive and sums to 1.
 
     The largest value of each slice is subtracted first, so large inputs do not
     overflow.
@@ -362,8 +362,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
-    """Dropout: while training, zeroes each element independently with probability ``p``
-    and scales the others by ``1 / (1 - p)``, so the expected value is unchanged.
+    """Dropout: while training, zeroes each element independently with probability ``p`` and
+    scales the others by ``1 / (1 - p)``, so the expected value is unchanged.
 
     With ``training=False`` it returns ``input`` itself. The mask is drawn with
     ``bernoulli_(1 - p)`` from the global generator (seed it with
@@ -652,8 +652,8 @@ def nll_loss(
     reduce=None,
     reduction="mean",
 ):
-    """Negative log-likelihood loss: ``-weight[y] * input[n, y]`` for each sample ``n``
-    with class ``y = target[n]``, reduced.
+    """Negative log-likelihood loss: ``-weight[y] * input[n, y]`` for each sample ``n`` with
+    class ``y = target[n]``, reduced.
 
     ``input`` holds log-probabilities (the output of :func:`log_softmax`).
 
@@ -702,8 +702,8 @@ def cross_entropy(
     reduction="mean",
     label_smoothing=0.0,
 ):
-    """Cross entropy between logits and targets: :func:`log_softmax` over the classes
-    followed by :func:`nll_loss`, in one stable step.
+    """Cross entropy between logits and targets: :func:`log_softmax` over the classes followed
+    by :func:`nll_loss`, in one stable step.
 
     ``target`` is either class indices (int64) or class probabilities (floating, the
     same shape as ``input``).

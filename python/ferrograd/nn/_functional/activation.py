@@ -334,8 +334,8 @@ def threshold(input, threshold, value, inplace=False):
 
 @tensor_args("input")
 def threshold_(input, threshold, value):
-    """In-place :func:`threshold`: ``input`` keeps its elements above ``threshold``, the
-    others become ``value``.
+    """In-place :func:`threshold`: ``input`` keeps its elements above ``threshold``, the others
+    become ``value``.
 
     Args:
         input (Tensor): the tensor to overwrite.

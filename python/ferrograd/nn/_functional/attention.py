@@ -105,8 +105,8 @@ def scaled_dot_product_attention(
     scale=None,
     enable_gqa=False,
 ):
-    """Scaled dot-product attention: ``softmax(query @ key.T * scale + mask) @ value``
-    over the last two dimensions.
+    """Scaled dot-product attention: ``softmax(query @ key.T * scale + mask) @ value`` over the
+    last two dimensions.
 
     A query whose every key is masked gets zero weights (a zero output) rather than
     NaN, as in PyTorch.
@@ -355,8 +355,8 @@ def multi_head_attention_forward(
     is_causal=False,
 ):
     """The computation of :class:`~ferrograd.nn.MultiheadAttention` as a function, on
-    sequence-first inputs: project query, key and value, split ``num_heads`` heads,
-    attend, join the heads and project the result.
+    sequence-first inputs: project query, key and value, split ``num_heads`` heads, attend,
+    join the heads and project the result.
 
     Args:
         query (Tensor): ``(L, N, E)`` or unbatched ``(L, E)``.

@@ -111,8 +111,8 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-d convolution (cross-correlation, as in every deep-learning library) of ``input``
-    with the filters ``weight``.
+    """1-d convolution (cross-correlation, as in every deep-learning library) of ``input`` with
+    the filters ``weight``.
 
     Args:
         input (Tensor): ``(N, C_in, L_in)`` or unbatched ``(C_in, L_in)``.
@@ -153,8 +153,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-d convolution (cross-correlation, as in every deep-learning library) of ``input``
-    with the filters ``weight``.
+    """2-d convolution (cross-correlation, as in every deep-learning library) of ``input`` with
+    the filters ``weight``.
 
     Args:
         input (Tensor): ``(N, C_in, H_in, W_in)`` or unbatched ``(C_in, H_in, W_in)``.
@@ -231,8 +231,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
 def conv_transpose1d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
-    """1-d transposed convolution: the gradient of ``conv1d`` with respect to its
-    input, used to upsample ("deconvolution").
+    """1-d transposed convolution: the gradient of ``conv1d`` with respect to its input, used
+    to upsample ("deconvolution").
 
     Args:
         input (Tensor): ``(N, C_in, L_in)`` or unbatched ``(C_in, L_in)``.
@@ -274,8 +274,8 @@ def conv_transpose1d(
 def conv_transpose2d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
-    """2-d transposed convolution: the gradient of ``conv2d`` with respect to its
-    input, used to upsample ("deconvolution").
+    """2-d transposed convolution: the gradient of ``conv2d`` with respect to its input, used
+    to upsample ("deconvolution").
 
     Args:
         input (Tensor): ``(N, C_in, H_in, W_in)`` or unbatched ``(C_in, H_in, W_in)``.
@@ -665,8 +665,8 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """2-d max pooling to a fixed output size, whatever the input size (the windows are
-    those of :func:`adaptive_avg_pool2d`).
+    """2-d max pooling to a fixed output size, whatever the input size (the windows are those
+    of :func:`adaptive_avg_pool2d`).
 
     Args:
         input (Tensor): ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
@@ -839,8 +839,8 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """Extracts sliding local blocks of a batched image (im2col): each column of the
-    result holds one ``kernel_size`` block of every channel.
+    """Extracts sliding local blocks of a batched image (im2col): each column of the result
+    holds one ``kernel_size`` block of every channel.
 
     Args:
         input (Tensor): ``(N, C, H, W)`` or unbatched ``(C, H, W)``.
@@ -931,8 +931,8 @@ def interpolate(
     recompute_scale_factor=None,
     antialias=False,
 ):
-    """Resamples ``input`` to ``size``, or by ``scale_factor``, over its spatial
-    dimensions (all but the first two).
+    """Resamples ``input`` to ``size``, or by ``scale_factor``, over its spatial dimensions
+    (all but the first two).
 
     Args:
         input (Tensor): ``(N, C, L)`` or ``(N, C, H, W)``.

@@ -53,8 +53,8 @@ def ctc_loss(
     reduction="mean",
     zero_infinity=False,
 ):
-    """Connectionist temporal classification loss: the negative log-probability of
-    ``targets`` summed over all its alignments to the input frames.
+    """Connectionist temporal classification loss: the negative log-probability of ``targets``
+    summed over all its alignments to the input frames.
 
     Args:
         log_probs (Tensor): ``(T, N, C)`` or unbatched ``(T, C)``, log-probabilities

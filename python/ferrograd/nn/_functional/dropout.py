@@ -71,9 +71,9 @@ def _unbatched(input, p, training, inplace, batched):
 
 @tensor_args("input")
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    """Channel dropout for inputs with 1 spatial dimension: while
-    training, zeroes whole channels (one draw per sample and channel) with probability
-    ``p`` and scales the rest by ``1 / (1 - p)``.
+    """Channel dropout for inputs with 1 spatial dimension: while training, zeroes whole
+    channels (one draw per sample and channel) with probability ``p`` and scales the rest by
+    ``1 / (1 - p)``.
 
     Args:
         input (Tensor): ``(N, C, L)`` or unbatched ``(C, L)``.
@@ -108,9 +108,9 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 @tensor_args("input")
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Channel dropout for inputs with 2 spatial dimensions: while
-    training, zeroes whole channels (one draw per sample and channel) with probability
-    ``p`` and scales the rest by ``1 / (1 - p)``.
+    """Channel dropout for inputs with 2 spatial dimensions: while training, zeroes whole
+    channels (one draw per sample and channel) with probability ``p`` and scales the rest by
+    ``1 / (1 - p)``.
 
     Args:
         input (Tensor): ``(N, C, H, W)``; a 3-d input is read as ``(N, C, L)`` (with
@@ -157,9 +157,9 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 @tensor_args("input")
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    """Channel dropout for inputs with 3 spatial dimensions: while
-    training, zeroes whole channels (one draw per sample and channel) with probability
-    ``p`` and scales the rest by ``1 / (1 - p)``.
+    """Channel dropout for inputs with 3 spatial dimensions: while training, zeroes whole
+    channels (one draw per sample and channel) with probability ``p`` and scales the rest by
+    ``1 / (1 - p)``.
 
     Args:
         input (Tensor): ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``.
@@ -197,8 +197,8 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 @tensor_args("input")
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Alpha dropout, for SELU networks: while training, each element is dropped with
-    probability ``p`` to SELU's negative saturation value, and an affine map keeps the
-    mean and variance of a unit normal input.
+    probability ``p`` to SELU's negative saturation value, and an affine map keeps the mean
+    and variance of a unit normal input.
 
     Args:
         input (Tensor): the input, of any shape.
@@ -224,8 +224,8 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 @tensor_args("input")
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Alpha dropout of whole channels: as :func:`alpha_dropout`, with one draw per
-    sample and channel (dimension 1).
+    """Alpha dropout of whole channels: as :func:`alpha_dropout`, with one draw per sample and
+    channel (dimension 1).
 
     Args:
         input (Tensor): ``(N, C, *)``.

@@ -9,8 +9,8 @@ __all__ = ["bilinear"]
 
 
 def bilinear(input1, input2, weight, bias=None):
-    """Bilinear map: ``y[..., o] = sum over i, j of input1[..., i] * weight[o, i, j]
-    * input2[..., j] + bias[o]``.
+    """Bilinear map:
+    ``y[..., o] = sum over i, j of input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``.
 
     Args:
         input1 (Tensor): ``(*, in1_features)``.

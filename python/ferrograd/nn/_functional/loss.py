@@ -81,8 +81,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 @tensor_args("x1", "x2")
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    """The ``p``-norm distance between the rows of ``x1`` and ``x2``:
-    ``||x1 - x2 + eps||_p`` over the last dimension.
+    """The ``p``-norm distance between the rows of ``x1`` and ``x2``: ``||x1 - x2 + eps||_p``
+    over the last dimension.
 
     Args:
         x1 (Tensor): ``(N, D)`` or ``(D,)``.
@@ -113,8 +113,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 @tensor_args("input", "target")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
-    """Kullback-Leibler divergence loss: pointwise ``target * (log(target) - input)``,
-    where ``input`` holds log-probabilities; reduced.
+    """Kullback-Leibler divergence loss: pointwise ``target * (log(target) - input)``, where
+    ``input`` holds log-probabilities; reduced.
 
     Elements where ``target`` is 0 contribute 0. ``reduction='batchmean'`` divides the
     sum by the batch size (``input.size(0)``), which is the KL divergence of the
@@ -294,8 +294,8 @@ def triplet_margin_loss(
 def hinge_embedding_loss(
     input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
 ):
-    """Hinge embedding loss: ``x`` where ``target`` is 1, ``max(0, margin - x)`` where it
-    is -1; reduced. ``x`` is usually a distance between two inputs.
+    """Hinge embedding loss: ``x`` where ``target`` is 1, ``max(0, margin - x)`` where it is
+    -1; reduced. ``x`` is usually a distance between two inputs.
 
     Args:
         input (Tensor): of any shape.
@@ -351,8 +351,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 def multilabel_soft_margin_loss(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
-    """Multi-label one-versus-all logistic loss: per sample, the mean over the ``C``
-    classes of ``-(y * log(sigmoid(x)) + (1 - y) * log(sigmoid(-x)))``; reduced.
+    """Multi-label one-versus-all logistic loss: per sample, the mean over the ``C`` classes of
+    ``-(y * log(sigmoid(x)) + (1 - y) * log(sigmoid(-x)))``; reduced.
 
     Args:
         input (Tensor): ``(N, C)`` or ``(C,)`` scores.
@@ -434,8 +434,8 @@ def poisson_nll_loss(
 
 @tensor_args("input", "target")
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    """Gaussian negative log-likelihood: ``0.5 * (log(var) + (x - target) ** 2 / var)``
-    (plus ``0.5 * log(2 * pi)`` with ``full``); reduced.
+    """Gaussian negative log-likelihood: ``0.5 * (log(var) + (x - target) ** 2 / var)`` (plus
+    ``0.5 * log(2 * pi)`` with ``full``); reduced.
 
     ``var`` is clamped below at ``eps`` for stability, without blocking its gradient.
 

@@ -60,8 +60,7 @@ def multi_margin_loss(
     reduction="mean",
 ):
     """Multi-class hinge loss: per sample with class ``y``, the sum over the other classes
-    ``j`` of ``weight[y] * max(0, margin - x[y] + x[j]) ** p``, divided by ``C``;
-    reduced.
+    ``j`` of ``weight[y] * max(0, margin - x[y] + x[j]) ** p``, divided by ``C``; reduced.
 
     Args:
         input (Tensor): ``(N, C)`` or ``(C,)`` scores.
@@ -116,8 +115,8 @@ def multi_margin_loss(
 
 @tensor_args("input", "target")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """Multi-label hinge loss: per sample, the sum over its target classes ``j`` and its
-    other classes ``k`` of ``max(0, 1 - (x[j] - x[k]))``, divided by ``C``; reduced.
+    """Multi-label hinge loss: per sample, the sum over its target classes ``j`` and its other
+    classes ``k`` of ``max(0, 1 - (x[j] - x[k]))``, divided by ``C``; reduced.
 
     Args:
         input (Tensor): ``(N, C)`` or ``(C,)`` scores.
@@ -172,8 +171,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 def triplet_margin_with_distance_loss(
     anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False, reduction="mean"
 ):
-    """Triplet margin loss with any distance: ``max(0, margin + d(a, p) - d(a, n))``;
-    reduced.
+    """Triplet margin loss with any distance: ``max(0, margin + d(a, p) - d(a, n))``; reduced.
 
     Args:
         anchor (Tensor): ``(N, D)`` or ``(D,)``.
@@ -222,8 +220,8 @@ def triplet_margin_with_distance_loss(
 
 @tensor_args("input")
 def pdist(input, p=2):
-    """The ``p``-norm distance between every pair of rows ``i < j`` of ``input``: the
-    upper triangle of the distance matrix, row by row.
+    """The ``p``-norm distance between every pair of rows ``i < j`` of ``input``: the upper
+    triangle of the distance matrix, row by row.
 
     Args:
         input (Tensor): ``(N, M)``, floating point.

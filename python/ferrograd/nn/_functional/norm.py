@@ -57,8 +57,8 @@ def batch_norm(
     momentum=0.1,
     eps=1e-5,
 ):
-    """Batch normalisation: normalises each channel (dimension 1) over the batch and
-    spatial dimensions, then applies the per-channel affine ``weight``/``bias``.
+    """Batch normalisation: normalises each channel (dimension 1) over the batch and spatial
+    dimensions, then applies the per-channel affine ``weight``/``bias``.
 
     ``y = (x - mean) / sqrt(var + eps) * weight + bias``. In training mode ``mean`` and
     ``var`` are the batch's (biased variance) and the running statistics, when given,
@@ -193,8 +193,8 @@ def instance_norm(
     ),
 )
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Layer normalisation: normalises over the trailing ``normalized_shape`` dimensions
-    of each sample, then applies the elementwise affine ``weight``/``bias``.
+    """Layer normalisation: normalises over the trailing ``normalized_shape`` dimensions of
+    each sample, then applies the elementwise affine ``weight``/``bias``.
 
     ``y = (x - mean) / sqrt(var + eps) * weight + bias``, the biased variance.
 
@@ -231,8 +231,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     ),
 )
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
-    """Group normalisation: normalises each sample over groups of ``C / num_groups``
-    channels (with their spatial dimensions), then applies the per-channel affine
+    """Group normalisation: normalises each sample over groups of ``C / num_groups`` channels
+    (with their spatial dimensions), then applies the per-channel affine
     ``weight``/``bias``.
 
     Args:
@@ -349,8 +349,8 @@ def embedding_bag(
     include_last_offset=False,
     padding_idx=None,
 ):
-    """Sums, averages or takes the maximum of bags of embeddings, without materialising
-    the rows of each bag.
+    """Sums, averages or takes the maximum of bags of embeddings, without materialising the
+    rows of each bag.
 
     A 2-d ``input`` is one bag per row; a 1-d ``input`` is cut into bags at
     ``offsets``.

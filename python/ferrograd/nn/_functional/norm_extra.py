@@ -71,8 +71,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 @tensor_args("input")
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    """Local response normalisation across channels (AlexNet's): each element is divided
-    by ``(k + alpha * mean of x ** 2 over size neighbouring channels) ** beta``.
+    """Local response normalisation across channels (AlexNet's): each element is divided by
+    ``(k + alpha * mean of x ** 2 over size neighbouring channels) ** beta``.
 
     Args:
         input (Tensor): ``(N, C, *)``, at least 3-d.

@@ -65,8 +65,8 @@ def _lp(input, norm_type, kernel_size, stride, ceil_mode, n, max_pool, avg_pool)
 
 @tensor_args("input")
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """1-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p``
-    the ``norm_type``.
+    """1-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
+    ``norm_type``.
 
     ``p = inf`` gives max pooling of ``|x|``; ``p = 1`` sum pooling.
 
@@ -96,8 +96,8 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 @tensor_args("input")
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """2-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p``
-    the ``norm_type``.
+    """2-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
+    ``norm_type``.
 
     ``p = inf`` gives max pooling of ``|x|``; ``p = 1`` sum pooling.
 
@@ -128,8 +128,8 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 @tensor_args("input")
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """3-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p``
-    the ``norm_type``.
+    """3-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
+    ``norm_type``.
 
     ``p = inf`` gives max pooling of ``|x|``; ``p = 1`` sum pooling.
 
@@ -503,8 +503,9 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
-    """Deprecated: ``interpolate(input, size, scale_factor, mode='bilinear',
-    align_corners=True)`` (it warns).
+    """Deprecated:
+    ``interpolate(input, size, scale_factor, mode='bilinear', align_corners=True)`` (it
+    warns).
 
     Args:
         input (Tensor): ``(N, C, H, W)``.

@@ -116,8 +116,8 @@ def pixel_unshuffle(input, downscale_factor):
 
 @tensor_args("input")
 def channel_shuffle(input, groups):
-    """Splits the channels (dimension 1) into ``groups`` groups and interleaves them:
-    channel ``g * (C / groups) + i`` moves to ``i * groups + g`` (ShuffleNet).
+    """Splits the channels (dimension 1) into ``groups`` groups and interleaves them: channel
+    ``g * (C / groups) + i`` moves to ``i * groups + g`` (ShuffleNet).
 
     Args:
         input (Tensor): ``(N, C, *)``, at least 3-d, ``C`` divisible by ``groups``.
