@@ -111,8 +111,8 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-d convolution (cross-correlation, as in every deep-learning library) of ``input`` with
-    the filters ``weight``.
+    """1-d convolution (a cross-correlation, as deep-learning libraries compute it) of
+    ``input`` with the filters ``weight``.
 
     Args:
         input (Tensor): ``(N, C_in, L_in)`` or unbatched ``(C_in, L_in)``.
@@ -153,8 +153,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-d convolution (cross-correlation, as in every deep-learning library) of ``input`` with
-    the filters ``weight``.
+    """2-d convolution (a cross-correlation, as deep-learning libraries compute it) of
+    ``input`` with the filters ``weight``.
 
     Args:
         input (Tensor): ``(N, C_in, H_in, W_in)`` or unbatched ``(C_in, H_in, W_in)``.

@@ -176,10 +176,9 @@ class _Conv(_ConvNd):
 
 
 class Conv1d(_Conv):
-    """Applies a 1-d convolution (cross-correlation) with learned filters: output channel ``j``
-    of sample ``n`` is
-    ``bias[j] + sum over input channels of weight[j] cross-correlated with input[n]`` (see
-    :func:`~ferrograd.nn.functional.conv1d`).
+    """Applies a 1-d convolution (cross-correlation) with learned filters: output channel
+    ``j`` is ``bias[j]`` plus the sum over the input channels of the input cross-correlated
+    with ``weight[j]`` (see :func:`~ferrograd.nn.functional.conv1d`).
 
     Args:
         in_channels (int): ``C_in``, the input's channels.
@@ -227,10 +226,9 @@ class Conv1d(_Conv):
 
 
 class Conv2d(_Conv):
-    """Applies a 2-d convolution (cross-correlation) with learned filters: output channel ``j``
-    of sample ``n`` is
-    ``bias[j] + sum over input channels of weight[j] cross-correlated with input[n]`` (see
-    :func:`~ferrograd.nn.functional.conv2d`).
+    """Applies a 2-d convolution (cross-correlation) with learned filters: output channel
+    ``j`` is ``bias[j]`` plus the sum over the input channels of the input cross-correlated
+    with ``weight[j]`` (see :func:`~ferrograd.nn.functional.conv2d`).
 
     Args:
         in_channels (int): ``C_in``, the input's channels.
@@ -278,10 +276,9 @@ class Conv2d(_Conv):
 
 
 class Conv3d(_Conv):
-    """Applies a 3-d convolution (cross-correlation) with learned filters: output channel ``j``
-    of sample ``n`` is
-    ``bias[j] + sum over input channels of weight[j] cross-correlated with input[n]`` (see
-    :func:`~ferrograd.nn.functional.conv3d`).
+    """Applies a 3-d convolution (cross-correlation) with learned filters: output channel
+    ``j`` is ``bias[j]`` plus the sum over the input channels of the input cross-correlated
+    with ``weight[j]`` (see :func:`~ferrograd.nn.functional.conv3d`).
 
     Args:
         in_channels (int): ``C_in``, the input's channels.

@@ -168,8 +168,8 @@ class _ModePad(Module):
 
 
 class ReflectionPad1d(_ModePad):
-    """Pads the last dimension of the input with its reflection (the edge is not repeated)
-    (``mode='reflect'`` of :func:`~ferrograd.nn.functional.pad`).
+    """Pads the last dimension of the input with its reflection (the edge is not repeated;
+    ``mode='reflect'`` of :func:`~ferrograd.nn.functional.pad`).
 
     Args:
         padding (int or tuple): the same amount on every side, or ``(left, right)``.
@@ -191,7 +191,7 @@ class ReflectionPad1d(_ModePad):
 
 class ReflectionPad2d(_ModePad):
     """Pads the last two dimensions of the input with their reflection (the edge is not
-    repeated) (``mode='reflect'`` of :func:`~ferrograd.nn.functional.pad`).
+    repeated; ``mode='reflect'`` of :func:`~ferrograd.nn.functional.pad`).
 
     Args:
         padding (int or tuple): the same amount on every side, or ``(left, right, top, bottom)``.
@@ -359,7 +359,7 @@ class ZeroPad3d(ConstantPad3d):
 
 class ReflectionPad3d(_ModePad):
     """Pads the last three dimensions of the input with their reflection (the edge is not
-    repeated) (``mode='reflect'`` of :func:`~ferrograd.nn.functional.pad`).
+    repeated; ``mode='reflect'`` of :func:`~ferrograd.nn.functional.pad`).
 
     Args:
         padding (int or tuple): the same amount on every side, or
