@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from . import _C
+from . import _C, _inplace_docs
 from ._C import Tensor
 
 __all__ = [
@@ -576,8 +576,7 @@ def _inplace(name, fn):
         return _C._apply_inplace(self, lambda: fn(self, *args, **kwargs), name)
 
     method.__name__ = name
-    method.__doc__ = f"In-place form of ``{fn.__name__}``: writes the result into ``self``."
-    return method
+    return _inplace_docs.document(method, name, fn, fn.__doc__)
 
 
 def _install_methods():

@@ -65,10 +65,46 @@ def _forward_unimplemented(self, *input):
 
 
 class Module(_StateDictMixin, _ModuleHooksMixin):
-    """Base class of layers and models. Assigning a ``Parameter``, a ``Module``
-    or (after ``register_buffer``) a tensor as an attribute registers it, so
-    ``parameters()``, ``state_dict()``, ``to()`` and ``repr`` see it;
-    ``module(x)`` runs the forward hooks around ``forward``."""
+    """Base class of every layer and model: subclass it, create the submodules and parameters
+    in ``__init__`` and write the computation in ``forward``.
+
+    Assigning a :class:`~ferrograd.nn.Parameter`, a ``Module`` or (after
+    ``register_buffer``, or as a :class:`~ferrograd.nn.Buffer`) a tensor as an
+    attribute registers it, so ``parameters()``, ``named_modules()``,
+    ``state_dict()``/``load_state_dict()``, ``to()``, ``train()``/``eval()``,
+    ``zero_grad()`` and ``repr`` see it. Call the module (``module(x)``), not
+    ``forward``, so the forward pre-hooks and hooks run around it.
+
+    Args:
+        *args: passed on to the next class's ``__init__`` when the class sets
+            ``call_super_init = True`` (cooperative multiple inheritance);
+            otherwise none are accepted.
+        **kwargs: likewise.
+
+    Example::
+
+        >>> class TwoLayer(nn.Module):
+        ...     def __init__(self, n_in, n_hidden, n_out):
+        ...         super().__init__()
+        ...         self.hidden = nn.Linear(n_in, n_hidden)
+        ...         self.out = nn.Linear(n_hidden, n_out)
+        ...         self.register_buffer("calls", torch.zeros(()))
+        ...     def forward(self, x):
+        ...         self.calls += 1
+        ...         return self.out(torch.relu(self.hidden(x)))
+        >>> model = TwoLayer(4, 8, 2)
+        >>> model(torch.ones(3, 4)).shape
+        ferrograd.Size([3, 2])
+        >>> [name for name, _ in model.named_parameters()]
+        ['hidden.weight', 'hidden.bias', 'out.weight', 'out.bias']
+        >>> list(model.state_dict())
+        ['calls', 'hidden.weight', 'hidden.bias', 'out.weight', 'out.bias']
+        >>> model
+        TwoLayer(
+          (hidden): Linear(in_features=4, out_features=8, bias=True)
+          (out): Linear(in_features=8, out_features=2, bias=True)
+        )
+    """
 
     dump_patches = False
     _version = 1

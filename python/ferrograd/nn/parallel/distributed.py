@@ -93,20 +93,68 @@ class _Bucket:
 
 
 class DistributedDataParallel(Module):
-    """Wraps ``module`` for data-parallel training: rank 0's parameters and buffers are
-    broadcast at construction, and during backward each parameter's accumulated ``.grad``
-    is copied (from a post-accumulate-grad hook) into a bucket (of about ``bucket_cap_mb``)
-    whose non-blocking all-reduce starts as soon as its last gradient arrives, while
-    backward still runs; when the last one is in, the averaged gradients are written to
-    ``.grad``. ``no_sync()`` accumulates locally; ``find_unused_parameters``
-    counts parameters that backward cannot reach as zeros; ``deterministic=True`` gathers
-    every rank's bucket and sums in rank order, so the result does not depend on MPI's
-    reduction order. Buffers are re-broadcast from rank 0 at each forward unless
-    ``broadcast_buffers=False``. With ``gradient_as_bucket_view=True`` each ``.grad``
-    becomes a view of its slot in the bucket after the first synchronised backward, so the
-    averages are not copied back, and a backward that accumulates into such a ``.grad``
-    (after ``zero_grad(set_to_none=False)``, or under ``no_sync()``) writes straight into
-    the bucket; gradients set to ``None`` are copied in once and become views again."""
+    """Wraps ``module`` for data-parallel training over the processes of a
+    :mod:`ferrograd.distributed` group (MPI): each process runs the model on its share of
+    the batch and the gradients are averaged across processes during backward.
+
+    Rank 0's parameters and buffers are broadcast at construction. During backward
+    each parameter's accumulated ``.grad`` is copied (from a post-accumulate-grad
+    hook) into a bucket of about ``bucket_cap_mb``, whose non-blocking all-reduce
+    starts as soon as its last gradient arrives, while backward still runs; when the
+    last one is in, the averaged gradients are written to ``.grad``. ``no_sync()``
+    accumulates locally. Buffers are re-broadcast from rank 0 at each forward unless
+    ``broadcast_buffers=False``.
+
+    Args:
+        module (Module): the model to replicate.
+        device_ids (list, optional): accepted for PyTorch compatibility (CPU only).
+            Default: ``None``.
+        output_device (optional): accepted for PyTorch compatibility.
+            Default: ``None``.
+        dim (int): accepted for PyTorch compatibility. Default: ``0``.
+        broadcast_buffers (bool): re-broadcast rank 0's buffers at each forward.
+            Default: ``True``.
+        process_group (optional): the group to average over. Default: the default
+            group.
+        bucket_cap_mb (float, optional): the bucket size in MiB. Default: ``25``.
+        find_unused_parameters (bool): count parameters that backward cannot reach as
+            zero gradients instead of waiting for them. Default: ``False``.
+        check_reduction (bool): accepted for PyTorch compatibility. Default: ``False``.
+        gradient_as_bucket_view (bool): after the first synchronised backward each
+            ``.grad`` becomes a view of its slot in the bucket, so the averages are
+            not copied back; a backward that accumulates into such a ``.grad`` writes
+            straight into the bucket. Default: ``False``.
+        static_graph (bool): accepted for PyTorch compatibility. Default: ``False``.
+        deterministic (bool): gather every rank's bucket and sum in rank order, so the
+            result does not depend on MPI's reduction order. Default: ``False``.
+
+    Raises:
+        ValueError: if no process group has been initialised.
+
+    Note:
+        ferrograd's process groups run over MPI: start the script with
+        ``mpiexec -n N python train.py`` or ``python -m ferrograd.distributed.run -n N
+        train.py`` and call ``dist.init_process_group("mpi")``. A training script
+        looks like this::
+
+            import ferrograd as torch
+            import ferrograd.distributed as dist
+
+            dist.init_process_group("mpi")
+            model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(10, 1))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:  # each rank its own shard
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(model(x), y).backward()
+                opt.step()
+
+    Example::
+
+        >>> nn.parallel.DistributedDataParallel(nn.Linear(4, 2))  # no group yet
+        Traceback (most recent call last):
+        ...
+        ValueError: Default process group has not been initialized, ...call init_process_group.
+    """
 
     def __init__(
         self,
