@@ -50,7 +50,7 @@ def _zero(like):
 
 @tensor_args("x1", "x2")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (after
+    """``dot(x1, x2) / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (after
     broadcasting), each norm clamped on its own as in PyTorch."""
     x1, x2 = _C.broadcast_tensors(x1, x2)
     n1 = x1.norm(2, dim, True).clamp(min=eps)

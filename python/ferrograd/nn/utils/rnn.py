@@ -82,7 +82,7 @@ def _lengths_list(lengths):
 
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
-    """Packs a padded batch [T, B, *] ([B, T, *] with ``batch_first``) whose sequence ``b`` has
+    """Packs a padded batch ``[T, B, *]`` (``[B, T, *]`` with ``batch_first``) whose sequence ``b`` has
     ``lengths[b]`` valid steps. With ``enforce_sorted`` the lengths must be non-increasing;
     otherwise the batch is sorted and the permutation kept in the result."""
     lens = _lengths_list(lengths)
@@ -130,7 +130,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
-    """Unpacks a ``PackedSequence`` into a padded tensor [T, B, *] ([B, T, *] with
+    """Unpacks a ``PackedSequence`` into a padded tensor ``[T, B, *]`` (``[B, T, *]`` with
     ``batch_first``) in the caller's batch order, padded with ``padding_value`` up to
     ``total_length`` steps if given; returns ``(padded, lengths)``."""
     data, batch_sizes_t, sorted_indices, unsorted_indices = sequence
@@ -166,7 +166,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
-    """Stacks tensors [L_i, *] into [max L, B, *] ([B, max L, *] with ``batch_first``), each
+    """Stacks tensors ``[L_i, *]`` into ``[max L, B, *]`` (``[B, max L, *]`` with ``batch_first``), each
     padded with ``padding_value`` on ``padding_side`` ('right' or 'left')."""
     if padding_side not in ("left", "right"):
         raise ValueError(
@@ -204,7 +204,7 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
 
 
 def pack_sequence(sequences, enforce_sorted=True):
-    """Packs a list of tensors [L_i, *] (sorted by decreasing length unless
+    """Packs a list of tensors ``[L_i, *]`` (sorted by decreasing length unless
     ``enforce_sorted=False``) into a ``PackedSequence``."""
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
