@@ -24,7 +24,7 @@ DOCS = ROOT / "docs"
 # Where the ferrograd under test was imported from, so child processes import the same build.
 PACKAGE_ROOT = str(Path(ferrograd.__file__).resolve().parent.parent)
 FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
-EXPECT = re.compile(r"^\s*print\(.*\)\s+#\s*(.*?)\s*$", re.M)
+EXPECT = re.compile(r"^[ \t]*print\(.*\)[ \t]+#[ \t]*(.*?)[ \t]*$", re.M)
 
 
 def _blocks():

@@ -50,7 +50,7 @@ def draw(page: Path, png: Path) -> None:
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("speed (or memory) relative to PyTorch, > 1: ferrograd ahead (log scale)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title.replace(", ", ",\n", 1), fontsize=10)
     for i, (_, v) in enumerate(rows):
         ax.text(v * 1.03, i, f"{v:g}x", va="center", fontsize=8)
     ax.tick_params(axis="y", labelsize=8)
