@@ -144,7 +144,11 @@ pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
             if fma { "fma" } else { "baseline" },
             "normal samples (Box-Muller blocks of 16)",
         ),
-        ("bf16", "none", "no kernel in this build computes in bfloat16"),
+        (
+            "bf16",
+            "none",
+            "no kernel in this build computes in bfloat16",
+        ),
         ("amx", "none", "no kernel in this build uses AMX tiles"),
     ]
 }
