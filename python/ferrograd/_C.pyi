@@ -321,6 +321,7 @@ __all__ = [
     "_is_checkpoint_valid",
     "_current_seq",
     "_malloc_tuning",
+    "__version__",
     "_build_info",
     "_cpu_features",
     "_simd_paths",
