@@ -76,9 +76,9 @@ def _built(pattern: str) -> Path:
 def test_the_wheel_is_abi3_manylinux2014_and_complete():
     wheel = _built("ferrograd-*.whl")
     version = ferrograd.__version__
-    assert wheel.name == (
-        f"ferrograd-{version}-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
-    ), wheel.name
+    name, ver, python, abi, platforms = wheel.name.removesuffix(".whl").split("-")
+    assert (name, ver, python, abi) == ("ferrograd", version, "cp39", "abi3"), wheel.name
+    assert set(platforms.split(".")) == {"manylinux_2_17_x86_64", "manylinux2014_x86_64"}
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         meta = z.read(f"ferrograd-{version}.dist-info/METADATA").decode()
