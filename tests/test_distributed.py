@@ -196,8 +196,8 @@ def test_torchrun_style_rank_and_world_size_are_read_without_an_mpi_launcher():
 
 
 @needs_mpi
-def test_readme_commands_run_the_distributed_example():
-    readme = (ROOT / "README.md").read_text()
+def test_the_distributed_guide_commands_run_the_example():
+    readme = (ROOT / "docs" / "distributed.md").read_text()
     command = "python -m ferrograd.distributed.run -n 2 examples/ddp_spirals.py"
     assert command in readme and "pip install mpi4py mpich" in readme
     r = subprocess.run(

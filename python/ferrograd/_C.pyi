@@ -321,6 +321,10 @@ __all__ = [
     "_is_checkpoint_valid",
     "_current_seq",
     "_malloc_tuning",
+    "__version__",
+    "_build_info",
+    "_cpu_features",
+    "_simd_paths",
     "_Tape",
     "_capture_begin",
     "_capture_end",
@@ -1833,6 +1837,12 @@ def _current_seq() -> _int: ...
 # --- malloc tuning at import (src/py/alloc.rs) ---
 # The glibc thresholds set when the extension loaded, or {"skipped": reason}.
 def _malloc_tuning() -> dict[_str, _int | _str]: ...
+
+# src/py/config.rs: what ferrograd.__config__ reports.
+__version__: _str
+def _build_info() -> dict[_str, _str | builtins.bool]: ...
+def _cpu_features() -> dict[_str, builtins.bool]: ...
+def _simd_paths() -> dict[_str, tuple[_str, _str]]: ...
 # ----- ferrograd.compile: capture and replay (src/py/compile.rs) -----------------------
 @final
 class _Tape:

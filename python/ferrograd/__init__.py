@@ -101,7 +101,8 @@ float = float32  # noqa: A001 - PyTorch's alias
 double = float64
 long = int64
 
-__version__ = "0.1.0"
+# One version, Cargo.toml's: the extension carries it, and the wheel's metadata takes it too.
+__version__: str = _C.__version__
 
 # The op table's module functions (src/py/ops_table.rs), kept by tools/gen_stub.py.
 # isort: split
@@ -681,7 +682,7 @@ from ._composite import __all__ as _composite_all  # noqa: E402
 
 __all__ += ["argsort", "kthvalue", "median", "msort", "nanmedian", "sort", "topk", *_composite_all]
 # linalg also installs torch.det/svd/... aliases; testing is torch.testing without an import.
-from . import linalg, testing  # noqa: E402, F401
+from . import __config__, linalg, testing  # noqa: E402, F401
 
 # Function transforms; ``ferrograd.vmap`` is ``ferrograd.func.vmap``, as ``torch.vmap``.
 # isort: split

@@ -385,8 +385,8 @@ def cross(input, other, dim=None):
 
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
-    """Pairwise ``p``-norm distances between the rows of ``x1`` (``... x P x M``)
-    and ``x2`` (``... x R x M``): a ``... x P x R`` tensor."""
+    """Pairwise ``p``-norm distances between the rows of ``x1`` (``B x P x M``)
+    and ``x2`` (``B x R x M``): a ``B x P x R`` tensor, ``B`` any batch dimensions."""
     _check("cdist", x1, "x1")
     _check("cdist", x2, "x2", 2)
     if x1.dim() < 2 or x2.dim() < 2:

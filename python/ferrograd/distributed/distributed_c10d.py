@@ -313,8 +313,8 @@ def init_process_group(
 
 def destroy_process_group(group=None):
     """Leaves the default group and restores the previous ``sys.excepthook``, except
-    when called while an exception unwinds (``try: ... finally:
-    destroy_process_group()``): that rank is failing and its peers may be blocked in a
+    when called while an exception unwinds (from the ``finally:`` clause of a ``try``
+    around the training): that rank is failing and its peers may be blocked in a
     collective, so the hook stays and the uncaught exception still aborts every rank."""
     global _world, _prev_excepthook
     w = _check_group(group)
