@@ -19,6 +19,7 @@ mod compile_static;
 mod compile_vjp;
 mod convert;
 mod creation;
+mod device;
 mod dtype;
 mod errors;
 mod forward_ad;
@@ -68,6 +69,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops_table::register(m)?;
     mathops::register(m)?;
     creation::register(m)?;
+    device::register(m)?;
     sorting::register(m)?;
     optim::register(m)?;
     serialize::register(m)?;
