@@ -714,6 +714,12 @@ from ._C import get_default_dtype, mode, set_default_dtype  # noqa: E402
 
 __all__ += ["get_default_dtype", "mode", "set_default_dtype", "set_default_tensor_type"]
 __all__ += ["get_default_device", "set_default_device"]
+# range, memory formats, matmul precision, interop threads (PyTorch's names); hub.
+from . import hub  # noqa: E402, F401
+from ._compat import *  # noqa: E402, F403
+from ._compat import __all__ as _compat_all  # noqa: E402
+
+__all__ += [*_compat_all, "hub"]
 __all__ += ["compile"]
 
 # ----- tensor API additions (_tensor_api/): constructors, index/scatter family, scans,

@@ -5,7 +5,13 @@ sequence packing (``rnn``), parametrizations (``parametrize``,
 from __future__ import annotations
 
 from . import clip_grad, convert_parameters, rnn
-from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
+from .clip_grad import (
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
+)
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 
 # isort: split
@@ -15,6 +21,7 @@ from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402
 
 __all__ = [
     "clip_grad",
+    "clip_grad_norm",
     "clip_grad_norm_",
     "clip_grad_value_",
     "clip_grads_with_norm_",
