@@ -6,6 +6,8 @@ log-sum-exp forms, backward rules) live in ``src/ops``.
 
 from __future__ import annotations
 
+import warnings
+
 from .. import _C
 from ._functional.linear import bilinear
 
@@ -95,20 +97,32 @@ def _softmax_dim(ndim):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _implicit_dim(name, ndim, stacklevel):
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. "
+        "Change the call to include dim=X as an argument.",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+    return _softmax_dim(ndim)
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _implicit_dim("softmax", input.dim(), _stacklevel)
     return _C.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _implicit_dim("log_softmax", input.dim(), _stacklevel)
     return _C.log_softmax(input, dim, dtype=dtype)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
-    return softmax(-input, dim, dtype=dtype)
+    if dim is None:
+        dim = _implicit_dim("softmin", input.dim(), _stacklevel)
+    return _C.softmax(-input, dim, dtype=dtype)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -144,25 +158,63 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 # ----- losses --------------------------------------------------------------------------------
 
 
+def _shape_of(t):
+    return getattr(t, "shape", None)
+
+
+def _warn_target_size(input, target):
+    # A target that broadcasts against the input computes something else than
+    # the user meant ((4, 1) against (4,) is a (4, 4) difference): PyTorch warns.
+    si, st = _shape_of(input), _shape_of(target)
+    if si is not None and st is not None and tuple(si) != tuple(st):
+        warnings.warn(
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _scalar_type(dtype):
+    return {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}.get(
+        str(dtype).rsplit(".", 1)[-1], str(dtype)
+    )
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _warn_target_size(input, target)
     return _C.mse_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _warn_target_size(input, target)
     return _C.l1_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    _warn_target_size(input, target)
     return _C.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0):
+    _warn_target_size(input, target)
     return _C.huber_loss(input, target, reduction, delta)
 
 
 def binary_cross_entropy(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
+    si, st = _shape_of(input), _shape_of(target)
+    if si is not None and st is not None and tuple(si) != tuple(st):
+        raise ValueError(
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}) is deprecated. Please ensure they have the same size."
+        )
+    dt, it = getattr(target, "dtype", None), getattr(input, "dtype", None)
+    if dt is not None and it is not None and it.is_floating_point and dt != it:
+        # PyTorch's kernel refuses a target of another dtype (an int64 one included).
+        raise RuntimeError(f"Found dtype {_scalar_type(dt)} but expected {_scalar_type(it)}")
     return _C.binary_cross_entropy(
         input, target, weight, _reduction(size_average, reduce, reduction)
     )
@@ -171,6 +223,15 @@ def binary_cross_entropy(
 def binary_cross_entropy_with_logits(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
 ):
+    si, st = _shape_of(input), _shape_of(target)
+    if si is not None and st is not None and tuple(si) != tuple(st):
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    dt = getattr(target, "dtype", None)
+    if dt is not None and not dt.is_floating_point:
+        # PyTorch computes the loss in the target's dtype, which cannot hold it.
+        raise RuntimeError(
+            f"result type Float can't be cast to the desired output type {_scalar_type(dt)}"
+        )
     return _C.binary_cross_entropy_with_logits(
         input, target, weight, _reduction(size_average, reduce, reduction), pos_weight
     )
@@ -192,6 +253,18 @@ def _check_batch_size(input, target):
         )
 
 
+def _check_class_target(input, target, probabilities_allowed):
+    # A float target of the input's shape holds class probabilities
+    # (cross_entropy only); any other float target was meant as class indices.
+    dt = getattr(target, "dtype", None)
+    if dt is None or dt == _C.int64:
+        return
+    if probabilities_allowed and dt.is_floating_point:
+        if tuple(getattr(target, "shape", ())) == tuple(getattr(input, "shape", ())):
+            return
+    raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_scalar_type(dt)}")
+
+
 def nll_loss(
     input,
     target,
@@ -202,6 +275,7 @@ def nll_loss(
     reduction="mean",
 ):
     _check_batch_size(input, target)
+    _check_class_target(input, target, probabilities_allowed=False)
     return _C.nll_loss(
         input, target, weight, ignore_index, _reduction(size_average, reduce, reduction)
     )
@@ -218,6 +292,7 @@ def cross_entropy(
     label_smoothing=0.0,
 ):
     _check_batch_size(input, target)
+    _check_class_target(input, target, probabilities_allowed=True)
     return _C.cross_entropy(
         input,
         target,
