@@ -720,6 +720,9 @@ from ._compat import *  # noqa: E402, F403
 from ._compat import __all__ as _compat_all  # noqa: E402
 
 __all__ += [*_compat_all, "hub"]
+from . import jit  # noqa: E402, F401
+
+__all__ += ["jit"]
 __all__ += ["compile"]
 
 # ----- tensor API additions (_tensor_api/): constructors, index/scatter family, scans,
