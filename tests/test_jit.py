@@ -172,6 +172,15 @@ def test_tracer_warnings_for_values_read_in_python():
     with pytest.warns(torch.jit.TracerWarning, match="Python number"):
         torch.jit.trace(Item(), torch.ones(3))
 
+    class Len(nn.Module):
+        def forward(self, x):
+            return x * len(x)
+
+    with pytest.warns(torch.jit.TracerWarning, match="Using len to get tensor shape"):
+        t = torch.jit.trace(Len(), torch.ones(3))
+    # x.shape[0] stays symbolic; len() is baked, as PyTorch warns.
+    np.testing.assert_array_equal(t(torch.ones(2)).numpy(), [3.0, 3.0])
+
 
 def test_trace_parametrized_module_reads_originals():
     m = nn.utils.parametrizations.weight_norm(nn.Linear(3, 2))

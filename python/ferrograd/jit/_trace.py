@@ -217,6 +217,14 @@ class _Value:
         return self._t.dim()
 
     def __len__(self):
+        # len() must return a plain int, so the size is baked in (PyTorch warns too).
+        warnings.warn(
+            "Using len to get tensor shape might cause the trace to be incorrect. Recommended "
+            "usage would be tensor.shape[0]. Passing a tensor of different shape might result "
+            "in the trace being incorrect.",
+            TracerWarning,
+            stacklevel=2,
+        )
         return len(self._t)
 
     # ----- values leaving the trace -----
