@@ -220,11 +220,13 @@ from ._C import (  # noqa: E402
 # isort: split
 
 # Imported after the names above exist: these modules use them.
+import functools as _functools  # noqa: E402
 import math as _math  # noqa: E402
 
 from . import (  # noqa: E402, F401  # noqa: E402
     _device,
     _dynamo,  # noqa: E402, F401
+    _meta,
     autograd,
     backends,
     cuda,
@@ -236,7 +238,7 @@ from . import (  # noqa: E402, F401  # noqa: E402
     viz,
 )
 from ._compile import compile  # noqa: E402
-from ._device import device  # noqa: E402
+from ._device import device, get_default_device, set_default_device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import (  # noqa: E402
     BoolTensor,
@@ -281,52 +283,70 @@ def _check_tensor(fn, value, name="input", position=1):
         )
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """A tensor of zeros with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    _device._check_cpu("zeros_like", device)
+    if _device._check_cpu("zeros_like", device) or _meta.is_meta(input):
+        return _meta._like_factory("zeros_like", input, device, dtype, requires_grad, _C.zeros)
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """A tensor of ones with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    _device._check_cpu("ones_like", device)
+    if _device._check_cpu("ones_like", device) or _meta.is_meta(input):
+        return _meta._like_factory("ones_like", input, device, dtype, requires_grad, _C.ones)
     return _C._like(input, "full", 1.0, dtype, requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None):  # fmt: skip
     """A tensor filled with ``fill_value``, with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    _device._check_cpu("full_like", device)
+    if _device._check_cpu("full_like", device) or _meta.is_meta(input):
+        def make(*shape, dtype):
+            return _C.full(shape, fill_value, dtype=dtype)
+
+        return _meta._like_factory("full_like", input, device, dtype, requires_grad, make)
     return _C._like(input, "full", fill_value, dtype, requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """A new tensor with the shape (and, unless ``dtype`` is given, the dtype) of ``input``; ferrograd zeroes it."""
-    _device._check_cpu("empty_like", device)
+    if _device._check_cpu("empty_like", device) or _meta.is_meta(input):
+        return _meta._like_factory("empty_like", input, device, dtype, requires_grad, _C.zeros)
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              generator=None):  # fmt: skip
     """A tensor shaped like ``input`` of uniform samples in [0, 1), drawn as ``rand``."""
-    _device._check_cpu("rand_like", device)
+    if _device._check_cpu("rand_like", device) or _meta.is_meta(input):
+        make = _functools.partial(_C.rand, generator=generator)
+        return _meta._like_factory("rand_like", input, device, dtype, requires_grad, make)
     return _C._random_like(input, "rand", 0, 0, dtype, requires_grad, generator)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               generator=None):  # fmt: skip
     """A tensor shaped like ``input`` of standard normal samples, drawn as ``randn``."""
-    _device._check_cpu("randn_like", device)
+    if _device._check_cpu("randn_like", device) or _meta.is_meta(input):
+        make = _functools.partial(_C.randn, generator=generator)
+        return _meta._like_factory("randn_like", input, device, dtype, requires_grad, make)
     return _C._random_like(input, "randn", 0, 0, dtype, requires_grad, generator)
 
 
 def randint_like(
-    input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None
+    input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None,
+    memory_format=None,
 ):
     """A tensor shaped like ``input`` of integers in ``[low, high)`` (``randint_like(x, high)``
     means ``[0, high)``), drawn as ``randint``, of ``input``'s dtype unless ``dtype`` is given."""
-    _device._check_cpu("randint_like", device)
     if high is None:
         low, high = 0, low
-    return _C._random_like(input, "randint", low, high, dtype, requires_grad, generator)
+    if _device._check_cpu("randint_like", device) or _meta.is_meta(input):
+        def make(*shape, dtype):
+            return _C.randint(low, high, shape, dtype=dtype, generator=generator)
 
+        return _meta._like_factory("randint_like", input, device, dtype, requires_grad, make)
+    return _C._random_like(input, "randint", low, high, dtype, requires_grad, generator)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
@@ -417,8 +437,9 @@ def numel(input):
 
 
 def is_tensor(obj):
-    """True when ``obj`` is a ferrograd ``Tensor`` (or a subclass such as ``nn.Parameter``)."""
-    return isinstance(obj, Tensor)
+    """True when ``obj`` is a ferrograd ``Tensor`` (or a subclass such as ``nn.Parameter``)
+    or a tensor on the meta device."""
+    return isinstance(obj, Tensor) or _meta.is_meta(obj)
 
 
 def equal(input, other):
@@ -693,6 +714,16 @@ __all__ += ["func", "vmap"]
 from ._C import get_default_dtype, mode, set_default_dtype  # noqa: E402
 
 __all__ += ["get_default_dtype", "mode", "set_default_dtype", "set_default_tensor_type"]
+__all__ += ["get_default_device", "set_default_device"]
+# range, memory formats, matmul precision, interop threads (PyTorch's names); hub.
+from . import hub  # noqa: E402, F401
+from ._compat import *  # noqa: E402, F403
+from ._compat import __all__ as _compat_all  # noqa: E402
+
+__all__ += [*_compat_all, "hub"]
+from . import jit  # noqa: E402, F401
+
+__all__ += ["jit"]
 __all__ += ["compile"]
 
 # ----- tensor API additions (_tensor_api/): constructors, index/scatter family, scans,

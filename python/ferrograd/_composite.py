@@ -72,8 +72,9 @@ def _check(fn, value, name="input", position=1):
 
 def _tri_mask(t, diagonal, lower):
     rows, cols = t.shape[-2], t.shape[-1]
-    r = _C.arange(rows).unsqueeze(1)
-    c = _C.arange(cols).unsqueeze(0)
+    # On the input's device: a meta input gets a meta mask.
+    r = _C.arange(rows, device=t.device).unsqueeze(1)
+    c = _C.arange(cols, device=t.device).unsqueeze(0)
     # Positions to zero: above the chosen diagonal for tril, below it for triu.
     return (c - r > diagonal) if lower else (c - r < diagonal)
 

@@ -25,7 +25,7 @@ tensors were Parameters or required grad. A tree node is
   ``MultiStepLR.state_dict()``), ``{"set": [...]}``, ``{"frozenset": [...]}``,
   ``{"bytes": base64}``, ``{"bytearray": base64}``, ``{"complex": [re, im]}``:
   the other plain types PyTorch's ``weights_only`` loader accepts;
-* ``{"dtype": "float32"}``;
+* ``{"dtype": "float32"}``, ``{"device": "cpu"}``;
 * ``{"pickle": base64, "type": "module.Class"}``: any other object, pickled, its
   tensors stored as safetensors entries it refers to by name. Loading one
   needs ``weights_only=False``.
@@ -148,6 +148,11 @@ class _Encoder:
             return {"size": list(obj)}
         if tp is _C.dtype:
             return {"dtype": str(obj).split(".")[-1]}
+        from ._device import device
+
+        if tp is device:
+            # ``x.device`` (a ferrograd.device), as PyTorch's weights-only loader keeps it.
+            return {"device": str(obj)}
         return self.pickled(obj, path)
 
     def pickled(self, obj, path):
@@ -450,6 +455,10 @@ class _Decoder:
             return Size(v)
         if tag == "dtype" and v in _ST_NAME:
             return getattr(_C, v)
+        if tag == "device" and v in ("cpu", "meta"):
+            from ._device import device
+
+            return device(v)
         if tag == "pickle" and isinstance(v, str):
             return self.unpickle(v)
         raise _bad(f"corrupt metadata: unexpected node {n!r} in the object tree")

@@ -20,6 +20,7 @@ mod compile_vjp;
 mod config;
 mod convert;
 mod creation;
+mod device;
 mod dtype;
 mod errors;
 mod forward_ad;
@@ -69,6 +70,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops_table::register(m)?;
     mathops::register(m)?;
     creation::register(m)?;
+    device::register(m)?;
     sorting::register(m)?;
     optim::register(m)?;
     serialize::register(m)?;

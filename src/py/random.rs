@@ -265,10 +265,13 @@ impl FloatFactory<'_, '_> {
         name: &str,
         sample: impl FnOnce(&mut CpuGenerator, Shape, DType) -> crate::Result<Tensor> + Send,
     ) -> PyResult<Py<PyAny>> {
-        check_cpu(self.device)?;
+        let target = crate::py::device::target(self.device)?;
         let gen = gen_arg(self.generator, name)?;
         let dt = opt_dtype(self.dtype)?.unwrap_or(DType::default_float());
         let shape = alloc_shape(&parse_size(self.args, self.size)?, dt)?;
+        if target == crate::py::device::Target::Meta {
+            return crate::py::device::meta_tensor(py, &shape, dt, self.requires_grad);
+        }
         let n = numel(&shape);
         let t = draw(py, n, gen, |g| sample(g, shape, dt))?;
         finish(py, t, self.requires_grad)
@@ -367,7 +370,7 @@ fn randint(
     pin_memory: bool,
 ) -> PyResult<Py<PyAny>> {
     let _ = (out, layout, pin_memory);
-    check_cpu(device)?;
+    let target = crate::py::device::target(device)?;
     let ints: Vec<Bound<'_, PyAny>> = args.iter().collect();
     let (low, high, size) = match (ints.len(), size) {
         (1, Some(s)) => (0, int_arg(&ints[0])?, seq_of_ints(s)?),
@@ -388,6 +391,9 @@ fn randint(
     let gen = gen_arg(generator, "randint")?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
     let shape = alloc_shape(&size, DType::I64)?;
+    if target == crate::py::device::Target::Meta {
+        return crate::py::device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     let n = numel(&shape);
     let t = draw(py, n, gen, |g| Ok(rng::randint(g, low, range, shape, dt)))?;
     finish(py, t, requires_grad)
@@ -409,7 +415,7 @@ fn randperm(
     pin_memory: bool,
 ) -> PyResult<Py<PyAny>> {
     let _ = (out, layout, pin_memory);
-    check_cpu(device)?;
+    let target = crate::py::device::target(device)?;
     let n = int_arg(n)?;
     if n < 0 {
         return Err(PyRuntimeError::new_err(format!(
@@ -432,6 +438,9 @@ fn randperm(
     }
     let gen = gen_arg(generator, "randperm")?;
     let shape = alloc_shape(&[n], DType::I64)?;
+    if target == crate::py::device::Target::Meta {
+        return crate::py::device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     let t = draw(py, n as usize, gen, |g| {
         let p = rng::randperm(g, n as usize);
         Ok(ops::cast_data(&Tensor::from_vec(p, shape), dt))

@@ -208,6 +208,9 @@ class CompiledFunction:
         # training step: its guards are only grad mode, so such a call skips
         # flattening and guard building.
         self._noarg: dict[bool, tuple] = {}
+        # jit.trace's modules replay through compile; a capture that falls back
+        # to eager is no news to their users.
+        self._warn_fallback = True
         functools.update_wrapper(self, fn)
         _ALL.add(self)
 
@@ -263,7 +266,7 @@ class CompiledFunction:
                     return self._replay(t, args, kwargs, tensors, numbers)
         miss = self._miss_name(key, entry, numbers, leaves)
         if self._ntapes >= config.cache_size_limit:
-            if miss not in self._warned:
+            if miss not in self._warned and self._warn_fallback:
                 self._warned.add(miss)
                 warnings.warn(
                     f"ferrograd.compile: {self._name()} hit config.cache_size_limit "
@@ -344,7 +347,8 @@ class CompiledFunction:
                 entry.eager_reason = msg
                 raise RuntimeError(msg + " (fullgraph=True; this call ran eagerly)")
             entry.eager_reason = msg
-            warnings.warn(msg + ". Calls with these guards run eagerly.", RuntimeWarning, stacklevel=3)
+            if self._warn_fallback:
+                warnings.warn(msg + ". Calls with these guards run eagerly.", RuntimeWarning, stacklevel=3)
             return result
         spec_values = []
         for i, (w, s) in enumerate(zip(numbers, seen)):

@@ -6,6 +6,8 @@ log-sum-exp forms, backward rules) live in ``src/ops``.
 
 from __future__ import annotations
 
+import warnings
+
 from .. import _C
 from ._functional.linear import bilinear
 
@@ -283,6 +285,16 @@ def _softmax_dim(ndim):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _implicit_dim(name, ndim, stacklevel):
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. "
+        "Change the call to include dim=X as an argument.",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+    return _softmax_dim(ndim)
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """Softmax along ``dim``: ``exp(x_i) / sum_j exp(x_j)``, so each slice along ``dim`` is
     positive and sums to 1.
@@ -308,7 +320,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
                 [0.3333, 0.3333, 0.3333]])
     """
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _implicit_dim("softmax", input.dim(), _stacklevel)
     return _C.softmax(input, dim, dtype=dtype)
 
 
@@ -335,7 +347,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
         tensor([-2.4076, -1.4076, -0.4076])
     """
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _implicit_dim("log_softmax", input.dim(), _stacklevel)
     return _C.log_softmax(input, dim, dtype=dtype)
 
 
@@ -358,7 +370,9 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
         >>> F.softmin(torch.tensor([1.0, 2.0, 3.0]), dim=0)
         tensor([0.6652, 0.2447, 0.0900])
     """
-    return softmax(-input, dim, dtype=dtype)
+    if dim is None:
+        dim = _implicit_dim("softmin", input.dim(), _stacklevel)
+    return _C.softmax(-input, dim, dtype=dtype)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -461,6 +475,30 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 # ----- losses --------------------------------------------------------------------------------
 
 
+def _shape_of(t):
+    return getattr(t, "shape", None)
+
+
+def _warn_target_size(input, target):
+    # A target that broadcasts against the input computes something else than
+    # the user meant ((4, 1) against (4,) is a (4, 4) difference): PyTorch warns.
+    si, st = _shape_of(input), _shape_of(target)
+    if si is not None and st is not None and tuple(si) != tuple(st):
+        warnings.warn(
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _scalar_type(dtype):
+    return {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}.get(
+        str(dtype).rsplit(".", 1)[-1], str(dtype)
+    )
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Mean squared error: ``(input - target) ** 2``, reduced.
 
@@ -481,6 +519,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
         >>> F.mse_loss(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 0.0, 0.0]))
         tensor(4.3333)
     """
+    _warn_target_size(input, target)
     return _C.mse_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
@@ -504,6 +543,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
         >>> F.l1_loss(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 0.0, 0.0]))
         tensor(1.6667)
     """
+    _warn_target_size(input, target)
     return _C.l1_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
@@ -530,6 +570,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         >>> F.smooth_l1_loss(torch.tensor([0.0, 3.0]), torch.tensor([0.5, 0.0]), reduction="none")
         tensor([0.1250, 2.5000])
     """
+    _warn_target_size(input, target)
     return _C.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
 
 
@@ -553,6 +594,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
         >>> F.huber_loss(torch.tensor([0.0, 3.0]), torch.tensor([0.5, 0.0]), reduction="none")
         tensor([0.1250, 2.5000])
     """
+    _warn_target_size(input, target)
     return _C.huber_loss(input, target, reduction, delta)
 
 
@@ -585,6 +627,16 @@ def binary_cross_entropy(
         >>> F.binary_cross_entropy(torch.tensor([0.8, 0.2]), torch.tensor([1.0, 0.0]))
         tensor(0.2231)
     """
+    si, st = _shape_of(input), _shape_of(target)
+    if si is not None and st is not None and tuple(si) != tuple(st):
+        raise ValueError(
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}) is deprecated. Please ensure they have the same size."
+        )
+    dt, it = getattr(target, "dtype", None), getattr(input, "dtype", None)
+    if dt is not None and it is not None and it.is_floating_point and dt != it:
+        # PyTorch's kernel refuses a target of another dtype (an int64 one included).
+        raise RuntimeError(f"Found dtype {_scalar_type(dt)} but expected {_scalar_type(it)}")
     return _C.binary_cross_entropy(
         input, target, weight, _reduction(size_average, reduce, reduction)
     )
@@ -622,6 +674,15 @@ def binary_cross_entropy_with_logits(
         >>> F.binary_cross_entropy_with_logits(logits, torch.tensor([1.0, 0.0, 1.0]))
         tensor(0.3778)
     """
+    si, st = _shape_of(input), _shape_of(target)
+    if si is not None and st is not None and tuple(si) != tuple(st):
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    dt = getattr(target, "dtype", None)
+    if dt is not None and not dt.is_floating_point:
+        # PyTorch computes the loss in the target's dtype, which cannot hold it.
+        raise RuntimeError(
+            f"result type Float can't be cast to the desired output type {_scalar_type(dt)}"
+        )
     return _C.binary_cross_entropy_with_logits(
         input, target, weight, _reduction(size_average, reduce, reduction), pos_weight
     )
@@ -641,6 +702,18 @@ def _check_batch_size(input, target):
             f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
             f"({target.shape[0]})."
         )
+
+
+def _check_class_target(input, target, probabilities_allowed):
+    # A float target of the input's shape holds class probabilities
+    # (cross_entropy only); any other float target was meant as class indices.
+    dt = getattr(target, "dtype", None)
+    if dt is None or dt == _C.int64:
+        return
+    if probabilities_allowed and dt.is_floating_point:
+        if tuple(getattr(target, "shape", ())) == tuple(getattr(input, "shape", ())):
+            return
+    raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_scalar_type(dt)}")
 
 
 def nll_loss(
@@ -687,6 +760,7 @@ def nll_loss(
         tensor([0.4076, 0.4076])
     """
     _check_batch_size(input, target)
+    _check_class_target(input, target, probabilities_allowed=False)
     return _C.nll_loss(
         input, target, weight, ignore_index, _reduction(size_average, reduce, reduction)
     )
@@ -746,6 +820,7 @@ def cross_entropy(
         tensor(0.4076)
     """
     _check_batch_size(input, target)
+    _check_class_target(input, target, probabilities_allowed=True)
     return _C.cross_entropy(
         input,
         target,

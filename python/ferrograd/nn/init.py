@@ -8,6 +8,7 @@ wherever the generator itself is.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import warnings
@@ -575,6 +576,26 @@ def orthogonal_(tensor, gain=1, generator=None):
         tensor.copy_(_C.from_numpy(np.ascontiguousarray(q)).reshape(tensor.shape))
         tensor.mul_(gain)
     return tensor
+
+
+def _skip_meta(fn):
+    """``fn`` that leaves a meta tensor as it is: it has no values to fill
+    (PyTorch's initialisers do nothing on the meta device either)."""
+
+    @functools.wraps(fn)
+    def init(tensor, *args, **kwargs):
+        if getattr(tensor, "is_meta", False) is True:
+            return tensor
+        return fn(tensor, *args, **kwargs)
+
+    return init
+
+
+for _name in ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
+              "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+              "kaiming_normal_", "orthogonal_", "sparse_"):  # fmt: skip
+    if _name in globals():
+        globals()[_name] = _skip_meta(globals()[_name])
 
 
 def _make_deprecate(meth):

@@ -16,14 +16,27 @@ def _rebuild_parameter(data, requires_grad, state):
     return param
 
 
-class Parameter(_C.Tensor):
+class _ParameterMeta(type(_C.Tensor)):
+    # ``Parameter(meta_tensor)`` is a ``_meta.MetaParameter`` (a meta tensor is
+    # no ``Tensor``); this makes ``isinstance(p, Parameter)`` hold for it, as
+    # for PyTorch's parameters on the meta device.
+    def __instancecheck__(cls, instance):
+        if cls is Parameter and type(instance).__name__ == "MetaParameter":
+            from .._meta import MetaParameter
+
+            if isinstance(instance, MetaParameter):
+                return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(_C.Tensor, metaclass=_ParameterMeta):
     """A tensor that a :class:`~ferrograd.nn.Module` registers as a parameter when assigned as
     one of its attributes, so ``parameters()`` (and hence optimizers) and ``state_dict()``
     see it.
 
     It shares ``data``'s memory, is a leaf of the autograd graph and requires
     gradients unless ``requires_grad=False``. Copies (``copy.deepcopy``, pickling)
-    stay parameters.
+    stay parameters. ``Parameter(t)`` of a meta tensor is a parameter on the meta device.
 
     Args:
         data (Tensor, optional): the values. Default: an empty tensor.
@@ -51,6 +64,11 @@ class Parameter(_C.Tensor):
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = _C.empty(0)
+        elif not isinstance(data, _C.Tensor):
+            from .._meta import MetaParameter, MetaTensor
+
+            if isinstance(data, MetaTensor):
+                return MetaParameter(data.shape, data.dtype, requires_grad)
         return super().__new__(cls, data, requires_grad=requires_grad)
 
     def __deepcopy__(self, memo):
@@ -83,10 +101,14 @@ class _BufferMeta(type(_C.Tensor)):
     # ``Buffer(t)`` returns a plain Tensor flagged ``_is_buffer``; this makes
     # ``isinstance(x, Buffer)`` recognise it, as PyTorch's metaclass does.
     def __instancecheck__(cls, instance):
-        if cls is Buffer and isinstance(instance, _C.Tensor):
+        if cls is Buffer and (isinstance(instance, _C.Tensor) or _is_meta(instance)):
             if getattr(instance, "_is_buffer", False):
                 return True
         return super().__instancecheck__(instance)
+
+
+def _is_meta(x):
+    return type(x).__name__ in ("MetaTensor", "MetaParameter") and getattr(x, "is_meta", False)
 
 
 class Buffer(_C.Tensor, metaclass=_BufferMeta):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from ... import _C
+from ... import _C, _dispatch
 from ...autograd import Function
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -146,6 +146,19 @@ def scaled_dot_product_attention(
                 [0.5000],
                 [1.0000]])
     """
+    """``softmax(query @ key^T * scale + mask) @ value`` over the last two dimensions
+    ([..., L, E], [..., S, E], [..., S, Ev] -> [..., L, Ev]). ``scale`` defaults to
+    1/sqrt(E). A bool ``attn_mask`` marks with True the positions that take part; a float one
+    is added to the scores; ``is_causal`` lets position i see positions <= i. ``dropout_p``
+    drops attention weights (always, as PyTorch's function does: pass 0 in evaluation).
+    ``enable_gqa`` lets key/value have fewer heads (dim -3) than query, each shared by a group
+    of query heads."""
+    if _dispatch.has_protocol(query, key, value, attn_mask) and not _dispatch.is_batched(
+        query, key, value, attn_mask
+    ):
+        kwargs = dict(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                      scale=scale, enable_gqa=enable_gqa)  # fmt: skip
+        return _dispatch.dispatch(scaled_dot_product_attention, (query, key, value), kwargs)
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, _C.Tensor):
             raise TypeError(
@@ -409,6 +422,22 @@ def multi_head_attention_forward(
         >>> out.shape, weights.shape
         (ferrograd.Size([3, 1, 4]), ferrograd.Size([1, 3, 3]))
     """
+    """The computation of ``nn.MultiheadAttention`` on sequence-first input ([L, N, E] or
+    unbatched [L, E]): project query/key/value, split ``num_heads`` heads, attend, join and
+    project. Masks follow PyTorch: a bool ``key_padding_mask``/``attn_mask`` marks with True
+    what may NOT be attended; float masks are added. Returns ``(output, weights)``, weights
+    averaged over heads when ``average_attn_weights`` and None unless ``need_weights``."""
+    if _dispatch.has_protocol(query, key, value) and not _dispatch.is_batched(query, key, value):
+        # A meta tensor or a jit.trace value: one call of its type's own.
+        args = (query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias)
+        kwargs = dict(training=training, key_padding_mask=key_padding_mask,
+                      need_weights=need_weights, attn_mask=attn_mask,
+                      use_separate_proj_weight=use_separate_proj_weight,
+                      q_proj_weight=q_proj_weight, k_proj_weight=k_proj_weight,
+                      v_proj_weight=v_proj_weight, static_k=static_k, static_v=static_v,
+                      average_attn_weights=average_attn_weights, is_causal=is_causal)
+        return _dispatch.dispatch(multi_head_attention_forward, args, kwargs)  # fmt: skip
     from .. import functional as F
 
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)

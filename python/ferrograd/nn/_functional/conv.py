@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 
-from ... import _C
+from ... import _C, _dispatch
 
 __all__ = [
     "conv1d",
@@ -64,10 +64,13 @@ def _check_tensor(input, name="input"):
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
-    if any(hasattr(type(t), "__ferrograd_function__") for t in (input, weight, bias)):
-        from ...func._rules import conv_rule
+    if _dispatch.has_protocol(input, weight, bias):
+        if _dispatch.is_batched(input, weight, bias):
+            from ...func._rules import conv_rule
 
-        return conv_rule(_conv, input, weight, bias, stride, padding, dilation, groups, sd)
+            return conv_rule(_conv, input, weight, bias, stride, padding, dilation, groups, sd)
+        public = conv1d if sd == 1 else conv2d
+        return _dispatch.dispatch(public, (input, weight, bias, stride, padding, dilation, groups))
     _check_tensor(input)
     _check_tensor(weight, "weight")
     name = f"conv{sd}d"
@@ -198,6 +201,10 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, sd):
+    if _dispatch.has_protocol(input, weight, bias):
+        public = conv_transpose1d if sd == 1 else conv_transpose2d
+        args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
+        return _dispatch.dispatch(public, args)
     _check_tensor(input)
     _check_tensor(weight, "weight")
     name = f"conv_transpose{sd}d"
@@ -1038,6 +1045,8 @@ def _rowwise(fn, batched_rank):
     @functools.wraps(fn)
     def wrapper(input, *args, **kwargs):
         if hasattr(type(input), "__ferrograd_function__"):
+            if not _dispatch.is_batched(input):
+                return _dispatch.dispatch(wrapper, (input, *args), kwargs)
             from ...func._rules import rowwise_rule
 
             return rowwise_rule(wrapper, batched_rank, input, args, kwargs)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ... import _C
+from ... import _C, _dispatch
 from .conv import (
     _check_tensor,
     _rowwise,
@@ -83,6 +83,9 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         ferrograd.Size([1, 3, 4, 5, 5])
     """
     if any(hasattr(type(t), "__ferrograd_function__") for t in (input, weight, bias)):
+        if not _dispatch.is_batched(input, weight, bias):
+            args = (input, weight, bias, stride, padding, dilation, groups)
+            return _dispatch.dispatch(conv3d, args)
         from ...func._rules import conv_rule
 
         def unbatched_conv(i, w, b, st, pad, dil, g, _sd):
@@ -184,6 +187,11 @@ def max_pool3d_with_indices(
         >>> F.max_pool3d_with_indices(x, 2)
         (tensor([[[[[7.]]]]]), tensor([[[[[7]]]]]))
     """
+    """``max_pool3d`` returning ``(output, indices)``; indices are flat positions
+    in each input volume (``d * H * W + h * W + w``)."""
+    if _dispatch.has_protocol(input) and not _dispatch.is_batched(input):
+        args = (input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+        return _dispatch.dispatch(max_pool3d_with_indices, args)
     x, unbatched = _batched(input, "max_pool3d")
     k = _tuple(kernel_size, 3, "kernel_size")
     s = _stride(stride, kernel_size, 3)
@@ -296,6 +304,12 @@ def avg_pool3d(
         >>> F.avg_pool3d(torch.arange(8.0).reshape(1, 1, 2, 2, 2), 2).flatten()
         tensor([3.5000])
     """
+    """3-d average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``;
+    ``count_include_pad`` counts padding in the divisor, ``divisor_override``
+    replaces it."""
+    if _dispatch.has_protocol(input) and not _dispatch.is_batched(input):
+        args = (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        return _dispatch.dispatch(avg_pool3d, args)
     x, unbatched = _batched(input, "avg_pool3d")
     k = _tuple(kernel_size, 3, "kernel_size")
     s = _stride(stride, kernel_size, 3)

@@ -3,7 +3,7 @@ Rust ops (``_C.batch_norm``, ``layer_norm``, ``group_norm``, ``embedding``)."""
 
 from __future__ import annotations
 
-from ... import _C
+from ... import _C, _dispatch
 from ...autograd.grad_mode import no_grad
 from ._args import PaddingIdxError, tensor_args
 
@@ -314,6 +314,9 @@ def embedding(
                  [2., 3.]]])
     """
     if hasattr(type(input), "__ferrograd_function__") or hasattr(type(weight), "__ferrograd_function__"):
+        if not _dispatch.is_batched(input, weight):
+            args = (input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+            return _dispatch.dispatch(embedding, args)
         from ...func._rules import embedding_rule
 
         return embedding_rule(

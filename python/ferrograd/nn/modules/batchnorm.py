@@ -23,6 +23,8 @@ class _NormBase(Module):
         track_running_stats=True,
         device=None,
         dtype=None,
+        *,
+        bias=True,
     ):
         super().__init__()
         dtype = dtype or _C.get_default_dtype()
@@ -33,7 +35,10 @@ class _NormBase(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(_C.ones(num_features, dtype=dtype))
-            self.bias = Parameter(_C.zeros(num_features, dtype=dtype))
+            if bias:
+                self.bias = Parameter(_C.zeros(num_features, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -60,7 +65,8 @@ class _NormBase(Module):
         if self.affine:
             with no_grad():
                 self.weight.fill_(1.0)
-                self.bias.zero_()
+                if self.bias is not None:
+                    self.bias.zero_()
 
     def _check_input_dim(self, input):
         raise NotImplementedError
@@ -68,7 +74,8 @@ class _NormBase(Module):
     def extra_repr(self):
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
         )
 
 

@@ -3,9 +3,11 @@ attribute registration, traversal, state dicts, hooks and ``__call__``."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections import OrderedDict
 
-from ... import _C
+from ... import _C, _device
 from ...autograd.grad_mode import no_grad
 from ..parameter import Buffer, Parameter
 from ._module_hooks import (  # noqa: F401
@@ -144,6 +146,14 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 
     forward = _forward_unimplemented
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # ferrograd's own layers take ``device=``: their tensors are made on
+        # it (meta) or the call refuses it (an accelerator), however deep the
+        # factory call that makes them.
+        if cls.__module__.startswith("ferrograd.nn.") and "__init__" in cls.__dict__:
+            _scope_device(cls)
+
     # ----- registration ------------------------------------------------------------------
 
     def register_buffer(self, name, tensor, persistent=True):
@@ -160,7 +170,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
             raise KeyError('buffer name can\'t be empty string ""')
         elif hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
-        elif tensor is not None and not isinstance(tensor, _C.Tensor):
+        elif tensor is not None and not isinstance(tensor, _C.Tensor) and not _is_meta(tensor):
             raise TypeError(
                 f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
                 "(ferrograd Tensor or None required)"
@@ -330,7 +340,9 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
             else:
                 buffers = self.__dict__.get("_buffers")
                 if isinstance(value, Buffer) or buffers is not None and name in buffers:
-                    if value is not None and not isinstance(value, _C.Tensor):
+                    if value is not None and not isinstance(value, _C.Tensor) and not _is_meta(
+                        value
+                    ):
                         raise TypeError(
                             f"cannot assign '{typename(value)}' as buffer '{name}' "
                             "(ferrograd.nn.Buffer, ferrograd.Tensor or None expected)"
@@ -518,7 +530,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        for param in self._parameters.values():
+        for key, param in self._parameters.items():
             if param is None:
                 continue
             # ``.data`` is swapped, so the Parameter object an optimizer holds
@@ -526,6 +538,15 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
             with no_grad():
                 param_applied = fn(param)
             param_grad = param.grad
+            if _is_meta(param) or _is_meta(param_applied):
+                # To or from the meta device: there is no data to swap in, so
+                # the parameter is a new object (as PyTorch's own swap path).
+                new = Parameter(param_applied, param.requires_grad)
+                if param_grad is not None:
+                    with no_grad():
+                        new.grad = fn(param_grad)
+                self._parameters[key] = new
+                continue
             # ``t.data = t`` on one object never returns from the engine (a
             # lock taken twice); a conversion that changed nothing is skipped.
             if param_applied is not param:
@@ -550,16 +571,33 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                 "nn.Module.to only accepts floating point or complex "
                 f"dtypes, but got desired dtype={dtype}"
             )
+        meta = False
         if device is not None:
             # Refuses a device the engine cannot use before anything moves.
-            _C.empty(0).to(device)
+            meta = _device.device(device).type == "meta"
 
         def convert(t):
-            if dtype is not None and t.is_floating_point():
-                return t.to(dtype)
-            return t
+            dt = dtype if dtype is not None and t.is_floating_point() else None
+            if meta:
+                return t.to("meta") if dt is None else t.to("meta", dt)
+            if device is not None and _is_meta(t):
+                raise NotImplementedError(
+                    "Cannot copy out of meta tensor; no data! Please use "
+                    "ferrograd.nn.Module.to_empty() instead of ferrograd.nn.Module.to() when "
+                    "moving module from meta to a different device."
+                )
+            return t.to(dt) if dt is not None else t
 
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse=True):
+        """Moves the parameters and buffers to ``device`` without copying their
+        values: new tensors of the same shapes and dtypes (zeros here; PyTorch
+        leaves them uninitialised). The way to give a model built on the meta
+        device real memory, before ``load_state_dict`` or an initialiser."""
+        from ... import empty_like
+
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def cpu(self):
         """Every tensor already lives on the CPU: returns ``self``."""
@@ -668,3 +706,28 @@ def _parse_to(*args, **kwargs):
 
 def _is_device(obj):
     return type(obj).__name__ == "device"
+
+
+def _scope_device(cls):
+    init = cls.__dict__["__init__"]
+    try:
+        names = list(inspect.signature(init).parameters)
+    except (TypeError, ValueError):
+        return
+    if "device" not in names:
+        return
+    pos = names.index("device")
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):  # noqa: N807
+        dev = kwargs.get("device", args[pos - 1] if len(args) >= pos else None)
+        if dev is None:
+            return init(self, *args, **kwargs)
+        with _device.device(dev):
+            return init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+
+
+def _is_meta(t):
+    return getattr(t, "is_meta", False) is True

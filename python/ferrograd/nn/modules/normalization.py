@@ -84,7 +84,8 @@ class LayerNorm(Module):
 
     def extra_repr(self):
         return (
-            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
         )
 
 
@@ -115,7 +116,8 @@ class GroupNorm(Module):
                grad_fn=<NativeGroupNormBackward0>)
     """
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None,
+                 *, bias=True):  # fmt: skip
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
@@ -126,7 +128,10 @@ class GroupNorm(Module):
         dtype = dtype or _C.get_default_dtype()
         if affine:
             self.weight = Parameter(_C.ones(num_channels, dtype=dtype))
-            self.bias = Parameter(_C.zeros(num_channels, dtype=dtype))
+            if bias:
+                self.bias = Parameter(_C.zeros(num_channels, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -136,13 +141,17 @@ class GroupNorm(Module):
         if self.affine:
             with no_grad():
                 self.weight.fill_(1.0)
-                self.bias.zero_()
+                if self.bias is not None:
+                    self.bias.zero_()
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 # ----- RMSNorm, LocalResponseNorm, CrossMapLRN2d -----------------------------------------------

@@ -252,7 +252,10 @@ class RNNBase(Module):
             else:
                 states = None
         else:
-            if not isinstance(input, _C.Tensor):
+            # A type with __ferrograd_function__ (a jit.trace value) runs the same code.
+            if not isinstance(input, _C.Tensor) and not hasattr(
+                type(input), "__ferrograd_function__"
+            ):
                 raise TypeError(
                     f"{name}.forward(): input must be a Tensor or PackedSequence, "
                     f"not {type(input).__name__}"

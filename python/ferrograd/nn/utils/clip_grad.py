@@ -8,7 +8,13 @@ import warnings
 from ... import _C
 from ...autograd.grad_mode import no_grad
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
+__all__ = [
+    "clip_grad_norm_",
+    "clip_grad_norm",
+    "clip_grad_value_",
+    "get_total_norm",
+    "clip_grads_with_norm_",
+]
 
 
 def _tensor_list(tensors, warn_generator=True):
@@ -183,3 +189,14 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
         for p in parameters:
             if p.grad is not None:
                 p.grad.clamp_(min=-clip_value, max=clip_value)
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Deprecated alias of ``clip_grad_norm_`` (PyTorch keeps it, with this warning)."""
+    warnings.warn(
+        "`ferrograd.nn.utils.clip_grad_norm` is now deprecated in favor of "
+        "`ferrograd.nn.utils.clip_grad_norm_`.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
