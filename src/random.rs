@@ -487,6 +487,21 @@ pub fn random_full(g: &mut CpuGenerator, shape: Shape, dtype: DType) -> Tensor {
             v.extend((0..n).map(|_| (g.random64() % ((1u64 << 53) + 1)) as f64));
             Tensor::from_vec(v, shape)
         }
+        // 32 random bits modulo the type's largest value + 1 (its mantissa's
+        // range for the 16-bit floats), as PyTorch's `uniform_int`.
+        dt => {
+            let modulus: u64 = match dt {
+                DType::U8 => 256,
+                DType::I8 => 128,
+                DType::I16 => 1 << 15,
+                DType::I32 => 1 << 31,
+                DType::F16 => (1 << 11) + 1,
+                _ => (1 << 8) + 1,
+            };
+            let mut v: Vec<i64> = alloc_vec(n);
+            v.extend((0..n).map(|_| (g.random() as u64 % modulus) as i64));
+            crate::ops::cast_data(&Tensor::from_vec(v, shape), dt)
+        }
     }
 }
 

@@ -79,13 +79,8 @@ fn check_float(t: &Tensor, op: &str) -> Result<()> {
     Ok(())
 }
 
-fn torch_type(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "torch.FloatTensor",
-        DType::F64 => "torch.DoubleTensor",
-        DType::I64 => "torch.LongTensor",
-        DType::Bool => "torch.BoolTensor",
-    }
+fn torch_type(d: DType) -> String {
+    format!("torch.{}Tensor", d.scalar_name())
 }
 
 /// `convolution(input, weight, bias, stride, padding, dilation, transposed,

@@ -242,11 +242,20 @@ pub fn tensor_from_data(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResul
             g.shape,
         ),
         dt => crate::dispatch!(dt, T => Tensor::from_vec(
-            g.vals.iter().map(|s| T::from_f64(s.to_f64())).collect::<Vec<T>>(),
+            g.vals
+                .iter()
+                .map(|s| match s {
+                    Scalar::Int(i) => T::from_i64(*i),
+                    other => T::from_f64(other.to_f64()),
+                })
+                .collect::<Vec<T>>(),
             g.shape,
         )),
     })
 }
+
+/// The NumPy types `from_numpy` shares, in the words of PyTorch's refusal.
+const NUMPY_TYPES: &str = "float64, float32, float16, int64, int32, int16, int8, uint8, and bool";
 
 fn np_dtype_of(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Option<DType>> {
     let py = arr.py();
@@ -259,13 +268,23 @@ fn np_dtype_of(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Option<DType>> {
         Some(DType::I64)
     } else if d.is_equiv_to(&dtype::<bool>(py)) {
         Some(DType::Bool)
+    } else if d.is_equiv_to(&dtype::<i32>(py)) {
+        Some(DType::I32)
+    } else if d.is_equiv_to(&dtype::<i16>(py)) {
+        Some(DType::I16)
+    } else if d.is_equiv_to(&dtype::<i8>(py)) {
+        Some(DType::I8)
+    } else if d.is_equiv_to(&dtype::<u8>(py)) {
+        Some(DType::U8)
+    } else if d.is_equiv_to(&dtype::<crate::tensor::f16>(py)) {
+        Some(DType::F16)
     } else {
         None
     })
 }
 
-/// A copy of a NumPy array, keeping float64/int64/bool/float32; other
-/// integer and float kinds are widened the way PyTorch reads them.
+/// A copy of a NumPy array, keeping every dtype ferrograd has; other integer
+/// and float kinds (uint16-64, longdouble) are widened to int64/float64.
 fn from_numpy_copy(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Tensor> {
     // A copy may come from any layout: reversed (`a[::-1]`) or unaligned
     // arrays, which cannot be shared, are first copied by NumPy.
@@ -288,7 +307,7 @@ fn from_numpy_copy(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Tensor> {
                 "b" => "bool",
                 _ => {
                     return Err(PyTypeError::new_err(format!(
-                        "can't convert np.ndarray of type {}. The only supported types are: float64, float32, int64, and bool.",
+                        "can't convert np.ndarray of type {}. The only supported types are: {NUMPY_TYPES}.",
                         arr.dtype()
                     )))
                 }
@@ -313,7 +332,7 @@ pub fn from_numpy_shared(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     })?;
     let dt = np_dtype_of(arr)?.ok_or_else(|| {
         PyTypeError::new_err(format!(
-            "can't convert np.ndarray of type {}. The only supported types are: float64, float32, int64, and bool.",
+            "can't convert np.ndarray of type {}. The only supported types are: {NUMPY_TYPES}.",
             arr.dtype()
         ))
     })?;
@@ -373,6 +392,10 @@ pub struct StorageOwner {
 /// A NumPy array viewing the tensor's memory (no copy).
 pub fn to_numpy_shared<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     let v = t.view().clone();
+    if v.dtype() == DType::BF16 {
+        // NumPy has no bfloat16; PyTorch refuses with these words.
+        return Err(PyTypeError::new_err("Got unsupported ScalarType BFloat16"));
+    }
     let owner = Bound::new(
         py,
         StorageOwner {

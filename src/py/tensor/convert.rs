@@ -45,10 +45,10 @@ pub fn tensor_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyA
         DType::Bool => nest(py, &shape, &t.to_vec::<bool>(), &|v| {
             Ok(PyBool::new(py, v).to_owned().into_any())
         }),
-        DType::I64 => nest(py, &shape, &t.to_vec::<i64>(), &|v| {
+        d if d.is_int() => nest(py, &shape, &t.to_vec::<i64>(), &|v| {
             Ok(v.into_pyobject(py)?.into_any())
         }),
-        DType::F32 | DType::F64 => nest(py, &shape, &t.to_vec::<f64>(), &|v| {
+        _ => nest(py, &shape, &t.to_vec::<f64>(), &|v| {
             Ok(PyFloat::new(py, v).into_any())
         }),
     }
@@ -58,8 +58,8 @@ pub fn tensor_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyA
 fn scalar_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     Ok(match t.dtype() {
         DType::Bool => PyBool::new(py, t.to_vec::<bool>()[0]).to_owned().into_any(),
-        DType::I64 => t.to_vec::<i64>()[0].into_pyobject(py)?.into_any(),
-        DType::F32 | DType::F64 => PyFloat::new(py, t.item()?).into_any(),
+        d if d.is_int() => t.to_vec::<i64>()[0].into_pyobject(py)?.into_any(),
+        _ => PyFloat::new(py, t.item()?).into_any(),
     })
 }
 
