@@ -20,6 +20,7 @@ from ._C import (
     argmax,
     argmin,
     bernoulli,
+    bfloat16,
     broadcast_tensors,
     broadcast_to,
     cat,
@@ -33,6 +34,7 @@ from ._C import (
     empty,
     eye,
     flip,
+    float16,
     float32,
     float64,
     from_numpy,
@@ -42,6 +44,9 @@ from ._C import (
     get_rng_state,
     index_select,
     initial_seed,
+    int8,
+    int16,
+    int32,
     int64,
     is_grad_enabled,
     is_inference_mode_enabled,
@@ -81,6 +86,7 @@ from ._C import (
     sub,
     swapaxes,
     tensor,
+    uint8,
     unbind,
     unflatten,
     var,
@@ -100,6 +106,9 @@ from .autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_e
 float = float32  # noqa: A001 - PyTorch's alias
 double = float64
 long = int64
+half = float16
+short = int16
+int = int32  # noqa: A001 - PyTorch's alias
 
 __version__ = "0.1.0"
 
@@ -219,6 +228,7 @@ from ._C import (  # noqa: E402
 # isort: split
 
 # Imported after the names above exist: these modules use them.
+import builtins as _builtins  # noqa: E402
 import math as _math  # noqa: E402
 
 from . import (  # noqa: E402, F401  # noqa: E402
@@ -358,7 +368,7 @@ def broadcast_shapes(*shapes):
     """The shape ``shapes`` broadcast to (NumPy's rules), as a ``Size``."""
     out = []
     for shape in shapes:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = (shape,) if isinstance(shape, _builtins.int) else tuple(shape)
         out = [1] * (len(shape) - len(out)) + out
         lead = len(out) - len(shape)
         for i, n in enumerate(shape):
@@ -476,6 +486,7 @@ __all__ = [
     "flatten",
     "flip",
     "float",
+    "float16",
     "float32",
     "float64",
     "from_numpy",
@@ -486,6 +497,14 @@ __all__ = [
     "index_select",
     "inference_mode",
     "int64",
+    "int8",
+    "int16",
+    "int32",
+    "half",
+    "short",
+    "int",
+    "bfloat16",
+    "uint8",
     "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled",
     "is_grad_enabled",

@@ -9,7 +9,13 @@ use crate::tensor::{broadcast_shapes, DType, Tensor};
 macro_rules! compare_op {
     ($name:ident, $op:tt) => {
         pub fn $name(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-            let dt = result_type(a, b);
+            // Integers compare by value in int64 (`int8_tensor < 300` holds,
+            // as in PyTorch); floats in the result dtype, a Python number
+            // rounded to it first.
+            let dt = match result_type(a, b) {
+                d if d.is_int() => DType::I64,
+                d => d,
+            };
             let out_shape = broadcast_shapes(&a.shape(), &b.shape())?;
             let (a, b) = (cast_data(a, dt), cast_data(b, dt));
             let (va, vb) = (a.view(), b.view());

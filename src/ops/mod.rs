@@ -110,6 +110,20 @@ impl Scalar {
         self.tensor_of(self.result_type(t.dtype()))
     }
 
+    /// Like [`wrap`](Self::wrap), but next to a float16/bfloat16 tensor the
+    /// number stays a float32 (PyTorch's `*` and `/` compute with the
+    /// number unrounded, in the kernel's float32 "opmath" type); the result
+    /// dtype is unchanged, a 0-d operand being of the same category.
+    pub(crate) fn wrap_opmath(self, t: &Tensor) -> Tensor {
+        let dt = self.result_type(t.dtype());
+        // (A 0-d `t` would be promoted by a float32 0-d operand.)
+        if dt.is_low_precision() && t.ndim() > 0 {
+            self.tensor_of(DType::F32)
+        } else {
+            self.tensor_of(dt)
+        }
+    }
+
     /// A 0-d tensor of `dt` holding this number, an integer converted as an
     /// int64 tensor's `.to(dt)` would (exactly, wrapping into narrower types).
     pub(crate) fn tensor_of(self, dt: DType) -> Tensor {
@@ -165,6 +179,51 @@ macro_rules! dispatch_compute {
             _ => $crate::dispatch_native!($dt, $T => $body),
         }
     };
+}
+
+/// [`crate::dispatch_float!`] that also takes float16/bfloat16, computed as
+/// [`crate::dispatch_compute!`] computes them (the body must read its
+/// operands through `with_cast`/`cast_data` to `$dt`, and give a tensor).
+#[macro_export]
+macro_rules! dispatch_float_compute {
+    ($dt:ident, $T:ident => $body:expr) => {
+        match $dt {
+            $crate::tensor::DType::F16 | $crate::tensor::DType::BF16 => {
+                let orig = $dt;
+                let out: $crate::tensor::Tensor = {
+                    #[allow(unused_variables)]
+                    let $dt = $crate::tensor::DType::F32;
+                    type $T = f32;
+                    $body
+                };
+                $crate::ops::back_to(out, orig)
+            }
+            _ => $crate::dispatch_float!($dt, $T => $body),
+        }
+    };
+    // A dtype given as an expression: the body reads its operands in `$T`
+    // (through [`compute_contig`]) without naming the dtype.
+    ($dt:expr, $T:ident => $body:expr) => {{
+        let orig: $crate::tensor::DType = $dt;
+        match orig {
+            $crate::tensor::DType::F16 | $crate::tensor::DType::BF16 => {
+                type $T = f32;
+                let out: $crate::tensor::Tensor = $body;
+                $crate::ops::back_to(out, orig)
+            }
+            _ => $crate::dispatch_float!(orig, $T => $body),
+        }
+    }};
+}
+
+/// `t` laid out contiguously in its compute dtype (float32 for
+/// float16/bfloat16, [`DType::compute`]): what a float kernel reads.
+pub(crate) fn compute_contig(t: &Tensor) -> Tensor {
+    if t.dtype().is_low_precision() {
+        cast_data(t, DType::F32)
+    } else {
+        t.contiguous_data()
+    }
 }
 
 /// bool < integer < floating point, for promotion and in-place cast checks.

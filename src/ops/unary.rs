@@ -181,7 +181,8 @@ pub fn tanh(a: &Tensor) -> Result<Tensor> {
 fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let dt = y.dtype();
     let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
-    Ok(crate::dispatch_float!(dt, T => {
+    let (g, y) = (&cast_data(g, dt.compute()), &cast_data(y, dt.compute()));
+    Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
         let zero = <T as crate::tensor::Element>::zero();
         Tensor::from_vec(
@@ -195,8 +196,8 @@ fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
 fn fused_tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let dt = y.dtype();
     let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
-    let (g, y) = (cast_data(g, dt), cast_data(y, dt));
-    Ok(crate::dispatch_float!(dt, T => {
+    let (g, y) = (cast_data(g, dt.compute()), cast_data(y, dt.compute()));
+    Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
         Tensor::from_vec(
             crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| g * (<T as crate::tensor::Element>::one() - y * y)),
@@ -209,8 +210,8 @@ fn fused_tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
 fn fused_sigmoid_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let dt = y.dtype();
     let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
-    let (g, y) = (cast_data(g, dt), cast_data(y, dt));
-    Ok(crate::dispatch_float!(dt, T => {
+    let (g, y) = (cast_data(g, dt.compute()), cast_data(y, dt.compute()));
+    Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
         Tensor::from_vec(
             crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| g * (y * (<T as crate::tensor::Element>::one() - y))),

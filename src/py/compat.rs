@@ -12,8 +12,8 @@ use crate::tensor::{DType, Tensor};
 
 /// Sets the dtype that Python floats, float creation functions (`zeros`,
 /// `rand`, `arange` with float arguments, ...), layer parameters and integer
-/// to float promotion produce: `ferrograd.float32` (the initial default) or
-/// `ferrograd.float64`. Other dtypes raise PyTorch's `TypeError`.
+/// to float promotion produce: `ferrograd.float32` (the initial default),
+/// `float64`, `float16` or `bfloat16`. Other dtypes raise PyTorch's `TypeError`.
 #[pyfunction]
 fn set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
     let dt = match d.cast::<PyDType>() {

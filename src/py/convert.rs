@@ -69,7 +69,7 @@ pub fn to_tensor_like(obj: &Bound<'_, PyAny>, like: Option<&Tensor>) -> PyResult
         Some(Operand::Scalar(s)) => {
             let t = match like {
                 Some(l) => s.wrap(l),
-                None => scalar_tensor(s, None),
+                None => scalar_tensor(s, None)?,
             };
             super::capture::note_number_tensor(obj, &t);
             Ok(t)
@@ -79,12 +79,43 @@ pub fn to_tensor_like(obj: &Bound<'_, PyAny>, like: Option<&Tensor>) -> PyResult
     }
 }
 
-fn scalar_tensor(s: Scalar, dtype: Option<DType>) -> Tensor {
-    match (s, dtype) {
+fn scalar_tensor(s: Scalar, dtype: Option<DType>) -> PyResult<Tensor> {
+    Ok(match (s, dtype) {
         (Scalar::Int(i), None | Some(DType::I64)) => Tensor::scalar(i),
         (Scalar::Bool(b), None) => Tensor::scalar(b),
         (Scalar::Float(f), None) => Tensor::scalar_of(f, DType::default_float()),
-        (s, Some(dt)) => Tensor::scalar_of(s.to_f64(), dt),
+        (s, Some(dt)) => {
+            check_fits(s, dt)?;
+            s.tensor_of(dt)
+        }
+    })
+}
+
+/// PyTorch's check that a number written into an integer tensor
+/// (`tensor([300], dtype=uint8)`) fits: in the type's range (uint8 also
+/// takes -255..-1, which wrap, as PyTorch allows), and no NaN or infinity.
+pub fn check_fits(s: Scalar, dt: DType) -> PyResult<()> {
+    if !dt.is_int() {
+        return Ok(());
+    }
+    let bits = 8 * dt.size() as u32;
+    let (lo, hi) = if dt == DType::U8 {
+        (-255.0, 255.0)
+    } else {
+        (-(2f64.powi(bits as i32 - 1)), 2f64.powi(bits as i32 - 1) - 1.0)
+    };
+    let fits = match s {
+        Scalar::Bool(_) => true,
+        Scalar::Int(i) => dt == DType::I64 || (i as f64 >= lo && i as f64 <= hi),
+        Scalar::Float(f) => !f.is_nan() && f >= lo && (f <= hi || (dt == DType::I64 && f < 9.223_372_036_854_775_807e18)),
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(PyRuntimeError::new_err(format!(
+            "value cannot be converted to type {} without overflow",
+            dt.name()
+        )))
     }
 }
 
@@ -209,7 +240,7 @@ pub fn tensor_from_data(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResul
         });
     }
     if let Some(s) = as_scalar(obj) {
-        return Ok(scalar_tensor(s, dtype));
+        return scalar_tensor(s, dtype);
     }
     let mut g = Gathered {
         shape: Shape::new(),
@@ -241,14 +272,18 @@ pub fn tensor_from_data(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResul
                 .collect::<Vec<i64>>(),
             g.shape,
         ),
-        dt => crate::dispatch!(dt, T => Tensor::from_vec(
+        dt => crate::dispatch!(dt, T => Tensor::from_vec({
+            for &s in &g.vals {
+                check_fits(s, dt)?;
+            }
             g.vals
                 .iter()
                 .map(|s| match s {
                     Scalar::Int(i) => T::from_i64(*i),
                     other => T::from_f64(other.to_f64()),
                 })
-                .collect::<Vec<T>>(),
+                .collect::<Vec<T>>()
+            },
             g.shape,
         )),
     })

@@ -7,9 +7,9 @@ pub use half::{bf16, f16};
 
 /// The dtype PyTorch calls the default (`torch.get_default_dtype()`): what
 /// Python floats, float creation functions and integer-to-float promotion
-/// produce. Only float32 (0) or float64 (1); read on every creation, so an
-/// atomic rather than a lock.
-static DEFAULT_FLOAT: AtomicU8 = AtomicU8::new(0);
+/// produce. A floating dtype's [`DType::index`] (float32 at first); read on
+/// every creation, so an atomic rather than a lock.
+static DEFAULT_FLOAT: AtomicU8 = AtomicU8::new(DType::F32 as u8);
 
 /// The element types a tensor can hold, by category (bool, integers,
 /// floating point) and within a category by width. Promotion is PyTorch's
@@ -50,18 +50,14 @@ impl DType {
     /// The current default floating dtype (`set_default_dtype`).
     #[inline]
     pub fn default_float() -> DType {
-        if DEFAULT_FLOAT.load(Ordering::Relaxed) == 0 {
-            DType::F32
-        } else {
-            DType::F64
-        }
+        DType::from_index(DEFAULT_FLOAT.load(Ordering::Relaxed))
     }
 
-    /// Sets the default floating dtype; `dt` must be float32 or float64
-    /// (the binding checks it and raises PyTorch's error otherwise).
+    /// Sets the default floating dtype; `dt` must be floating (the binding
+    /// checks it and raises PyTorch's error otherwise).
     pub fn set_default_float(dt: DType) {
-        debug_assert!(matches!(dt, DType::F32 | DType::F64));
-        DEFAULT_FLOAT.store(u8::from(dt == DType::F64), Ordering::Relaxed);
+        debug_assert!(dt.is_float());
+        DEFAULT_FLOAT.store(dt.index(), Ordering::Relaxed);
     }
 
     /// A number in 0..10 naming the dtype, for packing it into

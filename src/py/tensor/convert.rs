@@ -243,6 +243,36 @@ impl PyTensor {
         cast(slf, &slf.get().t, DType::I64)
     }
 
+    /// Returns the tensor as float16 (the tensor itself if it already is).
+    fn half(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::F16)
+    }
+
+    /// Returns the tensor as bfloat16 (the tensor itself if it already is).
+    fn bfloat16(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::BF16)
+    }
+
+    /// Returns the tensor as int32 (the tensor itself if it already is).
+    fn int(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::I32)
+    }
+
+    /// Returns the tensor as int16 (the tensor itself if it already is).
+    fn short(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::I16)
+    }
+
+    /// Returns the tensor as int8 (the tensor itself if it already is).
+    fn char(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::I8)
+    }
+
+    /// Returns the tensor as uint8 (the tensor itself if it already is).
+    fn byte(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::U8)
+    }
+
     /// Returns the tensor as bool (the tensor itself if it already is).
     fn bool(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         cast(slf, &slf.get().t, DType::Bool)
