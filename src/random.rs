@@ -337,7 +337,7 @@ fn normal_fill_low<H: Element>(g: &mut CpuGenerator, shape: Shape, mean: f64, st
             let u1 = r(1.0 - f(d[j]));
             let u2 = d[j + 8];
             let radius = r(f(r(-2.0 * f(r(f(u1).ln())))).sqrt());
-            let theta = H::from_f64(2.0f32 as f64 * std::f64::consts::PI * u2.to_f64());
+            let theta = H::from_f64(2.0 * std::f64::consts::PI * u2.to_f64());
             let c = r(f(theta).cos());
             let s = r(f(theta).sin());
             d[j] = r(f(r(f(r(f(radius) * f(c))) * f(std))) + f(mean));
@@ -599,7 +599,7 @@ pub fn bernoulli_tensor(g: &mut CpuGenerator, p: &Tensor, dtype: DType) -> Resul
                 .map(|&x| if g.uniform_f64() < x { 1.0 } else { 0.0 })
                 .collect()
         }
-        DType::F32 => {
+        DType::F32 | DType::F16 | DType::BF16 => {
             let ps = p.to_vec::<f32>();
             ps.iter().try_for_each(|&x| check(x as f64))?;
             ps.iter()

@@ -134,6 +134,10 @@ from ._C import (  # noqa: E402
     atan,
     atan2,
     atanh,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     bmm,
     ceil,
     clamp_max,
@@ -248,10 +252,16 @@ from ._compile import compile  # noqa: E402
 from ._device import device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import (  # noqa: E402
+    BFloat16Tensor,
     BoolTensor,
+    ByteTensor,
+    CharTensor,
     DoubleTensor,
     FloatTensor,
+    HalfTensor,
+    IntTensor,
     LongTensor,
+    ShortTensor,
     set_default_tensor_type,
 )
 from .random import manual_seed  # noqa: E402
@@ -439,6 +449,12 @@ def equal(input, other):
 
 __all__ = [
     "BoolTensor",
+    "BFloat16Tensor",
+    "ByteTensor",
+    "CharTensor",
+    "HalfTensor",
+    "IntTensor",
+    "ShortTensor",
     "DoubleTensor",
     "FloatTensor",
     "LongTensor",
@@ -602,6 +618,10 @@ __all__ += [
     "atan",
     "atan2",
     "atanh",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "bmm",
     "ceil",
     "clamp_max",
@@ -708,9 +728,17 @@ from . import func  # noqa: E402
 from .func import vmap  # noqa: E402
 
 __all__ += ["func", "vmap"]
-from ._C import get_default_dtype, mode, set_default_dtype  # noqa: E402
+from ._C import can_cast, get_default_dtype, mode, promote_types, result_type, set_default_dtype  # noqa: E402
 
-__all__ += ["get_default_dtype", "mode", "set_default_dtype", "set_default_tensor_type"]
+__all__ += [
+    "can_cast",
+    "get_default_dtype",
+    "mode",
+    "promote_types",
+    "result_type",
+    "set_default_dtype",
+    "set_default_tensor_type",
+]
 __all__ += ["compile"]
 
 # ----- tensor API additions (_tensor_api/): constructors, index/scatter family, scans,

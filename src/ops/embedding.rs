@@ -123,6 +123,11 @@ pub fn embedding(
             weight.dtype().scalar_name()
         )));
     }
+    if indices.dtype() == DType::I32 {
+        // PyTorch takes Long and Int indices.
+        let wide = crate::ops::cast_data(indices, DType::I64);
+        return embedding(weight, &wide, padding_idx, scale_grad_by_freq);
+    }
     if indices.dtype() != DType::I64 {
         return Err(Error::runtime(format!(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {} instead (while checking arguments for embedding)",

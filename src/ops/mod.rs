@@ -12,6 +12,7 @@ mod compare;
 mod conv;
 mod convert;
 mod diagonal;
+pub mod dtypes;
 mod einsum;
 mod embedding;
 mod extrema;
@@ -67,7 +68,8 @@ pub use arith::{add, mul};
 pub use extrema::amax;
 pub use linalg::{matmul, mm};
 pub use reduce::sum;
-pub use shape::transpose;
+pub use convert::to_dtype;
+pub use shape::{clone_data, transpose};
 pub use unary::{exp, tanh};
 
 use crate::tensor::{DType, Element, Tensor, View};
@@ -107,7 +109,14 @@ impl Scalar {
 
     /// A 0-d tensor of the dtype this scalar takes next to `t`.
     pub(crate) fn wrap(self, t: &Tensor) -> Tensor {
-        self.tensor_of(self.result_type(t.dtype()))
+        let dt = self.result_type(t.dtype());
+        // An integer next to a narrow integer tensor keeps its value as an
+        // int64 0-d tensor (the result dtype is the same): comparisons see
+        // 300 (`int8_tensor < 300` holds), arithmetic wraps it as PyTorch's.
+        if let (Scalar::Int(i), true) = (self, dt.is_int() && t.ndim() > 0) {
+            return Tensor::scalar(i);
+        }
+        self.tensor_of(dt)
     }
 
     /// Like [`wrap`](Self::wrap), but next to a float16/bfloat16 tensor the
@@ -120,7 +129,7 @@ impl Scalar {
         if dt.is_low_precision() && t.ndim() > 0 {
             self.tensor_of(DType::F32)
         } else {
-            self.tensor_of(dt)
+            self.wrap(t)
         }
     }
 

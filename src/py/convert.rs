@@ -68,7 +68,7 @@ pub fn to_tensor_like(obj: &Bound<'_, PyAny>, like: Option<&Tensor>) -> PyResult
         Some(Operand::Tensor(t)) => Ok(t),
         Some(Operand::Scalar(s)) => {
             let t = match like {
-                Some(l) => s.wrap(l),
+                Some(l) => s.wrap_opmath(l),
                 None => scalar_tensor(s, None)?,
             };
             super::capture::note_number_tensor(obj, &t);
@@ -287,6 +287,20 @@ pub fn tensor_from_data(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResul
             g.shape,
         )),
     })
+}
+
+/// A tensor used as an index, as PyTorch takes it: int64 and bool as they
+/// are, int32 widened, uint8 as a mask (PyTorch's deprecated byte masks);
+/// other dtypes refused with PyTorch's words.
+fn index_tensor(t: &Tensor) -> PyResult<Tensor> {
+    match t.dtype() {
+        DType::I64 | DType::Bool => Ok(t.clone()),
+        DType::I32 => Ok(crate::ops::cast_data(t, DType::I64)),
+        DType::U8 => Ok(crate::ops::cast_data(t, DType::Bool)),
+        _ => Err(PyIndexError::new_err(
+            "tensors used as indices must be long, int, byte or bool tensors",
+        )),
+    }
 }
 
 /// The NumPy types `from_numpy` shares, in the words of PyTorch's refusal.
@@ -679,14 +693,10 @@ pub fn index_items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
             IndexItem::Int(i)
         } else if let Ok(ti) = it.cast::<PyTensor>() {
             let ti = &ti.get().t;
-            if ti.dtype() == DType::I64 && ti.ndim() == 0 {
+            if matches!(ti.dtype(), DType::I64 | DType::I32) && ti.ndim() == 0 {
                 IndexItem::Int(ti.to_vec::<i64>()[0])
-            } else if ti.dtype().is_float() {
-                return Err(PyIndexError::new_err(
-                    "tensors used as indices must be long, int, byte or bool tensors",
-                ));
             } else {
-                IndexItem::Tensor(ti.clone())
+                IndexItem::Tensor(index_tensor(ti)?)
             }
         } else if it.is_instance_of::<PyList>() || it.hasattr("__array__")? {
             let t = tensor_from_data(it, None)?;
@@ -695,12 +705,7 @@ pub fn index_items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
             } else {
                 t
             };
-            if t.dtype().is_float() {
-                return Err(PyIndexError::new_err(
-                    "tensors used as indices must be long, int, byte or bool tensors",
-                ));
-            }
-            IndexItem::Tensor(t)
+            IndexItem::Tensor(index_tensor(&t)?)
         } else {
             return Err(PyIndexError::new_err(
                 "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got ".to_string()
