@@ -171,5 +171,13 @@ fn convert(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, elementwise, broadcast, reduce, matmul, norm, convert);
+criterion_group!(
+    benches,
+    elementwise,
+    broadcast,
+    reduce,
+    matmul,
+    norm,
+    convert
+);
 criterion_main!(benches);

@@ -287,8 +287,10 @@ def test_matmul_is_float32_rounded_once(d):
     ref32 = torch.from_numpy(xa) @ torch.from_numpy(xb)
     exact(a @ b, round_to(ref32.numpy(), d), d)
     np.testing.assert_allclose(ref32.numpy(), xa.astype(np.float64) @ xb, rtol=1e-5, atol=1e-4)
-    exact(a[0] @ b[0], round_to(ref32.numpy()[0], d), d)  # mm
-    exact(a[0] @ b[0][:, 0], round_to(ref32.numpy()[0][:, 0], d), d)  # mv
+    fa, fb = torch.from_numpy(xa), torch.from_numpy(xb)
+    exact(a[0] @ b[0], round_to((fa[0] @ fb[0]).numpy(), d), d)  # mm
+    exact(a[0] @ b[0][:, 0], round_to((fa[0] @ fb[0][:, 0]).numpy(), d), d)  # mv
+    exact(a[0][0] @ b[0][:, 0], round_to((fa[0][0] @ fb[0][:, 0]).numpy(), d), d)  # dot
     c, xc = low_input(d, shape=(5,), seed=8)
     lin = F.linear(a[0], b[0].t(), c)
     exact(lin, round_to((torch.from_numpy(xa[0]) @ torch.from_numpy(xb[0]) + torch.from_numpy(xc)).numpy(), d), d)

@@ -187,10 +187,30 @@ mod tests {
     /// boundary, the largest finite values, infinities, NaNs with payloads.
     fn samples() -> Vec<f32> {
         let mut bits: Vec<u32> = vec![
-            0, 0x8000_0000, 1, 0x8000_0001, 0x007f_ffff, 0x0080_0000, 0x3f80_0000, 0x3f80_8000,
-            0x3f81_8000, 0x3f80_7fff, 0x3f80_8001, 0x7f7f_ffff, 0xff7f_ffff, 0x7f80_0000,
-            0xff80_0000, 0x7fc0_0000, 0xffc0_0001, 0x7f80_0001, 0x7fbf_ffff, 0x3380_0000,
-            0x3380_0001, 0x477f_f000, 0x477f_efff, 0x4780_0000,
+            0,
+            0x8000_0000,
+            1,
+            0x8000_0001,
+            0x007f_ffff,
+            0x0080_0000,
+            0x3f80_0000,
+            0x3f80_8000,
+            0x3f81_8000,
+            0x3f80_7fff,
+            0x3f80_8001,
+            0x7f7f_ffff,
+            0xff7f_ffff,
+            0x7f80_0000,
+            0xff80_0000,
+            0x7fc0_0000,
+            0xffc0_0001,
+            0x7f80_0001,
+            0x7fbf_ffff,
+            0x3380_0000,
+            0x3380_0001,
+            0x477f_f000,
+            0x477f_efff,
+            0x4780_0000,
         ];
         // A deterministic sweep over the whole bit space.
         let mut s: u32 = 0x1234_5678;
@@ -211,7 +231,12 @@ mod tests {
         f32_to_f16_slice(&mut a, &src);
         f32_to_f16_portable(&mut b, &src);
         for i in 0..src.len() {
-            assert_eq!(a[i].to_bits(), b[i].to_bits(), "f32 bits {:#x}", src[i].to_bits());
+            assert_eq!(
+                a[i].to_bits(),
+                b[i].to_bits(),
+                "f32 bits {:#x}",
+                src[i].to_bits()
+            );
         }
         let halves: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
         let mut x = vec![0f32; halves.len()];
@@ -235,7 +260,12 @@ mod tests {
                 continue;
             }
             // The half crate's conversion is the reference for non-NaN values.
-            assert_eq!(a[i].to_bits(), bf16::from_f32(x).to_bits(), "bits {:#x}", x.to_bits());
+            assert_eq!(
+                a[i].to_bits(),
+                bf16::from_f32(x).to_bits(),
+                "bits {:#x}",
+                x.to_bits()
+            );
         }
         // Ties go to even.
         assert_eq!(f32_to_bf16(f32::from_bits(0x3f80_8000)).to_bits(), 0x3f80);

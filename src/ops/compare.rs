@@ -81,8 +81,12 @@ fn float_test(a: &Tensor, int_value: bool, f32f: fn(f32) -> bool, f64f: fn(f64) 
     let out = match v.dtype() {
         DType::F32 => crate::kernels::elementwise::unary::<f32, bool>(&v, f32f),
         DType::F64 => crate::kernels::elementwise::unary::<f64, bool>(&v, f64f),
-        DType::F16 => crate::kernels::elementwise::unary::<crate::tensor::f16, bool>(&v, |x| f32f(x.to_f32())),
-        DType::BF16 => crate::kernels::elementwise::unary::<crate::tensor::bf16, bool>(&v, |x| f32f(x.to_f32())),
+        DType::F16 => {
+            crate::kernels::elementwise::unary::<crate::tensor::f16, bool>(&v, |x| f32f(x.to_f32()))
+        }
+        DType::BF16 => crate::kernels::elementwise::unary::<crate::tensor::bf16, bool>(&v, |x| {
+            f32f(x.to_f32())
+        }),
         _ => vec![int_value; v.numel()],
     };
     Tensor::from_vec(out, shape)

@@ -65,24 +65,65 @@ pub const FAMILIES: &[(&str, Dtypes, &[&str])] = &[
         "moves and selection",
         Dtypes::All,
         &[
-            "to", "clone", "contiguous", "view", "reshape", "cat", "stack", "index", "index_put",
-            "gather", "scatter", "index_select", "where", "flip", "sort", "argsort", "topk",
-            "max", "min", "amax", "amin", "clamp", "maximum", "minimum",
+            "to",
+            "clone",
+            "contiguous",
+            "view",
+            "reshape",
+            "cat",
+            "stack",
+            "index",
+            "index_put",
+            "gather",
+            "scatter",
+            "index_select",
+            "where",
+            "flip",
+            "sort",
+            "argsort",
+            "topk",
+            "max",
+            "min",
+            "amax",
+            "amin",
+            "clamp",
+            "maximum",
+            "minimum",
         ],
     ),
     (
         "comparisons and logical",
         Dtypes::All,
         &[
-            "eq", "ne", "lt", "le", "gt", "ge", "isclose", "logical_and", "logical_or",
-            "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "isclose",
+            "logical_and",
+            "logical_or",
+            "logical_xor",
+            "logical_not",
+            "isnan",
+            "isinf",
+            "isfinite",
         ],
     ),
     ("arithmetic", Dtypes::All, &["add", "mul", "pow"]),
     (
         "arithmetic without bool",
         Dtypes::Numeric,
-        &["sub", "neg", "remainder", "fmod", "floor_divide", "sign", "relu"],
+        &[
+            "sub",
+            "neg",
+            "remainder",
+            "fmod",
+            "floor_divide",
+            "sign",
+            "relu",
+        ],
     ),
     ("sums", Dtypes::All, &["sum", "prod", "cumsum"]),
     (
@@ -104,10 +145,28 @@ pub const FAMILIES: &[(&str, Dtypes, &[&str])] = &[
         "float only",
         Dtypes::Floating,
         &[
-            "mean", "var", "std", "norm", "frac", "conv1d", "conv2d", "max_pool2d",
-            "avg_pool2d", "batch_norm", "layer_norm", "softmax", "log_softmax", "nll_loss",
-            "scaled_dot_product_attention", "lstm", "gru", "embedding", "rand", "randn",
-            "normal_", "uniform_",
+            "mean",
+            "var",
+            "std",
+            "norm",
+            "frac",
+            "conv1d",
+            "conv2d",
+            "max_pool2d",
+            "avg_pool2d",
+            "batch_norm",
+            "layer_norm",
+            "softmax",
+            "log_softmax",
+            "nll_loss",
+            "scaled_dot_product_attention",
+            "lstm",
+            "gru",
+            "embedding",
+            "rand",
+            "randn",
+            "normal_",
+            "uniform_",
         ],
     ),
     (
@@ -135,7 +194,12 @@ mod tests {
         assert_eq!(Dtypes::Numeric.members().len(), 9);
         assert_eq!(Dtypes::Floating.members().len(), 4);
         assert_eq!(Dtypes::Integral.members().len(), 6);
-        let e = Dtypes::Integral.check("bitwise_and_cpu", DType::F16).unwrap_err();
-        assert_eq!(e.to_string(), "\"bitwise_and_cpu\" not implemented for 'Half'");
+        let e = Dtypes::Integral
+            .check("bitwise_and_cpu", DType::F16)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "\"bitwise_and_cpu\" not implemented for 'Half'"
+        );
     }
 }

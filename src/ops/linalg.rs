@@ -311,7 +311,10 @@ pub(crate) fn addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let (vc, va, vb) = (e.view(), a.view(), b.view());
         if da.is_low_precision() {
             // bias + a @ b in float32, rounded once.
-            let sum = crate::ops::add(&crate::ops::cast_data(&e, DType::F32), &product_low_precision(&va, &vb, shape).0)?;
+            let sum = crate::ops::add(
+                &crate::ops::cast_data(&e, DType::F32),
+                &product_low_precision(&va, &vb, shape).0,
+            )?;
             super::back_to(sum, da)
         } else {
             crate::dispatch_native!(da, T => Tensor::from_vec(addmm_kernel::<T>(&vc, &va, &vb), shape))

@@ -38,7 +38,6 @@ pub(crate) use activation::*;
 pub(crate) use arith::*;
 pub(crate) use clamp::*;
 pub(crate) use compare::*;
-pub(crate) use convert::*;
 pub(crate) use diagonal::*;
 pub(crate) use einsum::*;
 pub(crate) use extrema::*;
@@ -65,10 +64,10 @@ pub use sort::*;
 // rustc reports any that nothing uses.
 pub use activation::{log_softmax, softmax};
 pub use arith::{add, mul};
+pub use convert::to_dtype;
 pub use extrema::amax;
 pub use linalg::{matmul, mm};
 pub use reduce::sum;
-pub use convert::to_dtype;
 pub use shape::{clone_data, transpose};
 pub use unary::{exp, tanh};
 
@@ -137,7 +136,9 @@ impl Scalar {
     /// int64 tensor's `.to(dt)` would (exactly, wrapping into narrower types).
     pub(crate) fn tensor_of(self, dt: DType) -> Tensor {
         match self {
-            Scalar::Int(i) => crate::dispatch!(dt, T => Tensor::scalar(<T as Element>::from_i64(i))),
+            Scalar::Int(i) => {
+                crate::dispatch!(dt, T => Tensor::scalar(<T as Element>::from_i64(i)))
+            }
             _ => Tensor::scalar_of(self.to_f64(), dt),
         }
     }

@@ -191,7 +191,14 @@ fn nll_grad_data(
     let dt = g.dtype();
     if dt.is_low_precision() {
         let f = |t: &Tensor| crate::ops::cast_data(t, DType::F32);
-        let out = nll_grad_data(&f(g), target, weight.map(f).as_ref(), ignore_index, per_element, shape)?;
+        let out = nll_grad_data(
+            &f(g),
+            target,
+            weight.map(f).as_ref(),
+            ignore_index,
+            per_element,
+            shape,
+        )?;
         return Ok(crate::ops::back_to(out, dt));
     }
     let (c, inner) = class_layout(shape);

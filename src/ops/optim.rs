@@ -118,23 +118,27 @@ pub fn foreach_step(rule: &Rule, rows: &[Vec<Tensor>], per: &[[f64; 3]]) -> Resu
         let (slot, _, dt) = &ptrs[i];
         match *dt {
             // SAFETY (both): as below.
-            DType::F16 => unsafe { low_precision_step::<f16>(rule, per[i], slot, start, len, width) },
-            DType::BF16 => unsafe { low_precision_step::<bf16>(rule, per[i], slot, start, len, width) },
+            DType::F16 => unsafe {
+                low_precision_step::<f16>(rule, per[i], slot, start, len, width)
+            },
+            DType::BF16 => unsafe {
+                low_precision_step::<bf16>(rule, per[i], slot, start, len, width)
+            },
             _ => crate::dispatch_float!(*dt, T => {
-            // SAFETY: each pointer is the first element of a contiguous run of
-            // the row's `n` elements (checked above); tasks cover disjoint
-            // chunks, and written tensors overlap nothing else in the call.
-            unsafe {
-                let at = |k: usize| (slot[k].get() as *mut T).add(start);
-                let p = std::slice::from_raw_parts_mut(at(0), len);
-                let g = std::slice::from_raw_parts(at(1) as *const T, len);
-                let mut states: [&mut [T]; MAX_ROW - 2] = Default::default();
-                for (k, s) in states.iter_mut().enumerate().take(width - 2) {
-                    *s = std::slice::from_raw_parts_mut(at(k + 2), len);
+                // SAFETY: each pointer is the first element of a contiguous run of
+                // the row's `n` elements (checked above); tasks cover disjoint
+                // chunks, and written tensors overlap nothing else in the call.
+                unsafe {
+                    let at = |k: usize| (slot[k].get() as *mut T).add(start);
+                    let p = std::slice::from_raw_parts_mut(at(0), len);
+                    let g = std::slice::from_raw_parts(at(1) as *const T, len);
+                    let mut states: [&mut [T]; MAX_ROW - 2] = Default::default();
+                    for (k, s) in states.iter_mut().enumerate().take(width - 2) {
+                        *s = std::slice::from_raw_parts_mut(at(k + 2), len);
+                    }
+                    step::<T>(rule, per[i], p, g, &mut states[..width - 2]);
                 }
-                step::<T>(rule, per[i], p, g, &mut states[..width - 2]);
-            }
-        }),
+            }),
         }
     };
     parallel::run(total, |threads| {

@@ -249,15 +249,17 @@ fn max_backward(g: &Tensor, idx: &Tensor, in_shape: &Shape) -> Result<Tensor> {
         let gc = super::compute_contig(g);
         let ic = idx.contiguous_data();
         let (vg, vi) = (gc.view(), ic.view());
-        return Ok(crate::dispatch_float_compute!(g.dtype(), T => Tensor::from_vec(
-            kp::scatter_planes::<T>(
-                vg.as_slice::<T>().unwrap_or(&[]),
-                vi.as_slice::<i64>().unwrap_or(&[]),
-                planes,
-                plane,
-            ),
-            in_shape.clone(),
-        )));
+        return Ok(
+            crate::dispatch_float_compute!(g.dtype(), T => Tensor::from_vec(
+                kp::scatter_planes::<T>(
+                    vg.as_slice::<T>().unwrap_or(&[]),
+                    vi.as_slice::<i64>().unwrap_or(&[]),
+                    planes,
+                    plane,
+                ),
+                in_shape.clone(),
+            )),
+        );
     }
     let zeros = Tensor::zeros(Shape::from_slice(&[planes, plane]), g.dtype());
     let gx = scatter_add(

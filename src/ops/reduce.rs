@@ -254,7 +254,11 @@ pub(crate) fn prod(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Te
             Tensor::from_vec(r, out_shape)
         })
     };
-    let out = if a.dtype().is_low_precision() { super::back_to(out, a.dtype()) } else { out };
+    let out = if a.dtype().is_low_precision() {
+        super::back_to(out, a.dtype())
+    } else {
+        out
+    };
     if needs_record(&[a]) {
         let keep_shape = reduced_shape(&shape, &mask, true);
         record(

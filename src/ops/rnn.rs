@@ -217,7 +217,10 @@ pub fn lstm_layer_backward(
             reverse,
             needs,
         )?;
-        return Ok(out.into_iter().map(|t| t.map(|t| super::back_to(t, dt))).collect());
+        return Ok(out
+            .into_iter()
+            .map(|t| t.map(|t| super::back_to(t, dt)))
+            .collect());
     }
     let s = layout(g_hn, w_hh, sizes, reverse, 4)?;
     let input = lstm_input(&s, x, w_ih, None, None)?;
@@ -276,7 +279,14 @@ pub fn gru_layer_forward(
     let dt = float_dtype(&all)?;
     if dt.is_low_precision() {
         let b = b_hh.map(f32_of);
-        let out = gru_layer_forward(&f32_of(gi), &f32_of(h0), &f32_of(w_hh), b.as_ref(), sizes, reverse)?;
+        let out = gru_layer_forward(
+            &f32_of(gi),
+            &f32_of(h0),
+            &f32_of(w_hh),
+            b.as_ref(),
+            sizes,
+            reverse,
+        )?;
         return Ok(out.into_iter().map(|t| super::back_to(t, dt)).collect());
     }
     let s = steps(gi, h0, w_hh, b_hh, sizes, reverse, 3)?;
@@ -314,7 +324,15 @@ pub fn gru_layer_backward(
     let dt = float_dtype(&[g_out, g_hn, gates, h_prev, w_hh])?;
     if dt.is_low_precision() {
         let f = f32_of;
-        let out = gru_layer_backward(&f(g_out), &f(g_hn), &f(gates), &f(h_prev), &f(w_hh), sizes, reverse)?;
+        let out = gru_layer_backward(
+            &f(g_out),
+            &f(g_hn),
+            &f(gates),
+            &f(h_prev),
+            &f(w_hh),
+            sizes,
+            reverse,
+        )?;
         return Ok(out.into_iter().map(|t| super::back_to(t, dt)).collect());
     }
     let hidden = g_hn.shape().last().copied().unwrap_or(0);

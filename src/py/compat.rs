@@ -105,7 +105,10 @@ fn result_type(
         ops::Scalar::Int(_) => DType::I64,
         ops::Scalar::Float(_) => DType::default_float(),
     };
-    let dt = match (operand_of(tensor1, "tensor1")?, operand_of(tensor2, "tensor2")?) {
+    let dt = match (
+        operand_of(tensor1, "tensor1")?,
+        operand_of(tensor2, "tensor2")?,
+    ) {
         (Ok(a), Ok(b)) => ops::result_type(&a, &b),
         (Ok(t), Err(s)) | (Err(s), Ok(t)) => s.result_type(t.dtype()),
         (Err(a), Err(b)) => scalar_dtype(a).promote(scalar_dtype(b)),

@@ -102,12 +102,19 @@ pub fn check_fits(s: Scalar, dt: DType) -> PyResult<()> {
     let (lo, hi) = if dt == DType::U8 {
         (-255.0, 255.0)
     } else {
-        (-(2f64.powi(bits as i32 - 1)), 2f64.powi(bits as i32 - 1) - 1.0)
+        (
+            -(2f64.powi(bits as i32 - 1)),
+            2f64.powi(bits as i32 - 1) - 1.0,
+        )
     };
     let fits = match s {
         Scalar::Bool(_) => true,
-        Scalar::Int(i) => dt == DType::I64 || (i as f64 >= lo && i as f64 <= hi),
-        Scalar::Float(f) => !f.is_nan() && f >= lo && (f <= hi || (dt == DType::I64 && f < 9.223_372_036_854_775_807e18)),
+        Scalar::Int(i) => dt == DType::I64 || (lo..=hi).contains(&(i as f64)),
+        Scalar::Float(f) => {
+            !f.is_nan()
+                && f >= lo
+                && (f <= hi || (dt == DType::I64 && f < 9.223_372_036_854_775_807e18))
+        }
     };
     if fits {
         Ok(())

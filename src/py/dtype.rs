@@ -87,7 +87,9 @@ pub fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
                 .map_err(|_| PyTypeError::new_err(format!("{obj} is not a ferrograd dtype")))?
         }
     };
-    let name = name.trim_start_matches("ferrograd.").trim_start_matches("torch.");
+    let name = name
+        .trim_start_matches("ferrograd.")
+        .trim_start_matches("torch.");
     dtype_named(name).ok_or_else(|| {
         PyTypeError::new_err(format!(
             "dtype {name} is not supported by ferrograd (bool, uint8, int8, int16, int32, \

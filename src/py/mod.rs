@@ -44,8 +44,6 @@ mod tensor_sampling;
 
 use pyo3::prelude::*;
 
-
-
 /// In a forked child the pool's threads are gone; the next kernel builds a new pool.
 extern "C" fn after_fork_child() {
     crate::kernels::parallel::mark_forked();

@@ -431,7 +431,12 @@ macro_rules! half_element {
 }
 
 half_element!(f16, DType::F16, F16, f16::from_f32);
-half_element!(bf16, DType::BF16, BF16, crate::kernels::convert::f32_to_bf16);
+half_element!(
+    bf16,
+    DType::BF16,
+    BF16,
+    crate::kernels::convert::f32_to_bf16
+);
 
 /// Floating-point elements the float kernels are written for (float32 and
 /// float64; float16/bfloat16 are computed in float32 and rounded once).

@@ -167,7 +167,10 @@ const SUMMARY_BIG: u64 = 1 << 63;
 fn summary_of(v: &View) -> u64 {
     let (n, rank) = (v.numel() as u64, v.shape.len() as u64);
     let dt = v.dtype().index() as u64;
-    const _: () = assert!(dtype::DTYPE_BITS == 4, "the summary packs a dtype in 4 bits");
+    const _: () = assert!(
+        dtype::DTYPE_BITS == 4,
+        "the summary packs a dtype in 4 bits"
+    );
     if n < 1 << 51 && rank <= 0xff {
         n << 12 | rank << 4 | dt
     } else {

@@ -196,33 +196,36 @@ pub(crate) fn heaviside(a: &Tensor, values: &Tensor) -> Result<Tensor> {
     let out_dt = a.dtype();
     let dt = wide(out_dt);
     let (a, v) = (a.detach(), values.detach());
-    Ok(back_to(match dt {
-        DType::Bool => map2!(&a, &v, dt, bool, |x, y| if !x { y } else { x }),
-        DType::I64 => map2!(&a, &v, dt, i64, |x, y| match x {
-            0 => y,
-            x if x < 0 => 0,
-            _ => 1,
-        }),
-        DType::F32 => map2!(&a, &v, dt, f32, |x, y| if x == 0.0 {
-            y
-        } else if x < 0.0 {
-            0.0
-        } else if x > 0.0 {
-            1.0
-        } else {
-            x
-        }),
-        DType::F64 => map2!(&a, &v, dt, f64, |x, y| if x == 0.0 {
-            y
-        } else if x < 0.0 {
-            0.0
-        } else if x > 0.0 {
-            1.0
-        } else {
-            x
-        }),
-        other => unreachable!("wide() gave {other}"),
-    }, out_dt))
+    Ok(back_to(
+        match dt {
+            DType::Bool => map2!(&a, &v, dt, bool, |x, y| if !x { y } else { x }),
+            DType::I64 => map2!(&a, &v, dt, i64, |x, y| match x {
+                0 => y,
+                x if x < 0 => 0,
+                _ => 1,
+            }),
+            DType::F32 => map2!(&a, &v, dt, f32, |x, y| if x == 0.0 {
+                y
+            } else if x < 0.0 {
+                0.0
+            } else if x > 0.0 {
+                1.0
+            } else {
+                x
+            }),
+            DType::F64 => map2!(&a, &v, dt, f64, |x, y| if x == 0.0 {
+                y
+            } else if x < 0.0 {
+                0.0
+            } else if x > 0.0 {
+                1.0
+            } else {
+                x
+            }),
+            other => unreachable!("wide() gave {other}"),
+        },
+        out_dt,
+    ))
 }
 
 /// `pow` computed in float64 (both operands converted first, as PyTorch's

@@ -11,7 +11,7 @@ use crate::ops::{self, Scalar};
 use crate::py::capture;
 use crate::py::convert::{as_scalar, operand, scalar_from_any, to_tensor_like, Operand};
 use crate::py::errors::{enter, product_work, work};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 type TT = fn(&Tensor, &Tensor) -> crate::Result<Tensor>;
 type TS = fn(&Tensor, Scalar) -> crate::Result<Tensor>;
