@@ -412,3 +412,30 @@ def test_optimizers_keep_state_in_the_parameters_dtype(d, opt):
         (q * q).sum().backward()
         o2.step()
     np.testing.assert_allclose(values(p), q.detach().numpy(), rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("d", LOW, ids=name)
+def test_layers_run_in_the_low_precision_dtype(d):
+    torch.manual_seed(0)
+    x = torch.randn(4, 3).to(d)
+    layers = [
+        (torch.nn.Linear(3, 2), x),
+        (torch.nn.LayerNorm(3), x),
+        (torch.nn.BatchNorm1d(3), x),
+        (torch.nn.Conv2d(1, 2, 3), torch.randn(1, 1, 5, 5).to(d)),
+        (torch.nn.LSTM(3, 4), x.unsqueeze(1)),
+    ]
+    for layer, inp in layers:
+        layer = layer.half() if d == torch.float16 else layer.bfloat16()
+        out = layer(inp)
+        out = out[0] if isinstance(out, tuple) else out
+        assert out.dtype == d, type(layer).__name__
+        out.float().sum().backward()
+        for p in layer.parameters():
+            assert p.dtype == d and p.grad is not None and p.grad.dtype == d
+    e = torch.nn.Embedding(5, 3).to(d)
+    assert e(torch.tensor([1, 2], dtype=torch.int32)).dtype == d
+    q = x[None]
+    assert F.scaled_dot_product_attention(q, q, q).dtype == d
+    assert F.max_pool2d(torch.randn(1, 1, 4, 4).to(d), 2).dtype == d
+    assert F.cross_entropy(x, torch.tensor([0, 1, 2, 0])).dtype == d
