@@ -111,9 +111,7 @@ pub fn check_fits(s: Scalar, dt: DType) -> PyResult<()> {
         Scalar::Bool(_) => true,
         Scalar::Int(i) => dt == DType::I64 || (lo..=hi).contains(&(i as f64)),
         Scalar::Float(f) => {
-            !f.is_nan()
-                && f >= lo
-                && (f <= hi || (dt == DType::I64 && f < 9.223_372_036_854_775_807e18))
+            !f.is_nan() && f >= lo && (f <= hi || (dt == DType::I64 && f < -(i64::MIN as f64)))
         }
     };
     if fits {

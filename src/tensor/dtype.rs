@@ -297,7 +297,9 @@ impl Element for bool {
 #[inline(always)]
 pub fn float_to_i64(v: f64) -> i64 {
     // `as` saturates and maps NaN to 0; the hardware gives the minimum.
-    if v.is_nan() || !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&v) {
+    // -2^63 and 2^63, exactly.
+    const LIMIT: f64 = -(i64::MIN as f64);
+    if v.is_nan() || !(-LIMIT..LIMIT).contains(&v) {
         i64::MIN
     } else {
         v as i64
