@@ -251,6 +251,11 @@ pub fn uniform(
 ) -> Result<Tensor> {
     float_only(dtype, "check_uniform_bounds")?;
     let n = numel(&shape);
+    if dtype.is_low_precision() {
+        // Drawn as float32 and rounded, as PyTorch's kernel computes in float.
+        let t = uniform(g, shape, DType::F32, from, to)?;
+        return Ok(crate::ops::cast_data(&t, dtype));
+    }
     Ok(if dtype == DType::F32 {
         let (from, to) = (from as f32, to as f32);
         let mut v = alloc_vec(n);
@@ -281,6 +286,20 @@ pub fn normal(
     let n = numel(&shape);
     let vectorised = n >= 16 && contiguous;
     Ok(match dtype {
+        // float16/bfloat16: PyTorch's scalar path (fewer than 16 values) is
+        // the double sample rounded, matched here; from 16 values on its
+        // generic kernel computes in the 16-bit type itself, which ferrograd
+        // does not reproduce: it draws float32's vectorised samples and
+        // rounds them once.
+        DType::F16 | DType::BF16 if vectorised => {
+            let t = normal(g, shape, DType::F32, mean, std, contiguous)?;
+            crate::ops::cast_data(&t, dtype)
+        }
+        DType::F16 | DType::BF16 => {
+            let mut v: Vec<f64> = alloc_vec(n);
+            v.extend((0..n).map(|_| g.normal_f64(mean, std)));
+            crate::ops::cast_data(&Tensor::from_vec(v, shape), dtype)
+        }
         DType::F32 if vectorised => {
             let mut d: Vec<f32> = alloc_vec(n);
             d.extend((0..n).map(|_| g.uniform_f32()));
@@ -487,6 +506,21 @@ pub fn random_full(g: &mut CpuGenerator, shape: Shape, dtype: DType) -> Tensor {
             v.extend((0..n).map(|_| (g.random64() % ((1u64 << 53) + 1)) as f64));
             Tensor::from_vec(v, shape)
         }
+        // 32 random bits modulo the type's largest value + 1 (its mantissa's
+        // range for the 16-bit floats), as PyTorch's `uniform_int`.
+        dt => {
+            let modulus: u64 = match dt {
+                DType::U8 => 256,
+                DType::I8 => 128,
+                DType::I16 => 1 << 15,
+                DType::I32 => 1 << 31,
+                DType::F16 => (1 << 11) + 1,
+                _ => (1 << 8) + 1,
+            };
+            let mut v: Vec<i64> = alloc_vec(n);
+            v.extend((0..n).map(|_| (g.random() as u64 % modulus) as i64));
+            crate::ops::cast_data(&Tensor::from_vec(v, shape), dt)
+        }
     }
 }
 
@@ -539,7 +573,7 @@ pub fn bernoulli_tensor(g: &mut CpuGenerator, p: &Tensor, dtype: DType) -> Resul
                 .map(|&x| if g.uniform_f64() < x { 1.0 } else { 0.0 })
                 .collect()
         }
-        DType::F32 => {
+        DType::F32 | DType::F16 | DType::BF16 => {
             let ps = p.to_vec::<f32>();
             ps.iter().try_for_each(|&x| check(x as f64))?;
             ps.iter()

@@ -43,6 +43,29 @@ def check_collectives(rank, world):
             np.testing.assert_allclose(t.numpy(), ref(np.stack(xs)).astype(dt), rtol=1e-6)
             assert t._version > v, "all_reduce must bump the version counter"
 
+    # The narrow integers go as their own MPI types (wrapping as NumPy's); float16 and
+    # bfloat16 as float32, summed there and rounded once.
+    for dt, npdt in ((torch.int32, np.int32), (torch.int16, np.int16), (torch.int8, np.int8),
+                     (torch.uint8, np.uint8)):  # fmt: skip
+        xs = [data(r, dtype=np.int64) for r in range(world)]
+        t = torch.from_numpy(xs[rank].astype(npdt))
+        dist.all_reduce(t)
+        with np.errstate(over="ignore"):
+            want = np.sum(np.stack(xs), axis=0).astype(npdt)
+        assert t.dtype == dt
+        np.testing.assert_array_equal(t.numpy(), want)
+    for dt in (torch.float16, torch.bfloat16):
+        xs = [data(r, dtype=np.float32) / 8 for r in range(world)]
+        t = torch.from_numpy(xs[rank].copy()).to(dt)
+        v = t._version
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        want = torch.from_numpy(np.sum(np.stack([x.astype(np.float32) for x in xs]), 0) / world)
+        assert t.dtype == dt and t._version > v
+        np.testing.assert_array_equal(t.float().numpy(), want.to(dt).float().numpy())
+        b = torch.full((3,), float(rank), dtype=dt)
+        dist.broadcast(b, src=0)
+        assert b.tolist() == [0.0, 0.0, 0.0]
+
     # Bools reduce as logical or (SUM, MAX) and logical and (PRODUCT, MIN).
     bools = [np.array([r == 0, True, False, r % 2 == 1]) for r in range(world)]
     for op, ref in ((dist.ReduceOp.SUM, np.any), (dist.ReduceOp.MIN, np.all),

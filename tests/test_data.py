@@ -211,7 +211,7 @@ def test_default_collate_each_type():
     t = default_collate([fg.tensor([1.0, 2.0]), fg.tensor([3.0, 4.0])])
     assert t.tolist() == [[1.0, 2.0], [3.0, 4.0]] and t.dtype == fg.float32
     a = default_collate([np.array([1, 2], np.int32), np.array([3, 4], np.int32)])
-    assert a.dtype == fg.int64 and a.tolist() == [[1, 2], [3, 4]]
+    assert a.dtype == fg.int32 and a.tolist() == [[1, 2], [3, 4]]
     a = default_collate([np.zeros(2), np.ones(2)])
     assert a.dtype == fg.float64 and a.tolist() == [[0.0, 0.0], [1.0, 1.0]]
     assert default_collate([np.float32(1.5), np.float32(2)]).dtype == fg.float32

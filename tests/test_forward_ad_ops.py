@@ -405,6 +405,8 @@ NOT_DIFFERENTIABLE = {
     # mathops: bool results, and PyTorch's non-differentiable floor_divide/heaviside
     "signbit", "floor_divide", "heaviside", "greater", "greater_equal", "less", "less_equal",
     "not_equal",
+    # integer-only bitwise ops
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
 }
 # Node kinds no case above builds, with the reason: they are recorded only by
 # the backward of a backward (a view write's or an index's gradient taken

@@ -321,8 +321,8 @@ BAD_FILES = [
     ("no dtype", raw_file({"a": {"shape": [1], "data_offsets": [0, 4]}}, F32[:4]), "no dtype"),
     ("unknown dtype", raw_file({"a": {"dtype": "Q7", "shape": [3], "data_offsets": [0, 12]}}, F32),
      "unknown dtype 'Q7'"),
-    ("unsupported dtype", raw_file({"a": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}},
-                                   F32[:4]), "F16, which ferrograd does not support"),
+    ("unsupported dtype", raw_file({"a": {"dtype": "U16", "shape": [2], "data_offsets": [0, 4]}},
+                                   F32[:4]), "U16, which ferrograd does not support"),
     ("negative dim", raw_file({"a": {"dtype": "F32", "shape": [-3], "data_offsets": [0, 12]}}, F32),
      "invalid shape"),
     ("offsets reversed", raw_file({"a": {"dtype": "F32", "shape": [0], "data_offsets": [8, 4]}}, F32),
@@ -394,7 +394,7 @@ def test_private_reader_checks_ranges_itself():
     with pytest.raises(RuntimeError, match="needs 12"):
         fg._C._st_read(data, [("a", "F32", [3], 8, 8)], False)
     with pytest.raises(RuntimeError, match="unsupported dtype"):
-        fg._C._st_read(data, [("a", "F16", [2], 8, 4)], False)
+        fg._C._st_read(data, [("a", "U16", [2], 8, 4)], False)
 
 
 # ----- weights_only and pickled objects ------------------------------------------------------

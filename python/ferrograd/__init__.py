@@ -20,6 +20,7 @@ from ._C import (
     argmax,
     argmin,
     bernoulli,
+    bfloat16,
     broadcast_tensors,
     broadcast_to,
     cat,
@@ -33,6 +34,7 @@ from ._C import (
     empty,
     eye,
     flip,
+    float16,
     float32,
     float64,
     from_numpy,
@@ -42,6 +44,9 @@ from ._C import (
     get_rng_state,
     index_select,
     initial_seed,
+    int8,
+    int16,
+    int32,
     int64,
     is_grad_enabled,
     is_inference_mode_enabled,
@@ -81,6 +86,7 @@ from ._C import (
     sub,
     swapaxes,
     tensor,
+    uint8,
     unbind,
     unflatten,
     var,
@@ -100,6 +106,9 @@ from .autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_e
 float = float32  # noqa: A001 - PyTorch's alias
 double = float64
 long = int64
+half = float16
+short = int16
+int = int32  # noqa: A001 - PyTorch's alias
 
 # One version, Cargo.toml's: the extension carries it, and the wheel's metadata takes it too.
 __version__: str = _C.__version__
@@ -126,6 +135,10 @@ from ._C import (  # noqa: E402
     atan,
     atan2,
     atanh,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     bmm,
     ceil,
     clamp_max,
@@ -220,6 +233,7 @@ from ._C import (  # noqa: E402
 # isort: split
 
 # Imported after the names above exist: these modules use them.
+import builtins as _builtins  # noqa: E402
 import functools as _functools  # noqa: E402
 import math as _math  # noqa: E402
 
@@ -241,10 +255,16 @@ from ._compile import compile  # noqa: E402
 from ._device import device, get_default_device, set_default_device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import (  # noqa: E402
+    BFloat16Tensor,
     BoolTensor,
+    ByteTensor,
+    CharTensor,
     DoubleTensor,
     FloatTensor,
+    HalfTensor,
+    IntTensor,
     LongTensor,
+    ShortTensor,
     set_default_tensor_type,
 )
 from .random import manual_seed  # noqa: E402
@@ -379,7 +399,7 @@ def broadcast_shapes(*shapes):
     """The shape ``shapes`` broadcast to (NumPy's rules), as a ``Size``."""
     out = []
     for shape in shapes:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = (shape,) if isinstance(shape, _builtins.int) else tuple(shape)
         out = [1] * (len(shape) - len(out)) + out
         lead = len(out) - len(shape)
         for i, n in enumerate(shape):
@@ -451,6 +471,12 @@ def equal(input, other):
 
 __all__ = [
     "BoolTensor",
+    "BFloat16Tensor",
+    "ByteTensor",
+    "CharTensor",
+    "HalfTensor",
+    "IntTensor",
+    "ShortTensor",
     "DoubleTensor",
     "FloatTensor",
     "LongTensor",
@@ -498,6 +524,7 @@ __all__ = [
     "flatten",
     "flip",
     "float",
+    "float16",
     "float32",
     "float64",
     "from_numpy",
@@ -508,6 +535,14 @@ __all__ = [
     "index_select",
     "inference_mode",
     "int64",
+    "int8",
+    "int16",
+    "int32",
+    "half",
+    "short",
+    "int",
+    "bfloat16",
+    "uint8",
     "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled",
     "is_grad_enabled",
@@ -605,6 +640,10 @@ __all__ += [
     "atan",
     "atan2",
     "atanh",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "bmm",
     "ceil",
     "clamp_max",
@@ -711,9 +750,17 @@ from . import func  # noqa: E402
 from .func import vmap  # noqa: E402
 
 __all__ += ["func", "vmap"]
-from ._C import get_default_dtype, mode, set_default_dtype  # noqa: E402
+from ._C import can_cast, get_default_dtype, mode, promote_types, result_type, set_default_dtype  # noqa: E402
 
-__all__ += ["get_default_dtype", "mode", "set_default_dtype", "set_default_tensor_type"]
+__all__ += [
+    "can_cast",
+    "get_default_dtype",
+    "mode",
+    "promote_types",
+    "result_type",
+    "set_default_dtype",
+    "set_default_tensor_type",
+]
 __all__ += ["get_default_device", "set_default_device"]
 # range, memory formats, matmul precision, interop threads (PyTorch's names); hub.
 from . import hub  # noqa: E402, F401

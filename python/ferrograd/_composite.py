@@ -508,10 +508,6 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     of ``sorted_sequence`` to keep it sorted (``right``/``side='right'``: after
     equal elements)."""
     _check("searchsorted", sorted_sequence, "sorted_sequence")
-    if out_int32:
-        raise RuntimeError(
-            "searchsorted(): ferrograd has no int32 dtype; leave out_int32=False for int64 indices"
-        )
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(
@@ -549,7 +545,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         res = np.stack(
             [np.searchsorted(s, v, side=how) for s, v in zip(flat_seq, flat_vals)]
         ).reshape(vals.shape)
-    res = np.asarray(res, dtype=np.int64)
+    res = np.asarray(res, dtype=np.int32 if out_int32 else np.int64)
     return _C.tensor(res) if res.ndim == 0 else _C.from_numpy(np.ascontiguousarray(res))
 
 

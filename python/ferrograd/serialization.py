@@ -5,7 +5,8 @@ File format
 Every file ``save`` writes is a valid safetensors file: an 8-byte little-endian
 header length ``n``, ``n`` bytes of UTF-8 JSON (padded with spaces so the data
 starts 8-byte aligned), then the tensors' raw little-endian elements (dtypes
-``F32``, ``F64``, ``I64``, ``BOOL``), larger elements first so every tensor is
+``F64``, ``I64``, ``F32``, ``I32``, ``F16``, ``BF16``, ``I16``, ``I8``, ``U8``, ``BOOL``),
+larger elements first so every tensor is
 aligned for its dtype. ``safetensors.numpy.load_file`` and other frameworks
 open it and see one entry per tensor, named by its path in the saved object
 (``"fc.weight"``, ``"optimizer.state.0.exp_avg"``).
@@ -59,12 +60,17 @@ DEFAULT_PROTOCOL = 2
 _FORMAT_VERSION = "1"
 # The safetensors reference implementation refuses larger headers.
 _MAX_HEADER = 100_000_000
-_ITEMSIZE = {"F64": 8, "I64": 8, "F32": 4, "BOOL": 1}
-_ST_NAME = {"float64": "F64", "int64": "I64", "float32": "F32", "bool": "BOOL"}
+_ITEMSIZE = {
+    "F64": 8, "I64": 8, "F32": 4, "I32": 4, "F16": 2, "BF16": 2, "I16": 2,
+    "I8": 1, "U8": 1, "BOOL": 1,
+}  # fmt: skip
+_ST_NAME = {
+    "float64": "F64", "int64": "I64", "float32": "F32", "int32": "I32", "float16": "F16",
+    "bfloat16": "BF16", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL",
+}  # fmt: skip
 # Dtypes the safetensors format defines that ferrograd has no tensors for.
 _OTHER_ST_DTYPES = {
-    "F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",
-    "I8", "I16", "I32", "U8", "U16", "U32", "U64", "C64",
+    "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4", "U16", "U32", "U64", "C64",
 }  # fmt: skip
 
 

@@ -8,6 +8,7 @@
 pub(crate) mod attention;
 pub mod conv;
 mod conv_direct;
+pub(crate) mod convert;
 pub(crate) mod copy;
 pub(crate) mod elementwise;
 // Public for its criterion bench; `py::compile` replays captured elementwise runs with it.

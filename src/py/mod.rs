@@ -46,8 +46,6 @@ mod tensor_sampling;
 
 use pyo3::prelude::*;
 
-use crate::tensor::DType;
-
 /// In a forked child the pool's threads are gone; the next kernel builds a new pool.
 extern "C" fn after_fork_child() {
     crate::kernels::parallel::mark_forked();
@@ -64,7 +62,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<node::PyNode>()?;
     m.add_class::<node::PyAccumulateGrad>()?;
     m.add_class::<node::RemovableHandle>()?;
-    for dt in [DType::Bool, DType::I64, DType::F32, DType::F64] {
+    for dt in crate::tensor::ALL_DTYPES {
         m.add(dt.name(), dtype::dtype_object(py, dt))?;
     }
     ops_table::register(m)?;

@@ -42,6 +42,7 @@ op_table! {
     unary       silu()             [function]                             = ops::silu,           "Applies the sigmoid linear unit x * sigmoid(x) to each element of `input`.";
     unary       trace()            [method function]                      = ops::trace,          "Returns the sum of the main diagonal of the 2-D tensor `input`, as a 0-d tensor.";
     unary       clone()            [method function]                      = ops::clone,          "Returns a copy of `input` in new memory; the copy stays in the graph (CloneBackward0).";
+    unary       bitwise_not()      [method function]                      = ops::bitwise_not,    "Elementwise bitwise NOT of an integer tensor, logical NOT of a bool one (`~`); floats are refused.";
     unary       all()              [function]                             = ops::all,            "Returns a 0-d bool tensor that is True when every element of `input` is nonzero.";
     unary       any()              [function]                             = ops::any,            "Returns a 0-d bool tensor that is True when some element of `input` is nonzero.";
 
@@ -56,6 +57,9 @@ op_table! {
     binary_like logical_and(other) [method function]                      = ops::logical_and,    "Elementwise logical AND of `input` and `other` (nonzero is True), a bool tensor.";
     binary_like logical_or(other)  [method function]                      = ops::logical_or,     "Elementwise logical OR of `input` and `other` (nonzero is True), a bool tensor.";
     binary_like logical_xor(other) [method function]                      = ops::logical_xor,    "Elementwise logical XOR of `input` and `other` (nonzero is True), a bool tensor.";
+    binary_like bitwise_and(other) [method function]                      = ops::bitwise_and,    "Elementwise bitwise AND of integer or bool tensors (`&`); floats are refused, as in PyTorch.";
+    binary_like bitwise_or(other)  [method function]                      = ops::bitwise_or,     "Elementwise bitwise OR of integer or bool tensors (`|`); floats are refused, as in PyTorch.";
+    binary_like bitwise_xor(other) [method function]                      = ops::bitwise_xor,    "Elementwise bitwise XOR of integer or bool tensors (`^`); floats are refused, as in PyTorch.";
     binary      mul(other)         [function]                             = ops::mul,            "Multiplies `input` by `other` elementwise (broadcast; either may be a number).";
     binary      div(other)         [function]                             = ops::div,            "Divides `input` by `other` elementwise, true division (broadcast; either may be a number).";
     binary      eq(other)          [function]                             = ops::eq,             "Elementwise `input == other`, a bool tensor (broadcast; either may be a number).";

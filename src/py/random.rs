@@ -90,10 +90,7 @@ fn getrandom_fill(b: &mut [u8]) -> bool {
 fn state_tensor(g: &CpuGenerator) -> Tensor {
     let bytes = g.get_state();
     let n = bytes.len();
-    Tensor::from_vec(
-        bytes.into_iter().map(i64::from).collect::<Vec<_>>(),
-        Shape::from_slice(&[n]),
-    )
+    Tensor::from_vec(bytes, Shape::from_slice(&[n]))
 }
 
 fn set_state_from(g: &GenRef, state: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -108,9 +105,11 @@ fn set_state_from(g: &GenRef, state: &Bound<'_, PyAny>) -> PyResult<()> {
         ))
     })?;
     let t = &t.get().t;
-    if t.dtype() != DType::I64 {
+    // uint8, as `get_rng_state` returns (PyTorch's ByteTensor); int64 byte
+    // values, as earlier versions returned, are still read.
+    if t.dtype() != DType::U8 && t.dtype() != DType::I64 {
         return Err(PyTypeError::new_err(format!(
-            "expected an RNG state (the int64 byte values get_rng_state returns), but got a {} tensor",
+            "expected a torch.ByteTensor, but got torch.{}Tensor",
             t.dtype().scalar_name()
         )));
     }
@@ -156,8 +155,8 @@ impl PyGenerator {
         self.g.lock().initial_seed()
     }
 
-    /// The state as PyTorch's 5056 `CPUGeneratorImplState` bytes, held in an
-    /// int64 tensor (ferrograd has no uint8 dtype).
+    /// The state as PyTorch's 5056 `CPUGeneratorImplState` bytes, a uint8
+    /// tensor (PyTorch's ByteTensor).
     fn get_state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let t = state_tensor(&self.g.lock());
         wrap(py, t)
@@ -470,7 +469,7 @@ fn initial_seed() -> u64 {
     rng::default_generator().lock().initial_seed()
 }
 
-/// The default generator's state, in PyTorch's 5056-byte layout (as int64 byte values).
+/// The default generator's state, in PyTorch's 5056-byte layout (a uint8 tensor).
 #[pyfunction]
 fn get_rng_state(py: Python<'_>) -> PyResult<Py<PyAny>> {
     let t = state_tensor(&rng::default_generator().lock());

@@ -17,8 +17,7 @@ The functions live in submodules by topic: ``_constructors`` (``new_*`` and
 dtype helpers), ``_indexing``, ``_shapes`` (scans and shape helpers),
 ``_reductions`` (with counting and sets), ``_products`` (with integration),
 ``_creation`` (with windows) and ``_settings``, sharing ``_common``. This
-package holds the methods made for ``Tensor`` (for dtypes ferrograd lacks,
-in-place forms) and the installation: it re-exports every name the single
+package holds the methods made for ``Tensor`` (in-place forms) and the installation: it re-exports every name the single
 ``_tensor_api`` module had, under that module's name, and attaches the
 methods to ``Tensor``.
 """
@@ -228,24 +227,6 @@ __all__ = [
 ]
 
 
-# ----- methods for dtypes ferrograd lacks ----------------------------------------------
-
-
-def _missing_dtype(method, name):
-    def convert(self, memory_format=None):
-        raise TypeError(
-            f"Cannot convert a CPU Tensor to {name} dtype as ferrograd doesn't support {name}. "
-            "Please use int64 (Tensor.long()) instead."
-        )
-
-    convert.__name__ = method
-    convert.__doc__ = (
-        f"PyTorch's ``Tensor.{method}()`` converts to {name}, a dtype ferrograd does not have: "
-        "raises ``TypeError``."
-    )
-    return convert
-
-
 # ----- in-place forms ------------------------------------------------------------------
 
 
@@ -327,11 +308,6 @@ def _install():
         "new_full": _new_full,
         "new_empty": _new_empty,
         "new_tensor": _new_tensor,
-        "int": _missing_dtype("int", "int32"),
-        "short": _missing_dtype("short", "int16"),
-        "byte": _missing_dtype("byte", "uint8"),
-        "char": _missing_dtype("char", "int8"),
-        "half": _missing_dtype("half", "float16"),
         "element_size": _element_size,
         "ndimension": _ndimension,
         "share_memory_": _share_memory_,

@@ -355,19 +355,38 @@ def _check_tensor(t, name="tensor"):
         raise TypeError(f"{name} must be a Tensor, but got {type(t).__name__}")
 
 
+def _low_precision(t):
+    return str(t.dtype).rsplit(".", 1)[-1] in ("float16", "bfloat16")
+
+
+def _np(t):
+    """``t``'s values as a NumPy array: its memory, or for float16/bfloat16 (which MPI has
+    no type for, and NumPy no bfloat16) a float32 copy, exact for either."""
+    d = t.detach()
+    return d.float().numpy() if _low_precision(t) else d.numpy()
+
+
 class _Buf:
     """A contiguous NumPy array over a tensor's memory (or a staging copy when the tensor
-    is not contiguous) and how to finish a write into the tensor."""
+    is not contiguous, or float16/bfloat16: staged as float32, so a sum is done in float32
+    and rounded once) and how to finish a write into the tensor."""
 
     def __init__(self, t):
         self.t = t
-        self.view = t.detach().numpy()
-        if self.view.flags.c_contiguous:
+        self.staged = _low_precision(t)
+        self.view = _np(t)
+        if self.view.flags.c_contiguous and not self.staged:
             self.arr = self.view
         else:
             self.arr = np.ascontiguousarray(self.view)
 
     def written(self):
+        if self.staged:
+            from .. import _C
+
+            with no_grad():
+                self.t.detach().copy_(_C.from_numpy(self.arr))
+            return
         if self.arr is not self.view:
             self.view[...] = self.arr
         _bump_version(self.t)
@@ -531,7 +550,7 @@ def broadcast(tensor, src=0, group=None, async_op=False, group_src=None):
 
 
 def _gather_buffer(w, t):
-    return np.empty((w.size, *tuple(t.shape)), dtype=t.detach().numpy().dtype)
+    return np.empty((w.size, *tuple(t.shape)), dtype=_np(t).dtype)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
@@ -547,7 +566,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
                 "all_gather: every tensor in tensor_list must have the input's shape and dtype"
             )
     _check_same(w, tensor, "all_gather")
-    src = np.ascontiguousarray(tensor.detach().numpy())
+    src = np.ascontiguousarray(_np(tensor))
     out = _gather_buffer(w, tensor)
 
     def finish():
@@ -578,7 +597,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
             "output tensor size must be equal to world_size times input tensor size"
         )
     _check_same(w, input_tensor, "all_gather_into_tensor")
-    src = np.ascontiguousarray(input_tensor.detach().numpy())
+    src = np.ascontiguousarray(_np(input_tensor))
     ob = _Buf(output_tensor)
     return _run(
         "all_gather_into_tensor",
@@ -602,7 +621,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
             "input tensor must be the same size as output size times world size"
         )
     _check_same(w, input, "reduce_scatter_tensor")
-    src = np.ascontiguousarray(input.detach().numpy())
+    src = np.ascontiguousarray(_np(input))
     ob = _Buf(output)
     _mpi_op(op, src.dtype)
     send, bop = _bool_as_bytes(src, op)
@@ -636,7 +655,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
                 "reduce_scatter: every tensor in input_list must have the output's shape and dtype"
             )
     _check_same(w, output, "reduce_scatter")
-    src = np.stack([np.asarray(t.detach().numpy()) for t in input_list])
+    src = np.stack([np.asarray(_np(t)) for t in input_list])
     ob = _Buf(output)
     _mpi_op(op, src.dtype)
     send, bop = _bool_as_bytes(src, op)
@@ -670,7 +689,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     elif gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
     _check_same(w, tensor, "gather")
-    src = np.ascontiguousarray(tensor.detach().numpy())
+    src = np.ascontiguousarray(_np(tensor))
     out = _gather_buffer(w, tensor) if w.rank == dst else None
 
     def finish():
@@ -705,7 +724,7 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
     _check_same(w, tensor, "scatter")
     send = (
-        np.stack([np.asarray(t.detach().numpy()) for t in scatter_list])
+        np.stack([np.asarray(_np(t)) for t in scatter_list])
         if w.rank == src
         else None
     )

@@ -45,10 +45,10 @@ pub fn tensor_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyA
         DType::Bool => nest(py, &shape, &t.to_vec::<bool>(), &|v| {
             Ok(PyBool::new(py, v).to_owned().into_any())
         }),
-        DType::I64 => nest(py, &shape, &t.to_vec::<i64>(), &|v| {
+        d if d.is_int() => nest(py, &shape, &t.to_vec::<i64>(), &|v| {
             Ok(v.into_pyobject(py)?.into_any())
         }),
-        DType::F32 | DType::F64 => nest(py, &shape, &t.to_vec::<f64>(), &|v| {
+        _ => nest(py, &shape, &t.to_vec::<f64>(), &|v| {
             Ok(PyFloat::new(py, v).into_any())
         }),
     }
@@ -58,8 +58,8 @@ pub fn tensor_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyA
 fn scalar_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     Ok(match t.dtype() {
         DType::Bool => PyBool::new(py, t.to_vec::<bool>()[0]).to_owned().into_any(),
-        DType::I64 => t.to_vec::<i64>()[0].into_pyobject(py)?.into_any(),
-        DType::F32 | DType::F64 => PyFloat::new(py, t.item()?).into_any(),
+        d if d.is_int() => t.to_vec::<i64>()[0].into_pyobject(py)?.into_any(),
+        _ => PyFloat::new(py, t.item()?).into_any(),
     })
 }
 
@@ -268,6 +268,36 @@ impl PyTensor {
     /// Returns the tensor as int64 (the tensor itself if it already is).
     fn long(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         cast(slf, &slf.get().t, DType::I64)
+    }
+
+    /// Returns the tensor as float16 (the tensor itself if it already is).
+    fn half(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::F16)
+    }
+
+    /// Returns the tensor as bfloat16 (the tensor itself if it already is).
+    fn bfloat16(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::BF16)
+    }
+
+    /// Returns the tensor as int32 (the tensor itself if it already is).
+    fn int(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::I32)
+    }
+
+    /// Returns the tensor as int16 (the tensor itself if it already is).
+    fn short(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::I16)
+    }
+
+    /// Returns the tensor as int8 (the tensor itself if it already is).
+    fn char(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::I8)
+    }
+
+    /// Returns the tensor as uint8 (the tensor itself if it already is).
+    fn byte(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::U8)
     }
 
     /// Returns the tensor as bool (the tensor itself if it already is).

@@ -615,6 +615,14 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
         """Casts floating-point parameters and buffers to float64."""
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
+    def half(self):
+        """Casts floating-point parameters and buffers to float16."""
+        return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+
+    def bfloat16(self):
+        """Casts floating-point parameters and buffers to bfloat16."""
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
+
     def type(self, dst_type):
         """Casts every parameter and buffer to ``dst_type`` (a dtype or a
         ``'ferrograd.DoubleTensor'``-style name)."""
@@ -657,7 +665,13 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 _DTYPE_NAMES = {
     "FloatTensor": "float32",
     "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
     "LongTensor": "int64",
+    "IntTensor": "int32",
+    "ShortTensor": "int16",
+    "CharTensor": "int8",
+    "ByteTensor": "uint8",
     "BoolTensor": "bool",
 }
 

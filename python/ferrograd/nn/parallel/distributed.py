@@ -27,8 +27,15 @@ def _named_buffers(module, prefix=""):
             yield from _named_buffers(m, prefix + mname + ".")
 
 
+def _low_precision(t):
+    return str(t.dtype).rsplit(".", 1)[-1] in ("float16", "bfloat16")
+
+
 def _np(t):
-    return t.detach().numpy()
+    # float16/bfloat16 travel as float32 (MPI has neither type, NumPy no bfloat16): the
+    # sum is done in float32 and rounded once into the gradient.
+    d = t.detach()
+    return d.float().numpy() if _low_precision(t) else d.numpy()
 
 
 def _tensors_in(obj):
@@ -446,7 +453,7 @@ class DistributedDataParallel(Module):
                 if globally_used is not None and not globally_used[index[id(p)]]:
                     continue
                 slot = total[off : off + p.numel()].reshape(tuple(p.shape))
-                if self.gradient_as_bucket_view:
+                if self.gradient_as_bucket_view and not _low_precision(p):
                     if b.views[j] is None:
                         b.views[j] = _C.from_numpy(slot)
                     have = p.grad
@@ -459,7 +466,7 @@ class DistributedDataParallel(Module):
                         p.grad.copy_(g)
                 else:
                     # Unused here but used on another rank (the bucket is reused: copy).
-                    p.grad = g.clone()
+                    p.grad = g.to(p.dtype) if _low_precision(p) else g.clone()
             b.request = None
         self._ready.clear()
 
