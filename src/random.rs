@@ -796,3 +796,148 @@ mod tests {
         assert!(h.set_state(&s[..100]).is_err());
     }
 }
+
+/// ATen's `sample_gamma` (Marsaglia and Tsang's rejection method, with
+/// alpha < 1 boosted to alpha + 1 and scaled by u^(1/alpha)), drawing double
+/// uniforms and `normal_distribution<double>` samples (which share the
+/// generator's cached Box-Muller value). `single` reproduces the float32
+/// kernel, where the arithmetic on alpha itself is in float; the constants
+/// are float literals in both, as in ATen.
+pub fn sample_gamma(g: &mut CpuGenerator, alpha: f64, single: bool) -> f64 {
+    let third = 1.0f32 / 3.0f32;
+    let mut scale = 1.0f64;
+    let mut alpha = alpha;
+    if alpha < 1.0 {
+        if alpha == 0.0 {
+            return 0.0;
+        }
+        let inv = if single {
+            (1.0f32 / alpha as f32) as f64
+        } else {
+            1.0 / alpha
+        };
+        scale *= (1.0 - g.uniform_f64()).powf(inv);
+        alpha = if single {
+            (alpha as f32 + 1.0f32) as f64
+        } else {
+            alpha + 1.0
+        };
+    }
+    let d = if single {
+        (alpha as f32 - third) as f64
+    } else {
+        alpha - third as f64
+    };
+    let c = 1.0 / (9.0 * d).sqrt();
+    let squeeze = 0.0331f32 as f64;
+    loop {
+        let (x, y) = loop {
+            let x = g.normal_f64(0.0, 1.0);
+            let y = 1.0 + c * x;
+            if y > 0.0 {
+                break (x, y);
+            }
+        };
+        let v = y * y * y;
+        let u = 1.0 - g.uniform_f64();
+        let xx = x * x;
+        if u < 1.0 - squeeze * xx * xx || u.ln() < 0.5 * xx + d * (1.0 - v + v.ln()) {
+            return scale * d * v;
+        }
+    }
+}
+
+/// `_standard_gamma(alpha)`: one standard Gamma sample per concentration,
+/// in row-major order, clamped below at the dtype's smallest normal number.
+pub fn standard_gamma(g: &mut CpuGenerator, alpha: &Tensor) -> Result<Tensor> {
+    let shape = alpha.shape();
+    match alpha.dtype() {
+        DType::F32 => {
+            let v: Vec<f32> = alpha
+                .to_vec::<f32>()
+                .iter()
+                .map(|&a| (sample_gamma(g, a as f64, true) as f32).max(f32::MIN_POSITIVE))
+                .collect();
+            Ok(Tensor::from_vec(v, shape))
+        }
+        DType::F64 => {
+            let v: Vec<f64> = alpha
+                .to_vec::<f64>()
+                .iter()
+                .map(|&a| sample_gamma(g, a, false).max(f64::MIN_POSITIVE))
+                .collect();
+            Ok(Tensor::from_vec(v, shape))
+        }
+        other => Err(Error::runtime(format!(
+            "\"gamma_cpu\" not implemented for '{}'",
+            other.scalar_name()
+        ))),
+    }
+}
+
+/// The double Gamma samples `_sample_dirichlet` normalises (ATen draws them
+/// in double whatever the dtype), in row-major order.
+pub fn dirichlet_gammas(g: &mut CpuGenerator, alpha: &Tensor) -> Result<Vec<f64>> {
+    float_only(alpha.dtype(), "dirichlet")?;
+    Ok(alpha
+        .to_vec::<f64>()
+        .iter()
+        .map(|&a| sample_gamma(g, a, false).max(f64::MIN_POSITIVE))
+        .collect())
+}
+
+/// ATen's `sample_poisson`: Hoermann's transformed rejection (PTRS) from
+/// rate 10 on, the multiplication method below it, double uniforms.
+pub fn sample_poisson(g: &mut CpuGenerator, lambda: f64) -> f64 {
+    if lambda >= 10.0 {
+        let slam = lambda.sqrt();
+        let loglam = lambda.ln();
+        let b = 0.931 + 2.53 * slam;
+        let a = -0.059 + 0.02483 * b;
+        let invalpha = 1.1239 + 1.1328 / (b - 3.4);
+        let vr = 0.9277 - 3.6224 / (b - 2.0);
+        loop {
+            let u = g.uniform_f64() - 0.5;
+            let v = g.uniform_f64();
+            let us = 0.5 - u.abs();
+            let k = ((2.0 * a / us + b) * u + lambda + 0.43).floor();
+            if us >= 0.07 && v <= vr {
+                return k;
+            }
+            if k < 0.0 || (us < 0.013 && v > us) {
+                continue;
+            }
+            if v.ln() + invalpha.ln() - (a / (us * us) + b).ln()
+                <= -lambda + k * loglam - libm::lgamma(k + 1.0)
+            {
+                return k;
+            }
+        }
+    }
+    if lambda == 0.0 {
+        return 0.0;
+    }
+    let enlam = (-lambda).exp();
+    let (mut x, mut prod) = (0.0, 1.0);
+    loop {
+        prod *= g.uniform_f64();
+        if prod > enlam {
+            x += 1.0;
+        } else {
+            return x;
+        }
+    }
+}
+
+/// `poisson(rates)`: one sample per rate, in `rates`' dtype (float only).
+pub fn poisson(g: &mut CpuGenerator, rates: &Tensor) -> Result<Tensor> {
+    float_only(rates.dtype(), "poisson_cpu")?;
+    let lam = rates.to_vec::<f64>();
+    if lam.iter().any(|&l| !(l >= 0.0)) {
+        return Err(Error::runtime(
+            "invalid Poisson rate, expected rate to be non-negative",
+        ));
+    }
+    let v: Vec<f64> = lam.iter().map(|&l| sample_poisson(g, l)).collect();
+    Ok(cast(Tensor::from_vec(v, rates.shape()), rates.dtype()))
+}

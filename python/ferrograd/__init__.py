@@ -159,6 +159,7 @@ from ._C import (  # noqa: E402
     gt,
     heaviside,
     hypot,
+    i0,
     isfinite,
     isinf,
     isnan,
@@ -204,6 +205,13 @@ from ._C import (  # noqa: E402
     sin,
     sinc,
     sinh,
+    special_erfcx,
+    special_i0e,
+    special_i1,
+    special_i1e,
+    special_log_ndtr,
+    special_ndtri,
+    special_zeta,
     sqrt,
     square,
     subtract,
@@ -617,6 +625,7 @@ __all__ += [
     "gt",
     "heaviside",
     "hypot",
+    "i0",
     "isfinite",
     "isinf",
     "isnan",
@@ -662,6 +671,13 @@ __all__ += [
     "sin",
     "sinc",
     "sinh",
+    "special_erfcx",
+    "special_i0e",
+    "special_i1",
+    "special_i1e",
+    "special_log_ndtr",
+    "special_ndtri",
+    "special_zeta",
     "sqrt",
     "square",
     "subtract",
@@ -752,3 +768,23 @@ globals().update(_aliases)
 __all__ += sorted(_aliases)
 del _aliases
 # ----- end of tensor API additions -----
+
+# torch.special, and the samplers torch.distributions draws from.
+# isort: split
+from . import special  # noqa: E402
+from ._C import (  # noqa: E402, F401
+    _sample_dirichlet,
+    _standard_gamma,
+    _standard_gamma_grad,
+    poisson,
+)
+from .special import mvlgamma  # noqa: E402
+
+
+def _tensor_mvlgamma(self, p):
+    """``mvlgamma(self, p)``: the multivariate log-gamma function of dimension ``p``."""
+    return mvlgamma(self, p)
+
+
+Tensor.mvlgamma = _tensor_mvlgamma
+__all__ += ["mvlgamma", "poisson", "special"]

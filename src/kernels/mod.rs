@@ -6,6 +6,7 @@
 //! parallel loop over a small array costs more than it saves.
 
 pub(crate) mod attention;
+pub(crate) mod bessel;
 pub mod conv;
 mod conv_direct;
 pub(crate) mod copy;
@@ -16,6 +17,7 @@ pub mod fused;
 pub(crate) mod index;
 pub(crate) mod math;
 pub(crate) mod matmul;
+pub(crate) mod normal_fns;
 pub mod norm;
 mod norm_f32;
 pub(crate) mod optim;
