@@ -769,9 +769,9 @@ __all__ += sorted(_aliases)
 del _aliases
 # ----- end of tensor API additions -----
 
-# torch.special, and the samplers torch.distributions draws from.
+# torch.special and torch.distributions; the samplers they draw from.
 # isort: split
-from . import special  # noqa: E402
+from . import distributions, special  # noqa: E402
 from ._C import (  # noqa: E402, F401
     _sample_dirichlet,
     _standard_gamma,
@@ -787,4 +787,4 @@ def _tensor_mvlgamma(self, p):
 
 
 Tensor.mvlgamma = _tensor_mvlgamma
-__all__ += ["mvlgamma", "poisson", "special"]
+__all__ += ["distributions", "mvlgamma", "poisson", "special"]
