@@ -99,6 +99,20 @@ PYTORCH_SEED0 = {
     "poisson": (
         lambda: D.Poisson(T([0.5, 4.0, 25.0, 100.0])).sample((2,)),
         [[2.0, 5.0, 22.0, 89.0], [1.0, 5.0, 28.0, 101.0]]),
+    "binomial32": (
+        lambda: D.Binomial(T([5.0, 20.0, 100.0, 1000.0, 7.0]),
+                           T([0.3, 0.8, 0.45, 0.02, 0.99])).sample((3,)),
+        [[3.0, 15.0, 44.0, 18.0, 7.0], [1.0, 16.0, 38.0, 16.0, 7.0],
+         [2.0, 17.0, 45.0, 21.0, 7.0]]),
+    "binomial64": (
+        lambda: D.Binomial(T([5.0, 20.0, 100.0, 1000.0, 7.0], f64),
+                           T([0.3, 0.8, 0.45, 0.02, 0.99], f64)).sample((3,)),
+        [[3.0, 15.0, 44.0, 18.0, 7.0], [1.0, 16.0, 38.0, 16.0, 7.0],
+         [2.0, 17.0, 45.0, 21.0, 7.0]]),
+    "mixture": (
+        lambda: D.MixtureSameFamily(D.Categorical(T([0.3, 0.7])),
+                                    D.Normal(T([-1.0, 2.0]), T([0.5, 1.5]))).sample((4,)),
+        [-0.09789323806762695, 3.2570395469665527, 1.3949847221374512, 2.273054599761963]),
     "studentt": (
         lambda: D.StudentT(T(3.0)).rsample((3,)),
         [1.371144413948059, -0.3094601631164551, -3.3711321353912354]),
@@ -153,6 +167,31 @@ def test_standard_gamma_gradient_is_pytorchs_to_its_approximation():
     x.sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), [0.011342937126755714, 0.57441246509552,
                                                 1.0295418500900269], rtol=2e-3)
+
+
+def test_binomial_function_is_pytorchs():
+    # PyTorch 2.15: torch.manual_seed(1); torch.binomial(torch.full((12,), 50.),
+    # torch.full((12,), 0.37)) (BTRS: the mean is above 10).
+    fg.manual_seed(1)
+    got = fg.binomial(fg.full((12,), 50.0), fg.full((12,), 0.37))
+    assert got.tolist() == [12.0, 16.0, 19.0, 18.0, 19.0, 19.0, 21.0, 13.0, 20.0, 19.0,
+                            23.0, 22.0]
+    with pytest.raises(RuntimeError, match="same shape"):
+        fg.binomial(fg.ones(2), fg.ones(3))
+
+
+def test_samplers_return_nan_for_nan_parameters():
+    # As ATen: no hang. A NaN concentration comes out as the clamp's floor (PyTorch
+    # 2.15 gives 2.2251e-308 in float64), a NaN count or probability as NaN.
+    nan = math.nan
+    assert fg._standard_gamma(T([nan], f64)).item() == np.finfo(np.float64).tiny
+    assert math.isnan(fg.binomial(T([nan], f64), T([0.3], f64)).item())
+    assert math.isnan(fg.binomial(T([5.0], f64), T([nan], f64)).item())
+    with pytest.raises(RuntimeError, match="invalid Poisson rate, expected rate to be "
+                                           "non-negative"):
+        fg.poisson(T([nan], f64))
+    with pytest.raises(RuntimeError, match="\"gamma_cpu\" not implemented for 'Long'"):
+        fg._standard_gamma(fg.tensor([1, 2]))
 
 
 def test_sampling_follows_the_generator_argument_and_state():

@@ -160,6 +160,8 @@ from ._C import (  # noqa: E402
     heaviside,
     hypot,
     i0,
+    igamma,
+    igammac,
     isfinite,
     isinf,
     isnan,
@@ -626,6 +628,8 @@ __all__ += [
     "heaviside",
     "hypot",
     "i0",
+    "igamma",
+    "igammac",
     "isfinite",
     "isinf",
     "isnan",
@@ -776,6 +780,7 @@ from ._C import (  # noqa: E402, F401
     _sample_dirichlet,
     _standard_gamma,
     _standard_gamma_grad,
+    binomial,
     poisson,
 )
 from .special import mvlgamma  # noqa: E402
@@ -787,4 +792,4 @@ def _tensor_mvlgamma(self, p):
 
 
 Tensor.mvlgamma = _tensor_mvlgamma
-__all__ += ["distributions", "mvlgamma", "poisson", "special"]
+__all__ += ["binomial", "distributions", "mvlgamma", "poisson", "special"]

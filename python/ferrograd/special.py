@@ -2,10 +2,11 @@
 
 Each is differentiable (first and higher order) in its tensor arguments.
 Most are the existing elementwise ops under SciPy's names; the Bessel
-functions ``i0``/``i0e``/``i1``/``i1e``, ``erfcx``, ``ndtri``, ``log_ndtr``
-and the Hurwitz ``zeta`` are Rust kernels (``src/kernels/bessel.rs``,
-``normal_fns.rs``, ``special.rs``). ``zeta`` has a gradient in its second
-argument only, as in PyTorch.
+functions ``i0``/``i0e``/``i1``/``i1e``, ``erfcx``, ``ndtri``, ``log_ndtr``,
+the incomplete gamma functions and the Hurwitz ``zeta`` are Rust kernels
+(``src/kernels/bessel.rs``, ``normal_fns.rs``, ``special.rs``). ``zeta``,
+``gammainc`` and ``gammaincc`` have a gradient in their second argument only,
+as in PyTorch.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ __all__ = [
     "exp2",
     "expit",
     "expm1",
+    "gammainc",
+    "gammaincc",
     "gammaln",
     "i0",
     "i0e",
@@ -139,6 +142,16 @@ def xlog1py(input, other):
 def gammaln(input):
     """log |Gamma(x)|."""
     return _fg.lgamma(input)
+
+
+def gammainc(input, other):
+    """The regularised lower incomplete gamma function P(a, x), ``a = input``."""
+    return _fg.igamma(input, other)
+
+
+def gammaincc(input, other):
+    """The regularised upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    return _fg.igammac(input, other)
 
 
 def digamma(input):

@@ -101,6 +101,8 @@ op_table! {
     unary       special_ndtri()    [function]                             = ops::special_ndtri, "The inverse of the standard normal distribution function of the elements of `input` (`special.ndtri`).";
     unary       special_erfcx()    [function]                             = ops::special_erfcx, "The scaled complementary error function exp(x^2) erfc(x) of the elements of `input` (`special.erfcx`).";
     unary       special_log_ndtr() [function]                             = ops::special_log_ndtr, "The logarithm of the standard normal distribution function of the elements of `input`, without underflow (`special.log_ndtr`).";
+    binary_like igamma(other)      [method function]                      = ops::igamma,        "The regularised lower incomplete gamma function P(input, other) (`special.gammainc`; broadcast).";
+    binary_like igammac(other)     [method function]                      = ops::igammac,       "The regularised upper incomplete gamma function Q(input, other) = 1 - P (`special.gammaincc`; broadcast).";
     binary_like special_zeta(other) [function]                            = ops::special_zeta,  "The Hurwitz zeta function sum_k (other + k)^-input, elementwise (`special.zeta`; broadcast).";
     unary       negative()         [method function inplace(negative_)]   = ops::neg,           "Alias of `neg`: the negative of the elements of `input`.";
     unary       absolute()         [method function inplace(absolute_)]   = ops::abs,           "Alias of `abs`: the absolute value of the elements of `input`.";

@@ -867,6 +867,36 @@ fn _sample_dirichlet_gammas(
     Ok((wrap(py, x)?, wrap(py, gam)?))
 }
 
+/// `binomial(count, prob)`: a binomial sample per element (ATen's BTRS and
+/// inversion samplers, draw for draw).
+#[pyfunction]
+#[pyo3(signature = (count, prob, generator=None))]
+fn binomial(
+    py: Python<'_>,
+    count: &Bound<'_, PyTensor>,
+    prob: &Bound<'_, PyTensor>,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let (n, p) = (count.get().t.clone(), prob.get().t.clone());
+    if n.shape() != p.shape() {
+        return Err(PyRuntimeError::new_err(format!(
+            "binomial: count and prob must have the same shape, got {:?} and {:?}",
+            n.shape().as_slice(),
+            p.shape().as_slice()
+        )));
+    }
+    if n.dtype() != p.dtype() {
+        return Err(PyRuntimeError::new_err(format!(
+            "binomial: expected count and prob of one dtype, got {} and {}",
+            n.dtype().scalar_name(),
+            p.dtype().scalar_name()
+        )));
+    }
+    let gen = gen_arg(generator, "binomial")?;
+    let r = draw(py, n.numel(), gen, |g| rng::binomial(g, &n, &p))?;
+    wrap(py, r)
+}
+
 /// `poisson(input)`: a Poisson sample per rate (ATen's sampler, draw for draw).
 #[pyfunction]
 #[pyo3(signature = (input, generator=None))]
@@ -880,7 +910,6 @@ fn poisson(
     let r = draw(py, t.numel(), gen, |g| rng::poisson(g, &t))?;
     wrap(py, r)
 }
-
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -902,6 +931,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_sample_dirichlet, m)?)?;
     m.add_function(wrap_pyfunction!(_sample_dirichlet_gammas, m)?)?;
     m.add_function(wrap_pyfunction!(poisson, m)?)?;
+    m.add_function(wrap_pyfunction!(binomial, m)?)?;
     m.add_function(wrap_pyfunction!(_random_like, m)?)?;
     m.add("default_generator", default_generator_obj(py)?)?;
     Ok(())

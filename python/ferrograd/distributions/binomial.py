@@ -18,12 +18,9 @@ def _clamp_by_zero(x):
 
 class Binomial(Distribution):
     """Binomial(total_count=1, probs=None, logits=None): successes in
-    ``total_count`` independent trials.
-
-    ``sample`` counts ``bernoulli`` successes over the trials. PyTorch draws
-    binomials with its own rejection sampler (``torch.binomial``), so seeded
-    samples differ from PyTorch's; their distribution is the same.
-    """
+    ``total_count`` independent trials. ``sample`` is ``torch.binomial``, which
+    follows PyTorch's CPU sampler (BTRS, or inversion for small means) draw
+    for draw."""
 
     arg_constraints = {
         "total_count": constraints.nonnegative_integer,
@@ -92,13 +89,7 @@ class Binomial(Distribution):
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         with torch.no_grad():
-            n_max = int(self.total_count.max()) if self.total_count.numel() else 0
-            if n_max == 0:
-                return torch.zeros(shape, dtype=self.probs.dtype)
-            trials = torch.bernoulli(self.probs.expand((n_max,) + tuple(shape)))
-            index = torch.arange(n_max, dtype=self.probs.dtype).view((n_max,) + (1,) * len(shape))
-            taken = (index < self.total_count.expand(shape)).to(trials.dtype)
-            return (trials * taken).sum(0)
+            return torch.binomial(self.total_count.expand(shape), self.probs.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

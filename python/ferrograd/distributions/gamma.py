@@ -26,7 +26,7 @@ class Gamma(ExponentialFamily):
     PyTorch's. Its gradient in ``concentration`` is the implicit
     reparameterisation gradient -(dF/dalpha) / f computed to rounding (PyTorch
     uses a fitted approximation of the same quantity, so the gradients agree
-    to a few digits, not bit for bit). ``cdf`` is not available.
+    to a few digits, not bit for bit).
     """
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
@@ -80,6 +80,11 @@ class Gamma(ExponentialFamily):
             - self.rate * value
             - torch.lgamma(self.concentration)
         )
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return torch.special.gammainc(self.concentration, self.rate * value)
 
     def entropy(self):
         return (

@@ -6,8 +6,8 @@ use smallvec::smallvec;
 
 use super::super::arith::map2;
 use super::super::{
-    add_scalar, compare, div, map1, mul, mul_f64, neg, reciprocal, result_type, sign, sub,
-    where_, Scalar,
+    add_scalar, compare, div, map1, mul, mul_f64, neg, reciprocal, result_type, sign, sub, where_,
+    Scalar,
 };
 use super::{rec1, sq, zero_like_dt, NO_INT};
 use crate::autograd::{needs_record, record, SavedTensor};
@@ -136,12 +136,7 @@ fn nonzero_divisor(x: &Tensor) -> Result<(Tensor, Tensor)> {
 }
 
 /// Records a unary op whose gradient `d(x, y)` needs the input and the output.
-fn rec_xy(
-    a: &Tensor,
-    out: &Tensor,
-    name: &'static str,
-    d: fn(&Tensor, &Tensor) -> Result<Tensor>,
-) {
+fn rec_xy(a: &Tensor, out: &Tensor, name: &'static str, d: fn(&Tensor, &Tensor) -> Result<Tensor>) {
     if needs_record(&[a]) {
         let o = SavedTensor::output(out, 0);
         record(name, &[a], out, saved![a, Some(o)], move |c| {
@@ -230,7 +225,8 @@ pub(crate) fn special_log_ndtr(a: &Tensor) -> Result<Tensor> {
 pub(crate) fn special_zeta(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = result_type(a, b).to_float();
     let out = if dt == DType::F32 {
-        map2!(a, b, dt, f32, |x, y| special::zeta(x as f64, y as f64) as f32)
+        map2!(a, b, dt, f32, |x, y| special::zeta(x as f64, y as f64)
+            as f32)
     } else {
         map2!(a, b, DType::F64, f64, |x, y| special::zeta(x, y))
     };
@@ -254,9 +250,13 @@ pub(crate) fn special_zeta(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 pub(crate) fn standard_gamma_grad(alpha: &Tensor, x: &Tensor) -> Result<Tensor> {
     let dt = result_type(alpha, x).to_float();
     Ok(if dt == DType::F32 {
-        map2!(alpha, x, dt, f32, |a, v| special::standard_gamma_grad(
-            a as f64, v as f64
-        ) as f32)
+        map2!(
+            alpha,
+            x,
+            dt,
+            f32,
+            |a, v| special::standard_gamma_grad(a as f64, v as f64) as f32
+        )
     } else {
         map2!(alpha, x, DType::F64, f64, |a, v| {
             special::standard_gamma_grad(a, v)
@@ -269,9 +269,64 @@ pub(crate) fn standard_gamma_grad(alpha: &Tensor, x: &Tensor) -> Result<Tensor> 
 pub(crate) fn record_standard_gamma(alpha: &Tensor, x: &Tensor) {
     if needs_record(&[alpha]) {
         let o = SavedTensor::output(x, 0);
-        record("StandardGammaBackward0", &[alpha], x, saved![alpha, Some(o)], |c| {
-            let d = standard_gamma_grad(c.saved(0)?, c.saved(1)?)?;
-            Ok(smallvec![Some(mul(c.grad()?, &d)?)])
+        record(
+            "StandardGammaBackward0",
+            &[alpha],
+            x,
+            saved![alpha, Some(o)],
+            |c| {
+                let d = standard_gamma_grad(c.saved(0)?, c.saved(1)?)?;
+                Ok(smallvec![Some(mul(c.grad()?, &d)?)])
+            },
+        );
+    }
+}
+
+/// The regularised incomplete gamma functions of `a` at `x` (`igamma` P,
+/// `igammac` Q). Only `x` has a gradient, +-x^(a-1) e^-x / Gamma(a); asking for
+/// the one of `a` is an error, as in PyTorch.
+fn igamma_op(a: &Tensor, x: &Tensor, lower: bool) -> Result<Tensor> {
+    let dt = result_type(a, x).to_float();
+    let out = if dt == DType::F32 {
+        map2!(
+            a,
+            x,
+            dt,
+            f32,
+            |p, q| special::igamma(p as f64, q as f64, lower) as f32
+        )
+    } else {
+        map2!(a, x, DType::F64, f64, |p, q| special::igamma(p, q, lower))
+    };
+    if needs_record(&[a, x]) {
+        let name = if lower {
+            "IgammaBackward0"
+        } else {
+            "IgammacBackward0"
+        };
+        record(name, &[a, x], &out, saved![a, x], move |c| {
+            if c.needs(0) {
+                let which = if lower { "igamma" } else { "igammac" };
+                return Err(Error::not_implemented(format!(
+                    "the derivative for '{which}: input' is not implemented."
+                )));
+            }
+            let (a, x, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
+            // exp((a - 1) log x - x - lgamma(a)), the Gamma(a) density at x.
+            let am1 = add_scalar(a, Scalar::Int(-1))?;
+            let log_pdf = sub(&sub(&super::xlogy(&am1, x)?, x)?, &lgamma(a)?)?;
+            let pdf = super::super::exp(&log_pdf)?;
+            let d = if lower { pdf } else { neg(&pdf)? };
+            Ok(smallvec![None, Some(mul(g, &d)?)])
         });
     }
+    Ok(out)
+}
+
+pub(crate) fn igamma(a: &Tensor, x: &Tensor) -> Result<Tensor> {
+    igamma_op(a, x, true)
+}
+
+pub(crate) fn igammac(a: &Tensor, x: &Tensor) -> Result<Tensor> {
+    igamma_op(a, x, false)
 }
