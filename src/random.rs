@@ -767,36 +767,6 @@ pub fn geometric(g: &mut CpuGenerator, shape: Shape, dtype: DType, p: f64) -> Re
     Ok(cast(Tensor::from_vec(v, shape), dtype))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mt19937_reference_stream() {
-        // The 10000th output of std::mt19937 seeded 5489 (C++11 [rand.predef]).
-        let mut g = CpuGenerator::new(5489);
-        let mut last = 0;
-        for _ in 0..10000 {
-            last = g.random();
-        }
-        assert_eq!(last, 4123659995);
-    }
-
-    #[test]
-    fn state_round_trip_keeps_the_cached_normal() {
-        let mut g = CpuGenerator::new(3);
-        g.normal_f64(0.0, 1.0);
-        let s = g.get_state();
-        let mut h = CpuGenerator::new(0);
-        h.set_state(&s).unwrap();
-        assert_eq!(g.normal_f64(0.0, 1.0), h.normal_f64(0.0, 1.0));
-        let a: Vec<u32> = (0..700).map(|_| g.random()).collect();
-        let b: Vec<u32> = (0..700).map(|_| h.random()).collect();
-        assert_eq!(a, b);
-        assert!(h.set_state(&s[..100]).is_err());
-    }
-}
-
 /// ATen's `sample_gamma` (Marsaglia and Tsang's rejection method, with
 /// alpha < 1 boosted to alpha + 1 and scaled by u^(1/alpha)), drawing double
 /// uniforms and `normal_distribution<double>` samples (which share the
@@ -835,7 +805,7 @@ pub fn sample_gamma(g: &mut CpuGenerator, alpha: f64, single: bool) -> f64 {
             let x = g.normal_f64(0.0, 1.0);
             let y = 1.0 + c * x;
             // ATen redraws while y <= 0: a NaN y (alpha NaN) leaves the loop.
-            if !(y <= 0.0) {
+            if y > 0.0 || y.is_nan() {
                 break (x, y);
             }
         };
@@ -934,7 +904,7 @@ pub fn sample_poisson(g: &mut CpuGenerator, lambda: f64) -> f64 {
 pub fn poisson(g: &mut CpuGenerator, rates: &Tensor) -> Result<Tensor> {
     float_only(rates.dtype(), "poisson_cpu")?;
     let lam = rates.to_vec::<f64>();
-    if lam.iter().any(|&l| !(l >= 0.0)) {
+    if lam.iter().any(|&l| l < 0.0 || l.is_nan()) {
         return Err(Error::runtime(
             "invalid Poisson rate, expected rate to be non-negative",
         ));
@@ -1074,4 +1044,34 @@ pub fn binomial(g: &mut CpuGenerator, count: &Tensor, prob: &Tensor) -> Result<T
         .map(|(&n, &p)| sample_binomial(g, n, p, single))
         .collect();
     Ok(cast(Tensor::from_vec(v, count.shape()), count.dtype()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mt19937_reference_stream() {
+        // The 10000th output of std::mt19937 seeded 5489 (C++11 [rand.predef]).
+        let mut g = CpuGenerator::new(5489);
+        let mut last = 0;
+        for _ in 0..10000 {
+            last = g.random();
+        }
+        assert_eq!(last, 4123659995);
+    }
+
+    #[test]
+    fn state_round_trip_keeps_the_cached_normal() {
+        let mut g = CpuGenerator::new(3);
+        g.normal_f64(0.0, 1.0);
+        let s = g.get_state();
+        let mut h = CpuGenerator::new(0);
+        h.set_state(&s).unwrap();
+        assert_eq!(g.normal_f64(0.0, 1.0), h.normal_f64(0.0, 1.0));
+        let a: Vec<u32> = (0..700).map(|_| g.random()).collect();
+        let b: Vec<u32> = (0..700).map(|_| h.random()).collect();
+        assert_eq!(a, b);
+        assert!(h.set_state(&s[..100]).is_err());
+    }
 }

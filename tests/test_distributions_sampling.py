@@ -325,6 +325,18 @@ def test_gamma_implicit_gradient_against_cdf_finite_differences():
         np.testing.assert_allclose(got, -dPda / pdf, rtol=2e-5, err_msg=f"q={q}")
 
 
+def test_standard_gamma_forward_mode_tangent():
+    import ferrograd.autograd.forward_ad as fwAD
+
+    a = T([0.4, 3.0, 12.0], f64)
+    t = T([1.0, -0.5, 2.0], f64)
+    fg.manual_seed(3)
+    with fwAD.dual_level():
+        x, tangent = fwAD.unpack_dual(fg._standard_gamma(fwAD.make_dual(a, t)))
+    np.testing.assert_allclose(tangent.numpy(),
+                               (fg._standard_gamma_grad(a, x) * t).numpy(), rtol=1e-14)
+
+
 def test_gamma_rsample_gradient_is_the_implicit_one():
     a = T([0.4, 3.0], f64).requires_grad_()
     r = T([2.0, 0.5], f64).requires_grad_()
