@@ -173,6 +173,9 @@ from ._C import (  # noqa: E402
     gt,
     heaviside,
     hypot,
+    i0,
+    igamma,
+    igammac,
     isfinite,
     isinf,
     isnan,
@@ -218,6 +221,13 @@ from ._C import (  # noqa: E402
     sin,
     sinc,
     sinh,
+    special_erfcx,
+    special_i0e,
+    special_i1,
+    special_i1e,
+    special_log_ndtr,
+    special_ndtri,
+    special_zeta,
     sqrt,
     square,
     subtract,
@@ -678,6 +688,9 @@ __all__ += [
     "gt",
     "heaviside",
     "hypot",
+    "i0",
+    "igamma",
+    "igammac",
     "isfinite",
     "isinf",
     "isnan",
@@ -723,6 +736,13 @@ __all__ += [
     "sin",
     "sinc",
     "sinh",
+    "special_erfcx",
+    "special_i0e",
+    "special_i1",
+    "special_i1e",
+    "special_log_ndtr",
+    "special_ndtri",
+    "special_zeta",
     "sqrt",
     "square",
     "subtract",
@@ -831,3 +851,24 @@ globals().update(_aliases)
 __all__ += sorted(_aliases)
 del _aliases
 # ----- end of tensor API additions -----
+
+# torch.special and torch.distributions; the samplers they draw from.
+# isort: split
+from . import distributions, special  # noqa: E402
+from ._C import (  # noqa: E402, F401
+    _sample_dirichlet,
+    _standard_gamma,
+    _standard_gamma_grad,
+    binomial,
+    poisson,
+)
+from .special import mvlgamma  # noqa: E402
+
+
+def _tensor_mvlgamma(self, p):
+    """``mvlgamma(self, p)``: the multivariate log-gamma function of dimension ``p``."""
+    return mvlgamma(self, p)
+
+
+Tensor.mvlgamma = _tensor_mvlgamma
+__all__ += ["binomial", "distributions", "mvlgamma", "poisson", "special"]

@@ -98,6 +98,16 @@ op_table! {
     unary       sgn()              [method function inplace(sgn_)]        = ops::sgn,           "Returns a new tensor with the sign of the elements of `input` (for real inputs the same as `sign`).";
     unary       signbit()          [method function]                      = ops::signbit,       "Returns a new bool tensor that is True where the sign bit of `input` is set (including -0.0).";
     unary       logit()            [method function inplace(logit_)]      = ops::logit,         "Returns a new tensor with the logit log(x / (1 - x)) of the elements of `input`.";
+    unary       i0()               [method function inplace(i0_)]         = ops::i0,            "Returns a new tensor with the modified Bessel function of the first kind of order 0 of the elements of `input`.";
+    unary       special_i0e()      [function]                             = ops::special_i0e,   "The exponentially scaled modified Bessel function exp(-|x|) I0(x) of the elements of `input` (`special.i0e`).";
+    unary       special_i1()       [function]                             = ops::special_i1,    "The modified Bessel function of the first kind of order 1 of the elements of `input` (`special.i1`).";
+    unary       special_i1e()      [function]                             = ops::special_i1e,   "The exponentially scaled modified Bessel function exp(-|x|) I1(x) of the elements of `input` (`special.i1e`).";
+    unary       special_ndtri()    [function]                             = ops::special_ndtri, "The inverse of the standard normal distribution function of the elements of `input` (`special.ndtri`).";
+    unary       special_erfcx()    [function]                             = ops::special_erfcx, "The scaled complementary error function exp(x^2) erfc(x) of the elements of `input` (`special.erfcx`).";
+    unary       special_log_ndtr() [function]                             = ops::special_log_ndtr, "The logarithm of the standard normal distribution function of the elements of `input`, without underflow (`special.log_ndtr`).";
+    binary_like igamma(other)      [method function]                      = ops::igamma,        "The regularised lower incomplete gamma function P(input, other) (`special.gammainc`; broadcast).";
+    binary_like igammac(other)     [method function]                      = ops::igammac,       "The regularised upper incomplete gamma function Q(input, other) = 1 - P (`special.gammaincc`; broadcast).";
+    binary_like special_zeta(other) [function]                            = ops::special_zeta,  "The Hurwitz zeta function sum_k (other + k)^-input, elementwise (`special.zeta`; broadcast).";
     unary       negative()         [method function inplace(negative_)]   = ops::neg,           "Alias of `neg`: the negative of the elements of `input`.";
     unary       absolute()         [method function inplace(absolute_)]   = ops::abs,           "Alias of `abs`: the absolute value of the elements of `input`.";
     binary_like atan2(other)       [method function]                      = ops::atan2,         "Elementwise arctangent of `input / other`, choosing the quadrant by both signs (broadcast; either may be a number).";
