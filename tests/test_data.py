@@ -2,6 +2,7 @@
 
 import collections
 import os
+import signal
 import time
 import warnings
 
@@ -518,13 +519,37 @@ class Dies(Dataset):
         return 2
 
 
+class Killed(Dataset):
+    def __getitem__(self, i):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def __len__(self):
+        return 2
+
+
 def test_worker_errors_reach_the_main_process():
     with pytest.raises(KeyError, match="in DataLoader worker process"):
         list(DataLoader(Failing(), batch_size=2, num_workers=2))
     with pytest.raises(RuntimeError, match="timed out after 0.5 seconds"):
         list(DataLoader(Slow(), batch_size=1, num_workers=1, timeout=0.5))
-    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"):
+    # PyTorch's words (its SIGCHLD handler's).
+    with pytest.raises(
+        RuntimeError,
+        match=r"DataLoader worker \(pid \d+\) exited unexpectedly with exit code 1\. Details are "
+        r"lost due to multiprocessing\. Rerunning with num_workers=0 may give better error trace",
+    ):
         list(DataLoader(Dies(), batch_size=1, num_workers=1))
+
+
+@pytest.mark.parametrize("timeout", [0, 60])
+def test_a_killed_worker_is_reported_at_once_whatever_the_timeout(timeout):
+    # PyTorch reports it within about a second (SIGCHLD) and names the signal.
+    t0 = time.monotonic()
+    with pytest.raises(
+        RuntimeError, match=r"DataLoader worker \(pid \d+\) is killed by signal: Killed\. "
+    ):
+        list(DataLoader(Killed(), batch_size=1, num_workers=2, timeout=timeout))
+    assert time.monotonic() - t0 < 10
 
 
 def test_workers_never_warn_or_leak_processes():
