@@ -265,6 +265,8 @@ __all__ = [
     "_foreach_optim",
     "_st_write",
     "_st_read",
+    "_crc32c",
+    "_crc32c_bytes",
     "convolution",
     "max_pool2d_with_indices",
     "adaptive_max_pool2d",
@@ -1521,6 +1523,8 @@ def _st_write(
 def _st_read(
     source: _int | bytes, entries: list[tuple[_str, _str, list[_int], _int, _int]], mmap: _bool
 ) -> list[Tensor]: ...
+def _crc32c(tensors: list[Tensor]) -> list[_int]: ...
+def _crc32c_bytes(data: bytes) -> _int: ...
 # ----- convolution, pooling, padding, unfold/fold, resampling (src/py/nn_conv.rs) -----------
 
 def convolution(
