@@ -254,12 +254,19 @@ def affine_grid(theta, size, align_corners=None):
     ``(N, C, H, W)``, giving ``[N, H, W, 2]``; ``[N, 3, 4]`` for a 5-D size, giving
     ``[N, D, H, W, 3]``): each output pixel's ``[x, y(, z), 1]`` times ``theta``^T.
     Differentiable with respect to ``theta``."""
+    if not isinstance(theta, _C.Tensor):
+        raise TypeError(f"affine_grid(): argument 'theta' must be Tensor, not {type(theta).__name__}")
+    try:
+        size = [int(s) for s in size]
+    except TypeError:
+        raise TypeError(
+            f"affine_grid(): argument 'size' must be a sequence of ints, not {type(size).__name__}"
+        ) from None
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
-    size = list(size)
     if len(size) == 4:
         if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
             raise ValueError(
