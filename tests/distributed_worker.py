@@ -531,14 +531,15 @@ def check_checkpoint(rank, world, phase, path):
         np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
 
 
-def check_join(rank, world, divide, bucket_cap_mb, deterministic=False):
+def check_join(rank, world, divide, bucket_cap_mb, deterministic=False, find_unused=False):
     # Rank r has 2 + r batches (uneven). Under ddp.join(), a rank that ran out shadows the
     # others' reductions with zeros: at step i the gradient is the sum over the ranks that
     # still have a batch, divided by the world size (divide=True) or by their number.
     # Afterwards every rank holds the model of the last rank to finish.
     counts = [2 + r for r in range(world)]
     model = Counting()
-    ddp = DDP(model, bucket_cap_mb=bucket_cap_mb, deterministic=deterministic)
+    ddp = DDP(model, bucket_cap_mb=bucket_cap_mb, deterministic=deterministic,
+              find_unused_parameters=find_unused)  # fmt: skip
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with ddp.join(divide_by_initial_world_size=divide):
         for step in range(counts[rank]):
@@ -720,6 +721,7 @@ def main():
         for divide in (True, False):
             check_join(rank, world, divide, bucket_cap_mb=0.0005)
         check_join(rank, world, True, bucket_cap_mb=25, deterministic=True)
+        check_join(rank, world, False, bucket_cap_mb=0.0005, find_unused=True)
     elif mode == "join_throw":
         check_join_throw(rank, world)
     elif mode == "arg_mismatch":

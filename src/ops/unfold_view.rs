@@ -32,7 +32,8 @@ fn window_layout(shape: &[usize], strides: &[usize], w: Windows) -> (Shape, Stri
     let mut out_shape: Shape = shape.iter().copied().collect();
     let mut out_strides: Strides = strides.iter().copied().collect();
     out_shape[d] = (shape[d] - w.size) / w.step + 1;
-    out_strides[d] = strides[d] * w.step;
+    // A step past the end leaves one window, whose stride is never used.
+    out_strides[d] = strides[d].saturating_mul(w.step);
     out_shape.push(w.size);
     out_strides.push(strides[d]);
     (out_shape, out_strides)
