@@ -181,6 +181,10 @@ class _Watchdog:
         if long_wait and self._told is not cur:
             self._tell(("wait", first, last, what))
             self._told = cur
+        elif self._told is not None and self._told is not cur:
+            # The wait the peers know of is over; this one is still short.
+            self._tell(("idle",))
+            self._told = None
         me = self.world.rank
         for r, st in sorted(self.peers.items()):
             if st[0] == "left" and st[1] <= last:
