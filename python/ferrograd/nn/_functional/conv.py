@@ -519,8 +519,9 @@ def _sliding_args(kernel_size, dilation, padding, stride):
     d = _tuple(dilation, 2, "dilation")
     p = _tuple(padding, 2, "padding")
     s = _tuple(stride, 2, "stride")
-    for what, v, word, low in (("kernel size", k, "kernel", 1), ("stride", s, "stride", 1),
-                               ("dilation", d, "dilation", 1), ("padding", p, "pad", 0)):  # fmt: skip
+    checks = (("kernel size", k, "kernel", 1), ("stride", s, "stride", 1),
+              ("dilation", d, "dilation", 1), ("padding", p, "pad", 0))  # fmt: skip
+    for what, v, word, low in checks:
         if min(v) < low:
             rule = "should be non-negative" if low == 0 else "should be greater than zero"
             raise RuntimeError(

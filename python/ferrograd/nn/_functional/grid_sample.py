@@ -214,7 +214,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                     w = f if bit else 1 - f
                     weight = w if weight is None else weight * w
                 values, valid = src.read([lo + bit for lo, bit in zip(low, corner)])
-                term = _C.where(valid, values * weight.unsqueeze(1), _C.zeros((), dtype=values.dtype))
+                zero = _C.zeros((), dtype=values.dtype)
+                term = _C.where(valid, values * weight.unsqueeze(1), zero)
                 out = term if out is None else out + term
     return out.reshape(n, c, *out_shape)
 
@@ -255,7 +256,9 @@ def affine_grid(theta, size, align_corners=None):
     ``[N, D, H, W, 3]``): each output pixel's ``[x, y(, z), 1]`` times ``theta``^T.
     Differentiable with respect to ``theta``."""
     if not isinstance(theta, _C.Tensor):
-        raise TypeError(f"affine_grid(): argument 'theta' must be Tensor, not {type(theta).__name__}")
+        raise TypeError(
+            f"affine_grid(): argument 'theta' must be Tensor, not {type(theta).__name__}"
+        )
     try:
         size = [int(s) for s in size]
     except TypeError:

@@ -407,7 +407,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._shutdown_workers(wait=False)
             if code is not None and code < 0:
                 # PyTorch's words (its SIGCHLD handler's), with the signal's name.
-                msg = f"DataLoader worker (pid {w.pid}) is killed by signal: {_signal_name(-code)}. "
+                name = _signal_name(-code)
+                msg = f"DataLoader worker (pid {w.pid}) is killed by signal: {name}. "
                 if -code == signal.SIGBUS:
                     msg += (
                         "It is possible that dataloader's workers are out of shared memory. "
