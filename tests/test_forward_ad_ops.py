@@ -331,6 +331,8 @@ CASES = {
     "stale_view": (stale_view, [S(2, 3), S(2, 3)]),
     "setitem_grad": (_grad_of(lambda x: (setitem(x, x[1] * 2) ** 2).sum()), [S(2, 3)]),
     "diagonal_grad": (_grad_of(lambda x: (x.diagonal() ** 3).sum()), [S(3, 3)]),
+    "unfold": (lambda x: x.unfold(1, 3, 2), [S(2, 7)]),
+    "unfold_grad": (_grad_of(lambda x: (x.unfold(1, 3, 2) ** 3).sum()), [S(2, 7)]),
     "select_grad": (_grad_of(lambda x: (x[1] ** 3).sum()), [S(2, 3)]),
     "index_grad": (_grad_of(lambda x: (x[fg.tensor([0, 1, 1])] ** 3).sum()), [S(2, 3)]),
     "nll_loss_2d_grad": (_grad_of(lambda x: F.nll_loss(x.view(1, 2, 3, 1) ** 3, fg.tensor([[[1], [0], [1]]]))),

@@ -923,3 +923,9 @@ from ._functional import loss_extra as _f_loss_extra  # noqa: E402
 from ._functional.loss_extra import *  # noqa: E402, F403
 
 __all__ += [*_f_loss_extra.__all__]
+
+
+# ----- sampling grids (implemented in _functional/grid_sample.py) ---------------------------
+from ._functional.grid_sample import affine_grid, grid_sample  # noqa: E402
+
+__all__ += ["affine_grid", "grid_sample"]

@@ -63,6 +63,58 @@ def _check_tensor(input, name="input"):
 # ----- convolution ---------------------------------------------------------------------------
 
 
+def _check_conv_args(weight, stride, padding, dilation, groups, sd, transposed=False,
+                     output_padding=None):  # fmt: skip
+    """PyTorch's argument checks of a convolution, with its words, before the kernel
+    sees them (a kernel of size 0 would otherwise read nothing and return zeros)."""
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(d <= 0 for d in dilation):
+        if transposed and sd == 2:
+            raise RuntimeError(
+                f"dilation should be greater than zero, but got dilation_height: {dilation[0]}, "
+                f"dilation_width: {dilation[1]}"
+            )
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    kernel = list(weight.shape[2:])
+    if any(k <= 0 for k in kernel):
+        if sd == 3:
+            raise RuntimeError(
+                "kernel size should be greater than zero, but got: "
+                f"{kernel[0]} x {kernel[1]} x {kernel[2]} (TxHxW)"
+            )
+        kh, kw = ([1] + kernel)[-2:]
+        raise RuntimeError(
+            "kernel size should be greater than zero, but got kernel_height: "
+            f"{kh} kernel_width: {kw}"
+        )
+    if transposed:
+        if weight.numel() == 0:
+            raise RuntimeError(
+                f"non-empty 2D or 4D weight tensor expected, but got: {list(weight.shape)}"
+            )
+        if output_padding is not None and any(
+            op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)
+        ):
+            oph, opw = ([0] + list(output_padding))[-2:]
+            sh, sw = ([1] + list(stride))[-2:]
+            dh, dw = ([1] + list(dilation))[-2:]
+            raise RuntimeError(
+                "output padding must be smaller than either stride or dilation, but got "
+                f"output_padding_height: {oph} output_padding_width: {opw} stride_height: {sh} "
+                f"stride_width: {sw} dilation_height: {dh} dilation_width: {dw}"
+            )
+    elif weight.shape[0] < 1:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be at least 1 at dimension 0, but got "
+            f"weight of size {list(weight.shape)} instead"
+        )
+
+
 def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
     if _dispatch.has_protocol(input, weight, bias):
         if _dispatch.is_batched(input, weight, bias):
@@ -109,6 +161,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
         padding = _tuple(padding, sd, "padding")
+    _check_conv_args(weight, stride, padding, dilation, groups, sd)
     out = _C.convolution(input, weight, bias, stride, padding, dilation, False, [0] * sd, groups)
     return out.squeeze(0) if unbatched else out
 
@@ -221,16 +274,13 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     unbatched = input.dim() == sd + 1
     if unbatched:
         input = input.unsqueeze(0)
+    stride = _tuple(stride, sd, "stride")
+    padding = _tuple(padding, sd, "padding")
+    dilation = _tuple(dilation, sd, "dilation")
+    output_padding = _tuple(output_padding, sd, "output_padding")
+    _check_conv_args(weight, stride, padding, dilation, groups, sd, True, output_padding)
     out = _C.convolution(
-        input,
-        weight,
-        bias,
-        _tuple(stride, sd, "stride"),
-        _tuple(padding, sd, "padding"),
-        _tuple(dilation, sd, "dilation"),
-        True,
-        _tuple(output_padding, sd, "output_padding"),
-        groups,
+        input, weight, bias, stride, padding, dilation, True, output_padding, groups
     )
     return out.squeeze(0) if unbatched else out
 
@@ -330,6 +380,33 @@ def _stride(stride, kernel_size, n):
     return _tuple(stride, n, "stride")
 
 
+def _check_pool(kernel, stride, padding, dilation, letters):
+    """PyTorch's checks of a 2-d or 3-d pooling's arguments, in its order (each
+    dimension's output size first, then the shape check) and words."""
+    for k, s, p, d in zip(kernel, stride, padding, dilation):
+        if s == 0:
+            raise RuntimeError("stride should not be zero")
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        if p > ((k - 1) * d + 1) // 2:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, "
+                f"kernel_size={k} and dilation={d}"
+            )
+
+    def got(prefix, values):
+        return " ".join(f"{prefix}{a}: {v}" for a, v in zip(letters, values))
+
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel size should be greater than zero, but got {got('k', kernel)}")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"stride should be greater than zero, but got {got('d', stride)}")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(
+            f"dilation should be greater than zero, but got {got('dilation', dilation)}"
+        )
+
+
 def max_pool2d_with_indices(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
 ):
@@ -359,14 +436,12 @@ def max_pool2d_with_indices(
                   [13, 15]]]])
     """
     _check_tensor(input)
-    return _C.max_pool2d_with_indices(
-        input,
-        _tuple(kernel_size, 2, "kernel_size"),
-        _stride(stride, kernel_size, 2),
-        _tuple(padding, 2, "padding"),
-        _tuple(dilation, 2, "dilation"),
-        bool(ceil_mode),
-    )
+    kernel = _tuple(kernel_size, 2, "kernel_size")
+    stride = _stride(stride, kernel_size, 2)
+    padding = _tuple(padding, 2, "padding")
+    dilation = _tuple(dilation, 2, "dilation")
+    _check_pool(kernel, stride, padding, dilation, "HW")
+    return _C.max_pool2d_with_indices(input, kernel, stride, padding, dilation, bool(ceil_mode))
 
 
 def max_pool2d(
@@ -442,13 +517,26 @@ def max_pool1d_with_indices(
         (tensor([[3., 2.]]), tensor([[1, 2]]))
     """
     _check_1d(input, "max_pool1d")
+    (k,) = _tuple(kernel_size, 1, "kernel_size")
+    (st,) = _stride(stride, kernel_size, 1)
+    (p,) = _tuple(padding, 1, "padding")
+    (d,) = _tuple(dilation, 1, "dilation")
+    # PyTorch's max_pool1d checks and words.
+    if k <= 0:
+        raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k}")
+    if st <= 0:
+        raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {st}")
+    if p < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+    if p > k // 2:
+        raise RuntimeError(
+            "max_pool1d() padding should be at most half of kernel size, but got "
+            f"padding={p} and kernel_size={k}"
+        )
+    if d <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
     out, idx = _C.max_pool2d_with_indices(
-        input.unsqueeze(-2),
-        [1, *_tuple(kernel_size, 1, "kernel_size")],
-        [1, *_stride(stride, kernel_size, 1)],
-        [0, *_tuple(padding, 1, "padding")],
-        [1, *_tuple(dilation, 1, "dilation")],
-        bool(ceil_mode),
+        input.unsqueeze(-2), [1, k], [1, st], [0, p], [1, d], bool(ceil_mode)
     )
     return out.squeeze(-2), idx.squeeze(-2)
 
@@ -531,11 +619,15 @@ def avg_pool2d(
         tensor([2.5000, 3.0000, 4.0000, 4.5000])
     """
     _check_tensor(input)
+    kernel = _tuple(kernel_size, 2, "kernel_size")
+    stride = _stride(stride, kernel_size, 2)
+    padding = _tuple(padding, 2, "padding")
+    _check_pool(kernel, stride, padding, [1, 1], "HW")
     return _C.avg_pool2d(
         input,
-        _tuple(kernel_size, 2, "kernel_size"),
-        _stride(stride, kernel_size, 2),
-        _tuple(padding, 2, "padding"),
+        kernel,
+        stride,
+        padding,
         bool(ceil_mode),
         bool(count_include_pad),
         None if divisor_override is None else int(divisor_override),
@@ -568,11 +660,15 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         tensor([[2., 1.]])
     """
     _check_1d(input, "avg_pool1d")
+    kernel = [1, *_tuple(kernel_size, 1, "kernel_size")]
+    stride = [1, *_stride(stride, kernel_size, 1)]
+    padding = [0, *_tuple(padding, 1, "padding")]
+    _check_pool(kernel, stride, padding, [1, 1], "HW")
     out = _C.avg_pool2d(
         input.unsqueeze(-2),
-        [1, *_tuple(kernel_size, 1, "kernel_size")],
-        [1, *_stride(stride, kernel_size, 1)],
-        [0, *_tuple(padding, 1, "padding")],
+        kernel,
+        stride,
+        padding,
         bool(ceil_mode),
         bool(count_include_pad),
         None,
@@ -804,20 +900,36 @@ def pad(input, pad, mode="constant", value=None):
     """
     _check_tensor(input)
     pad = [int(p) for p in pad]
+    if len(pad) % 2 != 0:
+        raise RuntimeError("Padding length must be divisible by 2")
     if mode == "constant":
         return _C.constant_pad_nd(input, pad, 0.0 if value is None else float(value))
     if mode not in ("reflect", "replicate", "circular"):
         raise RuntimeError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument.')
-    if len(pad) % 2 != 0:
-        raise RuntimeError(f"Length of pad must be even but instead it equals {len(pad)}")
     npad = len(pad) // 2
     if npad > input.dim() - 1 or npad > 3:
         raise NotImplementedError(
             f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
             f"(got {input.dim()}D input and pad of length {len(pad)})"
         )
+    if mode in ("reflect", "replicate") and npad > 0:
+        # Negative pads crop (the positions are still read from the whole input).
+        names = "DHW"[3 - npad :]
+        dims = list(input.shape[input.dim() - npad :])
+        outs = [n + pad[2 * (npad - 1 - k)] + pad[2 * (npad - 1 - k) + 1]
+                for k, n in enumerate(dims)]  # fmt: skip
+        if min(outs) < 1:
+            if npad == 1:
+                raise RuntimeError(
+                    f"input (W: {dims[0]}) is too small. Calculated output W: {outs[0]}"
+                )
+            got = " ".join(f"{a}: {o}" for a, o in zip(names, outs))
+            was = ", ".join(f"{a}: {n}" for a, n in zip(names, dims))
+            raise RuntimeError(
+                f"Calculated output {got} must be >= 1 in every dimension (input {was})"
+            )
     out = input
     for i in range(npad):
         dim = input.dim() - 1 - i
@@ -831,7 +943,7 @@ def pad(input, pad, mode="constant", value=None):
             )
         if mode == "circular" and (before > n or after > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        if min(before, after) < 0:
+        if mode == "circular" and min(before, after) < 0:
             raise RuntimeError(f"negative padding is not supported for mode {mode}")
         if n == 0:
             raise RuntimeError(
@@ -878,13 +990,25 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
                  [4., 5., 7., 8.]]])
     """
     _check_tensor(input)
-    return _C.im2col(
-        input,
-        _tuple(kernel_size, 2, "kernel_size"),
-        _tuple(dilation, 2, "dilation"),
-        _tuple(padding, 2, "padding"),
-        _tuple(stride, 2, "stride"),
-    )
+    args = _sliding_args(kernel_size, dilation, padding, stride)
+    return _C.im2col(input, *args)
+
+
+def _sliding_args(kernel_size, dilation, padding, stride):
+    """``unfold``/``fold``'s block geometry, checked in PyTorch's order and words."""
+    k = _tuple(kernel_size, 2, "kernel_size")
+    d = _tuple(dilation, 2, "dilation")
+    p = _tuple(padding, 2, "padding")
+    s = _tuple(stride, 2, "stride")
+    checks = (("kernel size", k, "kernel", 1), ("stride", s, "stride", 1),
+              ("dilation", d, "dilation", 1), ("padding", p, "pad", 0))  # fmt: skip
+    for what, v, word, low in checks:
+        if min(v) < low:
+            rule = "should be non-negative" if low == 0 else "should be greater than zero"
+            raise RuntimeError(
+                f"{what} {rule}, but got {word}_height: {v[0]} {word}_width: {v[1]}"
+            )
+    return k, d, p, s
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
@@ -916,14 +1040,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                   [1., 2., 1.]]]])
     """
     _check_tensor(input)
-    return _C.col2im(
-        input,
-        _tuple(output_size, 2, "output_size"),
-        _tuple(kernel_size, 2, "kernel_size"),
-        _tuple(dilation, 2, "dilation"),
-        _tuple(padding, 2, "padding"),
-        _tuple(stride, 2, "stride"),
-    )
+    args = _sliding_args(kernel_size, dilation, padding, stride)
+    return _C.col2im(input, _tuple(output_size, 2, "output_size"), *args)
 
 
 # ----- interpolation -------------------------------------------------------------------------
@@ -980,17 +1098,8 @@ def interpolate(
         ferrograd.Size([1, 3, 8, 6])
     """
     _check_tensor(input)
-    sd = input.dim() - 2
-    if sd not in (1, 2):
-        raise NotImplementedError(
-            f"Input Error: Only 3D and 4D input Tensors supported (got {input.dim()}D) "
-            f"for the modes: nearest | linear | bilinear (got {mode})"
-        )
-    if mode not in ("nearest", "linear", "bilinear"):
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported")
-    if mode == "nearest":
+    # PyTorch's order: align_corners, then size / scale_factor, then the mode.
+    if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError(
                 "align_corners option can only be set with the interpolating modes: "
@@ -998,10 +1107,7 @@ def interpolate(
             )
     elif align_corners is None:
         align_corners = False
-    if mode == "bilinear" and sd != 2:
-        raise NotImplementedError(f"Got {input.dim()}D input, but bilinear mode needs 4D input")
-    if mode == "linear" and sd != 1:
-        raise NotImplementedError(f"Got {input.dim()}D input, but linear mode needs 3D input")
+    sd = input.dim() - 2
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     in_size = list(input.shape[2:])
@@ -1035,6 +1141,26 @@ def interpolate(
             scales = [None] * sd
     else:
         raise ValueError("either size or scale_factor should be defined")
+    if sd not in (1, 2):
+        raise NotImplementedError(
+            f"Input Error: Only 3D and 4D input Tensors supported (got {input.dim()}D) "
+            f"for the modes: nearest | linear | bilinear (got {mode})"
+        )
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if mode == "bilinear" and sd != 2:
+        raise NotImplementedError(f"Got {input.dim()}D input, but bilinear mode needs 4D input")
+    if mode == "linear" and sd != 1:
+        raise NotImplementedError(f"Got {input.dim()}D input, but linear mode needs 3D input")
+    if min(in_size + out_size) <= 0:
+        names = "HW"[2 - sd :]
+        i = ", ".join(f"{a}: {n}" for a, n in zip(names, in_size))
+        o = ", ".join(f"{a}: {n}" for a, n in zip(names, out_size))
+        raise RuntimeError(
+            f"Input and output sizes should be greater than 0, but got input ({i}) output ({o})"
+        )
     return _C.upsample(input, out_size, scales, mode, bool(align_corners))
 
 

@@ -18,6 +18,7 @@ import math
 
 from ... import _C, _dispatch
 from .conv import (
+    _check_conv_args,
     _check_tensor,
     _rowwise,
     _stride,
@@ -26,6 +27,7 @@ from .conv import (
     conv2d,
     max_pool2d_with_indices,
 )
+from .conv import _check_pool as _pool_checks
 
 __all__ = ["conv3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d"]
 
@@ -100,6 +102,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         )
     stride = _tuple(stride, 3, "stride")
     dilation = _tuple(dilation, 3, "dilation")
+    pads = [0, 0, 0] if isinstance(padding, str) else _tuple(padding, 3, "padding")
+    _check_conv_args(weight, stride, pads, dilation, groups, 3)
     out_ch, Cg, kd, kh, kw = weight.shape
     if x.shape[1] != Cg * groups:
         raise RuntimeError(
@@ -156,10 +160,7 @@ def _pool_out(size, k, s, p, d, ceil_mode):
 
 
 def _check_pool(name, k, s, p, d):
-    if any(v <= 0 for v in k) or any(v <= 0 for v in s) or any(v <= 0 for v in d):
-        raise RuntimeError(f"{name}: kernel_size, stride and dilation must be greater than zero")
-    if any(pp > kk // 2 for pp, kk in zip(p, k)):
-        raise RuntimeError("pad should be at most half of effective kernel size")
+    _pool_checks(k, s, p, d, "THW")
 
 
 def max_pool3d_with_indices(

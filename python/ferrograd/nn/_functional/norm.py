@@ -255,6 +255,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         >>> F.group_norm(x, 2)
         tensor([[-1.0000,  1.0000, -1.0000,  1.0000]])
     """
+    """Normalises each sample over groups of ``C / num_groups`` channels, then
+    applies the per-channel affine ``weight``/``bias`` when given."""
+    if isinstance(input, _C.Tensor) and input.dim() >= 2 and input.shape[1] == 0:
+        raise RuntimeError("Expected number of channels to be greater than 0, got 0")
     return _C.group_norm(input, int(num_groups), weight, bias, float(eps))
 
 

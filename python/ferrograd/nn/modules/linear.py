@@ -152,6 +152,10 @@ class Bilinear(Module):
 
     def reset_parameters(self):
         """Redraws ``weight`` and ``bias`` with the default initialisation."""
+        if self.in1_features <= 0:
+            raise ValueError(
+                f"in1_features must be > 0, but got (in1_features={self.in1_features})"
+            )
         bound = 1 / math.sqrt(self.weight.size(1))
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:

@@ -25,12 +25,10 @@ __all__ = [
 
 
 def _pads(padding, n):
+    # As PyTorch's _ntuple: a sequence is kept as given (F.pad judges it at forward).
     if isinstance(padding, int):
         return (padding,) * (2 * n)
-    padding = tuple(padding)
-    if len(padding) != 2 * n:
-        raise ValueError(f"padding must be an int or a tuple of {2 * n} ints, got {padding}")
-    return padding
+    return tuple(padding)
 
 
 class _ConstantPadNd(Module):

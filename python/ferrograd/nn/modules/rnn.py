@@ -40,6 +40,15 @@ def _check_int(name, value):
         raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
 
 
+def _no_proj_size(kwargs, name):
+    if "proj_size" in kwargs:
+        raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+    if kwargs:
+        raise TypeError(
+            f"{name}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'"
+        )
+
+
 class RNNBase(Module):
     """Base class of :class:`RNN`, :class:`LSTM` and :class:`GRU`: the parameters, their
     initialisation, the argument checks and the forward pass over padded, unbatched or
@@ -111,6 +120,15 @@ class RNNBase(Module):
                 f"num_layers={num_layers}",
                 stacklevel=2,
             )
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(
+                f"batch_first should be of type bool, got: {type(batch_first).__name__}"
+            )
+        _check_int("input_size", input_size)
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
         _check_int("hidden_size", hidden_size)
         if hidden_size <= 0:
             raise ValueError("hidden_size must be greater than zero")
@@ -390,7 +408,9 @@ class RNN(RNNBase):
         bidirectional=False,
         device=None,
         dtype=None,
+        **kwargs,
     ):
+        _no_proj_size(kwargs, "RNN")
         if nonlinearity == "tanh":
             mode = "RNN_TANH"
         elif nonlinearity == "relu":
@@ -540,7 +560,9 @@ class GRU(RNNBase):
         bidirectional=False,
         device=None,
         dtype=None,
+        **kwargs,
     ):
+        _no_proj_size(kwargs, "GRU")
         super().__init__(
             "GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout,
             bidirectional, 0, device, dtype,
@@ -674,12 +696,13 @@ class RNNCell(RNNCellBase):
 
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
                  dtype=None):  # fmt: skip
-        if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
+        if self.nonlinearity not in ("tanh", "relu"):
+            # Checked here, as PyTorch does, not at construction.
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         input, (h,), is_batched = self._prepare(input, hx, 1)
         step = _rnn.make_step(
             "RNN_RELU" if self.nonlinearity == "relu" else "RNN_TANH", self.weight_hh,

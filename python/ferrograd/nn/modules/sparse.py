@@ -11,11 +11,12 @@ from .module import Module, Parameter
 __all__ = ["Embedding", "EmbeddingBag"]
 
 
-def _check_padding(padding_idx, num_embeddings):
+def _check_padding(padding_idx, num_embeddings, word="Padding_idx"):
     if padding_idx is None:
         return None
     if not -num_embeddings <= padding_idx < num_embeddings:
-        raise PaddingIdxError("Padding_idx must be within num_embeddings")
+        # Embedding's and EmbeddingBag's messages differ in case, as in PyTorch.
+        raise PaddingIdxError(f"{word} must be within num_embeddings")
     return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
 
 
@@ -220,8 +221,7 @@ class EmbeddingBag(Module):
         dtype=None,
     ):
         super().__init__()
-        if mode not in ("sum", "mean", "max"):
-            raise ValueError("mode has to be one of sum, mean or max")
+        # An unknown mode is refused by forward (F.embedding_bag), as in PyTorch.
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.max_norm = max_norm
@@ -230,7 +230,7 @@ class EmbeddingBag(Module):
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset
-        self.padding_idx = _check_padding(padding_idx, num_embeddings)
+        self.padding_idx = _check_padding(padding_idx, num_embeddings, "padding_idx")
         _init_weight(self, num_embeddings, embedding_dim, _weight, False, dtype)
 
     def reset_parameters(self):

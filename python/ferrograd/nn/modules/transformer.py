@@ -11,6 +11,7 @@ from ... import _C
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .._functional import attention as _attn
+from .activation import _AssertionValueError
 from .container import ModuleList
 from .module import Module, Parameter
 from .normalization import LayerNorm
@@ -156,7 +157,8 @@ class MultiheadAttention(Module):
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
-            raise ValueError("embed_dim must be divisible by num_heads")
+            # PyTorch asserts; also a ValueError, so it survives `python -O`.
+            raise _AssertionValueError("embed_dim must be divisible by num_heads")
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = _param((embed_dim, embed_dim), dtype)
             self.k_proj_weight = _param((embed_dim, self.kdim), dtype)
