@@ -11,6 +11,7 @@ from . import _refs
 from .composed import _c
 from .schema import (
     ALL,
+    AWAY0,
     CUSTOM,
     F_FUNCTION,
     FORWARD,
@@ -261,7 +262,8 @@ for _name in ("relu_", "elu_", "leaky_relu_", "hardtanh_", "celu_", "selu_", "th
        batching=CUSTOM, rule="elementwise",
        refuse={FORWARD: f"the same values as `{_base}`, whose cells check them"})
 _o("rrelu", "activation", "Leaky ReLU with a random slope per element while training (the mean slope "
-   "otherwise).", None, fixed(T((2, 3))), surfaces=(F_FUNCTION, FUNCTION), rule="elementwise",
+   "otherwise).", None, Sample("fixed", (T((2, 3), domain=AWAY0),), {"training": True}, seeded=True),
+   surfaces=(F_FUNCTION, FUNCTION), rule="elementwise",
    refuse={FORWARD: RANDOM})
 _o("channel_shuffle", "resample", "Shuffles the channels of (N, C, *) in `groups`.", None,
    fixed(T((1, 4, 2)), 2), surfaces=(F_FUNCTION, FUNCTION), aliases=(("native_channel_shuffle", (F_FUNCTION,)),),

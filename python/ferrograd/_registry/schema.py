@@ -154,6 +154,10 @@ class Sample:
     #: The elements of the first tensor arg are at least this far apart
     #: (ties are kinks of max, sort, median, ...).
     unique: float = 0.0
+    #: The op draws random numbers: each call reseeds the generator first, so
+    #: the checks see one deterministic function (dropout's mask stays put
+    #: under finite differences).
+    seeded: bool = False
     call: Optional[Callable[..., Any]] = None
 
 
@@ -233,6 +237,9 @@ class Op:
     refuse: dict = field(default_factory=dict)
     #: Tolerances for the float32 forward check (rtol, atol).
     tol: tuple = (1e-5, 1e-6)
+    #: The benchmark's large case for an op whose sample is ``fixed`` (the
+    #: elementwise and reduction samples scale by themselves).
+    bench: Optional[Sample] = None
 
     @property
     def kind(self) -> str:
