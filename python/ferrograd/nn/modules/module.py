@@ -66,6 +66,12 @@ def _forward_unimplemented(self, *input):
     )
 
 
+#: Bumped by every change to a module's attributes, parameters, buffers,
+#: submodules or hooks: ``ferrograd.compile``'s guards fingerprint the
+#: modules a tape read again only after it moved.
+_STATE_EPOCH = [0]
+
+
 class Module(_StateDictMixin, _ModuleHooksMixin):
     """Base class of every layer and model: subclass it, create the submodules and parameters
     in ``__init__`` and write the computation in ``forward``.
@@ -160,6 +166,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
         """Adds a tensor that is state but not a parameter (BatchNorm's running
         mean): moved by ``to()``, saved in ``state_dict()`` unless
         ``persistent=False``, never returned by ``parameters()``."""
+        _STATE_EPOCH[0] += 1
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         elif not isinstance(name, str):
@@ -183,6 +190,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 
     def register_parameter(self, name, param):
         """Adds a parameter (or ``None``: declared but absent, as ``bias=False``)."""
+        _STATE_EPOCH[0] += 1
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         elif not isinstance(name, str):
@@ -212,6 +220,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 
     def add_module(self, name, module):
         """Adds a child module, reachable as the attribute ``name``."""
+        _STATE_EPOCH[0] += 1
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{typename(module)} is not a Module subclass")
         elif not isinstance(name, str):
@@ -295,6 +304,8 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
+        _STATE_EPOCH[0] += 1
+
         def remove_from(*dicts_or_sets):
             for d in dicts_or_sets:
                 if name in d:
@@ -358,6 +369,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                     super().__setattr__(name, value)
 
     def __delattr__(self, name):
+        _STATE_EPOCH[0] += 1
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
