@@ -108,11 +108,23 @@ fn update_sse42_x3(crc: u32, data: &[u8]) -> u32 {
     shift(ab, (c.len()) as u64) ^ rc
 }
 
+/// Whether the CRC32C instruction (SSE4.2) computes the checksums here.
+pub fn hardware() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("sse4.2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The register after `data` from register `crc`, by the fastest way here.
 fn update(crc: u32, data: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("sse4.2") {
+        if hardware() {
             // SAFETY: the CPU has SSE4.2 (checked just above).
             return unsafe { update_sse42_x3(crc, data) };
         }

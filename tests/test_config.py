@@ -52,8 +52,8 @@ def test_the_build_is_baseline_x86_64():
 def test_simd_paths_follow_the_cpu():
     have = _C._cpu_features()
     paths = {family: path for family, (path, _) in _C._simd_paths().items()}
-    assert set(paths) == {"vector", "gemm", "small_gemm", "conv", "norm_f32", "randn", "bf16",
-                          "amx"}
+    assert set(paths) == {"vector", "gemm", "small_gemm", "conv", "norm_f32", "randn",
+                          "f16_convert", "crc32c", "bf16", "amx"}
     if not have:  # not x86-64
         return
     x86_v4 = all(have[f] for f in ("avx512f", "avx512vl", "avx512bw", "avx512dq", "avx2", "fma"))
@@ -70,6 +70,8 @@ def test_simd_paths_follow_the_cpu():
     direct = have["avx512f"] and have["avx512vl"]
     assert paths["conv"] == ("avx512 direct" if direct else "im2col + gemm")
     assert paths["norm_f32"] == ("avx512" if have["avx512f"] else paths["vector"])
+    assert paths["f16_convert"] == ("f16c" if have["f16c"] and have["avx"] else "portable")
+    assert paths["crc32c"] == ("sse4.2" if have["sse4.2"] else "table")
     assert paths["randn"] == ("fma" if have["fma"] else "baseline")
     # No kernel of this build computes in bfloat16 or uses AMX tiles, whatever the CPU has.
     assert paths["bf16"] == "none" and paths["amx"] == "none"
@@ -85,7 +87,7 @@ def test_cpu_features_match_the_kernel_view_of_proc_cpuinfo():
     flags = set(flags_line.split(":", 1)[1].split())
     have = _C._cpu_features()
     for ours, linux in [("avx2", "avx2"), ("fma", "fma"), ("avx512f", "avx512f"),
-                        ("avx512bw", "avx512bw"), ("avx512_bf16", "avx512_bf16"),
+                        ("avx512bw", "avx512bw"), ("avx512_bf16", "avx512_bf16"), ("f16c", "f16c"),
                         ("amx_tile", "amx_tile"), ("amx_bf16", "amx_bf16")]:
         assert have[ours] == (linux in flags), (ours, have[ours])
 
@@ -124,12 +126,12 @@ def test_every_hand_written_dispatch_has_a_row():
     sites = _dispatch_sites()
     assert sites["detected"] == {
         "kernels/simd.rs", "kernels/conv_direct.rs", "kernels/trig_f32.rs", "kernels/norm.rs",
-        "kernels/small_gemm/mod.rs", "random.rs",
+        "kernels/small_gemm/mod.rs", "random.rs", "kernels/convert.rs", "checksum.rs",
     }
     assert sites["enabled"] <= {
         "kernels/simd.rs", "kernels/conv_direct.rs", "kernels/trig_f32.rs",
         "kernels/norm_f32.rs", "kernels/small_gemm/mod.rs", "kernels/small_gemm/pairs.rs",
-        "random.rs",
+        "random.rs", "kernels/convert.rs", "checksum.rs",
     }, sites["enabled"]
 
 

@@ -20,6 +20,7 @@ pub fn cpu_features() -> Vec<(&'static str, bool)> {
             ("avx", has!("avx")),
             ("avx2", has!("avx2")),
             ("fma", has!("fma")),
+            ("f16c", has!("f16c")),
             ("avx512f", has!("avx512f")),
             ("avx512vl", has!("avx512vl")),
             ("avx512bw", has!("avx512bw")),
@@ -143,6 +144,24 @@ pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
             "randn",
             if fma { "fma" } else { "baseline" },
             "normal samples (Box-Muller blocks of 16)",
+        ),
+        (
+            "f16_convert",
+            if super::convert::has_f16c() {
+                "f16c"
+            } else {
+                "portable"
+            },
+            "float16 <-> float32 conversions",
+        ),
+        (
+            "crc32c",
+            if crate::checksum::hardware() {
+                "sse4.2"
+            } else {
+                "table"
+            },
+            "checkpoint checksums",
         ),
         (
             "bf16",
