@@ -207,7 +207,8 @@ def bench_op(op, size, repeat, errors):
                     nargs = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a
                              for a in nargs]
                     try:
-                        row["numpy_us"] = timeit(lambda: ref(*nargs, **case.kwargs), repeat) * 1e6
+                        row["numpy_us"] = timeit(lambda ref=ref, nargs=nargs, case=case: ref(*nargs, **case.kwargs),
+                                                 repeat) * 1e6
                     except Exception:  # noqa: BLE001 - NumPy lacks the keyword form
                         pass
                 if "torch_us" in row:
@@ -297,7 +298,7 @@ def main(argv=None) -> int:
                 for r in bench_op(op, size, repeat, errors):
                     r["threads"] = threads
                     rows.append(r)
-                    fmt = lambda k: f"{r[k]:9.1f}u" if k in r else f"{'-':>10}"  # noqa: E731
+                    fmt = lambda k, r=r: f"{r[k]:9.1f}u" if k in r else f"{'-':>10}"  # noqa: E731
                     ratio = f"{r['ratio']:6.2f}x" if "ratio" in r else f"{'-':>7}"
                     print(f"{r['op']:<28} {r['pass']:<8} {r['case'][:24]:<24} {r['layout']:<11} "
                           f"{fmt('ferrograd_us')} {fmt('torch_us')} {fmt('numpy_us')} {ratio}"

@@ -14,7 +14,6 @@ from .schema import (
     NONE,
     VMAP,
     Op,
-    Sample,
     T,
     fixed,
     ints,

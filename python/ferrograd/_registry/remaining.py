@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import _refs
-from .composed import _c
 from .schema import (
     ALL,
     AWAY0,
@@ -28,7 +27,6 @@ from .schema import (
     T,
     fixed,
     ints,
-    reduce,
 )
 
 OPS: list[Op] = []
