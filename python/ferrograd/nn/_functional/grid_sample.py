@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import warnings
 
 from ... import _C
@@ -79,7 +80,9 @@ def _check(input, grid, mode):
         name = str(input.dtype).split(".")[-1].capitalize()
         raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
     if grid.dtype != input.dtype:
-        names = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+        names = {"float32": "Float", "float64": "Double", "float16": "Half",
+                 "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                 "int8": "Char", "uint8": "Byte", "bool": "Bool"}  # fmt: skip
         got = str(grid.dtype).split(".")[-1]
         want = str(input.dtype).split(".")[-1]
         raise RuntimeError(
@@ -143,7 +146,9 @@ class _Source:
         for x, size, stride in zip(coords, self.sizes, self.strides):
             inside = (x >= 0) & (x <= size - 1)
             valid = inside if valid is None else valid & inside
-            part = x.clamp(0, size - 1).long() * stride
+            # Points outside (NaN and infinite ones too) are masked out; they index pixel 0
+            # so that no cast of a NaN or a huge value makes an out-of-range index.
+            part = _C.where(inside, x, _C.zeros((), dtype=x.dtype)).long() * stride
             index = part if index is None else index + part
         index = index.unsqueeze(1).expand(self.n, self.c, self.points)
         values = self.flat.gather(2, index)
@@ -317,11 +322,21 @@ def affine_grid(theta, size, align_corners=None):
             f"affine_grid(): argument 'theta' must be Tensor, not {type(theta).__name__}"
         )
     try:
-        size = [int(s) for s in size]
+        items = list(size)
     except TypeError:
         raise TypeError(
             f"affine_grid(): argument 'size' must be a sequence of ints, not {type(size).__name__}"
         ) from None
+    size = []
+    for pos, s in enumerate(items):
+        try:
+            size.append(operator.index(s))
+        except TypeError:
+            # PyTorch's parser takes ints only: 2.0, inf and NaN are refused, not rounded.
+            raise TypeError(
+                f"affine_grid(): argument 'size' must be tuple of ints, but found element "
+                f"of type {type(s).__name__} at pos {pos}"
+            ) from None
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
