@@ -116,19 +116,22 @@ def _flatten(obj: Any, path: str, leaves: list, keep: list) -> Any:
     return ("id", id(obj))
 
 
-def _rebuild(spec: Any, it) -> Any:
+def _rebuild(spec: Any, it, objects: dict | None = None) -> Any:
     if spec == "T" or spec == "float" or spec == "int":
         return next(it)
     if spec[0] in ("bool", "NoneType", "str", "bytes"):
         return spec[1]
     if spec[0] == "tuple":
-        return tuple(_rebuild(s, it) for s in spec[1])
+        return tuple(_rebuild(s, it, objects) for s in spec[1])
     if spec[0] == "list":
-        return [_rebuild(s, it) for s in spec[1]]
+        return [_rebuild(s, it, objects) for s in spec[1]]
     if spec[0] == "dict":
-        return {k: _rebuild(s, it) for k, s in spec[1]}
+        return {k: _rebuild(s, it, objects) for k, s in spec[1]}
     if spec[0] == "const":
         return spec[1]
+    if spec[0] == "id" and objects is not None:
+        # An argument guarded by identity (a module, a Generator): the object itself.
+        return objects[spec[1]]
     raise AssertionError(spec)
 
 
@@ -311,7 +314,7 @@ class CompiledFunction:
                 w = _FloatArg(v) if type(v) is float else _IntArg(v)
                 wrapped.append(w)
                 numbers.append(w)
-        wargs, wkwargs = _rebuild(spec, iter(wrapped))
+        wargs, wkwargs = _rebuild(spec, iter(wrapped), {id(o): o for o in entry.keep})
         grad_mode = _C.is_grad_enabled()
         del _capture_optimizers[:]
         _C._capture_begin(tensors, numbers)

@@ -120,6 +120,10 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        if _C._capture_active():
+            # Recorded for ferrograd.compile as one call that each replay makes again (a
+            # new forward, a new ctx and node), with the replay's tensors as arguments.
+            return _C._capture_pyop(f"{cls.__name__}.apply", cls.apply, args, kwargs)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(
             isinstance(a, _C.Tensor) and a.requires_grad for a in args
