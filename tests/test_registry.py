@@ -113,3 +113,18 @@ def test_generated_files_are_up_to_date():
         text=True,
     )
     assert r.returncode == 0, r.stderr
+
+
+def test_nn_modules_all_is_the_union_of_its_submodules():
+    import importlib
+
+    import ferrograd.nn.modules as modules
+
+    union = []
+    for sub in ("activation batchnorm channelshuffle container conv distance dropout fold "
+                "instancenorm lazy linear loss module normalization padding pixelshuffle "
+                "pooling rnn sparse transformer upsampling").split():
+        for name in importlib.import_module(f"ferrograd.nn.modules.{sub}").__all__:
+            if name not in union:
+                union.append(name)
+    assert modules.__all__ == union

@@ -156,12 +156,22 @@ ALL_UNIONS = {
 
 
 def _literal_all(path: Path) -> list:
+    """A module's ``__all__``: its literal list and every literal ``+=`` to it."""
     import ast
 
+    names, found = [], False
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
-            return [e.value for e in node.value.elts]
-    raise SystemExit(f"gen_registry: {path} has no literal __all__")
+            names, found = [e.value for e in node.value.elts], True
+        elif (
+            isinstance(node, ast.AugAssign)
+            and getattr(node.target, "id", "") == "__all__"
+            and isinstance(node.value, (ast.List, ast.Tuple))
+        ):
+            names += [e.value for e in node.value.elts]
+    if not found:
+        raise SystemExit(f"gen_registry: {path} has no literal __all__")
+    return names
 
 
 def render_all_union(path: Path, subs: list) -> str:

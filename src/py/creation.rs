@@ -7,11 +7,14 @@ use pyo3::types::PyTuple;
 
 use super::capture::{self, run_op};
 use super::convert::{as_scalar, from_numpy_shared, parse_size, seq_of_ints, tensor_from_data};
+use super::device::{self, Target};
 use super::dtype::opt_dtype;
 use super::functions::{alloc_shape, finish, leaf};
 use super::tensor::{wrap, PyTensor};
 use crate::ops::{self, Scalar};
 use crate::tensor::{numel, DType, Element, Shape, Tensor};
+
+const COPY_CONSTRUCT: &std::ffi::CStr = c"To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or sourceTensor.detach().clone().requires_grad_(True), rather than ferrograd.tensor(sourceTensor).";
 
 /// Builds a new tensor from `data` (nested sequences of numbers, a NumPy array, a number or a
 /// tensor), copying it; the dtype is inferred (bool, int64 or the default float dtype) unless `dtype` is given.
@@ -24,9 +27,18 @@ fn tensor(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    let target = device::target(device)?;
     let dt = opt_dtype(dtype)?;
-    if capture::active() {
+    if data.cast::<PyTensor>().is_ok() {
+        // PyTorch warns: the copy is detached, which `tensor(t)` does not say.
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            COPY_CONSTRUCT,
+            1,
+        )?;
+    }
+    if capture::active() && target != Target::Meta {
         if let Ok(src) = data.cast::<PyTensor>() {
             // A copy of a tensor is an op on it.
             let src = &src.get().t;
@@ -51,6 +63,9 @@ fn tensor(
         });
     }
     let t = tensor_from_data(data, dt)?;
+    if target == Target::Meta {
+        return device::meta_tensor(py, &t.shape(), t.dtype(), requires_grad);
+    }
     finish(py, t, requires_grad)
 }
 
@@ -87,10 +102,15 @@ fn filled(
     size: Option<&Bound<'_, PyAny>>,
     value: f64,
     dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
+    let target = device::target(device)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let shape = alloc_shape(&parse_size(args, size)?, dt)?;
+    if target == Target::Meta {
+        return device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     let n = numel(&shape);
     // A fresh tensor on every replay, as every eager call makes one.
     run_op(py, n, "full", &[], &[], move |_, _| {
@@ -110,8 +130,7 @@ fn zeros(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
-    filled(py, args, size, 0.0, dtype, requires_grad)
+    filled(py, args, size, 0.0, dtype, device, requires_grad)
 }
 
 /// A tensor of ones of the given size (`ones(2, 3)` or `ones((2, 3))`), the default dtype unless `dtype`
@@ -126,14 +145,13 @@ fn ones(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
-    filled(py, args, size, 1.0, dtype, requires_grad)
+    filled(py, args, size, 1.0, dtype, device, requires_grad)
 }
 
 /// A new tensor of the given size, the default dtype unless `dtype` is given; ferrograd zeroes it rather
 /// than leaving old memory in it.
 #[pyfunction]
-#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, memory_format=None))]
 fn empty(
     py: Python<'_>,
     args: &Bound<'_, PyTuple>,
@@ -141,10 +159,12 @@ fn empty(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
+    memory_format: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    // Every layout is row-major here; a format only has to be one PyTorch names.
+    crate::py::device::check_memory_format(memory_format, None)?;
     // Zeroed rather than uninitialised: as cheap here, and never leaks old memory.
-    filled(py, args, size, 0.0, dtype, requires_grad)
+    filled(py, args, size, 0.0, dtype, device, requires_grad)
 }
 
 /// A tensor of the given size filled with `fill_value`; the dtype follows the value (bool,
@@ -159,7 +179,7 @@ fn full(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    let target = device::target(device)?;
     let dims = seq_of_ints(size)?;
     let s =
         as_scalar(fill_value).ok_or_else(|| PyTypeError::new_err("fill_value must be a number"))?;
@@ -172,6 +192,9 @@ fn full(
         },
     };
     let shape = alloc_shape(&dims, dt)?;
+    if target == Target::Meta {
+        return device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     let v = s.to_f64();
     run_op(py, numel(&shape), "full", &[], &[], move |_, _| {
         leaf(Tensor::full(shape.clone(), v, dt), requires_grad)
@@ -190,7 +213,7 @@ fn eye(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    let target = device::target(device)?;
     let m = m.unwrap_or(n);
     for (name, v) in [("n", n), ("m", m)] {
         if v < 0 {
@@ -201,6 +224,9 @@ fn eye(
     }
     let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let shape = alloc_shape(&[n, m], dt)?;
+    if target == Target::Meta {
+        return device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     let (n, m) = (shape[0], shape[1]);
     run_op(py, n * m, "eye", &[], &[], move |_, _| {
         let t = crate::dispatch!(dt, T => {
@@ -227,7 +253,7 @@ fn arange(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    let target = device::target(device)?;
     let num = |o: &Bound<'_, PyAny>| {
         as_scalar(o).ok_or_else(|| PyTypeError::new_err("arange expects numbers"))
     };
@@ -273,6 +299,9 @@ fn arange(
         return Err(PyRuntimeError::new_err("invalid size, possible overflow?"));
     }
     let shape = alloc_shape(&[len as i64], dt)?;
+    if target == Target::Meta {
+        return device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     run_op(py, shape[0], "arange", &[], &[], move |_, _| {
         let mut v = crate::error::alloc_vec(shape[0]);
         v.extend((0..shape[0]).map(|i| s + i as f64 * st));
@@ -293,7 +322,7 @@ fn linspace(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    let target = device::target(device)?;
     if steps < 0 {
         return Err(PyRuntimeError::new_err(
             "number of steps must be non-negative",
@@ -301,6 +330,9 @@ fn linspace(
     }
     let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let n = alloc_shape(&[steps], dt)?[0];
+    if target == Target::Meta {
+        return device::meta_tensor(py, &[n], dt, requires_grad);
+    }
     let step = if n > 1 {
         (end - start) / (n - 1) as f64
     } else {

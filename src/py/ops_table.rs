@@ -62,6 +62,13 @@ op_table! {
     unary       erfinv()             [method function inplace(erfinv_)] = ops::erfinv, "Returns a new tensor with the inverse error function of the elements of `input` (defined on [-1, 1]).";
     unary       lgamma()             [method function inplace(lgamma_)] = ops::lgamma, "Returns a new tensor with the natural logarithm of the absolute gamma function of the elements of `input`.";
     unary       digamma()            [method function inplace(digamma_)] = ops::digamma, "Returns a new tensor with the digamma function (the derivative of lgamma) of the elements of `input`.";
+    unary       i0()                 [method function inplace(i0_)] = ops::i0, "Returns a new tensor with the modified Bessel function of the first kind of order 0 of the elements of `input`.";
+    unary       special_i0e()        [function] = ops::special_i0e, "The exponentially scaled modified Bessel function exp(-|x|) I0(x) of the elements of `input` (`special.i0e`).";
+    unary       special_i1()         [function] = ops::special_i1, "The modified Bessel function of the first kind of order 1 of the elements of `input` (`special.i1`).";
+    unary       special_i1e()        [function] = ops::special_i1e, "The exponentially scaled modified Bessel function exp(-|x|) I1(x) of the elements of `input` (`special.i1e`).";
+    unary       special_ndtri()      [function] = ops::special_ndtri, "The inverse of the standard normal distribution function of the elements of `input` (`special.ndtri`).";
+    unary       special_erfcx()      [function] = ops::special_erfcx, "The scaled complementary error function exp(x^2) erfc(x) of the elements of `input` (`special.erfcx`).";
+    unary       special_log_ndtr()   [function] = ops::special_log_ndtr, "The logarithm of the standard normal distribution function of the elements of `input`, without underflow (`special.log_ndtr`).";
     unary       deg2rad()            [method function inplace(deg2rad_)] = ops::deg2rad, "Returns a new tensor with the elements of `input` converted from degrees to radians.";
     unary       rad2deg()            [method function inplace(rad2deg_)] = ops::rad2deg, "Returns a new tensor with the elements of `input` converted from radians to degrees.";
     unary       sinc()               [method function inplace(sinc_)] = ops::sinc, "Returns a new tensor with the normalized sinc sin(pi x) / (pi x) of the elements of `input` (1 at 0).";
@@ -108,6 +115,13 @@ op_table! {
     binary_like logical_and(other)   [method function] = ops::logical_and, "Elementwise logical AND of `input` and `other` (nonzero is True), a bool tensor.";
     binary_like logical_or(other)    [method function] = ops::logical_or, "Elementwise logical OR of `input` and `other` (nonzero is True), a bool tensor.";
     binary_like logical_xor(other)   [method function] = ops::logical_xor, "Elementwise logical XOR of `input` and `other` (nonzero is True), a bool tensor.";
+    unary       bitwise_not()        [method function] = ops::bitwise_not, "Elementwise bitwise NOT of an integer tensor, logical NOT of a bool one (`~`); floats are refused.";
+    binary_like bitwise_and(other)   [method function] = ops::bitwise_and, "Elementwise bitwise AND of integer or bool tensors (`&`); floats are refused, as in PyTorch.";
+    binary_like bitwise_or(other)    [method function] = ops::bitwise_or, "Elementwise bitwise OR of integer or bool tensors (`|`); floats are refused, as in PyTorch.";
+    binary_like bitwise_xor(other)   [method function] = ops::bitwise_xor, "Elementwise bitwise XOR of integer or bool tensors (`^`); floats are refused, as in PyTorch.";
+    binary_like igamma(other)        [method function] = ops::igamma, "The regularised lower incomplete gamma function P(input, other) (`special.gammainc`; broadcast).";
+    binary_like igammac(other)       [method function] = ops::igammac, "The regularised upper incomplete gamma function Q(input, other) = 1 - P (`special.gammaincc`; broadcast).";
+    binary_like special_zeta(other)  [function] = ops::special_zeta, "The Hurwitz zeta function sum_k (other + k)^-input, elementwise (`special.zeta`; broadcast).";
     unary       trace()              [method function] = ops::trace, "Returns the sum of the main diagonal of the 2-D tensor `input`, as a 0-d tensor.";
     unary       all()                [function] = ops::all, "Returns a 0-d bool tensor that is True when every element of `input` is nonzero.";
     unary       any()                [function] = ops::any, "Returns a 0-d bool tensor that is True when some element of `input` is nonzero.";

@@ -35,6 +35,42 @@ def digamma(x):
     return _special().digamma(x)
 
 
+def i0e(x):
+    return _special().i0e(x)
+
+
+def i1(x):
+    return _special().i1(x)
+
+
+def i1e(x):
+    return _special().i1e(x)
+
+
+def ndtri(x):
+    return _special().ndtri(x)
+
+
+def erfcx(x):
+    return _special().erfcx(x)
+
+
+def log_ndtr(x):
+    return _special().log_ndtr(x)
+
+
+def igamma(a, x):
+    return _special().gammainc(a, x)
+
+
+def igammac(a, x):
+    return _special().gammaincc(a, x)
+
+
+def zeta(x, q):
+    return _special().zeta(x, q)
+
+
 def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 

@@ -13,6 +13,7 @@ from .schema import (
     ALL,
     AWAY0,
     DIAGONAL,
+    INTEGRAL,
     ELEMENTWISE_NODE,
     EW,
     EW_INPLACE,
@@ -26,10 +27,13 @@ from .schema import (
     POSITIVE,
     REAL,
     SELF_ADJOINT,
+    T,
     UNIT,
     Op,
+    Sample,
     away,
     binary,
+    ints,
     unary,
 )
 
@@ -57,8 +61,9 @@ def _u(
     traits=ELEMENTWISE_NODE,
     tol=(1e-5, 1e-6),
     refuse=None,
+    sample=None,
 ):
-    """A unary op of the table."""
+    """A unary op of the table (``sample``: other than one tensor in ``domain``)."""
     surf = surfaces or (FUNCTION, METHOD, *((INPLACE,) if inplace else ()))
     OPS.append(
         Op(
@@ -75,7 +80,7 @@ def _u(
             forward="rule" if node and SELF_ADJOINT in traits else "derived",
             batching=EW,
             fusion=fusion,
-            sample=unary(domain),
+            sample=sample or unary(domain),
             ref=ref,
             tol=tol,
             refuse=refuse or {},
@@ -102,6 +107,7 @@ def _b(
     tol=(1e-5, 1e-6),
     refuse=None,
     separate=0.0,
+    sample=None,
 ):
     """A binary op of the table: ``nodes`` maps node names to traits."""
     OPS.append(
@@ -120,7 +126,7 @@ def _b(
             forward="rule" if any(SELF_ADJOINT in t for t in nodes.values()) else "derived",
             batching=EW,
             fusion=fusion,
-            sample=binary(a, b, separate=separate),
+            sample=sample or binary(a, b, separate=separate),
             ref=ref,
             tol=tol,
             refuse=refuse or {},
@@ -218,6 +224,22 @@ _u("lgamma", "Returns a new tensor with the natural logarithm of the absolute ga
    _refs.lgamma, "LgammaBackward0", domain=POSITIVE, tol=(1e-4, 1e-5))
 _u("digamma", "Returns a new tensor with the digamma function (the derivative of lgamma) of the elements of `input`.",
    _refs.digamma, "DigammaBackward0", domain=POSITIVE, tol=(1e-4, 1e-5))
+_u("i0", "Returns a new tensor with the modified Bessel function of the first kind of order 0 of the elements of `input`.",
+   np.i0, "I0Backward0", tol=(1e-4, 1e-5))
+# ferrograd.special's Bessel and normal-distribution functions: one binding each,
+# named as PyTorch's private `special_*` ops, which `ferrograd.special` re-exports.
+_u("special_i0e", "The exponentially scaled modified Bessel function exp(-|x|) I0(x) of the elements of `input` (`special.i0e`).",
+   _refs.i0e, "SpecialI0EBackward0", surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
+_u("special_i1", "The modified Bessel function of the first kind of order 1 of the elements of `input` (`special.i1`).",
+   _refs.i1, "SpecialI1Backward0", surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
+_u("special_i1e", "The exponentially scaled modified Bessel function exp(-|x|) I1(x) of the elements of `input` (`special.i1e`).",
+   _refs.i1e, "SpecialI1EBackward0", surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
+_u("special_ndtri", "The inverse of the standard normal distribution function of the elements of `input` (`special.ndtri`).",
+   _refs.ndtri, "SpecialNdtriBackward0", domain=OPEN01, surfaces=(FUNCTION,), tol=(1e-4, 1e-5))
+_u("special_erfcx", "The scaled complementary error function exp(x^2) erfc(x) of the elements of `input` (`special.erfcx`).",
+   _refs.erfcx, "SpecialErfcxBackward0", surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
+_u("special_log_ndtr", "The logarithm of the standard normal distribution function of the elements of `input`, without underflow (`special.log_ndtr`).",
+   _refs.log_ndtr, "SpecialLogNdtrBackward0", surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
 _u("deg2rad", "Returns a new tensor with the elements of `input` converted from degrees to radians.",
    _refs.deg2rad, "Deg2RadBackward0")
 _u("rad2deg", "Returns a new tensor with the elements of `input` converted from radians to degrees.",
@@ -303,5 +325,34 @@ for _name, _ref, _word in (
     _b(_name, f"Elementwise logical {_word} of `input` and `other` (nonzero is True), a bool tensor.",
        _ref, {}, dtypes=ALL, surfaces=(FUNCTION, METHOD, INPLACE))
 
-del _name, _ref, _sym, _aliases, _word
+# ----- bitwise ops: integers and bool only, never differentiable ---------------------------
+
+#: Integer operands: floats are refused by these ops, as by PyTorch's.
+_INT = T(domain=ints(-8, 8), grad=False, dtype="int64")
+
+_u("bitwise_not", "Elementwise bitwise NOT of an integer tensor, logical NOT of a bool one (`~`); floats are refused.",
+   np.invert, None, inplace=False, dtypes=INTEGRAL, sample=Sample("ew", (_INT,)))
+for _name, _ref, _sym, _word in (
+    ("bitwise_and", np.bitwise_and, "&", "AND"),
+    ("bitwise_or", np.bitwise_or, "|", "OR"),
+    ("bitwise_xor", np.bitwise_xor, "^", "XOR"),
+):
+    _b(_name, f"Elementwise bitwise {_word} of integer or bool tensors (`{_sym}`); floats are refused, as in PyTorch.",
+       _ref, {}, dtypes=INTEGRAL, sample=Sample("ew", (_INT, _INT)))
+
+# ----- incomplete gamma and Hurwitz zeta: a gradient for the second argument only ---------
+
+for _name, _ref, _node_name, _doc in (
+    ("igamma", _refs.igamma, "IgammaBackward0",
+     "The regularised lower incomplete gamma function P(input, other) (`special.gammainc`; broadcast)."),
+    ("igammac", _refs.igammac, "IgammacBackward0",
+     "The regularised upper incomplete gamma function Q(input, other) = 1 - P (`special.gammaincc`; broadcast)."),
+    ("special_zeta", _refs.zeta, "SpecialZetaBackward0",
+     "The Hurwitz zeta function sum_k (other + k)^-input, elementwise (`special.zeta`; broadcast)."),
+):
+    _b(_name, _doc, _ref, _node(_node_name, ()), tol=(1e-4, 1e-5),
+       surfaces=(FUNCTION,) if _name.startswith("special_") else (FUNCTION, METHOD),
+       sample=Sample("ew", (T(domain=ABOVE1, grad=False), T(domain=POSITIVE))))
+
+del _name, _ref, _sym, _aliases, _word, _node_name, _doc
 _ = EW_INPLACE  # the batching kind of every in-place form above

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from .. import _C
+from .. import _C, _dispatch
 from .grad_mode import no_grad
 
 _FREED = (
@@ -120,6 +120,11 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        if _dispatch.has_protocol(*args, *kwargs.values()) and not _dispatch.is_batched(
+            *args, *kwargs.values()
+        ):
+            # A meta tensor or a jit.trace value: its type runs (or records) the call.
+            return _dispatch.dispatch(cls.apply, args, kwargs)
         if _C._capture_active():
             # Recorded for ferrograd.compile as one call that each replay makes again (a
             # new forward, a new ctx and node), with the replay's tensors as arguments.

@@ -11,7 +11,7 @@ use crate::ops::{self, Scalar};
 use crate::py::capture;
 use crate::py::convert::{as_scalar, operand, scalar_from_any, to_tensor_like, Operand};
 use crate::py::errors::{product_work, read, work};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 type TT = fn(&Tensor, &Tensor) -> crate::Result<Tensor>;
 type TS = fn(&Tensor, Scalar) -> crate::Result<Tensor>;
@@ -290,37 +290,30 @@ impl PyTensor {
     }
 
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        if self.t.dtype() != DType::Bool {
-            return Err(PyTypeError::new_err(
-                "~ (bitwise_not) is only supported for bool tensors in ferrograd",
-            ));
-        }
-        capture::run_op(py, self.t.numel(), "logical_not", &[&self.t], &[], |t, _| {
-            ops::logical_not(t[0])
+        capture::run_op(py, self.t.numel(), "bitwise_not", &[&self.t], &[], |t, _| {
+            ops::bitwise_not(t[0])
         })
     }
 
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(o, Some(&self.t))?;
-        capture::run_op(py, work2(&self.t, &b), "logical_and", &[&self.t, &b], &[], |t, _| {
-            ops::logical_and(t[0], t[1])
+        capture::run_op(py, work2(&self.t, &b), "bitwise_and", &[&self.t, &b], &[], |t, _| {
+            ops::bitwise_and(t[0], t[1])
         })
     }
 
     fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(o, Some(&self.t))?;
-        capture::run_op(py, work2(&self.t, &b), "logical_or", &[&self.t, &b], &[], |t, _| {
-            ops::logical_or(t[0], t[1])
+        capture::run_op(py, work2(&self.t, &b), "bitwise_or", &[&self.t, &b], &[], |t, _| {
+            ops::bitwise_or(t[0], t[1])
         })
     }
 
     fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        if self.t.dtype() != DType::Bool {
-            return Err(PyTypeError::new_err(
-                "^ (bitwise_xor) is only supported for bool tensors in ferrograd",
-            ));
-        }
-        self.logical_xor(py, o)
+        let b = to_tensor_like(o, Some(&self.t))?;
+        capture::run_op(py, work2(&self.t, &b), "bitwise_xor", &[&self.t, &b], &[], |t, _| {
+            ops::bitwise_xor(t[0], t[1])
+        })
     }
 
     fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
