@@ -71,19 +71,24 @@ fn _run_backward_batched(
     let batch = batch.unwrap_or(0);
     let retain = retain_graph.unwrap_or(create_graph);
     let targets = inputs.clone();
-    let results = enter(py, "autograd.grad(is_grads_batched=True)", usize::MAX, || {
-        autograd::run_backward_batched(
-            BackwardRequest {
-                roots,
-                grads,
-                inputs: Some(inputs),
-                retain_graph: retain,
-                create_graph,
-                accumulate: false,
-            },
-            batch,
-        )
-    })?;
+    let results = enter(
+        py,
+        "autograd.grad(is_grads_batched=True)",
+        usize::MAX,
+        || {
+            autograd::run_backward_batched(
+                BackwardRequest {
+                    roots,
+                    grads,
+                    inputs: Some(inputs),
+                    retain_graph: retain,
+                    create_graph,
+                    accumulate: false,
+                },
+                batch,
+            )
+        },
+    )?;
     let mut out = Vec::with_capacity(results.len());
     for (r, t) in results.into_iter().zip(&targets) {
         match r {

@@ -519,9 +519,7 @@ impl Capture {
             .iter()
             .filter_map(|(_, &s)| match &self.srcs[s] {
                 Src::Input(_) | Src::Const(_) => Some(s),
-                Src::Produced if self.keep[s].requires_grad() && self.keep[s].is_leaf() => {
-                    Some(s)
-                }
+                Src::Produced if self.keep[s].requires_grad() && self.keep[s].is_leaf() => Some(s),
                 _ => None,
             })
             .map(|s| (s, self.keep[s].clone()))
@@ -675,7 +673,9 @@ pub(crate) fn fold_inplace(name: &'static str, start: usize, dst: &Tensor, resul
     with(|c| {
         let members = c.entries.split_off(start.min(c.entries.len()));
         if members.iter().any(|e| !matches!(e.step, Step::Op { .. })) {
-            c.fail(format!("`{name}` computes its value with a step that is not an op"));
+            c.fail(format!(
+                "`{name}` computes its value with a step that is not an op"
+            ));
             return;
         }
         // Slots from outside the members become the folded entry's inputs,

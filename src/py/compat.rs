@@ -4,8 +4,8 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use super::dtype::{dtype_object, PyDType};
 use super::capture::run;
+use super::dtype::{dtype_object, PyDType};
 use super::tensor::{return_pair, PyTensor};
 use crate::ops;
 use crate::tensor::{DType, Tensor};

@@ -606,7 +606,13 @@ fn _capture_pyop(
     // was: it must not hold the capture call's tensors.
     let template: Vec<Bound<'_, PyAny>> = args
         .iter()
-        .map(|a| if a.cast::<PyTensor>().is_ok() { py.None().into_bound(py) } else { a })
+        .map(|a| {
+            if a.cast::<PyTensor>().is_ok() {
+                py.None().into_bound(py)
+            } else {
+                a
+            }
+        })
         .collect();
     let args = pyo3::types::PyTuple::new(py, template)?.unbind();
     let kwargs = match kwargs {
@@ -645,11 +651,13 @@ fn _capture_pyop(
             let r = fun.bind(py).call(a, kw.as_ref())?;
             match (out_shape(&r), &shape) {
                 (Some((OutShape::One, ts)), OutShape::One) => Ok(ts),
-                (Some((OutShape::Seq { tuple, items }, ts)), OutShape::Seq { tuple: t0, items: i0 })
-                    if tuple == *t0 && items == *i0 =>
-                {
-                    Ok(ts)
-                }
+                (
+                    Some((OutShape::Seq { tuple, items }, ts)),
+                    OutShape::Seq {
+                        tuple: t0,
+                        items: i0,
+                    },
+                ) if tuple == *t0 && items == *i0 => Ok(ts),
                 _ => Err(PyRuntimeError::new_err(format!(
                     "compiled tape: `{rule_name}` returned a different kind of result on replay"
                 ))),

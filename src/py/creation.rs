@@ -305,7 +305,10 @@ fn arange(
     run_op(py, shape[0], "arange", &[], &[], move |_, _| {
         let mut v = crate::error::alloc_vec(shape[0]);
         v.extend((0..shape[0]).map(|i| s + i as f64 * st));
-        leaf(ops::to_dtype(&Tensor::from_vec(v, shape.clone()), dt)?, requires_grad)
+        leaf(
+            ops::to_dtype(&Tensor::from_vec(v, shape.clone()), dt)?,
+            requires_grad,
+        )
     })
 }
 
@@ -355,7 +358,10 @@ fn linspace(
                 end - step * (n - 1 - i) as f64
             }
         }));
-        leaf(ops::to_dtype(&Tensor::from_vec(v, Shape::from_slice(&[n])), dt)?, requires_grad)
+        leaf(
+            ops::to_dtype(&Tensor::from_vec(v, Shape::from_slice(&[n])), dt)?,
+            requires_grad,
+        )
     })
 }
 

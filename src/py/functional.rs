@@ -90,9 +90,14 @@ fn where_fn(
         let c = &tensor_arg(condition, "where", "condition", 1)?.get().t;
         let x = lhs(input, other)?;
         let y = to_tensor_like(other, Some(&x))?;
-        run_op(py, work(&[c, &x, &y]), "where", &[c, &x, &y], &[], |t, _| {
-            ops::where_(t[0], t[1], t[2])
-        })
+        run_op(
+            py,
+            work(&[c, &x, &y]),
+            "where",
+            &[c, &x, &y],
+            &[],
+            |t, _| ops::where_(t[0], t[1], t[2]),
+        )
     })
 }
 

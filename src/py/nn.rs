@@ -74,9 +74,14 @@ fn leaky_relu_<'py>(
 ) -> PyResult<Bound<'py, PyTensor>> {
     let _op = crate::tensor::write_op("leaky_relu_");
     let a = t_of(input);
-    capture::run_inplace(input.py(), a.numel(), "leaky_relu_", &[a], &[], move |t, _| {
-        ops::apply_inplace(t[0], || ops::leaky_relu_result(t[0], negative_slope))
-    })?;
+    capture::run_inplace(
+        input.py(),
+        a.numel(),
+        "leaky_relu_",
+        &[a],
+        &[],
+        move |t, _| ops::apply_inplace(t[0], || ops::leaky_relu_result(t[0], negative_slope)),
+    )?;
     Ok(input.clone())
 }
 

@@ -22,9 +22,14 @@ fn _sdpa_forward(
     scale: f64,
 ) -> PyResult<Py<PyAny>> {
     let (q, k, v) = (q.get(), k.get(), v.get());
-    let (out, p) = run(py, work(q, v), "sdpa", &[&q.t, &k.t, &v.t], &[], move |t, _| {
-        attention::sdpa_forward(t[0], t[1], t[2], scale)
-    })?;
+    let (out, p) = run(
+        py,
+        work(q, v),
+        "sdpa",
+        &[&q.t, &k.t, &v.t],
+        &[],
+        move |t, _| attention::sdpa_forward(t[0], t[1], t[2], scale),
+    )?;
     tensor_tuple(py, vec![out, p])
 }
 
@@ -44,7 +49,15 @@ fn _sdpa_backward(
     let (g, q, k, v, p) = (g.get(), q.get(), k.get(), v.get(), p.get());
     let ins = [&g.t, &q.t, &k.t, &v.t, &p.t];
     let grads = run(py, work(q, v), "sdpa_backward", &ins, &[], move |t, _| {
-        attention::sdpa_backward(t[0], t[1], t[2], t[3], t[4], scale, [needs.0, needs.1, needs.2])
+        attention::sdpa_backward(
+            t[0],
+            t[1],
+            t[2],
+            t[3],
+            t[4],
+            scale,
+            [needs.0, needs.1, needs.2],
+        )
     })?;
     wrap_optional_tuple(py, grads)
 }

@@ -88,9 +88,14 @@ fn adaptive_max_pool2d(
     output_size: Vec<i64>,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    let (o, i) = run(py, x.numel(), "adaptive_max_pool2d", &[x], &[], move |t, _| {
-        ops::adaptive_max_pool2d(t[0], &output_size)
-    })?;
+    let (o, i) = run(
+        py,
+        x.numel(),
+        "adaptive_max_pool2d",
+        &[x],
+        &[],
+        move |t, _| ops::adaptive_max_pool2d(t[0], &output_size),
+    )?;
     tensor_tuple(py, vec![o, i])
 }
 
@@ -129,9 +134,14 @@ fn adaptive_avg_pool2d(
     output_size: Vec<i64>,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    run_op(py, x.numel(), "adaptive_avg_pool2d", &[x], &[], move |t, _| {
-        ops::adaptive_avg_pool2d(t[0], &output_size)
-    })
+    run_op(
+        py,
+        x.numel(),
+        "adaptive_avg_pool2d",
+        &[x],
+        &[],
+        move |t, _| ops::adaptive_avg_pool2d(t[0], &output_size),
+    )
 }
 
 #[pyfunction]
@@ -195,7 +205,14 @@ fn col2im(
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
     run_op(py, x.numel(), "col2im", &[x], &[], move |t, _| {
-        ops::fold(t[0], &output_size, &kernel_size, &dilation, &padding, &stride)
+        ops::fold(
+            t[0],
+            &output_size,
+            &kernel_size,
+            &dilation,
+            &padding,
+            &stride,
+        )
     })
 }
 

@@ -5,8 +5,8 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use super::dispatch::{self, tensor_arg};
 use super::capture::{run_inplace, run_op, Opt};
+use super::dispatch::{self, tensor_arg};
 use super::tensor::PyTensor;
 use crate::ops;
 use crate::tensor::Tensor;
@@ -67,8 +67,7 @@ fn batch_norm(
             );
             // The running statistics are inputs: a module's buffers are constants
             // of the tape, so each replay updates them in place as eager does.
-            let (ins, opt) =
-                Opt::inputs(&[x], &[w.as_ref(), b.as_ref(), rm.as_ref(), rv.as_ref()]);
+            let (ins, opt) = Opt::inputs(&[x], &[w.as_ref(), b.as_ref(), rm.as_ref(), rv.as_ref()]);
             run_op(py, x.numel(), "batch_norm", &ins, &[], move |t, _| {
                 ops::batch_norm(
                     t[0],
@@ -160,9 +159,14 @@ fn embedding_renorm_(
 ) -> PyResult<()> {
     let _op = crate::tensor::write_op("embedding_renorm_");
     let (w, i) = (&weight.get().t, &indices.get().t);
-    run_inplace(py, i.numel(), "embedding_renorm_", &[w, i], &[], move |t, _| {
-        ops::embedding_renorm_(t[0], t[1], max_norm, norm_type)
-    })
+    run_inplace(
+        py,
+        i.numel(),
+        "embedding_renorm_",
+        &[w, i],
+        &[],
+        move |t, _| ops::embedding_renorm_(t[0], t[1], max_norm, norm_type),
+    )
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

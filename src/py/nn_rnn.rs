@@ -38,7 +38,17 @@ fn _lstm_layer_forward(
     let (ins, opt) = Opt::inputs(&[x, h0, c0, w_ih, w_hh], &[b_ih, b_hh]);
     run_tuple(py, work, "lstm_layer", &ins, &[], move |t, _| {
         let (b_ih, b_hh) = (opt.get(t, 0), opt.get(t, 1));
-        rnn::lstm_layer_forward(t[0], t[1], t[2], t[3], t[4], b_ih, b_hh, &batch_sizes, reverse)
+        rnn::lstm_layer_forward(
+            t[0],
+            t[1],
+            t[2],
+            t[3],
+            t[4],
+            b_ih,
+            b_hh,
+            &batch_sizes,
+            reverse,
+        )
     })
 }
 
@@ -64,7 +74,9 @@ fn _lstm_layer_backward(
     let work = saved[0]
         .numel()
         .saturating_mul(g_hn.shape().last().copied().unwrap_or(1));
-    let ins = [x, g_out, g_hn, g_cn, saved[0], saved[1], saved[2], saved[3], w_ih, w_hh];
+    let ins = [
+        x, g_out, g_hn, g_cn, saved[0], saved[1], saved[2], saved[3], w_ih, w_hh,
+    ];
     let out = run(py, work, "lstm_layer_backward", &ins, &[], move |t, _| {
         let saved = [t[4], t[5], t[6], t[7]];
         rnn::lstm_layer_backward(

@@ -369,7 +369,9 @@ impl PySavedTensor {
             unpack: unpack_hook.unbind(),
         };
         let _ = py;
-        enter_py("register_hooks", || self.node.pack_saved_at(self.index, &hooks))
+        enter_py("register_hooks", || {
+            self.node.pack_saved_at(self.index, &hooks)
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -437,7 +439,9 @@ impl PyNode {
             )));
         }
         let node = self.node.clone();
-        let saved = enter(py, "saved_tensors", usize::MAX, || Node::unpack_saved(&node))?;
+        let saved = enter(py, "saved_tensors", usize::MAX, || {
+            Node::unpack_saved(&node)
+        })?;
         let items: PyResult<Vec<Py<PyAny>>> = saved
             .into_iter()
             .map(|t| match t {
@@ -490,7 +494,9 @@ impl PyNode {
             .into_any());
         }
         let node = self.node.clone();
-        match enter(py, "saved_tensors", usize::MAX, || Node::unpack_saved_at(&node, i))? {
+        match enter(py, "saved_tensors", usize::MAX, || {
+            Node::unpack_saved_at(&node, i)
+        })? {
             Some(t) => wrap(py, t),
             None => Ok(py.None()),
         }

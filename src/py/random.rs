@@ -436,7 +436,10 @@ fn randint(
     let n = numel(&shape);
     check_grad(dt, requires_grad)?;
     let t = draw(py, "randint", n, gen, &[], move |g, _| {
-        leaf(rng::randint(g, low, range, shape.clone(), dt), requires_grad)
+        leaf(
+            rng::randint(g, low, range, shape.clone(), dt),
+            requires_grad,
+        )
     })?;
     wrap(py, t)
 }
@@ -486,7 +489,10 @@ fn randperm(
     check_grad(dt, requires_grad)?;
     let t = draw(py, "randperm", n as usize, gen, &[], move |g, _| {
         let p = rng::randperm(g, n as usize);
-        leaf(ops::cast_data(&Tensor::from_vec(p, shape.clone()), dt), requires_grad)
+        leaf(
+            ops::cast_data(&Tensor::from_vec(p, shape.clone()), dt),
+            requires_grad,
+        )
     })?;
     wrap(py, t)
 }
@@ -592,7 +598,10 @@ fn normal(
         let n = numel(&shape);
         check_grad(dt, requires_grad)?;
         let t = draw(py, "normal", n, gen, &[], move |g, _| {
-            leaf(rng::normal(g, shape.clone(), dt, m, s, true)?, requires_grad)
+            leaf(
+                rng::normal(g, shape.clone(), dt, m, s, true)?,
+                requires_grad,
+            )
         })?;
         return wrap(py, t);
     }
@@ -632,7 +641,10 @@ fn normal(
     let t = draw(py, "normal", n, gen, &ins, move |g, t| {
         let z = rng::normal(g, shape.clone(), dt, 0.0, scalar_std, true)?;
         let _g = crate::autograd::GradModeGuard::new(false);
-        let (m, s) = (has_mean.then(|| t[0]), has_std.then(|| t[has_mean as usize]));
+        let (m, s) = (
+            has_mean.then(|| t[0]),
+            has_std.then(|| t[has_mean as usize]),
+        );
         let scaled = match s {
             Some(s) => ops::mul(&z, s)?,
             None => z,
@@ -885,10 +897,17 @@ fn _standard_gamma_grad(
     output: &Bound<'_, PyTensor>,
 ) -> PyResult<Py<PyAny>> {
     let (a, x) = (&input.get().t, &output.get().t);
-    capture::run_op(py, a.numel(), "_standard_gamma_grad", &[a, x], &[], |t, _| {
-        let _g = crate::autograd::GradModeGuard::new(false);
-        ops::standard_gamma_grad(t[0], t[1])
-    })
+    capture::run_op(
+        py,
+        a.numel(),
+        "_standard_gamma_grad",
+        &[a, x],
+        &[],
+        |t, _| {
+            let _g = crate::autograd::GradModeGuard::new(false);
+            ops::standard_gamma_grad(t[0], t[1])
+        },
+    )
 }
 
 /// Dirichlet samples as ATen's `_sample_dirichlet` makes them, and the double
@@ -999,7 +1018,9 @@ fn poisson(
 ) -> PyResult<Py<PyAny>> {
     let t = &input.get().t;
     let gen = gen_arg(generator, "poisson")?;
-    let r = draw(py, "poisson", t.numel(), gen, &[t], |g, t| rng::poisson(g, t[0]))?;
+    let r = draw(py, "poisson", t.numel(), gen, &[t], |g, t| {
+        rng::poisson(g, t[0])
+    })?;
     wrap(py, r)
 }
 

@@ -3,8 +3,8 @@
 
 use pyo3::prelude::*;
 
-use super::dispatch::tensor_arg;
 use super::capture::{run, run_op};
+use super::dispatch::tensor_arg;
 use super::tensor::{return_pair, PyTensor};
 use crate::ops;
 use crate::tensor::Tensor;
@@ -76,9 +76,14 @@ impl PyTensor {
         stable: bool,
     ) -> PyResult<Py<PyAny>> {
         let _ = stable;
-        run_op(py, self.t.numel(), "argsort", &[&self.t], &[], move |t, _| {
-            ops::argsort(t[0], dim, descending)
-        })
+        run_op(
+            py,
+            self.t.numel(),
+            "argsort",
+            &[&self.t],
+            &[],
+            move |t, _| ops::argsort(t[0], dim, descending),
+        )
     }
 
     /// The elements sorted along the first dimension (`sort(0).values`).

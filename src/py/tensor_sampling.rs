@@ -109,7 +109,9 @@ impl PyTensor {
         let _op = crate::tensor::write_op("exponential_");
         let t = self_t(slf);
         let gen = gen_arg(generator, "exponential_")?;
-        sample_into(slf.py(), t, "exponential_", gen, move |g, t| rng::exponential(g, t.shape(), t.dtype(), lambd))?;
+        sample_into(slf.py(), t, "exponential_", gen, move |g, t| {
+            rng::exponential(g, t.shape(), t.dtype(), lambd)
+        })?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -124,7 +126,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let t = self_t(slf);
         let gen = gen_arg(generator, "cauchy_")?;
-        sample_into(slf.py(), t, "cauchy_", gen, move |g, t| rng::cauchy(g, t.shape(), t.dtype(), median, sigma))?;
+        sample_into(slf.py(), t, "cauchy_", gen, move |g, t| {
+            rng::cauchy(g, t.shape(), t.dtype(), median, sigma)
+        })?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -139,7 +143,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let t = self_t(slf);
         let gen = gen_arg(generator, "log_normal_")?;
-        sample_into(slf.py(), t, "log_normal_", gen, move |g, t| rng::log_normal(g, t.shape(), t.dtype(), mean, std))?;
+        sample_into(slf.py(), t, "log_normal_", gen, move |g, t| {
+            rng::log_normal(g, t.shape(), t.dtype(), mean, std)
+        })?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -153,7 +159,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let t = self_t(slf);
         let gen = gen_arg(generator, "geometric_")?;
-        sample_into(slf.py(), t, "geometric_", gen, move |g, t| rng::geometric(g, t.shape(), t.dtype(), p))?;
+        sample_into(slf.py(), t, "geometric_", gen, move |g, t| {
+            rng::geometric(g, t.shape(), t.dtype(), p)
+        })?;
         Ok(slf.clone().into_any().unbind())
     }
 

@@ -8,8 +8,8 @@ use pyo3::prelude::*;
 
 use super::{wrap, PyTensor};
 use crate::autograd::{self, BackwardRequest};
-use crate::py::convert::{tensor_list, to_tensor_like};
 use crate::py::capture;
+use crate::py::convert::{tensor_list, to_tensor_like};
 use crate::py::errors::enter;
 use crate::py::node::{grad_fn_object, PyHook, RemovableHandle};
 use crate::tensor::Tensor;

@@ -8,9 +8,9 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyTuple};
 use super::{wrap, wrap_or_self, PyTensor};
 use crate::autograd;
 use crate::ops;
+use crate::py::capture::{run, run_multi, run_op};
 use crate::py::convert::to_numpy_shared;
 use crate::py::dtype::{opt_dtype, parse_dtype};
-use crate::py::capture::{run, run_multi, run_op};
 use crate::py::errors::read;
 use crate::tensor::{DType, Tensor};
 
@@ -117,7 +117,9 @@ impl PyTensor {
             ));
         }
         let t = if copy == Some(true) {
-            read(py, "__array__", self.t.numel(), || Ok(ops::clone_data(&self.t)))?
+            read(py, "__array__", self.t.numel(), || {
+                Ok(ops::clone_data(&self.t))
+            })?
         } else {
             self.t.clone()
         };
@@ -184,7 +186,9 @@ impl PyTensor {
         let py = slf.py();
         // As PyTorch's `iter(t.unbind(0))`: the rows are the outputs of one
         // `UnbindBackward0` node.
-        let rows = run_multi(py, t.numel(), "unbind", &[t], &[], |t, _| ops::unbind(t[0], 0))?;
+        let rows = run_multi(py, t.numel(), "unbind", &[t], &[], |t, _| {
+            ops::unbind(t[0], 0)
+        })?;
         let items = rows
             .into_iter()
             .map(|r| wrap(py, r))
@@ -327,7 +331,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let (py, t) = (slf.py(), &slf.get().t);
         crate::py::device::check_memory_format(memory_format, Some(t.ndim()))?;
-        let out = run(py, t.numel(), "contiguous", &[t], &[], |t, _| ops::contiguous(t[0]))?;
+        let out = run(py, t.numel(), "contiguous", &[t], &[], |t, _| {
+            ops::contiguous(t[0])
+        })?;
         wrap_or_self(slf, out)
     }
 }

@@ -38,9 +38,14 @@ impl PyTensor {
     /// self[index[i][j]][j]` for dim 0.
     fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let (a, idx) = (&self.t, &index.get().t);
-        run_op(py, work(&[a, idx]), "gather", &[a, idx], &[], move |t, _| {
-            ops::gather(t[0], dim, t[1])
-        })
+        run_op(
+            py,
+            work(&[a, idx]),
+            "gather",
+            &[a, idx],
+            &[],
+            move |t, _| ops::gather(t[0], dim, t[1]),
+        )
     }
 
     /// Returns a copy with the elements of `src` added at `index` along `dim` (repeated indices
@@ -53,9 +58,14 @@ impl PyTensor {
         src: &Bound<'_, PyTensor>,
     ) -> PyResult<Py<PyAny>> {
         let (a, idx, src) = (&self.t, &index.get().t, &src.get().t);
-        run_op(py, work(&[a, idx, src]), "scatter_add", &[a, idx, src], &[], move |t, _| {
-            ops::scatter_add(t[0], dim, t[1], t[2])
-        })
+        run_op(
+            py,
+            work(&[a, idx, src]),
+            "scatter_add",
+            &[a, idx, src],
+            &[],
+            move |t, _| ops::scatter_add(t[0], dim, t[1], t[2]),
+        )
     }
 
     /// Returns a copy with the elements of `src` (or the number `value`) written at `index`
@@ -100,9 +110,14 @@ impl PyTensor {
         index: &Bound<'_, PyTensor>,
     ) -> PyResult<Py<PyAny>> {
         let (a, idx) = (&self.t, &index.get().t);
-        run_op(py, work(&[a, idx]), "index_select", &[a, idx], &[], move |t, _| {
-            ops::index_select(t[0], dim, t[1])
-        })
+        run_op(
+            py,
+            work(&[a, idx]),
+            "index_select",
+            &[a, idx],
+            &[],
+            move |t, _| ops::index_select(t[0], dim, t[1]),
+        )
     }
 
     /// Returns a copy with `value` where the bool `mask` is True (broadcast).
@@ -124,9 +139,14 @@ impl PyTensor {
             ),
             Some(Operand::Scalar(s)) => {
                 let si = crate::py::capture::scalar_in(value, s);
-                run_op(py, self.t.numel(), "masked_fill", &[&self.t, m], &[si], |t, s| {
-                    ops::masked_fill_scalar(t[0], t[1], s[0])
-                })
+                run_op(
+                    py,
+                    self.t.numel(),
+                    "masked_fill",
+                    &[&self.t, m],
+                    &[si],
+                    |t, s| ops::masked_fill_scalar(t[0], t[1], s[0]),
+                )
             }
             None => Err(PyTypeError::new_err(
                 "masked_fill(): value must be a number or a 0-d Tensor",
@@ -156,9 +176,14 @@ impl PyTensor {
                 ))
             }
         };
-        run_inplace(slf.py(), a.numel(), "masked_fill_", &[a, m, &v], &[], |t, _| {
-            ops::apply_inplace(t[0], || ops::masked_fill(t[0], t[1], t[2]))
-        })?;
+        run_inplace(
+            slf.py(),
+            a.numel(),
+            "masked_fill_",
+            &[a, m, &v],
+            &[],
+            |t, _| ops::apply_inplace(t[0], || ops::masked_fill(t[0], t[1], t[2])),
+        )?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -224,26 +249,33 @@ impl PyTensor {
         let mut ins: Vec<&Tensor> = vec![t, &v];
         ins.extend(tens.iter());
         let basic = tens.is_empty();
-        run_inplace(key.py(), work(&[t, &v]), "__setitem__", &ins, &[], move |ts, _| {
-            let (t, v) = (ts[0], ts[1]);
-            if basic {
-                // As in PyTorch, the write goes into a view (so the refusals
-                // are those for views: "a view of a leaf Variable ...").
-                let target = ops::index(t, &items)?;
-                ops::check_inplace(&target)?;
-                if !autograd::needs_record(&[t, v]) {
-                    // Nothing to record: write straight through the view.
-                    return ops::assign(&target, v);
+        run_inplace(
+            key.py(),
+            work(&[t, &v]),
+            "__setitem__",
+            &ins,
+            &[],
+            move |ts, _| {
+                let (t, v) = (ts[0], ts[1]);
+                if basic {
+                    // As in PyTorch, the write goes into a view (so the refusals
+                    // are those for views: "a view of a leaf Variable ...").
+                    let target = ops::index(t, &items)?;
+                    ops::check_inplace(&target)?;
+                    if !autograd::needs_record(&[t, v]) {
+                        // Nothing to record: write straight through the view.
+                        return ops::assign(&target, v);
+                    }
+                    if t.dtype().is_float() {
+                        // Recorded as `CopySlices` on the base.
+                        return ops::assign_tracked(t, &target, v);
+                    }
+                    return ops::apply_inplace(t, || ops::index_put(t, &items, v));
                 }
-                if t.dtype().is_float() {
-                    // Recorded as `CopySlices` on the base.
-                    return ops::assign_tracked(t, &target, v);
-                }
-                return ops::apply_inplace(t, || ops::index_put(t, &items, v));
-            }
-            let items = with_index_tensors(&items, &ts[2..]);
-            ops::apply_inplace(t, || ops::index_put(t, &items, v))
-        })
+                let items = with_index_tensors(&items, &ts[2..]);
+                ops::apply_inplace(t, || ops::index_put(t, &items, v))
+            },
+        )
     }
 }
 

@@ -5,11 +5,11 @@ use pyo3::prelude::*;
 
 use super::{return_pair, PyTensor};
 use crate::ops;
+use crate::py::capture::{run, run_inplace, run_op, Opt};
 use crate::py::convert::{
     bound_arg, dims_arg, int_arg, norm_ord, seq_of_ints, tensor_bounds, to_tensor_like, var_args,
 };
 use crate::py::dtype::opt_dtype;
-use crate::py::capture::{run, run_inplace, run_op, Opt};
 use crate::py::errors::{read, work};
 use crate::tensor::Tensor;
 
@@ -82,9 +82,14 @@ impl PyTensor {
         equal_nan: bool,
     ) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(other, Some(&self.t))?;
-        run_op(py, work(&[&self.t, &b]), "isclose", &[&self.t, &b], &[], move |t, _| {
-            ops::isclose(t[0], t[1], rtol, atol, equal_nan)
-        })
+        run_op(
+            py,
+            work(&[&self.t, &b]),
+            "isclose",
+            &[&self.t, &b],
+            &[],
+            move |t, _| ops::isclose(t[0], t[1], rtol, atol, equal_nan),
+        )
     }
 
     /// True when every element is close to `other` (see `isclose`).
@@ -112,9 +117,14 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let y = to_tensor_like(other, Some(&self.t))?;
         let c = &condition.get().t;
-        run_op(py, work(&[c, &self.t, &y]), "where", &[c, &self.t, &y], &[], |t, _| {
-            ops::where_(t[0], t[1], t[2])
-        })
+        run_op(
+            py,
+            work(&[c, &self.t, &y]),
+            "where",
+            &[c, &self.t, &y],
+            &[],
+            |t, _| ops::where_(t[0], t[1], t[2]),
+        )
     }
 
     /// Returns the sum of the elements, over all of them or over the dimension(s) `dim` (kept
@@ -372,22 +382,12 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         match dims_arg(dim)? {
-            None => run_op(
-                py,
-                self.t.numel(),
-                "all",
-                &[&self.t],
-                &[],
-                move |t, _| ops::all(t[0]),
-            ),
-            Some(d) => run_op(
-                py,
-                self.t.numel(),
-                "all",
-                &[&self.t],
-                &[],
-                move |t, _| ops::all_dims(t[0], Some(&d), keepdim),
-            ),
+            None => run_op(py, self.t.numel(), "all", &[&self.t], &[], move |t, _| {
+                ops::all(t[0])
+            }),
+            Some(d) => run_op(py, self.t.numel(), "all", &[&self.t], &[], move |t, _| {
+                ops::all_dims(t[0], Some(&d), keepdim)
+            }),
         }
     }
 
@@ -401,22 +401,12 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         match dims_arg(dim)? {
-            None => run_op(
-                py,
-                self.t.numel(),
-                "any",
-                &[&self.t],
-                &[],
-                move |t, _| ops::any(t[0]),
-            ),
-            Some(d) => run_op(
-                py,
-                self.t.numel(),
-                "any",
-                &[&self.t],
-                &[],
-                move |t, _| ops::any_dims(t[0], Some(&d), keepdim),
-            ),
+            None => run_op(py, self.t.numel(), "any", &[&self.t], &[], move |t, _| {
+                ops::any(t[0])
+            }),
+            Some(d) => run_op(py, self.t.numel(), "any", &[&self.t], &[], move |t, _| {
+                ops::any_dims(t[0], Some(&d), keepdim)
+            }),
         }
     }
 

@@ -290,30 +290,50 @@ impl PyTensor {
     }
 
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        capture::run_op(py, self.t.numel(), "bitwise_not", &[&self.t], &[], |t, _| {
-            ops::bitwise_not(t[0])
-        })
+        capture::run_op(
+            py,
+            self.t.numel(),
+            "bitwise_not",
+            &[&self.t],
+            &[],
+            |t, _| ops::bitwise_not(t[0]),
+        )
     }
 
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(o, Some(&self.t))?;
-        capture::run_op(py, work2(&self.t, &b), "bitwise_and", &[&self.t, &b], &[], |t, _| {
-            ops::bitwise_and(t[0], t[1])
-        })
+        capture::run_op(
+            py,
+            work2(&self.t, &b),
+            "bitwise_and",
+            &[&self.t, &b],
+            &[],
+            |t, _| ops::bitwise_and(t[0], t[1]),
+        )
     }
 
     fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(o, Some(&self.t))?;
-        capture::run_op(py, work2(&self.t, &b), "bitwise_or", &[&self.t, &b], &[], |t, _| {
-            ops::bitwise_or(t[0], t[1])
-        })
+        capture::run_op(
+            py,
+            work2(&self.t, &b),
+            "bitwise_or",
+            &[&self.t, &b],
+            &[],
+            |t, _| ops::bitwise_or(t[0], t[1]),
+        )
     }
 
     fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(o, Some(&self.t))?;
-        capture::run_op(py, work2(&self.t, &b), "bitwise_xor", &[&self.t, &b], &[], |t, _| {
-            ops::bitwise_xor(t[0], t[1])
-        })
+        capture::run_op(
+            py,
+            work2(&self.t, &b),
+            "bitwise_xor",
+            &[&self.t, &b],
+            &[],
+            |t, _| ops::bitwise_xor(t[0], t[1]),
+        )
     }
 
     fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
