@@ -117,7 +117,8 @@ def _tri_indices(row, col, offset, lower):
     c = np.arange(col)[None, :]
     keep = (c - r <= offset) if lower else (c - r >= offset)
     rr, cc = np.nonzero(keep)
-    return _C.from_numpy(np.stack([rr, cc]).astype(np.int64))
+    # A copy (`tensor`), not `from_numpy`: a compiled replay makes it again from the same values.
+    return _C.tensor(np.stack([rr, cc]).astype(np.int64))
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):

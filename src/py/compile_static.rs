@@ -27,7 +27,6 @@ use crate::autograd;
 use crate::ops;
 use crate::tensor::Tensor;
 
-
 pub(super) enum SStep {
     /// A recorded op run with grad recording off.
     Fwd(usize),
@@ -97,6 +96,9 @@ pub(super) struct BuildIn<'a> {
 /// The static plan of a tape, or why it has none.
 pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
     let entries = b.entries;
+    if let Some(e) = entries.iter().find(|e| e.reads_graph) {
+        return Err(format!("`{}` reads the graph of its inputs", e.name));
+    }
     let bwd: Vec<usize> = (0..entries.len())
         .filter(|&i| matches!(entries[i].step, Step::Backward { .. }))
         .collect();
@@ -141,7 +143,10 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
                 };
                 for l in links {
                     let name = l.node.name();
-                    if crate::autograd::node_traits::traits(&name) & crate::autograd::node_traits::STATIC_VJP == 0 {
+                    if crate::autograd::node_traits::traits(&name)
+                        & crate::autograd::node_traits::STATIC_VJP
+                        == 0
+                    {
                         return Err(format!(
                             "`{}` records {name}, which has no static VJP rule",
                             e.name

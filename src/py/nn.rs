@@ -7,9 +7,8 @@ use pyo3::prelude::*;
 use super::capture;
 use super::convert::{opt_tensor, to_tensor_like};
 use super::dispatch::tensor_arg;
-use super::errors::enter;
 use super::functions::t_of;
-use super::tensor::{run, PyTensor};
+use super::tensor::PyTensor;
 use crate::ops;
 
 /// The mean squared error between `input` and `target`, reduced by `reduction` ("mean", "sum"
@@ -75,9 +74,14 @@ fn leaky_relu_<'py>(
 ) -> PyResult<Bound<'py, PyTensor>> {
     let _op = crate::tensor::write_op("leaky_relu_");
     let a = t_of(input);
-    enter(input.py(), a.numel(), || {
-        ops::apply_inplace(a, || ops::leaky_relu_result(a, negative_slope))
-    })?;
+    capture::run_inplace(
+        input.py(),
+        a.numel(),
+        "leaky_relu_",
+        &[a],
+        &[],
+        move |t, _| ops::apply_inplace(t[0], || ops::leaky_relu_result(t[0], negative_slope)),
+    )?;
     Ok(input.clone())
 }
 
@@ -87,8 +91,8 @@ fn leaky_relu_<'py>(
 fn elu_<'py>(input: &Bound<'py, PyTensor>, alpha: f64) -> PyResult<Bound<'py, PyTensor>> {
     let _op = crate::tensor::write_op("elu_");
     let a = t_of(input);
-    enter(input.py(), a.numel(), || {
-        ops::apply_inplace(a, || ops::elu_result(a, alpha))
+    capture::run_inplace(input.py(), a.numel(), "elu_", &[a], &[], move |t, _| {
+        ops::apply_inplace(t[0], || ops::elu_result(t[0], alpha))
     })?;
     Ok(input.clone())
 }
@@ -312,9 +316,23 @@ fn binary_cross_entropy_with_logits(
             let b = to_tensor_like(target, Some(a))?;
             let (w, pw) = (opt_tensor(weight)?, opt_tensor(pos_weight)?);
             let r = ops::Reduction::parse(reduction)?;
-            run(py, a.numel(), || {
-                ops::binary_cross_entropy_with_logits(a, &b, w.as_ref(), pw.as_ref(), r)
-            })
+            let (ins, opt) = capture::Opt::inputs(&[a, &b], &[w.as_ref(), pw.as_ref()]);
+            capture::run_op(
+                py,
+                a.numel(),
+                "binary_cross_entropy_with_logits",
+                &ins,
+                &[],
+                move |t, _| {
+                    ops::binary_cross_entropy_with_logits(
+                        t[0],
+                        t[1],
+                        opt.get(t, 0),
+                        opt.get(t, 1),
+                        r,
+                    )
+                },
+            )
         }
     )
 }

@@ -1,8 +1,9 @@
 //! The machinery of the op table (`ops_table.rs`): one line per regular op
 //! expands to its `Tensor` method, its `ferrograd.` function, its in-place
-//! `_` variant and its registration, all calling the op through
-//! `tensor::run` (one GIL policy, one error mapping). candle's `unary_op!`
-//! and PyTorch's `derivatives.yaml` are the models. `tools/gen_stub.py`
+//! `_` variant and its registration, all entering the core through
+//! `capture::run_op` (one GIL policy, one error mapping, recorded for
+//! `ferrograd.compile`). candle's `unary_op!` and PyTorch's
+//! `derivatives.yaml` are the models. `tools/gen_stub.py`
 //! reads the same lines to write `_C.pyi`, so the table's syntax is fixed:
 //!
 //! ```text

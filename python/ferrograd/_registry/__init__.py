@@ -36,6 +36,14 @@ BY_NAME: dict = {}
 NODES: dict = {}
 
 
+def _disjoint(a, b, name: str) -> bool:
+    """Whether ops `a` and `b` reach `name` on different surfaces (as PyTorch's
+    `F.unfold`, im2col, and `Tensor.unfold`, sliding windows): then both may
+    hold it, and `op(name)` is the one named so."""
+    sa, sb = dict(a.alias_surfaces())[name], dict(b.alias_surfaces())[name]
+    return not set(sa) & set(sb)
+
+
 def _collect() -> None:
     for fam in _FAMILIES:
         for o in fam.OPS:
@@ -43,11 +51,12 @@ def _collect() -> None:
                 raise RuntimeError(f"op registry: {o.name!r} is declared twice")
             OPS[o.name] = o
             for n in o.names:
-                if n in BY_NAME and BY_NAME[n] is not o:
+                if n in BY_NAME and BY_NAME[n] is not o and not _disjoint(BY_NAME[n], o, n):
                     raise RuntimeError(
                         f"op registry: the name {n!r} belongs to {BY_NAME[n].name!r} and {o.name!r}"
                     )
-                BY_NAME[n] = o
+                if n not in BY_NAME or BY_NAME[n].name != n:
+                    BY_NAME[n] = o
             for node, traits in o.nodes.items():
                 bad = set(traits) - set(NODE_TRAITS)
                 if bad:

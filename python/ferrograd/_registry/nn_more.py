@@ -10,10 +10,12 @@ from . import _refs
 from .nn_ops import _f
 from .schema import (
     AWAY0,
+    COMPILE,
     CUSTOM,
     F_FUNCTION,
     FORWARD,
     FUNCTION,
+    NONE,
     POSITIVE,
     VMAP,
     Domain,
@@ -81,6 +83,17 @@ _f("unfold", "resample", "Extracts sliding `kernel_size` blocks of a batched ima
    _refs.unfold, fixed(T((1, 2, 3, 3)), 2), **_rule("unfold"))
 _f("fold", "resample", "Sums columns of sliding blocks back into an image (col2im), the adjoint of unfold.",
    _refs.fold, fixed(T((1, 8, 4)), (3, 3), 2), **_rule("unfold"))
+_f("affine_grid", "resample", "The sampling grid of the affine maps `theta` (N, 2, 3) over an output of "
+   "`size` (N, C, H, W), for `grid_sample`.", _refs.affine_grid,
+   fixed(T((1, 2, 3)), (1, 1, 3, 4), align_corners=False), batching=NONE,
+   refuse={VMAP: "no batching rule: its inputs carry the batch dimension N already"})
+_f("grid_sample", "resample", "Samples `input` at the normalised points of `grid` (bilinear, nearest or "
+   "bicubic; zeros, border or reflection padding).", None,
+   fixed(T((1, 1, 3, 4)), T((1, 2, 3, 2), domain=Domain(-0.9, 0.9), grad=False),
+         align_corners=False),
+   batching=NONE,
+   refuse={FORWARD: "checked against the NumPy reference in tests/test_nn_grid_sample.py",
+           VMAP: "no batching rule: its inputs carry the batch dimension N already"})
 _f("pixel_shuffle", "resample", "Rearranges (N, C*r^2, H, W) into (N, C, H*r, W*r).", _refs.pixel_shuffle,
    fixed(T((1, 8, 2, 3)), 2), surfaces=FF, **_rule("view"))
 _f("pixel_unshuffle", "resample", "Rearranges (N, C, H*r, W*r) into (N, C*r^2, H, W).", _refs.pixel_unshuffle,
@@ -101,7 +114,9 @@ _f("pdist", "distance", "Euclidean distances between every pair of rows of `inpu
 _f("bilinear", "linear", "x1^T A x2 + b for each output feature.", _refs.bilinear,
    fixed(T((2, 3)), T((2, 4)), T((5, 3, 4)), T((5,))), surfaces=FF, **_rule("bilinear"))
 _f("one_hot", "embedding", "A one-hot encoding of the integer tensor `tensor` (int64).", _refs.one_hot,
-   fixed(T((2, 3), domain=ints(0, 4), dtype="int64"), 4), differentiable=False, **_rule("one_hot"))
+   fixed(T((2, 3), domain=ints(0, 4), dtype="int64"), 4), differentiable=False, **_rule("one_hot"),
+   refuse={COMPILE: "it checks the class values against `num_classes` in Python (`int(tensor)`), "
+                    "which a replay cannot re-run"})
 
 # ----- more losses ---------------------------------------------------------------------------
 
@@ -116,7 +131,9 @@ _f("soft_margin_loss", "loss", "log(1 + exp(-y x)), averaged.", _refs.soft_margi
 _f("poisson_nll_loss", "loss", "exp(input) - target * input, averaged (log_input=True).",
    _refs.poisson_nll_loss, fixed(T((4,)), T((4,), domain=POSITIVE, grad=False)), **_rule("loss"))
 _f("gaussian_nll_loss", "loss", "0.5 (log var + (input - target)^2 / var), averaged.",
-   _refs.gaussian_nll_loss, fixed(T((4,)), T((4,)), T((4,), domain=POSITIVE)), **_rule("loss"))
+   _refs.gaussian_nll_loss, fixed(T((4,)), T((4,)), T((4,), domain=POSITIVE)), **_rule("loss"),
+   refuse={COMPILE: "it checks `var` for negative values in Python (`bool(tensor)`), which a replay "
+                    "cannot re-run"})
 _f("multilabel_soft_margin_loss", "loss", "Binary cross entropy with logits over each label, averaged.",
    _refs.multilabel_soft_margin_loss, fixed(T((2, 3)), T((2, 3), domain=Domain(0.0, 1.0), grad=False)),
    **_rule("loss"))

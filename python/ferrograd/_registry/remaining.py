@@ -11,6 +11,7 @@ from . import _refs
 from .schema import (
     ALL,
     AWAY0,
+    COMPILE,
     CUSTOM,
     F_FUNCTION,
     FORWARD,
@@ -18,6 +19,7 @@ from .schema import (
     INPLACE,
     LINALG,
     METHOD,
+    NONE,
     NUMERIC,
     REDUCTION,
     VMAP,
@@ -225,11 +227,13 @@ for _name, _np in (("byte", np.uint8), ("char", np.int8), ("short", np.int16), (
 for _name in ("uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
               "cauchy_", "random_"):
     _o(_name, "random", f"Fills `input` in place with random values ({_name[:-1]}).", None,
-       fixed(T((2, 3))) if _name != "geometric_" else fixed(T((2, 3)), 0.5), surfaces=(METHOD,),
+       Sample("fixed", (T((2, 3)),) if _name != "geometric_" else (T((2, 3)), 0.5), seeded=True),
+       surfaces=(METHOD,),
        dtypes=ALL, differentiable=False, rule="_random_like",
        refuse={FORWARD: RANDOM, VMAP: "random: randomness inside vmap needs randomness='different'"})
 for _name in ("randint_like",):
-    _o(_name, "random", "Random integers of `input`'s shape.", None, fixed(T((2, 3)), 5),
+    _o(_name, "random", "Random integers of `input`'s shape.", None,
+       Sample("fixed", (T((2, 3)), 5), seeded=True),
        surfaces=(FUNCTION,), dtypes=ALL, differentiable=False, rule="_random_like",
        refuse={FORWARD: RANDOM})
 for _name, _doc in (("as_tensor", "`data` as a tensor, sharing memory when it can."),
@@ -293,3 +297,78 @@ for _name in ("ctc_loss", "multi_margin_loss", "multilabel_margin_loss",
 _o("multi_head_attention_forward", "attention", "The functional form of nn.MultiheadAttention.", None,
    None, surfaces=(F_FUNCTION,), rule="sdpa",
    refuse={FORWARD: "checked through nn.MultiheadAttention in tests/test_nn_transformer.py"})
+
+# ----- matrix exponential, Householder factors, mvlgamma, windows, bfloat16 -----------------
+
+
+#: Ops that vmap refuses (it raises "there is no batching rule" naming the op).
+NO_RULE = "no batching rule yet: vmap raises an error naming the op"
+
+
+def _expm(a):
+    """exp(a) by scaling and squaring a Taylor series (small matrices, float64)."""
+    a = np.asarray(a, np.float64)
+    s = max(0, int(np.ceil(np.log2(max(np.abs(a).sum(-1).max(), 1e-300) / 0.25))) + 1)
+    b = a / 2.0**s
+    out = term = np.broadcast_to(np.eye(a.shape[-1]), a.shape).copy()
+    for k in range(1, 30):
+        term = term @ b / k
+        out = out + term
+    for _ in range(s):
+        out = out @ out
+    return out
+
+
+def _householder(a, tau):
+    """Q = H_1 ... H_k with H_i = I - tau_i v_i v_i^T, v_i below the diagonal of a (LAPACK)."""
+    m, n = a.shape[-2:]
+    q = np.eye(m)[:, :n].copy()
+    for i in reversed(range(tau.shape[-1])):
+        v = np.zeros(m)
+        v[i] = 1.0
+        v[i + 1 :] = a[i + 1 :, i]
+        q = q - tau[i] * np.outer(v, v @ q)
+    return q
+
+
+def _geqrf(a):
+    h, tau = np.linalg.qr(np.asarray(a, np.float64), mode="raw")
+    return h.T, tau
+
+
+def _mvlgamma(x, p):
+    from math import lgamma, log, pi
+
+    lg = np.vectorize(lgamma)
+    return p * (p - 1) / 4 * log(pi) + sum(lg(x + (1 - j) / 2) for j in range(1, p + 1))
+
+
+def _windows(x, dim, size, step):
+    w = np.lib.stride_tricks.sliding_window_view(x, size, axis=dim)
+    return np.take(w, np.arange(0, w.shape[dim], step), axis=dim)
+
+
+_o("matrix_exp", "linalg", "The matrix exponential of the square matrices of `input`.", _expm,
+   fixed(T((3, 3), domain=Domain(-0.5, 0.5))), surfaces=FM + (LINALG,), dtypes=NUMERIC, rule="linalg",
+   tol=(1e-4, 1e-5),
+   refuse={COMPILE: "it picks its scaling from the matrix's norm in Python (`float(tensor)`), which a "
+                    "replay cannot re-run", VMAP: "no batching rule (it takes batches of matrices itself)"})
+_o("geqrf", "linalg", "The QR factorisation of `input` in LAPACK's form: R and the Householder "
+   "vectors in one matrix, and the reflectors' scales `tau`.", _geqrf, fixed(T((3, 2), grad=False)),
+   surfaces=FM + (LINALG,), dtypes=NUMERIC, differentiable=False, rule="linalg", tol=(1e-4, 1e-5),
+   refuse={COMPILE: "computed in NumPy (`numpy`/`from_numpy`), so a replay cannot recompute it"})
+_o("orgqr", "linalg", "The matrix Q of `geqrf`'s factors (`linalg.householder_product`).",
+   _householder, fixed(T((3, 2), domain=Domain(-0.5, 0.5)), T((2,), domain=Domain(0.5, 1.5))),
+   aliases=(("householder_product", (LINALG,)),), dtypes=NUMERIC, batching=NONE, tol=(1e-4, 1e-5),
+   refuse={VMAP: NO_RULE})
+_o("mvlgamma", "special", "The multivariate log-gamma function of dimension `p`, elementwise.",
+   _mvlgamma, fixed(T((2, 3), domain=Domain(2.0, 4.0)), 3), batching=NONE, refuse={VMAP: NO_RULE})
+# `Tensor.unfold` (`F.unfold` is im2col, declared as `unfold`).
+_o("unfold_windows", "view", "A view of every window of `size` elements, `step` apart, along "
+   "`dimension` (a new last dimension walks a window).", _windows,
+   Sample("fixed", (T((2, 7)), 1, 3, 2), call=lambda fn, x, *a: x.unfold(*a)),
+   surfaces=(), aliases=(("unfold", (METHOD,)),), dtypes=ALL, batching=NONE, refuse={VMAP: NO_RULE})
+_o("bfloat16", "conversion", "`input` converted to bfloat16.", lambda x: x.astype(np.float32),
+   # Read back as float32 (exact here): NumPy has no bfloat16.
+   Sample("fixed", (T((2, 3), domain=ints(0, 5), dtype="int64"),), call=lambda fn, x: fn(x).float()),
+   surfaces=(METHOD,), dtypes=ALL, batching=CUSTOM, rule="elementwise")

@@ -39,9 +39,10 @@ def _safe_softmax(scores, masked):
     # math path does.
     weights = scores.softmax(-1)
     if masked:
+        # Filled whether or not a row is empty: no value is read into Python, so a compiled
+        # step replays it.
         empty = (scores == _NEG_INF).all(-1, keepdim=True)
-        if empty.any().item():
-            weights = weights.masked_fill(empty, 0.0)
+        weights = weights.masked_fill(empty, 0.0)
     return weights
 
 
@@ -84,14 +85,12 @@ def _attention_backward_graph(g, q, k, v, scale, needs):
 
 
 def _fusable(query, key, value):
-    # The kernel takes heads of one batch shape (no broadcasting); a tape being captured for
-    # ferrograd.compile has no replay rule for it.
+    # The kernel takes heads of one batch shape (no broadcasting).
     batch = query.shape[:-2]
     return (
         key.dim() == value.dim() == query.dim()
         and key.shape[:-2] == batch
         and value.shape[:-2] == batch
-        and not _C._capture_active()
     )
 
 
