@@ -28,6 +28,7 @@ pub(crate) mod rnn;
 pub(crate) mod rnn_gemm;
 pub(crate) mod small_gemm;
 pub(crate) mod softmax;
+pub(crate) mod sort;
 pub(crate) mod special;
 pub mod trig_f32;
 

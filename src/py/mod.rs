@@ -19,6 +19,7 @@ mod compile_static;
 mod compile_vjp;
 mod convert;
 mod creation;
+mod data_ops;
 mod dtype;
 mod errors;
 mod forward_ad;
@@ -67,6 +68,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mathops::register(m)?;
     creation::register(m)?;
     sorting::register(m)?;
+    data_ops::register(m)?;
     optim::register(m)?;
     serialize::register(m)?;
     nn_conv::register(m)?;
