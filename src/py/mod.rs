@@ -17,9 +17,11 @@ mod compile_ew;
 mod compile_fuse;
 mod compile_static;
 mod compile_vjp;
+mod config;
 mod convert;
 mod creation;
 mod data_ops;
+mod device;
 mod dtype;
 mod errors;
 mod forward_ad;
@@ -67,6 +69,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops_table::register(m)?;
     mathops::register(m)?;
     creation::register(m)?;
+    device::register(m)?;
     sorting::register(m)?;
     data_ops::register(m)?;
     optim::register(m)?;
@@ -88,6 +91,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     checkpoint::register(m)?;
     alloc::register(m)?;
     compile::register(m)?;
+    config::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
