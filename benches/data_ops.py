@@ -221,7 +221,7 @@ def main():
                         r = np.random.default_rng(0)
                         a = make(mod, r)
                         if mode == "fwd":
-                            def call(a=a, mod=mod):
+                            def call(a=a, mod=mod, fn=fn):
                                 with mod.no_grad():
                                     return fn(*a)
                         else:
@@ -230,7 +230,7 @@ def main():
                                 tuple(out0.shape)).astype(np.float32))
                             leaves = [t for t in a if getattr(t, "requires_grad", False)]
 
-                            def call(a=a, g=g, leaves=leaves):
+                            def call(a=a, g=g, leaves=leaves, fn=fn):
                                 for t in leaves:
                                     t.grad = None
                                 fn(*a).backward(g)
