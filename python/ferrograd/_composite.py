@@ -85,6 +85,8 @@ def tril(input, diagonal=0):
     _check("tril", input)
     if input.dim() < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    if isinstance(input, Tensor):
+        return _C._tril(input, diagonal, True)
     return input.masked_fill(_tri_mask(input, diagonal, True), 0)
 
 
@@ -94,6 +96,8 @@ def triu(input, diagonal=0):
     _check("triu", input)
     if input.dim() < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    if isinstance(input, Tensor):
+        return _C._tril(input, diagonal, False)
     return input.masked_fill(_tri_mask(input, diagonal, False), 0)
 
 
@@ -141,6 +145,8 @@ def diag(input, diagonal=0):
         return _C.diagonal(input, diagonal)
     if input.dim() != 1:
         raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.dim()}D")
+    if isinstance(input, Tensor):
+        return _C._diag_embed(input, diagonal, 0, 1)
     n = input.shape[0]
     k = abs(diagonal)
     size = n + k
@@ -167,6 +173,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     d1, d2 = dim1 % nd, dim2 % nd
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if isinstance(input, Tensor):
+        return _C._diag_embed(input, offset, d1, d2)
     batch = tuple(input.shape[:-1])
     if offset:
         zeros = _C.zeros(*batch, abs(offset), dtype=input.dtype)
@@ -209,6 +217,8 @@ def roll(input, shifts, dims=None):
         raise RuntimeError(
             f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}"
         )
+    if isinstance(input, Tensor):
+        return _C._roll(input, list(shifts), list(dims))
     out = input
     for s, d in zip(shifts, dims):
         n = out.shape[d]

@@ -31,6 +31,7 @@ pub(crate) mod rnn_gemm;
 pub mod simd;
 pub(crate) mod small_gemm;
 pub(crate) mod softmax;
+pub(crate) mod sort;
 pub(crate) mod special;
 pub mod trig_f32;
 

@@ -20,6 +20,7 @@ mod compile_vjp;
 mod config;
 mod convert;
 mod creation;
+mod data_ops;
 mod device;
 mod dtype;
 mod errors;
@@ -70,6 +71,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     creation::register(m)?;
     device::register(m)?;
     sorting::register(m)?;
+    data_ops::register(m)?;
     optim::register(m)?;
     serialize::register(m)?;
     nn_conv::register(m)?;

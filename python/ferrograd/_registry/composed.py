@@ -92,11 +92,13 @@ NP = "computed through NumPy (the values read into Python and back with `from_nu
 _c("cummax", "Running maximum of `input` along `dim` (values and indices).",
    lambda x, dim: np.maximum.accumulate(x, axis=dim), Sample("fixed", (T((2, 3)), 1), call=_pick(0),
                                                             unique=0.01),
-   refuse={COMPILE: NP})
+   refuse={COMPILE: NP},
+   bench=Sample("fixed", (T((1024, 1024)), 1), call=_pick(0), unique=0.01))
 _c("cummin", "Running minimum of `input` along `dim` (values and indices).",
    lambda x, dim: np.minimum.accumulate(x, axis=dim), Sample("fixed", (T((2, 3)), 0), call=_pick(0),
                                                             unique=0.01),
-   refuse={COMPILE: NP})
+   refuse={COMPILE: NP},
+   bench=Sample("fixed", (T((1024, 1024)), 0), call=_pick(0), unique=0.01))
 _c("diff", "The `n`-th forward difference along `dim`.", lambda x, n=1, dim=-1: np.diff(x, n, axis=dim),
    Sample("fixed", (T((2, 4)),), {"n": 2, "dim": 1}))
 _c("trapezoid", "Integral of `y` by the trapezoid rule along `dim`.",
@@ -108,7 +110,7 @@ _c("cumulative_trapezoid", "Running integral of `y` by the trapezoid rule along 
 
 # shapes
 _c("tile", "`input` repeated `dims` times along each dimension.", np.tile, fixed(T((2, 3)), (2, 1)),
-   dtypes=ALL)
+   dtypes=ALL, bench=fixed(T((512, 1024)), (2, 1)))
 _c("repeat_interleave", "Each element (or slice along `dim`) of `input` repeated `repeats` times.",
    lambda x, r, dim=None: np.repeat(x, r, axis=dim), Sample("fixed", (T((2, 3)), 2), {"dim": 1}),
    dtypes=ALL, refuse={COMPILE: "the result's length depends on `repeats`' values, read into Python "

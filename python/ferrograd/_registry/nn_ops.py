@@ -163,7 +163,7 @@ _f("adaptive_avg_pool2d", "pool", "2-D average pooling to a fixed `output_size`.
    nodes={"AdaptiveAvgPool2DBackward0": ()}, batching=CUSTOM, batching_rule="pool")
 _f("pad", "pool", "Pads the last dimensions of `input` (constant, reflect, replicate or circular).",
    _refs.pad, Sample("fixed", (T((2, 3)), (1, 2))), nodes={"ConstantPadNdBackward0": ()},
-   batching=CUSTOM, batching_rule="pad")
+   batching=CUSTOM, batching_rule="pad", bench=Sample("fixed", (T((1024, 1024)), (1, 2, 3, 4))))
 _f("embedding", "embedding", "Looks up rows of `weight` at the indices `input`.", _refs.embedding,
    fixed(T((2, 2), domain=ints(0, 3), dtype="int64"), T((3, 4))), surfaces=(F_FUNCTION, FUNCTION),
    nodes={"EmbeddingBackward0": ()}, batching=CUSTOM, batching_rule="embedding")

@@ -96,25 +96,34 @@ _o("norm", "reduction", "The norm of `input` (Frobenius or p-norm; over `dim` wh
 # ----- sorting and selection -----------------------------------------------------------------
 
 _SEL = {"unique": 0.01}
+# The benchmark's large operand and index tensors.
+M = T((1024, 1024))
+BIG_ROWS = T((1024,), domain=ints(0, 1024), dtype="int64")
+BIG_PICKS = T((1024, 1024), domain=ints(0, 1024), dtype="int64")
+FLAT_PICKS = T((1024 * 1024,), domain=ints(0, 1024 * 1024), dtype="int64")
 _o("kthvalue", "sort", "The `k`-th smallest element of `input` along `dim` (values and indices).",
    lambda x, k, dim=-1: np.sort(x, axis=dim).take(k - 1, axis=dim),
    Sample("fixed", (T((2, 3)), 2, 1), call=_values, **_SEL), batching=REDUCTION,
-   nodes={"KthvalueBackward0": ()})
+   nodes={"KthvalueBackward0": ()}, bench=Sample("fixed", (M, 512, 1), call=_values, **_SEL))
 _o("topk", "sort", "The `k` largest elements of `input` along `dim` (values and indices), largest first.",
    lambda x, k, dim=-1: -np.sort(-x, axis=dim).take(range(k), axis=dim),
-   Sample("fixed", (T((2, 5)), 2), call=_values, **_SEL), batching=REDUCTION, nodes={"TopkBackward0": ()})
+   Sample("fixed", (T((2, 5)), 2), call=_values, **_SEL), batching=REDUCTION, nodes={"TopkBackward0": ()},
+   bench=Sample("fixed", (M, 8), call=_values, **_SEL))
 _o("median", "sort", "The median of `input` (the lower of the two middle values; over `dim` when given).",
    lambda x: np.asarray(np.sort(x, axis=None)[(x.size - 1) // 2]),
    Sample("fixed", (T((2, 3)),), call=_values, **_SEL), batching=REDUCTION,
-   nodes={"MedianBackward0": (), "MedianBackward1": ()})
+   nodes={"MedianBackward0": (), "MedianBackward1": ()},
+   bench=Sample("fixed", (M, 1), call=_values, **_SEL))
 _o("nanmedian", "sort", "`median` ignoring NaN.",
    lambda x: np.asarray(np.sort(x, axis=None)[(x.size - 1) // 2]),
-   Sample("fixed", (T((2, 3)),), call=_values, **_SEL), batching=REDUCTION)
+   Sample("fixed", (T((2, 3)),), call=_values, **_SEL), batching=REDUCTION,
+   bench=Sample("fixed", (M, 1), call=_values, **_SEL))
 _o("mode", "sort", "The most frequent value of `input` along `dim` (values and indices).",
    lambda x, dim=-1: np.sort(x, axis=dim).take(0, axis=dim),
-   Sample("fixed", (T((2, 3)), 1), call=_values, **_SEL), batching=REDUCTION, nodes={"ModeBackward0": ()})
+   Sample("fixed", (T((2, 3)), 1), call=_values, **_SEL), batching=REDUCTION, nodes={"ModeBackward0": ()},
+   bench=Sample("fixed", (M, 1), call=_values, **_SEL))
 _o("msort", "sort", "`input` sorted along its first dimension.", lambda x: np.sort(x, axis=0),
-   Sample("fixed", (T((3, 2)),), **_SEL), batching=REDUCTION)
+   Sample("fixed", (T((3, 2)),), **_SEL), batching=REDUCTION, bench=Sample("fixed", (M,), **_SEL))
 _o("nonzero", "indexing", "The indices of the nonzero elements of `input`, one row each.",
    lambda x: np.argwhere(x), fixed(T((2, 3), domain=ints(-1, 2), dtype="int64")), differentiable=False,
    dtypes=ALL, refuse={VMAP: "its result's size depends on the values, which differ per sample"})
@@ -149,25 +158,29 @@ _o("broadcast_tensors", "view", "Views of the tensors broadcast to their common 
 _o("scatter_reduce", "indexing", "`input` with `src` combined at `index` along `dim` by `reduce` "
    "(sum, prod, mean, amax, amin).", None,
    Sample("fixed", (T((2, 3)), 1, T((2, 2), domain=ints(0, 3), dtype="int64"), T((2, 2)), "sum")),
+   bench=fixed(M, 1, BIG_PICKS, M, "sum"),
    surfaces=(FUNCTION, METHOD, INPLACE),
    refuse={FORWARD: "checked against a NumPy loop per reduction in tests/test_tensor_api_index.py"})
 _o("index_copy", "indexing", "`input` with the rows `index` along `dim` replaced by `source`.", None,
    fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), T((2, 2))),
+   bench=fixed(M, 0, BIG_ROWS, M),
    surfaces=(FUNCTION, METHOD, INPLACE), refuse={FORWARD: "duplicate indices make the result "
                                                   "order-dependent; checked without them in tests/test_tensor_api_index.py"})
 _o("index_fill", "indexing", "`input` with the rows `index` along `dim` filled with `value`.",
    lambda x, d, i, v: _fill_rows(x, d, i, v), fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), 0.5),
-   surfaces=(FUNCTION, METHOD, INPLACE))
+   surfaces=(FUNCTION, METHOD, INPLACE), bench=fixed(M, 0, BIG_ROWS, 0.5))
 _o("index_put", "indexing", "`input` with `values` written (or added) at the positions `indices`.", None,
    Sample("fixed", (T((3, 2)), (T((2,), domain=ints(0, 3), dtype="int64"),), T((2, 2)))),
-   surfaces=(FUNCTION, METHOD, INPLACE),
+   bench=Sample("fixed", (M, (BIG_ROWS,), M)), surfaces=(FUNCTION, METHOD, INPLACE),
    refuse={FORWARD: "checked with and without accumulate in tests/test_tensor_api_index.py",
            VMAP: "its indices arrive in a tuple, which the batching rules do not unwrap"})
 _o("masked_scatter", "indexing", "`input` with the elements where `mask` is True taken in order from `source`.",
    lambda x, m, s: _masked_scatter(x, m, s), fixed(T((2, 3)), T((2, 3), dtype="bool"), T((6,))),
-   surfaces=(FUNCTION, METHOD, INPLACE))
+   surfaces=(FUNCTION, METHOD, INPLACE),
+   bench=fixed(M, T((1024, 1024), dtype="bool"), T((1024 * 1024,))))
 _o("put", "indexing", "`input` seen as 1-D with `source` written at `index`.", None,
    fixed(T((2, 3)), T((2,), domain=ints(0, 6), dtype="int64"), T((2,))), surfaces=(METHOD, INPLACE),
+   bench=fixed(M, FLAT_PICKS, T((1024 * 1024,))),
    refuse={FORWARD: "duplicate indices make the result order-dependent; checked in tests/test_tensor_api_index.py"})
 _o("unravel_index", "indexing", "The coordinates of flat `indices` in a tensor of `shape`.",
    lambda i, s: np.unravel_index(i, s), fixed(T((3,), domain=ints(0, 6), dtype="int64"), (2, 3)),
