@@ -6,6 +6,7 @@
 //! parallel loop over a small array costs more than it saves.
 
 pub(crate) mod attention;
+pub mod bf16_gemm;
 pub mod conv;
 mod conv_direct;
 pub(crate) mod copy;
@@ -21,6 +22,7 @@ mod norm_f32;
 pub(crate) mod optim;
 pub(crate) mod outer;
 pub(crate) mod parallel;
+pub use parallel::set_num_threads;
 pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod rnn;
