@@ -290,7 +290,9 @@ def _repr(t) -> str:
     requires_grad = bool(getattr(t, "requires_grad", False))
 
     try:
-        arr = np.asarray(t.detach().numpy())
+        d = t.detach()
+        # NumPy has no bfloat16: its values widen to float32 exactly.
+        arr = np.asarray((d.float() if short == "bfloat16" else d).numpy())
     except Exception as exc:
         # A repr that raises hides the original error in tracebacks and debuggers.
         body = f"tensor(<unavailable: {type(exc).__name__}: {exc}>"
