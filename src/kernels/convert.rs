@@ -116,6 +116,18 @@ fn has_f16c() -> bool {
     std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx")
 }
 
+/// Whether the float16 conversions take the F16C path here.
+pub(crate) fn has_f16c_path() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_f16c()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// float32 -> float16 over a slice: F16C when the CPU has it.
 pub fn f32_to_f16_slice(dst: &mut [f16], src: &[f32]) {
     #[cfg(target_arch = "x86_64")]

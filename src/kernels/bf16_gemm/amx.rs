@@ -53,7 +53,13 @@ fn request_permission() -> bool {
     const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
     const XFEATURE_XTILEDATA: libc::c_long = 18;
     // SAFETY: a plain system call; it only records the permission.
-    unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 }
+    unsafe {
+        libc::syscall(
+            libc::SYS_arch_prctl,
+            ARCH_REQ_XCOMP_PERM,
+            XFEATURE_XTILEDATA,
+        ) == 0
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -226,7 +232,10 @@ unsafe fn tile(
     );
     if p == buf {
         for r in 0..rows {
-            let v = [_mm512_loadu_ps(buf.add(32 * r)), _mm512_loadu_ps(buf.add(32 * r + 16))];
+            let v = [
+                _mm512_loadu_ps(buf.add(32 * r)),
+                _mm512_loadu_ps(buf.add(32 * r + 16)),
+            ];
             store_row::<2>(&v, &dst, r, cols);
         }
     }

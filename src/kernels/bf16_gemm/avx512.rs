@@ -132,7 +132,12 @@ pub(super) unsafe fn load_row<const NV: usize>(init: &Init, r: usize, cols: usiz
 /// # Safety
 /// Inlined into AVX-512 BF16 code only; the row must lie inside `dst`.
 #[inline(always)]
-pub(super) unsafe fn store_row<const NV: usize>(acc: &[__m512; NV], dst: &Dst, r: usize, cols: usize) {
+pub(super) unsafe fn store_row<const NV: usize>(
+    acc: &[__m512; NV],
+    dst: &Dst,
+    r: usize,
+    cols: usize,
+) {
     if dst.cs != 1 {
         let mut buf = [0f32; 64];
         for (v, reg) in acc.iter().enumerate() {

@@ -156,7 +156,11 @@ thread_local! {
 
 /// Runs `f` with this thread's buffer `key`, grown to `words`. The buffer
 /// is taken out while in use, so a nested call gets a fresh one.
-fn with_buf<R>(key: &'static LocalKey<Cell<Vec<Line>>>, words: usize, f: impl FnOnce(*mut u32) -> R) -> R {
+fn with_buf<R>(
+    key: &'static LocalKey<Cell<Vec<Line>>>,
+    words: usize,
+    f: impl FnOnce(*mut u32) -> R,
+) -> R {
     let mut v = key.take();
     let lines = words.div_ceil(16);
     if v.len() < lines {
@@ -329,7 +333,8 @@ pub(super) unsafe fn gemm<K: Kernel>(
                                             K::tile(
                                                 kq_of(blk),
                                                 panels_a[ti * blocks + blk],
-                                                bp.get().add(p * panel_words + blk * kq_full * K::NR),
+                                                bp.get()
+                                                    .add(p * panel_words + blk * kq_full * K::NR),
                                                 init,
                                                 dst,
                                                 K::MR.min(m - i),

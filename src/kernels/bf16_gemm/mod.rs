@@ -61,6 +61,7 @@ mod portable;
 mod tests;
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 pub use convert::{bf16_to_f32, bf16_to_f32_slice, f32_to_bf16, f32_to_bf16_slice};
@@ -296,26 +297,71 @@ impl Path {
         }
     }
 
+    /// The path's name (what `FERROGRAD_BF16_GEMM` and the Python switch take).
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Portable => "portable",
+            Path::Avx512Bf16 => "avx512_bf16",
+            Path::Amx => "amx",
+        }
+    }
+
+    /// The path with this name (case and surrounding blanks ignored).
+    pub fn from_name(name: &str) -> Option<Path> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "portable" => Some(Path::Portable),
+            "avx512_bf16" | "avx512bf16" | "avx512" => Some(Path::Avx512Bf16),
+            "amx" => Some(Path::Amx),
+            _ => None,
+        }
+    }
+
     /// The fastest available path, unless the `FERROGRAD_BF16_GEMM`
     /// environment variable (`portable`, `avx512_bf16` or `amx`, read once)
     /// names another available one.
     pub fn best() -> Path {
         static BEST: OnceLock<Path> = OnceLock::new();
         *BEST.get_or_init(|| {
-            let named = std::env::var("FERROGRAD_BF16_GEMM").ok().and_then(|v| {
-                match v.trim().to_ascii_lowercase().as_str() {
-                    "portable" => Some(Path::Portable),
-                    "avx512_bf16" | "avx512bf16" | "avx512" => Some(Path::Avx512Bf16),
-                    "amx" => Some(Path::Amx),
-                    _ => None,
-                }
-            });
+            let named = std::env::var("FERROGRAD_BF16_GEMM")
+                .ok()
+                .and_then(|v| Path::from_name(&v));
             match named {
                 Some(p) if p.available() => p,
                 _ => *Path::ALL.iter().rev().find(|p| p.available()).unwrap(),
             }
         })
     }
+
+    /// The path products take now: the one [`force`] chose, else [`Path::best`].
+    pub fn current() -> Path {
+        match FORCED.load(Ordering::Relaxed) {
+            0 => Path::best(),
+            i => Path::ALL[i as usize - 1],
+        }
+    }
+}
+
+/// 0: no path forced; `i`: `Path::ALL[i - 1]`.
+static FORCED: AtomicU8 = AtomicU8::new(0);
+
+/// Makes every later product take `path` (`None`: the best one again), so
+/// tests can check each path this CPU runs.
+///
+/// # Errors
+/// If the path cannot run here (nothing changes).
+pub fn force(path: Option<Path>) -> Result<(), String> {
+    let code = match path {
+        None => 0,
+        Some(p) if p.available() => Path::ALL.iter().position(|&q| q == p).unwrap() as u8 + 1,
+        Some(p) => {
+            return Err(format!(
+                "the {} bfloat16 matmul path is not available on this CPU",
+                p.name()
+            ))
+        }
+    };
+    FORCED.store(code, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Whether the CPU has AVX512_BF16 (and the AVX-512 subsets the kernels use).
@@ -346,13 +392,13 @@ pub(crate) fn has_amx() -> bool {
     false
 }
 
-/// `c = alpha * a @ b + beta * c` in float32, on the best path and the
+/// `c = alpha * a @ b + beta * c` in float32, on [`Path::current`] and the
 /// thread pool.
 ///
 /// # Panics
 /// If the shapes do not chain (`a` is `m x k`, `b` is `k x n`, `c` is `m x n`).
 pub fn gemm_bf16(a: MatRef<u16>, b: MatRef<u16>, c: MatMut<f32>, alpha: f32, beta: f32) {
-    gemm_bf16_with(Path::best(), true, a, b, Out::F32(c), alpha, beta)
+    gemm_bf16_with(Path::current(), true, a, b, Out::F32(c), alpha, beta)
 }
 
 /// `c = bf16(alpha * a @ b + beta * c)`: computed in float32 and rounded
@@ -361,7 +407,7 @@ pub fn gemm_bf16(a: MatRef<u16>, b: MatRef<u16>, c: MatMut<f32>, alpha: f32, bet
 /// # Panics
 /// As [`gemm_bf16`].
 pub fn gemm_bf16_to_bf16(a: MatRef<u16>, b: MatRef<u16>, c: MatMut<u16>, alpha: f32, beta: f32) {
-    gemm_bf16_with(Path::best(), true, a, b, Out::Bf16(c), alpha, beta)
+    gemm_bf16_with(Path::current(), true, a, b, Out::Bf16(c), alpha, beta)
 }
 
 /// The product on a given path; `parallel` lets it use the thread pool
@@ -387,7 +433,10 @@ pub fn gemm_bf16_with(
         b.rows,
         b.cols
     );
-    assert!(path.available(), "gemm_bf16: the {path:?} path is not available on this CPU");
+    assert!(
+        path.available(),
+        "gemm_bf16: the {path:?} path is not available on this CPU"
+    );
     if m == 0 || n == 0 {
         return;
     }

@@ -117,7 +117,9 @@ pub(super) unsafe fn b_panel(
             while 2 * (q + 16) <= kb {
                 let mut r = [_mm512_setzero_si512(); 16];
                 for (jj, reg) in r.iter_mut().enumerate() {
-                    *reg = _mm512_loadu_si512(b.ptr.add((c0 + jj) * b.cs + p0 + 2 * q) as *const __m512i);
+                    *reg = _mm512_loadu_si512(
+                        b.ptr.add((c0 + jj) * b.cs + p0 + 2 * q) as *const __m512i
+                    );
                 }
                 transpose16(&mut r);
                 for (qq, reg) in r.iter().enumerate() {
@@ -130,7 +132,11 @@ pub(super) unsafe fn b_panel(
         let bt = b.t();
         for q in q..kq {
             for jj in 0..16 {
-                *strip.add(q * 16 + jj) = if jj < w { a_word(bt, c0 + jj, p0, q, kb) } else { 0 };
+                *strip.add(q * 16 + jj) = if jj < w {
+                    a_word(bt, c0 + jj, p0, q, kb)
+                } else {
+                    0
+                };
             }
         }
     }
@@ -215,7 +221,10 @@ pub(super) unsafe fn a_pairs(
     } else if a.rs == 1 {
         for q in 0..kq {
             let p = 2 * q;
-            let (c0, c1) = (a.ptr.add(i0 + (p0 + p) * a.cs), a.ptr.add(i0 + (p0 + p + 1) * a.cs));
+            let (c0, c1) = (
+                a.ptr.add(i0 + (p0 + p) * a.cs),
+                a.ptr.add(i0 + (p0 + p + 1) * a.cs),
+            );
             let o = out.add(q * mr);
             if q < full {
                 for r in 0..rows {

@@ -54,13 +54,28 @@ unsafe fn product(
     beta: f32,
     parallel: bool,
 ) {
-    let (a, b) = (SendPtr(a.as_ptr() as *mut f32), SendPtr(b.as_ptr() as *mut f32));
+    let (a, b) = (
+        SendPtr(a.as_ptr() as *mut f32),
+        SendPtr(b.as_ptr() as *mut f32),
+    );
     // Rows `lo..hi` (or columns, when `by_rows` is false) of the result.
     let block = |by_rows: bool, lo: usize, hi: usize| {
         let (ap, bp, cp, mm, nn) = if by_rows {
-            (a.get().wrapping_add(lo * k), b.get(), c.get().wrapping_add(lo * rs), hi - lo, n)
+            (
+                a.get().wrapping_add(lo * k),
+                b.get(),
+                c.get().wrapping_add(lo * rs),
+                hi - lo,
+                n,
+            )
         } else {
-            (a.get(), b.get().wrapping_add(lo), c.get().wrapping_add(lo * cs), m, hi - lo)
+            (
+                a.get(),
+                b.get().wrapping_add(lo),
+                c.get().wrapping_add(lo * cs),
+                m,
+                hi - lo,
+            )
         };
         // SAFETY: the caller's operands; each block writes its own part of `c`.
         // The gemm crate's `alpha` scales the destination, its `beta` the product.
@@ -118,10 +133,28 @@ pub(super) unsafe fn gemm(
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let (af, bf) = (widen(a), widen(b));
     match c {
-        Out::F32(c) => product(&af, &bf, (m, k, n), SendPtr(c.ptr), (c.rs, c.cs), alpha, beta, parallel),
+        Out::F32(c) => product(
+            &af,
+            &bf,
+            (m, k, n),
+            SendPtr(c.ptr),
+            (c.rs, c.cs),
+            alpha,
+            beta,
+            parallel,
+        ),
         Out::Bf16(c) => {
             let mut t = vec![0f32; m * n];
-            product(&af, &bf, (m, k, n), SendPtr(t.as_mut_ptr()), (n, 1), 1.0, 0.0, parallel);
+            product(
+                &af,
+                &bf,
+                (m, k, n),
+                SendPtr(t.as_mut_ptr()),
+                (n, 1),
+                1.0,
+                0.0,
+                parallel,
+            );
             for i in 0..m {
                 for j in 0..n {
                     let at = c.ptr.add(i * c.rs + j * c.cs);

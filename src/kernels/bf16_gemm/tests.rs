@@ -49,7 +49,12 @@ enum Layout {
 const LAYOUTS: [Layout; 3] = [Layout::RowMajor, Layout::ColMajor, Layout::Strided];
 
 /// `vals` (row-major `rows x cols`) laid out as `layout`: buffer, strides.
-fn lay_out<T: Copy + Default>(vals: &[T], rows: usize, cols: usize, layout: Layout) -> (Vec<T>, usize, usize) {
+fn lay_out<T: Copy + Default>(
+    vals: &[T],
+    rows: usize,
+    cols: usize,
+    layout: Layout,
+) -> (Vec<T>, usize, usize) {
     let (rs, cs, len) = match layout {
         Layout::RowMajor => (cols, 1, rows * cols),
         Layout::ColMajor => (1, rows, rows * cols),
@@ -88,7 +93,16 @@ struct Reference {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn reference(a: &[u16], b: &[u16], c0: &[f32], m: usize, k: usize, n: usize, alpha: f32, beta: f32) -> Reference {
+fn reference(
+    a: &[u16],
+    b: &[u16],
+    c0: &[f32],
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    beta: f32,
+) -> Reference {
     let (al, be) = (alpha as f64, beta as f64);
     let sub = |h: u16| h & 0x7f80 == 0 && h & 0x7f != 0;
     let mut value = vec![0.0; m * n];
@@ -105,7 +119,11 @@ fn reference(a: &[u16], b: &[u16], c0: &[f32], m: usize, k: usize, n: usize, alp
                     daz += t.abs();
                 }
             }
-            let c = if beta == 0.0 { 0.0 } else { c0[i * n + j] as f64 };
+            let c = if beta == 0.0 {
+                0.0
+            } else {
+                c0[i * n + j] as f64
+            };
             value[i * n + j] = al * s + be * c;
             bound[i * n + j] = gamma(k + k.div_ceil(64) + 3) * (al.abs() * abs + (be * c).abs())
                 + (al.abs() + 1.0) * (k + 3) as f64 * 2f64.powi(-126)
@@ -134,11 +152,30 @@ fn run(
     if bf16_out {
         let c16: Vec<u16> = c0.iter().map(|&x| f32_to_bf16(x)).collect();
         let (mut cbuf, rs, cs) = lay_out(&c16, m, n, lc);
-        gemm_bf16_with(path, parallel, am, bm, Out::Bf16(MatMut::new(&mut cbuf, m, n, rs, cs)), alpha, beta);
-        read_back(&cbuf, m, n, rs, cs).into_iter().map(bf16_to_f32).collect()
+        gemm_bf16_with(
+            path,
+            parallel,
+            am,
+            bm,
+            Out::Bf16(MatMut::new(&mut cbuf, m, n, rs, cs)),
+            alpha,
+            beta,
+        );
+        read_back(&cbuf, m, n, rs, cs)
+            .into_iter()
+            .map(bf16_to_f32)
+            .collect()
     } else {
         let (mut cbuf, rs, cs) = lay_out(c0, m, n, lc);
-        gemm_bf16_with(path, parallel, am, bm, Out::F32(MatMut::new(&mut cbuf, m, n, rs, cs)), alpha, beta);
+        gemm_bf16_with(
+            path,
+            parallel,
+            am,
+            bm,
+            Out::F32(MatMut::new(&mut cbuf, m, n, rs, cs)),
+            alpha,
+            beta,
+        );
         read_back(&cbuf, m, n, rs, cs)
     }
 }
@@ -188,7 +225,16 @@ fn every_path_is_within_the_bound_and_the_paths_agree() {
             let mut results = Vec::new();
             for path in paths() {
                 for bf16_out in [false, true] {
-                    let got = run(path, true, (&a, &b, &c0), (m, k, n), (la, lb, lc), alpha, beta, bf16_out);
+                    let got = run(
+                        path,
+                        true,
+                        (&a, &b, &c0),
+                        (m, k, n),
+                        (la, lb, lc),
+                        alpha,
+                        beta,
+                        bf16_out,
+                    );
                     let what = format!("{path:?} {m}x{k}x{n} {la:?} {lb:?} {lc:?} alpha={alpha} beta={beta} bf16={bf16_out}");
                     for (e, g) in got.iter().enumerate() {
                         let (w, bd) = (want.value[e], want.bound[e]);
@@ -229,7 +275,13 @@ fn every_path_is_within_the_bound_and_the_paths_agree() {
 fn bfloat16_output_is_the_float32_result_rounded_and_bits_are_stable() {
     crate::kernels::parallel::set_num_threads(3).unwrap();
     let mut rng = Rng(77);
-    for &(m, k, n) in &[(5, 9, 7), (70, 300, 90), (129, 1100, 65), (40, 2, 700), (1024, 40, 1024)] {
+    for &(m, k, n) in &[
+        (5, 9, 7),
+        (70, 300, 90),
+        (129, 1100, 65),
+        (40, 2, 700),
+        (1024, 40, 1024),
+    ] {
         let a: Vec<u16> = (0..m * k).map(|_| rng.bf16()).collect();
         let b: Vec<u16> = (0..k * n).map(|_| rng.bf16()).collect();
         let c0 = vec![f32::NAN; m * n];
@@ -292,7 +344,11 @@ fn nan_and_overflow_propagate_as_in_float32() {
                     for p in 0..k {
                         s += bf16_to_f32(a[i * k + p]) * bf16_to_f32(b[p * n + j]);
                     }
-                    let want = if beta == 0.0 { s } else { s + beta * c0[i * n + j] };
+                    let want = if beta == 0.0 {
+                        s
+                    } else {
+                        s + beta * c0[i * n + j]
+                    };
                     let g = got[i * n + j];
                     let what = format!("{path:?} beta={beta} at ({i}, {j}): got {g}, want {want}");
                     if want.is_nan() {
@@ -321,7 +377,13 @@ fn subnormal_inputs_stay_within_the_bound() {
     let (m, k, n) = (9, 70, 20);
     let mut rng = Rng(11);
     let a: Vec<u16> = (0..m * k)
-        .map(|i| if i % 3 == 0 { (rng.next() % 0x7f + 1) as u16 } else { rng.bf16() })
+        .map(|i| {
+            if i % 3 == 0 {
+                (rng.next() % 0x7f + 1) as u16
+            } else {
+                rng.bf16()
+            }
+        })
         .collect();
     let b: Vec<u16> = (0..k * n).map(|_| rng.bf16()).collect();
     let c0 = vec![0f32; m * n];
@@ -330,7 +392,10 @@ fn subnormal_inputs_stay_within_the_bound() {
         let lay = (Layout::RowMajor, Layout::RowMajor, Layout::RowMajor);
         let got = run(path, true, (&a, &b, &c0), (m, k, n), lay, 1.0, 0.0, false);
         for (e, g) in got.iter().enumerate() {
-            assert!((*g as f64 - want.value[e]).abs() <= want.bound[e], "{path:?} at {e}");
+            assert!(
+                (*g as f64 - want.value[e]).abs() <= want.bound[e],
+                "{path:?} at {e}"
+            );
         }
     }
 }
@@ -344,15 +409,39 @@ fn an_empty_sum_scales_c() {
         let mut c = vec![1.5f32, f32::NAN, -2.0, 4.0];
         let am = MatRef::row_major(&a, 2, 0);
         let bm = MatRef::row_major(&b, 0, 2);
-        gemm_bf16_with(path, true, am, bm, Out::F32(MatMut::row_major(&mut c, 2, 2)), 1.0, 2.0);
+        gemm_bf16_with(
+            path,
+            true,
+            am,
+            bm,
+            Out::F32(MatMut::row_major(&mut c, 2, 2)),
+            1.0,
+            2.0,
+        );
         assert_eq!(c[0], 3.0);
         assert!(c[1].is_nan());
         assert_eq!(&c[2..], &[-4.0, 8.0]);
-        gemm_bf16_with(path, true, am, bm, Out::F32(MatMut::row_major(&mut c, 2, 2)), 1.0, 0.0);
+        gemm_bf16_with(
+            path,
+            true,
+            am,
+            bm,
+            Out::F32(MatMut::row_major(&mut c, 2, 2)),
+            1.0,
+            0.0,
+        );
         assert_eq!(c, vec![0.0; 4]);
         let mut h = vec![f32_to_bf16(3.0); 4];
         let (am, bm) = (MatRef::row_major(&a, 2, 3), MatRef::row_major(&b, 3, 2));
-        gemm_bf16_with(path, true, am, bm, Out::Bf16(MatMut::row_major(&mut h, 2, 2)), 0.0, -1.0);
+        gemm_bf16_with(
+            path,
+            true,
+            am,
+            bm,
+            Out::Bf16(MatMut::row_major(&mut h, 2, 2)),
+            0.0,
+            -1.0,
+        );
         assert_eq!(h, vec![f32_to_bf16(-3.0); 4]);
     }
 }
