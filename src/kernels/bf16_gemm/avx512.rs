@@ -180,7 +180,7 @@ pub(super) unsafe fn store_row<const NV: usize>(
                 if dst.beta != 0.0 {
                     x = _mm512_add_ps(x, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(m, at)));
                 }
-                if stream && at as usize % 64 == 0 {
+                if stream && (at as usize).is_multiple_of(64) {
                     _mm512_stream_ps(at, x);
                 } else {
                     _mm512_mask_storeu_ps(at, m, x);
@@ -194,7 +194,7 @@ pub(super) unsafe fn store_row<const NV: usize>(
                     x = _mm512_add_ps(x, _mm512_mul_ps(beta, c));
                 }
                 let h = convert::x86::cvt16(x);
-                if stream && at as usize % 32 == 0 {
+                if stream && (at as usize).is_multiple_of(32) {
                     _mm256_stream_si256(at as *mut __m256i, h);
                 } else {
                     _mm256_mask_storeu_epi16(at, m, h);

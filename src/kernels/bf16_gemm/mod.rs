@@ -197,10 +197,7 @@ impl<'a, T> MatMut<'a, T> {
             || cols == 0
             || (rows == 1 || rs >= 1)
                 && (cols == 1 || cs >= 1)
-                && (rows == 1
-                    || cols == 1
-                    || rs >= (cols - 1) * cs + 1
-                    || cs >= (rows - 1) * rs + 1);
+                && (rows == 1 || cols == 1 || rs > (cols - 1) * cs || cs > (rows - 1) * rs);
         assert!(
             distinct,
             "MatMut: strides ({rs}, {cs}) map two elements of a {rows}x{cols} view to one place"

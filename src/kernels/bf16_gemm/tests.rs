@@ -22,12 +22,12 @@ impl Rng {
     /// A bfloat16 of either sign with magnitude in [2^-4, 2^4), or zero
     /// one time in sixteen.
     fn bf16(&mut self) -> u16 {
-        if self.next() % 16 == 0 {
+        if self.next().is_multiple_of(16) {
             return 0;
         }
         let e = (self.next() % 8) as i32 - 4;
         let x = (1.0 + self.unit()) * 2f64.powi(e);
-        let x = if self.next() % 2 == 0 { x } else { -x };
+        let x = if self.next().is_multiple_of(2) { x } else { -x };
         f32_to_bf16(x as f32)
     }
 }
