@@ -108,8 +108,8 @@ fn update_sse42_x3(crc: u32, data: &[u8]) -> u32 {
     shift(ab, (c.len()) as u64) ^ rc
 }
 
-/// Whether the CRC32C instruction (SSE4.2) computes the checksums here.
-pub fn hardware() -> bool {
+/// Whether [`update`] takes the SSE4.2 `crc32` path here.
+pub(crate) fn has_crc32_path() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("sse4.2")
@@ -124,7 +124,7 @@ pub fn hardware() -> bool {
 fn update(crc: u32, data: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
     {
-        if hardware() {
+        if std::arch::is_x86_feature_detected!("sse4.2") {
             // SAFETY: the CPU has SSE4.2 (checked just above).
             return unsafe { update_sse42_x3(crc, data) };
         }

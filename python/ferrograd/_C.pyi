@@ -364,6 +364,9 @@ __all__ = [
     "_build_info",
     "_cpu_features",
     "_simd_paths",
+    "_bf16_matmul_path",
+    "_bf16_matmul_paths",
+    "_set_bf16_matmul_path",
     "_Tape",
     "_capture_begin",
     "_capture_end",
@@ -1951,6 +1954,9 @@ __version__: _str
 def _build_info() -> dict[_str, _str | builtins.bool]: ...
 def _cpu_features() -> dict[_str, builtins.bool]: ...
 def _simd_paths() -> dict[_str, tuple[_str, _str]]: ...
+def _bf16_matmul_path() -> _str: ...
+def _bf16_matmul_paths() -> list[_str]: ...
+def _set_bf16_matmul_path(name: _str | None) -> None: ...
 # ----- ferrograd.compile: capture and replay (src/py/compile.rs) -----------------------
 @final
 class _Tape:

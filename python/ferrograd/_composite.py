@@ -463,6 +463,10 @@ def _scaled_sum(input, product, beta, alpha):
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)``."""
     _check("addmm", input)
+    if (beta == 1 and alpha == 1 and input.dtype == _C.bfloat16 and input.dim() <= 2
+            and getattr(mat1, "ndim", 0) == 2 and getattr(mat2, "ndim", 0) == 2):
+        # One node whose float32 sums start from the bias: rounded once, as PyTorch's.
+        return _C.linear(mat1, mat2.t(), input)
     return _scaled_sum(input, _C.mm(mat1, mat2), beta, alpha)
 
 

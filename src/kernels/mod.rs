@@ -7,6 +7,7 @@
 
 pub(crate) mod attention;
 pub(crate) mod bessel;
+pub mod bf16_gemm;
 pub mod conv;
 mod conv_direct;
 pub(crate) mod convert;
@@ -24,6 +25,7 @@ pub(crate) mod normal_fns;
 pub(crate) mod optim;
 pub(crate) mod outer;
 pub(crate) mod parallel;
+pub use parallel::set_num_threads;
 pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod rnn;

@@ -100,6 +100,7 @@ fn gemm_path() -> &'static str {
 /// the family covers)`.
 pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
     let vector = multiversion_path();
+    let bf16 = super::bf16_gemm::Path::current();
     let small = match super::small_gemm::isa() {
         super::small_gemm::Isa::Avx512 => "avx512",
         super::small_gemm::Isa::Avx2 => "avx2",
@@ -146,29 +147,37 @@ pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
             "normal samples (Box-Muller blocks of 16)",
         ),
         (
-            "f16_convert",
+            "convert",
             if super::convert::has_f16c() {
                 "f16c"
             } else {
                 "portable"
             },
-            "float16 <-> float32 conversions",
+            "float32 <-> float16 conversions (bfloat16's are integer rounding, vectorised)",
         ),
         (
-            "crc32c",
-            if crate::checksum::hardware() {
+            "checksum",
+            if crate::checksum::has_crc32_path() {
                 "sse4.2"
             } else {
                 "table"
             },
-            "checkpoint checksums",
+            "CRC-32C of saved checkpoints",
         ),
         (
             "bf16",
-            "none",
-            "no kernel in this build computes in bfloat16",
+            bf16.name(),
+            "bfloat16 matrix products (matmul, mm, bmm, addmm, linear and their gradients)",
         ),
-        ("amx", "none", "no kernel in this build uses AMX tiles"),
+        (
+            "amx",
+            if bf16 == super::bf16_gemm::Path::Amx {
+                "bf16 tiles"
+            } else {
+                "none"
+            },
+            "bfloat16 matrix products when the bf16 path is amx",
+        ),
     ]
 }
 
