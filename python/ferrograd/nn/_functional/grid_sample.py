@@ -23,6 +23,7 @@ import math
 import warnings
 
 from ... import _C
+from ..._autocast import autocast_op as _autocast_op
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -164,6 +165,7 @@ def _cubic_weights(t):
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
+@_autocast_op("grid_sample")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Samples ``input`` (``[N, C, H, W]`` or ``[N, C, D, H, W]``) at the points of
     ``grid`` (``[N, H_out, W_out, 2]`` or ``[N, D_out, H_out, W_out, 3]``, in
