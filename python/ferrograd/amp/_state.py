@@ -93,6 +93,7 @@ def get_autocast_dtype(device_type: str):
 
 
 def set_autocast_dtype(device_type: str, dtype) -> None:
+    """Sets the dtype autocast casts to for ``device_type`` in this thread."""
     set_dtype(device_type, dtype)
 
 
@@ -102,6 +103,7 @@ def is_autocast_cache_enabled() -> bool:
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Switches the weight cast cache of this thread's regions on or off."""
     _C._set_autocast_cache_enabled(bool(enabled))
 
 
@@ -111,10 +113,12 @@ def clear_autocast_cache() -> None:
 
 
 def autocast_increment_nesting() -> int:
+    """Counts one more open region in this thread; returns the new depth."""
     return _C._autocast_increment_nesting()
 
 
 def autocast_decrement_nesting() -> int:
+    """Counts one region less; returns the new depth (0: the cache may go)."""
     return _C._autocast_decrement_nesting()
 
 
