@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from . import _C, _inplace_docs
+from ._autocast import autocast_op as _autocast_op
 from ._C import Tensor
 
 __all__ = [
@@ -396,6 +397,7 @@ def cross(input, other, dim=None):
     return _C.cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
 
 
+@_autocast_op("cdist")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """Pairwise ``p``-norm distances between the rows of ``x1`` (``B x P x M``)
     and ``x2`` (``B x R x M``): a ``B x P x R`` tensor, ``B`` any batch dimensions."""
@@ -460,6 +462,7 @@ def _scaled_sum(input, product, beta, alpha):
     return (input if beta == 1 else beta * input) + scaled
 
 
+@_autocast_op("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)``."""
     _check("addmm", input)
@@ -482,12 +485,14 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return _scaled_sum(input, _C.outer(vec1, vec2), beta, alpha)
 
 
+@_autocast_op("baddbmm")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * (batch1 @ batch2)`` for batches of matrices."""
     _check("baddbmm", input)
     return _scaled_sum(input, _C.bmm(batch1, batch2), beta, alpha)
 
 
+@_autocast_op("addbmm")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     _check("addbmm", input)

@@ -1066,3 +1066,16 @@ where
     })
     .map(drop)
 }
+
+/// Records a cast autocast made while capturing (`out` is `src` in `dtype`,
+/// made after the node `seq0`), so a replay casts its own inputs again.
+pub(crate) fn record_cast(src: &Tensor, out: &Tensor, dtype: DType, seq0: u64) {
+    record(
+        "to",
+        &[src],
+        &[],
+        std::slice::from_ref(out),
+        Arc::new(move |t, _| Ok(vec![crate::ops::to_dtype(t[0], dtype)?])),
+        Some(seq0),
+    );
+}

@@ -311,6 +311,7 @@ method_fn!(
 fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
     dispatching!(py, "cat", (tensors, dim), {
         let ts = tensor_list(tensors)?;
+        autocast!("cat", ts);
         let work = ts.iter().map(|t| t.numel()).sum();
         let refs: Vec<&Tensor> = ts.iter().collect();
         run_op(py, work, "cat", &refs, &[], move |t, _| {
@@ -326,6 +327,7 @@ fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAn
 fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
     dispatching!(py, "stack", (tensors, dim), {
         let ts = tensor_list(tensors)?;
+        autocast!("stack", ts);
         let work = ts.iter().map(|t| t.numel()).sum();
         let refs: Vec<&Tensor> = ts.iter().collect();
         run_op(py, work, "stack", &refs, &[], move |t, _| {

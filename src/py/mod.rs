@@ -4,6 +4,9 @@
 mod dispatch;
 #[macro_use]
 mod table;
+#[macro_use]
+mod autocast;
+mod autocast_table;
 
 mod alloc;
 mod anomaly;
@@ -67,6 +70,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(dt.name(), dtype::dtype_object(py, dt))?;
     }
     ops_table::register(m)?;
+    autocast::register(m)?;
     mathops::register(m)?;
     creation::register(m)?;
     device::register(m)?;

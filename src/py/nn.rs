@@ -24,6 +24,7 @@ fn mse_loss(
     dispatching!(py, "mse_loss", (input, target, reduction), {
         let a = &tensor_arg(input, "mse_loss", "input", 1)?.get().t;
         let b = to_tensor_like(target, Some(a))?;
+        autocast!("mse_loss", a, b);
         let r = ops::Reduction::parse(reduction)?;
         capture::run_op(py, a.numel(), "mse_loss", &[a, &b], &[], move |t, _| {
             ops::mse_loss(t[0], t[1], r)
@@ -181,6 +182,7 @@ fn linear(
             &tensor_arg(weight, "linear", "weight", 2)?.get().t,
         );
         let b = opt_tensor(bias)?;
+        autocast!("linear", x, w, b);
         let work = x
             .numel()
             .saturating_mul(w.shape().first().copied().unwrap_or(1));
@@ -204,6 +206,7 @@ fn l1_loss(
     dispatching!(py, "l1_loss", (input, target, reduction), {
         let a = &tensor_arg(input, "l1_loss", "input", 1)?.get().t;
         let b = to_tensor_like(target, Some(a))?;
+        autocast!("l1_loss", a, b);
         let r = ops::Reduction::parse(reduction)?;
         capture::run_op(py, a.numel(), "l1_loss", &[a, &b], &[], move |t, _| {
             ops::l1_loss(t[0], t[1], r)
@@ -250,6 +253,7 @@ fn huber_loss(
     dispatching!(py, "huber_loss", (input, target, reduction, delta), {
         let a = &tensor_arg(input, "huber_loss", "input", 1)?.get().t;
         let b = to_tensor_like(target, Some(a))?;
+        autocast!("huber_loss", a, b);
         let r = ops::Reduction::parse(reduction)?;
         capture::run_op(py, a.numel(), "huber_loss", &[a, &b], &[], move |t, _| {
             ops::huber_loss(t[0], t[1], r, delta)
@@ -278,6 +282,7 @@ fn binary_cross_entropy(
                 .t;
             let b = to_tensor_like(target, Some(a))?;
             let w = opt_tensor(weight)?;
+            autocast!("binary_cross_entropy", a, b, w);
             let r = ops::Reduction::parse(reduction)?;
             let mut ins = vec![a, &b];
             ins.extend(w.as_ref());
@@ -315,6 +320,7 @@ fn binary_cross_entropy_with_logits(
                 .t;
             let b = to_tensor_like(target, Some(a))?;
             let (w, pw) = (opt_tensor(weight)?, opt_tensor(pos_weight)?);
+            autocast!("binary_cross_entropy_with_logits", a, b, w, pw);
             let r = ops::Reduction::parse(reduction)?;
             let (ins, opt) = capture::Opt::inputs(&[a, &b], &[w.as_ref(), pw.as_ref()]);
             capture::run_op(
@@ -359,6 +365,7 @@ fn nll_loss(
                 &tensor_arg(target, "nll_loss", "target", 2)?.get().t,
             );
             let w = opt_tensor(weight)?;
+            autocast!("nll_loss", a, t, w);
             let r = ops::Reduction::parse(reduction)?;
             let mut ins = vec![a, t];
             ins.extend(w.as_ref());
@@ -399,6 +406,7 @@ fn cross_entropy(
                 &tensor_arg(target, "cross_entropy", "target", 2)?.get().t,
             );
             let w = opt_tensor(weight)?;
+            autocast!("cross_entropy", a, t, w);
             let r = ops::Reduction::parse(reduction)?;
             let mut ins = vec![a, t];
             ins.extend(w.as_ref());

@@ -45,6 +45,7 @@ fn convolution(
 ) -> PyResult<Py<PyAny>> {
     let (x, w) = (t_of(input), t_of(weight));
     let b = opt_tensor(bias)?;
+    autocast!("conv2d", x, w, b); // every convolution has conv2d's policy
     let work = x.numel().saturating_mul(w.numel());
     let (ins, opt) = Opt::inputs(&[x, w], &[b.as_ref()]);
     run_op(py, work, "convolution", &ins, &[], move |t, _| {

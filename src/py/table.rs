@@ -74,6 +74,7 @@ macro_rules! op_table {
             #[doc = $doc]
             pub(crate) fn $name(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
                 let a = &self.t;
+                autocast!(stringify!($name), a);
                 $crate::py::capture::run_op(py, a.numel(), stringify!($name), &[a], &[], |t, _| $op(t[0]))
             }
         }
@@ -94,6 +95,7 @@ macro_rules! op_table {
             #[doc = $doc]
             pub(crate) fn $name(&self, py: Python<'_>, $arg: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
                 let (a, b) = (&self.t, &$arg.get().t);
+                autocast!(stringify!($name), a, b);
                 $crate::py::capture::run_op(py, product_work(a, b), stringify!($name), &[a, b], &[], |t, _| $op(t[0], t[1]))
             }
         }
@@ -125,6 +127,7 @@ macro_rules! op_table {
         pub fn $name(py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
             dispatching!(py, stringify!($name), (input), {
                 let a = &$crate::py::dispatch::tensor_arg(input, stringify!($name), "input", 1)?.get().t;
+                autocast!(stringify!($name), a);
                 $crate::py::capture::run_op(py, a.numel(), stringify!($name), &[a], &[], |t, _| $op(t[0]))
             })
         }
@@ -140,6 +143,7 @@ macro_rules! op_table {
             dispatching!(py, stringify!($name), (input, $arg), {
                 let a = lhs(input, $arg)?;
                 let b = to_tensor_like($arg, Some(&a))?;
+                autocast!(stringify!($name), a, b);
                 $crate::py::capture::run_op(py, product_work(&a, &b), stringify!($name), &[&a, &b], &[], |t, _| $op(t[0], t[1]))
             })
         }

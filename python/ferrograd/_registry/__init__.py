@@ -24,7 +24,7 @@ from . import (
     utilities,
     views,
 )
-from .schema import NODE_TRAITS, Op
+from .schema import AUTOCAST_POLICIES, NODE_TRAITS, Op
 
 _FAMILIES = (elementwise, arith, reductions, products, views, indexing, nn_ops, linalg, creation,
              composed, remaining)
@@ -50,6 +50,8 @@ def _collect() -> None:
             if o.name in OPS:
                 raise RuntimeError(f"op registry: {o.name!r} is declared twice")
             OPS[o.name] = o
+            if o.autocast not in (None, *AUTOCAST_POLICIES):
+                raise RuntimeError(f"op registry: {o.name}: unknown autocast policy {o.autocast!r}")
             for n in o.names:
                 if n in BY_NAME and BY_NAME[n] is not o and not _disjoint(BY_NAME[n], o, n):
                     raise RuntimeError(

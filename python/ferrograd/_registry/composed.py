@@ -10,9 +10,11 @@ from .schema import (
     ALL,
     COMPILE,
     CUSTOM,
+    FP32,
     FUNCTION,
     INPLACE,
     LINALG,
+    LOWER_PRECISION_FP,
     METHOD,
     NUMERIC,
     POSITIVE,
@@ -53,14 +55,14 @@ def _quantile(x, q, dim=None, keepdim=False):
 _c("addmm", "`beta * input + alpha * (mat1 @ mat2)`.",
    lambda c, a, b, beta=1, alpha=1: beta * c + alpha * (a @ b),
    Sample("fixed", (T((2, 2)), T((2, 3)), T((3, 2))), {"beta": 0.5, "alpha": 2.0}),
-   surfaces=(FUNCTION, METHOD, INPLACE))
+   surfaces=(FUNCTION, METHOD, INPLACE), autocast=LOWER_PRECISION_FP)
 _c("addbmm", "`beta * input + alpha * sum_i(batch1[i] @ batch2[i])`.",
    lambda c, a, b: c + np.einsum("bij,bjk->ik", a, b), fixed(T((2, 2)), T((2, 2, 3)), T((2, 3, 2))),
-   surfaces=(FUNCTION, METHOD, INPLACE))
+   surfaces=(FUNCTION, METHOD, INPLACE), autocast=LOWER_PRECISION_FP)
 _c("baddbmm", "`beta * input + alpha * (batch1 @ batch2)`, batched.",
    lambda c, a, b, alpha=1: c + alpha * (a @ b),
    Sample("fixed", (T((2, 2, 2)), T((2, 2, 3)), T((2, 3, 2))), {"alpha": 0.5}),
-   surfaces=(FUNCTION, METHOD, INPLACE))
+   surfaces=(FUNCTION, METHOD, INPLACE), autocast=LOWER_PRECISION_FP)
 _c("addmv", "`beta * input + alpha * (mat @ vec)`.", lambda c, a, v: c + a @ v,
    fixed(T((2,)), T((2, 3)), T((3,))), surfaces=(FUNCTION, METHOD, INPLACE))
 _c("addr", "`beta * input + alpha * outer(vec1, vec2)`.", lambda c, a, b: c + np.outer(a, b),
@@ -76,7 +78,7 @@ _c("cross", "Cross product of 3-vectors along `dim`.", _cross,
    Sample("fixed", (T((2, 3)), T((2, 3))), {"dim": 1}), surfaces=(FUNCTION, METHOD, LINALG))
 _c("cdist", "Pairwise p-norm distances between the rows of `x1` and `x2`.",
    lambda a, b: np.sqrt(((a[:, None] - b[None]) ** 2).sum(-1)), fixed(T((2, 3)), T((4, 3))),
-   surfaces=(FUNCTION,))
+   surfaces=(FUNCTION,), autocast=FP32)
 _c("diag", "The diagonal of a matrix as a vector, or a vector as a diagonal matrix.",
    lambda x, diagonal=0: np.diag(x, diagonal), fixed(T((3,))))
 _c("diag_embed", "Matrices whose diagonals are the last dimension of `input`.",
@@ -152,9 +154,9 @@ _c("cartesian_prod", "The Cartesian product of the given 1-D tensors, one row pe
 
 # reductions
 _c("quantile", "The `q`-quantiles of `input` (linear interpolation by default).", _quantile,
-   Sample("fixed", (T((2, 3)), 0.3), {"dim": 1}, unique=0.01))
+   Sample("fixed", (T((2, 3)), 0.3), {"dim": 1}, unique=0.01), autocast=FP32)
 _c("nanquantile", "`quantile` ignoring NaN.", _quantile,
-   Sample("fixed", (T((2, 3)), 0.6), {"dim": 0, "keepdim": True}, unique=0.01))
+   Sample("fixed", (T((2, 3)), 0.6), {"dim": 0, "keepdim": True}, unique=0.01), autocast=FP32)
 _c("nanmean", "Mean of `input` ignoring NaN.", lambda x, dim=None: np.nanmean(x, axis=dim),
    Sample("fixed", (T((2, 3)),), {"dim": 0}))
 _c("std_mean", "Standard deviation and mean of `input` over `dim`.",

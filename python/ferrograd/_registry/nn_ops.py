@@ -11,7 +11,9 @@ from .schema import (
     CUSTOM,
     EW,
     F_FUNCTION,
+    FP32,
     FUNCTION,
+    LOWER_PRECISION_FP,
     METHOD,
     OPEN01,
     POSITIVE,
@@ -76,7 +78,7 @@ _f("glu", "activation", "Gated linear unit: splits `input` in two halves along `
 _f("prelu", "activation", "Applies x where x > 0, else `weight * x`, with a learned slope per channel.",
    lambda x, w: _refs.leaky_relu(x, w.reshape(-1, *([1] * (x.ndim - 2))) if w.size > 1 else w),
    fixed(T((2, 3, 2), domain=AWAY0), T((3,), domain=OPEN01)), surfaces=(F_FUNCTION, FUNCTION),
-   batching=CUSTOM, batching_rule="prelu")
+   batching=CUSTOM, batching_rule="prelu", autocast=LOWER_PRECISION_FP)
 _f("softmax", "softmax", "Softmax along `dim`: exp(x) normalised to sum to one.", _refs.softmax,
    Sample("reduce", (T(),), dim=True, keepdim=False), surfaces=(F_FUNCTION, FUNCTION, METHOD),
    nodes={"SoftmaxBackward0": (SELF_ADJOINT,)}, batching=REDUCTION)
@@ -96,33 +98,33 @@ def _loss(name, doc, ref, sample, nodes=None, **kw):
 _PAIR = Sample("ew", (T(), T()), {"reduction": "mean"}, min_rank=1, empty=False, self_full=True)
 _loss("mse_loss", "Mean squared error between `input` and `target`.", _refs.mse_loss,
       Sample("ew", (T(), T()), {"reduction": "mean"}, min_rank=1, empty=False, separate=0.0, self_full=True),
-      {"MseLossBackward0": ()})
+      {"MseLossBackward0": ()}, autocast=FP32)
 _loss("l1_loss", "Mean absolute error between `input` and `target`.", _refs.l1_loss,
-      Sample("ew", (T(), T()), {"reduction": "sum"}, min_rank=1, empty=False, separate=0.1, self_full=True))
+      Sample("ew", (T(), T()), {"reduction": "sum"}, min_rank=1, empty=False, separate=0.1, self_full=True), autocast=FP32)
 _loss("smooth_l1_loss", "Huber-like loss: 0.5 d^2 / beta below `beta`, d - 0.5 beta above.",
       _refs.smooth_l1_loss,
       Sample("ew", (T(), T()), {"reduction": "mean"}, min_rank=1, empty=False, self_full=True),
       {"SmoothL1LossBackward0": ()})
 _loss("huber_loss", "Huber loss: 0.5 d^2 below `delta`, delta (d - 0.5 delta) above.", _refs.huber_loss,
       Sample("ew", (T(), T()), {"reduction": "mean"}, min_rank=1, empty=False, self_full=True),
-      {"HuberLossBackward0": ()})
+      {"HuberLossBackward0": ()}, autocast=FP32)
 _loss("binary_cross_entropy", "Binary cross entropy between probabilities `input` and `target`.",
       _refs.binary_cross_entropy,
       Sample("ew", (T(domain=OPEN01), T(domain=Domain(0.0, 1.0))), {"reduction": "mean"},
              min_rank=1, empty=False, self_full=True),
-      {"BinaryCrossEntropyBackward0": ()})
+      {"BinaryCrossEntropyBackward0": ()}, autocast=FP32)
 _loss("binary_cross_entropy_with_logits", "Binary cross entropy of sigmoid(`input`) against `target`, "
       "computed stably.", _refs.binary_cross_entropy_with_logits,
       Sample("ew", (T(), T(domain=Domain(0.0, 1.0))), {"reduction": "mean"}, min_rank=1, empty=False,
              self_full=True),
-      {"BinaryCrossEntropyWithLogitsBackward0": ()})
+      {"BinaryCrossEntropyWithLogitsBackward0": ()}, autocast=FP32)
 _loss("nll_loss", "Negative log likelihood of class indices `target` under log-probabilities `input`.",
       _refs.nll_loss, fixed(T((3, 4)), T((3,), domain=ints(0, 4), dtype="int64")),
-      {"NllLossBackward0": (), "NllLoss2DBackward0": ()})
+      {"NllLossBackward0": (), "NllLoss2DBackward0": ()}, autocast=FP32)
 _loss("cross_entropy", "Cross entropy of class indices (or probabilities) `target` under logits `input`.",
-      _refs.cross_entropy, fixed(T((3, 4)), T((3,), domain=ints(0, 4), dtype="int64")))
+      _refs.cross_entropy, fixed(T((3, 4)), T((3,), domain=ints(0, 4), dtype="int64")), autocast=FP32)
 _loss("kl_div", "Kullback-Leibler divergence of `target` from log-probabilities `input`.", _refs.kl_div,
-      Sample("ew", (T(), T(domain=POSITIVE)), {"reduction": "sum"}, min_rank=1, empty=False, self_full=True))
+      Sample("ew", (T(), T(domain=POSITIVE)), {"reduction": "sum"}, min_rank=1, empty=False, self_full=True), autocast=FP32)
 
 # ----- normalization -------------------------------------------------------------------------
 
@@ -144,14 +146,14 @@ _f("normalize", "norm", "Divides `input` by its p-norm along `dim` (at least `ep
 
 _f("linear", "linear", "Applies `input @ weight.T + bias`.", _refs.linear,
    fixed(T((2, 3)), T((4, 3)), T((4,))), nodes={"AddmmBackward0": (STATIC_VJP,), "MmBackward0": (STATIC_VJP,)},
-   batching=CUSTOM, batching_rule="linear")
+   batching=CUSTOM, batching_rule="linear", autocast=LOWER_PRECISION_FP)
 _f("conv1d", "conv", "1-D cross-correlation of `input` (N, C, L) with `weight` (O, C/groups, K).",
    _refs.conv1d, fixed(T((1, 2, 5)), T((3, 2, 2)), T((3,))), surfaces=(F_FUNCTION, FUNCTION),
-   batching=CUSTOM, batching_rule="conv")
+   batching=CUSTOM, batching_rule="conv", autocast=LOWER_PRECISION_FP)
 _f("conv2d", "conv", "2-D cross-correlation of `input` (N, C, H, W) with `weight` (O, C/groups, kH, kW).",
    _refs.conv2d, Sample("fixed", (T((1, 2, 4, 4)), T((2, 2, 2, 2)), T((2,))), {"padding": 1}),
    surfaces=(F_FUNCTION, FUNCTION), nodes={"ConvolutionBackward0": ()},
-   batching=CUSTOM, batching_rule="conv")
+   batching=CUSTOM, batching_rule="conv", autocast=LOWER_PRECISION_FP)
 _f("max_pool2d", "pool", "2-D max pooling over `kernel_size` windows.", _refs.max_pool2d,
    Sample("fixed", (T((1, 2, 4, 4)), 2)), surfaces=(F_FUNCTION, FUNCTION),
    nodes={"MaxPool2DWithIndicesBackward0": ()}, batching=CUSTOM, batching_rule="pool")
@@ -172,4 +174,4 @@ _f("cosine_similarity", "distance", "Cosine of the angle between `x1` and `x2` a
    surfaces=(F_FUNCTION, FUNCTION))
 _f("scaled_dot_product_attention", "attention", "softmax(q @ k^T / sqrt(d)) @ v.", _refs.sdpa,
    fixed(T((1, 2, 3)), T((1, 4, 3)), T((1, 4, 2))), batching=CUSTOM, batching_rule="sdpa",
-   tol=(1e-4, 1e-5))
+   tol=(1e-4, 1e-5), autocast=LOWER_PRECISION_FP)

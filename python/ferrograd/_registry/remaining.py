@@ -15,12 +15,15 @@ from .schema import (
     CUSTOM,
     F_FUNCTION,
     FORWARD,
+    FP32,
     FUNCTION,
     INPLACE,
     LINALG,
+    LOWER_PRECISION_FP,
     METHOD,
     NONE,
     NUMERIC,
+    PROMOTE,
     REDUCTION,
     VMAP,
     Domain,
@@ -61,31 +64,32 @@ for _name, _doc, _ref, _sample in (
      fixed(T((2, 2)), 3)),
 ):
     _o(_name, "linalg", _doc, _ref, _sample, dtypes=NUMERIC, rule="linalg",
-       surfaces=FM + ((LINALG,) if _name in ("det", "matrix_power") else ()))
+       surfaces=FM + ((LINALG,) if _name in ("det", "matrix_power") else ()),
+       autocast=FP32 if _name in ("inverse", "pinverse") else None)
 _o("slogdet", "linalg", "Sign and log absolute determinant of `input`.", lambda a: np.linalg.slogdet(a),
    fixed(T((2, 2), domain=WELL)), surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
 _o("cholesky", "linalg", "The lower Cholesky factor of a symmetric positive definite `input`.",
    lambda a: np.linalg.cholesky(a @ a.T + 3 * np.eye(2)),
    Sample("fixed", (T((2, 2)),), call=lambda fn, a: fn(_spd(a))),
-   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
+   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg", autocast=FP32)
 _o("qr", "linalg", "The reduced QR decomposition of `input` (R returned by the check).",
    lambda a: np.abs(np.linalg.qr(a)[1]), Sample("fixed", (T((3, 2)),), call=lambda fn, a: fn(a)[1].abs()),
-   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
+   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg", autocast=FP32)
 _o("svd", "linalg", "The singular value decomposition of `input` (singular values returned by the check).",
    lambda a: np.linalg.svd(a, compute_uv=False), Sample("fixed", (T((3, 2)),), call=lambda fn, a: fn(a)[1]),
-   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
+   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg", autocast=FP32)
 _o("eigh", "linalg", "Eigenvalues and eigenvectors of a symmetric matrix (eigenvalues returned by the check).",
    lambda a: np.linalg.eigvalsh(a + a.T), Sample("fixed", (T((3, 3)),), call=lambda fn, a: fn(a + a.mT)[0]),
-   surfaces=(LINALG,), rule="linalg")
+   surfaces=(LINALG,), rule="linalg", autocast=FP32)
 _o("lstsq", "linalg", "The least-squares solution of `A X = B` (the solution returned by the check).",
    lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0],
    Sample("fixed", (T((3, 2)), T((3, 1))), call=lambda fn, a, b: fn(a, b).solution),
-   surfaces=(LINALG,), rule="linalg")
+   surfaces=(LINALG,), rule="linalg", autocast=FP32)
 _o("matrix_rank", "linalg", "The numerical rank of `A`.", lambda a: np.asarray(np.linalg.matrix_rank(a)),
-   fixed(T((3, 2))), surfaces=(LINALG,), differentiable=False, rule="linalg")
+   fixed(T((3, 2))), surfaces=(LINALG,), differentiable=False, rule="linalg", autocast=FP32)
 for _name in ("cholesky_ex", "inv_ex", "solve_ex"):
     _o(_name, "linalg", f"`{_name[:-3]}` with an `info` tensor instead of an error.",
-       None, None, surfaces=(LINALG,), rule="linalg",
+       None, None, surfaces=(LINALG,), rule="linalg", autocast=FP32 if _name != "solve_ex" else None,
        refuse={FORWARD: f"checked through `{_name[:-3]}`, whose result it returns with an info code"})
 _o("norm", "reduction", "The norm of `input` (Frobenius or p-norm; over `dim` when given).",
    lambda x, dim=None, keepdim=False: np.asarray(np.linalg.norm(x, axis=dim, keepdims=keepdim)),
@@ -165,7 +169,7 @@ _o("index_copy", "indexing", "`input` with the rows `index` along `dim` replaced
    fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), T((2, 2))),
    bench=fixed(M, 0, BIG_ROWS, M),
    surfaces=(FUNCTION, METHOD, INPLACE), refuse={FORWARD: "duplicate indices make the result "
-                                                  "order-dependent; checked without them in tests/test_tensor_api_index.py"})
+                                                  "order-dependent; checked without them in tests/test_tensor_api_index.py"}, autocast=PROMOTE)
 _o("index_fill", "indexing", "`input` with the rows `index` along `dim` filled with `value`.",
    lambda x, d, i, v: _fill_rows(x, d, i, v), fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), 0.5),
    surfaces=(FUNCTION, METHOD, INPLACE), bench=fixed(M, 0, BIG_ROWS, 0.5))
@@ -285,15 +289,16 @@ _o("channel_shuffle", "resample", "Shuffles the channels of (N, C, *) in `groups
    rule="view", refuse={FORWARD: "checked against its definition in tests/test_nn_shuffle.py"})
 _o("max_unpool2d", "pool", "Scatters pooled values back to the positions `indices` recorded by max_pool2d.",
    None, None, surfaces=(F_FUNCTION,), rule="pool",
-   refuse={FORWARD: "needs indices from max_pool2d; checked as its inverse in tests/test_nn_pool_more.py"})
+   refuse={FORWARD: "needs indices from max_pool2d; checked as its inverse in tests/test_nn_pool_more.py"}, autocast=FP32)
 for _name in ("max_unpool1d", "max_unpool3d"):
     _o(_name, "pool", f"The {_name[-2:]} form of max_unpool2d.", None, None, surfaces=(F_FUNCTION,),
-       rule="pool", refuse={FORWARD: "needs indices from max pooling; checked in tests/test_nn_pool_more.py"})
+       rule="pool", autocast=FP32 if _name == "max_unpool3d" else None, refuse={FORWARD: "needs indices from max pooling; checked in tests/test_nn_pool_more.py"})
 for _name in ("max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
               "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
               "adaptive_max_pool3d_with_indices"):
     _o(_name, "pool", f"`{_name[:-13]}` returning the indices of the maxima too.", None, None,
        surfaces=(F_FUNCTION,), rule="pool",
+       autocast=FP32 if _name == "adaptive_max_pool3d_with_indices" else None,
        refuse={FORWARD: f"the values are `{_name[:-13]}`'s, whose cells check them"})
 _o("lp_pool3d", "pool", "3-D power-average pooling.", None, None, surfaces=(F_FUNCTION,), rule="pool",
    refuse={FORWARD: "the 3-D form of lp_pool2d, checked in tests/test_nn_pool_more.py"})
@@ -306,10 +311,12 @@ _o("embedding_bag", "embedding", "Sums, means or maxima of bags of embedding row
 for _name in ("ctc_loss", "multi_margin_loss", "multilabel_margin_loss",
               "triplet_margin_with_distance_loss"):
     _o(_name, "loss", f"The {_name.replace('_', ' ')}.", None, None, surfaces=(F_FUNCTION,), rule="loss",
+       autocast=FP32 if _name != "triplet_margin_with_distance_loss" else None,
        refuse={FORWARD: "checked against its definition in tests/test_nn_losses_more.py"})
 _o("multi_head_attention_forward", "attention", "The functional form of nn.MultiheadAttention.", None,
    None, surfaces=(F_FUNCTION,), rule="sdpa",
-   refuse={FORWARD: "checked through nn.MultiheadAttention in tests/test_nn_transformer.py"})
+   refuse={FORWARD: "checked through nn.MultiheadAttention in tests/test_nn_transformer.py"},
+   autocast=LOWER_PRECISION_FP)
 
 # ----- matrix exponential, Householder factors, mvlgamma, windows, bfloat16 -----------------
 
@@ -369,11 +376,12 @@ _o("matrix_exp", "linalg", "The matrix exponential of the square matrices of `in
 _o("geqrf", "linalg", "The QR factorisation of `input` in LAPACK's form: R and the Householder "
    "vectors in one matrix, and the reflectors' scales `tau`.", _geqrf, fixed(T((3, 2), grad=False)),
    surfaces=FM + (LINALG,), dtypes=NUMERIC, differentiable=False, rule="linalg", tol=(1e-4, 1e-5),
-   refuse={COMPILE: "computed in NumPy (`numpy`/`from_numpy`), so a replay cannot recompute it"})
+   refuse={COMPILE: "computed in NumPy (`numpy`/`from_numpy`), so a replay cannot recompute it"},
+   autocast=FP32)
 _o("orgqr", "linalg", "The matrix Q of `geqrf`'s factors (`linalg.householder_product`).",
    _householder, fixed(T((3, 2), domain=Domain(-0.5, 0.5)), T((2,), domain=Domain(0.5, 1.5))),
    aliases=(("householder_product", (LINALG,)),), dtypes=NUMERIC, batching=NONE, tol=(1e-4, 1e-5),
-   refuse={VMAP: NO_RULE})
+   refuse={VMAP: NO_RULE}, autocast=FP32)
 _o("mvlgamma", "special", "The multivariate log-gamma function of dimension `p`, elementwise.",
    _mvlgamma, fixed(T((2, 3), domain=Domain(2.0, 4.0)), 3), batching=NONE, refuse={VMAP: NO_RULE})
 # `Tensor.unfold` (`F.unfold` is im2col, declared as `unfold`).

@@ -75,6 +75,16 @@ COMPILE = "compile"  # ferrograd.compile(fullgraph=True) against eager, bit for 
 JACOBIAN = "jacobian"  # jacobian(vectorize=True) against the loop
 FEATURES = (FORWARD, GRAD, GRADGRAD, JVP, VMAP, VMAP_INPLACE, COMPILE, JACOBIAN)
 
+# ----- autocast policies -------------------------------------------------------------------
+
+#: What an op does to its float32/float16/bfloat16 inputs inside an autocast
+#: region (PyTorch's CPU lists and its cast-policy names): cast them to the
+#: region's dtype, cast them to float32, or cast them to the widest of them.
+LOWER_PRECISION_FP = "lower_precision_fp"
+FP32 = "fp32"
+PROMOTE = "promote"
+AUTOCAST_POLICIES = (LOWER_PRECISION_FP, FP32, PROMOTE)
+
 # ----- sample inputs -----------------------------------------------------------------------
 
 
@@ -240,6 +250,9 @@ class Op:
     #: The benchmark's large case for an op whose sample is ``fixed`` (the
     #: elementwise and reduction samples scale by themselves).
     bench: Sample | None = None
+    #: The op's autocast policy (one of ``AUTOCAST_POLICIES``) when PyTorch's
+    #: CPU autocast lists name it; the core's table is generated from it.
+    autocast: str | None = None
 
     @property
     def kind(self) -> str:

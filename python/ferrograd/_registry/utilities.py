@@ -23,6 +23,12 @@ FUNCTIONS = {
         "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
     ),
     "serialization": ("save", "load"),
+    "autocast state": (
+        "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
+        "is_autocast_cache_enabled", "set_autocast_cache_enabled", "clear_autocast_cache",
+        "autocast_increment_nesting", "autocast_decrement_nesting", "is_autocast_cpu_enabled",
+        "get_autocast_cpu_dtype",
+    ),
     "transforms": ("compile", "vmap"),
     "predicates and metadata": (
         "is_tensor", "is_floating_point", "is_nonzero", "is_same_size", "numel", "equal",

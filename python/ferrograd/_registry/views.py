@@ -13,6 +13,7 @@ from .schema import (
     INPLACE,
     LINALG,
     METHOD,
+    PROMOTE,
     STATIC_VJP,
     VIEW,
     Op,
@@ -90,11 +91,11 @@ _v("triu", "The upper triangle of the matrices of `input` (others zero).", np.tr
 _v("cat", "Concatenates `tensors` along `dim`.", lambda *ts, dim=0: np.concatenate(ts, dim),
    {"CatBackward0": (STATIC_VJP,)}, Sample("fixed", (T((2, 3)), T((1, 3))), call=_seq),
    surfaces=(FUNCTION,), aliases=("concat", "concatenate"),
-   batching=CUSTOM, batching_rule="cat", bench=Sample("fixed", (HALF, HALF), {"dim": 1}))
+   batching=CUSTOM, batching_rule="cat", autocast=PROMOTE, bench=Sample("fixed", (HALF, HALF), {"dim": 1}))
 _v("stack", "Stacks `tensors` along a new dimension `dim`.", lambda *ts, dim=0: np.stack(ts, dim),
    {"StackBackward0": (STATIC_VJP,)}, Sample("fixed", (T((2, 3)), T((2, 3))), call=_seq),
    surfaces=(FUNCTION,),
-   batching=CUSTOM, batching_rule="stack", bench=Sample("fixed", (HALF, HALF), {"dim": 1}))
+   batching=CUSTOM, batching_rule="stack", autocast=PROMOTE, bench=Sample("fixed", (HALF, HALF), {"dim": 1}))
 _v("split", "Splits `input` into pieces of `split_size_or_sections` along `dim` (views).",
    lambda x, s, dim=0: np.split(x, range(s, x.shape[dim], s), dim),
    {"SplitBackward0": (STATIC_VJP,), "SplitWithSizesBackward0": (STATIC_VJP,)}, fixed(T((4, 3)), 2))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _C
+from .._autocast import autocast_op as _autocast_op
 from .._C import Tensor
 from ._common import _check, _from_np, _np, _vmap_level, _wrap_dim
 
@@ -51,6 +52,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     return input.scatter_add(dim, idx, src)
 
 
+@_autocast_op("index_copy")
 def index_copy(input, dim, index, source):
     """A copy of ``input`` with ``source[.., i, ..]`` written at ``input[.., index[i], ..]``
     along ``dim``."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 
 from .. import _C
+from .._autocast import autocast_op as _autocast_op
 from ._functional.linear import bilinear
 
 
@@ -574,6 +575,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _C.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
 
 
+@_autocast_op("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0):
     """Huber loss: ``0.5 * d**2`` where ``|d| <= delta``, ``delta * (|d| - 0.5 * delta)``
     elsewhere, with ``d = input - target``; reduced. It equals
@@ -598,6 +600,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _C.huber_loss(input, target, reduction, delta)
 
 
+@_autocast_op("binary_cross_entropy")
 def binary_cross_entropy(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
@@ -642,6 +645,7 @@ def binary_cross_entropy(
     )
 
 
+@_autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
 ):
@@ -716,6 +720,7 @@ def _check_class_target(input, target, probabilities_allowed):
     raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_scalar_type(dt)}")
 
 
+@_autocast_op("nll_loss")
 def nll_loss(
     input,
     target,
@@ -766,6 +771,7 @@ def nll_loss(
     )
 
 
+@_autocast_op("cross_entropy")
 def cross_entropy(
     input,
     target,

@@ -181,7 +181,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
         let dt = opt_dtype(dtype)?;
-        run_op(py, self.t.numel(), "prod", &[&self.t], &[], move |t, _| {
+        let a = &self.t;
+        autocast!(if dt.is_some() { "" } else { "prod" }, a); // an explicit dtype exempts
+        run_op(py, a.numel(), "prod", &[a], &[], move |t, _| {
             let x = match dt {
                 Some(d) => ops::to_dtype(t[0], d)?,
                 None => t[0].clone(),

@@ -247,28 +247,26 @@ impl PyTensor {
 
     fn __matmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match operand(o) {
-            Some(Operand::Tensor(b)) => capture::run_op(
-                py,
-                product_work(&self.t, &b),
-                "matmul",
-                &[&self.t, &b],
-                &[],
-                |t, _| ops::matmul(t[0], t[1]),
-            ),
+            Some(Operand::Tensor(b)) => {
+                let a = &self.t;
+                autocast!("matmul", a, b);
+                capture::run_op(py, product_work(a, &b), "matmul", &[a, &b], &[], |t, _| {
+                    ops::matmul(t[0], t[1])
+                })
+            }
             _ => Ok(py.NotImplemented()),
         }
     }
 
     fn __rmatmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match operand(o) {
-            Some(Operand::Tensor(b)) => capture::run_op(
-                py,
-                product_work(&b, &self.t),
-                "matmul",
-                &[&b, &self.t],
-                &[],
-                |t, _| ops::matmul(t[0], t[1]),
-            ),
+            Some(Operand::Tensor(b)) => {
+                let a = &self.t;
+                autocast!("matmul", a, b);
+                capture::run_op(py, product_work(&b, a), "matmul", &[&b, a], &[], |t, _| {
+                    ops::matmul(t[0], t[1])
+                })
+            }
             _ => Ok(py.NotImplemented()),
         }
     }

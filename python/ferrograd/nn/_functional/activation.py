@@ -4,6 +4,7 @@ ops (so their gradients of every order come from those ops)."""
 from __future__ import annotations
 
 from ... import _C
+from ..._autocast import autocast_op as _autocast_op
 from ._args import tensor_args
 
 __all__ = [
@@ -40,6 +41,7 @@ def _act(input, inplace, compute):
 
 
 @tensor_args("input", "weight")
+@_autocast_op("prelu")
 def prelu(input, weight):
     """Parametric ReLU, elementwise: ``x`` where ``x > 0``, ``weight * x`` elsewhere.
 

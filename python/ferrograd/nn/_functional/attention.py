@@ -10,6 +10,7 @@ import math
 import warnings
 
 from ... import _C, _dispatch
+from ..._autocast import autocast_op as _autocast_op
 from ...autograd import Function
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -94,6 +95,7 @@ def _fusable(query, key, value):
     )
 
 
+@_autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(
     query,
     key,
@@ -339,6 +341,7 @@ def _in_projection_packed(q, k, v, w, b):
     return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
 
 
+@_autocast_op("multi_head_attention_forward")
 def multi_head_attention_forward(
     query,
     key,

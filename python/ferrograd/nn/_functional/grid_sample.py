@@ -24,6 +24,7 @@ import operator
 import warnings
 
 from ... import _C
+from ..._autocast import autocast_op as _autocast_op
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -169,6 +170,7 @@ def _cubic_weights(t):
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
+@_autocast_op("grid_sample")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Samples ``input`` at the points of ``grid``, given in normalised coordinates
     (``-1`` is the left/top/front edge of the image, ``1`` the right/bottom/back edge).
