@@ -23,6 +23,7 @@ use smallvec::SmallVec;
 
 use crate::autograd::{self, Edge, NodeRef};
 use crate::ops::Scalar;
+use crate::profiler;
 use crate::py::errors;
 use crate::tensor::{DType, Tensor};
 
@@ -654,17 +655,27 @@ fn values(sins: &[SIn]) -> smallvec::SmallVec<[Scalar; 2]> {
 /// straight away. A capture is never switched on or off inside core code, so
 /// reading its bit after the call is as good as before it, and the call needs
 /// no claim for `errors::guard`'s replay-rule check, which it bypasses.
+/// An open profile (`ferrograd.profiler`) times the call as one op event.
 #[inline(always)]
 fn call<T: Send>(
     py: Python<'_>,
     work: usize,
+    name: &'static str,
+    ins: &[&Tensor],
     f: impl FnOnce() -> crate::Result<T> + Send,
 ) -> (errors::Caught<T>, u32) {
-    let r = if work >= crate::kernels::GRAIN {
-        py.detach(|| errors::catch(f))
-    } else {
-        errors::catch(f)
-    };
+    let r = profiler::timed(
+        || name.into(),
+        profiler::Kind::Op,
+        || ins.iter().map(|t| t.shape().to_vec()).collect(),
+        || {
+            if work >= crate::kernels::GRAIN {
+                py.detach(|| errors::catch(f))
+            } else {
+                errors::catch(f)
+            }
+        },
+    );
     (r, crate::flags::get())
 }
 
@@ -687,7 +698,7 @@ where
     let vals = values(sins);
     // The newest node before the op ran: what the op recorded is newer.
     let seq0 = autograd::current_seq();
-    let (r, word) = call(py, work, || f(ins, &vals));
+    let (r, word) = call(py, work, name, ins, || f(ins, &vals));
     if word & SLOW == 0 {
         return crate::py::tensor::wrap(py, errors::finish_clear(r)?);
     }
@@ -719,7 +730,7 @@ where
 {
     let vals = values(sins);
     let seq0 = autograd::current_seq();
-    let (r, word) = call(py, work, || f(ins, &vals));
+    let (r, word) = call(py, work, name, ins, || f(ins, &vals));
     if word & SLOW == 0 {
         return errors::finish_clear(r);
     }
@@ -743,7 +754,7 @@ where
     F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<()> + Send + Sync + 'static,
 {
     let vals = values(sins);
-    let (r, word) = call(py, work, || f(ins, &vals));
+    let (r, word) = call(py, work, name, ins, || f(ins, &vals));
     if word & SLOW == 0 {
         return errors::finish_clear(r);
     }
