@@ -25,6 +25,7 @@ use smallvec::SmallVec;
 
 use crate::autograd::{self, Edge, NodeRef};
 use crate::ops::Scalar;
+use crate::profiler;
 use crate::py::errors;
 use crate::tensor::{DType, Tensor};
 
@@ -858,14 +859,22 @@ impl<const N: usize> Outs for [Option<Tensor>; N] {
 /// caught), then reads the mode word once: with no capture and no deferred
 /// recording error, which is every eager call, the result is returned
 /// straight away. A capture is never switched on or off inside core code, so
-/// reading its bit after the call is as good as before it.
+/// reading its bit after the call is as good as before it. An open profile
+/// (`ferrograd.profiler`) times the call as one op event.
 #[inline(always)]
 fn call<T: Send>(
     py: Python<'_>,
     work: usize,
+    name: &'static str,
+    ins: &[&Tensor],
     f: impl FnOnce() -> crate::Result<T> + Send,
 ) -> (errors::Caught<T>, u32) {
-    let r = errors::call(py, work, f);
+    let r = profiler::timed(
+        || name.into(),
+        profiler::Kind::Op,
+        || ins.iter().map(|t| t.shape().to_vec()).collect(),
+        || errors::call(py, work, f),
+    );
     (r, crate::flags::get())
 }
 
@@ -892,7 +901,7 @@ where
     let vals = values(sins);
     // The newest node before the op ran: what the op recorded is newer.
     let seq0 = autograd::current_seq();
-    let (r, word) = call(py, work, || f(ins, &vals));
+    let (r, word) = call(py, work, name, ins, || f(ins, &vals));
     if word & SLOW == 0 {
         return errors::finish_clear(r);
     }
@@ -988,7 +997,7 @@ where
     F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<()> + Send + Sync + 'static,
 {
     let vals = values(sins);
-    let (r, word) = call(py, work, || f(ins, &vals));
+    let (r, word) = call(py, work, name, ins, || f(ins, &vals));
     if word & SLOW == 0 {
         return errors::finish_clear(r);
     }

@@ -118,7 +118,12 @@ pub fn enter<T: Send>(
     work: usize,
     f: impl FnOnce() -> crate::Result<T> + Send,
 ) -> PyResult<T> {
-    let r = call(py, work, f);
+    let r = crate::profiler::timed(
+        || name.into(),
+        crate::profiler::Kind::Op,
+        Vec::new,
+        || call(py, work, f),
+    );
     let word = crate::flags::get();
     if word & crate::flags::CAPTURE != 0 {
         super::capture::no_rule(name);

@@ -42,6 +42,7 @@ pub(crate) mod node_hooks;
 mod node_saved;
 mod ops_table;
 mod optim;
+mod profiler;
 mod random;
 mod serialize;
 mod sorting;
@@ -96,6 +97,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     alloc::register(m)?;
     compile::register(m)?;
     config::register(m)?;
+    profiler::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {
