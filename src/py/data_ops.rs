@@ -5,7 +5,8 @@
 use pyo3::prelude::*;
 
 use super::functions::t_of;
-use super::tensor::{run, PyTensor};
+use super::capture::run_op;
+use super::tensor::PyTensor;
 use crate::ops;
 
 /// `roll` along `dims` (as many as `shifts`, already checked), one node.
@@ -17,7 +18,9 @@ fn _roll(
     dims: Vec<i64>,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    run(py, x.numel(), || ops::roll(x, &shifts, &dims))
+    run_op(py, x.numel(), "roll", &[x], &[], move |t, _| {
+        ops::roll(t[0], &shifts, &dims)
+    })
 }
 
 /// `tril(input, diagonal)`, or `triu` with `lower=False`.
@@ -29,7 +32,9 @@ fn _tril(
     lower: bool,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    run(py, x.numel(), || ops::tril(x, diagonal, lower))
+    run_op(py, x.numel(), if lower { "tril" } else { "triu" }, &[x], &[], move |t, _| {
+        ops::tril(t[0], diagonal, lower)
+    })
 }
 
 /// `index_add(input, dim, index, source)` with `source` already scaled.
@@ -42,8 +47,8 @@ fn _index_add(
     source: &Bound<'_, PyTensor>,
 ) -> PyResult<Py<PyAny>> {
     let (x, i, s) = (t_of(input), t_of(index), t_of(source));
-    run(py, x.numel().max(s.numel()), || {
-        ops::index_add(x, dim, i, s)
+    run_op(py, x.numel().max(s.numel()), "index_add", &[x, i, s], &[], move |t, _| {
+        ops::index_add(t[0], dim, t[1], t[2])
     })
 }
 
@@ -57,8 +62,8 @@ fn _index_copy(
     source: &Bound<'_, PyTensor>,
 ) -> PyResult<Py<PyAny>> {
     let (x, i, s) = (t_of(input), t_of(index), t_of(source));
-    run(py, x.numel().max(s.numel()), || {
-        ops::index_copy(x, dim, i, s)
+    run_op(py, x.numel().max(s.numel()), "index_copy", &[x, i, s], &[], move |t, _| {
+        ops::index_copy(t[0], dim, t[1], t[2])
     })
 }
 
@@ -73,8 +78,8 @@ fn _diag_embed(
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
     let n = x.shape().last().copied().unwrap_or(1) + offset.unsigned_abs() as usize;
-    run(py, x.numel().saturating_mul(n), || {
-        ops::diag_embed_op(x, offset, dim1, dim2)
+    run_op(py, x.numel().saturating_mul(n), "diag_embed", &[x], &[], move |t, _| {
+        ops::diag_embed_op(t[0], offset, dim1, dim2)
     })
 }
 
