@@ -1,39 +1,30 @@
 //! Elementwise maps over one or two strided (and broadcast) operands.
 //!
-//! Contiguous runs go through `map_slice`/`zip_slice`, compiled for AVX-512,
-//! AVX2 and the x86-64 baseline and chosen at run time, so one wheel runs on
-//! any x86-64 and still uses the widest vectors the CPU has.
+//! Contiguous runs go through `map_slice`/`zip_slice`, which run
+//! `kernels::vmath`'s loops compiled for AVX-512, AVX2 and the x86-64
+//! baseline and chosen at run time, so one wheel runs on any x86-64 and
+//! still uses the widest vectors the CPU has.
 
 use std::mem::MaybeUninit;
-
-use multiversion::multiversion;
 
 use super::{build_vec, coalesce, drive, par_ranges, SendPtr, GRAIN};
 use crate::tensor::{broadcast_strides, Element, View};
 
-#[multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
+/// `dst[i] = f(src[i])` on the widest instruction set the CPU has.
+#[inline]
 fn map_slice<T: Copy, U: Copy, F: Fn(T) -> U>(dst: &mut [MaybeUninit<U>], src: &[T], f: &F) {
-    for (d, &x) in dst.iter_mut().zip(src) {
-        d.write(f(x));
-    }
+    super::vmath::map(dst, src, f)
 }
 
-#[multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
+/// `dst[i] = f(a[i], b[i])` on the widest instruction set the CPU has.
+#[inline]
 fn zip_slice<T: Copy, U: Copy, F: Fn(T, T) -> U>(
     dst: &mut [MaybeUninit<U>],
     a: &[T],
     b: &[T],
     f: &F,
 ) {
-    for ((d, &x), &y) in dst.iter_mut().zip(a).zip(b) {
-        d.write(f(x, y));
-    }
+    super::vmath::zip(dst, a, b, f)
 }
 
 /// `dst[i] = f(src[i])` over a contiguous source, split across the pool.
@@ -182,16 +173,6 @@ pub fn binary<T: Element, U: Element>(
     })
 }
 
-#[multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
-fn update_slice<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: &[T], f: &F) {
-    for (d, &y) in dst.iter_mut().zip(src) {
-        *d = f(*d, y);
-    }
-}
-
 /// `dst[i] = f(dst[i], src[i])` in place (`src` has `dst.len()` elements, or
 /// one that is broadcast), split across the pool.
 pub fn update<T: Element>(dst: &mut [T], src: &[T], f: impl Fn(T, T) -> T + Sync + Send) {
@@ -206,7 +187,7 @@ pub fn update<T: Element>(dst: &mut [T], src: &[T], f: impl Fn(T, T) -> T + Sync
                 *x = f(*x, y);
             }
         } else {
-            update_slice(part, &src[lo..hi], &f);
+            super::vmath::update(part, &src[lo..hi], &f);
         }
     });
 }

@@ -30,6 +30,7 @@ pub(crate) mod small_gemm;
 pub(crate) mod softmax;
 pub(crate) mod special;
 pub mod trig_f32;
+pub(crate) mod vmath;
 
 use std::mem::MaybeUninit;
 

@@ -6,7 +6,8 @@ use smallvec::smallvec;
 use super::super::{
     add_scalar, compare, div, map1, mul_f64, neg, reciprocal, rsqrt, sub, where_, Scalar,
 };
-use super::{one_minus_sq, rec1, sq, zero_like_dt, NO_INT};
+use super::{one_minus_sq, rec1, rec1f, sq, zero_like_dt, NO_INT};
+use crate::kernels::vmath as vm;
 use crate::autograd::{needs_record, record};
 use crate::error::Result;
 use crate::saved;
@@ -15,62 +16,98 @@ use crate::tensor::Tensor;
 // ----- trigonometric and hyperbolic ------------------------------------------------
 
 pub(crate) fn acos(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.acos())?;
-    rec1(a, &out, "AcosBackward0", false, |x| {
-        neg(&rsqrt(&one_minus_sq(x)?)?)
-    });
+    let out = ffn2!(a, vm::acos_f32, f64::acos)?;
+    rec1f(
+        a,
+        &out,
+        "AcosBackward0",
+        false,
+        |x| neg(&rsqrt(&one_minus_sq(x)?)?),
+        |x: f32| -(1.0 / (1.0 - x * x).sqrt()),
+        |x: f64| -(1.0 / (1.0 - x * x).sqrt()),
+    );
     Ok(out)
 }
 
 pub(crate) fn asin(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.asin())?;
-    rec1(a, &out, "AsinBackward0", false, |x| {
-        rsqrt(&one_minus_sq(x)?)
-    });
+    let out = ffn2!(a, vm::asin_f32, f64::asin)?;
+    rec1f(
+        a,
+        &out,
+        "AsinBackward0",
+        false,
+        |x| rsqrt(&one_minus_sq(x)?),
+        |x: f32| 1.0 / (1.0 - x * x).sqrt(),
+        |x: f64| 1.0 / (1.0 - x * x).sqrt(),
+    );
     Ok(out)
 }
 
 pub(crate) fn atan(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.atan())?;
-    rec1(a, &out, "AtanBackward0", false, |x| {
-        reciprocal(&add_scalar(&sq(x)?, Scalar::Int(1))?)
-    });
+    let out = ffn2!(a, vm::atan_f32, f64::atan)?;
+    rec1f(
+        a,
+        &out,
+        "AtanBackward0",
+        false,
+        |x| reciprocal(&add_scalar(&sq(x)?, Scalar::Int(1))?),
+        |x: f32| 1.0 / (x * x + 1.0),
+        |x: f64| 1.0 / (x * x + 1.0),
+    );
     Ok(out)
 }
 
 pub(crate) fn sinh(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.sinh())?;
-    rec1(a, &out, "SinhBackward0", false, cosh);
+    let out = ffn2!(a, vm::sinh_f32, f64::sinh)?;
+    rec1f(a, &out, "SinhBackward0", false, cosh, vm::cosh_f32, f64::cosh);
     Ok(out)
 }
 
 pub(crate) fn cosh(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.cosh())?;
-    rec1(a, &out, "CoshBackward0", false, sinh);
+    let out = ffn2!(a, vm::cosh_f32, f64::cosh)?;
+    rec1f(a, &out, "CoshBackward0", false, sinh, vm::sinh_f32, f64::sinh);
     Ok(out)
 }
 
 pub(crate) fn asinh(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.asinh())?;
-    rec1(a, &out, "AsinhBackward0", false, |x| {
-        rsqrt(&add_scalar(&sq(x)?, Scalar::Int(1))?)
-    });
+    let out = ffn2!(a, vm::asinh_f32, f64::asinh)?;
+    rec1f(
+        a,
+        &out,
+        "AsinhBackward0",
+        false,
+        |x| rsqrt(&add_scalar(&sq(x)?, Scalar::Int(1))?),
+        |x: f32| 1.0 / (x * x + 1.0).sqrt(),
+        |x: f64| 1.0 / (x * x + 1.0).sqrt(),
+    );
     Ok(out)
 }
 
 pub(crate) fn acosh(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.acosh())?;
-    rec1(a, &out, "AcoshBackward0", false, |x| {
-        rsqrt(&add_scalar(&sq(x)?, Scalar::Int(-1))?)
-    });
+    let out = ffn2!(a, vm::acosh_f32, f64::acosh)?;
+    rec1f(
+        a,
+        &out,
+        "AcoshBackward0",
+        false,
+        |x| rsqrt(&add_scalar(&sq(x)?, Scalar::Int(-1))?),
+        |x: f32| 1.0 / (x * x - 1.0).sqrt(),
+        |x: f64| 1.0 / (x * x - 1.0).sqrt(),
+    );
     Ok(out)
 }
 
 pub(crate) fn atanh(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.atanh())?;
-    rec1(a, &out, "AtanhBackward0", false, |x| {
-        reciprocal(&one_minus_sq(x)?)
-    });
+    let out = ffn2!(a, vm::atanh_f32, f64::atanh)?;
+    rec1f(
+        a,
+        &out,
+        "AtanhBackward0",
+        false,
+        |x| reciprocal(&one_minus_sq(x)?),
+        |x: f32| 1.0 / (1.0 - x * x),
+        |x: f64| 1.0 / (1.0 - x * x),
+    );
     Ok(out)
 }
 

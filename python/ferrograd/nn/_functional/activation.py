@@ -60,31 +60,32 @@ def prelu(input, weight):
 @tensor_args("input")
 def mish(input, inplace=False):
     """``x * tanh(softplus(x))``."""
-    return _act(input, inplace, lambda: input * _C.tanh(_C.softplus(input, 1.0, 20.0)))
+    return _act(input, inplace, lambda: _C.mish(input))
 
 
 @tensor_args("input")
 def hardswish(input, inplace=False):
     """``x * relu6(x + 3) / 6``."""
-    return _act(input, inplace, lambda: input * _C.hardtanh(input + 3.0, 0.0, 6.0) / 6.0)
+    return _act(input, inplace, lambda: _C.hardswish(input))
 
 
 @tensor_args("input")
 def hardsigmoid(input, inplace=False):
     """``relu6(x + 3) / 6``."""
-    return _act(input, inplace, lambda: _C.hardtanh(input + 3.0, 0.0, 6.0) / 6.0)
+    return _act(input, inplace, lambda: _C.hardsigmoid(input))
 
 
 @tensor_args("input")
 def logsigmoid(input):
-    """``log(sigmoid(x))``, computed as ``-softplus(-x)`` so it never overflows."""
-    return -_C.softplus(-input, 1.0, 20.0)
+    """``log(sigmoid(x))``, computed as ``min(x, 0) - log1p(exp(-|x|))`` so it never
+    overflows."""
+    return _C.logsigmoid(input)
 
 
 @tensor_args("input")
 def selu(input, inplace=False):
     """``scale * elu(x, alpha)`` with the self-normalising constants."""
-    return _act(input, inplace, lambda: _C.elu(input, _SELU_ALPHA) * _SELU_SCALE)
+    return _act(input, inplace, lambda: _C.elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0))
 
 
 @tensor_args("input")
@@ -92,7 +93,7 @@ def celu(input, alpha=1.0, inplace=False):
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return _act(input, inplace, lambda: _C.elu(input / alpha, 1.0) * alpha)
+    return _act(input, inplace, lambda: _C.elu(input, alpha, 1.0, 1.0 / alpha))
 
 
 @tensor_args("input")
@@ -122,8 +123,8 @@ def glu(input, dim=-1):
 
 @tensor_args("input")
 def hardshrink(input, lambd=0.5):
-    """``x`` where ``|x| > lambd``, 0 elsewhere."""
-    return _C.where(input.abs() > lambd, input, _C.zeros((), dtype=input.dtype))
+    """``x`` outside ``[-lambd, lambd]``, 0 inside."""
+    return _C.hardshrink(input, lambd)
 
 
 @tensor_args("input")
@@ -131,18 +132,13 @@ def softshrink(input, lambd=0.5):
     """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    zero = _C.zeros((), dtype=input.dtype)
-    return _C.where(input > lambd, input - lambd, _C.where(input < -lambd, input + lambd, zero))
+    return _C.softshrink(input, lambd)
 
 
 @tensor_args("input")
 def threshold(input, threshold, value, inplace=False):
     """``x`` where ``x > threshold``, ``value`` elsewhere."""
-    return _act(
-        input,
-        inplace,
-        lambda: _C.where(input > threshold, input, _C.full((), value, dtype=input.dtype)),
-    )
+    return _act(input, inplace, lambda: _C.threshold(input, threshold, value))
 
 
 @tensor_args("input")
