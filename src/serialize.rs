@@ -100,6 +100,27 @@ fn with_bytes<R>(t: &Tensor, f: impl FnOnce(&[u8]) -> R) -> R {
     f(bytes)
 }
 
+/// The CRC-32C of each tensor's elements, laid out contiguously (what
+/// `write_all` writes for it), computed on the thread pool.
+pub fn crc32c_of(tensors: &[Tensor]) -> Vec<u32> {
+    let conts: Vec<Tensor> = tensors.iter().map(|t| bytes_of(t).0).collect();
+    let views: Vec<_> = conts.iter().map(|t| t.view()).collect();
+    let slices: Vec<&[u8]> = views
+        .iter()
+        .map(|v| {
+            let n = v.numel() * v.dtype().size();
+            if n == 0 {
+                return &[][..];
+            }
+            let ptr = crate::dispatch!(v.dtype(), T => v.ptr::<T>() as *const u8);
+            // SAFETY: each view is contiguous (from `bytes_of`), so its `n`
+            // bytes start at `ptr` inside a storage the guard keeps alive.
+            unsafe { std::slice::from_raw_parts(ptr, n) }
+        })
+        .collect();
+    crate::checksum::crc32c_many(&slices)
+}
+
 /// Total bytes `write_all` emits for this header and these tensors.
 pub fn total_len(header: &[u8], tensors: &[Tensor]) -> usize {
     8 + header.len()

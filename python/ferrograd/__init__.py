@@ -110,7 +110,8 @@ half = float16
 short = int16
 int = int32  # noqa: A001 - PyTorch's alias
 
-__version__ = "0.1.0"
+# One version, Cargo.toml's: the extension carries it, and the wheel's metadata takes it too.
+__version__: str = _C.__version__
 
 # The op table's module functions (src/py/ops_table.rs), kept by tools/gen_stub.py.
 # isort: split
@@ -172,6 +173,9 @@ from ._C import (  # noqa: E402
     gt,
     heaviside,
     hypot,
+    i0,
+    igamma,
+    igammac,
     isfinite,
     isinf,
     isnan,
@@ -217,6 +221,13 @@ from ._C import (  # noqa: E402
     sin,
     sinc,
     sinh,
+    special_erfcx,
+    special_i0e,
+    special_i1,
+    special_i1e,
+    special_log_ndtr,
+    special_ndtri,
+    special_zeta,
     sqrt,
     square,
     subtract,
@@ -233,11 +244,13 @@ from ._C import (  # noqa: E402
 
 # Imported after the names above exist: these modules use them.
 import builtins as _builtins  # noqa: E402
+import functools as _functools  # noqa: E402
 import math as _math  # noqa: E402
 
 from . import (  # noqa: E402, F401  # noqa: E402
     _device,
     _dynamo,  # noqa: E402, F401
+    _meta,
     autograd,
     backends,
     cuda,
@@ -249,7 +262,7 @@ from . import (  # noqa: E402, F401  # noqa: E402
     viz,
 )
 from ._compile import compile  # noqa: E402
-from ._device import device  # noqa: E402
+from ._device import device, get_default_device, set_default_device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import (  # noqa: E402
     BFloat16Tensor,
@@ -300,52 +313,70 @@ def _check_tensor(fn, value, name="input", position=1):
         )
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """A tensor of zeros with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    _device._check_cpu("zeros_like", device)
+    if _device._check_cpu("zeros_like", device) or _meta.is_meta(input):
+        return _meta._like_factory("zeros_like", input, device, dtype, requires_grad, _C.zeros)
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """A tensor of ones with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    _device._check_cpu("ones_like", device)
+    if _device._check_cpu("ones_like", device) or _meta.is_meta(input):
+        return _meta._like_factory("ones_like", input, device, dtype, requires_grad, _C.ones)
     return _C._like(input, "full", 1.0, dtype, requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None):  # fmt: skip
     """A tensor filled with ``fill_value``, with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    _device._check_cpu("full_like", device)
+    if _device._check_cpu("full_like", device) or _meta.is_meta(input):
+        def make(*shape, dtype):
+            return _C.full(shape, fill_value, dtype=dtype)
+
+        return _meta._like_factory("full_like", input, device, dtype, requires_grad, make)
     return _C._like(input, "full", fill_value, dtype, requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """A new tensor with the shape (and, unless ``dtype`` is given, the dtype) of ``input``; ferrograd zeroes it."""
-    _device._check_cpu("empty_like", device)
+    if _device._check_cpu("empty_like", device) or _meta.is_meta(input):
+        return _meta._like_factory("empty_like", input, device, dtype, requires_grad, _C.zeros)
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              generator=None):  # fmt: skip
     """A tensor shaped like ``input`` of uniform samples in [0, 1), drawn as ``rand``."""
-    _device._check_cpu("rand_like", device)
+    if _device._check_cpu("rand_like", device) or _meta.is_meta(input):
+        make = _functools.partial(_C.rand, generator=generator)
+        return _meta._like_factory("rand_like", input, device, dtype, requires_grad, make)
     return _C._random_like(input, "rand", 0, 0, dtype, requires_grad, generator)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               generator=None):  # fmt: skip
     """A tensor shaped like ``input`` of standard normal samples, drawn as ``randn``."""
-    _device._check_cpu("randn_like", device)
+    if _device._check_cpu("randn_like", device) or _meta.is_meta(input):
+        make = _functools.partial(_C.randn, generator=generator)
+        return _meta._like_factory("randn_like", input, device, dtype, requires_grad, make)
     return _C._random_like(input, "randn", 0, 0, dtype, requires_grad, generator)
 
 
 def randint_like(
-    input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None
+    input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None,
+    memory_format=None,
 ):
     """A tensor shaped like ``input`` of integers in ``[low, high)`` (``randint_like(x, high)``
     means ``[0, high)``), drawn as ``randint``, of ``input``'s dtype unless ``dtype`` is given."""
-    _device._check_cpu("randint_like", device)
     if high is None:
         low, high = 0, low
-    return _C._random_like(input, "randint", low, high, dtype, requires_grad, generator)
+    if _device._check_cpu("randint_like", device) or _meta.is_meta(input):
+        def make(*shape, dtype):
+            return _C.randint(low, high, shape, dtype=dtype, generator=generator)
 
+        return _meta._like_factory("randint_like", input, device, dtype, requires_grad, make)
+    return _C._random_like(input, "randint", low, high, dtype, requires_grad, generator)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
@@ -436,8 +467,9 @@ def numel(input):
 
 
 def is_tensor(obj):
-    """True when ``obj`` is a ferrograd ``Tensor`` (or a subclass such as ``nn.Parameter``)."""
-    return isinstance(obj, Tensor)
+    """True when ``obj`` is a ferrograd ``Tensor`` (or a subclass such as ``nn.Parameter``)
+    or a tensor on the meta device."""
+    return isinstance(obj, Tensor) or _meta.is_meta(obj)
 
 
 def equal(input, other):
@@ -656,6 +688,9 @@ __all__ += [
     "gt",
     "heaviside",
     "hypot",
+    "i0",
+    "igamma",
+    "igammac",
     "isfinite",
     "isinf",
     "isnan",
@@ -701,6 +736,13 @@ __all__ += [
     "sin",
     "sinc",
     "sinh",
+    "special_erfcx",
+    "special_i0e",
+    "special_i1",
+    "special_i1e",
+    "special_log_ndtr",
+    "special_ndtri",
+    "special_zeta",
     "sqrt",
     "square",
     "subtract",
@@ -720,7 +762,7 @@ from ._composite import __all__ as _composite_all  # noqa: E402
 
 __all__ += ["argsort", "kthvalue", "median", "msort", "nanmedian", "sort", "topk", *_composite_all]
 # linalg also installs torch.det/svd/... aliases; testing is torch.testing without an import.
-from . import linalg, testing  # noqa: E402, F401
+from . import __config__, linalg, testing  # noqa: E402, F401
 
 # Function transforms; ``ferrograd.vmap`` is ``ferrograd.func.vmap``, as ``torch.vmap``.
 # isort: split
@@ -739,6 +781,16 @@ __all__ += [
     "set_default_dtype",
     "set_default_tensor_type",
 ]
+__all__ += ["get_default_device", "set_default_device"]
+# range, memory formats, matmul precision, interop threads (PyTorch's names); hub.
+from . import hub  # noqa: E402, F401
+from ._compat import *  # noqa: E402, F403
+from ._compat import __all__ as _compat_all  # noqa: E402
+
+__all__ += [*_compat_all, "hub"]
+from . import jit  # noqa: E402, F401
+
+__all__ += ["jit"]
 __all__ += ["compile"]
 
 # ----- tensor API additions (_tensor_api/): constructors, index/scatter family, scans,
@@ -799,3 +851,24 @@ globals().update(_aliases)
 __all__ += sorted(_aliases)
 del _aliases
 # ----- end of tensor API additions -----
+
+# torch.special and torch.distributions; the samplers they draw from.
+# isort: split
+from . import distributions, special  # noqa: E402
+from ._C import (  # noqa: E402, F401
+    _sample_dirichlet,
+    _standard_gamma,
+    _standard_gamma_grad,
+    binomial,
+    poisson,
+)
+from .special import mvlgamma  # noqa: E402
+
+
+def _tensor_mvlgamma(self, p):
+    """``mvlgamma(self, p)``: the multivariate log-gamma function of dimension ``p``."""
+    return mvlgamma(self, p)
+
+
+Tensor.mvlgamma = _tensor_mvlgamma
+__all__ += ["binomial", "distributions", "mvlgamma", "poisson", "special"]

@@ -274,7 +274,12 @@ mod tests {
         let mut back = vec![0f32; all.len()];
         bf16_to_f32_slice(&mut back, &all);
         for i in 0..all.len() {
-            assert_eq!(back[i].to_bits(), all[i].to_f32().to_bits());
+            // Widening is a shift: NaN payloads stay as they are (the half
+            // crate quiets signalling NaNs instead).
+            assert_eq!(back[i].to_bits(), (i as u32) << 16);
+            if !all[i].is_nan() {
+                assert_eq!(back[i].to_bits(), all[i].to_f32().to_bits());
+            }
         }
     }
 

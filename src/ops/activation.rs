@@ -8,8 +8,8 @@
 use smallvec::{smallvec, SmallVec};
 
 use super::{
-    add_scalar, amax, can_fuse, cast_data, compare, div, exp, fused_grad, log, map1, mul,
-    mul_f64, neg, sub, sum, where_, Scalar,
+    add_scalar, amax, can_fuse, cast_data, compare, div, exp, fused_grad, log, map1, mul, mul_f64,
+    neg, sub, sum, where_, Scalar,
 };
 use crate::autograd::{needs_record, record, GradModeGuard, SavedTensor};
 use crate::error::{Error, Result};
@@ -194,7 +194,13 @@ pub(crate) fn elu(x: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Resul
     } else {
         act1(
             x,
-            move |x| if x > 0.0 { x * sc } else { expm1_f32(x * isc) * nc },
+            move |x| {
+                if x > 0.0 {
+                    x * sc
+                } else {
+                    expm1_f32(x * isc) * nc
+                }
+            },
             move |x| {
                 if x > 0.0 {
                     x * scale
@@ -521,11 +527,7 @@ pub(crate) fn mish(x: &Tensor) -> Result<Tensor> {
             softplus64(x)
         }
     }
-    let out = act1(
-        x,
-        |x| x * tanh_f32(sp32(x)),
-        |x| x * sp64(x).tanh(),
-    )?;
+    let out = act1(x, |x| x * tanh_f32(sp32(x)), |x| x * sp64(x).tanh())?;
     Ok(pointwise(
         "MishBackward0",
         x,
@@ -616,7 +618,10 @@ pub(crate) fn hardswish(x: &Tensor) -> Result<Tensor> {
         out,
         |g, x| {
             let dt = x.dtype();
-            let mid = add_scalar(&super::div_scalar(x, Scalar::Float(3.0))?, Scalar::Float(0.5))?;
+            let mid = add_scalar(
+                &super::div_scalar(x, Scalar::Float(3.0))?,
+                Scalar::Float(0.5),
+            )?;
             let inner = where_(
                 &compare::le(x, &Tensor::scalar_of(3.0, dt))?,
                 &mul(g, &mid)?,
@@ -753,7 +758,9 @@ pub(crate) fn softshrink(x: &Tensor, lambd: f64) -> Result<Tensor> {
 /// `x` (NaN kept); the gradient passes where `x > threshold`.
 pub(crate) fn threshold(x: &Tensor, th: f64, value: f64) -> Result<Tensor> {
     if x.dtype() == DType::Bool {
-        return Err(Error::runtime("\"threshold_cpu\" not implemented for 'Bool'"));
+        return Err(Error::runtime(
+            "\"threshold_cpu\" not implemented for 'Bool'",
+        ));
     }
     let dt = x.dtype();
     // The two numbers as the tensor's dtype holds them.

@@ -81,14 +81,28 @@ fn one_pass_bounds(
         // int64 bounds may not be exact in float64: the general path.
         return Ok(None);
     }
-    let l = lo.map(|b| b.item()).transpose()?.unwrap_or(f64::NEG_INFINITY);
+    let l = lo
+        .map(|b| b.item())
+        .transpose()?
+        .unwrap_or(f64::NEG_INFINITY);
     let h = hi.map(|b| b.item()).transpose()?.unwrap_or(f64::INFINITY);
     Ok(Some((l, h)))
 }
 
 /// `clamp` with number bounds in one pass: `x < lo` gives `lo`, then
-/// `> hi` gives `hi` (so `hi` wins when `lo > hi`), NaN stays.
+/// `> hi` gives `hi` (so `hi` wins when `lo > hi`), NaN stays (and a NaN
+/// bound gives NaN).
 fn clamp_one_pass(x: &Tensor, l: f64, h: f64) -> Result<Tensor> {
+    if l.is_nan() || h.is_nan() {
+        // A NaN bound gives NaN everywhere, as PyTorch's clamp.
+        return super::map1(
+            x,
+            x.dtype(),
+            |_: f32| f32::NAN,
+            |_: f64| f64::NAN,
+            None::<fn(i64) -> i64>,
+        );
+    }
     let (l32, h32) = (l as f32, h as f32);
     // Integer bounds are whole numbers within the dtype (checked above).
     let (li, hi) = (l.max(i64::MIN as f64) as i64, h.min(i64::MAX as f64) as i64);
@@ -162,7 +176,9 @@ pub(crate) fn clamp(
         let (has_lo, has_hi) = (lo.is_some(), hi.is_some());
         record(name, &inputs, &out, saved![x, lo, hi], move |c| {
             let (g, x) = (c.grad()?, c.saved(0)?);
-            if let Some((l, h)) = fast.filter(|_| super::can_fuse(g, x) && !c.needs(1) && !c.needs(2)) {
+            if let Some((l, h)) =
+                fast.filter(|_| super::can_fuse(g, x) && !c.needs(1) && !c.needs(2))
+            {
                 // The gradient passes where l <= x <= h, in one pass.
                 let (l32, h32) = (l as f32, h as f32);
                 let gx = super::fused_grad(

@@ -197,9 +197,8 @@ mod tests {
         let e = Dtypes::Integral
             .check("bitwise_and_cpu", DType::F16)
             .unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "\"bitwise_and_cpu\" not implemented for 'Half'"
-        );
+        assert!(e
+            .to_string()
+            .ends_with("\"bitwise_and_cpu\" not implemented for 'Half'"));
     }
 }

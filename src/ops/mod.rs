@@ -33,6 +33,7 @@ mod shape_ops;
 mod sort;
 pub(crate) mod strided;
 mod unary;
+mod unfold_view;
 
 pub(crate) use activation::*;
 pub(crate) use arith::*;
@@ -52,6 +53,7 @@ pub(crate) use reduce::*;
 pub(crate) use shape::*;
 pub(crate) use shape_ops::*;
 pub(crate) use unary::*;
+pub(crate) use unfold_view::*;
 
 // New layer ops stay public for their criterion benches.
 pub use conv::*;

@@ -99,7 +99,12 @@ pub(crate) fn log(a: &Tensor) -> Result<Tensor> {
         record("LogBackward0", &[a], &out, saved![a], |c| {
             let (g, x) = (c.grad()?, c.saved(0)?);
             if can_fuse(g, x) {
-                return Ok(smallvec![Some(fused_grad(g, x, |g, x| g / x, |g, x| g / x)?)]);
+                return Ok(smallvec![Some(fused_grad(
+                    g,
+                    x,
+                    |g, x| g / x,
+                    |g, x| g / x
+                )?)]);
             }
             Ok(smallvec![Some(super::div(g, x)?)])
         });

@@ -17,8 +17,10 @@ mod compile_ew;
 mod compile_fuse;
 mod compile_static;
 mod compile_vjp;
+mod config;
 mod convert;
 mod creation;
+mod device;
 mod dtype;
 mod errors;
 mod forward_ad;
@@ -66,6 +68,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops_table::register(m)?;
     mathops::register(m)?;
     creation::register(m)?;
+    device::register(m)?;
     sorting::register(m)?;
     optim::register(m)?;
     serialize::register(m)?;
@@ -86,6 +89,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     checkpoint::register(m)?;
     alloc::register(m)?;
     compile::register(m)?;
+    config::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

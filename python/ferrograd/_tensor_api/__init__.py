@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import types
 
-from .. import _C
+from .. import _C, _inplace_docs
 from .._C import Tensor
 from . import (
     _common,
@@ -235,8 +235,23 @@ def _inplace(name, compute):
         return _C._apply_inplace(self, lambda: compute(self, *args, **kwargs), name)
 
     method.__name__ = name
-    method.__doc__ = f"In-place form of ``{name[:-1]}``: writes the result into ``self``."
-    return method
+    return _inplace_docs.document(method, name, compute, _base_doc(name))
+
+
+def _base_doc(name):
+    base = getattr(Tensor, name[:-1], None)
+    return getattr(base, "__doc__", None)
+
+
+def _binary(fn, base):
+    # The second argument under PyTorch's name for it, which help() shows.
+    if base == "clamp_min":
+        return lambda self, min: fn(self, min)
+    if base == "clamp_max":
+        return lambda self, max: fn(self, max)
+    if base == "float_power":
+        return lambda self, exponent: fn(self, exponent)
+    return lambda self, other: fn(self, other)
 
 
 # ----- in-place view ops ---------------------------------------------------------------
@@ -256,11 +271,7 @@ def _inplace_view(name, view):
         return self
 
     method.__name__ = name
-    method.__doc__ = (
-        f"In-place form of ``{name[:-1]}``: ``self`` takes the new shape (for tensors "
-        "that do not require grad, or under ``no_grad()``)."
-    )
-    return method
+    return _inplace_docs.document(method, name, view, _base_doc(name), view=True)
 
 
 # ----- installation --------------------------------------------------------------------
@@ -389,7 +400,7 @@ def _install():
                  "logaddexp", "xlogy", "clamp_min", "clamp_max", "float_power"):  # fmt: skip
         fn = getattr(_C, base, None)
         if fn is not None and not hasattr(Tensor, base + "_"):
-            setattr(Tensor, base + "_", _inplace(base + "_", lambda self, other, fn=fn: fn(self, other)))
+            setattr(Tensor, base + "_", _inplace(base + "_", _binary(fn, base)))
     operators = {
         "__mod__": lambda self, other: _C.remainder(self, other),
         "__rmod__": lambda self, other: _C.remainder(other, self),

@@ -73,7 +73,11 @@ pub(crate) fn span(lo: f32, hi: f32, n: usize) -> Vec<f32> {
 pub(crate) fn ulps(got: f32, want: f64) -> f64 {
     let w32 = want as f32;
     if want.is_nan() || got.is_nan() {
-        return if want.is_nan() && got.is_nan() { 0.0 } else { f64::INFINITY };
+        return if want.is_nan() && got.is_nan() {
+            0.0
+        } else {
+            f64::INFINITY
+        };
     }
     if w32.is_infinite() || got.is_infinite() {
         // The reference may lie just beyond float32's largest finite value
@@ -82,8 +86,15 @@ pub(crate) fn ulps(got: f32, want: f64) -> f64 {
             return 0.0;
         }
         let edge = f32::MAX as f64 * (1.0 + f32::EPSILON as f64 / 2.0);
-        if got.is_infinite() && want.abs() >= f32::MAX as f64 && got.signum() as f64 == want.signum() {
-            return if want.abs() >= edge * 0.999_999 { 0.0 } else { 1.0 };
+        if got.is_infinite()
+            && want.abs() >= f32::MAX as f64
+            && got.signum() as f64 == want.signum()
+        {
+            return if want.abs() >= edge * 0.999_999 {
+                0.0
+            } else {
+                1.0
+            };
         }
         return f64::INFINITY;
     }
@@ -151,7 +162,9 @@ fn all(extra: &[f32]) -> Vec<f32> {
 
 #[test]
 fn exponentials_and_logarithms() {
-    let xs = all(&[88.72, 88.73, -87.3, -103.9, 1e-8, -1e-8, 128.0, -149.0, -150.0, 127.99]);
+    let xs = all(&[
+        88.72, 88.73, -87.3, -103.9, 1e-8, -1e-8, 128.0, -149.0, -150.0, 127.99,
+    ]);
     check("expm1", &xs, expm1_f32, f64::exp_m1, 1.0);
     check("exp2", &xs, exp2_f32, f64::exp2, 1.0);
     let logs = {
@@ -227,9 +240,16 @@ fn atan2_everywhere() {
                 let want = (y as f64).atan2(x as f64);
                 let e = ulps(got, want);
                 worst = worst.max(e);
-                assert!(e <= 1.0, "atan2({y:e}, {x:e}) on {isa:?}: {got:e} vs {want:e}");
+                assert!(
+                    e <= 1.0,
+                    "atan2({y:e}, {x:e}) on {isa:?}: {got:e} vs {want:e}"
+                );
                 if want == 0.0 || want.is_infinite() {
-                    assert_eq!(got.to_bits(), (want as f32).to_bits(), "atan2({y:e}, {x:e})");
+                    assert_eq!(
+                        got.to_bits(),
+                        (want as f32).to_bits(),
+                        "atan2({y:e}, {x:e})"
+                    );
                 }
             }
         }
@@ -251,7 +271,13 @@ fn tangent() {
     check("tan", &xs, tan_f32, f64::tan, 1.0);
     let mut out = vec![0.0f32; xs.len()];
     tan_slice(&mut out, &xs);
-    for (x, (a, b)) in xs.iter().zip(out.iter().zip(xs.iter().map(|&x| tan_f32(x)))) {
-        assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()), "tan({x:e})");
+    for (x, (a, b)) in xs
+        .iter()
+        .zip(out.iter().zip(xs.iter().map(|&x| tan_f32(x))))
+    {
+        assert!(
+            a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+            "tan({x:e})"
+        );
     }
 }

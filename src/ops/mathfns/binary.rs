@@ -15,7 +15,12 @@ use crate::tensor::{broadcast_shapes, Arith, DType, Tensor};
 // ----- binary ------------------------------------------------------------------------
 
 pub(crate) fn atan2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let out = fbin2!(a, b, |x, y| crate::kernels::vmath::atan2_f32(x, y), x.atan2(y));
+    let out = fbin2!(
+        a,
+        b,
+        |x, y| crate::kernels::vmath::atan2_f32(x, y),
+        x.atan2(y)
+    );
     if needs_record(&[a, b]) {
         record("Atan2Backward0", &[a, b], &out, saved![a, b], |c| {
             let (a, b, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
@@ -102,13 +107,24 @@ pub(crate) fn logaddexp(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// `log2(2^a + 2^b)`.
 pub(crate) fn logaddexp2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let out = fbin!(a, b, |x, y| {
+    let out = fbin2!(
+        a,
+        b,
+        |x, y| {
+            use crate::kernels::vmath::{exp2_f32, log2_f32};
+            let r = x.max(y) + log2_f32(1.0 + exp2_f32(-(x - y).abs()));
+            if x == y && x.is_infinite() {
+                x
+            } else {
+                r
+            }
+        },
         if x == y && x.is_infinite() {
             x
         } else {
             x.max(y) + (1.0 + (-(x - y).abs()).exp2()).log2()
         }
-    });
+    );
     logaddexp_record(a, b, &out, "Logaddexp2Backward0", std::f64::consts::LN_2);
     Ok(out)
 }

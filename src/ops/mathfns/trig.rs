@@ -7,9 +7,9 @@ use super::super::{
     add_scalar, compare, div, map1, mul_f64, neg, reciprocal, rsqrt, sub, where_, Scalar,
 };
 use super::{one_minus_sq, rec1, rec1f, sq, zero_like_dt, NO_INT};
-use crate::kernels::vmath as vm;
 use crate::autograd::{needs_record, record};
 use crate::error::Result;
+use crate::kernels::vmath as vm;
 use crate::saved;
 use crate::tensor::Tensor;
 
@@ -59,13 +59,29 @@ pub(crate) fn atan(a: &Tensor) -> Result<Tensor> {
 
 pub(crate) fn sinh(a: &Tensor) -> Result<Tensor> {
     let out = ffn2!(a, vm::sinh_f32, f64::sinh)?;
-    rec1f(a, &out, "SinhBackward0", false, cosh, vm::cosh_f32, f64::cosh);
+    rec1f(
+        a,
+        &out,
+        "SinhBackward0",
+        false,
+        cosh,
+        vm::cosh_f32,
+        f64::cosh,
+    );
     Ok(out)
 }
 
 pub(crate) fn cosh(a: &Tensor) -> Result<Tensor> {
     let out = ffn2!(a, vm::cosh_f32, f64::cosh)?;
-    rec1f(a, &out, "CoshBackward0", false, sinh, vm::sinh_f32, f64::sinh);
+    rec1f(
+        a,
+        &out,
+        "CoshBackward0",
+        false,
+        sinh,
+        vm::sinh_f32,
+        f64::sinh,
+    );
     Ok(out)
 }
 

@@ -200,19 +200,33 @@ impl PyTensor {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let this = &slf.get().t;
-        // Accepts `to(dtype)`, `to("cpu")`, `to(other_tensor)` and `dtype=`.
+        // Accepts `to(dtype)`, `to("cpu")`, `to(other_tensor)`, `dtype=` and `device=`;
+        // `"meta"` gives a meta tensor of this shape (and dtype).
         let mut target: Option<DType> = None;
+        let mut meta = false;
+        let mut device_str = |s: &str| -> PyResult<()> {
+            if s == "meta" {
+                meta = true;
+                Ok(())
+            } else if s == "cpu" || s.starts_with("cpu:") {
+                Ok(())
+            } else {
+                Err(PyRuntimeError::new_err(format!(
+                    "ferrograd runs on the CPU only; got device {s}"
+                )))
+            }
+        };
         for a in args.iter() {
             if let Ok(t) = a.cast::<PyTensor>() {
                 target = Some(t.get().t.dtype());
             } else if let Ok(s) = a.extract::<String>() {
-                if s != "cpu" {
-                    target = Some(parse_dtype(&a).map_err(|_| {
-                        PyRuntimeError::new_err(format!(
-                            "ferrograd runs on the CPU only; got device {s}"
-                        ))
-                    })?);
+                if parse_dtype(&a).is_ok() && s != "cpu" && s != "meta" {
+                    target = Some(parse_dtype(&a)?);
+                } else {
+                    device_str(&s)?;
                 }
+            } else if a.is_none() {
+                // `to(None)`: no device change, as PyTorch.
             } else {
                 target = Some(parse_dtype(&a)?);
             }
@@ -221,6 +235,19 @@ impl PyTensor {
             if let Some(d) = kw.get_item("dtype")? {
                 target = opt_dtype(Some(&d))?;
             }
+            if let Some(d) = kw.get_item("device")? {
+                if !d.is_none() {
+                    device_str(&d.str()?.to_cow()?)?;
+                }
+            }
+            if let Some(f) = kw.get_item("memory_format")? {
+                crate::py::device::check_memory_format(Some(&f), Some(this.ndim()))?;
+            }
+        }
+        if meta {
+            let dt = target.unwrap_or(this.dtype());
+            let rg = this.requires_grad();
+            return crate::py::device::meta_tensor(slf.py(), &this.shape(), dt, rg);
         }
         match target {
             None => Ok(slf.clone().into_any().unbind()),
@@ -290,9 +317,15 @@ impl PyTensor {
     }
 
     /// Returns the tensor in row-major memory order: the tensor itself if it already is, else a
-    /// copy.
-    fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+    /// copy. `memory_format` is accepted (ferrograd keeps every tensor row-major, so
+    /// `channels_last` changes no value) and checked as PyTorch checks it.
+    #[pyo3(signature = (memory_format=None))]
+    fn contiguous(
+        slf: &Bound<'_, Self>,
+        memory_format: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let (py, t) = (slf.py(), &slf.get().t);
+        crate::py::device::check_memory_format(memory_format, Some(t.ndim()))?;
         wrap_or_self(slf, enter(py, t.numel(), || ops::contiguous(t))?)
     }
 }

@@ -41,8 +41,27 @@ def _act(input, inplace, compute):
 
 @tensor_args("input", "weight")
 def prelu(input, weight):
-    """``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one value or
-    one per channel (dimension 1)."""
+    """Parametric ReLU, elementwise: ``x`` where ``x > 0``, ``weight * x`` elsewhere.
+
+    Args:
+        input (Tensor): ``(N, C, *)``, ``(C,)`` or any shape when ``weight`` has one
+            element.
+        weight (Tensor): the slopes: one element shared by all channels, or ``C``
+            elements, one per channel (dimension 1 of ``input``).
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Raises:
+        RuntimeError: if ``weight`` has neither 1 nor ``C`` elements.
+
+    Example::
+
+        >>> x = torch.tensor([[-1.0, 2.0], [-3.0, -4.0]])
+        >>> F.prelu(x, torch.tensor([0.1, 0.5]))
+        tensor([[-0.1000,  2.0000],
+                [-0.3000, -2.0000]])
+    """
     n = weight.numel()
     if n != 1:
         channels = input.size(1) if input.dim() >= 2 else 1
@@ -59,38 +78,122 @@ def prelu(input, weight):
 
 @tensor_args("input")
 def mish(input, inplace=False):
-    """``x * tanh(softplus(x))``."""
+    """Mish, elementwise: ``x * tanh(softplus(x))``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.mish(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.3034,  0.0000,  0.8651])
+    """
     return _act(input, inplace, lambda: _C.mish(input))
 
 
 @tensor_args("input")
 def hardswish(input, inplace=False):
-    """``x * relu6(x + 3) / 6``."""
+    """Hard swish, elementwise: ``x * relu6(x + 3) / 6``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.hardswish(torch.tensor([-4.0, 0.0, 1.0, 4.0]))
+        tensor([-0.0000, 0.0000, 0.6667, 4.0000])
+    """
     return _act(input, inplace, lambda: _C.hardswish(input))
 
 
 @tensor_args("input")
 def hardsigmoid(input, inplace=False):
-    """``relu6(x + 3) / 6``."""
+    """Hard sigmoid, elementwise: ``relu6(x + 3) / 6``, a piecewise-linear sigmoid.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.hardsigmoid(torch.tensor([-4.0, 0.0, 1.5, 4.0]))
+        tensor([0.0000, 0.5000, 0.7500, 1.0000])
+    """
     return _act(input, inplace, lambda: _C.hardsigmoid(input))
 
 
 @tensor_args("input")
 def logsigmoid(input):
-    """``log(sigmoid(x))``, computed as ``min(x, 0) - log1p(exp(-|x|))`` so it never
-    overflows."""
+    """Log of the sigmoid, elementwise: ``log(1 / (1 + exp(-x)))``.
+
+    Computed as ``min(x, 0) - log1p(exp(-|x|))``, so it stays finite for large inputs
+    of either sign.
+
+    Args:
+        input (Tensor): the input, of any shape.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.logsigmoid(torch.tensor([-100.0, 0.0, 2.0]))
+        tensor([-100.0000,   -0.6931,   -0.1269])
+    """
     return _C.logsigmoid(input)
 
 
 @tensor_args("input")
 def selu(input, inplace=False):
-    """``scale * elu(x, alpha)`` with the self-normalising constants."""
+    """Scaled exponential linear unit, elementwise: ``scale * elu(x, alpha)``.
+
+    ``alpha`` and ``scale`` are the self-normalising constants (about 1.6733 and
+    1.0507) that keep activations near zero mean and unit variance.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.selu(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-1.1113,  0.0000,  1.0507])
+    """
     return _act(input, inplace, lambda: _C.elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0))
 
 
 @tensor_args("input")
 def celu(input, alpha=1.0, inplace=False):
-    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    """Continuously differentiable ELU, elementwise:
+    ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        alpha (float): the scale of the negative part (not 0). Default: ``1.0``.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.celu(torch.tensor([-1.0, 0.0, 1.0]), alpha=2.0)
+        tensor([-0.7869,  0.0000,  1.0000])
+    """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return _act(input, inplace, lambda: _C.elu(input, alpha, 1.0, 1.0 / alpha))
@@ -98,19 +201,61 @@ def celu(input, alpha=1.0, inplace=False):
 
 @tensor_args("input")
 def softsign(input):
-    """``x / (1 + |x|)``."""
+    """Softsign, elementwise: ``x / (1 + |x|)``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.softsign(torch.tensor([-3.0, 0.0, 1.0]))
+        tensor([-0.7500,  0.0000,  0.5000])
+    """
     return input / (input.abs() + 1.0)
 
 
 @tensor_args("input")
 def tanhshrink(input):
-    """``x - tanh(x)``."""
+    """Tanhshrink, elementwise: ``x - tanh(x)``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.tanhshrink(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.2384,  0.0000,  0.2384])
+    """
     return input - _C.tanh(input)
 
 
 @tensor_args("input")
 def glu(input, dim=-1):
-    """The first half of ``input`` along ``dim`` gated by the sigmoid of the second."""
+    """Gated linear unit: splits ``input`` in two halves ``a, b`` along ``dim`` and returns
+    ``a * sigmoid(b)``.
+
+    Args:
+        input (Tensor): the input; its size along ``dim`` must be even.
+        dim (int): the dimension to split. Default: ``-1``.
+
+    Shape:
+        - Input: ``(*, 2 * M, *)``, the even size at ``dim``.
+        - Output: ``(*, M, *)``.
+
+    Returns:
+        Tensor: ``input``'s shape with ``dim`` halved.
+
+    Example::
+
+        >>> F.glu(torch.tensor([[1.0, 2.0, 0.0, 100.0]]))
+        tensor([[0.5000, 2.0000]])
+    """
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     size = input.size(dim)
@@ -123,13 +268,40 @@ def glu(input, dim=-1):
 
 @tensor_args("input")
 def hardshrink(input, lambd=0.5):
-    """``x`` outside ``[-lambd, lambd]``, 0 inside."""
+    """Hard shrinkage, elementwise: ``x`` where ``|x| > lambd``, 0 elsewhere.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        lambd (float): the threshold. Default: ``0.5``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.hardshrink(torch.tensor([-1.0, -0.2, 0.3, 2.0]))
+        tensor([-1.,  0.,  0.,  2.])
+    """
     return _C.hardshrink(input, lambd)
 
 
 @tensor_args("input")
 def softshrink(input, lambd=0.5):
-    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between."""
+    """Soft shrinkage, elementwise: ``x - lambd`` above ``lambd``, ``x + lambd`` below
+    ``-lambd``, 0 in between.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        lambd (float): the threshold, at least 0. Default: ``0.5``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.softshrink(torch.tensor([-1.0, -0.2, 0.3, 2.0]))
+        tensor([-0.5000,  0.0000,  0.0000,  1.5000])
+    """
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     return _C.softshrink(input, lambd)
@@ -137,25 +309,84 @@ def softshrink(input, lambd=0.5):
 
 @tensor_args("input")
 def threshold(input, threshold, value, inplace=False):
-    """``x`` where ``x > threshold``, ``value`` elsewhere."""
+    """Thresholding, elementwise: ``x`` where ``x > threshold``, ``value`` elsewhere.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        threshold (float): the value to compare with.
+        value (float): the value replacing elements at or below ``threshold``.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.threshold(torch.tensor([-1.0, 0.5, 2.0]), 0.5, -9.0)
+        tensor([-9., -9.,  2.])
+    """
     return _act(input, inplace, lambda: _C.threshold(input, threshold, value))
 
 
 @tensor_args("input")
 def threshold_(input, threshold, value):
-    """In-place :func:`threshold`."""
+    """In-place :func:`threshold`: ``input`` keeps its elements above ``threshold``, the others
+    become ``value``.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+        threshold (float): the value to compare with.
+        value (float): the value replacing elements at or below ``threshold``.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 0.5, 2.0])
+        >>> F.threshold_(x, 0.5, 0.0) is x, x
+        (True, tensor([0., 0., 2.]))
+    """
     return globals()["threshold"](input, threshold, value, inplace=True)
 
 
 @tensor_args("input")
 def relu_(input):
-    """In-place :func:`relu`."""
+    """In-place :func:`relu`: writes ``max(0, input)`` into ``input``.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 2.0])
+        >>> F.relu_(x) is x, x
+        (True, tensor([0., 2.]))
+    """
     return _C._apply_inplace(input, lambda: _C.relu(input))
 
 
 @tensor_args("input")
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    """In-place :func:`hardtanh`: ``input`` clamped to ``[min_val, max_val]``."""
+    """In-place :func:`hardtanh`: ``input`` clamped to ``[min_val, max_val]``.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+        min_val (float): the lower bound. Default: ``-1.0``.
+        max_val (float): the upper bound. Default: ``1.0``.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-3.0, 0.5, 3.0])
+        >>> F.hardtanh_(x) is x, x
+        (True, tensor([-1.0000,  0.5000,  1.0000]))
+    """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     return _C._apply_inplace(input, lambda: _C.hardtanh(input, min_val, max_val))
@@ -163,13 +394,40 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 @tensor_args("input")
 def selu_(input):
-    """In-place :func:`selu`."""
+    """In-place :func:`selu`.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 1.0])
+        >>> F.selu_(x) is x, x
+        (True, tensor([-1.1113,  1.0507]))
+    """
     return selu(input, inplace=True)
 
 
 @tensor_args("input")
 def celu_(input, alpha=1.0):
-    """In-place :func:`celu`."""
+    """In-place :func:`celu`.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+        alpha (float): the scale of the negative part. Default: ``1.0``.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 1.0])
+        >>> F.celu_(x) is x, x
+        (True, tensor([-0.6321,  1.0000]))
+    """
     return celu(input, alpha, inplace=True)
 
 
@@ -188,9 +446,30 @@ def _rrelu_noise(input, lower, upper):
 
 @tensor_args("input")
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    """Randomized leaky ReLU: while training each non-positive element is
-    multiplied by a slope drawn uniformly from ``[lower, upper]``; otherwise
-    the slope is ``(lower + upper) / 2``."""
+    """Randomized leaky ReLU, elementwise: ``x`` where ``x >= 0``, ``a * x`` elsewhere.
+
+    While training, ``a`` is drawn uniformly from ``[lower, upper]`` for each
+    non-positive element (a float64 draw from the global generator, in memory
+    order, as PyTorch's CPU kernel draws it); otherwise ``a = (lower + upper) / 2``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        lower (float): the lower bound of the slope. Default: ``1/8``.
+        upper (float): the upper bound of the slope. Default: ``1/3``.
+        training (bool): draw random slopes. Default: ``False``.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.rrelu(torch.tensor([-1.0, 2.0]), lower=0.1, upper=0.3)
+        tensor([-0.2000,  2.0000])
+        >>> y = F.rrelu(torch.full((1000,), -1.0), training=True)
+        >>> bool(((-1 / 3 <= y) & (y <= -1 / 8)).all())
+        True
+    """
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
@@ -204,5 +483,21 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 
 @tensor_args("input")
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
-    """In-place :func:`rrelu`."""
+    """In-place :func:`rrelu`.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+        lower (float): the lower bound of the slope. Default: ``1/8``.
+        upper (float): the upper bound of the slope. Default: ``1/3``.
+        training (bool): draw random slopes. Default: ``False``.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 2.0])
+        >>> F.rrelu_(x, 0.1, 0.3) is x, x
+        (True, tensor([-0.2000,  2.0000]))
+    """
     return rrelu(input, lower, upper, training, inplace=True)
