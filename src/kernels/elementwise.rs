@@ -27,6 +27,9 @@ fn zip_slice<T: Copy, U: Copy, F: Fn(T, T) -> U>(
     super::vmath::zip(dst, a, b, f)
 }
 
+/// The elements of a strided run gathered per call of the vector loop.
+const GATHER: usize = 256;
+
 /// `dst[i] = f(src[i])` over a contiguous source, split across the pool.
 fn par_map<T: Element, U: Element>(
     out: &mut [MaybeUninit<U>],
@@ -88,9 +91,19 @@ pub fn unary<T: Element, U: Element>(x: &View, f: impl Fn(T) -> U + Sync) -> Vec
                     map_slice(o, row, &f);
                     return;
                 }
-                for (i, slot) in o.iter_mut().enumerate() {
-                    // SAFETY: offsets stay inside the view.
-                    slot.write(f(unsafe { *p.0.add(off + i * inner) }));
+                // Gathered into a buffer a block at a time, so the function
+                // still runs in the instruction-set-dispatched loop.
+                let mut buf = [MaybeUninit::<T>::uninit(); GATHER];
+                for (k, part) in o.chunks_mut(GATHER).enumerate() {
+                    let base = off + k * GATHER * inner;
+                    for (i, slot) in buf[..part.len()].iter_mut().enumerate() {
+                        // SAFETY: offsets stay inside the view.
+                        slot.write(unsafe { *p.0.add(base + i * inner) });
+                    }
+                    // SAFETY: the first `part.len()` slots were just written.
+                    let run =
+                        unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<T>(), part.len()) };
+                    map_slice(part, run, &f);
                 }
             },
         )
@@ -162,8 +175,19 @@ pub fn binary<T: Element, U: Element>(
                             });
                         }
                         _ => {
-                            for (i, s) in o.iter_mut().enumerate() {
-                                s.write(f(*pa.0.add(oa + i * ia), *pb.0.add(ob + i * ib)));
+                            // Gathered a block at a time, as in `unary`.
+                            let mut ba = [MaybeUninit::<T>::uninit(); GATHER];
+                            let mut bb = [MaybeUninit::<T>::uninit(); GATHER];
+                            for (k, part) in o.chunks_mut(GATHER).enumerate() {
+                                let (ka, kb) = (oa + k * GATHER * ia, ob + k * GATHER * ib);
+                                for i in 0..part.len() {
+                                    ba[i].write(*pa.0.add(ka + i * ia));
+                                    bb[i].write(*pb.0.add(kb + i * ib));
+                                }
+                                let n = part.len();
+                                let ra = std::slice::from_raw_parts(ba.as_ptr().cast::<T>(), n);
+                                let rb = std::slice::from_raw_parts(bb.as_ptr().cast::<T>(), n);
+                                zip_slice(part, ra, rb, &f);
                             }
                         }
                     }

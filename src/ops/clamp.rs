@@ -76,7 +76,10 @@ fn one_pass_bounds(
     hi: Option<&Tensor>,
 ) -> Result<Option<(f64, f64)>> {
     let dt = x.dtype();
-    let ok = |b: Option<&Tensor>| b.is_none_or(|b| b.numel() == 1 && b.dtype() == dt);
+    // A one-element bound of no more dimensions than `x` leaves its shape as it is.
+    let ok = |b: Option<&Tensor>| {
+        b.is_none_or(|b| b.numel() == 1 && b.dtype() == dt && b.ndim() <= x.ndim())
+    };
     if !ok(lo) || !ok(hi) || dt == crate::tensor::DType::I64 {
         // int64 bounds may not be exact in float64: the general path.
         return Ok(None);

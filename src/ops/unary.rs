@@ -228,7 +228,7 @@ pub(crate) fn can_fuse(g: &Tensor, s: &Tensor) -> bool {
     !crate::autograd::is_grad_enabled() && s.dtype().is_float() && g.dtype() == s.dtype()
 }
 
-/// `g` where `y > 0`, else 0, in one pass when nothing records it.
+/// 0 where `y <= 0`, else `g`, in one pass when nothing records it.
 fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let dt = y.dtype();
     let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
@@ -237,7 +237,7 @@ fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
         let (vg, vy) = (g.view(), y.view());
         let zero = <T as crate::tensor::Element>::zero();
         Tensor::from_vec(
-            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| if y > zero { g } else { zero }),
+            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| if y <= zero { zero } else { g }),
             shape.clone(),
         )
     }))
@@ -306,8 +306,9 @@ pub(crate) fn relu(a: &Tensor) -> Result<Tensor> {
     let out = map1(
         a,
         a.dtype(),
-        |x: f32| if x > 0.0 { x } else { 0.0 },
-        |x: f64| if x > 0.0 { x } else { 0.0 },
+        // NaN and -0 pass through, as in PyTorch.
+        |x: f32| if x < 0.0 { 0.0 } else { x },
+        |x: f64| if x < 0.0 { 0.0 } else { x },
         Some(|x: i64| x.max(0)),
     )?;
     if needs_record(&[a]) {
@@ -326,10 +327,13 @@ pub(crate) fn relu(a: &Tensor) -> Result<Tensor> {
                 {
                     return Ok(smallvec![Some(fused_relu_backward(g, y)?)]);
                 }
-                let mask = super::compare::gt(y, &Tensor::scalar_of(0.0, y.dtype()))?;
-                Ok(smallvec![Some(mul(
-                    c.grad()?,
-                    &cast_data(&mask, y.dtype())
+                // The gradient passes where y is not <= 0 (NaN included), as PyTorch's.
+                let off = super::compare::le(y, &Tensor::scalar_of(0.0, y.dtype()))?;
+                let g = c.grad()?;
+                Ok(smallvec![Some(super::where_(
+                    &off,
+                    &Tensor::scalar_of(0.0, g.dtype()),
+                    g
                 )?)])
             },
         );

@@ -33,7 +33,7 @@ fn pow2(k: i64) -> f64 {
 }
 
 // ln 2 split so that n * LN2_HI is exact for |n| < 2^11.
-const LN2_HI: f64 = 6.931_471_803_691_238_2e-1;
+const LN2_HI: f64 = 6.931_471_803_691_238e-1;
 const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
 
 /// `(n, r)` with `x = n ln 2 + r`, `|r| <= ln2/2`, for `|x| < 2^10` (or NaN).

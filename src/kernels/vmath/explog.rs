@@ -128,7 +128,7 @@ pub(crate) fn acosh_f32(x: f32) -> f32 {
     let d = u - 1.0;
     let t = d + (d * (u + 1.0)).sqrt();
     let r = log1p_core(t);
-    let r = if u >= 1.0 && u < f64::INFINITY {
+    let r = if (1.0..f64::INFINITY).contains(&u) {
         r
     } else if u == f64::INFINITY {
         u
@@ -151,5 +151,17 @@ pub(crate) fn atanh_f32(x: f32) -> f32 {
         f64::NAN
     };
     let r = if x == 0.0 { x } else { r as f32 };
+    r.copysign(x)
+}
+
+/// `tanh(x)`, within 1 ulp: `t / (t + 2)` with `t = e^(2|x|) - 1`, which
+/// keeps its relative precision near 0; beyond 9 float32's tanh is 1.
+#[inline(always)]
+pub(crate) fn tanh_f32(x: f32) -> f32 {
+    let a = (x as f64).abs();
+    let c = if a > 9.0 { 9.0 } else { a };
+    let t = expm1_core(2.0 * c);
+    let r = (t / (t + 2.0)) as f32;
+    let r = if x.is_nan() { x } else { r };
     r.copysign(x)
 }

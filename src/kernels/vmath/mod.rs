@@ -29,7 +29,7 @@ mod tests;
 pub(crate) use erf::{erf_f32, erfc_f32, erfinv_f32};
 pub(crate) use explog::{
     acosh_f32, asinh_f32, atanh_f32, cosh_f32, exp2_f32, expm1_f32, log10_f32, log1p_f32, log2_f32,
-    log_f32, sinh_f32,
+    log_f32, sinh_f32, tanh_f32,
 };
 pub(crate) use invtrig::{acos_f32, asin_f32, atan2_f32, atan_f32};
 

@@ -100,7 +100,14 @@ pub(crate) fn asinh(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn acosh(a: &Tensor) -> Result<Tensor> {
-    let out = ffn2!(a, vm::acosh_f32, f64::acosh)?;
+    // float64: `log1p` of `(x - 1) + sqrt((x - 1)(x + 1))` keeps the precision
+    // near 1 that `ln(x + sqrt(x^2 - 1))` loses.
+    let out = ffn2!(a, vm::acosh_f32, |x: f64| if x > 1e8 {
+        x.ln() + std::f64::consts::LN_2
+    } else {
+        let d = x - 1.0;
+        (d + (d * (x + 1.0)).sqrt()).ln_1p()
+    })?;
     rec1f(
         a,
         &out,
@@ -114,7 +121,12 @@ pub(crate) fn acosh(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn atanh(a: &Tensor) -> Result<Tensor> {
-    let out = ffn2!(a, vm::atanh_f32, f64::atanh)?;
+    // float64: odd, so `log1p` only sees its argument above 0, where it is
+    // accurate (near -1 it is not).
+    let out = ffn2!(a, vm::atanh_f32, |x: f64| {
+        let a = x.abs();
+        (0.5 * ((2.0 * a) / (1.0 - a)).ln_1p()).copysign(x)
+    })?;
     rec1f(
         a,
         &out,
