@@ -862,7 +862,7 @@ del _aliases
 
 # torch.special and torch.distributions; the samplers they draw from.
 # isort: split
-from . import distributions, profiler, special  # noqa: E402
+from . import distributions, profiler, special  # noqa: E402, F401
 from ._C import (  # noqa: E402, F401
     _sample_dirichlet,
     _standard_gamma,

@@ -36,6 +36,7 @@ pub(crate) mod softmax;
 pub(crate) mod sort;
 pub(crate) mod special;
 pub mod trig_f32;
+pub(crate) mod vmath;
 
 use std::mem::MaybeUninit;
 

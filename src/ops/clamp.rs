@@ -67,6 +67,71 @@ pub(crate) fn minimum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     extreme(a, b, "MinimumBackward0", false)
 }
 
+/// The bounds of a clamp that one pass over `x` can do, as float64 (absent
+/// ones infinite): each given bound a single element of `x`'s dtype, so
+/// the result keeps it.
+fn one_pass_bounds(
+    x: &Tensor,
+    lo: Option<&Tensor>,
+    hi: Option<&Tensor>,
+) -> Result<Option<(f64, f64)>> {
+    let dt = x.dtype();
+    // A one-element bound of no more dimensions than `x` leaves its shape as it is.
+    let ok = |b: Option<&Tensor>| {
+        b.is_none_or(|b| b.numel() == 1 && b.dtype() == dt && b.ndim() <= x.ndim())
+    };
+    if !ok(lo) || !ok(hi) || dt == crate::tensor::DType::I64 {
+        // int64 bounds may not be exact in float64: the general path.
+        return Ok(None);
+    }
+    let l = lo
+        .map(|b| b.item())
+        .transpose()?
+        .unwrap_or(f64::NEG_INFINITY);
+    let h = hi.map(|b| b.item()).transpose()?.unwrap_or(f64::INFINITY);
+    Ok(Some((l, h)))
+}
+
+/// `clamp` with number bounds in one pass: `x < lo` gives `lo`, then
+/// `> hi` gives `hi` (so `hi` wins when `lo > hi`), NaN stays (and a NaN
+/// bound gives NaN).
+fn clamp_one_pass(x: &Tensor, l: f64, h: f64) -> Result<Tensor> {
+    if l.is_nan() || h.is_nan() {
+        // A NaN bound gives NaN everywhere, as PyTorch's clamp.
+        return super::map1(
+            x,
+            x.dtype(),
+            |_: f32| f32::NAN,
+            |_: f64| f64::NAN,
+            None::<fn(i64) -> i64>,
+        );
+    }
+    let (l32, h32) = (l as f32, h as f32);
+    // Integer bounds are whole numbers within the dtype (checked above).
+    let (li, hi) = (l.max(i64::MIN as f64) as i64, h.min(i64::MAX as f64) as i64);
+    super::map1(
+        x,
+        x.dtype(),
+        move |v| {
+            let y = if v < l32 { l32 } else { v };
+            if y > h32 {
+                h32
+            } else {
+                y
+            }
+        },
+        move |v| {
+            let y = if v < l { l } else { v };
+            if y > h {
+                h
+            } else {
+                y
+            }
+        },
+        Some(move |v: i64| v.max(li).min(hi)),
+    )
+}
+
 /// `clamp(x, min, max)`; `tensor_bounds` says whether the caller gave the
 /// bounds as tensors (PyTorch's `ClampBackward0`) or numbers (`ClampBackward1`).
 /// The gradient reaches `x` where `min <= x <= max` (PyTorch's convention at
@@ -86,7 +151,10 @@ pub(crate) fn clamp(
     if x.dtype() == crate::tensor::DType::Bool {
         return Err(Error::runtime("\"clamp_cpu\" not implemented for 'Bool'"));
     }
-    let out = {
+    let fast = one_pass_bounds(x, lo, hi)?;
+    let out = if let Some((l, h)) = fast {
+        clamp_one_pass(x, l, h)?
+    } else {
         let _g = GradModeGuard::new(false);
         let mut out = x.clone();
         if let Some(lo) = lo {
@@ -111,6 +179,21 @@ pub(crate) fn clamp(
         let (has_lo, has_hi) = (lo.is_some(), hi.is_some());
         record(name, &inputs, &out, saved![x, lo, hi], move |c| {
             let (g, x) = (c.grad()?, c.saved(0)?);
+            if let Some((l, h)) =
+                fast.filter(|_| super::can_fuse(g, x) && !c.needs(1) && !c.needs(2))
+            {
+                // The gradient passes where l <= x <= h, in one pass.
+                let (l32, h32) = (l as f32, h as f32);
+                let gx = super::fused_grad(
+                    g,
+                    x,
+                    move |g, x| if x >= l32 && x <= h32 { g } else { 0.0 },
+                    move |g, x| if x >= l && x <= h { g } else { 0.0 },
+                )?;
+                let mut grads: crate::autograd::Grads = smallvec![Some(gx)];
+                grads.extend((0..usize::from(has_lo) + usize::from(has_hi)).map(|_| None));
+                return Ok(grads);
+            }
             let lo = has_lo.then(|| c.saved(1)).transpose()?;
             let hi = has_hi.then(|| c.saved(2)).transpose()?;
             let zero = Tensor::scalar_of(0.0, g.dtype());

@@ -98,14 +98,94 @@ fn elu_<'py>(input: &Bound<'py, PyTensor>, alpha: f64) -> PyResult<Bound<'py, Py
     Ok(input.clone())
 }
 
-/// Applies the exponential linear unit: x above zero, alpha * (exp(x) - 1) below.
+/// Applies the exponential linear unit: scale * x above zero, scale * alpha * (exp(input_scale
+/// * x) - 1) below (selu and celu are its special cases).
 #[pyfunction]
-#[pyo3(signature = (input, alpha=1.0))]
-fn elu(py: Python<'_>, input: &Bound<'_, PyAny>, alpha: f64) -> PyResult<Py<PyAny>> {
-    dispatching!(py, "elu", (input, alpha), {
+#[pyo3(signature = (input, alpha=1.0, scale=1.0, input_scale=1.0))]
+fn elu(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    alpha: f64,
+    scale: f64,
+    input_scale: f64,
+) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "elu", (input, alpha, scale, input_scale), {
         let a = &tensor_arg(input, "elu", "input", 1)?.get().t;
         capture::run_op(py, a.numel(), "elu", &[a], &[], move |t, _| {
-            ops::elu(t[0], alpha)
+            ops::elu(t[0], alpha, scale, input_scale)
+        })
+    })
+}
+
+/// A one-input activation with no options, bound as `_C.<name>(input)`.
+macro_rules! activation0 {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[pyfunction]
+        fn $name(py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+            dispatching!(py, stringify!($name), (input,), {
+                let a = &tensor_arg(input, stringify!($name), "input", 1)?.get().t;
+                capture::run_op(py, a.numel(), stringify!($name), &[a], &[], |t, _| {
+                    ops::$name(t[0])
+                })
+            })
+        }
+    };
+}
+
+activation0!(
+    /// Applies x * tanh(softplus(x)).
+    mish
+);
+activation0!(
+    /// Applies log(sigmoid(x)) without overflow.
+    logsigmoid
+);
+activation0!(
+    /// Applies x * relu6(x + 3) / 6.
+    hardswish
+);
+activation0!(
+    /// Applies relu6(x + 3) / 6.
+    hardsigmoid
+);
+
+/// Zeroes the elements of `input` in [-lambd, lambd].
+#[pyfunction]
+#[pyo3(signature = (input, lambd=0.5))]
+fn hardshrink(py: Python<'_>, input: &Bound<'_, PyAny>, lambd: f64) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "hardshrink", (input, lambd), {
+        let a = &tensor_arg(input, "hardshrink", "input", 1)?.get().t;
+        capture::run_op(py, a.numel(), "hardshrink", &[a], &[], move |t, _| {
+            ops::hardshrink(t[0], lambd)
+        })
+    })
+}
+
+/// Shrinks `input` towards 0 by `lambd`, zeroing [-lambd, lambd].
+#[pyfunction]
+#[pyo3(signature = (input, lambd=0.5))]
+fn softshrink(py: Python<'_>, input: &Bound<'_, PyAny>, lambd: f64) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "softshrink", (input, lambd), {
+        let a = &tensor_arg(input, "softshrink", "input", 1)?.get().t;
+        capture::run_op(py, a.numel(), "softshrink", &[a], &[], move |t, _| {
+            ops::softshrink(t[0], lambd)
+        })
+    })
+}
+
+/// Replaces the elements of `input` that are at most `threshold` by `value`.
+#[pyfunction]
+fn threshold(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    threshold: f64,
+    value: f64,
+) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "threshold", (input, threshold, value), {
+        let a = &tensor_arg(input, "threshold", "input", 1)?.get().t;
+        capture::run_op(py, a.numel(), "threshold", &[a], &[], move |t, _| {
+            ops::threshold(t[0], threshold, value)
         })
     })
 }
@@ -432,6 +512,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(leaky_relu_, m)?)?;
     m.add_function(wrap_pyfunction!(elu_, m)?)?;
     m.add_function(wrap_pyfunction!(elu, m)?)?;
+    m.add_function(wrap_pyfunction!(mish, m)?)?;
+    m.add_function(wrap_pyfunction!(logsigmoid, m)?)?;
+    m.add_function(wrap_pyfunction!(hardswish, m)?)?;
+    m.add_function(wrap_pyfunction!(hardsigmoid, m)?)?;
+    m.add_function(wrap_pyfunction!(hardshrink, m)?)?;
+    m.add_function(wrap_pyfunction!(softshrink, m)?)?;
+    m.add_function(wrap_pyfunction!(threshold, m)?)?;
     m.add_function(wrap_pyfunction!(gelu, m)?)?;
     m.add_function(wrap_pyfunction!(softplus, m)?)?;
     m.add_function(wrap_pyfunction!(dropout, m)?)?;

@@ -55,24 +55,28 @@ _f("celu", "activation", "Applies the continuously differentiable ELU: x where x
 _f("gelu", "activation", "Applies the Gaussian error linear unit x * Phi(x) (exact, or its tanh "
    "approximation with `approximate='tanh'`).", _refs.gelu, unary(),
    nodes={"GeluBackward0": EW_WITH_NUMBER}, fusion="Gelu")
-_f("mish", "activation", "Applies x * tanh(softplus(x)) elementwise.", _refs.mish, unary())
+_f("mish", "activation", "Applies x * tanh(softplus(x)) elementwise.", _refs.mish, unary(),
+   nodes={"MishBackward0": EW_WITH_NUMBER})
 _f("softplus", "activation", "Applies log(1 + exp(beta * x)) / beta elementwise (x itself above "
    "`threshold / beta`).", _refs.softplus, unary(), nodes={"SoftplusBackward0": EW_WITH_NUMBER})
 _f("softsign", "activation", "Applies x / (1 + |x|) elementwise.", _refs.softsign, unary(AWAY0))
-_f("logsigmoid", "activation", "Applies log(sigmoid(x)) elementwise, without overflow.", _refs.logsigmoid, unary())
+_f("logsigmoid", "activation", "Applies log(sigmoid(x)) elementwise, without overflow.", _refs.logsigmoid, unary(),
+   nodes={"LogSigmoidBackward0": EW_WITH_NUMBER})
 _f("hardswish", "activation", "Applies x * relu6(x + 3) / 6 elementwise.", _refs.hardswish,
-   unary(away(-3.0, 3.0, lo=-4, hi=4)))
+   unary(away(-3.0, 3.0, lo=-4, hi=4)), nodes={"HardswishBackward0": EW_WITH_NUMBER})
 _f("hardsigmoid", "activation", "Applies relu6(x + 3) / 6 elementwise.", _refs.hardsigmoid,
-   unary(away(-3.0, 3.0, lo=-4, hi=4)))
+   unary(away(-3.0, 3.0, lo=-4, hi=4)), nodes={"HardsigmoidBackward0": EW_WITH_NUMBER})
 _f("hardtanh", "activation", "Clamps each element into [min_val, max_val] (default [-1, 1]).",
    _refs.hardtanh, unary(away(-1.0, 1.0)), nodes={"HardtanhBackward0": EW_WITH_NUMBER})
 _f("tanhshrink", "activation", "Applies x - tanh(x) elementwise.", _refs.tanhshrink, unary())
 _f("softshrink", "activation", "Shrinks each element toward zero by `lambd`, zero inside [-lambd, lambd].",
-   _refs.softshrink, unary(away(-0.5, 0.5)))
+   _refs.softshrink, unary(away(-0.5, 0.5)), nodes={"SoftshrinkBackward0": EW_WITH_NUMBER})
 _f("hardshrink", "activation", "Keeps the elements outside [-lambd, lambd] and zeroes the others.",
-   _refs.hardshrink, unary(away(-0.5, 0.5)), surfaces=(F_FUNCTION, FUNCTION))
+   _refs.hardshrink, unary(away(-0.5, 0.5)), surfaces=(F_FUNCTION, FUNCTION),
+   nodes={"HardshrinkBackward0": EW_WITH_NUMBER})
 _f("threshold", "activation", "Keeps the elements above `threshold` and replaces the others with `value`.",
-   _refs.threshold, Sample("ew", (T(domain=away(0.5)), 0.5, -1.0)), surfaces=(F_FUNCTION, FUNCTION))
+   _refs.threshold, Sample("ew", (T(domain=away(0.5)), 0.5, -1.0)), surfaces=(F_FUNCTION, FUNCTION),
+   nodes={"ThresholdBackward0": EW_WITH_NUMBER})
 _f("glu", "activation", "Gated linear unit: splits `input` in two halves along `dim` and returns "
    "a * sigmoid(b).", _refs.glu, fixed(T((2, 4))), batching=CUSTOM, batching_rule="glu")
 _f("prelu", "activation", "Applies x where x > 0, else `weight * x`, with a learned slope per channel.",

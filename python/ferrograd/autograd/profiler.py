@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from .. import _C
 from .profiler_util import EventList, FunctionEvent, FunctionEventAvg, _events_from_core
@@ -35,14 +35,14 @@ _OPEN: list = []
 class profile:
     """Records the ops, backward nodes and ``record_function`` ranges of a block."""
 
-    def __init__(self, enabled: bool = True, *, use_cuda: bool = False, use_device: Optional[str] = None,
+    def __init__(self, enabled: bool = True, *, use_cuda: bool = False, use_device: str | None = None,
                  record_shapes: bool = False, with_flops: bool = False, profile_memory: bool = False,
                  with_stack: bool = False, with_modules: bool = False, use_kineto: bool = False,
                  use_cpu: bool = True, experimental_config: Any = None, acc_events: bool = False,
                  custom_trace_id_callback: Any = None) -> None:
         self.enabled = enabled
         self.record_shapes = record_shapes
-        self.function_events: Optional[EventList] = None
+        self.function_events: EventList | None = None
         self._origin = 0
         self._entered = False
 
@@ -86,7 +86,7 @@ class profile:
     def total_average(self) -> FunctionEventAvg:
         return self._check_finish().total_average()
 
-    def table(self, sort_by: Optional[str] = None, row_limit: int = 100, **kwargs: Any) -> str:
+    def table(self, sort_by: str | None = None, row_limit: int = 100, **kwargs: Any) -> str:
         return self._check_finish().table(sort_by=sort_by, row_limit=row_limit, **kwargs)
 
     def export_chrome_trace(self, path: str) -> None:
@@ -106,10 +106,10 @@ class record_function:
     """A named range in the profile (a context manager or a decorator); free when
     no profile is open."""
 
-    def __init__(self, name: str, args: Optional[str] = None) -> None:
+    def __init__(self, name: str, args: str | None = None) -> None:
         self.name = name
         self.args = args
-        self._start: Optional[int] = None
+        self._start: int | None = None
 
     def __enter__(self) -> record_function:
         self._start = time.monotonic_ns() if _C._profiler_active() else None

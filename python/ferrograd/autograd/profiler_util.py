@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 __all__ = ["EventList", "FunctionEvent", "FunctionEventAvg"]
 
@@ -24,7 +24,7 @@ class FunctionEvent:
     """One timed call: an op, a backward node or a ``record_function`` range."""
 
     def __init__(self, id: int, name: str, kind: str, start_us: float, end_us: float,
-                 thread: int, input_shapes: Optional[list] = None) -> None:
+                 thread: int, input_shapes: list | None = None) -> None:
         self.id = id
         self.name = name
         self.kind = kind
@@ -32,7 +32,7 @@ class FunctionEvent:
         self.input_shapes = input_shapes or []
         self.time_range = (start_us, end_us)
         self.cpu_children: list[FunctionEvent] = []
-        self.cpu_parent: Optional[FunctionEvent] = None
+        self.cpu_parent: FunctionEvent | None = None
         self.count = 1
         self.device_type = "cpu"
         self.is_async = False
@@ -73,7 +73,7 @@ class FunctionEvent:
 class FunctionEventAvg:
     """The events of one key (a name, and the shapes when grouped by them), summed."""
 
-    def __init__(self, key: str = "", input_shapes: Optional[list] = None) -> None:
+    def __init__(self, key: str = "", input_shapes: list | None = None) -> None:
         self.key = key
         self.input_shapes = input_shapes
         self.count = 0
@@ -149,9 +149,9 @@ class EventList(list):
             total.self_cpu_time_total += e.self_cpu_time_total
         return total
 
-    def table(self, sort_by: Optional[str] = None, row_limit: int = 100, max_src_column_width: int = 75,
-              max_name_column_width: int = 55, max_shapes_column_width: int = 80, header: Optional[str] = None,
-              top_level_events_only: bool = False, time_unit: Optional[str] = None) -> str:
+    def table(self, sort_by: str | None = None, row_limit: int = 100, max_src_column_width: int = 75,
+              max_name_column_width: int = 55, max_shapes_column_width: int = 80, header: str | None = None,
+              top_level_events_only: bool = False, time_unit: str | None = None) -> str:
         """The events as a text table, PyTorch's columns (the CPU ones: no device is
         profiled), sorted by the attribute ``sort_by`` names, largest first."""
         return _build_table(self, sort_by, row_limit, max_name_column_width,
@@ -193,7 +193,7 @@ def _events_from_core(raw: Iterable, origin_ns: int) -> EventList:
     return EventList(events)
 
 
-def _fmt_us(us: float, unit: Optional[str] = None) -> str:
+def _fmt_us(us: float, unit: str | None = None) -> str:
     if unit == "s" or (unit is None and us >= 1e6):
         return f"{us / 1e6:.3f}s"
     if unit == "ms" or (unit is None and us >= 1e3):

@@ -23,7 +23,7 @@ import json
 import os
 import socket
 import time
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable
 
 from ..autograd import profiler as _legacy
 from ..autograd.profiler import record_function
@@ -97,13 +97,13 @@ _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 class profile:
     """Records the ops of a block, or of the steps a ``schedule`` picks."""
 
-    def __init__(self, *, activities: Optional[Iterable[ProfilerActivity]] = None,
-                 schedule: Optional[Callable[[int], ProfilerAction]] = None,
-                 on_trace_ready: Optional[Callable[[profile], Any]] = None,
+    def __init__(self, *, activities: Iterable[ProfilerActivity] | None = None,
+                 schedule: Callable[[int], ProfilerAction] | None = None,
+                 on_trace_ready: Callable[[profile], Any] | None = None,
                  record_shapes: bool = False, profile_memory: bool = False, with_stack: bool = False,
                  with_flops: bool = False, with_modules: bool = False, experimental_config: Any = None,
                  execution_trace_observer: Any = None, acc_events: bool = False,
-                 use_cuda: Optional[bool] = None, custom_trace_id_callback: Any = None) -> None:
+                 use_cuda: bool | None = None, custom_trace_id_callback: Any = None) -> None:
         acts = set(activities) if activities is not None else {ProfilerActivity.CPU}
         self.activities = acts
         self.record_shapes = record_shapes
@@ -111,8 +111,8 @@ class profile:
         self.on_trace_ready = on_trace_ready
         self.step_num = 0
         self.current_action = ProfilerAction.NONE
-        self.profiler: Optional[_legacy.profile] = None
-        self._window: Optional[_legacy.profile] = None
+        self.profiler: _legacy.profile | None = None
+        self._window: _legacy.profile | None = None
 
     # ----- the recording window ------------------------------------------------------------
     def _open(self) -> None:
@@ -180,7 +180,7 @@ class profile:
         raise RuntimeError("export_stacks needs with_stack=True stacks, which ferrograd does not record")
 
 
-def tensorboard_trace_handler(dir_name: str, worker_name: Optional[str] = None,
+def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None,
                               use_gzip: bool = False) -> Callable[[profile], None]:
     """An ``on_trace_ready`` that writes each window to
     ``dir_name/<worker>.<time>.pt.trace.json`` (a Chrome trace)."""

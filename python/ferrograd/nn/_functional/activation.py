@@ -94,7 +94,7 @@ def mish(input, inplace=False):
         >>> F.mish(torch.tensor([-1.0, 0.0, 1.0]))
         tensor([-0.3034,  0.0000,  0.8651])
     """
-    return _act(input, inplace, lambda: input * _C.tanh(_C.softplus(input, 1.0, 20.0)))
+    return _act(input, inplace, lambda: _C.mish(input))
 
 
 @tensor_args("input")
@@ -113,7 +113,7 @@ def hardswish(input, inplace=False):
         >>> F.hardswish(torch.tensor([-4.0, 0.0, 1.0, 4.0]))
         tensor([-0.0000, 0.0000, 0.6667, 4.0000])
     """
-    return _act(input, inplace, lambda: input * _C.hardtanh(input + 3.0, 0.0, 6.0) / 6.0)
+    return _act(input, inplace, lambda: _C.hardswish(input))
 
 
 @tensor_args("input")
@@ -132,14 +132,15 @@ def hardsigmoid(input, inplace=False):
         >>> F.hardsigmoid(torch.tensor([-4.0, 0.0, 1.5, 4.0]))
         tensor([0.0000, 0.5000, 0.7500, 1.0000])
     """
-    return _act(input, inplace, lambda: _C.hardtanh(input + 3.0, 0.0, 6.0) / 6.0)
+    return _act(input, inplace, lambda: _C.hardsigmoid(input))
 
 
 @tensor_args("input")
 def logsigmoid(input):
     """Log of the sigmoid, elementwise: ``log(1 / (1 + exp(-x)))``.
 
-    Computed as ``-softplus(-x)``, so it stays finite for large negative inputs.
+    Computed as ``min(x, 0) - log1p(exp(-|x|))``, so it stays finite for large inputs
+    of either sign.
 
     Args:
         input (Tensor): the input, of any shape.
@@ -152,7 +153,7 @@ def logsigmoid(input):
         >>> F.logsigmoid(torch.tensor([-100.0, 0.0, 2.0]))
         tensor([-100.0000,   -0.6931,   -0.1269])
     """
-    return -_C.softplus(-input, 1.0, 20.0)
+    return _C.logsigmoid(input)
 
 
 @tensor_args("input")
@@ -174,7 +175,7 @@ def selu(input, inplace=False):
         >>> F.selu(torch.tensor([-1.0, 0.0, 1.0]))
         tensor([-1.1113,  0.0000,  1.0507])
     """
-    return _act(input, inplace, lambda: _C.elu(input, _SELU_ALPHA) * _SELU_SCALE)
+    return _act(input, inplace, lambda: _C.elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0))
 
 
 @tensor_args("input")
@@ -197,7 +198,7 @@ def celu(input, alpha=1.0, inplace=False):
     """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return _act(input, inplace, lambda: _C.elu(input / alpha, 1.0) * alpha)
+    return _act(input, inplace, lambda: _C.elu(input, alpha, 1.0, 1.0 / alpha))
 
 
 @tensor_args("input")
@@ -283,7 +284,7 @@ def hardshrink(input, lambd=0.5):
         >>> F.hardshrink(torch.tensor([-1.0, -0.2, 0.3, 2.0]))
         tensor([-1.,  0.,  0.,  2.])
     """
-    return _C.where(input.abs() > lambd, input, _C.zeros((), dtype=input.dtype))
+    return _C.hardshrink(input, lambd)
 
 
 @tensor_args("input")
@@ -305,8 +306,7 @@ def softshrink(input, lambd=0.5):
     """
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    zero = _C.zeros((), dtype=input.dtype)
-    return _C.where(input > lambd, input - lambd, _C.where(input < -lambd, input + lambd, zero))
+    return _C.softshrink(input, lambd)
 
 
 @tensor_args("input")
@@ -327,11 +327,7 @@ def threshold(input, threshold, value, inplace=False):
         >>> F.threshold(torch.tensor([-1.0, 0.5, 2.0]), 0.5, -9.0)
         tensor([-9., -9.,  2.])
     """
-    return _act(
-        input,
-        inplace,
-        lambda: _C.where(input > threshold, input, _C.full((), value, dtype=input.dtype)),
-    )
+    return _act(input, inplace, lambda: _C.threshold(input, threshold, value))
 
 
 @tensor_args("input")
