@@ -92,10 +92,7 @@ pub fn record_shapes() -> bool {
 pub fn start(record_shapes: bool, all_threads: bool) {
     EVENTS.lock().clear();
     SHAPES.store(record_shapes, Ordering::Relaxed);
-    OWNER.store(
-        if all_threads { 0 } else { thread_id() },
-        Ordering::Relaxed,
-    );
+    OWNER.store(if all_threads { 0 } else { thread_id() }, Ordering::Relaxed);
     ACTIVE.store(true, Ordering::Release);
 }
 
@@ -136,7 +133,11 @@ fn timed_slow<T>(
     shapes: impl FnOnce() -> Vec<Vec<usize>>,
     f: impl FnOnce() -> T,
 ) -> T {
-    let shapes = if record_shapes() { shapes() } else { Vec::new() };
+    let shapes = if record_shapes() {
+        shapes()
+    } else {
+        Vec::new()
+    };
     let start_ns = now_ns();
     let out = f();
     push(Event {

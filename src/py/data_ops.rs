@@ -4,8 +4,8 @@
 
 use pyo3::prelude::*;
 
-use super::functions::t_of;
 use super::capture::run_op;
+use super::functions::t_of;
 use super::tensor::PyTensor;
 use crate::ops;
 
@@ -32,9 +32,14 @@ fn _tril(
     lower: bool,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    run_op(py, x.numel(), if lower { "tril" } else { "triu" }, &[x], &[], move |t, _| {
-        ops::tril(t[0], diagonal, lower)
-    })
+    run_op(
+        py,
+        x.numel(),
+        if lower { "tril" } else { "triu" },
+        &[x],
+        &[],
+        move |t, _| ops::tril(t[0], diagonal, lower),
+    )
 }
 
 /// `index_add(input, dim, index, source)` with `source` already scaled.
@@ -47,9 +52,14 @@ fn _index_add(
     source: &Bound<'_, PyTensor>,
 ) -> PyResult<Py<PyAny>> {
     let (x, i, s) = (t_of(input), t_of(index), t_of(source));
-    run_op(py, x.numel().max(s.numel()), "index_add", &[x, i, s], &[], move |t, _| {
-        ops::index_add(t[0], dim, t[1], t[2])
-    })
+    run_op(
+        py,
+        x.numel().max(s.numel()),
+        "index_add",
+        &[x, i, s],
+        &[],
+        move |t, _| ops::index_add(t[0], dim, t[1], t[2]),
+    )
 }
 
 /// `index_copy(input, dim, index, source)`.
@@ -62,9 +72,14 @@ fn _index_copy(
     source: &Bound<'_, PyTensor>,
 ) -> PyResult<Py<PyAny>> {
     let (x, i, s) = (t_of(input), t_of(index), t_of(source));
-    run_op(py, x.numel().max(s.numel()), "index_copy", &[x, i, s], &[], move |t, _| {
-        ops::index_copy(t[0], dim, t[1], t[2])
-    })
+    run_op(
+        py,
+        x.numel().max(s.numel()),
+        "index_copy",
+        &[x, i, s],
+        &[],
+        move |t, _| ops::index_copy(t[0], dim, t[1], t[2]),
+    )
 }
 
 /// `diag_embed(input, offset, dim1, dim2)`.
@@ -78,9 +93,14 @@ fn _diag_embed(
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
     let n = x.shape().last().copied().unwrap_or(1) + offset.unsigned_abs() as usize;
-    run_op(py, x.numel().saturating_mul(n), "diag_embed", &[x], &[], move |t, _| {
-        ops::diag_embed_op(t[0], offset, dim1, dim2)
-    })
+    run_op(
+        py,
+        x.numel().saturating_mul(n),
+        "diag_embed",
+        &[x],
+        &[],
+        move |t, _| ops::diag_embed_op(t[0], offset, dim1, dim2),
+    )
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
