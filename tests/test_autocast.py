@@ -162,7 +162,7 @@ def _fp32_calls(d, ref=False):
         "grid_sample": lambda: F.grid_sample(t(1, 1, 3, 3), t(1, 2, 2, 2, lo=-0.9, hi=0.9),
                                              align_corners=False),
         "geqrf": lambda: fg.geqrf(t(3, 2))[0],
-        "householder_product": lambda: fg.linalg.householder_product(t(3, 2), t(2, seed=5)),
+        "orgqr": lambda: fg.linalg.householder_product(t(3, 2), t(2, seed=5)),
     }
 
 

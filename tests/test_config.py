@@ -52,8 +52,8 @@ def test_the_build_is_baseline_x86_64():
 def test_simd_paths_follow_the_cpu():
     have = _C._cpu_features()
     paths = {family: path for family, (path, _) in _C._simd_paths().items()}
-    assert set(paths) == {"vector", "gemm", "small_gemm", "conv", "norm_f32", "randn", "convert",
-                          "checksum", "bf16", "amx"}
+    assert set(paths) == {"vector", "gemm", "small_gemm", "conv", "norm_f32", "randn", "vmath",
+                          "convert", "checksum", "bf16", "amx"}
     if not have:  # not x86-64
         return
     x86_v4 = all(have[f] for f in ("avx512f", "avx512vl", "avx512bw", "avx512dq", "avx2", "fma"))
@@ -71,6 +71,9 @@ def test_simd_paths_follow_the_cpu():
     assert paths["conv"] == ("avx512 direct" if direct else "im2col + gemm")
     assert paths["norm_f32"] == ("avx512" if have["avx512f"] else paths["vector"])
     assert paths["randn"] == ("fma" if have["fma"] else "baseline")
+    # kernels/vmath: the AVX-512 loop needs F, VL, BW, DQ and FMA; AVX2 needs FMA.
+    if os.environ.get("FERROGRAD_ISA") is None:
+        assert paths["vmath"] == ("avx512" if x86_v4 else "avx2" if x86_v3 else "portable")
     # kernels/convert.rs: F16C with AVX; checksum.rs: SSE4.2's crc32.
     assert paths["convert"] == ("f16c" if have["avx"] and have["f16c"] else "portable")
     assert paths["checksum"] == ("sse4.2" if have["sse4.2"] else "table")
@@ -153,14 +156,14 @@ def test_every_hand_written_dispatch_has_a_row():
     assert sites["detected"] == {
         "kernels/simd.rs", "kernels/conv_direct.rs", "kernels/trig_f32.rs", "kernels/norm.rs",
         "kernels/small_gemm/mod.rs", "random.rs", "kernels/bf16_gemm/mod.rs", "checksum.rs",
-        "kernels/convert.rs",
+        "kernels/convert.rs", "kernels/vmath/mod.rs",
     }
     assert sites["enabled"] <= {
         "kernels/simd.rs", "kernels/conv_direct.rs", "kernels/trig_f32.rs",
         "kernels/norm_f32.rs", "kernels/small_gemm/mod.rs", "kernels/small_gemm/pairs.rs",
         "random.rs", "kernels/bf16_gemm/amx.rs", "kernels/bf16_gemm/avx512.rs",
         "kernels/bf16_gemm/convert.rs", "kernels/bf16_gemm/pack.rs", "checksum.rs",
-        "kernels/convert.rs",
+        "kernels/convert.rs", "kernels/vmath/mod.rs",
     }, sites["enabled"]
 
 

@@ -264,10 +264,15 @@ CHECKS = {
 
 
 @pytest.mark.parametrize(("name", "feature"), cells())
-def test_cell(name, feature):
+def test_cell(name, feature, request):
     op = _registry.op(name)
     if feature in op.refuse:
         pytest.skip(f"refused: {op.refuse[feature]}")
+    if feature in op.defects:
+        # Runs, and reports XPASS once the defect is fixed (then drop it from _gaps.py);
+        # not strict, because hypothesis may miss the failing draw in a given run.
+        request.applymarker(pytest.mark.xfail(reason=f"open defect: {op.defects[feature]}",
+                                              strict=False))
     assert op.sample is not None, f"{name} declares no sample inputs and no refusal for {feature}"
     if feature == schema.FORWARD:
         assert op.ref is not None, f"{name} declares no reference and no refusal for forward"

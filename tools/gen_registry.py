@@ -256,6 +256,14 @@ def render_coverage(reg) -> str:
         for f in feats:
             if f in o.refuse:
                 lines.append(f"| `{o.name}` | {f} | {o.refuse[f]} |")
+    lines += ["", "## Open defects", "",
+              "Cells the matrix has caught failing and that are not fixed yet (they still run, as "
+              "expected failures; `python/ferrograd/_registry/_gaps.py` holds them).", "",
+              "| op | feature | what is known |", "| --- | --- | --- |"]
+    for o in reg.ops():
+        for f in feats:
+            if f in o.defects:
+                lines.append(f"| `{o.name}` | {f} | {o.defects[f]} |")
     lines += ["", "## Every op", "", "| op | family | " + " | ".join(feats) + " |",
               "| --- | --- | " + " | ".join("---" for _ in feats) + " |"]
     for o in reg.ops():
@@ -263,6 +271,8 @@ def render_coverage(reg) -> str:
         for f in feats:
             if f in o.refuse:
                 cells.append("refused")
+            elif f in o.defects:
+                cells.append("defect")
             elif f in (schema.GRAD, schema.GRADGRAD, schema.JVP, schema.JACOBIAN) and not o.differentiable:
                 cells.append("n/a")
             elif f == schema.VMAP_INPLACE and not o.has(schema.INPLACE):

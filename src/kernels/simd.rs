@@ -147,6 +147,16 @@ pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
             "normal samples (Box-Muller blocks of 16)",
         ),
         (
+            "vmath",
+            match super::vmath::isa() {
+                super::vmath::Isa::Avx512 => "avx512",
+                super::vmath::Isa::Avx2 => "avx2",
+                super::vmath::Isa::Portable => "portable",
+            },
+            "float32 math functions (exp/log families, inverse trigonometry, erf), \
+             activations and clamps",
+        ),
+        (
             "convert",
             if super::convert::has_f16c() {
                 "f16c"

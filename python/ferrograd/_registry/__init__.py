@@ -10,6 +10,7 @@ collects them and answers questions about them.
 from __future__ import annotations
 
 from . import (
+    _gaps,
     arith,
     composed,
     creation,
@@ -47,6 +48,7 @@ def _disjoint(a, b, name: str) -> bool:
 def _collect() -> None:
     for fam in _FAMILIES:
         for o in fam.OPS:
+            o = _gaps.apply(o)
             if o.name in OPS:
                 raise RuntimeError(f"op registry: {o.name!r} is declared twice")
             OPS[o.name] = o

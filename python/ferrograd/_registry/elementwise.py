@@ -231,11 +231,11 @@ _u("i0", "Returns a new tensor with the modified Bessel function of the first ki
    np.i0, "I0Backward0", tol=(1e-4, 1e-5))
 # ferrograd.special's Bessel and normal-distribution functions: one binding each,
 # named as PyTorch's private `special_*` ops, which `ferrograd.special` re-exports.
-_u("special_i0e", "The exponentially scaled modified Bessel function exp(-|x|) I0(x) of the elements of `input` (`special.i0e`).",
+_u("special_i0e", "The exponentially scaled modified Bessel function exp(-abs(x)) I0(x) of the elements of `input` (`special.i0e`).",
    _refs.i0e, "SpecialI0EBackward0", domain=AWAY0, surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
 _u("special_i1", "The modified Bessel function of the first kind of order 1 of the elements of `input` (`special.i1`).",
    _refs.i1, "SpecialI1Backward0", surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
-_u("special_i1e", "The exponentially scaled modified Bessel function exp(-|x|) I1(x) of the elements of `input` (`special.i1e`).",
+_u("special_i1e", "The exponentially scaled modified Bessel function exp(-abs(x)) I1(x) of the elements of `input` (`special.i1e`).",
    _refs.i1e, "SpecialI1EBackward0", domain=AWAY0, surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
 _u("special_ndtri", "The inverse of the standard normal distribution function of the elements of `input` (`special.ndtri`).",
    _refs.ndtri, "SpecialNdtriBackward0", domain=OPEN01, surfaces=(FUNCTION,), tol=(1e-4, 1e-5))

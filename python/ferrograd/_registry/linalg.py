@@ -39,10 +39,11 @@ def _diag_dominant(fn, a):
     return fn(a)
 
 
-_l("inv", "Inverse of the square matrix (or batch) `A`.", np.linalg.inv,
-   fixed(T((2, 2), domain=WELL)), autocast=FP32)
-_l("solve", "The solution X of `A X = B`.", np.linalg.solve,
-   fixed(T((2, 2), domain=WELL), T((2, 1))), autocast=FP32)
+# Positive definite matrices built inside the call: entries drawn in a box can be singular.
+_l("inv", "Inverse of the square matrix (or batch) `A`.", lambda a: np.linalg.inv(_spd(a)),
+   Sample("fixed", (T((2, 2)),), call=lambda fn, a: fn(_spd(a))), autocast=FP32)
+_l("solve", "The solution X of `A X = B`.", lambda a, b: np.linalg.solve(_spd(a), b),
+   Sample("fixed", (T((2, 2)), T((2, 1))), call=lambda fn, a, b: fn(_spd(a), b)), autocast=FP32)
 _l("matrix_norm", "Frobenius (or nuclear, 1, inf, 2) norm of the matrices of `A`.",
    lambda a: np.asarray(np.linalg.norm(a, "fro", axis=(-2, -1))), fixed(T((2, 3))))
 _l("vector_norm", "The `ord`-norm of `x` (flattened, or over `dim`).",

@@ -245,6 +245,10 @@ class Op:
     ref: Callable[..., Any] | None = None
     #: Features the op is refused for, each with the reason users read.
     refuse: dict = field(default_factory=dict)
+    #: Cells the coverage matrix has caught failing and that are not fixed yet,
+    #: each with what is known: the cell still runs (an expected failure that
+    #: reports when it starts passing) and docs/coverage.md lists it as open.
+    defects: dict = field(default_factory=dict)
     #: Tolerances for the float32 forward check (rtol, atol).
     tol: tuple = (1e-5, 1e-6)
     #: The benchmark's large case for an op whose sample is ``fixed`` (the

@@ -67,7 +67,7 @@ def matrix_exp(A):  # noqa: N803 - PyTorch's name
 
 @_autocast_op("householder_product")
 def householder_product(A, tau):  # noqa: N803 - PyTorch's name
-    """The first ``n`` columns of ``H_1 H_2 ... H_k`` for ``A`` of shape
+    """The first ``n`` columns of the product of the reflectors ``H_1`` to ``H_k`` for ``A`` of shape
     ``(*, m, n)`` and ``tau`` of shape ``(*, k)``: ``H_i = I - tau_i v_i v_i^T``,
     ``v_i`` the ``i``-th column of ``A`` below the diagonal with a 1 on it (the
     compact form ``geqrf`` returns). Composed of recorded ops, so it

@@ -6,6 +6,8 @@ log-sum-exp forms, backward rules) live in ``src/ops``.
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 
 from .. import _C
@@ -480,6 +482,16 @@ def _shape_of(t):
     return getattr(t, "shape", None)
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that names the caller's first frame outside ferrograd, for a
+    warning raised by the function calling this (wrappers such as autocast's add frames)."""
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(pkg):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _warn_target_size(input, target):
     # A target that broadcasts against the input computes something else than
     # the user meant ((4, 1) against (4,) is a (4, 4) difference): PyTorch warns.
@@ -490,7 +502,7 @@ def _warn_target_size(input, target):
             f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
 
 
@@ -637,7 +649,7 @@ def binary_cross_entropy(
             f"({input.size()}) is deprecated. Please ensure they have the same size."
         )
     dt, it = getattr(target, "dtype", None), getattr(input, "dtype", None)
-    if dt is not None and it is not None and it.is_floating_point and dt != it:
+    if dt is not None and it is not None and getattr(it, "is_floating_point", False) and dt != it:
         # PyTorch's kernel refuses a target of another dtype (an int64 one included).
         raise RuntimeError(f"Found dtype {_scalar_type(dt)} but expected {_scalar_type(it)}")
     return _C.binary_cross_entropy(
@@ -682,7 +694,7 @@ def binary_cross_entropy_with_logits(
     if si is not None and st is not None and tuple(si) != tuple(st):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
     dt = getattr(target, "dtype", None)
-    if dt is not None and not dt.is_floating_point:
+    if dt is not None and not getattr(dt, "is_floating_point", True):
         # PyTorch computes the loss in the target's dtype, which cannot hold it.
         raise RuntimeError(
             f"result type Float can't be cast to the desired output type {_scalar_type(dt)}"

@@ -302,7 +302,7 @@ def softshrink(input, lambd=0.5):
     Example::
 
         >>> F.softshrink(torch.tensor([-1.0, -0.2, 0.3, 2.0]))
-        tensor([-0.5000,  0.0000,  0.0000,  1.5000])
+        tensor([-0.5000, -0.0000,  0.0000,  1.5000])
     """
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")

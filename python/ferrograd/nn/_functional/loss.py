@@ -52,7 +52,7 @@ def _zero(like):
 @tensor_args("x1", "x2")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Cosine of the angle between ``x1`` and ``x2`` along ``dim``:
-    ``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))``.
+    ``sum(x1 * x2) / (max(norm(x1), eps) * max(norm(x2), eps))``.
 
     Args:
         x1 (Tensor): the first input.
