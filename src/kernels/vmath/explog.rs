@@ -159,7 +159,7 @@ pub(crate) fn atanh_f32(x: f32) -> f32 {
 #[inline(always)]
 pub(crate) fn tanh_f32(x: f32) -> f32 {
     let a = (x as f64).abs();
-    let c = if a > 9.0 { 9.0 } else { a };
+    let c = if a > 10.0 { 10.0 } else { a }; // tanh(10) rounds to 1 in float32
     let t = expm1_core(2.0 * c);
     let r = (t / (t + 2.0)) as f32;
     let r = if x.is_nan() { x } else { r };
