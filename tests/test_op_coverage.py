@@ -34,7 +34,8 @@ from ferrograd.testing import gradcheck, gradgradcheck
 from ferrograd.testing._realize import entry_point as _entry_point
 from ferrograd.testing._samples import calls, values_like
 
-CELL = settings(max_examples=max(3, settings.default.max_examples // 20), deadline=None)
+# Three draws per cell under every profile (seeded in CI): ~2,800 cells keep the suite short.
+CELL = settings(max_examples=3, deadline=None)
 
 
 def entry_point(op, name=None, seed=True):
