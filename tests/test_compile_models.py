@@ -466,3 +466,61 @@ def test_gan_step_compiles_and_matches_eager():
     xs = [torch.tensor(rng.standard_normal((6, 8)).astype(np.float32)) for _ in range(4)]
     compiled = run_both(make_gan, lambda i: (xs[i],), 4)
     assert len(compiled.tapes) == 1
+
+
+# ----- every optimizer's step ----------------------------------------------------------------
+
+_OPTIMIZERS = sorted(
+    n for n in dir(torch.optim)
+    if isinstance(getattr(torch.optim, n), type)
+    and issubclass(getattr(torch.optim, n), torch.optim.Optimizer)
+    and n not in ("Optimizer", "LBFGS")  # LBFGS needs a closure: see below
+)
+
+
+@pytest.mark.parametrize("name", _OPTIMIZERS)
+def test_every_optimizer_step_compiles_and_matches_eager(name):
+    def make():
+        model = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 2))
+        opt = getattr(torch.optim, name)(model.parameters(), lr=0.01)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        return model, opt, step
+
+    rng = np.random.default_rng(8)
+    xs = [torch.tensor(rng.standard_normal((3, 4)).astype(np.float32)) for _ in range(4)]
+    compiled = run_both(make, lambda i: (xs[i],), 4)
+    assert f"{name}.step" in compiled.tapes[0].ops
+
+
+@pytest.mark.parametrize("name", ["LBFGS", "SGD"])
+def test_optimizer_step_with_a_closure_is_refused_by_name_and_runs_eagerly(name):
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    opt = getattr(torch.optim, name)(model.parameters(), lr=0.1)
+    x = torch.randn(5, 4)
+
+    def step(x):
+        def closure():
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            return loss
+
+        return opt.step(closure).detach()
+
+    strict = torch.compile(step, fullgraph=True)
+    with pytest.raises(RuntimeError, match=r"optimizer\.step\(closure\)"):
+        for _ in range(3):
+            strict(x)
+    relaxed = torch.compile(step)
+    with pytest.warns(RuntimeWarning, match=r"optimizer\.step\(closure\)"):
+        for _ in range(3):
+            loss = relaxed(x)
+    assert np.isfinite(loss.item())
