@@ -1,20 +1,30 @@
 """Optimizers and learning-rate schedulers with PyTorch's API
-(``ferrograd.optim`` as ``torch.optim``). Every first-order optimizer updates
-all parameters of a group with one fused multi-tensor call into Rust."""
+(``ferrograd.optim`` as ``torch.optim``). The common first-order optimizers
+update all parameters of a group with one fused multi-tensor call into Rust;
+Adadelta, ASGD, Rprop and Adafactor run PyTorch's per-parameter loop over
+tensor ops."""
 
 from . import lr_scheduler, swa_utils
+from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
+from .asgd import ASGD
 from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = [
+    "ASGD",
+    "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
     "Adamax",
@@ -24,7 +34,9 @@ __all__ = [
     "Optimizer",
     "RAdam",
     "RMSprop",
+    "Rprop",
     "SGD",
+    "SparseAdam",
     "lr_scheduler",
     "swa_utils",
 ]
