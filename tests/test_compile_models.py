@@ -474,8 +474,9 @@ _OPTIMIZERS = sorted(
     n for n in dir(torch.optim)
     if isinstance(getattr(torch.optim, n), type)
     and issubclass(getattr(torch.optim, n), torch.optim.Optimizer)
-    # LBFGS needs a closure (see below); SparseAdam refuses dense gradients (see below).
-    and n not in ("Optimizer", "LBFGS", "SparseAdam")
+    # LBFGS needs a closure (see below); SparseAdam refuses dense gradients and Muon
+    # takes only 2-D parameters (see below).
+    and n not in ("Optimizer", "LBFGS", "SparseAdam", "Muon")
 )
 
 
@@ -498,6 +499,26 @@ def test_every_optimizer_step_compiles_and_matches_eager(name):
     xs = [torch.tensor(rng.standard_normal((3, 4)).astype(np.float32)) for _ in range(4)]
     compiled = run_both(make, lambda i: (xs[i],), 4)
     assert f"{name}.step" in compiled.tapes[0].ops
+
+
+def test_muon_step_compiles_and_matches_eager():
+    def make():
+        model = nn.Sequential(nn.Linear(4, 5, bias=False), nn.Tanh(), nn.Linear(5, 2, bias=False))
+        opt = torch.optim.Muon(model.parameters(), lr=0.01)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        return model, opt, step
+
+    rng = np.random.default_rng(8)
+    xs = [torch.tensor(rng.standard_normal((3, 4)).astype(np.float32)) for _ in range(4)]
+    compiled = run_both(make, lambda i: (xs[i],), 4)
+    assert "Muon.step" in compiled.tapes[0].ops
 
 
 def test_sparse_adam_step_raises_the_same_error_compiled_as_eager():

@@ -1,7 +1,7 @@
 """Optimizers and learning-rate schedulers with PyTorch's API
 (``ferrograd.optim`` as ``torch.optim``). The common first-order optimizers
 update all parameters of a group with one fused multi-tensor call into Rust;
-Adadelta, ASGD, Rprop and Adafactor run PyTorch's per-parameter loop over
+Adadelta, ASGD, Rprop, Adafactor and Muon run PyTorch's per-parameter loop over
 tensor ops."""
 
 from . import lr_scheduler, swa_utils
@@ -13,6 +13,7 @@ from .adamax import Adamax
 from .adamw import AdamW
 from .asgd import ASGD
 from .lbfgs import LBFGS
+from .muon import Muon
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -30,6 +31,7 @@ __all__ = [
     "Adamax",
     "AdamW",
     "LBFGS",
+    "Muon",
     "NAdam",
     "Optimizer",
     "RAdam",

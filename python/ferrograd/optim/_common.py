@@ -84,3 +84,14 @@ def _bump(state: dict[str, Any]) -> float:
     step = state["step"]
     step.add_(1)
     return float(step.item())
+
+
+def _lerp_(a: Any, b: Any, w: float) -> None:
+    """``a.lerp_(b, w)`` in PyTorch's two-sided form, exact at both ends
+    (``Tensor.lerp_`` computes ``a + w * (b - a)`` for every weight, which at
+    ``w`` near 1 loses the low bits of a small ``b`` next to a large ``a``):
+    Adafactor's weight is 1 on its first step, Muon's nesterov weight 0.95."""
+    if abs(w) < 0.5:
+        a.lerp_(b, w)
+    else:
+        a.copy_(b.sub(b.sub(a).mul_(1 - w)))

@@ -7,7 +7,7 @@ from typing import Any, Callable
 from .. import _C
 from .._dtype_info import finfo
 from ..autograd.grad_mode import no_grad
-from ._common import _bump, _closure, _full_like, _step_tensor, _to_scalar
+from ._common import _bump, _closure, _full_like, _lerp_, _step_tensor, _to_scalar
 from .optimizer import Optimizer
 
 __all__ = ["Adafactor"]
@@ -145,13 +145,3 @@ class Adafactor(Optimizer):
             denom = max(1.0, update.norm(2).item() / ((update.numel() ** 0.5) * d))
             p.add_(update, alpha=-alpha / denom)
 
-
-def _lerp_(a: Any, b: Any, w: float) -> None:
-    """``a.lerp_(b, w)`` in PyTorch's two-sided form, exact at both ends:
-    Adafactor's weight is 1 on its first step (``a`` becomes ``b`` exactly)
-    and above 0.5 on the next ones, where ``a + w * (b - a)`` would lose the
-    low bits of a small ``b`` next to a large ``a``."""
-    if abs(w) < 0.5:
-        a.lerp_(b, w)
-    else:
-        a.copy_(b.sub(b.sub(a).mul_(1 - w)))
