@@ -579,3 +579,88 @@ def test_muon_arguments_and_errors_match_pytorch():
     w.grad = torch.ones(2, 3)
     with pytest.raises(ValueError, match="Number of steps must be less than 100"):
         optim.Muon([w], ns_steps=100).step()
+
+
+# ----- swap_in_optimizer_params_and_state ------------------------------------------
+
+
+def _stepped_adam():
+    model = nn.Linear(3, 2)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[1.0, 2, 3], [4, 5, 6]]))
+        model.bias.copy_(torch.tensor([0.5, -0.5]))
+    opt = optim.Adam([{"params": [model.weight]}, {"params": [model.bias], "lr": 0.1}], lr=0.01)
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    return model, opt
+
+
+def test_swap_in_steps_other_params_and_state_then_restores_the_optimizer():
+    model, opt = _stepped_adam()
+    osd = copy.deepcopy(opt.state_dict())
+    osd["param_groups"][0]["lr"] = 0.5
+    params = {n: p.detach().clone().requires_grad_(True) for n, p in model.named_parameters()}
+    for p in params.values():
+        p.grad = torch.ones_like(p)
+    own_weight = model.weight.detach().clone()
+    own_params = opt.param_groups[0]["params"]
+    own_exp_avg = opt.state[model.weight]["exp_avg"].clone()
+    seen = []
+    opt.register_step_pre_hook(lambda o, a, k: seen.append(o.param_groups[0]["lr"]))
+    with optim.swap_in_optimizer_params_and_state(opt, params, osd):
+        assert opt.param_groups[0]["params"] == [params["weight"]]
+        opt.step()
+    assert seen == [0.5]
+    # Adam's second step at lr 0.5 on the swapped-in weight (gradient 1 both steps:
+    # m = 0.19, v = 0.001999, both bias-corrected to 1, so the step is lr / (1 + eps)).
+    np.testing.assert_allclose(params["weight"].detach().numpy(),
+                               [[0.49, 1.49, 2.49], [3.49, 4.49, 5.49]], rtol=1e-6)
+    np.testing.assert_allclose(osd["state"][0]["exp_avg"].numpy(), 0.19, rtol=1e-6)
+    assert osd["state"][0]["step"].item() == 2
+    # The live optimizer is as it was.
+    assert opt.param_groups[0]["params"] is own_params and opt.param_groups[0]["lr"] == 0.01
+    assert opt.state[model.weight]["step"].item() == 1
+    np.testing.assert_array_equal(opt.state[model.weight]["exp_avg"].numpy(), own_exp_avg.numpy())
+    np.testing.assert_array_equal(model.weight.detach().numpy(), own_weight.numpy())
+
+
+def test_swap_in_restores_after_an_error_in_the_block():
+    model, opt = _stepped_adam()
+    osd = copy.deepcopy(opt.state_dict())
+    params = dict(model.named_parameters())
+    own_state = opt.state
+    with pytest.raises(KeyError):
+        with optim.swap_in_optimizer_params_and_state(opt, params, osd):
+            assert opt.state is not own_state
+            raise KeyError("inside")
+    assert opt.state is own_state and opt.param_groups[1]["lr"] == 0.1
+
+
+def test_swap_in_errors_match_pytorch():
+    model, opt = _stepped_adam()
+    osd = copy.deepcopy(opt.state_dict())
+    params = dict(model.named_parameters())
+    name = "swap_in_optimizer_params_and_state"
+    cases = [
+        (dict(osd, state=[1]), f"{name} requires swapin_optim_state['state'] to be a dict "
+         "mapping packed parameter ids to per-param state dicts, got list."),
+        (dict(osd, param_groups=osd["param_groups"][:1]), "swapin_optim_state has a "
+         "different number of parameter groups than the live optimizer."),
+        ({"state": {**osd["state"], 7: {}}, "param_groups": osd["param_groups"]},
+         f"{name} requires swapin_optim_state['state'] to be keyed only by packed parameter "
+         "ids from param_groups[*]['params']; got extra keys [7]."),
+        ({"state": osd["state"], "param_groups": [osd["param_groups"][0],
+                                                  {**osd["param_groups"][1], "extra": 1}]},
+         f"{name} requires optimizer.state_dict()-style param group keys to exactly match the "
+         "live optimizer group keys for group 1. Keys only in swap-in: ['extra']. Keys only "
+         "in live: []."),
+        ([], f"{name} requires a DCP-style optimizer state_dict."),
+    ]
+    for bad, msg in cases:
+        with pytest.raises(RuntimeError) as info:
+            with optim.swap_in_optimizer_params_and_state(opt, params, bad):
+                pass
+        assert str(info.value) == msg
+    with pytest.raises(RuntimeError, match=f"{name} requires initialized optimizer state"):
+        with optim.swap_in_optimizer_params_and_state(optim.SGD(model.parameters()), params, osd):
+            pass

@@ -5,6 +5,7 @@ Adadelta, ASGD, Rprop, Adafactor and Muon run PyTorch's per-parameter loop over
 tensor ops."""
 
 from . import lr_scheduler, swa_utils
+from ._stateless import swap_in_optimizer_params_and_state
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -40,5 +41,6 @@ __all__ = [
     "SGD",
     "SparseAdam",
     "lr_scheduler",
+    "swap_in_optimizer_params_and_state",
     "swa_utils",
 ]
