@@ -664,3 +664,129 @@ def test_swap_in_errors_match_pytorch():
     with pytest.raises(RuntimeError, match=f"{name} requires initialized optimizer state"):
         with optim.swap_in_optimizer_params_and_state(optim.SGD(model.parameters()), params, osd):
             pass
+
+
+# ----- optim.functional ----------------------------------------------------------------
+
+
+def _lists(opt, group, *names):
+    ps = [p for p in group["params"] if p.grad is not None]
+    return ps, [p.grad for p in ps], *[[opt.state[p].get(n) for p in ps] for n in names]
+
+
+def _h(group, *names, **rename):
+    out = {n: group[n] for n in names}
+    out.update({new: group[old] for new, old in rename.items()})
+    return out
+
+
+def _betas(group):
+    return {"beta1": group["betas"][0], "beta2": group["betas"][1]}
+
+
+FUNCTIONAL = [
+    (optim.SGD, {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.1},
+     lambda o, g: F.sgd(*_lists(o, g, "momentum_buffer"),
+                        **_h(g, "weight_decay", "momentum", "lr", "dampening", "nesterov",
+                             "maximize"))),
+    (optim.Adam, {"lr": 0.01, "amsgrad": True, "weight_decay": 0.1},
+     lambda o, g: F.adam(*_lists(o, g, "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"),
+                         **_h(g, "amsgrad", "lr", "weight_decay", "eps", "maximize"),
+                         **_betas(g))),
+    (optim.AdamW, {"lr": 0.01, "maximize": True},
+     lambda o, g: F.adamw(*_lists(o, g, "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"),
+                          **_h(g, "amsgrad", "lr", "weight_decay", "eps", "maximize"),
+                          **_betas(g))),
+    (optim.Adamax, {"lr": 0.01, "weight_decay": 0.1},
+     lambda o, g: F.adamax(*_lists(o, g, "exp_avg", "exp_inf", "step"),
+                           maximize=g["maximize"], **_h(g, "eps", "lr", "weight_decay"),
+                           **_betas(g))),
+    (optim.Adagrad, {"lr": 0.1, "lr_decay": 0.01},
+     lambda o, g: F.adagrad(*_lists(o, g, "sum", "step"),
+                            **_h(g, "lr", "weight_decay", "lr_decay", "eps", "maximize"))),
+    (optim.NAdam, {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True},
+     lambda o, g: F.nadam(*_lists(o, g, "exp_avg", "exp_avg_sq", "mu_product", "step"),
+                          decoupled_weight_decay=True, maximize=g["maximize"],
+                          **_h(g, "lr", "weight_decay", "momentum_decay", "eps"),
+                          **_betas(g))),
+    (optim.RAdam, {"lr": 0.01, "weight_decay": 0.1},
+     lambda o, g: F.radam(*_lists(o, g, "exp_avg", "exp_avg_sq", "step"),
+                          maximize=g["maximize"], **_h(g, "lr", "weight_decay", "eps"),
+                          **_betas(g))),
+    (optim.RMSprop, {"lr": 0.01, "momentum": 0.5, "centered": True},
+     lambda o, g: F.rmsprop(*_lists(o, g, "square_avg", "grad_avg", "momentum_buffer", "step"),
+                            maximize=g["maximize"],
+                            **_h(g, "lr", "alpha", "eps", "weight_decay", "momentum",
+                                 "centered"))),
+    (optim.Adadelta, {"lr": 0.5, "weight_decay": 0.1},
+     lambda o, g: F.adadelta(*_lists(o, g, "square_avg", "acc_delta", "step"),
+                             **_h(g, "lr", "rho", "eps", "weight_decay", "maximize"))),
+    (optim.ASGD, {"lr": 0.05, "t0": 3},
+     lambda o, g: F.asgd(*_lists(o, g, "ax", "mu", "eta", "step"), maximize=g["maximize"],
+                         **_h(g, "lambd", "lr", "t0", "alpha", "weight_decay"))),
+    (optim.Rprop, {"lr": 0.02},
+     lambda o, g: F.rprop(*_lists(o, g, "prev", "step_size", "step"), maximize=g["maximize"],
+                          step_size_min=g["step_sizes"][0], step_size_max=g["step_sizes"][1],
+                          etaminus=g["etas"][0], etaplus=g["etas"][1])),
+    (optim.Adafactor, {"lr": 0.05, "weight_decay": 0.1},
+     lambda o, g: F.adafactor(*_lists(o, g, "row_var", "col_var", "variance", "step"),
+                              eps1=g["eps"][0], eps2=g["eps"][1],
+                              **_h(g, "d", "lr", "beta2_decay", "weight_decay", "maximize"))),
+    (optim.Muon, {"lr": 0.02},
+     lambda o, g: F.muon(*_lists(o, g, "momentum_buffer"), has_complex=False,
+                         **_h(g, "lr", "weight_decay", "momentum", "nesterov",
+                              "ns_coefficients", "ns_steps", "eps", "adjust_lr_fn"))),
+]
+
+F = optim.functional
+
+
+def test_functional_covers_pytorchs_names():
+    # torch.optim.functional.__all__ in PyTorch 2.15.
+    assert sorted(F.__all__) == ["adadelta", "adafactor", "adagrad", "adam", "adamax", "adamw",
+                                 "asgd", "muon", "nadam", "radam", "rmsprop", "rprop", "sgd",
+                                 "sparse_adam"]
+    assert {c.__name__.lower() for c, _, _ in FUNCTIONAL} | {"sparseadam"} == {
+        n.replace("_", "") for n in F.__all__}
+
+
+@pytest.mark.parametrize("cls,kw,call", FUNCTIONAL, ids=[f[0].__name__ for f in FUNCTIONAL])
+def test_functional_form_continues_the_optimizer_bit_for_bit(cls, kw, call):
+    rng = np.random.default_rng(6)
+    shapes = [(3, 4), (4, 5)] if cls is optim.Muon else SHAPES[:4]
+    init = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(6)]
+    runs = []
+    for functional in (False, True):
+        ps = [nn.Parameter(torch.tensor(a)) for a in init]
+        opt = cls(ps, **kw)
+        for t, gs in enumerate(grads):
+            for p, g in zip(ps, gs):
+                p.grad = torch.tensor(g)
+            if functional and t >= 2:
+                call(opt, opt.param_groups[0])
+            else:
+                opt.step()
+        runs.append((ps, opt))
+    (pa, oa), (pb, ob) = runs
+    for a, b in zip(pa, pb):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    for a, b in zip(pa, pb):
+        for k, v in oa.state[a].items():
+            np.testing.assert_array_equal(v.numpy(), ob.state[b][k].numpy(), err_msg=k)
+
+
+def test_functional_sgd_fills_a_missing_momentum_buffer_and_others_check_steps():
+    p = nn.Parameter(torch.tensor([1.0, 2.0]))
+    bufs = [None]
+    F.sgd([p], [torch.tensor([0.5, -0.5])], bufs, weight_decay=0.0, momentum=0.9, lr=0.1,
+          dampening=0.0, nesterov=False, maximize=False)
+    np.testing.assert_array_equal(bufs[0].numpy(), [0.5, -0.5])
+    np.testing.assert_allclose(p.detach().numpy(), [0.95, 2.05], rtol=1e-6)
+    with pytest.raises(RuntimeError, match="`state_steps` argument must contain a list of "
+                                           "singleton tensors"):
+        F.adam([p], [p.detach()], [p.detach()], [p.detach()], [], [1], amsgrad=False,
+               beta1=0.9, beta2=0.999, lr=0.1, weight_decay=0.0, eps=1e-8, maximize=False)
+    with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients"):
+        F.sparse_adam([p], [p.detach()], [p.detach()], [p.detach()], [1], eps=1e-8,
+                      beta1=0.9, beta2=0.999, lr=0.1, maximize=False)

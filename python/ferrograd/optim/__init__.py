@@ -4,7 +4,7 @@ update all parameters of a group with one fused multi-tensor call into Rust;
 Adadelta, ASGD, Rprop, Adafactor and Muon run PyTorch's per-parameter loop over
 tensor ops."""
 
-from . import lr_scheduler, swa_utils
+from . import functional, lr_scheduler, swa_utils
 from ._stateless import swap_in_optimizer_params_and_state
 from .adadelta import Adadelta
 from .adafactor import Adafactor
@@ -40,6 +40,7 @@ __all__ = [
     "Rprop",
     "SGD",
     "SparseAdam",
+    "functional",
     "lr_scheduler",
     "swap_in_optimizer_params_and_state",
     "swa_utils",

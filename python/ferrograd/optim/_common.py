@@ -95,3 +95,18 @@ def _lerp_(a: Any, b: Any, w: float) -> None:
         a.lerp_(b, w)
     else:
         a.copy_(b.sub(b.sub(a).mul_(1 - w)))
+
+
+def _check_steps(state_steps: list[Any]) -> None:
+    """The functional forms take the step counters as tensors, as PyTorch's do."""
+    if not all(hasattr(t, "add_") for t in state_steps):
+        raise RuntimeError(
+            "API has changed, `state_steps` argument must contain a list of singleton tensors"
+        )
+
+
+def _refuse(differentiable: bool = False, capturable: bool = False) -> None:
+    """Refuses the flags ferrograd cannot honour, with the optimizers' messages."""
+    from .optimizer import Optimizer
+
+    Optimizer._check_unsupported({"differentiable": differentiable, "capturable": capturable})

@@ -5,10 +5,18 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..autograd.grad_mode import no_grad
-from ._common import _check_lr, _closure, _stepped, _to_scalar
+from ._common import (
+    _check_lr,
+    _check_steps,
+    _closure,
+    _full_like,
+    _refuse,
+    _step_tensor,
+    _to_scalar,
+)
 from .optimizer import Optimizer
 
-__all__ = ["Adadelta"]
+__all__ = ["Adadelta", "adadelta"]
 
 
 class Adadelta(Optimizer):
@@ -69,22 +77,51 @@ class Adadelta(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                self._check_unsupported(group)
-                lr = _to_scalar(group["lr"])
-                rho, eps = float(group["rho"]), float(group["eps"])
-                weight_decay, maximize = float(group["weight_decay"]), bool(group["maximize"])
-                for p, g, state, _ in _stepped(self, group, ("square_avg", "acc_delta")):
-                    if maximize:
-                        g = -g
-                    if weight_decay != 0:
-                        g = g.add(p, alpha=weight_decay)
-                    square_avg, acc_delta = state["square_avg"], state["acc_delta"]
-                    square_avg.mul_(rho).addcmul_(g, g, value=1 - rho)
-                    std = square_avg.add(eps).sqrt_()
-                    delta = acc_delta.add(eps).sqrt_()
-                    delta.div_(std).mul_(g)
-                    acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
-                    p.add_(delta, alpha=-lr)
+        for group in self.param_groups:
+            self._check_unsupported(group)
+            params, grads, square_avgs, acc_deltas, steps = [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["square_avg"] = _full_like(p, 0.0)
+                    state["acc_delta"] = _full_like(p, 0.0)
+                params.append(p)
+                grads.append(p.grad)
+                square_avgs.append(state["square_avg"])
+                acc_deltas.append(state["acc_delta"])
+                steps.append(state["step"])
+            adadelta(params, grads, square_avgs, acc_deltas, steps, lr=group["lr"],
+                     rho=group["rho"], eps=group["eps"], weight_decay=group["weight_decay"],
+                     maximize=group["maximize"])
         return loss
+
+
+def adadelta(
+    params: list[Any], grads: list[Any], square_avgs: list[Any], acc_deltas: list[Any],
+    state_steps: list[Any], capturable: bool = False, foreach: bool | None = None,
+    differentiable: bool = False, has_complex: bool = False, *, lr: float, rho: float,
+    eps: float, weight_decay: float, maximize: bool,
+) -> None:
+    """Adadelta's update (``optim.Adadelta``'s step) over lists of tensors;
+    adds one to each ``state_steps`` tensor."""
+    _check_steps(state_steps)
+    _refuse(differentiable, capturable)
+    lr = _to_scalar(lr)
+    with no_grad():
+        for p, g, square_avg, acc_delta, step in zip(
+            params, grads, square_avgs, acc_deltas, state_steps
+        ):
+            step.add_(1)
+            if maximize:
+                g = -g
+            if weight_decay != 0:
+                g = g.add(p, alpha=weight_decay)
+            square_avg.mul_(rho).addcmul_(g, g, value=1 - rho)
+            std = square_avg.add(eps).sqrt_()
+            delta = acc_delta.add(eps).sqrt_()
+            delta.div_(std).mul_(g)
+            acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+            p.add_(delta, alpha=-lr)

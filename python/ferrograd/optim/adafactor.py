@@ -7,10 +7,18 @@ from typing import Any, Callable
 from .. import _C
 from .._dtype_info import finfo
 from ..autograd.grad_mode import no_grad
-from ._common import _bump, _closure, _full_like, _lerp_, _step_tensor, _to_scalar
+from ._common import (
+    _bump,
+    _check_steps,
+    _closure,
+    _full_like,
+    _lerp_,
+    _step_tensor,
+    _to_scalar,
+)
 from .optimizer import Optimizer
 
-__all__ = ["Adafactor"]
+__all__ = ["Adafactor", "adafactor"]
 
 
 class Adafactor(Optimizer):
@@ -86,49 +94,69 @@ class Adafactor(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                self._step_group(group)
+        for group in self.param_groups:
+            params, grads, row_vars, col_vars, variances, steps = [], [], [], [], [], []
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if p.is_complex():
+                    raise RuntimeError("Adafactor does not support complex parameters")
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    if g.dim() > 1:
+                        state["row_var"] = _C.zeros(*g.shape[:-1], 1, dtype=g.dtype)
+                        state["col_var"] = _C.zeros(*g.shape[:-2], 1, g.shape[-1], dtype=g.dtype)
+                    else:
+                        state["variance"] = _full_like(g, 0.0)
+                params.append(p)
+                grads.append(g)
+                row_vars.append(state.get("row_var"))
+                col_vars.append(state.get("col_var"))
+                variances.append(state.get("variance"))
+                steps.append(state["step"])
+            eps1, eps2 = group["eps"]
+            adafactor(params, grads, row_vars, col_vars, variances, steps, d=group["d"],
+                      lr=group["lr"], beta2_decay=group["beta2_decay"],
+                      weight_decay=group["weight_decay"], eps1=eps1, eps2=eps2,
+                      maximize=group["maximize"])
         return loss
 
-    def _step_group(self, group: dict[str, Any]) -> None:
-        from .. import linalg  # ferrograd.linalg imports after optim
 
-        lr = _to_scalar(group["lr"])
-        eps1, eps2 = group["eps"]
-        eps2 = float(eps2)
-        beta2_decay, d = float(group["beta2_decay"]), float(group["d"])
-        weight_decay, maximize = float(group["weight_decay"]), bool(group["maximize"])
-        todo = []
-        for p in group["params"]:
-            g = p.grad
-            if g is None:
-                continue
-            if p.is_complex():
-                raise RuntimeError("Adafactor does not support complex parameters")
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = _step_tensor()
-                if g.dim() > 1:
-                    state["row_var"] = _C.zeros(*g.shape[:-1], 1, dtype=g.dtype)
-                    state["col_var"] = _C.zeros(*g.shape[:-2], 1, g.shape[-1], dtype=g.dtype)
-                else:
-                    state["variance"] = _full_like(g, 0.0)
-            todo.append((p, g, state))
-        for p, g, state in todo:
+def adafactor(
+    params: list[Any], grads: list[Any], row_vars: list[Any], col_vars: list[Any],
+    variances: list[Any], state_steps: list[Any], foreach: bool | None = None,
+    grad_scale: Any = None, found_inf: Any = None, has_complex: bool = False, *, d: float,
+    lr: float, beta2_decay: float, weight_decay: float, eps1: float | None, eps2: float,
+    maximize: bool,
+) -> None:
+    """Adafactor's update (``optim.Adafactor``'s step) over lists of tensors
+    (``row_vars``/``col_vars`` for parameters of two or more dimensions,
+    ``variances`` for the others, None elsewhere); adds one to each
+    ``state_steps`` tensor."""
+    from .. import linalg  # ferrograd.linalg imports after optim
+
+    _check_steps(state_steps)
+    if grad_scale is not None or found_inf is not None:
+        raise RuntimeError("Grad scaling should occur outside of optimizer.step()")
+    lr, eps2, d = _to_scalar(lr), float(eps2), float(d)
+    with no_grad():
+        for p, g, row_var, col_var, variance, step in zip(
+            params, grads, row_vars, col_vars, variances, state_steps
+        ):
             if maximize:
                 g = -g
             if eps1 is None:
-                # As in PyTorch, the first parameter's dtype fixes it for the group's step.
+                # As in PyTorch, the first parameter's dtype fixes it for the rest of the call.
                 eps1 = finfo(p.dtype).eps
-            t = _bump(state)
+            t = _bump({"step": step})
             one_minus_beta2 = t**beta2_decay
             rho = min(lr, 1 / (t**0.5))
             alpha = max(eps2, p.norm(2).item() / (p.numel() ** 0.5)) * rho
             if weight_decay != 0:
                 p.mul_(1 - lr * weight_decay)
             if g.dim() > 1:
-                row_var, col_var = state["row_var"], state["col_var"]
                 # The mean of g * g along a dimension, as a squared norm over its length.
                 row_mean = linalg.vector_norm(g, dim=-1, keepdim=True).square_().div_(g.size(-1))
                 _lerp_(row_var, row_mean, one_minus_beta2)
@@ -137,11 +165,9 @@ class Adafactor(Optimizer):
                 estimate = row_var @ col_var
                 estimate.div_(row_var.mean(dim=-2, keepdim=True).clamp_(min=eps1))
             else:
-                variance = state["variance"]
                 _lerp_(variance, g * g, one_minus_beta2)
                 estimate = variance.clone()
             update = estimate.clamp_(min=eps1 * eps1).rsqrt_()
             update.mul_(g)
             denom = max(1.0, update.norm(2).item() / ((update.numel() ** 0.5) * d))
             p.add_(update, alpha=-alpha / denom)
-

@@ -5,10 +5,19 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..autograd.grad_mode import no_grad
-from ._common import _bump, _check_lr, _closure, _full_like, _step_tensor, _to_scalar
+from ._common import (
+    _bump,
+    _check_lr,
+    _check_steps,
+    _closure,
+    _full_like,
+    _refuse,
+    _step_tensor,
+    _to_scalar,
+)
 from .optimizer import Optimizer
 
-__all__ = ["ASGD"]
+__all__ = ["ASGD", "asgd"]
 
 
 class ASGD(Optimizer):
@@ -72,37 +81,56 @@ class ASGD(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                self._check_unsupported(group)
-                lr = _to_scalar(group["lr"])
-                lambd, alpha, t0 = float(group["lambd"]), float(group["alpha"]), float(group["t0"])
-                weight_decay, maximize = float(group["weight_decay"]), bool(group["maximize"])
-                for p in group["params"]:
-                    g = p.grad
-                    if g is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _step_tensor()
-                        state["eta"] = _step_tensor(lr)
-                        state["mu"] = _step_tensor(1.0)
-                        state["ax"] = _full_like(p, 0.0)
-                    if maximize:
-                        g = -g
-                    step = _bump(state)
-                    if weight_decay != 0:
-                        g = g.add(p, alpha=weight_decay)
-                    eta, mu, ax = state["eta"], state["mu"], state["ax"]
-                    eta_value = float(eta.item())
-                    p.mul_(1 - lambd * eta_value)
-                    p.add_(g, alpha=-eta_value)
-                    if mu.item() != 1:
-                        ax.add_(p.sub(ax).mul_(mu))
-                    else:
-                        ax.copy_(p)
-                    # Through a new scalar tensor, as PyTorch does: the value is
-                    # rounded to the scalar dtype even if the state was cast to float64.
-                    eta.copy_(_step_tensor(lr / ((1 + lambd * lr * step) ** alpha)))
-                    mu.copy_(_step_tensor(1 / max(1, step - t0)))
+        for group in self.param_groups:
+            self._check_unsupported(group)
+            params, grads, axs, mus, etas, steps = [], [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["eta"] = _step_tensor(_to_scalar(group["lr"]))
+                    state["mu"] = _step_tensor(1.0)
+                    state["ax"] = _full_like(p, 0.0)
+                params.append(p)
+                grads.append(p.grad)
+                axs.append(state["ax"])
+                mus.append(state["mu"])
+                etas.append(state["eta"])
+                steps.append(state["step"])
+            asgd(params, grads, axs, mus, etas, steps, maximize=group["maximize"],
+                 lambd=group["lambd"], lr=group["lr"], t0=group["t0"], alpha=group["alpha"],
+                 weight_decay=group["weight_decay"])
         return loss
+
+
+def asgd(
+    params: list[Any], grads: list[Any], axs: list[Any], mus: list[Any], etas: list[Any],
+    state_steps: list[Any], foreach: bool | None = None, maximize: bool = False,
+    differentiable: bool = False, capturable: bool = False, has_complex: bool = False, *,
+    lambd: float, lr: float, t0: float, alpha: float, weight_decay: float,
+) -> None:
+    """ASGD's update (``optim.ASGD``'s step) over lists of tensors; adds one
+    to each ``state_steps`` tensor and moves ``etas`` and ``mus``."""
+    _check_steps(state_steps)
+    _refuse(differentiable, capturable)
+    lr = _to_scalar(lr)
+    with no_grad():
+        for p, g, ax, mu, eta, step_t in zip(params, grads, axs, mus, etas, state_steps):
+            if maximize:
+                g = -g
+            step = _bump({"step": step_t})
+            if weight_decay != 0:
+                g = g.add(p, alpha=weight_decay)
+            eta_value = float(eta.item())
+            p.mul_(1 - lambd * eta_value)
+            p.add_(g, alpha=-eta_value)
+            if mu.item() != 1:
+                ax.add_(p.sub(ax).mul_(mu))
+            else:
+                ax.copy_(p)
+            # Through a new scalar tensor, as PyTorch does: the value is rounded
+            # to the scalar dtype even if the state was cast to float64.
+            eta.copy_(_step_tensor(lr / ((1 + lambd * lr * step) ** alpha)))
+            mu.copy_(_step_tensor(1 / max(1, step - t0)))

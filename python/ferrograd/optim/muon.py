@@ -10,7 +10,7 @@ from ..autograd.grad_mode import no_grad
 from ._common import _closure, _full_like, _lerp_, _to_scalar
 from .optimizer import Optimizer
 
-__all__ = ["Muon"]
+__all__ = ["Muon", "muon"]
 
 _EPS = 1e-7
 _NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
@@ -127,31 +127,42 @@ class Muon(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                lr = _to_scalar(group["lr"])
-                weight_decay, momentum = float(group["weight_decay"]), float(group["momentum"])
-                todo = []
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if "momentum_buffer" not in state:
-                        state["momentum_buffer"] = _full_like(p.grad, 0.0)
-                    todo.append((p, p.grad, state["momentum_buffer"]))
-                for p, g, buf in todo:
-                    if g.dim() != 2:
-                        raise ValueError("Param gradient must be a 2D matrix")
-                    _lerp_(buf, g, 1 - momentum)
-                    if group["nesterov"]:
-                        update = g.clone()
-                        _lerp_(update, buf, momentum)
-                    else:
-                        update = buf
-                    update = _orthogonalize(
-                        update, tuple(group["ns_coefficients"]), int(group["ns_steps"]),
-                        float(group["eps"]),
-                    )
-                    p.mul_(1 - lr * weight_decay)
-                    p.add_(update, alpha=-_adjusted_lr(lr, group["adjust_lr_fn"], p.shape))
+        for group in self.param_groups:
+            params, grads, bufs = [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = _full_like(p.grad, 0.0)
+                params.append(p)
+                grads.append(p.grad)
+                bufs.append(state["momentum_buffer"])
+            muon(params, grads, bufs, lr=group["lr"], weight_decay=group["weight_decay"],
+                 momentum=group["momentum"], nesterov=group["nesterov"],
+                 ns_coefficients=group["ns_coefficients"], ns_steps=group["ns_steps"],
+                 eps=group["eps"], adjust_lr_fn=group["adjust_lr_fn"], has_complex=False)
         return loss
+
+
+def muon(
+    params: list[Any], grads: list[Any], muon_momentum_bufs: list[Any], *,
+    foreach: bool | None = None, lr: float, weight_decay: float, momentum: float,
+    nesterov: bool, ns_coefficients: tuple[float, float, float], ns_steps: int, eps: float,
+    adjust_lr_fn: str | None, has_complex: bool,
+) -> None:
+    """Muon's update (``optim.Muon``'s step) over lists of 2-D tensors."""
+    lr = _to_scalar(lr)
+    with no_grad():
+        for p, g, buf in zip(params, grads, muon_momentum_bufs):
+            if g.dim() != 2:
+                raise ValueError("Param gradient must be a 2D matrix")
+            _lerp_(buf, g, 1 - momentum)
+            if nesterov:
+                update = g.clone()
+                _lerp_(update, buf, momentum)
+            else:
+                update = buf
+            update = _orthogonalize(update, tuple(ns_coefficients), int(ns_steps), float(eps))
+            p.mul_(1 - lr * weight_decay)
+            p.add_(update, alpha=-_adjusted_lr(lr, adjust_lr_fn, p.shape))

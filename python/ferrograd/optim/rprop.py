@@ -6,10 +6,18 @@ from typing import Any, Callable
 
 from .. import _C
 from ..autograd.grad_mode import no_grad
-from ._common import _bump, _check_lr, _closure, _full_like, _step_tensor, _to_scalar
+from ._common import (
+    _check_lr,
+    _check_steps,
+    _closure,
+    _full_like,
+    _refuse,
+    _step_tensor,
+    _to_scalar,
+)
 from .optimizer import Optimizer
 
-__all__ = ["Rprop"]
+__all__ = ["Rprop", "rprop"]
 
 
 class Rprop(Optimizer):
@@ -64,34 +72,55 @@ class Rprop(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                self._check_unsupported(group)
-                etaminus, etaplus = (float(e) for e in group["etas"])
-                step_size_min, step_size_max = (float(s) for s in group["step_sizes"])
-                maximize = bool(group["maximize"])
-                for p in group["params"]:
-                    g = p.grad
-                    if g is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _step_tensor()
-                        state["prev"] = _full_like(p, 0.0)
-                        state["step_size"] = _full_like(p, _to_scalar(group["lr"]))
-                    if maximize:
-                        g = -g
-                    _bump(state)
-                    prev, step_size = state["prev"], state["step_size"]
-                    sign = g.mul(prev).sign()
-                    # Masks of the signs before any is replaced (a NaN product
-                    # matches none of them and stays NaN, as in PyTorch).
-                    grew, flipped, zero = sign.gt(0), sign.lt(0), sign.eq(0)
-                    factor = _C.where(grew, etaplus, sign)
-                    factor = _C.where(flipped, etaminus, factor)
-                    factor = _C.where(zero, 1.0, factor)
-                    step_size.mul_(factor).clamp_(step_size_min, step_size_max)
-                    g = _C.where(flipped, 0.0, g)
-                    p.addcmul_(g.sign(), step_size, value=-1)
-                    prev.copy_(g)
+        for group in self.param_groups:
+            self._check_unsupported(group)
+            params, grads, prevs, step_sizes, steps = [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["prev"] = _full_like(p, 0.0)
+                    state["step_size"] = _full_like(p, _to_scalar(group["lr"]))
+                params.append(p)
+                grads.append(p.grad)
+                prevs.append(state["prev"])
+                step_sizes.append(state["step_size"])
+                steps.append(state["step"])
+            etaminus, etaplus = group["etas"]
+            step_size_min, step_size_max = group["step_sizes"]
+            rprop(params, grads, prevs, step_sizes, steps, maximize=group["maximize"],
+                  step_size_min=step_size_min, step_size_max=step_size_max,
+                  etaminus=etaminus, etaplus=etaplus)
         return loss
+
+
+def rprop(
+    params: list[Any], grads: list[Any], prevs: list[Any], step_sizes: list[Any],
+    state_steps: list[Any], foreach: bool | None = None, capturable: bool = False,
+    maximize: bool = False, differentiable: bool = False, has_complex: bool = False, *,
+    step_size_min: float, step_size_max: float, etaminus: float, etaplus: float,
+) -> None:
+    """Rprop's update (``optim.Rprop``'s step) over lists of tensors; adds one
+    to each ``state_steps`` tensor."""
+    _check_steps(state_steps)
+    _refuse(differentiable, capturable)
+    etaminus, etaplus = float(etaminus), float(etaplus)
+    lo, hi = float(step_size_min), float(step_size_max)
+    with no_grad():
+        for g, prev, step_size, step, p in zip(grads, prevs, step_sizes, state_steps, params):
+            if maximize:
+                g = -g
+            step.add_(1)
+            sign = g.mul(prev).sign()
+            # Masks of the signs before any is replaced (a NaN product matches
+            # none of them and stays NaN, as in PyTorch).
+            grew, flipped, zero = sign.gt(0), sign.lt(0), sign.eq(0)
+            factor = _C.where(grew, etaplus, sign)
+            factor = _C.where(flipped, etaminus, factor)
+            factor = _C.where(zero, 1.0, factor)
+            step_size.mul_(factor).clamp_(lo, hi)
+            g = _C.where(flipped, 0.0, g)
+            p.addcmul_(g.sign(), step_size, value=-1)
+            prev.copy_(g)
