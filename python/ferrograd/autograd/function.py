@@ -169,8 +169,10 @@ class Function(metaclass=FunctionMeta):
         result = tuple(result) if is_tuple else result[0]
         if tangents is not None:
             result = _with_tangents(cls, ctx, args, result, tangents, saved=ctx._to_save)
-        # The node owns the saved tensors now; the ctx keeps no reference.
+        # The node owns the saved tensors now; the ctx keeps no reference (nor to
+        # the outputs it was told about, which the node's ctx would keep alive).
         ctx._to_save = ()
+        ctx._dirty = ctx._non_differentiable = ()
         return result
 
 
