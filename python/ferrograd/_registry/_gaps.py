@@ -45,15 +45,7 @@ DEFECTS: dict = {
                    "as PyTorch shares it", GRADGRAD: "as grad", JVP: "as grad"},
     "amin": {GRAD: "with ties the gradient goes to one element instead of being shared evenly "
                    "as PyTorch shares it", GRADGRAD: "as grad", JVP: "as grad"},
-    "var": {GRAD: "a reduced dimension of size 1 gives NaN (correction 1), which gradcheck cannot "
-                  "compare; the sample needs two elements per reduction", GRADGRAD: "as grad"},
-    "std": {GRAD: "as var", GRADGRAD: "as var"},
-    "float": {GRAD: "the result is float32, too coarse for float64 finite differences",
-              JVP: "as grad"},
     "max_pool2d": {GRAD: _TIES, GRADGRAD: _TIES, JVP: _TIES},
-    "rms_norm": {GRAD: "near-zero rows make the normalisation ill-conditioned for finite "
-                       "differences; the sample needs rows away from zero",
-                 GRADGRAD: "as grad", JVP: "as grad"},
     "pairwise_distance": {GRAD: _KINK, GRADGRAD: _KINK, JVP: _KINK},
     "pdist": {GRADGRAD: _KINK},
     "margin_ranking_loss": {GRAD: _KINK, GRADGRAD: _KINK, JVP: _KINK},
@@ -75,10 +67,6 @@ def apply(op):
 #: runs as an expected failure and is listed on docs/coverage.md until it is fixed and
 #: removed here (the exception type it raised is noted).
 UNANALYSED: dict = {
-    "std": {JVP: "AssertionError"},
-    "logspace": {FORWARD: "AssertionError"},
-    "cdist": {GRADGRAD: "GradcheckError"},
-    "std_mean": {GRADGRAD: "GradcheckError", JVP: "AssertionError"},
     "index_copy": {GRAD: "GradcheckError", JVP: "AssertionError", VMAP_INPLACE: "ValueError"},
     "index_put": {GRAD: "TypeError", GRADGRAD: "TypeError", JVP: "TypeError", VMAP_INPLACE: "ValueError", COMPILE: "TypeError", JACOBIAN: "TypeError"},
     "put": {GRAD: "GradcheckError", VMAP: "RuntimeError", VMAP_INPLACE: "ValueError", COMPILE: "RuntimeError"},
@@ -135,7 +123,6 @@ UNANALYSED: dict = {
     "searchsorted": {COMPILE: "RuntimeError"},
     "bucketize": {COMPILE: "RuntimeError"},
     "polygamma": {VMAP: "RuntimeError"},
-    "einsum": {VMAP: "RuntimeError"},
     "scatter_reduce": {VMAP_INPLACE: "failure"},
     "index_fill": {VMAP_INPLACE: "failure", COMPILE: "RuntimeError"},
     "masked_scatter": {VMAP_INPLACE: "failure", COMPILE: "RuntimeError"},
