@@ -120,6 +120,27 @@ def test_jacobian_vectorized_matches_the_loop():
         np.testing.assert_allclose(fast.numpy(), slow.numpy(), rtol=1e-12, atol=1e-12)
 
 
+def test_jacfwd_jacrev_hessian_and_per_sample_grad():
+    from ferrograd.func import grad, hessian, jacfwd, jacrev
+
+    rng = np.random.default_rng(6)
+    a = _nonsingular(rng)
+    for f in (LA.inv, LA.det, lambda x: LA.eigvalsh(x + x.mT), lambda x: LA.solve(x, x[0]),
+              LA.svdvals):
+        np.testing.assert_allclose(jacfwd(f)(a).numpy(), jacrev(f)(a).numpy(), rtol=1e-10,
+                                   atol=1e-12)
+    # d^2 det / dA_ij dA_kl, by central differences of the cofactor matrix.
+    h = hessian(LA.det)(a).detach().numpy()
+    eps = 1e-6
+    for i, j in ((0, 0), (1, 2)):
+        d = np.zeros((3, 3))
+        d[i, j] = eps
+        fd = (grad(LA.det)(a + fg.tensor(d)).numpy() - grad(LA.det)(a - fg.tensor(d)).numpy())
+        np.testing.assert_allclose(h[i, j], fd / (2 * eps), rtol=1e-6, atol=1e-8)
+    per_sample = vmap(grad(LA.det))(fg.stack([a, 2 * a]))
+    np.testing.assert_allclose(per_sample[1].numpy(), grad(LA.det)(2 * a).numpy(), rtol=1e-12)
+
+
 @pytest.mark.parametrize("op", ["inv", "det", "cholesky", "qr", "lstsq", "matrix_rank", "eigvalsh"])
 def test_compile_replays_linalg_bit_for_bit(op):
     rng = np.random.default_rng(4)
