@@ -129,8 +129,12 @@ def test_jacfwd_jacrev_hessian_and_per_sample_grad():
               LA.svdvals):
         np.testing.assert_allclose(jacfwd(f)(a).numpy(), jacrev(f)(a).numpy(), rtol=1e-10,
                                    atol=1e-12)
-    # d^2 det / dA_ij dA_kl, by central differences of the cofactor matrix.
+    # d^2 det / dA_ij dA_kl, by central differences of the cofactor matrix; hessian is
+    # jacfwd(jacrev(f)): forward mode through a backward that reads the saved output.
     h = hessian(LA.det)(a).detach().numpy()
+    for f in (lambda x: LA.inv(x).sum(), lambda x: LA.cholesky(x @ x.mT).sum()):
+        np.testing.assert_allclose(hessian(f)(a).detach().numpy(),
+                                   jacrev(jacrev(f))(a).detach().numpy(), rtol=1e-10, atol=1e-12)
     eps = 1e-6
     for i, j in ((0, 0), (1, 2)):
         d = np.zeros((3, 3))
