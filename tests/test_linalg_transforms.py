@@ -64,6 +64,9 @@ SQUARE_FNS = {
     "nuclear_norm": lambda a: LA.matrix_norm(a, "nuc"),
     "vector_norm": lambda a: LA.vector_norm(a, 3, dim=-1),
     "torch_svd_U": lambda a: fg.svd(a)[0].abs(),
+    "matrix_exp": lambda a: LA.matrix_exp(a / 4),
+    "geqrf": lambda a: tuple(fg.geqrf(a)),
+    "householder_product": lambda a: LA.householder_product(a, a[..., 0, :] / 4),
 }
 
 
@@ -114,6 +117,7 @@ def test_jacobian_vectorized_matches_the_loop():
     rng = np.random.default_rng(3)
     a = _nonsingular(rng)
     for f in (LA.inv, LA.det, lambda x: LA.eigh(x + x.mT)[0], lambda x: LA.svd(x)[1],
+              lambda x: LA.matrix_exp(x / 4),
               lambda x: LA.solve(x, x[:, 0]), lambda x: LA.cholesky(x @ x.mT)):
         fast = fg.autograd.functional.jacobian(f, a, vectorize=True)
         slow = fg.autograd.functional.jacobian(f, a, vectorize=False)
@@ -126,13 +130,14 @@ def test_jacfwd_jacrev_hessian_and_per_sample_grad():
     rng = np.random.default_rng(6)
     a = _nonsingular(rng)
     for f in (LA.inv, LA.det, lambda x: LA.eigvalsh(x + x.mT), lambda x: LA.solve(x, x[0]),
-              LA.svdvals):
+              LA.svdvals, lambda x: LA.matrix_exp(x / 4)):
         np.testing.assert_allclose(jacfwd(f)(a).numpy(), jacrev(f)(a).numpy(), rtol=1e-10,
                                    atol=1e-12)
     # d^2 det / dA_ij dA_kl, by central differences of the cofactor matrix; hessian is
     # jacfwd(jacrev(f)): forward mode through a backward that reads the saved output.
     h = hessian(LA.det)(a).detach().numpy()
-    for f in (lambda x: LA.inv(x).sum(), lambda x: LA.cholesky(x @ x.mT).sum()):
+    for f in (lambda x: LA.inv(x).sum(), lambda x: LA.cholesky(x @ x.mT).sum(),
+              lambda x: LA.matrix_exp(x / 4).sum()):
         np.testing.assert_allclose(hessian(f)(a).detach().numpy(),
                                    jacrev(jacrev(f))(a).detach().numpy(), rtol=1e-10, atol=1e-12)
     eps = 1e-6
@@ -145,7 +150,9 @@ def test_jacfwd_jacrev_hessian_and_per_sample_grad():
     np.testing.assert_allclose(per_sample[1].numpy(), grad(LA.det)(2 * a).numpy(), rtol=1e-12)
 
 
-@pytest.mark.parametrize("op", ["inv", "det", "cholesky", "qr", "lstsq", "matrix_rank", "eigvalsh"])
+@pytest.mark.parametrize(
+    "op", ["inv", "det", "cholesky", "qr", "lstsq", "matrix_rank", "eigvalsh", "matrix_exp", "geqrf"]
+)
 def test_compile_replays_linalg_bit_for_bit(op):
     rng = np.random.default_rng(4)
     fns = {
@@ -156,6 +163,8 @@ def test_compile_replays_linalg_bit_for_bit(op):
         "lstsq": lambda a: [LA.lstsq(a, a[:, :1]).solution],
         "matrix_rank": lambda a: [LA.matrix_rank(a)],
         "eigvalsh": lambda a: [LA.eigvalsh(a + a.mT)],
+        "matrix_exp": lambda a: [LA.matrix_exp(a / 4)],
+        "geqrf": lambda a: list(fg.geqrf(a.detach())),
     }
     f = fns[op]
 

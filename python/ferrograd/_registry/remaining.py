@@ -21,7 +21,6 @@ from .linalg import (
 from .schema import (
     ALL,
     AWAY0,
-    COMPILE,
     CUSTOM,
     F_FUNCTION,
     FORWARD,
@@ -431,18 +430,15 @@ def _windows(x, dim, size, step):
 
 _o("matrix_exp", "linalg", "The matrix exponential of the square matrices of `input`.", _expm,
    fixed(T((3, 3), domain=Domain(-0.5, 0.5))), surfaces=FM + (LINALG,), dtypes=NUMERIC, rule="linalg",
-   tol=(1e-4, 1e-5),
-   refuse={COMPILE: "it picks its scaling from the matrix's norm in Python (`float(tensor)`), which a "
-                    "replay cannot re-run", VMAP: "no batching rule (it takes batches of matrices itself)"})
+   tol=(1e-4, 1e-5))
 _o("geqrf", "linalg", "The QR factorisation of `input` in LAPACK's form: R and the Householder "
    "vectors in one matrix, and the reflectors' scales `tau`.", _geqrf, fixed(T((3, 2), grad=False)),
    surfaces=FM + (LINALG,), dtypes=NUMERIC, differentiable=False, rule="linalg", tol=(1e-4, 1e-5),
-   refuse={COMPILE: "computed in NumPy (`numpy`/`from_numpy`), so a replay cannot recompute it"},
    autocast=FP32)
 _o("orgqr", "linalg", "The matrix Q of `geqrf`'s factors (`linalg.householder_product`).",
    _householder, fixed(T((3, 2), domain=Domain(-0.5, 0.5)), T((2,), domain=Domain(0.5, 1.5))),
-   aliases=(("householder_product", (LINALG,)),), dtypes=NUMERIC, batching=NONE, tol=(1e-4, 1e-5),
-   refuse={VMAP: NO_RULE}, autocast=FP32)
+   aliases=(("householder_product", (LINALG,)),), dtypes=NUMERIC, rule="linalg", tol=(1e-4, 1e-5),
+   autocast=FP32)
 _o("mvlgamma", "special", "The multivariate log-gamma function of dimension `p`, elementwise.",
    _mvlgamma, fixed(T((2, 3), domain=Domain(2.0, 4.0)), 3), batching=NONE, refuse={VMAP: NO_RULE})
 # `Tensor.unfold` (`F.unfold` is im2col, declared as `unfold`).

@@ -178,7 +178,7 @@ class Function(metaclass=FunctionMeta):
         # The node owns the saved tensors now; the ctx keeps no reference (nor to
         # the outputs it was told about, which the node's ctx would keep alive).
         ctx._to_save = ()
-        ctx._dirty = ctx._non_differentiable = ()
+        ctx._dirty = ctx._non_differentiable = ctx._saved_for_forward = ()
         return result
 
 

@@ -224,6 +224,9 @@ class _NoCtx:
     def save_for_backward(self, *tensors):
         pass
 
+    def save_for_forward(self, *tensors):
+        pass
+
     def mark_non_differentiable(self, *tensors):
         pass
 
