@@ -131,3 +131,15 @@ UNANALYSED: dict = {
     "rrelu": {VMAP: "RuntimeError", COMPILE: "RuntimeError"},
     "embedding_bag": {VMAP: "TypeError", COMPILE: "RuntimeError"},
 }
+
+#: vmap cells of ops without a differentiable input, failing since the matrix batches
+#: their first array argument (before, their vmap cell did not use the batched value).
+for _name, _kind in {"one_hot": "RuntimeError", "bernoulli": "TypeError", "isin": "RuntimeError",
+                     "searchsorted": "RuntimeError", "bucketize": "TypeError",
+                     "unravel_index": "RuntimeError"}.items():
+    UNANALYSED.setdefault(_name, {})[VMAP] = _kind
+_VALUE_SIZED = ("the result's size depends on the values, so vmap cannot batch it (PyTorch "
+                "refuses too); the error should name the op, it speaks of .item()")
+DEFECTS.setdefault("bincount", {})[VMAP] = _VALUE_SIZED
+DEFECTS.setdefault("argwhere", {})[VMAP] = _VALUE_SIZED.replace("it speaks of .item()",
+                                                                 "it names nonzero")
