@@ -428,7 +428,7 @@ def lerp(input, end, weight):
     _check("lerp", input)
     _check("lerp", end, "end", 2)
     diff = end - input
-    if not isinstance(weight, Tensor):
+    if isinstance(weight, (int, float, np.integer, np.floating)):
         one_minus = 1 - weight
         if diff.dtype != _C.float64 and diff.is_floating_point():
             # The weight is a float32 number for float32 and narrower tensors, as in PyTorch.
