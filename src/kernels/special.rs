@@ -145,6 +145,13 @@ pub(crate) fn polygamma(n: u32, x: f64) -> f64 {
     let bound = 12.0 + n as f64;
     let mut sum = 0.0;
     let mut a = x;
+    if x < -FAR_NEGATIVE {
+        if x == x.floor() {
+            // A pole (every float this far out is an integer past 2^53).
+            return if n % 2 == 1 { f64::INFINITY } else { f64::NAN };
+        }
+        (sum, a) = negative_terms(sf, x);
+    }
     while a < bound {
         sum += a.powi(-s);
         a += 1.0;
@@ -176,6 +183,23 @@ pub(crate) fn polygamma(n: u32, x: f64) -> f64 {
     sign * nf * sum
 }
 
+/// Below this the terms at negative shifts are not summed one by one (a loop
+/// of |x| steps, endless at -inf or past 2^53 where `a + 1 == a`).
+const FAR_NEGATIVE: f64 = 64.0;
+
+/// The terms `a^-s` of a Hurwitz sum at the negative shifts `a = q, q + 1,
+/// ..., q + m < 0` (`q` not an integer, `s` an integer), and the first
+/// positive shift `q + m + 1`. With `f = -(q + m)` in (0, 1) they are
+/// `(-1)^s (f + j)^-s` for `j = 0..=m`, that is
+/// `(-1)^s (zeta(s, f) - zeta(s, f + m + 1))`: two sums at positive arguments,
+/// whatever `m`.
+fn negative_terms(s: f64, q: f64) -> (f64, f64) {
+    let m = (-q).floor();
+    let f = -(q + m);
+    let sign = if s % 2.0 == 0.0 { 1.0 } else { -1.0 };
+    (sign * (zeta(s, f) - zeta(s, f + m + 1.0)), 1.0 - f)
+}
+
 /// The Hurwitz zeta function zeta(s, q) = sum_k (q + k)^-s, with Cephes'
 /// domain (PyTorch's `special.zeta`): infinite at s = 1 and at the
 /// non-positive integers q, NaN for s < 1 and for negative q with a
@@ -203,6 +227,9 @@ pub(crate) fn zeta(s: f64, q: f64) -> f64 {
     let bound = 12.0 + s.min(1e4);
     let mut sum = 0.0;
     let mut a = q;
+    if q < -FAR_NEGATIVE {
+        (sum, a) = negative_terms(s, q);
+    }
     while a < bound {
         let t = a.powf(-s);
         sum += t;
@@ -384,6 +411,40 @@ pub(crate) fn standard_gamma_grad(alpha: f64, x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn far_negative_arguments_are_summed_in_closed_form_not_term_by_term() {
+        // Reflection: psi'(x) + psi'(1 - x) = pi^2 / sin^2(pi x).
+        for x in [-100.25, -12_345.75, -1e9 + 0.5] {
+            let want = PI * PI / (PI * x).sin().powi(2) - polygamma(1, 1.0 - x);
+            let got = polygamma(1, x);
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs(),
+                "{x}: {got} vs {want}"
+            );
+        }
+        // The closed form continues the term-by-term sum at the switch.
+        let direct = |s: i32, x: f64| {
+            let (mut a, mut sum) = (x, 0.0);
+            while a < 0.0 {
+                sum += a.powi(-s);
+                a += 1.0;
+            }
+            sum + zeta(s as f64, a)
+        };
+        for (s, x) in [(2, -64.5), (3, -70.25), (4, -200.75)] {
+            let (got, want) = (zeta(s as f64, x), direct(s, x));
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs(),
+                "zeta({s}, {x}): {got} vs {want}"
+            );
+        }
+        // Poles and -inf end at once (these loops never ended before).
+        assert_eq!(polygamma(1, f64::NEG_INFINITY), f64::INFINITY);
+        assert!(polygamma(2, -(2f64.powi(60))).is_nan());
+        assert!(zeta(3.0, f64::NEG_INFINITY).is_infinite());
+        assert!(polygamma(3, -4.5e15 + 0.5).is_finite());
+    }
 
     #[test]
     fn special_values() {
