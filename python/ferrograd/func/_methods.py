@@ -5,6 +5,7 @@ against the physical value directly."""
 from __future__ import annotations
 
 import operator
+import types
 
 from .. import _C, _registry
 from .._registry import schema as _schema
@@ -398,3 +399,63 @@ def _attach_composed():
 
 _attach_composed()
 # ----- end of tensor API additions -----
+
+
+# ----- in-place forms of ops with an out-of-place batching rule ------------------------------
+
+
+def write_inplace(self, out, name):
+    """``self.<name>(...)`` under vmap, given its out-of-place value ``out``
+    (computed through the batching rules): ``out`` is copied into ``self``.
+    As in PyTorch, ``self`` must be batched wherever ``out`` is, and the
+    value must have ``self``'s shape."""
+    lid = max_level((self, out))
+    if unwrap_at(self, lid) is None:
+        raise inplace_error(name)
+    if tuple(out.shape) != tuple(self.shape):
+        raise RuntimeError(
+            f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+            f"{list(out.shape)}"
+        )
+    self.copy_(out)
+    return self
+
+
+def _inplace_composed(name):
+    base = name[:-1]
+
+    def method(self, *args, **kwargs):
+        return write_inplace(self, getattr(self, base)(*args, **kwargs), name)
+
+    method.__name__ = name
+    method.__doc__ = f"``Tensor.{name}``: ``Tensor.{base}``'s batching rule, written into ``self``."
+    return method
+
+
+#: In-place forms that change a tensor's shape or strides rather than its values: a
+#: batched value cannot be restrided in place (they have no batching rule).
+_RESTRIDING = {"squeeze_", "unsqueeze_", "t_", "transpose_", "swapaxes_", "swapdims_",
+               "detach_", "resize_", "resize_as_", "as_strided_", "set_", "share_memory_"}
+
+
+def _attach_inplace_forms():
+    # Every in-place method of Tensor whose out-of-place form batches and that has no
+    # rule of its own (addmm_, index_copy_, masked_scatter_, cumsum_, ...); the random
+    # fills (uniform_, ...) have their own rules above. An out-of-place form written in
+    # Python (Tensor.addmm) runs on the batched value as it is, through the rules of
+    # the ops it is made of.
+    for name in dir(_C.Tensor):
+        if not name.endswith("_") or name.startswith("_") or name in BatchedTensor.__dict__:
+            continue
+        if name in _RESTRIDING:
+            continue
+        base = name[:-1]
+        if base not in BatchedTensor.__dict__:
+            fn = getattr(_C.Tensor, base, None)
+            if not isinstance(fn, types.FunctionType):
+                continue
+            setattr(BatchedTensor, base, fn)
+        setattr(BatchedTensor, name, _inplace_composed(name))
+
+
+_attach_inplace_forms()
