@@ -21,6 +21,11 @@ _NOT_BATCHED = "vmap has no batching rule: the binding refuses a BatchedTensor a
 REFUSE: dict = {
     **{n: {VMAP_INPLACE: _NO_INPLACE_RULE.format(name=n)}
        for n in ("t", "transpose", "unsqueeze", "squeeze")},
+    "histc": {VMAP: "its counts are computed in NumPy from the values, which vmap cannot read"},
+    **{n: {COMPILE: "with training=True it draws one slope per non-positive element, as PyTorch's "
+                    "generator does: a count that depends on the values, which a replay cannot "
+                    "redraw (compile raises that `rrelu` has no replay rule)"}
+       for n in ("rrelu", "rrelu_")},
     "conv_transpose1d": {VMAP: _NO_RULE},
     "conv_transpose2d": {VMAP: _NO_RULE},
     "gaussian_nll_loss": {VMAP: "its argument check calls Tensor.any, which has no batching rule"},
@@ -93,9 +98,6 @@ UNANALYSED: dict = {
     "cholesky_ex": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
     "inv_ex": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
     "solve_ex": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
-    "index_put": {COMPILE: "TypeError"},
-    "put": {COMPILE: "RuntimeError"},
-    "rrelu_": {COMPILE: "RuntimeError"},
     "max_unpool2d": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
     "max_unpool1d": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
     "max_unpool3d": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
@@ -122,7 +124,7 @@ UNANALYSED: dict = {
     "nanquantile": {COMPILE: "RuntimeError"},
     "bincount": {COMPILE: "RuntimeError"},
     "isin": {COMPILE: "RuntimeError"},
-    "histc": {VMAP: "RuntimeError", COMPILE: "RuntimeError"},
+    "histc": {COMPILE: "RuntimeError"},
     "matrix_power": {VMAP: "TypeError"},
     "cholesky": {VMAP: "TypeError", COMPILE: "RuntimeError"},
     "matrix_rank": {VMAP: "TypeError", COMPILE: "RuntimeError"},
@@ -131,11 +133,7 @@ UNANALYSED: dict = {
     "unique_consecutive": {COMPILE: "failure"},
     "searchsorted": {COMPILE: "RuntimeError"},
     "bucketize": {COMPILE: "RuntimeError"},
-    "polygamma": {VMAP: "RuntimeError"},
     "einsum": {VMAP: "RuntimeError"},
-    "index_fill": {COMPILE: "RuntimeError"},
-    "masked_scatter": {COMPILE: "RuntimeError"},
     "unravel_index": {COMPILE: "RuntimeError"},
-    "rrelu": {COMPILE: "RuntimeError"},
     "embedding_bag": {VMAP: "TypeError", COMPILE: "RuntimeError"},
 }

@@ -65,7 +65,7 @@ _ELEMENTWISE_METHODS = [
     "arctan2", "hypot", "logaddexp", "logaddexp2", "xlogy", "copysign", "fmax", "fmin",
     "remainder", "fmod", "floor_divide", "heaviside", "float_power", "divide", "true_divide",
     "multiply", "greater", "greater_equal", "less", "less_equal", "not_equal", "nan_to_num",
-    "subtract", "positive", "clamp_min", "clamp_max",
+    "subtract", "positive", "clamp_min", "clamp_max", "polygamma",
 ]  # fmt: skip
 for _n in _ELEMENTWISE_METHODS:
     _attach(_n, elementwise)
@@ -135,6 +135,7 @@ _DIM_OPS = {
     "argsort": dim_op(1, "dim", -1),
     "topk": dim_op(2, "dim", -1),
     "kthvalue": dim_op(2, "dim", -1),
+    "mode": dim_op(1, "dim", -1),
     "diagonal": None,
     "max": max_min("max"),
     "min": max_min("min"),
