@@ -258,7 +258,7 @@ for _name in ("uniform_", "normal_", "bernoulli_", "exponential_", "geometric_",
        Sample("fixed", (T((2, 3)),) if _name != "geometric_" else (T((2, 3)), 0.5), seeded=True),
        surfaces=(METHOD,),
        dtypes=ALL, differentiable=False, rule="_random_like",
-       refuse={FORWARD: RANDOM, VMAP: "random: randomness inside vmap needs randomness='different'"})
+       refuse={FORWARD: RANDOM})
 for _name in ("randint_like",):
     _o(_name, "random", "Random integers of `input`'s shape.", None,
        Sample("fixed", (T((2, 3)), 5), seeded=True),

@@ -349,6 +349,9 @@ for _n, _f in {
     "movedim": _movedim, "diagonal": _diagonal, "__getitem__": _getitem,
     "__setitem__": _setitem, "uniform_": _random_("uniform_"), "normal_": _random_("normal_"),
     "bernoulli_": _random_("bernoulli_"), "bernoulli": _bernoulli,
+    "exponential_": _random_("exponential_"), "geometric_": _random_("geometric_"),
+    "log_normal_": _random_("log_normal_"), "cauchy_": _random_("cauchy_"),
+    "random_": _random_("random_"),
     "requires_grad_": _requires_grad_,
 }.items():  # fmt: skip
     if _f.__doc__ is None:
@@ -460,3 +463,4 @@ def _attach_inplace_forms():
 
 
 _attach_inplace_forms()
+BatchedTensor.zeros_ = BatchedTensor.zero_
