@@ -128,7 +128,6 @@ UNANALYSED: dict = {
     "matrix_power": {VMAP: "TypeError"},
     "cholesky": {VMAP: "TypeError", COMPILE: "RuntimeError"},
     "matrix_rank": {VMAP: "TypeError", COMPILE: "RuntimeError"},
-    "mode": {VMAP: "TypeError"},
     "unique": {COMPILE: "RuntimeError"},
     "unique_consecutive": {COMPILE: "failure"},
     "searchsorted": {COMPILE: "RuntimeError"},
