@@ -1,8 +1,9 @@
 """In-place forms under vmap, autograd and compile: the functional in-place
 activations (``F.relu_``...), the in-place methods of ops written in Python
 (``addmm_``, ``index_copy_``, ``cumsum_``...), random ops by vmap's
-``randomness`` mode, and index ops replayed by ``ferrograd.compile`` with
-new index values. References are per-sample loops and NumPy."""
+``randomness`` mode, index ops replayed by ``ferrograd.compile`` with new
+index values, and vmap of ``polygamma`` and ``mode``. References are
+per-sample loops and NumPy."""
 
 from __future__ import annotations
 
@@ -141,3 +142,13 @@ def test_windows_periodic_and_symmetric(name, ref, n):
     np.testing.assert_allclose(fn(n, dtype=fg.float64).numpy(), want_per, atol=1e-14)
     w = fn(n, requires_grad=True)
     assert w.dtype == fg.float32 and w.requires_grad
+
+
+def test_polygamma_and_mode_under_vmap():
+    # Not in-place, but batched in the same change: polygamma is elementwise in `input`,
+    # mode takes sort's dimension rule (as a function and as a method).
+    x = fg.tensor(np.random.default_rng(3).choice([0.5, 1.0, 1.5], size=(4, 2, 5)))
+    for fn in (lambda t: fg.polygamma(1, t), lambda t: t.polygamma(2),
+               lambda t: fg.mode(t, 1).values, lambda t: t.mode().indices,
+               lambda t: fg.mode(t, 0, True).values):
+        np.testing.assert_allclose(fg.vmap(fn)(x).numpy(), _loop(fn, x), rtol=1e-12)
