@@ -20,6 +20,7 @@ import numpy as np
 from . import _C, _inplace_docs
 from ._autocast import autocast_op as _autocast_op
 from ._C import Tensor
+from ._inplace import apply_inplace
 
 __all__ = [
     "addbmm",
@@ -603,7 +604,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 
 def _inplace(name, fn):
     def method(self, *args, **kwargs):
-        return _C._apply_inplace(self, lambda: fn(self, *args, **kwargs), name)
+        return apply_inplace(self, lambda: fn(self, *args, **kwargs), name)
 
     method.__name__ = name
     return _inplace_docs.document(method, name, fn, fn.__doc__)

@@ -21,6 +21,7 @@ from .linalg import (
 from .schema import (
     ALL,
     AWAY0,
+    COMPILE,
     CUSTOM,
     F_FUNCTION,
     FORWARD,
@@ -39,6 +40,7 @@ from .schema import (
     Op,
     Sample,
     T,
+    away,
     fixed,
     ints,
 )
@@ -232,7 +234,8 @@ _o("scatter_reduce", "indexing", "`input` with `src` combined at `index` along `
    surfaces=(FUNCTION, METHOD, INPLACE),
    refuse={FORWARD: "checked against a NumPy loop per reduction in tests/test_tensor_api_index.py"})
 _o("index_copy", "indexing", "`input` with the rows `index` along `dim` replaced by `source`.", None,
-   fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), T((2, 2))),
+   Sample("fixed", (T((3, 2)), 0, T((3,), domain=ints(0, 3), dtype="int64"), T((2, 2))),
+          call=lambda fn, x, d, i, s: fn(x, d, _distinct(i, 2), s)),
    bench=fixed(M, 0, BIG_ROWS, M),
    surfaces=(FUNCTION, METHOD, INPLACE), refuse={FORWARD: "duplicate indices make the result "
                                                   "order-dependent; checked without them in tests/test_tensor_api_index.py"}, autocast=PROMOTE)
@@ -240,7 +243,8 @@ _o("index_fill", "indexing", "`input` with the rows `index` along `dim` filled w
    lambda x, d, i, v: _fill_rows(x, d, i, v), fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), 0.5),
    surfaces=(FUNCTION, METHOD, INPLACE), bench=fixed(M, 0, BIG_ROWS, 0.5))
 _o("index_put", "indexing", "`input` with `values` written (or added) at the positions `indices`.", None,
-   Sample("fixed", (T((3, 2)), (T((2,), domain=ints(0, 3), dtype="int64"),), T((2, 2)))),
+   Sample("fixed", (T((3, 2)), (T((3,), domain=ints(0, 3), dtype="int64"),), T((2, 2))),
+          call=lambda fn, x, i, v: fn(x, (_distinct(i[0], 2),), v)),
    bench=Sample("fixed", (M, (BIG_ROWS,), M)), surfaces=(FUNCTION, METHOD, INPLACE),
    refuse={FORWARD: "checked with and without accumulate in tests/test_tensor_api_index.py",
            VMAP: "its indices arrive in a tuple, which the batching rules do not unwrap"})
@@ -249,12 +253,20 @@ _o("masked_scatter", "indexing", "`input` with the elements where `mask` is True
    surfaces=(FUNCTION, METHOD, INPLACE),
    bench=fixed(M, T((1024, 1024), dtype="bool"), T((1024 * 1024,))))
 _o("put", "indexing", "`input` seen as 1-D with `source` written at `index`.", None,
-   fixed(T((2, 3)), T((2,), domain=ints(0, 6), dtype="int64"), T((2,))), surfaces=(METHOD, INPLACE),
+   Sample("fixed", (T((2, 3)), T((6,), domain=ints(0, 6), dtype="int64"), T((2,))),
+          call=lambda fn, x, i, s: fn(x, _distinct(i, 2), s)), surfaces=(METHOD, INPLACE),
    bench=fixed(M, FLAT_PICKS, T((1024 * 1024,))),
    refuse={FORWARD: "duplicate indices make the result order-dependent; checked in tests/test_tensor_api_index.py"})
 _o("unravel_index", "indexing", "The coordinates of flat `indices` in a tensor of `shape`.",
    lambda i, s: np.unravel_index(i, s), fixed(T((3,), domain=ints(0, 6), dtype="int64"), (2, 3)),
    surfaces=(FUNCTION,), differentiable=False)
+
+
+def _distinct(index, k):
+    """``k`` distinct indices drawn from ``index``'s range: with a repeated index the
+    result depends on the order of the writes, and an overwritten source element gets
+    no gradient (PyTorch's samples draw distinct indices too)."""
+    return index.argsort(stable=True)[:k]
 
 
 def _fill_rows(x, d, i, v):
@@ -307,7 +319,7 @@ for _name in ("uniform_", "normal_", "bernoulli_", "exponential_", "geometric_",
        Sample("fixed", (T((2, 3)),) if _name != "geometric_" else (T((2, 3)), 0.5), seeded=True),
        surfaces=(METHOD,),
        dtypes=ALL, differentiable=False, rule="_random_like",
-       refuse={FORWARD: RANDOM, VMAP: "random: randomness inside vmap needs randomness='different'"})
+       refuse={FORWARD: RANDOM})
 for _name in ("randint_like",):
     _o(_name, "random", "Random integers of `input`'s shape.", None,
        Sample("fixed", (T((2, 3)), 5), seeded=True),
@@ -317,10 +329,15 @@ for _name, _doc in (("as_tensor", "`data` as a tensor, sharing memory when it ca
                     ("asarray", "`obj` as a tensor, sharing memory when it can."),
                     ("from_numpy", "A tensor sharing the memory of a NumPy array."),
                     ("scalar_tensor", "A 0-d tensor holding `s`.")):
-    _o(_name, "creation", _doc, (lambda a: np.asarray(a)), fixed([1.0, 2.0]) if _name != "from_numpy" else
-       Sample("fixed", (np.array([1.0, 2.0]),)) if _name != "scalar_tensor" else fixed(2.5),
+    _o(_name, "creation", _doc, (lambda a: np.asarray(a)), {
+        # The checks make tensors of arrays: from_numpy gets its array back.
+        "from_numpy": Sample("fixed", (np.array([1.0, 2.0]),), call=lambda fn, a: fn(a.numpy())),
+        "scalar_tensor": fixed(2.5)}.get(_name, fixed([1.0, 2.0])),
        surfaces=(FUNCTION,), dtypes=ALL, differentiable=False,
-       refuse={VMAP: "it takes no tensor, so there is nothing to batch"})
+       refuse={VMAP: "it takes no tensor, so there is nothing to batch",
+               **({COMPILE: "it reads a NumPy array, which a replay cannot read again: "
+                            "ferrograd.compile raises that `from_numpy` has no replay rule"}
+                  if _name == "from_numpy" else {})})
 for _name, _np_fn in (("hann_window", np.hanning), ("hamming_window", np.hamming),
                       ("blackman_window", np.blackman), ("bartlett_window", np.bartlett)):
     _o(_name, "creation", f"The periodic {_name.split('_')[0].capitalize()} window of `window_length`.",
@@ -332,11 +349,15 @@ _o("kaiser_window", "creation", "The periodic Kaiser window of `window_length`."
 
 # ----- nn.functional: in-place activations and the rest ----------------------------------------
 
+# The samples keep off each activation's kinks, as the out-of-place forms' samples do.
+_KINKS = {"hardtanh_": (-1.0, 1.0), "threshold_": (0.5,)}
 for _name in ("relu_", "elu_", "leaky_relu_", "hardtanh_", "celu_", "selu_", "threshold_", "rrelu_"):
     _base = _name[:-1]
     _args = {"threshold_": (0.5, -1.0)}.get(_name, ())
     _o(_name, "activation", f"`{_base}` written into `input`.", None,
-       fixed(T((2, 3)), *_args), surfaces=(F_FUNCTION,) + ((FUNCTION,) if _name in (
+       Sample("fixed", (T((2, 3), domain=away(*_KINKS.get(_name, (0.0,)))), *_args),
+              {"training": True} if _name == "rrelu_" else {}, seeded=_name == "rrelu_"),
+       surfaces=(F_FUNCTION,) + ((FUNCTION,) if _name in (
            "relu_", "celu_", "selu_", "threshold_", "rrelu_") else ()),
        batching=CUSTOM, rule="elementwise",
        refuse={FORWARD: f"the same values as `{_base}`, whose cells check them"})

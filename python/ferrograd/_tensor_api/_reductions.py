@@ -223,6 +223,16 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     """A histogram of ``input`` with ``bins`` equal-width bins between ``min`` and ``max``
     (the data's range when both are 0); elements outside are ignored."""
     _check("histc", input)
+    if _vmap_level(input)[0]:
+        # Counted in NumPy from the values: there is no batched form to run, and vmap
+        # never falls back to a per-sample loop.
+        from ..func._rules import refusal
+
+        raise RuntimeError(
+            "vmap: there is no batching rule for ferrograd.histc; it cannot be used inside "
+            "vmap/jacrev/jacfwd (ferrograd never falls back to a slow per-sample loop)"
+            + refusal("histc")
+        )
     if not input.is_floating_point():
         raise RuntimeError(
             f"\"histogram_cpu\" not implemented for '{str(input.dtype).split('.')[-1].capitalize()}'"

@@ -500,7 +500,7 @@ _ELEMENTWISE_FUNCTIONS = {
     "copysign", "fmax", "fmin", "remainder", "fmod", "floor_divide", "heaviside",
     "float_power", "divide", "true_divide", "multiply", "greater", "greater_equal", "less",
     "less_equal", "not_equal", "nan_to_num",
-    "subtract", "positive", "clamp_min", "clamp_max",
+    "subtract", "positive", "clamp_min", "clamp_max", "polygamma",
     # nn.functional activations
     "hardtanh", "leaky_relu", "elu", "gelu", "softplus",
 }  # fmt: skip
@@ -772,6 +772,7 @@ _FUNCTION_RULES = {
     "argsort": dim_op(1, "dim", -1),
     "topk": dim_op(2, "dim", -1),
     "kthvalue": dim_op(2, "dim", -1),
+    "mode": dim_op(1, "dim", -1),
     "median": dim_op(1, "dim", "all"),
     "nanmedian": dim_op(1, "dim", "all"),
     "msort": _msort,
