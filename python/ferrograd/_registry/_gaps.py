@@ -27,18 +27,12 @@ REFUSE: dict = {
     "conv_transpose1d": {VMAP: _NO_RULE},
     "conv_transpose2d": {VMAP: _NO_RULE},
     "gaussian_nll_loss": {VMAP: "its argument check calls Tensor.any, which has no batching rule"},
+    **{n: {COMPILE: "its output's shape depends on its input's values (a graph break in "
+                    "torch.compile): the capture fails naming the op"}
+       for n in ("unique", "unique_consecutive", "bincount")},
     "bilinear": {VMAP: _NOT_BATCHED},
     "scaled_dot_product_attention": {VMAP: _NOT_BATCHED},
-    "adaptive_max_pool3d": {
-        VMAP: "its Python path reads values with .item(), which vmap refuses",
-        COMPILE: "its Python path reads values into NumPy, which a replay cannot re-run",
-    },
 }
-
-_TIES = ("the sample draws tied values (hypothesis finds all-zero inputs), where the gradient "
-         "is a subgradient and finite differences disagree; the sample needs distinct values")
-_KINK = ("the sample draws points on the op's kink (max(0, .) or a zero distance), where finite "
-         "differences disagree with the subgradient; the sample needs to keep off it")
 
 DEFECTS: dict = {
     "amax": {GRAD: "with ties the gradient goes to one element instead of being shared evenly "
@@ -50,14 +44,9 @@ DEFECTS: dict = {
     "std": {GRAD: "as var", GRADGRAD: "as var"},
     "float": {GRAD: "the result is float32, too coarse for float64 finite differences",
               JVP: "as grad"},
-    "max_pool2d": {GRAD: _TIES, GRADGRAD: _TIES, JVP: _TIES},
     "rms_norm": {GRAD: "near-zero rows make the normalisation ill-conditioned for finite "
                        "differences; the sample needs rows away from zero",
                  GRADGRAD: "as grad", JVP: "as grad"},
-    "pairwise_distance": {GRAD: _KINK, GRADGRAD: _KINK, JVP: _KINK},
-    "pdist": {GRADGRAD: _KINK},
-    "margin_ranking_loss": {GRAD: _KINK, GRADGRAD: _KINK, JVP: _KINK},
-    "triplet_margin_loss": {GRAD: _KINK, GRADGRAD: _KINK, JVP: _KINK},
 }
 
 
@@ -115,26 +104,6 @@ UNANALYSED: dict = {
     "selu_": {GRAD: "RuntimeError", GRADGRAD: "RuntimeError", JVP: "AssertionError", VMAP: "TypeError", COMPILE: "RuntimeError", JACOBIAN: "RuntimeError"},
     "threshold_": {GRAD: "RuntimeError", GRADGRAD: "RuntimeError", VMAP: "TypeError", COMPILE: "RuntimeError", JACOBIAN: "RuntimeError"},
     "rrelu_": {GRAD: "RuntimeError", GRADGRAD: "RuntimeError", JVP: "AssertionError", VMAP: "TypeError", COMPILE: "RuntimeError", JACOBIAN: "RuntimeError"},
-    "max_unpool2d": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
-    "max_unpool1d": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
-    "max_unpool3d": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
-    "max_pool1d_with_indices": {GRAD: "failure", GRADGRAD: "failure", JVP: "failure", VMAP: "failure", COMPILE: "failure", JACOBIAN: "failure"},
-    "max_pool2d_with_indices": {GRAD: "failure", GRADGRAD: "failure", JVP: "failure", VMAP: "failure", COMPILE: "failure", JACOBIAN: "failure"},
-    "max_pool3d_with_indices": {GRAD: "failure", GRADGRAD: "failure", JVP: "failure", VMAP: "failure", COMPILE: "failure", JACOBIAN: "failure"},
-    "adaptive_max_pool1d_with_indices": {GRAD: "failure", GRADGRAD: "failure", JVP: "failure", VMAP: "failure", COMPILE: "failure", JACOBIAN: "failure"},
-    "adaptive_max_pool2d_with_indices": {GRAD: "failure", GRADGRAD: "failure", JVP: "failure", VMAP: "failure", COMPILE: "failure", JACOBIAN: "failure"},
-    "adaptive_max_pool3d_with_indices": {GRAD: "failure", GRADGRAD: "failure", JVP: "failure", VMAP: "failure", COMPILE: "failure", JACOBIAN: "failure"},
-    "lp_pool3d": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
-    "upsample": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
-    "upsample_bilinear": {GRAD: "AssertionError", GRADGRAD: "failure", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "failure", JACOBIAN: "failure"},
-    "upsample_nearest": {GRAD: "AssertionError", GRADGRAD: "failure", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "failure", JACOBIAN: "failure"},
-    "ctc_loss": {GRAD: "AssertionError", GRADGRAD: "AssertionError", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "AssertionError", JACOBIAN: "AssertionError"},
-    "multi_margin_loss": {GRAD: "AssertionError", GRADGRAD: "failure", JVP: "AssertionError", VMAP: "AssertionError", COMPILE: "failure", JACOBIAN: "failure"},
-    "multilabel_margin_loss": {GRAD: "failure", GRADGRAD: "failure", JVP: "failure", VMAP: "failure", COMPILE: "failure", JACOBIAN: "failure"},
-    "triplet_margin_with_distance_loss": {GRAD: "failure", GRADGRAD: "failure", JVP: "failure", VMAP: "failure", COMPILE: "failure", JACOBIAN: "failure"},
-    "multi_head_attention_forward": {GRAD: "failure", GRADGRAD: "failure", JVP: "failure", VMAP: "failure", COMPILE: "failure", JACOBIAN: "failure"},
-    "binary_cross_entropy": {VMAP: "failure"},
-    "binary_cross_entropy_with_logits": {VMAP: "failure"},
     "vector_norm": {VMAP: "TypeError"},
     "vecdot": {VMAP: "TypeError"},
     "rand_like": {VMAP: "RuntimeError"},
@@ -144,26 +113,17 @@ UNANALYSED: dict = {
     "baddbmm": {VMAP_INPLACE: "ValueError"},
     "addmv": {VMAP_INPLACE: "ValueError"},
     "addr": {VMAP_INPLACE: "ValueError"},
-    "quantile": {COMPILE: "RuntimeError"},
-    "nanquantile": {COMPILE: "RuntimeError"},
-    "bincount": {COMPILE: "RuntimeError"},
-    "isin": {COMPILE: "RuntimeError"},
-    "histc": {VMAP: "RuntimeError", COMPILE: "RuntimeError"},
+    "histc": {VMAP: "RuntimeError"},
     "matrix_power": {VMAP: "TypeError"},
     "cholesky": {VMAP: "TypeError", COMPILE: "RuntimeError"},
     "matrix_rank": {VMAP: "TypeError", COMPILE: "RuntimeError"},
     "mode": {VMAP: "TypeError"},
-    "unique": {COMPILE: "RuntimeError"},
-    "unique_consecutive": {COMPILE: "failure"},
-    "searchsorted": {COMPILE: "RuntimeError"},
-    "bucketize": {COMPILE: "RuntimeError"},
     "polygamma": {VMAP: "RuntimeError"},
     "einsum": {VMAP: "RuntimeError"},
     "scatter_reduce": {VMAP_INPLACE: "failure"},
-    "index_fill": {VMAP_INPLACE: "failure", COMPILE: "RuntimeError"},
-    "masked_scatter": {VMAP_INPLACE: "failure", COMPILE: "RuntimeError"},
-    "unravel_index": {COMPILE: "RuntimeError"},
+    "index_fill": {VMAP_INPLACE: "failure"},
+    "masked_scatter": {VMAP_INPLACE: "failure"},
     "randint_like": {VMAP: "RuntimeError"},
     "rrelu": {VMAP: "RuntimeError", COMPILE: "RuntimeError"},
-    "embedding_bag": {VMAP: "TypeError", COMPILE: "RuntimeError"},
+    "embedding_bag": {VMAP: "TypeError"},
 }

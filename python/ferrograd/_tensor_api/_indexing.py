@@ -9,6 +9,7 @@ import numpy as np
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
 from .._C import Tensor
+from .._replay import replayed as _replayed
 from ._common import _check, _from_np, _np, _vmap_level, _wrap_dim
 
 # ----- index and scatter family --------------------------------------------------------
@@ -77,6 +78,7 @@ def index_copy(input, dim, index, source):
     return input.scatter(dim, idx, source)
 
 
+@_replayed("index_fill")
 def index_fill(input, dim, index, value):
     """A copy of ``input`` with the slices ``index`` along ``dim`` set to ``value``."""
     _check("index_fill", input)
@@ -118,6 +120,7 @@ def index_fill(input, dim, index, value):
     return input.masked_fill(m, value)
 
 
+@_replayed("masked_scatter")
 def masked_scatter(input, mask, source):
     """A copy of ``input`` with the elements where ``mask`` is True replaced, in order, by
     the leading elements of ``source``."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+from ..._replay import replayed
 
 __all__ = ["ctc_loss"]
 
@@ -46,6 +47,7 @@ def _lengths(x, what, n):
 
 
 @_autocast_op("ctc_loss")
+@replayed("ctc_loss")
 def ctc_loss(
     log_probs,
     targets,

@@ -4,6 +4,7 @@ Rust ops (``_C.batch_norm``, ``layer_norm``, ``group_norm``, ``embedding``)."""
 from __future__ import annotations
 
 from ... import _C, _dispatch
+from ..._replay import replayed
 from ...autograd.grad_mode import no_grad
 from ._args import PaddingIdxError, tensor_args
 
@@ -343,6 +344,7 @@ def embedding(
         "per_sample_weights",
     ),
 )
+@replayed("embedding_bag")
 def embedding_bag(
     input,
     weight,
