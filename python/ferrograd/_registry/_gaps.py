@@ -32,6 +32,7 @@ REFUSE: dict = {
        for n in ("unique", "unique_consecutive", "bincount")},
     "bilinear": {VMAP: _NOT_BATCHED},
     "scaled_dot_product_attention": {VMAP: _NOT_BATCHED},
+    "multi_head_attention_forward": {VMAP: _NOT_BATCHED},
 }
 
 DEFECTS: dict = {
@@ -125,5 +126,4 @@ UNANALYSED: dict = {
     "masked_scatter": {VMAP_INPLACE: "failure"},
     "randint_like": {VMAP: "RuntimeError"},
     "rrelu": {VMAP: "RuntimeError", COMPILE: "RuntimeError"},
-    "embedding_bag": {VMAP: "TypeError"},
 }
