@@ -79,7 +79,7 @@ def test_gradients_flow_through_a_replayed_op():
         return loss.detach()
 
     compiled = fg.compile(step, fullgraph=True)
-    for k in range(4):
+    for _ in range(4):
         data = RNG.uniform(-1, 1, (2, 3))
         xe, xc = fg.tensor(data, requires_grad=True), fg.tensor(data, requires_grad=True)
         np.testing.assert_array_equal(compiled(xc).numpy(), step(xe).numpy())
