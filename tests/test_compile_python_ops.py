@@ -41,6 +41,10 @@ REPLAYED = {
     "masked_scatter": (lambda x, m, s: x.masked_scatter(m, s),
                        lambda: (fg.zeros(2, 3), fg.tensor(RNG.random((2, 3)) < 0.5),
                                 fg.tensor(RNG.uniform(-1, 1, 6)))),
+    "take": (lambda x, i: fg.take(x, i),
+             lambda: (fg.tensor(RNG.uniform(-1, 1, (2, 3))), _ints(0, 6, (2, 2)))),
+    "cummax": (lambda x: tuple(fg.cummax(x, 1)), lambda: (fg.tensor(RNG.uniform(-1, 1, (2, 5))),)),
+    "cummin": (lambda x: tuple(fg.cummin(x, 0)), lambda: (fg.tensor(RNG.uniform(-1, 1, (3, 2))),)),
     "max_unpool2d": (lambda v, i: F.max_unpool2d(v, i, 2),
                      lambda: F.max_pool2d(fg.tensor(RNG.uniform(-1, 1, (1, 2, 4, 4))), 2,
                                           return_indices=True)),
@@ -70,6 +74,15 @@ def test_a_replayed_op_checks_its_arguments_on_every_call():
         compiled(v, good)
     with pytest.raises(RuntimeError, match="Found an invalid max index: 99"):
         compiled(v, fg.tensor([[[[0, 3], [8, 99]]]]))
+
+
+def test_a_replayed_loss_checks_its_variance_on_every_call():
+    compiled = fg.compile(lambda x, y, v: F.gaussian_nll_loss(x, y, v), fullgraph=True)
+    x, y = fg.zeros(3), fg.ones(3)
+    for _ in range(3):
+        compiled(x, y, fg.ones(3))
+    with pytest.raises(ValueError, match="var has negative entry/entries"):
+        compiled(x, y, fg.tensor([1.0, -1.0, 1.0]))
 
 
 def test_gradients_flow_through_a_replayed_op():
@@ -110,3 +123,19 @@ def test_a_data_dependent_shape_refuses_naming_the_op(name):
         got = lenient(fg.tensor([2, 2, 5]))
     assert any(f"`{name}` returns a tensor whose shape" in str(w.message) for w in caught)
     np.testing.assert_array_equal(got.numpy(), fn(fg.tensor([2, 2, 5])).numpy())
+
+
+def test_a_result_that_cannot_be_rebuilt_ends_the_capture():
+    import collections
+
+    pair = collections.namedtuple("pair", "a b")
+    bad = fg.compile(lambda x: pair(x + 1, x * 2), fullgraph=True)
+    bad(fg.ones(2))
+    with pytest.raises(RuntimeError, match="cannot be rebuilt on replay"):
+        bad(fg.ones(2))
+    assert not fg._C._capture_active()
+    # A later compiled function records and replays as usual.
+    good = fg.compile(lambda x: x.exp(), fullgraph=True)
+    for _ in range(3):
+        good(fg.ones(2))
+    assert len(good.tapes) == 1

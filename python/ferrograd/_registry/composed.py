@@ -87,19 +87,15 @@ _c("block_diag", "A block-diagonal matrix from the given matrices.",
    lambda a, b: np.block([[a, np.zeros((a.shape[0], b.shape[1]))], [np.zeros((b.shape[0], a.shape[1])), b]]),
    fixed(T((2, 3)), T((1, 2))), surfaces=(FUNCTION,))
 
-#: Why an op computed through NumPy is refused by ferrograd.compile.
-NP = "computed through NumPy (the values read into Python and back with `from_numpy`), so a replay cannot recompute it; a compiled function calling it runs eagerly"
 
 # scans
 _c("cummax", "Running maximum of `input` along `dim` (values and indices).",
    lambda x, dim: np.maximum.accumulate(x, axis=dim), Sample("fixed", (T((2, 3)), 1), call=_pick(0),
                                                             unique=0.01),
-   refuse={COMPILE: NP},
    bench=Sample("fixed", (T((1024, 1024)), 1), call=_pick(0), unique=0.01))
 _c("cummin", "Running minimum of `input` along `dim` (values and indices).",
    lambda x, dim: np.minimum.accumulate(x, axis=dim), Sample("fixed", (T((2, 3)), 0), call=_pick(0),
                                                             unique=0.01),
-   refuse={COMPILE: NP},
    bench=Sample("fixed", (T((1024, 1024)), 0), call=_pick(0), unique=0.01))
 _c("diff", "The `n`-th forward difference along `dim`.", lambda x, n=1, dim=-1: np.diff(x, n, axis=dim),
    Sample("fixed", (T((2, 4)),), {"n": 2, "dim": 1}))

@@ -153,6 +153,7 @@ def _flat_index(fn, input, index):
     return _from_np(np.where(idx < 0, idx + n, idx))
 
 
+@_replayed("take")
 def take(input, index):
     """The elements of ``input``, viewed as 1-D, at ``index`` (negative counts from the
     end), in ``index``'s shape."""
