@@ -45,6 +45,9 @@ REPLAYED = {
              lambda: (fg.tensor(RNG.uniform(-1, 1, (2, 3))), _ints(0, 6, (2, 2)))),
     "cummax": (lambda x: tuple(fg.cummax(x, 1)), lambda: (fg.tensor(RNG.uniform(-1, 1, (2, 5))),)),
     "cummin": (lambda x: tuple(fg.cummin(x, 0)), lambda: (fg.tensor(RNG.uniform(-1, 1, (3, 2))),)),
+    "repeat_interleave": (lambda x: fg.repeat_interleave(x, 2, dim=0),
+                          lambda: (_ints(0, 9, (3,)),)),
+    "one_hot": (lambda x: F.one_hot(x, 6), lambda: (_ints(0, 6, (2, 3)),)),
     "max_unpool2d": (lambda v, i: F.max_unpool2d(v, i, 2),
                      lambda: F.max_pool2d(fg.tensor(RNG.uniform(-1, 1, (1, 2, 4, 4))), 2,
                                           return_indices=True)),
@@ -64,6 +67,15 @@ def test_an_op_that_reads_values_replays_with_each_calls_values(name):
             np.testing.assert_array_equal(g.numpy(), w.numpy())
     # One tape, in which the op is one entry.
     assert len(compiled.tapes) == 1 and name in compiled.tapes[0].ops
+
+
+def test_repeat_interleave_with_a_tensor_of_repeats_replays_given_output_size():
+    fn = lambda x, r: fg.repeat_interleave(x, r, dim=0, output_size=6)  # noqa: E731
+    compiled = fg.compile(fn, fullgraph=True)
+    for r in ([1, 2, 3], [3, 3, 0], [0, 0, 6], [2, 2, 2]):
+        x, reps = fg.tensor(RNG.uniform(-1, 1, (3, 2))), fg.tensor(r)
+        np.testing.assert_array_equal(compiled(x, reps).numpy(), fn(x, reps).numpy())
+    assert len(compiled.tapes) == 1
 
 
 def test_a_replayed_op_checks_its_arguments_on_every_call():
@@ -103,6 +115,8 @@ DATA_DEPENDENT = {
     "unique": lambda x: fg.unique(x),
     "unique_consecutive": lambda x: fg.unique_consecutive(x),
     "bincount": lambda x: fg.bincount(x),
+    "repeat_interleave": lambda x: fg.repeat_interleave(x),
+    "one_hot": lambda x: F.one_hot(x),
 }
 
 

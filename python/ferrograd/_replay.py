@@ -18,14 +18,20 @@ import functools
 from . import _C, _dispatch
 
 
-def replayed(name):
+def replayed(name, data_dependent_if=None):
     """Records each call of the decorated op, while ``compile`` captures, as one
-    entry whose rule calls it again with a replay's tensors."""
+    entry whose rule calls it again with a replay's tensors. A call for which
+    ``data_dependent_if(*args, **kwargs)`` is true (``repeat_interleave`` with a
+    tensor of repeats) is refused as a ``data_dependent`` op is."""
 
     def deco(fn):
+        refused = data_dependent(name)(fn)
+
         @functools.wraps(fn)
         def op(*args, **kwargs):
             if _C._capture_active():
+                if data_dependent_if is not None and data_dependent_if(*args, **kwargs):
+                    return refused(*args, **kwargs)
                 if _dispatch.has_protocol(*args, *kwargs.values()):
                     # A vmap BatchedTensor (or another tensor-like value) is not a tensor a
                     # replay could pass again.

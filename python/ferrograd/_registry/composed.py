@@ -8,7 +8,6 @@ import numpy as np
 
 from .schema import (
     ALL,
-    COMPILE,
     CUSTOM,
     FP32,
     FUNCTION,
@@ -111,8 +110,7 @@ _c("tile", "`input` repeated `dims` times along each dimension.", np.tile, fixed
    dtypes=ALL, bench=fixed(T((512, 1024)), (2, 1)))
 _c("repeat_interleave", "Each element (or slice along `dim`) of `input` repeated `repeats` times.",
    lambda x, r, dim=None: np.repeat(x, r, axis=dim), Sample("fixed", (T((2, 3)), 2), {"dim": 1}),
-   dtypes=ALL, refuse={COMPILE: "the result's length depends on `repeats`' values, read into Python "
-                                "(the gather indices are built in NumPy)"})
+   dtypes=ALL)
 _c("rot90", "`input` rotated by 90 degrees `k` times in the plane of `dims`.",
    lambda x, k=1, dims=(0, 1): np.rot90(x, k, dims), fixed(T((2, 3)), 1, (0, 1)), dtypes=ALL)
 _c("fliplr", "`input` reversed along dimension 1.", np.fliplr, fixed(T((2, 3))), dtypes=ALL)
@@ -133,8 +131,7 @@ for _name, _np_fn, _shapes in (
        aliases=("row_stack",) if _name == "vstack" else ())
 _c("tensor_split", "`input` split into `indices_or_sections` views along `dim`.",
    lambda x, n, dim=0: np.array_split(x, n, axis=dim), Sample("fixed", (T((2, 3)), 2), {"dim": 1}),
-   dtypes=ALL, refuse={COMPILE: "the result's length depends on `repeats`' values, read into Python "
-                                "(the gather indices are built in NumPy)"})
+   dtypes=ALL)
 for _name, _axis in (("hsplit", 1), ("vsplit", 0)):
     _c(_name, f"`input` split along dimension {_axis}.",
        (lambda a: lambda x, s: np.split(x, s, axis=a))(_axis), fixed(T((2, 4)), 2), dtypes=ALL)

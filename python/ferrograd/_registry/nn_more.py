@@ -10,7 +10,6 @@ from . import _refs
 from .nn_ops import _f
 from .schema import (
     AWAY0,
-    COMPILE,
     CUSTOM,
     F_FUNCTION,
     FORWARD,
@@ -119,9 +118,7 @@ _f("pdist", "distance", "Euclidean distances between every pair of rows of `inpu
 _f("bilinear", "linear", "x1^T A x2 + b for each output feature.", _refs.bilinear,
    fixed(T((2, 3)), T((2, 4)), T((5, 3, 4)), T((5,))), surfaces=FF, **_rule("bilinear"))
 _f("one_hot", "embedding", "A one-hot encoding of the integer tensor `tensor` (int64).", _refs.one_hot,
-   fixed(T((2, 3), domain=ints(0, 4), dtype="int64"), 4), differentiable=False, **_rule("one_hot"),
-   refuse={COMPILE: "it checks the class values against `num_classes` in Python (`int(tensor)`), "
-                    "which a replay cannot re-run"})
+   fixed(T((2, 3), domain=ints(0, 4), dtype="int64"), 4), differentiable=False, **_rule("one_hot"))
 
 # ----- more losses ---------------------------------------------------------------------------
 

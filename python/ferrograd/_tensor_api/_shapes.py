@@ -157,6 +157,11 @@ def tile(input, dims):
     return input.repeat(*dims)
 
 
+def _repeats_from_values(input, repeats=None, dim=None, *, output_size=None):
+    return output_size is None and (repeats is None or isinstance(repeats, Tensor))
+
+
+@_replayed("repeat_interleave", data_dependent_if=_repeats_from_values)
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element (or slice along ``dim``) of ``input`` repeated ``repeats`` times
     in place. With a single int64 tensor, the indices ``i`` repeated ``input[i]`` times."""
