@@ -48,6 +48,9 @@ REPLAYED = {
     "repeat_interleave": (lambda x: fg.repeat_interleave(x, 2, dim=0),
                           lambda: (_ints(0, 9, (3,)),)),
     "one_hot": (lambda x: F.one_hot(x, 6), lambda: (_ints(0, 6, (2, 3)),)),
+    "put": (lambda x, i, s: x.put(i, s),
+            lambda: (fg.tensor(RNG.uniform(-1, 1, (2, 3))), fg.tensor(RNG.permutation(6)[:2]),
+                     fg.tensor(RNG.uniform(-1, 1, 2)))),
     "max_unpool2d": (lambda v, i: F.max_unpool2d(v, i, 2),
                      lambda: F.max_pool2d(fg.tensor(RNG.uniform(-1, 1, (1, 2, 4, 4))), 2,
                                           return_indices=True)),
@@ -95,6 +98,24 @@ def test_a_replayed_loss_checks_its_variance_on_every_call():
         compiled(x, y, fg.ones(3))
     with pytest.raises(ValueError, match="var has negative entry/entries"):
         compiled(x, y, fg.tensor([1.0, -1.0, 1.0]))
+
+
+def test_rrelu_while_training_draws_as_eager_on_every_replay():
+    def step(x):
+        y = F.rrelu(x, training=True)
+        y.sum().backward()
+        return y.detach()
+
+    compiled = fg.compile(step, fullgraph=True)
+    for k in range(4):
+        data = RNG.uniform(-1, 1, (3, 4))
+        xe, xc = fg.tensor(data, requires_grad=True), fg.tensor(data, requires_grad=True)
+        fg.manual_seed(k)
+        want = step(xe)
+        fg.manual_seed(k)
+        np.testing.assert_array_equal(compiled(xc).numpy(), want.numpy())
+        np.testing.assert_array_equal(xc.grad.numpy(), xe.grad.numpy())
+    assert len(compiled.tapes) == 1
 
 
 def test_gradients_flow_through_a_replayed_op():

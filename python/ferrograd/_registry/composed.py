@@ -75,8 +75,10 @@ _c("vdot", "Dot product of two 1-D tensors.", lambda a, b: np.asarray(np.vdot(a,
 _c("kron", "Kronecker product.", np.kron, fixed(T((2, 2)), T((2, 3))))
 _c("cross", "Cross product of 3-vectors along `dim`.", _cross,
    Sample("fixed", (T((2, 3)), T((2, 3))), {"dim": 1}), surfaces=(FUNCTION, METHOD, LINALG))
+# Both inputs are rows of one tensor of distinct values: no distance is near 0 (its kink).
 _c("cdist", "Pairwise p-norm distances between the rows of `x1` and `x2`.",
-   lambda a, b: np.sqrt(((a[:, None] - b[None]) ** 2).sum(-1)), fixed(T((2, 3)), T((4, 3))),
+   lambda x: np.sqrt(((x[:2, None] - x[None, 2:]) ** 2).sum(-1)),
+   Sample("fixed", (T((6, 3)),), unique=0.01, call=lambda fn, x, **k: fn(x[:2], x[2:], **k)),
    surfaces=(FUNCTION,), autocast=FP32)
 _c("diag", "The diagonal of a matrix as a vector, or a vector as a diagonal matrix.",
    lambda x, diagonal=0: np.diag(x, diagonal), fixed(T((3,))))

@@ -165,6 +165,7 @@ def take(input, index):
     return input.reshape(-1).index_select(0, idx.reshape(-1)).reshape(tuple(index.shape))
 
 
+@_replayed("put")
 def _put(self, index, source, accumulate=False):
     """A copy of ``self`` with ``source`` written at the flat positions ``index`` (added
     there with ``accumulate=True``)."""

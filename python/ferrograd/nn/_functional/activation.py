@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+from ..._replay import replayed
 from ._args import tensor_args
 
 __all__ = [
@@ -433,6 +434,7 @@ def celu_(input, alpha=1.0):
     return celu(input, alpha, inplace=True)
 
 
+@replayed("rrelu")
 def _rrelu_noise(input, lower, upper):
     # ATen's CPU kernel walks the input in memory order and draws one double
     # uniform (53 bits) per non-positive element only; drawing exactly that
