@@ -89,3 +89,15 @@ def test_ctc_loss_under_vmap_refuses_concatenated_targets_by_name():
     logits, _, _ = _ctc_args()
     with pytest.raises(RuntimeError, match="vmap: ctc_loss supports"):
         vmap(lambda x: F.ctc_loss(x.log_softmax(2), fg.tensor([1, 2, 3]), [5, 4], [2, 1]))(logits)
+
+
+def test_multi_head_attention_forward_refuses_vmap_naming_the_op():
+    q = _rand(B, 2, 1, 4, seed=10)
+    w_in, w_out = _rand(12, 4, seed=11), _rand(4, 4, seed=12)
+
+    def f(q):
+        return F.multi_head_attention_forward(q, q, q, 4, 2, w_in, None, None, None, False, 0.0,
+                                              w_out, None, training=False)[0]
+
+    with pytest.raises(TypeError, match="multi_head_attention_forward"):
+        vmap(f)(q)
