@@ -422,10 +422,23 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 
 
 def lerp(input, end, weight):
-    """``input + weight * (end - input)``: linear interpolation."""
+    """``input + weight * (end - input)``: linear interpolation.
+
+    As PyTorch computes it, from the nearer end: ``input + weight * (end - input)``
+    for ``|weight| < 0.5``, ``end - (end - input) * (1 - weight)`` otherwise, so
+    ``weight`` 0 gives ``input`` and 1 gives ``end`` exactly."""
     _check("lerp", input)
     _check("lerp", end, "end", 2)
-    return input + weight * (end - input)
+    diff = end - input
+    if isinstance(weight, (int, float, np.integer, np.floating)):
+        one_minus = 1 - weight
+        if diff.dtype != _C.float64 and diff.is_floating_point():
+            # The weight is a float32 number for float32 and narrower tensors, as in PyTorch.
+            one_minus = float(np.float32(1) - np.float32(weight))
+        if abs(weight) < 0.5:
+            return input + weight * diff
+        return end - diff * one_minus
+    return _C.where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
