@@ -21,6 +21,8 @@ from . import _C, _inplace_docs
 from ._autocast import autocast_op as _autocast_op
 from ._C import Tensor
 from ._inplace import apply_inplace
+from ._replay import data_dependent as _data_dependent
+from ._replay import replayed as _replayed
 
 __all__ = [
     "addbmm",
@@ -516,6 +518,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 # ----- sets and searches ---------------------------------------------------------------
 
 
+@_data_dependent("unique")
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct elements (or slices along ``dim``) of ``input``, sorted;
     optionally where each element went (``return_inverse``) and how many
@@ -537,6 +540,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return (out, *extra) if extra else out
 
 
+@_replayed("searchsorted")
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
     """Where each value of ``input`` would be inserted into the last dimension
     of ``sorted_sequence`` to keep it sorted (``right``/``side='right'``: after
@@ -583,6 +587,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return _C.tensor(res) if res.ndim == 0 else _C.from_numpy(np.ascontiguousarray(res))
 
 
+@_replayed("bucketize")
 def bucketize(input, boundaries, *, out_int32=False, right=False):
     """The bucket of each element of ``input`` between ``boundaries`` (1-D,
     increasing): ``i`` with ``boundaries[i-1] < x <= boundaries[i]``, or

@@ -9,6 +9,7 @@ import numpy as np
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
 from .._C import Tensor
+from .._replay import replayed as _replayed
 from ._common import _check, _from_np, _np, _vmap_level, _wrap_dim
 
 # ----- index and scatter family --------------------------------------------------------
@@ -90,6 +91,7 @@ def index_copy(input, dim, index, source):
     return input.scatter(dim, idx, source)
 
 
+@_replayed("index_fill")
 def index_fill(input, dim, index, value):
     """A copy of ``input`` with the slices ``index`` along ``dim`` set to ``value``."""
     _check("index_fill", input)
@@ -132,6 +134,7 @@ def index_fill(input, dim, index, value):
     return input.masked_fill(m, value)
 
 
+@_replayed("masked_scatter")
 def masked_scatter(input, mask, source):
     """A copy of ``input`` with the elements where ``mask`` is True replaced, in order, by
     the leading elements of ``source``."""
@@ -166,6 +169,7 @@ def _flat_index(fn, input, index):
     return _wrap_negative(index, n)
 
 
+@_replayed("take")
 def take(input, index):
     """The elements of ``input``, viewed as 1-D, at ``index`` (negative counts from the
     end), in ``index``'s shape."""
@@ -177,6 +181,7 @@ def take(input, index):
     return input.reshape(-1).index_select(0, idx.reshape(-1)).reshape(tuple(index.shape))
 
 
+@_replayed("put")
 def _put(self, index, source, accumulate=False):
     """A copy of ``self`` with ``source`` written at the flat positions ``index`` (added
     there with ``accumulate=True``)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
 from ..._inplace import apply_inplace
+from ..._replay import replayed
 from ._args import tensor_args
 
 __all__ = [
@@ -434,20 +435,13 @@ def celu_(input, alpha=1.0):
     return celu(input, alpha, inplace=True)
 
 
-#: Why ``ferrograd.compile`` does not replay ``rrelu`` while training.
-RRELU_NO_REPLAY = (
-    "`rrelu` with training=True has no replay rule: it draws one slope per non-positive "
-    "element (as PyTorch's generator does), a count that depends on the values"
-)
-
-
+@replayed("rrelu")
 def _rrelu_noise(input, lower, upper):
     # ATen's CPU kernel walks the input in memory order and draws one double
     # uniform (53 bits) per non-positive element only; drawing exactly that
     # many from a float64 ``uniform_`` consumes the generator the same way.
     if not isinstance(input, _C.Tensor):
         return _batched_rrelu_noise(input, lower, upper)
-    _C._capture_refuse(RRELU_NO_REPLAY)
     neg = input.detach() <= 0
     count = int(neg.sum().item())
     noise = _C.ones(*input.shape, dtype=input.dtype)

@@ -7,6 +7,7 @@ import math
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+from ..._replay import replayed
 from ...autograd.grad_mode import no_grad
 from ._args import tensor_args
 
@@ -441,6 +442,7 @@ def poisson_nll_loss(
 
 
 @tensor_args("input", "target")
+@replayed("gaussian_nll_loss")
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     """Gaussian negative log-likelihood: ``0.5 * (log(var) + (x - target) ** 2 / var)`` (plus
     ``0.5 * log(2 * pi)`` with ``full``); reduced.
