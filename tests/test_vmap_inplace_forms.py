@@ -104,11 +104,17 @@ def test_histc_under_vmap_is_refused_naming_it():
         fg.vmap(lambda t: fg.histc(t, 4, 0.0, 2.0))(fg.rand(2, 3))
 
 
-def test_rrelu_training_under_compile_is_refused_naming_it():
+def test_rrelu_training_under_compile_replays_the_draws_as_eager():
+    # The slopes are drawn per non-positive element: a replay redraws them from the
+    # generator exactly as an eager call would, for new inputs with other signs.
     step = fg.compile(lambda x: F.rrelu(x, training=True), fullgraph=True)
-    with pytest.raises(RuntimeError, match="`rrelu` with training=True has no replay rule"):
-        for _ in range(3):
-            step(fg.randn(2, 3))
+    for k in range(4):
+        x = fg.randn(2, 3)
+        fg.manual_seed(k)
+        want = F.rrelu(x, training=True)
+        fg.manual_seed(k)
+        got = step(x)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
 def test_index_writes_replay_with_new_index_values():

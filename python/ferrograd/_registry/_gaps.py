@@ -38,9 +38,6 @@ DEFECTS: dict = {
                    "as PyTorch shares it", GRADGRAD: "as grad", JVP: "as grad"},
     "amin": {GRAD: "with ties the gradient goes to one element instead of being shared evenly "
                    "as PyTorch shares it", GRADGRAD: "as grad", JVP: "as grad"},
-    **{n: {JVP: "the seeded draw can be an all-zero matrix, whose rank changes under the finite "
-                "difference (1e11 against the tangent 0); the sample needs full-rank matrices"}
-       for n in ("pinv", "pinverse")},
     "bernoulli": {VMAP: "the binding does not dispatch a batched input (TypeError); the cell "
                         "batched nothing before (its input has grad=False, and check_vmap's "
                         "fallback index does not reach rebuild), so the random-mode check exposes it"},
