@@ -439,6 +439,7 @@ def lerp(input, end, weight):
         if abs(weight) < 0.5:
             return input + weight * diff
         return end - diff * one_minus
+    _check("lerp", weight, "weight", 3)
     return _C.where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
 
 

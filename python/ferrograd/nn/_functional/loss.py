@@ -473,8 +473,13 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         >>> F.gaussian_nll_loss(mean, torch.tensor([1.0, 1.0]), var, reduction="none")
         tensor([ 0.5000, -0.3466])
     """
-    if isinstance(var, (int, float)):
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
         var = _C.full(tuple(input.shape), float(var), dtype=input.dtype)
+    elif not isinstance(var, _C.Tensor) and not hasattr(type(var), "__ferrograd_function__"):
+        raise TypeError(
+            "gaussian_nll_loss(): argument 'var' (position 3) must be Tensor or float, "
+            f"not {type(var).__name__}"
+        )
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
