@@ -164,10 +164,9 @@ RANDOM = "random: the mask is PyTorch's mt19937 stream, checked in tests/test_ra
 for _name, _shape in (("dropout", (2, 3)), ("alpha_dropout", (2, 3)), ("feature_alpha_dropout", (2, 3, 2)),
                       ("dropout1d", (2, 3, 4)), ("dropout2d", (2, 3, 2, 2)), ("dropout3d", (2, 3, 2, 2, 2))):
     _f(_name, "dropout", f"Zeroes elements (or channels) at random with probability `p` while training "
-       f"({_name}).", None, Sample("fixed", (T(_shape), 0.5), seeded=True),
+       f"({_name}).", None, Sample("fixed", (T(_shape), 0.5, True), seeded=True),
        surfaces=FF if _name in ("dropout", "alpha_dropout", "feature_alpha_dropout") else (F_FUNCTION,),
-       refuse={FORWARD: RANDOM,
-               VMAP: "random: vmap needs randomness='different' or 'same' (PyTorch's rule)"},
+       refuse={FORWARD: RANDOM},
        **_rule("dropout"))
 _f("gumbel_softmax", "dropout", "Samples from the Gumbel-softmax distribution of logits (random).", None,
-   Sample("fixed", (T((2, 3)),), seeded=True), refuse={FORWARD: RANDOM, VMAP: "random: draw outside vmap"})
+   Sample("fixed", (T((2, 3)),), seeded=True), refuse={FORWARD: RANDOM})

@@ -246,8 +246,7 @@ _o("index_put", "indexing", "`input` with `values` written (or added) at the pos
    Sample("fixed", (T((3, 2)), (T((3,), domain=ints(0, 3), dtype="int64"),), T((2, 2))),
           call=lambda fn, x, i, v: fn(x, (_distinct(i[0], 2),), v)),
    bench=Sample("fixed", (M, (BIG_ROWS,), M)), surfaces=(FUNCTION, METHOD, INPLACE),
-   refuse={FORWARD: "checked with and without accumulate in tests/test_tensor_api_index.py",
-           VMAP: "its indices arrive in a tuple, which the batching rules do not unwrap"})
+   refuse={FORWARD: "checked with and without accumulate in tests/test_tensor_api_index.py"})
 _o("masked_scatter", "indexing", "`input` with the elements where `mask` is True taken in order from `source`.",
    lambda x, m, s: _masked_scatter(x, m, s), fixed(T((2, 3)), T((2, 3), dtype="bool"), T((6,))),
    surfaces=(FUNCTION, METHOD, INPLACE),

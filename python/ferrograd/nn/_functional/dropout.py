@@ -42,10 +42,12 @@ def _dropout_impl(input, p, train, inplace, feature, alpha):
         if feature:
             if input.dim() < 2:
                 raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-            shape = (input.shape[0], input.shape[1]) + (1,) * (input.dim() - 2)
+            like = input[(slice(None), slice(None)) + (slice(0, 1),) * (input.dim() - 2)]
         else:
-            shape = tuple(input.shape)
-        noise = _C.empty(*shape, dtype=input.dtype)
+            like = input
+        # `empty_like` keeps a vmap batch dimension, so the draw below follows
+        # vmap's randomness mode (one mask per sample, one shared, or an error).
+        noise = _C._like(like, "full", 0.0, None, False)
         noise.bernoulli_(1 - p)
         if alpha:
             a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))

@@ -289,10 +289,12 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     """
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
-    gumbels = -_C.empty(*logits.shape, dtype=logits.dtype).exponential_().log()
+    # Drawn into an `empty_like` of the logits, which keeps a vmap batch
+    # dimension: the draw follows vmap's randomness mode.
+    gumbels = -_C._like(logits, "full", 0.0, None, False).exponential_().log()
     y_soft = _C.softmax((logits + gumbels) / tau, dim)
     if hard:
         index = y_soft.max(dim, keepdim=True)[1]
-        y_hard = _C.zeros(*logits.shape, dtype=logits.dtype).scatter(dim, index, 1.0)
+        y_hard = _C._like(logits, "full", 0.0, None, False).scatter(dim, index, 1.0)
         return y_hard - y_soft.detach() + y_soft
     return y_soft
