@@ -217,7 +217,7 @@ _o("isclose", "comparison", "True where `input` and `other` are within `atol + r
    np.isclose, fixed(T((2, 3)), T((2, 3))), differentiable=False, batching=CUSTOM, rule="elementwise")
 _o("polygamma", "unary", "The `n`-th derivative of digamma at each element of `input`.",
    lambda n, x: _refs._special().polygamma(n, x), fixed(1, T((2, 3), domain=Domain(0.5, 2.0))),
-   tol=(1e-4, 1e-5))
+   tol=(1e-4, 1e-5), rule="elementwise")
 _o("unflatten", "view", "`input` with dimension `dim` unflattened into `sizes`.",
    lambda x, dim, sizes: x.reshape(x.shape[:dim] + tuple(sizes) + x.shape[dim + 1:]),
    fixed(T((2, 6)), 1, (2, 3)), dtypes=ALL, batching=REDUCTION)

@@ -50,37 +50,13 @@ def _attach(name, rule, call=None):
     setattr(BatchedTensor, name, method)
 
 
-_ELEMENTWISE_METHODS = [
-    "neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "sign",
-    "logical_not", "expm1", "log1p", "log2", "rsqrt", "tan", "reciprocal", "square", "erf",
-    "floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "clone", "detach", "float",
-    "double", "long", "bool", "clamp", "clip", "round", "pow", "add", "sub", "mul", "div",
-    "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-    "logical_xor", "masked_fill", "where", "to", "type_as", "isclose", "sinh", "cosh",
-    "atan2", "log10", "lerp", "sigmoid", "softplus", "contiguous",
-    # elementwise math functions and aliases (mathops)
-    "acos", "arccos", "asin", "arcsin", "atan", "arctan", "asinh", "arcsinh", "acosh",
-    "arccosh", "atanh", "arctanh", "exp2", "erfc", "erfinv", "lgamma", "digamma", "deg2rad",
-    "rad2deg", "sinc", "frac", "fix", "sgn", "signbit", "logit", "negative", "absolute",
-    "arctan2", "hypot", "logaddexp", "logaddexp2", "xlogy", "copysign", "fmax", "fmin",
-    "remainder", "fmod", "floor_divide", "heaviside", "float_power", "divide", "true_divide",
-    "multiply", "greater", "greater_equal", "less", "less_equal", "not_equal", "nan_to_num",
-    "subtract", "positive", "clamp_min", "clamp_max", "polygamma",
-]  # fmt: skip
-for _n in _ELEMENTWISE_METHODS:
-    _attach(_n, elementwise)
-
-_INPLACE_METHODS = [
-    "add_", "sub_", "mul_", "div_", "copy_", "clamp_", "masked_fill_", "pow_", "exp_",
-    "tanh_", "sigmoid_", "relu_", "neg_", "zero_", "fill_",
-]  # fmt: skip
-for _n in _INPLACE_METHODS:
-    _attach(_n, inplace_elementwise(_n))
+# `contiguous` copies the logical value whatever its layout: elementwise under vmap.
+_attach("contiguous", elementwise)
 
 # Every elementwise op of the registry: its methods (aliases included) and
 # in-place forms, by its declaration.
 for _op in _registry.ops():
-    if _op.batching != _schema.EW:
+    if _op.batching != _schema.EW and _op.batching_rule != "elementwise":
         continue
     for _n, _surf in _op.alias_surfaces():
         if _schema.METHOD in _surf and not hasattr(BatchedTensor, _n):

@@ -517,25 +517,6 @@ def random_like_rule(call, args, kwargs):
 
 # ----- the table of module-function rules --------------------------------------------------
 
-_ELEMENTWISE_FUNCTIONS = {
-    # the op table's unary and binary functions
-    "neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "sign",
-    "logical_not", "expm1", "log1p", "log2", "rsqrt", "tan", "reciprocal", "square", "erf",
-    "floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "silu", "clone", "maximum",
-    "minimum", "logical_and", "logical_or", "logical_xor", "mul", "div", "eq", "ne", "lt",
-    "le", "gt", "ge", "add", "sub", "pow", "where",
-    # elementwise math functions and aliases (mathops)
-    "acos", "arccos", "asin", "arcsin", "atan", "arctan", "sinh", "cosh", "asinh", "arcsinh",
-    "acosh", "arccosh", "atanh", "arctanh", "log10", "exp2", "erfc", "erfinv", "lgamma",
-    "digamma", "deg2rad", "rad2deg", "sinc", "frac", "fix", "sgn", "signbit", "logit",
-    "negative", "absolute", "atan2", "arctan2", "hypot", "logaddexp", "logaddexp2", "xlogy",
-    "copysign", "fmax", "fmin", "remainder", "fmod", "floor_divide", "heaviside",
-    "float_power", "divide", "true_divide", "multiply", "greater", "greater_equal", "less",
-    "less_equal", "not_equal", "nan_to_num",
-    "subtract", "positive", "clamp_min", "clamp_max", "polygamma",
-    # nn.functional activations
-    "hardtanh", "leaky_relu", "elu", "gelu", "softplus",
-}  # fmt: skip
 
 
 def _all(v):
@@ -814,11 +795,9 @@ _FUNCTION_RULES = {
     "batch_norm": batch_norm_rule,
     "group_norm": group_norm_rule,
 }
-for _n in _ELEMENTWISE_FUNCTIONS:
-    _FUNCTION_RULES[_n] = elementwise
 # Every elementwise op of the registry (and its aliases), by its declaration.
 for _op in _registry.ops():
-    if _op.batching == _schema.EW:
+    if _op.batching == _schema.EW or _op.batching_rule == "elementwise":
         for _n in _op.names:
             _FUNCTION_RULES.setdefault(_n, elementwise)
 
