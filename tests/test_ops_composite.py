@@ -289,6 +289,14 @@ def test_searchsorted_and_bucketize():
         fg.bucketize(vals, rows)
 
 
+@pytest.mark.parametrize(("seq_shape", "vals_shape"), [((2, 3), (2, 0)), ((0, 3), (0, 2)),
+                                                       ((2, 0), (2, 2))])
+def test_searchsorted_rows_with_no_values_or_no_rows(seq_shape, vals_shape):
+    out = fg.searchsorted(fg.zeros(*seq_shape), fg.ones(*vals_shape))
+    assert tuple(out.shape) == vals_shape and out.dtype == fg.int64
+    assert out.tolist() == np.full(vals_shape, 0 if seq_shape[-1] == 0 else seq_shape[-1]).tolist()
+
+
 def test_tri_indices_bad_sizes():
     with pytest.raises(RuntimeError, match="row must be non-negative"):
         fg.tril_indices(-1, 3)

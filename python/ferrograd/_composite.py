@@ -13,6 +13,7 @@ as in PyTorch, and run through NumPy.
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 
 import numpy as np
@@ -579,11 +580,12 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                 "dimensions of boundaries tensor and input value tensor must match, but we got "
                 f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals.shape)}"
             )
-        flat_seq = seq.reshape(-1, seq.shape[-1])
-        flat_vals = vals.reshape(-1, vals.shape[-1])
-        res = np.stack(
-            [np.searchsorted(s, v, side=how) for s, v in zip(flat_seq, flat_vals)]
-        ).reshape(vals.shape)
+        flat_seq = seq.reshape(math.prod(seq.shape[:-1]), seq.shape[-1])
+        flat_vals = vals.reshape(flat_seq.shape[0], vals.shape[-1])
+        res = np.empty(flat_vals.shape, dtype=np.int64)
+        for row, (s, v) in enumerate(zip(flat_seq, flat_vals)):
+            res[row] = np.searchsorted(s, v, side=how)
+        res = res.reshape(vals.shape)
     res = np.asarray(res, dtype=np.int32 if out_int32 else np.int64)
     return _C.tensor(res) if res.ndim == 0 else _C.from_numpy(np.ascontiguousarray(res))
 

@@ -18,6 +18,17 @@ import functools
 from . import _C, _dispatch
 
 
+def _batched_with_rule(name, args, kwargs):
+    """A vmap call of an op that reads its inputs' values goes to the op's batching
+    rule (or its stated refusal), which calls the op on the physical values; ops
+    without either run on the batched values as they are."""
+    if not _dispatch.is_batched(*args, *kwargs.values()):
+        return False
+    from .func._rules import has_rule
+
+    return has_rule(name)
+
+
 def replayed(name, data_dependent_if=None):
     """Records each call of the decorated op, while ``compile`` captures, as one
     entry whose rule calls it again with a replay's tensors. A call for which
@@ -29,6 +40,8 @@ def replayed(name, data_dependent_if=None):
 
         @functools.wraps(fn)
         def op(*args, **kwargs):
+            if _batched_with_rule(fn.__name__, args, kwargs):
+                return _dispatch.dispatch(op, args, kwargs)
             if _C._capture_active():
                 if data_dependent_if is not None and data_dependent_if(*args, **kwargs):
                     return refused(*args, **kwargs)
@@ -53,6 +66,8 @@ def data_dependent(name):
     def deco(fn):
         @functools.wraps(fn)
         def op(*args, **kwargs):
+            if _batched_with_rule(fn.__name__, args, kwargs):
+                return _dispatch.dispatch(op, args, kwargs)
             if _C._capture_active():
                 _C._capture_refuse(
                     f"`{name}` returns a tensor whose shape depends on its input's values, "

@@ -61,9 +61,7 @@ UNANALYSED: dict = {}
 
 #: vmap cells of ops without a differentiable input, failing since the matrix batches
 #: their first array argument (before, their vmap cell did not use the batched value).
-for _name, _kind in {"one_hot": "RuntimeError", "bernoulli": "TypeError", "isin": "RuntimeError",
-                     "searchsorted": "RuntimeError", "bucketize": "TypeError",
-                     "unravel_index": "RuntimeError"}.items():
+for _name, _kind in {"bernoulli": "TypeError"}.items():
     UNANALYSED.setdefault(_name, {})[VMAP] = _kind
 _VALUE_SIZED = ("the result's size depends on the values, so vmap cannot batch it (PyTorch "
                 "refuses too); the error should name the op, it speaks of .item()")
@@ -74,12 +72,9 @@ DEFECTS.setdefault("argwhere", {})[VMAP] = _VALUE_SIZED.replace("it speaks of .i
 #: Refusals whose error does not name the op (the coverage matrix checks that it does).
 _UNNAMED = "vmap refuses it, but the error names {what} instead of the op"
 for _name, _what in {
-    "gaussian_nll_loss": "Tensor.any (its argument check)",
     "multinomial": "no function (the binding rejects a BatchedTensor argument)",
     "binomial": "no function (the binding rejects a BatchedTensor argument)",
     "poisson": "no function (the binding rejects a BatchedTensor argument)",
-    "unique": ".item() (PyTorch names the op: dynamic output shape)",
-    "unique_consecutive": ".item() (PyTorch names the op: dynamic output shape)",
     "from_numpy": ".item()",
     "mvlgamma": "dtype inference (the binding reads its argument as data)",
 }.items():

@@ -515,6 +515,83 @@ def random_like_rule(call, args, kwargs):
     return wrap(one.unsqueeze(0).expand(*v.shape), lid)
 
 
+# ----- searching and membership (NumPy-backed ops, batched on the physical values) --------
+
+
+def searchsorted_rule(call, args, kwargs):
+    """``searchsorted(sorted_sequence, values)``: values alone batched against a
+    shared 1-D sequence is elementwise in the values; otherwise each sample's
+    sequence gets its own row, which the N-D form of the op searches row by row."""
+    lid = max_level(args, kwargs)
+    seq, values = args[0], args[1]
+    sorter = kwargs.get("sorter")
+    own_rows = unwrap_at(seq, lid) is not None or unwrap_at(sorter, lid) is not None
+    if not own_rows and seq.dim() == 1:
+        return wrap(call(seq, unwrap_at(values, lid), *args[2:], **kwargs), lid)
+    size = batch_size_of([seq, values, sorter], lid)
+    s = materialize(seq, lid, size)
+    kw = dict(kwargs)
+    if sorter is not None:
+        kw["sorter"] = materialize(sorter, lid, size)
+    if not is_tensorlike(values):
+        v = _C.full((size, 1), values, dtype=s.dtype)
+        return wrap(call(s, v, **kw).reshape(size), lid)
+    v = materialize(values, lid, size)
+    if s.dim() == 2:
+        # A 1-D sequence per sample: the sample's values are searched as one row.
+        return wrap(call(s, v.reshape(size, -1), **kw).reshape(v.shape), lid)
+    return wrap(call(s, v, **kw), lid)
+
+
+def bucketize_rule(call, args, kwargs):
+    """``bucketize(input, boundaries)``: elementwise in ``input`` for shared
+    boundaries; batched boundaries search each sample's row."""
+    lid = max_level(args, kwargs)
+    inp, boundaries = args[0], args[1]
+    if unwrap_at(boundaries, lid) is None:
+        return wrap(call(unwrap_at(inp, lid), boundaries, **kwargs), lid)
+    from .._composite import searchsorted
+
+    return searchsorted_rule(searchsorted, (boundaries, inp), kwargs)
+
+
+def isin_rule(call, args, kwargs):
+    """``isin(elements, test_elements)``: elementwise in ``elements`` for shared
+    test elements; batched test elements are compared sample by sample."""
+    lid = max_level(args, kwargs)
+    elements, test = args[0], args[1]
+    if unwrap_at(test, lid) is None:
+        return wrap(call(unwrap_at(elements, lid), test, **kwargs), lid)
+    size = batch_size_of([elements, test], lid)
+    t = materialize(test, lid, size).reshape(size, 1, -1)
+    if is_tensorlike(elements):
+        e = materialize(elements, lid, size)
+    else:
+        e = _C.full((size,), elements, dtype=t.dtype)
+    hit = (e.reshape(size, -1, 1) == t).any(-1).reshape(e.shape)
+    return wrap(hit.logical_not() if kwargs.get("invert", False) else hit, lid)
+
+
+def unravel_index_rule(call, args, kwargs):
+    """``unravel_index(indices, shape)``: elementwise in the indices."""
+    lid = max_level(args, kwargs)
+    return wrap(call(unwrap_at(args[0], lid), *args[1:], **kwargs), lid)
+
+
+def one_hot_rule(call, args, kwargs):
+    """``one_hot(tensor, num_classes)``: elementwise in the indices, with the
+    classes' dimension last; the number of classes must be given, since
+    inferring it would read every sample's values (PyTorch refuses too)."""
+    lid = max_level(args, kwargs)
+    num_classes = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
+    if num_classes == -1:
+        raise RuntimeError(
+            "vmap: one_hot needs num_classes: inferring it would read the values of every "
+            "sample (pass num_classes=...)"
+        )
+    return wrap(call(unwrap_at(args[0], lid), num_classes), lid)
+
+
 # ----- the table of module-function rules --------------------------------------------------
 
 
@@ -791,6 +868,11 @@ _FUNCTION_RULES = {
     "median": dim_op(1, "dim", "all"),
     "nanmedian": dim_op(1, "dim", "all"),
     "msort": _msort,
+    "searchsorted": searchsorted_rule,
+    "bucketize": bucketize_rule,
+    "isin": isin_rule,
+    "unravel_index": unravel_index_rule,
+    "one_hot": one_hot_rule,
     "layer_norm": layer_norm_rule,
     "batch_norm": batch_norm_rule,
     "group_norm": group_norm_rule,
@@ -816,6 +898,13 @@ def _no_rule(name):
 
 # Keyword-only parameters that the dispatch protocol passes positionally.
 _KEYWORD_ONLY = {"add": ("alpha",), "sub": ("alpha",), "sort": ("stable",), "argsort": ("stable",)}
+
+
+def has_rule(name):
+    """Whether ``name`` has a batching rule or a stated refusal: a function written
+    in Python then hands a batched call to its rule rather than running on the
+    batched values."""
+    return name in _FUNCTION_RULES or bool(refusal(name))
 
 
 def refusal(name):
