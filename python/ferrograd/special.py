@@ -55,7 +55,11 @@ __all__ = [
 
 
 def _t(x):
-    return x if isinstance(x, Tensor) else _fg.tensor(x)
+    # A tensor-like value (vmap's BatchedTensor) passes: these functions are
+    # composed of ops with batching rules.
+    if isinstance(x, Tensor) or hasattr(type(x), "__ferrograd_function__"):
+        return x
+    return _fg.tensor(x)
 
 
 def _float(x):

@@ -76,6 +76,5 @@ for _name, _what in {
     "binomial": "no function (the binding rejects a BatchedTensor argument)",
     "poisson": "no function (the binding rejects a BatchedTensor argument)",
     "from_numpy": ".item()",
-    "mvlgamma": "dtype inference (the binding reads its argument as data)",
 }.items():
     DEFECTS.setdefault(_name, {})[VMAP] = _UNNAMED.format(what=_what)

@@ -497,7 +497,7 @@ _o("orgqr", "linalg", "The matrix Q of `geqrf`'s factors (`linalg.householder_pr
    aliases=(("householder_product", (LINALG,)),), dtypes=NUMERIC, rule="linalg", tol=(1e-4, 1e-5),
    autocast=FP32)
 _o("mvlgamma", "special", "The multivariate log-gamma function of dimension `p`, elementwise.",
-   _mvlgamma, fixed(T((2, 3), domain=Domain(2.0, 4.0)), 3), batching=NONE, refuse={VMAP: NO_RULE})
+   _mvlgamma, fixed(T((2, 3), domain=Domain(2.0, 4.0)), 3), rule="composed")
 # `Tensor.unfold` (`F.unfold` is im2col, declared as `unfold`).
 _o("unfold_windows", "view", "A view of every window of `size` elements, `step` apart, along "
    "`dimension` (a new last dimension walks a window).", _windows,
