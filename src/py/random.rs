@@ -11,6 +11,7 @@ use pyo3::types::PyTuple;
 
 use super::capture::{self, run, Outs};
 use super::convert::{int_arg, parse_size, seq_of_ints, to_shape};
+use super::dispatch::tensor_arg;
 use super::dtype::opt_dtype;
 use super::tensor::{wrap, PyTensor};
 use crate::ops;
@@ -663,24 +664,28 @@ fn normal(
 #[pyo3(signature = (input, p=None, *, generator=None, out=None))]
 pub(super) fn bernoulli(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     p: Option<f64>,
     generator: Option<&Bound<'_, PyAny>>,
     out: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let _ = out;
-    let t = &input.get().t;
-    let gen = gen_arg(generator, "bernoulli")?;
-    let n = t.numel();
-    let r = match p {
-        Some(p) => draw(py, "bernoulli", n, gen, &[t], move |g, t| {
-            rng::bernoulli_scalar(g, t[0].shape(), t[0].dtype(), p)
-        })?,
-        None => draw(py, "bernoulli", n, gen, &[t], |g, t| {
-            rng::bernoulli_tensor(g, t[0], t[0].dtype())
-        })?,
-    };
-    wrap(py, r)
+    // A tensor-like input (vmap's BatchedTensor) goes to its type's rule, which
+    // follows vmap's randomness mode.
+    dispatching!(py, "bernoulli", (input, p, generator), {
+        let t = &tensor_arg(input, "bernoulli", "input", 1)?.get().t;
+        let gen = gen_arg(generator, "bernoulli")?;
+        let n = t.numel();
+        let r = match p {
+            Some(p) => draw(py, "bernoulli", n, gen, &[t], move |g, t| {
+                rng::bernoulli_scalar(g, t[0].shape(), t[0].dtype(), p)
+            })?,
+            None => draw(py, "bernoulli", n, gen, &[t], |g, t| {
+                rng::bernoulli_tensor(g, t[0], t[0].dtype())
+            })?,
+        };
+        wrap(py, r)
+    })
 }
 
 /// The number of probability rows of a multinomial's input and their length.
@@ -803,15 +808,23 @@ fn multinomial_draw(
 #[pyo3(signature = (input, num_samples, replacement=false, *, generator=None, out=None))]
 fn multinomial(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     num_samples: i64,
     replacement: bool,
     generator: Option<&Bound<'_, PyAny>>,
     out: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let _ = out;
-    let gen = gen_arg(generator, "multinomial")?;
-    multinomial_impl(py, &input.get().t, num_samples, replacement, gen)
+    dispatching!(
+        py,
+        "multinomial",
+        (input, num_samples, replacement, generator),
+        {
+            let t = &tensor_arg(input, "multinomial", "input", 1)?.get().t;
+            let gen = gen_arg(generator, "multinomial")?;
+            multinomial_impl(py, t, num_samples, replacement, gen)
+        }
+    )
 }
 
 /// The sampling `*_like` functions with a generator: `rand_like`,
@@ -982,11 +995,23 @@ fn _sample_dirichlet_gammas(
 #[pyo3(signature = (count, prob, generator=None))]
 fn binomial(
     py: Python<'_>,
-    count: &Bound<'_, PyTensor>,
-    prob: &Bound<'_, PyTensor>,
+    count: &Bound<'_, PyAny>,
+    prob: &Bound<'_, PyAny>,
     generator: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let (n, p) = (count.get().t.clone(), prob.get().t.clone());
+    dispatching!(py, "binomial", (count, prob, generator), {
+        let n = tensor_arg(count, "binomial", "count", 1)?.get().t.clone();
+        let p = tensor_arg(prob, "binomial", "prob", 2)?.get().t.clone();
+        binomial_impl(py, n, p, generator)
+    })
+}
+
+fn binomial_impl(
+    py: Python<'_>,
+    n: Tensor,
+    p: Tensor,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
     if n.shape() != p.shape() {
         return Err(PyRuntimeError::new_err(format!(
             "binomial: count and prob must have the same shape, got {:?} and {:?}",
@@ -1013,15 +1038,17 @@ fn binomial(
 #[pyo3(signature = (input, generator=None))]
 fn poisson(
     py: Python<'_>,
-    input: &Bound<'_, PyTensor>,
+    input: &Bound<'_, PyAny>,
     generator: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let t = &input.get().t;
-    let gen = gen_arg(generator, "poisson")?;
-    let r = draw(py, "poisson", t.numel(), gen, &[t], |g, t| {
-        rng::poisson(g, t[0])
-    })?;
-    wrap(py, r)
+    dispatching!(py, "poisson", (input, generator), {
+        let t = &tensor_arg(input, "poisson", "input", 1)?.get().t;
+        let gen = gen_arg(generator, "poisson")?;
+        let r = draw(py, "poisson", t.numel(), gen, &[t], |g, t| {
+            rng::poisson(g, t[0])
+        })?;
+        wrap(py, r)
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -63,7 +63,7 @@ impl PyTensor {
         p: Option<f64>,
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        bernoulli(slf.py(), slf, p, generator, None)
+        bernoulli(slf.py(), slf.as_any(), p, generator, None)
     }
 
     /// `t.random_(from=0, to=None)`: integers uniform in `[from, to)`, or

@@ -38,9 +38,6 @@ DEFECTS: dict = {
                    "as PyTorch shares it", GRADGRAD: "as grad", JVP: "as grad"},
     "amin": {GRAD: "with ties the gradient goes to one element instead of being shared evenly "
                    "as PyTorch shares it", GRADGRAD: "as grad", JVP: "as grad"},
-    "bernoulli": {VMAP: "the binding does not dispatch a batched input (TypeError); the cell "
-                        "batched nothing before (its input has grad=False, and check_vmap's "
-                        "fallback index does not reach rebuild), so the random-mode check exposes it"},
 }
 
 
@@ -59,22 +56,15 @@ def apply(op):
 #: removed here (the exception type it raised is noted).
 UNANALYSED: dict = {}
 
-#: vmap cells of ops without a differentiable input, failing since the matrix batches
-#: their first array argument (before, their vmap cell did not use the batched value).
-for _name, _kind in {"bernoulli": "TypeError"}.items():
-    UNANALYSED.setdefault(_name, {})[VMAP] = _kind
-_VALUE_SIZED = ("the result's size depends on the values, so vmap cannot batch it (PyTorch "
-                "refuses too); the error should name the op, it speaks of .item()")
-DEFECTS.setdefault("bincount", {})[VMAP] = _VALUE_SIZED
-DEFECTS.setdefault("argwhere", {})[VMAP] = _VALUE_SIZED.replace("it speaks of .item()",
-                                                                 "it names nonzero")
+#: Ops whose result's size follows their input's values: vmap refuses them by name.
+_VALUE_SIZED = ("the result's size depends on the values, which differ per sample (PyTorch "
+                "refuses too)")
+REFUSE.setdefault("bincount", {})[VMAP] = _VALUE_SIZED
+REFUSE.setdefault("argwhere", {})[VMAP] = _VALUE_SIZED
 
 #: Refusals whose error does not name the op (the coverage matrix checks that it does).
 _UNNAMED = "vmap refuses it, but the error names {what} instead of the op"
 for _name, _what in {
-    "multinomial": "no function (the binding rejects a BatchedTensor argument)",
-    "binomial": "no function (the binding rejects a BatchedTensor argument)",
-    "poisson": "no function (the binding rejects a BatchedTensor argument)",
     "from_numpy": ".item()",
 }.items():
     DEFECTS.setdefault(_name, {})[VMAP] = _UNNAMED.format(what=_what)

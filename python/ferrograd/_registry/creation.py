@@ -81,7 +81,7 @@ for _name, _doc in (
 _c("bernoulli", "Draws 0 or 1 with probabilities `input`.", None,
    Sample("fixed", (T((2, 3), domain=OPEN01, grad=False),), seeded=True), surfaces=(FUNCTION, METHOD),
    refuse={FORWARD: RANDOM},
-   rule="_random_like")
+   rule="bernoulli")
 _c("multinomial", "Draws `num_samples` category indices per row of weights `input`.", None,
    Sample("fixed", (T((2, 3), domain=POSITIVE, grad=False), 2), seeded=True), surfaces=(FUNCTION, METHOD),
    refuse={FORWARD: RANDOM, VMAP: "randomness differs per sample: draw outside vmap"})

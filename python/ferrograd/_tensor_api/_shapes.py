@@ -9,7 +9,7 @@ import collections
 
 import numpy as np
 
-from .. import _C
+from .. import _C, _dispatch
 from .._C import Tensor
 from .._replay import replayed as _replayed
 from ._common import _alloc_guard, _check, _from_np, _np, _vmap_level, _wrap_dim
@@ -264,6 +264,9 @@ def swapdims(input, dim0, dim1):
 
 def argwhere(input):
     """The coordinates of the nonzero elements of ``input``, one row each."""
+    if _dispatch.is_batched(input):
+        # vmap refuses it by this name (its stated reason), not as Tensor.nonzero.
+        return _dispatch.dispatch(argwhere, (input,))
     _check("argwhere", input)
     return input.nonzero()
 

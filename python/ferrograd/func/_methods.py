@@ -326,11 +326,11 @@ def _random_(name):
 
 
 def _bernoulli(self, p=None, *, generator=None):
-    """``Tensor.bernoulli`` under vmap's ``randomness`` mode."""
-    mode = check_random(self._level)
-    if mode == "different":
-        return BatchedTensor(self._value.bernoulli(generator=generator), self._level)
-    raise RuntimeError("vmap: bernoulli with randomness='same' needs an unbatched probability")
+    """``Tensor.bernoulli`` under vmap's ``randomness`` mode (the function's rule)."""
+    from ._rules import bernoulli_rule
+
+    kwargs = {} if generator is None else {"generator": generator}
+    return bernoulli_rule(_C.bernoulli, (self, p), kwargs)
 
 
 def _requires_grad_(self, requires_grad=True):

@@ -515,6 +515,23 @@ def random_like_rule(call, args, kwargs):
     return wrap(one.unsqueeze(0).expand(*v.shape), lid)
 
 
+def bernoulli_rule(call, args, kwargs):
+    """``bernoulli(input, p=None)``: refused in 'error' mode; 'different' draws
+    for the whole batch at once; 'same' shares the randomness: one draw for a
+    number ``p``, else one set of uniforms compared with each sample's
+    probabilities."""
+    lid = max_level(args, kwargs)
+    v = unwrap_at(args[0], lid)
+    p = args[1] if len(args) > 1 else kwargs.get("p")
+    if check_random(lid) == "different":
+        return wrap(call(v, *args[1:], **kwargs), lid)
+    if p is not None:
+        one = call(v.select(0, 0), *args[1:], **kwargs)
+        return wrap(one.unsqueeze(0).expand(*v.shape), lid)
+    u = _C.rand(*v.shape[1:], dtype=_C.float64, generator=kwargs.get("generator"))
+    return wrap((u < v).to(v.dtype), lid)
+
+
 # ----- searching and membership (NumPy-backed ops, batched on the physical values) --------
 
 
@@ -868,6 +885,7 @@ _FUNCTION_RULES = {
     "median": dim_op(1, "dim", "all"),
     "nanmedian": dim_op(1, "dim", "all"),
     "msort": _msort,
+    "bernoulli": bernoulli_rule,
     "searchsorted": searchsorted_rule,
     "bucketize": bucketize_rule,
     "isin": isin_rule,
@@ -897,7 +915,8 @@ def _no_rule(name):
 
 
 # Keyword-only parameters that the dispatch protocol passes positionally.
-_KEYWORD_ONLY = {"add": ("alpha",), "sub": ("alpha",), "sort": ("stable",), "argsort": ("stable",)}
+_KEYWORD_ONLY = {"add": ("alpha",), "sub": ("alpha",), "sort": ("stable",), "argsort": ("stable",),
+                 "bernoulli": ("generator",)}
 
 
 def has_rule(name):
