@@ -109,8 +109,8 @@ def _tri_indices(row, col, offset, lower):
     # Refuse before NumPy tries: the mask alone is row * col bytes.
     if row * col > 1 << 31:
         raise RuntimeError(
-            "[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: not enough memory: "
-            f"you tried to allocate {2 * 8 * row * col} bytes."
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+            f"{2 * 8 * row * col} bytes. Error code 12 (Cannot allocate memory)"
         )
     r = np.arange(row)[:, None]
     c = np.arange(col)[None, :]
@@ -406,10 +406,20 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 
 
 def lerp(input, end, weight):
-    """``input + weight * (end - input)``: linear interpolation."""
+    """``input + weight * (end - input)``: linear interpolation.
+
+    As PyTorch computes it: from ``input`` when ``|weight| < 0.5`` and as
+    ``end - (end - input) * (1 - weight)`` otherwise, so ``weight = 1`` gives
+    ``end`` exactly and an infinite end point stays infinite."""
     _check("lerp", input)
     _check("lerp", end, "end", 2)
-    return input + weight * (end - input)
+    diff = end - input
+    if isinstance(weight, _C.Tensor):
+        near = weight.abs() < 0.5
+        return _C.where(near, input + weight * diff, end - diff * (1 - weight))
+    if builtins.abs(weight) < 0.5:
+        return input + weight * diff
+    return end - diff * (1 - weight)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -481,6 +491,14 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 # ----- sets and searches ---------------------------------------------------------------
 
 
+# `np.unique` merges NaNs unless told not to (NumPy 1.24 added the option).
+_NAN_DISTINCT = (
+    {"equal_nan": False}
+    if tuple(int(p) for p in np.__version__.split(".")[:2]) >= (1, 24)
+    else {}
+)
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct elements (or slices along ``dim``) of ``input``, sorted;
     optionally where each element went (``return_inverse``) and how many
@@ -488,7 +506,10 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     _check("unique", input)
     arr = input.detach().numpy()
     if dim is None:
-        values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True)
+        # Every NaN is its own value, as in PyTorch (NaN == NaN is false).
+        values, inverse, counts = np.unique(
+            arr, return_inverse=True, return_counts=True, **_NAN_DISTINCT
+        )
         inverse = inverse.reshape(arr.shape)
     else:
         values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True, axis=dim)
@@ -533,9 +554,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     vals = np.asarray(input) if scalar else input.detach().numpy()
     if sorter is not None:
         seq = np.take_along_axis(seq, sorter.numpy(), -1)
-    how = "right" if right else "left"
     if seq.ndim == 1:
-        res = np.searchsorted(seq, vals, side=how)
+        res = _binary_search(seq, vals, right)
     else:
         if seq.shape[:-1] != vals.shape[:-1]:
             raise RuntimeError(
@@ -545,11 +565,35 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             )
         flat_seq = seq.reshape(-1, seq.shape[-1])
         flat_vals = vals.reshape(-1, vals.shape[-1])
-        res = np.stack(
-            [np.searchsorted(s, v, side=how) for s, v in zip(flat_seq, flat_vals)]
-        ).reshape(vals.shape)
+        res = _binary_search(flat_seq, flat_vals, right).reshape(vals.shape)
     res = np.asarray(res, dtype=np.int64)
     return _C.tensor(res) if res.ndim == 0 else _C.from_numpy(np.ascontiguousarray(res))
+
+
+def _binary_search(seq, vals, right):
+    """PyTorch's searchsorted: for each value, the bisection that moves right
+    while ``not (seq[mid] >= v)`` (``not (seq[mid] > v)`` with ``right``).
+
+    On a sequence sorted with NaNs last this is the insertion point; NaNs (in
+    either argument) compare false, so they steer the bisection exactly as in
+    PyTorch, where NumPy's ``searchsorted`` orders NaN above everything.
+    ``seq`` is 1-D, or 2-D with one row per row of ``vals``."""
+    vals = np.asarray(vals)
+    n = seq.shape[-1]
+    lo = np.zeros(vals.shape, dtype=np.int64)
+    hi = np.full(vals.shape, n, dtype=np.int64)
+    rows = None if seq.ndim == 1 else np.arange(seq.shape[0]).reshape(-1, 1)
+    with np.errstate(invalid="ignore"):
+        while True:
+            active = lo < hi
+            if not active.any():
+                return lo
+            mid = lo + ((hi - lo) >> 1)
+            at = np.minimum(mid, n - 1)
+            m = seq[at] if rows is None else seq[rows, at]
+            go_right = ~(m > vals) if right else ~(m >= vals)
+            lo = np.where(active & go_right, mid + 1, lo)
+            hi = np.where(active & ~go_right, mid, hi)
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):

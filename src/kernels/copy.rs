@@ -53,7 +53,7 @@ pub fn scatter<T: Element>(dst: &View, src: &[T]) {
     if n > 1 && src.len() == n && overlaps(dst, src) {
         // A source that is part of the destination's memory (`x[1:] = x[:-1]`)
         // is read from a snapshot, as if the whole value were taken first.
-        let snapshot = src.to_vec();
+        let snapshot = crate::error::copied_vec(src);
         return scatter(dst, &snapshot);
     }
     let base = SendPtr(dst.ptr::<T>());

@@ -37,7 +37,7 @@ pub fn gather_dim<T: Element>(src: &View, dim: usize, index: &[i64], ishape: &[u
     let n: usize = ishape.iter().product();
     let base = src.ptr::<T>();
     let strides = src.strides.clone();
-    let mut out: Vec<T> = Vec::with_capacity(n);
+    let mut out: Vec<T> = crate::error::alloc_vec(n);
     for_each_index(ishape, |lin, idx| {
         let mut off = 0usize;
         for (d, (&i, &s)) in idx.iter().zip(strides.iter()).enumerate() {
@@ -93,7 +93,7 @@ pub fn flip_copy<T: Element>(src: &View, flip: &[bool]) -> Vec<T> {
     let base = src.ptr::<T>();
     let shape = src.shape.clone();
     let strides = src.strides.clone();
-    let mut out: Vec<T> = Vec::with_capacity(n);
+    let mut out: Vec<T> = crate::error::alloc_vec(n);
     for_each_index(&shape, |_, idx| {
         let mut off = 0usize;
         for d in 0..idx.len() {
@@ -143,7 +143,7 @@ pub fn scan_rows<T: Element>(
     cols: usize,
     f: impl Fn(&[T], &mut [T]) + Sync,
 ) -> Vec<T> {
-    let mut out = vec![T::zero(); rows * cols];
+    let mut out = crate::error::filled_vec(rows * cols, T::zero());
     if cols == 0 {
         return out;
     }

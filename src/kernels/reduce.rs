@@ -211,9 +211,9 @@ fn sum_rows<T: Arith>(
     // Output columns handled at once: the block accumulator stays in L1.
     const TILE: usize = 2048;
     let rinner = *rst.last().unwrap_or(&1);
-    let mut out = vec![T::zero(); out_n];
+    let mut out = crate::error::filled_vec(out_n, T::zero());
     let fill = |start: usize, part: &mut [T]| {
-        let mut block = vec![T::zero(); TILE.min(part.len())];
+        let mut block = crate::error::filled_vec(TILE.min(part.len()), T::zero());
         for_each_row(
             kshape,
             std::array::from_ref(kst),

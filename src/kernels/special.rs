@@ -129,15 +129,31 @@ pub(crate) fn digamma(x: f64) -> f64 {
 /// function: psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x). zeta(s, x) is summed
 /// by Euler-Maclaurin as in Cephes' `zeta.c`: the terms (x + k)^-s up to a
 /// shift a = x + N >= 12 + n, then the integral a^(1-s)/(s-1), a^-s/2 and the
-/// Bernoulli-number corrections. The direct terms need no reflection for
-/// negative x (s is an integer); at the non-positive integers a term is
-/// infinite, as the function is.
+/// Bernoulli-number corrections. At the non-positive integers (and -inf) the
+/// function is infinite; elsewhere below zero it is reflected to 1 - x (the
+/// shift up to a would take -x steps, forever for a large -x). From n = 171
+/// on n! is infinite in float64, so the result is too unless zeta underflows
+/// (NaN then, infinity times zero, as PyTorch and SciPy give).
 pub(crate) fn polygamma(n: u32, x: f64) -> f64 {
     if n == 0 {
         return digamma(x);
     }
     if x.is_nan() {
         return f64::NAN;
+    }
+    let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
+    if x <= 0.0 {
+        if x == x.floor() {
+            return sign * f64::INFINITY;
+        }
+        return reflected_polygamma(n, x);
+    }
+    if n > 170 {
+        return if x.powf(-(n as f64 + 1.0)) > 0.0 {
+            sign * f64::INFINITY
+        } else {
+            f64::NAN
+        };
     }
     let s = n as i32 + 1;
     let sf = s as f64;
@@ -171,8 +187,29 @@ pub(crate) fn polygamma(n: u32, x: f64) -> f64 {
     for k in 2..=n {
         nf *= k as f64;
     }
-    let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
     sign * nf * sum
+}
+
+/// psi^(n)(x) for a negative non-integer x by reflection:
+/// psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi d^n/dx^n cot(pi x), where the n-th
+/// derivative of cot(pi x) is pi^n P_n(cot(pi x)) for the polynomials
+/// P_0(c) = c, P_(k+1)(c) = -(1 + c^2) P_k'(c).
+fn reflected_polygamma(n: u32, x: f64) -> f64 {
+    let c = 1.0 / (PI * x).tan();
+    // P_n's coefficients, lowest degree first (degree n + 1).
+    let mut p = vec![0.0, 1.0];
+    for _ in 0..n.min(170) {
+        let mut q = vec![0.0; p.len() + 1];
+        for (i, &a) in p.iter().enumerate().skip(1) {
+            let d = i as f64 * a;
+            q[i - 1] -= d;
+            q[i + 1] -= d;
+        }
+        p = q;
+    }
+    let poly = p.iter().rev().fold(0.0, |acc, &a| acc * c + a);
+    let even = if n.is_multiple_of(2) { 1.0 } else { -1.0 };
+    even * polygamma(n, 1.0 - x) - PI.powi(n as i32 + 1) * poly
 }
 
 #[cfg(test)]

@@ -44,6 +44,12 @@ fn positive(x: &Tensor) -> Result<Tensor> {
     compare::gt(x, &Tensor::scalar_of(0.0, x.dtype()))
 }
 
+/// `x <= 0`: false at a NaN, which therefore takes the positive branch of
+/// `elu` (value and gradient), as PyTorch's kernels do.
+fn not_positive(x: &Tensor) -> Result<Tensor> {
+    compare::le(x, &Tensor::scalar_of(0.0, x.dtype()))
+}
+
 /// `x` where positive, `slope * x` elsewhere (so the gradient at 0 is `slope`, as in PyTorch).
 pub(crate) fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
     float_input(x, "leaky_relu_cpu")?;
@@ -109,7 +115,7 @@ pub(crate) fn elu_result(x: &Tensor, alpha: f64) -> Result<Tensor> {
             return Err(Error::runtime("In-place elu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead."));
         }
         let slope = add_scalar(y, Scalar::Float(alpha))?;
-        where_(&positive(y)?, g, &mul(g, &slope)?)
+        where_(&not_positive(y)?, &mul(g, &slope)?, g)
     }))
 }
 
@@ -123,21 +129,21 @@ pub(crate) fn elu(x: &Tensor, alpha: f64) -> Result<Tensor> {
         let _g = GradModeGuard::new(false);
         let neg_part = super::clamp(x, None, Some(&zero), false)?;
         where_(
-            &positive(x)?,
-            x,
+            &not_positive(x)?,
             &mul_f64(&super::expm1(&neg_part)?, alpha)?,
+            x,
         )?
     };
     Ok(pointwise("EluBackward0", x, out, move |g, x| {
         let zero = Tensor::scalar_of(0.0, x.dtype());
         let neg_part = super::clamp(x, None, Some(&zero), false)?;
         let slope = mul_f64(&exp(&neg_part)?, alpha)?;
-        where_(&positive(x)?, g, &mul(g, &slope)?)
+        where_(&not_positive(x)?, &mul(g, &slope)?, g)
     }))
 }
 
 /// `hardtanh(x, min, max)` (and `relu6`): `x` clamped; as in PyTorch the
-/// gradient passes only strictly inside `(min, max)`.
+/// gradient passes only strictly inside `(min, max)`, and at a NaN.
 pub(crate) fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
     float_input(x, "hardtanh")?;
     let (l, h) = (
@@ -149,8 +155,9 @@ pub(crate) fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
         super::clamp(x, Some(&l), Some(&h), false)?
     };
     Ok(pointwise("HardtanhBackward0", x, out, move |g, x| {
-        let inside = super::logical_and(&compare::gt(x, &l)?, &compare::lt(x, &h)?)?;
-        where_(&inside, g, &Tensor::scalar_of(0.0, g.dtype()))
+        // Zero where `x <= min` or `x >= max`: a NaN passes its gradient on.
+        let off = super::logical_or(&compare::le(x, &l)?, &compare::ge(x, &h)?)?;
+        where_(&off, &Tensor::scalar_of(0.0, g.dtype()), g)
     }))
 }
 
@@ -263,14 +270,16 @@ fn shifted(x: &Tensor, d: i64) -> Result<Tensor> {
 }
 
 fn softmax_input(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<(Tensor, i64)> {
+    // A `dtype` that is not floating is refused like an input that is not.
+    let dt = dtype.unwrap_or(x.dtype());
+    if !dt.is_float() {
+        return Err(Error::runtime(format!(
+            "\"softmax_lastdim_kernel_impl\" not implemented for '{}'",
+            dt.scalar_name()
+        )));
+    }
     let x = match dtype {
         Some(dt) => super::to_dtype(x, dt)?,
-        None if !x.dtype().is_float() => {
-            return Err(Error::runtime(format!(
-                "\"softmax_lastdim_kernel_impl\" not implemented for '{}'",
-                x.dtype().scalar_name()
-            )))
-        }
         None => x.clone(),
     };
     let d = wrap_dim(dim, x.ndim())?;

@@ -506,7 +506,7 @@ fn pick_advanced(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<Tensor> {
     }
     let nb = numel(&bshape);
     // Row-major linear index into the indexed dimensions, negatives wrapped.
-    let mut lin = vec![0i64; nb];
+    let mut lin = crate::error::zeroed_vec::<i64>(nb);
     for (d, i) in adv {
         let size = shape[*d] as i64;
         let e = {

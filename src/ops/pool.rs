@@ -58,12 +58,57 @@ fn check_planes(x: &Tensor, op: &str) -> Result<()> {
 
 /// PyTorch's `pooling_output_shape`.
 fn pooled_len(len: i64, k: i64, pad: i64, stride: i64, dilation: i64, ceil: bool) -> i64 {
+    // In i128: the user's sizes are i64s, so no term overflows.
+    let (len, k, pad, stride, dilation) = (
+        len as i128,
+        k as i128,
+        pad as i128,
+        stride as i128,
+        dilation as i128,
+    );
     let num = len + 2 * pad - dilation * (k - 1) - 1 + if ceil { stride - 1 } else { 0 };
     let mut out = num.div_euclid(stride) + 1;
     if ceil && (out - 1) * stride >= len + pad {
         out -= 1;
     }
-    out
+    out.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+}
+
+/// The result of a pooling or resampling of `x` to `out` (its last two
+/// sizes) when it has no elements: made directly, since the per-axis tables
+/// the kernels would build are as long as an output side, which may be huge
+/// (`adaptive_avg_pool2d` of an empty batch to `2**30`). Its gradient is an
+/// empty (or zero) tensor of `x`'s shape.
+fn empty_output(x: &Tensor, oshape: Shape, name: &'static str) -> Option<Tensor> {
+    let shape = x.shape();
+    if crate::tensor::numel(&oshape) != 0 {
+        return None;
+    }
+    let y = Tensor::zeros(oshape, x.dtype());
+    if needs_record(&[x]) {
+        record(name, &[x], &y, saved![], move |c| {
+            Ok(smallvec![Some(Tensor::zeros(
+                shape.clone(),
+                c.grad()?.dtype()
+            ))])
+        });
+    }
+    Some(y)
+}
+
+/// Fails unless the output of a pooling or resampling of `x` to `out`
+/// (its last two sizes) can be allocated: checked before the per-axis tables,
+/// which are as long as an output side, are built.
+fn probe_output(x: &Tensor, out: [usize; 2]) -> Result<()> {
+    let shape = x.shape();
+    let planes: usize = shape[..shape.len().saturating_sub(2)].iter().product();
+    let n = [planes, out[0], out[1]]
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= i64::MAX as usize)
+        .ok_or_else(|| Error::runtime("numel: integer multiplication overflow"))?;
+    crate::dispatch_float!(x.dtype(), T => crate::error::probe_alloc::<T>(n));
+    Ok(())
 }
 
 /// Pooling hyper-parameters, checked, with the output size.
@@ -137,6 +182,7 @@ fn pool_params(
             sh[nd - 3], size[0], size[1], sh[nd - 3], out[0], out[1]
         )));
     }
+    probe_output(x, [out[0] as usize, out[1] as usize])?;
     Ok(Pool {
         k,
         s,
@@ -188,6 +234,8 @@ pub fn max_pool2d_with_indices(
             // The first and last tap inside [0, len).
             let first = if start < 0 { (-start + d - 1) / d } else { 0 };
             let last = (k - 1).min((len - 1 - start).div_euclid(d));
+            crate::error::reserve_more(&mut w.start, 1);
+            crate::error::reserve_more(&mut w.count, 1);
             w.start.push((start + first * d).max(0) as usize);
             w.count.push((last - first + 1).max(0) as usize);
         }
@@ -199,6 +247,10 @@ pub fn max_pool2d_with_indices(
 /// `adaptive_max_pool2d` with indices (`AdaptiveMaxPool2DBackward0`).
 pub fn adaptive_max_pool2d(x: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let (size, out) = adaptive_sizes(x, "adaptive_max_pool2d", output_size)?;
+    if let Some(empty) = empty_output(x, out_shape(&x.shape(), out), "AdaptiveMaxPool2DBackward0") {
+        let idx = Tensor::zeros(empty.shape(), crate::tensor::DType::I64);
+        return Ok((empty, idx));
+    }
     let win: [Window; 2] = std::array::from_fn(|a| {
         let mut w = Window {
             len_in: size[a],
@@ -207,6 +259,8 @@ pub fn adaptive_max_pool2d(x: &Tensor, output_size: &[i64]) -> Result<(Tensor, T
         };
         for o in 0..out[a] {
             let (lo, hi) = adaptive_range(o, size[a], out[a]);
+            crate::error::reserve_more(&mut w.start, 1);
+            crate::error::reserve_more(&mut w.count, 1);
             w.start.push(lo);
             w.count.push(hi - lo);
         }
@@ -296,7 +350,9 @@ fn adaptive_sizes(x: &Tensor, op: &str, output_size: &[i64]) -> Result<([usize; 
     }
     let s = x.shape();
     let nd = s.len();
-    Ok(([s[nd - 2], s[nd - 1]], [o[0] as usize, o[1] as usize]))
+    let out = [o[0] as usize, o[1] as usize];
+    probe_output(x, out)?;
+    Ok(([s[nd - 2], s[nd - 1]], out))
 }
 
 // ----- separable linear maps: average pooling, interpolation -----------------------------------
@@ -430,6 +486,9 @@ pub fn avg_pool2d(
 /// `adaptive_avg_pool2d` (`AdaptiveAvgPool2DBackward0`).
 pub fn adaptive_avg_pool2d(x: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     let (size, out) = adaptive_sizes(x, "adaptive_avg_pool2d", output_size)?;
+    if let Some(empty) = empty_output(x, out_shape(&x.shape(), out), "AdaptiveAvgPool2DBackward0") {
+        return Ok(empty);
+    }
     let taps: [Taps; 2] = std::array::from_fn(|a| {
         let mut t = Taps::new(size[a]);
         for o in 0..out[a] {
@@ -460,7 +519,7 @@ fn resample_axis(
     linear: bool,
     align_corners: bool,
 ) -> Taps {
-    let mut t = Taps::new(len_in);
+    let mut t = Taps::with_capacity(len_in, len_out, if linear { 2 } else { 1 });
     // PyTorch's `compute_scales_value` / `area_pixel_compute_scale`.
     let ratio = |ac: bool| -> f64 {
         if ac {
@@ -488,6 +547,7 @@ fn resample_axis(
             };
             t.push([(src, 1.0)]);
         }
+        t.copies = true;
         return t;
     }
     let r = ratio(align_corners);
@@ -568,6 +628,23 @@ pub fn upsample(
             "UpsampleBilinear2DBackwardBackward0",
         ),
     };
+    // The output first: an impossible size fails here, before the per-axis
+    // tables (as long as an output side) are built.
+    let planes = shape[..2].iter().product::<usize>();
+    let out_n = size
+        .iter()
+        .try_fold(planes, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| {
+            Error::runtime(format!(
+                "Storage size calculation overflowed with sizes={}",
+                fmt_shape(&[&shape[..2], size].concat())
+            ))
+        })?;
+    crate::dispatch_float!(x.dtype(), T => crate::error::probe_alloc::<T>(out_n));
+    let oshape: Shape = shape[..2].iter().chain(size).copied().collect();
+    if let Some(empty) = empty_output(x, oshape, names.0) {
+        return Ok(empty);
+    }
     let tw = resample_axis(
         ins[sd - 1],
         size[sd - 1],

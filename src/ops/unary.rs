@@ -176,7 +176,8 @@ pub fn tanh(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-/// `g` where `y > 0`, else 0, in one pass when nothing records it.
+/// 0 where `y <= 0`, else `g` (so a NaN result passes its gradient on, as
+/// PyTorch's `threshold_backward` does), in one pass when nothing records it.
 fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let dt = y.dtype();
     let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
@@ -184,7 +185,7 @@ fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
         let (vg, vy) = (g.view(), y.view());
         let zero = <T as crate::tensor::Element>::zero();
         Tensor::from_vec(
-            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| if y > zero { g } else { zero }),
+            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| if y <= zero { zero } else { g }),
             shape.clone(),
         )
     }))
@@ -250,11 +251,13 @@ pub(crate) fn relu(a: &Tensor) -> Result<Tensor> {
     if a.dtype() == DType::Bool {
         return Err(Error::runtime("\"relu\" not implemented for 'Bool'"));
     }
+    // `x < 0 ? 0 : x`, PyTorch's `clamp_min(x, 0)`: NaN and -0.0 pass
+    // through unchanged, and the select still vectorises.
     let out = map1(
         a,
         a.dtype(),
-        |x: f32| if x > 0.0 { x } else { 0.0 },
-        |x: f64| if x > 0.0 { x } else { 0.0 },
+        |x: f32| if x < 0.0 { 0.0 } else { x },
+        |x: f64| if x < 0.0 { 0.0 } else { x },
         Some(|x: i64| x.max(0)),
     )?;
     if needs_record(&[a]) {
@@ -264,7 +267,7 @@ pub(crate) fn relu(a: &Tensor) -> Result<Tensor> {
             &out,
             saved![Some(SavedTensor::output(&out, 0))],
             |c| {
-                // relu'(0) = 0, as in PyTorch.
+                // relu'(0) = 0, and a NaN result passes the gradient, as in PyTorch.
                 let y = c.saved(0)?;
                 let g = c.grad()?;
                 if !crate::autograd::is_grad_enabled()
@@ -273,10 +276,14 @@ pub(crate) fn relu(a: &Tensor) -> Result<Tensor> {
                 {
                     return Ok(smallvec![Some(fused_relu_backward(g, y)?)]);
                 }
-                let mask = super::compare::gt(y, &Tensor::scalar_of(0.0, y.dtype()))?;
-                Ok(smallvec![Some(mul(
-                    c.grad()?,
-                    &cast_data(&mask, y.dtype())
+                // A select, not a product: a NaN or infinite gradient is
+                // still stopped where the result is 0.
+                let zero = Tensor::scalar_of(0.0, y.dtype());
+                let off = super::compare::le(y, &zero)?;
+                Ok(smallvec![Some(super::where_(
+                    &off,
+                    &Tensor::scalar_of(0.0, g.dtype()),
+                    g
                 )?)])
             },
         );
@@ -322,25 +329,11 @@ pub(crate) fn abs(a: &Tensor) -> Result<Tensor> {
 }
 
 /// -1, 0 or 1; its gradient is zero everywhere.
+/// `(x > 0) - (x < 0)`, as PyTorch computes it: 0 (positive) for both zeros
+/// and for NaN.
 pub(crate) fn sign(a: &Tensor) -> Result<Tensor> {
-    let sgn32 = |x: f32| {
-        if x > 0.0 {
-            1.0
-        } else if x < 0.0 {
-            -1.0
-        } else {
-            x * 0.0
-        }
-    };
-    let sgn64 = |x: f64| {
-        if x > 0.0 {
-            1.0
-        } else if x < 0.0 {
-            -1.0
-        } else {
-            x * 0.0
-        }
-    };
+    let sgn32 = |x: f32| ((x > 0.0) as i32 - (x < 0.0) as i32) as f32;
+    let sgn64 = |x: f64| ((x > 0.0) as i32 - (x < 0.0) as i32) as f64;
     let out = match a.dtype() {
         DType::Bool => a.contiguous_data(),
         dt => map1(a, dt, sgn32, sgn64, Some(|x: i64| x.signum()))?,

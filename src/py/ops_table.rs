@@ -120,6 +120,4 @@ op_table! {
     binary_like not_equal(other)   [method function]                      = ops::ne,            "Alias of `ne`: elementwise `input != other`, a bool tensor.";
     unary       positive()         [method function]                      = ops::positive,       "Returns `input` itself (the unary `+`; refused for bool tensors).";
     binary_like subtract(other)    [method function]                      = ops::sub,            "Alias of `sub` without `alpha`: `input - other` elementwise (broadcast).";
-    binary_like clamp_min(min)     [method function]                      = ops::clamp_min,      "Elementwise `max(input, min)` with the gradient rule of `clamp(input, min=min)`.";
-    binary_like clamp_max(max)     [method function]                      = ops::clamp_max,      "Elementwise `min(input, max)` with the gradient rule of `clamp(input, max=max)`.";
 }

@@ -661,9 +661,10 @@ pub(super) fn multinomial_impl(
     } else {
         Shape::from_slice(&[ns])
     };
+    checked_storage_numel(&out_shape, 8)?;
     let idx: Vec<i64> = if replacement && ns > 1 {
         let dt = t.dtype();
-        draw(py, rows * ns, gen, |g| {
+        draw(py, rows.saturating_mul(ns), gen, |g| {
             Ok(if dt == DType::F32 {
                 rng::multinomial_with_replacement(g, &t.to_vec::<f32>(), k, ns)
             } else {
@@ -690,7 +691,7 @@ pub(super) fn multinomial_impl(
                 .map(|(a, b)| a / b)
                 .collect()
         };
-        let mut out = Vec::with_capacity(rows * ns);
+        let mut out = crate::error::alloc_vec(rows * ns);
         for row in ratio.chunks_exact(k) {
             let mut order: Vec<usize> = (0..k).collect();
             // Largest first; ties keep the lower index first, as argmax does.

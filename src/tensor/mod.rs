@@ -11,8 +11,9 @@ use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 pub use dtype::{Arith, DType, Element, Float, TypedVec};
 pub use shape::{
-    broadcast_shapes, broadcast_strides, checked_numel, checked_storage_numel, contiguous_strides,
-    fmt_shape, infer_shape, is_contiguous, numel, view_strides, wrap_dim, Shape, Strides,
+    broadcast_shapes, broadcast_strides, checked_contiguous_strides, checked_numel,
+    checked_storage_numel, contiguous_strides, fmt_shape, infer_shape, is_contiguous, numel,
+    view_strides, wrap_dim, Shape, Strides,
 };
 pub use storage::{write_op, Storage, TracedWrite, WriteLog, WriteOpGuard};
 
@@ -381,7 +382,9 @@ impl Tensor {
         }
         crate::dispatch!(v.dtype(), S => {
             let src = kernels::copy::gather::<S>(&v);
-            src.into_iter().map(|x| T::from_f64(x.to_f64())).collect()
+            let mut out = crate::error::alloc_vec(src.len());
+            out.extend(src.into_iter().map(|x| T::from_f64(x.to_f64())));
+            out
         })
     }
 

@@ -151,16 +151,20 @@ macro_rules! fused_float {
             fn k_max(self, o: Self) -> Self {
                 if self.is_nan() || o.is_nan() {
                     <$t>::NAN
+                } else if self > o {
+                    self
                 } else {
-                    self.max(o)
+                    o
                 }
             }
             #[inline(always)]
             fn k_min(self, o: Self) -> Self {
                 if self.is_nan() || o.is_nan() {
                     <$t>::NAN
+                } else if self < o {
+                    self
                 } else {
-                    self.min(o)
+                    o
                 }
             }
             #[inline(always)]
@@ -274,13 +278,14 @@ pub(super) fn sigmoid<T: FusedFloat>(x: T) -> T {
 }
 
 #[inline(always)]
+/// `ops::sign`'s values: 0 for both zeros and for NaN.
 pub(super) fn sign<T: FusedFloat>(x: T) -> T {
     if x > T::ZERO {
         T::ONE
     } else if x < T::ZERO {
         -T::ONE
     } else {
-        x * T::ZERO
+        T::ZERO
     }
 }
 

@@ -441,7 +441,7 @@ pub(super) fn backward_op<T: FusedFloat>(
         // g * (y * (1 - y))
         (Sigmoid, _) => land2(d, act, g, y, |g, y| g * (y * (one - y))),
         // g where y > 0, else 0
-        (Relu, _) => land2(d, act, g, y, |g, y| if y > zero { g } else { zero }),
+        (Relu, _) => land2(d, act, g, y, |g, y| if y <= zero { zero } else { g }),
         // div(g, mul(y, 2))
         (Sqrt, _) => {
             let two = T::of(2.0);

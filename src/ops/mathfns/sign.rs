@@ -52,7 +52,7 @@ pub(crate) fn signbit(a: &Tensor) -> Result<Tensor> {
         DType::F32 => unary::<f32, bool>(&v, |x| x.is_sign_negative()),
         DType::F64 => unary::<f64, bool>(&v, |x| x.is_sign_negative()),
         DType::I64 => unary::<i64, bool>(&v, |x| x < 0),
-        DType::Bool => vec![false; v.numel()],
+        DType::Bool => crate::error::filled_vec(v.numel(), false),
     };
     Ok(Tensor::from_vec(out, shape))
 }

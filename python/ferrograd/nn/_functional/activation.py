@@ -66,13 +66,25 @@ def mish(input, inplace=False):
 @tensor_args("input")
 def hardswish(input, inplace=False):
     """``x * relu6(x + 3) / 6``."""
-    return _act(input, inplace, lambda: input * _C.hardtanh(input + 3.0, 0.0, 6.0) / 6.0)
+    # PyTorch's branches: 0 below -3 (as `x * 0`, keeping the sign of zero), the
+    # identity above 3, and a NaN takes the identity branch (its gradient is 1).
+    # The middle branch reads x only inside [-3, 3], so no NaN or infinity from
+    # an unused branch reaches the gradient.
+    def value():
+        inside = (input >= -3.0) & (input <= 3.0)
+        mid = _C.where(inside, input, _C.zeros((), dtype=input.dtype))
+        return _C.where(
+            input < -3.0, input * 0.0, _C.where(inside, mid * (mid + 3.0) / 6.0, input)
+        )
+
+    return _act(input, inplace, value)
 
 
 @tensor_args("input")
 def hardsigmoid(input, inplace=False):
     """``relu6(x + 3) / 6``."""
-    return _act(input, inplace, lambda: _C.hardtanh(input + 3.0, 0.0, 6.0) / 6.0)
+    # A clamp by numbers: the gradient is 1/6 strictly inside (-3, 3), 0 at a NaN.
+    return _act(input, inplace, lambda: _C.clamp(input + 3.0, 0.0, 6.0) / 6.0)
 
 
 @tensor_args("input")
@@ -123,7 +135,8 @@ def glu(input, dim=-1):
 @tensor_args("input")
 def hardshrink(input, lambd=0.5):
     """``x`` where ``|x| > lambd``, 0 elsewhere."""
-    return _C.where(input.abs() > lambd, input, _C.zeros((), dtype=input.dtype))
+    # Zero inside [-lambd, lambd]; a NaN is outside, so it (and its gradient) passes.
+    return _C.where(input.abs() <= lambd, _C.zeros((), dtype=input.dtype), input)
 
 
 @tensor_args("input")
@@ -131,8 +144,10 @@ def softshrink(input, lambd=0.5):
     """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    zero = _C.zeros((), dtype=input.dtype)
-    return _C.where(input > lambd, input - lambd, _C.where(input < -lambd, input + lambd, zero))
+    # PyTorch's kernel: `x * 0` inside [-lambd, lambd] (so -0.0 stays -0.0), `x -+ lambd`
+    # outside; a NaN is outside, so it passes with its gradient (sign(NaN) is 0).
+    inside = (input >= -lambd) & (input <= lambd)
+    return _C.where(inside, input * 0.0, input - lambd * _C.sign(input))
 
 
 @tensor_args("input")
@@ -141,7 +156,8 @@ def threshold(input, threshold, value, inplace=False):
     return _act(
         input,
         inplace,
-        lambda: _C.where(input > threshold, input, _C.full((), value, dtype=input.dtype)),
+        # PyTorch's `x <= threshold ? value : x`: a NaN is kept, with its gradient.
+        lambda: _C.where(input <= threshold, _C.full((), value, dtype=input.dtype), input),
     )
 
 

@@ -486,11 +486,24 @@ def interpolate(
             scales = [float(s) for s in scale_factor]
         else:
             scales = [float(scale_factor)] * sd
-        out_size = [math.floor(n * s) for n, s in zip(in_size, scales)]
+        prods = [n * s for n, s in zip(in_size, scales)]
+        if not all(math.isfinite(p) and abs(p) < 2.0**63 for p in prods):
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
+        out_size = [math.floor(p) for p in prods]
         if recompute_scale_factor:
             scales = [None] * sd
     else:
         raise ValueError("either size or scale_factor should be defined")
+    if any(o <= 0 for o in out_size):
+        names = ["H", "W"][2 - sd:]
+
+        def fmt(v):
+            return ", ".join(f"{k}: {d}" for k, d in zip(names, v))
+
+        raise RuntimeError(
+            f"Input and output sizes should be greater than 0, but got input ({fmt(in_size)}) "
+            f"output ({fmt(out_size)})"
+        )
     return _C.upsample(input, out_size, scales, mode, bool(align_corners))
 
 
