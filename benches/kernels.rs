@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ferrograd::ops;
-use ferrograd::tensor::{Shape, Tensor};
+use ferrograd::tensor::{DType, Shape, Tensor};
 
 fn filled(shape: &[usize], seed: f32) -> Tensor {
     let n: usize = shape.iter().product();
@@ -150,5 +150,34 @@ fn norm(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, elementwise, broadcast, reduce, matmul, norm);
+/// float32 <-> float16/bfloat16 of 16M elements against a parallel copy of
+/// the float32 tensor (the copy-bandwidth yardstick: the issue asks the
+/// conversions for 70% of it, counting the bytes each moves).
+fn convert(c: &mut Criterion) {
+    let mut g = c.benchmark_group("convert");
+    let n = 1usize << 24;
+    let x = filled(&[n], 0.7);
+    g.sample_size(20);
+    g.throughput(Throughput::Bytes((n * 8) as u64));
+    g.bench_function("copy f32", |b| b.iter(|| ops::clone_data(&x)));
+    g.throughput(Throughput::Bytes((n * 6) as u64));
+    for (name, dt) in [("f32->bf16", DType::BF16), ("f32->f16", DType::F16)] {
+        g.bench_function(name, |b| b.iter(|| ops::to_dtype(&x, dt).ok()));
+    }
+    for (name, dt) in [("bf16->f32", DType::BF16), ("f16->f32", DType::F16)] {
+        let h = ops::to_dtype(&x, dt).expect("conversion");
+        g.bench_function(name, |b| b.iter(|| ops::to_dtype(&h, DType::F32).ok()));
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    elementwise,
+    broadcast,
+    reduce,
+    matmul,
+    norm,
+    convert
+);
 criterion_main!(benches);

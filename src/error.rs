@@ -15,6 +15,8 @@ pub enum Error {
     Value(String),
     /// Raised as `IndexError`.
     Index(String),
+    /// Raised as `NotImplementedError` (a derivative PyTorch does not define).
+    NotImplemented(String),
     /// An error that came from the embedding layer (a Python exception raised
     /// by a hook or a custom Function); carried through the engine untouched so
     /// that the caller sees the original exception and traceback.
@@ -36,6 +38,9 @@ impl Error {
     pub fn index(msg: impl Into<String>) -> Self {
         Error::Index(msg.into())
     }
+    pub fn not_implemented(msg: impl Into<String>) -> Self {
+        Error::NotImplemented(msg.into())
+    }
 }
 
 impl fmt::Debug for Error {
@@ -51,6 +56,7 @@ impl fmt::Display for Error {
             Error::Type(m) => write!(f, "TypeError: {m}"),
             Error::Value(m) => write!(f, "ValueError: {m}"),
             Error::Index(m) => write!(f, "IndexError: {m}"),
+            Error::NotImplemented(m) => write!(f, "NotImplementedError: {m}"),
             Error::External(_) => write!(f, "error raised by a Python callback"),
         }
     }

@@ -27,6 +27,9 @@ pub const FW_SUSPENDED: u32 = 1 << 4;
 pub const DEFERRED: u32 = 1 << 5;
 /// A saved-tensor pack hook is active.
 pub const SAVED_HOOKS: u32 = 1 << 6;
+/// Factory functions called without a `device` make meta tensors
+/// (`set_default_device("meta")`, `with ferrograd.device("meta")`).
+pub const DEFAULT_META: u32 = 1 << 7;
 
 thread_local! {
     static WORD: Cell<u32> = const { Cell::new(0) };

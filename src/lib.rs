@@ -27,6 +27,7 @@ pub mod error;
 pub mod flags;
 // Public for the criterion benches of the layer kernels (conv, norm); the rest is
 // crate-private so rustc reports what nothing uses.
+pub mod checksum;
 pub mod kernels;
 pub mod ops;
 pub mod random;

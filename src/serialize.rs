@@ -52,6 +52,12 @@ pub fn st_name(dt: DType) -> &'static str {
         DType::I64 => "I64",
         DType::F32 => "F32",
         DType::F64 => "F64",
+        DType::U8 => "U8",
+        DType::I8 => "I8",
+        DType::I16 => "I16",
+        DType::I32 => "I32",
+        DType::F16 => "F16",
+        DType::BF16 => "BF16",
     }
 }
 
@@ -62,6 +68,12 @@ pub fn from_st_name(name: &str) -> Option<DType> {
         "I64" => DType::I64,
         "F32" => DType::F32,
         "F64" => DType::F64,
+        "U8" => DType::U8,
+        "I8" => DType::I8,
+        "I16" => DType::I16,
+        "I32" => DType::I32,
+        "F16" => DType::F16,
+        "BF16" => DType::BF16,
         _ => return None,
     })
 }
@@ -86,6 +98,27 @@ fn with_bytes<R>(t: &Tensor, f: impl FnOnce(&[u8]) -> R) -> R {
         unsafe { std::slice::from_raw_parts(ptr, n) }
     };
     f(bytes)
+}
+
+/// The CRC-32C of each tensor's elements, laid out contiguously (what
+/// `write_all` writes for it), computed on the thread pool.
+pub fn crc32c_of(tensors: &[Tensor]) -> Vec<u32> {
+    let conts: Vec<Tensor> = tensors.iter().map(|t| bytes_of(t).0).collect();
+    let views: Vec<_> = conts.iter().map(|t| t.view()).collect();
+    let slices: Vec<&[u8]> = views
+        .iter()
+        .map(|v| {
+            let n = v.numel() * v.dtype().size();
+            if n == 0 {
+                return &[][..];
+            }
+            let ptr = crate::dispatch!(v.dtype(), T => v.ptr::<T>() as *const u8);
+            // SAFETY: each view is contiguous (from `bytes_of`), so its `n`
+            // bytes start at `ptr` inside a storage the guard keeps alive.
+            unsafe { std::slice::from_raw_parts(ptr, n) }
+        })
+        .collect();
+    crate::checksum::crc32c_many(&slices)
 }
 
 /// Total bytes `write_all` emits for this header and these tensors.
@@ -219,7 +252,7 @@ fn new_tensor<T: Element>(e: &Entry, numel: usize, fill: &mut Fill<'_>) -> SerRe
     let mut v: Vec<T> = Vec::with_capacity(numel);
     fill(v.as_mut_ptr() as *mut u8, numel * std::mem::size_of::<T>())?;
     // SAFETY: `fill` wrote all `numel` elements, and every bit pattern is a
-    // valid i64, f32 or f64 (bool goes through `read_one`'s check instead).
+    // valid integer or float (bool goes through `read_one`'s check instead).
     unsafe { v.set_len(numel) };
     Ok(Tensor::from_vec(v, e.shape.clone()))
 }
@@ -243,6 +276,12 @@ fn read_one(e: &Entry, numel: usize, fill: &mut Fill<'_>) -> SerResult<Tensor> {
         DType::I64 => new_tensor::<i64>(e, numel, fill),
         DType::F32 => new_tensor::<f32>(e, numel, fill),
         DType::F64 => new_tensor::<f64>(e, numel, fill),
+        DType::U8 => new_tensor::<u8>(e, numel, fill),
+        DType::I8 => new_tensor::<i8>(e, numel, fill),
+        DType::I16 => new_tensor::<i16>(e, numel, fill),
+        DType::I32 => new_tensor::<i32>(e, numel, fill),
+        DType::F16 => new_tensor::<crate::tensor::f16>(e, numel, fill),
+        DType::BF16 => new_tensor::<crate::tensor::bf16>(e, numel, fill),
     }
 }
 

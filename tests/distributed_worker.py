@@ -43,6 +43,29 @@ def check_collectives(rank, world):
             np.testing.assert_allclose(t.numpy(), ref(np.stack(xs)).astype(dt), rtol=1e-6)
             assert t._version > v, "all_reduce must bump the version counter"
 
+    # The narrow integers go as their own MPI types (wrapping as NumPy's); float16 and
+    # bfloat16 as float32, summed there and rounded once.
+    for dt, npdt in ((torch.int32, np.int32), (torch.int16, np.int16), (torch.int8, np.int8),
+                     (torch.uint8, np.uint8)):  # fmt: skip
+        xs = [data(r, dtype=np.int64) for r in range(world)]
+        t = torch.from_numpy(xs[rank].astype(npdt))
+        dist.all_reduce(t)
+        with np.errstate(over="ignore"):
+            want = np.sum(np.stack(xs), axis=0).astype(npdt)
+        assert t.dtype == dt
+        np.testing.assert_array_equal(t.numpy(), want)
+    for dt in (torch.float16, torch.bfloat16):
+        xs = [data(r, dtype=np.float32) / 8 for r in range(world)]
+        t = torch.from_numpy(xs[rank].copy()).to(dt)
+        v = t._version
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        want = torch.from_numpy(np.sum(np.stack([x.astype(np.float32) for x in xs]), 0) / world)
+        assert t.dtype == dt and t._version > v
+        np.testing.assert_array_equal(t.float().numpy(), want.to(dt).float().numpy())
+        b = torch.full((3,), float(rank), dtype=dt)
+        dist.broadcast(b, src=0)
+        assert b.tolist() == [0.0, 0.0, 0.0]
+
     # Bools reduce as logical or (SUM, MAX) and logical and (PRODUCT, MIN).
     bools = [np.array([r == 0, True, False, r % 2 == 1]) for r in range(world)]
     for op, ref in ((dist.ReduceOp.SUM, np.any), (dist.ReduceOp.MIN, np.all),
@@ -531,6 +554,135 @@ def check_checkpoint(rank, world, phase, path):
         np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
 
 
+def check_join(rank, world, divide, bucket_cap_mb, deterministic=False, find_unused=False):
+    # Rank r has 2 + r batches (uneven). Under ddp.join(), a rank that ran out shadows the
+    # others' reductions with zeros: at step i the gradient is the sum over the ranks that
+    # still have a batch, divided by the world size (divide=True) or by their number.
+    # Afterwards every rank holds the model of the last rank to finish.
+    counts = [2 + r for r in range(world)]
+    model = Counting()
+    ddp = DDP(model, bucket_cap_mb=bucket_cap_mb, deterministic=deterministic,
+              find_unused_parameters=find_unused)  # fmt: skip
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with ddp.join(divide_by_initial_world_size=divide):
+        for step in range(counts[rank]):
+            x, y = batch(step, n=3 * world)
+            opt.zero_grad()
+            loss_fn(ddp, x[3 * rank : 3 * rank + 3], y[3 * rank : 3 * rank + 3]).backward()
+            opt.step()
+    ref = Counting()
+    ropt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for step in range(max(counts)):
+        x, y = batch(step, n=3 * world)
+        active = [r for r in range(world) if counts[r] > step]
+        acc = None
+        for r in active:
+            ref.zero_grad()
+            loss_fn(ref, x[3 * r : 3 * r + 3], y[3 * r : 3 * r + 3]).backward()
+            g = [p.grad.numpy().copy() for p in ref.parameters()]
+            acc = g if acc is None else [a + b for a, b in zip(acc, g)]
+        div = np.float32(world if divide else len(active))
+        for p, a in zip(ref.parameters(), acc):
+            p.grad = torch.from_numpy(a / div)
+        ropt.step()
+    for a, b in zip(params(model), params(ref)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # The buffer counts forwards; it came from an active rank each step (rank 0 stopped
+    # early), then from the last joiner: the longest run's count everywhere.
+    assert model.steps.item() == max(counts), (model.steps.item(), counts)
+    # After the block, forward no longer takes part in a join.
+    x, y = batch(99)
+    loss_fn(ddp, x[:3], y[:3]).backward()
+
+
+class Counting(MLP):
+    """An MLP whose buffer counts its forwards (broadcast from an active rank by DDP)."""
+
+    def __init__(self):
+        torch.manual_seed(5)
+        super().__init__()
+        self.register_buffer("steps", torch.zeros(()))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.steps.add_(1.0)
+        return self.net(x)
+
+
+def check_join_throw(rank, world):
+    model = MLP()
+    ddp = DDP(model)
+    try:
+        with ddp.join(throw_on_early_termination=True):
+            for step in range(1 + rank):
+                x, y = batch(step)
+                loss_fn(ddp, x, y).backward()
+    except RuntimeError as e:
+        print(f"rank {rank} JOIN THROW: {e}", flush=True)
+    else:
+        raise AssertionError("throw_on_early_termination must raise on every rank")
+
+
+def train_until(rank, stop_rank, stop_step, how, steps=4):
+    """Trains ``steps`` DDP steps; rank ``stop_rank`` stops at ``stop_step``: ``exit``
+    (catches an error and calls sys.exit(1)), ``return`` (leaves the script, exit status
+    0), ``destroy`` (fewer batches, then destroy_process_group(), then other work),
+    ``barrier`` (fewer batches, then the script's final barrier and exit)."""
+    ddp = DDP(MLP())
+    for step in range(steps):
+        if rank == stop_rank and step == stop_step:
+            if how == "exit":
+                try:
+                    raise ValueError("bad batch")
+                except ValueError:
+                    sys.exit(1)
+            break
+        x, y = batch(step)
+        loss_fn(ddp, x, y).backward()
+    if how == "return":
+        return
+    if how == "barrier":
+        dist.barrier()
+    dist.destroy_process_group()
+    if how == "destroy":
+        time.sleep(30)
+
+
+def check_arg_mismatches(rank, world):
+    # Arguments wrong on one rank only raise on every rank, naming that rank.
+    def expect(cls, text, fn):
+        try:
+            fn()
+        except cls as e:
+            print(f"rank {rank} ARG: {e}", flush=True)
+            assert text in str(e), str(e)
+        else:
+            raise AssertionError(f"expected {cls.__name__} containing {text!r}")
+
+    t = torch.ones(3)
+    n = world if rank != 1 else world + 1
+    expect(ValueError, "all_gather: rank 1: tensor_list must be a list of",
+           lambda: dist.all_gather([torch.zeros(3) for _ in range(n)], t))
+    outs = [torch.zeros(3 if (rank != 1 or r != 0) else 4) for r in range(world)]
+    expect(ValueError, "all_gather: rank 1: all_gather: every tensor in tensor_list",
+           lambda: dist.all_gather(outs, t))
+    expect(RuntimeError, "broadcast: every rank must pass the same src, got rank 0: 0, rank 1: 1",
+           lambda: dist.broadcast(t, src=min(rank, 1)))
+    expect(RuntimeError, "all_reduce: every rank must pass the same op",
+           lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX if rank == 1 else dist.ReduceOp.SUM))
+    expect(RuntimeError, "collective mismatch: rank 0 called all_reduce, rank 1 called broadcast",
+           lambda: dist.broadcast(t, 0) if rank == 1 else dist.all_reduce(t))
+    expect(TypeError, "all_reduce: rank 1: tensor must be a Tensor",
+           lambda: dist.all_reduce([1.0] if rank == 1 else t))
+    gl = [torch.zeros(3)] if rank == 0 else None
+    expect(ValueError, "gather: rank 0: gather_list must be a list of",
+           lambda: dist.gather(t, gl, dst=0))
+    # The group still works afterwards.
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    assert t.tolist() == [float(world)] * 3
+
+
 def main():
     mode = sys.argv[1]
     if mode.startswith("stuck"):
@@ -576,6 +728,10 @@ def main():
             # collective only inside MPI calls) the others' wait cannot finish.
             work = dist.all_reduce(t, async_op=True)
         if rank == 1:
+            if mode == "stuck_async":
+                # Stuck so hard that nothing runs: not even its watchdog thread, whose
+                # MPI calls would otherwise move the posted reduction forward.
+                dist.distributed_c10d._world.watchdog.stop()
             time.sleep(60)
         if mode == "stuck":
             dist.all_reduce(t)
@@ -584,6 +740,42 @@ def main():
         else:
             x, y = batch(0)
             loss_fn(ddp, x, y).backward()
+    elif mode == "join":
+        for divide in (True, False):
+            check_join(rank, world, divide, bucket_cap_mb=0.0005)
+        check_join(rank, world, True, bucket_cap_mb=25, deterministic=True)
+        check_join(rank, world, False, bucket_cap_mb=0.0005, find_unused=True)
+    elif mode == "join_throw":
+        check_join_throw(rank, world)
+    elif mode == "arg_mismatch":
+        check_arg_mismatches(rank, world)
+    elif mode.startswith("leave_"):
+        # Rank 1 stops at step 2 of 4 (sys.exit(1) after catching an error, returning
+        # early, fewer batches then destroy_process_group or a barrier); the others must
+        # fail within seconds, naming rank 1, instead of waiting for the timeout.
+        train_until(rank, 1, 2, mode[len("leave_"):])
+        return
+    elif mode == "kill":
+        ddp = DDP(MLP())
+        for step in range(4):
+            if rank == 1 and step == 2:
+                import os
+                import signal
+
+                os.kill(os.getpid(), signal.SIGKILL)
+            x, y = batch(step)
+            loss_fn(ddp, x, y).backward()
+        time.sleep(30)
+    elif mode == "requires_grad_mismatch":
+        model = MLP()
+        if rank == 1:
+            model.net[2].bias.requires_grad_(False)
+        try:
+            DDP(model)
+        except RuntimeError as e:
+            print(f"rank {rank} DDP: {e}", flush=True)
+        else:
+            raise AssertionError("DDP must refuse a model whose ranks differ")
     elif mode == "mismatch":
         t = torch.ones(3 if rank == 0 else 4)
         try:

@@ -2,6 +2,7 @@
 
 import collections
 import os
+import re
 import time
 import warnings
 
@@ -211,7 +212,7 @@ def test_default_collate_each_type():
     t = default_collate([fg.tensor([1.0, 2.0]), fg.tensor([3.0, 4.0])])
     assert t.tolist() == [[1.0, 2.0], [3.0, 4.0]] and t.dtype == fg.float32
     a = default_collate([np.array([1, 2], np.int32), np.array([3, 4], np.int32)])
-    assert a.dtype == fg.int64 and a.tolist() == [[1, 2], [3, 4]]
+    assert a.dtype == fg.int32 and a.tolist() == [[1, 2], [3, 4]]
     a = default_collate([np.zeros(2), np.ones(2)])
     assert a.dtype == fg.float64 and a.tolist() == [[0.0, 0.0], [1.0, 1.0]]
     assert default_collate([np.float32(1.5), np.float32(2)]).dtype == fg.float32
@@ -523,8 +524,48 @@ def test_worker_errors_reach_the_main_process():
         list(DataLoader(Failing(), batch_size=2, num_workers=2))
     with pytest.raises(RuntimeError, match="timed out after 0.5 seconds"):
         list(DataLoader(Slow(), batch_size=1, num_workers=1, timeout=0.5))
-    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"):
+    # PyTorch's words (its SIGCHLD handler's).
+    with pytest.raises(
+        RuntimeError,
+        match=r"DataLoader worker \(pid \d+\) exited unexpectedly with exit code 1\. Details are "
+        r"lost due to multiprocessing\. Rerunning with num_workers=0 may give better error trace",
+    ):
         list(DataLoader(Dies(), batch_size=1, num_workers=1))
+
+
+KILLED_WORKER = """
+import os, signal, sys, time
+from ferrograd.utils.data import DataLoader, Dataset
+
+class Killed(Dataset):
+    def __getitem__(self, i):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def __len__(self):
+        return 2
+
+t0 = time.monotonic()
+try:
+    list(DataLoader(Killed(), batch_size=1, num_workers=2, timeout=float(sys.argv[1])))
+except RuntimeError as e:
+    print(f"{time.monotonic() - t0:.2f}", e)
+"""
+
+
+@pytest.mark.parametrize("timeout", [0, 60])
+def test_a_killed_worker_is_reported_at_once_whatever_the_timeout(timeout):
+    # PyTorch reports it within about a second (SIGCHLD) and names the signal. In a
+    # process of its own: a loader that missed the death would wait `timeout` or for ever.
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", KILLED_WORKER, str(timeout)], capture_output=True,
+                       text=True, env=env, timeout=45)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    seconds, message = r.stdout.split(" ", 1)
+    assert float(seconds) < 10, r.stdout
+    assert re.match(r"DataLoader worker \(pid \d+\) is killed by signal: Killed\. ", message)
 
 
 def test_workers_never_warn_or_leak_processes():

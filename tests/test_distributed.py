@@ -196,8 +196,8 @@ def test_torchrun_style_rank_and_world_size_are_read_without_an_mpi_launcher():
 
 
 @needs_mpi
-def test_readme_commands_run_the_distributed_example():
-    readme = (ROOT / "README.md").read_text()
+def test_the_distributed_guide_commands_run_the_example():
+    readme = (ROOT / "docs" / "distributed.md").read_text()
     command = "python -m ferrograd.distributed.run -n 2 examples/ddp_spirals.py"
     assert command in readme and "pip install mpi4py mpich" in readme
     r = subprocess.run(
@@ -242,6 +242,101 @@ def test_launcher_explains_a_missing_mpiexec(tmp_path, monkeypatch, capsys):
 
 
 @needs_mpi
+@pytest.mark.parametrize(
+    ("how", "says"),
+    [
+        # Caught an error and called sys.exit(1): its process exits (status 1).
+        ("exit", "rank 1 exited after"),
+        # Left the script early (status 0): the others would wait for ever.
+        ("return", "rank 1 exited after"),
+        # Fewer batches, then destroy_process_group() and other work.
+        ("destroy", "rank 1 called destroy_process_group() after"),
+    ],
+)
+def test_a_rank_that_leaves_is_noticed_within_seconds(how, says):
+    # Rank 1 stops at step 2 of 4; ranks 0 and 2 wait in step 2's reduction. Without the
+    # liveness check they would wait for the 30-minute timeout (PyTorch/gloo: ~2 s).
+    t0 = time.monotonic()
+    r = _mpirun(3, f"leave_{how}", timeout=60)
+    elapsed = time.monotonic() - t0
+    assert r.returncode != 0
+    assert says in r.stderr, r.stderr
+    assert "which rank 1 never entered" in r.stderr
+    assert "with ddp.join()" in r.stderr
+    assert "aborting all ranks" in r.stderr
+    assert elapsed < 20, elapsed
+
+
+@needs_mpi
+def test_ranks_in_different_collectives_fail_within_seconds():
+    # Rank 1 ran out of batches and went on to the script's final barrier while the others
+    # wait in their next step: MPI would match nothing and hang until the timeout.
+    t0 = time.monotonic()
+    r = _mpirun(2, "leave_barrier", timeout=60)
+    elapsed = time.monotonic() - t0
+    assert r.returncode != 0
+    # Either the ranks saw each other wait in different collectives, or rank 1 got
+    # through its barrier (MPI may match it with rank 0's broadcast) and left.
+    assert (
+        "collective mismatch: this rank waits in" in r.stderr
+        or "every rank is blocked, in collectives that do not match" in r.stderr
+        or "rank 1 called destroy_process_group() after" in r.stderr
+    ), r.stderr
+    assert elapsed < 20, elapsed
+
+
+@needs_mpi
+def test_launcher_names_a_rank_killed_by_a_signal():
+    t0 = time.monotonic()
+    cmd = [sys.executable, "-m", "ferrograd.distributed.run", "-n", "2", str(WORKER), "kill"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=_env(), cwd=ROOT)
+    assert r.returncode != 0
+    assert "ferrograd.distributed.run: rank 1 was killed by signal 9 (Killed)" in r.stderr
+    assert "Exit codes:" not in r.stdout + r.stderr
+    assert time.monotonic() - t0 < 20
+
+
+@needs_mpi
+def test_ddp_refuses_parameters_that_differ_between_ranks():
+    # requires_grad=False on one rank only: PyTorch's check and words, on every rank.
+    r = _mpirun(2, "requires_grad_mismatch")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("rank 0 DDP: DDP expects same model across all ranks, but Rank 0 has 4 params, "
+            "while rank 1 has inconsistent 3 params.") in r.stdout
+    assert ("rank 1 DDP: DDP expects same model across all ranks, but Rank 1 has 3 params, "
+            "while rank 0 has inconsistent 4 params.") in r.stdout
+
+
+@needs_mpi
+def test_arguments_wrong_on_one_rank_raise_on_every_rank():
+    r = _mpirun(2, "arg_mismatch")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in range(2):
+        assert f"rank {rank} ARG: all_gather: rank 1: tensor_list must be a list of 2" in r.stdout
+        assert f"rank {rank} ARG: collective mismatch: rank 0 called all_reduce" in r.stdout
+        assert f"rank {rank} OK" in r.stdout
+
+
+@needs_mpi
+@pytest.mark.parametrize("n", [2, 3])
+def test_join_trains_on_uneven_inputs(n):
+    # Rank r has 2 + r batches; the result matches a single process that averages, at
+    # each step, the gradients of the ranks that still had a batch.
+    r = _mpirun(n, "join", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert all(f"rank {k} OK" in r.stdout for k in range(n)), r.stdout + r.stderr
+
+
+@needs_mpi
+def test_join_can_throw_on_every_rank():
+    r = _mpirun(2, "join_throw")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 0 JOIN THROW: Rank 0 exhausted all inputs." in r.stdout
+    assert ("rank 1 JOIN THROW: Detected at least one rank that exhausted inputs. Throwing "
+            "across all ranks.") in r.stdout
+
+
+@needs_mpi
 def test_mismatched_shapes_raise_on_every_rank():
     r = _mpirun(3, "mismatch")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -249,9 +344,14 @@ def test_mismatched_shapes_raise_on_every_rank():
     msg = "same shape and dtype on every rank, got rank 0: (3,) ferrograd.float32, rank 1: (4,)"
     for rank in range(3):
         assert f"rank {rank} MISMATCH: all_reduce: tensors must have the {msg}" in r.stdout
-        # DDP's construction compares every rank's parameters with rank 0's.
-        assert f"rank {rank} DDP MISMATCH: DistributedDataParallel: the module's" in r.stdout
-    assert "('param', 'weight', (2, 3), 'ferrograd.float32') vs ('param', 'weight', (2, 4)" in r.stdout
+        # DDP's construction compares every rank's parameters with rank 0's, in
+        # PyTorch's words (which name the rank that differs, in brackets).
+        assert (
+            f"rank {rank} DDP MISMATCH: [1]: params[0] in "
+            + ("this process" if rank == 1 else "process 1")
+            + " with sizes [2, 4] appears not to match sizes of the same param in process 0."
+        ) in r.stdout
+    assert "(params[0] is 'weight' there; process 0 has 'weight' with sizes [2, 3])" in r.stdout
 
 
 def _run_without_mpi4py(code):

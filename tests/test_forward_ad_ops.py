@@ -165,6 +165,21 @@ CASES = {
     "digamma": (fg.digamma, [P(2, 3)]),
     "digamma_grad": (_grad_of(lambda x: fg.digamma(x).sum()), [P(2, 3)]),
     "polygamma": (lambda x: fg.polygamma(2, x), [P(2, 3)]),
+    # special functions (ferrograd.special)
+    "i0": (fg.i0, [S(2, 3)]),
+    "special_i0e": (fg.special_i0e, [A(2, 3)]),
+    "special_i1": (fg.special_i1, [S(2, 3)]),
+    "special_i1e": (fg.special_i1e, [A(2, 3)]),
+    "special_ndtri": (fg.special_ndtri, [_spec((2, 3), 0.1, 0.9)]),
+    "special_erfcx": (fg.special_erfcx, [S(2, 3)]),
+    "special_log_ndtr": (fg.special_log_ndtr, [S(2, 3)]),
+    # zeta, igamma, igammac: differentiable in their second argument only
+    "special_zeta": (lambda q: fg.special_zeta(fg.tensor(2.5, dtype=fg.float64), q),
+                     [P(2, 3)]),
+    "igamma": (lambda x: fg.igamma(fg.tensor([1.5, 3.0, 0.7], dtype=fg.float64), x),
+               [P(2, 3)]),
+    "igammac": (lambda x: fg.igammac(fg.tensor([1.5, 3.0, 0.7], dtype=fg.float64), x),
+                [P(2, 3)]),
     "deg2rad": (fg.deg2rad, [S(2, 3)]),
     "rad2deg": (fg.rad2deg, [S(2, 3)]),
     "sinc": (fg.sinc, [A(2, 3)]),
@@ -316,6 +331,8 @@ CASES = {
     "stale_view": (stale_view, [S(2, 3), S(2, 3)]),
     "setitem_grad": (_grad_of(lambda x: (setitem(x, x[1] * 2) ** 2).sum()), [S(2, 3)]),
     "diagonal_grad": (_grad_of(lambda x: (x.diagonal() ** 3).sum()), [S(3, 3)]),
+    "unfold": (lambda x: x.unfold(1, 3, 2), [S(2, 7)]),
+    "unfold_grad": (_grad_of(lambda x: (x.unfold(1, 3, 2) ** 3).sum()), [S(2, 7)]),
     "select_grad": (_grad_of(lambda x: (x[1] ** 3).sum()), [S(2, 3)]),
     "index_grad": (_grad_of(lambda x: (x[fg.tensor([0, 1, 1])] ** 3).sum()), [S(2, 3)]),
     "nll_loss_2d_grad": (_grad_of(lambda x: F.nll_loss(x.view(1, 2, 3, 1) ** 3, fg.tensor([[[1], [0], [1]]]))),
@@ -405,6 +422,8 @@ NOT_DIFFERENTIABLE = {
     # mathops: bool results, and PyTorch's non-differentiable floor_divide/heaviside
     "signbit", "floor_divide", "heaviside", "greater", "greater_equal", "less", "less_equal",
     "not_equal",
+    # integer-only bitwise ops
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
 }
 # Node kinds no case above builds, with the reason: they are recorded only by
 # the backward of a backward (a view write's or an index's gradient taken
@@ -413,6 +432,10 @@ NOT_DIFFERENTIABLE = {
 EXEMPT = {
     "AsStridedScatterBackward0", "ZeroRegionBackward0", "EmbedBackwardBackward0",
     "NllLoss2DBackwardBackward0",
+    # The implicit reparameterisation gradient is not the derivative of the seeded
+    # sampler, so finite differences cannot check it: test_distributions_sampling
+    # checks its tangent against the implicit gradient and its backward.
+    "StandardGammaBackward0",
 }
 
 
@@ -620,7 +643,7 @@ MATHOPS_INPLACE = {
     "acos", "arccos", "asin", "arcsin", "atan", "arctan", "sinh", "cosh", "asinh", "arcsinh",
     "acosh", "arccosh", "atanh", "arctanh", "log10", "exp2", "erfc", "erfinv", "lgamma",
     "digamma", "deg2rad", "rad2deg", "sinc", "frac", "fix", "sgn", "logit", "negative",
-    "absolute",
+    "absolute", "i0",
 }  # fmt: skip
 
 

@@ -216,8 +216,9 @@ def test_embedding_bag_errors():
         F.embedding_bag(fg.tensor([[0, 1]]), w, fg.tensor([0]))
     with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):
         F.embedding_bag(fg.tensor([[0, 1]]), w, mode="mean", per_sample_weights=fg.ones(1, 2))
+    # As in PyTorch, the layer is built and its forward refuses the mode.
     with pytest.raises(ValueError, match="mode has to be one of sum, mean or max"):
-        nn.EmbeddingBag(5, 2, mode="median")
+        nn.EmbeddingBag(5, 2, mode="median")(fg.tensor([[0, 1]]))
     with pytest.raises(ValueError, match="input has to be 1D or 2D Tensor"):
         F.embedding_bag(fg.tensor([[[0]]]), w)
 

@@ -448,7 +448,7 @@ def test_sync_batch_norm_is_batch_norm_without_a_group():
     ]  # fmt: skip
     assert (
         repr(s)
-        == "SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+        == "SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
     )
     assert s(fg.randn(5, 3, dtype=fg.float64)).shape == (5, 3)
     with pytest.raises(ValueError, match=r"expected at least 2D input \(got 1D input\)"):

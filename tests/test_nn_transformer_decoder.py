@@ -165,7 +165,7 @@ def test_decoder_layer_state_dict_keys_and_repr():
     assert not any(k.endswith("bias") for k in nb.state_dict())
     r = repr(m)
     assert r.startswith("TransformerDecoderLayer(\n  (self_attn): MultiheadAttention(\n")
-    assert "(norm3): LayerNorm((8,), eps=1e-05, elementwise_affine=True)" in r
+    assert "(norm3): LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)" in r
     assert "(dropout3): Dropout(p=0.1, inplace=False)" in r
     dec = nn.TransformerDecoder(m, 3)
     keys = list(dec.state_dict())

@@ -461,7 +461,7 @@ def test_state_round_trip_and_layout():
     torch.manual_seed(13)
     torch.randn(3, dtype=torch.float64)  # leaves a spare normal sample
     state = torch.get_rng_state()
-    assert state.shape == (5056,) and state.dtype == torch.int64
+    assert state.shape == (5056,) and state.dtype == torch.uint8  # a ByteTensor, as PyTorch
     b = state.numpy().astype(np.uint8).tobytes()
     assert int.from_bytes(b[0:8], "little") == 13  # the_initial_seed
     assert int.from_bytes(b[5040:5044], "little") == 1  # normal_is_valid

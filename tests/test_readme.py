@@ -22,7 +22,7 @@ RUNNABLE = [b for b in BLOCKS if "init_process_group" not in b]
 
 
 def test_the_readme_has_examples():
-    assert len(RUNNABLE) >= 2
+    assert len(RUNNABLE) >= 1
 
 
 @pytest.mark.parametrize("index", range(len(RUNNABLE)))

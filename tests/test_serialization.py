@@ -321,8 +321,8 @@ BAD_FILES = [
     ("no dtype", raw_file({"a": {"shape": [1], "data_offsets": [0, 4]}}, F32[:4]), "no dtype"),
     ("unknown dtype", raw_file({"a": {"dtype": "Q7", "shape": [3], "data_offsets": [0, 12]}}, F32),
      "unknown dtype 'Q7'"),
-    ("unsupported dtype", raw_file({"a": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}},
-                                   F32[:4]), "F16, which ferrograd does not support"),
+    ("unsupported dtype", raw_file({"a": {"dtype": "U16", "shape": [2], "data_offsets": [0, 4]}},
+                                   F32[:4]), "U16, which ferrograd does not support"),
     ("negative dim", raw_file({"a": {"dtype": "F32", "shape": [-3], "data_offsets": [0, 12]}}, F32),
      "invalid shape"),
     ("offsets reversed", raw_file({"a": {"dtype": "F32", "shape": [0], "data_offsets": [8, 4]}}, F32),
@@ -394,7 +394,7 @@ def test_private_reader_checks_ranges_itself():
     with pytest.raises(RuntimeError, match="needs 12"):
         fg._C._st_read(data, [("a", "F32", [3], 8, 8)], False)
     with pytest.raises(RuntimeError, match="unsupported dtype"):
-        fg._C._st_read(data, [("a", "F16", [2], 8, 4)], False)
+        fg._C._st_read(data, [("a", "U16", [2], 8, 4)], False)
 
 
 # ----- weights_only and pickled objects ------------------------------------------------------
@@ -506,6 +506,9 @@ def test_killed_saver_never_leaves_a_broken_checkpoint(tmp_path):
         r = fg.load(p)
         assert r["w"].shape == (2_000_000,)
         assert float(r["w"][0]) == float(r["w"][-1]) == r["k"]
+    # What the killed saves left behind (their temporary files) goes with the next save.
+    fg.save({"k": 0}, p)
+    assert os.listdir(tmp_path) == ["ck"]
 
 
 # ----- pickle and deepcopy -------------------------------------------------------------------
@@ -585,3 +588,239 @@ def test_pickled_tensor_attribute_needs_weights_only_false():
         fg.load(buf)
     buf.seek(0)
     assert fg.load(buf, weights_only=False).tag.v == 3
+
+
+# ----- checksums -----------------------------------------------------------------------------
+
+
+def crc32c_reference(data):
+    """CRC-32C bit by bit (the Castagnoli polynomial, reflected), for checking ours."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def header_of(data):
+    n = struct.unpack("<Q", data[:8])[0]
+    return json.loads(data[8 : 8 + n]), 8 + n
+
+
+def test_crc32c_matches_the_standard():
+    # The published check value, and ours against a bitwise reference on every path
+    # (small, three interleaved streams, pieces joined on the thread pool).
+    assert fg._C._crc32c_bytes(b"123456789") == 0xE3069283
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 7, 8, 9, 4095, 3 * 4096 + 5):
+        b = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+        assert fg._C._crc32c_bytes(b) == crc32c_reference(b)
+    big = rng.standard_normal(700_000)  # 5.6 MB: pieces of 1 MiB joined
+    t = fg.from_numpy(big)
+    want = crc32c_reference(big[:2000].tobytes())
+    assert fg._C._crc32c([t[:2000]]) == [want]
+    m = t.reshape(700, 1000)
+    whole = fg._C._crc32c([t, t.float(), fg.zeros(0), m.t()])
+    assert whole[0] == fg._C._crc32c_bytes(big.tobytes())
+    assert whole[1] == fg._C._crc32c_bytes(big.astype(np.float32).tobytes())
+    assert whole[2] == 0
+    # A strided tensor's checksum is that of its elements in order (what save writes).
+    assert whole[3] == fg._C._crc32c_bytes(np.ascontiguousarray(big.reshape(700, 1000).T).tobytes())
+
+
+def test_each_tensor_and_the_header_carry_a_checksum(tmp_path):
+    p = tmp_path / "ck"
+    obj = {"w": make((3, 4), fg.float32), "mask": make((5,), fg.bool), "step": 7}
+    fg.save(obj, p)
+    data = p.read_bytes()
+    header, start = header_of(data)
+    meta = header["__metadata__"]
+    assert meta["ferrograd.version"] == "2"
+    sums = json.loads(meta["ferrograd.checksums"])
+    assert sums["algorithm"] == "crc32c" and sorted(sums["tensors"]) == ["mask", "w"]
+    for name in ("w", "mask"):
+        a, b = header[name]["data_offsets"]
+        assert int(sums["tensors"][name], 16) == crc32c_reference(data[start + a : start + b])
+    # The header's checksum covers the header as written, less this one entry.
+    rest = {k: v for k, v in meta.items() if k != "ferrograd.checksums"}
+    canon = json.dumps({**header, "__metadata__": rest}, separators=(",", ":")).encode()
+    assert int(sums["header"], 16) == crc32c_reference(canon)
+    # Still a plain safetensors file for other readers.
+    st = pytest.importorskip("safetensors.numpy")
+    np.testing.assert_array_equal(st.load_file(str(p))["w"], obj["w"].numpy())
+
+
+def test_every_flipped_bit_is_an_error(tmp_path):
+    # A small checkpoint as a training loop writes one: every single-bit flip anywhere in
+    # the file (data, header, length prefix, padding) raises instead of loading different
+    # values; a flip in a tensor's bytes names that tensor.
+    obj = {"model": OrderedDict(w=make((2, 3), fg.float32), b=make((2,), fg.float64)),
+           "mask": make((3,), fg.bool), "step": 1234, "lr": 0.01, "name": "run"}  # fmt: skip
+    buf = io.BytesIO()
+    fg.save(obj, buf)
+    data = buf.getvalue()
+    header, start = header_of(data)
+    owner = {}
+    for name, info in header.items():
+        if name != "__metadata__":
+            a, b = info["data_offsets"]
+            for i in range(start + a, start + b):
+                owner[i] = name
+    silent = []
+    for i in range(len(data)):
+        for bit in range(8):
+            bad = bytearray(data)
+            bad[i] ^= 1 << bit
+            try:
+                fg.load(io.BytesIO(bytes(bad)))
+            except RuntimeError as e:
+                if i in owner and f"tensor '{owner[i]}' fails its checksum" not in str(e):
+                    if "other than 0 or 1" not in str(e):  # a bool byte is refused first
+                        raise
+            else:
+                silent.append((i, bit))
+    assert silent == [], f"{len(silent)} flips loaded without an error: {silent[:10]}"
+    # verify=False loads what the damaged file holds (a data flip gives another value).
+    i = start + header["model.w"]["data_offsets"][0]
+    bad = bytearray(data)
+    bad[i] ^= 1
+    r = fg.load(io.BytesIO(bytes(bad)), verify=False)
+    assert not np.array_equal(r["model"]["w"].numpy(), obj["model"]["w"].numpy())
+
+
+def test_a_damaged_tensor_is_named_from_a_path_and_a_mapping(tmp_path):
+    p = tmp_path / "ck"
+    fg.save({"enc.weight": fg.ones(1000), "dec.weight": fg.zeros(10)}, p)
+    data = bytearray(p.read_bytes())
+    header, start = header_of(bytes(data))
+    a = header["enc.weight"]["data_offsets"][0]
+    data[start + a + 123] ^= 0x10
+    p.write_bytes(bytes(data))
+    for kw in ({}, {"mmap": True}):
+        with pytest.raises(RuntimeError, match=r"tensor 'enc.weight' fails its checksum \(crc32c"):
+            fg.load(p, **kw)
+        assert fg.load(p, verify=False, **kw)["dec.weight"].sum().item() == 0
+
+
+def test_files_without_checksums_still_load(tmp_path):
+    # A file written before checksums existed (format 1) and another writer's file.
+    old = raw_file({"__metadata__": {"format": "pt", "ferrograd.version": "1",
+                                     "ferrograd.tree": '{"dict":[["a",{"tensor":"a"}]]}'},
+                    "a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 12]}}, F32)  # fmt: skip
+    assert fg.load(io.BytesIO(old))["a"].tolist() == [1.0, 2.0, 3.0]
+    plain = raw_file({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 12]}}, F32)
+    assert fg.load(io.BytesIO(plain))["a"].tolist() == [1.0, 2.0, 3.0]
+    # A format that stores checksums but has none lost them.
+    lost = raw_file({"__metadata__": {"ferrograd.version": "2"},
+                     "a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 12]}}, F32)  # fmt: skip
+    with pytest.raises(RuntimeError, match="has no checksums although its format"):
+        fg.load(io.BytesIO(lost))
+    assert fg.load(io.BytesIO(lost), verify=False)["a"].tolist() == [1.0, 2.0, 3.0]
+
+
+# ----- where a save writes -------------------------------------------------------------------
+
+
+def test_a_symlink_is_written_through(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    target = real / "ck"
+    fg.save(fg.zeros(2), target)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    fg.save(fg.ones(3), link)  # as open(link, "wb") would: the file it points to changes
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert fg.load(target).tolist() == [1.0, 1.0, 1.0]
+    # A dangling link creates its target.
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(real / "new")
+    fg.save(fg.ones(1), dangling)
+    assert dangling.is_symlink() and fg.load(real / "new").tolist() == [1.0]
+    assert sorted(os.listdir(real)) == ["ck", "new"]
+
+
+READ_ONLY = """
+import os, sys, ferrograd as fg
+if os.geteuid() == 0:
+    os.setgid(65534); os.setuid(65534)  # root may write anything: test as 'nobody'
+path = sys.argv[1]
+try:
+    fg.save(fg.ones(3), path)
+except PermissionError as e:
+    print("REFUSED", e)
+print(fg.load(path).tolist())
+"""
+
+
+def test_a_read_only_checkpoint_is_not_replaced():
+    # PyTorch's torch.save opens the target for writing: a file this user may not write
+    # raises PermissionError and stays as it was, even in a writable directory. (A
+    # directory under /tmp, which every user can reach, unlike pytest's.)
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="fg-readonly-"))
+    try:
+        _check_read_only(tmp_path)
+    finally:
+        shutil.rmtree(tmp_path)
+
+
+def _check_read_only(tmp_path):
+    os.chmod(tmp_path, 0o777)
+    p = tmp_path / "ck"
+    fg.save(fg.zeros(2), p)
+    os.chmod(p, 0o444)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", READ_ONLY, str(p)], capture_output=True,
+                       text=True, env=env, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"REFUSED [Errno 13] Permission denied: '{p}'" in r.stdout
+    assert "[0.0, 0.0]" in r.stdout
+    assert os.stat(p).st_mode & 0o777 == 0o444
+    assert sorted(os.listdir(tmp_path)) == ["ck"]
+
+
+KILLED_MID_SAVE = """
+import os, signal, sys, ferrograd as fg
+from ferrograd import serialization as S
+real = S._write_file
+def killed(path, header, tensors):
+    with open(path, "wb") as fh:
+        fh.write(header)  # part of a file, then the process dies
+    os.kill(os.getpid(), signal.SIGKILL)
+S._write_file = killed
+fg.save({"w": fg.ones(1000)}, sys.argv[1])
+"""
+
+
+def test_later_saves_remove_what_interrupted_saves_left(tmp_path):
+    p = tmp_path / "ck"
+    fg.save({"w": fg.zeros(1000)}, p)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for _ in range(3):
+        r = subprocess.run([sys.executable, "-c", KILLED_MID_SAVE, str(p)], env=env, timeout=60)
+        assert r.returncode == -signal.SIGKILL
+    # Each save removed the previous one's leftover before it was killed in turn.
+    left = sorted(n for n in os.listdir(tmp_path) if n != "ck")
+    assert len(left) == 1 and left[0].startswith(".ck.ferrograd-"), left
+    # Not ours to remove: another file's temporary, an older pattern, other names.
+    keep = [".other.ferrograd-1-abc.tmp", ".ck.abc123.tmp", "ck.tmp", "notes"]
+    for n in keep:
+        (tmp_path / n).write_bytes(b"x")
+    # One being written right now by a live process (it holds the lock).
+    import fcntl
+
+    live = tmp_path / f".ck.ferrograd-{os.getpid()}-live.tmp"
+    fd = os.open(live, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        fg.save({"w": fg.ones(1000)}, p)
+        assert sorted(os.listdir(tmp_path)) == sorted(["ck", live.name, *keep])
+    finally:
+        os.close(fd)
+    fg.save({"w": fg.ones(1000)}, p)  # its lock is gone now: it is a leftover
+    assert sorted(os.listdir(tmp_path)) == sorted(["ck", *keep])
+    assert fg.load(p)["w"].sum().item() == 1000

@@ -63,12 +63,12 @@ def test_new_tensor_takes_self_dtype():
 
 
 @pytest.mark.parametrize(
-    "method,name", [("int", "int32"), ("short", "int16"), ("byte", "uint8"), ("char", "int8")]
+    "method,name",
+    [("int", "int32"), ("short", "int16"), ("byte", "uint8"), ("char", "int8"), ("half", "float16")],
 )
-def test_missing_integer_dtypes_refuse(method, name):
+def test_narrow_dtype_methods_convert(method, name):
     x = fg.zeros(2)
-    with pytest.raises(TypeError, match=f"Cannot convert a CPU Tensor to {name} dtype"):
-        getattr(x, method)()
+    assert getattr(x, method)().dtype == getattr(fg, name)
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,7 @@ def function_lines(rows: list[dict[str, str]]) -> list[str]:
     return out
 
 
-TOP_NAME = re.compile(r"^(?:def (\w+)|class (\w+)|(\w+): (?:dtype|Generator)$)", re.M)
+TOP_NAME = re.compile(r"^(?:def (\w+)|class (\w+)|(\w+): (?:dtype|Generator|_str)$)", re.M)
 
 
 def render(table_text: str, template: str) -> str:

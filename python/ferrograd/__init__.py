@@ -20,6 +20,7 @@ from ._C import (
     argmax,
     argmin,
     bernoulli,
+    bfloat16,
     broadcast_tensors,
     broadcast_to,
     cat,
@@ -35,6 +36,7 @@ from ._C import (
     empty,
     eye,
     flip,
+    float16,
     float32,
     float64,
     from_numpy,
@@ -44,6 +46,9 @@ from ._C import (
     get_rng_state,
     index_select,
     initial_seed,
+    int8,
+    int16,
+    int32,
     int64,
     is_grad_enabled,
     is_inference_mode_enabled,
@@ -83,6 +88,7 @@ from ._C import (
     sub,
     swapaxes,
     tensor,
+    uint8,
     unbind,
     unflatten,
     var,
@@ -102,8 +108,12 @@ from .autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_e
 float = float32  # noqa: A001 - PyTorch's alias
 double = float64
 long = int64
+half = float16
+short = int16
+int = int32  # noqa: A001 - PyTorch's alias
 
-__version__ = "0.1.0"
+# One version, Cargo.toml's: the extension carries it, and the wheel's metadata takes it too.
+__version__: str = _C.__version__
 
 # The op table's module functions (src/py/ops_table.rs), kept by tools/gen_stub.py.
 # isort: split
@@ -127,6 +137,10 @@ from ._C import (  # noqa: E402
     atan,
     atan2,
     atanh,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     bmm,
     ceil,
     clone,
@@ -159,6 +173,9 @@ from ._C import (  # noqa: E402
     gt,
     heaviside,
     hypot,
+    i0,
+    igamma,
+    igammac,
     isfinite,
     isinf,
     isnan,
@@ -204,6 +221,13 @@ from ._C import (  # noqa: E402
     sin,
     sinc,
     sinh,
+    special_erfcx,
+    special_i0e,
+    special_i1,
+    special_i1e,
+    special_log_ndtr,
+    special_ndtri,
+    special_zeta,
     sqrt,
     square,
     subtract,
@@ -219,11 +243,14 @@ from ._C import (  # noqa: E402
 # isort: split
 
 # Imported after the names above exist: these modules use them.
+import builtins as _builtins  # noqa: E402
+import functools as _functools  # noqa: E402
 import math as _math  # noqa: E402
 
 from . import (  # noqa: E402, F401  # noqa: E402
     _device,
     _dynamo,  # noqa: E402, F401
+    _meta,
     autograd,
     backends,
     cuda,
@@ -235,13 +262,19 @@ from . import (  # noqa: E402, F401  # noqa: E402
     viz,
 )
 from ._compile import compile  # noqa: E402
-from ._device import device  # noqa: E402
+from ._device import device, get_default_device, set_default_device  # noqa: E402
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from ._legacy import (  # noqa: E402
+    BFloat16Tensor,
     BoolTensor,
+    ByteTensor,
+    CharTensor,
     DoubleTensor,
     FloatTensor,
+    HalfTensor,
+    IntTensor,
     LongTensor,
+    ShortTensor,
     set_default_tensor_type,
 )
 from .random import manual_seed  # noqa: E402
@@ -280,52 +313,70 @@ def _check_tensor(fn, value, name="input", position=1):
         )
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """A tensor of zeros with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    _device._check_cpu("zeros_like", device)
+    if _device._check_cpu("zeros_like", device) or _meta.is_meta(input):
+        return _meta._like_factory("zeros_like", input, device, dtype, requires_grad, _C.zeros)
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """A tensor of ones with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    _device._check_cpu("ones_like", device)
+    if _device._check_cpu("ones_like", device) or _meta.is_meta(input):
+        return _meta._like_factory("ones_like", input, device, dtype, requires_grad, _C.ones)
     return _C._like(input, "full", 1.0, dtype, requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None):  # fmt: skip
     """A tensor filled with ``fill_value``, with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
-    _device._check_cpu("full_like", device)
+    if _device._check_cpu("full_like", device) or _meta.is_meta(input):
+        def make(*shape, dtype):
+            return _C.full(shape, fill_value, dtype=dtype)
+
+        return _meta._like_factory("full_like", input, device, dtype, requires_grad, make)
     return _C._like(input, "full", fill_value, dtype, requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """A new tensor with the shape (and, unless ``dtype`` is given, the dtype) of ``input``; ferrograd zeroes it."""
-    _device._check_cpu("empty_like", device)
+    if _device._check_cpu("empty_like", device) or _meta.is_meta(input):
+        return _meta._like_factory("empty_like", input, device, dtype, requires_grad, _C.zeros)
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              generator=None):  # fmt: skip
     """A tensor shaped like ``input`` of uniform samples in [0, 1), drawn as ``rand``."""
-    _device._check_cpu("rand_like", device)
+    if _device._check_cpu("rand_like", device) or _meta.is_meta(input):
+        make = _functools.partial(_C.rand, generator=generator)
+        return _meta._like_factory("rand_like", input, device, dtype, requires_grad, make)
     return _C._random_like(input, "rand", 0, 0, dtype, requires_grad, generator)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, generator=None):
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               generator=None):  # fmt: skip
     """A tensor shaped like ``input`` of standard normal samples, drawn as ``randn``."""
-    _device._check_cpu("randn_like", device)
+    if _device._check_cpu("randn_like", device) or _meta.is_meta(input):
+        make = _functools.partial(_C.randn, generator=generator)
+        return _meta._like_factory("randn_like", input, device, dtype, requires_grad, make)
     return _C._random_like(input, "randn", 0, 0, dtype, requires_grad, generator)
 
 
 def randint_like(
-    input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None
+    input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None,
+    memory_format=None,
 ):
     """A tensor shaped like ``input`` of integers in ``[low, high)`` (``randint_like(x, high)``
     means ``[0, high)``), drawn as ``randint``, of ``input``'s dtype unless ``dtype`` is given."""
-    _device._check_cpu("randint_like", device)
     if high is None:
         low, high = 0, low
-    return _C._random_like(input, "randint", low, high, dtype, requires_grad, generator)
+    if _device._check_cpu("randint_like", device) or _meta.is_meta(input):
+        def make(*shape, dtype):
+            return _C.randint(low, high, shape, dtype=dtype, generator=generator)
 
+        return _meta._like_factory("randint_like", input, device, dtype, requires_grad, make)
+    return _C._random_like(input, "randint", low, high, dtype, requires_grad, generator)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
@@ -358,7 +409,7 @@ def broadcast_shapes(*shapes):
     """The shape ``shapes`` broadcast to (NumPy's rules), as a ``Size``."""
     out = []
     for shape in shapes:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = (shape,) if isinstance(shape, _builtins.int) else tuple(shape)
         out = [1] * (len(shape) - len(out)) + out
         lead = len(out) - len(shape)
         for i, n in enumerate(shape):
@@ -416,8 +467,9 @@ def numel(input):
 
 
 def is_tensor(obj):
-    """True when ``obj`` is a ferrograd ``Tensor`` (or a subclass such as ``nn.Parameter``)."""
-    return isinstance(obj, Tensor)
+    """True when ``obj`` is a ferrograd ``Tensor`` (or a subclass such as ``nn.Parameter``)
+    or a tensor on the meta device."""
+    return isinstance(obj, Tensor) or _meta.is_meta(obj)
 
 
 def equal(input, other):
@@ -429,6 +481,12 @@ def equal(input, other):
 
 __all__ = [
     "BoolTensor",
+    "BFloat16Tensor",
+    "ByteTensor",
+    "CharTensor",
+    "HalfTensor",
+    "IntTensor",
+    "ShortTensor",
     "DoubleTensor",
     "FloatTensor",
     "LongTensor",
@@ -478,6 +536,7 @@ __all__ = [
     "flatten",
     "flip",
     "float",
+    "float16",
     "float32",
     "float64",
     "from_numpy",
@@ -488,6 +547,14 @@ __all__ = [
     "index_select",
     "inference_mode",
     "int64",
+    "int8",
+    "int16",
+    "int32",
+    "half",
+    "short",
+    "int",
+    "bfloat16",
+    "uint8",
     "is_anomaly_check_nan_enabled",
     "is_anomaly_enabled",
     "is_grad_enabled",
@@ -585,6 +652,10 @@ __all__ += [
     "atan",
     "atan2",
     "atanh",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "bmm",
     "ceil",
     "clone",
@@ -617,6 +688,9 @@ __all__ += [
     "gt",
     "heaviside",
     "hypot",
+    "i0",
+    "igamma",
+    "igammac",
     "isfinite",
     "isinf",
     "isnan",
@@ -662,6 +736,13 @@ __all__ += [
     "sin",
     "sinc",
     "sinh",
+    "special_erfcx",
+    "special_i0e",
+    "special_i1",
+    "special_i1e",
+    "special_log_ndtr",
+    "special_ndtri",
+    "special_zeta",
     "sqrt",
     "square",
     "subtract",
@@ -681,7 +762,7 @@ from ._composite import __all__ as _composite_all  # noqa: E402
 
 __all__ += ["argsort", "kthvalue", "median", "msort", "nanmedian", "sort", "topk", *_composite_all]
 # linalg also installs torch.det/svd/... aliases; testing is torch.testing without an import.
-from . import linalg, testing  # noqa: E402, F401
+from . import __config__, linalg, testing  # noqa: E402, F401
 
 # Function transforms; ``ferrograd.vmap`` is ``ferrograd.func.vmap``, as ``torch.vmap``.
 # isort: split
@@ -689,9 +770,27 @@ from . import func  # noqa: E402
 from .func import vmap  # noqa: E402
 
 __all__ += ["func", "vmap"]
-from ._C import get_default_dtype, mode, set_default_dtype  # noqa: E402
+from ._C import can_cast, get_default_dtype, mode, promote_types, result_type, set_default_dtype  # noqa: E402
 
-__all__ += ["get_default_dtype", "mode", "set_default_dtype", "set_default_tensor_type"]
+__all__ += [
+    "can_cast",
+    "get_default_dtype",
+    "mode",
+    "promote_types",
+    "result_type",
+    "set_default_dtype",
+    "set_default_tensor_type",
+]
+__all__ += ["get_default_device", "set_default_device"]
+# range, memory formats, matmul precision, interop threads (PyTorch's names); hub.
+from . import hub  # noqa: E402, F401
+from ._compat import *  # noqa: E402, F403
+from ._compat import __all__ as _compat_all  # noqa: E402
+
+__all__ += [*_compat_all, "hub"]
+from . import jit  # noqa: E402, F401
+
+__all__ += ["jit"]
 __all__ += ["compile"]
 
 # ----- tensor API additions (_tensor_api/): constructors, index/scatter family, scans,
@@ -752,3 +851,24 @@ globals().update(_aliases)
 __all__ += sorted(_aliases)
 del _aliases
 # ----- end of tensor API additions -----
+
+# torch.special and torch.distributions; the samplers they draw from.
+# isort: split
+from . import distributions, special  # noqa: E402
+from ._C import (  # noqa: E402, F401
+    _sample_dirichlet,
+    _standard_gamma,
+    _standard_gamma_grad,
+    binomial,
+    poisson,
+)
+from .special import mvlgamma  # noqa: E402
+
+
+def _tensor_mvlgamma(self, p):
+    """``mvlgamma(self, p)``: the multivariate log-gamma function of dimension ``p``."""
+    return mvlgamma(self, p)
+
+
+Tensor.mvlgamma = _tensor_mvlgamma
+__all__ += ["binomial", "distributions", "mvlgamma", "poisson", "special"]

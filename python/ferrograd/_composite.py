@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from . import _C
+from . import _C, _inplace_docs
 from ._C import Tensor
 
 __all__ = [
@@ -72,8 +72,9 @@ def _check(fn, value, name="input", position=1):
 
 def _tri_mask(t, diagonal, lower):
     rows, cols = t.shape[-2], t.shape[-1]
-    r = _C.arange(rows).unsqueeze(1)
-    c = _C.arange(cols).unsqueeze(0)
+    # On the input's device: a meta input gets a meta mask.
+    r = _C.arange(rows, device=t.device).unsqueeze(1)
+    c = _C.arange(cols, device=t.device).unsqueeze(0)
     # Positions to zero: above the chosen diagonal for tril, below it for triu.
     return (c - r > diagonal) if lower else (c - r < diagonal)
 
@@ -385,8 +386,8 @@ def cross(input, other, dim=None):
 
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
-    """Pairwise ``p``-norm distances between the rows of ``x1`` (``... x P x M``)
-    and ``x2`` (``... x R x M``): a ``... x P x R`` tensor."""
+    """Pairwise ``p``-norm distances between the rows of ``x1`` (``B x P x M``)
+    and ``x2`` (``B x R x M``): a ``B x P x R`` tensor, ``B`` any batch dimensions."""
     _check("cdist", x1, "x1")
     _check("cdist", x2, "x2", 2)
     if x1.dim() < 2 or x2.dim() < 2:
@@ -528,10 +529,6 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     of ``sorted_sequence`` to keep it sorted (``right``/``side='right'``: after
     equal elements)."""
     _check("searchsorted", sorted_sequence, "sorted_sequence")
-    if out_int32:
-        raise RuntimeError(
-            "searchsorted(): ferrograd has no int32 dtype; leave out_int32=False for int64 indices"
-        )
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(
@@ -566,7 +563,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         flat_seq = seq.reshape(-1, seq.shape[-1])
         flat_vals = vals.reshape(-1, vals.shape[-1])
         res = _binary_search(flat_seq, flat_vals, right).reshape(vals.shape)
-    res = np.asarray(res, dtype=np.int64)
+    res = np.asarray(res, dtype=np.int32 if out_int32 else np.int64)
     return _C.tensor(res) if res.ndim == 0 else _C.from_numpy(np.ascontiguousarray(res))
 
 
@@ -620,8 +617,7 @@ def _inplace(name, fn):
         return _C._apply_inplace(self, lambda: fn(self, *args, **kwargs), name)
 
     method.__name__ = name
-    method.__doc__ = f"In-place form of ``{fn.__name__}``: writes the result into ``self``."
-    return method
+    return _inplace_docs.document(method, name, fn, fn.__doc__)
 
 
 def _install_methods():

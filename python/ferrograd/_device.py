@@ -1,8 +1,11 @@
-"""``ferrograd.device``: PyTorch's device object, for the one device ferrograd has."""
+"""``ferrograd.device``: PyTorch's device object, for the devices ferrograd has:
+the CPU, and ``meta`` (tensors with a shape and a dtype but no data)."""
 
 from __future__ import annotations
 
-__all__ = ["device"]
+import threading
+
+__all__ = ["device", "set_default_device", "get_default_device"]
 
 _KNOWN = ("cpu", "cuda", "mps", "xpu", "xla", "meta", "hip", "ipu", "mtia", "privateuseone")
 
@@ -15,13 +18,17 @@ def _no_accelerator(kind):
 
 
 class device(str):  # noqa: N801 - PyTorch's name
-    """A device, ``device('cpu')`` or ``device('cpu', 0)``, as ``torch.device``.
+    """A device, ``device('cpu')``, ``device('cpu', 0)`` or ``device('meta')``,
+    as ``torch.device``.
 
-    Only the CPU exists: ``'cuda'`` (and any other accelerator) raises a
-    ``RuntimeError`` saying so. The object is a ``str`` subclass equal to its
-    string form (``'cpu'``), because ``Tensor.device`` and ``Tensor.to``
-    speak strings; ``repr`` and the ``type``/``index`` attributes are
-    PyTorch's.
+    The CPU holds every tensor's data; ``'meta'`` makes tensors with a shape
+    and a dtype only (``ferrograd._meta``). ``'cuda'`` (and any other
+    accelerator) raises a ``RuntimeError`` saying there is none. The object
+    is a ``str`` subclass equal to its string form (``'cpu'``), so code that
+    compares ``x.device == "cpu"`` keeps working; ``repr``, hashing, the
+    ``type``/``index`` attributes and the context manager form (``with
+    device("meta"):`` makes factory functions without a ``device`` argument
+    create meta tensors) are PyTorch's.
     """
 
     def __new__(cls, type_or_str, index=None):  # noqa: A002
@@ -52,7 +59,7 @@ class device(str):  # noqa: N801 - PyTorch's name
             if not ordinal.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type_or_str}'")
             index = int(ordinal)
-        if kind != "cpu":
+        if kind not in ("cpu", "meta"):
             raise _no_accelerator(type_or_str)
         if index is not None:
             index = int(index)
@@ -83,16 +90,66 @@ class device(str):  # noqa: N801 - PyTorch's name
     __hash__ = str.__hash__
     __eq__ = str.__eq__
 
+    def __enter__(self):
+        stack = _stack()
+        stack.append(_set_default_meta(self._type == "meta"))
+        return self
+
+    def __exit__(self, *exc):
+        _set_default_meta(_stack().pop())
+        return False
+
+
+_CPU = None  # set below, once the class exists
+_local = threading.local()
+
+
+def _stack():
+    s = getattr(_local, "stack", None)
+    if s is None:
+        s = _local.stack = []
+    return s
+
+
+def _set_default_meta(on):
+    from ._C import _default_device_meta
+
+    return _default_device_meta(bool(on))
+
+
+def set_default_device(device):
+    """Sets the device factory functions use when given none, on this thread,
+    as ``torch.set_default_device``: ``"cpu"`` (or ``None``) or ``"meta"``."""
+    if device is None:
+        _set_default_meta(False)
+        return
+    d = _device_cls(device)
+    _set_default_meta(d.type == "meta")
+
+
+def get_default_device():
+    """The device factory functions use when given none (``device('cpu')``
+    unless ``set_default_device('meta')`` or a ``with device('meta')`` block)."""
+    from ._C import _default_device_meta
+
+    return _META if _default_device_meta() else _CPU
+
+
+_device_cls = device
+_CPU = device("cpu")
+_META = device("meta")
+
 
 def _check_cpu(fn, dev):
-    """Refuses any ``device=`` argument but the CPU, naming the function."""
+    """Refuses any ``device=`` argument but the CPU and meta, naming the function;
+    returns whether it asks for meta."""
     if dev is None:
-        return
+        return False
     if not isinstance(dev, (str, int)) or isinstance(dev, bool):
         raise TypeError(
             f"{fn}(): argument 'device' must be torch.device, not {type(dev).__name__}"
         )
-    device(dev)
+    return device(dev).type == "meta"
 
 
 def _tensor_cuda(self, device=None, non_blocking=False, memory_format=None):

@@ -10,26 +10,37 @@ __all__ = ["finfo", "iinfo"]
 
 
 class finfo:  # noqa: N801 - PyTorch's name
-    """Machine limits of a floating dtype (default: `get_default_dtype()`): ``bits``, ``eps``,
+    """Machine limits of a floating dtype (float16, bfloat16, float32, float64; default:
+    `get_default_dtype()`): ``bits``, ``eps``,
     ``max``, ``min``, ``tiny`` (= ``smallest_normal``), ``resolution``, ``dtype``."""
 
     def __init__(self, type=None):  # noqa: A002
         dt = _C.get_default_dtype() if type is None else type
-        if dt not in (_C.float32, _C.float64):
+        if not isinstance(dt, _C.dtype) or not dt.is_floating_point:
             raise TypeError(
                 "torch.finfo() requires a floating point input type. Use torch.iinfo to "
                 "handle 'torch.finfo'"
             )
-        info = np.finfo(np.float32 if dt == _C.float32 else np.float64)
-        self.bits = int(info.bits)
-        self.eps = float(info.eps)
-        self.max = float(info.max)
-        self.min = float(info.min)
-        self.tiny = float(info.tiny)
+        name = str(dt).rsplit(".", 1)[-1]
+        if name == "bfloat16":
+            # NumPy has no bfloat16: 8 exponent bits as float32's, 7 mantissa bits.
+            self.bits = 16
+            self.eps = 2.0**-7
+            self.max = (2.0 - 2.0**-7) * 2.0**127
+            self.tiny = 2.0**-126
+            digits10 = 2
+        else:
+            info = np.finfo(getattr(np, name))
+            self.bits = int(info.bits)
+            self.eps = float(info.eps)
+            self.max = float(info.max)
+            self.tiny = float(info.tiny)
+            digits10 = int(info.precision)
+        self.min = -self.max
         self.smallest_normal = self.tiny
         # PyTorch computes 10**-digits10 in double: 1e-06, not float32(1e-06).
-        self.resolution = 10.0 ** -int(info.precision)
-        self.dtype = "float32" if dt == _C.float32 else "float64"
+        self.resolution = 10.0**-digits10
+        self.dtype = name
 
     def __eq__(self, other):
         return isinstance(other, finfo) and other.dtype == self.dtype
@@ -46,20 +57,23 @@ class finfo:  # noqa: N801 - PyTorch's name
 
 
 class iinfo:  # noqa: N801 - PyTorch's name
-    """Machine limits of an integer dtype: ``bits``, ``max``, ``min``, ``dtype``."""
+    """Machine limits of an integer dtype (uint8, int8, int16, int32, int64): ``bits``,
+    ``max``, ``min``, ``dtype``."""
 
     def __init__(self, type):  # noqa: A002
         if type == _C.bool:
             raise TypeError("torch.bool is not supported by torch.iinfo")
-        if type != _C.int64:
+        if not isinstance(type, _C.dtype) or type.is_floating_point:
             raise TypeError(
                 "torch.iinfo() requires an integer input type. Use torch.finfo to handle "
                 "'torch.iinfo'"
             )
-        self.bits = 64
-        self.max = 2**63 - 1
-        self.min = -(2**63)
-        self.dtype = "int64"
+        name = str(type).rsplit(".", 1)[-1]
+        info = np.iinfo(getattr(np, name))
+        self.bits = int(info.bits)
+        self.max = int(info.max)
+        self.min = int(info.min)
+        self.dtype = name
 
     def __eq__(self, other):
         return isinstance(other, iinfo) and other.dtype == self.dtype

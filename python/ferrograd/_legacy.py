@@ -13,7 +13,19 @@ from __future__ import annotations
 
 from . import _C
 
-__all__ = ["BoolTensor", "DoubleTensor", "FloatTensor", "LongTensor", "set_default_tensor_type"]
+__all__ = [
+    "BFloat16Tensor",
+    "BoolTensor",
+    "ByteTensor",
+    "CharTensor",
+    "DoubleTensor",
+    "FloatTensor",
+    "HalfTensor",
+    "IntTensor",
+    "LongTensor",
+    "ShortTensor",
+    "set_default_tensor_type",
+]
 
 
 class _LegacyTensorType(type):
@@ -70,6 +82,42 @@ class BoolTensor(metaclass=_LegacyTensorType):
     """bool tensors: ``BoolTensor(*size)`` or ``BoolTensor(data)``."""
 
     dtype = _C.bool
+
+
+class HalfTensor(metaclass=_LegacyTensorType):
+    """float16 tensors: ``HalfTensor(*size)`` or ``HalfTensor(data)``."""
+
+    dtype = _C.float16
+
+
+class BFloat16Tensor(metaclass=_LegacyTensorType):
+    """bfloat16 tensors: ``BFloat16Tensor(*size)`` or ``BFloat16Tensor(data)``."""
+
+    dtype = _C.bfloat16
+
+
+class IntTensor(metaclass=_LegacyTensorType):
+    """int32 tensors: ``IntTensor(*size)`` or ``IntTensor(data)``."""
+
+    dtype = _C.int32
+
+
+class ShortTensor(metaclass=_LegacyTensorType):
+    """int16 tensors: ``ShortTensor(*size)`` or ``ShortTensor(data)``."""
+
+    dtype = _C.int16
+
+
+class CharTensor(metaclass=_LegacyTensorType):
+    """int8 tensors: ``CharTensor(*size)`` or ``CharTensor(data)``."""
+
+    dtype = _C.int8
+
+
+class ByteTensor(metaclass=_LegacyTensorType):
+    """uint8 tensors: ``ByteTensor(*size)`` or ``ByteTensor(data)``."""
+
+    dtype = _C.uint8
 
 
 def set_default_tensor_type(t):

@@ -311,7 +311,9 @@ def _repr(t) -> str:
             # empty shapes that tensors allow (`[2**61, 0]` is "too big" for it).
             arr = _Empty(tuple(t.shape), np.dtype(_NP_KIND.get(short, "f4")))
         else:
-            arr = np.asarray(t.detach().numpy())
+            d = t.detach()
+            # NumPy has no bfloat16: its values widen to float32 exactly.
+            arr = np.asarray((d.float() if short == "bfloat16" else d).numpy())
     except Exception as exc:
         # A repr that raises hides the original error in tracebacks and debuggers.
         body = f"tensor(<unavailable: {type(exc).__name__}: {exc}>"

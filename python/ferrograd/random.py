@@ -1,8 +1,8 @@
 """``ferrograd.random``: the default generator, as ``torch.random``.
 
 Seeded sampling reproduces PyTorch's CPU numbers: the generator is PyTorch's
-Mersenne Twister (``get_rng_state`` returns its 5056 state bytes, in an
-int64 tensor since ferrograd has no uint8 dtype) and every sampler draws as
+Mersenne Twister (``get_rng_state`` returns its 5056 state bytes, a uint8
+tensor) and every sampler draws as
 ATen's CPU kernel does, including ``randn``'s vectorised path from 16
 elements on (float32 through the AVX2 kernel every x86-64 build of PyTorch
 runs), ``randperm``, ``multinomial``, ``dropout`` and ``nn.Linear``'s

@@ -5,10 +5,19 @@ File format
 Every file ``save`` writes is a valid safetensors file: an 8-byte little-endian
 header length ``n``, ``n`` bytes of UTF-8 JSON (padded with spaces so the data
 starts 8-byte aligned), then the tensors' raw little-endian elements (dtypes
-``F32``, ``F64``, ``I64``, ``BOOL``), larger elements first so every tensor is
+``F64``, ``I64``, ``F32``, ``I32``, ``F16``, ``BF16``, ``I16``, ``I8``, ``U8``, ``BOOL``),
+larger elements first so every tensor is
 aligned for its dtype. ``safetensors.numpy.load_file`` and other frameworks
 open it and see one entry per tensor, named by its path in the saved object
 (``"fc.weight"``, ``"optimizer.state.0.exp_avg"``).
+
+Checksums: ``__metadata__["ferrograd.checksums"]`` is a JSON string
+``{"algorithm": "crc32c", "header": "...", "tensors": {name: "..."}}`` holding the
+CRC-32C (8 hex digits) of every tensor's bytes and of the header itself (the JSON
+header serialized without this entry). ``load`` checks them unless ``verify=False``,
+so a flipped bit anywhere in the file is an error naming what changed. Files written
+before checksums existed (``ferrograd.version`` 1) and other writers' files have none
+and load unchecked.
 
 The structure around the tensors is the JSON string ``__metadata__
 ["ferrograd.tree"]``; ``__metadata__["ferrograd.tensors"]`` records which
@@ -25,7 +34,7 @@ tensors were Parameters or required grad. A tree node is
   ``MultiStepLR.state_dict()``), ``{"set": [...]}``, ``{"frozenset": [...]}``,
   ``{"bytes": base64}``, ``{"bytearray": base64}``, ``{"complex": [re, im]}``:
   the other plain types PyTorch's ``weights_only`` loader accepts;
-* ``{"dtype": "float32"}``;
+* ``{"dtype": "float32"}``, ``{"device": "cpu"}``;
 * ``{"pickle": base64, "type": "module.Class"}``: any other object, pickled, its
   tensors stored as safetensors entries it refers to by name. Loading one
   needs ``weights_only=False``.
@@ -47,6 +56,8 @@ import json
 import math
 import os
 import pickle
+import re
+import stat
 import tempfile
 from collections import Counter, OrderedDict
 
@@ -56,15 +67,24 @@ from ._C import Tensor
 __all__ = ["load", "save"]
 
 DEFAULT_PROTOCOL = 2
-_FORMAT_VERSION = "1"
+_FORMAT_VERSION = "2"
+# Written by ferrograd before checksums: loads unchecked.
+_UNCHECKED_VERSIONS = {"1"}
+_CHECKSUMS = "ferrograd.checksums"
+_HEX8 = re.compile("[0-9a-f]{8}")
 # The safetensors reference implementation refuses larger headers.
 _MAX_HEADER = 100_000_000
-_ITEMSIZE = {"F64": 8, "I64": 8, "F32": 4, "BOOL": 1}
-_ST_NAME = {"float64": "F64", "int64": "I64", "float32": "F32", "bool": "BOOL"}
+_ITEMSIZE = {
+    "F64": 8, "I64": 8, "F32": 4, "I32": 4, "F16": 2, "BF16": 2, "I16": 2,
+    "I8": 1, "U8": 1, "BOOL": 1,
+}  # fmt: skip
+_ST_NAME = {
+    "float64": "F64", "int64": "I64", "float32": "F32", "int32": "I32", "float16": "F16",
+    "bfloat16": "BF16", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL",
+}  # fmt: skip
 # Dtypes the safetensors format defines that ferrograd has no tensors for.
 _OTHER_ST_DTYPES = {
-    "F16", "BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",
-    "I8", "I16", "I32", "U8", "U16", "U32", "U64", "C64",
+    "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4", "U16", "U32", "U64", "C64",
 }  # fmt: skip
 
 
@@ -148,6 +168,11 @@ class _Encoder:
             return {"size": list(obj)}
         if tp is _C.dtype:
             return {"dtype": str(obj).split(".")[-1]}
+        from ._device import device
+
+        if tp is device:
+            # ``x.device`` (a ferrograd.device), as PyTorch's weights-only loader keeps it.
+            return {"device": str(obj)}
         return self.pickled(obj, path)
 
     def pickled(self, obj, path):
@@ -206,9 +231,30 @@ def _build(obj, pickle_module, pickle_protocol):
             "data_offsets": [offset, offset + nbytes],
         }
         offset += nbytes
+    tensors = [t for _, t in order]
+    crcs = _C._crc32c(tensors)
+    # The header's own checksum covers it without this entry, which goes last.
+    meta[_CHECKSUMS] = json.dumps(
+        {
+            "algorithm": "crc32c",
+            "header": f"{_C._crc32c_bytes(_canonical(header)):08x}",
+            "tensors": {name: f"{c:08x}" for (name, _), c in zip(order, crcs)},
+        },
+        separators=(",", ":"),
+    )
     raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
     raw += b" " * (-(8 + len(raw)) % 8)
-    return raw, [t for _, t in order]
+    return raw, tensors
+
+
+def _canonical(header):
+    """The bytes the header checksum covers: the header as ``save`` serializes it,
+    without the checksums entry."""
+    meta = header.get("__metadata__")
+    if isinstance(meta, dict) and _CHECKSUMS in meta:
+        meta = {k: v for k, v in meta.items() if k != _CHECKSUMS}
+        header = {k: (meta if k == "__metadata__" else v) for k, v in header.items()}
+    return json.dumps(header, separators=(",", ":")).encode("utf-8")
 
 
 def _write_file(path, header, tensors):
@@ -229,45 +275,26 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL):
     """Saves ``obj`` (a tensor, a state dict, nested dicts/lists/tuples of tensors,
     numbers, strings, None) to ``f``, a path or a writable binary file object.
 
-    The file is a safetensors file (see this module's docstring); objects of
+    The file is a safetensors file (see this module's docstring), with a CRC-32C
+    checksum of every tensor and of the header that ``load`` verifies; objects of
     other types are pickled inside it and need ``load(..., weights_only=False)``.
+
     Saving to a path is atomic: the data goes to a temporary file in the same
-    directory, is flushed to disk, then renamed over ``f``, so a crash at any
-    point leaves either the previous file or the new one, never a mix (a
-    crashed process may leave its ``.<name>.*.tmp`` file behind).
+    directory (``.<name>.ferrograd-<pid>-<random>.tmp``, locked while it is written),
+    is flushed to disk, then renamed over ``f``, so a crash at any point leaves either
+    the previous file or the new one, never a mix. A later save to the same path
+    removes the temporary files that interrupted saves left behind (only unlocked
+    ones, which no live process is writing). As with PyTorch, a target that cannot be
+    opened for writing (read-only) raises ``PermissionError`` and is left alone, and a
+    symbolic link is written through: the file it points to is replaced, the link
+    stays.
     """
     header, tensors = _build(obj, pickle_module, pickle_protocol)
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         if isinstance(path, bytes):
             path = os.fsdecode(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        mode = _new_file_mode(path)
-        fd, tmp = tempfile.mkstemp(
-            prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory
-        )
-        os.close(fd)
-        try:
-            _write_file(tmp, header, tensors)
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        # The rename itself is durable only once the directory is flushed.
-        try:
-            dfd = os.open(directory, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(dfd)
-        except OSError:
-            pass
-        finally:
-            os.close(dfd)
+        _save_path(path, header, tensors)
         return
     if not hasattr(f, "write"):
         # PyTorch's class and wording.
@@ -277,11 +304,120 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL):
     f.write(_C._st_write(None, header, tensors, False))
 
 
+def _save_path(path, header, tensors):
+    if os.path.exists(path):
+        # What PyTorch's open(path, "wb") would meet: a read-only file (for this user),
+        # a directory. The file is not truncated by this probe.
+        os.close(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+    # A symbolic link is written through, as open() does: the rename replaces the
+    # file it points to (which need not exist yet), in that file's directory.
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
+    base = os.path.basename(target)
+    mode = _new_file_mode(target)
+    _remove_stale_temporaries(directory, base)
+    fd, tmp = _locked_temporary(directory, base)
+    try:
+        try:
+            _write_file(tmp, header, tensors)
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(fd)  # releases the lock
+    # The rename itself is durable only once the directory is flushed.
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def _temporary_pattern(base):
+    return re.compile(r"\." + re.escape(base) + r"\.ferrograd-[0-9]+-[A-Za-z0-9_]+\.tmp")
+
+
+def _locked_temporary(directory, base):
+    """A new temporary file for a save of ``base``, locked (``flock``) until the save
+    is over, so no other save takes it for a leftover."""
+    import fcntl
+
+    while True:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{base}.ferrograd-{os.getpid()}-", suffix=".tmp", dir=directory
+        )
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        # Between creating and locking it, a cleaner may have found it unlocked and
+        # removed it: then the name is no longer this file, and another is made.
+        try:
+            st = os.stat(tmp)
+        except FileNotFoundError:
+            os.close(fd)
+            continue
+        own = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino):
+            return fd, tmp
+        os.close(fd)
+
+
+def _remove_stale_temporaries(directory, base):
+    """Removes the temporary files earlier saves of ``base`` left when they were
+    interrupted: names of the pattern only ferrograd makes, regular files, and only
+    those whose lock nobody holds (a save in progress holds its file's lock; a
+    killed process's lock is gone with it)."""
+    try:
+        import fcntl
+    except ImportError:
+        return
+    pattern = _temporary_pattern(base)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if not pattern.fullmatch(name):
+            continue
+        p = os.path.join(directory, name)
+        try:
+            fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # a live save is writing it
+            own = os.fstat(fd)
+            if not stat.S_ISREG(own.st_mode):
+                continue
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino):
+                os.unlink(p)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
 class _Header:
-    def __init__(self, entries, meta, data_start):
+    def __init__(self, entries, meta, data_start, doc):
         self.entries = entries  # (name, dtype, shape, abs_start, nbytes) in header order
         self.meta = meta
         self.data_start = data_start
+        self.doc = doc  # the parsed JSON, in file order
 
 
 def _bad(msg):
@@ -317,6 +453,8 @@ def _parse_header(prefix, size, read_header):
         raise _bad(f"corrupt header: it is not valid JSON ({e})") from None
     if not isinstance(header, dict):
         raise _bad("corrupt header: the JSON is not an object")
+    doc = header
+    header = dict(header)
     meta = header.pop("__metadata__", None) or {}
     if not isinstance(meta, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in meta.items()
@@ -373,7 +511,61 @@ def _parse_header(prefix, size, read_header):
             f"the file holds {data_len - end} bytes after the last tensor's data; it is "
             "corrupt or not a safetensors file"
         )
-    return _Header([e[:5] for e in entries], meta, data_start)
+    return _Header([e[:5] for e in entries], meta, data_start, doc)
+
+
+_VERIFY_HINT = "the file is corrupt; load(..., verify=False) skips the checksums"
+
+
+def _checksums(hdr):
+    """The stored CRC-32C values (``{"header": int, "tensors": {name: int}}``) after
+    checking the header's own, or ``None`` for a file that has none."""
+    raw = hdr.meta.get(_CHECKSUMS)
+    if raw is None:
+        version = hdr.meta.get("ferrograd.version")
+        if version is not None and version not in _UNCHECKED_VERSIONS:
+            # Every ferrograd file since checksums has them, so their entry was
+            # damaged (one flipped bit cannot turn version "2" into "1").
+            raise _bad(
+                f"the header has no checksums although its format (ferrograd.version "
+                f"{version!r}) stores them: {_VERIFY_HINT}"
+            )
+        return None
+    def hex8(v):
+        # Exactly as written (int() would also take "1A2B..." for "1a2b...": a flipped
+        # bit 5 of a letter would pass unnoticed).
+        if not (isinstance(v, str) and _HEX8.fullmatch(v)):
+            raise ValueError(f"{v!r} is not 8 lowercase hex digits")
+        return int(v, 16)
+
+    try:
+        sums = json.loads(raw)
+        if sums.get("algorithm") != "crc32c":
+            raise ValueError(f"unknown algorithm {sums.get('algorithm')!r}")
+        head = hex8(sums["header"])
+        per = {k: hex8(v) for k, v in sums["tensors"].items()}
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise _bad(f"corrupt metadata: {_CHECKSUMS} cannot be read ({e}): {_VERIFY_HINT}") from None
+    got = _C._crc32c_bytes(_canonical(hdr.doc))
+    if got != head:
+        raise _bad(
+            f"the header fails its checksum (crc32c {head:08x} stored, {got:08x} computed): "
+            f"a tensor's name, shape or place, or a stored value, changed; {_VERIFY_HINT}"
+        )
+    names = [e[0] for e in hdr.entries]
+    if sorted(per) != sorted(names):
+        raise _bad(f"the checksums do not list the file's tensors: {_VERIFY_HINT}")
+    return per
+
+
+def _verify_tensors(names, tensors, per):
+    got = _C._crc32c(tensors)
+    for name, c in zip(names, got):
+        if c != per[name]:
+            raise _bad(
+                f"tensor '{name}' fails its checksum (crc32c {per[name]:08x} stored, {c:08x} "
+                f"computed): its data is corrupt; load(..., verify=False) skips the checksums"
+            )
 
 
 class _Decoder:
@@ -450,6 +642,10 @@ class _Decoder:
             return Size(v)
         if tag == "dtype" and v in _ST_NAME:
             return getattr(_C, v)
+        if tag == "device" and v in ("cpu", "meta"):
+            from ._device import device
+
+            return device(v)
         if tag == "pickle" and isinstance(v, str):
             return self.unpickle(v)
         raise _bad(f"corrupt metadata: unexpected node {n!r} in the object tree")
@@ -508,7 +704,7 @@ def _map(tensors, map_location):
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
-         **pickle_load_args):  # fmt: skip
+         verify=True, **pickle_load_args):  # fmt: skip
     """Loads an object ``save`` wrote (or any safetensors file) from ``f``, a path
     or a readable binary file object.
 
@@ -523,6 +719,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     it is mapped would crash the process with SIGBUS, as with any mapping).
     Otherwise every tensor owns its memory. A truncated or corrupt file raises ``RuntimeError`` naming the
     problem before any object is returned.
+
+    ``verify=True`` (the default; not a PyTorch argument) checks the CRC-32C checksums
+    ``save`` stores, of the header before anything else is read and of every tensor
+    once read: a flipped bit raises ``RuntimeError`` naming the tensor (or the header).
+    With ``mmap=True`` this reads the whole file once. ``verify=False`` skips them, to
+    recover what a damaged file still holds. Files without checksums (written before
+    they existed, or by other programs) load unchecked.
     """
     if weights_only is None:
         weights_only = True
@@ -532,6 +735,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         with open(f, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             hdr = _parse_header(fh.read(8), size, fh.read)
+            sums = _checksums(hdr) if verify else None
             tree = _tree(hdr)
             dec = _Decoder(None, weights_only, pickle_module, pickle_load_args)
             if tree is not None:
@@ -550,6 +754,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             data = bytes(data)
         pos = 8
         hdr = _parse_header(data[:8], len(data), lambda n: data[pos : pos + n])
+        sums = _checksums(hdr) if verify else None
         tree = _tree(hdr)
         dec = _Decoder(None, weights_only, pickle_module, pickle_load_args)
         if tree is not None:
@@ -557,6 +762,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         _check_attributes(dec, hdr)
         raw = _C._st_read(data, hdr.entries, False)
     names = [e[0] for e in hdr.entries]
+    if sums is not None:
+        _verify_tensors(names, raw, sums)
     attrs = _json_meta(hdr.meta, "ferrograd.tensors") or {}
     if not isinstance(attrs, dict):
         raise _bad("corrupt metadata: ferrograd.tensors is not an object")

@@ -131,7 +131,7 @@ fn has_nan(t: &Tensor) -> bool {
     if !t.dtype().is_float() {
         return false;
     }
-    let c = t.contiguous_data();
+    let c = crate::ops::compute_contig(t);
     let v = c.view();
     crate::dispatch_float!(v.dtype(), T => {
         v.as_slice::<T>().is_some_and(|s| s.iter().any(|x| x.is_nan()))

@@ -13,6 +13,7 @@
 //! plain loop of one engine run per row, which keeps their semantics as they
 //! are.
 
+use super::node_traits;
 use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -24,53 +25,6 @@ use super::{BackwardRequest, GradModeGuard, NodeRef};
 use crate::error::{Error, Result};
 use crate::ops;
 use crate::tensor::{Shape, Tensor};
-
-/// Elementwise nodes: one output, each differentiable input of the output's
-/// shape, and a backward that is `grad * f'(inputs)`.
-const DIAGONAL: &[&str] = &[
-    "AddBackward0",
-    "SubBackward0",
-    "MulBackward0",
-    "MulBackward1",
-    "DivBackward0",
-    "DivBackward1",
-    "NegBackward0",
-    "PowBackward0",
-    "PowBackward1",
-    "RsubBackward1",
-    "WhereBackward0",
-    "AbsBackward0",
-    "CosBackward0",
-    "ErfBackward0",
-    "ExpBackward0",
-    "Expm1Backward0",
-    "Log1PBackward0",
-    "Log2Backward0",
-    "LogBackward0",
-    "ReciprocalBackward0",
-    "ReluBackward0",
-    "RsqrtBackward0",
-    "SigmoidBackward0",
-    "SinBackward0",
-    "SqrtBackward0",
-    "TanBackward0",
-    "TanhBackward0",
-    "EluBackward0",
-    "GeluBackward0",
-    "HardtanhBackward0",
-    "LeakyReluBackward0",
-    "SiluBackward0",
-    "SoftplusBackward0",
-    "CloneBackward0",
-];
-
-/// Nodes whose backward reshapes the gradient to the input's shape.
-const RESHAPE: &[&str] = &[
-    "ViewBackward0",
-    "ReshapeAliasBackward0",
-    "UnsafeViewBackward0",
-    "AliasBackward0",
-];
 
 struct Info {
     node: NodeRef,
@@ -402,7 +356,7 @@ fn whole_batch(node: &NodeRef, grads: &Grads, batch: usize) -> Result<Option<Gra
     let out_shape = node.outputs[0].shape.clone();
     let wanted = |i: usize| !matches!(node.edges[i], Edge::None);
 
-    if DIAGONAL.contains(&name.as_ref()) {
+    if node_traits::traits(&name) & node_traits::DIAGONAL != 0 {
         // The rule is linear in the gradient and elementwise: at ones it gives
         // f'(inputs) at the output's shape, and each row of the batch is that
         // times the row, summed over the dimensions an input was broadcast along.
@@ -459,7 +413,7 @@ fn whole_batch(node: &NodeRef, grads: &Grads, batch: usize) -> Result<Option<Gra
         };
         return Ok(Some(smallvec![Some(gi)]));
     }
-    if RESHAPE.contains(&name.as_ref()) && node.edges.len() == 1 {
+    if node_traits::traits(&name) & node_traits::RESHAPE != 0 && node.edges.len() == 1 {
         let target = batched_shape(batch, &node.inputs[0].shape);
         return Ok(Some(smallvec![Some(ops::reshape(g, &target)?)]));
     }

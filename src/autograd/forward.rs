@@ -238,56 +238,11 @@ pub fn clear_tangent(t: &Tensor) {
 // ---------------------------------------------------------------------------
 // The hook in `record`.
 
-/// Elementwise ops (and softmax) whose backward closure, given the tangent as
-/// the output gradient, returns `J t` unreduced: their Jacobian per input is
-/// diagonal (symmetric for softmax) after broadcasting.
+/// Whether the node's backward closure, given the tangent as the output
+/// gradient, returns `J t` unreduced (its Jacobian per input is diagonal, or
+/// symmetric as softmax's, after broadcasting): the registry declares it.
 fn self_adjoint(name: &str) -> bool {
-    matches!(
-        name,
-        "ExpBackward0"
-            | "LogBackward0"
-            | "Log2Backward0"
-            | "Log1PBackward0"
-            | "Expm1Backward0"
-            | "SinBackward0"
-            | "CosBackward0"
-            | "TanBackward0"
-            | "TanhBackward0"
-            | "SigmoidBackward0"
-            | "ReluBackward0"
-            | "SqrtBackward0"
-            | "RsqrtBackward0"
-            | "NegBackward0"
-            | "AbsBackward0"
-            | "ReciprocalBackward0"
-            | "ErfBackward0"
-            | "SiluBackward0"
-            | "GeluBackward0"
-            | "SoftplusBackward0"
-            | "EluBackward0"
-            | "EluBackward1"
-            | "LeakyReluBackward0"
-            | "LeakyReluBackward1"
-            | "HardtanhBackward0"
-            | "ClampBackward0"
-            | "ClampBackward1"
-            | "PowBackward0"
-            | "PowBackward1"
-            | "PowBackward2"
-            | "AddBackward0"
-            | "SubBackward0"
-            | "RsubBackward1"
-            | "MulBackward0"
-            | "MulBackward1"
-            | "DivBackward0"
-            | "DivBackward1"
-            | "MaximumBackward0"
-            | "MinimumBackward0"
-            | "WhereBackward0"
-            | "SoftmaxBackward0"
-            | "CloneBackward0"
-            | "ToCopyBackward0"
-    )
+    super::node_traits::traits(name) & super::node_traits::SELF_ADJOINT != 0
 }
 
 /// An op's own JVP: output tangents from the inputs' tangents (`None` for

@@ -8,6 +8,7 @@ pub mod engine;
 pub mod forward;
 pub mod hooks;
 mod node;
+pub mod node_traits;
 
 use std::cell::RefCell;
 

@@ -214,17 +214,18 @@ unsafe fn naive<T: Element>(a: Mat<T>, b: Mat<T>, dst: Dst<T>) {
                 let x = *a.ptr.add(i * a.row_stride + p * a.col_stride);
                 let y = *b.ptr.add(p * b.row_stride + j * b.col_stride);
                 acc += x.to_f64() * y.to_f64();
-                acc_i += x.to_f64() as i128 * y.to_f64() as i128;
+                acc_i = acc_i.wrapping_add(x.to_i64() as i128 * y.to_i64() as i128);
             }
             let at = dst.ptr.add(i * dst.rs + j * dst.cs);
             if dst.add {
                 acc += (*at).to_f64();
-                acc_i += (*at).to_f64() as i128;
+                acc_i = acc_i.wrapping_add((*at).to_i64() as i128);
             }
+            // Integers wrap, as PyTorch's do (the low bits of the exact sum).
             *at = if T::DTYPE.is_float() {
                 T::from_f64(acc)
             } else {
-                T::from_f64(acc_i as f64)
+                T::from_i64(acc_i as i64)
             };
         }
     }

@@ -6,8 +6,10 @@
 //! parallel loop over a small array costs more than it saves.
 
 pub(crate) mod attention;
+pub(crate) mod bessel;
 pub mod conv;
 mod conv_direct;
+pub(crate) mod convert;
 pub(crate) mod copy;
 pub(crate) mod elementwise;
 // Public for its criterion bench; `py::compile` replays captured elementwise runs with it.
@@ -18,6 +20,7 @@ pub(crate) mod math;
 pub(crate) mod matmul;
 pub mod norm;
 mod norm_f32;
+pub(crate) mod normal_fns;
 pub(crate) mod optim;
 pub(crate) mod outer;
 pub(crate) mod parallel;
@@ -25,6 +28,7 @@ pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod rnn;
 pub(crate) mod rnn_gemm;
+pub mod simd;
 pub(crate) mod small_gemm;
 pub(crate) mod softmax;
 pub(crate) mod special;

@@ -299,10 +299,11 @@ fn rows_along(shape: &[usize], d: usize) -> kernels::softmax::Rows {
 /// Softmax or log-softmax along `d` in one fused pass, for a float tensor
 /// with at least one dimension.
 fn fused_softmax(x: &Tensor, d: usize, log: bool) -> Result<Tensor> {
-    let x = super::contiguous(&x.detach())?;
+    let dt = x.dtype();
+    let x = super::compute_contig(&x.detach());
     let shape = x.shape();
     let r = rows_along(&shape, d);
-    Ok(crate::dispatch_float!(x.dtype(), T => {
+    Ok(crate::dispatch_float_compute!(dt, T => {
         let v = x.view();
         let data = v.as_slice::<T>().unwrap_or(&[]);
         Tensor::from_vec(kernels::softmax::softmax(data, r, log), shape.clone())
@@ -313,10 +314,11 @@ fn fused_softmax(x: &Tensor, d: usize, log: bool) -> Result<Tensor> {
 /// nothing records it.
 fn fused_softmax_backward(g: &Tensor, y: &Tensor, d: usize, log: bool) -> Result<Tensor> {
     let shape = y.shape();
-    let g = super::contiguous(&super::expand(&cast_data(g, y.dtype()), &shape)?)?;
-    let y = super::contiguous(y)?;
+    let dt = y.dtype();
+    let g = super::compute_contig(&super::expand(&cast_data(g, dt), &shape)?);
+    let y = super::compute_contig(y);
     let r = rows_along(&shape, d);
-    Ok(crate::dispatch_float!(y.dtype(), T => {
+    Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
         let (gs, ys) = (vg.as_slice::<T>().unwrap_or(&[]), vy.as_slice::<T>().unwrap_or(&[]));
         Tensor::from_vec(kernels::softmax::softmax_backward(gs, ys, r, log), shape.clone())

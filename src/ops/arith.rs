@@ -28,6 +28,18 @@ fn arith_dtype(a: &Tensor, b: &Tensor) -> DType {
     result_type(a, b)
 }
 
+/// `a` and `b` as float16/bfloat16 `+`/`-` reads them: in the result dtype
+/// (a float32 number is rounded to it first, as PyTorch's add kernel does;
+/// `*` and `/` keep a number in float32 instead). Handles to the same
+/// tensors for every other dtype.
+fn rounded_operands(a: &Tensor, b: &Tensor, dt: DType) -> (Tensor, Tensor) {
+    if dt.is_low_precision() {
+        (cast_data(a, dt), cast_data(b, dt))
+    } else {
+        (a.clone(), b.clone())
+    }
+}
+
 /// `a <op> s` for a Python number that leaves a floating `a`'s dtype as it
 /// is (`y * 0.5`, the common case): one pass over `a`, with no 0-d tensor
 /// made for the number and nothing saved for backward. `None` when promotion
@@ -36,7 +48,7 @@ macro_rules! scalar_op {
     ($a:expr, $s:expr, $name:literal, |$x:ident, $c:ident| $body:expr, |$g:ident| $grad:expr) => {{
         let (a, s): (&Tensor, Scalar) = ($a, $s);
         let dt = a.dtype();
-        if !dt.is_float() || s.result_type(dt) != dt {
+        if !matches!(dt, DType::F32 | DType::F64) || s.result_type(dt) != dt {
             None
         } else {
             let v = a.view();
@@ -62,7 +74,8 @@ macro_rules! scalar_op {
 
 pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = arith_dtype(a, b);
-    let out = crate::dispatch!(dt, T => map2!(a, b, dt, T, |x, y| x.add(y)));
+    let (a, b) = &rounded_operands(a, b, dt);
+    let out = crate::dispatch_compute!(dt, T => map2!(a, b, dt, T, |x, y| x.add(y)));
     if needs_record(&[a, b]) {
         record("AddBackward0", &[a, b], &out, saved![], |c| {
             let g = c.grad()?;
@@ -108,7 +121,8 @@ pub(crate) fn sub_check(a: &Tensor, b: &Tensor) -> Result<()> {
 pub(crate) fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     sub_check(a, b)?;
     let dt = arith_dtype(a, b);
-    let out = crate::dispatch!(dt, T => map2!(a, b, dt, T, |x, y| x.sub(y)));
+    let (a, b) = &rounded_operands(a, b, dt);
+    let out = crate::dispatch_compute!(dt, T => map2!(a, b, dt, T, |x, y| x.sub(y)));
     if needs_record(&[a, b]) {
         record("SubBackward0", &[a, b], &out, saved![], |c| {
             let g = c.grad()?;
@@ -124,7 +138,7 @@ pub(crate) fn rsub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     let w = s.wrap(a);
     sub_check(&w, a)?;
     let dt = arith_dtype(&w, a);
-    let out = crate::dispatch!(dt, T => map2!(&w, a, dt, T, |x, y| x.sub(y)));
+    let out = crate::dispatch_compute!(dt, T => map2!(&w, a, dt, T, |x, y| x.sub(y)));
     if needs_record(&[a]) {
         record("RsubBackward1", &[a], &out, saved![], |c| {
             Ok(smallvec![Some(neg(c.grad()?)?)])
@@ -137,7 +151,7 @@ pub(crate) fn rsub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
 
 pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = arith_dtype(a, b);
-    let out = crate::dispatch!(dt, T => map2!(a, b, dt, T, |x, y| x.mul(y)));
+    let out = crate::dispatch_compute!(dt, T => map2!(a, b, dt, T, |x, y| x.mul(y)));
     if needs_record(&[a, b]) {
         // Save each operand only if the other one needs its gradient.
         let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
@@ -168,7 +182,7 @@ pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 pub(crate) fn mul_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     match scalar_op!(a, s, "MulBackward0", |x, c| x.mul(c), |g| mul_scalar(g, s)?) {
         Some(out) => Ok(out),
-        None => mul(a, &s.wrap(a)),
+        None => mul(a, &s.wrap_opmath(a)),
     }
 }
 
@@ -181,7 +195,7 @@ pub(crate) fn sub_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
 }
 
 pub(crate) fn mul_f64(a: &Tensor, s: f64) -> Result<Tensor> {
-    mul(a, &Tensor::scalar_of(s, a.dtype().to_float()))
+    mul(a, &Scalar::Float(s).wrap_opmath(a))
 }
 
 /// `a * s` as PyTorch's own C++ composites compute it (`mul(Tensor, Scalar)`),
@@ -190,7 +204,7 @@ pub(crate) fn mul_scalar1(a: &Tensor, s: f64) -> Result<Tensor> {
     let s = Scalar::Float(s);
     match scalar_op!(a, s, "MulBackward1", |x, c| x.mul(c), |g| mul_scalar(g, s)?) {
         Some(out) => Ok(out),
-        None => mul(a, &s.wrap(a)),
+        None => mul(a, &s.wrap_opmath(a)),
     }
 }
 
@@ -200,7 +214,7 @@ pub(crate) fn div_scalar1(a: &Tensor, s: f64) -> Result<Tensor> {
     let s = Scalar::Float(s);
     match scalar_op!(a, s, "DivBackward1", |x, c| x / c, |g| div_scalar(g, s)?) {
         Some(out) => Ok(out),
-        None => div(a, &s.wrap(a)),
+        None => div(a, &s.wrap_opmath(a)),
     }
 }
 
@@ -208,7 +222,7 @@ pub(crate) fn div_scalar1(a: &Tensor, s: f64) -> Result<Tensor> {
 
 pub(crate) fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = arith_dtype(a, b).to_float();
-    let out = crate::dispatch_float!(dt, T => map2!(a, b, dt, T, |x, y| x / y));
+    let out = crate::dispatch_float_compute!(dt, T => map2!(a, b, dt, T, |x, y| x / y));
     if needs_record(&[a, b]) {
         let rb = crate::autograd::tracked(b);
         record(
@@ -236,7 +250,7 @@ pub(crate) fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 pub(crate) fn div_scalar(a: &Tensor, s: Scalar) -> Result<Tensor> {
     match scalar_op!(a, s, "DivBackward0", |x, c| x / c, |g| div_scalar(g, s)?) {
         Some(out) => Ok(out),
-        None => div(a, &s.wrap(a)),
+        None => div(a, &s.wrap_opmath(a)),
     }
 }
 
@@ -331,21 +345,22 @@ fn int_pow(x: i64, e: i64) -> i64 {
 pub(crate) fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
     let dt = e.result_type(a.dtype());
     let out = match dt {
-        DType::Bool | DType::I64 => {
+        d if !d.is_float() => {
             let ei = e.to_f64() as i64;
             if ei < 0 {
                 return Err(Error::runtime(
                     "Integers to negative integer powers are not allowed.",
                 ));
             }
-            let a = cast_data(a, DType::I64);
+            // In the tensor's own type first (a bool tensor counts as int64).
+            let a = cast_data(&cast_data(a, dt), DType::I64);
             let v = a.view();
             let r = crate::kernels::elementwise::unary::<i64, i64>(&v, |x| int_pow(x, ei));
-            Tensor::from_vec(r, v.shape.clone())
+            super::back_to(Tensor::from_vec(r, v.shape.clone()), dt)
         }
         _ => {
             let ef = e.to_f64();
-            crate::dispatch_float!(dt, T => {
+            crate::dispatch_float_compute!(dt, T => {
                 let a = cast_data(a, dt);
                 let v = a.view();
                 let et = T::from_f64(ef);
@@ -375,8 +390,11 @@ pub(crate) fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let out = match dt {
         // A negative exponent in a tensor is no error (only a number is):
         // the result is 1 / x ** -e truncated, as PyTorch computes it.
-        DType::Bool | DType::I64 => map2!(a, b, DType::I64, i64, |x, y| int_pow(x, y)),
-        _ => crate::dispatch_float!(dt, T => map2!(a, b, dt, T, |x, y| powf_exact(x, y))),
+        d if !d.is_float() => {
+            let (a, b) = (cast_data(a, dt), cast_data(b, dt));
+            super::back_to(map2!(&a, &b, DType::I64, i64, |x, y| int_pow(x, y)), dt)
+        }
+        _ => crate::dispatch_float_compute!(dt, T => map2!(a, b, dt, T, |x, y| powf_exact(x, y))),
     };
     if needs_record(&[a, b]) {
         let rb = crate::autograd::tracked(b);

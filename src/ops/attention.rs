@@ -7,7 +7,7 @@ use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::kernels::attention::{self as kn, Dims, Heads};
-use crate::tensor::{Element, Float, Shape, Tensor, View};
+use crate::tensor::{DType, Element, Float, Shape, Tensor, View};
 
 /// The sizes of `q` (`[*, L, E]`), `k` (`[*, S, E]`) and `v` (`[*, S, Ev]`),
 /// which must share their batch dimensions and a floating-point dtype.
@@ -77,6 +77,13 @@ fn shape_with(batch_of: &Tensor, rows: usize, cols: usize) -> Shape {
 
 /// `softmax(q @ k^T * scale) @ v` and the weights `softmax(...)`.
 pub fn sdpa_forward(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64) -> Result<(Tensor, Tensor)> {
+    let dt = q.dtype();
+    if dt.is_low_precision() {
+        // In float32, each result rounded once.
+        let f = |t: &Tensor| super::cast_data(t, DType::F32);
+        let (o, p) = sdpa_forward(&f(q), &f(k), &f(v), scale)?;
+        return Ok((super::back_to(o, dt), super::back_to(p, dt)));
+    }
     let d = dims(q, k, v)?;
     let (vq, vk, vv) = (q.view(), k.view(), v.view());
     let (oq, ok, ov) = (head_offsets(&vq), head_offsets(&vk), head_offsets(&vv));
@@ -106,6 +113,12 @@ pub fn sdpa_backward(
     scale: f64,
     needs: [bool; 3],
 ) -> Result<[Option<Tensor>; 3]> {
+    let dt = q.dtype();
+    if dt.is_low_precision() {
+        let f = |t: &Tensor| super::cast_data(t, DType::F32);
+        let grads = sdpa_backward(&f(g), &f(q), &f(k), &f(v), &f(p), scale, needs)?;
+        return Ok(grads.map(|t| t.map(|t| super::back_to(t, dt))));
+    }
     let d = dims(q, k, v)?;
     let want_p = shape_with(q, d.l, d.s);
     let want_g = shape_with(q, d.l, d.ev);

@@ -9,7 +9,13 @@ use crate::tensor::{broadcast_shapes, DType, Tensor};
 macro_rules! compare_op {
     ($name:ident, $op:tt) => {
         pub fn $name(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-            let dt = result_type(a, b);
+            // Integers compare by value in int64 (`int8_tensor < 300` holds,
+            // as in PyTorch); floats in the result dtype, a Python number
+            // rounded to it first.
+            let dt = match result_type(a, b) {
+                d if d.is_int() => DType::I64,
+                d => d,
+            };
             let out_shape = broadcast_shapes(&a.shape(), &b.shape())?;
             let (a, b) = (cast_data(a, dt), cast_data(b, dt));
             let (va, vb) = (a.view(), b.view());
@@ -75,6 +81,12 @@ fn float_test(a: &Tensor, int_value: bool, f32f: fn(f32) -> bool, f64f: fn(f64) 
     let out = match v.dtype() {
         DType::F32 => crate::kernels::elementwise::unary::<f32, bool>(&v, f32f),
         DType::F64 => crate::kernels::elementwise::unary::<f64, bool>(&v, f64f),
+        DType::F16 => {
+            crate::kernels::elementwise::unary::<crate::tensor::f16, bool>(&v, |x| f32f(x.to_f32()))
+        }
+        DType::BF16 => crate::kernels::elementwise::unary::<crate::tensor::bf16, bool>(&v, |x| {
+            f32f(x.to_f32())
+        }),
         _ => vec![int_value; v.numel()],
     };
     Tensor::from_vec(out, shape)
@@ -159,4 +171,68 @@ pub(crate) fn all_dims(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Resul
 pub(crate) fn any_dims(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     let s = super::sum(&to_bool(a), dims, keepdim)?;
     gt(&s, &Tensor::scalar(0i64))
+}
+
+/// Which bitwise op [`bitwise`] applies.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Bitwise {
+    And,
+    Or,
+    Xor,
+}
+
+/// `a & b`, `a | b`, `a ^ b` on integers (two's complement, in the promoted
+/// type) and bools (logical); floats refuse with PyTorch's words.
+pub(crate) fn bitwise(a: &Tensor, b: &Tensor, op: Bitwise) -> Result<Tensor> {
+    let dt = result_type(a, b);
+    let kernel = match op {
+        Bitwise::And => "bitwise_and_cpu",
+        Bitwise::Or => "bitwise_or_cpu",
+        Bitwise::Xor => "bitwise_xor_cpu",
+    };
+    super::dtypes::Dtypes::Integral.check(kernel, dt)?;
+    if dt == DType::Bool {
+        return match op {
+            Bitwise::And => logical_and(a, b),
+            Bitwise::Or => logical_or(a, b),
+            Bitwise::Xor => logical_xor(a, b),
+        };
+    }
+    // In the result type first (a Python number wraps), then in int64: the
+    // low bits of an int64 result are the narrow type's.
+    let (a, b) = (cast_data(a, dt), cast_data(b, dt));
+    let out = match op {
+        Bitwise::And => map2!(&a, &b, DType::I64, i64, |x, y| x & y),
+        Bitwise::Or => map2!(&a, &b, DType::I64, i64, |x, y| x | y),
+        Bitwise::Xor => map2!(&a, &b, DType::I64, i64, |x, y| x ^ y),
+    };
+    Ok(super::back_to(out, dt))
+}
+
+pub(crate) fn bitwise_and(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    bitwise(a, b, Bitwise::And)
+}
+
+pub(crate) fn bitwise_or(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    bitwise(a, b, Bitwise::Or)
+}
+
+pub(crate) fn bitwise_xor(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    bitwise(a, b, Bitwise::Xor)
+}
+
+/// `~a`: bitwise not of an integer tensor, logical not of a bool one.
+pub(crate) fn bitwise_not(a: &Tensor) -> Result<Tensor> {
+    let dt = a.dtype();
+    super::dtypes::Dtypes::Integral.check("bitwise_not_cpu", dt)?;
+    if dt == DType::Bool {
+        return logical_not(a);
+    }
+    let w = cast_data(a, DType::I64);
+    let v = w.view();
+    let out = Tensor::from_vec(
+        crate::kernels::elementwise::unary::<i64, i64>(&v, |x| !x),
+        v.shape.clone(),
+    );
+    Ok(super::back_to(out, dt))
 }

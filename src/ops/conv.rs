@@ -65,8 +65,10 @@ fn spatial(shape: &[usize]) -> [usize; 2] {
     }
 }
 
+/// Contiguous, in the compute dtype (float16/bfloat16 are convolved in
+/// float32 and the result rounded once).
 fn contiguous_of(t: &Tensor) -> Tensor {
-    t.contiguous_data()
+    super::compute_contig(t)
 }
 
 fn check_float(t: &Tensor, op: &str) -> Result<()> {
@@ -79,13 +81,8 @@ fn check_float(t: &Tensor, op: &str) -> Result<()> {
     Ok(())
 }
 
-fn torch_type(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "torch.FloatTensor",
-        DType::F64 => "torch.DoubleTensor",
-        DType::I64 => "torch.LongTensor",
-        DType::Bool => "torch.BoolTensor",
-    }
+fn torch_type(d: DType) -> String {
+    format!("torch.{}Tensor", d.scalar_name())
 }
 
 /// `convolution(input, weight, bias, stride, padding, dilation, transposed,
@@ -378,7 +375,7 @@ fn conv_op(
         let bc = b.map(contiguous_of);
         let (vx, vw) = (xc.view(), wc.view());
         let vb = bc.as_ref().map(|t| t.view());
-        crate::dispatch_float!(x.dtype(), T => {
+        crate::dispatch_float_compute!(x.dtype(), T => {
             let xd = vx.as_slice::<T>().unwrap_or(&[]);
             let wd = vw.as_slice::<T>().unwrap_or(&[]);
             let bd = vb.as_ref().and_then(|v| v.as_slice::<T>());
@@ -466,7 +463,7 @@ fn wgrad_op(x: &Tensor, gy: &Tensor, ksz: [usize; 2], p: ConvParams) -> Result<T
         let (xc, gc) = (contiguous_of(x), contiguous_of(gy));
         let (vx, vg) = (xc.view(), gc.view());
         let g = geom(&xs, &wshape, osz, &p);
-        crate::dispatch_float!(x.dtype(), T => Tensor::from_vec(
+        crate::dispatch_float_compute!(x.dtype(), T => Tensor::from_vec(
             kc::conv_backward_weight::<T>(&g, vx.as_slice::<T>().unwrap_or(&[]), vg.as_slice::<T>().unwrap_or(&[])),
             wshape.clone(),
         ))
@@ -643,7 +640,7 @@ fn im2col_op(x: &Tensor, b: Blocks, cnt: [usize; 2]) -> Result<Tensor> {
     let out = {
         let xc = contiguous_of(x);
         let v = xc.view();
-        crate::dispatch_float!(x.dtype(), T => {
+        crate::dispatch_float_compute!(x.dtype(), T => {
             let xd = v.as_slice::<T>().unwrap_or(&[]);
             let per = g.c * g.h * g.w;
             let mut out: Vec<T> = crate::error::filled_vec(g.n * k * l, <T as Element>::zero());
@@ -744,7 +741,7 @@ fn col2im_op(x: &Tensor, b: Blocks, isz: [usize; 2], cnt: [usize; 2]) -> Result<
     let out = {
         let xc = contiguous_of(x);
         let v = xc.view();
-        crate::dispatch_float!(x.dtype(), T => {
+        crate::dispatch_float_compute!(x.dtype(), T => {
             let xd = v.as_slice::<T>().unwrap_or(&[]);
             let per = g.c * g.h * g.w;
             let cols = xs[1] * xs[2];

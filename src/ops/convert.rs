@@ -9,7 +9,7 @@ use crate::saved;
 use crate::tensor::{DType, Tensor};
 
 /// `t.to(dtype)`: `t` itself when it already has that dtype, as in PyTorch.
-pub(crate) fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
+pub fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
     let from = t.dtype();
     if from == dtype {
         return Ok(t.clone());

@@ -40,11 +40,11 @@ fn rows_lookup(
 ) -> Result<Tensor> {
     let ws = w.shape();
     let (v, d) = (ws[0], ws[1]);
-    let wd = w.contiguous_data();
+    let wd = crate::ops::compute_contig(w);
     let iv = idx.contiguous_data().to_vec::<i64>();
     let mut shape: Shape = idx.shape();
     shape.push(d);
-    let out = crate::dispatch_float!(w.dtype(), T => {
+    let out = crate::dispatch_float_compute!(w.dtype(), T => {
         let view = wd.view();
         let data = view.as_slice::<T>().unwrap_or(&[]);
         let scale = freq_scale::<T>(&iv, v, freq && adjoint);
@@ -77,9 +77,9 @@ fn rows_scatter(
     pad: Option<i64>,
     freq: bool,
 ) -> Result<Tensor> {
-    let gd = g.contiguous_data();
+    let gd = crate::ops::compute_contig(g);
     let iv = idx.contiguous_data().to_vec::<i64>();
-    let out = crate::dispatch_float!(g.dtype(), T => {
+    let out = crate::dispatch_float_compute!(g.dtype(), T => {
         let view = gd.view();
         let data = view.as_slice::<T>().unwrap_or(&[]);
         let scale = freq_scale::<T>(&iv, v, freq);
@@ -122,6 +122,11 @@ pub fn embedding(
             "\"embedding\" not implemented for '{}'",
             weight.dtype().scalar_name()
         )));
+    }
+    if indices.dtype() == DType::I32 {
+        // PyTorch takes Long and Int indices.
+        let wide = crate::ops::cast_data(indices, DType::I64);
+        return embedding(weight, &wide, padding_idx, scale_grad_by_freq);
     }
     if indices.dtype() != DType::I64 {
         return Err(Error::runtime(format!(

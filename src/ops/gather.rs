@@ -228,9 +228,12 @@ pub(crate) fn scatter_value(
 
 /// `input.index_select(dim, index)` for a 1-D (or 0-d) int64 index.
 pub(crate) fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    if index.dtype() == DType::I32 {
+        return index_select(input, dim, &super::cast_data(index, DType::I64));
+    }
     if index.dtype() != DType::I64 {
         return Err(Error::runtime(
-            "index_select(): Expected dtype int64 for index",
+            "index_select(): Expected dtype int32 or int64 for index",
         ));
     }
     if index.ndim() > 1 {

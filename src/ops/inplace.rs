@@ -14,7 +14,7 @@ use crate::autograd::{current_seq, is_grad_enabled, record, Edge, NodeRef};
 use crate::error::{Error, Result};
 use crate::kernels::copy::scatter;
 use crate::saved;
-use crate::tensor::{fmt_shape, CreationMeta, Element, Shape, Tensor};
+use crate::tensor::{fmt_shape, CreationMeta, DType, Element, Shape, Tensor};
 
 const LEAF_MSG: &str = "a leaf Variable that requires grad is being used in an in-place operation.";
 const LEAF_VIEW_MSG: &str =
@@ -564,7 +564,7 @@ pub(crate) fn try_update_in_place(a: &Tensor, b: &Tensor, op: InplaceOp) -> Resu
         return Ok(false);
     }
     let dt = a.dtype();
-    if !dt.is_float() || super::result_type(a, b) != dt || b.dtype() != dt {
+    if !matches!(dt, DType::F32 | DType::F64) || super::result_type(a, b) != dt || b.dtype() != dt {
         return Ok(false);
     }
     let (av, bv) = (a.view(), b.view());

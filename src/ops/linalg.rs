@@ -190,6 +190,36 @@ pub(crate) fn mm_accumulate(acc: &Tensor, a: &Tensor, b: &Tensor) -> bool {
     }
 }
 
+/// The batched product of two views of one dtype (`[..., m, k] @ [..., k, n]`
+/// with equal batch shapes) as a tensor of `shape`: natively, except
+/// float16/bfloat16, which [`product_low_precision`] computes.
+fn product(dt: DType, va: &View, vb: &View, shape: Shape) -> Tensor {
+    if dt.is_low_precision() {
+        let (t, d) = product_low_precision(va, vb, shape);
+        return super::back_to(t, d);
+    }
+    crate::dispatch_native!(dt, T => Tensor::from_vec(bmm_kernel::<T>(va, vb), shape))
+}
+
+/// The product of float16/bfloat16 operands: the one entry for 16-bit float
+/// matrix products (`mm`, `bmm`, `matmul`, `mv`, `dot`, `addmm`; `linear`
+/// and attention go through these). Each element is the float32 product
+/// (operands widened exactly, float32 accumulation) rounded once; returns
+/// that float32 tensor with the dtype to round it to, so `addmm` can add the
+/// bias before rounding.
+fn product_low_precision(va: &View, vb: &View, shape: Shape) -> (Tensor, DType) {
+    let dt = va.dtype();
+    let widen = |v: &View| -> Tensor {
+        crate::dispatch!(v.dtype(), H => Tensor::from_vec(
+            crate::kernels::elementwise::unary::<H, f32>(v, crate::kernels::convert::cast::<H, f32>),
+            v.shape.clone(),
+        ))
+    };
+    let (a, b) = (widen(va), widen(vb));
+    let (fa, fb) = (a.view(), b.view());
+    (Tensor::from_vec(bmm_kernel::<f32>(&fa, &fb), shape), dt)
+}
+
 /// `mm(a, b)` for two matrices.
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (sa, sb) = (a.shape(), b.shape());
@@ -197,7 +227,7 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = check_dtype(a, b, "addmm_impl_cpu_")?;
     let out = {
         let (va, vb) = (a.view(), b.view());
-        crate::dispatch!(dt, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vb), Shape::from_slice(&[sa[0], sb[1]])))
+        product(dt, &va, &vb, Shape::from_slice(&[sa[0], sb[1]]))
     };
     if needs_record(&[a, b]) {
         let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
@@ -279,7 +309,16 @@ pub(crate) fn addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let _g = crate::autograd::GradModeGuard::new(false);
         let e = expand(&bias.detach(), &shape)?;
         let (vc, va, vb) = (e.view(), a.view(), b.view());
-        crate::dispatch!(da, T => Tensor::from_vec(addmm_kernel::<T>(&vc, &va, &vb), shape))
+        if da.is_low_precision() {
+            // bias + a @ b in float32, rounded once.
+            let sum = crate::ops::add(
+                &crate::ops::cast_data(&e, DType::F32),
+                &product_low_precision(&va, &vb, shape).0,
+            )?;
+            super::back_to(sum, da)
+        } else {
+            crate::dispatch_native!(da, T => Tensor::from_vec(addmm_kernel::<T>(&vc, &va, &vb), shape))
+        }
     };
     if needs_record(&[bias, a, b]) {
         let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
@@ -342,7 +381,7 @@ pub(crate) fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
     let out = {
         let v2 = unsqueeze_data(v, 1);
         let (va, vv) = (a.view(), v2.view());
-        crate::dispatch!(da, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vv), Shape::from_slice(&[sa[0]])))
+        product(da, &va, &vv, Shape::from_slice(&[sa[0]]))
     };
     if needs_record(&[a, v]) {
         let (ra, rv) = (crate::autograd::tracked(a), crate::autograd::tracked(v));
@@ -391,7 +430,7 @@ pub(crate) fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let a2 = unsqueeze_data(a, 0);
         let b2 = unsqueeze_data(b, 1);
         let (va, vb) = (a2.view(), b2.view());
-        crate::dispatch!(dt, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vb), Shape::new()))
+        product(dt, &va, &vb, Shape::new())
     };
     if needs_record(&[a, b]) {
         let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
@@ -602,7 +641,7 @@ fn matmul_batched(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         };
         let (ea, eb) = (expand(&a2, &with(&[n, m1]))?, expand(&b2, &with(&[m2, p]))?);
         let (va, vb) = (ea.view(), eb.view());
-        crate::dispatch!(dt, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vb), flat_shape))
+        product(dt, &va, &vb, flat_shape)
     };
     if !recording {
         return Ok(flat);
@@ -664,7 +703,7 @@ pub(crate) fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = check_dtype(a, b, "bmm")?;
     let out = {
         let (va, vb) = (a.view(), b.view());
-        crate::dispatch!(dt, T => Tensor::from_vec(bmm_kernel::<T>(&va, &vb), Shape::from_slice(&[sa[0], sa[1], sb[2]])))
+        product(dt, &va, &vb, Shape::from_slice(&[sa[0], sa[1], sb[2]]))
     };
     if needs_record(&[a, b]) {
         let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
@@ -711,9 +750,9 @@ pub(crate) fn batched_outer(g: &Tensor, x: &Tensor) -> Result<Tensor> {
         )));
     }
     let (b, m, n) = (gs[0], gs[1], xs[1]);
-    let (gc, xc) = (g.contiguous_data(), x.contiguous_data());
+    let (gc, xc) = (super::compute_contig(g), super::compute_contig(x));
     let (gv, xv) = (gc.view(), xc.view());
-    Ok(crate::dispatch_float!(g.dtype(), T => {
+    Ok(crate::dispatch_float_compute!(g.dtype(), T => {
         let (Some(gsl), Some(xsl)) = (gv.as_slice::<T>(), xv.as_slice::<T>()) else {
             return Err(Error::runtime("batched_outer: operands are not contiguous"));
         };

@@ -12,6 +12,7 @@ mod compare;
 mod conv;
 mod convert;
 mod diagonal;
+pub mod dtypes;
 mod einsum;
 mod embedding;
 mod extrema;
@@ -32,12 +33,12 @@ mod shape_ops;
 mod sort;
 pub(crate) mod strided;
 mod unary;
+mod unfold_view;
 
 pub(crate) use activation::*;
 pub(crate) use arith::*;
 pub(crate) use clamp::*;
 pub(crate) use compare::*;
-pub(crate) use convert::*;
 pub(crate) use diagonal::*;
 pub(crate) use einsum::*;
 pub(crate) use extrema::*;
@@ -52,6 +53,7 @@ pub(crate) use reduce::*;
 pub(crate) use shape::*;
 pub(crate) use shape_ops::*;
 pub(crate) use unary::*;
+pub(crate) use unfold_view::*;
 
 // New layer ops stay public for their criterion benches.
 pub use conv::*;
@@ -64,10 +66,11 @@ pub use sort::*;
 // rustc reports any that nothing uses.
 pub use activation::{log_softmax, softmax};
 pub use arith::{add, mul};
+pub use convert::to_dtype;
 pub use extrema::amax;
 pub use linalg::{matmul, mm};
 pub use reduce::sum;
-pub use shape::transpose;
+pub use shape::{clone_data, transpose};
 pub use unary::{exp, tanh};
 
 use crate::tensor::{DType, Element, Tensor, View};
@@ -108,20 +111,136 @@ impl Scalar {
     /// A 0-d tensor of the dtype this scalar takes next to `t`.
     pub(crate) fn wrap(self, t: &Tensor) -> Tensor {
         let dt = self.result_type(t.dtype());
-        match (self, dt) {
-            (Scalar::Int(i), DType::I64) => Tensor::scalar(i),
+        // An integer next to a narrow integer tensor keeps its value as an
+        // int64 0-d tensor (the result dtype is the same): comparisons see
+        // 300 (`int8_tensor < 300` holds), arithmetic wraps it as PyTorch's.
+        if let (Scalar::Int(i), true) = (self, dt.is_int() && t.ndim() > 0) {
+            return Tensor::scalar(i);
+        }
+        self.tensor_of(dt)
+    }
+
+    /// Like [`wrap`](Self::wrap), but next to a float16/bfloat16 tensor the
+    /// number stays a float32 (PyTorch's `*` and `/` compute with the
+    /// number unrounded, in the kernel's float32 "opmath" type); the result
+    /// dtype is unchanged, a 0-d operand being of the same category.
+    pub(crate) fn wrap_opmath(self, t: &Tensor) -> Tensor {
+        let dt = self.result_type(t.dtype());
+        // (A 0-d `t` would be promoted by a float32 0-d operand.)
+        if dt.is_low_precision() && t.ndim() > 0 {
+            self.tensor_of(DType::F32)
+        } else {
+            self.wrap(t)
+        }
+    }
+
+    /// A 0-d tensor of `dt` holding this number, an integer converted as an
+    /// int64 tensor's `.to(dt)` would (exactly, wrapping into narrower types).
+    pub(crate) fn tensor_of(self, dt: DType) -> Tensor {
+        match self {
+            Scalar::Int(i) => {
+                crate::dispatch!(dt, T => Tensor::scalar(<T as Element>::from_i64(i)))
+            }
             _ => Tensor::scalar_of(self.to_f64(), dt),
         }
     }
 }
 
+/// The dtype a kernel written for bool/int64/float32/float64 computes `dt`
+/// in: float16/bfloat16 in float32 (rounded once on the way out, as
+/// PyTorch's CPU kernels do), the narrow integers in int64 (narrowed back
+/// with wrapping, which gives the same values as computing natively: Python
+/// numbers keep their value until the result wraps, as in PyTorch).
+#[inline]
+pub(crate) fn wide(dt: DType) -> DType {
+    match dt {
+        DType::F16 | DType::BF16 => DType::F32,
+        DType::U8 | DType::I8 | DType::I16 | DType::I32 => DType::I64,
+        d => d,
+    }
+}
+
+/// A result computed in [`wide`]`(dt)` brought back to `dt` (a no-op when it
+/// already is).
+#[inline]
+pub(crate) fn back_to(out: Tensor, dt: DType) -> Tensor {
+    if out.dtype() == dt {
+        out
+    } else {
+        cast_data(&out, dt)
+    }
+}
+
+/// Like [`crate::dispatch!`], but float16/bfloat16 run the body with `$T`
+/// = f32 and `$dt` rebound to float32; the body's tensor is then rounded
+/// once to the low-precision dtype. The other dtypes run natively.
+#[macro_export]
+macro_rules! dispatch_compute {
+    ($dt:ident, $T:ident => $body:expr) => {
+        match $dt {
+            $crate::tensor::DType::F16 | $crate::tensor::DType::BF16 => {
+                let orig = $dt;
+                let out: $crate::tensor::Tensor = {
+                    #[allow(unused_variables)]
+                    let $dt = $crate::tensor::DType::F32;
+                    type $T = f32;
+                    $body
+                };
+                $crate::ops::back_to(out, orig)
+            }
+            _ => $crate::dispatch_native!($dt, $T => $body),
+        }
+    };
+}
+
+/// [`crate::dispatch_float!`] that also takes float16/bfloat16, computed as
+/// [`crate::dispatch_compute!`] computes them (the body must read its
+/// operands through `with_cast`/`cast_data` to `$dt`, and give a tensor).
+#[macro_export]
+macro_rules! dispatch_float_compute {
+    ($dt:ident, $T:ident => $body:expr) => {
+        match $dt {
+            $crate::tensor::DType::F16 | $crate::tensor::DType::BF16 => {
+                let orig = $dt;
+                let out: $crate::tensor::Tensor = {
+                    #[allow(unused_variables)]
+                    let $dt = $crate::tensor::DType::F32;
+                    type $T = f32;
+                    $body
+                };
+                $crate::ops::back_to(out, orig)
+            }
+            _ => $crate::dispatch_float!($dt, $T => $body),
+        }
+    };
+    // A dtype given as an expression: the body reads its operands in `$T`
+    // (through [`compute_contig`]) without naming the dtype.
+    ($dt:expr, $T:ident => $body:expr) => {{
+        let orig: $crate::tensor::DType = $dt;
+        match orig {
+            $crate::tensor::DType::F16 | $crate::tensor::DType::BF16 => {
+                type $T = f32;
+                let out: $crate::tensor::Tensor = $body;
+                $crate::ops::back_to(out, orig)
+            }
+            _ => $crate::dispatch_float!(orig, $T => $body),
+        }
+    }};
+}
+
+/// `t` laid out contiguously in its compute dtype (float32 for
+/// float16/bfloat16, [`DType::compute`]): what a float kernel reads.
+pub(crate) fn compute_contig(t: &Tensor) -> Tensor {
+    if t.dtype().is_low_precision() {
+        cast_data(t, DType::F32)
+    } else {
+        t.contiguous_data()
+    }
+}
+
 /// bool < integer < floating point, for promotion and in-place cast checks.
 pub(crate) fn category_of(d: DType) -> u8 {
-    match d {
-        DType::Bool => 0,
-        DType::I64 => 1,
-        DType::F32 | DType::F64 => 2,
-    }
+    d.category()
 }
 
 /// The dtype of `a <op> b` for tensors: a zero-dimensional operand only
@@ -166,9 +285,12 @@ pub(crate) fn cast_data(t: &Tensor, dtype: DType) -> Tensor {
     }
     let v = t.view();
     let shape = v.shape.clone();
+    if let Some(out) = crate::kernels::convert::fast_cast(&v, dtype) {
+        return out;
+    }
     crate::dispatch!(v.dtype(), S => {
         crate::dispatch!(dtype, D => {
-            let out: Vec<D> = crate::kernels::elementwise::unary::<S, D>(&v, |x| D::from_f64(x.to_f64()));
+            let out: Vec<D> = crate::kernels::elementwise::unary::<S, D>(&v, crate::kernels::convert::cast::<S, D>);
             Tensor::from_vec(out, shape)
         })
     })

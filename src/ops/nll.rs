@@ -144,6 +144,12 @@ fn nll_elements(
             dt.scalar_name()
         )));
     }
+    if dt.is_low_precision() {
+        // In float32, each result rounded once.
+        let f = |t: &Tensor| crate::ops::cast_data(t, DType::F32);
+        let (l, w) = nll_elements(&f(x), target, weight.map(f).as_ref(), ignore_index)?;
+        return Ok((crate::ops::back_to(l, dt), crate::ops::back_to(w, dt)));
+    }
     let (c, inner) = class_layout(&x.shape());
     let tv = target.to_vec::<i64>();
     let m = tv.len();
@@ -183,6 +189,18 @@ fn nll_grad_data(
     shape: &Shape,
 ) -> Result<Tensor> {
     let dt = g.dtype();
+    if dt.is_low_precision() {
+        let f = |t: &Tensor| crate::ops::cast_data(t, DType::F32);
+        let out = nll_grad_data(
+            &f(g),
+            target,
+            weight.map(f).as_ref(),
+            ignore_index,
+            per_element,
+            shape,
+        )?;
+        return Ok(crate::ops::back_to(out, dt));
+    }
     let (c, inner) = class_layout(shape);
     let tv = target.to_vec::<i64>();
     crate::dispatch_float!(dt, T => {

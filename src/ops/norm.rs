@@ -368,11 +368,11 @@ fn block_norm(
     fixed: Option<(Vec<f64>, Vec<f64>)>,
     eps: f64,
 ) -> Result<(Tensor, Vec<f64>, Vec<f64>)> {
-    let xd = x.contiguous_data();
+    let xd = super::compute_contig(x);
     let (wv, bv) = (w.map(f64s), b.map(f64s));
     let shape = x.shape();
     let input_stats = fixed.is_none();
-    let (out, mu, var) = crate::dispatch_float!(x.dtype(), T => {
+    let (out, mu, var) = crate::dispatch_float!(xd.dtype(), T => {
         let v = xd.view();
         let data = v.as_slice::<T>().unwrap_or(&[]);
         let (mu, var) = match fixed {
@@ -383,6 +383,8 @@ fn block_norm(
         let y = block_forward(data, l, &mu, &rs, wv.as_deref(), bv.as_deref());
         (Tensor::from_vec(y, shape.clone()), mu, var)
     });
+    // float16/bfloat16 were normalised in float32: rounded once here.
+    let out = super::back_to(out, x.dtype());
     if needs_record(&[x])
         || w.is_some_and(|w| needs_record(&[w]))
         || b.is_some_and(|b| needs_record(&[b]))
@@ -409,17 +411,18 @@ fn block_norm(
                 }
                 let (mu, rs) = (f64s(mean_t), f64s(rstd_t));
                 let wv = w.map(f64s);
-                let g = dense_grad(g, x)?;
-                let xd = x.contiguous_data();
+                let g = super::compute_contig(&dense_grad(g, x)?);
+                let xd = super::compute_contig(x);
                 let shape = x.shape();
                 let dt = x.dtype();
-                let (dx, dw, db) = crate::dispatch_float!(dt, T => {
+                let (dx, dw, db) = crate::dispatch_float!(dt.compute(), T => {
                     let (gv, xv) = (g.view(), xd.view());
                     let gs = gv.as_slice::<T>().unwrap_or(&[]);
                     let xs = xv.as_slice::<T>().unwrap_or(&[]);
                     let (dx, dw, db) = block_backward(gs, xs, l, &mu, &rs, wv.as_deref(), input_stats);
                     (Tensor::from_vec(dx, shape.clone()), dw, db)
                 });
+                let dx = super::back_to(dx, dt);
                 let dw = cast_data(&Tensor::from_vec(dw, smallvec![l.c]), dt);
                 let db = cast_data(&Tensor::from_vec(db, smallvec![l.c]), dt);
                 Ok(grads_of(c, has_w, has_b, dx, dw, db))
@@ -613,12 +616,11 @@ pub fn layer_norm(
     check_same_dtype(x, &[w, b])?;
     let m: usize = normalized_shape.iter().product();
     let rows = x.numel().checked_div(m).unwrap_or(0);
-    let xd = x.contiguous_data();
-    let (wd, bd) = (
-        w.map(|t| t.contiguous_data()),
-        b.map(|t| t.contiguous_data()),
-    );
-    let (out, mean_t, rstd_t) = crate::dispatch_float!(x.dtype(), T => {
+    let xd = super::compute_contig(x);
+    let (wd, bd) = (w.map(super::compute_contig), b.map(super::compute_contig));
+    // float16/bfloat16 in float32: the statistics stay float32 (as PyTorch
+    // keeps them), the output is rounded once.
+    let (out, mean_t, rstd_t) = crate::dispatch_float!(xd.dtype(), T => {
         let (xv, wv, bv) = (xd.view(), wd.as_ref().map(|t| t.view()), bd.as_ref().map(|t| t.view()));
         let data = xv.as_slice::<T>().unwrap_or(&[]);
         let ws = wv.as_ref().and_then(|v| v.as_slice::<T>());
@@ -630,6 +632,7 @@ pub fn layer_norm(
             Tensor::from_vec(rs, smallvec![rows]),
         )
     });
+    let out = super::back_to(out, x.dtype());
     if needs_record(&[x])
         || w.is_some_and(|w| needs_record(&[w]))
         || b.is_some_and(|b| needs_record(&[b]))
@@ -669,10 +672,10 @@ pub fn layer_norm(
                     return Ok(grads_of(c, has_w, has_b, reshape(&dx, &shape)?, dw, db));
                 }
                 let (mean_t, rstd_t) = (c.saved(2)?, c.saved(3)?);
-                let g = dense_grad(g, x)?;
-                let xd = x.contiguous_data();
-                let wd = w.map(|t| t.contiguous_data());
-                let (dx, dw, db) = crate::dispatch_float!(dt, T => {
+                let g = super::compute_contig(&dense_grad(g, x)?);
+                let xd = super::compute_contig(x);
+                let wd = w.map(super::compute_contig);
+                let (dx, dw, db) = crate::dispatch_float!(dt.compute(), T => {
                     let (gv, xv, mv, rv) = (g.view(), xd.view(), mean_t.view(), rstd_t.view());
                     let wv = wd.as_ref().map(|t| t.view());
                     let ws = wv.as_ref().and_then(|v| v.as_slice::<T>());
@@ -686,6 +689,7 @@ pub fn layer_norm(
                     );
                     (Tensor::from_vec(dx, shape.clone()), dw, db)
                 });
+                let dx = super::back_to(dx, dt);
                 let dw = cast_data(&Tensor::from_vec(dw, ns.clone()), dt);
                 let db = cast_data(&Tensor::from_vec(db, ns.clone()), dt);
                 Ok(grads_of(c, has_w, has_b, dx, dw, db))

@@ -8,7 +8,7 @@
 use crate::error::{Error, Result};
 use crate::kernels::optim::{step, Rule};
 use crate::kernels::{parallel, SendPtr};
-use crate::tensor::{fmt_shape, DType, Tensor};
+use crate::tensor::{bf16, f16, fmt_shape, DType, Element, Tensor};
 
 /// Elements per task: large enough that a task costs far more than claiming
 /// it, small enough that two threads end within a few microseconds.
@@ -116,21 +116,30 @@ pub fn foreach_step(rule: &Rule, rows: &[Vec<Tensor>], per: &[[f64; 3]]) -> Resu
     let run = |t: usize| {
         let (i, start, len) = tasks[t];
         let (slot, _, dt) = &ptrs[i];
-        crate::dispatch_float!(*dt, T => {
-            // SAFETY: each pointer is the first element of a contiguous run of
-            // the row's `n` elements (checked above); tasks cover disjoint
-            // chunks, and written tensors overlap nothing else in the call.
-            unsafe {
-                let at = |k: usize| (slot[k].get() as *mut T).add(start);
-                let p = std::slice::from_raw_parts_mut(at(0), len);
-                let g = std::slice::from_raw_parts(at(1) as *const T, len);
-                let mut states: [&mut [T]; MAX_ROW - 2] = Default::default();
-                for (k, s) in states.iter_mut().enumerate().take(width - 2) {
-                    *s = std::slice::from_raw_parts_mut(at(k + 2), len);
+        match *dt {
+            // SAFETY (both): as below.
+            DType::F16 => unsafe {
+                low_precision_step::<f16>(rule, per[i], slot, start, len, width)
+            },
+            DType::BF16 => unsafe {
+                low_precision_step::<bf16>(rule, per[i], slot, start, len, width)
+            },
+            _ => crate::dispatch_float!(*dt, T => {
+                // SAFETY: each pointer is the first element of a contiguous run of
+                // the row's `n` elements (checked above); tasks cover disjoint
+                // chunks, and written tensors overlap nothing else in the call.
+                unsafe {
+                    let at = |k: usize| (slot[k].get() as *mut T).add(start);
+                    let p = std::slice::from_raw_parts_mut(at(0), len);
+                    let g = std::slice::from_raw_parts(at(1) as *const T, len);
+                    let mut states: [&mut [T]; MAX_ROW - 2] = Default::default();
+                    for (k, s) in states.iter_mut().enumerate().take(width - 2) {
+                        *s = std::slice::from_raw_parts_mut(at(k + 2), len);
+                    }
+                    step::<T>(rule, per[i], p, g, &mut states[..width - 2]);
                 }
-                step::<T>(rule, per[i], p, g, &mut states[..width - 2]);
-            }
-        })
+            }),
+        }
     };
     parallel::run(total, |threads| {
         if threads == 1 || total < PARALLEL_ELEMS {
@@ -147,4 +156,44 @@ pub fn foreach_step(rule: &Rule, rows: &[Vec<Tensor>], per: &[[f64; 3]]) -> Resu
         }
     }
     Ok(())
+}
+
+/// One chunk of a float16/bfloat16 row: the parameter, gradient and states
+/// read into float32, stepped there, and the parameter and states rounded
+/// back once (PyTorch keeps an optimizer's state in the parameter's dtype and
+/// computes each update in float32).
+///
+/// # Safety
+/// As the float32/float64 path: each pointer is the first element of a
+/// contiguous run of the row's elements of type `H`, covering `start + len`.
+unsafe fn low_precision_step<H: Element>(
+    rule: &Rule,
+    per: [f64; 3],
+    slot: &[SendPtr<u8>; MAX_ROW],
+    start: usize,
+    len: usize,
+    width: usize,
+) {
+    let at = |k: usize| unsafe { (slot[k].get() as *mut H).add(start) };
+    let mut bufs: Vec<Vec<f32>> = (0..width)
+        .map(|k| {
+            // SAFETY: the caller's contract.
+            let src = unsafe { std::slice::from_raw_parts(at(k) as *const H, len) };
+            src.iter().map(|x| x.to_f64() as f32).collect()
+        })
+        .collect();
+    let (pg, states) = bufs.split_at_mut(2);
+    let (p, g) = pg.split_at_mut(1);
+    let mut st: Vec<&mut [f32]> = states.iter_mut().map(|v| v.as_mut_slice()).collect();
+    step::<f32>(rule, per, &mut p[0], &g[0], &mut st);
+    for (k, buf) in bufs.iter().enumerate() {
+        if k == 1 {
+            continue;
+        }
+        // SAFETY: the caller's contract; the gradient (k == 1) is not written.
+        let dst = unsafe { std::slice::from_raw_parts_mut(at(k), len) };
+        for (d, &x) in dst.iter_mut().zip(buf) {
+            *d = H::from_f64(x as f64);
+        }
+    }
 }

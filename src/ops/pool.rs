@@ -275,12 +275,14 @@ fn max_op(x: &Tensor, win: [Window; 2], name: &'static str) -> Result<(Tensor, T
     let planes = x.numel() / (h * w).max(1);
     let oshape = out_shape(&shape, [win[0].len_out(), win[1].len_out()]);
     let (out, idx) = {
-        let xc = x.contiguous_data();
+        // float16/bfloat16 in float32: a maximum is exact in either.
+        let xc = super::compute_contig(x);
         let v = xc.view();
-        crate::dispatch_float!(x.dtype(), T => {
+        let (o, i) = crate::dispatch_float!(xc.dtype(), T => {
             let (o, i) = kp::max_pool::<T>(v.as_slice::<T>().unwrap_or(&[]), planes, &win[0], &win[1]);
             (Tensor::from_vec(o, oshape.clone()), Tensor::from_vec(i, oshape.clone()))
-        })
+        });
+        (super::back_to(o, x.dtype()), i)
     };
     if needs_record(&[x]) {
         record(name, &[x], &out, saved![&idx], move |c| {
@@ -298,18 +300,20 @@ fn max_backward(g: &Tensor, idx: &Tensor, in_shape: &Shape) -> Result<Tensor> {
     let planes: usize = in_shape[..nd - 2].iter().product();
     let per = idx.numel() / planes.max(1);
     if !is_grad_enabled() || !g.requires_grad() {
-        let gc = g.contiguous_data();
+        let gc = super::compute_contig(g);
         let ic = idx.contiguous_data();
         let (vg, vi) = (gc.view(), ic.view());
-        return Ok(crate::dispatch_float!(g.dtype(), T => Tensor::from_vec(
-            kp::scatter_planes::<T>(
-                vg.as_slice::<T>().unwrap_or(&[]),
-                vi.as_slice::<i64>().unwrap_or(&[]),
-                planes,
-                plane,
-            ),
-            in_shape.clone(),
-        )));
+        return Ok(
+            crate::dispatch_float_compute!(g.dtype(), T => Tensor::from_vec(
+                kp::scatter_planes::<T>(
+                    vg.as_slice::<T>().unwrap_or(&[]),
+                    vi.as_slice::<i64>().unwrap_or(&[]),
+                    planes,
+                    plane,
+                ),
+                in_shape.clone(),
+            )),
+        );
     }
     let zeros = Tensor::zeros(Shape::from_slice(&[planes, plane]), g.dtype());
     let gx = scatter_add(
@@ -375,9 +379,9 @@ fn separable_op(x: &Tensor, th: Arc<Taps>, tw: Arc<Taps>, names: Names) -> Resul
         s
     };
     let out = {
-        let xc = x.contiguous_data();
+        let xc = super::compute_contig(x);
         let v = xc.view();
-        crate::dispatch_float!(x.dtype(), T => Tensor::from_vec(
+        crate::dispatch_float_compute!(x.dtype(), T => Tensor::from_vec(
             kp::separable::<T>(v.as_slice::<T>().unwrap_or(&[]), planes, &th, &tw),
             oshape,
         ))
@@ -405,9 +409,9 @@ fn adjoint_op(
 ) -> Result<Tensor> {
     let planes = in_shape.iter().product::<usize>() / (th.len_in * tw.len_in).max(1);
     let out = {
-        let gc = g.contiguous_data();
+        let gc = super::compute_contig(g);
         let v = gc.view();
-        crate::dispatch_float!(g.dtype(), T => Tensor::from_vec(
+        crate::dispatch_float_compute!(g.dtype(), T => Tensor::from_vec(
             kp::separable_adjoint::<T>(v.as_slice::<T>().unwrap_or(&[]), planes, &th, &tw),
             in_shape.clone(),
         ))

@@ -45,6 +45,11 @@ fn reduced_shape(shape: &[usize], mask: &[bool], keepdim: bool) -> Shape {
 
 /// The raw (unrecorded) sum of `a` over `mask`, in `a`'s dtype, keepdim shape.
 fn sum_kernel(a: &Tensor, mask: &[bool]) -> Tensor {
+    let dt = a.dtype();
+    if dt.is_low_precision() {
+        // Accumulated in float32, rounded once.
+        return super::back_to(sum_kernel(&cast_data(a, DType::F32), mask), dt);
+    }
     let v = a.view();
     let keep = reduced_shape(&v.shape, mask, true);
     if mask.iter().all(|&m| m) {
@@ -60,10 +65,10 @@ fn sum_kernel(a: &Tensor, mask: &[bool]) -> Tensor {
 pub fn sum(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     let shape = a.shape();
     let mask = reduce_mask(shape.len(), dims)?;
-    let src = if a.dtype() == DType::Bool {
-        cast_data(a, DType::I64)
-    } else {
+    let src = if a.dtype().is_float() {
         a.clone()
+    } else {
+        cast_data(a, DType::I64)
     };
     let kept = sum_kernel(&src, &mask);
     let out = if keepdim {
@@ -116,20 +121,19 @@ pub(crate) fn mean(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Te
         .filter(|(_, &m)| m)
         .map(|(&n, _)| n)
         .product();
-    let s = {
+    let dt = a.dtype();
+    let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
         // The tangent is `mean`'s own (below), not the sum's.
         let _s = crate::autograd::forward::Suspend::new(true);
-        sum(a, dims, keepdim)?
-    };
-    let out = {
-        let _s = crate::autograd::forward::Suspend::new(true);
-        mul_f64(&s, 1.0 / count as f64)?
-    };
-    let out = if count == 0 {
-        mul_f64(&s, f64::NAN)?
-    } else {
-        out
+        // float16/bfloat16: summed and divided in float32, rounded once.
+        let s = sum(&cast_data(a, dt.compute()), dims, keepdim)?;
+        let out = if count == 0 {
+            mul_f64(&s, f64::NAN)?
+        } else {
+            mul_f64(&s, 1.0 / count as f64)?
+        };
+        super::back_to(out, dt)
     };
     if needs_record(&[a]) {
         let name = if dims.is_none() {
@@ -230,8 +234,9 @@ pub(crate) fn rows_of(a: &Tensor, mask: &[bool]) -> Result<(Tensor, usize, usize
 pub(crate) fn prod(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
     let shape = a.shape();
     let mask = reduce_mask(shape.len(), dims)?;
+    // float16/bfloat16 multiply in float32 (rounded once); integers in int64.
     let src = if a.dtype().is_float() {
-        a.clone()
+        cast_data(a, a.dtype().compute())
     } else {
         cast_data(a, DType::I64)
     };
@@ -248,6 +253,11 @@ pub(crate) fn prod(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Te
             });
             Tensor::from_vec(r, out_shape)
         })
+    };
+    let out = if a.dtype().is_low_precision() {
+        super::back_to(out, a.dtype())
+    } else {
+        out
     };
     if needs_record(&[a]) {
         let keep_shape = reduced_shape(&shape, &mask, true);

@@ -17,6 +17,11 @@ fn float_dtype(ts: &[&Tensor]) -> Result<DType> {
     Ok(dt)
 }
 
+/// float16/bfloat16 layers run in float32, each result rounded once.
+fn f32_of(t: &Tensor) -> Tensor {
+    super::cast_data(t, DType::F32)
+}
+
 fn expect_shape(t: &Tensor, shape: &[usize], what: &str) -> Result<()> {
     if t.shape().as_slice() != shape {
         return Err(Error::runtime(format!(
@@ -121,6 +126,21 @@ pub fn lstm_layer_forward(
     all.extend(b_ih);
     all.extend(b_hh);
     let dt = float_dtype(&all)?;
+    if dt.is_low_precision() {
+        let (b_ih, b_hh) = (b_ih.map(f32_of), b_hh.map(f32_of));
+        let out = lstm_layer_forward(
+            &f32_of(x),
+            &f32_of(h0),
+            &f32_of(c0),
+            &f32_of(w_ih),
+            &f32_of(w_hh),
+            b_ih.as_ref(),
+            b_hh.as_ref(),
+            sizes,
+            reverse,
+        )?;
+        return Ok(out.into_iter().map(|t| super::back_to(t, dt)).collect());
+    }
     let s = layout(h0, w_hh, sizes, reverse, 4)?;
     expect_shape(c0, &[s.batch, s.hidden], "initial cell state")?;
     let input = lstm_input(&s, x, w_ih, b_ih, b_hh)?;
@@ -180,6 +200,28 @@ pub fn lstm_layer_backward(
 ) -> Result<Vec<Option<Tensor>>> {
     let [gates, c, c_prev, h_prev] = saved;
     let dt = float_dtype(&[x, g_out, g_hn, g_cn, gates, c, c_prev, h_prev, w_ih, w_hh])?;
+    if dt.is_low_precision() {
+        let f: Vec<Tensor> = [x, g_out, g_hn, g_cn, gates, c, c_prev, h_prev, w_ih, w_hh]
+            .iter()
+            .map(|t| f32_of(t))
+            .collect();
+        let out = lstm_layer_backward(
+            &f[0],
+            &f[1],
+            &f[2],
+            &f[3],
+            [&f[4], &f[5], &f[6], &f[7]],
+            &f[8],
+            &f[9],
+            sizes,
+            reverse,
+            needs,
+        )?;
+        return Ok(out
+            .into_iter()
+            .map(|t| t.map(|t| super::back_to(t, dt)))
+            .collect());
+    }
     let s = layout(g_hn, w_hh, sizes, reverse, 4)?;
     let input = lstm_input(&s, x, w_ih, None, None)?;
     let (n, h) = (s.rows(), s.hidden);
@@ -235,6 +277,18 @@ pub fn gru_layer_forward(
     let mut all = vec![gi, h0, w_hh];
     all.extend(b_hh);
     let dt = float_dtype(&all)?;
+    if dt.is_low_precision() {
+        let b = b_hh.map(f32_of);
+        let out = gru_layer_forward(
+            &f32_of(gi),
+            &f32_of(h0),
+            &f32_of(w_hh),
+            b.as_ref(),
+            sizes,
+            reverse,
+        )?;
+        return Ok(out.into_iter().map(|t| super::back_to(t, dt)).collect());
+    }
     let s = steps(gi, h0, w_hh, b_hh, sizes, reverse, 3)?;
     let (n, h) = (s.rows(), s.hidden);
     let (gi, h0, w) = (
@@ -268,6 +322,19 @@ pub fn gru_layer_backward(
     reverse: bool,
 ) -> Result<Vec<Tensor>> {
     let dt = float_dtype(&[g_out, g_hn, gates, h_prev, w_hh])?;
+    if dt.is_low_precision() {
+        let f = f32_of;
+        let out = gru_layer_backward(
+            &f(g_out),
+            &f(g_hn),
+            &f(gates),
+            &f(h_prev),
+            &f(w_hh),
+            sizes,
+            reverse,
+        )?;
+        return Ok(out.into_iter().map(|t| super::back_to(t, dt)).collect());
+    }
     let hidden = g_hn.shape().last().copied().unwrap_or(0);
     let n: usize = sizes.iter().sum();
     // `gates` is [N, 4H]; check it and the rest against a [N, 3H] stand-in.

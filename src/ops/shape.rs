@@ -348,7 +348,7 @@ pub(crate) fn clone(a: &Tensor) -> Result<Tensor> {
 }
 
 /// A copy in fresh contiguous memory, outside the graph.
-pub(crate) fn clone_data(a: &Tensor) -> Tensor {
+pub fn clone_data(a: &Tensor) -> Tensor {
     let v = a.view();
     let shape = v.shape.clone();
     crate::dispatch!(v.dtype(), T => Tensor::from_vec(crate::kernels::copy::gather::<T>(&v), shape))

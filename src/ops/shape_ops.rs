@@ -487,8 +487,9 @@ pub(crate) fn movedim(t: &Tensor, src: i64, dst: i64) -> Result<Tensor> {
 pub(crate) fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
     let shape = t.shape();
     let d = wrap_dim(dim, shape.len())?;
+    // float16/bfloat16 accumulate in float32, each prefix rounded once.
     let src = if t.dtype().is_float() {
-        t.clone()
+        cast_data(t, t.dtype().compute())
     } else {
         cast_data(t, DType::I64)
     };
@@ -516,6 +517,11 @@ pub(crate) fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
         });
         let _g = crate::autograd::GradModeGuard::new(false);
         super::clone_data(&movedim(&scanned, -1, d as i64)?)
+    };
+    let out = if t.dtype().is_low_precision() {
+        super::back_to(out, t.dtype())
+    } else {
+        out
     };
     if needs_record(&[t]) {
         record("CumsumBackward0", &[t], &out, saved![], move |c| {

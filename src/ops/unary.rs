@@ -9,8 +9,10 @@ use crate::kernels::elementwise::unary;
 use crate::saved;
 use crate::tensor::{DType, Tensor};
 
-/// Applies a float function (or an integer one where given) to every element.
-/// Integer and bool inputs go through float32 unless `int_f` is given.
+/// Applies a float function (or an integer one where given) to every element,
+/// producing `dt`. Integer and bool inputs go through float32 unless `int_f`
+/// is given (then through int64, narrowed back to an integer `dt` with
+/// wrapping); float16/bfloat16 are computed in float32 and rounded once.
 pub(crate) fn map1(
     a: &Tensor,
     dt: DType,
@@ -19,15 +21,15 @@ pub(crate) fn map1(
     int_f: Option<impl Fn(i64) -> i64 + Sync>,
 ) -> Result<Tensor> {
     let (data, shape) = match (dt, int_f) {
-        (DType::F32, _) => with_cast(a, DType::F32, |v| {
-            (
-                crate::tensor::TypedVec::F32(unary::<f32, f32>(v, f32f)),
-                v.shape.clone(),
-            )
-        }),
         (DType::F64, _) => with_cast(a, DType::F64, |v| {
             (
                 crate::tensor::TypedVec::F64(unary::<f64, f64>(v, f64f)),
+                v.shape.clone(),
+            )
+        }),
+        (DType::F32 | DType::F16 | DType::BF16, _) | (_, None) => with_cast(a, DType::F32, |v| {
+            (
+                crate::tensor::TypedVec::F32(unary::<f32, f32>(v, f32f)),
                 v.shape.clone(),
             )
         }),
@@ -37,14 +39,13 @@ pub(crate) fn map1(
                 v.shape.clone(),
             )
         }),
-        (_, None) => with_cast(a, DType::F32, |v| {
-            (
-                crate::tensor::TypedVec::F32(unary::<f32, f32>(v, f32f)),
-                v.shape.clone(),
-            )
-        }),
     };
-    Ok(Tensor::from_typed(data, shape))
+    let out = Tensor::from_typed(data, shape);
+    Ok(if dt.is_low_precision() || dt.is_int() {
+        super::back_to(out, dt)
+    } else {
+        out
+    })
 }
 
 const NO_INT: Option<fn(i64) -> i64> = None;
@@ -181,7 +182,8 @@ pub fn tanh(a: &Tensor) -> Result<Tensor> {
 fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let dt = y.dtype();
     let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
-    Ok(crate::dispatch_float!(dt, T => {
+    let (g, y) = (&cast_data(g, dt.compute()), &cast_data(y, dt.compute()));
+    Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
         let zero = <T as crate::tensor::Element>::zero();
         Tensor::from_vec(
@@ -195,8 +197,8 @@ fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
 fn fused_tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let dt = y.dtype();
     let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
-    let (g, y) = (cast_data(g, dt), cast_data(y, dt));
-    Ok(crate::dispatch_float!(dt, T => {
+    let (g, y) = (cast_data(g, dt.compute()), cast_data(y, dt.compute()));
+    Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
         Tensor::from_vec(
             crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| g * (<T as crate::tensor::Element>::one() - y * y)),
@@ -209,8 +211,8 @@ fn fused_tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
 fn fused_sigmoid_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let dt = y.dtype();
     let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
-    let (g, y) = (cast_data(g, dt), cast_data(y, dt));
-    Ok(crate::dispatch_float!(dt, T => {
+    let (g, y) = (cast_data(g, dt.compute()), cast_data(y, dt.compute()));
+    Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
         Tensor::from_vec(
             crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| g * (y * (<T as crate::tensor::Element>::one() - y))),

@@ -190,6 +190,54 @@ fn _live_nodes() -> usize {
     autograd::live_nodes()
 }
 
+/// Whether the graph of `outputs` reaches a leaf that requires grad other than
+/// the tensors `leaves`: `func.grad` and friends then keep the gradient's
+/// graph, so an outer backward reaches tensors the function closed over (a
+/// model's parameters), as in PyTorch. A walk over node edges, no Python.
+#[pyfunction]
+fn _reaches_other_leaf(
+    outputs: Vec<Bound<'_, PyTensor>>,
+    leaves: Vec<Bound<'_, PyTensor>>,
+) -> bool {
+    use crate::autograd::Edge;
+    let skip: std::collections::HashSet<usize> = leaves.iter().map(|l| l.get().t.id()).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = Vec::new();
+    for o in &outputs {
+        let t = &o.get().t;
+        match t.grad_fn() {
+            Some((n, _)) => {
+                if seen.insert(n.index()) {
+                    stack.push(n);
+                }
+            }
+            None => {
+                if t.requires_grad() && !skip.contains(&t.id()) {
+                    return true;
+                }
+            }
+        }
+    }
+    while let Some(n) = stack.pop() {
+        for e in n.edges.iter() {
+            match e {
+                Edge::Node(c, _) => {
+                    if seen.insert(c.index()) {
+                        stack.push(c.clone());
+                    }
+                }
+                Edge::Leaf(t) => {
+                    if !skip.contains(&t.id()) {
+                        return true;
+                    }
+                }
+                Edge::None => {}
+            }
+        }
+    }
+    false
+}
+
 /// Sets the number of threads kernels use above the parallel grain size.
 #[pyfunction]
 fn set_num_threads(n: i64) -> PyResult<()> {
@@ -250,6 +298,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_inference_mode, m)?)?;
     m.add_function(wrap_pyfunction!(_apply_inplace, m)?)?;
     m.add_function(wrap_pyfunction!(_live_nodes, m)?)?;
+    m.add_function(wrap_pyfunction!(_reaches_other_leaf, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_sum_dims, m)?)?;

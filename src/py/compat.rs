@@ -12,8 +12,8 @@ use crate::tensor::{DType, Tensor};
 
 /// Sets the dtype that Python floats, float creation functions (`zeros`,
 /// `rand`, `arange` with float arguments, ...), layer parameters and integer
-/// to float promotion produce: `ferrograd.float32` (the initial default) or
-/// `ferrograd.float64`. Other dtypes raise PyTorch's `TypeError`.
+/// to float promotion produce: `ferrograd.float32` (the initial default),
+/// `float64`, `float16` or `bfloat16`. Other dtypes raise PyTorch's `TypeError`.
 #[pyfunction]
 fn set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
     let dt = match d.cast::<PyDType>() {
@@ -75,7 +75,84 @@ fn mode(
 }
 
 /// Adds the compatibility functions to `ferrograd._C`.
+/// A `result_type` operand: a tensor or a Python number.
+fn operand_of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Result<Tensor, ops::Scalar>> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Ok(Ok(t.get().t.clone()));
+    }
+    match super::convert::as_scalar(obj) {
+        Some(s) => Ok(Err(s)),
+        None => Err(PyTypeError::new_err(format!(
+            "result_type(): argument '{what}' must be Tensor or Number, not {}",
+            obj.get_type().name()?
+        ))),
+    }
+}
+
+/// The dtype of an arithmetic op on `tensor1` and `tensor2` (tensors or
+/// Python numbers), by PyTorch's promotion rules: dimensioned tensors
+/// promote by the table; a zero-dimensional tensor or a number only counts
+/// when it is of a higher category (bool < integer < float), a float number
+/// then giving the default dtype and an integer one int64.
+#[pyfunction]
+fn result_type(
+    py: Python<'_>,
+    tensor1: &Bound<'_, PyAny>,
+    tensor2: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyDType>> {
+    let scalar_dtype = |s: ops::Scalar| match s {
+        ops::Scalar::Bool(_) => DType::Bool,
+        ops::Scalar::Int(_) => DType::I64,
+        ops::Scalar::Float(_) => DType::default_float(),
+    };
+    let dt = match (
+        operand_of(tensor1, "tensor1")?,
+        operand_of(tensor2, "tensor2")?,
+    ) {
+        (Ok(a), Ok(b)) => ops::result_type(&a, &b),
+        (Ok(t), Err(s)) | (Err(s), Ok(t)) => s.result_type(t.dtype()),
+        (Err(a), Err(b)) => scalar_dtype(a).promote(scalar_dtype(b)),
+    };
+    Ok(dtype_object(py, dt))
+}
+
+fn dtype_arg(d: &Bound<'_, PyAny>, f: &str, what: &str) -> PyResult<DType> {
+    match d.cast::<PyDType>() {
+        Ok(d) => Ok(d.get().dt),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{f}(): argument '{what}' must be torch.dtype, not {}",
+            d.get_type().name()?
+        ))),
+    }
+}
+
+/// The smallest dtype of the higher category that holds both (PyTorch's
+/// promotion table: uint8 with int8 is int16, float16 with bfloat16 float32).
+#[pyfunction]
+fn promote_types(
+    py: Python<'_>,
+    type1: &Bound<'_, PyAny>,
+    type2: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyDType>> {
+    let a = dtype_arg(type1, "promote_types", "type1")?;
+    let b = dtype_arg(type2, "promote_types", "type2")?;
+    Ok(dtype_object(py, a.promote(b)))
+}
+
+/// Whether PyTorch's casting rules allow an op to write a `from_` result
+/// into a `to` tensor: never down a category (float to integer, integer to
+/// bool).
+#[pyfunction]
+fn can_cast(from_: &Bound<'_, PyAny>, to: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let a = dtype_arg(from_, "can_cast", "from_")?;
+    let b = dtype_arg(to, "can_cast", "to")?;
+    Ok(a.can_cast(b))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(result_type, m)?)?;
+    m.add_function(wrap_pyfunction!(promote_types, m)?)?;
+    m.add_function(wrap_pyfunction!(can_cast, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(mode, m)?)?;

@@ -27,54 +27,6 @@ use crate::autograd;
 use crate::ops;
 use crate::tensor::Tensor;
 
-/// Node rules that read only their context (saved tensors, output
-/// gradients) and values they captured that are not tensors, so they can
-/// be called on a replay's tensors.
-const VJP_RULES: &[&str] = &[
-    "AddBackward0",
-    "SubBackward0",
-    "RsubBackward1",
-    "MulBackward0",
-    "MulBackward1",
-    "DivBackward0",
-    "DivBackward1",
-    "NegBackward0",
-    "PowBackward0",
-    "PowBackward1",
-    "PowBackward2",
-    "ExpBackward0",
-    "LogBackward0",
-    "SinBackward0",
-    "CosBackward0",
-    "TanhBackward0",
-    "SigmoidBackward0",
-    "ReluBackward0",
-    "SqrtBackward0",
-    "AbsBackward0",
-    "ReciprocalBackward0",
-    "Expm1Backward0",
-    "Log1PBackward0",
-    "RsqrtBackward0",
-    "SumBackward0",
-    "SumBackward1",
-    "MeanBackward0",
-    "MeanBackward1",
-    "MmBackward0",
-    "AddmmBackward0",
-    "TBackward0",
-    "ViewBackward0",
-    "ExpandBackward0",
-    "TransposeBackward0",
-    "PermuteBackward0",
-    "UnsqueezeBackward0",
-    "SelectBackward0",
-    "SliceBackward0",
-    "SplitBackward0",
-    "SplitWithSizesBackward0",
-    "UnbindBackward0",
-    "CatBackward0",
-    "StackBackward0",
-];
 
 pub(super) enum SStep {
     /// A recorded op run with grad recording off.
@@ -189,7 +141,7 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
                 };
                 for l in links {
                     let name = l.node.name();
-                    if !VJP_RULES.contains(&name.as_ref()) {
+                    if crate::autograd::node_traits::traits(&name) & crate::autograd::node_traits::STATIC_VJP == 0 {
                         return Err(format!(
                             "`{}` records {name}, which has no static VJP rule",
                             e.name

@@ -68,8 +68,8 @@ pub fn to_tensor_like(obj: &Bound<'_, PyAny>, like: Option<&Tensor>) -> PyResult
         Some(Operand::Tensor(t)) => Ok(t),
         Some(Operand::Scalar(s)) => {
             let t = match like {
-                Some(l) => s.wrap(l),
-                None => scalar_tensor(s, None),
+                Some(l) => s.wrap_opmath(l),
+                None => scalar_tensor(s, None)?,
             };
             super::capture::note_number_tensor(obj, &t);
             Ok(t)
@@ -79,12 +79,48 @@ pub fn to_tensor_like(obj: &Bound<'_, PyAny>, like: Option<&Tensor>) -> PyResult
     }
 }
 
-fn scalar_tensor(s: Scalar, dtype: Option<DType>) -> Tensor {
-    match (s, dtype) {
+fn scalar_tensor(s: Scalar, dtype: Option<DType>) -> PyResult<Tensor> {
+    Ok(match (s, dtype) {
         (Scalar::Int(i), None | Some(DType::I64)) => Tensor::scalar(i),
         (Scalar::Bool(b), None) => Tensor::scalar(b),
         (Scalar::Float(f), None) => Tensor::scalar_of(f, DType::default_float()),
-        (s, Some(dt)) => Tensor::scalar_of(s.to_f64(), dt),
+        (s, Some(dt)) => {
+            check_fits(s, dt)?;
+            s.tensor_of(dt)
+        }
+    })
+}
+
+/// PyTorch's check that a number written into an integer tensor
+/// (`tensor([300], dtype=uint8)`) fits: in the type's range (uint8 also
+/// takes -255..-1, which wrap, as PyTorch allows), and no NaN or infinity.
+pub fn check_fits(s: Scalar, dt: DType) -> PyResult<()> {
+    if !dt.is_int() {
+        return Ok(());
+    }
+    let bits = 8 * dt.size() as u32;
+    let (lo, hi) = if dt == DType::U8 {
+        (-255.0, 255.0)
+    } else {
+        (
+            -(2f64.powi(bits as i32 - 1)),
+            2f64.powi(bits as i32 - 1) - 1.0,
+        )
+    };
+    let fits = match s {
+        Scalar::Bool(_) => true,
+        Scalar::Int(i) => dt == DType::I64 || (lo..=hi).contains(&(i as f64)),
+        Scalar::Float(f) => {
+            !f.is_nan() && f >= lo && (f <= hi || (dt == DType::I64 && f < -(i64::MIN as f64)))
+        }
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(PyRuntimeError::new_err(format!(
+            "value cannot be converted to type {} without overflow",
+            dt.name()
+        )))
     }
 }
 
@@ -213,7 +249,7 @@ fn tensor_from_data_unguarded(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> P
         });
     }
     if let Some(s) = as_scalar(obj) {
-        return Ok(scalar_tensor(s, dtype));
+        return scalar_tensor(s, dtype);
     }
     let mut g = Gathered {
         shape: Shape::new(),
@@ -245,12 +281,39 @@ fn tensor_from_data_unguarded(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> P
                 .collect::<Vec<i64>>(),
             g.shape,
         ),
-        dt => crate::dispatch!(dt, T => Tensor::from_vec(
-            g.vals.iter().map(|s| T::from_f64(s.to_f64())).collect::<Vec<T>>(),
+        dt => crate::dispatch!(dt, T => Tensor::from_vec({
+            for &s in &g.vals {
+                check_fits(s, dt)?;
+            }
+            g.vals
+                .iter()
+                .map(|s| match s {
+                    Scalar::Int(i) => T::from_i64(*i),
+                    other => T::from_f64(other.to_f64()),
+                })
+                .collect::<Vec<T>>()
+            },
             g.shape,
         )),
     })
 }
+
+/// A tensor used as an index, as PyTorch takes it: int64 and bool as they
+/// are, int32 widened, uint8 as a mask (PyTorch's deprecated byte masks);
+/// other dtypes refused with PyTorch's words.
+fn index_tensor(t: &Tensor) -> PyResult<Tensor> {
+    match t.dtype() {
+        DType::I64 | DType::Bool => Ok(t.clone()),
+        DType::I32 => Ok(crate::ops::cast_data(t, DType::I64)),
+        DType::U8 => Ok(crate::ops::cast_data(t, DType::Bool)),
+        _ => Err(PyIndexError::new_err(
+            "tensors used as indices must be long, int, byte or bool tensors",
+        )),
+    }
+}
+
+/// The NumPy types `from_numpy` shares, in the words of PyTorch's refusal.
+const NUMPY_TYPES: &str = "float64, float32, float16, int64, int32, int16, int8, uint8, and bool";
 
 fn np_dtype_of(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Option<DType>> {
     let py = arr.py();
@@ -263,13 +326,23 @@ fn np_dtype_of(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Option<DType>> {
         Some(DType::I64)
     } else if d.is_equiv_to(&dtype::<bool>(py)) {
         Some(DType::Bool)
+    } else if d.is_equiv_to(&dtype::<i32>(py)) {
+        Some(DType::I32)
+    } else if d.is_equiv_to(&dtype::<i16>(py)) {
+        Some(DType::I16)
+    } else if d.is_equiv_to(&dtype::<i8>(py)) {
+        Some(DType::I8)
+    } else if d.is_equiv_to(&dtype::<u8>(py)) {
+        Some(DType::U8)
+    } else if d.is_equiv_to(&dtype::<crate::tensor::f16>(py)) {
+        Some(DType::F16)
     } else {
         None
     })
 }
 
-/// A copy of a NumPy array, keeping float64/int64/bool/float32; other
-/// integer and float kinds are widened the way PyTorch reads them.
+/// A copy of a NumPy array, keeping every dtype ferrograd has; other integer
+/// and float kinds (uint16-64, longdouble) are widened to int64/float64.
 fn from_numpy_copy(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Tensor> {
     // A copy may come from any layout: reversed (`a[::-1]`) or unaligned
     // arrays, which cannot be shared, are first copied by NumPy.
@@ -292,7 +365,7 @@ fn from_numpy_copy(arr: &Bound<'_, PyUntypedArray>) -> PyResult<Tensor> {
                 "b" => "bool",
                 _ => {
                     return Err(PyTypeError::new_err(format!(
-                        "can't convert np.ndarray of type {}. The only supported types are: float64, float32, int64, and bool.",
+                        "can't convert np.ndarray of type {}. The only supported types are: {NUMPY_TYPES}.",
                         arr.dtype()
                     )))
                 }
@@ -317,7 +390,7 @@ pub fn from_numpy_shared(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     })?;
     let dt = np_dtype_of(arr)?.ok_or_else(|| {
         PyTypeError::new_err(format!(
-            "can't convert np.ndarray of type {}. The only supported types are: float64, float32, int64, and bool.",
+            "can't convert np.ndarray of type {}. The only supported types are: {NUMPY_TYPES}.",
             arr.dtype()
         ))
     })?;
@@ -410,6 +483,10 @@ fn check_numpy_layout(py: Python<'_>, v: &View) -> PyResult<()> {
 /// A NumPy array viewing the tensor's memory (no copy).
 pub fn to_numpy_shared<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     let v = t.view().clone();
+    if v.dtype() == DType::BF16 {
+        // NumPy has no bfloat16; PyTorch refuses with these words.
+        return Err(PyTypeError::new_err("Got unsupported ScalarType BFloat16"));
+    }
     check_numpy_layout(py, &v)?;
     let owner = Bound::new(
         py,
@@ -659,14 +736,10 @@ pub fn index_items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
             IndexItem::Int(i)
         } else if let Ok(ti) = it.cast::<PyTensor>() {
             let ti = &ti.get().t;
-            if ti.dtype() == DType::I64 && ti.ndim() == 0 {
+            if matches!(ti.dtype(), DType::I64 | DType::I32) && ti.ndim() == 0 {
                 IndexItem::Int(ti.to_vec::<i64>()[0])
-            } else if ti.dtype().is_float() {
-                return Err(PyIndexError::new_err(
-                    "tensors used as indices must be long, int, byte or bool tensors",
-                ));
             } else {
-                IndexItem::Tensor(ti.clone())
+                IndexItem::Tensor(index_tensor(ti)?)
             }
         } else if it.is_instance_of::<PyList>() || it.hasattr("__array__")? {
             let t = tensor_from_data(it, None)?;
@@ -675,12 +748,7 @@ pub fn index_items(key: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
             } else {
                 t
             };
-            if t.dtype().is_float() {
-                return Err(PyIndexError::new_err(
-                    "tensors used as indices must be long, int, byte or bool tensors",
-                ));
-            }
-            IndexItem::Tensor(t)
+            IndexItem::Tensor(index_tensor(&t)?)
         } else {
             return Err(PyIndexError::new_err(
                 "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got ".to_string()

@@ -6,12 +6,15 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use super::convert::{as_scalar, from_numpy_shared, parse_size, seq_of_ints, tensor_from_data};
+use super::device::{self, Target};
 use super::dtype::opt_dtype;
 use super::errors::enter;
 use super::functions::{alloc_shape, finish};
 use super::tensor::wrap;
 use crate::ops::{self, Scalar};
 use crate::tensor::{numel, DType, Element, Shape, Tensor};
+
+const COPY_CONSTRUCT: &std::ffi::CStr = c"To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or sourceTensor.detach().clone().requires_grad_(True), rather than ferrograd.tensor(sourceTensor).";
 
 /// Builds a new tensor from `data` (nested sequences of numbers, a NumPy array, a number or a
 /// tensor), copying it; the dtype is inferred (bool, int64 or the default float dtype) unless `dtype` is given.
@@ -24,8 +27,20 @@ fn tensor(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    let target = device::target(device)?;
+    if data.cast::<super::tensor::PyTensor>().is_ok() {
+        // PyTorch warns: the copy is detached, which `tensor(t)` does not say.
+        PyErr::warn(
+            py,
+            &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+            COPY_CONSTRUCT,
+            1,
+        )?;
+    }
     let t = tensor_from_data(data, opt_dtype(dtype)?)?;
+    if target == Target::Meta {
+        return device::meta_tensor(py, &t.shape(), t.dtype(), requires_grad);
+    }
     finish(py, t, requires_grad)
 }
 
@@ -42,10 +57,15 @@ fn filled(
     size: Option<&Bound<'_, PyAny>>,
     value: f64,
     dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
+    let target = device::target(device)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let shape = alloc_shape(&parse_size(args, size)?, dt)?;
+    if target == Target::Meta {
+        return device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     let n = numel(&shape);
     let t = if super::capture::active() && !requires_grad {
         // A fresh tensor on every replay, as every eager call makes one.
@@ -71,8 +91,7 @@ fn zeros(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
-    filled(py, args, size, 0.0, dtype, requires_grad)
+    filled(py, args, size, 0.0, dtype, device, requires_grad)
 }
 
 /// A tensor of ones of the given size (`ones(2, 3)` or `ones((2, 3))`), the default dtype unless `dtype`
@@ -87,14 +106,13 @@ fn ones(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
-    filled(py, args, size, 1.0, dtype, requires_grad)
+    filled(py, args, size, 1.0, dtype, device, requires_grad)
 }
 
 /// A new tensor of the given size, the default dtype unless `dtype` is given; ferrograd zeroes it rather
 /// than leaving old memory in it.
 #[pyfunction]
-#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, memory_format=None))]
 fn empty(
     py: Python<'_>,
     args: &Bound<'_, PyTuple>,
@@ -102,10 +120,12 @@ fn empty(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
+    memory_format: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    // Every layout is row-major here; a format only has to be one PyTorch names.
+    crate::py::device::check_memory_format(memory_format, None)?;
     // Zeroed rather than uninitialised: as cheap here, and never leaks old memory.
-    filled(py, args, size, 0.0, dtype, requires_grad)
+    filled(py, args, size, 0.0, dtype, device, requires_grad)
 }
 
 /// A tensor of the given size filled with `fill_value`; the dtype follows the value (bool,
@@ -120,7 +140,7 @@ fn full(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    let target = device::target(device)?;
     let dims = seq_of_ints(size)?;
     let s =
         as_scalar(fill_value).ok_or_else(|| PyTypeError::new_err("fill_value must be a number"))?;
@@ -133,6 +153,9 @@ fn full(
         },
     };
     let shape = alloc_shape(&dims, dt)?;
+    if target == Target::Meta {
+        return device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     let t = enter(py, numel(&shape), || {
         Ok(Tensor::full(shape, s.to_f64(), dt))
     })?;
@@ -151,7 +174,7 @@ fn eye(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    let target = device::target(device)?;
     let m = m.unwrap_or(n);
     for (name, v) in [("n", n), ("m", m)] {
         if v < 0 {
@@ -162,6 +185,9 @@ fn eye(
     }
     let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let shape = alloc_shape(&[n, m], dt)?;
+    if target == Target::Meta {
+        return device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     let (n, m) = (shape[0], shape[1]);
     let t = enter(py, n * m, || {
         Ok(crate::dispatch!(dt, T => {
@@ -188,7 +214,7 @@ fn arange(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    let target = device::target(device)?;
     let num = |o: &Bound<'_, PyAny>| {
         as_scalar(o).ok_or_else(|| PyTypeError::new_err("arange expects numbers"))
     };
@@ -234,6 +260,9 @@ fn arange(
         return Err(PyRuntimeError::new_err("invalid size, possible overflow?"));
     }
     let shape = alloc_shape(&[len as i64], dt)?;
+    if target == Target::Meta {
+        return device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     let t = enter(py, shape[0], || {
         let mut v = crate::error::alloc_vec(shape[0]);
         v.extend((0..shape[0]).map(|i| s + i as f64 * st));
@@ -255,7 +284,7 @@ fn linspace(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
-    crate::py::random::check_cpu(device)?;
+    let target = device::target(device)?;
     if steps < 0 {
         return Err(PyRuntimeError::new_err(
             "number of steps must be non-negative",
@@ -263,6 +292,9 @@ fn linspace(
     }
     let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
     let n = alloc_shape(&[steps], dt)?[0];
+    if target == Target::Meta {
+        return device::meta_tensor(py, &[n], dt, requires_grad);
+    }
     if n == 1 {
         // PyTorch: a single step is `[start]`.
         let t = ops::to_dtype(&Tensor::from_vec(vec![start], Shape::from_slice(&[1])), dt)?;

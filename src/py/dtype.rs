@@ -7,8 +7,9 @@ use pyo3::types::PyType;
 
 use crate::tensor::DType;
 
-/// The element type of a tensor: `ferrograd.bool`, `int64`, `float32` or
-/// `float64` (one object each, compared by identity or `==`).
+/// The element type of a tensor: `ferrograd.bool`, `uint8`, `int8`,
+/// `int16`, `int32`, `int64`, `float16`, `bfloat16`, `float32` or `float64`
+/// (one object each, compared by identity or `==`).
 #[pyclass(name = "dtype", module = "ferrograd", frozen, eq, hash)]
 #[derive(PartialEq, Eq, Hash, Clone, Copy)]
 pub struct PyDType {
@@ -27,6 +28,16 @@ impl PyDType {
     }
 
     #[getter]
+    fn is_signed(&self) -> bool {
+        self.dt.is_signed()
+    }
+
+    #[getter]
+    fn is_complex(&self) -> bool {
+        false
+    }
+
+    #[getter]
     fn itemsize(&self) -> usize {
         self.dt.size()
     }
@@ -36,15 +47,15 @@ impl PyDType {
     }
 }
 
-static DTYPES: PyOnceLock<[Py<PyDType>; 4]> = PyOnceLock::new();
+static DTYPES: PyOnceLock<[Py<PyDType>; 10]> = PyOnceLock::new();
 
 /// The singleton object for `dt`, so `t.dtype is ferrograd.float32` holds.
 pub fn dtype_object(py: Python<'_>, dt: DType) -> Py<PyDType> {
     let all = DTYPES.get_or_init(py, || {
-        [DType::Bool, DType::I64, DType::F32, DType::F64]
+        crate::tensor::ALL_DTYPES
             .map(|dt| Py::new(py, PyDType { dt }).expect("allocating a dtype object"))
     });
-    all[dt as usize].clone_ref(py)
+    all[dt.index() as usize].clone_ref(py)
 }
 
 /// Accepts a ferrograd dtype, a Python type (`float` is float64, as in
@@ -76,15 +87,32 @@ pub fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
                 .map_err(|_| PyTypeError::new_err(format!("{obj} is not a ferrograd dtype")))?
         }
     };
-    match name.trim_start_matches("ferrograd.") {
-        "float32" | "float" => Ok(DType::F32),
-        "float64" | "double" => Ok(DType::F64),
-        "int64" | "long" => Ok(DType::I64),
-        "bool" => Ok(DType::Bool),
-        other => Err(PyTypeError::new_err(format!(
-            "dtype {other} is not supported by ferrograd (float32, float64, int64 and bool are)"
-        ))),
-    }
+    let name = name
+        .trim_start_matches("ferrograd.")
+        .trim_start_matches("torch.");
+    dtype_named(name).ok_or_else(|| {
+        PyTypeError::new_err(format!(
+            "dtype {name} is not supported by ferrograd (bool, uint8, int8, int16, int32, \
+             int64, float16, bfloat16, float32 and float64 are)"
+        ))
+    })
+}
+
+/// The dtype a name or PyTorch alias stands for (`half`, `short`, `int`, ...).
+pub fn dtype_named(name: &str) -> Option<DType> {
+    Some(match name {
+        "float32" | "float" => DType::F32,
+        "float64" | "double" => DType::F64,
+        "float16" | "half" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "int64" | "long" => DType::I64,
+        "int32" | "int" => DType::I32,
+        "int16" | "short" => DType::I16,
+        "int8" => DType::I8,
+        "uint8" => DType::U8,
+        "bool" => DType::Bool,
+        _ => return None,
+    })
 }
 
 pub fn opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {

@@ -3,7 +3,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 
 use crate::error::Error;
@@ -15,6 +17,7 @@ impl From<Error> for PyErr {
             Error::Type(m) => PyTypeError::new_err(m),
             Error::Value(m) => PyValueError::new_err(m),
             Error::Index(m) => PyIndexError::new_err(m),
+            Error::NotImplemented(m) => PyNotImplementedError::new_err(m),
             Error::External(payload) => match payload.downcast_ref::<PyErr>() {
                 Some(err) => Python::attach(|py| err.clone_ref(py)),
                 None => PyRuntimeError::new_err("error raised by a callback"),

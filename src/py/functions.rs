@@ -15,6 +15,12 @@ pub(super) fn t_of<'a>(obj: &'a Bound<'_, PyTensor>) -> &'a Tensor {
 /// Wraps a new tensor, a leaf that requires grad if asked.
 pub(super) fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyAny>> {
     if requires_grad {
+        if !t.dtype().is_float() {
+            // A factory's words (`requires_grad_()` has its own).
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "Only Tensors of floating point and complex dtype can require gradients",
+            ));
+        }
         t.set_requires_grad(true)?;
     }
     wrap(py, t)

@@ -17,8 +17,10 @@ mod compile_ew;
 mod compile_fuse;
 mod compile_static;
 mod compile_vjp;
+mod config;
 mod convert;
 mod creation;
+mod device;
 mod dtype;
 mod errors;
 mod forward_ad;
@@ -44,8 +46,6 @@ mod tensor_sampling;
 
 use pyo3::prelude::*;
 
-use crate::tensor::DType;
-
 /// In a forked child the pool's threads are gone; the next kernel builds a new pool.
 extern "C" fn after_fork_child() {
     crate::kernels::parallel::mark_forked();
@@ -62,12 +62,13 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<node::PyNode>()?;
     m.add_class::<node::PyAccumulateGrad>()?;
     m.add_class::<node::RemovableHandle>()?;
-    for dt in [DType::Bool, DType::I64, DType::F32, DType::F64] {
+    for dt in crate::tensor::ALL_DTYPES {
         m.add(dt.name(), dtype::dtype_object(py, dt))?;
     }
     ops_table::register(m)?;
     mathops::register(m)?;
     creation::register(m)?;
+    device::register(m)?;
     sorting::register(m)?;
     optim::register(m)?;
     serialize::register(m)?;
@@ -88,6 +89,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     checkpoint::register(m)?;
     alloc::register(m)?;
     compile::register(m)?;
+    config::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

@@ -90,10 +90,7 @@ fn getrandom_fill(b: &mut [u8]) -> bool {
 fn state_tensor(g: &CpuGenerator) -> Tensor {
     let bytes = g.get_state();
     let n = bytes.len();
-    Tensor::from_vec(
-        bytes.into_iter().map(i64::from).collect::<Vec<_>>(),
-        Shape::from_slice(&[n]),
-    )
+    Tensor::from_vec(bytes, Shape::from_slice(&[n]))
 }
 
 fn set_state_from(g: &GenRef, state: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -108,9 +105,11 @@ fn set_state_from(g: &GenRef, state: &Bound<'_, PyAny>) -> PyResult<()> {
         ))
     })?;
     let t = &t.get().t;
-    if t.dtype() != DType::I64 {
+    // uint8, as `get_rng_state` returns (PyTorch's ByteTensor); int64 byte
+    // values, as earlier versions returned, are still read.
+    if t.dtype() != DType::U8 && t.dtype() != DType::I64 {
         return Err(PyTypeError::new_err(format!(
-            "expected an RNG state (the int64 byte values get_rng_state returns), but got a {} tensor",
+            "expected a torch.ByteTensor, but got torch.{}Tensor",
             t.dtype().scalar_name()
         )));
     }
@@ -156,8 +155,8 @@ impl PyGenerator {
         self.g.lock().initial_seed()
     }
 
-    /// The state as PyTorch's 5056 `CPUGeneratorImplState` bytes, held in an
-    /// int64 tensor (ferrograd has no uint8 dtype).
+    /// The state as PyTorch's 5056 `CPUGeneratorImplState` bytes, a uint8
+    /// tensor (PyTorch's ByteTensor).
     fn get_state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let t = state_tensor(&self.g.lock());
         wrap(py, t)
@@ -265,10 +264,13 @@ impl FloatFactory<'_, '_> {
         name: &str,
         sample: impl FnOnce(&mut CpuGenerator, Shape, DType) -> crate::Result<Tensor> + Send,
     ) -> PyResult<Py<PyAny>> {
-        check_cpu(self.device)?;
+        let target = crate::py::device::target(self.device)?;
         let gen = gen_arg(self.generator, name)?;
         let dt = opt_dtype(self.dtype)?.unwrap_or(DType::default_float());
         let shape = alloc_shape(&parse_size(self.args, self.size)?, dt)?;
+        if target == crate::py::device::Target::Meta {
+            return crate::py::device::meta_tensor(py, &shape, dt, self.requires_grad);
+        }
         let n = numel(&shape);
         let t = draw(py, n, gen, |g| sample(g, shape, dt))?;
         finish(py, t, self.requires_grad)
@@ -367,7 +369,7 @@ fn randint(
     pin_memory: bool,
 ) -> PyResult<Py<PyAny>> {
     let _ = (out, layout, pin_memory);
-    check_cpu(device)?;
+    let target = crate::py::device::target(device)?;
     let ints: Vec<Bound<'_, PyAny>> = args.iter().collect();
     let (low, high, size) = match (ints.len(), size) {
         (1, Some(s)) => (0, int_arg(&ints[0])?, seq_of_ints(s)?),
@@ -388,6 +390,9 @@ fn randint(
     let gen = gen_arg(generator, "randint")?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
     let shape = alloc_shape(&size, DType::I64)?;
+    if target == crate::py::device::Target::Meta {
+        return crate::py::device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     let n = numel(&shape);
     let t = draw(py, n, gen, |g| Ok(rng::randint(g, low, range, shape, dt)))?;
     finish(py, t, requires_grad)
@@ -409,7 +414,7 @@ fn randperm(
     pin_memory: bool,
 ) -> PyResult<Py<PyAny>> {
     let _ = (out, layout, pin_memory);
-    check_cpu(device)?;
+    let target = crate::py::device::target(device)?;
     let n = int_arg(n)?;
     if n < 0 {
         return Err(PyRuntimeError::new_err(format!(
@@ -432,6 +437,9 @@ fn randperm(
     }
     let gen = gen_arg(generator, "randperm")?;
     let shape = alloc_shape(&[n], DType::I64)?;
+    if target == crate::py::device::Target::Meta {
+        return crate::py::device::meta_tensor(py, &shape, dt, requires_grad);
+    }
     let t = draw(py, n as usize, gen, |g| {
         let p = rng::randperm(g, n as usize);
         Ok(ops::cast_data(&Tensor::from_vec(p, shape), dt))
@@ -461,7 +469,7 @@ fn initial_seed() -> u64 {
     rng::default_generator().lock().initial_seed()
 }
 
-/// The default generator's state, in PyTorch's 5056-byte layout (as int64 byte values).
+/// The default generator's state, in PyTorch's 5056-byte layout (a uint8 tensor).
 #[pyfunction]
 fn get_rng_state(py: Python<'_>) -> PyResult<Py<PyAny>> {
     let t = state_tensor(&rng::default_generator().lock());
@@ -771,6 +779,147 @@ fn _random_like(
     )
 }
 
+/// `_standard_gamma(input)`: a standard Gamma sample per concentration
+/// (ATen's Marsaglia-Tsang sampler, draw for draw), differentiable in
+/// `input` through `_standard_gamma_grad`.
+#[pyfunction]
+#[pyo3(signature = (input, generator=None))]
+fn _standard_gamma(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let t = input.get().t.clone();
+    let gen = gen_arg(generator, "_standard_gamma")?;
+    let x = draw(py, t.numel(), gen, |g| rng::standard_gamma(g, &t))?;
+    ops::record_standard_gamma(&t, &x);
+    wrap(py, x)
+}
+
+/// `_standard_gamma_grad(input, output)`: d output / d input for standard
+/// Gamma samples `output` of concentrations `input`, at a fixed quantile.
+#[pyfunction]
+fn _standard_gamma_grad(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    output: &Bound<'_, PyTensor>,
+) -> PyResult<Py<PyAny>> {
+    let (a, x) = (input.get().t.clone(), output.get().t.clone());
+    let r = guard(|| {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        ops::standard_gamma_grad(&a, &x)
+    })?;
+    wrap(py, r)
+}
+
+/// Dirichlet samples as ATen's `_sample_dirichlet` makes them, and the double
+/// Gamma samples they normalise (for the reparameterised gradient).
+fn dirichlet_draw(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Tensor, Tensor)> {
+    let t = input.get().t.clone();
+    if t.ndim() == 0 {
+        return Err(PyRuntimeError::new_err(
+            "dirichlet: expected a tensor of at least one dimension",
+        ));
+    }
+    let gen = gen_arg(generator, "_sample_dirichlet")?;
+    let gam = draw(py, t.numel(), gen, |g| rng::dirichlet_gammas(g, &t))?;
+    let shape = t.shape();
+    let k = shape[shape.len() - 1].max(1);
+    let mut x = Vec::with_capacity(gam.len());
+    for row in gam.chunks(k) {
+        let total: f64 = row.iter().sum();
+        x.extend(row.iter().map(|v| v / total));
+    }
+    let x = if t.dtype() == DType::F32 {
+        let below_one = 1.0f32 - f32::EPSILON / 2.0;
+        let v: Vec<f32> = x
+            .iter()
+            .map(|&v| (v as f32).max(f32::MIN_POSITIVE).min(below_one))
+            .collect();
+        Tensor::from_vec(v, shape.clone())
+    } else {
+        let below_one = 1.0f64 - f64::EPSILON / 2.0;
+        let v: Vec<f64> = x
+            .iter()
+            .map(|&v| v.max(f64::MIN_POSITIVE).min(below_one))
+            .collect();
+        Tensor::from_vec(v, shape.clone())
+    };
+    Ok((x, Tensor::from_vec(gam, shape)))
+}
+
+/// `_sample_dirichlet(input)`: one Dirichlet sample per row of concentrations.
+#[pyfunction]
+#[pyo3(signature = (input, generator=None))]
+fn _sample_dirichlet(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let (x, _) = dirichlet_draw(py, input, generator)?;
+    wrap(py, x)
+}
+
+/// `_sample_dirichlet` and the float64 Gamma samples behind it.
+#[pyfunction]
+#[pyo3(signature = (input, generator=None))]
+fn _sample_dirichlet_gammas(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+    let (x, gam) = dirichlet_draw(py, input, generator)?;
+    Ok((wrap(py, x)?, wrap(py, gam)?))
+}
+
+/// `binomial(count, prob)`: a binomial sample per element (ATen's BTRS and
+/// inversion samplers, draw for draw).
+#[pyfunction]
+#[pyo3(signature = (count, prob, generator=None))]
+fn binomial(
+    py: Python<'_>,
+    count: &Bound<'_, PyTensor>,
+    prob: &Bound<'_, PyTensor>,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let (n, p) = (count.get().t.clone(), prob.get().t.clone());
+    if n.shape() != p.shape() {
+        return Err(PyRuntimeError::new_err(format!(
+            "binomial: count and prob must have the same shape, got {:?} and {:?}",
+            n.shape().as_slice(),
+            p.shape().as_slice()
+        )));
+    }
+    if n.dtype() != p.dtype() {
+        return Err(PyRuntimeError::new_err(format!(
+            "binomial: expected count and prob of one dtype, got {} and {}",
+            n.dtype().scalar_name(),
+            p.dtype().scalar_name()
+        )));
+    }
+    let gen = gen_arg(generator, "binomial")?;
+    let r = draw(py, n.numel(), gen, |g| rng::binomial(g, &n, &p))?;
+    wrap(py, r)
+}
+
+/// `poisson(input)`: a Poisson sample per rate (ATen's sampler, draw for draw).
+#[pyfunction]
+#[pyo3(signature = (input, generator=None))]
+fn poisson(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let t = input.get().t.clone();
+    let gen = gen_arg(generator, "poisson")?;
+    let r = draw(py, t.numel(), gen, |g| rng::poisson(g, &t))?;
+    wrap(py, r)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<PyGenerator>()?;
@@ -786,6 +935,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normal, m)?)?;
     m.add_function(wrap_pyfunction!(bernoulli, m)?)?;
     m.add_function(wrap_pyfunction!(multinomial, m)?)?;
+    m.add_function(wrap_pyfunction!(_standard_gamma, m)?)?;
+    m.add_function(wrap_pyfunction!(_standard_gamma_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(_sample_dirichlet, m)?)?;
+    m.add_function(wrap_pyfunction!(_sample_dirichlet_gammas, m)?)?;
+    m.add_function(wrap_pyfunction!(poisson, m)?)?;
+    m.add_function(wrap_pyfunction!(binomial, m)?)?;
     m.add_function(wrap_pyfunction!(_random_like, m)?)?;
     m.add("default_generator", default_generator_obj(py)?)?;
     Ok(())

@@ -106,9 +106,27 @@ fn _st_read(
     tensors.into_iter().map(|t| wrap(py, t)).collect()
 }
 
+/// The CRC-32C of each tensor's elements in contiguous order (the bytes
+/// `_st_write` writes for it), with the GIL released.
+#[pyfunction]
+fn _crc32c(py: Python<'_>, tensors: Vec<PyRef<'_, PyTensor>>) -> PyResult<Vec<u32>> {
+    let ts: Vec<Tensor> = tensors.iter().map(|t| t.t.clone()).collect();
+    drop(tensors);
+    let work = ts.iter().map(|t| t.numel()).sum();
+    guard_nogil(py, work, || Ok(serialize::crc32c_of(&ts)))
+}
+
+/// The CRC-32C of a bytes object (a checkpoint's header).
+#[pyfunction]
+fn _crc32c_bytes(data: &[u8]) -> u32 {
+    crate::checksum::crc32c(data)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_st_write, m)?)?;
     m.add_function(wrap_pyfunction!(_st_read, m)?)?;
+    m.add_function(wrap_pyfunction!(_crc32c, m)?)?;
+    m.add_function(wrap_pyfunction!(_crc32c_bytes, m)?)?;
     Ok(())
 }
 

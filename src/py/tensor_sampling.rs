@@ -180,13 +180,8 @@ impl PyTensor {
 
 // ----- legacy type names ---------------------------------------------------------
 
-fn legacy_name(dt: DType) -> &'static str {
-    match dt {
-        DType::Bool => "torch.BoolTensor",
-        DType::I64 => "torch.LongTensor",
-        DType::F32 => "torch.FloatTensor",
-        DType::F64 => "torch.DoubleTensor",
-    }
+fn legacy_name(dt: DType) -> String {
+    format!("torch.{}Tensor", dt.scalar_name())
 }
 
 #[pymethods]
@@ -204,12 +199,12 @@ impl PyTensor {
         let py = slf.py();
         let cur = self_t(slf).dtype();
         let Some(target) = dtype.filter(|d| !d.is_none()) else {
-            return Ok(pyo3::types::PyString::new(py, legacy_name(cur))
+            return Ok(pyo3::types::PyString::new(py, &legacy_name(cur))
                 .into_any()
                 .unbind());
         };
         let dt = if let Ok(name) = target.extract::<String>() {
-            let want = [DType::Bool, DType::I64, DType::F32, DType::F64]
+            let want = crate::tensor::ALL_DTYPES
                 .into_iter()
                 .find(|d| legacy_name(*d) == name);
             match want {

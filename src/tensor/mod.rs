@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
-pub use dtype::{Arith, DType, Element, Float, TypedVec};
+pub use dtype::{bf16, f16, Arith, DType, Element, Float, TypedVec, ALL_DTYPES};
 pub use shape::{
     broadcast_shapes, broadcast_strides, checked_contiguous_strides, checked_numel,
     checked_storage_numel, contiguous_strides, fmt_shape, infer_shape, is_contiguous, numel,
@@ -163,13 +163,17 @@ pub fn install_view_refresh(make: impl FnOnce() -> ViewRefresh) {
 /// then both are read from the view.
 const SUMMARY_BIG: u64 = 1 << 63;
 
-/// Packs a view's dtype (bits 0-1), rank (bits 2-9) and element count (bits
-/// 10-62), or sets `SUMMARY_BIG`.
+/// Packs a view's dtype (bits 0-3), rank (bits 4-11) and element count (bits
+/// 12-62), or sets `SUMMARY_BIG`.
 fn summary_of(v: &View) -> u64 {
     let (n, rank) = (v.numel() as u64, v.shape.len() as u64);
     let dt = v.dtype().index() as u64;
-    if n < 1 << 53 && rank <= 0xff {
-        n << 10 | rank << 2 | dt
+    const _: () = assert!(
+        dtype::DTYPE_BITS == 4,
+        "the summary packs a dtype in 4 bits"
+    );
+    if n < 1 << 51 && rank <= 0xff {
+        n << 12 | rank << 4 | dt
     } else {
         SUMMARY_BIG | dt
     }
@@ -241,6 +245,12 @@ impl Tensor {
             TypedVec::I64(v) => Tensor::from_vec(v, shape),
             TypedVec::F32(v) => Tensor::from_vec(v, shape),
             TypedVec::F64(v) => Tensor::from_vec(v, shape),
+            TypedVec::U8(v) => Tensor::from_vec(v, shape),
+            TypedVec::I8(v) => Tensor::from_vec(v, shape),
+            TypedVec::I16(v) => Tensor::from_vec(v, shape),
+            TypedVec::I32(v) => Tensor::from_vec(v, shape),
+            TypedVec::F16(v) => Tensor::from_vec(v, shape),
+            TypedVec::BF16(v) => Tensor::from_vec(v, shape),
         }
     }
 
@@ -286,7 +296,7 @@ impl Tensor {
 
     #[inline]
     pub fn dtype(&self) -> DType {
-        DType::from_index((self.0.summary.load(Ordering::Acquire) & 3) as u8)
+        DType::from_index((self.0.summary.load(Ordering::Acquire) & 15) as u8)
     }
 
     #[inline]
@@ -295,7 +305,7 @@ impl Tensor {
         if s & SUMMARY_BIG != 0 {
             return self.view().numel();
         }
-        (s >> 10) as usize
+        (s >> 12) as usize
     }
 
     #[inline]
@@ -304,7 +314,7 @@ impl Tensor {
         if s & SUMMARY_BIG != 0 {
             return self.view().shape.len();
         }
-        ((s >> 2) & 0xff) as usize
+        ((s >> 4) & 0xff) as usize
     }
 
     pub fn is_contiguous(&self) -> bool {
@@ -383,7 +393,7 @@ impl Tensor {
         crate::dispatch!(v.dtype(), S => {
             let src = kernels::copy::gather::<S>(&v);
             let mut out = crate::error::alloc_vec(src.len());
-            out.extend(src.into_iter().map(|x| T::from_f64(x.to_f64())));
+            out.extend(src.into_iter().map(kernels::convert::cast::<S, T>));
             out
         })
     }
@@ -633,7 +643,7 @@ mod summary_tests {
         };
         let b = Tensor::from_view(big, None);
         assert_eq!((b.dtype(), b.numel(), b.ndim()), (DType::F64, 1 << 60, 2));
-        for d in [DType::Bool, DType::I64, DType::F32, DType::F64] {
+        for d in ALL_DTYPES {
             assert_eq!(DType::from_index(d.index()), d);
         }
     }

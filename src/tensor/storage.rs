@@ -18,6 +18,12 @@ enum Owner {
     I64(#[allow(dead_code)] Vec<i64>),
     F32(#[allow(dead_code)] Vec<f32>),
     F64(#[allow(dead_code)] Vec<f64>),
+    U8(#[allow(dead_code)] Vec<u8>),
+    I8(#[allow(dead_code)] Vec<i8>),
+    I16(#[allow(dead_code)] Vec<i16>),
+    I32(#[allow(dead_code)] Vec<i32>),
+    F16(#[allow(dead_code)] Vec<super::dtype::f16>),
+    BF16(#[allow(dead_code)] Vec<super::dtype::bf16>),
     /// Memory owned by someone else (a NumPy array, or another storage that
     /// `.data` aliases); kept alive for as long as this storage lives.
     External(#[allow(dead_code)] Box<dyn Any + Send + Sync>),
@@ -93,6 +99,12 @@ impl Storage {
             TypedVec::I64(v) => Owner::I64(v),
             TypedVec::F32(v) => Owner::F32(v),
             TypedVec::F64(v) => Owner::F64(v),
+            TypedVec::U8(v) => Owner::U8(v),
+            TypedVec::I8(v) => Owner::I8(v),
+            TypedVec::I16(v) => Owner::I16(v),
+            TypedVec::I32(v) => Owner::I32(v),
+            TypedVec::F16(v) => Owner::F16(v),
+            TypedVec::BF16(v) => Owner::BF16(v),
         };
         Arc::new(Storage {
             ptr,

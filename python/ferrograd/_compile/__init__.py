@@ -18,6 +18,7 @@ from typing import Any, Callable
 from .. import _C
 from .._C import Tensor
 from .._dynamo import config
+from . import _guards
 
 __all__ = ["compile", "CompiledFunction"]
 
@@ -110,14 +111,16 @@ def _flatten(obj: Any, path: str, leaves: list, keep: list) -> Any:
         return (tp.__name__, tuple(_flatten(x, f"{path}[{i}]", leaves, keep) for i, x in enumerate(obj)))
     if tp is dict:
         return ("dict", tuple((k, _flatten(v, f"{path}[{k!r}]", leaves, keep)) for k, v in obj.items()))
-    # Anything else (a module, a function) is guarded by identity; the entry
-    # keeps a reference so the id cannot be reused.
+    # Anything else (a module, a function, a dtype) is guarded by identity and
+    # passed through as it is; the entry keeps a reference so the id cannot
+    # be reused.
     keep.append(obj)
+    leaves.append(("o", obj, path))
     return ("id", id(obj))
 
 
 def _rebuild(spec: Any, it) -> Any:
-    if spec == "T" or spec == "float" or spec == "int":
+    if spec == "T" or spec == "float" or spec == "int" or spec[0] == "id":
         return next(it)
     if spec[0] in ("bool", "NoneType", "str", "bytes"):
         return spec[1]
@@ -155,14 +158,16 @@ def _describe_miss(old: tuple, new: tuple, paths: list[str]) -> str:
 class _Tape:
     """One recorded tape and the number arguments it is specialised on."""
 
-    __slots__ = ("tape", "spec_values", "out_spec", "checks_left", "optimizers")
+    __slots__ = ("tape", "spec_values", "out_spec", "checks_left", "optimizers", "world")
 
-    def __init__(self, tape, spec_values, out_spec, checks_left, optimizers):
+    def __init__(self, tape, spec_values, out_spec, checks_left, optimizers, world):
         self.tape = tape
         self.spec_values = spec_values
         self.out_spec = out_spec
         self.checks_left = checks_left
         self.optimizers = optimizers
+        # What the call read besides its arguments (``_guards.World``).
+        self.world = world
 
 
 class _Entry:
@@ -208,6 +213,11 @@ class CompiledFunction:
         # training step: its guards are only grad mode, so such a call skips
         # flattening and guard building.
         self._noarg: dict[bool, tuple] = {}
+        # jit.trace's modules replay through compile; a capture that falls back
+        # to eager is no news to their users.
+        self._warn_fallback = True
+        # Why the last replay candidate was refused by its world guards.
+        self._world_miss: str | None = None
         functools.update_wrapper(self, fn)
         _ALL.add(self)
 
@@ -231,7 +241,12 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not args and not kwargs and self._enabled:
             hit = self._noarg.get(_C.is_grad_enabled())
-            if hit is not None and hit[1].checks_left == 0 and not _C._capture_active():
+            if (
+                hit is not None
+                and hit[1].checks_left == 0
+                and not _C._capture_active()
+                and hit[1].world.miss() is None
+            ):
                 self._last_key = hit[0]
                 outs = hit[1].tape.replay([], [])
                 # A lone tensor result (a loss) needs no rebuilding.
@@ -243,6 +258,7 @@ class CompiledFunction:
         keep: list = []
         spec = _flatten((args, kwargs), "", leaves, keep)
         tensors = [v for k, v, _ in leaves if k == "t"]
+        self._world_miss = None
         ids = [id(t) for t in tensors]
         alias = tuple(ids.index(i) for i in ids)
         key = (spec, tuple(_tensor_guard(t) for t in tensors), alias, _C.is_grad_enabled())
@@ -257,13 +273,17 @@ class CompiledFunction:
                 return self._fn(*args, **kwargs)
             for t in entry.tapes:
                 if all(numbers[i] == v and type(numbers[i]) is type(v) for i, v in t.spec_values):
+                    why = t.world.miss()
+                    if why is not None:
+                        self._world_miss = why
+                        continue
                     self._last_key = key
                     if not args and not kwargs:
                         self._noarg[key[3]] = (key, t)
                     return self._replay(t, args, kwargs, tensors, numbers)
         miss = self._miss_name(key, entry, numbers, leaves)
         if self._ntapes >= config.cache_size_limit:
-            if miss not in self._warned:
+            if miss not in self._warned and self._warn_fallback:
                 self._warned.add(miss)
                 warnings.warn(
                     f"ferrograd.compile: {self._name()} hit config.cache_size_limit "
@@ -285,6 +305,8 @@ class CompiledFunction:
         return getattr(self._fn, "__qualname__", None) or repr(self._fn)
 
     def _miss_name(self, key, entry, numbers, leaves) -> str:
+        if self._world_miss is not None:
+            return self._world_miss
         paths = [p for k, _, p in leaves if k == "t"]
         npaths = [p for k, _, p in leaves if k == "n"]
         if entry is not None and entry.tapes:
@@ -305,7 +327,7 @@ class CompiledFunction:
         wrapped = []
         numbers = []
         for k, v, _ in leaves:
-            if k == "t":
+            if k == "t" or k == "o":
                 wrapped.append(v)
             else:
                 w = _FloatArg(v) if type(v) is float else _IntArg(v)
@@ -316,7 +338,8 @@ class CompiledFunction:
         del _capture_optimizers[:]
         _C._capture_begin(tensors, numbers)
         try:
-            out = self._fn(*wargs, **wkwargs)
+            with _guards.Recorder(self._fn) as recorder:
+                out = self._fn(*wargs, **wkwargs)
         except BaseException:
             _C._capture_abort()
             raise
@@ -344,14 +367,22 @@ class CompiledFunction:
                 entry.eager_reason = msg
                 raise RuntimeError(msg + " (fullgraph=True; this call ran eagerly)")
             entry.eager_reason = msg
-            warnings.warn(msg + ". Calls with these guards run eagerly.", RuntimeWarning, stacklevel=3)
+            if self._warn_fallback:
+                warnings.warn(msg + ". Calls with these guards run eagerly.", RuntimeWarning, stacklevel=3)
             return result
         spec_values = []
         for i, (w, s) in enumerate(zip(numbers, seen)):
             if w._derived or not s or type(w) is _IntArg and not s:
                 spec_values.append((i, float(w) if type(w) is _FloatArg else int(w)))
         entry.tapes.append(
-            _Tape(tape, tuple(spec_values), out_spec, config.check_calls if self._check else 0, optimizers)
+            _Tape(
+                tape,
+                tuple(spec_values),
+                out_spec,
+                config.check_calls if self._check else 0,
+                optimizers,
+                recorder.world,
+            )
         )
         self._ntapes += 1
         return result

@@ -17,8 +17,7 @@ The functions live in submodules by topic: ``_constructors`` (``new_*`` and
 dtype helpers), ``_indexing``, ``_shapes`` (scans and shape helpers),
 ``_reductions`` (with counting and sets), ``_products`` (with integration),
 ``_creation`` (with windows) and ``_settings``, sharing ``_common``. This
-package holds the methods made for ``Tensor`` (for dtypes ferrograd lacks,
-in-place forms) and the installation: it re-exports every name the single
+package holds the methods made for ``Tensor`` (in-place forms) and the installation: it re-exports every name the single
 ``_tensor_api`` module had, under that module's name, and attaches the
 methods to ``Tensor``.
 """
@@ -28,7 +27,7 @@ from __future__ import annotations
 import functools
 import types
 
-from .. import _C
+from .. import _C, _inplace_docs
 from .._C import Tensor
 from . import (
     _common,
@@ -228,24 +227,6 @@ __all__ = [
 ]
 
 
-# ----- methods for dtypes ferrograd lacks ----------------------------------------------
-
-
-def _missing_dtype(method, name):
-    def convert(self, memory_format=None):
-        raise TypeError(
-            f"Cannot convert a CPU Tensor to {name} dtype as ferrograd doesn't support {name}. "
-            "Please use int64 (Tensor.long()) instead."
-        )
-
-    convert.__name__ = method
-    convert.__doc__ = (
-        f"PyTorch's ``Tensor.{method}()`` converts to {name}, a dtype ferrograd does not have: "
-        "raises ``TypeError``."
-    )
-    return convert
-
-
 # ----- in-place forms ------------------------------------------------------------------
 
 
@@ -254,8 +235,23 @@ def _inplace(name, compute):
         return _C._apply_inplace(self, lambda: compute(self, *args, **kwargs), name)
 
     method.__name__ = name
-    method.__doc__ = f"In-place form of ``{name[:-1]}``: writes the result into ``self``."
-    return method
+    return _inplace_docs.document(method, name, compute, _base_doc(name))
+
+
+def _base_doc(name):
+    base = getattr(Tensor, name[:-1], None)
+    return getattr(base, "__doc__", None)
+
+
+def _binary(fn, base):
+    # The second argument under PyTorch's name for it, which help() shows.
+    if base == "clamp_min":
+        return lambda self, min: fn(self, min)
+    if base == "clamp_max":
+        return lambda self, max: fn(self, max)
+    if base == "float_power":
+        return lambda self, exponent: fn(self, exponent)
+    return lambda self, other: fn(self, other)
 
 
 # ----- in-place view ops ---------------------------------------------------------------
@@ -275,11 +271,7 @@ def _inplace_view(name, view):
         return self
 
     method.__name__ = name
-    method.__doc__ = (
-        f"In-place form of ``{name[:-1]}``: ``self`` takes the new shape (for tensors "
-        "that do not require grad, or under ``no_grad()``)."
-    )
-    return method
+    return _inplace_docs.document(method, name, view, _base_doc(name), view=True)
 
 
 # ----- installation --------------------------------------------------------------------
@@ -316,11 +308,6 @@ def _install():
         "new_full": _new_full,
         "new_empty": _new_empty,
         "new_tensor": _new_tensor,
-        "int": _missing_dtype("int", "int32"),
-        "short": _missing_dtype("short", "int16"),
-        "byte": _missing_dtype("byte", "uint8"),
-        "char": _missing_dtype("char", "int8"),
-        "half": _missing_dtype("half", "float16"),
         "element_size": _element_size,
         "ndimension": _ndimension,
         "share_memory_": _share_memory_,
@@ -413,7 +400,7 @@ def _install():
                  "logaddexp", "xlogy", "clamp_min", "clamp_max", "float_power"):  # fmt: skip
         fn = getattr(_C, base, None)
         if fn is not None and not hasattr(Tensor, base + "_"):
-            setattr(Tensor, base + "_", _inplace(base + "_", lambda self, other, fn=fn: fn(self, other)))
+            setattr(Tensor, base + "_", _inplace(base + "_", _binary(fn, base)))
     operators = {
         "__mod__": lambda self, other: _C.remainder(self, other),
         "__rmod__": lambda self, other: _C.remainder(other, self),

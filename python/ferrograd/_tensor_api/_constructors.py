@@ -102,8 +102,8 @@ def _share_memory_(self):
 
 
 def _is_signed(self):
-    """Whether ``self``'s dtype is signed (every ferrograd dtype but ``bool``)."""
-    return self.dtype != _C.bool
+    """Whether ``self``'s dtype is signed (every ferrograd dtype but ``bool`` and ``uint8``)."""
+    return self.dtype.is_signed
 
 
 def _is_complex(self):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from .. import _C
+from .. import _C, _dispatch
 from .grad_mode import no_grad
 
 _FREED = (
@@ -120,6 +120,11 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        if _dispatch.has_protocol(*args, *kwargs.values()) and not _dispatch.is_batched(
+            *args, *kwargs.values()
+        ):
+            # A meta tensor or a jit.trace value: its type runs (or records) the call.
+            return _dispatch.dispatch(cls.apply, args, kwargs)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(
             isinstance(a, _C.Tensor) and a.requires_grad for a in args

@@ -2,9 +2,10 @@
 
 ``backends.cudnn.deterministic``/``benchmark`` are accepted and kept (there is
 no cuDNN, so they change nothing: ferrograd's CPU kernels are deterministic);
-``backends.mps.is_available()`` is ``False``.
+``backends.cuda.matmul.allow_tf32`` likewise; ``backends.mps.is_available()``
+and ``backends.cuda.is_built()`` are ``False``.
 """
 
-from . import cudnn, mps
+from . import cuda, cudnn, mps
 
-__all__ = ["cudnn", "mps"]
+__all__ = ["cuda", "cudnn", "mps"]

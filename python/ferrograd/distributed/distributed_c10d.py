@@ -12,6 +12,7 @@ mpi4py is imported lazily: ``import ferrograd`` never needs it.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
@@ -68,29 +69,78 @@ class ReduceOp:
 
 
 class _World:
-    """The default process group: a duplicate of MPI's COMM_WORLD (so user MPI traffic on
-    COMM_WORLD never matches ours), plus what init_process_group was given."""
+    """The default process group: a duplicate of MPI's COMM_WORLD for the collectives (so
+    user MPI traffic on COMM_WORLD never matches ours), a second one for the liveness
+    messages the watchdogs exchange, and what init_process_group was given."""
 
-    def __init__(self, comm, timeout):
+    def __init__(self, comm, ctl, timeout, generation):
         self.comm = comm
+        self.ctl = ctl
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self.timeout = timeout
-        self.watchdog = _Watchdog(timeout.total_seconds())
+        self.generation = generation
+        # Collectives this process has entered on ``comm``: every rank enters the same
+        # sequence, so a count names one collective on every rank.
+        self.seq = 0
+        self.watchdog = _Watchdog(self, timeout.total_seconds())
+
+    def take(self, n=1):
+        """Numbers the next ``n`` collectives on ``comm``; returns the first."""
+        first = self.seq
+        self.seq += n
+        return first
+
+
+# Liveness messages on the control communicator: one tag, tiny pickled tuples.
+_TAG_STATE = 71
+# A wait longer than this is told to the peers (so they can compare it with theirs).
+_LONG_WAIT_S = 1.0
+# Every rank blocked in a different collective for this long is a deadlock.
+_CONFIRM_S = 1.0
+# How often the watchdog looks (at most; less often when the group timeout is short).
+_TICK_S = 0.25
+_generation = 0
 
 
 class _Watchdog:
-    """A thread that aborts the job when this process has waited in one collective for
-    longer than the group's timeout. MPI collectives cannot time out or be cancelled, and
-    a rank that is stuck, or that called another collective, leaves its peers blocked: the
-    peers' watchdogs end the job with a message instead (as NCCL's watchdog does). The
-    blocked MPI call has released the GIL, so the thread can run."""
+    """A thread that ends the job, with a message naming the ranks involved, when this
+    process waits in a collective that cannot complete. MPI collectives cannot time out
+    or be cancelled, and the blocked MPI call has released the GIL, so the thread runs
+    meanwhile; it wakes four times a second and costs nothing measurable.
 
-    def __init__(self, timeout_s):
+    It aborts when
+
+    * the wait lasted longer than the group's timeout (a peer is stuck), as NCCL's
+      watchdog does;
+    * a peer left the group (``destroy_process_group``, or its process exited) before
+      entering the collective this rank waits in: it will never come;
+    * a peer waits in a different collective under the same sequence number, or every
+      rank has been blocked for a second in collectives that are not the same one:
+      the ranks called different collectives and will wait for each other forever.
+
+    The peers' states travel as small messages on a communicator of their own: a rank
+    tells the others when one of its waits has lasted a second (and when it ended),
+    and when it leaves. A normal step, whose waits are short, sends nothing. This
+    needs ``MPI_THREAD_MULTIPLE`` (mpi4py's default); without it only the timeout
+    applies."""
+
+    def __init__(self, world, timeout_s):
+        self.world = world
         self.timeout_s = timeout_s
-        # (what, start, limit) while a collective waits, else None; one tuple, so the
-        # thread never reads half an update.
+        # (what, start, limit, first, last) while a collective waits, else None; one
+        # tuple, so the thread never reads half an update. first..last are the
+        # sequence numbers of the collectives the wait needs.
         self.current = None
+        # Each peer's last state: ("wait", first, last, what), ("idle",) or
+        # ("left", collectives_entered, how).
+        self.peers = {}
+        self._told = None  # the wait the peers were last told of
+        self._deadlock = None  # (snapshot, since) of an all-blocked mismatch
+        self.talk = False
+        if world.size > 1:
+            MPI = _mpi()
+            self.talk = MPI.Query_thread() == MPI.THREAD_MULTIPLE
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._watch, name="ferrograd.distributed watchdog", daemon=True
@@ -98,21 +148,123 @@ class _Watchdog:
         self._thread.start()
 
     def _watch(self):
-        period = max(0.01, min(1.0, self.timeout_s / 10))
+        period = max(0.01, min(_TICK_S, self.timeout_s / 10))
         delay = period
         while not self._stop.wait(delay):
-            cur = self.current
             delay = period
+            cur = self.current
             if cur is not None:
-                left = cur[1] + cur[2] - time.monotonic()
+                what, start, limit, _, _ = cur
+                now = time.monotonic()
+                left = start + limit - now
                 if left < 0:
-                    _timed_out(cur[0], time.monotonic() - cur[1], cur[2])
+                    _timed_out(what, now - start, limit)
                 # Wake when it is due: a Work.wait timeout may be shorter than the period.
                 delay = min(period, left + 0.005)
+            if self.talk:
+                try:
+                    self._exchange(cur)
+                except Exception:  # noqa: BLE001 - the timeout still guards the job
+                    self.talk = False
+
+    def _exchange(self, cur):
+        self._receive()
+        if cur is None:
+            if self._told is not None:
+                self._tell(("idle",))
+                self._told = None
+            self._deadlock = None
+            return
+        what, start, _, first, last = cur
+        now = time.monotonic()
+        long_wait = now - start >= _LONG_WAIT_S
+        if long_wait and self._told is not cur:
+            self._tell(("wait", first, last, what))
+            self._told = cur
+        elif self._told is not None and self._told is not cur:
+            # The wait the peers know of is over; this one is still short.
+            self._tell(("idle",))
+            self._told = None
+        me = self.world.rank
+        for r, st in sorted(self.peers.items()):
+            if st[0] == "left" and st[1] <= last:
+                _peer_failed(
+                    f"{what} cannot complete: rank {r} {st[2]} after {st[1]} collectives, "
+                    f"and this wait needs collective {last + 1}, which rank {r} never entered"
+                    + _UNEVEN_HINT
+                )
+            if st[0] == "wait" and st[1] <= last and first <= st[2] and st[3] != what:
+                _peer_failed(
+                    f"collective mismatch: this rank waits in {what} (collective "
+                    f"{_span(first, last)}) while rank {r} waits in {st[3]} (collective "
+                    f"{_span(st[1], st[2])}); every rank must call the same collectives in "
+                    "the same order" + _UNEVEN_HINT
+                )
+        waiting = {r: st for r, st in self.peers.items() if st[0] == "wait"}
+        if not long_wait or len(waiting) < self.world.size - 1:
+            self._deadlock = None
+            return
+        states = dict(waiting)
+        states[me] = ("wait", first, last, what)
+        snapshot = tuple(sorted((r, st[1:]) for r, st in states.items()))
+        if all(st[1:] == (first, last, what) for st in states.values()):
+            self._deadlock = None
+            return
+        if self._deadlock is None or self._deadlock[0] != snapshot:
+            self._deadlock = (snapshot, now)
+        elif now - self._deadlock[1] >= _CONFIRM_S:
+            detail = "; ".join(
+                f"rank {r}: {st[3]} (collective {_span(st[1], st[2])})"
+                for r, st in sorted(states.items())
+            )
+            _peer_failed(
+                "every rank is blocked, in collectives that do not match: " + detail
+                + _UNEVEN_HINT
+            )
+
+    def _tell(self, state):
+        w = self.world
+        msg = (w.generation, *state)
+        for r in range(w.size):
+            if r != w.rank:
+                w.ctl.send(msg, dest=r, tag=_TAG_STATE)
+
+    def _receive(self):
+        MPI = _mpi()
+        w = self.world
+        status = MPI.Status()
+        while w.ctl.iprobe(source=MPI.ANY_SOURCE, tag=_TAG_STATE, status=status):
+            src = status.Get_source()
+            msg = w.ctl.recv(source=src, tag=_TAG_STATE)
+            # A message of an earlier group of this process (a freed communicator's
+            # context can be reused by a later one) is not about this group.
+            if isinstance(msg, tuple) and msg and msg[0] == w.generation:
+                if self.peers.get(src, ("",))[0] != "left":
+                    self.peers[src] = msg[1:]
 
     def stop(self):
         self._stop.set()
         self._thread.join()
+
+    def leave(self, how):
+        """Stops the thread and tells the peers this rank has left the group after the
+        collectives it entered, so a peer waiting for a later one fails at once."""
+        self.stop()
+        if self.talk:
+            try:
+                self._tell(("left", self.world.seq, how))
+            except Exception:  # noqa: BLE001 - leaving must not fail
+                pass
+
+
+_UNEVEN_HINT = (
+    " (if the ranks have different numbers of batches, wrap the training loop in "
+    "`with ddp.join():`)"
+)
+
+
+def _span(first, last):
+    return f"{first + 1}" if first == last else f"{first + 1}-{last + 1}"
 
 
 def _timed_out(what, waited_s, limit_s):
@@ -128,21 +280,40 @@ def _timed_out(what, waited_s, limit_s):
         _abort_job()
 
 
+def _peer_failed(message):
+    try:
+        rank = _mpi().COMM_WORLD.Get_rank()
+        sys.stderr.write(f"[ferrograd.distributed] rank {rank}: {message}; aborting all ranks\n")
+        sys.stderr.flush()
+    finally:
+        _abort_job()
+
+
 @contextmanager
-def _watched(what, timeout=None):
-    """Times the blocking MPI calls inside against the group's timeout (or ``timeout``,
-    a timedelta); nested uses are timed by the outermost."""
+def _watched(what, first, last=None, timeout=None):
+    """Watches the blocking MPI calls inside: a wait for collectives ``first..last``
+    (sequence numbers from ``_World.take``) named ``what``, timed against the group's
+    timeout (or ``timeout``, a timedelta) and checked against the peers' states; nested
+    uses are watched by the outermost."""
     w = _world
     dog = w.watchdog if w is not None else None
     if dog is None or dog.current is not None:
         yield
         return
     limit = dog.timeout_s if timeout is None else timeout.total_seconds()
-    dog.current = (what, time.monotonic(), limit)
+    dog.current = (what, time.monotonic(), limit, first, first if last is None else last)
     try:
         yield
     finally:
         dog.current = None
+
+
+def _blocking(what, call, *args, **kwargs):
+    """One blocking collective on the group: numbered, then run under the watchdog."""
+    w = _group()
+    first = w.take()
+    with _watched(what, first):
+        return call(*args, **kwargs)
 
 
 def _check_valid_timeout(timeout):
@@ -160,7 +331,11 @@ class GroupMember:
 
 
 _world: _World | None = None
+# A group destroyed while an exception unwound: if the process then exits without the
+# excepthook aborting the job (SystemExit), its peers are still told it left.
+_unwound: _World | None = None
 _prev_excepthook = None
+_atexit_registered = False
 
 
 def _mpi():
@@ -266,7 +441,7 @@ def init_process_group(
     ``timeout`` (a ``datetime.timedelta``, 30 minutes by default) bounds every wait in a
     collective: a rank blocked longer, because a peer is stuck or called another
     collective, prints which collective timed out and aborts every rank."""
-    global _world, _prev_excepthook
+    global _world, _prev_excepthook, _generation, _unwound, _atexit_registered
     if timeout is None:
         timeout = default_pg_timeout
     _check_valid_timeout(timeout)
@@ -304,7 +479,13 @@ def init_process_group(
         check("rank", os.environ.get("RANK"), "the RANK environment variable")
         check("world_size", os.environ.get("WORLD_SIZE"), "the WORLD_SIZE environment variable")
 
-    _world = _World(world.Dup(), timeout)
+    _generation += 1
+    _unwound = None
+    _world = _World(world.Dup(), world.Dup(), timeout, _generation)
+    if not _atexit_registered:
+        # Registered after mpi4py's import, so it runs before MPI is finalized.
+        atexit.register(_leave_at_exit)
+        _atexit_registered = True
     if sys.excepthook is not _abort_excepthook:
         # Still ours when an earlier group was destroyed while an exception unwound.
         _prev_excepthook = sys.excepthook
@@ -313,20 +494,33 @@ def init_process_group(
 
 def destroy_process_group(group=None):
     """Leaves the default group and restores the previous ``sys.excepthook``, except
-    when called while an exception unwinds (``try: ... finally:
-    destroy_process_group()``): that rank is failing and its peers may be blocked in a
+    when called while an exception unwinds (from the ``finally:`` clause of a ``try``
+    around the training): that rank is failing and its peers may be blocked in a
     collective, so the hook stays and the uncaught exception still aborts every rank."""
-    global _world, _prev_excepthook
+    global _world, _prev_excepthook, _unwound
     w = _check_group(group)
     _world = None
-    w.watchdog.stop()
     if sys.exc_info()[0] is not None:
-        # Freeing is collective, and the peers are not coming: leave it to MPI_Abort.
+        # Freeing is collective, and the peers are not coming: leave it to MPI_Abort
+        # (the excepthook's, which also prints the traceback first). Only if the
+        # process exits without it (SystemExit) are the peers told at exit.
+        w.watchdog.stop()
+        _unwound = w
         return
+    w.watchdog.leave("called destroy_process_group()")
     w.comm.Free()
+    w.ctl.Free()
     if sys.excepthook is _abort_excepthook:
         sys.excepthook = _prev_excepthook or sys.__excepthook__
     _prev_excepthook = None
+
+
+def _leave_at_exit():
+    # A rank that exits while its peers wait for it in a collective (sys.exit after an
+    # error, a loop that ended early) tells them, so they fail within a second.
+    w = _world or _unwound
+    if w is not None:
+        w.watchdog.leave("exited")
 
 
 def get_rank(group=None):
@@ -355,19 +549,38 @@ def _check_tensor(t, name="tensor"):
         raise TypeError(f"{name} must be a Tensor, but got {type(t).__name__}")
 
 
+def _low_precision(t):
+    return str(t.dtype).rsplit(".", 1)[-1] in ("float16", "bfloat16")
+
+
+def _np(t):
+    """``t``'s values as a NumPy array: its memory, or for float16/bfloat16 (which MPI has
+    no type for, and NumPy no bfloat16) a float32 copy, exact for either."""
+    d = t.detach()
+    return d.float().numpy() if _low_precision(t) else d.numpy()
+
+
 class _Buf:
     """A contiguous NumPy array over a tensor's memory (or a staging copy when the tensor
-    is not contiguous) and how to finish a write into the tensor."""
+    is not contiguous, or float16/bfloat16: staged as float32, so a sum is done in float32
+    and rounded once) and how to finish a write into the tensor."""
 
     def __init__(self, t):
         self.t = t
-        self.view = t.detach().numpy()
-        if self.view.flags.c_contiguous:
+        self.staged = _low_precision(t)
+        self.view = _np(t)
+        if self.view.flags.c_contiguous and not self.staged:
             self.arr = self.view
         else:
             self.arr = np.ascontiguousarray(self.view)
 
     def written(self):
+        if self.staged:
+            from .. import _C
+
+            with no_grad():
+                self.t.detach().copy_(_C.from_numpy(self.arr))
+            return
         if self.arr is not self.view:
             self.view[...] = self.arr
         _bump_version(self.t)
@@ -381,19 +594,61 @@ def _bump_version(t):
 
 
 def _meta(t):
+    from .. import _C
+
+    if not isinstance(t, _C.Tensor):
+        return None
     return (tuple(t.shape), str(t.dtype))
 
 
-def _check_same(w, t, what):
-    """Exchanges (shape, dtype) so a mismatch raises the same error on every rank
-    instead of hanging or exchanging garbage."""
-    with _watched(what):
-        metas = w.comm.allgather(_meta(t))
-    if any(m != metas[0] for m in metas):
-        detail = ", ".join(f"rank {r}: {tuple(s)} {d}" for r, (s, d) in enumerate(metas))
+def _local(check):
+    """Runs this rank's argument checks; the error they raise, as (class name, message),
+    is exchanged with the other ranks instead of raised here, so every rank raises it
+    rather than one raising while the others wait for it in the collective."""
+    try:
+        check()
+    except (TypeError, ValueError, IndexError) as e:
+        return (type(e).__name__, str(e))
+    return None
+
+
+_ERRORS = {"TypeError": TypeError, "ValueError": ValueError, "IndexError": IndexError}
+
+
+def _agree(w, what, t, problem=None, same=()):
+    """The first step of every collective: the ranks exchange what they are about to do
+    (the collective, the tensor's shape and dtype, arguments that must match such as
+    ``src`` or ``op``, as ``same``: a tuple of (name, value) pairs, and any argument
+    error), so a mismatch or a bad argument on one rank raises the same error on every
+    rank instead of hanging or exchanging garbage."""
+    mine = (what, _meta(t), same, problem)
+    first = w.take()
+    with _watched(what, first):
+        notes = w.comm.allgather(mine)
+    if problem is None and all(n == mine for n in notes):
+        return
+    for r, (_, _, _, prob) in enumerate(notes):
+        if prob is not None:
+            cls = _ERRORS.get(prob[0], RuntimeError)
+            raise cls(f"{what}: rank {r}: {prob[1]}")
+    if any(n[0] != what for n in notes):
+        detail = ", ".join(f"rank {r} called {n[0]}" for r, n in enumerate(notes))
+        raise RuntimeError(
+            f"collective mismatch: {detail}; every rank must call the same collectives in "
+            "the same order"
+        )
+    if any(n[1] != notes[0][1] for n in notes):
+        detail = ", ".join(
+            f"rank {r}: {tuple(n[1][0])} {n[1][1]}" for r, n in enumerate(notes)
+        )
         raise RuntimeError(
             f"{what}: tensors must have the same shape and dtype on every rank, got {detail}"
         )
+    for i, (k, _) in enumerate(same):
+        values = [n[2][i][1] if i < len(n[2]) else None for n in notes]
+        if any(x != values[0] for x in values):
+            detail = ", ".join(f"rank {r}: {x!r}" for r, x in enumerate(values))
+            raise RuntimeError(f"{what}: every rank must pass the same {k}, got {detail}")
 
 
 def _bool_as_bytes(arr, op):
@@ -405,31 +660,36 @@ def _bool_as_bytes(arr, op):
     return arr.view(np.uint8), op
 
 
-def _mpi_op(op, dtype=None):
-    MPI = _mpi()
-    table = {
-        ReduceOp.SUM: MPI.SUM,
-        ReduceOp.AVG: MPI.SUM,
-        ReduceOp.PRODUCT: MPI.PROD,
-        ReduceOp.MIN: MPI.MIN,
-        ReduceOp.MAX: MPI.MAX,
-    }
-    if op not in table:
+_OPS = {
+    ReduceOp.SUM: "SUM",
+    ReduceOp.AVG: "SUM",
+    ReduceOp.PRODUCT: "PROD",
+    ReduceOp.MIN: "MIN",
+    ReduceOp.MAX: "MAX",
+}
+
+
+def _check_op(op, t):
+    if op not in _OPS:
         raise ValueError(f"unknown reduce op {op!r}; use ferrograd.distributed.ReduceOp")
-    if op == ReduceOp.AVG and dtype is not None and not np.issubdtype(dtype, np.floating):
+    if op == ReduceOp.AVG and not t.is_floating_point():
         raise ValueError("ReduceOp.AVG is only supported for floating-point tensors")
-    return table[op]
+
+
+def _mpi_op(op):
+    return getattr(_mpi(), _OPS[op])
 
 
 class Work:
     """A collective in flight (``async_op=True``): ``wait()`` blocks until it finished and
     its result is in the tensors; ``is_completed()`` polls."""
 
-    def __init__(self, what, requests, finish):
+    def __init__(self, what, requests, finish, first=0):
         self._what = what
         self._requests = list(requests)
         self._finish = finish
         self._done = False
+        self._first = first
 
     def is_completed(self):
         """Whether the collective finished; finishing writes its result."""
@@ -449,7 +709,7 @@ class Work:
             _check_valid_timeout(timeout)
         if not self._done:
             if self._requests:
-                with _watched(self._what, timeout):
+                with _watched(self._what, self._first, timeout=timeout):
                     _mpi().Request.Waitall(self._requests)
             self._complete()
         return True
@@ -465,10 +725,11 @@ class Work:
         return []
 
 
-def _run(what, async_op, start_nb, start_blocking, finish):
+def _run(w, what, async_op, start_nb, start_blocking, finish):
+    first = w.take()
     if async_op:
-        return Work(what, [start_nb()], finish)
-    with _watched(what):
+        return Work(what, [start_nb()], finish, first)
+    with _watched(what, first):
         start_blocking()
     if finish is not None:
         finish()
@@ -481,18 +742,22 @@ def _run(what, async_op, start_nb, start_blocking, finish):
 def barrier(group=None, async_op=False, device_ids=None):
     """Blocks until every rank reached it."""
     w = _check_group(group)
-    return _run("barrier", async_op, w.comm.Ibarrier, w.comm.Barrier, None)
+    return _run(w, "barrier", async_op, w.comm.Ibarrier, w.comm.Barrier, None)
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduces ``tensor`` over every rank in place (``op``: SUM, AVG, PRODUCT, MIN, MAX);
-    every rank ends with the result. Shapes and dtypes are checked to agree first."""
+    every rank ends with the result. Shapes, dtypes and ``op`` are checked to agree
+    first."""
     w = _check_group(group)
-    _check_tensor(tensor)
-    _check_same(w, tensor, "all_reduce")
+
+    def check():
+        _check_tensor(tensor)
+        _check_op(op, tensor)
+
+    _agree(w, "all_reduce", tensor, _local(check), (("op", op),))
     MPI = _mpi()
     b = _Buf(tensor)
-    mop = _mpi_op(op, b.arr.dtype)
     arr, bop = _bool_as_bytes(b.arr, op)
     mop = _mpi_op(bop)
 
@@ -502,6 +767,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         b.written()
 
     return _run(
+        w,
         "all_reduce",
         async_op,
         lambda: w.comm.Iallreduce(MPI.IN_PLACE, arr, op=mop),
@@ -510,18 +776,26 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     )
 
 
+def _check_rank(r, w, what):
+    if not isinstance(r, int) or not 0 <= r < w.size:
+        raise ValueError(f"Invalid {what} rank {r} for a group of size {w.size}")
+
+
 def broadcast(tensor, src=0, group=None, async_op=False, group_src=None):
     """Copies rank ``src``'s ``tensor`` into ``tensor`` on every other rank."""
     w = _check_group(group)
     if group_src is not None:
         src = group_src
-    _check_tensor(tensor)
-    if not 0 <= src < w.size:
-        raise ValueError(f"Invalid src rank {src} for a group of size {w.size}")
-    _check_same(w, tensor, "broadcast")
+
+    def check():
+        _check_tensor(tensor)
+        _check_rank(src, w, "src")
+
+    _agree(w, "broadcast", tensor, _local(check), (("src", src),))
     b = _Buf(tensor)
     finish = b.written if w.rank != src else None
     return _run(
+        w,
         "broadcast",
         async_op,
         lambda: w.comm.Ibcast(b.arr, root=src),
@@ -531,23 +805,35 @@ def broadcast(tensor, src=0, group=None, async_op=False, group_src=None):
 
 
 def _gather_buffer(w, t):
-    return np.empty((w.size, *tuple(t.shape)), dtype=t.detach().numpy().dtype)
+    return np.empty((w.size, *tuple(t.shape)), dtype=_np(t).dtype)
+
+
+def _check_list(lst, w, name, like, what):
+    """``lst`` must be a list of world-size tensors with ``like``'s shape and dtype."""
+    if not isinstance(lst, (list, tuple)) or len(lst) != w.size:
+        got = f"{len(lst)}" if isinstance(lst, (list, tuple)) else type(lst).__name__
+        raise ValueError(
+            f"{name} must be a list of {w.size} tensors (the world size), got {got}"
+        )
+    for o in lst:
+        _check_tensor(o, f"{name} element")
+        if _meta(o) != _meta(like):
+            raise ValueError(
+                f"{what}: every tensor in {name} must have the shape and dtype "
+                f"{_meta(like)[0]} {_meta(like)[1]}, got {_meta(o)[0]} {_meta(o)[1]}"
+            )
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Fills ``tensor_list[r]`` with rank r's ``tensor``, on every rank."""
     w = _check_group(group)
-    _check_tensor(tensor)
-    if not isinstance(tensor_list, (list, tuple)) or len(tensor_list) != w.size:
-        raise ValueError(f"tensor_list must be a list of {w.size} tensors (the world size)")
-    for o in tensor_list:
-        _check_tensor(o, "tensor_list element")
-        if _meta(o) != _meta(tensor):
-            raise ValueError(
-                "all_gather: every tensor in tensor_list must have the input's shape and dtype"
-            )
-    _check_same(w, tensor, "all_gather")
-    src = np.ascontiguousarray(tensor.detach().numpy())
+
+    def check():
+        _check_tensor(tensor)
+        _check_list(tensor_list, w, "tensor_list", tensor, "all_gather")
+
+    _agree(w, "all_gather", tensor, _local(check))
+    src = np.ascontiguousarray(_np(tensor))
     out = _gather_buffer(w, tensor)
 
     def finish():
@@ -557,6 +843,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
             ob.written()
 
     return _run(
+        w,
         "all_gather",
         async_op,
         lambda: w.comm.Iallgather(src, out),
@@ -569,18 +856,24 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     """Writes every rank's ``input_tensor``, in rank order, into ``output_tensor`` (of
     world_size times the input's elements: stacked or concatenated along dim 0)."""
     w = _check_group(group)
-    _check_tensor(output_tensor, "output_tensor")
-    _check_tensor(input_tensor, "input_tensor")
-    if output_tensor.dtype != input_tensor.dtype:
-        raise ValueError("all_gather_into_tensor: output and input must have the same dtype")
-    if output_tensor.numel() != w.size * input_tensor.numel():
-        raise ValueError(
-            "output tensor size must be equal to world_size times input tensor size"
-        )
-    _check_same(w, input_tensor, "all_gather_into_tensor")
-    src = np.ascontiguousarray(input_tensor.detach().numpy())
+
+    def check():
+        _check_tensor(output_tensor, "output_tensor")
+        _check_tensor(input_tensor, "input_tensor")
+        if output_tensor.dtype != input_tensor.dtype:
+            raise ValueError(
+                "all_gather_into_tensor: output and input must have the same dtype"
+            )
+        if output_tensor.numel() != w.size * input_tensor.numel():
+            raise ValueError(
+                "output tensor size must be equal to world_size times input tensor size"
+            )
+
+    _agree(w, "all_gather_into_tensor", input_tensor, _local(check))
+    src = np.ascontiguousarray(_np(input_tensor))
     ob = _Buf(output_tensor)
     return _run(
+        w,
         "all_gather_into_tensor",
         async_op,
         lambda: w.comm.Iallgather(src, ob.arr),
@@ -593,18 +886,21 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     """Reduces ``input`` (world_size times ``output``'s elements) over ranks and leaves
     the r-th block of the result in rank r's ``output``."""
     w = _check_group(group)
-    _check_tensor(output, "output")
-    _check_tensor(input, "input")
-    if output.dtype != input.dtype:
-        raise ValueError("reduce_scatter_tensor: output and input must have the same dtype")
-    if input.numel() != w.size * output.numel():
-        raise ValueError(
-            "input tensor must be the same size as output size times world size"
-        )
-    _check_same(w, input, "reduce_scatter_tensor")
-    src = np.ascontiguousarray(input.detach().numpy())
+
+    def check():
+        _check_tensor(output, "output")
+        _check_tensor(input, "input")
+        if output.dtype != input.dtype:
+            raise ValueError("reduce_scatter_tensor: output and input must have the same dtype")
+        if input.numel() != w.size * output.numel():
+            raise ValueError(
+                "input tensor must be the same size as output size times world size"
+            )
+        _check_op(op, input)
+
+    _agree(w, "reduce_scatter_tensor", input, _local(check), (("op", op),))
+    src = np.ascontiguousarray(_np(input))
     ob = _Buf(output)
-    _mpi_op(op, src.dtype)
     send, bop = _bool_as_bytes(src, op)
     recv, _ = _bool_as_bytes(ob.arr, op)
     mop = _mpi_op(bop)
@@ -615,6 +911,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         ob.written()
 
     return _run(
+        w,
         "reduce_scatter_tensor",
         async_op,
         lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
@@ -626,19 +923,15 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduces ``input_list[r]`` over ranks into rank r's ``output``."""
     w = _check_group(group)
-    _check_tensor(output, "output")
-    if not isinstance(input_list, (list, tuple)) or len(input_list) != w.size:
-        raise ValueError(f"input_list must be a list of {w.size} tensors (the world size)")
-    for t in input_list:
-        _check_tensor(t, "input_list element")
-        if _meta(t) != _meta(output):
-            raise ValueError(
-                "reduce_scatter: every tensor in input_list must have the output's shape and dtype"
-            )
-    _check_same(w, output, "reduce_scatter")
-    src = np.stack([np.asarray(t.detach().numpy()) for t in input_list])
+
+    def check():
+        _check_tensor(output, "output")
+        _check_list(input_list, w, "input_list", output, "reduce_scatter")
+        _check_op(op, output)
+
+    _agree(w, "reduce_scatter", output, _local(check), (("op", op),))
+    src = np.stack([np.asarray(_np(t)) for t in input_list])
     ob = _Buf(output)
-    _mpi_op(op, src.dtype)
     send, bop = _bool_as_bytes(src, op)
     recv, _ = _bool_as_bytes(ob.arr, op)
     mop = _mpi_op(bop)
@@ -649,6 +942,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         ob.written()
 
     return _run(
+        w,
         "reduce_scatter",
         async_op,
         lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
@@ -661,16 +955,19 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """Collects every rank's ``tensor`` into ``gather_list`` on rank ``dst`` (others pass
     ``None``)."""
     w = _check_group(group)
-    _check_tensor(tensor)
-    if not 0 <= dst < w.size:
-        raise ValueError(f"Invalid dst rank {dst} for a group of size {w.size}")
-    if w.rank == dst:
-        if not isinstance(gather_list, (list, tuple)) or len(gather_list) != w.size:
-            raise ValueError(f"gather_list must be a list of {w.size} tensors on the dst rank")
-    elif gather_list:
-        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
-    _check_same(w, tensor, "gather")
-    src = np.ascontiguousarray(tensor.detach().numpy())
+
+    def check():
+        _check_tensor(tensor)
+        _check_rank(dst, w, "dst")
+        if w.rank == dst:
+            _check_list(gather_list, w, "gather_list", tensor, "gather")
+        elif gather_list:
+            raise ValueError(
+                "Argument ``gather_list`` must NOT be specified on non-destination ranks."
+            )
+
+    _agree(w, "gather", tensor, _local(check), (("dst", dst),))
+    src = np.ascontiguousarray(_np(tensor))
     out = _gather_buffer(w, tensor) if w.rank == dst else None
 
     def finish():
@@ -681,6 +978,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
                 ob.written()
 
     return _run(
+        w,
         "gather",
         async_op,
         lambda: w.comm.Igather(src, out, root=dst),
@@ -692,25 +990,26 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     """Sends ``scatter_list[r]`` from rank ``src`` into rank r's ``tensor``."""
     w = _check_group(group)
-    _check_tensor(tensor)
-    if not 0 <= src < w.size:
-        raise ValueError(f"Invalid src rank {src} for a group of size {w.size}")
-    if w.rank == src:
-        if not isinstance(scatter_list, (list, tuple)) or len(scatter_list) != w.size:
-            raise ValueError(f"scatter_list must be a list of {w.size} tensors on the src rank")
-        for t in scatter_list:
-            if _meta(t) != _meta(tensor):
-                raise ValueError("scatter: every tensor in scatter_list must match tensor")
-    elif scatter_list:
-        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
-    _check_same(w, tensor, "scatter")
+
+    def check():
+        _check_tensor(tensor)
+        _check_rank(src, w, "src")
+        if w.rank == src:
+            _check_list(scatter_list, w, "scatter_list", tensor, "scatter")
+        elif scatter_list:
+            raise ValueError(
+                "Argument ``scatter_list`` must NOT be specified on non-source ranks."
+            )
+
+    _agree(w, "scatter", tensor, _local(check), (("src", src),))
     send = (
-        np.stack([np.asarray(t.detach().numpy()) for t in scatter_list])
+        np.stack([np.asarray(_np(t)) for t in scatter_list])
         if w.rank == src
         else None
     )
     ob = _Buf(tensor)
     return _run(
+        w,
         "scatter",
         async_op,
         lambda: w.comm.Iscatter(send, ob.arr, root=src),

@@ -1,12 +1,12 @@
 """Composable function transforms, as ``torch.func``: ``grad``,
 ``grad_and_value``, ``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``,
-``hessian``, ``vmap`` and ``functional_call``. ``vmap`` runs a function once
+``hessian``, ``vmap``, ``functional_call`` and ``stack_module_state``. ``vmap`` runs a function once
 on batched values (every op has a batching rule); the transforms nest
 (``vmap(grad(f))``, ``jacfwd(jacrev(f))``, ``vmap(vmap(f))``)."""
 
 from ._batched import BatchedTensor
 from ._forward import hessian, jacfwd, jvp, linearize
-from ._functional_call import functional_call
+from ._functional_call import functional_call, stack_module_state
 from ._reverse import grad, grad_and_value, jacrev, vjp
 from ._vmap import vmap
 
@@ -20,6 +20,7 @@ __all__ = [
     "jacrev",
     "jvp",
     "linearize",
+    "stack_module_state",
     "vjp",
     "vmap",
 ]

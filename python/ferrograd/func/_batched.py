@@ -395,9 +395,12 @@ class BatchedTensor:
         # Any Tensor method without a batching rule lands here.
         if name.startswith("__") or not hasattr(_Tensor, name):
             raise AttributeError(f"'BatchedTensor' object has no attribute '{name}'")
+        from ._rules import refusal
+
         raise RuntimeError(
             f"vmap: there is no batching rule for Tensor.{name}; it cannot be used inside "
             "vmap/jacrev/jacfwd (ferrograd never falls back to a slow per-sample loop)"
+            + refusal(name)
         )
 
 

@@ -3,7 +3,7 @@ replaced for one call."""
 
 from __future__ import annotations
 
-__all__ = ["functional_call"]
+__all__ = ["functional_call", "stack_module_state"]
 
 
 def _owner(module, name):
@@ -87,3 +87,43 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
 
 
 _MISSING = object()
+
+
+def _stacked_leaf(tensors, name):
+    from .. import _C
+
+    all_rg = all(t.requires_grad for t in tensors)
+    none_rg = all(not t.requires_grad for t in tensors)
+    if not all_rg and not none_rg:
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    result = _C.stack([t.detach() if all_rg else t for t in tensors], 0)
+    if all_rg:
+        result = result.detach().requires_grad_()
+    return result
+
+
+def stack_module_state(models):
+    """``(params, buffers)``: each parameter and buffer of the models stacked
+    along a new first dimension, by name, for ``vmap`` over an ensemble
+    (``vmap(lambda p, b, x: functional_call(base, (p, b), (x,)))``). The
+    stacked parameters are new leaves that require grad when the models'
+    parameters do. The models must be of one class and in one mode."""
+    models = list(models)
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError(
+            "stack_module_state: Expected all models to have the same training/eval mode."
+        )
+    model0_typ = type(models[0])
+    if not all(type(m) is model0_typ for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    all_params = [dict(model.named_parameters()) for model in models]
+    params = {
+        k: _stacked_leaf(tuple(p[k] for p in all_params), k) for k in all_params[0]
+    }
+    all_buffers = [dict(model.named_buffers()) for model in models]
+    buffers = {
+        k: _stacked_leaf(tuple(b[k] for b in all_buffers), k) for k in all_buffers[0]
+    }
+    return params, buffers

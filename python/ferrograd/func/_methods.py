@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import operator
 
-from .. import _C
+from .. import _C, _registry
+from .._registry import schema as _schema
 from ._batched import (
     REQUIRES_GRAD_ERROR,
     BatchedTensor,
@@ -74,6 +75,17 @@ _INPLACE_METHODS = [
 ]  # fmt: skip
 for _n in _INPLACE_METHODS:
     _attach(_n, inplace_elementwise(_n))
+
+# Every elementwise op of the registry: its methods (aliases included) and
+# in-place forms, by its declaration.
+for _op in _registry.ops():
+    if _op.batching != _schema.EW:
+        continue
+    for _n, _surf in _op.alias_surfaces():
+        if _schema.METHOD in _surf and not hasattr(BatchedTensor, _n):
+            _attach(_n, elementwise)
+        if _schema.INPLACE in _surf and not hasattr(BatchedTensor, _n + "_"):
+            _attach(_n + "_", inplace_elementwise(_n + "_"))
 
 _OPERATORS = {
     "__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul,

@@ -97,6 +97,17 @@ def make_leaves(flat, lvls, name):
     return leaves, seen, keep
 
 
+def _outer_keep(outer_grad, outs, leaves):
+    """Whether the outputs depend on a tensor that requires grad outside the
+    transform (a model parameter the function closes over or takes as a
+    non-differentiated argument): then the gradients keep their graph, so a
+    backward through them reaches it, as in PyTorch (``loss(grad(u)(x))``
+    trains the model inside ``u``)."""
+    if not outer_grad:
+        return False
+    return _C._reaches_other_leaf([o for o in outs if o.requires_grad], list(leaves))
+
+
 def _split_aux(out, has_aux, name):
     if not has_aux:
         return out, None
@@ -144,6 +155,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
     def wrapper(*args, **kwargs):
         nums, diff = check_argnums(argnums, args, "grad_and_value")
         lvls = list(levels())
+        outer_grad = _C.is_grad_enabled()
         flat, spec = tree_flatten(diff)
         with enable_grad():
             leaves, seen, keep = make_leaves(flat, lvls, "grad_and_value")
@@ -163,6 +175,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
                     "APIs instead?"
                 )
             po = to_physical(out, lvls)
+            keep = keep or _outer_keep(outer_grad, [po], leaves)
             gs = _grads([po], leaves, [_C.ones(*po.shape, dtype=po.dtype)], keep)
         g = tree_unflatten([from_physical(x, lvls) for x in gs], spec)
         value = from_physical(po if keep else po.detach(), lvls)
@@ -193,6 +206,7 @@ def vjp(func, *primals, has_aux=False):
     ``has_aux``, ``(output, vjp_fn, aux)``)."""
     lvls = list(levels())
     flat, spec = tree_flatten(primals)
+    outer_grad = _C.is_grad_enabled()
     with enable_grad():
         leaves, seen, keep = make_leaves(flat, lvls, "vjp")
         with running_transform():
@@ -206,6 +220,7 @@ def vjp(func, *primals, has_aux=False):
                     f"consisting of Tensors, got {type(o)}"
                 )
         po = [to_physical(o, lvls) for o in flat_out]
+        keep = keep or _outer_keep(outer_grad, po, leaves)
     ids = [lv.id for lv in lvls]
 
     def vjp_fn(*cotangents):
@@ -249,6 +264,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         lvls = list(levels())
         flat, spec = tree_flatten(diff)
         nlv = len(lvls)
+        outer_grad = _C.is_grad_enabled()
 
         def run(m):
             with push_level(m, "same") as lv:
@@ -265,6 +281,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
                                 f"non-empty output consisting of Tensors, got {type(o)}"
                             )
                     po = [to_physical(o, all_lvls) for o in flat_out]
+                    keep = keep or _outer_keep(outer_grad, po, leaves)
                 if has_aux:
                     aux = tree_unflatten(
                         [

@@ -8,7 +8,8 @@ unchanged, so the inner call dispatches again for them (nested ``vmap``).
 
 from __future__ import annotations
 
-from .. import _C
+from .. import _C, _registry
+from .._registry import schema as _schema
 from ..autograd import Function
 from ._batched import (
     batch_size_of,
@@ -753,13 +754,20 @@ _FUNCTION_RULES = {
 }
 for _n in _ELEMENTWISE_FUNCTIONS:
     _FUNCTION_RULES[_n] = elementwise
+# Every elementwise op of the registry (and its aliases), by its declaration.
+for _op in _registry.ops():
+    if _op.batching == _schema.EW:
+        for _n in _op.names:
+            _FUNCTION_RULES.setdefault(_n, elementwise)
 
 
 def _no_rule(name):
+    reason = refusal(name)
+
     def rule(call, args, kwargs):
         raise RuntimeError(
             f"vmap: there is no batching rule for ferrograd.{name}; it cannot be used inside "
-            "vmap/jacrev/jacfwd (ferrograd never falls back to a slow per-sample loop)"
+            "vmap/jacrev/jacfwd (ferrograd never falls back to a slow per-sample loop)" + reason
         )
 
     return rule
@@ -767,6 +775,16 @@ def _no_rule(name):
 
 # Keyword-only parameters that the dispatch protocol passes positionally.
 _KEYWORD_ONLY = {"add": ("alpha",), "sub": ("alpha",), "sort": ("stable",), "argsort": ("stable",)}
+
+
+def refusal(name):
+    """The registry's stated reason why ``name`` has no batching rule, as a
+    sentence to append to the error (empty when none is declared)."""
+    try:
+        why = _registry.op(name.rstrip("_")).refuse.get(_schema.VMAP)
+    except KeyError:
+        return ""
+    return f": {why}" if why else ""
 
 
 def function_rule(func):

@@ -64,6 +64,7 @@ from ._inverse import (
     solve,
     solve_ex,
 )
+from ._matrix_fns import geqrf, householder_product, matrix_exp
 from ._norms import (
     matrix_norm,
     norm,
@@ -90,6 +91,8 @@ __all__ = [
     "inv_ex",
     "lstsq",
     "matmul",
+    "householder_product",
+    "matrix_exp",
     "matrix_norm",
     "matrix_power",
     "matrix_rank",
@@ -147,6 +150,10 @@ for _obj in (
     vecdot,
     vector_norm,
 ):
+    _obj.__module__ = __name__
+del _obj
+
+for _obj in (geqrf, householder_product, matrix_exp):
     _obj.__module__ = __name__
 del _obj
 

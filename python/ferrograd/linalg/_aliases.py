@@ -12,6 +12,7 @@ from ._common import Tensor, _check_matrix, qr_result, slogdet_result, svd_resul
 from ._decompositions import cholesky, qr, svd, svdvals
 from ._det import _logdet, det, slogdet
 from ._inverse import inv, matrix_power, pinv
+from ._matrix_fns import geqrf, householder_product, matrix_exp
 
 # ----- torch.* aliases and Tensor methods ------------------------------------------------------------------
 
@@ -107,6 +108,33 @@ def _m_matrix_power(self, n):
     return matrix_power(self, n)
 
 
+def _matrix_exp(input):
+    """``torch.matrix_exp``: ``linalg.matrix_exp``."""
+    return matrix_exp(input)
+
+
+def _geqrf(input):
+    """``torch.geqrf``: ``(a, tau)``, LAPACK's compact QR (no gradient)."""
+    return geqrf(input)
+
+
+def _orgqr(input, tau):
+    """``torch.orgqr``: ``linalg.householder_product``."""
+    return householder_product(input, tau)
+
+
+def _m_matrix_exp(self):
+    return matrix_exp(self)
+
+
+def _m_geqrf(self):
+    return geqrf(self)
+
+
+def _m_orgqr(self, tau):
+    return householder_product(self, tau)
+
+
 def _install():
     for name, fn in (
         ("det", _det),
@@ -118,6 +146,9 @@ def _install():
         ("svd", _svd_legacy),
         ("qr", _qr_legacy),
         ("matrix_power", _matrix_power),
+        ("matrix_exp", _matrix_exp),
+        ("geqrf", _geqrf),
+        ("orgqr", _orgqr),
     ):
         fn.__name__ = fn.__qualname__ = name
         fn.__module__ = "ferrograd"
@@ -137,6 +168,9 @@ def _install():
         ("svd", _m_svd),
         ("qr", _m_qr),
         ("matrix_power", _m_matrix_power),
+        ("matrix_exp", _m_matrix_exp),
+        ("geqrf", _m_geqrf),
+        ("orgqr", _m_orgqr),
     ):
         fn.__name__ = name
         fn.__qualname__ = f"Tensor.{name}"

@@ -74,7 +74,8 @@ class LinalgSlogdet(Function):
         s = _tensor(sign, A)
         la = _tensor(logabs, A)
         ctx.save_for_backward(A)
-        ctx.mark_non_differentiable(s)
+        # As PyTorch: ``sign`` is an output of the node too (its gradient is zero
+        # for real input), so it carries ``requires_grad`` and ``grad_fn``.
         ctx.set_materialize_grads(False)
         return s, la
 
@@ -94,8 +95,9 @@ LinalgSlogdet._backward_name = "LinalgSlogdetBackward0"
 
 def slogdet(A, *, out=None):
     """``(sign, logabsdet)`` of each square matrix in ``A``: ``det = sign *
-    exp(logabsdet)``, accurate where ``det`` itself would overflow. Only
-    ``logabsdet`` is differentiable (gradient ``A^{-T}``)."""
+    exp(logabsdet)``, accurate where ``det`` itself would overflow. Both
+    carry the graph, as PyTorch's do; ``logabsdet``'s gradient is ``A^{-T}``,
+    ``sign``'s is zero."""
     _check_out(out)
     _check_matrix("linalg.slogdet", A, square=True)
     return linalg_slogdet(*_call(LinalgSlogdet, A))

@@ -6,6 +6,8 @@ log-sum-exp forms, backward rules) live in ``src/ops``.
 
 from __future__ import annotations
 
+import warnings
+
 from .. import _C
 from ._functional.linear import bilinear
 
@@ -39,52 +41,240 @@ def _activation(input, inplace, compute):
 
 
 def relu(input, inplace=False):
+    """Rectified linear unit, elementwise: ``max(0, x)``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.relu(torch.tensor([-1.0, 0.0, 2.0]))
+        tensor([0., 0., 2.])
+    """
     return _activation(input, inplace, lambda: _C.relu(input))
 
 
 def relu6(input, inplace=False):
+    """ReLU capped at 6, elementwise: ``min(max(0, x), 6)``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.relu6(torch.tensor([-1.0, 3.0, 8.0]))
+        tensor([0., 3., 6.])
+    """
     return _activation(input, inplace, lambda: _C.hardtanh(input, 0.0, 6.0))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """Leaky ReLU, elementwise: ``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        negative_slope (float): the slope for negative inputs. Default: ``0.01``.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.leaky_relu(torch.tensor([-2.0, 0.5]), negative_slope=0.1)
+        tensor([-0.2000,  0.5000])
+    """
     if inplace:
         return _C.leaky_relu_(input, negative_slope)
     return _C.leaky_relu(input, negative_slope)
 
 
 def leaky_relu_(input, negative_slope=0.01):
+    """In-place :func:`leaky_relu`: writes ``leaky_relu(input)`` into ``input``.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+        negative_slope (float): the slope for negative inputs. Default: ``0.01``.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-2.0, 0.5])
+        >>> F.leaky_relu_(x, 0.1) is x, x
+        (True, tensor([-0.2000,  0.5000]))
+    """
     return _C.leaky_relu_(input, negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
+    """Exponential linear unit, elementwise: ``x`` where ``x > 0``, ``alpha * (exp(x) - 1)``
+    elsewhere.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        alpha (float): the value the output approaches for large negative inputs is
+            ``-alpha``. Default: ``1.0``.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.elu(torch.tensor([-1.0, 0.0, 2.0]))
+        tensor([-0.6321,  0.0000,  2.0000])
+    """
     return _C.elu_(input, alpha) if inplace else _C.elu(input, alpha)
 
 
 def elu_(input, alpha=1.0):
+    """In-place :func:`elu`: writes ``elu(input, alpha)`` into ``input``.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+        alpha (float): the ``alpha`` of :func:`elu`. Default: ``1.0``.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 2.0])
+        >>> F.elu_(x) is x, x
+        (True, tensor([-0.6321,  2.0000]))
+    """
     return _C.elu_(input, alpha)
 
 
 def gelu(input, approximate="none"):
+    """Gaussian error linear unit, elementwise: ``x * Phi(x)``, ``Phi`` the standard normal
+    cumulative distribution function.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        approximate (str): ``'none'`` for the exact form with ``erf``, or ``'tanh'`` for
+            ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``.
+            Default: ``'none'``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 0.0, 1.0])
+        >>> F.gelu(x)
+        tensor([-0.1587,  0.0000,  0.8413])
+        >>> F.gelu(x, approximate="tanh")
+        tensor([-0.1588,  0.0000,  0.8412])
+    """
     return _C.gelu(input, approximate)
 
 
 def silu(input, inplace=False):
+    """Sigmoid linear unit (swish), elementwise: ``x * sigmoid(x)``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.silu(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.2689,  0.0000,  0.7311])
+    """
     return _activation(input, inplace, lambda: _C.silu(input))
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    """Softplus, elementwise: ``log(1 + exp(beta * x)) / beta``, a smooth ReLU.
+
+    Where ``beta * x > threshold`` the result is ``x`` itself, which keeps large inputs
+    from overflowing.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        beta (float): the sharpness. Default: ``1.0``.
+        threshold (float): above this value of ``beta * x`` the function is linear.
+            Default: ``20.0``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.softplus(torch.tensor([-1.0, 0.0, 30.0]))
+        tensor([ 0.3133,  0.6931, 30.0000])
+    """
     return _C.softplus(input, beta, threshold)
 
 
 def sigmoid(input):
+    """Logistic sigmoid, elementwise: ``1 / (1 + exp(-x))``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+
+    Returns:
+        Tensor: the same shape as ``input``, with values in ``(0, 1)``.
+
+    Example::
+
+        >>> F.sigmoid(torch.tensor([-2.0, 0.0, 2.0]))
+        tensor([0.1192, 0.5000, 0.8808])
+    """
     return _C.sigmoid(input)
 
 
 def tanh(input):
+    """Hyperbolic tangent, elementwise.
+
+    Args:
+        input (Tensor): the input, of any shape.
+
+    Returns:
+        Tensor: the same shape as ``input``, with values in ``(-1, 1)``.
+
+    Example::
+
+        >>> F.tanh(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.7616,  0.0000,  0.7616])
+    """
     return _C.tanh(input)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``input`` clamped to ``[min_val, max_val]``, elementwise.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        min_val (float): the lower bound. Default: ``-1.0``.
+        max_val (float): the upper bound. Default: ``1.0``.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Raises:
+        ValueError: if ``min_val > max_val``.
+
+    Example::
+
+        >>> F.hardtanh(torch.tensor([-3.0, 0.5, 3.0]))
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     return _activation(input, inplace, lambda: _C.hardtanh(input, min_val, max_val))
@@ -95,25 +285,129 @@ def _softmax_dim(ndim):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _implicit_dim(name, ndim, stacklevel):
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. "
+        "Change the call to include dim=X as an argument.",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+    return _softmax_dim(ndim)
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """Softmax along ``dim``: ``exp(x_i) / sum_j exp(x_j)``, so each slice along ``dim`` is
+    positive and sums to 1.
+
+    The largest value of each slice is subtracted first, so large inputs do not
+    overflow.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        dim (int): the dimension to normalise over. When omitted, PyTorch's legacy
+            choice is made (0 for 0-, 1- and 3-d inputs, 1 otherwise); pass it
+            explicitly.
+        dtype (ferrograd.dtype, optional): cast ``input`` to this dtype first.
+            Default: ``None``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.softmax(torch.tensor([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]]), dim=1)
+        tensor([[0.0900, 0.2447, 0.6652],
+                [0.3333, 0.3333, 0.3333]])
+    """
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _implicit_dim("softmax", input.dim(), _stacklevel)
     return _C.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """Logarithm of :func:`softmax` along ``dim``: ``x_i - log(sum_j exp(x_j))``.
+
+    Computed in one step (not as ``log(softmax(x))``), so it stays finite where the
+    softmax would underflow to 0. Pair it with :func:`nll_loss`, or use
+    :func:`cross_entropy`, which does both.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        dim (int): the dimension to normalise over. When omitted, PyTorch's legacy
+            choice is made (0 for 0-, 1- and 3-d inputs, 1 otherwise).
+        dtype (ferrograd.dtype, optional): cast ``input`` to this dtype first.
+            Default: ``None``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.log_softmax(torch.tensor([1.0, 2.0, 3.0]), dim=0)
+        tensor([-2.4076, -1.4076, -0.4076])
+    """
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _implicit_dim("log_softmax", input.dim(), _stacklevel)
     return _C.log_softmax(input, dim, dtype=dtype)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
-    return softmax(-input, dim, dtype=dtype)
+    """Softmin along ``dim``: ``softmax(-input)``, so the smallest values get the largest
+    weights.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        dim (int): the dimension to normalise over (PyTorch's legacy choice when
+            omitted, as in :func:`softmax`).
+        dtype (ferrograd.dtype, optional): cast ``input`` to this dtype first.
+            Default: ``None``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.softmin(torch.tensor([1.0, 2.0, 3.0]), dim=0)
+        tensor([0.6652, 0.2447, 0.0900])
+    """
+    if dim is None:
+        dim = _implicit_dim("softmin", input.dim(), _stacklevel)
+    return _C.softmax(-input, dim, dtype=dtype)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
-    """Zeroes each element with probability ``p`` while training, scaling the rest by
-    ``1 / (1 - p)``; the identity when ``training=False``."""
+    """Dropout: while training, zeroes each element independently with probability ``p`` and
+    scales the others by ``1 / (1 - p)``, so the expected value is unchanged.
+
+    With ``training=False`` it returns ``input`` itself. The mask is drawn with
+    ``bernoulli_(1 - p)`` from the global generator (seed it with
+    ``torch.manual_seed``).
+
+    Args:
+        input (Tensor): the input, of any shape.
+        p (float): the probability of zeroing an element, in ``[0, 1]``. Default: ``0.5``.
+        training (bool): apply dropout; ``False`` is the identity. Default: ``True``.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Raises:
+        ValueError: if ``p`` is outside ``[0, 1]``.
+
+    Note:
+        PyTorch draws the mask through MKL on Intel CPUs; ferrograd always takes the
+        generic mt19937 path, so a seeded mask matches PyTorch's on other CPUs.
+
+    Example::
+
+        >>> x = torch.ones(8)
+        >>> y = F.dropout(x, p=0.5)
+        >>> sorted(set(y.tolist()))
+        [0.0, 2.0]
+        >>> F.dropout(x, p=0.5, training=False) is x
+        True
+    """
     if not training:
         if not isinstance(input, _C.Tensor) and not hasattr(type(input), "__ferrograd_function__"):
             raise TypeError(
@@ -128,14 +422,51 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 def linear(input, weight, bias=None):
+    """Affine map of the last dimension: ``input @ weight.T + bias``.
+
+    Args:
+        input (Tensor): ``(*, in_features)``, any number of leading dimensions.
+        weight (Tensor): ``(out_features, in_features)`` or ``(in_features,)``.
+        bias (Tensor, optional): ``(out_features,)`` or ``()``. Default: ``None``.
+
+    Shape:
+        - Input: ``(*, in_features)``.
+        - Output: ``(*, out_features)`` (``(*)`` for a 1-d ``weight``).
+
+    Returns:
+        Tensor: the transformed input.
+
+    Example::
+
+        >>> x = torch.ones(2, 3)
+        >>> w = torch.arange(12.0).reshape(4, 3)
+        >>> F.linear(x, w, torch.zeros(4))
+        tensor([[ 3., 12., 21., 30.],
+                [ 3., 12., 21., 30.]])
+    """
     return _C.linear(input, weight, bias)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):
-    """``input`` divided by its ``p``-norm over ``dim``, ``v / max(||v||_p, eps)``.
+    """``input`` divided by its ``p``-norm along ``dim``: ``v / max(||v||_p, eps)``.
 
     The ``eps`` floor keeps an all-zero slice at zero instead of NaN; there the
     gradient is ``1 / eps`` times the incoming one, as in PyTorch.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        p (float): the exponent of the norm. Default: ``2.0``.
+        dim (int or tuple of ints): the dimension(s) to normalise over. Default: ``1``.
+        eps (float): the smallest norm divided by. Default: ``1e-12``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.normalize(torch.tensor([[3.0, 4.0], [0.0, 0.0]]), dim=1)
+        tensor([[0.6000, 0.8000],
+                [0.0000, 0.0000]])
     """
     denom = input.norm(p, dim, keepdim=True).clamp(min=eps)
     return input / denom
@@ -144,25 +475,168 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 # ----- losses --------------------------------------------------------------------------------
 
 
+def _shape_of(t):
+    return getattr(t, "shape", None)
+
+
+def _warn_target_size(input, target):
+    # A target that broadcasts against the input computes something else than
+    # the user meant ((4, 1) against (4,) is a (4, 4) difference): PyTorch warns.
+    si, st = _shape_of(input), _shape_of(target)
+    if si is not None and st is not None and tuple(si) != tuple(st):
+        warnings.warn(
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _scalar_type(dtype):
+    return {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}.get(
+        str(dtype).rsplit(".", 1)[-1], str(dtype)
+    )
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Mean squared error: ``(input - target) ** 2``, reduced.
+
+    Args:
+        input (Tensor): the prediction, of any shape.
+        target (Tensor): the target, broadcastable to ``input``'s shape.
+        size_average (bool, optional): deprecated, use ``reduction``. When given with
+            ``reduce``, chooses between ``'mean'`` (True) and ``'sum'`` (False).
+        reduce (bool, optional): deprecated, use ``reduction``. ``False`` means ``'none'``.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` (their mean) or
+            ``'sum'`` (their sum). Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``input``'s shape with ``reduction='none'``.
+
+    Example::
+
+        >>> F.mse_loss(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 0.0, 0.0]))
+        tensor(4.3333)
+    """
+    _warn_target_size(input, target)
     return _C.mse_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Mean absolute error: ``|input - target|``, reduced.
+
+    Args:
+        input (Tensor): the prediction, of any shape.
+        target (Tensor): the target, broadcastable to ``input``'s shape.
+        size_average (bool, optional): deprecated, use ``reduction``. When given with
+            ``reduce``, chooses between ``'mean'`` (True) and ``'sum'`` (False).
+        reduce (bool, optional): deprecated, use ``reduction``. ``False`` means ``'none'``.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` (their mean) or
+            ``'sum'`` (their sum). Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``input``'s shape with ``reduction='none'``.
+
+    Example::
+
+        >>> F.l1_loss(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 0.0, 0.0]))
+        tensor(1.6667)
+    """
+    _warn_target_size(input, target)
     return _C.l1_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Smooth L1 loss: ``0.5 * d**2 / beta`` where ``|d| < beta``, ``|d| - 0.5 * beta``
+    elsewhere, with ``d = input - target``; reduced.
+
+    Args:
+        input (Tensor): the prediction, of any shape.
+        target (Tensor): the target, broadcastable to ``input``'s shape.
+        size_average (bool, optional): deprecated, use ``reduction``. When given with
+            ``reduce``, chooses between ``'mean'`` (True) and ``'sum'`` (False).
+        reduce (bool, optional): deprecated, use ``reduction``. ``False`` means ``'none'``.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` (their mean) or
+            ``'sum'`` (their sum). Default: ``'mean'``.
+        beta (float): where the loss turns from quadratic to linear; ``0`` gives the
+            L1 loss. Default: ``1.0``.
+
+    Returns:
+        Tensor: a scalar, or ``input``'s shape with ``reduction='none'``.
+
+    Example::
+
+        >>> F.smooth_l1_loss(torch.tensor([0.0, 3.0]), torch.tensor([0.5, 0.0]), reduction="none")
+        tensor([0.1250, 2.5000])
+    """
+    _warn_target_size(input, target)
     return _C.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0):
+    """Huber loss: ``0.5 * d**2`` where ``|d| <= delta``, ``delta * (|d| - 0.5 * delta)``
+    elsewhere, with ``d = input - target``; reduced. It equals
+    ``delta * smooth_l1_loss(..., beta=delta)``.
+
+    Args:
+        input (Tensor): the prediction, of any shape.
+        target (Tensor): the target, broadcastable to ``input``'s shape.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` (their mean) or
+            ``'sum'`` (their sum). Default: ``'mean'``.
+        delta (float): where the loss turns from quadratic to linear. Default: ``1.0``.
+
+    Returns:
+        Tensor: a scalar, or ``input``'s shape with ``reduction='none'``.
+
+    Example::
+
+        >>> F.huber_loss(torch.tensor([0.0, 3.0]), torch.tensor([0.5, 0.0]), reduction="none")
+        tensor([0.1250, 2.5000])
+    """
+    _warn_target_size(input, target)
     return _C.huber_loss(input, target, reduction, delta)
 
 
 def binary_cross_entropy(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
+    """Binary cross entropy between probabilities and targets:
+    ``-weight * (target * log(input) + (1 - target) * log(1 - input))``, reduced.
+
+    Each log is clamped below at -100, so a probability of exactly 0 or 1 gives a
+    finite loss, as in PyTorch. For logits, :func:`binary_cross_entropy_with_logits` is
+    more accurate.
+
+    Args:
+        input (Tensor): probabilities in ``[0, 1]``, of any shape.
+        target (Tensor): targets in ``[0, 1]``, ``input``'s shape.
+        weight (Tensor, optional): a weight per element, broadcastable to ``input``.
+            Default: ``None``.
+        size_average (bool, optional): deprecated, use ``reduction``. When given with
+            ``reduce``, chooses between ``'mean'`` (True) and ``'sum'`` (False).
+        reduce (bool, optional): deprecated, use ``reduction``. ``False`` means ``'none'``.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` (their mean) or
+            ``'sum'`` (their sum). Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``input``'s shape with ``reduction='none'``.
+
+    Example::
+
+        >>> F.binary_cross_entropy(torch.tensor([0.8, 0.2]), torch.tensor([1.0, 0.0]))
+        tensor(0.2231)
+    """
+    si, st = _shape_of(input), _shape_of(target)
+    if si is not None and st is not None and tuple(si) != tuple(st):
+        raise ValueError(
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}) is deprecated. Please ensure they have the same size."
+        )
+    dt, it = getattr(target, "dtype", None), getattr(input, "dtype", None)
+    if dt is not None and it is not None and it.is_floating_point and dt != it:
+        # PyTorch's kernel refuses a target of another dtype (an int64 one included).
+        raise RuntimeError(f"Found dtype {_scalar_type(dt)} but expected {_scalar_type(it)}")
     return _C.binary_cross_entropy(
         input, target, weight, _reduction(size_average, reduce, reduction)
     )
@@ -171,6 +645,44 @@ def binary_cross_entropy(
 def binary_cross_entropy_with_logits(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
 ):
+    """Binary cross entropy on logits: ``binary_cross_entropy(sigmoid(input), target)``
+    computed in one stable step (no overflow for large logits).
+
+    Per element the loss is ``-weight * (pos_weight * target * log(sigmoid(x)) +
+    (1 - target) * log(1 - sigmoid(x)))``.
+
+    Args:
+        input (Tensor): logits, of any shape.
+        target (Tensor): targets in ``[0, 1]``, ``input``'s shape.
+        weight (Tensor, optional): a weight per element, broadcastable to ``input``.
+            Default: ``None``.
+        size_average (bool, optional): deprecated, use ``reduction``. When given with
+            ``reduce``, chooses between ``'mean'`` (True) and ``'sum'`` (False).
+        reduce (bool, optional): deprecated, use ``reduction``. ``False`` means ``'none'``.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` (their mean) or
+            ``'sum'`` (their sum). Default: ``'mean'``.
+        pos_weight (Tensor, optional): a weight for the positive term per class
+            (broadcast along the last dimension); above 1 favours recall.
+            Default: ``None``.
+
+    Returns:
+        Tensor: a scalar, or ``input``'s shape with ``reduction='none'``.
+
+    Example::
+
+        >>> logits = torch.tensor([2.0, -1.0, 0.0])
+        >>> F.binary_cross_entropy_with_logits(logits, torch.tensor([1.0, 0.0, 1.0]))
+        tensor(0.3778)
+    """
+    si, st = _shape_of(input), _shape_of(target)
+    if si is not None and st is not None and tuple(si) != tuple(st):
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    dt = getattr(target, "dtype", None)
+    if dt is not None and not dt.is_floating_point:
+        # PyTorch computes the loss in the target's dtype, which cannot hold it.
+        raise RuntimeError(
+            f"result type Float can't be cast to the desired output type {_scalar_type(dt)}"
+        )
     return _C.binary_cross_entropy_with_logits(
         input, target, weight, _reduction(size_average, reduce, reduction), pos_weight
     )
@@ -192,6 +704,18 @@ def _check_batch_size(input, target):
         )
 
 
+def _check_class_target(input, target, probabilities_allowed):
+    # A float target of the input's shape holds class probabilities
+    # (cross_entropy only); any other float target was meant as class indices.
+    dt = getattr(target, "dtype", None)
+    if dt is None or dt == _C.int64:
+        return
+    if probabilities_allowed and dt.is_floating_point:
+        if tuple(getattr(target, "shape", ())) == tuple(getattr(input, "shape", ())):
+            return
+    raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_scalar_type(dt)}")
+
+
 def nll_loss(
     input,
     target,
@@ -201,7 +725,42 @@ def nll_loss(
     reduce=None,
     reduction="mean",
 ):
+    """Negative log-likelihood loss: ``-weight[y] * input[n, y]`` for each sample ``n`` with
+    class ``y = target[n]``, reduced.
+
+    ``input`` holds log-probabilities (the output of :func:`log_softmax`).
+
+    Args:
+        input (Tensor): ``(N, C)``, ``(C,)`` or ``(N, C, d1, ..., dK)``
+            log-probabilities over ``C`` classes.
+        target (Tensor): int64 class indices in ``[0, C)``: ``(N,)``, ``()`` or
+            ``(N, d1, ..., dK)``.
+        weight (Tensor, optional): ``(C,)``, a weight per class. Default: ``None``.
+        size_average (bool, optional): deprecated, use ``reduction``. When given with
+            ``reduce``, chooses between ``'mean'`` (True) and ``'sum'`` (False).
+        reduce (bool, optional): deprecated, use ``reduction``. ``False`` means ``'none'``.
+        ignore_index (int): targets equal to this contribute nothing (and do not count
+            in the mean). Default: ``-100``.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` (their mean) or
+            ``'sum'`` (their sum). Default: ``'mean'``.
+
+    Shape:
+        - Input: ``(N, C)``, ``(C,)`` or ``(N, C, d1, ..., dK)``.
+        - Target: ``(N,)``, ``()`` or ``(N, d1, ..., dK)``.
+        - Output: a scalar; with ``reduction='none'`` the target's shape.
+
+    Returns:
+        Tensor: the loss. ``'mean'`` divides by the sum of the weights of the counted
+        targets.
+
+    Example::
+
+        >>> logp = F.log_softmax(torch.tensor([[1.0, 2.0, 3.0], [1.0, 0.0, -1.0]]), dim=1)
+        >>> F.nll_loss(logp, torch.tensor([2, 0]), reduction="none")
+        tensor([0.4076, 0.4076])
+    """
     _check_batch_size(input, target)
+    _check_class_target(input, target, probabilities_allowed=False)
     return _C.nll_loss(
         input, target, weight, ignore_index, _reduction(size_average, reduce, reduction)
     )
@@ -217,7 +776,51 @@ def cross_entropy(
     reduction="mean",
     label_smoothing=0.0,
 ):
+    """Cross entropy between logits and targets: :func:`log_softmax` over the classes followed
+    by :func:`nll_loss`, in one stable step.
+
+    ``target`` is either class indices (int64) or class probabilities (floating, the
+    same shape as ``input``).
+
+    Args:
+        input (Tensor): unnormalised scores ``(N, C)``, ``(C,)`` or
+            ``(N, C, d1, ..., dK)``.
+        target (Tensor): int64 class indices ``(N,)``, ``()`` or ``(N, d1, ..., dK)``
+            in ``[0, C)``, or probabilities of ``input``'s shape.
+        weight (Tensor, optional): ``(C,)``, a weight per class. Default: ``None``.
+        size_average (bool, optional): deprecated, use ``reduction``. When given with
+            ``reduce``, chooses between ``'mean'`` (True) and ``'sum'`` (False).
+        reduce (bool, optional): deprecated, use ``reduction``. ``False`` means ``'none'``.
+        ignore_index (int): class-index targets equal to this contribute nothing.
+            Default: ``-100``.
+        reduction (str): ``'none'`` (one loss per element), ``'mean'`` (their mean) or
+            ``'sum'`` (their sum). Default: ``'mean'``.
+        label_smoothing (float): in ``[0, 1]``; mixes the target with the uniform
+            distribution over the classes, ``(1 - s) * target + s / C``.
+            Default: ``0.0``.
+
+    Shape:
+        - Input: ``(N, C)``, ``(C,)`` or ``(N, C, d1, ..., dK)``.
+        - Target: ``(N,)``, ``()`` or ``(N, d1, ..., dK)`` for indices; ``input``'s
+          shape for probabilities.
+        - Output: a scalar; with ``reduction='none'`` the shape without ``C``.
+
+    Returns:
+        Tensor: the loss.
+
+    Raises:
+        ValueError: if the batch sizes of ``input`` and an index ``target`` differ.
+
+    Example::
+
+        >>> logits = torch.tensor([[1.0, 2.0, 3.0], [1.0, 0.0, -1.0]])
+        >>> F.cross_entropy(logits, torch.tensor([2, 0]))
+        tensor(0.4076)
+        >>> F.cross_entropy(logits, torch.tensor([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]))
+        tensor(0.4076)
+    """
     _check_batch_size(input, target)
+    _check_class_target(input, target, probabilities_allowed=True)
     return _C.cross_entropy(
         input,
         target,
@@ -264,6 +867,7 @@ __all__ = [
 # ----- normalisation, embedding, more activations and losses ---------------------------------
 # Each topic lives in a private file under _functional/ and is re-exported here.
 from ._functional import activation as _f_activation  # noqa: E402
+from ._functional import conv as _f_conv  # noqa: E402
 from ._functional import loss as _f_loss  # noqa: E402
 from ._functional import norm as _f_norm  # noqa: E402
 from ._functional.activation import *  # noqa: E402, F403
@@ -271,7 +875,7 @@ from ._functional.conv import *  # noqa: E402, F403
 from ._functional.loss import *  # noqa: E402, F403
 from ._functional.norm import *  # noqa: E402, F403
 
-__all__ += [*_f_norm.__all__, *_f_activation.__all__, *_f_loss.__all__]
+__all__ += [*_f_conv.__all__, *_f_norm.__all__, *_f_activation.__all__, *_f_loss.__all__]
 # ----- attention (implemented in _functional/attention.py) -----------------------------------
 
 from ._functional.attention import (  # noqa: E402
@@ -319,3 +923,9 @@ from ._functional import loss_extra as _f_loss_extra  # noqa: E402
 from ._functional.loss_extra import *  # noqa: E402, F403
 
 __all__ += [*_f_loss_extra.__all__]
+
+
+# ----- sampling grids (implemented in _functional/grid_sample.py) ---------------------------
+from ._functional.grid_sample import affine_grid, grid_sample  # noqa: E402
+
+__all__ += ["affine_grid", "grid_sample"]

@@ -8,6 +8,8 @@ wherever the generator itself is.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import warnings
 
@@ -35,9 +37,39 @@ __all__ = [
 
 
 def calculate_gain(nonlinearity, param=None):
-    """The recommended gain for ``nonlinearity`` (``param``: leaky_relu's
-    negative slope): 1 for linear/conv/sigmoid, 5/3 for tanh, sqrt(2) for relu,
-    sqrt(2 / (1 + slope^2)) for leaky_relu, 3/4 for selu."""
+    """The recommended gain (scale factor) of an initialisation for ``nonlinearity``.
+
+    ========================  =====================================
+    nonlinearity              gain
+    ========================  =====================================
+    linear, conv*, sigmoid    1
+    tanh                      5/3
+    relu                      sqrt(2)
+    leaky_relu                sqrt(2 / (1 + negative_slope ** 2))
+    selu                      3/4
+    ========================  =====================================
+
+    Args:
+        nonlinearity (str): the name of the function, e.g. ``'relu'`` or
+            ``'conv2d'``.
+        param (float, optional): leaky_relu's negative slope. Default: ``0.01``
+            when ``None``.
+
+    Returns:
+        float: the gain.
+
+    Raises:
+        ValueError: for an unknown nonlinearity or a non-numeric ``param``.
+
+    Example::
+
+        >>> nn.init.calculate_gain("relu")
+        1.4142135623730951
+        >>> nn.init.calculate_gain("leaky_relu", 0.2)
+        1.3867504905630728
+        >>> nn.init.calculate_gain("tanh")
+        1.6666666666666667
+    """
     linear_fns = [
         "linear",
         "conv1d",
@@ -80,12 +112,46 @@ def _no_grad_normal_(tensor, mean, std, generator=None):
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
-    """Fills ``tensor`` with draws from U(a, b)."""
+    """Fills ``tensor`` with draws from the uniform distribution on ``[a, b)``.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        a (float): the lower bound. Default: ``0.0``.
+        b (float): the upper bound. Default: ``1.0``.
+        generator (Generator, optional): the random generator to draw from.
+            Default: the global one.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> w = nn.init.uniform_(torch.empty(3, 5), -0.1, 0.1)
+        >>> w.shape, bool((w.abs() <= 0.1).all())
+        (ferrograd.Size([3, 5]), True)
+    """
     return _no_grad_uniform_(tensor, a, b, generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
-    """Fills ``tensor`` with draws from N(mean, std^2)."""
+    """Fills ``tensor`` with draws from the normal distribution ``N(mean, std ** 2)``.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        mean (float): the mean. Default: ``0.0``.
+        std (float): the standard deviation. Default: ``1.0``.
+        generator (Generator, optional): the random generator to draw from.
+            Default: the global one.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> w = nn.init.normal_(torch.empty(10000), mean=2.0, std=0.5)
+        >>> round(w.mean().item(), 1), round(w.std().item(), 1)
+        (2.0, 0.5)
+    """
     return _no_grad_normal_(tensor, mean, std, generator)
 
 
@@ -145,9 +211,31 @@ def _erfinv_(tensor):
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Fills ``tensor`` with draws from N(mean, std^2) truncated to [a, b], by
-    PyTorch's inverse-CDF method: one ``uniform_`` draw per element between
-    the CDF values of the bounds, then ``erfinv``, scale, shift and clamp."""
+    """Fills ``tensor`` with draws from ``N(mean, std ** 2)`` truncated to ``[a, b]``.
+
+    It uses PyTorch's inverse-CDF method: one uniform draw per element between the
+    normal CDF values of the bounds, mapped back through ``erfinv``, so a seeded
+    generator gives PyTorch's values. It warns when ``mean`` is more than two
+    standard deviations outside ``[a, b]``.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        mean (float): the mean of the normal distribution. Default: ``0.0``.
+        std (float): its standard deviation. Default: ``1.0``.
+        a (float): the lower cut-off. Default: ``-2.0``.
+        b (float): the upper cut-off. Default: ``2.0``.
+        generator (Generator, optional): the random generator to draw from.
+            Default: the global one.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> w = nn.init.trunc_normal_(torch.empty(1000), std=1.0, a=-0.5, b=0.5)
+        >>> bool((w.abs() <= 0.5).all())
+        True
+    """
 
     def norm_cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -170,24 +258,81 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 
 def constant_(tensor, val):
-    """Fills ``tensor`` with ``val``."""
+    """Fills ``tensor`` with the value ``val``.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+        val (float): the value.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> nn.init.constant_(torch.empty(2, 3), 0.3)
+        tensor([[0.3000, 0.3000, 0.3000],
+                [0.3000, 0.3000, 0.3000]])
+    """
     with no_grad():
         return tensor.fill_(val)
 
 
 def ones_(tensor):
-    """Fills ``tensor`` with ones."""
+    """Fills ``tensor`` with ones.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> nn.init.ones_(torch.empty(2, 2))
+        tensor([[1., 1.],
+                [1., 1.]])
+    """
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor):
-    """Fills ``tensor`` with zeros."""
+    """Fills ``tensor`` with zeros.
+
+    Args:
+        tensor (Tensor): the tensor to fill.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> nn.init.zeros_(torch.empty(2, 2))
+        tensor([[0., 0.],
+                [0., 0.]])
+    """
     with no_grad():
         return tensor.zero_()
 
 
 def eye_(tensor):
-    """Fills the 2-D ``tensor`` with the identity (ones on the main diagonal)."""
+    """Fills the 2-d ``tensor`` with the identity matrix: ones on the main diagonal, zeros
+    elsewhere (a linear layer that passes its input through, as far as sizes allow).
+
+    Args:
+        tensor (Tensor): a 2-d tensor.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Raises:
+        ValueError: if ``tensor`` is not 2-d.
+
+    Example::
+
+        >>> nn.init.eye_(torch.empty(2, 3))
+        tensor([[1., 0., 0.],
+                [0., 1., 0.]])
+    """
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with no_grad():
@@ -196,8 +341,25 @@ def eye_(tensor):
 
 
 def dirac_(tensor, groups=1):
-    """Fills the 3-, 4- or 5-D convolution weight ``tensor`` so the convolution
-    is the identity (per group) on as many channels as fit."""
+    """Fills a 3-, 4- or 5-d convolution weight with the Dirac delta, so the convolution passes
+    its input channels through unchanged (per group, on as many channels as fit).
+
+    Args:
+        tensor (Tensor): ``(out_channels, in_channels, *kernel)``, 3- to 5-d.
+        groups (int): the number of groups; divides ``out_channels``.
+            Default: ``1``.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> w = nn.init.dirac_(torch.empty(2, 2, 3))
+        >>> x = torch.arange(10.0).reshape(1, 2, 5)
+        >>> F.conv1d(x, w, padding=1)
+        tensor([[[0., 1., 2., 3., 4.],
+                 [5., 6., 7., 8., 9.]]])
+    """
     dimensions = tensor.dim()
     if dimensions not in [3, 4, 5]:
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
@@ -242,7 +404,29 @@ def _calculate_correct_fan(tensor, mode):
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
-    """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    """Glorot (Xavier) uniform initialisation: draws from ``U(-bound, bound)`` with
+    ``bound = gain * sqrt(6 / (fan_in + fan_out))``, which keeps the variance of activations
+    and gradients about constant across layers.
+
+    The fans of a weight ``(out, in, *kernel)`` are ``fan_in = in * prod(kernel)`` and
+    ``fan_out = out * prod(kernel)``.
+
+    Args:
+        tensor (Tensor): a weight with at least 2 dimensions.
+        gain (float): the scale factor (see :func:`calculate_gain`). Default: ``1.0``.
+        generator (Generator, optional): the random generator to draw from.
+            Default: the global one.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> w = nn.init.xavier_uniform_(torch.empty(30, 20), gain=nn.init.calculate_gain("relu"))
+        >>> bound = 2 ** 0.5 * (6 / (20 + 30)) ** 0.5
+        >>> bool((w.abs() <= bound).all())
+        True
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
@@ -250,15 +434,62 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
-    """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    """Glorot (Xavier) normal initialisation: draws from ``N(0, std ** 2)`` with
+    ``std = gain * sqrt(2 / (fan_in + fan_out))``.
+
+    The fans of a weight ``(out, in, *kernel)`` are ``fan_in = in * prod(kernel)`` and
+    ``fan_out = out * prod(kernel)``.
+
+    Args:
+        tensor (Tensor): a weight with at least 2 dimensions.
+        gain (float): the scale factor. Default: ``1.0``.
+        generator (Generator, optional): the random generator to draw from.
+            Default: the global one.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> w = nn.init.xavier_normal_(torch.empty(400, 100))
+        >>> round(w.std().item(), 2), round((2 / 500) ** 0.5, 2)
+        (0.06, 0.06)
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return _no_grad_normal_(tensor, 0.0, std, generator)
 
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
-    """He uniform: U(-bound, bound), bound = gain * sqrt(3 / fan), with the gain
-    of ``nonlinearity`` (``a``: leaky_relu's slope) and fan of ``mode``."""
+    """He (Kaiming) uniform initialisation: draws from ``U(-bound, bound)`` with
+    ``bound = gain * sqrt(3 / fan)``, ``gain = calculate_gain(nonlinearity, a)`` and ``fan``
+    chosen by ``mode``.
+
+    The fans of a weight ``(out, in, *kernel)`` are ``fan_in = in * prod(kernel)`` and
+    ``fan_out = out * prod(kernel)``. ``'fan_in'`` preserves the variance of
+    the activations in the forward pass, ``'fan_out'`` that of the gradients in the
+    backward pass. A tensor with no
+    elements is left as it is (with a warning).
+
+    Args:
+        tensor (Tensor): a weight with at least 2 dimensions.
+        a (float): the negative slope of the rectifier after this layer (for
+            ``'leaky_relu'``). Default: ``0``.
+        mode (str): ``'fan_in'`` or ``'fan_out'``. Default: ``'fan_in'``.
+        nonlinearity (str): the function after this layer, ``'relu'`` or
+            ``'leaky_relu'`` recommended. Default: ``'leaky_relu'``.
+        generator (Generator, optional): the random generator to draw from.
+            Default: the global one.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> w = nn.init.kaiming_uniform_(torch.empty(64, 32), mode="fan_in", nonlinearity="relu")
+        >>> bool((w.abs() <= (6 / 32) ** 0.5).all())
+        True
+    """
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -271,7 +502,31 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
-    """He normal: N(0, std^2), std = gain / sqrt(fan)."""
+    """He (Kaiming) normal initialisation: draws from ``N(0, std ** 2)`` with
+    ``std = gain / sqrt(fan)``, ``gain = calculate_gain(nonlinearity, a)`` and ``fan``
+    chosen by ``mode``.
+
+    The fans of a weight ``(out, in, *kernel)`` are ``fan_in = in * prod(kernel)`` and
+    ``fan_out = out * prod(kernel)``. A tensor with no elements is left as it is (with a warning).
+
+    Args:
+        tensor (Tensor): a weight with at least 2 dimensions.
+        a (float): the negative slope of the rectifier after this layer.
+            Default: ``0``.
+        mode (str): ``'fan_in'`` or ``'fan_out'``. Default: ``'fan_in'``.
+        nonlinearity (str): the function after this layer. Default: ``'leaky_relu'``.
+        generator (Generator, optional): the random generator to draw from.
+            Default: the global one.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> w = nn.init.kaiming_normal_(torch.empty(200, 50), mode="fan_out", nonlinearity="relu")
+        >>> round(w.std().item(), 2), round((2 / 200) ** 0.5, 2)
+        (0.1, 0.1)
+    """
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -283,10 +538,26 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
 
 def orthogonal_(tensor, gain=1, generator=None):
-    """Fills ``tensor`` (2-D or more, trailing dimensions flattened) with a
-    (semi-)orthogonal matrix times ``gain``: the Q of the QR factorisation of a
-    standard normal draw, its columns' signs fixed by R's diagonal so Q is
-    uniformly distributed (Mezzadri, 2007)."""
+    """Fills ``tensor`` with a (semi-)orthogonal matrix times ``gain``: the Q factor of the QR
+    factorisation of a standard normal draw, its columns' signs fixed by R's diagonal so
+    that Q is uniformly distributed (Mezzadri, 2007). Dimensions after the first are
+    flattened.
+
+    Args:
+        tensor (Tensor): at least 2-d.
+        gain (float): the scale factor. Default: ``1``.
+        generator (Generator, optional): the random generator to draw from.
+            Default: the global one.
+
+    Returns:
+        Tensor: ``tensor``, filled in place (without recording gradients).
+
+    Example::
+
+        >>> w = nn.init.orthogonal_(torch.empty(3, 5))
+        >>> torch.allclose(w @ w.T, torch.eye(3), atol=1e-5)
+        True
+    """
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
@@ -307,6 +578,26 @@ def orthogonal_(tensor, gain=1, generator=None):
     return tensor
 
 
+def _skip_meta(fn):
+    """``fn`` that leaves a meta tensor as it is: it has no values to fill
+    (PyTorch's initialisers do nothing on the meta device either)."""
+
+    @functools.wraps(fn)
+    def init(tensor, *args, **kwargs):
+        if getattr(tensor, "is_meta", False) is True:
+            return tensor
+        return fn(tensor, *args, **kwargs)
+
+    return init
+
+
+for _name in ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
+              "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+              "kaiming_normal_", "orthogonal_", "sparse_"):  # fmt: skip
+    if _name in globals():
+        globals()[_name] = _skip_meta(globals()[_name])
+
+
 def _make_deprecate(meth):
     new_name = meth.__name__
     old_name = new_name[:-1]
@@ -319,8 +610,13 @@ def _make_deprecate(meth):
         )
         return meth(*args, **kwargs)
 
-    deprecated_init.__doc__ = f"Deprecated alias of :func:`{new_name}` (PyTorch keeps it too)."
+    deprecated_init.__doc__ = (
+        f"Deprecated alias of :func:`{new_name}`: warns with a ``FutureWarning``, then calls "
+        f"it (PyTorch keeps these names too).\n\n{inspect.cleandoc(meth.__doc__)}"
+    )
     deprecated_init.__name__ = old_name
+    # help() shows the arguments it passes on.
+    deprecated_init.__signature__ = inspect.signature(meth)
     return deprecated_init
 
 

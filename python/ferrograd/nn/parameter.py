@@ -16,14 +16,59 @@ def _rebuild_parameter(data, requires_grad, state):
     return param
 
 
-class Parameter(_C.Tensor):
-    """A tensor that a ``Module`` registers as a parameter when assigned as an
-    attribute. It shares ``data``'s memory, is a leaf, and requires grad unless
-    ``requires_grad=False``; copies (``copy.deepcopy``, pickling) stay Parameters."""
+class _ParameterMeta(type(_C.Tensor)):
+    # ``Parameter(meta_tensor)`` is a ``_meta.MetaParameter`` (a meta tensor is
+    # no ``Tensor``); this makes ``isinstance(p, Parameter)`` hold for it, as
+    # for PyTorch's parameters on the meta device.
+    def __instancecheck__(cls, instance):
+        if cls is Parameter and type(instance).__name__ == "MetaParameter":
+            from .._meta import MetaParameter
+
+            if isinstance(instance, MetaParameter):
+                return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(_C.Tensor, metaclass=_ParameterMeta):
+    """A tensor that a :class:`~ferrograd.nn.Module` registers as a parameter when assigned as
+    one of its attributes, so ``parameters()`` (and hence optimizers) and ``state_dict()``
+    see it.
+
+    It shares ``data``'s memory, is a leaf of the autograd graph and requires
+    gradients unless ``requires_grad=False``. Copies (``copy.deepcopy``, pickling)
+    stay parameters. ``Parameter(t)`` of a meta tensor is a parameter on the meta device.
+
+    Args:
+        data (Tensor, optional): the values. Default: an empty tensor.
+        requires_grad (bool): whether it requires gradients. Default: ``True``.
+
+    Example::
+
+        >>> class Scale(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.factor = nn.Parameter(torch.tensor([2.0]))
+        ...     def forward(self, x):
+        ...         return x * self.factor
+        >>> m = Scale()
+        >>> m.factor
+        Parameter containing:
+        tensor([2.], requires_grad=True)
+        >>> [name for name, _ in m.named_parameters()]
+        ['factor']
+        >>> m(torch.tensor([1.0, 3.0])).sum().backward()
+        >>> m.factor.grad
+        tensor([4.])
+    """
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = _C.empty(0)
+        elif not isinstance(data, _C.Tensor):
+            from .._meta import MetaParameter, MetaTensor
+
+            if isinstance(data, MetaTensor):
+                return MetaParameter(data.shape, data.dtype, requires_grad)
         return super().__new__(cls, data, requires_grad=requires_grad)
 
     def __deepcopy__(self, memo):
@@ -56,17 +101,36 @@ class _BufferMeta(type(_C.Tensor)):
     # ``Buffer(t)`` returns a plain Tensor flagged ``_is_buffer``; this makes
     # ``isinstance(x, Buffer)`` recognise it, as PyTorch's metaclass does.
     def __instancecheck__(cls, instance):
-        if cls is Buffer and isinstance(instance, _C.Tensor):
+        if cls is Buffer and (isinstance(instance, _C.Tensor) or _is_meta(instance)):
             if getattr(instance, "_is_buffer", False):
                 return True
         return super().__instancecheck__(instance)
 
 
+def _is_meta(x):
+    return type(x).__name__ in ("MetaTensor", "MetaParameter") and getattr(x, "is_meta", False)
+
+
 class Buffer(_C.Tensor, metaclass=_BufferMeta):
-    """A tensor that a ``Module`` registers as a buffer when assigned as an
-    attribute (``self.x = nn.Buffer(t)``), saved in ``state_dict()`` unless
-    ``persistent=False``. It is ``data`` detached (keeping ``requires_grad``),
-    flagged so that ``isinstance(x, nn.Buffer)`` holds."""
+    """A tensor that a :class:`~ferrograd.nn.Module` registers as a buffer when assigned as one
+    of its attributes (``self.x = nn.Buffer(t)``): state that is saved and moved with the
+    module but not trained, such as running statistics.
+
+    The result is ``data`` detached (keeping its ``requires_grad``), flagged so that
+    ``isinstance(x, nn.Buffer)`` holds.
+
+    Args:
+        data (Tensor, optional): the values. Default: an empty tensor.
+        persistent (bool): whether ``state_dict()`` includes it. Default: ``True``.
+
+    Example::
+
+        >>> m = nn.Module()
+        >>> m.count = nn.Buffer(torch.zeros(1))
+        >>> m.scratch = nn.Buffer(torch.zeros(2), persistent=False)
+        >>> [name for name, _ in m.named_buffers()], list(m.state_dict())
+        (['count', 'scratch'], ['count'])
+    """
 
     def __new__(cls, data=None, *, persistent=True):
         if data is None:
@@ -85,10 +149,27 @@ _UNINITIALIZED_SHAPE = (
 
 
 class UninitializedParameter(Parameter):
-    """A parameter whose shape is not known yet (a lazy module's, before its
-    first forward): it holds no data, its ``shape`` raises PyTorch's error, and
-    ``materialize(shape)`` gives it memory of that shape and turns it, the same
-    object, into a ``Parameter`` (so an optimizer holding it keeps working)."""
+    """A parameter whose shape is not known yet, as a lazy module's before its first forward:
+    it holds no data and reading its ``shape`` raises.
+
+    ``materialize(shape)`` gives it memory of that shape and turns the same object
+    into a :class:`Parameter`, so an optimizer already holding it keeps working.
+
+    Args:
+        requires_grad (bool): whether it will require gradients. Default: ``True``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the dtype it will have. Default: the
+            default dtype.
+
+    Example::
+
+        >>> p = nn.UninitializedParameter()
+        >>> p
+        <UninitializedParameter>
+        >>> p.materialize((2, 3))
+        >>> type(p).__name__, p.shape
+        ('Parameter', ferrograd.Size([2, 3]))
+    """
 
     cls_to_become = Parameter
 

@@ -383,7 +383,7 @@ pub(crate) enum Isa {
     Avx512,
 }
 
-fn isa() -> Isa {
+pub(crate) fn isa() -> Isa {
     use std::sync::OnceLock;
     static ISA: OnceLock<Isa> = OnceLock::new();
     *ISA.get_or_init(|| {

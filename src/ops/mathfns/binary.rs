@@ -185,7 +185,7 @@ pub(crate) fn copysign(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 fn fextreme(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
     let dt = result_type(a, b);
     let out = match dt {
-        DType::F32 | DType::F64 => {
+        d if d.is_float() => {
             if is_max {
                 fbin!(a, b, |x, y| x.max(y))
             } else {

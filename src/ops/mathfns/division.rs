@@ -4,7 +4,7 @@
 use smallvec::smallvec;
 
 use super::super::arith::map2;
-use super::super::{cast_data, div, floor, mul, neg, result_type, trunc};
+use super::super::{back_to, cast_data, div, floor, mul, neg, result_type, trunc, wide};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::binary;
@@ -33,19 +33,31 @@ fn divlike(
     f64f: fn(f64, f64) -> f64,
 ) -> Result<Tensor> {
     let dt = result_type(a, b);
-    Ok(match dt {
-        DType::Bool => {
-            return Err(Error::runtime(format!(
-                "\"{op}_cpu\" not implemented for 'Bool'"
-            )))
-        }
-        DType::I64 => {
-            check_int_divisor(b)?;
-            map2!(a, b, dt, i64, |x, y| int_f(x, y))
-        }
-        DType::F32 => map2!(a, b, dt, f32, |x, y| f32f(x, y)),
-        DType::F64 => map2!(a, b, dt, f64, |x, y| f64f(x, y)),
-    })
+    // Integer operands take the result's type first (a Python number wraps
+    // into int8 as PyTorch converts it), then compute in int64.
+    let (a, b) = if dt.is_int() {
+        (cast_data(a, dt), cast_data(b, dt))
+    } else {
+        (a.clone(), b.clone())
+    };
+    let (a, b) = (&a, &b);
+    let cdt = wide(dt);
+    Ok(back_to(
+        match cdt {
+            DType::I64 => {
+                check_int_divisor(b)?;
+                map2!(a, b, cdt, i64, |x, y| int_f(x, y))
+            }
+            DType::F32 => map2!(a, b, cdt, f32, |x, y| f32f(x, y)),
+            DType::F64 => map2!(a, b, cdt, f64, |x, y| f64f(x, y)),
+            _ => {
+                return Err(Error::runtime(format!(
+                    "\"{op}_cpu\" not implemented for 'Bool'"
+                )))
+            }
+        },
+        dt,
+    ))
 }
 
 macro_rules! float_rem {
@@ -181,32 +193,36 @@ pub(crate) fn heaviside(a: &Tensor, values: &Tensor) -> Result<Tensor> {
             "heaviside is not yet implemented for tensors with different dtypes.",
         ));
     }
-    let dt = a.dtype();
+    let out_dt = a.dtype();
+    let dt = wide(out_dt);
     let (a, v) = (a.detach(), values.detach());
-    Ok(match dt {
-        DType::Bool => map2!(&a, &v, dt, bool, |x, y| if !x { y } else { x }),
-        DType::I64 => map2!(&a, &v, dt, i64, |x, y| match x {
-            0 => y,
-            x if x < 0 => 0,
-            _ => 1,
-        }),
-        // `x == 0 ? v : (x > 0)`, PyTorch's kernel: 0 for a NaN `x`.
-        DType::F32 => map2!(&a, &v, dt, f32, |x, y| if x == 0.0 {
-            y
-        } else if x > 0.0 {
-            1.0
-        } else {
-            0.0
-        }),
-        // `x == 0 ? v : (x > 0)`, PyTorch's kernel: 0 for a NaN `x`.
-        DType::F64 => map2!(&a, &v, dt, f64, |x, y| if x == 0.0 {
-            y
-        } else if x > 0.0 {
-            1.0
-        } else {
-            0.0
-        }),
-    })
+    Ok(back_to(
+        match dt {
+            DType::Bool => map2!(&a, &v, dt, bool, |x, y| if !x { y } else { x }),
+            DType::I64 => map2!(&a, &v, dt, i64, |x, y| match x {
+                0 => y,
+                x if x < 0 => 0,
+                _ => 1,
+            }),
+            // `x == 0 ? v : (x > 0)`, PyTorch's kernel: 0 for a NaN `x`.
+            DType::F32 => map2!(&a, &v, dt, f32, |x, y| if x == 0.0 {
+                y
+            } else if x > 0.0 {
+                1.0
+            } else {
+                0.0
+            }),
+            DType::F64 => map2!(&a, &v, dt, f64, |x, y| if x == 0.0 {
+                y
+            } else if x > 0.0 {
+                1.0
+            } else {
+                0.0
+            }),
+            other => unreachable!("wide() gave {other}"),
+        },
+        out_dt,
+    ))
 }
 
 /// `pow` computed in float64 (both operands converted first, as PyTorch's

@@ -38,10 +38,11 @@ macro_rules! fbin {
     ($a:expr, $b:expr, |$x:ident, $y:ident| $body:expr) => {{
         let (a, b): (&Tensor, &Tensor) = ($a, $b);
         let dt = result_type(a, b).to_float();
-        if dt == DType::F32 {
-            map2!(a, b, dt, f32, |$x, $y| $body)
-        } else {
+        if dt == DType::F64 {
             map2!(a, b, DType::F64, f64, |$x, $y| $body)
+        } else {
+            // float16/bfloat16 in float32, rounded once.
+            $crate::ops::back_to(map2!(a, b, DType::F32, f32, |$x, $y| $body), dt)
         }
     }};
 }

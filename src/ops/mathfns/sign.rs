@@ -51,8 +51,13 @@ pub(crate) fn signbit(a: &Tensor) -> Result<Tensor> {
     let out = match v.dtype() {
         DType::F32 => unary::<f32, bool>(&v, |x| x.is_sign_negative()),
         DType::F64 => unary::<f64, bool>(&v, |x| x.is_sign_negative()),
+        DType::F16 => unary::<half::f16, bool>(&v, |x| x.is_sign_negative()),
+        DType::BF16 => unary::<half::bf16, bool>(&v, |x| x.is_sign_negative()),
+        DType::Bool | DType::U8 => crate::error::filled_vec(v.numel(), false),
+        DType::I8 => unary::<i8, bool>(&v, |x| x < 0),
+        DType::I16 => unary::<i16, bool>(&v, |x| x < 0),
+        DType::I32 => unary::<i32, bool>(&v, |x| x < 0),
         DType::I64 => unary::<i64, bool>(&v, |x| x < 0),
-        DType::Bool => crate::error::filled_vec(v.numel(), false),
     };
     Ok(Tensor::from_vec(out, shape))
 }
@@ -66,16 +71,24 @@ pub(crate) fn nan_to_num(
     posinf: Option<f64>,
     neginf: Option<f64>,
 ) -> Result<Tensor> {
-    let out = match a.dtype() {
-        DType::F32 => {
+    let dt = a.dtype();
+    let out = match dt {
+        DType::F32 | DType::F16 | DType::BF16 => {
+            // The defaults are the largest and lowest finite values of the
+            // tensor's own dtype.
+            let (hi, lo) = match dt {
+                DType::F16 => (half::f16::MAX.to_f32(), half::f16::MIN.to_f32()),
+                DType::BF16 => (half::bf16::MAX.to_f32(), half::bf16::MIN.to_f32()),
+                _ => (f32::MAX, f32::MIN),
+            };
             let (n, p, m) = (
                 nan as f32,
-                posinf.map_or(f32::MAX, |v| v as f32),
-                neginf.map_or(f32::MIN, |v| v as f32),
+                posinf.map_or(hi, |v| v as f32),
+                neginf.map_or(lo, |v| v as f32),
             );
             map1(
                 a,
-                DType::F32,
+                dt,
                 move |x: f32| {
                     if x.is_nan() {
                         n

@@ -4,13 +4,18 @@
 
 use smallvec::smallvec;
 
-use super::super::{add_scalar, map1, mul, mul_f64, neg, reciprocal, Scalar};
-use super::{rec1, sq, NO_INT};
-use crate::autograd::{needs_record, record};
+use super::super::arith::map2;
+use super::super::{
+    add_scalar, compare, div, map1, mul, mul_f64, neg, reciprocal, result_type, sign, sub, where_,
+    Scalar,
+};
+use super::{rec1, sq, zero_like_dt, NO_INT};
+use crate::autograd::{needs_record, record, SavedTensor};
 use crate::error::{Error, Result};
-use crate::kernels::special;
+use crate::kernels::elementwise::binary;
+use crate::kernels::{bessel, normal_fns, special};
 use crate::saved;
-use crate::tensor::Tensor;
+use crate::tensor::{broadcast_shapes, DType, Tensor};
 
 // ----- exponentials and logarithms ---------------------------------------------------
 
@@ -118,4 +123,221 @@ pub(crate) fn polygamma(n: i64, a: &Tensor) -> Result<Tensor> {
         });
     }
     Ok(out)
+}
+
+// ----- Bessel functions, the normal distribution, zeta --------------------------------
+
+/// A float-valued unary op computed by an f64 kernel (float32 rounds its result).
+fn f64_map(a: &Tensor, f: fn(f64) -> f64) -> Result<Tensor> {
+    map1(
+        a,
+        a.dtype().to_float(),
+        move |x: f32| f(x as f64) as f32,
+        f,
+        NO_INT,
+    )
+}
+
+/// `x` with its zeros replaced by 1 (a safe divisor), and the zero mask.
+fn nonzero_divisor(x: &Tensor) -> Result<(Tensor, Tensor)> {
+    let zero = zero_like_dt(x);
+    let is0 = compare::eq(x, &zero)?;
+    let safe = where_(&is0, &Tensor::scalar_of(1.0, x.dtype()), x)?;
+    Ok((safe, is0))
+}
+
+/// Records a unary op whose gradient `d(x, y)` needs the input and the output.
+fn rec_xy(a: &Tensor, out: &Tensor, name: &'static str, d: fn(&Tensor, &Tensor) -> Result<Tensor>) {
+    if needs_record(&[a]) {
+        let o = SavedTensor::output(out, 0);
+        record(name, &[a], out, saved![a, Some(o)], move |c| {
+            let dx = d(c.saved(0)?, c.saved(1)?)?;
+            Ok(smallvec![Some(mul(c.grad()?, &dx)?)])
+        });
+    }
+}
+
+/// The modified Bessel function I0; its derivative is I1.
+pub(crate) fn i0(a: &Tensor) -> Result<Tensor> {
+    let out = f64_map(a, bessel::i0)?;
+    rec1(a, &out, "I0Backward0", false, special_i1);
+    Ok(out)
+}
+
+/// exp(-|x|) I0(x); derivative i1e(x) - sign(x) i0e(x).
+pub(crate) fn special_i0e(a: &Tensor) -> Result<Tensor> {
+    let out = f64_map(a, bessel::i0e)?;
+    rec_xy(a, &out, "SpecialI0EBackward0", |x, y| {
+        sub(&special_i1e(x)?, &mul(&sign(x)?, y)?)
+    });
+    Ok(out)
+}
+
+/// I1; derivative I0(x) - I1(x) / x, 1/2 at 0.
+pub(crate) fn special_i1(a: &Tensor) -> Result<Tensor> {
+    let out = f64_map(a, bessel::i1)?;
+    rec_xy(a, &out, "SpecialI1Backward0", |x, y| {
+        let (safe, is0) = nonzero_divisor(x)?;
+        let d = sub(&i0(x)?, &div(y, &safe)?)?;
+        where_(&is0, &Tensor::scalar_of(0.5, d.dtype()), &d)
+    });
+    Ok(out)
+}
+
+/// exp(-|x|) I1(x); derivative i0e(x) - i1e(x) (sign(x) + 1/x), 1/2 at 0.
+pub(crate) fn special_i1e(a: &Tensor) -> Result<Tensor> {
+    let out = f64_map(a, bessel::i1e)?;
+    rec_xy(a, &out, "SpecialI1EBackward0", |x, y| {
+        let (safe, is0) = nonzero_divisor(x)?;
+        let k = super::super::add(&sign(x)?, &reciprocal(&safe)?)?;
+        let d = sub(&special_i0e(x)?, &mul(y, &k)?)?;
+        where_(&is0, &Tensor::scalar_of(0.5, d.dtype()), &d)
+    });
+    Ok(out)
+}
+
+/// The inverse of the standard normal distribution function; derivative
+/// sqrt(2 pi) exp(y^2 / 2).
+pub(crate) fn special_ndtri(a: &Tensor) -> Result<Tensor> {
+    let out = f64_map(a, normal_fns::ndtri)?;
+    rec1(a, &out, "SpecialNdtriBackward0", true, |y| {
+        mul_f64(
+            &super::super::exp(&mul_f64(&sq(y)?, 0.5)?)?,
+            (2.0 * std::f64::consts::PI).sqrt(),
+        )
+    });
+    Ok(out)
+}
+
+/// exp(x^2) erfc(x); derivative 2 x erfcx(x) - 2 / sqrt(pi).
+pub(crate) fn special_erfcx(a: &Tensor) -> Result<Tensor> {
+    let out = f64_map(a, normal_fns::erfcx)?;
+    rec_xy(a, &out, "SpecialErfcxBackward0", |x, y| {
+        add_scalar(
+            &mul_f64(&mul(x, y)?, 2.0)?,
+            Scalar::Float(-std::f64::consts::FRAC_2_SQRT_PI),
+        )
+    });
+    Ok(out)
+}
+
+/// log(ndtr(x)); derivative phi(x) / ndtr(x) = exp(-x^2/2 - y) / sqrt(2 pi).
+pub(crate) fn special_log_ndtr(a: &Tensor) -> Result<Tensor> {
+    let out = f64_map(a, normal_fns::log_ndtr)?;
+    rec_xy(a, &out, "SpecialLogNdtrBackward0", |x, y| {
+        let e = super::super::exp(&sub(&mul_f64(&sq(x)?, -0.5)?, y)?)?;
+        mul_f64(&e, 1.0 / (2.0 * std::f64::consts::PI).sqrt())
+    });
+    Ok(out)
+}
+
+/// The Hurwitz zeta function zeta(x, q). As in PyTorch only `q` has a
+/// gradient, -x zeta(x + 1, q); asking for the one of `x` is an error.
+pub(crate) fn special_zeta(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dt = result_type(a, b).to_float();
+    let out = if dt == DType::F32 {
+        map2!(a, b, dt, f32, |x, y| special::zeta(x as f64, y as f64)
+            as f32)
+    } else {
+        map2!(a, b, DType::F64, f64, |x, y| special::zeta(x, y))
+    };
+    if needs_record(&[a, b]) {
+        record("SpecialZetaBackward0", &[a, b], &out, saved![a, b], |c| {
+            if c.needs(0) {
+                return Err(Error::not_implemented(
+                    "the derivative for 'zeta' is not implemented.",
+                ));
+            }
+            let (x, q, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
+            let z = special_zeta(&add_scalar(x, Scalar::Int(1))?, q)?;
+            Ok(smallvec![None, Some(neg(&mul(g, &mul(x, &z)?)?)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// `_standard_gamma_grad(alpha, x)`: dx/dalpha of standard Gamma samples `x`
+/// (not differentiable itself, as in PyTorch).
+pub(crate) fn standard_gamma_grad(alpha: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let dt = result_type(alpha, x).to_float();
+    Ok(if dt == DType::F32 {
+        map2!(
+            alpha,
+            x,
+            dt,
+            f32,
+            |a, v| special::standard_gamma_grad(a as f64, v as f64) as f32
+        )
+    } else {
+        map2!(alpha, x, DType::F64, f64, |a, v| {
+            special::standard_gamma_grad(a, v)
+        })
+    })
+}
+
+/// Records the reparameterised backward of `x`, standard Gamma samples drawn
+/// from concentrations `alpha`: grad * _standard_gamma_grad(alpha, x).
+pub(crate) fn record_standard_gamma(alpha: &Tensor, x: &Tensor) {
+    if needs_record(&[alpha]) {
+        let o = SavedTensor::output(x, 0);
+        record(
+            "StandardGammaBackward0",
+            &[alpha],
+            x,
+            saved![alpha, Some(o)],
+            |c| {
+                let d = standard_gamma_grad(c.saved(0)?, c.saved(1)?)?;
+                Ok(smallvec![Some(mul(c.grad()?, &d)?)])
+            },
+        );
+    }
+}
+
+/// The regularised incomplete gamma functions of `a` at `x` (`igamma` P,
+/// `igammac` Q). Only `x` has a gradient, +-x^(a-1) e^-x / Gamma(a); asking for
+/// the one of `a` is an error, as in PyTorch.
+fn igamma_op(a: &Tensor, x: &Tensor, lower: bool) -> Result<Tensor> {
+    let dt = result_type(a, x).to_float();
+    let out = if dt == DType::F32 {
+        map2!(
+            a,
+            x,
+            dt,
+            f32,
+            |p, q| special::igamma(p as f64, q as f64, lower) as f32
+        )
+    } else {
+        map2!(a, x, DType::F64, f64, |p, q| special::igamma(p, q, lower))
+    };
+    if needs_record(&[a, x]) {
+        let name = if lower {
+            "IgammaBackward0"
+        } else {
+            "IgammacBackward0"
+        };
+        record(name, &[a, x], &out, saved![a, x], move |c| {
+            if c.needs(0) {
+                let which = if lower { "igamma" } else { "igammac" };
+                return Err(Error::not_implemented(format!(
+                    "the derivative for '{which}: input' is not implemented."
+                )));
+            }
+            let (a, x, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
+            // exp((a - 1) log x - x - lgamma(a)), the Gamma(a) density at x.
+            let am1 = add_scalar(a, Scalar::Int(-1))?;
+            let log_pdf = sub(&sub(&super::xlogy(&am1, x)?, x)?, &lgamma(a)?)?;
+            let pdf = super::super::exp(&log_pdf)?;
+            let d = if lower { pdf } else { neg(&pdf)? };
+            Ok(smallvec![None, Some(mul(g, &d)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn igamma(a: &Tensor, x: &Tensor) -> Result<Tensor> {
+    igamma_op(a, x, true)
+}
+
+pub(crate) fn igammac(a: &Tensor, x: &Tensor) -> Result<Tensor> {
+    igamma_op(a, x, false)
 }

@@ -59,10 +59,10 @@ pub fn tensor_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyA
         DType::Bool => nest(py, &shape, &t.to_vec::<bool>(), &|v| {
             Ok(PyBool::new(py, v).to_owned().into_any())
         }),
-        DType::I64 => nest(py, &shape, &t.to_vec::<i64>(), &|v| {
+        d if d.is_int() => nest(py, &shape, &t.to_vec::<i64>(), &|v| {
             Ok(v.into_pyobject(py)?.into_any())
         }),
-        DType::F32 | DType::F64 => nest(py, &shape, &t.to_vec::<f64>(), &|v| {
+        _ => nest(py, &shape, &t.to_vec::<f64>(), &|v| {
             Ok(PyFloat::new(py, v).into_any())
         }),
     }
@@ -72,8 +72,8 @@ pub fn tensor_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyA
 fn scalar_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     Ok(match t.dtype() {
         DType::Bool => PyBool::new(py, t.to_vec::<bool>()[0]).to_owned().into_any(),
-        DType::I64 => t.to_vec::<i64>()[0].into_pyobject(py)?.into_any(),
-        DType::F32 | DType::F64 => PyFloat::new(py, t.item()?).into_any(),
+        d if d.is_int() => t.to_vec::<i64>()[0].into_pyobject(py)?.into_any(),
+        _ => PyFloat::new(py, t.item()?).into_any(),
     })
 }
 
@@ -214,19 +214,33 @@ impl PyTensor {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let this = &slf.get().t;
-        // Accepts `to(dtype)`, `to("cpu")`, `to(other_tensor)` and `dtype=`.
+        // Accepts `to(dtype)`, `to("cpu")`, `to(other_tensor)`, `dtype=` and `device=`;
+        // `"meta"` gives a meta tensor of this shape (and dtype).
         let mut target: Option<DType> = None;
+        let mut meta = false;
+        let mut device_str = |s: &str| -> PyResult<()> {
+            if s == "meta" {
+                meta = true;
+                Ok(())
+            } else if s == "cpu" || s.starts_with("cpu:") {
+                Ok(())
+            } else {
+                Err(PyRuntimeError::new_err(format!(
+                    "ferrograd runs on the CPU only; got device {s}"
+                )))
+            }
+        };
         for a in args.iter() {
             if let Ok(t) = a.cast::<PyTensor>() {
                 target = Some(t.get().t.dtype());
             } else if let Ok(s) = a.extract::<String>() {
-                if s != "cpu" {
-                    target = Some(parse_dtype(&a).map_err(|_| {
-                        PyRuntimeError::new_err(format!(
-                            "ferrograd runs on the CPU only; got device {s}"
-                        ))
-                    })?);
+                if parse_dtype(&a).is_ok() && s != "cpu" && s != "meta" {
+                    target = Some(parse_dtype(&a)?);
+                } else {
+                    device_str(&s)?;
                 }
+            } else if a.is_none() {
+                // `to(None)`: no device change, as PyTorch.
             } else {
                 target = Some(parse_dtype(&a)?);
             }
@@ -235,6 +249,19 @@ impl PyTensor {
             if let Some(d) = kw.get_item("dtype")? {
                 target = opt_dtype(Some(&d))?;
             }
+            if let Some(d) = kw.get_item("device")? {
+                if !d.is_none() {
+                    device_str(&d.str()?.to_cow()?)?;
+                }
+            }
+            if let Some(f) = kw.get_item("memory_format")? {
+                crate::py::device::check_memory_format(Some(&f), Some(this.ndim()))?;
+            }
+        }
+        if meta {
+            let dt = target.unwrap_or(this.dtype());
+            let rg = this.requires_grad();
+            return crate::py::device::meta_tensor(slf.py(), &this.shape(), dt, rg);
         }
         match target {
             None => Ok(slf.clone().into_any().unbind()),
@@ -257,6 +284,36 @@ impl PyTensor {
         cast(slf, &slf.get().t, DType::I64)
     }
 
+    /// Returns the tensor as float16 (the tensor itself if it already is).
+    fn half(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::F16)
+    }
+
+    /// Returns the tensor as bfloat16 (the tensor itself if it already is).
+    fn bfloat16(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::BF16)
+    }
+
+    /// Returns the tensor as int32 (the tensor itself if it already is).
+    fn int(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::I32)
+    }
+
+    /// Returns the tensor as int16 (the tensor itself if it already is).
+    fn short(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::I16)
+    }
+
+    /// Returns the tensor as int8 (the tensor itself if it already is).
+    fn char(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::I8)
+    }
+
+    /// Returns the tensor as uint8 (the tensor itself if it already is).
+    fn byte(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        cast(slf, &slf.get().t, DType::U8)
+    }
+
     /// Returns the tensor as bool (the tensor itself if it already is).
     fn bool(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         cast(slf, &slf.get().t, DType::Bool)
@@ -274,9 +331,15 @@ impl PyTensor {
     }
 
     /// Returns the tensor in row-major memory order: the tensor itself if it already is, else a
-    /// copy.
-    fn contiguous(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+    /// copy. `memory_format` is accepted (ferrograd keeps every tensor row-major, so
+    /// `channels_last` changes no value) and checked as PyTorch checks it.
+    #[pyo3(signature = (memory_format=None))]
+    fn contiguous(
+        slf: &Bound<'_, Self>,
+        memory_format: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let (py, t) = (slf.py(), &slf.get().t);
+        crate::py::device::check_memory_format(memory_format, Some(t.ndim()))?;
         wrap_or_self(slf, enter(py, t.numel(), || ops::contiguous(t))?)
     }
 }

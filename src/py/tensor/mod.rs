@@ -360,10 +360,11 @@ impl PyTensor {
         dtype_object(py, self.t.dtype())
     }
 
-    /// Always `"cpu"`: ferrograd runs on the CPU only.
+    /// Always `ferrograd.device("cpu")` (equal to the string `"cpu"`): ferrograd runs on the
+    /// CPU only.
     #[getter]
-    fn device(&self) -> &'static str {
-        "cpu"
+    fn device(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        crate::py::device::cpu_device(py)
     }
 
     /// Always False: ferrograd runs on the CPU only.
@@ -378,9 +379,15 @@ impl PyTensor {
     }
 
     /// True when the elements are laid out in row-major order with no gaps (an empty tensor
-    /// always is).
-    fn is_contiguous(&self) -> bool {
-        self.t.is_contiguous()
+    /// always is); with `memory_format=channels_last` (or `channels_last_3d`), whether they
+    /// are laid out channels-last, read from the strides.
+    #[pyo3(signature = (memory_format=None))]
+    fn is_contiguous(&self, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        match crate::py::device::check_memory_format(memory_format, None)?.as_deref() {
+            Some("channels_last") => Ok(channels_last_contiguous(&self.t, 4)),
+            Some("channels_last_3d") => Ok(channels_last_contiguous(&self.t, 5)),
+            _ => Ok(self.t.is_contiguous()),
+        }
     }
 
     /// The step in elements between neighbours along each dimension, as a tuple.
@@ -522,4 +529,29 @@ impl PyTensor {
         let state = if d.len()? == 0 { py.None() } else { d.unbind() };
         Ok((f, (arr.unbind(), t.requires_grad()), state))
     }
+}
+
+/// Whether `t` (of `rank` dimensions, 4 or 5) has channels-last strides: dimension 1 innermost,
+/// then the spatial dimensions from the last, then the batch; sizes of 1 may
+/// have any stride (PyTorch's rule).
+fn channels_last_contiguous(t: &crate::tensor::Tensor, rank: usize) -> bool {
+    let v = t.view();
+    let nd = v.shape.len();
+    if nd != rank {
+        return false;
+    }
+    if v.shape.contains(&0) {
+        return true;
+    }
+    let mut order = vec![1];
+    order.extend((2..nd).rev());
+    order.push(0);
+    let mut expected = 1usize;
+    for d in order {
+        if v.shape[d] != 1 && v.strides[d] != expected {
+            return false;
+        }
+        expected *= v.shape[d];
+    }
+    true
 }

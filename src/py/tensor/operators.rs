@@ -11,7 +11,7 @@ use crate::ops::{self, Scalar};
 use crate::py::capture;
 use crate::py::convert::{as_scalar, operand, scalar_from_any, to_tensor_like, Operand};
 use crate::py::errors::{enter, product_work, work};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 type TT = fn(&Tensor, &Tensor) -> crate::Result<Tensor>;
 type TS = fn(&Tensor, Scalar) -> crate::Result<Tensor>;
@@ -290,31 +290,22 @@ impl PyTensor {
     }
 
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        if self.t.dtype() != DType::Bool {
-            return Err(PyTypeError::new_err(
-                "~ (bitwise_not) is only supported for bool tensors in ferrograd",
-            ));
-        }
-        run(py, self.t.numel(), || ops::logical_not(&self.t))
+        run(py, self.t.numel(), || ops::bitwise_not(&self.t))
     }
 
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(o, Some(&self.t))?;
-        run(py, work2(&self.t, &b), || ops::logical_and(&self.t, &b))
+        run(py, work2(&self.t, &b), || ops::bitwise_and(&self.t, &b))
     }
 
     fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(o, Some(&self.t))?;
-        run(py, work2(&self.t, &b), || ops::logical_or(&self.t, &b))
+        run(py, work2(&self.t, &b), || ops::bitwise_or(&self.t, &b))
     }
 
     fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        if self.t.dtype() != DType::Bool {
-            return Err(PyTypeError::new_err(
-                "^ (bitwise_xor) is only supported for bool tensors in ferrograd",
-            ));
-        }
-        self.logical_xor(py, o)
+        let b = to_tensor_like(o, Some(&self.t))?;
+        run(py, work2(&self.t, &b), || ops::bitwise_xor(&self.t, &b))
     }
 
     fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {

@@ -354,6 +354,15 @@ impl PyTensor {
         })
     }
 
+    /// Returns a view of every window of `size` elements, `step` apart, along
+    /// `dimension`: that dimension counts the windows and a new last dimension of
+    /// `size` walks one.
+    fn unfold(&self, py: Python<'_>, dimension: i64, size: i64, step: i64) -> PyResult<Py<PyAny>> {
+        run(py, self.t.numel(), || {
+            ops::unfold_windows(&self.t, dimension, size, step)
+        })
+    }
+
     /// Alias of `transpose`: a view with dimensions `axis0` and `axis1` swapped.
     fn swapaxes(&self, py: Python<'_>, axis0: i64, axis1: i64) -> PyResult<Py<PyAny>> {
         crate::py::capture::run_op(

@@ -41,8 +41,27 @@ def _act(input, inplace, compute):
 
 @tensor_args("input", "weight")
 def prelu(input, weight):
-    """``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one value or
-    one per channel (dimension 1)."""
+    """Parametric ReLU, elementwise: ``x`` where ``x > 0``, ``weight * x`` elsewhere.
+
+    Args:
+        input (Tensor): ``(N, C, *)``, ``(C,)`` or any shape when ``weight`` has one
+            element.
+        weight (Tensor): the slopes: one element shared by all channels, or ``C``
+            elements, one per channel (dimension 1 of ``input``).
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Raises:
+        RuntimeError: if ``weight`` has neither 1 nor ``C`` elements.
+
+    Example::
+
+        >>> x = torch.tensor([[-1.0, 2.0], [-3.0, -4.0]])
+        >>> F.prelu(x, torch.tensor([0.1, 0.5]))
+        tensor([[-0.1000,  2.0000],
+                [-0.3000, -2.0000]])
+    """
     n = weight.numel()
     if n != 1:
         channels = input.size(1) if input.dim() >= 2 else 1
@@ -59,13 +78,39 @@ def prelu(input, weight):
 
 @tensor_args("input")
 def mish(input, inplace=False):
-    """``x * tanh(softplus(x))``."""
+    """Mish, elementwise: ``x * tanh(softplus(x))``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.mish(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.3034,  0.0000,  0.8651])
+    """
     return _act(input, inplace, lambda: input * _C.tanh(_C.softplus(input, 1.0, 20.0)))
 
 
 @tensor_args("input")
 def hardswish(input, inplace=False):
-    """``x * relu6(x + 3) / 6``."""
+    """Hard swish, elementwise: ``x * relu6(x + 3) / 6``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.hardswish(torch.tensor([-4.0, 0.0, 1.0, 4.0]))
+        tensor([-0.0000, 0.0000, 0.6667, 4.0000])
+    """
     # PyTorch's branches: 0 below -3 (as `x * 0`, keeping the sign of zero), the
     # identity above 3, and a NaN takes the identity branch (its gradient is 1).
     # The middle branch reads x only inside [-3, 3], so no NaN or infinity from
@@ -82,26 +127,84 @@ def hardswish(input, inplace=False):
 
 @tensor_args("input")
 def hardsigmoid(input, inplace=False):
-    """``relu6(x + 3) / 6``."""
+    """Hard sigmoid, elementwise: ``relu6(x + 3) / 6``, a piecewise-linear sigmoid.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.hardsigmoid(torch.tensor([-4.0, 0.0, 1.5, 4.0]))
+        tensor([0.0000, 0.5000, 0.7500, 1.0000])
+    """
     # A clamp by numbers: the gradient is 1/6 strictly inside (-3, 3), 0 at a NaN.
     return _act(input, inplace, lambda: _C.clamp(input + 3.0, 0.0, 6.0) / 6.0)
 
 
 @tensor_args("input")
 def logsigmoid(input):
-    """``log(sigmoid(x))``, computed as ``-softplus(-x)`` so it never overflows."""
+    """Log of the sigmoid, elementwise: ``log(1 / (1 + exp(-x)))``.
+
+    Computed as ``-softplus(-x)``, so it stays finite for large negative inputs.
+
+    Args:
+        input (Tensor): the input, of any shape.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.logsigmoid(torch.tensor([-100.0, 0.0, 2.0]))
+        tensor([-100.0000,   -0.6931,   -0.1269])
+    """
     return -_C.softplus(-input, 1.0, 20.0)
 
 
 @tensor_args("input")
 def selu(input, inplace=False):
-    """``scale * elu(x, alpha)`` with the self-normalising constants."""
+    """Scaled exponential linear unit, elementwise: ``scale * elu(x, alpha)``.
+
+    ``alpha`` and ``scale`` are the self-normalising constants (about 1.6733 and
+    1.0507) that keep activations near zero mean and unit variance.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.selu(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-1.1113,  0.0000,  1.0507])
+    """
     return _act(input, inplace, lambda: _C.elu(input, _SELU_ALPHA) * _SELU_SCALE)
 
 
 @tensor_args("input")
 def celu(input, alpha=1.0, inplace=False):
-    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    """Continuously differentiable ELU, elementwise:
+    ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        alpha (float): the scale of the negative part (not 0). Default: ``1.0``.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.celu(torch.tensor([-1.0, 0.0, 1.0]), alpha=2.0)
+        tensor([-0.7869,  0.0000,  1.0000])
+    """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return _act(input, inplace, lambda: _C.elu(input / alpha, 1.0) * alpha)
@@ -109,19 +212,61 @@ def celu(input, alpha=1.0, inplace=False):
 
 @tensor_args("input")
 def softsign(input):
-    """``x / (1 + |x|)``."""
+    """Softsign, elementwise: ``x / (1 + |x|)``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.softsign(torch.tensor([-3.0, 0.0, 1.0]))
+        tensor([-0.7500,  0.0000,  0.5000])
+    """
     return input / (input.abs() + 1.0)
 
 
 @tensor_args("input")
 def tanhshrink(input):
-    """``x - tanh(x)``."""
+    """Tanhshrink, elementwise: ``x - tanh(x)``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.tanhshrink(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.2384,  0.0000,  0.2384])
+    """
     return input - _C.tanh(input)
 
 
 @tensor_args("input")
 def glu(input, dim=-1):
-    """The first half of ``input`` along ``dim`` gated by the sigmoid of the second."""
+    """Gated linear unit: splits ``input`` in two halves ``a, b`` along ``dim`` and returns
+    ``a * sigmoid(b)``.
+
+    Args:
+        input (Tensor): the input; its size along ``dim`` must be even.
+        dim (int): the dimension to split. Default: ``-1``.
+
+    Shape:
+        - Input: ``(*, 2 * M, *)``, the even size at ``dim``.
+        - Output: ``(*, M, *)``.
+
+    Returns:
+        Tensor: ``input``'s shape with ``dim`` halved.
+
+    Example::
+
+        >>> F.glu(torch.tensor([[1.0, 2.0, 0.0, 100.0]]))
+        tensor([[0.5000, 2.0000]])
+    """
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     size = input.size(dim)
@@ -134,14 +279,41 @@ def glu(input, dim=-1):
 
 @tensor_args("input")
 def hardshrink(input, lambd=0.5):
-    """``x`` where ``|x| > lambd``, 0 elsewhere."""
+    """Hard shrinkage, elementwise: ``x`` where ``|x| > lambd``, 0 elsewhere.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        lambd (float): the threshold. Default: ``0.5``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.hardshrink(torch.tensor([-1.0, -0.2, 0.3, 2.0]))
+        tensor([-1.,  0.,  0.,  2.])
+    """
     # Zero inside [-lambd, lambd]; a NaN is outside, so it (and its gradient) passes.
     return _C.where(input.abs() <= lambd, _C.zeros((), dtype=input.dtype), input)
 
 
 @tensor_args("input")
 def softshrink(input, lambd=0.5):
-    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between."""
+    """Soft shrinkage, elementwise: ``x - lambd`` above ``lambd``, ``x + lambd`` below
+    ``-lambd``, 0 in between.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        lambd (float): the threshold, at least 0. Default: ``0.5``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.softshrink(torch.tensor([-1.0, -0.2, 0.3, 2.0]))
+        tensor([-0.5000,  0.0000,  0.0000,  1.5000])
+    """
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     # PyTorch's kernel: `x * 0` inside [-lambd, lambd] (so -0.0 stays -0.0), `x -+ lambd`
@@ -152,7 +324,22 @@ def softshrink(input, lambd=0.5):
 
 @tensor_args("input")
 def threshold(input, threshold, value, inplace=False):
-    """``x`` where ``x > threshold``, ``value`` elsewhere."""
+    """Thresholding, elementwise: ``x`` where ``x > threshold``, ``value`` elsewhere.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        threshold (float): the value to compare with.
+        value (float): the value replacing elements at or below ``threshold``.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.threshold(torch.tensor([-1.0, 0.5, 2.0]), 0.5, -9.0)
+        tensor([-9., -9.,  2.])
+    """
     return _act(
         input,
         inplace,
@@ -163,19 +350,63 @@ def threshold(input, threshold, value, inplace=False):
 
 @tensor_args("input")
 def threshold_(input, threshold, value):
-    """In-place :func:`threshold`."""
+    """In-place :func:`threshold`: ``input`` keeps its elements above ``threshold``, the others
+    become ``value``.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+        threshold (float): the value to compare with.
+        value (float): the value replacing elements at or below ``threshold``.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 0.5, 2.0])
+        >>> F.threshold_(x, 0.5, 0.0) is x, x
+        (True, tensor([0., 0., 2.]))
+    """
     return globals()["threshold"](input, threshold, value, inplace=True)
 
 
 @tensor_args("input")
 def relu_(input):
-    """In-place :func:`relu`."""
+    """In-place :func:`relu`: writes ``max(0, input)`` into ``input``.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 2.0])
+        >>> F.relu_(x) is x, x
+        (True, tensor([0., 2.]))
+    """
     return _C._apply_inplace(input, lambda: _C.relu(input))
 
 
 @tensor_args("input")
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    """In-place :func:`hardtanh`: ``input`` clamped to ``[min_val, max_val]``."""
+    """In-place :func:`hardtanh`: ``input`` clamped to ``[min_val, max_val]``.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+        min_val (float): the lower bound. Default: ``-1.0``.
+        max_val (float): the upper bound. Default: ``1.0``.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-3.0, 0.5, 3.0])
+        >>> F.hardtanh_(x) is x, x
+        (True, tensor([-1.0000,  0.5000,  1.0000]))
+    """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     return _C._apply_inplace(input, lambda: _C.hardtanh(input, min_val, max_val))
@@ -183,13 +414,40 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 @tensor_args("input")
 def selu_(input):
-    """In-place :func:`selu`."""
+    """In-place :func:`selu`.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 1.0])
+        >>> F.selu_(x) is x, x
+        (True, tensor([-1.1113,  1.0507]))
+    """
     return selu(input, inplace=True)
 
 
 @tensor_args("input")
 def celu_(input, alpha=1.0):
-    """In-place :func:`celu`."""
+    """In-place :func:`celu`.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+        alpha (float): the scale of the negative part. Default: ``1.0``.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 1.0])
+        >>> F.celu_(x) is x, x
+        (True, tensor([-0.6321,  1.0000]))
+    """
     return celu(input, alpha, inplace=True)
 
 
@@ -208,9 +466,30 @@ def _rrelu_noise(input, lower, upper):
 
 @tensor_args("input")
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    """Randomized leaky ReLU: while training each non-positive element is
-    multiplied by a slope drawn uniformly from ``[lower, upper]``; otherwise
-    the slope is ``(lower + upper) / 2``."""
+    """Randomized leaky ReLU, elementwise: ``x`` where ``x >= 0``, ``a * x`` elsewhere.
+
+    While training, ``a`` is drawn uniformly from ``[lower, upper]`` for each
+    non-positive element (a float64 draw from the global generator, in memory
+    order, as PyTorch's CPU kernel draws it); otherwise ``a = (lower + upper) / 2``.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        lower (float): the lower bound of the slope. Default: ``1/8``.
+        upper (float): the upper bound of the slope. Default: ``1/3``.
+        training (bool): draw random slopes. Default: ``False``.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.rrelu(torch.tensor([-1.0, 2.0]), lower=0.1, upper=0.3)
+        tensor([-0.2000,  2.0000])
+        >>> y = F.rrelu(torch.full((1000,), -1.0), training=True)
+        >>> bool(((-1 / 3 <= y) & (y <= -1 / 8)).all())
+        True
+    """
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
@@ -224,5 +503,21 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 
 @tensor_args("input")
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
-    """In-place :func:`rrelu`."""
+    """In-place :func:`rrelu`.
+
+    Args:
+        input (Tensor): the tensor to overwrite.
+        lower (float): the lower bound of the slope. Default: ``1/8``.
+        upper (float): the upper bound of the slope. Default: ``1/3``.
+        training (bool): draw random slopes. Default: ``False``.
+
+    Returns:
+        Tensor: ``input``.
+
+    Example::
+
+        >>> x = torch.tensor([-1.0, 2.0])
+        >>> F.rrelu_(x, 0.1, 0.3) is x, x
+        (True, tensor([-0.2000,  2.0000]))
+    """
     return rrelu(input, lower, upper, training, inplace=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from ... import _C
+from ... import _C, _dispatch
 from ...autograd import Function
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -105,6 +105,47 @@ def scaled_dot_product_attention(
     scale=None,
     enable_gqa=False,
 ):
+    """Scaled dot-product attention: ``softmax(query @ key.T * scale + mask) @ value`` over the
+    last two dimensions.
+
+    A query whose every key is masked gets zero weights (a zero output) rather than
+    NaN, as in PyTorch.
+
+    Args:
+        query (Tensor): ``(*, L, E)``.
+        key (Tensor): ``(*, S, E)``.
+        value (Tensor): ``(*, S, Ev)``.
+        attn_mask (Tensor, optional): broadcastable to ``(*, L, S)``; a bool mask is
+            True where a query may attend, a float mask is added to the scores.
+            Default: ``None``.
+        dropout_p (float): the dropout probability of the attention weights; applied
+            whenever it is above 0 (pass 0 in evaluation). Default: ``0.0``.
+        is_causal (bool): query ``i`` attends to keys ``0..i`` only (no
+            ``attn_mask`` then). Default: ``False``.
+        scale (float, optional): the score scale. Default: ``1 / sqrt(E)``.
+        enable_gqa (bool): grouped-query attention: ``key``/``value`` may have fewer
+            heads (dimension -3) than ``query``, each shared by a group of query
+            heads. Default: ``False``.
+
+    Shape:
+        - Query: ``(*, L, E)``; key: ``(*, S, E)``; value: ``(*, S, Ev)``.
+        - Output: ``(*, L, Ev)``.
+
+    Returns:
+        Tensor: the attention output.
+
+    Example::
+
+        >>> q = torch.ones(2, 4, 3, 8)
+        >>> k = v = torch.ones(2, 4, 5, 8)
+        >>> F.scaled_dot_product_attention(q, k, v).shape
+        ferrograd.Size([2, 4, 3, 8])
+        >>> v = torch.arange(3.0).reshape(3, 1)
+        >>> F.scaled_dot_product_attention(torch.zeros(3, 2), torch.zeros(3, 2), v, is_causal=True)
+        tensor([[0.0000],
+                [0.5000],
+                [1.0000]])
+    """
     """``softmax(query @ key^T * scale + mask) @ value`` over the last two dimensions
     ([..., L, E], [..., S, E], [..., S, Ev] -> [..., L, Ev]). ``scale`` defaults to
     1/sqrt(E). A bool ``attn_mask`` marks with True the positions that take part; a float one
@@ -112,6 +153,12 @@ def scaled_dot_product_attention(
     drops attention weights (always, as PyTorch's function does: pass 0 in evaluation).
     ``enable_gqa`` lets key/value have fewer heads (dim -3) than query, each shared by a group
     of query heads."""
+    if _dispatch.has_protocol(query, key, value, attn_mask) and not _dispatch.is_batched(
+        query, key, value, attn_mask
+    ):
+        kwargs = dict(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                      scale=scale, enable_gqa=enable_gqa)  # fmt: skip
+        return _dispatch.dispatch(scaled_dot_product_attention, (query, key, value), kwargs)
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, _C.Tensor):
             raise TypeError(
@@ -320,11 +367,77 @@ def multi_head_attention_forward(
     average_attn_weights=True,
     is_causal=False,
 ):
+    """The computation of :class:`~ferrograd.nn.MultiheadAttention` as a function, on
+    sequence-first inputs: project query, key and value, split ``num_heads`` heads, attend,
+    join the heads and project the result.
+
+    Args:
+        query (Tensor): ``(L, N, E)`` or unbatched ``(L, E)``.
+        key (Tensor): ``(S, N, E)`` or ``(S, E)``.
+        value (Tensor): ``(S, N, E)`` or ``(S, E)``.
+        embed_dim_to_check (int): ``E``, checked against ``query``.
+        num_heads (int): the number of heads; divides ``E``.
+        in_proj_weight (Tensor, optional): ``(3 * E, E)``, the packed query, key and
+            value projections (unless ``use_separate_proj_weight``).
+        in_proj_bias (Tensor, optional): ``(3 * E,)``.
+        bias_k (Tensor, optional): ``(1, 1, E)``, appended to the keys.
+        bias_v (Tensor, optional): ``(1, 1, E)``, appended to the values.
+        add_zero_attn (bool): append a zero key and value.
+        dropout_p (float): the dropout probability of the attention weights.
+        out_proj_weight (Tensor): ``(E, E)``, the output projection.
+        out_proj_bias (Tensor, optional): ``(E,)``.
+        training (bool): apply dropout. Default: ``True``.
+        key_padding_mask (Tensor, optional): ``(N, S)``; True (bool) marks keys to
+            ignore, a float mask is added. Default: ``None``.
+        need_weights (bool): also return the attention weights. Default: ``True``.
+        attn_mask (Tensor, optional): ``(L, S)`` or ``(N * num_heads, L, S)``; True
+            (bool) marks pairs that may not attend, a float mask is added.
+            Default: ``None``.
+        use_separate_proj_weight (bool): use ``q_proj_weight``, ``k_proj_weight``
+            and ``v_proj_weight`` instead of ``in_proj_weight``. Default: ``False``.
+        q_proj_weight (Tensor, optional): ``(E, E)``. Default: ``None``.
+        k_proj_weight (Tensor, optional): ``(E, kdim)``. Default: ``None``.
+        v_proj_weight (Tensor, optional): ``(E, vdim)``. Default: ``None``.
+        static_k (Tensor, optional): ``(N * num_heads, S, E / num_heads)``, keys
+            used as they are instead of projecting ``key``. Default: ``None``.
+        static_v (Tensor, optional): likewise for the values. Default: ``None``.
+        average_attn_weights (bool): average the returned weights over the heads.
+            Default: ``True``.
+        is_causal (bool): a hint that ``attn_mask`` is the causal mask.
+            Default: ``False``.
+
+    Returns:
+        tuple: ``(output, weights)``: ``output`` ``(L, N, E)`` (or ``(L, E)``);
+        ``weights`` ``(N, L, S)`` averaged over heads or ``(N, num_heads, L, S)``,
+        or ``None`` unless ``need_weights``.
+
+    Example::
+
+        >>> E, H = 4, 2
+        >>> q = torch.ones(3, 1, E)
+        >>> w_in, w_out = torch.ones(3 * E, E) / E, torch.eye(E)
+        >>> out, weights = F.multi_head_attention_forward(
+        ...     q, q, q, E, H, w_in, None, None, None, False, 0.0, w_out, None
+        ... )
+        >>> out.shape, weights.shape
+        (ferrograd.Size([3, 1, 4]), ferrograd.Size([1, 3, 3]))
+    """
     """The computation of ``nn.MultiheadAttention`` on sequence-first input ([L, N, E] or
     unbatched [L, E]): project query/key/value, split ``num_heads`` heads, attend, join and
     project. Masks follow PyTorch: a bool ``key_padding_mask``/``attn_mask`` marks with True
     what may NOT be attended; float masks are added. Returns ``(output, weights)``, weights
     averaged over heads when ``average_attn_weights`` and None unless ``need_weights``."""
+    if _dispatch.has_protocol(query, key, value) and not _dispatch.is_batched(query, key, value):
+        # A meta tensor or a jit.trace value: one call of its type's own.
+        args = (query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias)
+        kwargs = dict(training=training, key_padding_mask=key_padding_mask,
+                      need_weights=need_weights, attn_mask=attn_mask,
+                      use_separate_proj_weight=use_separate_proj_weight,
+                      q_proj_weight=q_proj_weight, k_proj_weight=k_proj_weight,
+                      v_proj_weight=v_proj_weight, static_k=static_k, static_v=static_v,
+                      average_attn_weights=average_attn_weights, is_causal=is_causal)
+        return _dispatch.dispatch(multi_head_attention_forward, args, kwargs)  # fmt: skip
     from .. import functional as F
 
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)

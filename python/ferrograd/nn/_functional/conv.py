@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 
-from ... import _C
+from ... import _C, _dispatch
 
 __all__ = [
     "conv1d",
@@ -63,11 +63,66 @@ def _check_tensor(input, name="input"):
 # ----- convolution ---------------------------------------------------------------------------
 
 
-def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
-    if any(hasattr(type(t), "__ferrograd_function__") for t in (input, weight, bias)):
-        from ...func._rules import conv_rule
+def _check_conv_args(weight, stride, padding, dilation, groups, sd, transposed=False,
+                     output_padding=None):  # fmt: skip
+    """PyTorch's argument checks of a convolution, with its words, before the kernel
+    sees them (a kernel of size 0 would otherwise read nothing and return zeros)."""
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(d <= 0 for d in dilation):
+        if transposed and sd == 2:
+            raise RuntimeError(
+                f"dilation should be greater than zero, but got dilation_height: {dilation[0]}, "
+                f"dilation_width: {dilation[1]}"
+            )
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    kernel = list(weight.shape[2:])
+    if any(k <= 0 for k in kernel):
+        if sd == 3:
+            raise RuntimeError(
+                "kernel size should be greater than zero, but got: "
+                f"{kernel[0]} x {kernel[1]} x {kernel[2]} (TxHxW)"
+            )
+        kh, kw = ([1] + kernel)[-2:]
+        raise RuntimeError(
+            "kernel size should be greater than zero, but got kernel_height: "
+            f"{kh} kernel_width: {kw}"
+        )
+    if transposed:
+        if weight.numel() == 0:
+            raise RuntimeError(
+                f"non-empty 2D or 4D weight tensor expected, but got: {list(weight.shape)}"
+            )
+        if output_padding is not None and any(
+            op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)
+        ):
+            oph, opw = ([0] + list(output_padding))[-2:]
+            sh, sw = ([1] + list(stride))[-2:]
+            dh, dw = ([1] + list(dilation))[-2:]
+            raise RuntimeError(
+                "output padding must be smaller than either stride or dilation, but got "
+                f"output_padding_height: {oph} output_padding_width: {opw} stride_height: {sh} "
+                f"stride_width: {sw} dilation_height: {dh} dilation_width: {dw}"
+            )
+    elif weight.shape[0] < 1:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be at least 1 at dimension 0, but got "
+            f"weight of size {list(weight.shape)} instead"
+        )
 
-        return conv_rule(_conv, input, weight, bias, stride, padding, dilation, groups, sd)
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
+    if _dispatch.has_protocol(input, weight, bias):
+        if _dispatch.is_batched(input, weight, bias):
+            from ...func._rules import conv_rule
+
+            return conv_rule(_conv, input, weight, bias, stride, padding, dilation, groups, sd)
+        public = conv1d if sd == 1 else conv2d
+        return _dispatch.dispatch(public, (input, weight, bias, stride, padding, dilation, groups))
     _check_tensor(input)
     _check_tensor(weight, "weight")
     name = f"conv{sd}d"
@@ -106,23 +161,103 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
         padding = _tuple(padding, sd, "padding")
+    _check_conv_args(weight, stride, padding, dilation, groups, sd)
     out = _C.convolution(input, weight, bias, stride, padding, dilation, False, [0] * sd, groups)
     return out.squeeze(0) if unbatched else out
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-d convolution of ``input`` ``(N, C, L)`` or ``(C, L)`` with ``weight``
-    ``(O, C/groups, K)``; ``padding`` may be an int, a tuple, ``'valid'`` or ``'same'``."""
+    """1-d convolution (a cross-correlation, as deep-learning libraries compute it) of
+    ``input`` with the filters ``weight``.
+
+    Args:
+        input (Tensor): ``(N, C_in, L_in)`` or unbatched ``(C_in, L_in)``.
+        weight (Tensor): ``(C_out, C_in / groups, kL)``.
+        bias (Tensor, optional): ``(C_out,)``. Default: ``None``.
+        stride (int or tuple): the step between windows, an int or a tuple of one
+            int. Default: ``1``.
+        padding (int, tuple or str): zeros added on both sides, an int or a tuple
+            of one int; or ``'valid'`` (no padding) or ``'same'`` (the output
+            has the input's size; only with ``stride=1``; an odd total padding puts
+            the extra zero after). Default: ``0``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        groups (int): split the channels into this many groups, each convolved with
+            its own ``C_out / groups`` filters; ``C_in`` and ``C_out`` must be divisible
+            by it. Default: ``1``.
+
+    Shape:
+        - Input: ``(N, C_in, L_in)`` or ``(C_in, L_in)``.
+        - Weight: ``(C_out, C_in / groups, kL)``.
+        - Output: ``(N, C_out, L_out)`` or ``(C_out, L_out)``, where
+          ``L_out = floor((L_in + 2 * padding - dilation * (kL - 1) - 1) / stride + 1)``.
+
+    Returns:
+        Tensor: the convolved input.
+
+    Example::
+
+        >>> x = torch.ones(2, 3, 10)
+        >>> w = torch.ones(4, 3, 3)
+        >>> F.conv1d(x, w).shape
+        ferrograd.Size([2, 4, 8])
+        >>> F.conv1d(x, w, stride=2, padding=1).shape
+        ferrograd.Size([2, 4, 5])
+        >>> F.conv1d(x, w, padding="same").shape
+        ferrograd.Size([2, 4, 10])
+    """
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-d convolution of ``input`` ``(N, C, H, W)`` or ``(C, H, W)`` with ``weight``
-    ``(O, C/groups, kH, kW)``; ``padding`` may be an int, a tuple, ``'valid'`` or ``'same'``."""
+    """2-d convolution (a cross-correlation, as deep-learning libraries compute it) of
+    ``input`` with the filters ``weight``.
+
+    Args:
+        input (Tensor): ``(N, C_in, H_in, W_in)`` or unbatched ``(C_in, H_in, W_in)``.
+        weight (Tensor): ``(C_out, C_in / groups, kH, kW)``.
+        bias (Tensor, optional): ``(C_out,)``. Default: ``None``.
+        stride (int or tuple): the step between windows, an int or a ``(h, w)``
+            tuple. Default: ``1``.
+        padding (int, tuple or str): zeros added on both sides, an int or a
+            ``(h, w)`` tuple; or ``'valid'`` (no padding) or ``'same'`` (the output
+            has the input's size; only with ``stride=1``; an odd total padding puts
+            the extra zero after). Default: ``0``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        groups (int): split the channels into this many groups, each convolved with
+            its own ``C_out / groups`` filters; ``C_in`` and ``C_out`` must be divisible
+            by it. Default: ``1``.
+
+    Shape:
+        - Input: ``(N, C_in, H_in, W_in)`` or ``(C_in, H_in, W_in)``.
+        - Weight: ``(C_out, C_in / groups, kH, kW)``.
+        - Output: ``(N, C_out, H_out, W_out)`` or ``(C_out, H_out, W_out)``, where
+          ``H_out = floor((H_in + 2 * padding[0] - dilation[0] * (kH - 1) - 1) / stride[0] + 1)``
+          and ``W_out`` likewise with index 1.
+
+    Returns:
+        Tensor: the convolved input.
+
+    Example::
+
+        >>> x = torch.ones(2, 3, 8, 8)
+        >>> w = torch.ones(4, 3, 3, 3)
+        >>> F.conv2d(x, w).shape
+        ferrograd.Size([2, 4, 6, 6])
+        >>> F.conv2d(x, w, stride=2, padding=1).shape
+        ferrograd.Size([2, 4, 4, 4])
+        >>> y = F.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 2, 2))
+        >>> y
+        tensor([[[[4., 4.],
+                  [4., 4.]]]])
+    """
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, sd):
+    if _dispatch.has_protocol(input, weight, bias):
+        public = conv_transpose1d if sd == 1 else conv_transpose2d
+        args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
+        return _dispatch.dispatch(public, args)
     _check_tensor(input)
     _check_tensor(weight, "weight")
     name = f"conv_transpose{sd}d"
@@ -139,16 +274,13 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     unbatched = input.dim() == sd + 1
     if unbatched:
         input = input.unsqueeze(0)
+    stride = _tuple(stride, sd, "stride")
+    padding = _tuple(padding, sd, "padding")
+    dilation = _tuple(dilation, sd, "dilation")
+    output_padding = _tuple(output_padding, sd, "output_padding")
+    _check_conv_args(weight, stride, padding, dilation, groups, sd, True, output_padding)
     out = _C.convolution(
-        input,
-        weight,
-        bias,
-        _tuple(stride, sd, "stride"),
-        _tuple(padding, sd, "padding"),
-        _tuple(dilation, sd, "dilation"),
-        True,
-        _tuple(output_padding, sd, "output_padding"),
-        groups,
+        input, weight, bias, stride, padding, dilation, True, output_padding, groups
     )
     return out.squeeze(0) if unbatched else out
 
@@ -156,8 +288,41 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
 def conv_transpose1d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
-    """1-d transposed convolution (the gradient of ``conv1d`` with respect to its
-    input); ``weight`` is ``(C_in, C_out/groups, K)``."""
+    """1-d transposed convolution: the gradient of ``conv1d`` with respect to its input, used
+    to upsample ("deconvolution").
+
+    Args:
+        input (Tensor): ``(N, C_in, L_in)`` or unbatched ``(C_in, L_in)``.
+        weight (Tensor): ``(C_in, C_out / groups, kL)``, the layout of
+            the matching ``conv1d``'s weight.
+        bias (Tensor, optional): ``(C_out,)``. Default: ``None``.
+        stride (int or tuple): the step of the matching convolution. Default: ``1``.
+        padding (int or tuple): the padding of the matching convolution: ``padding``
+            elements are trimmed from both sides of the output. Default: ``0``.
+        output_padding (int or tuple): extra size added to one side of the output, to
+            pick among the input sizes a strided convolution maps to the same size;
+            smaller than ``stride`` or ``dilation``. Default: ``0``.
+        groups (int): the number of channel groups. Default: ``1``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+
+    Shape:
+        - Input: ``(N, C_in, L_in)`` or ``(C_in, L_in)``.
+        - Output: ``(N, C_out, L_out)`` or ``(C_out, L_out)``, where
+          ``L_out = (L_in - 1) * stride - 2 * padding + dilation * (kL - 1)
+          + output_padding + 1``.
+
+    Returns:
+        Tensor: the upsampled input.
+
+    Example::
+
+        >>> x = torch.ones(1, 2, 5)
+        >>> w = torch.ones(2, 3, 3)
+        >>> F.conv_transpose1d(x, w, stride=2).shape
+        ferrograd.Size([1, 3, 11])
+        >>> F.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1).shape
+        ferrograd.Size([1, 3, 10])
+    """
     return _conv_transpose(
         input, weight, bias, stride, padding, output_padding, groups, dilation, 1
     )
@@ -166,8 +331,41 @@ def conv_transpose1d(
 def conv_transpose2d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
-    """2-d transposed convolution (the gradient of ``conv2d`` with respect to its
-    input); ``weight`` is ``(C_in, C_out/groups, kH, kW)``."""
+    """2-d transposed convolution: the gradient of ``conv2d`` with respect to its input, used
+    to upsample ("deconvolution").
+
+    Args:
+        input (Tensor): ``(N, C_in, H_in, W_in)`` or unbatched ``(C_in, H_in, W_in)``.
+        weight (Tensor): ``(C_in, C_out / groups, kH, kW)``, the layout
+            of the matching ``conv2d``'s weight.
+        bias (Tensor, optional): ``(C_out,)``. Default: ``None``.
+        stride (int or tuple): the step of the matching convolution. Default: ``1``.
+        padding (int or tuple): the padding of the matching convolution: ``padding``
+            elements are trimmed from both sides of the output. Default: ``0``.
+        output_padding (int or tuple): extra size added to one side of the output, to
+            pick among the input sizes a strided convolution maps to the same size;
+            smaller than ``stride`` or ``dilation``. Default: ``0``.
+        groups (int): the number of channel groups. Default: ``1``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+
+    Shape:
+        - Input: ``(N, C_in, H_in, W_in)`` or ``(C_in, H_in, W_in)``.
+        - Output: ``(N, C_out, H_out, W_out)`` or ``(C_out, H_out, W_out)``, where
+          ``H_out = (H_in - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kH - 1)
+          + output_padding[0] + 1`` and ``W_out`` likewise with index 1.
+
+    Returns:
+        Tensor: the upsampled input.
+
+    Example::
+
+        >>> x = torch.ones(1, 2, 3, 3)
+        >>> w = torch.ones(2, 4, 3, 3)
+        >>> F.conv_transpose2d(x, w, stride=2).shape
+        ferrograd.Size([1, 4, 7, 7])
+        >>> F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1).shape
+        ferrograd.Size([1, 4, 6, 6])
+    """
     return _conv_transpose(
         input, weight, bias, stride, padding, output_padding, groups, dilation, 2
     )
@@ -182,27 +380,105 @@ def _stride(stride, kernel_size, n):
     return _tuple(stride, n, "stride")
 
 
+def _check_pool(kernel, stride, padding, dilation, letters):
+    """PyTorch's checks of a 2-d or 3-d pooling's arguments, in its order (each
+    dimension's output size first, then the shape check) and words."""
+    for k, s, p, d in zip(kernel, stride, padding, dilation):
+        if s == 0:
+            raise RuntimeError("stride should not be zero")
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        if p > ((k - 1) * d + 1) // 2:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, "
+                f"kernel_size={k} and dilation={d}"
+            )
+
+    def got(prefix, values):
+        return " ".join(f"{prefix}{a}: {v}" for a, v in zip(letters, values))
+
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel size should be greater than zero, but got {got('k', kernel)}")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"stride should be greater than zero, but got {got('d', stride)}")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(
+            f"dilation should be greater than zero, but got {got('dilation', dilation)}"
+        )
+
+
 def max_pool2d_with_indices(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
 ):
-    """``max_pool2d`` returning ``(output, indices)``; indices are flat positions in
-    each input plane."""
+    """:func:`max_pool2d` that always returns ``(output, indices)``.
+
+    Args:
+        input (Tensor): ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit ``-inf`` padding on both sides, at most half
+            the kernel size. Default: ``0``.
+        dilation (int or tuple): the spacing between window elements. Default: ``1``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        return_indices (bool): ignored; the indices are always returned.
+            Default: ``True``.
+
+    Returns:
+        tuple: ``(output, indices)``, the indices int64 flat positions
+        ``h * W_in + w`` in each input plane.
+
+    Example::
+
+        >>> x = torch.arange(16.0).reshape(1, 1, 4, 4)
+        >>> out, idx = F.max_pool2d_with_indices(x, 2)
+        >>> idx
+        tensor([[[[ 5,  7],
+                  [13, 15]]]])
+    """
     _check_tensor(input)
-    return _C.max_pool2d_with_indices(
-        input,
-        _tuple(kernel_size, 2, "kernel_size"),
-        _stride(stride, kernel_size, 2),
-        _tuple(padding, 2, "padding"),
-        _tuple(dilation, 2, "dilation"),
-        bool(ceil_mode),
-    )
+    kernel = _tuple(kernel_size, 2, "kernel_size")
+    stride = _stride(stride, kernel_size, 2)
+    padding = _tuple(padding, 2, "padding")
+    dilation = _tuple(dilation, 2, "dilation")
+    _check_pool(kernel, stride, padding, dilation, "HW")
+    return _C.max_pool2d_with_indices(input, kernel, stride, padding, dilation, bool(ceil_mode))
 
 
 def max_pool2d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
-    """2-d max pooling over ``(N, C, H, W)`` or ``(C, H, W)``; with ``return_indices``
-    also the flat in-plane position of each maximum."""
+    """2-d max pooling: the maximum of each ``kernel_size`` window.
+
+    Args:
+        input (Tensor): ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit ``-inf`` padding on both sides, at most half
+            the kernel size. Default: ``0``.
+        dilation (int or tuple): the spacing between window elements. Default: ``1``.
+        ceil_mode (bool): round the output size up instead of down (a last window
+            that starts in the right padding is dropped). Default: ``False``.
+        return_indices (bool): also return the flat in-plane position of each
+            maximum (for :func:`max_unpool2d`). Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``, where
+          ``H_out = floor((H_in + 2 * padding[0] - dilation[0] * (kernel_size[0] - 1)
+          - 1) / stride[0] + 1)`` (``ceil`` with ``ceil_mode``), ``W_out`` likewise.
+
+    Returns:
+        Tensor or tuple: the pooled input, and the indices with ``return_indices``.
+
+    Example::
+
+        >>> x = torch.arange(16.0).reshape(1, 1, 4, 4)
+        >>> F.max_pool2d(x, 2)
+        tensor([[[[ 5.,  7.],
+                  [13., 15.]]]])
+        >>> F.max_pool2d(torch.ones(1, 1, 5, 5), 2, ceil_mode=True).shape
+        ferrograd.Size([1, 1, 3, 3])
+    """
     out, idx = max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     return (out, idx) if return_indices else out
 
@@ -219,15 +495,48 @@ def _check_1d(input, name):
 def max_pool1d_with_indices(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
 ):
-    """``max_pool1d`` returning ``(output, indices)``."""
+    """:func:`max_pool1d` that always returns ``(output, indices)``.
+
+    Args:
+        input (Tensor): ``(N, C, L_in)`` or ``(C, L_in)``.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit ``-inf`` padding on both sides. Default: ``0``.
+        dilation (int or tuple): the spacing between window elements. Default: ``1``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        return_indices (bool): ignored; the indices are always returned.
+            Default: ``True``.
+
+    Returns:
+        tuple: ``(output, indices)``, the indices int64 positions along ``L_in``.
+
+    Example::
+
+        >>> out, idx = F.max_pool1d_with_indices(torch.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
+        >>> out, idx
+        (tensor([[3., 2.]]), tensor([[1, 2]]))
+    """
     _check_1d(input, "max_pool1d")
+    (k,) = _tuple(kernel_size, 1, "kernel_size")
+    (st,) = _stride(stride, kernel_size, 1)
+    (p,) = _tuple(padding, 1, "padding")
+    (d,) = _tuple(dilation, 1, "dilation")
+    # PyTorch's max_pool1d checks and words.
+    if k <= 0:
+        raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k}")
+    if st <= 0:
+        raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {st}")
+    if p < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+    if p > k // 2:
+        raise RuntimeError(
+            "max_pool1d() padding should be at most half of kernel size, but got "
+            f"padding={p} and kernel_size={k}"
+        )
+    if d <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
     out, idx = _C.max_pool2d_with_indices(
-        input.unsqueeze(-2),
-        [1, *_tuple(kernel_size, 1, "kernel_size")],
-        [1, *_stride(stride, kernel_size, 1)],
-        [0, *_tuple(padding, 1, "padding")],
-        [1, *_tuple(dilation, 1, "dilation")],
-        bool(ceil_mode),
+        input.unsqueeze(-2), [1, k], [1, st], [0, p], [1, d], bool(ceil_mode)
     )
     return out.squeeze(-2), idx.squeeze(-2)
 
@@ -235,7 +544,35 @@ def max_pool1d_with_indices(
 def max_pool1d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
-    """1-d max pooling over ``(N, C, L)`` or ``(C, L)``."""
+    """1-d max pooling: the maximum of each ``kernel_size`` window.
+
+    Args:
+        input (Tensor): ``(N, C, L_in)`` or ``(C, L_in)``.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit ``-inf`` padding on both sides, at most half
+            the kernel size. Default: ``0``.
+        dilation (int or tuple): the spacing between window elements. Default: ``1``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        return_indices (bool): also return the position of each maximum.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``, where
+          ``L_out = floor((L_in + 2 * padding - dilation * (kernel_size - 1) - 1)
+          / stride + 1)`` (``ceil`` with ``ceil_mode``).
+
+    Returns:
+        Tensor or tuple: the pooled input, and the indices with ``return_indices``.
+
+    Example::
+
+        >>> F.max_pool1d(torch.tensor([[1.0, 3.0, 2.0, 0.0, 5.0]]), 2)
+        tensor([[3., 2.]])
+        >>> F.max_pool1d(torch.tensor([[1.0, 3.0, 2.0, 0.0, 5.0]]), 2, ceil_mode=True)
+        tensor([[3., 2., 5.]])
+    """
     out, idx = max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     return (out, idx) if return_indices else out
 
@@ -249,14 +586,48 @@ def avg_pool2d(
     count_include_pad=True,
     divisor_override=None,
 ):
-    """2-d average pooling; ``count_include_pad`` counts padding in the divisor,
-    ``divisor_override`` replaces it."""
+    """2-d average pooling: the mean of each ``kernel_size`` window.
+
+    Args:
+        input (Tensor): ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit zero padding on both sides, at most half the
+            kernel size. Default: ``0``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        count_include_pad (bool): count the padding zeros in the divisor.
+            Default: ``True``.
+        divisor_override (int, optional): divide every window's sum by this instead.
+            Default: ``None``.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``, where
+          ``H_out = floor((H_in + 2 * padding[0] - kernel_size[0]) / stride[0] + 1)``
+          (``ceil`` with ``ceil_mode``), ``W_out`` likewise.
+
+    Returns:
+        Tensor: the pooled input.
+
+    Example::
+
+        >>> x = torch.arange(16.0).reshape(1, 1, 4, 4)
+        >>> F.avg_pool2d(x, 2)
+        tensor([[[[ 2.5000,  4.5000],
+                  [10.5000, 12.5000]]]])
+        >>> F.avg_pool2d(x, 3, stride=1, padding=1, count_include_pad=False)[0, 0, 0]
+        tensor([2.5000, 3.0000, 4.0000, 4.5000])
+    """
     _check_tensor(input)
+    kernel = _tuple(kernel_size, 2, "kernel_size")
+    stride = _stride(stride, kernel_size, 2)
+    padding = _tuple(padding, 2, "padding")
+    _check_pool(kernel, stride, padding, [1, 1], "HW")
     return _C.avg_pool2d(
         input,
-        _tuple(kernel_size, 2, "kernel_size"),
-        _stride(stride, kernel_size, 2),
-        _tuple(padding, 2, "padding"),
+        kernel,
+        stride,
+        padding,
         bool(ceil_mode),
         bool(count_include_pad),
         None if divisor_override is None else int(divisor_override),
@@ -264,13 +635,40 @@ def avg_pool2d(
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    """1-d average pooling over ``(N, C, L)`` or ``(C, L)``."""
+    """1-d average pooling: the mean of each ``kernel_size`` window.
+
+    Args:
+        input (Tensor): ``(N, C, L_in)`` or ``(C, L_in)``.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit zero padding on both sides. Default: ``0``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        count_include_pad (bool): count the padding zeros in the divisor.
+            Default: ``True``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``, where
+          ``L_out = floor((L_in + 2 * padding - kernel_size) / stride + 1)``.
+
+    Returns:
+        Tensor: the pooled input.
+
+    Example::
+
+        >>> F.avg_pool1d(torch.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
+        tensor([[2., 1.]])
+    """
     _check_1d(input, "avg_pool1d")
+    kernel = [1, *_tuple(kernel_size, 1, "kernel_size")]
+    stride = [1, *_stride(stride, kernel_size, 1)]
+    padding = [0, *_tuple(padding, 1, "padding")]
+    _check_pool(kernel, stride, padding, [1, 1], "HW")
     out = _C.avg_pool2d(
         input.unsqueeze(-2),
-        [1, *_tuple(kernel_size, 1, "kernel_size")],
-        [1, *_stride(stride, kernel_size, 1)],
-        [0, *_tuple(padding, 1, "padding")],
+        kernel,
+        stride,
+        padding,
         bool(ceil_mode),
         bool(count_include_pad),
         None,
@@ -290,33 +688,131 @@ def _adaptive_size(input, output_size, n):
 
 
 def adaptive_avg_pool2d(input, output_size):
-    """Average pooling to a fixed ``output_size`` ``(oH, oW)`` (``None`` keeps a size)."""
+    """2-d average pooling to a fixed output size, whatever the input size.
+
+    Output cell ``i`` along a dimension averages input positions
+    ``floor(i * L_in / L_out)`` to ``ceil((i + 1) * L_in / L_out) - 1``.
+
+    Args:
+        input (Tensor): ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        output_size (int or tuple): ``(H_out, W_out)``, or one int for both; a
+            ``None`` entry keeps that input size.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``.
+
+    Returns:
+        Tensor: the pooled input.
+
+    Example::
+
+        >>> x = torch.arange(16.0).reshape(1, 1, 4, 4)
+        >>> F.adaptive_avg_pool2d(x, 1)
+        tensor([[[[7.5000]]]])
+        >>> F.adaptive_avg_pool2d(torch.ones(2, 3, 7, 5), (3, None)).shape
+        ferrograd.Size([2, 3, 3, 5])
+    """
     _check_tensor(input)
     return _C.adaptive_avg_pool2d(input, _adaptive_size(input, output_size, 2))
 
 
 def adaptive_avg_pool1d(input, output_size):
-    """Average pooling of ``(N, C, L)`` or ``(C, L)`` to length ``output_size``."""
+    """1-d average pooling to a fixed output length.
+
+    Output cell ``i`` averages input positions ``floor(i * L_in / L_out)`` to
+    ``ceil((i + 1) * L_in / L_out) - 1``.
+
+    Args:
+        input (Tensor): ``(N, C, L_in)`` or ``(C, L_in)``.
+        output_size (int): ``L_out``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``.
+
+    Returns:
+        Tensor: the pooled input.
+
+    Example::
+
+        >>> F.adaptive_avg_pool1d(torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0]]), 2)
+        tensor([[2., 4.]])
+    """
     _check_1d(input, "adaptive_avg_pool1d")
     size = _adaptive_size(input, output_size, 1)
     return _C.adaptive_avg_pool2d(input.unsqueeze(-2), [1, *size]).squeeze(-2)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
-    """``adaptive_max_pool2d`` returning ``(output, indices)``."""
+    """:func:`adaptive_max_pool2d` that always returns ``(output, indices)``.
+
+    Args:
+        input (Tensor): ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        output_size (int or tuple): ``(H_out, W_out)``, or one int for both; a
+            ``None`` entry keeps that input size.
+        return_indices (bool): ignored; the indices are always returned.
+            Default: ``True``.
+
+    Returns:
+        tuple: ``(output, indices)``, the indices int64 flat positions in each plane.
+
+    Example::
+
+        >>> x = torch.arange(16.0).reshape(1, 1, 4, 4)
+        >>> F.adaptive_max_pool2d_with_indices(x, 1)
+        (tensor([[[[15.]]]]), tensor([[[[15]]]]))
+    """
     _check_tensor(input)
     return _C.adaptive_max_pool2d(input, _adaptive_size(input, output_size, 2))
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """Max pooling to a fixed ``output_size`` ``(oH, oW)``; with ``return_indices``
-    also the flat in-plane position of each maximum."""
+    """2-d max pooling to a fixed output size, whatever the input size (the windows are those
+    of :func:`adaptive_avg_pool2d`).
+
+    Args:
+        input (Tensor): ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        output_size (int or tuple): ``(H_out, W_out)``, or one int for both; a
+            ``None`` entry keeps that input size.
+        return_indices (bool): also return the flat in-plane position of each
+            maximum. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``.
+
+    Returns:
+        Tensor or tuple: the pooled input, and the indices with ``return_indices``.
+
+    Example::
+
+        >>> x = torch.arange(16.0).reshape(1, 1, 4, 4)
+        >>> F.adaptive_max_pool2d(x, (2, 1))
+        tensor([[[[ 7.],
+                  [15.]]]])
+    """
     out, idx = adaptive_max_pool2d_with_indices(input, output_size)
     return (out, idx) if return_indices else out
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
-    """``adaptive_max_pool1d`` returning ``(output, indices)``."""
+    """:func:`adaptive_max_pool1d` that always returns ``(output, indices)``.
+
+    Args:
+        input (Tensor): ``(N, C, L_in)`` or ``(C, L_in)``.
+        output_size (int): ``L_out``.
+        return_indices (bool): ignored; the indices are always returned.
+            Default: ``True``.
+
+    Returns:
+        tuple: ``(output, indices)``, the indices int64 positions along ``L_in``.
+
+    Example::
+
+        >>> F.adaptive_max_pool1d_with_indices(torch.tensor([[1.0, 3.0, 2.0, 5.0]]), 2)
+        (tensor([[3., 5.]]), tensor([[1, 3]]))
+    """
     _check_1d(input, "adaptive_max_pool1d")
     size = _adaptive_size(input, output_size, 1)
     out, idx = _C.adaptive_max_pool2d(input.unsqueeze(-2), [1, *size])
@@ -324,7 +820,26 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    """Max pooling of ``(N, C, L)`` or ``(C, L)`` to length ``output_size``."""
+    """1-d max pooling to a fixed output length.
+
+    Args:
+        input (Tensor): ``(N, C, L_in)`` or ``(C, L_in)``.
+        output_size (int): ``L_out``.
+        return_indices (bool): also return the position of each maximum.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``.
+
+    Returns:
+        Tensor or tuple: the pooled input, and the indices with ``return_indices``.
+
+    Example::
+
+        >>> F.adaptive_max_pool1d(torch.tensor([[1.0, 3.0, 2.0, 5.0, 4.0]]), 2)
+        tensor([[3., 5.]])
+    """
     out, idx = adaptive_max_pool1d_with_indices(input, output_size)
     return (out, idx) if return_indices else out
 
@@ -348,25 +863,73 @@ def _pad_index(n, before, after, mode):
 
 
 def pad(input, pad, mode="constant", value=None):
-    """Pads the last ``len(pad) // 2`` dimensions: ``pad`` lists (before, after)
-    pairs starting from the last dimension. ``mode`` is ``'constant'`` (negative
-    pads crop), ``'reflect'``, ``'replicate'`` or ``'circular'``."""
+    """Pads the last dimensions of ``input``.
+
+    ``pad`` lists ``(before, after)`` pairs starting from the last dimension:
+    ``(left, right)`` pads the last one, ``(left, right, top, bottom)`` the last two,
+    and so on.
+
+    Args:
+        input (Tensor): the tensor to pad.
+        pad (tuple of ints): the ``(before, after)`` pairs, an even number of ints.
+            With ``mode='constant'`` a negative entry crops.
+        mode (str): ``'constant'`` (fill with ``value``), ``'reflect'`` (mirror
+            without repeating the edge), ``'replicate'`` (repeat the edge) or
+            ``'circular'`` (wrap around). Default: ``'constant'``.
+        value (float, optional): the fill value of ``'constant'``. Default: ``0``.
+
+    Shape:
+        - Input: ``(*, d_1, ..., d_k)``; for the non-constant modes ``k <= 3`` and the
+          input has at least ``k + 1`` dimensions.
+        - Output: each padded size becomes ``d + before + after``.
+
+    Returns:
+        Tensor: the padded tensor.
+
+    Example::
+
+        >>> x = torch.tensor([[1.0, 2.0, 3.0]])
+        >>> F.pad(x, (1, 2))
+        tensor([[0., 1., 2., 3., 0., 0.]])
+        >>> F.pad(x, (2, 1), mode="reflect")
+        tensor([[3., 2., 1., 2., 3., 2.]])
+        >>> F.pad(x, (1, 1), mode="replicate")
+        tensor([[1., 1., 2., 3., 3.]])
+        >>> F.pad(x, (1, 1), mode="circular")
+        tensor([[3., 1., 2., 3., 1.]])
+    """
     _check_tensor(input)
     pad = [int(p) for p in pad]
+    if len(pad) % 2 != 0:
+        raise RuntimeError("Padding length must be divisible by 2")
     if mode == "constant":
         return _C.constant_pad_nd(input, pad, 0.0 if value is None else float(value))
     if mode not in ("reflect", "replicate", "circular"):
         raise RuntimeError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
         raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument.')
-    if len(pad) % 2 != 0:
-        raise RuntimeError(f"Length of pad must be even but instead it equals {len(pad)}")
     npad = len(pad) // 2
     if npad > input.dim() - 1 or npad > 3:
         raise NotImplementedError(
             f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
             f"(got {input.dim()}D input and pad of length {len(pad)})"
         )
+    if mode in ("reflect", "replicate") and npad > 0:
+        # Negative pads crop (the positions are still read from the whole input).
+        names = "DHW"[3 - npad :]
+        dims = list(input.shape[input.dim() - npad :])
+        outs = [n + pad[2 * (npad - 1 - k)] + pad[2 * (npad - 1 - k) + 1]
+                for k, n in enumerate(dims)]  # fmt: skip
+        if min(outs) < 1:
+            if npad == 1:
+                raise RuntimeError(
+                    f"input (W: {dims[0]}) is too small. Calculated output W: {outs[0]}"
+                )
+            got = " ".join(f"{a}: {o}" for a, o in zip(names, outs))
+            was = ", ".join(f"{a}: {n}" for a, n in zip(names, dims))
+            raise RuntimeError(
+                f"Calculated output {got} must be >= 1 in every dimension (input {was})"
+            )
     out = input
     for i in range(npad):
         dim = input.dim() - 1 - i
@@ -380,7 +943,7 @@ def pad(input, pad, mode="constant", value=None):
             )
         if mode == "circular" and (before > n or after > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        if min(before, after) < 0:
+        if mode == "circular" and min(before, after) < 0:
             raise RuntimeError(f"negative padding is not supported for mode {mode}")
         if n == 0:
             raise RuntimeError(
@@ -395,29 +958,90 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """Extracts sliding blocks: ``(N, C, H, W)`` -> ``(N, C*kH*kW, L)`` (im2col)."""
+    """Extracts sliding local blocks of a batched image (im2col): each column of the result
+    holds one ``kernel_size`` block of every channel.
+
+    Args:
+        input (Tensor): ``(N, C, H, W)`` or unbatched ``(C, H, W)``.
+        kernel_size (int or tuple): the block size ``(kH, kW)``.
+        dilation (int or tuple): the spacing between block elements. Default: ``1``.
+        padding (int or tuple): implicit zeros on both sides. Default: ``0``.
+        stride (int or tuple): the step between blocks. Default: ``1``.
+
+    Shape:
+        - Input: ``(N, C, H, W)`` or ``(C, H, W)``.
+        - Output: ``(N, C * kH * kW, L)`` or ``(C * kH * kW, L)``, where ``L`` is the
+          number of blocks, ``L = prod over d of floor((size[d] + 2 * padding[d]
+          - dilation[d] * (kernel_size[d] - 1) - 1) / stride[d] + 1)``.
+
+    Returns:
+        Tensor: the blocks as columns.
+
+    Note:
+        Only 4-d (and unbatched 3-d) inputs are supported, as in PyTorch.
+
+    Example::
+
+        >>> x = torch.arange(9.0).reshape(1, 1, 3, 3)
+        >>> F.unfold(x, 2)
+        tensor([[[0., 1., 3., 4.],
+                 [1., 2., 4., 5.],
+                 [3., 4., 6., 7.],
+                 [4., 5., 7., 8.]]])
+    """
     _check_tensor(input)
-    return _C.im2col(
-        input,
-        _tuple(kernel_size, 2, "kernel_size"),
-        _tuple(dilation, 2, "dilation"),
-        _tuple(padding, 2, "padding"),
-        _tuple(stride, 2, "stride"),
-    )
+    args = _sliding_args(kernel_size, dilation, padding, stride)
+    return _C.im2col(input, *args)
+
+
+def _sliding_args(kernel_size, dilation, padding, stride):
+    """``unfold``/``fold``'s block geometry, checked in PyTorch's order and words."""
+    k = _tuple(kernel_size, 2, "kernel_size")
+    d = _tuple(dilation, 2, "dilation")
+    p = _tuple(padding, 2, "padding")
+    s = _tuple(stride, 2, "stride")
+    checks = (("kernel size", k, "kernel", 1), ("stride", s, "stride", 1),
+              ("dilation", d, "dilation", 1), ("padding", p, "pad", 0))  # fmt: skip
+    for what, v, word, low in checks:
+        if min(v) < low:
+            rule = "should be non-negative" if low == 0 else "should be greater than zero"
+            raise RuntimeError(
+                f"{what} {rule}, but got {word}_height: {v[0]} {word}_width: {v[1]}"
+            )
+    return k, d, p, s
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """Sums sliding blocks back into an image: ``(N, C*kH*kW, L)`` -> ``(N, C, H, W)``
-    (col2im, the adjoint of ``unfold``)."""
+    """Sums sliding local blocks back into a batched image (col2im), the adjoint of
+    :func:`unfold`; overlapping blocks add up.
+
+    Args:
+        input (Tensor): ``(N, C * kH * kW, L)`` or unbatched ``(C * kH * kW, L)``.
+        output_size (int or tuple): the image size ``(H, W)``.
+        kernel_size (int or tuple): the block size ``(kH, kW)``.
+        dilation (int or tuple): the spacing between block elements. Default: ``1``.
+        padding (int or tuple): implicit zeros on both sides. Default: ``0``.
+        stride (int or tuple): the step between blocks. Default: ``1``.
+
+    Shape:
+        - Input: ``(N, C * kH * kW, L)`` or ``(C * kH * kW, L)``, ``L`` the number of
+          blocks given by :func:`unfold`'s formula for ``output_size``.
+        - Output: ``(N, C, H, W)`` or ``(C, H, W)``.
+
+    Returns:
+        Tensor: the image.
+
+    Example::
+
+        >>> x = torch.ones(1, 1, 3, 3)
+        >>> F.fold(F.unfold(x, 2), (3, 3), 2)
+        tensor([[[[1., 2., 1.],
+                  [2., 4., 2.],
+                  [1., 2., 1.]]]])
+    """
     _check_tensor(input)
-    return _C.col2im(
-        input,
-        _tuple(output_size, 2, "output_size"),
-        _tuple(kernel_size, 2, "kernel_size"),
-        _tuple(dilation, 2, "dilation"),
-        _tuple(padding, 2, "padding"),
-        _tuple(stride, 2, "stride"),
-    )
+    args = _sliding_args(kernel_size, dilation, padding, stride)
+    return _C.col2im(input, _tuple(output_size, 2, "output_size"), *args)
 
 
 # ----- interpolation -------------------------------------------------------------------------
@@ -432,21 +1056,50 @@ def interpolate(
     recompute_scale_factor=None,
     antialias=False,
 ):
-    """Resamples ``(N, C, L)`` or ``(N, C, H, W)`` to ``size`` or by ``scale_factor``;
-    ``mode`` is ``'nearest'``, ``'linear'`` (3-d) or ``'bilinear'`` (4-d), with
-    PyTorch's source-index rules including ``align_corners``."""
+    """Resamples ``input`` to ``size``, or by ``scale_factor``, over its spatial dimensions
+    (all but the first two).
+
+    Args:
+        input (Tensor): ``(N, C, L)`` or ``(N, C, H, W)``.
+        size (int or tuple, optional): the output spatial size. Default: ``None``.
+        scale_factor (float or tuple, optional): the multiplier of the spatial size
+            (exactly one of ``size`` and ``scale_factor`` is given). Default: ``None``.
+        mode (str): ``'nearest'``, ``'linear'`` (3-d input) or ``'bilinear'`` (4-d
+            input). Default: ``'nearest'``.
+        align_corners (bool, optional): for the linear modes, map the corner pixels of
+            input and output onto each other (``True``) or their corner edges
+            (``False``). Must be ``None`` for ``'nearest'``. Default: ``None``
+            (``False``).
+        recompute_scale_factor (bool, optional): compute the source positions from the
+            output size instead of the given ``scale_factor``. Default: ``None``.
+        antialias (bool): not supported; must be ``False``. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(N, C, H_in, W_in)``.
+        - Output: ``(N, C, L_out)`` or ``(N, C, H_out, W_out)``, where
+          ``L_out = size`` or ``floor(L_in * scale_factor)``, and likewise per dimension.
+
+    Returns:
+        Tensor: the resampled input.
+
+    Note:
+        ferrograd implements the ``'nearest'``, ``'linear'`` and ``'bilinear'`` modes
+        on 3-d and 4-d inputs; ``'bicubic'``, ``'trilinear'``, ``'area'``,
+        ``'nearest-exact'`` and ``antialias=True`` raise ``NotImplementedError``.
+
+    Example::
+
+        >>> x = torch.tensor([[[1.0, 2.0, 3.0]]])
+        >>> F.interpolate(x, scale_factor=2)
+        tensor([[[1., 1., 2., 2., 3., 3.]]])
+        >>> F.interpolate(x, size=5, mode="linear", align_corners=True)
+        tensor([[[1.0000, 1.5000, 2.0000, 2.5000, 3.0000]]])
+        >>> F.interpolate(torch.ones(1, 3, 4, 4), size=(8, 6), mode="bilinear").shape
+        ferrograd.Size([1, 3, 8, 6])
+    """
     _check_tensor(input)
-    sd = input.dim() - 2
-    if sd not in (1, 2):
-        raise NotImplementedError(
-            f"Input Error: Only 3D and 4D input Tensors supported (got {input.dim()}D) "
-            f"for the modes: nearest | linear | bilinear (got {mode})"
-        )
-    if mode not in ("nearest", "linear", "bilinear"):
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported")
-    if mode == "nearest":
+    # PyTorch's order: align_corners, then size / scale_factor, then the mode.
+    if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError(
                 "align_corners option can only be set with the interpolating modes: "
@@ -454,10 +1107,7 @@ def interpolate(
             )
     elif align_corners is None:
         align_corners = False
-    if mode == "bilinear" and sd != 2:
-        raise NotImplementedError(f"Got {input.dim()}D input, but bilinear mode needs 4D input")
-    if mode == "linear" and sd != 1:
-        raise NotImplementedError(f"Got {input.dim()}D input, but linear mode needs 3D input")
+    sd = input.dim() - 2
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     in_size = list(input.shape[2:])
@@ -494,15 +1144,25 @@ def interpolate(
             scales = [None] * sd
     else:
         raise ValueError("either size or scale_factor should be defined")
-    if any(o <= 0 for o in out_size):
-        names = ["H", "W"][2 - sd:]
-
-        def fmt(v):
-            return ", ".join(f"{k}: {d}" for k, d in zip(names, v))
-
+    if sd not in (1, 2):
+        raise NotImplementedError(
+            f"Input Error: Only 3D and 4D input Tensors supported (got {input.dim()}D) "
+            f"for the modes: nearest | linear | bilinear (got {mode})"
+        )
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if mode == "bilinear" and sd != 2:
+        raise NotImplementedError(f"Got {input.dim()}D input, but bilinear mode needs 4D input")
+    if mode == "linear" and sd != 1:
+        raise NotImplementedError(f"Got {input.dim()}D input, but linear mode needs 3D input")
+    if min(in_size + out_size) <= 0:
+        names = "HW"[2 - sd :]
+        i = ", ".join(f"{a}: {n}" for a, n in zip(names, in_size))
+        o = ", ".join(f"{a}: {n}" for a, n in zip(names, out_size))
         raise RuntimeError(
-            f"Input and output sizes should be greater than 0, but got input ({fmt(in_size)}) "
-            f"output ({fmt(out_size)})"
+            f"Input and output sizes should be greater than 0, but got input ({i}) output ({o})"
         )
     return _C.upsample(input, out_size, scales, mode, bool(align_corners))
 
@@ -514,6 +1174,8 @@ def _rowwise(fn, batched_rank):
     @functools.wraps(fn)
     def wrapper(input, *args, **kwargs):
         if hasattr(type(input), "__ferrograd_function__"):
+            if not _dispatch.is_batched(input):
+                return _dispatch.dispatch(wrapper, (input, *args), kwargs)
             from ...func._rules import rowwise_rule
 
             return rowwise_rule(wrapper, batched_rank, input, args, kwargs)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 
-from ... import _C
+from ... import _C, _dispatch
 from .conv import (
+    _check_conv_args,
     _check_tensor,
     _rowwise,
     _stride,
@@ -26,6 +27,7 @@ from .conv import (
     conv2d,
     max_pool2d_with_indices,
 )
+from .conv import _check_pool as _pool_checks
 
 __all__ = ["conv3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d"]
 
@@ -47,10 +49,45 @@ def _depth_taps(x, start, count, step):
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """3-d convolution of ``input`` ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with
-    ``weight`` ``(O, C/groups, kD, kH, kW)``; ``padding`` may be an int, a
-    tuple, ``'valid'`` or ``'same'``."""
+    """3-d convolution (cross-correlation) of ``input`` with the filters ``weight``.
+
+    Args:
+        input (Tensor): ``(N, C_in, D_in, H_in, W_in)`` or unbatched
+            ``(C_in, D_in, H_in, W_in)``.
+        weight (Tensor): ``(C_out, C_in / groups, kD, kH, kW)``.
+        bias (Tensor, optional): ``(C_out,)``. Default: ``None``.
+        stride (int or tuple): the step between windows. Default: ``1``.
+        padding (int, tuple or str): zeros added on both sides, or ``'valid'`` or
+            ``'same'`` (only with ``stride=1``). Default: ``0``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        groups (int): the number of channel groups. Default: ``1``.
+
+    Shape:
+        - Input: ``(N, C_in, D_in, H_in, W_in)`` or ``(C_in, D_in, H_in, W_in)``.
+        - Output: ``(N, C_out, D_out, H_out, W_out)`` or the unbatched form, where
+          ``D_out = floor((D_in + 2 * padding[0] - dilation[0] * (kD - 1) - 1)
+          / stride[0] + 1)``, ``H_out`` and ``W_out`` likewise.
+
+    Returns:
+        Tensor: the convolved input.
+
+    Note:
+        ferrograd computes a 3-d convolution as one 2-d convolution per depth tap of
+        the kernel, summed; the result is the same, the speed is that of ``kD``
+        2-d passes.
+
+    Example::
+
+        >>> x = torch.ones(1, 2, 4, 5, 5)
+        >>> F.conv3d(x, torch.ones(3, 2, 2, 3, 3)).shape
+        ferrograd.Size([1, 3, 3, 3, 3])
+        >>> F.conv3d(x, torch.ones(3, 2, 3, 3, 3), padding="same").shape
+        ferrograd.Size([1, 3, 4, 5, 5])
+    """
     if any(hasattr(type(t), "__ferrograd_function__") for t in (input, weight, bias)):
+        if not _dispatch.is_batched(input, weight, bias):
+            args = (input, weight, bias, stride, padding, dilation, groups)
+            return _dispatch.dispatch(conv3d, args)
         from ...func._rules import conv_rule
 
         def unbatched_conv(i, w, b, st, pad, dil, g, _sd):
@@ -65,6 +102,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         )
     stride = _tuple(stride, 3, "stride")
     dilation = _tuple(dilation, 3, "dilation")
+    pads = [0, 0, 0] if isinstance(padding, str) else _tuple(padding, 3, "padding")
+    _check_conv_args(weight, stride, pads, dilation, groups, 3)
     out_ch, Cg, kd, kh, kw = weight.shape
     if x.shape[1] != Cg * groups:
         raise RuntimeError(
@@ -121,17 +160,39 @@ def _pool_out(size, k, s, p, d, ceil_mode):
 
 
 def _check_pool(name, k, s, p, d):
-    if any(v <= 0 for v in k) or any(v <= 0 for v in s) or any(v <= 0 for v in d):
-        raise RuntimeError(f"{name}: kernel_size, stride and dilation must be greater than zero")
-    if any(pp > kk // 2 for pp, kk in zip(p, k)):
-        raise RuntimeError("pad should be at most half of effective kernel size")
+    _pool_checks(k, s, p, d, "THW")
 
 
 def max_pool3d_with_indices(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
 ):
+    """:func:`max_pool3d` that always returns ``(output, indices)``.
+
+    Args:
+        input (Tensor): ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit ``-inf`` padding on both sides. Default: ``0``.
+        dilation (int or tuple): the spacing between window elements. Default: ``1``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        return_indices (bool): ignored; the indices are always returned.
+            Default: ``True``.
+
+    Returns:
+        tuple: ``(output, indices)``, the indices int64 flat positions
+        ``d * H_in * W_in + h * W_in + w`` in each input volume.
+
+    Example::
+
+        >>> x = torch.arange(8.0).reshape(1, 1, 2, 2, 2)
+        >>> F.max_pool3d_with_indices(x, 2)
+        (tensor([[[[[7.]]]]]), tensor([[[[[7]]]]]))
+    """
     """``max_pool3d`` returning ``(output, indices)``; indices are flat positions
     in each input volume (``d * H * W + h * W + w``)."""
+    if _dispatch.has_protocol(input) and not _dispatch.is_batched(input):
+        args = (input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+        return _dispatch.dispatch(max_pool3d_with_indices, args)
     x, unbatched = _batched(input, "max_pool3d")
     k = _tuple(kernel_size, 3, "kernel_size")
     s = _stride(stride, kernel_size, 3)
@@ -176,8 +237,34 @@ def max_pool3d_with_indices(
 def max_pool3d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
-    """3-d max pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``; with
-    ``return_indices`` also the flat in-volume position of each maximum."""
+    """3-d max pooling: the maximum of each ``kernel_size`` window.
+
+    Args:
+        input (Tensor): ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit ``-inf`` padding on both sides, at most half
+            the kernel size. Default: ``0``.
+        dilation (int or tuple): the spacing between window elements. Default: ``1``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        return_indices (bool): also return the flat in-volume position of each
+            maximum. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or the unbatched form, where
+          ``D_out = floor((D_in + 2 * padding[0] - dilation[0] * (kernel_size[0] - 1)
+          - 1) / stride[0] + 1)`` (``ceil`` with ``ceil_mode``), ``H_out`` and
+          ``W_out`` likewise.
+
+    Returns:
+        Tensor or tuple: the pooled input, and the indices with ``return_indices``.
+
+    Example::
+
+        >>> F.max_pool3d(torch.ones(1, 1, 4, 5, 6), 2).shape
+        ferrograd.Size([1, 1, 2, 2, 3])
+    """
     out, idx = max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     return (out, idx) if return_indices else out
 
@@ -191,9 +278,39 @@ def avg_pool3d(
     count_include_pad=True,
     divisor_override=None,
 ):
+    """3-d average pooling: the mean of each ``kernel_size`` window.
+
+    Args:
+        input (Tensor): ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit zero padding on both sides. Default: ``0``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        count_include_pad (bool): count the padding zeros in the divisor.
+            Default: ``True``.
+        divisor_override (int, optional): divide every window's sum by this instead.
+            Default: ``None``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or the unbatched form, where
+          ``D_out = floor((D_in + 2 * padding[0] - kernel_size[0]) / stride[0] + 1)``,
+          ``H_out`` and ``W_out`` likewise.
+
+    Returns:
+        Tensor: the pooled input.
+
+    Example::
+
+        >>> F.avg_pool3d(torch.arange(8.0).reshape(1, 1, 2, 2, 2), 2).flatten()
+        tensor([3.5000])
+    """
     """3-d average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``;
     ``count_include_pad`` counts padding in the divisor, ``divisor_override``
     replaces it."""
+    if _dispatch.has_protocol(input) and not _dispatch.is_batched(input):
+        args = (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        return _dispatch.dispatch(avg_pool3d, args)
     x, unbatched = _batched(input, "avg_pool3d")
     k = _tuple(kernel_size, 3, "kernel_size")
     s = _stride(stride, kernel_size, 3)

@@ -53,14 +53,44 @@ def ctc_loss(
     reduction="mean",
     zero_infinity=False,
 ):
-    """The CTC loss of ``log_probs`` (``(T, N, C)`` or unbatched ``(T, C)``,
-    log-probabilities over ``C`` classes per frame) against ``targets``
-    (``(N, S)`` padded, or the concatenated 1-D sequences), with the valid
-    frames and labels of each sample given by ``input_lengths`` and
-    ``target_lengths``; ``blank`` is the blank class. ``reduction="mean"``
-    divides each loss by its target length, then averages over the batch, as
-    PyTorch does; ``zero_infinity`` turns impossible alignments (infinite
-    losses) into zero losses with zero gradient."""
+    """Connectionist temporal classification loss: the negative log-probability of ``targets``
+    summed over all its alignments to the input frames.
+
+    Args:
+        log_probs (Tensor): ``(T, N, C)`` or unbatched ``(T, C)``, log-probabilities
+            over ``C`` classes per frame (the output of :func:`log_softmax`).
+        targets (Tensor): integer labels (not ``blank``): ``(N, S)`` padded, or the
+            target sequences concatenated in 1-d.
+        input_lengths (Tensor or list of int): ``(N,)``, the number of valid frames
+            of each sample, at most ``T``.
+        target_lengths (Tensor or list of int): ``(N,)``, the number of labels of
+            each sample.
+        blank (int): the blank class. Default: ``0``.
+        reduction (str): ``'none'`` (one loss per sample), ``'sum'``, or ``'mean'``
+            (each loss divided by its target length, then averaged over the batch).
+            Default: ``'mean'``.
+        zero_infinity (bool): turn the infinite losses of impossible alignments (and
+            their gradients) into zeros. Default: ``False``.
+
+    Shape:
+        - Log_probs: ``(T, N, C)`` or ``(T, C)``.
+        - Output: a scalar; ``(N,)`` (or ``()`` unbatched) with ``reduction='none'``.
+
+    Returns:
+        Tensor: the loss.
+
+    Note:
+        The gradient is the exact derivative with respect to ``log_probs``.
+        PyTorch's own CTC backward returns the gradient with respect to the logits
+        of a ``log_softmax`` instead; through ``log_softmax`` both give the same
+        gradient for the logits, which is how CTC is used.
+
+    Example::
+
+        >>> log_probs = F.log_softmax(torch.zeros(4, 1, 3), dim=2)
+        >>> F.ctc_loss(log_probs, torch.tensor([[1, 2]]), [4], [2], reduction="sum")
+        tensor(1.6864)
+    """
     for arg, what in ((log_probs, "log_probs"), (targets, "targets")):
         if not isinstance(arg, _C.Tensor):
             raise TypeError(f"ctc_loss(): argument '{what}' must be Tensor, not {type(arg).__name__}")

@@ -71,8 +71,29 @@ def _unbatched(input, p, training, inplace, batched):
 
 @tensor_args("input")
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    """Zeroes whole channels of ``(N, C, L)`` or ``(C, L)`` with probability ``p``
-    while training, scaling the rest by ``1 / (1 - p)``."""
+    """Channel dropout for inputs with 1 spatial dimension: while training, zeroes whole
+    channels (one draw per sample and channel) with probability ``p`` and scales the rest by
+    ``1 / (1 - p)``.
+
+    Args:
+        input (Tensor): ``(N, C, L)`` or unbatched ``(C, L)``.
+        p (float): the probability of zeroing a channel, in ``[0, 1]``. Default: ``0.5``.
+        training (bool): apply dropout; ``False`` is the identity. Default: ``True``.
+        inplace (bool): write the result into ``input``. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, L)`` or ``(C, L)``.
+        - Output: the input's shape.
+
+    Returns:
+        Tensor: the input with dropped channels.
+
+    Example::
+
+        >>> y = F.dropout1d(torch.ones(2, 4, 3), p=0.5)
+        >>> sorted(set(y.flatten().tolist()))
+        [0.0, 2.0]
+    """
     _check_p(p)
     inp_dim = input.dim()
     if inp_dim not in (2, 3):
@@ -87,9 +108,30 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 @tensor_args("input")
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zeroes whole channels of ``(N, C, H, W)`` with probability ``p`` while
-    training, scaling the rest by ``1 / (1 - p)``. A 3-D input is read as
-    ``(N, C, L)``, as PyTorch still does (with its warning)."""
+    """Channel dropout for inputs with 2 spatial dimensions: while training, zeroes whole
+    channels (one draw per sample and channel) with probability ``p`` and scales the rest by
+    ``1 / (1 - p)``.
+
+    Args:
+        input (Tensor): ``(N, C, H, W)``; a 3-d input is read as ``(N, C, L)`` (with
+            PyTorch's warning).
+        p (float): the probability of zeroing a channel, in ``[0, 1]``. Default: ``0.5``.
+        training (bool): apply dropout; ``False`` is the identity. Default: ``True``.
+        inplace (bool): write the result into ``input``. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, H, W)`` or ``(N, C, L)``.
+        - Output: the input's shape.
+
+    Returns:
+        Tensor: the input with dropped channels.
+
+    Example::
+
+        >>> y = F.dropout2d(torch.ones(2, 4, 3, 3), p=0.5)
+        >>> sorted(set(y.flatten().tolist()))
+        [0.0, 2.0]
+    """
     _check_p(p)
     inp_dim = input.dim()
     if inp_dim not in (3, 4):
@@ -115,8 +157,29 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 @tensor_args("input")
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    """Zeroes whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with
-    probability ``p`` while training, scaling the rest by ``1 / (1 - p)``."""
+    """Channel dropout for inputs with 3 spatial dimensions: while training, zeroes whole
+    channels (one draw per sample and channel) with probability ``p`` and scales the rest by
+    ``1 / (1 - p)``.
+
+    Args:
+        input (Tensor): ``(N, C, D, H, W)`` or unbatched ``(C, D, H, W)``.
+        p (float): the probability of zeroing a channel, in ``[0, 1]``. Default: ``0.5``.
+        training (bool): apply dropout; ``False`` is the identity. Default: ``True``.
+        inplace (bool): write the result into ``input``. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+        - Output: the input's shape.
+
+    Returns:
+        Tensor: the input with dropped channels.
+
+    Example::
+
+        >>> y = F.dropout3d(torch.ones(2, 4, 2, 2, 2), p=0.5)
+        >>> sorted(set(y.flatten().tolist()))
+        [0.0, 2.0]
+    """
     _check_p(p)
     inp_dim = input.dim()
     if inp_dim not in (4, 5):
@@ -133,14 +196,52 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 
 @tensor_args("input")
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Dropout for SELU networks: dropped elements are set to SELU's negative
-    saturation and an affine map keeps the mean and variance."""
+    """Alpha dropout, for SELU networks: while training, each element is dropped with
+    probability ``p`` to SELU's negative saturation value, and an affine map keeps the mean
+    and variance of a unit normal input.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        p (float): the probability of dropping an element, in ``[0, 1]``.
+            Default: ``0.5``.
+        training (bool): apply dropout. Default: ``False``.
+        inplace (bool): write the result into ``input``. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> x = torch.ones(4)
+        >>> F.alpha_dropout(x, 0.5) is x
+        True
+        >>> len(set(F.alpha_dropout(torch.zeros(1000), 0.5, training=True).tolist()))
+        2
+    """
     _check_p(p)
     return _dropout_impl(input, p, training, inplace, False, True)
 
 
 @tensor_args("input")
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Alpha dropout of whole channels (one draw per sample and channel)."""
+    """Alpha dropout of whole channels: as :func:`alpha_dropout`, with one draw per sample and
+    channel (dimension 1).
+
+    Args:
+        input (Tensor): ``(N, C, *)``.
+        p (float): the probability of dropping a channel, in ``[0, 1]``.
+            Default: ``0.5``.
+        training (bool): apply dropout. Default: ``False``.
+        inplace (bool): write the result into ``input``. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> y = F.feature_alpha_dropout(torch.zeros(2, 3, 4), 0.5, training=True)
+        >>> bool((y == y[:, :, :1]).all())
+        True
+    """
     _check_p(p)
     return _dropout_impl(input, p, training, inplace, True, True)

@@ -9,7 +9,28 @@ __all__ = ["bilinear"]
 
 
 def bilinear(input1, input2, weight, bias=None):
-    """``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``."""
+    """Bilinear map:
+    ``y[..., o] = sum over i, j of input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``.
+
+    Args:
+        input1 (Tensor): ``(*, in1_features)``.
+        input2 (Tensor): ``(*, in2_features)``, the same leading dimensions.
+        weight (Tensor): ``(out_features, in1_features, in2_features)``.
+        bias (Tensor, optional): ``(out_features,)``. Default: ``None``.
+
+    Shape:
+        - Input1: ``(*, in1_features)``; input2: ``(*, in2_features)``.
+        - Output: ``(*, out_features)``.
+
+    Returns:
+        Tensor: the bilinear form of the two inputs.
+
+    Example::
+
+        >>> x1, x2 = torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 4.0, 5.0]])
+        >>> F.bilinear(x1, x2, torch.ones(1, 2, 3))
+        tensor([[36.]])
+    """
     for name, value, pos in (("input1", input1, 1), ("input2", input2, 2), ("weight", weight, 3)):
         if not isinstance(value, _C.Tensor):
             raise TypeError(

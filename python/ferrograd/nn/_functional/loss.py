@@ -50,8 +50,29 @@ def _zero(like):
 
 @tensor_args("x1", "x2")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (after
-    broadcasting), each norm clamped on its own as in PyTorch."""
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim``:
+    ``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))``.
+
+    Args:
+        x1 (Tensor): the first input.
+        x2 (Tensor): the second input, broadcastable with ``x1``.
+        dim (int): the dimension of the vectors. Default: ``1``.
+        eps (float): the smallest norm divided by (each norm is clamped on its own).
+            Default: ``1e-8``.
+
+    Shape:
+        - Input: ``x1`` and ``x2`` broadcast to ``(*1, D, *2)``, ``D`` at ``dim``.
+        - Output: ``(*1, *2)``.
+
+    Returns:
+        Tensor: the similarities, in ``[-1, 1]``.
+
+    Example::
+
+        >>> a = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+        >>> F.cosine_similarity(a, torch.tensor([[1.0, 0.0]]))
+        tensor([1.0000, 0.7071])
+    """
     x1, x2 = _C.broadcast_tensors(x1, x2)
     n1 = x1.norm(2, dim, True).clamp(min=eps)
     n2 = x2.norm(2, dim, True).clamp(min=eps)
@@ -60,7 +81,29 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 @tensor_args("x1", "x2")
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    """The ``p``-norm of ``x1 - x2 + eps`` over the last dimension."""
+    """The ``p``-norm distance between the rows of ``x1`` and ``x2``: ``||x1 - x2 + eps||_p``
+    over the last dimension.
+
+    Args:
+        x1 (Tensor): ``(N, D)`` or ``(D,)``.
+        x2 (Tensor): broadcastable with ``x1``.
+        p (float): the norm's exponent. Default: ``2.0``.
+        eps (float): added to the difference, to keep the norm's gradient finite at
+            0. Default: ``1e-6``.
+        keepdim (bool): keep the last dimension (size 1). Default: ``False``.
+
+    Shape:
+        - Input: ``(N, D)`` or ``(D,)``.
+        - Output: ``(N,)`` or ``()`` (``(N, 1)`` or ``(1,)`` with ``keepdim``).
+
+    Returns:
+        Tensor: the distances.
+
+    Example::
+
+        >>> F.pairwise_distance(torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[3.0, 4.0]]))
+        tensor([5.0000, 3.6056])
+    """
     d = max(x1.dim(), x2.dim()) - 1
     diff = x1 - x2 + eps
     if d < 0:
@@ -70,9 +113,33 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 @tensor_args("input", "target")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
-    """``target * (log(target) - input)`` pointwise (``input`` holds log-probabilities;
-    with ``log_target`` so does ``target``). ``'batchmean'`` divides the sum by the
-    batch size, the mathematically correct KL divergence."""
+    """Kullback-Leibler divergence loss: pointwise ``target * (log(target) - input)``, where
+    ``input`` holds log-probabilities; reduced.
+
+    Elements where ``target`` is 0 contribute 0. ``reduction='batchmean'`` divides the
+    sum by the batch size (``input.size(0)``), which is the KL divergence of the
+    distributions; ``'mean'`` averages over all elements instead.
+
+    Args:
+        input (Tensor): log-probabilities, of any shape.
+        target (Tensor): probabilities (or log-probabilities with ``log_target``),
+            ``input``'s shape.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'``, ``'batchmean'``, ``'sum'`` or ``'mean'``.
+            Default: ``'mean'``.
+        log_target (bool): ``target`` holds log-probabilities. Default: ``False``.
+
+    Returns:
+        Tensor: a scalar, or ``input``'s shape with ``reduction='none'``.
+
+    Example::
+
+        >>> p = torch.tensor([[0.5, 0.5]])
+        >>> q = torch.tensor([[0.25, 0.75]])
+        >>> F.kl_div(q.log(), p, reduction="batchmean")
+        tensor(0.1438)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     if log_target:
         pointwise = _C.exp(target) * (target - input)
@@ -92,8 +159,30 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 def cosine_embedding_loss(
     input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
 ):
-    """``1 - cos(x1, x2)`` where ``target`` is 1, ``max(0, cos(x1, x2) - margin)``
-    where it is -1 (PyTorch's form, with 1e-12 added to each squared norm)."""
+    """Cosine embedding loss: ``1 - cos(x1, x2)`` where ``target`` is 1,
+    ``max(0, cos(x1, x2) - margin)`` where it is -1; reduced.
+
+    Args:
+        input1 (Tensor): ``(N, D)`` or ``(D,)``.
+        input2 (Tensor): ``input1``'s shape.
+        target (Tensor): ``(N,)`` or ``()``, 1 (similar) or -1 (dissimilar).
+        margin (float): in ``[-1, 1]``; dissimilar pairs are penalised above it.
+            Default: ``0.0``.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'``, ``'mean'`` or ``'sum'`` over the per-element (or
+            per-sample) losses. Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``(N,)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> a = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+        >>> b = torch.tensor([[1.0, 1.0], [1.0, 1.0]])
+        >>> F.cosine_embedding_loss(a, b, torch.tensor([1, -1]), reduction="none")
+        tensor([0.2929, 0.7071])
+    """
     reduction = _reduction(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() not in (1, 2):
         raise RuntimeError(
@@ -116,7 +205,29 @@ def cosine_embedding_loss(
 def margin_ranking_loss(
     input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
 ):
-    """``max(0, -target * (x1 - x2) + margin)``."""
+    """Margin ranking loss: ``max(0, -target * (x1 - x2) + margin)``; reduced.
+
+    ``target`` 1 means ``x1`` should rank higher than ``x2``, -1 lower.
+
+    Args:
+        input1 (Tensor): ``(N,)`` or ``()``.
+        input2 (Tensor): ``input1``'s shape.
+        target (Tensor): ``input1``'s shape, 1 or -1.
+        margin (float): the required gap. Default: ``0.0``.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'``, ``'mean'`` or ``'sum'`` over the per-element (or
+            per-sample) losses. Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``(N,)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> x1, x2 = torch.tensor([1.0, 1.0]), torch.tensor([0.5, 2.0])
+        >>> F.margin_ranking_loss(x1, x2, torch.tensor([1.0, 1.0]), margin=1.0, reduction="none")
+        tensor([0.5000, 2.0000])
+    """
     reduction = _reduction(size_average, reduce, reduction)
     if not (input1.dim() == input2.dim() == target.dim()):
         raise RuntimeError(
@@ -140,8 +251,32 @@ def triplet_margin_loss(
     reduce=None,
     reduction="mean",
 ):
-    """``max(0, margin + d(a, p) - d(a, n))`` with ``d`` the pairwise ``p``-distance;
-    ``swap`` uses ``min(d(a, n), d(p, n))`` as the negative distance."""
+    """Triplet margin loss: ``max(0, margin + d(a, p) - d(a, n))`` with ``d`` the
+    :func:`pairwise_distance`; reduced.
+
+    Args:
+        anchor (Tensor): ``(N, D)`` or ``(D,)``.
+        positive (Tensor): ``anchor``'s shape, to be close to the anchor.
+        negative (Tensor): ``anchor``'s shape, to be far from it.
+        margin (float): the required gap. Default: ``1.0``.
+        p (float): the norm of the distance. Default: ``2``.
+        eps (float): as in :func:`pairwise_distance`. Default: ``1e-6``.
+        swap (bool): use ``min(d(a, n), d(p, n))`` as the negative distance.
+            Default: ``False``.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'``, ``'mean'`` or ``'sum'`` over the per-element (or
+            per-sample) losses. Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``(N,)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> a = torch.tensor([[0.0, 0.0]])
+        >>> F.triplet_margin_loss(a, torch.tensor([[0.0, 1.0]]), torch.tensor([[0.0, 1.5]]))
+        tensor(0.5000)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     a, po, ne = anchor.dim(), positive.dim(), negative.dim()
     if not (a == po == ne):
@@ -160,7 +295,27 @@ def triplet_margin_loss(
 def hinge_embedding_loss(
     input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
 ):
-    """``x`` where ``target`` is 1, ``max(0, margin - x)`` where it is -1."""
+    """Hinge embedding loss: ``x`` where ``target`` is 1, ``max(0, margin - x)`` where it is
+    -1; reduced. ``x`` is usually a distance between two inputs.
+
+    Args:
+        input (Tensor): of any shape.
+        target (Tensor): ``input``'s shape, 1 or -1.
+        margin (float): the margin for the -1 targets. Default: ``1.0``.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'``, ``'mean'`` or ``'sum'`` over the per-element (or
+            per-sample) losses. Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``input``'s shape with ``reduction='none'``.
+
+    Example::
+
+        >>> x = torch.tensor([0.3, 0.3, 2.0])
+        >>> F.hinge_embedding_loss(x, torch.tensor([1.0, -1.0, -1.0]), reduction="none")
+        tensor([0.3000, 0.7000, 0.0000])
+    """
     reduction = _reduction(size_average, reduce, reduction)
     zero = _zero(input)
     out_margin = _C.where(target != 1, (margin - input).clamp(min=0.0), zero)
@@ -170,7 +325,25 @@ def hinge_embedding_loss(
 
 @tensor_args("input", "target")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """``log(1 + exp(-target * x))``, as a softplus so it never overflows."""
+    """Two-class logistic loss: ``log(1 + exp(-target * x))``; reduced.
+
+    Args:
+        input (Tensor): of any shape.
+        target (Tensor): ``input``'s shape, 1 or -1.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'``, ``'mean'`` or ``'sum'`` over the per-element (or
+            per-sample) losses. Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``input``'s shape with ``reduction='none'``.
+
+    Example::
+
+        >>> x = torch.tensor([2.0, -1.0])
+        >>> F.soft_margin_loss(x, torch.tensor([1.0, 1.0]), reduction="none")
+        tensor([0.1269, 1.3133])
+    """
     reduction = _reduction(size_average, reduce, reduction)
     return _reduce(_C.softplus(-target * input, 1.0, 20.0), reduction)
 
@@ -179,7 +352,27 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 def multilabel_soft_margin_loss(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
-    """One-vs-all logistic loss averaged over the classes (last dimension)."""
+    """Multi-label one-versus-all logistic loss: per sample, the mean over the ``C`` classes of
+    ``-(y * log(sigmoid(x)) + (1 - y) * log(sigmoid(-x)))``; reduced.
+
+    Args:
+        input (Tensor): ``(N, C)`` or ``(C,)`` scores.
+        target (Tensor): ``input``'s shape, 0 or 1 per class.
+        weight (Tensor, optional): ``(C,)``, a weight per class. Default: ``None``.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'``, ``'mean'`` or ``'sum'`` over the per-element (or
+            per-sample) losses. Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``(N,)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> x = torch.tensor([[2.0, -2.0]])
+        >>> F.multilabel_soft_margin_loss(x, torch.tensor([[1.0, 0.0]]))
+        tensor(0.1269)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     logsig_pos = -_C.softplus(-input, 1.0, 20.0)
     logsig_neg = -_C.softplus(input, 1.0, 20.0)
@@ -203,8 +396,29 @@ def poisson_nll_loss(
     reduction="mean",
 ):
     """Poisson negative log-likelihood: ``exp(x) - target * x`` for a log rate
-    (``log_input``), else ``x - target * log(x + eps)``; ``full`` adds Stirling's
-    approximation of ``log(target!)`` where ``target > 1``."""
+    (``log_input=True``), else ``x - target * log(x + eps)``; reduced.
+
+    Args:
+        input (Tensor): the predicted (log) rate, of any shape.
+        target (Tensor): the observed counts, ``input``'s shape.
+        log_input (bool): ``input`` is the log of the rate. Default: ``True``.
+        full (bool): add Stirling's approximation of ``log(target!)``,
+            ``t * log(t) - t + 0.5 * log(2 * pi * t)`` where ``t > 1``.
+            Default: ``False``.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        eps (float): keeps ``log`` finite when ``log_input=False``. Default: ``1e-8``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'``, ``'mean'`` or ``'sum'`` over the per-element (or
+            per-sample) losses. Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``input``'s shape with ``reduction='none'``.
+
+    Example::
+
+        >>> F.poisson_nll_loss(torch.tensor([0.0, 1.0]), torch.tensor([1.0, 2.0]), reduction="none")
+        tensor([1.0000, 0.7183])
+    """
     reduction = _reduction(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -221,9 +435,35 @@ def poisson_nll_loss(
 
 @tensor_args("input", "target")
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    """Gaussian negative log-likelihood ``0.5 * (log(var) + (x - target)^2 / var)``
-    (plus ``0.5 * log(2 pi)`` when ``full``); ``var`` is clamped to ``eps`` for
-    stability without blocking its gradient, as in PyTorch."""
+    """Gaussian negative log-likelihood: ``0.5 * (log(var) + (x - target) ** 2 / var)`` (plus
+    ``0.5 * log(2 * pi)`` with ``full``); reduced.
+
+    ``var`` is clamped below at ``eps`` for stability, without blocking its gradient.
+
+    Args:
+        input (Tensor): the predicted mean, ``(N, *)`` or ``(*)``.
+        target (Tensor): the observation, ``input``'s shape.
+        var (Tensor or float): the predicted variance, non-negative: ``input``'s
+            shape, or that shape with the last dimension 1 or dropped (one variance
+            shared by the last dimension), or a number.
+        full (bool): include the constant term. Default: ``False``.
+        eps (float): the smallest variance used. Default: ``1e-6``.
+        reduction (str): ``'none'``, ``'mean'`` or ``'sum'`` over the per-element (or
+            per-sample) losses. Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``input``'s shape with ``reduction='none'``.
+
+    Raises:
+        ValueError: if ``var`` has a negative entry or a wrong size.
+
+    Example::
+
+        >>> mean = torch.tensor([0.0, 1.0])
+        >>> var = torch.tensor([1.0, 0.5])
+        >>> F.gaussian_nll_loss(mean, torch.tensor([1.0, 1.0]), var, reduction="none")
+        tensor([ 0.5000, -0.3466])
+    """
     if isinstance(var, (int, float)):
         var = _C.full(tuple(input.shape), float(var), dtype=input.dtype)
     if tuple(var.shape) != tuple(input.shape):

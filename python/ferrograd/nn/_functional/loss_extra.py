@@ -59,8 +59,29 @@ def multi_margin_loss(
     reduce=None,
     reduction="mean",
 ):
-    """Multi-class hinge loss: per sample ``sum over j != y of
-    weight[y] * max(0, margin - x[y] + x[j]) ** p / C``, ``p`` 1 or 2."""
+    """Multi-class hinge loss: per sample with class ``y``, the sum over the other classes
+    ``j`` of ``weight[y] * max(0, margin - x[y] + x[j]) ** p``, divided by ``C``; reduced.
+
+    Args:
+        input (Tensor): ``(N, C)`` or ``(C,)`` scores.
+        target (Tensor): int64 ``(N,)`` or ``()`` class indices in ``[0, C)``.
+        p (int): 1 or 2, the hinge's power. Default: ``1``.
+        margin (float): the required gap. Default: ``1.0``.
+        weight (Tensor, optional): ``(C,)``, a weight per class. Default: ``None``.
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'`` (one loss per sample), ``'mean'`` or ``'sum'``.
+            Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``(N,)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> x = torch.tensor([[0.1, 0.2, 0.4, 0.8]])
+        >>> F.multi_margin_loss(x, torch.tensor([3]))
+        tensor(0.3250)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if p != 1 and p != 2:
@@ -94,9 +115,27 @@ def multi_margin_loss(
 
 @tensor_args("input", "target")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """Multi-label hinge loss: ``target`` lists each sample's classes, ended by
-    the first ``-1``; per sample ``sum over target classes j and other classes
-    k of max(0, 1 - (x[j] - x[k])) / C``."""
+    """Multi-label hinge loss: per sample, the sum over its target classes ``j`` and its other
+    classes ``k`` of ``max(0, 1 - (x[j] - x[k]))``, divided by ``C``; reduced.
+
+    Args:
+        input (Tensor): ``(N, C)`` or ``(C,)`` scores.
+        target (Tensor): int64, ``input``'s shape: each sample's target classes first,
+            ended by the first ``-1`` (the rest is ignored).
+        size_average (bool, optional): deprecated, use ``reduction``.
+        reduce (bool, optional): deprecated, use ``reduction``.
+        reduction (str): ``'none'`` (one loss per sample), ``'mean'`` or ``'sum'``.
+            Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``(N,)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> x = torch.tensor([[0.1, 0.2, 0.4, 0.8]])
+        >>> F.multilabel_margin_loss(x, torch.tensor([[3, 0, -1, 1]]))
+        tensor(0.8500)
+    """
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     nframe, dim = _frames(input)
@@ -132,8 +171,31 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 def triplet_margin_with_distance_loss(
     anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False, reduction="mean"
 ):
-    """``max(0, margin + d(a, p) - d(a, n))`` for any ``distance_function``
-    (default ``pairwise_distance``); ``swap`` uses ``min(d(a, n), d(p, n))``."""
+    """Triplet margin loss with any distance: ``max(0, margin + d(a, p) - d(a, n))``; reduced.
+
+    Args:
+        anchor (Tensor): ``(N, D)`` or ``(D,)``.
+        positive (Tensor): ``anchor``'s shape, to be close to the anchor.
+        negative (Tensor): ``anchor``'s shape, to be far from it.
+        distance_function (callable, optional): ``d(x, y)`` returning a tensor of
+            distances; ``None`` uses :func:`pairwise_distance`. Default: ``None``.
+        margin (float): the required gap, positive. Default: ``1.0``.
+        swap (bool): use ``min(d(a, n), d(p, n))`` as the negative distance.
+            Default: ``False``.
+        reduction (str): ``'none'``, ``'mean'`` or ``'sum'``. Default: ``'mean'``.
+
+    Returns:
+        Tensor: a scalar, or ``(N,)`` with ``reduction='none'``.
+
+    Example::
+
+        >>> a = torch.tensor([[1.0, 0.0]])
+        >>> cos = lambda x, y: 1 - F.cosine_similarity(x, y)
+        >>> F.triplet_margin_with_distance_loss(
+        ...     a, torch.tensor([[1.0, 0.1]]), torch.tensor([[0.0, 1.0]]), distance_function=cos
+        ... )
+        tensor(0.0050)
+    """
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
     a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
@@ -158,8 +220,25 @@ def triplet_margin_with_distance_loss(
 
 @tensor_args("input")
 def pdist(input, p=2):
-    """The ``p``-norm distance between every pair of rows ``i < j`` of an
-    ``(N, M)`` input, as a vector of ``N * (N - 1) / 2`` in row-major pair order."""
+    """The ``p``-norm distance between every pair of rows ``i < j`` of ``input``: the upper
+    triangle of the distance matrix, row by row.
+
+    Args:
+        input (Tensor): ``(N, M)``, floating point.
+        p (float): the norm's exponent, non-negative. Default: ``2``.
+
+    Shape:
+        - Input: ``(N, M)``.
+        - Output: ``(N * (N - 1) / 2,)``.
+
+    Returns:
+        Tensor: the distances.
+
+    Example::
+
+        >>> F.pdist(torch.tensor([[0.0, 0.0], [3.0, 4.0], [6.0, 8.0]]))
+        tensor([ 5., 10.,  5.])
+    """
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if not input.is_floating_point():
@@ -177,9 +256,31 @@ def pdist(input, p=2):
 @tensor_args("logits")
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     """A sample from the Gumbel-softmax (concrete) distribution:
-    ``softmax((logits + g) / tau)`` with ``g = -log(Exponential(1))``; with
-    ``hard`` a one-hot of its argmax whose gradient is the soft sample's
-    (straight-through)."""
+    ``softmax((logits + g) / tau)`` with ``g = -log(Exponential(1))`` noise.
+
+    With ``hard=True`` the result is the one-hot of that sample's argmax, whose
+    gradient is the soft sample's (straight-through estimator).
+
+    Args:
+        logits (Tensor): unnormalised log-probabilities, ``(*, C)``.
+        tau (float): the temperature; small values give nearly one-hot samples.
+            Default: ``1``.
+        hard (bool): return a one-hot sample. Default: ``False``.
+        eps (float): deprecated, has no effect (warns when changed).
+            Default: ``1e-10``.
+        dim (int): the class dimension. Default: ``-1``.
+
+    Returns:
+        Tensor: ``logits``' shape, summing to 1 along ``dim``.
+
+    Example::
+
+        >>> y = F.gumbel_softmax(torch.zeros(2, 5), tau=0.5, hard=True)
+        >>> y.sum(dim=-1)
+        tensor([1., 1.])
+        >>> sorted(set(y.flatten().tolist()))
+        [0.0, 1.0]
+    """
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     gumbels = -_C.empty(*logits.shape, dtype=logits.dtype).exponential_().log()

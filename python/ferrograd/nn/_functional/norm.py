@@ -3,7 +3,7 @@ Rust ops (``_C.batch_norm``, ``layer_norm``, ``group_norm``, ``embedding``)."""
 
 from __future__ import annotations
 
-from ... import _C
+from ... import _C, _dispatch
 from ...autograd.grad_mode import no_grad
 from ._args import PaddingIdxError, tensor_args
 
@@ -57,12 +57,46 @@ def batch_norm(
     momentum=0.1,
     eps=1e-5,
 ):
-    """Normalises each channel (dimension 1) over the batch and spatial dimensions.
+    """Batch normalisation: normalises each channel (dimension 1) over the batch and spatial
+    dimensions, then applies the per-channel affine ``weight``/``bias``.
 
-    In training mode the batch's statistics are used (biased variance) and the
-    running statistics, when given, are updated in place:
-    ``running = (1 - momentum) * running + momentum * batch_stat`` with the
-    unbiased variance. Otherwise the running statistics normalise the input.
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``. In training mode ``mean`` and
+    ``var`` are the batch's (biased variance) and the running statistics, when given,
+    are updated in place, ``running = (1 - momentum) * running + momentum * stat``
+    with the unbiased variance. Otherwise the running statistics are used.
+
+    Args:
+        input (Tensor): ``(N, C)`` or ``(N, C, *)``.
+        running_mean (Tensor, optional): ``(C,)``, the running mean (updated in place
+            when training).
+        running_var (Tensor, optional): ``(C,)``, the running variance (updated in
+            place when training).
+        weight (Tensor, optional): ``(C,)``, the scale. Default: ``None``.
+        bias (Tensor, optional): ``(C,)``, the shift. Default: ``None``.
+        training (bool): use the batch's statistics. Default: ``False``.
+        momentum (float, optional): the running statistics' update factor; ``None``
+            counts as 0 here. Default: ``0.1``.
+        eps (float): added to the variance. Default: ``1e-5``.
+
+    Shape:
+        - Input: ``(N, C)`` or ``(N, C, *)``.
+        - Output: the input's shape.
+
+    Returns:
+        Tensor: the normalised input.
+
+    Raises:
+        ValueError: when training on one value per channel.
+
+    Example::
+
+        >>> x = torch.tensor([[1.0, 10.0], [3.0, 30.0]])
+        >>> mean, var = torch.zeros(2), torch.ones(2)
+        >>> F.batch_norm(x, mean, var, training=True)
+        tensor([[-1.0000, -1.0000],
+                [ 1.0000,  1.0000]])
+        >>> mean, var
+        (tensor([0.2000, 2.0000]), tensor([ 1.1000, 20.9000]))
     """
     if training:
         _verify_batch_size(input.size())
@@ -97,11 +131,36 @@ def instance_norm(
     momentum=0.1,
     eps=1e-5,
 ):
-    """Normalises each channel of each sample over its spatial dimensions.
+    """Instance normalisation: normalises each channel of each sample over its spatial
+    dimensions, then applies the per-channel affine ``weight``/``bias``.
 
-    As in PyTorch this is batch norm over the input seen as one sample of
-    ``N * C`` channels; running statistics, when given, are updated with the
-    average over the batch of the per-instance statistics.
+    Args:
+        input (Tensor): ``(N, C, *)`` with at least one spatial dimension.
+        running_mean (Tensor, optional): ``(C,)``, updated with the batch average of
+            the per-instance means when ``use_input_stats``. Default: ``None``.
+        running_var (Tensor, optional): ``(C,)``, likewise for the variances.
+            Default: ``None``.
+        weight (Tensor, optional): ``(C,)``, the scale. Default: ``None``.
+        bias (Tensor, optional): ``(C,)``, the shift. Default: ``None``.
+        use_input_stats (bool): normalise with each instance's statistics; ``False``
+            uses the running ones. Default: ``True``.
+        momentum (float, optional): the running statistics' update factor.
+            Default: ``0.1``.
+        eps (float): added to the variance. Default: ``1e-5``.
+
+    Shape:
+        - Input: ``(N, C, *)``.
+        - Output: the input's shape.
+
+    Returns:
+        Tensor: the normalised input.
+
+    Example::
+
+        >>> x = torch.tensor([[[1.0, 3.0], [10.0, 30.0]]])
+        >>> F.instance_norm(x)
+        tensor([[[-1.0000,  1.0000],
+                 [-1.0000,  1.0000]]])
     """
     if use_input_stats:
         _verify_spatial_size(input.size())
@@ -134,8 +193,31 @@ def instance_norm(
     ),
 )
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalises over the trailing ``normalized_shape`` dimensions, then applies
-    the elementwise affine ``weight``/``bias`` of that shape when given."""
+    """Layer normalisation: normalises over the trailing ``normalized_shape`` dimensions of
+    each sample, then applies the elementwise affine ``weight``/``bias``.
+
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``, the biased variance.
+
+    Args:
+        input (Tensor): ``(*, normalized_shape)``.
+        normalized_shape (int or tuple): the trailing shape to normalise over.
+        weight (Tensor, optional): of ``normalized_shape``, the scale. Default: ``None``.
+        bias (Tensor, optional): of ``normalized_shape``, the shift. Default: ``None``.
+        eps (float): added to the variance. Default: ``1e-5``.
+
+    Shape:
+        - Input: ``(*, normalized_shape)``.
+        - Output: the input's shape.
+
+    Returns:
+        Tensor: the normalised input.
+
+    Example::
+
+        >>> F.layer_norm(torch.tensor([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]]), (3,))
+        tensor([[-1.2247,  0.0000,  1.2247],
+                [ 0.0000,  0.0000,  0.0000]])
+    """
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     return _C.layer_norm(input, list(normalized_shape), weight, bias, float(eps))
@@ -149,8 +231,34 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     ),
 )
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Group normalisation: normalises each sample over groups of ``C / num_groups`` channels
+    (with their spatial dimensions), then applies the per-channel affine
+    ``weight``/``bias``.
+
+    Args:
+        input (Tensor): ``(N, C, *)``, ``C`` divisible by ``num_groups``.
+        num_groups (int): the number of channel groups.
+        weight (Tensor, optional): ``(C,)``, the scale. Default: ``None``.
+        bias (Tensor, optional): ``(C,)``, the shift. Default: ``None``.
+        eps (float): added to the variance. Default: ``1e-5``.
+
+    Shape:
+        - Input: ``(N, C, *)``.
+        - Output: the input's shape.
+
+    Returns:
+        Tensor: the normalised input.
+
+    Example::
+
+        >>> x = torch.tensor([[1.0, 3.0, 10.0, 30.0]])
+        >>> F.group_norm(x, 2)
+        tensor([[-1.0000,  1.0000, -1.0000,  1.0000]])
+    """
     """Normalises each sample over groups of ``C / num_groups`` channels, then
     applies the per-channel affine ``weight``/``bias`` when given."""
+    if isinstance(input, _C.Tensor) and input.dim() >= 2 and input.shape[1] == 0:
+        raise RuntimeError("Expected number of channels to be greater than 0, got 0")
     return _C.group_norm(input, int(num_groups), weight, bias, float(eps))
 
 
@@ -172,14 +280,47 @@ def embedding(
     scale_grad_by_freq=False,
     sparse=False,
 ):
-    """Rows of ``weight`` picked by the int64 ``input`` (any shape).
+    """Looks up rows of an embedding table: ``weight[input]``.
 
-    ``padding_idx``'s row gets no gradient; ``max_norm`` first rescales, in
-    place, every picked row whose ``norm_type``-norm exceeds it (PyTorch's
-    ``embedding_renorm_``); ``scale_grad_by_freq`` divides each row's gradient
-    by how often its index occurs in ``input``.
+    Args:
+        input (Tensor): int64 indices into the rows of ``weight``, of any shape.
+        weight (Tensor): ``(num_embeddings, embedding_dim)``, the table.
+        padding_idx (int, optional): the row of this index gets no gradient (a
+            negative value counts from the end). Default: ``None``.
+        max_norm (float, optional): before the lookup, every referenced row whose
+            ``norm_type``-norm exceeds ``max_norm`` is rescaled in place to that norm.
+            Default: ``None``.
+        norm_type (float): the ``p`` of the ``max_norm`` norm. Default: ``2.0``.
+        scale_grad_by_freq (bool): divide each row's gradient by how often its index
+            occurs in ``input``. Default: ``False``.
+        sparse (bool): sparse gradients; not supported, must be ``False``.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, int64.
+        - Output: ``(*, embedding_dim)``.
+
+    Returns:
+        Tensor: the rows picked.
+
+    Note:
+        ferrograd has no sparse tensors: ``sparse=True`` raises
+        ``NotImplementedError``.
+
+    Example::
+
+        >>> table = torch.arange(6.0).reshape(3, 2)
+        >>> F.embedding(torch.tensor([[0, 2], [1, 1]]), table)
+        tensor([[[0., 1.],
+                 [4., 5.]],
+        <BLANKLINE>
+                [[2., 3.],
+                 [2., 3.]]])
     """
     if hasattr(type(input), "__ferrograd_function__") or hasattr(type(weight), "__ferrograd_function__"):
+        if not _dispatch.is_batched(input, weight):
+            args = (input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+            return _dispatch.dispatch(embedding, args)
         from ...func._rules import embedding_rule
 
         return embedding_rule(
@@ -215,11 +356,46 @@ def embedding_bag(
     include_last_offset=False,
     padding_idx=None,
 ):
-    """Sums, averages or takes the maximum of bags of embeddings without
-    materialising them per bag: a 2-D ``input`` is one bag per row, a 1-D one
-    is split at ``offsets``. ``per_sample_weights`` (mode ``'sum'`` only)
-    scales each looked-up row; ``padding_idx`` entries are left out of their
-    bag (and of a mean's count); an empty bag gives zeros."""
+    """Sums, averages or takes the maximum of bags of embeddings, without materialising the
+    rows of each bag.
+
+    A 2-d ``input`` is one bag per row; a 1-d ``input`` is cut into bags at
+    ``offsets``.
+
+    Args:
+        input (Tensor): int64 indices, ``(B, n)`` (``B`` bags of ``n``) or ``(n,)``
+            with ``offsets``.
+        weight (Tensor): ``(num_embeddings, embedding_dim)``, the table.
+        offsets (Tensor, optional): int64 ``(B,)`` start of each bag in a 1-d
+            ``input``. Default: ``None``.
+        max_norm (float, optional): as in :func:`embedding`. Default: ``None``.
+        norm_type (float): the ``p`` of the ``max_norm`` norm. Default: ``2``.
+        scale_grad_by_freq (bool): as in :func:`embedding`. Default: ``False``.
+        mode (str): ``'sum'``, ``'mean'`` or ``'max'``. Default: ``'mean'``.
+        sparse (bool): sparse gradients; not supported. Default: ``False``.
+        per_sample_weights (Tensor, optional): ``input``'s shape; scales each row
+            before summing (``mode='sum'`` only). Default: ``None``.
+        include_last_offset (bool): ``offsets`` has one more entry, the end of the
+            last bag. Default: ``False``.
+        padding_idx (int, optional): entries of this index are left out of their bag
+            (and of a mean's count). Default: ``None``.
+
+    Shape:
+        - Output: ``(B, embedding_dim)``; an empty bag gives zeros.
+
+    Returns:
+        Tensor: one row per bag.
+
+    Example::
+
+        >>> table = torch.arange(6.0).reshape(3, 2)
+        >>> F.embedding_bag(torch.tensor([0, 2, 1]), table, torch.tensor([0, 2]), mode="sum")
+        tensor([[4., 6.],
+                [2., 3.]])
+        >>> F.embedding_bag(torch.tensor([[0, 1], [2, 2]]), table)
+        tensor([[1., 2.],
+                [4., 5.]])
+    """
     import numpy as np
 
     if mode not in ("sum", "mean", "max"):
@@ -299,8 +475,29 @@ def embedding_bag(
 
 
 def one_hot(tensor, num_classes=-1):
-    """An int64 tensor of shape ``tensor.shape + (num_classes,)`` with a 1 at each
-    class index (``num_classes=-1`` infers one more than the largest value)."""
+    """One-hot encoding: an int64 tensor with a 1 at each class index and 0 elsewhere.
+
+    Args:
+        tensor (Tensor): int64 class indices, of any shape, non-negative.
+        num_classes (int): the number of classes; ``-1`` uses one more than the
+            largest value. Default: ``-1``.
+
+    Shape:
+        - Input: ``(*)``.
+        - Output: ``(*, num_classes)``.
+
+    Returns:
+        Tensor: the int64 encoding.
+
+    Example::
+
+        >>> F.one_hot(torch.tensor([0, 2, 1]))
+        tensor([[1, 0, 0],
+                [0, 0, 1],
+                [0, 1, 0]])
+        >>> F.one_hot(torch.tensor([1]), num_classes=4)
+        tensor([[0, 1, 0, 0]])
+    """
     if not isinstance(tensor, _C.Tensor) or tensor.dtype != _C.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     shape = tuple(tensor.shape)

@@ -37,9 +37,28 @@ def _check_normalized_shape(input, normalized_shape, weight):
 
 @tensor_args("input", optional=("weight",))
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """``input / sqrt(mean(input ** 2) + eps)`` over the trailing
-    ``normalized_shape`` dimensions, times ``weight`` when given; ``eps``
-    defaults to ``finfo(input.dtype).eps``."""
+    """Root-mean-square normalisation: ``x / sqrt(mean(x ** 2) + eps)`` over the trailing
+    ``normalized_shape`` dimensions, times ``weight`` when given.
+
+    Args:
+        input (Tensor): ``(*, normalized_shape)``.
+        normalized_shape (int or tuple): the trailing shape to normalise over.
+        weight (Tensor, optional): of ``normalized_shape``, the scale. Default: ``None``.
+        eps (float, optional): added to the mean square; ``None`` uses
+            ``torch.finfo(input.dtype).eps``. Default: ``None``.
+
+    Shape:
+        - Input: ``(*, normalized_shape)``.
+        - Output: the input's shape.
+
+    Returns:
+        Tensor: the normalised input.
+
+    Example::
+
+        >>> F.rms_norm(torch.tensor([[3.0, 4.0]]), (2,))
+        tensor([[0.8485, 1.1314]])
+    """
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     shape = _check_normalized_shape(input, normalized_shape, weight)
@@ -52,9 +71,31 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 @tensor_args("input")
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    """Divides each element by ``(k + alpha * mean of squares over size
-    neighbouring channels) ** beta`` (AlexNet's normalisation) on
-    ``(N, C, *)``."""
+    """Local response normalisation across channels (AlexNet's): each element is divided by
+    ``(k + alpha * mean of x ** 2 over size neighbouring channels) ** beta``.
+
+    Args:
+        input (Tensor): ``(N, C, *)``, at least 3-d.
+        size (int): the number of neighbouring channels in each window.
+        alpha (float): the multiplier. Default: ``1e-4``.
+        beta (float): the exponent. Default: ``0.75``.
+        k (float): the additive constant. Default: ``1.0``.
+
+    Shape:
+        - Input: ``(N, C, *)``.
+        - Output: the input's shape.
+
+    Returns:
+        Tensor: the normalised input.
+
+    Example::
+
+        >>> x = torch.tensor([[[1.0], [2.0], [3.0]]])
+        >>> F.local_response_norm(x, size=2, alpha=1.0, beta=1.0)
+        tensor([[[0.6667],
+                 [0.5714],
+                 [0.4000]]])
+    """
     dim = input.dim()
     if dim < 3:
         raise ValueError(

@@ -65,20 +65,95 @@ def _lp(input, norm_type, kernel_size, stride, ceil_mode, n, max_pool, avg_pool)
 
 @tensor_args("input")
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """``(sum of x ** p over each window) ** (1 / p)`` over ``(N, C, L)`` or ``(C, L)``
-    (``p = inf`` is max pooling of ``|x|``)."""
+    """1-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
+    ``norm_type``.
+
+    ``p = inf`` gives max pooling of ``|x|``; ``p = 1`` sum pooling.
+
+    Args:
+        input (Tensor): ``(N, C, L_in)`` or ``(C, L_in)``.
+        norm_type (float): ``p``, not 0.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``,
+          sized as by average pooling with the same window, e.g.
+          ``L_out = floor((L_in - kernel_size) / stride + 1)``.
+
+    Returns:
+        Tensor: the pooled input.
+
+    Example::
+
+        >>> F.lp_pool1d(torch.tensor([[3.0, 4.0, 1.0, 1.0]]), 2, 2)
+        tensor([[5.0000, 1.4142]])
+    """
     return _lp(input, norm_type, kernel_size, stride, ceil_mode, 1, max_pool1d, avg_pool1d)
 
 
 @tensor_args("input")
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """``(sum of x ** p over each window) ** (1 / p)`` over ``(N, C, H, W)`` or ``(C, H, W)``."""
+    """2-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
+    ``norm_type``.
+
+    ``p = inf`` gives max pooling of ``|x|``; ``p = 1`` sum pooling.
+
+    Args:
+        input (Tensor): ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        norm_type (float): ``p``, not 0.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``,
+          sized as by average pooling with the same window, e.g.
+          ``L_out = floor((L_in - kernel_size) / stride + 1)``.
+
+    Returns:
+        Tensor: the pooled input.
+
+    Example::
+
+        >>> F.lp_pool2d(torch.ones(1, 1, 4, 4), 2, 2)
+        tensor([[[[2., 2.],
+                  [2., 2.]]]])
+    """
     return _lp(input, norm_type, kernel_size, stride, ceil_mode, 2, max_pool2d, avg_pool2d)
 
 
 @tensor_args("input")
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """``(sum of x ** p over each window) ** (1 / p)`` over ``(N, C, D, H, W)``."""
+    """3-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
+    ``norm_type``.
+
+    ``p = inf`` gives max pooling of ``|x|``; ``p = 1`` sum pooling.
+
+    Args:
+        input (Tensor): ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        norm_type (float): ``p``, not 0.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``,
+          sized as by average pooling with the same window, e.g.
+          ``L_out = floor((L_in - kernel_size) / stride + 1)``.
+
+    Returns:
+        Tensor: the pooled input.
+
+    Example::
+
+        >>> F.lp_pool3d(torch.ones(1, 1, 2, 2, 2), 1, 2)
+        tensor([[[[[8.]]]]])
+    """
     return _lp(input, norm_type, kernel_size, stride, ceil_mode, 3, max_pool3d, avg_pool3d)
 
 
@@ -162,21 +237,110 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, na
 
 @tensor_args("input")
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
-    """The partial inverse of ``max_pool1d``: each value goes to the position its
-    index names in a zero ``(N, C, L_out)``."""
+    """Partial inverse of ``max_pool1d``: each value of ``input`` goes to the position its
+    index names in a zero tensor; every other position stays 0.
+
+    Args:
+        input (Tensor): the pooled values, ``(N, C, L_in)`` or ``(C, L_in)``.
+        indices (Tensor): int64, ``input``'s shape, the flat in-plane positions
+            returned by ``max_pool1d(..., return_indices=True)``.
+        kernel_size (int or tuple): the pooling window size.
+        stride (int or tuple, optional): the pooling step. Default: ``kernel_size``.
+        padding (int or tuple): the pooling padding. Default: ``0``.
+        output_size (tuple, optional): the output's spatial size (with or without the
+            leading two dimensions), to pick among the sizes that pool to the input's.
+            Default: ``None``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``, where
+          ``L_out = (L_in - 1) * stride - 2 * padding + kernel_size`` (or ``output_size``).
+
+    Returns:
+        Tensor: the unpooled tensor.
+
+    Example::
+
+        >>> out, idx = F.max_pool1d(torch.tensor([[1.0, 3.0, 4.0, 2.0]]), 2, return_indices=True)
+        >>> F.max_unpool1d(out, idx, 2)
+        tensor([[0., 3., 4., 0.]])
+    """
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
 
 
 @tensor_args("input")
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
-    """The partial inverse of ``max_pool2d``: each value goes to the flat in-plane
-    position its index names in a zero ``(N, C, H_out, W_out)``."""
+    """Partial inverse of ``max_pool2d``: each value of ``input`` goes to the position its
+    index names in a zero tensor; every other position stays 0.
+
+    Args:
+        input (Tensor): the pooled values, ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        indices (Tensor): int64, ``input``'s shape, the flat in-plane positions
+            returned by ``max_pool2d(..., return_indices=True)``.
+        kernel_size (int or tuple): the pooling window size.
+        stride (int or tuple, optional): the pooling step. Default: ``kernel_size``.
+        padding (int or tuple): the pooling padding. Default: ``0``.
+        output_size (tuple, optional): the output's spatial size (with or without the
+            leading two dimensions), to pick among the sizes that pool to the input's.
+            Default: ``None``.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``,
+          where ``H_out = (H_in - 1) * stride[0] - 2 * padding[0] + kernel_size[0]``,
+          ``W_out`` likewise (or ``output_size``).
+
+    Returns:
+        Tensor: the unpooled tensor.
+
+    Example::
+
+        >>> x = torch.arange(16.0).reshape(1, 1, 4, 4)
+        >>> out, idx = F.max_pool2d(x, 2, return_indices=True)
+        >>> F.max_unpool2d(out, idx, 2)
+        tensor([[[[ 0.,  0.,  0.,  0.],
+                  [ 0.,  5.,  0.,  7.],
+                  [ 0.,  0.,  0.,  0.],
+                  [ 0., 13.,  0., 15.]]]])
+    """
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2, "max_unpool2d")
 
 
 @tensor_args("input")
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
-    """The partial inverse of ``max_pool3d`` (flat in-volume indices)."""
+    """Partial inverse of ``max_pool3d``: each value of ``input`` goes to the position its
+    index names in a zero tensor; every other position stays 0.
+
+    Args:
+        input (Tensor): the pooled values, ``(N, C, D_in, H_in, W_in)`` or
+            ``(C, D_in, H_in, W_in)``.
+        indices (Tensor): int64, ``input``'s shape, the flat in-plane positions
+            returned by ``max_pool3d(..., return_indices=True)``.
+        kernel_size (int or tuple): the pooling window size.
+        stride (int or tuple, optional): the pooling step. Default: ``kernel_size``.
+        padding (int or tuple): the pooling padding. Default: ``0``.
+        output_size (tuple, optional): the output's spatial size (with or without the
+            leading two dimensions), to pick among the sizes that pool to the input's.
+            Default: ``None``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``,
+          where ``D_out = (D_in - 1) * stride[0] - 2 * padding[0] + kernel_size[0]``,
+          ``H_out`` and ``W_out`` likewise (or ``output_size``).
+
+    Returns:
+        Tensor: the unpooled tensor.
+
+    Example::
+
+        >>> x = torch.arange(8.0).reshape(1, 1, 2, 2, 2)
+        >>> out, idx = F.max_pool3d(x, 2, return_indices=True)
+        >>> out.flatten(), idx.flatten()
+        (tensor([7.]), tensor([7]))
+        >>> F.max_unpool3d(out, idx, 2).shape
+        ferrograd.Size([1, 1, 2, 2, 2])
+    """
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3, "max_unpool3d")
 
 
@@ -192,8 +356,28 @@ def _check_3d(input, name):
 
 @tensor_args("input")
 def adaptive_avg_pool3d(input, output_size):
-    """Average pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to ``output_size``
-    ``(oD, oH, oW)`` (an int, or ``None`` entries keeping the input's size)."""
+    """3-d average pooling to a fixed output size, whatever the input size (the bins of
+    :func:`adaptive_avg_pool2d`, per dimension).
+
+    Args:
+        input (Tensor): ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        output_size (int or tuple): ``(D_out, H_out, W_out)``, or one int for all; a
+            ``None`` entry keeps that input size.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``.
+
+    Returns:
+        Tensor: the pooled input.
+
+    Example::
+
+        >>> F.adaptive_avg_pool3d(torch.ones(2, 3, 5, 6, 7), (1, 2, None)).shape
+        ferrograd.Size([2, 3, 1, 2, 7])
+        >>> F.adaptive_avg_pool3d(torch.arange(8.0).reshape(1, 2, 2, 2), 1).flatten()
+        tensor([3.5000])
+    """
     x, unbatched = _check_3d(input, "adaptive_avg_pool3d")
     od, oh, ow = _adaptive_size(x, output_size, 3)
     n, c, d, h, w = x.shape
@@ -205,8 +389,24 @@ def adaptive_avg_pool3d(input, output_size):
 
 @tensor_args("input")
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
-    """``adaptive_max_pool3d`` returning ``(output, indices)``, indices flat
-    in-volume positions (``d * H * W + h * W + w``)."""
+    """:func:`adaptive_max_pool3d` that always returns ``(output, indices)``.
+
+    Args:
+        input (Tensor): ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        output_size (int or tuple): ``(D_out, H_out, W_out)``, or one int for all.
+        return_indices (bool): ignored; the indices are always returned.
+            Default: ``True``.
+
+    Returns:
+        tuple: ``(output, indices)``, the indices int64 flat positions
+        ``d * H_in * W_in + h * W_in + w`` in each input volume.
+
+    Example::
+
+        >>> x = torch.tensor([1.0, 7.0, 3.0, 2.0, 5.0, 0.0, 4.0, 6.0]).reshape(1, 2, 2, 2)
+        >>> F.adaptive_max_pool3d_with_indices(x, 1)
+        (tensor([[[[7.]]]]), tensor([[[[1]]]]))
+    """
     x, unbatched = _check_3d(input, "adaptive_max_pool3d")
     od, oh, ow = _adaptive_size(x, output_size, 3)
     n, c, d, h, w = x.shape
@@ -224,8 +424,27 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
 
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
-    """Max pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to ``output_size``;
-    with ``return_indices`` also the flat in-volume position of each maximum."""
+    """3-d max pooling to a fixed output size, whatever the input size.
+
+    Args:
+        input (Tensor): ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        output_size (int or tuple): ``(D_out, H_out, W_out)``, or one int for all; a
+            ``None`` entry keeps that input size.
+        return_indices (bool): also return the flat in-volume position of each
+            maximum. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``.
+
+    Returns:
+        Tensor or tuple: the pooled input, and the indices with ``return_indices``.
+
+    Example::
+
+        >>> F.adaptive_max_pool3d(torch.arange(8.0).reshape(1, 2, 2, 2), (2, 1, 1)).flatten()
+        tensor([3., 7.])
+    """
     out, idx = adaptive_max_pool3d_with_indices(input, output_size)
     return (out, idx) if return_indices else out
 
@@ -234,7 +453,24 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Deprecated name of :func:`interpolate` (warns, as PyTorch does)."""
+    """Deprecated name of :func:`interpolate` (it warns); use :func:`interpolate`.
+
+    Args:
+        input (Tensor): ``(N, C, L)`` or ``(N, C, H, W)``.
+        size (int or tuple, optional): the output spatial size. Default: ``None``.
+        scale_factor (float or tuple, optional): the multiplier of the spatial size.
+            Default: ``None``.
+        mode (str): as in :func:`interpolate`. Default: ``'nearest'``.
+        align_corners (bool, optional): as in :func:`interpolate`. Default: ``None``.
+
+    Returns:
+        Tensor: the resampled input.
+
+    Example::
+
+        >>> F.upsample(torch.tensor([[[1.0, 2.0]]]), scale_factor=2)
+        tensor([[[1., 1., 2., 2.]]])
+    """
     warnings.warn(
         "`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
         stacklevel=2,
@@ -243,7 +479,22 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
-    """Deprecated: ``interpolate(..., mode='nearest')``."""
+    """Deprecated: ``interpolate(input, size, scale_factor, mode='nearest')`` (it warns).
+
+    Args:
+        input (Tensor): ``(N, C, L)`` or ``(N, C, H, W)``.
+        size (int or tuple, optional): the output spatial size. Default: ``None``.
+        scale_factor (float or tuple, optional): the multiplier of the spatial size.
+            Default: ``None``.
+
+    Returns:
+        Tensor: the resampled input.
+
+    Example::
+
+        >>> F.upsample_nearest(torch.tensor([[[1.0, 2.0]]]), size=4)
+        tensor([[[1., 1., 2., 2.]]])
+    """
     warnings.warn(
         "`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
         stacklevel=2,
@@ -252,7 +503,24 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
-    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    """Deprecated:
+    ``interpolate(input, size, scale_factor, mode='bilinear', align_corners=True)`` (it
+    warns).
+
+    Args:
+        input (Tensor): ``(N, C, H, W)``.
+        size (int or tuple, optional): the output spatial size. Default: ``None``.
+        scale_factor (float or tuple, optional): the multiplier of the spatial size.
+            Default: ``None``.
+
+    Returns:
+        Tensor: the resampled input.
+
+    Example::
+
+        >>> F.upsample_bilinear(torch.tensor([[[[0.0, 2.0]]]]), size=(1, 3))
+        tensor([[[[0., 1., 2.]]]])
+    """
     warnings.warn(
         "`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
         stacklevel=2,

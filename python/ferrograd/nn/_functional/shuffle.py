@@ -28,8 +28,28 @@ def _factor(v, what, fn):
 
 @tensor_args("input")
 def pixel_shuffle(input, upscale_factor):
-    """Rearranges ``(*, C * r * r, H, W)`` into ``(*, C, H * r, W * r)``, ``r`` the
-    ``upscale_factor`` (sub-pixel convolution's output step)."""
+    """Rearranges channels into space: ``(*, C * r * r, H, W)`` to ``(*, C, H * r, W * r)``,
+    ``r`` the ``upscale_factor`` (the output step of a sub-pixel convolution).
+
+    Args:
+        input (Tensor): ``(*, C * r * r, H, W)``.
+        upscale_factor (int): ``r``, positive.
+
+    Shape:
+        - Input: ``(*, C_in, H_in, W_in)``, ``C_in`` divisible by ``r * r``.
+        - Output: ``(*, C_out, H_out, W_out)``, ``C_out = C_in / r**2``,
+          ``H_out = H_in * r``, ``W_out = W_in * r``.
+
+    Returns:
+        Tensor: the rearranged input.
+
+    Example::
+
+        >>> x = torch.arange(4.0).reshape(1, 4, 1, 1)
+        >>> F.pixel_shuffle(x, 2)
+        tensor([[[[0., 1.],
+                  [2., 3.]]]])
+    """
     r = _factor(upscale_factor, "upscale_factor", "pixel_shuffle")
     if input.dim() < 3:
         raise RuntimeError(
@@ -51,8 +71,26 @@ def pixel_shuffle(input, upscale_factor):
 
 @tensor_args("input")
 def pixel_unshuffle(input, downscale_factor):
-    """The inverse of :func:`pixel_shuffle`: ``(*, C, H * r, W * r)`` into
-    ``(*, C * r * r, H, W)``."""
+    """The inverse of :func:`pixel_shuffle`: ``(*, C, H * r, W * r)`` to
+    ``(*, C * r * r, H, W)``, ``r`` the ``downscale_factor``.
+
+    Args:
+        input (Tensor): ``(*, C, H * r, W * r)``.
+        downscale_factor (int): ``r``, positive.
+
+    Shape:
+        - Input: ``(*, C_in, H_in, W_in)``, ``H_in`` and ``W_in`` divisible by ``r``.
+        - Output: ``(*, C_in * r**2, H_in / r, W_in / r)``.
+
+    Returns:
+        Tensor: the rearranged input.
+
+    Example::
+
+        >>> x = torch.arange(4.0).reshape(1, 1, 2, 2)
+        >>> F.pixel_unshuffle(x, 2).flatten()
+        tensor([0., 1., 2., 3.])
+    """
     r = _factor(downscale_factor, "downscale_factor", "pixel_unshuffle")
     if input.dim() < 3:
         raise RuntimeError(
@@ -78,8 +116,26 @@ def pixel_unshuffle(input, downscale_factor):
 
 @tensor_args("input")
 def channel_shuffle(input, groups):
-    """Splits the channels (dimension 1) of ``(N, C, *)`` into ``groups`` groups and
-    interleaves them: channel ``g * (C / groups) + i`` moves to ``i * groups + g``."""
+    """Splits the channels (dimension 1) into ``groups`` groups and interleaves them: channel
+    ``g * (C / groups) + i`` moves to ``i * groups + g`` (ShuffleNet).
+
+    Args:
+        input (Tensor): ``(N, C, *)``, at least 3-d, ``C`` divisible by ``groups``.
+        groups (int): the number of groups.
+
+    Shape:
+        - Input: ``(N, C, *)``.
+        - Output: the input's shape.
+
+    Returns:
+        Tensor: the input with its channels reordered.
+
+    Example::
+
+        >>> x = torch.arange(6.0).reshape(1, 6, 1)
+        >>> F.channel_shuffle(x, 2).flatten()
+        tensor([0., 3., 1., 4., 2., 5.])
+    """
     if input.dim() <= 2:
         raise RuntimeError(
             f"channel_shuffle expects input with > 2 dims, but got input with sizes "

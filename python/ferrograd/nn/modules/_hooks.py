@@ -20,6 +20,10 @@ class RemovableHandle:
     next_id = 0
 
     def __init__(self, hooks_dict, *, extra_dict=None):
+        from .module import _STATE_EPOCH
+
+        # A hook added or removed changes what a compiled module computes.
+        _STATE_EPOCH[0] += 1
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = RemovableHandle.next_id
         RemovableHandle.next_id += 1
@@ -31,6 +35,9 @@ class RemovableHandle:
             self.extra_dict_ref = ()
 
     def remove(self):
+        from .module import _STATE_EPOCH
+
+        _STATE_EPOCH[0] += 1
         hooks_dict = self.hooks_dict_ref()
         if hooks_dict is not None and self.id in hooks_dict:
             del hooks_dict[self.id]

@@ -153,7 +153,9 @@ class _StateDictMixin:
             key = prefix + name
             if key in state_dict:
                 input_param = state_dict[key]
-                if not isinstance(input_param, _C.Tensor):
+                if not isinstance(input_param, _C.Tensor) and not getattr(
+                    input_param, "is_meta", False
+                ):
                     error_msgs.append(
                         f'While copying the parameter named "{key}", '
                         "expected ferrograd.Tensor or Tensor-like object from checkpoint but "
@@ -374,6 +376,17 @@ class _LoadAction:
                         input_param.requires_grad_(param.requires_grad)
                 setattr(self.module, self.name, input_param)
             else:
+                if getattr(param, "is_meta", False) and not getattr(input_param, "is_meta", False):
+                    import warnings
+
+                    warnings.warn(
+                        f"for {self.key}: copying from a non-meta parameter in the checkpoint to a "
+                        "meta parameter in the current model, which is a no-op. (Did you mean to "
+                        "pass `assign=True` to assign items in the state dictionary to their "
+                        "corresponding key in the module instead of copying them in place?)",
+                        UserWarning,
+                        stacklevel=4,
+                    )
                 param.copy_(input_param)
 
     def snapshot(self):

@@ -20,6 +20,21 @@ __all__ = [
 
 
 class ReLU(Module):
+    """Rectified linear unit, elementwise: ``max(0, x)``.
+
+    Args:
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.ReLU()(torch.tensor([-1.0, 0.0, 2.0]))
+        tensor([0., 0., 2.])
+    """
+
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -32,6 +47,22 @@ class ReLU(Module):
 
 
 class LeakyReLU(Module):
+    """Leaky ReLU, elementwise: ``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere.
+
+    Args:
+        negative_slope (float): the slope for negative inputs. Default: ``0.01``.
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.LeakyReLU(0.1)(torch.tensor([-2.0, 0.5]))
+        tensor([-0.2000,  0.5000])
+    """
+
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
@@ -45,6 +76,23 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
+    """Exponential linear unit, elementwise: ``x`` where ``x > 0``, ``alpha * (exp(x) - 1)``
+    elsewhere.
+
+    Args:
+        alpha (float): the negative saturation value is ``-alpha``. Default: ``1.0``.
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.ELU()(torch.tensor([-1.0, 0.0, 2.0]))
+        tensor([-0.6321,  0.0000,  2.0000])
+    """
+
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
@@ -58,6 +106,23 @@ class ELU(Module):
 
 
 class GELU(Module):
+    """Gaussian error linear unit, elementwise: ``x * Phi(x)``, ``Phi`` the standard normal
+    cumulative distribution function.
+
+    Args:
+        approximate (str): ``'none'`` (exact, with ``erf``) or ``'tanh'`` (the tanh
+            approximation). Default: ``'none'``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.GELU()(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.1587,  0.0000,  0.8413])
+    """
+
     def __init__(self, approximate="none"):
         super().__init__()
         self.approximate = approximate
@@ -70,6 +135,21 @@ class GELU(Module):
 
 
 class SiLU(Module):
+    """Sigmoid linear unit (swish), elementwise: ``x * sigmoid(x)``.
+
+    Args:
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.SiLU()(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.2689,  0.0000,  0.7311])
+    """
+
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -82,6 +162,24 @@ class SiLU(Module):
 
 
 class Softplus(Module):
+    """Softplus, elementwise: ``log(1 + exp(beta * x)) / beta``; linear where
+    ``beta * x > threshold``.
+
+    Args:
+        beta (float): the sharpness. Default: ``1.0``.
+        threshold (float): above this value of ``beta * x`` the output is ``x``.
+            Default: ``20.0``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Softplus(beta=2.0)(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([0.0635, 0.3466, 1.0635])
+    """
+
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -94,34 +192,103 @@ class Softplus(Module):
 
 
 class Sigmoid(Module):
+    """Logistic sigmoid, elementwise: ``1 / (1 + exp(-x))``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Sigmoid()(torch.tensor([-2.0, 0.0, 2.0]))
+        tensor([0.1192, 0.5000, 0.8808])
+    """
+
+    def __init__(self):
+        # No arguments, as in PyTorch; help() shows the empty signature.
+        super().__init__()
+
     def forward(self, input):
         return F.sigmoid(input)
 
 
 class Tanh(Module):
+    """Hyperbolic tangent, elementwise.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Tanh()(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.7616,  0.0000,  0.7616])
+    """
+
+    def __init__(self):
+        # No arguments, as in PyTorch; help() shows the empty signature.
+        super().__init__()
+
     def forward(self, input):
         return F.tanh(input)
 
 
 class Softmax(Module):
+    """Softmax along ``dim``: each slice along ``dim`` becomes positive and sums to 1 (see
+    :func:`~ferrograd.nn.functional.softmax`).
+
+    Args:
+        dim (int, optional): the dimension to normalise over. ``None`` makes PyTorch's
+            legacy choice from the input's number of dimensions (0 for 0-, 1- and
+            3-d, 1 otherwise); give it explicitly. Default: ``None``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> m = nn.Softmax(dim=1)
+        >>> m(torch.tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]]))
+        tensor([[0.0900, 0.2447, 0.6652],
+                [0.3333, 0.3333, 0.3333]])
+    """
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
 
     def forward(self, input):
-        return F.softmax(input, self.dim)
+        return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
 
 
 class LogSoftmax(Module):
+    """Log of the softmax along ``dim``, computed in one stable step (see
+    :func:`~ferrograd.nn.functional.log_softmax`); pairs with :class:`NLLLoss`.
+
+    Args:
+        dim (int, optional): the dimension to normalise over (PyTorch's legacy choice
+            when ``None``). Default: ``None``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.LogSoftmax(dim=0)(torch.tensor([1.0, 2.0, 3.0]))
+        tensor([-2.4076, -1.4076, -0.4076])
+    """
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
 
     def forward(self, input):
-        return F.log_softmax(input, self.dim)
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
@@ -154,7 +321,23 @@ __all__ += [
 
 
 class Softmax2d(Module):
-    """Softmax over the channels of a ``(N, C, H, W)`` or ``(C, H, W)`` input."""
+    """Softmax over the channels at each spatial position: ``Softmax(dim=-3)`` on
+    ``(N, C, H, W)`` or ``(C, H, W)``.
+
+    Shape:
+        - Input: ``(N, C, H, W)`` or ``(C, H, W)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> y = nn.Softmax2d()(torch.zeros(1, 4, 2, 2))
+        >>> y[0, :, 0, 0]
+        tensor([0.2500, 0.2500, 0.2500, 0.2500])
+    """
+
+    def __init__(self):
+        # No arguments, as in PyTorch; help() shows the empty signature.
+        super().__init__()
 
     def forward(self, input):
         if input.dim() not in (3, 4):
@@ -165,21 +348,60 @@ class Softmax2d(Module):
 
 
 class Softmin(Module):
-    """``softmax(-x)`` along ``dim``."""
+    """Softmin along ``dim``: ``softmax(-x)``, the smallest values getting the largest weights.
+
+    Args:
+        dim (int, optional): the dimension to normalise over. Default: ``None``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Softmin(dim=0)(torch.tensor([1.0, 2.0, 3.0]))
+        tensor([0.6652, 0.2447, 0.0900])
+    """
 
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
 
     def forward(self, input):
-        return F.softmin(input, self.dim)
+        return F.softmin(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
 
 
 class PReLU(Module):
-    """Leaky ReLU with a learned slope (``weight``): one shared or one per channel."""
+    """Parametric ReLU: ``x`` where ``x > 0``, ``a * x`` elsewhere, with a learned slope ``a``.
+
+    Args:
+        num_parameters (int): 1 (one slope shared by all channels) or the number of
+            channels (one slope per channel, dimension 1 of the input). Default: ``1``.
+        init (float): the initial slope. Default: ``0.25``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors are
+            on the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the slope's dtype. Default: the default
+            dtype.
+
+    Attributes:
+        weight (Parameter): ``(num_parameters,)``, the slopes.
+
+    Shape:
+        - Input: ``(*)``; with ``num_parameters > 1``, ``(N, C, *)`` or ``(C,)`` with
+          ``C = num_parameters``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> m = nn.PReLU()
+        >>> m(torch.tensor([-2.0, 1.0])).tolist()
+        [-0.5, 1.0]
+        >>> nn.PReLU(num_parameters=3).weight.shape
+        ferrograd.Size([3])
+    """
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
@@ -209,42 +431,124 @@ class _Inplace(Module):
 
 
 class Mish(_Inplace):
-    """``x * tanh(softplus(x))``."""
+    """Mish, elementwise: ``x * tanh(softplus(x))``.
+
+    Args:
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Mish()(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.3034,  0.0000,  0.8651])
+    """
 
     def forward(self, input):
         return F.mish(input, self.inplace)
 
 
 class Hardswish(_Inplace):
-    """``x * relu6(x + 3) / 6``."""
+    """Hard swish, elementwise: ``x * relu6(x + 3) / 6``.
+
+    Args:
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Hardswish()(torch.tensor([-4.0, 0.0, 1.0, 4.0]))
+        tensor([-0.0000, 0.0000, 0.6667, 4.0000])
+    """
 
     def forward(self, input):
         return F.hardswish(input, self.inplace)
 
 
 class Hardsigmoid(_Inplace):
-    """``relu6(x + 3) / 6``."""
+    """Hard sigmoid, elementwise: ``relu6(x + 3) / 6``.
+
+    Args:
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Hardsigmoid()(torch.tensor([-4.0, 0.0, 1.5, 4.0]))
+        tensor([0.0000, 0.5000, 0.7500, 1.0000])
+    """
 
     def forward(self, input):
         return F.hardsigmoid(input, self.inplace)
 
 
 class SELU(_Inplace):
-    """Scaled ELU with the self-normalising constants."""
+    """Scaled exponential linear unit, elementwise: ``scale * elu(x, alpha)`` with the
+    self-normalising constants (``alpha`` about 1.6733, ``scale`` about 1.0507).
+
+    Args:
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.SELU()(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-1.1113,  0.0000,  1.0507])
+    """
 
     def forward(self, input):
         return F.selu(input, self.inplace)
 
 
 class LogSigmoid(Module):
-    """``log(sigmoid(x))``."""
+    """Log of the sigmoid, elementwise: ``-softplus(-x)``, finite for large negative inputs.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.LogSigmoid()(torch.tensor([-100.0, 0.0, 2.0]))
+        tensor([-100.0000,   -0.6931,   -0.1269])
+    """
+
+    def __init__(self):
+        # No arguments, as in PyTorch; help() shows the empty signature.
+        super().__init__()
 
     def forward(self, input):
         return F.logsigmoid(input)
 
 
 class CELU(Module):
-    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    """Continuously differentiable ELU, elementwise:
+    ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Args:
+        alpha (float): the scale of the negative part. Default: ``1.0``.
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.CELU(alpha=2.0)(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.7869,  0.0000,  1.0000])
+    """
 
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
@@ -258,21 +562,63 @@ class CELU(Module):
 
 
 class Softsign(Module):
-    """``x / (1 + |x|)``."""
+    """Softsign, elementwise: ``x / (1 + |x|)``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Softsign()(torch.tensor([-3.0, 0.0, 1.0]))
+        tensor([-0.7500,  0.0000,  0.5000])
+    """
+
+    def __init__(self):
+        # No arguments, as in PyTorch; help() shows the empty signature.
+        super().__init__()
 
     def forward(self, input):
         return F.softsign(input)
 
 
 class Tanhshrink(Module):
-    """``x - tanh(x)``."""
+    """Tanhshrink, elementwise: ``x - tanh(x)``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Tanhshrink()(torch.tensor([-1.0, 0.0, 1.0]))
+        tensor([-0.2384,  0.0000,  0.2384])
+    """
+
+    def __init__(self):
+        # No arguments, as in PyTorch; help() shows the empty signature.
+        super().__init__()
 
     def forward(self, input):
         return F.tanhshrink(input)
 
 
 class GLU(Module):
-    """Gated linear unit: first half of ``dim`` times the sigmoid of the second."""
+    """Gated linear unit: the input's two halves ``a, b`` along ``dim`` give
+    ``a * sigmoid(b)``.
+
+    Args:
+        dim (int): the dimension to split; its size must be even. Default: ``-1``.
+
+    Shape:
+        - Input: ``(*1, 2 * M, *2)``, the even size at ``dim``.
+        - Output: ``(*1, M, *2)``.
+
+    Example::
+
+        >>> nn.GLU()(torch.ones(3, 8)).shape
+        ferrograd.Size([3, 4])
+    """
 
     def __init__(self, dim=-1):
         super().__init__()
@@ -286,7 +632,20 @@ class GLU(Module):
 
 
 class Hardshrink(Module):
-    """``x`` where ``|x| > lambd``, else 0."""
+    """Hard shrinkage, elementwise: ``x`` where ``|x| > lambd``, 0 elsewhere.
+
+    Args:
+        lambd (float): the threshold. Default: ``0.5``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Hardshrink()(torch.tensor([-1.0, -0.2, 0.3, 2.0]))
+        tensor([-1.,  0.,  0.,  2.])
+    """
 
     def __init__(self, lambd=0.5):
         super().__init__()
@@ -300,7 +659,21 @@ class Hardshrink(Module):
 
 
 class Softshrink(Module):
-    """Shrinks ``x`` towards 0 by ``lambd``, 0 inside ``[-lambd, lambd]``."""
+    """Soft shrinkage, elementwise: ``x - lambd`` above ``lambd``, ``x + lambd`` below
+    ``-lambd``, 0 in between.
+
+    Args:
+        lambd (float): the threshold, at least 0. Default: ``0.5``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Softshrink(1.0)(torch.tensor([-3.0, 0.5, 2.0]))
+        tensor([-2.,  0.,  1.])
+    """
 
     def __init__(self, lambd=0.5):
         super().__init__()
@@ -314,7 +687,22 @@ class Softshrink(Module):
 
 
 class Threshold(Module):
-    """``x`` where ``x > threshold``, else ``value``."""
+    """Thresholding, elementwise: ``x`` where ``x > threshold``, ``value`` elsewhere.
+
+    Args:
+        threshold (float): the value to compare with.
+        value (float): the value replacing elements at or below ``threshold``.
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.Threshold(0.5, -9.0)(torch.tensor([-1.0, 0.5, 2.0]))
+        tensor([-9., -9.,  2.])
+    """
 
     def __init__(self, threshold, value, inplace=False):
         super().__init__()
@@ -336,8 +724,29 @@ __all__ += ["Hardtanh", "RReLU"]
 
 
 class Hardtanh(Module):
-    """``input`` clamped to ``[min_val, max_val]`` (the deprecated ``min_value``/
-    ``max_value`` keywords still override them, with PyTorch's warning)."""
+    """``x`` clamped to ``[min_val, max_val]``, elementwise.
+
+    Args:
+        min_val (float): the lower bound. Default: ``-1.0``.
+        max_val (float): the upper bound, greater than ``min_val``. Default: ``1.0``.
+        inplace (bool): write the result into the input. Default: ``False``.
+        min_value (float, optional): deprecated name of ``min_val`` (overrides it,
+            with PyTorch's ``FutureWarning``). Default: ``None``.
+        max_value (float, optional): deprecated name of ``max_val``. Default: ``None``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Raises:
+        ValueError: if ``max_val <= min_val`` (also an ``AssertionError``, which is
+            what PyTorch raises).
+
+    Example::
+
+        >>> nn.Hardtanh(-2.0, 2.0)(torch.tensor([-3.0, 0.5, 3.0]))
+        tensor([-2.0000,  0.5000,  2.0000])
+    """
 
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
         super().__init__()
@@ -370,7 +779,20 @@ class Hardtanh(Module):
 
 
 class ReLU6(Hardtanh):
-    """``min(max(0, x), 6)``: a ``Hardtanh`` from 0 to 6, as in PyTorch."""
+    """ReLU capped at 6, elementwise: ``min(max(0, x), 6)`` (a :class:`Hardtanh` from 0 to 6).
+
+    Args:
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> nn.ReLU6()(torch.tensor([-1.0, 3.0, 8.0]))
+        tensor([0., 3., 6.])
+    """
 
     def __init__(self, inplace=False):
         super().__init__(0.0, 6.0, inplace)
@@ -388,8 +810,26 @@ class _AssertionValueError(ValueError, AssertionError):
 
 
 class RReLU(Module):
-    """Randomized leaky ReLU: a slope drawn from ``[lower, upper]`` per
-    non-positive element while training, ``(lower + upper) / 2`` in ``eval()``."""
+    """Randomized leaky ReLU: ``x`` where ``x >= 0``, ``a * x`` elsewhere.
+
+    In training mode ``a`` is drawn uniformly from ``[lower, upper]`` for each
+    non-positive element; in ``eval()`` mode ``a = (lower + upper) / 2``.
+
+    Args:
+        lower (float): the lower bound of the slope. Default: ``1/8``.
+        upper (float): the upper bound of the slope. Default: ``1/3``.
+        inplace (bool): write the result into the input. Default: ``False``.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input's shape.
+
+    Example::
+
+        >>> m = nn.RReLU(0.1, 0.3).eval()
+        >>> m(torch.tensor([-1.0, 2.0]))
+        tensor([-0.2000,  2.0000])
+    """
 
     def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
         super().__init__()

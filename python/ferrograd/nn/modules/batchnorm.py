@@ -23,6 +23,8 @@ class _NormBase(Module):
         track_running_stats=True,
         device=None,
         dtype=None,
+        *,
+        bias=True,
     ):
         super().__init__()
         dtype = dtype or _C.get_default_dtype()
@@ -33,7 +35,10 @@ class _NormBase(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(_C.ones(num_features, dtype=dtype))
-            self.bias = Parameter(_C.zeros(num_features, dtype=dtype))
+            if bias:
+                self.bias = Parameter(_C.zeros(num_features, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -60,7 +65,8 @@ class _NormBase(Module):
         if self.affine:
             with no_grad():
                 self.weight.fill_(1.0)
-                self.bias.zero_()
+                if self.bias is not None:
+                    self.bias.zero_()
 
     def _check_input_dim(self, input):
         raise NotImplementedError
@@ -68,7 +74,8 @@ class _NormBase(Module):
     def extra_repr(self):
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
         )
 
 
@@ -97,7 +104,47 @@ class _BatchNorm(_NormBase):
 
 
 class BatchNorm1d(_BatchNorm):
-    """Batch norm over a ``(N, C)`` or ``(N, C, L)`` input, per channel ``C``."""
+    """Batch normalisation over ``(N, C)`` or ``(N, C, L)``: each channel ``C`` is normalised
+    with the mean and variance over the batch (and length), then scaled and shifted:
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``.
+
+    In training mode the batch's statistics are used (biased variance) and, with
+    ``track_running_stats``, ``running_mean``/``running_var`` are updated as
+    ``(1 - momentum) * running + momentum * batch`` (unbiased variance). In
+    ``eval()`` mode the running statistics normalise the input.
+
+    Args:
+        num_features (int): ``C``, the number of channels.
+        eps (float): added to the variance. Default: ``1e-5``.
+        momentum (float or None): the running statistics' update factor; ``None``
+            makes them a cumulative average over all batches. Default: ``0.1``.
+        affine (bool): learn ``weight`` (initially 1) and ``bias`` (initially 0).
+            Default: ``True``.
+        track_running_stats (bool): keep running statistics; without them the batch's
+            statistics are used in evaluation too. Default: ``True``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter or None): ``(C,)``.
+        bias (Parameter or None): ``(C,)``.
+        running_mean (Tensor or None): ``(C,)`` buffer, initially 0.
+        running_var (Tensor or None): ``(C,)`` buffer, initially 1.
+        num_batches_tracked (Tensor or None): int64 count of training batches.
+
+    Shape:
+        - Input: ``(N, C)`` or ``(N, C, L)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> bn = nn.BatchNorm1d(3)
+        >>> x = torch.arange(12.0).reshape(4, 3)
+        >>> y = bn(x)
+        >>> y.mean().abs() < 1e-6, bn.running_mean
+        (tensor(True), tensor([0.4500, 0.5500, 0.6500]))
+    """
 
     def _check_input_dim(self, input):
         if input.dim() not in (2, 3):
@@ -105,7 +152,47 @@ class BatchNorm1d(_BatchNorm):
 
 
 class BatchNorm2d(_BatchNorm):
-    """Batch norm over an ``(N, C, H, W)`` input, per channel ``C``."""
+    """Batch normalisation over ``(N, C, H, W)``: each channel ``C`` is normalised with the
+    mean and variance over the batch and spatial dimensions, then scaled and shifted:
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``.
+
+    In training mode the batch's statistics are used (biased variance) and, with
+    ``track_running_stats``, ``running_mean``/``running_var`` are updated as
+    ``(1 - momentum) * running + momentum * batch`` (unbiased variance). In
+    ``eval()`` mode the running statistics normalise the input.
+
+    Args:
+        num_features (int): ``C``, the number of channels.
+        eps (float): added to the variance. Default: ``1e-5``.
+        momentum (float or None): the running statistics' update factor; ``None``
+            makes them a cumulative average over all batches. Default: ``0.1``.
+        affine (bool): learn ``weight`` (initially 1) and ``bias`` (initially 0).
+            Default: ``True``.
+        track_running_stats (bool): keep running statistics; without them the batch's
+            statistics are used in evaluation too. Default: ``True``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter or None): ``(C,)``.
+        bias (Parameter or None): ``(C,)``.
+        running_mean (Tensor or None): ``(C,)`` buffer, initially 0.
+        running_var (Tensor or None): ``(C,)`` buffer, initially 1.
+        num_batches_tracked (Tensor or None): int64 count of training batches.
+
+    Shape:
+        - Input: ``(N, C, H, W)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> bn = nn.BatchNorm2d(3)
+        >>> x = torch.arange(24.0).reshape(2, 3, 2, 2)
+        >>> y = bn(x)
+        >>> y.mean().abs() < 1e-6, bn.running_mean
+        (tensor(True), tensor([0.7500, 1.1500, 1.5500]))
+    """
 
     def _check_input_dim(self, input):
         if input.dim() != 4:
@@ -113,7 +200,47 @@ class BatchNorm2d(_BatchNorm):
 
 
 class BatchNorm3d(_BatchNorm):
-    """Batch norm over an ``(N, C, D, H, W)`` input, per channel ``C``."""
+    """Batch normalisation over ``(N, C, D, H, W)``: each channel ``C`` is normalised with the
+    mean and variance over the batch and spatial dimensions, then scaled and shifted:
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``.
+
+    In training mode the batch's statistics are used (biased variance) and, with
+    ``track_running_stats``, ``running_mean``/``running_var`` are updated as
+    ``(1 - momentum) * running + momentum * batch`` (unbiased variance). In
+    ``eval()`` mode the running statistics normalise the input.
+
+    Args:
+        num_features (int): ``C``, the number of channels.
+        eps (float): added to the variance. Default: ``1e-5``.
+        momentum (float or None): the running statistics' update factor; ``None``
+            makes them a cumulative average over all batches. Default: ``0.1``.
+        affine (bool): learn ``weight`` (initially 1) and ``bias`` (initially 0).
+            Default: ``True``.
+        track_running_stats (bool): keep running statistics; without them the batch's
+            statistics are used in evaluation too. Default: ``True``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter or None): ``(C,)``.
+        bias (Parameter or None): ``(C,)``.
+        running_mean (Tensor or None): ``(C,)`` buffer, initially 0.
+        running_var (Tensor or None): ``(C,)`` buffer, initially 1.
+        num_batches_tracked (Tensor or None): int64 count of training batches.
+
+    Shape:
+        - Input: ``(N, C, D, H, W)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> bn = nn.BatchNorm3d(3)
+        >>> x = torch.arange(24.0).reshape(1, 3, 2, 2, 2)
+        >>> y = bn(x)
+        >>> y.mean().abs() < 1e-6, bn.running_mean
+        (tensor(True), tensor([0.3500, 1.1500, 1.9500]))
+    """
 
     def _check_input_dim(self, input):
         if input.dim() != 5:
@@ -126,11 +253,41 @@ __all__ += ["SyncBatchNorm"]
 
 
 class SyncBatchNorm(_BatchNorm):
-    """Batch norm whose statistics PyTorch reduces across a process group while
-    training. Without an initialised process group (or in ``eval()``) it is a
-    ``BatchNorm`` over any ``(N, C, *)`` input, as in PyTorch; training inside an
-    initialised group raises PyTorch's error for CPU tensors, since its
-    synchronised kernels exist only for accelerators (and this is a CPU library)."""
+    """Batch normalisation whose statistics are reduced across a process group while training,
+    as PyTorch's.
+
+    Without an initialised process group, or in ``eval()`` mode, it is a
+    ``BatchNorm`` over any ``(N, C, *)`` input. :meth:`convert_sync_batchnorm` turns
+    the ``BatchNorm*d`` layers of a model into this one.
+
+    Args:
+        num_features (int): ``C``, the number of channels.
+        eps (float): added to the variance. Default: ``1e-5``.
+        momentum (float or None): the running statistics' update factor.
+            Default: ``0.1``.
+        affine (bool): learn ``weight`` and ``bias``. Default: ``True``.
+        track_running_stats (bool): keep running statistics. Default: ``True``.
+        process_group (optional): the group to reduce over. Default: ``None``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        - Input: ``(N, C, *)``.
+        - Output: the input's shape.
+
+    Note:
+        PyTorch synchronises the statistics with accelerator kernels only; as there,
+        training inside an initialised process group raises ``ValueError`` for CPU
+        tensors (ferrograd's tensors are all on the CPU).
+
+    Example::
+
+        >>> model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4))
+        >>> model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        >>> type(model[1]).__name__, model(torch.ones(2, 3, 5, 5)).shape
+        ('SyncBatchNorm', ferrograd.Size([2, 4, 3, 3]))
+    """
 
     def __init__(
         self,

@@ -9,7 +9,22 @@ __all__ = ["ChannelShuffle"]
 
 
 class ChannelShuffle(Module):
-    """Interleaves the channels of ``(N, C, *)`` from ``groups`` groups."""
+    """Splits the channels into ``groups`` groups and interleaves them (ShuffleNet; see
+    :func:`~ferrograd.nn.functional.channel_shuffle`).
+
+    Args:
+        groups (int): the number of groups; divides the channel count.
+
+    Shape:
+        - Input: ``(N, C, *)``, at least 3-d.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> shuffle = nn.ChannelShuffle(2)
+        >>> shuffle(torch.arange(4.0).reshape(1, 4, 1)).flatten()
+        tensor([0., 2., 1., 3.])
+    """
 
     def __init__(self, groups):
         super().__init__()

@@ -16,8 +16,31 @@ __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "Parameter
 
 
 class Sequential(Module):
-    """Calls its modules in order, each on the previous one's output. Built from
-    modules (named ``"0"``, ``"1"``, ...) or from one ``OrderedDict`` of named ones."""
+    """A chain of modules: ``forward`` calls each in order on the previous one's output and
+    returns the last output.
+
+    The modules are registered as children named ``"0"``, ``"1"``, ... (or by the keys
+    of an ``OrderedDict``), so ``parameters()``, ``state_dict()`` and ``to()`` see
+    them. It supports indexing and slicing (a slice is a new ``Sequential``),
+    ``len``, iteration, ``append``, ``insert``, ``extend``, ``pop``, ``+`` and ``*``.
+
+    Args:
+        *args: the modules in order, or a single ``OrderedDict`` of named modules.
+
+    Example::
+
+        >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        >>> model(torch.ones(3, 4)).shape
+        ferrograd.Size([3, 2])
+        >>> model[0]
+        Linear(in_features=4, out_features=8, bias=True)
+        >>> len(model), [name for name, _ in model.named_children()]
+        (3, ['0', '1', '2'])
+        >>> from collections import OrderedDict
+        >>> named = nn.Sequential(OrderedDict([("fc", nn.Linear(4, 2)), ("act", nn.Tanh())]))
+        >>> named.fc
+        Linear(in_features=4, out_features=2, bias=True)
+    """
 
     def __init__(self, *args):
         super().__init__()
@@ -143,7 +166,29 @@ class Sequential(Module):
 
 
 class ModuleList(Module):
-    """A list of submodules, registered so ``parameters()`` and ``to()`` see them."""
+    """A list of submodules, registered so ``parameters()``, ``state_dict()`` and ``to()`` see
+    them (a plain Python list hides them from the parent module).
+
+    It supports indexing, slicing, ``len``, iteration, ``append``, ``extend``,
+    ``insert``, ``pop`` and ``+=``; it has no ``forward`` of its own.
+
+    Args:
+        modules (iterable, optional): the initial modules. Default: ``None``.
+
+    Example::
+
+        >>> class Stack(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+        ...     def forward(self, x):
+        ...         for layer in self.layers:
+        ...             x = layer(x)
+        ...         return x
+        >>> model = Stack()
+        >>> len(list(model.parameters())), model(torch.ones(2, 4)).shape
+        (6, ferrograd.Size([2, 4]))
+    """
 
     def __init__(self, modules=None):
         super().__init__()
@@ -250,7 +295,25 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
-    """An ordered dict of submodules, registered so ``parameters()`` sees them."""
+    """An ordered dict of submodules, registered so ``parameters()``, ``state_dict()`` and
+    ``to()`` see them.
+
+    It keeps insertion order and supports ``[]``, ``in``, ``len``, iteration over
+    the keys, ``keys()``, ``values()``, ``items()``, ``update``, ``pop`` and
+    ``clear``; it has no ``forward`` of its own.
+
+    Args:
+        modules (mapping or iterable of pairs, optional): the initial
+            ``(name, module)`` entries. Default: ``None``.
+
+    Example::
+
+        >>> heads = nn.ModuleDict({"cls": nn.Linear(8, 3), "box": nn.Linear(8, 4)})
+        >>> {name: head(torch.ones(1, 8)).shape[1] for name, head in heads.items()}
+        {'cls': 3, 'box': 4}
+        >>> sorted(name for name, _ in heads.named_parameters())
+        ['box.bias', 'box.weight', 'cls.bias', 'cls.weight']
+    """
 
     def __init__(self, modules=None):
         super().__init__()
@@ -329,7 +392,25 @@ def _tensor_line(k, p, type_str):
 
 
 class ParameterList(Module):
-    """A list of parameters; tensors added to it become ``Parameter`` s."""
+    """A list of parameters registered with the module holding it; a tensor added to it becomes
+    a :class:`~ferrograd.nn.Parameter`.
+
+    It supports indexing, ``len``, iteration, ``append``, ``extend`` and ``+=``.
+
+    Args:
+        values (iterable, optional): the initial tensors or parameters.
+            Default: ``None``.
+
+    Example::
+
+        >>> params = nn.ParameterList([torch.ones(2), torch.zeros(3)])
+        >>> [type(p).__name__ for p in params], [p.shape[0] for p in params]
+        (['Parameter', 'Parameter'], [2, 3])
+        >>> holder = nn.Module()
+        >>> holder.params = params
+        >>> [name for name, _ in holder.named_parameters()]
+        ['params.0', 'params.1']
+    """
 
     def __init__(self, values=None):
         super().__init__()
@@ -408,8 +489,24 @@ class ParameterList(Module):
 
 
 class ParameterDict(Module):
-    """An ordered dict of parameters; tensors added to it become ``Parameter`` s.
-    A plain ``dict`` is added in sorted key order, an ``OrderedDict`` in its own."""
+    """An ordered dict of parameters registered with the module holding it; a tensor added to
+    it becomes a :class:`~ferrograd.nn.Parameter`.
+
+    A plain ``dict`` is added in sorted key order, an ``OrderedDict`` (or a list of
+    pairs) in its own order. It supports ``[]``, ``in``, ``len``, iteration over the
+    keys, ``keys()``, ``values()``, ``items()``, ``update``, ``pop``, ``setdefault``,
+    ``copy`` and ``clear``.
+
+    Args:
+        parameters (mapping or iterable of pairs, optional): the initial entries.
+            Default: ``None``.
+
+    Example::
+
+        >>> pd = nn.ParameterDict({"scale": torch.ones(3), "shift": torch.zeros(3)})
+        >>> list(pd.keys()), pd["scale"].requires_grad
+        (['scale', 'shift'], True)
+    """
 
     def __init__(self, parameters=None):
         super().__init__()

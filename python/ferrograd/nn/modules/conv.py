@@ -176,25 +176,154 @@ class _Conv(_ConvNd):
 
 
 class Conv1d(_Conv):
-    """1-d convolution over ``(N, C_in, L)`` or ``(C_in, L)``; ``weight`` is
-    ``(out_channels, in_channels/groups, kernel_size)``, initialised as PyTorch's."""
+    """Applies a 1-d convolution (cross-correlation) with learned filters: output channel
+    ``j`` is ``bias[j]`` plus the sum over the input channels of the input cross-correlated
+    with ``weight[j]`` (see :func:`~ferrograd.nn.functional.conv1d`).
+
+    Args:
+        in_channels (int): ``C_in``, the input's channels.
+        out_channels (int): ``C_out``, the output's channels.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the step between windows. Default: ``1``.
+        padding (int, tuple or str): added on both sides of each spatial dimension, or
+            ``'valid'`` (none) or ``'same'`` (output size = input size; ``stride=1``
+            only). Default: ``0``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        groups (int): split the channels into groups convolved separately;
+            ``in_channels`` and ``out_channels`` must be divisible by it.
+            Default: ``1``.
+        bias (bool): learn an additive bias. Default: ``True``.
+        padding_mode (str): ``'zeros'``, ``'reflect'``, ``'replicate'`` or
+            ``'circular'``. Default: ``'zeros'``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter): ``(out_channels, in_channels / groups, kL)``,
+            initialised uniformly in ``+-1 / sqrt(fan_in)``, ``fan_in =
+            in_channels / groups * prod(kernel_size)`` (PyTorch's
+            ``kaiming_uniform_(a=sqrt(5))``).
+        bias (Parameter or None): ``(out_channels,)``, uniform in the same range.
+
+    Shape:
+        - Input: ``(N, C_in, L_in)`` or ``(C_in, L_in)``.
+        - Output: ``(N, C_out, L_out)`` or ``(C_out, L_out)``, where
+          ``L_out = floor((L_in + 2 * padding[0] - dilation[0]
+          * (kernel_size[0] - 1) - 1) / stride[0] + 1)``.
+
+    Example::
+
+        >>> conv = nn.Conv1d(3, 8, kernel_size=3, stride=2, padding=1)
+        >>> conv(torch.ones(4, 3, 20)).shape
+        ferrograd.Size([4, 8, 10])
+        >>> conv.weight.shape
+        ferrograd.Size([8, 3, 3])
+    """
 
     _n = 1
     _fn = staticmethod(conv1d)
 
 
 class Conv2d(_Conv):
-    """2-d convolution over ``(N, C_in, H, W)`` or ``(C_in, H, W)``; ``weight`` is
-    ``(out_channels, in_channels/groups, kH, kW)``, initialised as PyTorch's."""
+    """Applies a 2-d convolution (cross-correlation) with learned filters: output channel
+    ``j`` is ``bias[j]`` plus the sum over the input channels of the input cross-correlated
+    with ``weight[j]`` (see :func:`~ferrograd.nn.functional.conv2d`).
+
+    Args:
+        in_channels (int): ``C_in``, the input's channels.
+        out_channels (int): ``C_out``, the output's channels.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the step between windows. Default: ``1``.
+        padding (int, tuple or str): added on both sides of each spatial dimension, or
+            ``'valid'`` (none) or ``'same'`` (output size = input size; ``stride=1``
+            only). Default: ``0``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        groups (int): split the channels into groups convolved separately;
+            ``in_channels`` and ``out_channels`` must be divisible by it.
+            Default: ``1``.
+        bias (bool): learn an additive bias. Default: ``True``.
+        padding_mode (str): ``'zeros'``, ``'reflect'``, ``'replicate'`` or
+            ``'circular'``. Default: ``'zeros'``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter): ``(out_channels, in_channels / groups, kH, kW)``,
+            initialised uniformly in ``+-1 / sqrt(fan_in)``, ``fan_in =
+            in_channels / groups * prod(kernel_size)`` (PyTorch's
+            ``kaiming_uniform_(a=sqrt(5))``).
+        bias (Parameter or None): ``(out_channels,)``, uniform in the same range.
+
+    Shape:
+        - Input: ``(N, C_in, H_in, W_in)`` or ``(C_in, H_in, W_in)``.
+        - Output: ``(N, C_out, H_out, W_out)`` or ``(C_out, H_out, W_out)``, where
+          ``H_out = floor((H_in + 2 * padding[0] - dilation[0]
+          * (kernel_size[0] - 1) - 1) / stride[0] + 1)``, the other sizes likewise.
+
+    Example::
+
+        >>> conv = nn.Conv2d(3, 8, kernel_size=3, stride=2, padding=1)
+        >>> conv(torch.ones(4, 3, 16, 16)).shape
+        ferrograd.Size([4, 8, 8, 8])
+        >>> conv.weight.shape
+        ferrograd.Size([8, 3, 3, 3])
+    """
 
     _n = 2
     _fn = staticmethod(conv2d)
 
 
 class Conv3d(_Conv):
-    """3-d convolution over ``(N, C_in, D, H, W)`` or ``(C_in, D, H, W)``; ``weight``
-    is ``(out_channels, in_channels/groups, kD, kH, kW)``, initialised as PyTorch's.
-    Computed as one 2-d convolution per depth tap (``nn.functional.conv3d``)."""
+    """Applies a 3-d convolution (cross-correlation) with learned filters: output channel
+    ``j`` is ``bias[j]`` plus the sum over the input channels of the input cross-correlated
+    with ``weight[j]`` (see :func:`~ferrograd.nn.functional.conv3d`).
+
+    Args:
+        in_channels (int): ``C_in``, the input's channels.
+        out_channels (int): ``C_out``, the output's channels.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the step between windows. Default: ``1``.
+        padding (int, tuple or str): added on both sides of each spatial dimension, or
+            ``'valid'`` (none) or ``'same'`` (output size = input size; ``stride=1``
+            only). Default: ``0``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        groups (int): split the channels into groups convolved separately;
+            ``in_channels`` and ``out_channels`` must be divisible by it.
+            Default: ``1``.
+        bias (bool): learn an additive bias. Default: ``True``.
+        padding_mode (str): ``'zeros'``, ``'reflect'``, ``'replicate'`` or
+            ``'circular'``. Default: ``'zeros'``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter): ``(out_channels, in_channels / groups, kD, kH, kW)``,
+            initialised uniformly in ``+-1 / sqrt(fan_in)``, ``fan_in =
+            in_channels / groups * prod(kernel_size)`` (PyTorch's
+            ``kaiming_uniform_(a=sqrt(5))``).
+        bias (Parameter or None): ``(out_channels,)``, uniform in the same range.
+
+    Shape:
+        - Input: ``(N, C_in, D_in, H_in, W_in)`` or ``(C_in, D_in, H_in, W_in)``.
+        - Output: ``(N, C_out, D_out, H_out, W_out)`` or ``(C_out, D_out, H_out, W_out)``, where
+          ``D_out = floor((D_in + 2 * padding[0] - dilation[0]
+          * (kernel_size[0] - 1) - 1) / stride[0] + 1)``, the other sizes likewise.
+
+    Note:
+        ferrograd computes it as one 2-d convolution per depth tap of the kernel,
+        summed (see :func:`~ferrograd.nn.functional.conv3d`).
+
+    Example::
+
+        >>> conv = nn.Conv3d(3, 4, kernel_size=(2, 3, 3), padding=(0, 1, 1))
+        >>> conv(torch.ones(2, 3, 6, 8, 8)).shape
+        ferrograd.Size([2, 4, 5, 8, 8])
+        >>> conv.weight.shape
+        ferrograd.Size([4, 3, 2, 3, 3])
+    """
 
     _n = 3
     _fn = staticmethod(conv3d)
@@ -283,16 +412,98 @@ class _ConvTranspose(_ConvNd):
 
 
 class ConvTranspose1d(_ConvTranspose):
-    """1-d transposed convolution; ``weight`` is ``(in_channels, out_channels/groups,
-    kernel_size)``, initialised as PyTorch's."""
+    """Applies a 1-d transposed convolution, the gradient of ``Conv1d`` with respect to its
+    input; with ``stride > 1`` it upsamples (see
+    :func:`~ferrograd.nn.functional.conv_transpose1d`).
+
+    Its ``forward(input, output_size=None)`` accepts the wanted output size, to
+    choose among the sizes a strided convolution maps to the same input size.
+
+    Args:
+        in_channels (int): ``C_in``, the input's channels.
+        out_channels (int): ``C_out``, the output's channels.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the step of the matching convolution. Default: ``1``.
+        padding (int or tuple): the padding of the matching convolution, trimmed from
+            both sides of the output. Default: ``0``.
+        output_padding (int or tuple): extra size added to one side of the output.
+            Default: ``0``.
+        groups (int): the number of channel groups. Default: ``1``.
+        bias (bool): learn an additive bias. Default: ``True``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        padding_mode (str): only ``'zeros'``. Default: ``'zeros'``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter): ``(in_channels, out_channels / groups, kL)``,
+            initialised as the convolutions' weights are.
+        bias (Parameter or None): ``(out_channels,)``.
+
+    Shape:
+        - Input: ``(N, C_in, L_in)`` or ``(C_in, L_in)``.
+        - Output: ``(N, C_out, L_out)`` or ``(C_out, L_out)``, where
+          ``L_out = (L_in - 1) * stride[0] - 2 * padding[0]
+          + dilation[0] * (kernel_size[0] - 1) + output_padding[0] + 1``.
+
+    Example::
+
+        >>> up = nn.ConvTranspose1d(8, 3, kernel_size=3, stride=2, padding=1)
+        >>> up(torch.ones(4, 8, 10)).shape
+        ferrograd.Size([4, 3, 19])
+        >>> up(torch.ones(4, 8, 10), output_size=[20]).shape
+        ferrograd.Size([4, 3, 20])
+    """
 
     _n = 1
     _fn = staticmethod(conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTranspose):
-    """2-d transposed convolution (the gradient of ``Conv2d`` with respect to its
-    input); ``weight`` is ``(in_channels, out_channels/groups, kH, kW)``."""
+    """Applies a 2-d transposed convolution, the gradient of ``Conv2d`` with respect to its
+    input; with ``stride > 1`` it upsamples (see
+    :func:`~ferrograd.nn.functional.conv_transpose2d`).
+
+    Its ``forward(input, output_size=None)`` accepts the wanted output size, to
+    choose among the sizes a strided convolution maps to the same input size.
+
+    Args:
+        in_channels (int): ``C_in``, the input's channels.
+        out_channels (int): ``C_out``, the output's channels.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the step of the matching convolution. Default: ``1``.
+        padding (int or tuple): the padding of the matching convolution, trimmed from
+            both sides of the output. Default: ``0``.
+        output_padding (int or tuple): extra size added to one side of the output.
+            Default: ``0``.
+        groups (int): the number of channel groups. Default: ``1``.
+        bias (bool): learn an additive bias. Default: ``True``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        padding_mode (str): only ``'zeros'``. Default: ``'zeros'``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter): ``(in_channels, out_channels / groups, kH, kW)``,
+            initialised as the convolutions' weights are.
+        bias (Parameter or None): ``(out_channels,)``.
+
+    Shape:
+        - Input: ``(N, C_in, H_in, W_in)`` or ``(C_in, H_in, W_in)``.
+        - Output: ``(N, C_out, H_out, W_out)`` or ``(C_out, H_out, W_out)``, where
+          ``H_out = (H_in - 1) * stride[0] - 2 * padding[0]
+          + dilation[0] * (kernel_size[0] - 1) + output_padding[0] + 1``, ``W_out`` likewise.
+
+    Example::
+
+        >>> up = nn.ConvTranspose2d(8, 3, kernel_size=3, stride=2, padding=1)
+        >>> up(torch.ones(4, 8, 8, 8)).shape
+        ferrograd.Size([4, 3, 15, 15])
+        >>> up(torch.ones(4, 8, 8, 8), output_size=[16, 16]).shape
+        ferrograd.Size([4, 3, 16, 16])
+    """
 
     _n = 2
     _fn = staticmethod(conv_transpose2d)

@@ -9,7 +9,25 @@ __all__ = ["CosineSimilarity", "PairwiseDistance"]
 
 
 class CosineSimilarity(Module):
-    """Cosine similarity along ``dim`` (see ``F.cosine_similarity``)."""
+    """Cosine similarity of two inputs along ``dim``:
+    ``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` (see
+    :func:`~ferrograd.nn.functional.cosine_similarity`).
+
+    Args:
+        dim (int): the dimension of the vectors. Default: ``1``.
+        eps (float): the smallest norm divided by. Default: ``1e-8``.
+
+    Shape:
+        - Input1: ``(*1, D, *2)``, ``D`` at ``dim``.
+        - Input2: broadcastable with input1.
+        - Output: ``(*1, *2)``.
+
+    Example::
+
+        >>> cos = nn.CosineSimilarity(dim=1)
+        >>> cos(torch.tensor([[1.0, 0.0], [1.0, 1.0]]), torch.tensor([[0.0, 1.0], [2.0, 2.0]]))
+        tensor([0.0000, 1.0000])
+    """
 
     def __init__(self, dim=1, eps=1e-8):
         super().__init__()
@@ -20,7 +38,25 @@ class CosineSimilarity(Module):
 
 
 class PairwiseDistance(Module):
-    """``p``-norm distance of ``x1 - x2 + eps`` over the last dimension."""
+    """The ``p``-norm distance between the rows of two inputs, ``||x1 - x2 + eps||_p`` over the
+    last dimension (see :func:`~ferrograd.nn.functional.pairwise_distance`).
+
+    Args:
+        p (float): the norm's exponent. Default: ``2.0``.
+        eps (float): added to the difference. Default: ``1e-6``.
+        keepdim (bool): keep the last dimension. Default: ``False``.
+
+    Shape:
+        - Input1: ``(N, D)`` or ``(D,)``.
+        - Input2: broadcastable with input1.
+        - Output: ``(N,)`` or ``()`` (``(N, 1)`` or ``(1,)`` with ``keepdim``).
+
+    Example::
+
+        >>> dist = nn.PairwiseDistance()
+        >>> dist(torch.tensor([[0.0, 0.0], [1.0, 1.0]]), torch.tensor([[3.0, 4.0], [1.0, 1.0]]))
+        tensor([5.0000e+00, 1.4142e-06])
+    """
 
     def __init__(self, p=2.0, eps=1e-6, keepdim=False):
         super().__init__()

@@ -60,18 +60,96 @@ class _InstanceNorm(_NormBase):
 
 
 class InstanceNorm1d(_InstanceNorm):
-    """Instance norm over ``(N, C, L)`` (or unbatched ``(C, L)``) inputs."""
+    """Instance normalisation over ``(N, C, L)`` (or unbatched ``(C, L)``): each channel of
+    each sample is normalised over its own spatial positions,
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``.
+
+    Args:
+        num_features (int): ``C``, the number of channels.
+        eps (float): added to the variance. Default: ``1e-5``.
+        momentum (float or None): the running statistics' update factor.
+            Default: ``0.1``.
+        affine (bool): learn per-channel ``weight`` and ``bias``. Default: ``False``.
+        track_running_stats (bool): keep running statistics (the batch average of the
+            per-instance ones) and use them in ``eval()`` mode. Default: ``False``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        - Input: ``(N, C, L)`` or ``(C, L)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> m = nn.InstanceNorm1d(2)
+        >>> x = torch.arange(6.0).reshape(1, 2, 3)
+        >>> m(x).flatten()
+        tensor([-1.2247,  0.0000,  1.2247, -1.2247,  0.0000,  1.2247])
+    """
 
     _no_batch_dim = 2
 
 
 class InstanceNorm2d(_InstanceNorm):
-    """Instance norm over ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) inputs."""
+    """Instance normalisation over ``(N, C, H, W)`` (or unbatched ``(C, H, W)``): each channel
+    of each sample is normalised over its own spatial positions,
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``.
+
+    Args:
+        num_features (int): ``C``, the number of channels.
+        eps (float): added to the variance. Default: ``1e-5``.
+        momentum (float or None): the running statistics' update factor.
+            Default: ``0.1``.
+        affine (bool): learn per-channel ``weight`` and ``bias``. Default: ``False``.
+        track_running_stats (bool): keep running statistics (the batch average of the
+            per-instance ones) and use them in ``eval()`` mode. Default: ``False``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        - Input: ``(N, C, H, W)`` or ``(C, H, W)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> m = nn.InstanceNorm2d(2)
+        >>> x = torch.arange(8.0).reshape(1, 2, 2, 2)
+        >>> m(x).flatten()
+        tensor([-1.3416, -0.4472,  0.4472,  1.3416, -1.3416, -0.4472,  0.4472,  1.3416])
+    """
 
     _no_batch_dim = 3
 
 
 class InstanceNorm3d(_InstanceNorm):
-    """Instance norm over ``(N, C, D, H, W)`` (or unbatched) inputs."""
+    """Instance normalisation over ``(N, C, D, H, W)`` (or unbatched ``(C, D, H, W)``): each
+    channel of each sample is normalised over its own spatial positions,
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``.
+
+    Args:
+        num_features (int): ``C``, the number of channels.
+        eps (float): added to the variance. Default: ``1e-5``.
+        momentum (float or None): the running statistics' update factor.
+            Default: ``0.1``.
+        affine (bool): learn per-channel ``weight`` and ``bias``. Default: ``False``.
+        track_running_stats (bool): keep running statistics (the batch average of the
+            per-instance ones) and use them in ``eval()`` mode. Default: ``False``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        - Input: ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> m = nn.InstanceNorm3d(2)
+        >>> x = torch.arange(4.0).reshape(1, 2, 2, 1, 1)
+        >>> m(x).flatten()
+        tensor([-1.0000,  1.0000, -1.0000,  1.0000])
+    """
 
     _no_batch_dim = 4

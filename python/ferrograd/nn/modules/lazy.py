@@ -29,8 +29,41 @@ __all__ = [
 
 
 class LazyModuleMixin:
-    """Mixin for modules whose parameters are shaped by their first input (see
-    the module docstring); subclasses implement ``initialize_parameters``."""
+    """Mixin for modules whose parameters are shaped by their first input.
+
+    A subclass creates :class:`~ferrograd.nn.UninitializedParameter` s and
+    implements ``initialize_parameters(*inputs)``, which the first call runs (through
+    a forward pre-hook) before ``forward``; then, if ``cls_to_become`` is set, the
+    module's class changes to it. ``has_uninitialized_params()`` tells whether that
+    has happened; ``load_state_dict`` materialises the parameters with the saved
+    shapes.
+
+    Args:
+        *args: passed on to the next class's ``__init__`` (the layer the mixin is
+            combined with).
+        **kwargs: likewise.
+
+    Example::
+
+        >>> class LazyScale(nn.modules.lazy.LazyModuleMixin, nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.weight = nn.UninitializedParameter()
+        ...     def initialize_parameters(self, x):
+        ...         with torch.no_grad():
+        ...             self.weight.materialize(x.shape[-1:])
+        ...             self.weight.fill_(2.0)
+        ...     def forward(self, x):
+        ...         return x * self.weight
+        >>> m = LazyScale()
+        >>> m.has_uninitialized_params()
+        True
+        >>> m(torch.ones(2, 3))
+        tensor([[2., 2., 2.],
+                [2., 2., 2.]], grad_fn=<MulBackward0>)
+        >>> m.has_uninitialized_params()
+        False
+    """
 
     cls_to_become = None
 
@@ -95,8 +128,31 @@ class LazyModuleMixin:
 
 
 class LazyLinear(LazyModuleMixin, Linear):
-    """A ``Linear`` whose ``in_features`` is the last dimension of its first input;
-    it becomes a ``Linear`` after that call."""
+    """A :class:`Linear` whose ``in_features`` is the last dimension of its first input; after
+    that call it is a plain ``Linear``.
+
+    Until then ``weight`` and ``bias`` are :class:`UninitializedParameter` s; loading
+    a state dict into it also gives them the saved shapes.
+
+    Args:
+        out_features (int): the size of each output sample.
+        bias (bool): learn an additive bias. Default: ``True``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        - Input: ``(*, in_features)``, ``in_features`` read on the first call.
+        - Output: ``(*, out_features)``.
+
+    Example::
+
+        >>> m = nn.LazyLinear(3)
+        >>> m(torch.ones(2, 5)).shape
+        ferrograd.Size([2, 3])
+        >>> m
+        Linear(in_features=5, out_features=3, bias=True)
+    """
 
     cls_to_become = Linear
 
@@ -179,19 +235,109 @@ class _LazyConvXdMixin(LazyModuleMixin):
 
 
 class LazyConv1d(_LazyConvXdMixin, Conv1d):
-    """A ``Conv1d`` whose ``in_channels`` is read from its first input."""
+    """A :class:`Conv1d` whose ``in_channels`` is read from its first input (dimension 1, or 0
+    when unbatched); after that call it is a plain ``Conv1d``.
+
+    Until then ``weight`` and ``bias`` are :class:`UninitializedParameter` s; loading
+    a state dict into it also gives them the saved shapes.
+
+    Args:
+        out_channels (int): the output's channels.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the step between windows. Default: ``1``.
+        padding (int, tuple or str): as in the eager layer. Default: ``0``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        groups (int): the number of channel groups. Default: ``1``.
+        bias (bool): learn an additive bias. Default: ``True``.
+        padding_mode (str): ``'zeros'``, ``'reflect'``, ``'replicate'`` or
+            ``'circular'``. Default: ``'zeros'``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        As :class:`Conv1d`'s.
+
+    Example::
+
+        >>> m = nn.LazyConv1d(4, 3)
+        >>> m(torch.ones(2, 5, 10)).shape
+        ferrograd.Size([2, 4, 8])
+        >>> type(m).__name__, m.in_channels, tuple(m.weight.shape)
+        ('Conv1d', 5, (4, 5, 3))
+    """
 
     cls_to_become = Conv1d
 
 
 class LazyConv2d(_LazyConvXdMixin, Conv2d):
-    """A ``Conv2d`` whose ``in_channels`` is read from its first input."""
+    """A :class:`Conv2d` whose ``in_channels`` is read from its first input (dimension 1, or 0
+    when unbatched); after that call it is a plain ``Conv2d``.
+
+    Until then ``weight`` and ``bias`` are :class:`UninitializedParameter` s; loading
+    a state dict into it also gives them the saved shapes.
+
+    Args:
+        out_channels (int): the output's channels.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the step between windows. Default: ``1``.
+        padding (int, tuple or str): as in the eager layer. Default: ``0``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        groups (int): the number of channel groups. Default: ``1``.
+        bias (bool): learn an additive bias. Default: ``True``.
+        padding_mode (str): ``'zeros'``, ``'reflect'``, ``'replicate'`` or
+            ``'circular'``. Default: ``'zeros'``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        As :class:`Conv2d`'s.
+
+    Example::
+
+        >>> m = nn.LazyConv2d(4, 3)
+        >>> m(torch.ones(2, 5, 8, 8)).shape
+        ferrograd.Size([2, 4, 6, 6])
+        >>> type(m).__name__, m.in_channels, tuple(m.weight.shape)
+        ('Conv2d', 5, (4, 5, 3, 3))
+    """
 
     cls_to_become = Conv2d
 
 
 class LazyConv3d(_LazyConvXdMixin, Conv3d):
-    """A ``Conv3d`` whose ``in_channels`` is read from its first input."""
+    """A :class:`Conv3d` whose ``in_channels`` is read from its first input (dimension 1, or 0
+    when unbatched); after that call it is a plain ``Conv3d``.
+
+    Until then ``weight`` and ``bias`` are :class:`UninitializedParameter` s; loading
+    a state dict into it also gives them the saved shapes.
+
+    Args:
+        out_channels (int): the output's channels.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the step between windows. Default: ``1``.
+        padding (int, tuple or str): as in the eager layer. Default: ``0``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        groups (int): the number of channel groups. Default: ``1``.
+        bias (bool): learn an additive bias. Default: ``True``.
+        padding_mode (str): ``'zeros'``, ``'reflect'``, ``'replicate'`` or
+            ``'circular'``. Default: ``'zeros'``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        As :class:`Conv3d`'s.
+
+    Example::
+
+        >>> m = nn.LazyConv3d(4, 3)
+        >>> m(torch.ones(2, 5, 4, 4, 4)).shape
+        ferrograd.Size([2, 4, 2, 2, 2])
+        >>> type(m).__name__, m.in_channels, tuple(m.weight.shape)
+        ('Conv3d', 5, (4, 5, 3, 3, 3))
+    """
 
     cls_to_become = Conv3d
 
@@ -224,12 +370,74 @@ class _LazyConvTransposeMixin(_LazyConvXdMixin):
 
 
 class LazyConvTranspose1d(_LazyConvTransposeMixin, ConvTranspose1d):
-    """A ``ConvTranspose1d`` whose ``in_channels`` is read from its first input."""
+    """A :class:`ConvTranspose1d` whose ``in_channels`` is read from its first input (dimension
+    1, or 0 when unbatched); after that call it is a plain ``ConvTranspose1d``.
+
+    Until then ``weight`` and ``bias`` are :class:`UninitializedParameter` s; loading
+    a state dict into it also gives them the saved shapes.
+
+    Args:
+        out_channels (int): the output's channels.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the step between windows. Default: ``1``.
+        padding (int, tuple or str): as in the eager layer. Default: ``0``.
+        output_padding (int or tuple): extra size on one side of the output.
+            Default: ``0``.
+        groups (int): the number of channel groups. Default: ``1``.
+        bias (bool): learn an additive bias. Default: ``True``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        padding_mode (str): only ``'zeros'``. Default: ``'zeros'``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        As :class:`ConvTranspose1d`'s.
+
+    Example::
+
+        >>> m = nn.LazyConvTranspose1d(4, 3)
+        >>> m(torch.ones(2, 5, 10)).shape
+        ferrograd.Size([2, 4, 12])
+        >>> type(m).__name__, m.in_channels, tuple(m.weight.shape)
+        ('ConvTranspose1d', 5, (5, 4, 3))
+    """
 
     cls_to_become = ConvTranspose1d
 
 
 class LazyConvTranspose2d(_LazyConvTransposeMixin, ConvTranspose2d):
-    """A ``ConvTranspose2d`` whose ``in_channels`` is read from its first input."""
+    """A :class:`ConvTranspose2d` whose ``in_channels`` is read from its first input (dimension
+    1, or 0 when unbatched); after that call it is a plain ``ConvTranspose2d``.
+
+    Until then ``weight`` and ``bias`` are :class:`UninitializedParameter` s; loading
+    a state dict into it also gives them the saved shapes.
+
+    Args:
+        out_channels (int): the output's channels.
+        kernel_size (int or tuple): the filter size.
+        stride (int or tuple): the step between windows. Default: ``1``.
+        padding (int, tuple or str): as in the eager layer. Default: ``0``.
+        output_padding (int or tuple): extra size on one side of the output.
+            Default: ``0``.
+        groups (int): the number of channel groups. Default: ``1``.
+        bias (bool): learn an additive bias. Default: ``True``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        padding_mode (str): only ``'zeros'``. Default: ``'zeros'``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        As :class:`ConvTranspose2d`'s.
+
+    Example::
+
+        >>> m = nn.LazyConvTranspose2d(4, 3)
+        >>> m(torch.ones(2, 5, 8, 8)).shape
+        ferrograd.Size([2, 4, 10, 10])
+        >>> type(m).__name__, m.in_channels, tuple(m.weight.shape)
+        ('ConvTranspose2d', 5, (5, 4, 3, 3))
+    """
 
     cls_to_become = ConvTranspose2d

@@ -19,7 +19,24 @@ def _empty(shape, dtype):
 
 
 class Identity(Module):
-    """Returns its input; takes and ignores any constructor arguments."""
+    """A layer that returns its input unchanged (a placeholder, e.g. to remove a layer from a
+    model without changing its structure).
+
+    Args:
+        *args: any arguments, ignored.
+        **kwargs: any keyword arguments, ignored.
+
+    Shape:
+        - Input: ``(*)``, any shape.
+        - Output: ``(*)``, the input itself.
+
+    Example::
+
+        >>> m = nn.Identity(54, unused="argument")
+        >>> x = torch.ones(2, 3)
+        >>> m(x) is x
+        True
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -29,8 +46,35 @@ class Identity(Module):
 
 
 class Linear(Module):
-    """``y = x @ weight.T + bias``, initialised as PyTorch: ``weight`` by
-    ``kaiming_uniform_(a=sqrt(5))`` and ``bias`` from U(-1/sqrt(in), 1/sqrt(in))."""
+    """Affine map of the last dimension: ``y = x @ weight.T + bias``.
+
+    Args:
+        in_features (int): the size of each input sample.
+        out_features (int): the size of each output sample.
+        bias (bool): learn an additive bias. Default: ``True``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter): ``(out_features, in_features)``, initialised uniformly in
+            ``+-1 / sqrt(in_features)`` (PyTorch's ``kaiming_uniform_(a=sqrt(5))``).
+        bias (Parameter or None): ``(out_features,)``, uniform in the same range.
+
+    Shape:
+        - Input: ``(*, in_features)``, any number of leading dimensions.
+        - Output: ``(*, out_features)``.
+
+    Example::
+
+        >>> fc = nn.Linear(20, 30)
+        >>> fc(torch.ones(128, 20)).shape
+        ferrograd.Size([128, 30])
+        >>> fc.weight.shape, fc.bias.shape
+        (ferrograd.Size([30, 20]), ferrograd.Size([30]))
+        >>> float(fc.weight.abs().max()) <= 20 ** -0.5
+        True
+    """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
@@ -63,8 +107,34 @@ class Linear(Module):
 
 
 class Bilinear(Module):
-    """``y[..., o] = x1 @ weight[o] @ x2 + bias[o]``; weight and bias drawn from
-    U(-1/sqrt(in1), 1/sqrt(in1)) as PyTorch."""
+    """Bilinear map of two inputs: ``y[..., o] = x1 @ weight[o] @ x2 + bias[o]`` (see
+    :func:`~ferrograd.nn.functional.bilinear`).
+
+    Args:
+        in1_features (int): the size of each first input sample.
+        in2_features (int): the size of each second input sample.
+        out_features (int): the size of each output sample.
+        bias (bool): learn an additive bias. Default: ``True``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter): ``(out_features, in1_features, in2_features)``, uniform in
+            ``+-1 / sqrt(in1_features)``.
+        bias (Parameter or None): ``(out_features,)``, uniform in the same range.
+
+    Shape:
+        - Input1: ``(*, in1_features)``; input2: ``(*, in2_features)``, the same
+          leading dimensions.
+        - Output: ``(*, out_features)``.
+
+    Example::
+
+        >>> m = nn.Bilinear(20, 30, 40)
+        >>> m(torch.ones(128, 20), torch.ones(128, 30)).shape
+        ferrograd.Size([128, 40])
+    """
 
     def __init__(
         self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None
@@ -82,6 +152,10 @@ class Bilinear(Module):
 
     def reset_parameters(self):
         """Redraws ``weight`` and ``bias`` with the default initialisation."""
+        if self.in1_features <= 0:
+            raise ValueError(
+                f"in1_features must be > 0, but got (in1_features={self.in1_features})"
+            )
         bound = 1 / math.sqrt(self.weight.size(1))
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
@@ -98,7 +172,24 @@ class Bilinear(Module):
 
 
 class Flatten(Module):
-    """Flattens dimensions ``start_dim`` to ``end_dim`` (by default all but the batch)."""
+    """Flattens the dimensions ``start_dim`` to ``end_dim`` into one (by default all but the
+    batch dimension).
+
+    Args:
+        start_dim (int): the first dimension to flatten. Default: ``1``.
+        end_dim (int): the last dimension to flatten. Default: ``-1``.
+
+    Shape:
+        - Input: ``(*, S_start, ..., S_end, *)``.
+        - Output: ``(*, S_start * ... * S_end, *)``.
+
+    Example::
+
+        >>> nn.Flatten()(torch.ones(32, 1, 5, 5)).shape
+        ferrograd.Size([32, 25])
+        >>> nn.Flatten(0, 2)(torch.ones(32, 1, 5, 5)).shape
+        ferrograd.Size([160, 5])
+    """
 
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
@@ -112,7 +203,27 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
-    """Splits dimension ``dim`` into ``unflattened_size`` (one entry may be -1)."""
+    """Splits dimension ``dim`` into the shape ``unflattened_size``, the inverse of
+    :class:`Flatten`.
+
+    Args:
+        dim (int): the dimension to split.
+        unflattened_size (tuple of ints): its new shape; the product must equal the
+            size of ``dim``, and one entry may be -1.
+
+    Shape:
+        - Input: ``(*, S_dim, *)``.
+        - Output: ``(*, U_1, ..., U_n, *)`` with ``U_1 * ... * U_n = S_dim``.
+
+    Note:
+        A named dimension (``dim`` a string) needs named tensors, which ferrograd does
+        not have: it raises ``NotImplementedError``.
+
+    Example::
+
+        >>> nn.Unflatten(1, (2, 5, 5))(torch.ones(2, 50)).shape
+        ferrograd.Size([2, 2, 5, 5])
+    """
 
     def __init__(self, dim, unflattened_size):
         super().__init__()

@@ -3,9 +3,11 @@ attribute registration, traversal, state dicts, hooks and ``__call__``."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections import OrderedDict
 
-from ... import _C
+from ... import _C, _device
 from ...autograd.grad_mode import no_grad
 from ..parameter import Buffer, Parameter
 from ._module_hooks import (  # noqa: F401
@@ -64,11 +66,53 @@ def _forward_unimplemented(self, *input):
     )
 
 
+#: Bumped by every change to a module's attributes, parameters, buffers,
+#: submodules or hooks: ``ferrograd.compile``'s guards fingerprint the
+#: modules a tape read again only after it moved.
+_STATE_EPOCH = [0]
+
+
 class Module(_StateDictMixin, _ModuleHooksMixin):
-    """Base class of layers and models. Assigning a ``Parameter``, a ``Module``
-    or (after ``register_buffer``) a tensor as an attribute registers it, so
-    ``parameters()``, ``state_dict()``, ``to()`` and ``repr`` see it;
-    ``module(x)`` runs the forward hooks around ``forward``."""
+    """Base class of every layer and model: subclass it, create the submodules and parameters
+    in ``__init__`` and write the computation in ``forward``.
+
+    Assigning a :class:`~ferrograd.nn.Parameter`, a ``Module`` or (after
+    ``register_buffer``, or as a :class:`~ferrograd.nn.Buffer`) a tensor as an
+    attribute registers it, so ``parameters()``, ``named_modules()``,
+    ``state_dict()``/``load_state_dict()``, ``to()``, ``train()``/``eval()``,
+    ``zero_grad()`` and ``repr`` see it. Call the module (``module(x)``), not
+    ``forward``, so the forward pre-hooks and hooks run around it.
+
+    Args:
+        *args: passed on to the next class's ``__init__`` when the class sets
+            ``call_super_init = True`` (cooperative multiple inheritance);
+            otherwise none are accepted.
+        **kwargs: likewise.
+
+    Example::
+
+        >>> class TwoLayer(nn.Module):
+        ...     def __init__(self, n_in, n_hidden, n_out):
+        ...         super().__init__()
+        ...         self.hidden = nn.Linear(n_in, n_hidden)
+        ...         self.out = nn.Linear(n_hidden, n_out)
+        ...         self.register_buffer("calls", torch.zeros(()))
+        ...     def forward(self, x):
+        ...         self.calls += 1
+        ...         return self.out(torch.relu(self.hidden(x)))
+        >>> model = TwoLayer(4, 8, 2)
+        >>> model(torch.ones(3, 4)).shape
+        ferrograd.Size([3, 2])
+        >>> [name for name, _ in model.named_parameters()]
+        ['hidden.weight', 'hidden.bias', 'out.weight', 'out.bias']
+        >>> list(model.state_dict())
+        ['calls', 'hidden.weight', 'hidden.bias', 'out.weight', 'out.bias']
+        >>> model
+        TwoLayer(
+          (hidden): Linear(in_features=4, out_features=8, bias=True)
+          (out): Linear(in_features=8, out_features=2, bias=True)
+        )
+    """
 
     dump_patches = False
     _version = 1
@@ -108,12 +152,21 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 
     forward = _forward_unimplemented
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # ferrograd's own layers take ``device=``: their tensors are made on
+        # it (meta) or the call refuses it (an accelerator), however deep the
+        # factory call that makes them.
+        if cls.__module__.startswith("ferrograd.nn.") and "__init__" in cls.__dict__:
+            _scope_device(cls)
+
     # ----- registration ------------------------------------------------------------------
 
     def register_buffer(self, name, tensor, persistent=True):
         """Adds a tensor that is state but not a parameter (BatchNorm's running
         mean): moved by ``to()``, saved in ``state_dict()`` unless
         ``persistent=False``, never returned by ``parameters()``."""
+        _STATE_EPOCH[0] += 1
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         elif not isinstance(name, str):
@@ -124,7 +177,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
             raise KeyError('buffer name can\'t be empty string ""')
         elif hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
-        elif tensor is not None and not isinstance(tensor, _C.Tensor):
+        elif tensor is not None and not isinstance(tensor, _C.Tensor) and not _is_meta(tensor):
             raise TypeError(
                 f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
                 "(ferrograd Tensor or None required)"
@@ -137,6 +190,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 
     def register_parameter(self, name, param):
         """Adds a parameter (or ``None``: declared but absent, as ``bias=False``)."""
+        _STATE_EPOCH[0] += 1
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         elif not isinstance(name, str):
@@ -166,6 +220,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 
     def add_module(self, name, module):
         """Adds a child module, reachable as the attribute ``name``."""
+        _STATE_EPOCH[0] += 1
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{typename(module)} is not a Module subclass")
         elif not isinstance(name, str):
@@ -249,6 +304,8 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
+        _STATE_EPOCH[0] += 1
+
         def remove_from(*dicts_or_sets):
             for d in dicts_or_sets:
                 if name in d:
@@ -294,7 +351,9 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
             else:
                 buffers = self.__dict__.get("_buffers")
                 if isinstance(value, Buffer) or buffers is not None and name in buffers:
-                    if value is not None and not isinstance(value, _C.Tensor):
+                    if value is not None and not isinstance(value, _C.Tensor) and not _is_meta(
+                        value
+                    ):
                         raise TypeError(
                             f"cannot assign '{typename(value)}' as buffer '{name}' "
                             "(ferrograd.nn.Buffer, ferrograd.Tensor or None expected)"
@@ -310,6 +369,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                     super().__setattr__(name, value)
 
     def __delattr__(self, name):
+        _STATE_EPOCH[0] += 1
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -482,7 +542,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        for param in self._parameters.values():
+        for key, param in self._parameters.items():
             if param is None:
                 continue
             # ``.data`` is swapped, so the Parameter object an optimizer holds
@@ -490,6 +550,15 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
             with no_grad():
                 param_applied = fn(param)
             param_grad = param.grad
+            if _is_meta(param) or _is_meta(param_applied):
+                # To or from the meta device: there is no data to swap in, so
+                # the parameter is a new object (as PyTorch's own swap path).
+                new = Parameter(param_applied, param.requires_grad)
+                if param_grad is not None:
+                    with no_grad():
+                        new.grad = fn(param_grad)
+                self._parameters[key] = new
+                continue
             # ``t.data = t`` on one object never returns from the engine (a
             # lock taken twice); a conversion that changed nothing is skipped.
             if param_applied is not param:
@@ -514,16 +583,33 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                 "nn.Module.to only accepts floating point or complex "
                 f"dtypes, but got desired dtype={dtype}"
             )
+        meta = False
         if device is not None:
             # Refuses a device the engine cannot use before anything moves.
-            _C.empty(0).to(device)
+            meta = _device.device(device).type == "meta"
 
         def convert(t):
-            if dtype is not None and t.is_floating_point():
-                return t.to(dtype)
-            return t
+            dt = dtype if dtype is not None and t.is_floating_point() else None
+            if meta:
+                return t.to("meta") if dt is None else t.to("meta", dt)
+            if device is not None and _is_meta(t):
+                raise NotImplementedError(
+                    "Cannot copy out of meta tensor; no data! Please use "
+                    "ferrograd.nn.Module.to_empty() instead of ferrograd.nn.Module.to() when "
+                    "moving module from meta to a different device."
+                )
+            return t.to(dt) if dt is not None else t
 
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse=True):
+        """Moves the parameters and buffers to ``device`` without copying their
+        values: new tensors of the same shapes and dtypes (zeros here; PyTorch
+        leaves them uninitialised). The way to give a model built on the meta
+        device real memory, before ``load_state_dict`` or an initialiser."""
+        from ... import empty_like
+
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def cpu(self):
         """Every tensor already lives on the CPU: returns ``self``."""
@@ -540,6 +626,14 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
     def double(self):
         """Casts floating-point parameters and buffers to float64."""
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
+
+    def half(self):
+        """Casts floating-point parameters and buffers to float16."""
+        return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+
+    def bfloat16(self):
+        """Casts floating-point parameters and buffers to bfloat16."""
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     def type(self, dst_type):
         """Casts every parameter and buffer to ``dst_type`` (a dtype or a
@@ -583,7 +677,13 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 _DTYPE_NAMES = {
     "FloatTensor": "float32",
     "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
     "LongTensor": "int64",
+    "IntTensor": "int32",
+    "ShortTensor": "int16",
+    "CharTensor": "int8",
+    "ByteTensor": "uint8",
     "BoolTensor": "bool",
 }
 
@@ -632,3 +732,28 @@ def _parse_to(*args, **kwargs):
 
 def _is_device(obj):
     return type(obj).__name__ == "device"
+
+
+def _scope_device(cls):
+    init = cls.__dict__["__init__"]
+    try:
+        names = list(inspect.signature(init).parameters)
+    except (TypeError, ValueError):
+        return
+    if "device" not in names:
+        return
+    pos = names.index("device")
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):  # noqa: N807
+        dev = kwargs.get("device", args[pos - 1] if len(args) >= pos else None)
+        if dev is None:
+            return init(self, *args, **kwargs)
+        with _device.device(dev):
+            return init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+
+
+def _is_meta(t):
+    return getattr(t, "is_meta", False) is True

@@ -11,8 +11,39 @@ __all__ = ["LayerNorm", "GroupNorm"]
 
 
 class LayerNorm(Module):
-    """Normalises over the trailing ``normalized_shape`` dimensions, with an
-    optional elementwise affine transform (weight 1, bias 0 initially)."""
+    """Layer normalisation: each sample is normalised over its trailing ``normalized_shape``
+    dimensions, ``y = (x - mean) / sqrt(var + eps) * weight + bias`` (biased variance), the
+    statistics computed per sample in training and evaluation alike (see
+    :func:`~ferrograd.nn.functional.layer_norm`).
+
+    Args:
+        normalized_shape (int or tuple): the trailing shape to normalise over.
+        eps (float): added to the variance. Default: ``1e-5``.
+        elementwise_affine (bool): learn ``weight`` (initially 1) and ``bias``
+            (initially 0) of ``normalized_shape``. Default: ``True``.
+        bias (bool): learn the ``bias`` too (with ``elementwise_affine``).
+            Default: ``True``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter or None): of ``normalized_shape``.
+        bias (Parameter or None): of ``normalized_shape``.
+
+    Shape:
+        - Input: ``(N, *, normalized_shape)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> ln = nn.LayerNorm(3)
+        >>> ln(torch.tensor([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]]))
+        tensor([[-1.2247,  0.0000,  1.2247],
+                [ 0.0000,  0.0000,  0.0000]], grad_fn=<NativeLayerNormBackward0>)
+        >>> nn.LayerNorm([4, 5])(torch.ones(2, 3, 4, 5)).shape
+        ferrograd.Size([2, 3, 4, 5])
+    """
 
     def __init__(
         self,
@@ -53,18 +84,45 @@ class LayerNorm(Module):
 
     def extra_repr(self):
         return (
-            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
         )
 
 
 class GroupNorm(Module):
-    """Normalises each sample over groups of ``num_channels / num_groups``
-    channels, with an optional per-channel affine transform."""
+    """Group normalisation: the channels of each sample are split into ``num_groups`` groups,
+    each normalised over its channels and spatial positions, then a per-channel affine map
+    is applied (see :func:`~ferrograd.nn.functional.group_norm`).
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    Args:
+        num_groups (int): the number of groups; divides ``num_channels``.
+        num_channels (int): ``C``, the number of channels.
+        eps (float): added to the variance. Default: ``1e-5``.
+        affine (bool): learn per-channel ``weight`` (initially 1) and ``bias``
+            (initially 0). Default: ``True``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Shape:
+        - Input: ``(N, C, *)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> gn = nn.GroupNorm(2, 4)
+        >>> gn(torch.tensor([[1.0, 3.0, 10.0, 30.0]]))
+        tensor([[-1.0000,  1.0000, -1.0000,  1.0000]],
+               grad_fn=<NativeGroupNormBackward0>)
+    """
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None,
+                 *, bias=True):  # fmt: skip
         super().__init__()
         if num_channels % num_groups != 0:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+            )
         self.num_groups = num_groups
         self.num_channels = num_channels
         self.eps = eps
@@ -72,7 +130,10 @@ class GroupNorm(Module):
         dtype = dtype or _C.get_default_dtype()
         if affine:
             self.weight = Parameter(_C.ones(num_channels, dtype=dtype))
-            self.bias = Parameter(_C.zeros(num_channels, dtype=dtype))
+            if bias:
+                self.bias = Parameter(_C.zeros(num_channels, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -82,13 +143,17 @@ class GroupNorm(Module):
         if self.affine:
             with no_grad():
                 self.weight.fill_(1.0)
-                self.bias.zero_()
+                if self.bias is not None:
+                    self.bias.zero_()
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 # ----- RMSNorm, LocalResponseNorm, CrossMapLRN2d -----------------------------------------------
@@ -99,9 +164,28 @@ __all__ += ["RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 class RMSNorm(Module):
-    """Root-mean-square normalisation over the trailing ``normalized_shape``
-    dimensions with an optional elementwise ``weight`` (initially 1); ``eps=None``
-    means ``finfo(input.dtype).eps``."""
+    """Root-mean-square normalisation: ``y = x / sqrt(mean(x ** 2) + eps) * weight`` over the
+    trailing ``normalized_shape`` dimensions (see
+    :func:`~ferrograd.nn.functional.rms_norm`).
+
+    Args:
+        normalized_shape (int or tuple): the trailing shape to normalise over.
+        eps (float, optional): added to the mean square; ``None`` uses
+            ``torch.finfo(input.dtype).eps``. Default: ``None``.
+        elementwise_affine (bool): learn ``weight`` (initially 1). Default: ``True``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+
+    Shape:
+        - Input: ``(N, *, normalized_shape)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> nn.RMSNorm(2)(torch.tensor([[3.0, 4.0]]))
+        tensor([[0.8485, 1.1314]], grad_fn=<MulBackward0>)
+    """
 
     def __init__(
         self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None
@@ -136,8 +220,26 @@ class RMSNorm(Module):
 
 
 class LocalResponseNorm(Module):
-    """Normalises each element by the mean square of ``size`` neighbouring
-    channels: ``x / (k + alpha * mean) ** beta``."""
+    """Local response normalisation across channels: each element is divided by
+    ``(k + alpha * mean of x ** 2 over size neighbouring channels) ** beta`` (see
+    :func:`~ferrograd.nn.functional.local_response_norm`).
+
+    Args:
+        size (int): the number of neighbouring channels in each window.
+        alpha (float): the multiplier. Default: ``1e-4``.
+        beta (float): the exponent. Default: ``0.75``.
+        k (float): the additive constant. Default: ``1.0``.
+
+    Shape:
+        - Input: ``(N, C, *)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> lrn = nn.LocalResponseNorm(2)
+        >>> lrn(torch.ones(2, 4, 5, 5)).shape
+        ferrograd.Size([2, 4, 5, 5])
+    """
 
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
         super().__init__()
@@ -151,9 +253,27 @@ class LocalResponseNorm(Module):
 
 
 class CrossMapLRN2d(Module):
-    """PyTorch's legacy (Lua Torch) cross-channel LRN on ``(N, C, H, W)``, with its
-    channel window, including that channel 0 stays in every window's sum; the
-    gradient is that of this forward."""
+    """The legacy (Lua Torch) cross-channel local response normalisation on ``(N, C, H, W)``:
+    ``x * (k + alpha / size * windowed sum of x ** 2) ** -beta``, with that implementation's
+    channel window (channel 0 stays in every window's sum, as in PyTorch).
+
+    Its gradient is the derivative of this forward, by autograd.
+
+    Args:
+        size (int): the number of channels in each window.
+        alpha (float): the multiplier. Default: ``1e-4``.
+        beta (float): the exponent. Default: ``0.75``.
+        k (float): the additive constant. Default: ``1``.
+
+    Shape:
+        - Input: ``(N, C, H, W)``.
+        - Output: the input's shape.
+
+    Example::
+
+        >>> nn.CrossMapLRN2d(3, alpha=1.0, beta=1.0)(torch.ones(1, 3, 1, 1)).flatten()
+        tensor([0.6000, 0.5000, 0.5000])
+    """
 
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
         super().__init__()

@@ -25,12 +25,10 @@ __all__ = [
 
 
 def _pads(padding, n):
+    # As PyTorch's _ntuple: a sequence is kept as given (F.pad judges it at forward).
     if isinstance(padding, int):
         return (padding,) * (2 * n)
-    padding = tuple(padding)
-    if len(padding) != 2 * n:
-        raise ValueError(f"padding must be an int or a tuple of {2 * n} ints, got {padding}")
-    return padding
+    return tuple(padding)
 
 
 class _ConstantPadNd(Module):
@@ -49,20 +47,71 @@ class _ConstantPadNd(Module):
 
 
 class ConstantPad1d(_ConstantPadNd):
-    """Pads the last dimension with ``value``: ``padding`` is an int or ``(left, right)``."""
+    """Pads the last dimension of the input with ``value`` (``mode='constant'`` of
+    :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or ``(left, right)``.
+        value (float): the fill value.
+
+    Shape:
+        - Input: ``(C, W_in)`` or ``(N, C, W_in)``.
+        - Output: the same with ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ConstantPad1d(1, 3.5)
+        >>> pad(torch.tensor([[1.0, 2.0, 3.0]]))
+        tensor([[3.5000, 1.0000, 2.0000, 3.0000, 3.5000]])
+    """
 
     _n = 1
 
 
 class ConstantPad2d(_ConstantPadNd):
-    """Pads the last two dimensions with ``value``: ``padding`` is an int or
-    ``(left, right, top, bottom)``."""
+    """Pads the last two dimensions of the input with ``value`` (``mode='constant'`` of
+    :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or ``(left, right, top, bottom)``.
+        value (float): the fill value.
+
+    Shape:
+        - Input: ``(C, H_in, W_in)`` or ``(N, C, H_in, W_in)``.
+        - Output: the same with ``H_out = H_in + top + bottom`` and ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ConstantPad2d(1, 3.5)
+        >>> pad(torch.arange(4.0).reshape(1, 2, 2))
+        tensor([[[3.5000, 3.5000, 3.5000, 3.5000],
+                 [3.5000, 0.0000, 1.0000, 3.5000],
+                 [3.5000, 2.0000, 3.0000, 3.5000],
+                 [3.5000, 3.5000, 3.5000, 3.5000]]])
+        >>> nn.ConstantPad2d((1, 0, 0, 2), 0.0)(torch.ones(1, 2, 2)).shape
+        ferrograd.Size([1, 4, 3])
+    """
 
     _n = 2
 
 
 class ZeroPad1d(ConstantPad1d):
-    """Pads the last dimension with zeros."""
+    """Pads the last dimension of the input with zeros (``mode='constant'`` of
+    :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or ``(left, right)``.
+
+    Shape:
+        - Input: ``(C, W_in)`` or ``(N, C, W_in)``.
+        - Output: the same with ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ZeroPad1d(1)
+        >>> pad(torch.tensor([[1.0, 2.0, 3.0]]))
+        tensor([[0., 1., 2., 3., 0.]])
+    """
 
     def __init__(self, padding):
         super().__init__(padding, 0.0)
@@ -72,8 +121,27 @@ class ZeroPad1d(ConstantPad1d):
 
 
 class ZeroPad2d(ConstantPad2d):
-    """Pads the last two dimensions with zeros: ``padding`` is an int or
-    ``(left, right, top, bottom)``."""
+    """Pads the last two dimensions of the input with zeros (``mode='constant'`` of
+    :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or ``(left, right, top, bottom)``.
+
+    Shape:
+        - Input: ``(C, H_in, W_in)`` or ``(N, C, H_in, W_in)``.
+        - Output: the same with ``H_out = H_in + top + bottom`` and ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ZeroPad2d(1)
+        >>> pad(torch.arange(4.0).reshape(1, 2, 2))
+        tensor([[[0., 0., 0., 0.],
+                 [0., 0., 1., 0.],
+                 [0., 2., 3., 0.],
+                 [0., 0., 0., 0.]]])
+        >>> nn.ZeroPad2d((1, 0, 0, 2))(torch.ones(1, 2, 2)).shape
+        ferrograd.Size([1, 4, 3])
+    """
 
     def __init__(self, padding):
         super().__init__(padding, 0.0)
@@ -98,50 +166,187 @@ class _ModePad(Module):
 
 
 class ReflectionPad1d(_ModePad):
-    """Pads the last dimension with its reflection (edge not repeated)."""
+    """Pads the last dimension of the input with its reflection (the edge is not repeated;
+    ``mode='reflect'`` of :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or ``(left, right)``.
+
+    Shape:
+        - Input: ``(C, W_in)`` or ``(N, C, W_in)``. Each amount must be smaller than
+          the padded size.
+        - Output: the same with ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ReflectionPad1d(1)
+        >>> pad(torch.tensor([[1.0, 2.0, 3.0]]))
+        tensor([[2., 1., 2., 3., 2.]])
+    """
 
     _n, _mode = 1, "reflect"
 
 
 class ReflectionPad2d(_ModePad):
-    """Pads the last two dimensions with their reflection (edge not repeated)."""
+    """Pads the last two dimensions of the input with their reflection (the edge is not
+    repeated; ``mode='reflect'`` of :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or ``(left, right, top, bottom)``.
+
+    Shape:
+        - Input: ``(C, H_in, W_in)`` or ``(N, C, H_in, W_in)``. Each amount must be smaller than
+          the padded size.
+        - Output: the same with ``H_out = H_in + top + bottom`` and ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ReflectionPad2d(1)
+        >>> pad(torch.arange(4.0).reshape(1, 2, 2))
+        tensor([[[3., 2., 3., 2.],
+                 [1., 0., 1., 0.],
+                 [3., 2., 3., 2.],
+                 [1., 0., 1., 0.]]])
+    """
 
     _n, _mode = 2, "reflect"
 
 
 class ReplicationPad1d(_ModePad):
-    """Pads the last dimension by repeating its edge values."""
+    """Pads the last dimension of the input by repeating its edge values (``mode='replicate'``
+    of :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or ``(left, right)``.
+
+    Shape:
+        - Input: ``(C, W_in)`` or ``(N, C, W_in)``.
+        - Output: the same with ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ReplicationPad1d(1)
+        >>> pad(torch.tensor([[1.0, 2.0, 3.0]]))
+        tensor([[1., 1., 2., 3., 3.]])
+    """
 
     _n, _mode = 1, "replicate"
 
 
 class ReplicationPad2d(_ModePad):
-    """Pads the last two dimensions by repeating their edge values."""
+    """Pads the last two dimensions of the input by repeating their edge values
+    (``mode='replicate'`` of :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or ``(left, right, top, bottom)``.
+
+    Shape:
+        - Input: ``(C, H_in, W_in)`` or ``(N, C, H_in, W_in)``.
+        - Output: the same with ``H_out = H_in + top + bottom`` and ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ReplicationPad2d(1)
+        >>> pad(torch.arange(4.0).reshape(1, 2, 2))
+        tensor([[[0., 0., 1., 1.],
+                 [0., 0., 1., 1.],
+                 [2., 2., 3., 3.],
+                 [2., 2., 3., 3.]]])
+    """
 
     _n, _mode = 2, "replicate"
 
 
 class CircularPad1d(_ModePad):
-    """Pads the last dimension by wrapping around."""
+    """Pads the last dimension of the input by wrapping around (the other end's values)
+    (``mode='circular'`` of :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or ``(left, right)``.
+
+    Shape:
+        - Input: ``(C, W_in)`` or ``(N, C, W_in)``. Each amount must be at most the
+          padded size.
+        - Output: the same with ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.CircularPad1d(1)
+        >>> pad(torch.tensor([[1.0, 2.0, 3.0]]))
+        tensor([[3., 1., 2., 3., 1.]])
+    """
 
     _n, _mode = 1, "circular"
 
 
 class CircularPad2d(_ModePad):
-    """Pads the last two dimensions by wrapping around."""
+    """Pads the last two dimensions of the input by wrapping around (the other end's values)
+    (``mode='circular'`` of :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or ``(left, right, top, bottom)``.
+
+    Shape:
+        - Input: ``(C, H_in, W_in)`` or ``(N, C, H_in, W_in)``. Each amount must be at most the
+          padded size.
+        - Output: the same with ``H_out = H_in + top + bottom`` and ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.CircularPad2d(1)
+        >>> pad(torch.arange(4.0).reshape(1, 2, 2))
+        tensor([[[3., 2., 3., 2.],
+                 [1., 0., 1., 0.],
+                 [3., 2., 3., 2.],
+                 [1., 0., 1., 0.]]])
+    """
 
     _n, _mode = 2, "circular"
 
 
 class ConstantPad3d(_ConstantPadNd):
-    """Pads the last three dimensions with ``value``: ``padding`` is an int or
-    ``(left, right, top, bottom, front, back)``."""
+    """Pads the last three dimensions of the input with ``value`` (``mode='constant'`` of
+    :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or
+            ``(left, right, top, bottom, front, back)``.
+        value (float): the fill value.
+
+    Shape:
+        - Input: ``(C, D_in, H_in, W_in)`` or ``(N, C, D_in, H_in, W_in)``.
+        - Output: the same with ``D_out = D_in + front + back``, ``H_out = H_in + top + bottom`` and
+          ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ConstantPad3d(1, 3.5)
+        >>> pad(torch.ones(1, 1, 2, 2, 2)).shape
+        ferrograd.Size([1, 1, 4, 4, 4])
+    """
 
     _n = 3
 
 
 class ZeroPad3d(ConstantPad3d):
-    """Pads the last three dimensions with zeros."""
+    """Pads the last three dimensions of the input with zeros (``mode='constant'`` of
+    :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or
+            ``(left, right, top, bottom, front, back)``.
+
+    Shape:
+        - Input: ``(C, D_in, H_in, W_in)`` or ``(N, C, D_in, H_in, W_in)``.
+        - Output: the same with ``D_out = D_in + front + back``, ``H_out = H_in + top + bottom`` and
+          ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ZeroPad3d(1)
+        >>> pad(torch.ones(1, 1, 2, 2, 2)).shape
+        ferrograd.Size([1, 1, 4, 4, 4])
+    """
 
     def __init__(self, padding):
         super().__init__(padding, 0.0)
@@ -151,18 +356,71 @@ class ZeroPad3d(ConstantPad3d):
 
 
 class ReflectionPad3d(_ModePad):
-    """Pads the last three dimensions with their reflection (edge not repeated)."""
+    """Pads the last three dimensions of the input with their reflection (the edge is not
+    repeated; ``mode='reflect'`` of :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or
+            ``(left, right, top, bottom, front, back)``.
+
+    Shape:
+        - Input: ``(C, D_in, H_in, W_in)`` or ``(N, C, D_in, H_in, W_in)``. Each amount
+          must be smaller than the padded size.
+        - Output: the same with ``D_out = D_in + front + back``, ``H_out = H_in + top + bottom`` and
+          ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ReflectionPad3d(1)
+        >>> pad(torch.ones(1, 1, 2, 2, 2)).shape
+        ferrograd.Size([1, 1, 4, 4, 4])
+    """
 
     _n, _mode = 3, "reflect"
 
 
 class ReplicationPad3d(_ModePad):
-    """Pads the last three dimensions by repeating their edge values."""
+    """Pads the last three dimensions of the input by repeating their edge values
+    (``mode='replicate'`` of :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or
+            ``(left, right, top, bottom, front, back)``.
+
+    Shape:
+        - Input: ``(C, D_in, H_in, W_in)`` or ``(N, C, D_in, H_in, W_in)``.
+        - Output: the same with ``D_out = D_in + front + back``, ``H_out = H_in + top + bottom`` and
+          ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.ReplicationPad3d(1)
+        >>> pad(torch.ones(1, 1, 2, 2, 2)).shape
+        ferrograd.Size([1, 1, 4, 4, 4])
+    """
 
     _n, _mode = 3, "replicate"
 
 
 class CircularPad3d(_ModePad):
-    """Pads the last three dimensions by wrapping around."""
+    """Pads the last three dimensions of the input by wrapping around (the other end's values)
+    (``mode='circular'`` of :func:`~ferrograd.nn.functional.pad`).
+
+    Args:
+        padding (int or tuple): the same amount on every side, or
+            ``(left, right, top, bottom, front, back)``.
+
+    Shape:
+        - Input: ``(C, D_in, H_in, W_in)`` or ``(N, C, D_in, H_in, W_in)``. Each amount
+          must be at most the padded size.
+        - Output: the same with ``D_out = D_in + front + back``, ``H_out = H_in + top + bottom`` and
+          ``W_out = W_in + left + right``.
+
+    Example::
+
+        >>> pad = nn.CircularPad3d(1)
+        >>> pad(torch.ones(1, 1, 2, 2, 2)).shape
+        ferrograd.Size([1, 1, 4, 4, 4])
+    """
 
     _n, _mode = 3, "circular"

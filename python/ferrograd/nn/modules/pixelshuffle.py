@@ -9,7 +9,23 @@ __all__ = ["PixelShuffle", "PixelUnshuffle"]
 
 
 class PixelShuffle(Module):
-    """``(*, C * r * r, H, W)`` to ``(*, C, H * r, W * r)``, ``r`` the ``upscale_factor``."""
+    """Rearranges channels into space: ``(*, C * r * r, H, W)`` to ``(*, C, H * r, W * r)``,
+    ``r`` the ``upscale_factor`` (sub-pixel convolution; see
+    :func:`~ferrograd.nn.functional.pixel_shuffle`).
+
+    Args:
+        upscale_factor (int): ``r``.
+
+    Shape:
+        - Input: ``(*, C_in, H_in, W_in)``, ``C_in`` divisible by ``r * r``.
+        - Output: ``(*, C_out, H_out, W_out)``, ``C_out = C_in / r**2``,
+          ``H_out = H_in * r``, ``W_out = W_in * r``.
+
+    Example::
+
+        >>> nn.PixelShuffle(3)(torch.ones(1, 9, 4, 4)).shape
+        ferrograd.Size([1, 1, 12, 12])
+    """
 
     def __init__(self, upscale_factor):
         super().__init__()
@@ -23,7 +39,21 @@ class PixelShuffle(Module):
 
 
 class PixelUnshuffle(Module):
-    """``(*, C, H * r, W * r)`` to ``(*, C * r * r, H, W)``, ``r`` the ``downscale_factor``."""
+    """The inverse of :class:`PixelShuffle`: ``(*, C, H * r, W * r)`` to
+    ``(*, C * r * r, H, W)``, ``r`` the ``downscale_factor``.
+
+    Args:
+        downscale_factor (int): ``r``.
+
+    Shape:
+        - Input: ``(*, C_in, H_in, W_in)``, ``H_in`` and ``W_in`` divisible by ``r``.
+        - Output: ``(*, C_in * r**2, H_in / r, W_in / r)``.
+
+    Example::
+
+        >>> nn.PixelUnshuffle(3)(torch.ones(1, 1, 12, 12)).shape
+        ferrograd.Size([1, 9, 4, 4])
+    """
 
     def __init__(self, downscale_factor):
         super().__init__()

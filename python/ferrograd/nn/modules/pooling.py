@@ -38,8 +38,31 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
-    """1-d max pooling over ``(N, C, L)`` or ``(C, L)``; ``stride`` defaults to
-    ``kernel_size``, and ``return_indices`` also returns where each maximum was."""
+    """1-d max pooling: the maximum of each ``kernel_size`` window (see
+    :func:`~ferrograd.nn.functional.max_pool1d`).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit ``-inf`` padding on both sides, at most half
+            the kernel size. Default: ``0``.
+        dilation (int or tuple): the spacing between window elements. Default: ``1``.
+        return_indices (bool): also return the flat position of each maximum (for
+            :class:`MaxUnpool1d`). Default: ``False``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``, where
+          ``L_out = floor((L_in + 2 * padding - dilation * (kernel_size - 1) - 1)
+          / stride + 1)`` (``ceil`` with ``ceil_mode``).
+
+    Example::
+
+        >>> pool = nn.MaxPool1d(2)
+        >>> pool(torch.tensor([[1.0, 3.0, 2.0, 0.0, 5.0]]))
+        tensor([[3., 2.]])
+    """
 
     def forward(self, input):
         return F.max_pool1d(
@@ -54,8 +77,34 @@ class MaxPool1d(_MaxPoolNd):
 
 
 class MaxPool2d(_MaxPoolNd):
-    """2-d max pooling over ``(N, C, H, W)`` or ``(C, H, W)``; ``stride`` defaults to
-    ``kernel_size``, and ``return_indices`` also returns where each maximum was."""
+    """2-d max pooling: the maximum of each ``kernel_size`` window (see
+    :func:`~ferrograd.nn.functional.max_pool2d`).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit ``-inf`` padding on both sides, at most half
+            the kernel size. Default: ``0``.
+        dilation (int or tuple): the spacing between window elements. Default: ``1``.
+        return_indices (bool): also return the flat position of each maximum (for
+            :class:`MaxUnpool2d`). Default: ``False``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``, where
+          ``H_out = floor((H_in + 2 * padding[0] - dilation[0] * (kernel_size[0] - 1) - 1)
+          / stride[0] + 1)`` (``ceil`` with ``ceil_mode``), ``W_out`` likewise.
+
+    Example::
+
+        >>> pool = nn.MaxPool2d(3, stride=2, padding=1)
+        >>> pool(torch.ones(2, 4, 9, 9)).shape
+        ferrograd.Size([2, 4, 5, 5])
+        >>> nn.MaxPool2d(2)(torch.arange(16.0).reshape(1, 4, 4))
+        tensor([[[ 5.,  7.],
+                 [13., 15.]]])
+    """
 
     def forward(self, input):
         return F.max_pool2d(
@@ -74,7 +123,29 @@ def _single(v):
 
 
 class AvgPool1d(Module):
-    """1-d average pooling over ``(N, C, L)`` or ``(C, L)``."""
+    """1-d average pooling: the mean of each ``kernel_size`` window (see
+    :func:`~ferrograd.nn.functional.avg_pool1d`).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit zero padding on both sides, at most half the
+            kernel size. Default: ``0``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        count_include_pad (bool): count the padding zeros in the divisor.
+            Default: ``True``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``, where
+          ``L_out = floor((L_in + 2 * padding - kernel_size) / stride + 1)``
+          (``ceil`` with ``ceil_mode``).
+
+    Example::
+
+        >>> nn.AvgPool1d(2)(torch.tensor([[1.0, 3.0, 2.0, 0.0]]))
+        tensor([[2., 1.]])
+    """
 
     def __init__(
         self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True
@@ -101,8 +172,33 @@ class AvgPool1d(Module):
 
 
 class AvgPool2d(Module):
-    """2-d average pooling over ``(N, C, H, W)`` or ``(C, H, W)``;
-    ``count_include_pad`` counts padding in the divisor, ``divisor_override`` replaces it."""
+    """2-d average pooling: the mean of each ``kernel_size`` window (see
+    :func:`~ferrograd.nn.functional.avg_pool2d`).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit zero padding on both sides, at most half the
+            kernel size. Default: ``0``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        count_include_pad (bool): count the padding zeros in the divisor.
+            Default: ``True``.
+        divisor_override (int, optional): divide every window's sum by this.
+            Default: ``None``.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``, where
+          ``H_out = floor((H_in + 2 * padding[0] - kernel_size[0]) / stride[0] + 1)``
+          (``ceil`` with ``ceil_mode``), ``W_out`` likewise.
+
+    Example::
+
+        >>> pool = nn.AvgPool2d(2)
+        >>> pool(torch.arange(16.0).reshape(1, 1, 4, 4))
+        tensor([[[[ 2.5000,  4.5000],
+                  [10.5000, 12.5000]]]])
+    """
 
     def __init__(
         self,
@@ -147,7 +243,22 @@ class _AdaptivePool(Module):
 
 
 class AdaptiveAvgPool1d(_AdaptivePool):
-    """Average pooling of ``(N, C, L)`` or ``(C, L)`` to length ``output_size``."""
+    """1-d average pooling to a fixed output size, whatever the input size: output cell ``i``
+    covers input positions ``floor(i * in / out)`` to ``ceil((i + 1) * in / out) - 1`` along
+    each dimension.
+
+    Args:
+        output_size (int or tuple): ``L_out``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``.
+
+    Example::
+
+        >>> nn.AdaptiveAvgPool1d(2)(torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0]]))
+        tensor([[2., 4.]])
+    """
 
     def __init__(self, output_size):
         super().__init__(output_size)
@@ -158,8 +269,24 @@ class AdaptiveAvgPool1d(_AdaptivePool):
 
 
 class AdaptiveAvgPool2d(_AdaptivePool):
-    """Average pooling to a fixed ``output_size`` (an int, or ``(oH, oW)`` where
-    ``None`` keeps the input's size)."""
+    """2-d average pooling to a fixed output size, whatever the input size: output cell ``i``
+    covers input positions ``floor(i * in / out)`` to ``ceil((i + 1) * in / out) - 1`` along
+    each dimension.
+
+    Args:
+        output_size (int or tuple): ``(H_out, W_out)``, or one int for both; a ``None``
+            entry keeps that input size.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``.
+
+    Example::
+
+        >>> pool = nn.AdaptiveAvgPool2d((1, 1))
+        >>> pool(torch.ones(8, 64, 7, 5)).shape
+        ferrograd.Size([8, 64, 1, 1])
+    """
 
     def __init__(self, output_size):
         super().__init__(output_size)
@@ -170,15 +297,53 @@ class AdaptiveAvgPool2d(_AdaptivePool):
 
 
 class AdaptiveMaxPool1d(_AdaptivePool):
-    """Max pooling of ``(N, C, L)`` or ``(C, L)`` to length ``output_size``."""
+    """1-d max pooling to a fixed output size, whatever the input size: output cell ``i``
+    covers input positions ``floor(i * in / out)`` to ``ceil((i + 1) * in / out) - 1`` along
+    each dimension.
+
+    Args:
+        output_size (int or tuple): ``L_out``.
+        return_indices (bool): also return the flat position of each maximum.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``.
+
+    Example::
+
+        >>> nn.AdaptiveMaxPool1d(2)(torch.tensor([[1.0, 3.0, 2.0, 5.0, 4.0]]))
+        tensor([[3., 5.]])
+    """
 
     def forward(self, input):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool2d(_AdaptivePool):
-    """Max pooling to a fixed ``output_size``; ``return_indices`` also returns where
-    each maximum was."""
+    """2-d max pooling to a fixed output size, whatever the input size: output cell ``i``
+    covers input positions ``floor(i * in / out)`` to ``ceil((i + 1) * in / out) - 1`` along
+    each dimension.
+
+    Args:
+        output_size (int or tuple): ``(H_out, W_out)``, or one int for both; a ``None``
+            entry keeps that input size.
+        return_indices (bool): also return the flat position of each maximum.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``.
+
+    Example::
+
+        >>> pool = nn.AdaptiveMaxPool2d(2, return_indices=True)
+        >>> out, idx = pool(torch.arange(16.0).reshape(1, 1, 4, 4))
+        >>> out, idx
+        (tensor([[[[ 5.,  7.],
+                  [13., 15.]]]]), tensor([[[[ 5,  7],
+                  [13, 15]]]]))
+    """
 
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
@@ -188,9 +353,31 @@ __all__ += ["MaxPool3d", "AvgPool3d"]
 
 
 class MaxPool3d(_MaxPoolNd):
-    """3-d max pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``; ``stride``
-    defaults to ``kernel_size``, and ``return_indices`` also returns where each
-    maximum was (flat positions in each input volume)."""
+    """3-d max pooling: the maximum of each ``kernel_size`` window (see
+    :func:`~ferrograd.nn.functional.max_pool3d`).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit ``-inf`` padding on both sides, at most half
+            the kernel size. Default: ``0``.
+        dilation (int or tuple): the spacing between window elements. Default: ``1``.
+        return_indices (bool): also return the flat position of each maximum (for
+            :class:`MaxUnpool3d`). Default: ``False``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``, where
+          ``D_out = floor((D_in + 2 * padding[0] - dilation[0] * (kernel_size[0] - 1) - 1)
+          / stride[0] + 1)`` (``ceil`` with ``ceil_mode``), ``H_out`` and ``W_out`` likewise.
+
+    Example::
+
+        >>> pool = nn.MaxPool3d(2, ceil_mode=True)
+        >>> pool(torch.ones(1, 2, 5, 6, 7)).shape
+        ferrograd.Size([1, 2, 3, 3, 4])
+    """
 
     def forward(self, input):
         return F.max_pool3d(
@@ -205,9 +392,31 @@ class MaxPool3d(_MaxPoolNd):
 
 
 class AvgPool3d(AvgPool2d):
-    """3-d average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``;
-    ``count_include_pad`` counts padding in the divisor, ``divisor_override``
-    replaces it."""
+    """3-d average pooling: the mean of each ``kernel_size`` window (see
+    :func:`~ferrograd.nn.functional.avg_pool3d`).
+
+    Args:
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        padding (int or tuple): implicit zero padding on both sides, at most half the
+            kernel size. Default: ``0``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+        count_include_pad (bool): count the padding zeros in the divisor.
+            Default: ``True``.
+        divisor_override (int, optional): divide every window's sum by this.
+            Default: ``None``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``, where
+          ``D_out = floor((D_in + 2 * padding[0] - kernel_size[0]) / stride[0] + 1)``
+          (``ceil`` with ``ceil_mode``), ``H_out`` and ``W_out`` likewise.
+
+    Example::
+
+        >>> nn.AvgPool3d(2, stride=1)(torch.ones(1, 2, 4, 4, 4)).shape
+        ferrograd.Size([1, 2, 3, 3, 3])
+    """
 
     def forward(self, input):
         return F.avg_pool3d(
@@ -238,6 +447,8 @@ __all__ += [
 class _LPPoolNd(Module):
     def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
         super().__init__()
+        if norm_type == 0:
+            raise ValueError(f"norm_type must be a non-zero value, but got {norm_type}")
         self.norm_type = norm_type
         self.kernel_size = kernel_size
         self.stride = stride
@@ -251,7 +462,26 @@ class _LPPoolNd(Module):
 
 
 class LPPool1d(_LPPoolNd):
-    """Power-average pooling ``(sum x ** p) ** (1 / p)`` over windows of ``(N, C, L)``."""
+    """1-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
+    ``norm_type`` (``inf`` gives max pooling of ``|x|``; see
+    :func:`~ferrograd.nn.functional.lp_pool1d`).
+
+    Args:
+        norm_type (float): ``p``, not 0.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``, where
+          ``L_out = floor((L_in - kernel_size) / stride + 1)``.
+
+    Example::
+
+        >>> nn.LPPool1d(2, 2)(torch.tensor([[3.0, 4.0, 1.0, 1.0]]))
+        tensor([[5.0000, 1.4142]])
+    """
 
     def forward(self, input):
         return F.lp_pool1d(
@@ -260,7 +490,27 @@ class LPPool1d(_LPPoolNd):
 
 
 class LPPool2d(_LPPoolNd):
-    """Power-average pooling ``(sum x ** p) ** (1 / p)`` over windows of ``(N, C, H, W)``."""
+    """2-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
+    ``norm_type`` (``inf`` gives max pooling of ``|x|``; see
+    :func:`~ferrograd.nn.functional.lp_pool2d`).
+
+    Args:
+        norm_type (float): ``p``, not 0.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``, where
+          ``H_out = floor((H_in - kernel_size[0]) / stride[0] + 1)``, ``W_out`` likewise.
+
+    Example::
+
+        >>> nn.LPPool2d(1, 2)(torch.ones(1, 1, 4, 4))
+        tensor([[[[4., 4.],
+                  [4., 4.]]]])
+    """
 
     def forward(self, input):
         return F.lp_pool2d(
@@ -269,7 +519,27 @@ class LPPool2d(_LPPoolNd):
 
 
 class LPPool3d(_LPPoolNd):
-    """Power-average pooling over windows of ``(N, C, D, H, W)``."""
+    """3-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
+    ``norm_type`` (``inf`` gives max pooling of ``|x|``; see
+    :func:`~ferrograd.nn.functional.lp_pool3d`).
+
+    Args:
+        norm_type (float): ``p``, not 0.
+        kernel_size (int or tuple): the window size.
+        stride (int or tuple, optional): the window step. Default: ``kernel_size``.
+        ceil_mode (bool): round the output size up instead of down. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``, where
+          ``D_out = floor((D_in - kernel_size[0]) / stride[0] + 1)``, ``H_out`` and
+          ``W_out`` likewise.
+
+    Example::
+
+        >>> nn.LPPool3d(2, 2)(torch.ones(1, 2, 4, 4, 4)).shape
+        ferrograd.Size([1, 2, 2, 2, 2])
+    """
 
     def forward(self, input):
         return F.lp_pool3d(
@@ -297,8 +567,31 @@ class _MaxUnpoolNd(Module):
 
 
 class MaxUnpool1d(_MaxUnpoolNd):
-    """Puts each value of a ``MaxPool1d`` output back at the position its index
-    names, zeros elsewhere."""
+    """Partial inverse of :class:`MaxPool1d`: each value goes back to the position its index
+    names; every other position is 0 (see :func:`~ferrograd.nn.functional.max_unpool1d`).
+
+    Its ``forward(input, indices, output_size=None)`` takes the pooled values, the
+    indices ``MaxPool1d(..., return_indices=True)`` returned and, optionally, the
+    exact output size (to pick among the sizes that pool to the input's).
+
+    Args:
+        kernel_size (int or tuple): the pooling window size.
+        stride (int or tuple, optional): the pooling step. Default: ``kernel_size``.
+        padding (int or tuple): the pooling padding. Default: ``0``.
+
+    Shape:
+        - Input: ``(N, C, L_in)`` or ``(C, L_in)``; indices of the same shape.
+        - Output: ``(N, C, L_out)`` or ``(C, L_out)``, where
+          ``L_out = (L_in - 1) * stride - 2 * padding + kernel_size``
+          (or ``output_size``).
+
+    Example::
+
+        >>> pool, unpool = nn.MaxPool1d(2, return_indices=True), nn.MaxUnpool1d(2)
+        >>> out, idx = pool(torch.tensor([[1.0, 3.0, 4.0, 2.0]]))
+        >>> unpool(out, idx)
+        tensor([[0., 3., 4., 0.]])
+    """
 
     _n = 1
 
@@ -309,8 +602,36 @@ class MaxUnpool1d(_MaxUnpoolNd):
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
-    """Puts each value of a ``MaxPool2d`` output back at the position its index
-    names, zeros elsewhere."""
+    """Partial inverse of :class:`MaxPool2d`: each value goes back to the position its index
+    names; every other position is 0 (see :func:`~ferrograd.nn.functional.max_unpool2d`).
+
+    Its ``forward(input, indices, output_size=None)`` takes the pooled values, the
+    indices ``MaxPool2d(..., return_indices=True)`` returned and, optionally, the
+    exact output size (to pick among the sizes that pool to the input's).
+
+    Args:
+        kernel_size (int or tuple): the pooling window size.
+        stride (int or tuple, optional): the pooling step. Default: ``kernel_size``.
+        padding (int or tuple): the pooling padding. Default: ``0``.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(C, H_in, W_in)``; indices of the same shape.
+        - Output: ``(N, C, H_out, W_out)`` or ``(C, H_out, W_out)``, where
+          ``H_out = (H_in - 1) * stride[0] - 2 * padding[0] + kernel_size[0]``, ``W_out`` likewise
+          (or ``output_size``).
+
+    Example::
+
+        >>> pool, unpool = nn.MaxPool2d(2, return_indices=True), nn.MaxUnpool2d(2)
+        >>> out, idx = pool(torch.arange(16.0).reshape(1, 1, 4, 4))
+        >>> unpool(out, idx)
+        tensor([[[[ 0.,  0.,  0.,  0.],
+                  [ 0.,  5.,  0.,  7.],
+                  [ 0.,  0.,  0.,  0.],
+                  [ 0., 13.,  0., 15.]]]])
+        >>> unpool(out, idx, output_size=(5, 5)).shape
+        ferrograd.Size([1, 1, 5, 5])
+    """
 
     _n = 2
 
@@ -321,8 +642,32 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
 
 class MaxUnpool3d(_MaxUnpoolNd):
-    """Puts each value of a ``MaxPool3d`` output back at the position its index
-    names, zeros elsewhere."""
+    """Partial inverse of :class:`MaxPool3d`: each value goes back to the position its index
+    names; every other position is 0 (see :func:`~ferrograd.nn.functional.max_unpool3d`).
+
+    Its ``forward(input, indices, output_size=None)`` takes the pooled values, the
+    indices ``MaxPool3d(..., return_indices=True)`` returned and, optionally, the
+    exact output size (to pick among the sizes that pool to the input's).
+
+    Args:
+        kernel_size (int or tuple): the pooling window size.
+        stride (int or tuple, optional): the pooling step. Default: ``kernel_size``.
+        padding (int or tuple): the pooling padding. Default: ``0``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``; indices of
+          the same shape.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``, where
+          ``D_out = (D_in - 1) * stride[0] - 2 * padding[0] + kernel_size[0]``, ``H_out``
+          and ``W_out`` likewise (or ``output_size``).
+
+    Example::
+
+        >>> pool, unpool = nn.MaxPool3d(2, return_indices=True), nn.MaxUnpool3d(2)
+        >>> out, idx = pool(torch.ones(1, 1, 4, 4, 4))
+        >>> unpool(out, idx).shape
+        ferrograd.Size([1, 1, 4, 4, 4])
+    """
 
     _n = 3
 
@@ -333,8 +678,23 @@ class MaxUnpool3d(_MaxUnpoolNd):
 
 
 class AdaptiveAvgPool3d(_AdaptivePool):
-    """Average pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to a fixed
-    ``output_size`` (``None`` entries keep the input's size)."""
+    """3-d average pooling to a fixed output size, whatever the input size: output cell ``i``
+    covers input positions ``floor(i * in / out)`` to ``ceil((i + 1) * in / out) - 1`` along
+    each dimension.
+
+    Args:
+        output_size (int or tuple): ``(D_out, H_out, W_out)``, or one int for all; a ``None``
+            entry keeps that input size.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``.
+
+    Example::
+
+        >>> nn.AdaptiveAvgPool3d((1, None, 2))(torch.ones(2, 3, 4, 5, 6)).shape
+        ferrograd.Size([2, 3, 1, 5, 2])
+    """
 
     def __init__(self, output_size):
         super().__init__(output_size)
@@ -345,8 +705,25 @@ class AdaptiveAvgPool3d(_AdaptivePool):
 
 
 class AdaptiveMaxPool3d(_AdaptivePool):
-    """Max pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` to a fixed
-    ``output_size``; ``return_indices`` also returns where each maximum was."""
+    """3-d max pooling to a fixed output size, whatever the input size: output cell ``i``
+    covers input positions ``floor(i * in / out)`` to ``ceil((i + 1) * in / out) - 1`` along
+    each dimension.
+
+    Args:
+        output_size (int or tuple): ``(D_out, H_out, W_out)``, or one int for all; a ``None``
+            entry keeps that input size.
+        return_indices (bool): also return the flat position of each maximum.
+            Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``.
+
+    Example::
+
+        >>> nn.AdaptiveMaxPool3d(1)(torch.arange(8.0).reshape(1, 2, 2, 2)).flatten()
+        tensor([7.])
+    """
 
     def forward(self, input):
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)

@@ -40,12 +40,52 @@ def _check_int(name, value):
         raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
 
 
+def _no_proj_size(kwargs, name):
+    if "proj_size" in kwargs:
+        raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+    if kwargs:
+        raise TypeError(
+            f"{name}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'"
+        )
+
+
 class RNNBase(Module):
-    """Shared machinery of ``RNN``, ``LSTM`` and ``GRU``: PyTorch's parameters
-    (``weight_ih_l{k}[_reverse]``, ``weight_hh_l{k}``, ``bias_ih_l{k}``, ``bias_hh_l{k}``,
-    ``weight_hr_l{k}`` with projections, registered in that order per layer and direction),
-    its initialisation, argument checks and the forward pass over padded, unbatched or packed
-    input."""
+    """Base class of :class:`RNN`, :class:`LSTM` and :class:`GRU`: the parameters, their
+    initialisation, the argument checks and the forward pass over padded, unbatched or
+    packed sequences.
+
+    Layer ``k``'s parameters are ``weight_ih_l{k}``, ``weight_hh_l{k}``,
+    ``bias_ih_l{k}``, ``bias_hh_l{k}`` (and ``weight_hr_l{k}`` for an LSTM with
+    projections), with a ``_reverse`` suffix for the backward direction, registered
+    in that order as in PyTorch, so state dicts are interchangeable.
+
+    Every weight and bias is initialised uniformly in ``+-1 / sqrt(hidden_size)``.
+
+    Args:
+        mode (str): ``'RNN_TANH'``, ``'RNN_RELU'``, ``'LSTM'`` or ``'GRU'``.
+        input_size (int): ``H_in``, the features of each input step.
+        hidden_size (int): ``H_out``, the features of the hidden state.
+        num_layers (int): the number of stacked layers, each fed the previous one's
+            output sequence. Default: ``1``.
+        bias (bool): learn the ``b_ih`` and ``b_hh`` biases. Default: ``True``.
+        batch_first (bool): input and output are ``(N, L, *)`` instead of
+            ``(L, N, *)`` (the hidden states keep their layout). Default: ``False``.
+        dropout (float): dropout on each layer's output except the last, in
+            training mode. Default: ``0.0``.
+        bidirectional (bool): also run each layer backwards in time and concatenate
+            the two directions' outputs. Default: ``False``.
+        proj_size (int): LSTM only: project the hidden state to this size.
+            Default: ``0``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Example::
+
+        >>> rnn = nn.RNNBase("GRU", 4, 8)
+        >>> [name for name, _ in rnn.named_parameters()]
+        ['weight_ih_l0', 'weight_hh_l0', 'bias_ih_l0', 'bias_hh_l0']
+    """
 
     def __init__(
         self,
@@ -80,6 +120,15 @@ class RNNBase(Module):
                 f"num_layers={num_layers}",
                 stacklevel=2,
             )
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(
+                f"batch_first should be of type bool, got: {type(batch_first).__name__}"
+            )
+        _check_int("input_size", input_size)
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
         _check_int("hidden_size", hidden_size)
         if hidden_size <= 0:
             raise ValueError("hidden_size must be greater than zero")
@@ -221,7 +270,10 @@ class RNNBase(Module):
             else:
                 states = None
         else:
-            if not isinstance(input, _C.Tensor):
+            # A type with __ferrograd_function__ (a jit.trace value) runs the same code.
+            if not isinstance(input, _C.Tensor) and not hasattr(
+                type(input), "__ferrograd_function__"
+            ):
                 raise TypeError(
                     f"{name}.forward(): input must be a Tensor or PackedSequence, "
                     f"not {type(input).__name__}"
@@ -312,9 +364,49 @@ class RNNBase(Module):
 
 
 class RNN(RNNBase):
-    """Elman RNN: ``h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)``, ``act`` tanh or
-    relu; input [T, N, input_size] (or [N, T, ...] with ``batch_first``, or unbatched
-    [T, input_size], or a ``PackedSequence``), returns ``(output, h_n)``."""
+    """Elman recurrent network with a tanh or ReLU nonlinearity. For each layer and step ``t``:
+    ``h_t = act(x_t @ W_ih.T + b_ih + h_(t-1) @ W_hh.T + b_hh)``.
+
+    ``forward(input, hx=None)`` returns ``(output, h_n)``; a missing ``hx`` starts
+    from zeros.
+
+    Every weight and bias is initialised uniformly in ``+-1 / sqrt(hidden_size)``.
+
+    Args:
+        input_size (int): ``H_in``, the features of each input step.
+        hidden_size (int): ``H_out``, the features of the hidden state.
+        num_layers (int): the number of stacked layers, each fed the previous one's
+            output sequence. Default: ``1``.
+        nonlinearity (str): ``'tanh'`` or ``'relu'``. Default: ``'tanh'``.
+        bias (bool): learn the ``b_ih`` and ``b_hh`` biases. Default: ``True``.
+        batch_first (bool): input and output are ``(N, L, *)`` instead of
+            ``(L, N, *)`` (the hidden states keep their layout). Default: ``False``.
+        dropout (float): dropout on each layer's output except the last, in
+            training mode. Default: ``0.0``.
+        bidirectional (bool): also run each layer backwards in time and concatenate
+            the two directions' outputs. Default: ``False``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        ``D`` is 2 when bidirectional, else 1.
+
+        - Input: ``(L, N, H_in)``, ``(N, L, H_in)`` with ``batch_first``, unbatched
+          ``(L, H_in)``, or a :class:`~ferrograd.nn.utils.rnn.PackedSequence`.
+        - hx: ``(D * num_layers, N, H_out)`` or ``(D * num_layers, H_out)``.
+        - Output: ``(L, N, D * H_out)`` (or batch first, unbatched, or packed as the
+          input): the last layer's hidden state at every step.
+        - h_n: the shape of ``hx``, the final hidden state of each layer and direction.
+
+    Example::
+
+        >>> rnn = nn.RNN(10, 20, num_layers=2)
+        >>> x, h0 = torch.ones(5, 3, 10), torch.zeros(2, 3, 20)
+        >>> out, hn = rnn(x, h0)
+        >>> out.shape, hn.shape
+        (ferrograd.Size([5, 3, 20]), ferrograd.Size([2, 3, 20]))
+    """
 
     def __init__(
         self,
@@ -328,7 +420,9 @@ class RNN(RNNBase):
         bidirectional=False,
         device=None,
         dtype=None,
+        **kwargs,
     ):
+        _no_proj_size(kwargs, "RNN")
         if nonlinearity == "tanh":
             mode = "RNN_TANH"
         elif nonlinearity == "relu":
@@ -345,8 +439,60 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
-    """Long short-term memory with PyTorch's gate order (i, f, g, o) and optional projection
-    (``proj_size``): returns ``(output, (h_n, c_n))``."""
+    """Long short-term memory network. For each layer and step ``t``, with the gates in
+    PyTorch's order (input, forget, cell, output)::
+
+        i = sigmoid(W_ii x + b_ii + W_hi h + b_hi)
+        f = sigmoid(W_if x + b_if + W_hf h + b_hf)
+        g = tanh(W_ig x + b_ig + W_hg h + b_hg)
+        o = sigmoid(W_io x + b_io + W_ho h + b_ho)
+        c' = f * c + i * g
+        h' = o * tanh(c')
+
+    With ``proj_size > 0`` the hidden state is projected, ``h' = W_hr h'``.
+    ``forward(input, hx=None)``, ``hx`` the pair ``(h_0, c_0)``, returns
+    ``(output, (h_n, c_n))``; missing states start from zeros.
+
+    Every weight and bias is initialised uniformly in ``+-1 / sqrt(hidden_size)``.
+
+    Args:
+        input_size (int): ``H_in``, the features of each input step.
+        hidden_size (int): ``H_out``, the features of the hidden state.
+        num_layers (int): the number of stacked layers, each fed the previous one's
+            output sequence. Default: ``1``.
+        bias (bool): learn the ``b_ih`` and ``b_hh`` biases. Default: ``True``.
+        batch_first (bool): input and output are ``(N, L, *)`` instead of
+            ``(L, N, *)`` (the hidden states keep their layout). Default: ``False``.
+        dropout (float): dropout on each layer's output except the last, in
+            training mode. Default: ``0.0``.
+        bidirectional (bool): also run each layer backwards in time and concatenate
+            the two directions' outputs. Default: ``False``.
+        proj_size (int): project the hidden state to this size (smaller than
+            ``hidden_size``); 0 for none. Default: ``0``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        ``D`` is 2 when bidirectional, else 1.
+
+        - Input: ``(L, N, H_in)``, ``(N, L, H_in)`` with ``batch_first``, unbatched
+          ``(L, H_in)``, or a :class:`~ferrograd.nn.utils.rnn.PackedSequence`.
+        - h_0: ``(D * num_layers, N, H_out)`` (``H_out`` is ``proj_size`` when set);
+          c_0: ``(D * num_layers, N, hidden_size)``; without ``N`` when unbatched.
+        - Output: ``(L, N, D * H_out)`` (or batch first, unbatched, or packed as the
+          input): the last layer's hidden state at every step.
+        - h_n, c_n: the shapes of ``h_0`` and ``c_0``, the final states.
+
+    Example::
+
+        >>> lstm = nn.LSTM(10, 20, batch_first=True, bidirectional=True)
+        >>> out, (hn, cn) = lstm(torch.ones(3, 5, 10))
+        >>> out.shape, hn.shape, cn.shape
+        (ferrograd.Size([3, 5, 40]), ferrograd.Size([2, 3, 20]), ferrograd.Size([2, 3, 20]))
+        >>> nn.LSTM(10, 20, proj_size=5)(torch.ones(5, 10))[0].shape
+        ferrograd.Size([5, 5])
+    """
 
     def __init__(
         self,
@@ -368,8 +514,52 @@ class LSTM(RNNBase):
 
 
 class GRU(RNNBase):
-    """Gated recurrent unit with PyTorch's gate order (r, z, n) and
-    ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``: returns ``(output, h_n)``."""
+    """Gated recurrent unit network. For each layer and step ``t``, with the gates in PyTorch's
+    order (reset, update, new)::
+
+        r = sigmoid(W_ir x + b_ir + W_hr h + b_hr)
+        z = sigmoid(W_iz x + b_iz + W_hz h + b_hz)
+        n = tanh(W_in x + b_in + r * (W_hn h + b_hn))
+        h' = (1 - z) * n + z * h
+
+    ``forward(input, hx=None)`` returns ``(output, h_n)``; a missing ``hx`` starts
+    from zeros.
+
+    Every weight and bias is initialised uniformly in ``+-1 / sqrt(hidden_size)``.
+
+    Args:
+        input_size (int): ``H_in``, the features of each input step.
+        hidden_size (int): ``H_out``, the features of the hidden state.
+        num_layers (int): the number of stacked layers, each fed the previous one's
+            output sequence. Default: ``1``.
+        bias (bool): learn the ``b_ih`` and ``b_hh`` biases. Default: ``True``.
+        batch_first (bool): input and output are ``(N, L, *)`` instead of
+            ``(L, N, *)`` (the hidden states keep their layout). Default: ``False``.
+        dropout (float): dropout on each layer's output except the last, in
+            training mode. Default: ``0.0``.
+        bidirectional (bool): also run each layer backwards in time and concatenate
+            the two directions' outputs. Default: ``False``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        ``D`` is 2 when bidirectional, else 1.
+
+        - Input: ``(L, N, H_in)``, ``(N, L, H_in)`` with ``batch_first``, unbatched
+          ``(L, H_in)``, or a :class:`~ferrograd.nn.utils.rnn.PackedSequence`.
+        - hx: ``(D * num_layers, N, H_out)`` or ``(D * num_layers, H_out)``.
+        - Output: ``(L, N, D * H_out)`` (or batch first, unbatched, or packed as the
+          input): the last layer's hidden state at every step.
+        - h_n: the shape of ``hx``, the final hidden state of each layer and direction.
+
+    Example::
+
+        >>> gru = nn.GRU(10, 20, num_layers=2)
+        >>> out, hn = gru(torch.ones(5, 3, 10))
+        >>> out.shape, hn.shape
+        (ferrograd.Size([5, 3, 20]), ferrograd.Size([2, 3, 20]))
+    """
 
     def __init__(
         self,
@@ -382,7 +572,9 @@ class GRU(RNNBase):
         bidirectional=False,
         device=None,
         dtype=None,
+        **kwargs,
     ):
+        _no_proj_size(kwargs, "GRU")
         super().__init__(
             "GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout,
             bidirectional, 0, device, dtype,
@@ -390,8 +582,27 @@ class GRU(RNNBase):
 
 
 class RNNCellBase(Module):
-    """Shared parameters (``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``), init and
-    checks of the single-step cells."""
+    """Base class of :class:`RNNCell`, :class:`LSTMCell` and :class:`GRUCell`: the parameters
+    ``weight_ih`` ``(num_chunks * hidden_size, input_size)``, ``weight_hh``
+    ``(num_chunks * hidden_size, hidden_size)``, ``bias_ih`` and ``bias_hh``
+    ``(num_chunks * hidden_size,)``, initialised uniformly in ``+-1 / sqrt(hidden_size)``.
+
+    Args:
+        input_size (int): the features of the input.
+        hidden_size (int): the features of the hidden state.
+        bias (bool): learn the biases.
+        num_chunks (int): the number of gates (1 for an RNN, 4 for an LSTM, 3 for a
+            GRU).
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Example::
+
+        >>> cell = nn.RNNCellBase(4, 8, True, 3)
+        >>> cell.weight_ih.shape, cell.weight_hh.shape, cell.bias_ih.shape
+        (ferrograd.Size([24, 4]), ferrograd.Size([24, 8]), ferrograd.Size([24]))
+    """
 
     _name = "RNNCellBase"
 
@@ -467,16 +678,43 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
-    """One Elman step: ``h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)``."""
+    """One step of an Elman RNN: ``h' = act(x @ W_ih.T + b_ih + h @ W_hh.T + b_hh)``.
+
+    ``forward(input, hx=None)`` returns ``h'``; a missing ``hx`` is zeros.
+
+    Args:
+        input_size (int): ``H_in``, the features of the input.
+        hidden_size (int): ``H_out``, the features of the hidden state.
+        bias (bool): learn the biases. Default: ``True``.
+        nonlinearity (str): ``'tanh'`` or ``'relu'``. Default: ``'tanh'``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        - Input: ``(N, H_in)`` or ``(H_in,)``.
+        - Hx: ``(N, H_out)`` or ``(H_out,)``.
+        - Output: ``(N, H_out)`` or ``(H_out,)``.
+
+    Example::
+
+        >>> cell = nn.RNNCell(10, 20)
+        >>> h = torch.zeros(3, 20)
+        >>> for x in torch.ones(6, 3, 10):
+        ...     h = cell(x, h)
+        >>> h.shape
+        ferrograd.Size([3, 20])
+    """
 
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
                  dtype=None):  # fmt: skip
-        if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
+        if self.nonlinearity not in ("tanh", "relu"):
+            # Checked here, as PyTorch does, not at construction.
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         input, (h,), is_batched = self._prepare(input, hx, 1)
         step = _rnn.make_step(
             "RNN_RELU" if self.nonlinearity == "relu" else "RNN_TANH", self.weight_hh,
@@ -487,7 +725,31 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
-    """One LSTM step (gate order i, f, g, o): returns ``(h', c')``."""
+    """One step of an LSTM (gate order input, forget, cell, output, as in :class:`LSTM`).
+
+    ``forward(input, hx=None)``, ``hx`` the pair ``(h, c)``, returns ``(h', c')``;
+    missing states are zeros.
+
+    Args:
+        input_size (int): ``H_in``, the features of the input.
+        hidden_size (int): ``H_out``, the features of the hidden and cell states.
+        bias (bool): learn the biases. Default: ``True``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        - Input: ``(N, H_in)`` or ``(H_in,)``.
+        - h, c: ``(N, H_out)`` or ``(H_out,)``.
+        - Output: ``(h', c')``, each ``(N, H_out)`` or ``(H_out,)``.
+
+    Example::
+
+        >>> cell = nn.LSTMCell(10, 20)
+        >>> h, c = cell(torch.ones(3, 10))
+        >>> h.shape, c.shape
+        (ferrograd.Size([3, 20]), ferrograd.Size([3, 20]))
+    """
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
@@ -500,7 +762,29 @@ class LSTMCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
-    """One GRU step (gate order r, z, n): returns ``h'``."""
+    """One step of a GRU (gate order reset, update, new, as in :class:`GRU`).
+
+    ``forward(input, hx=None)`` returns ``h'``; a missing ``hx`` is zeros.
+
+    Args:
+        input_size (int): ``H_in``, the features of the input.
+        hidden_size (int): ``H_out``, the features of the hidden state.
+        bias (bool): learn the biases. Default: ``True``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        - Input: ``(N, H_in)`` or ``(H_in,)``.
+        - Hx: ``(N, H_out)`` or ``(H_out,)``.
+        - Output: ``(N, H_out)`` or ``(H_out,)``.
+
+    Example::
+
+        >>> cell = nn.GRUCell(10, 20)
+        >>> cell(torch.ones(10)).shape
+        ferrograd.Size([20])
+    """
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)

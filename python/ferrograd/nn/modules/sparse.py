@@ -11,11 +11,12 @@ from .module import Module, Parameter
 __all__ = ["Embedding", "EmbeddingBag"]
 
 
-def _check_padding(padding_idx, num_embeddings):
+def _check_padding(padding_idx, num_embeddings, word="Padding_idx"):
     if padding_idx is None:
         return None
     if not -num_embeddings <= padding_idx < num_embeddings:
-        raise PaddingIdxError("Padding_idx must be within num_embeddings")
+        # Embedding's and EmbeddingBag's messages differ in case, as in PyTorch.
+        raise PaddingIdxError(f"{word} must be within num_embeddings")
     return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
 
 
@@ -34,8 +35,52 @@ def _init_weight(self, num_embeddings, embedding_dim, _weight, _freeze, dtype):
 
 
 class Embedding(Module):
-    """A lookup table of ``num_embeddings`` vectors of size ``embedding_dim``,
-    initialised from N(0, 1) with the ``padding_idx`` row zeroed."""
+    """A lookup table of ``num_embeddings`` vectors of size ``embedding_dim``: the input holds
+    indices, the output the rows they pick (see :func:`~ferrograd.nn.functional.embedding`).
+
+    :meth:`from_pretrained` builds one from an existing table.
+
+    Args:
+        num_embeddings (int): the number of rows.
+        embedding_dim (int): the size of each row.
+        padding_idx (int, optional): this row starts at zero and gets no gradient (a
+            negative index counts from the end). Default: ``None``.
+        max_norm (float, optional): each looked-up row whose ``norm_type``-norm
+            exceeds it is rescaled, in place, to that norm. Default: ``None``.
+        norm_type (float): the ``p`` of the ``max_norm`` norm. Default: ``2.0``.
+        scale_grad_by_freq (bool): divide each row's gradient by how often its index
+            occurs in the batch. Default: ``False``.
+        sparse (bool): sparse gradients; not supported, must be ``False``.
+            Default: ``False``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the table's dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter): ``(num_embeddings, embedding_dim)``, initialised from
+            N(0, 1).
+
+    Shape:
+        - Input: ``(*)``, int64 indices.
+        - Output: ``(*, embedding_dim)``.
+
+    Note:
+        ferrograd has no sparse tensors: ``sparse=True`` raises
+        ``NotImplementedError`` in the forward.
+
+    Example::
+
+        >>> emb = nn.Embedding(10, 3, padding_idx=0)
+        >>> emb(torch.tensor([[1, 2, 4], [4, 3, 0]])).shape
+        ferrograd.Size([2, 3, 3])
+        >>> emb.weight[0]
+        tensor([0., 0., 0.], grad_fn=<SelectBackward0>)
+        >>> table = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> nn.Embedding.from_pretrained(table)(torch.tensor([1, 0, 1]))
+        tensor([[3., 4.],
+                [1., 2.],
+                [3., 4.]])
+    """
 
     def __init__(
         self,
@@ -121,7 +166,44 @@ class Embedding(Module):
 
 
 class EmbeddingBag(Module):
-    """Sums, averages or maxes bags of embeddings (see ``F.embedding_bag``)."""
+    """Sums, averages or takes the maximum of bags of embeddings without materialising each
+    bag's rows (see :func:`~ferrograd.nn.functional.embedding_bag`).
+
+    Its ``forward(input, offsets=None, per_sample_weights=None)`` takes either a 2-d
+    ``input`` (one bag per row) or a 1-d ``input`` cut into bags at ``offsets``.
+
+    Args:
+        num_embeddings (int): the number of rows.
+        embedding_dim (int): the size of each row.
+        max_norm (float, optional): as in :class:`Embedding`. Default: ``None``.
+        norm_type (float): the ``p`` of the ``max_norm`` norm. Default: ``2.0``.
+        scale_grad_by_freq (bool): as in :class:`Embedding`. Default: ``False``.
+        mode (str): ``'sum'``, ``'mean'`` or ``'max'``. Default: ``'mean'``.
+        sparse (bool): sparse gradients; not supported. Default: ``False``.
+        include_last_offset (bool): ``offsets`` has one more entry, the end of the
+            last bag. Default: ``False``.
+        padding_idx (int, optional): entries of this index are left out of their bag.
+            Default: ``None``.
+        device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
+            the CPU. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the table's dtype. Default: the default dtype.
+
+    Attributes:
+        weight (Parameter): ``(num_embeddings, embedding_dim)``, from N(0, 1).
+
+    Shape:
+        - Input: ``(B, n)``, or ``(n,)`` with ``offsets`` ``(B,)``.
+        - Output: ``(B, embedding_dim)``.
+
+    Example::
+
+        >>> bag = nn.EmbeddingBag(10, 3, mode="sum")
+        >>> bag(torch.tensor([1, 2, 4, 5, 4, 3]), torch.tensor([0, 4])).shape
+        ferrograd.Size([2, 3])
+        >>> table = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> nn.EmbeddingBag.from_pretrained(table)(torch.tensor([[0, 1]]))
+        tensor([[2., 3.]])
+    """
 
     def __init__(
         self,
@@ -139,8 +221,7 @@ class EmbeddingBag(Module):
         dtype=None,
     ):
         super().__init__()
-        if mode not in ("sum", "mean", "max"):
-            raise ValueError("mode has to be one of sum, mean or max")
+        # An unknown mode is refused by forward (F.embedding_bag), as in PyTorch.
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.max_norm = max_norm
@@ -149,7 +230,7 @@ class EmbeddingBag(Module):
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset
-        self.padding_idx = _check_padding(padding_idx, num_embeddings)
+        self.padding_idx = _check_padding(padding_idx, num_embeddings, "padding_idx")
         _init_weight(self, num_embeddings, embedding_dim, _weight, False, dtype)
 
     def reset_parameters(self):

@@ -11,6 +11,7 @@ from ... import _C
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .._functional import attention as _attn
+from .activation import _AssertionValueError
 from .container import ModuleList
 from .module import Module, Parameter
 from .normalization import LayerNorm
@@ -69,12 +70,63 @@ def _param(shape, dtype):
 
 
 class MultiheadAttention(Module):
-    """Attention over ``num_heads`` heads of size ``embed_dim // num_heads`` with PyTorch's
-    parameters (``in_proj_weight``/``in_proj_bias`` packed q, k, v, or ``q_proj_weight``,
-    ``k_proj_weight``, ``v_proj_weight`` when ``kdim``/``vdim`` differ; ``out_proj``) and
-    initialisation (xavier-uniform projections, zero biases). ``forward(query, key, value)``
-    takes [L, N, E] ([N, L, E] with ``batch_first``, or unbatched [L, E]) and returns
-    ``(output, weights)``; bool masks mark with True what may not be attended."""
+    """Multi-head attention: the query, key and value are projected, split into ``num_heads``
+    heads of size ``embed_dim / num_heads``, each head computes scaled dot-product
+    attention, and the heads are joined and projected again.
+
+    ``forward(query, key, value, key_padding_mask=None, need_weights=True,
+    attn_mask=None, average_attn_weights=True, is_causal=False)`` returns
+    ``(output, weights)``; ``weights`` is ``None`` unless ``need_weights``. A bool
+    mask marks with True the positions that may not be attended; a float mask is
+    added to the scores (see
+    :func:`~ferrograd.nn.functional.multi_head_attention_forward`).
+
+    Args:
+        embed_dim (int): ``E``, the model's width.
+        num_heads (int): the number of heads; divides ``embed_dim``.
+        dropout (float): the dropout probability of the attention weights, in
+            training mode. Default: ``0.0``.
+        bias (bool): learn the projections' biases. Default: ``True``.
+        add_bias_kv (bool): learn a bias appended to the key and value sequences.
+            Default: ``False``.
+        add_zero_attn (bool): append a zero position to the keys and values.
+            Default: ``False``.
+        kdim (int, optional): the key's features. Default: ``embed_dim``.
+        vdim (int, optional): the value's features. Default: ``embed_dim``.
+        batch_first (bool): inputs and output are ``(N, L, E)`` instead of
+            ``(L, N, E)``. Default: ``False``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Attributes:
+        in_proj_weight (Parameter or None): ``(3 * E, E)``, the packed query, key and
+            value projections (when ``kdim`` and ``vdim`` equal ``E``), xavier-uniform.
+        q_proj_weight, k_proj_weight, v_proj_weight (Parameter or None): the separate
+            projections otherwise.
+        in_proj_bias (Parameter or None): ``(3 * E,)``, zeros.
+        out_proj (Module): the output projection, ``(E, E)`` with a zero bias.
+
+    Shape:
+        - Query: ``(L, N, E)``, ``(N, L, E)`` with ``batch_first``, or ``(L, E)``.
+        - Key: ``(S, N, kdim)``; value: ``(S, N, vdim)`` (same layout).
+        - key_padding_mask: ``(N, S)``; attn_mask: ``(L, S)`` or
+          ``(N * num_heads, L, S)``.
+        - Output: the query's shape; weights: ``(N, L, S)`` averaged over heads, or
+          ``(N, num_heads, L, S)``.
+
+    Example::
+
+        >>> mha = nn.MultiheadAttention(16, 4, batch_first=True)
+        >>> x = torch.ones(2, 5, 16)
+        >>> out, weights = mha(x, x, x)
+        >>> out.shape, weights.shape
+        (ferrograd.Size([2, 5, 16]), ferrograd.Size([2, 5, 5]))
+        >>> causal = nn.Transformer.generate_square_subsequent_mask(5)
+        >>> out, _ = mha(x, x, x, attn_mask=causal, need_weights=False)
+        >>> out.shape
+        ferrograd.Size([2, 5, 16])
+    """
 
     def __init__(
         self,
@@ -105,7 +157,8 @@ class MultiheadAttention(Module):
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
-            raise ValueError("embed_dim must be divisible by num_heads")
+            # PyTorch asserts; also a ValueError, so it survives `python -O`.
+            raise _AssertionValueError("embed_dim must be divisible by num_heads")
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = _param((embed_dim, embed_dim), dtype)
             self.k_proj_weight = _param((embed_dim, self.kdim), dtype)
@@ -207,9 +260,45 @@ def _get_activation(activation):
 
 
 class TransformerEncoderLayer(Module):
-    """Self-attention then a feed-forward block (``linear2(dropout(act(linear1(x))))``), each
-    with dropout, a residual connection and layer norm, applied after (default) or before
-    (``norm_first``) the block, as PyTorch's layer."""
+    """One encoder layer of the Transformer: self-attention, then a feed-forward block
+    ``linear2(dropout(activation(linear1(x))))``, each followed by dropout and a residual
+    connection, with a layer norm after each block (or before it with ``norm_first``).
+
+    ``forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False)``
+    returns the transformed sequence. The submodules have PyTorch's names
+    (``self_attn``, ``linear1``, ``linear2``, ``norm1``, ``norm2``), so state dicts
+    transfer.
+
+    Args:
+        d_model (int): ``E``, the features of each position.
+        nhead (int): the number of attention heads; divides ``d_model``.
+        dim_feedforward (int): the hidden size of the feed-forward block.
+            Default: ``2048``.
+        dropout (float): the dropout probability (attention weights, block outputs,
+            feed-forward hidden layer). Default: ``0.1``.
+        activation (str or callable): the feed-forward nonlinearity, ``'relu'``,
+            ``'gelu'`` or a callable. Default: ``relu``.
+        layer_norm_eps (float): the layer norms' ``eps``. Default: ``1e-5``.
+        batch_first (bool): inputs and outputs are ``(N, L, E)`` instead of
+            ``(L, N, E)``. Default: ``False``.
+        norm_first (bool): apply each layer norm before its block (pre-norm) instead
+            of after the residual addition (post-norm). Default: ``False``.
+        bias (bool): learn biases in the linear layers and layer norms.
+            Default: ``True``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        - src: ``(L, N, E)``, ``(N, L, E)`` with ``batch_first``, or ``(L, E)``.
+        - Output: the shape of ``src``.
+
+    Example::
+
+        >>> layer = nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32)
+        >>> layer(torch.ones(10, 2, 16)).shape
+        ferrograd.Size([10, 2, 16])
+    """
 
     def __init__(
         self,
@@ -287,8 +376,34 @@ def _is_causal_mask(mask):
 
 
 class TransformerEncoder(Module):
-    """``num_layers`` independent deep copies of ``encoder_layer`` applied in turn, then
-    ``norm`` if given."""
+    """A stack of ``num_layers`` encoder layers (independent deep copies of ``encoder_layer``)
+    applied in turn, then ``norm`` if given.
+
+    ``forward(src, mask=None, src_key_padding_mask=None, is_causal=None)`` returns the
+    encoded sequence.
+
+    Args:
+        encoder_layer (TransformerEncoderLayer): the layer to copy.
+        num_layers (int): the number of layers.
+        norm (Module, optional): a final normalisation. Default: ``None``.
+        enable_nested_tensor (bool): PyTorch's switch for its nested-tensor fast path;
+            kept, without effect (ferrograd has no nested tensors). Default: ``True``.
+        mask_check (bool): kept for PyTorch compatibility, without effect.
+            Default: ``True``.
+
+    Shape:
+        - src: ``(L, N, E)``, ``(N, L, E)`` with ``batch_first``, or ``(L, E)``.
+        - Output: the shape of ``src``.
+
+    Example::
+
+        >>> layer = nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32)
+        >>> encoder = nn.TransformerEncoder(layer, num_layers=3)
+        >>> encoder(torch.ones(10, 2, 16)).shape
+        ferrograd.Size([10, 2, 16])
+        >>> len(encoder.layers), encoder.layers[0] is layer
+        (3, False)
+    """
 
     def __init__(
         self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True
@@ -354,11 +469,48 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None):
 
 
 class TransformerDecoderLayer(Module):
-    """Self-attention over the target, attention over the encoder's ``memory``,
-    then the feed-forward block, each with dropout, a residual connection and
-    layer norm (after each block by default, before it with ``norm_first``), with
-    PyTorch's submodule names (``self_attn``, ``multihead_attn``, ``linear1``,
-    ``linear2``, ``norm1``-``norm3``) so state dicts transfer."""
+    """One decoder layer of the Transformer: self-attention over the target, attention over the
+    encoder's output (``memory``), then the feed-forward block, each followed by dropout and
+    a residual connection, with a layer norm after each block (or before it with
+    ``norm_first``).
+
+    ``forward(tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+    memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False)``
+    returns the transformed target. The submodules have PyTorch's names
+    (``self_attn``, ``multihead_attn``, ``linear1``, ``linear2``, ``norm1`` to
+    ``norm3``), so state dicts transfer.
+
+    Args:
+        d_model (int): ``E``, the features of each position.
+        nhead (int): the number of attention heads; divides ``d_model``.
+        dim_feedforward (int): the hidden size of the feed-forward block.
+            Default: ``2048``.
+        dropout (float): the dropout probability (attention weights, block outputs,
+            feed-forward hidden layer). Default: ``0.1``.
+        activation (str or callable): the feed-forward nonlinearity, ``'relu'``,
+            ``'gelu'`` or a callable. Default: ``relu``.
+        layer_norm_eps (float): the layer norms' ``eps``. Default: ``1e-5``.
+        batch_first (bool): inputs and outputs are ``(N, L, E)`` instead of
+            ``(L, N, E)``. Default: ``False``.
+        norm_first (bool): apply each layer norm before its block (pre-norm) instead
+            of after the residual addition (post-norm). Default: ``False``.
+        bias (bool): learn biases in the linear layers and layer norms.
+            Default: ``True``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        - tgt: ``(T, N, E)``, ``(N, T, E)`` with ``batch_first``, or ``(T, E)``.
+        - memory: ``(S, N, E)`` in the same layout.
+        - Output: the shape of ``tgt``.
+
+    Example::
+
+        >>> layer = nn.TransformerDecoderLayer(d_model=16, nhead=4, dim_feedforward=32)
+        >>> layer(torch.ones(7, 2, 16), torch.ones(10, 2, 16)).shape
+        ferrograd.Size([7, 2, 16])
+    """
 
     def __init__(
         self,
@@ -449,10 +601,31 @@ class TransformerDecoderLayer(Module):
 
 
 class TransformerDecoder(Module):
-    """``num_layers`` independent deep copies of ``decoder_layer`` applied in turn
-    to the target (each attending to ``memory``), then ``norm`` if given. A
-    ``tgt_mask`` equal to the square subsequent mask is detected as causal
-    when ``tgt_is_causal`` is None."""
+    """A stack of ``num_layers`` decoder layers (independent deep copies of ``decoder_layer``)
+    applied in turn to the target, each attending to ``memory``, then ``norm`` if given.
+
+    ``forward(tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+    memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False)``
+    returns the decoded target; a ``tgt_mask`` equal to the causal mask is detected
+    as causal when ``tgt_is_causal`` is ``None``.
+
+    Args:
+        decoder_layer (TransformerDecoderLayer): the layer to copy.
+        num_layers (int): the number of layers.
+        norm (Module, optional): a final normalisation. Default: ``None``.
+
+    Shape:
+        - tgt: ``(T, N, E)``, ``(N, T, E)`` with ``batch_first``, or ``(T, E)``.
+        - memory: ``(S, N, E)`` in the same layout.
+        - Output: the shape of ``tgt``.
+
+    Example::
+
+        >>> layer = nn.TransformerDecoderLayer(d_model=16, nhead=4, dim_feedforward=32)
+        >>> decoder = nn.TransformerDecoder(layer, num_layers=2, norm=nn.LayerNorm(16))
+        >>> decoder(torch.ones(7, 2, 16), torch.ones(10, 2, 16)).shape
+        ferrograd.Size([7, 2, 16])
+    """
 
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
@@ -491,12 +664,58 @@ class TransformerDecoder(Module):
 
 
 class Transformer(Module):
-    """The encoder-decoder model of "Attention Is All You Need": a
-    ``TransformerEncoder`` of ``num_encoder_layers`` layers and a
-    ``TransformerDecoder`` of ``num_decoder_layers``, each closed by a layer norm
-    (or ``custom_encoder``/``custom_decoder``); every parameter with more than one
-    dimension is then re-drawn with ``xavier_uniform_``, as in PyTorch.
-    ``forward(src, tgt)`` returns the decoder's output."""
+    """The encoder-decoder Transformer of "Attention Is All You Need": a
+    :class:`TransformerEncoder` of ``num_encoder_layers`` layers and a
+    :class:`TransformerDecoder` of ``num_decoder_layers`` layers, each closed by a layer
+    norm. After construction every parameter with more than one dimension is re-drawn with
+    ``xavier_uniform_``, as in PyTorch.
+
+    ``forward(src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+    src_key_padding_mask=None, tgt_key_padding_mask=None,
+    memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+    memory_is_causal=False)`` returns the decoder's output.
+    ``Transformer.generate_square_subsequent_mask(sz)`` builds the causal mask for
+    ``tgt_mask``.
+
+    Args:
+        d_model (int): ``E``, the features of each position. Default: ``512``.
+        nhead (int): the number of attention heads. Default: ``8``.
+        num_encoder_layers (int): the encoder's depth. Default: ``6``.
+        num_decoder_layers (int): the decoder's depth. Default: ``6``.
+        dim_feedforward (int): the feed-forward blocks' hidden size. Default: ``2048``.
+        dropout (float): the dropout probability. Default: ``0.1``.
+        activation (str or callable): the feed-forward nonlinearity. Default: ``relu``.
+        custom_encoder (Module, optional): used instead of the built encoder.
+            Default: ``None``.
+        custom_decoder (Module, optional): used instead of the built decoder.
+            Default: ``None``.
+        layer_norm_eps (float): the layer norms' ``eps``. Default: ``1e-5``.
+        batch_first (bool): inputs and output are ``(N, L, E)``. Default: ``False``.
+        norm_first (bool): pre-norm layers. Default: ``False``.
+        bias (bool): learn biases in the linear layers and layer norms.
+            Default: ``True``.
+        device (optional): accepted for PyTorch compatibility. Default: ``None``.
+        dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
+            dtype.
+
+    Shape:
+        - src: ``(S, N, E)``; tgt: ``(T, N, E)`` (batch first with ``batch_first``,
+          or without ``N`` unbatched).
+        - Output: ``(T, N, E)``.
+
+    Example::
+
+        >>> model = nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2,
+        ...                        num_decoder_layers=2, dim_feedforward=32)
+        >>> src, tgt = torch.ones(10, 3, 16), torch.ones(7, 3, 16)
+        >>> mask = nn.Transformer.generate_square_subsequent_mask(7)
+        >>> model(src, tgt, tgt_mask=mask).shape
+        ferrograd.Size([7, 3, 16])
+        >>> mask[:3, :3]
+        tensor([[0., -inf, -inf],
+                [0., 0., -inf],
+                [0., 0., 0.]])
+    """
 
     def __init__(
         self,

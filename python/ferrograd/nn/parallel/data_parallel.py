@@ -8,10 +8,29 @@ __all__ = ["DataParallel"]
 
 
 class DataParallel(Module):
-    """PyTorch's single-process multi-GPU wrapper. With no GPU present PyTorch
-    keeps only ``module`` (and an empty ``device_ids``) and calls it directly;
-    ferrograd has no GPU, so that is all it does. State dict keys carry the
-    ``module.`` prefix, as PyTorch's do."""
+    """PyTorch's single-process multi-GPU wrapper; on ferrograd, which has no GPU, it calls
+    ``module`` directly, as PyTorch does when no GPU is present.
+
+    State dict keys carry the ``module.`` prefix, as PyTorch's do, so checkpoints of
+    wrapped models load on either. For training over several processes use
+    :class:`~ferrograd.nn.parallel.DistributedDataParallel`.
+
+    Args:
+        module (Module): the module to wrap.
+        device_ids (list, optional): GPU ids; ignored (``device_ids`` is empty).
+            Default: ``None``.
+        output_device (optional): ignored. Default: ``None``.
+        dim (int): the batch dimension PyTorch would scatter along; ignored.
+            Default: ``0``.
+
+    Example::
+
+        >>> model = nn.DataParallel(nn.Linear(4, 2))
+        >>> model(torch.ones(3, 4)).shape
+        ferrograd.Size([3, 2])
+        >>> list(model.state_dict()), model.device_ids
+        (['module.weight', 'module.bias'], [])
+    """
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
         super().__init__()

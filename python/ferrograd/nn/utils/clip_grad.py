@@ -8,7 +8,13 @@ import warnings
 from ... import _C
 from ...autograd.grad_mode import no_grad
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
+__all__ = [
+    "clip_grad_norm_",
+    "clip_grad_norm",
+    "clip_grad_value_",
+    "get_total_norm",
+    "clip_grads_with_norm_",
+]
 
 
 def _tensor_list(tensors, warn_generator=True):
@@ -32,8 +38,29 @@ def _check_foreach(foreach):
 
 
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """The ``norm_type``-norm of all ``tensors`` together, as if concatenated
-    into one vector: the norm of their individual norms."""
+    """The ``norm_type``-norm of all ``tensors`` together, as if they were concatenated into
+    one vector (the norm of their individual norms).
+
+    Args:
+        tensors (Tensor or iterable of Tensors): the tensors, typically gradients.
+        norm_type (float): the norm's order; ``inf`` for the largest absolute value.
+            Default: ``2.0``.
+        error_if_nonfinite (bool): raise if the total is NaN or infinite.
+            Default: ``False``.
+        foreach (bool, optional): PyTorch's switch between its per-tensor and fused
+            kernels; accepted (``None``, ``True`` or ``False``), the result is the
+            same. Default: ``None``.
+
+    Returns:
+        Tensor: the total norm, a scalar (0 for no tensors).
+
+    Example::
+
+        >>> nn.utils.get_total_norm([torch.tensor([3.0]), torch.tensor([4.0])])
+        tensor(5.)
+        >>> nn.utils.get_total_norm([torch.tensor([3.0, -7.0])], norm_type=float("inf"))
+        tensor(7.)
+    """
     _check_foreach(foreach)
     tensors = _tensor_list(tensors, warn_generator=False)
     norm_type = float(norm_type)
@@ -56,7 +83,31 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
-    """Scales the gradients by ``min(1, max_norm / (total_norm + 1e-6))``."""
+    """Scales the gradients of ``parameters`` in place by
+    ``min(1, max_norm / (total_norm + 1e-6))``, given their total norm (from
+    :func:`get_total_norm`); the second half of :func:`clip_grad_norm_`.
+
+    Args:
+        parameters (Tensor or iterable of Tensors): the parameters whose ``.grad`` to
+            scale (those without one are skipped).
+        max_norm (float): the largest total norm allowed.
+        total_norm (Tensor): the gradients' total norm.
+        foreach (bool, optional): PyTorch's switch between its per-tensor and fused
+            kernels; accepted (``None``, ``True`` or ``False``), the result is the
+            same. Default: ``None``.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> p = nn.Parameter(torch.zeros(2))
+        >>> p.grad = torch.tensor([3.0, 4.0])
+        >>> total = nn.utils.get_total_norm([p.grad])
+        >>> nn.utils.clip_grads_with_norm_([p], 1.0, total)
+        >>> p.grad
+        tensor([0.6000, 0.8000])
+    """
     _check_foreach(foreach)
     parameters = _tensor_list(parameters, warn_generator=False)
     grads = [p.grad for p in parameters if p.grad is not None]
@@ -73,10 +124,36 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """Scales the gradients of ``parameters`` in place so that their total
-    ``norm_type``-norm (``inf`` for the max-abs) is at most ``max_norm``; returns
-    the total norm before clipping, as a tensor. ``error_if_nonfinite`` raises
-    on a NaN or infinite total instead of scaling by it."""
+    """Scales the gradients of ``parameters`` in place so that their total ``norm_type``-norm,
+    computed as if they were one vector, is at most ``max_norm``.
+
+    The scale factor is ``min(1, max_norm / (total_norm + 1e-6))``; call it between
+    ``backward()`` and the optimizer's ``step()``.
+
+    Args:
+        parameters (Tensor or iterable of Tensors): the parameters whose ``.grad`` to
+            clip (those without one are skipped; an empty generator warns).
+        max_norm (float): the largest total norm allowed.
+        norm_type (float): the norm's order; ``inf`` for the largest absolute value.
+            Default: ``2.0``.
+        error_if_nonfinite (bool): raise if the total norm is NaN or infinite instead
+            of scaling by it. Default: ``False``.
+        foreach (bool, optional): accepted for PyTorch compatibility, same result.
+            Default: ``None``.
+
+    Returns:
+        Tensor: the total norm of the gradients before clipping.
+
+    Example::
+
+        >>> model = nn.Linear(2, 1)
+        >>> model.weight.grad = torch.tensor([[3.0, 4.0]])
+        >>> model.bias.grad = torch.tensor([0.0])
+        >>> nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        tensor(5.)
+        >>> model.weight.grad
+        tensor([[0.6000, 0.8000]])
+    """
     parameters = _tensor_list(parameters)
     grads = [p.grad for p in parameters if p.grad is not None]
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
@@ -85,7 +162,26 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
-    """Clamps every gradient of ``parameters`` in place to ``[-clip_value, clip_value]``."""
+    """Clamps every gradient of ``parameters`` in place to ``[-clip_value, clip_value]``.
+
+    Args:
+        parameters (Tensor or iterable of Tensors): the parameters whose ``.grad`` to
+            clamp (those without one are skipped).
+        clip_value (float): the largest absolute value allowed.
+        foreach (bool, optional): accepted for PyTorch compatibility, same result.
+            Default: ``None``.
+
+    Returns:
+        None
+
+    Example::
+
+        >>> p = nn.Parameter(torch.zeros(3))
+        >>> p.grad = torch.tensor([-5.0, 0.5, 2.0])
+        >>> nn.utils.clip_grad_value_([p], clip_value=1.0)
+        >>> p.grad
+        tensor([-1.0000,  0.5000,  1.0000])
+    """
     _check_foreach(foreach)
     parameters = _tensor_list(parameters, warn_generator=False)
     clip_value = float(clip_value)
@@ -93,3 +189,14 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
         for p in parameters:
             if p.grad is not None:
                 p.grad.clamp_(min=-clip_value, max=clip_value)
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Deprecated alias of ``clip_grad_norm_`` (PyTorch keeps it, with this warning)."""
+    warnings.warn(
+        "`ferrograd.nn.utils.clip_grad_norm` is now deprecated in favor of "
+        "`ferrograd.nn.utils.clip_grad_norm_`.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)

@@ -8,14 +8,49 @@ __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
 
 def parameters_to_vector(parameters):
-    """Concatenates the flattened ``parameters`` into one 1-D tensor (differentiable)."""
+    """Concatenates the flattened ``parameters`` into one 1-d tensor (differentiable: gradients
+    flow back to the parameters).
+
+    Args:
+        parameters (iterable of Tensors): the parameters, e.g. ``model.parameters()``.
+
+    Returns:
+        Tensor: a 1-d tensor of ``sum(p.numel())`` elements.
+
+    Example::
+
+        >>> model = nn.Linear(3, 2)
+        >>> nn.utils.parameters_to_vector(model.parameters()).shape
+        ferrograd.Size([8])
+    """
     vec = [param.view(-1) for param in parameters]
     return _C.cat(vec)
 
 
 def vector_to_parameters(vec, parameters):
-    """Makes each of ``parameters`` a view of its consecutive slice of ``vec``
-    (its ``.data`` is replaced, so the Parameter objects stay the same)."""
+    """The inverse of :func:`parameters_to_vector`: each parameter becomes a view of its
+    consecutive slice of ``vec`` (its ``.data`` is replaced, so the parameter objects, and
+    the optimizers holding them, stay the same).
+
+    Args:
+        vec (Tensor): a 1-d tensor with at least ``sum(p.numel())`` elements.
+        parameters (iterable of Tensors): the parameters to overwrite.
+
+    Returns:
+        None
+
+    Raises:
+        TypeError: if ``vec`` is not a tensor.
+
+    Example::
+
+        >>> model = nn.Linear(2, 1)
+        >>> nn.utils.vector_to_parameters(torch.tensor([1.0, 2.0, 3.0]), model.parameters())
+        >>> model.weight, model.bias
+        (Parameter containing:
+        tensor([[1., 2.]], requires_grad=True), Parameter containing:
+        tensor([3.], requires_grad=True))
+    """
     if not isinstance(vec, _C.Tensor):
         from ..modules.module import typename
 

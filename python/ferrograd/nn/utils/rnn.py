@@ -24,7 +24,19 @@ _PackedSequenceBase = namedtuple(
 
 
 def invert_permutation(permutation):
-    """The permutation that undoes ``permutation`` (a 1-D int64 tensor), or None."""
+    """The permutation that undoes ``permutation``: ``inv[permutation[i]] = i``.
+
+    Args:
+        permutation (Tensor or None): a 1-d int64 permutation of ``0..n-1``.
+
+    Returns:
+        Tensor or None: the inverse (``None`` for ``None``).
+
+    Example::
+
+        >>> nn.utils.rnn.invert_permutation(torch.tensor([2, 0, 1]))
+        tensor([1, 2, 0])
+    """
     if permutation is None:
         return None
     perm = [int(i) for i in permutation.tolist()]
@@ -35,11 +47,37 @@ def invert_permutation(permutation):
 
 
 class PackedSequence(_PackedSequenceBase):
-    """A batch of sequences of different lengths stored time step by time step: ``data``
-    holds the rows of step 0 for every sequence, then step 1 for those still running, and so
-    on; ``batch_sizes[t]`` counts the rows of step ``t``. Sequences are ordered by decreasing
-    length; ``sorted_indices`` maps that order back to the caller's batch (None when the input
-    was already sorted). Build one with ``pack_padded_sequence`` or ``pack_sequence``."""
+    """A batch of sequences of different lengths, stored time step by time step, that the
+    recurrent layers (:class:`~ferrograd.nn.RNN`, :class:`~ferrograd.nn.LSTM`,
+    :class:`~ferrograd.nn.GRU`) run without computing the padding.
+
+    ``data`` holds the rows of step 0 of every sequence, then those of step 1 of the
+    sequences still running, and so on; ``batch_sizes[t]`` counts the rows of step
+    ``t``. The sequences are ordered by decreasing length; ``sorted_indices`` maps that
+    order to the caller's batch and ``unsorted_indices`` back (``None`` when the input
+    was already sorted). Build one with :func:`pack_padded_sequence` or
+    :func:`pack_sequence` rather than by hand; it is a named tuple of these four
+    fields.
+
+    Args:
+        data (Tensor): ``(sum of lengths, *)``, the packed rows (or a
+            ``(data, batch_sizes)`` pair, as PyTorch accepts).
+        batch_sizes (Tensor, optional): int64 ``(max length,)``. Default: ``None``.
+        sorted_indices (Tensor, optional): int64 ``(B,)``. Default: ``None``.
+        unsorted_indices (Tensor, optional): its inverse, computed when ``None``.
+            Default: ``None``.
+
+    Example::
+
+        >>> seqs = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([4.0, 5.0])]
+        >>> packed = nn.utils.rnn.pack_sequence(seqs)
+        >>> packed.data, packed.batch_sizes
+        (tensor([1., 4., 2., 5., 3.]), tensor([2, 2, 1]))
+        >>> steps = nn.utils.rnn.pack_sequence([torch.ones(3, 1), torch.ones(2, 1)])
+        >>> out, h = nn.RNN(1, 4)(steps)
+        >>> out.data.shape, out.batch_sizes, h.shape
+        (ferrograd.Size([5, 4]), tensor([2, 2, 1]), ferrograd.Size([1, 2, 4]))
+    """
 
     def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
         if unsorted_indices is None:
@@ -82,9 +120,34 @@ def _lengths_list(lengths):
 
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
-    """Packs a padded batch [T, B, *] ([B, T, *] with ``batch_first``) whose sequence ``b`` has
-    ``lengths[b]`` valid steps. With ``enforce_sorted`` the lengths must be non-increasing;
-    otherwise the batch is sorted and the permutation kept in the result."""
+    """Packs a padded batch of sequences into a :class:`PackedSequence`.
+
+    Args:
+        input (Tensor): ``(T, B, *)``, or ``(B, T, *)`` with ``batch_first``; sequence
+            ``b`` has ``lengths[b]`` valid steps, the rest is padding.
+        lengths (Tensor or list of int): ``(B,)``, each sequence's length, positive
+            and at most ``T``.
+        batch_first (bool): ``input`` is ``(B, T, *)``. Default: ``False``.
+        enforce_sorted (bool): require non-increasing ``lengths``; with ``False`` the
+            batch is sorted and the permutation kept in the result. Default: ``True``.
+
+    Returns:
+        PackedSequence: the packed batch.
+
+    Raises:
+        RuntimeError: for unsorted lengths with ``enforce_sorted``, a non-positive
+            length or one longer than ``T``.
+
+    Example::
+
+        >>> padded = torch.tensor([[1.0, 4.0], [2.0, 5.0], [3.0, 0.0]])
+        >>> packed = nn.utils.rnn.pack_padded_sequence(padded, [3, 2])
+        >>> packed.data, packed.batch_sizes
+        (tensor([1., 4., 2., 5., 3.]), tensor([2, 2, 1]))
+        >>> nn.utils.rnn.pack_padded_sequence(padded.T, [2, 3], batch_first=True,
+        ...                                   enforce_sorted=False).sorted_indices
+        tensor([1, 0])
+    """
     lens = _lengths_list(lengths)
     batch_dim = 0 if batch_first else 1
     if enforce_sorted:
@@ -130,9 +193,28 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
-    """Unpacks a ``PackedSequence`` into a padded tensor [T, B, *] ([B, T, *] with
-    ``batch_first``) in the caller's batch order, padded with ``padding_value`` up to
-    ``total_length`` steps if given; returns ``(padded, lengths)``."""
+    """Unpacks a :class:`PackedSequence` into a padded batch, in the caller's batch order: the
+    inverse of :func:`pack_padded_sequence`.
+
+    Args:
+        sequence (PackedSequence): the packed batch.
+        batch_first (bool): return ``(B, T, *)`` instead of ``(T, B, *)``.
+            Default: ``False``.
+        padding_value (float): the value of the padding. Default: ``0.0``.
+        total_length (int, optional): pad to this many steps (at least the longest
+            length), e.g. to restore the original ``T``. Default: ``None``.
+
+    Returns:
+        tuple: ``(padded, lengths)``, ``lengths`` an int64 ``(B,)`` tensor.
+
+    Example::
+
+        >>> seqs = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([4.0, 5.0])]
+        >>> packed = nn.utils.rnn.pack_sequence(seqs)
+        >>> nn.utils.rnn.pad_packed_sequence(packed, batch_first=True, padding_value=-1.0)
+        (tensor([[ 1.,  2.,  3.],
+                [ 4.,  5., -1.]]), tensor([3, 2]))
+    """
     data, batch_sizes_t, sorted_indices, unsorted_indices = sequence
     batch_sizes = [int(b) for b in batch_sizes_t.tolist()]
     steps, batch = len(batch_sizes), batch_sizes[0]
@@ -166,8 +248,28 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
-    """Stacks tensors [L_i, *] into [max L, B, *] ([B, max L, *] with ``batch_first``), each
-    padded with ``padding_value`` on ``padding_side`` ('right' or 'left')."""
+    """Stacks tensors of different lengths into one padded batch.
+
+    Args:
+        sequences (list of Tensors): ``(L_i, *)`` each, the same trailing shape.
+        batch_first (bool): return ``(B, max L, *)`` instead of ``(max L, B, *)``.
+            Default: ``False``.
+        padding_value (float): the value of the padding. Default: ``0.0``.
+        padding_side (str): ``'right'`` (pad after) or ``'left'``. Default: ``'right'``.
+
+    Returns:
+        Tensor: ``(max L, B, *)`` or ``(B, max L, *)``.
+
+    Example::
+
+        >>> seqs = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([4.0])]
+        >>> nn.utils.rnn.pad_sequence(seqs, batch_first=True)
+        tensor([[1., 2., 3.],
+                [4., 0., 0.]])
+        >>> nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_side="left")
+        tensor([[1., 2., 3.],
+                [0., 0., 4.]])
+    """
     if padding_side not in ("left", "right"):
         raise ValueError(
             f"Expected padding_side to be one of left or right, but got {padding_side}."
@@ -195,7 +297,24 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
-    """Splits a padded batch back into a list of tensors of the given lengths."""
+    """Splits a padded batch back into a list of tensors of the given lengths, the inverse of
+    :func:`pad_sequence`.
+
+    Args:
+        padded_sequences (Tensor): ``(T, B, *)``, or ``(B, T, *)`` with
+            ``batch_first``.
+        lengths (Tensor or list of int): ``(B,)``, each sequence's length.
+        batch_first (bool): the batch dimension comes first. Default: ``False``.
+
+    Returns:
+        list of Tensors: ``(lengths[b], *)`` each.
+
+    Example::
+
+        >>> padded = torch.tensor([[1.0, 2.0, 3.0], [4.0, 0.0, 0.0]])
+        >>> nn.utils.rnn.unpad_sequence(padded, torch.tensor([3, 1]), batch_first=True)
+        [tensor([1., 2., 3.]), tensor([4.])]
+    """
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
     return [
@@ -204,13 +323,43 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
 
 
 def pack_sequence(sequences, enforce_sorted=True):
-    """Packs a list of tensors [L_i, *] (sorted by decreasing length unless
-    ``enforce_sorted=False``) into a ``PackedSequence``."""
+    """Packs a list of tensors of different lengths into a :class:`PackedSequence`
+    (:func:`pad_sequence` then :func:`pack_padded_sequence`).
+
+    Args:
+        sequences (list of Tensors): ``(L_i, *)`` each.
+        enforce_sorted (bool): require decreasing lengths; with ``False`` any order
+            is accepted. Default: ``True``.
+
+    Returns:
+        PackedSequence: the packed batch.
+
+    Example::
+
+        >>> seqs = [torch.tensor([1.0]), torch.tensor([2.0, 3.0])]
+        >>> nn.utils.rnn.pack_sequence(seqs, enforce_sorted=False).data
+        tensor([2., 1., 3.])
+    """
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
 def unpack_sequence(packed_sequences):
-    """The list of tensors a ``PackedSequence`` was built from, in the caller's order."""
+    """The list of tensors a :class:`PackedSequence` was built from, in the caller's order: the
+    inverse of :func:`pack_sequence`.
+
+    Args:
+        packed_sequences (PackedSequence): the packed batch.
+
+    Returns:
+        list of Tensors: ``(L_i, *)`` each.
+
+    Example::
+
+        >>> seqs = [torch.tensor([1.0]), torch.tensor([2.0, 3.0])]
+        >>> packed = nn.utils.rnn.pack_sequence(seqs, enforce_sorted=False)
+        >>> nn.utils.rnn.unpack_sequence(packed)
+        [tensor([1.]), tensor([2., 3.])]
+    """
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)

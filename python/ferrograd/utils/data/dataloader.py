@@ -8,7 +8,9 @@ import math
 import multiprocessing
 import os
 import queue
+import signal
 import sys
+import time
 
 import numpy as np
 
@@ -20,6 +22,17 @@ from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
+
+# How often a waiting loader checks that its workers are alive (seconds).
+_DEATH_CHECK_S = 0.2
+
+
+def _signal_name(sig):
+    try:
+        return signal.strsignal(sig) or f"signal {sig}"
+    except ValueError:
+        return f"signal {sig}"
+
 
 default_collate = _collate.default_collate
 default_convert = _collate.default_convert
@@ -372,20 +385,42 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._try_put_index()
 
     def _try_get_data(self, timeout):
-        try:
-            return True, self._data_queue.get(timeout=timeout)
-        except queue.Empty:
-            failed = [
-                w for i, w in enumerate(self._workers)
-                if self._workers_status[i] and not w.is_alive()
-            ]  # fmt: skip
-            if failed:
-                pids = ", ".join(str(w.pid) for w in failed)
-                self._shutdown_workers(wait=False)
-                raise RuntimeError(
-                    f"DataLoader worker (pid(s) {pids}) exited unexpectedly"
-                ) from None
-            return False, None
+        # Waits in short slices so a dead worker is reported within a fraction of a
+        # second whatever the timeout (PyTorch learns it from SIGCHLD); a batch that
+        # arrives ends the wait at once.
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return True, self._data_queue.get(timeout=max(0.0, min(left, _DEATH_CHECK_S)))
+            except queue.Empty:
+                pass
+            self._raise_if_a_worker_died()
+            if left <= _DEATH_CHECK_S:
+                return False, None
+
+    def _raise_if_a_worker_died(self):
+        for i, w in enumerate(self._workers):
+            if not self._workers_status[i] or w.is_alive():
+                continue
+            code = w.exitcode
+            self._shutdown_workers(wait=False)
+            if code is not None and code < 0:
+                # PyTorch's words (its SIGCHLD handler's), with the signal's name.
+                name = _signal_name(-code)
+                msg = f"DataLoader worker (pid {w.pid}) is killed by signal: {name}. "
+                if -code == signal.SIGBUS:
+                    msg += (
+                        "It is possible that dataloader's workers are out of shared memory. "
+                        "Please try to raise your shared memory limit."
+                    )
+            else:
+                msg = (
+                    f"DataLoader worker (pid {w.pid}) exited unexpectedly with exit code "
+                    f"{code}. Details are lost due to multiprocessing. Rerunning with "
+                    "num_workers=0 may give better error trace."
+                )
+            raise RuntimeError(msg) from None
 
     def _get_data(self):
         if self._timeout > 0:

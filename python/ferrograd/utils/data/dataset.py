@@ -169,7 +169,7 @@ class Subset(Dataset):
 
 
 def random_split(dataset, lengths, generator=None):
-    """Splits ``dataset`` into non-overlapping random ``Subset``s of the given
+    """Splits ``dataset`` into non-overlapping random ``Subset`` objects of the given
     lengths, or of fractions of its length summing to 1 (the remainder of the
     floors going one by one to the first splits, as PyTorch's)."""
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:

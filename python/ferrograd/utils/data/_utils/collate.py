@@ -20,12 +20,18 @@ default_collate_err_msg_format = (
 )
 
 
+_KEPT = {np.dtype(t) for t in (np.float16, np.float32, np.float64, np.uint8, np.int8, np.int16,
+                               np.int32, np.int64, np.bool_)}  # fmt: skip
+
+
 def _np_to_tensor(a):
-    # ferrograd has four dtypes: other NumPy numbers widen to the nearest one.
-    if a.dtype.kind == "f":
-        a = a.astype(np.float64 if a.dtype.itemsize > 4 else np.float32, copy=False)
-    elif a.dtype.kind in "iu":
-        a = a.astype(np.int64, copy=False)
+    # NumPy types ferrograd has keep their dtype, as in PyTorch; the others
+    # (uint16-64, longdouble) widen to int64/float64.
+    if a.dtype not in _KEPT:
+        if a.dtype.kind == "f":
+            a = a.astype(np.float64, copy=False)
+        elif a.dtype.kind in "iu":
+            a = a.astype(np.int64, copy=False)
     return _fg.tensor(np.ascontiguousarray(a))
 
 

@@ -1,0 +1,51 @@
+"""Handing a Python-level ``ferrograd`` function to the ``__ferrograd_function__``
+protocol of an argument's type.
+
+The Rust bindings dispatch on their own (``src/py/dispatch.rs``). Functions
+written in Python that route such arguments themselves (convolution, pooling,
+``embedding``) send vmap's ``BatchedTensor`` to its batching rules and every
+other type with the protocol (meta tensors, ``jit.trace``'s tracing values)
+here, naming the public function so the type can find its own rule.
+"""
+
+from __future__ import annotations
+
+from ._C import Tensor
+
+__all__ = ["dispatch", "has_protocol", "is_batched"]
+
+
+def _flat(values):
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            yield from _flat(v)
+        else:
+            yield v
+
+
+def has_protocol(*values):
+    """Whether any of ``values`` (nested lists and tuples too) asks for dispatch."""
+    return any(
+        not isinstance(v, Tensor) and hasattr(type(v), "__ferrograd_function__")
+        for v in _flat(values)
+    )
+
+
+def is_batched(*values):
+    """Whether any of ``values`` is a vmap ``BatchedTensor``."""
+    from .func._batched import BatchedTensor
+
+    return any(isinstance(v, BatchedTensor) for v in _flat(values))
+
+
+def dispatch(func, args, kwargs=None):
+    """``type(arg).__ferrograd_function__(func, types, args, kwargs)`` for the
+    first argument whose type defines the protocol."""
+    kwargs = kwargs or {}
+    values = list(_flat(args)) + list(_flat(kwargs.values()))
+    types = tuple(
+        type(v)
+        for v in values
+        if not isinstance(v, Tensor) and hasattr(type(v), "__ferrograd_function__")
+    )
+    return types[0].__ferrograd_function__(func, types, tuple(args), kwargs)

@@ -1,0 +1,83 @@
+"""Factories: tensors made from sizes, ranges, data or another tensor's
+shape, and the random ones (drawn from PyTorch's mt19937 stream)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .schema import (
+    ALL,
+    CUSTOM,
+    FORWARD,
+    FUNCTION,
+    METHOD,
+    NONE,
+    OPEN01,
+    POSITIVE,
+    VMAP,
+    Op,
+    Sample,
+    T,
+    fixed,
+)
+
+OPS: list[Op] = []
+RANDOM = "random: the values are PyTorch's mt19937 stream, checked value by value in tests/test_random_compat.py"
+
+
+def _c(name, doc, ref, sample, *, surfaces=(FUNCTION,), rule=None, **kw):
+    OPS.append(Op(name, "creation", doc, surfaces=surfaces, dtypes=ALL, differentiable=False,
+                  batching=CUSTOM if rule else NONE, batching_rule=rule, sample=sample, ref=ref,
+                  **kw))
+
+
+NO_TENSOR = "it takes no tensor, so there is nothing to batch"
+_c("zeros", "A tensor of `size` filled with 0.", lambda *s: np.zeros(s), fixed(2, 3),
+   refuse={VMAP: NO_TENSOR})
+_c("ones", "A tensor of `size` filled with 1.", lambda *s: np.ones(s), fixed(2, 3),
+   refuse={VMAP: NO_TENSOR})
+_c("full", "A tensor of `size` filled with `fill_value`.", lambda s, v: np.full(s, v), fixed((2, 3), 1.5),
+   refuse={VMAP: NO_TENSOR})
+_c("arange", "Values from `start` to `end` (excluded) in steps of `step`.", np.arange,
+   fixed(0.0, 2.0, 0.5), refuse={VMAP: NO_TENSOR})
+_c("linspace", "`steps` values evenly spaced from `start` to `end` (both included).", np.linspace,
+   fixed(-1.0, 2.0, 7), refuse={VMAP: NO_TENSOR})
+_c("logspace", "`steps` values evenly spaced on a log scale from `base**start` to `base**end`.",
+   np.logspace, fixed(-1.0, 2.0, 5), refuse={VMAP: NO_TENSOR})
+_c("eye", "The identity matrix of `n` rows (and `m` columns).", np.eye, fixed(3, 4),
+   refuse={VMAP: NO_TENSOR})
+_c("zeros_like", "Zeros of `input`'s shape and dtype.", np.zeros_like, fixed(T((2, 3))), rule="_like")
+_c("ones_like", "Ones of `input`'s shape and dtype.", np.ones_like, fixed(T((2, 3))), rule="_like")
+_c("full_like", "`fill_value` in `input`'s shape and dtype.", np.full_like, fixed(T((2, 3)), 2.5),
+   rule="_like")
+_c("empty_like", "An uninitialised tensor of `input`'s shape and dtype.", None, fixed(T((2, 3))),
+   rule="_like", refuse={FORWARD: "its values are uninitialised memory"})
+_c("empty", "An uninitialised tensor of `size`.", None, fixed(2, 3),
+   refuse={FORWARD: "its values are uninitialised memory", VMAP: NO_TENSOR})
+_c("tensor", "A tensor copied from `data` (nested lists, numbers, NumPy arrays).", np.array,
+   fixed([[1.0, 2.0], [3.0, 4.5]]), refuse={VMAP: NO_TENSOR})
+_c("tril_indices", "The indices of the lower triangle of a `row` x `col` matrix.",
+   lambda r, c, offset=0: np.stack(np.tril_indices(r, offset, c)), fixed(3, 4), refuse={VMAP: NO_TENSOR})
+_c("triu_indices", "The indices of the upper triangle of a `row` x `col` matrix.",
+   lambda r, c, offset=0: np.stack(np.triu_indices(r, offset, c)), fixed(3, 4), refuse={VMAP: NO_TENSOR})
+
+for _name, _doc, _args in (
+    ("rand", "Uniform random values in [0, 1) of `size`.", (2, 3)),
+    ("randn", "Standard normal random values of `size`.", (2, 3)),
+    ("randint", "Random integers in [`low`, `high`) of `size`.", (0, 5, (2, 3))),
+    ("randperm", "A random permutation of 0..n-1.", (5,)),
+):
+    _c(_name, _doc, None, fixed(*_args), refuse={FORWARD: RANDOM, VMAP: NO_TENSOR})
+for _name, _doc in (
+    ("rand_like", "Uniform random values in [0, 1) of `input`'s shape and dtype."),
+    ("randn_like", "Standard normal random values of `input`'s shape and dtype."),
+):
+    _c(_name, _doc, None, fixed(T((2, 3))), rule="_random_like", refuse={FORWARD: RANDOM})
+_c("bernoulli", "Draws 0 or 1 with probabilities `input`.", None,
+   fixed(T((2, 3), domain=OPEN01, grad=False)), surfaces=(FUNCTION, METHOD), refuse={FORWARD: RANDOM},
+   rule="_random_like")
+_c("multinomial", "Draws `num_samples` category indices per row of weights `input`.", None,
+   Sample("fixed", (T((2, 3), domain=POSITIVE, grad=False), 2)), surfaces=(FUNCTION, METHOD),
+   refuse={FORWARD: RANDOM, VMAP: "randomness differs per sample: draw outside vmap"})
+_c("normal", "Normal random values with means `mean` and standard deviations `std`.", None,
+   fixed(0.0, 1.0, (2, 3)), refuse={FORWARD: RANDOM, VMAP: NO_TENSOR})

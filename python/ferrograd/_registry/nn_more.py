@@ -1,0 +1,142 @@
+"""The rest of ``nn.functional``: 1-D and 3-D convolution and pooling,
+transposed convolution, resampling, unfold/fold, shuffles, the other
+normalizations and losses, dropout, and the in-place forms of activations."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _refs
+from .nn_ops import _f
+from .schema import (
+    AWAY0,
+    CUSTOM,
+    F_FUNCTION,
+    FORWARD,
+    FUNCTION,
+    POSITIVE,
+    VMAP,
+    Domain,
+    Sample,
+    T,
+    fixed,
+    ints,
+)
+
+OPS = []  # collected through nn_ops._f into nn_ops.OPS
+FF = (F_FUNCTION, FUNCTION)
+
+
+def _rule(name):
+    return {"batching": CUSTOM, "batching_rule": name}
+
+
+# ----- convolution ---------------------------------------------------------------------------
+
+_f("conv3d", "conv", "3-D cross-correlation of `input` (N, C, D, H, W) with `weight` (O, C/groups, kD, kH, kW).",
+   _refs.conv3d, fixed(T((1, 2, 3, 3, 3)), T((2, 2, 2, 2, 2)), T((2,))), surfaces=FF, **_rule("conv"))
+_f("conv_transpose1d", "conv", "1-D transposed convolution (the gradient of conv1d with respect to its input).",
+   lambda x, w, b=None, stride=1: _refs.conv_transpose2d(x[:, :, None], w[:, :, None], b, stride)[:, :, 0],
+   fixed(T((1, 2, 3)), T((2, 3, 2)), T((3,))), surfaces=FF, **_rule("conv"))
+_f("conv_transpose2d", "conv", "2-D transposed convolution (the gradient of conv2d with respect to its input).",
+   _refs.conv_transpose2d, fixed(T((1, 2, 3, 3)), T((2, 3, 2, 2)), T((3,))), surfaces=FF, **_rule("conv"))
+
+# ----- pooling -------------------------------------------------------------------------------
+
+_UNIQ = {"unique": 0.01}
+_f("max_pool1d", "pool", "1-D max pooling over `kernel_size` windows.",
+   lambda x, k: _refs.pool1d(x, k, np.max), Sample("fixed", (T((1, 2, 6)), 2), **_UNIQ), surfaces=FF,
+   **_rule("pool"))
+_f("avg_pool1d", "pool", "1-D average pooling over `kernel_size` windows.",
+   lambda x, k: _refs.pool1d(x, k, np.mean), fixed(T((1, 2, 6)), 2), surfaces=FF, **_rule("pool"))
+_f("max_pool3d", "pool", "3-D max pooling over `kernel_size` windows.",
+   lambda x, k: _refs.pool3d(x, k, np.max), Sample("fixed", (T((1, 1, 4, 4, 4)), 2), **_UNIQ), surfaces=FF,
+   **_rule("pool"))
+_f("avg_pool3d", "pool", "3-D average pooling over `kernel_size` windows.",
+   lambda x, k: _refs.pool3d(x, k, np.mean), fixed(T((1, 1, 4, 4, 4)), 2), **_rule("pool"))
+_f("adaptive_avg_pool1d", "pool", "1-D average pooling to a fixed `output_size`.",
+   lambda x, s: _refs.adaptive_pool1d(x, s, np.mean), fixed(T((1, 2, 7)), 3), surfaces=FF, **_rule("pool"))
+_f("adaptive_max_pool1d", "pool", "1-D max pooling to a fixed `output_size`.",
+   lambda x, s: _refs.adaptive_pool1d(x, s, np.max), Sample("fixed", (T((1, 2, 7)), 3), **_UNIQ),
+   surfaces=FF, **_rule("pool"))
+_f("adaptive_max_pool2d", "pool", "2-D max pooling to a fixed `output_size`.",
+   lambda x, s: _refs.adaptive_pool1d(_refs.adaptive_pool1d(x, s, np.max).swapaxes(-1, -2), s, np.max)
+   .swapaxes(-1, -2), Sample("fixed", (T((1, 2, 5, 5)), 2), **_UNIQ),
+   nodes={"AdaptiveMaxPool2DBackward0": ()}, **_rule("pool"))
+_f("adaptive_avg_pool3d", "pool", "3-D average pooling to a fixed `output_size`.",
+   lambda x, s: _refs.pool3d(x, x.shape[-1] // s, np.mean), fixed(T((1, 1, 4, 4, 4)), 2), **_rule("pool"))
+_f("adaptive_max_pool3d", "pool", "3-D max pooling to a fixed `output_size`.",
+   lambda x, s: _refs.pool3d(x, x.shape[-1] // s, np.max), Sample("fixed", (T((1, 1, 4, 4, 4)), 2), **_UNIQ),
+   **_rule("pool"))
+_f("lp_pool1d", "pool", "1-D power-average pooling: (sum of x^p over each window)^(1/p).",
+   lambda x, p, k: _refs.pool1d(x ** p, k, np.sum) ** (1 / p),
+   fixed(T((1, 2, 6), domain=POSITIVE), 2.0, 2), **_rule("pool"))
+_f("lp_pool2d", "pool", "2-D power-average pooling: (sum of x^p over each window)^(1/p).",
+   lambda x, p, k: (_refs.avg_pool2d(x ** p, k) * k * k) ** (1 / p),
+   fixed(T((1, 2, 4, 4), domain=POSITIVE), 2.0, 2), **_rule("pool"))
+_f("interpolate", "resample", "Resizes `input` to `size` or by `scale_factor` (nearest, linear, bilinear, "
+   "bicubic, trilinear, area).", lambda x, scale_factor: _refs.interpolate_nearest(x, scale_factor),
+   Sample("fixed", (T((1, 2, 2, 3)),), {"scale_factor": 2}), **_rule("interpolate"))
+_f("unfold", "resample", "Extracts sliding `kernel_size` blocks of a batched image as columns (im2col).",
+   _refs.unfold, fixed(T((1, 2, 3, 3)), 2), **_rule("unfold"))
+_f("fold", "resample", "Sums columns of sliding blocks back into an image (col2im), the adjoint of unfold.",
+   _refs.fold, fixed(T((1, 8, 4)), (3, 3), 2), **_rule("unfold"))
+_f("pixel_shuffle", "resample", "Rearranges (N, C*r^2, H, W) into (N, C, H*r, W*r).", _refs.pixel_shuffle,
+   fixed(T((1, 8, 2, 3)), 2), surfaces=FF, **_rule("view"))
+_f("pixel_unshuffle", "resample", "Rearranges (N, C, H*r, W*r) into (N, C*r^2, H, W).", _refs.pixel_unshuffle,
+   fixed(T((1, 2, 4, 6)), 2), surfaces=FF, **_rule("view"))
+
+# ----- normalization, distances, linear ------------------------------------------------------
+
+_f("instance_norm", "norm", "Normalizes each channel of each sample over its spatial dimensions.",
+   _refs.instance_norm, fixed(T((2, 3, 4))), surfaces=FF, **_rule("instance_norm"))
+_f("local_response_norm", "norm", "Normalizes each channel by the squares of its `size` neighbours.",
+   _refs.local_response_norm, fixed(T((2, 4, 3)), 3), **_rule("local_response_norm"))
+_f("rms_norm", "norm", "Divides by the root mean square over the last dimensions, then scales.",
+   _refs.rms_norm, fixed(T((2, 3)), (3,), T((3,))), **_rule("rms_norm"))
+_f("pairwise_distance", "distance", "The p-norm of `x1 - x2 + eps` over the last dimension.",
+   _refs.pairwise_distance, fixed(T((2, 3)), T((2, 3))), surfaces=FF)
+_f("pdist", "distance", "Euclidean distances between every pair of rows of `input`.", _refs.pdist,
+   fixed(T((4, 3))), surfaces=FF, **_rule("pdist"))
+_f("bilinear", "linear", "x1^T A x2 + b for each output feature.", _refs.bilinear,
+   fixed(T((2, 3)), T((2, 4)), T((5, 3, 4)), T((5,))), surfaces=FF, **_rule("bilinear"))
+_f("one_hot", "embedding", "A one-hot encoding of the integer tensor `tensor` (int64).", _refs.one_hot,
+   fixed(T((2, 3), domain=ints(0, 4), dtype="int64"), 4), differentiable=False, **_rule("one_hot"))
+
+# ----- more losses ---------------------------------------------------------------------------
+
+_f("margin_ranking_loss", "loss", "max(0, -y (x1 - x2) + margin), averaged.",
+   _refs.margin_ranking_loss, Sample("fixed", (T((4,)), T((4,)), T((4,), domain=Domain(1.0, 1.0), grad=False))),
+   **_rule("loss"))
+_f("hinge_embedding_loss", "loss", "x where y = 1, max(0, margin - x) where y = -1, averaged.",
+   _refs.hinge_embedding_loss, fixed(T((4,)), T((4,), domain=Domain(1.0, 1.0), grad=False)),
+   **_rule("loss"))
+_f("soft_margin_loss", "loss", "log(1 + exp(-y x)), averaged.", _refs.soft_margin_loss,
+   fixed(T((4,)), T((4,), domain=Domain(1.0, 1.0), grad=False)), **_rule("loss"))
+_f("poisson_nll_loss", "loss", "exp(input) - target * input, averaged (log_input=True).",
+   _refs.poisson_nll_loss, fixed(T((4,)), T((4,), domain=POSITIVE, grad=False)), **_rule("loss"))
+_f("gaussian_nll_loss", "loss", "0.5 (log var + (input - target)^2 / var), averaged.",
+   _refs.gaussian_nll_loss, fixed(T((4,)), T((4,)), T((4,), domain=POSITIVE)), **_rule("loss"))
+_f("multilabel_soft_margin_loss", "loss", "Binary cross entropy with logits over each label, averaged.",
+   _refs.multilabel_soft_margin_loss, fixed(T((2, 3)), T((2, 3), domain=Domain(0.0, 1.0), grad=False)),
+   **_rule("loss"))
+_f("cosine_embedding_loss", "loss", "1 - cos(x1, x2) where y = 1, max(0, cos - margin) where y = -1.",
+   _refs.cosine_embedding_loss,
+   fixed(T((2, 3), domain=AWAY0), T((2, 3), domain=AWAY0), T((2,), domain=Domain(1.0, 1.0), grad=False)),
+   **_rule("loss"))
+_f("triplet_margin_loss", "loss", "max(d(a, p) - d(a, n) + margin, 0), averaged.", _refs.triplet_margin_loss,
+   fixed(T((2, 3)), T((2, 3)), T((2, 3))), **_rule("loss"))
+
+# ----- dropout (random) ----------------------------------------------------------------------
+
+RANDOM = "random: the mask is PyTorch's mt19937 stream, checked in tests/test_random_compat.py"
+for _name, _shape in (("dropout", (2, 3)), ("alpha_dropout", (2, 3)), ("feature_alpha_dropout", (2, 3, 2)),
+                      ("dropout1d", (2, 3, 4)), ("dropout2d", (2, 3, 2, 2)), ("dropout3d", (2, 3, 2, 2, 2))):
+    _f(_name, "dropout", f"Zeroes elements (or channels) at random with probability `p` while training "
+       f"({_name}).", None, Sample("fixed", (T(_shape), 0.5), seeded=True),
+       surfaces=FF if _name in ("dropout", "alpha_dropout", "feature_alpha_dropout") else (F_FUNCTION,),
+       refuse={FORWARD: RANDOM,
+               VMAP: "random: vmap needs randomness='different' or 'same' (PyTorch's rule)"},
+       **_rule("dropout"))
+_f("gumbel_softmax", "dropout", "Samples from the Gumbel-softmax distribution of logits (random).", None,
+   Sample("fixed", (T((2, 3)),), seeded=True), refuse={FORWARD: RANDOM, VMAP: "random: draw outside vmap"})

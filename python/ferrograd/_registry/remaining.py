@@ -1,0 +1,297 @@
+"""Ops declared in bulk by the shape of their surface: top-level forms of
+``linalg`` functions, sorting and selection, set and search ops, the
+``new_*`` and ``*_like`` factories, in-place random fills, and the in-place
+forms of activations in ``nn.functional``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _refs
+from .composed import _c
+from .schema import (
+    ALL,
+    AWAY0,
+    CUSTOM,
+    F_FUNCTION,
+    FORWARD,
+    FUNCTION,
+    INPLACE,
+    LINALG,
+    METHOD,
+    NUMERIC,
+    REDUCTION,
+    VMAP,
+    Domain,
+    Op,
+    Sample,
+    T,
+    fixed,
+    ints,
+    reduce,
+)
+
+OPS: list[Op] = []
+FM = (FUNCTION, METHOD)
+WELL = Domain(1.0, 2.0)
+RANDOM = "random: the values are PyTorch's mt19937 stream, checked in tests/test_random_compat.py"
+
+
+def _values(fn, *a, **k):
+    out = fn(*a, **k)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _o(name, family, doc, ref, sample, *, surfaces=FM, batching=CUSTOM, rule=None, **kw):
+    OPS.append(Op(name, family, doc, surfaces=surfaces, batching=batching,
+                  batching_rule=rule or (name if batching == CUSTOM else None), sample=sample,
+                  ref=ref, **kw))
+
+
+# ----- torch-level linalg --------------------------------------------------------------------
+
+for _name, _doc, _ref, _sample in (
+    ("det", "Determinant of `input` (as `linalg.det`).", lambda a: np.asarray(np.linalg.det(a)),
+     fixed(T((3, 3)))),
+    ("inverse", "Inverse of `input` (as `linalg.inv`).", np.linalg.inv, fixed(T((2, 2), domain=WELL))),
+    ("logdet", "Log of the determinant of `input` (NaN for a negative determinant).",
+     lambda a: np.asarray(np.log(np.linalg.det(a))), fixed(T((2, 2), domain=WELL))),
+    ("pinverse", "Pseudo-inverse of `input` (as `linalg.pinv`).", np.linalg.pinv, fixed(T((3, 2)))),
+    ("matrix_power", "`input` raised to the integer power `n`.", np.linalg.matrix_power,
+     fixed(T((2, 2)), 3)),
+):
+    _o(_name, "linalg", _doc, _ref, _sample, dtypes=NUMERIC, rule="linalg",
+       surfaces=FM + ((LINALG,) if _name in ("det", "matrix_power") else ()))
+_o("slogdet", "linalg", "Sign and log absolute determinant of `input`.", lambda a: np.linalg.slogdet(a),
+   fixed(T((2, 2), domain=WELL)), surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
+_o("cholesky", "linalg", "The lower Cholesky factor of a symmetric positive definite `input`.",
+   lambda a: np.linalg.cholesky(a @ a.T + 3 * np.eye(2)),
+   Sample("fixed", (T((2, 2)),), call=lambda fn, a: fn(_spd(a))),
+   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
+_o("qr", "linalg", "The reduced QR decomposition of `input` (R returned by the check).",
+   lambda a: np.abs(np.linalg.qr(a)[1]), Sample("fixed", (T((3, 2)),), call=lambda fn, a: fn(a)[1].abs()),
+   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
+_o("svd", "linalg", "The singular value decomposition of `input` (singular values returned by the check).",
+   lambda a: np.linalg.svd(a, compute_uv=False), Sample("fixed", (T((3, 2)),), call=lambda fn, a: fn(a)[1]),
+   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
+_o("eigh", "linalg", "Eigenvalues and eigenvectors of a symmetric matrix (eigenvalues returned by the check).",
+   lambda a: np.linalg.eigvalsh(a + a.T), Sample("fixed", (T((3, 3)),), call=lambda fn, a: fn(a + a.mT)[0]),
+   surfaces=(LINALG,), rule="linalg")
+_o("lstsq", "linalg", "The least-squares solution of `A X = B` (the solution returned by the check).",
+   lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0],
+   Sample("fixed", (T((3, 2)), T((3, 1))), call=lambda fn, a, b: fn(a, b).solution),
+   surfaces=(LINALG,), rule="linalg")
+_o("matrix_rank", "linalg", "The numerical rank of `A`.", lambda a: np.asarray(np.linalg.matrix_rank(a)),
+   fixed(T((3, 2))), surfaces=(LINALG,), differentiable=False, rule="linalg")
+for _name in ("cholesky_ex", "inv_ex", "solve_ex"):
+    _o(_name, "linalg", f"`{_name[:-3]}` with an `info` tensor instead of an error.",
+       None, None, surfaces=(LINALG,), rule="linalg",
+       refuse={FORWARD: f"checked through `{_name[:-3]}`, whose result it returns with an info code"})
+_o("norm", "reduction", "The norm of `input` (Frobenius or p-norm; over `dim` when given).",
+   lambda x, dim=None, keepdim=False: np.asarray(np.linalg.norm(x, axis=dim, keepdims=keepdim)),
+   Sample("reduce", (T(domain=Domain(0.5, 2.0)),), dim=True, keepdim=True, empty=False, min_rank=1,
+          max_rank=2),
+   surfaces=(FUNCTION, METHOD, LINALG), batching=REDUCTION, nodes={"LinalgVectorNormBackward0": ()})
+
+# ----- sorting and selection -----------------------------------------------------------------
+
+_SEL = {"unique": 0.01}
+_o("kthvalue", "sort", "The `k`-th smallest element of `input` along `dim` (values and indices).",
+   lambda x, k, dim=-1: np.sort(x, axis=dim).take(k - 1, axis=dim),
+   Sample("fixed", (T((2, 3)), 2, 1), call=_values, **_SEL), batching=REDUCTION,
+   nodes={"KthvalueBackward0": ()})
+_o("topk", "sort", "The `k` largest elements of `input` along `dim` (values and indices), largest first.",
+   lambda x, k, dim=-1: -np.sort(-x, axis=dim).take(range(k), axis=dim),
+   Sample("fixed", (T((2, 5)), 2), call=_values, **_SEL), batching=REDUCTION, nodes={"TopkBackward0": ()})
+_o("median", "sort", "The median of `input` (the lower of the two middle values; over `dim` when given).",
+   lambda x: np.asarray(np.sort(x, axis=None)[(x.size - 1) // 2]),
+   Sample("fixed", (T((2, 3)),), call=_values, **_SEL), batching=REDUCTION,
+   nodes={"MedianBackward0": (), "MedianBackward1": ()})
+_o("nanmedian", "sort", "`median` ignoring NaN.",
+   lambda x: np.asarray(np.sort(x, axis=None)[(x.size - 1) // 2]),
+   Sample("fixed", (T((2, 3)),), call=_values, **_SEL), batching=REDUCTION)
+_o("mode", "sort", "The most frequent value of `input` along `dim` (values and indices).",
+   lambda x, dim=-1: np.sort(x, axis=dim).take(0, axis=dim),
+   Sample("fixed", (T((2, 3)), 1), call=_values, **_SEL), batching=REDUCTION, nodes={"ModeBackward0": ()})
+_o("msort", "sort", "`input` sorted along its first dimension.", lambda x: np.sort(x, axis=0),
+   Sample("fixed", (T((3, 2)),), **_SEL), batching=REDUCTION)
+_o("nonzero", "indexing", "The indices of the nonzero elements of `input`, one row each.",
+   lambda x: np.argwhere(x), fixed(T((2, 3), domain=ints(-1, 2), dtype="int64")), differentiable=False,
+   dtypes=ALL, refuse={VMAP: "its result's size depends on the values, which differ per sample"})
+_o("unique", "set", "The distinct elements of `input`, sorted.", np.unique,
+   fixed(T((2, 3), domain=ints(0, 3), dtype="int64")), differentiable=False, dtypes=ALL,
+   refuse={VMAP: "its result's size depends on the values, which differ per sample"})
+_o("unique_consecutive", "set", "`input` with runs of equal consecutive elements collapsed to one.",
+   lambda x: x[np.concatenate([[True], x[1:] != x[:-1]])], fixed(T((6,), domain=ints(0, 2), dtype="int64")),
+   differentiable=False, dtypes=ALL,
+   refuse={VMAP: "its result's size depends on the values, which differ per sample"})
+_o("searchsorted", "set", "Insertion positions of `input` into the sorted `sorted_sequence`.",
+   np.searchsorted, fixed(T((5,), domain=ints(0, 9), dtype="int64"), T((3,), domain=ints(0, 9), dtype="int64")),
+   surfaces=(FUNCTION,), differentiable=False, dtypes=ALL)
+_o("bucketize", "set", "The bucket of each element of `input` among sorted `boundaries`.",
+   lambda x, b: np.searchsorted(b, x), fixed(T((3,), domain=ints(0, 9), dtype="int64"),
+                                            T((4,), domain=ints(0, 9), dtype="int64")),
+   surfaces=(FUNCTION,), differentiable=False, dtypes=ALL)
+_o("isclose", "comparison", "True where `input` and `other` are within `atol + rtol * |other|`.",
+   np.isclose, fixed(T((2, 3)), T((2, 3))), differentiable=False, batching=CUSTOM, rule="elementwise")
+_o("polygamma", "unary", "The `n`-th derivative of digamma at each element of `input`.",
+   lambda n, x: _refs._special().polygamma(n, x), fixed(1, T((2, 3), domain=Domain(0.5, 2.0))),
+   tol=(1e-4, 1e-5))
+_o("unflatten", "view", "`input` with dimension `dim` unflattened into `sizes`.",
+   lambda x, dim, sizes: x.reshape(x.shape[:dim] + tuple(sizes) + x.shape[dim + 1:]),
+   fixed(T((2, 6)), 1, (2, 3)), dtypes=ALL, batching=REDUCTION)
+_o("einsum", "product", "Sums products of operands' elements over the indices `equation` contracts.",
+   np.einsum, Sample("fixed", ("ij,kj->ik", T((2, 3)), T((4, 3)))), surfaces=(FUNCTION,))
+_o("broadcast_to", "view", "A view of `input` broadcast to `shape`.", np.broadcast_to,
+   fixed(T((3,)), (2, 3)), dtypes=ALL, rule="view")
+_o("broadcast_tensors", "view", "Views of the tensors broadcast to their common shape.",
+   lambda *ts: np.broadcast_arrays(*ts), fixed(T((2, 1)), T((3,))), surfaces=(FUNCTION,), dtypes=ALL)
+_o("scatter_reduce", "indexing", "`input` with `src` combined at `index` along `dim` by `reduce` "
+   "(sum, prod, mean, amax, amin).", None,
+   Sample("fixed", (T((2, 3)), 1, T((2, 2), domain=ints(0, 3), dtype="int64"), T((2, 2)), "sum")),
+   surfaces=(FUNCTION, METHOD, INPLACE),
+   refuse={FORWARD: "checked against a NumPy loop per reduction in tests/test_tensor_api_index.py"})
+_o("index_copy", "indexing", "`input` with the rows `index` along `dim` replaced by `source`.", None,
+   fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), T((2, 2))),
+   surfaces=(FUNCTION, METHOD, INPLACE), refuse={FORWARD: "duplicate indices make the result "
+                                                  "order-dependent; checked without them in tests/test_tensor_api_index.py"})
+_o("index_fill", "indexing", "`input` with the rows `index` along `dim` filled with `value`.",
+   lambda x, d, i, v: _fill_rows(x, d, i, v), fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), 0.5),
+   surfaces=(FUNCTION, METHOD, INPLACE))
+_o("index_put", "indexing", "`input` with `values` written (or added) at the positions `indices`.", None,
+   Sample("fixed", (T((3, 2)), (T((2,), domain=ints(0, 3), dtype="int64"),), T((2, 2)))),
+   surfaces=(FUNCTION, METHOD, INPLACE),
+   refuse={FORWARD: "checked with and without accumulate in tests/test_tensor_api_index.py",
+           VMAP: "its indices arrive in a tuple, which the batching rules do not unwrap"})
+_o("masked_scatter", "indexing", "`input` with the elements where `mask` is True taken in order from `source`.",
+   lambda x, m, s: _masked_scatter(x, m, s), fixed(T((2, 3)), T((2, 3), dtype="bool"), T((6,))),
+   surfaces=(FUNCTION, METHOD, INPLACE))
+_o("put", "indexing", "`input` seen as 1-D with `source` written at `index`.", None,
+   fixed(T((2, 3)), T((2,), domain=ints(0, 6), dtype="int64"), T((2,))), surfaces=(METHOD, INPLACE),
+   refuse={FORWARD: "duplicate indices make the result order-dependent; checked in tests/test_tensor_api_index.py"})
+_o("unravel_index", "indexing", "The coordinates of flat `indices` in a tensor of `shape`.",
+   lambda i, s: np.unravel_index(i, s), fixed(T((3,), domain=ints(0, 6), dtype="int64"), (2, 3)),
+   surfaces=(FUNCTION,), differentiable=False)
+
+
+def _fill_rows(x, d, i, v):
+    out = np.moveaxis(x.copy(), d, 0)
+    out[i] = v
+    return np.moveaxis(out, 0, d)
+
+
+def _masked_scatter(x, m, s):
+    out = x.copy()
+    out[m] = s[: int(m.sum())]
+    return out
+
+
+def _spd(a):
+    """A symmetric positive definite matrix built from `a` in ferrograd ops."""
+    import ferrograd
+
+    return a @ a.mT + 3 * ferrograd.eye(a.shape[-1], dtype=a.dtype)
+
+# ----- methods: shape-of-another, copies, fills, factories, conversions ------------------------
+
+for _name, _doc, _ref in (
+    ("expand_as", "`input` broadcast to the shape of `other`.", lambda x, o: np.broadcast_to(x, o.shape)),
+    ("reshape_as", "`input` reshaped to the shape of `other`.", lambda x, o: x.reshape(o.shape)),
+    ("view_as", "A view of `input` with the shape of `other`.", lambda x, o: x.reshape(o.shape)),
+):
+    _o(_name, "view", _doc, _ref, fixed(T((3,) if _name == "expand_as" else (2, 3)),
+                                         T((2, 3), grad=False)) if _name != "expand_as" else
+       fixed(T((3,)), T((2, 3), grad=False)), surfaces=(METHOD,), dtypes=ALL, rule="view")
+_o("detach", "view", "A view of `input` outside the graph (shares its memory and version counter).",
+   lambda x: x, fixed(T((2, 3))), surfaces=(METHOD,), dtypes=ALL, differentiable=False,
+   batching=CUSTOM, rule="elementwise")
+_o("copy_", "inplace", "Copies `src` (broadcast, any dtype) into `input` in place.", lambda x, s: np.broadcast_to(s, x.shape).copy(),
+   Sample("ew", (T(), T()), self_full=True), surfaces=(METHOD,), dtypes=ALL, batching=CUSTOM,
+   rule="elementwise")
+_o("fill_", "inplace", "Fills `input` with `value` in place.", lambda x, v: np.full_like(x, v),
+   fixed(T((2, 3)), 1.5), surfaces=(METHOD,), dtypes=ALL, rule="elementwise")
+_o("zero_", "inplace", "Fills `input` with zeros in place.", np.zeros_like, fixed(T((2, 3))),
+   surfaces=(METHOD,), dtypes=ALL, rule="elementwise", aliases=("zeros_",))
+for _name, _ref in (("new_zeros", lambda x, s: np.zeros(s)), ("new_ones", lambda x, s: np.ones(s)),
+                    ("new_full", lambda x, s, v: np.full(s, v)), ("new_empty", None),
+                    ("new_tensor", lambda x, d: np.asarray(d))):
+    _arg = {"new_full": ((2, 3), 2.0), "new_tensor": ([1.0, 2.0],)}.get(_name, ((2, 3),))
+    _o(_name, "creation", f"`{_name[4:]}` with `input`'s dtype (and device).", _ref,
+       fixed(T((1,), grad=False), *_arg), surfaces=(METHOD,), dtypes=ALL, differentiable=False,
+       rule="_like", refuse={FORWARD: "its values are uninitialised memory"} if _name == "new_empty" else {})
+for _name, _np in (("byte", np.uint8), ("char", np.int8), ("short", np.int16), ("int", np.int32),
+                   ("half", np.float16)):
+    _o(_name, "conversion", f"`input` converted to {np.dtype(_np).name}.", (lambda t: lambda x: x.astype(t))(_np),
+       fixed(T((2, 3), domain=ints(0, 5), dtype="int64")), surfaces=(METHOD,), dtypes=ALL,
+       differentiable=_name == "half", batching=CUSTOM, rule="elementwise")
+for _name in ("uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
+              "cauchy_", "random_"):
+    _o(_name, "random", f"Fills `input` in place with random values ({_name[:-1]}).", None,
+       fixed(T((2, 3))) if _name != "geometric_" else fixed(T((2, 3)), 0.5), surfaces=(METHOD,),
+       dtypes=ALL, differentiable=False, rule="_random_like",
+       refuse={FORWARD: RANDOM, VMAP: "random: randomness inside vmap needs randomness='different'"})
+for _name in ("randint_like",):
+    _o(_name, "random", "Random integers of `input`'s shape.", None, fixed(T((2, 3)), 5),
+       surfaces=(FUNCTION,), dtypes=ALL, differentiable=False, rule="_random_like",
+       refuse={FORWARD: RANDOM})
+for _name, _doc in (("as_tensor", "`data` as a tensor, sharing memory when it can."),
+                    ("asarray", "`obj` as a tensor, sharing memory when it can."),
+                    ("from_numpy", "A tensor sharing the memory of a NumPy array."),
+                    ("scalar_tensor", "A 0-d tensor holding `s`.")):
+    _o(_name, "creation", _doc, (lambda a: np.asarray(a)), fixed([1.0, 2.0]) if _name != "from_numpy" else
+       Sample("fixed", (np.array([1.0, 2.0]),)) if _name != "scalar_tensor" else fixed(2.5),
+       surfaces=(FUNCTION,), dtypes=ALL, differentiable=False,
+       refuse={VMAP: "it takes no tensor, so there is nothing to batch"})
+for _name, _np_fn in (("hann_window", np.hanning), ("hamming_window", np.hamming),
+                      ("blackman_window", np.blackman), ("bartlett_window", np.bartlett)):
+    _o(_name, "creation", f"The periodic {_name.split('_')[0].capitalize()} window of `window_length`.",
+       (lambda f: lambda n: f(n + 1)[:-1])(_np_fn), fixed(5), surfaces=(FUNCTION,), dtypes=ALL,
+       differentiable=False, refuse={VMAP: "it takes no tensor, so there is nothing to batch"})
+_o("kaiser_window", "creation", "The periodic Kaiser window of `window_length`.",
+   lambda n: np.kaiser(n + 1, 12.0)[:-1], fixed(5), surfaces=(FUNCTION,), dtypes=ALL,
+   differentiable=False, refuse={VMAP: "it takes no tensor, so there is nothing to batch"})
+
+# ----- nn.functional: in-place activations and the rest ----------------------------------------
+
+for _name in ("relu_", "elu_", "leaky_relu_", "hardtanh_", "celu_", "selu_", "threshold_", "rrelu_"):
+    _base = _name[:-1]
+    _args = {"threshold_": (0.5, -1.0)}.get(_name, ())
+    _o(_name, "activation", f"`{_base}` written into `input`.", None,
+       fixed(T((2, 3)), *_args), surfaces=(F_FUNCTION,) + ((FUNCTION,) if _name in (
+           "relu_", "celu_", "selu_", "threshold_", "rrelu_") else ()),
+       batching=CUSTOM, rule="elementwise",
+       refuse={FORWARD: f"the same values as `{_base}`, whose cells check them"})
+_o("rrelu", "activation", "Leaky ReLU with a random slope per element while training (the mean slope "
+   "otherwise).", None, Sample("fixed", (T((2, 3), domain=AWAY0),), {"training": True}, seeded=True),
+   surfaces=(F_FUNCTION, FUNCTION), rule="elementwise",
+   refuse={FORWARD: RANDOM})
+_o("channel_shuffle", "resample", "Shuffles the channels of (N, C, *) in `groups`.", None,
+   fixed(T((1, 4, 2)), 2), surfaces=(F_FUNCTION, FUNCTION), aliases=(("native_channel_shuffle", (F_FUNCTION,)),),
+   rule="view", refuse={FORWARD: "checked against its definition in tests/test_nn_shuffle.py"})
+_o("max_unpool2d", "pool", "Scatters pooled values back to the positions `indices` recorded by max_pool2d.",
+   None, None, surfaces=(F_FUNCTION,), rule="pool",
+   refuse={FORWARD: "needs indices from max_pool2d; checked as its inverse in tests/test_nn_pool_more.py"})
+for _name in ("max_unpool1d", "max_unpool3d"):
+    _o(_name, "pool", f"The {_name[-2:]} form of max_unpool2d.", None, None, surfaces=(F_FUNCTION,),
+       rule="pool", refuse={FORWARD: "needs indices from max pooling; checked in tests/test_nn_pool_more.py"})
+for _name in ("max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+              "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+              "adaptive_max_pool3d_with_indices"):
+    _o(_name, "pool", f"`{_name[:-13]}` returning the indices of the maxima too.", None, None,
+       surfaces=(F_FUNCTION,), rule="pool",
+       refuse={FORWARD: f"the values are `{_name[:-13]}`'s, whose cells check them"})
+_o("lp_pool3d", "pool", "3-D power-average pooling.", None, None, surfaces=(F_FUNCTION,), rule="pool",
+   refuse={FORWARD: "the 3-D form of lp_pool2d, checked in tests/test_nn_pool_more.py"})
+for _name in ("upsample", "upsample_bilinear", "upsample_nearest"):
+    _o(_name, "resample", "Deprecated spelling of `interpolate`.", None, None, surfaces=(F_FUNCTION,),
+       rule="interpolate", refuse={FORWARD: "deprecated alias of interpolate, whose cells check it"})
+_o("embedding_bag", "embedding", "Sums, means or maxima of bags of embedding rows.", None,
+   Sample("fixed", (T((2, 3), domain=ints(0, 4), dtype="int64"), T((4, 3)))), surfaces=(F_FUNCTION,),
+   rule="embedding", refuse={FORWARD: "checked against a NumPy loop in tests/test_nn_embedding.py"})
+for _name in ("ctc_loss", "multi_margin_loss", "multilabel_margin_loss",
+              "triplet_margin_with_distance_loss"):
+    _o(_name, "loss", f"The {_name.replace('_', ' ')}.", None, None, surfaces=(F_FUNCTION,), rule="loss",
+       refuse={FORWARD: "checked against its definition in tests/test_nn_losses_more.py"})
+_o("multi_head_attention_forward", "attention", "The functional form of nn.MultiheadAttention.", None,
+   None, surfaces=(F_FUNCTION,), rule="sdpa",
+   refuse={FORWARD: "checked through nn.MultiheadAttention in tests/test_nn_transformer.py"})

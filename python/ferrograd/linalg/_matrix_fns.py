@@ -1,0 +1,132 @@
+"""``matrix_exp``, ``householder_product`` and ``geqrf``.
+
+``matrix_exp`` and ``householder_product`` are compositions of recorded ops
+(matrix products, sums, scalings), so their gradients of every order follow;
+``geqrf`` (LAPACK's compact QR, which PyTorch does not differentiate either)
+runs through NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from .. import _C
+from ._common import Tensor
+
+__all__ = ["matrix_exp", "householder_product", "geqrf"]
+
+geqrf_result = namedtuple("geqrf", ["a", "tau"])
+geqrf_result.__module__ = "ferrograd.return_types"
+
+
+def _check_square(fn, a):
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
+    if a.dim() < 2 or a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(
+            f"{fn}: Expected a tensor of squared matrices, but got a tensor of size "
+            f"{list(a.shape)}" if a.dim() >= 2 else
+            f"{fn}: The input tensor A must have at least 2 dimensions."
+        )  # fmt: skip
+    if not a.is_floating_point():
+        raise RuntimeError(f"{fn}: Expected a floating point tensor, but got {a.dtype}")
+
+
+def matrix_exp(A):  # noqa: N803 - PyTorch's name
+    """The matrix exponential ``sum_k A^k / k!`` of a square matrix (or a batch).
+
+    Scaling and squaring: ``A`` is divided by ``2^s`` until its 1-norm is at
+    most 1/2, a Taylor polynomial (degree 18 in float64, 10 in float32: its
+    truncation error is below the dtype's rounding) is evaluated by Horner's
+    rule, and the result squared ``s`` times. Every step is a recorded op, so
+    gradients of any order follow."""
+    _check_square("linalg.matrix_exp", A)
+    n = A.shape[-1]
+    if n == 0 or A.numel() == 0:
+        return A.clone()
+    # The scaling is chosen from the values (no gradient flows through the choice).
+    norm1 = float(A.detach().abs().sum(-2).amax())
+    s = 0
+    if norm1 > 0.5 and math.isfinite(norm1):
+        s = max(0, math.ceil(math.log2(norm1 / 0.5)))
+    x = A / float(2**s) if s else A
+    degree = 18 if A.dtype == _C.float64 else 10
+    eye = _C.eye(n, dtype=A.dtype)
+    # Horner: I + X (I + X/2 (I + X/3 (... (I + X/m)))).
+    e = eye + x / float(degree)
+    for k in range(degree - 1, 0, -1):
+        e = eye + (x @ e) / float(k)
+    for _ in range(s):
+        e = e @ e
+    return e
+
+
+def householder_product(A, tau):  # noqa: N803 - PyTorch's name
+    """The first ``n`` columns of ``H_1 H_2 ... H_k`` for ``A`` of shape
+    ``(*, m, n)`` and ``tau`` of shape ``(*, k)``: ``H_i = I - tau_i v_i v_i^T``,
+    ``v_i`` the ``i``-th column of ``A`` below the diagonal with a 1 on it (the
+    compact form ``geqrf`` returns). Composed of recorded ops, so it
+    differentiates with respect to both arguments."""
+    if not isinstance(A, Tensor) or not isinstance(tau, Tensor):
+        raise TypeError("householder_product(): arguments 'input' and 'tau' must be Tensors")
+    if A.dim() < 2:
+        raise RuntimeError(
+            "torch.linalg.householder_product: input must have at least 2 dimensions."
+        )
+    m, n = A.shape[-2], A.shape[-1]
+    if m < n:
+        raise RuntimeError(
+            "torch.linalg.householder_product: input.shape[-2] must be greater than or equal "
+            "to input.shape[-1]"
+        )
+    k = tau.shape[-1] if tau.dim() else 1
+    if n < k:
+        raise RuntimeError(
+            "torch.linalg.householder_product: input.shape[-1] must be greater than or equal "
+            "to tau.shape[-1]"
+        )
+    if tau.dim() != A.dim() - 1 or tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(
+            "torch.linalg.householder_product: Expected batch dimensions of tau to be equal "
+            f"to input.shape[:-2], but got {list(tau.shape[:-1])}"
+        )
+    if A.dtype != tau.dtype:
+        raise RuntimeError(
+            "torch.linalg.householder_product: tau dtype "
+            f"{tau.dtype} does not match input dtype {A.dtype}"
+        )
+    batch = tuple(A.shape[:-2])
+    rows = _C.arange(m).unsqueeze(1)
+    q = _C.eye(m, n, dtype=A.dtype).expand(*batch, m, n)
+    for i in range(k - 1, -1, -1):
+        below = (rows > i).to(A.dtype)
+        unit = (rows == i).to(A.dtype)
+        v = A[..., :, i : i + 1] * below + unit  # (*, m, 1)
+        t = tau[..., i : i + 1].unsqueeze(-1)  # (*, 1, 1)
+        q = q - (v * t) @ (v.mT @ q)
+    return q
+
+
+def geqrf(input):  # noqa: A002 - PyTorch's name
+    """LAPACK's ``geqrf``: ``(a, tau)``, the QR factorisation in compact form
+    (``R`` on and above the diagonal of ``a``, the Householder vectors below
+    it; ``householder_product(a, tau)`` gives ``Q``). No gradient, as in
+    PyTorch."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"geqrf(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input.dim() < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    arr = input.detach().numpy()
+    m, n = arr.shape[-2], arr.shape[-1]
+    flat = arr.reshape(-1, m, n)
+    outs, taus = [], []
+    for mat in flat:
+        h, tau = np.linalg.qr(mat.astype(np.float64), mode="raw")
+        outs.append(h.T)
+        taus.append(tau)
+    a = np.stack(outs).reshape(arr.shape).astype(arr.dtype)
+    t = np.stack(taus).reshape(arr.shape[:-2] + (min(m, n),)).astype(arr.dtype)
+    return geqrf_result(_C.from_numpy(np.ascontiguousarray(a)), _C.from_numpy(np.ascontiguousarray(t)))

@@ -1,0 +1,323 @@
+"""``F.grid_sample`` and ``F.affine_grid`` (spatial transformers), as compositions of
+recorded ops, so both are differentiable to any order with respect to the input and the
+grid (or ``theta``).
+
+``grid_sample`` reads ``input`` (``[N, C, H, W]``, or ``[N, C, D, H, W]``) at the points
+of ``grid`` (``[N, H_out, W_out, 2]``, or ``[..., 3]``; ``x`` indexes the width, ``y``
+the height, ``z`` the depth), given in ``[-1, 1]`` over the input's extent. A point is
+mapped to a pixel coordinate (``align_corners``: -1 and 1 are the centres of the corner
+pixels, otherwise their outer edges), then ``padding_mode`` decides what lies outside:
+zeros, the border pixel (the coordinate clamped) or the image reflected at its border.
+``bilinear`` (trilinear on 5-D input) mixes the 2^d neighbours with weights linear in
+the coordinate, so the gradient with respect to the grid is the weights' derivative;
+``nearest`` takes the pixel at the coordinate rounded half to even (no gradient with
+respect to the grid); ``bicubic`` (4-D) mixes a 4x4 neighbourhood with the cubic
+convolution kernel (a = -0.75), applying the padding to each neighbour's index. Each
+neighbour is one ``gather`` over the flattened spatial dimensions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+from ... import _C
+
+__all__ = ["affine_grid", "grid_sample"]
+
+_ALIGN_WARNING = (
+    "Default grid_sample and affine_grid behavior has changed to align_corners=False since "
+    "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
+    "documentation of grid_sample for details."
+)
+
+
+def _sizes(t):
+    return list(t.shape)
+
+
+def _check(input, grid, mode):
+    for name, t in (("input", input), ("grid", grid)):
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(
+                f"grid_sample(): argument '{name}' must be Tensor, not {type(t).__name__}"
+            )
+    if input.dim() not in (4, 5) or input.dim() != grid.dim():
+        # PyTorch's common checks first look at the batch and the last dimension.
+        if input.dim() >= 1 and grid.dim() >= 1 and input.shape[0] != grid.shape[0]:
+            raise RuntimeError(
+                "grid_sampler(): expected grid and input to have same batch size, but got "
+                f"input with sizes {_sizes(input)} and grid with sizes {_sizes(grid)}"
+            )
+        d = "4D" if input.dim() != 5 else "5D"
+        raise RuntimeError(
+            f"grid_sampler(): expected {d} input and grid with same number of dimensions, "
+            f"but got input with sizes {_sizes(input)} and grid with sizes {_sizes(grid)}"
+        )
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(
+            "grid_sampler(): expected grid and input to have same batch size, but got input "
+            f"with sizes {_sizes(input)} and grid with sizes {_sizes(grid)}"
+        )
+    d = input.dim() - 2
+    if grid.shape[-1] != d:
+        raise RuntimeError(
+            f"grid_sampler(): expected grid to have size {d} in last dimension, but got grid "
+            f"with sizes {_sizes(grid)}"
+        )
+    for i in range(2, input.dim()):
+        if input.shape[i] <= 0:
+            raise RuntimeError(
+                "grid_sampler(): expected input to have non-empty spatial dimensions, but "
+                f"input has sizes {_sizes(input)} with dimension {i} being empty"
+            )
+    if mode == "bicubic" and d != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if not input.is_floating_point():
+        kernel = "grid_sampler_2d_cpu" if d == 2 else "grid_sampler_3d_cpu"
+        name = str(input.dtype).split(".")[-1].capitalize()
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+    if grid.dtype != input.dtype:
+        names = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+        got = str(grid.dtype).split(".")[-1]
+        want = str(input.dtype).split(".")[-1]
+        raise RuntimeError(
+            f"expected scalar type {names.get(want, want)} but found {names.get(got, got)}"
+        )
+
+
+def _unnormalize(coord, size, align_corners):
+    """A coordinate in [-1, 1] as a pixel coordinate of an axis of ``size`` pixels."""
+    if align_corners:
+        return (coord + 1) * ((size - 1) / 2)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _reflect(x, twice_low, twice_high):
+    """``x`` reflected into ``[twice_low / 2, twice_high / 2]`` (as often as needed)."""
+    if twice_low == twice_high:
+        return x * 0
+    low = twice_low / 2
+    span = (twice_high - twice_low) / 2
+    x = (x - low).abs()
+    extra = _C.fmod(x, span)
+    flips = (x / span).floor()
+    even = _C.fmod(flips, 2) == 0
+    return _C.where(even, extra + low, span - extra + low)
+
+
+def _pad_coordinate(x, size, padding_mode, align_corners):
+    """Where ``padding_mode`` puts a pixel coordinate that may lie outside the image."""
+    if padding_mode == "border":
+        return x.clamp(0, size - 1)
+    if padding_mode == "reflection":
+        if align_corners:
+            x = _reflect(x, 0, 2 * (size - 1))
+        else:
+            x = _reflect(x, -1, 2 * size - 1)
+        return x.clamp(0, size - 1)
+    return x
+
+
+class _Source:
+    """The flattened input ``[N, C, prod(sizes)]`` and a reader of its pixels at integer
+    coordinates (float tensors ``[N, P]``, one per spatial dimension, outermost first)."""
+
+    def __init__(self, input, out_points):
+        self.n, self.c = input.shape[0], input.shape[1]
+        self.sizes = list(input.shape[2:])
+        self.flat = input.reshape(self.n, self.c, math.prod(self.sizes))
+        self.points = out_points
+        strides, s = [], 1
+        for size in reversed(self.sizes):
+            strides.append(s)
+            s *= size
+        self.strides = strides[::-1]
+
+    def read(self, coords):
+        """The pixels at ``coords`` (exact integers as floats), ``[N, C, P]``; points
+        outside the image read 0."""
+        valid = None
+        index = None
+        for x, size, stride in zip(coords, self.sizes, self.strides):
+            inside = (x >= 0) & (x <= size - 1)
+            valid = inside if valid is None else valid & inside
+            part = x.clamp(0, size - 1).long() * stride
+            index = part if index is None else index + part
+        index = index.unsqueeze(1).expand(self.n, self.c, self.points)
+        values = self.flat.gather(2, index)
+        return values, valid.unsqueeze(1)
+
+
+def _cubic_weights(t):
+    """The cubic convolution kernel's weights (a = -0.75) of the four taps around a
+    point ``t`` past the second one."""
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Samples ``input`` (``[N, C, H, W]`` or ``[N, C, D, H, W]``) at the points of
+    ``grid`` (``[N, H_out, W_out, 2]`` or ``[N, D_out, H_out, W_out, 3]``, in
+    ``[-1, 1]``), giving ``[N, C, H_out, W_out]`` (or ``[N, C, D_out, H_out, W_out]``).
+    ``mode``: ``"bilinear"`` (trilinear for 5-D), ``"nearest"``, ``"bicubic"`` (4-D);
+    ``padding_mode``: ``"zeros"``, ``"border"``, ``"reflection"``; ``align_corners``
+    (``False`` by default, with PyTorch's warning when not given). Differentiable with
+    respect to ``input`` and ``grid``."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(
+            "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or "
+            f"'bicubic', but got: '{mode}'"
+        )
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(
+            "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+            f"'reflection', but got: '{padding_mode}'"
+        )
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    _check(input, grid, mode)
+    d = input.dim() - 2
+    n, c = input.shape[0], input.shape[1]
+    out_shape = list(grid.shape[1:-1])
+    points = math.prod(out_shape)
+    g = grid.reshape(n, points, d)
+    sizes = list(input.shape[2:])
+    src = _Source(input, points)
+    # grid[..., k] indexes the k-th spatial dimension counted from the last.
+    raw = [_unnormalize(g[:, :, d - 1 - i], sizes[i], align_corners) for i in range(d)]
+    if mode == "bicubic":
+        out = _bicubic(src, raw, padding_mode, align_corners)
+    else:
+        coords = [
+            _pad_coordinate(x, size, padding_mode, align_corners) for x, size in zip(raw, sizes)
+        ]
+        if mode == "nearest":
+            values, valid = src.read([x.round() for x in coords])
+            out = _C.where(valid, values, _C.zeros((), dtype=values.dtype))
+        else:
+            low = [x.floor() for x in coords]
+            frac = [x - lo for x, lo in zip(coords, low)]
+            out = None
+            for corner in itertools.product((0, 1), repeat=d):
+                weight = None
+                for f, bit in zip(frac, corner):
+                    w = f if bit else 1 - f
+                    weight = w if weight is None else weight * w
+                values, valid = src.read([lo + bit for lo, bit in zip(low, corner)])
+                zero = _C.zeros((), dtype=values.dtype)
+                term = _C.where(valid, values * weight.unsqueeze(1), zero)
+                out = term if out is None else out + term
+    return out.reshape(n, c, *out_shape)
+
+
+def _bicubic(src, raw, padding_mode, align_corners):
+    y, x = raw
+    y0, x0 = y.floor(), x.floor()
+    wy, wx = _cubic_weights(y - y0), _cubic_weights(x - x0)
+    h, w = src.sizes
+    out = None
+    for i in range(4):
+        # Padding applies to each tap's index (an integer), not to the point.
+        ty = _pad_coordinate(y0 + (i - 1), h, padding_mode, align_corners)
+        row = None
+        for j in range(4):
+            tx = _pad_coordinate(x0 + (j - 1), w, padding_mode, align_corners)
+            # A reflected index may be fractional only in the last bit; it is truncated.
+            values, valid = src.read([ty.detach().trunc(), tx.detach().trunc()])
+            values = _C.where(valid, values, _C.zeros((), dtype=values.dtype))
+            term = values * wx[j].unsqueeze(1)
+            row = term if row is None else row + term
+        term = row * wy[i].unsqueeze(1)
+        out = term if out is None else out + term
+    return out
+
+
+def _base_coordinates(steps, align_corners, dtype):
+    """The ``steps`` pixel centres of an axis in [-1, 1] coordinates."""
+    if steps <= 1:
+        return _C.zeros(max(steps, 1), dtype=dtype)
+    a = 1.0 if align_corners else (steps - 1) / steps
+    return _C.linspace(-a, a, steps, dtype=dtype)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid of the affine maps ``theta`` (``[N, 2, 3]`` for a 4-D ``size``
+    ``(N, C, H, W)``, giving ``[N, H, W, 2]``; ``[N, 3, 4]`` for a 5-D size, giving
+    ``[N, D, H, W, 3]``): each output pixel's ``[x, y(, z), 1]`` times ``theta``^T.
+    Differentiable with respect to ``theta``."""
+    if not isinstance(theta, _C.Tensor):
+        raise TypeError(
+            f"affine_grid(): argument 'theta' must be Tensor, not {type(theta).__name__}"
+        )
+    try:
+        size = [int(s) for s in size]
+    except TypeError:
+        raise TypeError(
+            f"affine_grid(): argument 'size' must be a sequence of ints, not {type(size).__name__}"
+        ) from None
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) == 4:
+        if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
+            raise ValueError(
+                "Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                f"{_size_repr(size)}. Got {theta.shape}."
+            )
+        spatial = size[-2:]
+    elif len(size) == 5:
+        if theta.dim() != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
+            raise ValueError(
+                "Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                f"{_size_repr(size)}. Got {theta.shape}."
+            )
+        spatial = size[-3:]
+    else:
+        raise NotImplementedError(
+            "affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+            f"respectively. Got size {_size_repr(size)}."
+        )
+    if align_corners and min(spatial) == 1:
+        warnings.warn(
+            "Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
+            "align_corners=True. This is not an intended use case of affine_grid. See the "
+            "documentation of affine_grid for details.",
+            stacklevel=2,
+        )
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {_size_repr(size)}")
+    n = size[0]
+    if theta.shape[0] != n:
+        raise RuntimeError(
+            f"affine_grid: theta has {theta.shape[0]} matrices but size asks for a batch of {n}"
+        )
+    d = len(spatial)
+    # Each output pixel's coordinates, x running along the last dimension.
+    cols = []
+    for k in reversed(range(d)):  # x, y(, z): spatial dimension d-1, d-2, ...
+        axis = _base_coordinates(spatial[k], align_corners, theta.dtype)
+        shape = [1] * d
+        shape[k] = spatial[k]
+        cols.append(axis.reshape(shape).expand(*spatial).reshape(-1))
+    cols.append(_C.ones(cols[0].shape[0], dtype=theta.dtype))
+    base = _C.stack(cols, dim=1)  # [P, d + 1]
+    grid = base.matmul(theta.transpose(1, 2))  # [N, P, d]
+    return grid.reshape(n, *spatial, d)
+
+
+def _size_repr(size):
+    from ..._size import Size
+
+    return Size(size)

@@ -1,0 +1,50 @@
+//! `_C._build_info`, `_C._cpu_features`, `_C._simd_paths`: what
+//! `ferrograd.__config__.show()` reports about this build and this CPU.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::kernels::simd;
+
+/// How this extension was built: version, commit, compiler, profile, target
+/// and the compile-time instruction-set baseline.
+#[pyfunction]
+fn _build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("version", env!("CARGO_PKG_VERSION"))?;
+    d.set_item("git_commit", env!("FERROGRAD_BUILD_COMMIT"))?;
+    d.set_item("rustc", env!("FERROGRAD_BUILD_RUSTC"))?;
+    d.set_item("profile", env!("FERROGRAD_BUILD_PROFILE"))?;
+    d.set_item("target", env!("FERROGRAD_BUILD_TARGET"))?;
+    d.set_item("target_features", env!("FERROGRAD_BUILD_TARGET_FEATURES"))?;
+    d.set_item("debug_assertions", cfg!(debug_assertions))?;
+    Ok(d)
+}
+
+/// The CPU features the kernels test for, each `True` or `False` here.
+#[pyfunction]
+fn _cpu_features(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, present) in simd::cpu_features() {
+        d.set_item(name, present)?;
+    }
+    Ok(d)
+}
+
+/// The path each kernel family selected on this CPU:
+/// `{family: (path, what the family covers)}`.
+#[pyfunction]
+fn _simd_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    for (family, path, covers) in simd::paths() {
+        d.set_item(family, (path, covers))?;
+    }
+    Ok(d)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(_build_info, m)?)?;
+    m.add_function(wrap_pyfunction!(_cpu_features, m)?)?;
+    m.add_function(wrap_pyfunction!(_simd_paths, m)?)
+}
