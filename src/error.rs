@@ -71,16 +71,31 @@ impl std::error::Error for Error {}
 /// PyTorch's `RuntimeError`.
 #[derive(Debug, Clone, Copy)]
 pub struct AllocFailure {
-    pub bytes: usize,
+    /// The elements asked for, and their size in bytes.
+    pub elems: usize,
+    pub elem_size: usize,
 }
 
 impl fmt::Display for AllocFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes. Error code 12 (Cannot allocate memory)",
-            self.bytes
-        )
+        match self
+            .elems
+            .checked_mul(self.elem_size)
+            .filter(|&b| b <= i64::MAX as usize)
+        {
+            Some(bytes) => write!(
+                f,
+                "DefaultCPUAllocator: can't allocate memory: you tried to allocate {bytes} bytes. Error code 12 (Cannot allocate memory)"
+            ),
+            // A byte count past int64 (a broadcast view of 2**62 elements
+            // made contiguous): PyTorch's check of the size, which names
+            // the sizes; here the element count is what is known.
+            None => write!(
+                f,
+                "Storage size calculation overflowed with sizes=[{}]",
+                self.elems
+            ),
+        }
     }
 }
 
@@ -103,10 +118,12 @@ pub fn alloc_vec<T>(n: usize) -> Vec<T> {
 #[cold]
 #[inline(never)]
 fn alloc_failed<T>(n: usize) -> ! {
-    let bytes = n.saturating_mul(std::mem::size_of::<T>());
     // `resume_unwind` skips the panic hook: nothing is printed to stderr
     // for what is an ordinary, reported error.
-    std::panic::resume_unwind(Box::new(AllocFailure { bytes }))
+    std::panic::resume_unwind(Box::new(AllocFailure {
+        elems: n,
+        elem_size: std::mem::size_of::<T>(),
+    }))
 }
 
 /// `n` copies of `value` in a fallibly allocated `Vec` (see [`alloc_vec`]).
@@ -159,6 +176,20 @@ pub fn zeroed_vec<T: ZeroBits>(n: usize) -> Vec<T> {
 /// is refused before any other work). The probe's memory is never touched.
 pub fn probe_alloc<T>(n: usize) {
     drop(alloc_vec::<T>(n));
+}
+
+/// [`probe_alloc`] for `n` elements of `elem_size` bytes (a tensor's dtype,
+/// whatever type its kernel computes in).
+pub fn probe_alloc_sized(n: usize, elem_size: usize) {
+    let fits = n
+        .checked_mul(elem_size)
+        .is_some_and(|b| Vec::<u8>::new().try_reserve_exact(b).is_ok());
+    if !fits {
+        std::panic::resume_unwind(Box::new(AllocFailure {
+            elems: n,
+            elem_size,
+        }));
+    }
 }
 
 /// Room for `extra` more elements in `v`, grown as `Vec::reserve` would

@@ -144,7 +144,14 @@ def test_refused_allocations_raise_pytorchs_error():
     raises_in_child("fg.empty(2**40)", "RuntimeError", ALLOC)
     raises_in_child("fg.ones(2).repeat(2**40)", "RuntimeError", ALLOC)
     raises_in_child("fg.zeros(2**20, 2**20)", "RuntimeError", ALLOC)
-    raises_in_child("fg.ones(1).expand(2**31, 2**31).contiguous()", "RuntimeError", ALLOC)
+    # 2**62 float32 elements: a byte count past int64, which PyTorch refuses as an
+    # overflow ("Storage size calculation overflowed with sizes=[2147483648,
+    # 2147483648]"); ferrograd names the element count.
+    out = raises_in_child("fg.ones(1).expand(2**31, 2**31).contiguous()", "RuntimeError",
+                          "Storage size calculation overflowed with sizes=[")
+    assert "4611686018427387904" in out and "18446744073709551615" not in out
+    raises_in_child("fg.ones(1).expand(2**62).sin()", "RuntimeError",
+                    "Storage size calculation overflowed with sizes=[4611686018427387904]")
     raises_in_child("fg.ones(1).expand(2**40).sin()", "RuntimeError", ALLOC)
     raises_in_child("fg.randn(2**40)", "RuntimeError", ALLOC)
     raises_in_child("fg.arange(2**40)", "RuntimeError", ALLOC)
@@ -189,3 +196,27 @@ def test_huge_sizes_in_pooling_and_padding():
     raises_in_child("fg.bincount(fg.tensor([0]), minlength=2**40)", "RuntimeError", "RAISED")
     raises_in_child("F.fold(fg.ones(1, 4, 1), (2**30, 2**30), 2)", "RuntimeError", "RAISED")
     raises_in_child("F.unfold(fg.ones(1, 1, 3, 3), 2, padding=2**40)", "RuntimeError", "RAISED")
+
+
+def test_factorisations_of_matrices_without_rows_answer_at_once():
+    # LAPACK's workspace query for a 0 x 2**40 matrix runs for ever; PyTorch 2.15
+    # answers: no singular values, rank 0, norms 0, an empty pseudo-inverse.
+    out = run_capped(
+        """
+        x = fg.empty(0, 2**40, dtype=fg.float64)
+        u, s, vh = fg.linalg.svd(x, full_matrices=False)
+        print("svd", tuple(u.shape), tuple(s.shape), tuple(vh.shape))
+        print("svdvals", tuple(fg.linalg.svdvals(x).shape))
+        print("rank", fg.linalg.matrix_rank(x).item())
+        print("pinv", tuple(fg.linalg.pinv(x).shape), tuple(fg.pinverse(x).shape))
+        print("norms", [fg.linalg.matrix_norm(x, o).item() for o in ("nuc", 2, float("inf"))])
+        u, s, vh = fg.linalg.svd(fg.empty(0, 3, dtype=fg.float64))
+        print("full", tuple(u.shape), tuple(s.shape), vh.tolist())
+        """,
+        timeout=60,
+    )
+    assert "svd (0, 0) (0,) (0, 1099511627776)" in out
+    assert "svdvals (0,)" in out and "rank 0" in out
+    assert "pinv (1099511627776, 0) (1099511627776, 0)" in out
+    assert "norms [0.0, 0.0, 0.0]" in out
+    assert "full (0, 0) (0,) [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]" in out

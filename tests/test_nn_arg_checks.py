@@ -102,6 +102,13 @@ AT_FORWARD = [
      "Padding length must be divisible by 2"),
     ("nn.ReplicationPad1d((1,))", "torch.ones(1, 2, 4)", RuntimeError,
      "Padding length must be divisible by 2"),
+    # Its affine parameters have no element to read (affine=False runs, below).
+    ("nn.BatchNorm1d(0)", "torch.ones(2, 0)", IndexError,
+     "select(): index 0 out of range for tensor of size [0] at dimension 0"),
+    ("nn.BatchNorm2d(0).eval()", "torch.ones(2, 0, 3, 3)", IndexError,
+     "select(): index 0 out of range for tensor of size [0] at dimension 0"),
+    ("nn.InstanceNorm1d(0, affine=True)", "torch.ones(2, 0, 3)", IndexError,
+     "select(): index 0 out of range for tensor of size [0] at dimension 0"),
 ]
 
 
@@ -125,6 +132,13 @@ def test_forward_refuses_as_pytorch(expr, arg, cls, msg):
     with pytest.raises(cls) as info:
         m(eval(arg))
     assert msg in str(info.value)
+
+
+def test_normalisation_without_channels_runs_without_affine_parameters():
+    # PyTorch: an empty result of the input's shape, as F.batch_norm without weights gives.
+    assert tuple(nn.BatchNorm1d(0, affine=False)(torch.ones(2, 0)).shape) == (2, 0)
+    assert tuple(nn.InstanceNorm1d(0)(torch.ones(2, 0, 3)).shape) == (2, 0, 3)
+    assert tuple(F.batch_norm(torch.ones(2, 0), None, None, training=True).shape) == (2, 0)
 
 
 def test_negative_reflect_and_replicate_padding_crop_as_pytorch():

@@ -293,7 +293,7 @@ fn check_output_size(input: &Tensor, xs: &[usize], ws: &[usize], p: &ConvParams)
     if n > i64::MAX as i128 {
         return Err(too_big(xs, ws));
     }
-    crate::dispatch_float!(input.dtype(), T => crate::error::probe_alloc::<T>(n as usize));
+    crate::error::probe_alloc_sized(n as usize, input.dtype().size());
     Ok(())
 }
 
@@ -621,7 +621,7 @@ pub fn unfold(
         cnt[0] as usize,
         cnt[1] as usize,
     ])?;
-    crate::dispatch_float!(x.dtype(), T => crate::error::probe_alloc::<T>(cols));
+    crate::error::probe_alloc_sized(cols, x.dtype().size());
     let out = im2col_op(&x4, b, [cnt[0] as usize, cnt[1] as usize])?;
     if batched {
         Ok(out)
@@ -723,7 +723,7 @@ pub fn fold(
         )));
     }
     let image = checked_size(&[s3[0], s3[1] / kk, isz[0], isz[1]])?;
-    crate::dispatch_float!(x.dtype(), T => crate::error::probe_alloc::<T>(image));
+    crate::error::probe_alloc_sized(image, x.dtype().size());
     let out = col2im_op(&x3, b, isz, [cnt[0] as usize, cnt[1] as usize])?;
     if batched {
         Ok(out)

@@ -107,7 +107,7 @@ fn probe_output(x: &Tensor, out: [usize; 2]) -> Result<()> {
         .try_fold(1usize, |n, &d| n.checked_mul(d))
         .filter(|&n| n <= i64::MAX as usize)
         .ok_or_else(|| Error::runtime("numel: integer multiplication overflow"))?;
-    crate::dispatch_float!(x.dtype(), T => crate::error::probe_alloc::<T>(n));
+    crate::error::probe_alloc_sized(n, x.dtype().size());
     Ok(())
 }
 
@@ -644,7 +644,7 @@ pub fn upsample(
                 fmt_shape(&[&shape[..2], size].concat())
             ))
         })?;
-    crate::dispatch_float!(x.dtype(), T => crate::error::probe_alloc::<T>(out_n));
+    crate::error::probe_alloc_sized(out_n, x.dtype().size());
     let oshape: Shape = shape[..2].iter().chain(size).copied().collect();
     if let Some(empty) = empty_output(x, oshape, names.0) {
         return Ok(empty);

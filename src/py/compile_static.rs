@@ -27,7 +27,6 @@ use crate::autograd;
 use crate::ops;
 use crate::tensor::Tensor;
 
-
 pub(super) enum SStep {
     /// A recorded op run with grad recording off.
     Fwd(usize),
@@ -141,7 +140,10 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
                 };
                 for l in links {
                     let name = l.node.name();
-                    if crate::autograd::node_traits::traits(&name) & crate::autograd::node_traits::STATIC_VJP == 0 {
+                    if crate::autograd::node_traits::traits(&name)
+                        & crate::autograd::node_traits::STATIC_VJP
+                        == 0
+                    {
                         return Err(format!(
                             "`{}` records {name}, which has no static VJP rule",
                             e.name

@@ -21,6 +21,7 @@ from ._common import (
     _int_tensor,
     _np,
     _refuse_non_finite,
+    _svd,
     _tensor,
     _tri_mask,
     _tril,
@@ -274,7 +275,7 @@ class LinalgSvd(Function):
     def forward(ctx, A, full_matrices):
         _refuse_non_finite("linalg.svd", _np(A))
         try:
-            u, s, vh = np.linalg.svd(_np(A), full_matrices=full_matrices)
+            u, s, vh = _svd(_np(A), full_matrices=full_matrices)
         except np.linalg.LinAlgError:
             raise LinAlgError(
                 "linalg.svd: The algorithm failed to converge because the input matrix is "
@@ -366,5 +367,5 @@ def svdvals(A, *, driver=None, out=None):
     _check_matrix("linalg.svdvals", A)
     if not ((A.requires_grad and _C.is_grad_enabled()) or _C._fw_tangent(A) is not None):
         _refuse_non_finite("linalg.svdvals", _np(A))
-        return _tensor(np.linalg.svd(_np(A), compute_uv=False), A)
+        return _tensor(_svd(_np(A), compute_uv=False), A)
     return _call(LinalgSvd, A, False)[1]
