@@ -41,6 +41,9 @@ from .schema import (
 
 OPS: list[Op] = []
 
+# The steps of floor, ceil and trunc are kinks at every integer of the domain.
+INTEGERS_AWAY = away(-2.0, -1.0, 0.0, 1.0, 2.0)
+
 #: The traits of an elementwise node whose rule keeps a number of the call
 #: (a slope, a bound): a compiled replay may pass a new number, so its
 #: static VJP would be stale.
@@ -186,11 +189,11 @@ _u("square", "Returns a new tensor with the square of the elements of `input`.",
 _u("erf", "Returns a new tensor with the Gauss error function of the elements of `input`.", _refs.erf,
    "ErfBackward0")
 _u("floor", "Returns a new tensor with the largest integer not above each element of `input`; its gradient is zero.",
-   np.floor, "FloorBackward0", domain=AWAY0, dtypes=NUMERIC)
+   np.floor, "FloorBackward0", domain=INTEGERS_AWAY, dtypes=NUMERIC)
 _u("ceil", "Returns a new tensor with the smallest integer not below each element of `input`; its gradient is zero.",
-   np.ceil, "CeilBackward0", domain=AWAY0, dtypes=NUMERIC)
+   np.ceil, "CeilBackward0", domain=INTEGERS_AWAY, dtypes=NUMERIC)
 _u("trunc", "Returns a new tensor with the elements of `input` rounded toward zero; its gradient is zero.",
-   np.trunc, "TruncBackward0", domain=AWAY0, aliases=("fix",), dtypes=NUMERIC)
+   np.trunc, "TruncBackward0", domain=INTEGERS_AWAY, aliases=("fix",), dtypes=NUMERIC)
 _u("isnan", "Returns a new bool tensor that is True where `input` is NaN.", np.isnan, None, inplace=False,
    dtypes=ALL)
 _u("isinf", "Returns a new bool tensor that is True where `input` is positive or negative infinity.",

@@ -383,6 +383,10 @@ def _stride(stride, kernel_size, n):
 def _check_pool(kernel, stride, padding, dilation, letters):
     """PyTorch's checks of a 2-d or 3-d pooling's arguments, in its order (each
     dimension's output size first, then the shape check) and words."""
+    # Its kernels take the sizes as C ints (a kernel of 2**62 would otherwise be
+    # honoured, window by window).
+    if any(not -(2**31) <= v < 2**31 for v in (*kernel, *stride, *padding, *dilation)):
+        raise RuntimeError("value cannot be converted to type int without overflow")
     for k, s, p, d in zip(kernel, stride, padding, dilation):
         if s == 0:
             raise RuntimeError("stride should not be zero")

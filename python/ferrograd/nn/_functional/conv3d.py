@@ -212,8 +212,16 @@ def max_pool3d_with_indices(
     planes = planes.reshape(N, C, D, Ho, Wo)
     where = where.reshape(N, C, D, Ho, Wo)
     neg = _C.full((), -math.inf, dtype=x.dtype)
+    # Only the depth taps some window reaches inside the input (at most Do * D of
+    # them): a kernel of 2**62 covers a depth of 5 with a handful.
+    taps = sorted({
+        j
+        for o in range(Do)
+        for j in range(max(0, -((o * s[0] - p[0]) // d[0])),
+                       min(k[0] - 1, (D - 1 + p[0] - o * s[0]) // d[0]) + 1)
+    }) or [0]
     cands, depths = [], []
-    for j in range(k[0]):
+    for j in taps:
         pos = [o * s[0] - p[0] + j * d[0] for o in range(Do)]
         valid = _C.tensor([0 <= q < D for q in pos]).reshape(1, 1, Do, 1, 1)
         clipped = _C.tensor([min(max(q, 0), D - 1) for q in pos])
@@ -221,7 +229,8 @@ def max_pool3d_with_indices(
         depths.append(clipped)
     # The first maximum in scan order (depth first), as PyTorch's kernel keeps.
     values, tap = _C.stack(cands, 3).max(3)
-    depth = _C.stack(depths, 1).reshape(1, 1, Do, k[0], 1, 1).expand(N, C, Do, k[0], Ho, Wo)
+    nt = len(taps)
+    depth = _C.stack(depths, 1).reshape(1, 1, Do, nt, 1, 1).expand(N, C, Do, nt, Ho, Wo)
     chosen_depth = depth.gather(3, tap.unsqueeze(3)).squeeze(3)
     in_plane = (
         _C.stack([where.index_select(2, dd) for dd in depths], 3)
