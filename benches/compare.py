@@ -48,6 +48,7 @@ WORKLOADS = [
     "scalar_chain",
     "matmul1024",
     "matmul_sizes",
+    "matmul_bf16",
     "tanh",
     "mlp",
     "mlp_rss",
@@ -200,6 +201,8 @@ class AutogradLib:
     def to_numpy(self, t) -> np.ndarray:
         if hasattr(t, "detach"):
             t = t.detach()
+        if getattr(t, "dtype", None) == getattr(self.mod, "bfloat16", ()):
+            t = t.float()  # NumPy has no bfloat16
         return np.asarray(t.numpy() if hasattr(t, "numpy") else t, dtype=np.float64)
 
     def get_threads(self) -> int | None:
@@ -302,13 +305,16 @@ def make_scalar_chain(grad: bool):
     return make
 
 
-def make_matmul(n: int | None, grad: bool, batched: bool = False):
+def make_matmul(n: int | None, grad: bool, batched: bool = False, bf16: bool = False):
     def make(lib, cfg):
         size = n or cfg.mm_n
         shape = (cfg.bmm[0], cfg.bmm[1], cfg.bmm[1]) if batched else (size, size)
         r = rng()
-        a = lib.tensor(r.standard_normal(shape, np.float32), requires_grad=grad)
-        b = lib.tensor(r.standard_normal(shape, np.float32), requires_grad=grad)
+        a = lib.tensor(r.standard_normal(shape, np.float32), requires_grad=grad and not bf16)
+        b = lib.tensor(r.standard_normal(shape, np.float32), requires_grad=grad and not bf16)
+        if bf16:  # bfloat16 leaves: float32 accumulation, each result rounded once
+            a = a.bfloat16().requires_grad_(grad)
+            b = b.bfloat16().requires_grad_(grad)
         if not grad:
             return lambda: {"out": a @ b}
 
@@ -994,6 +1000,25 @@ def build_rows(cfg: Config, rss: RssProbe, cnn_rss: RssProbe) -> list[Row]:
             higher_is_better=True,
             grad=False,
             target=Target(">=0.8x torch", 0.8),
+        ),
+        Row(
+            "matmul_bf16",
+            f"matmul {n} bfloat16, fwd",
+            "GFLOP/s",
+            timed(make_matmul(None, False, bf16=True), lambda c: 2 * c.mm_n**3, rate=True),
+            higher_is_better=True,
+            grad=False,
+            target=Target(">=1x torch (and >=1.6x the float32 row)", 1.0),
+            rtol=2e-2,
+        ),
+        Row(
+            "matmul_bf16",
+            f"matmul {n} bfloat16, fwd+bwd (3 matmuls)",
+            "GFLOP/s",
+            timed(make_matmul(None, True, bf16=True), lambda c: 6 * c.mm_n**3, rate=True),
+            higher_is_better=True,
+            target=Target(">=1x torch", 1.0),
+            rtol=2e-2,
         ),
         Row(
             "tanh",

@@ -123,10 +123,14 @@ def _flat(out):
 
 def make_runner(lib, op, case, backward: bool, strided: bool):
     fn = _resolve(lib, op)
-    args = [
-        _tensor(lib, a, backward and g, strided and a.ndim == 2) if isinstance(a, np.ndarray) else a
-        for a, g in zip(case.args, case.grad)
-    ]
+    def conv(a, g):
+        if isinstance(a, np.ndarray):
+            return _tensor(lib, a, backward and g, strided and a.ndim == 2)
+        if isinstance(a, tuple) and any(isinstance(e, np.ndarray) for e in a):
+            return tuple(conv(e, False) for e in a)
+        return a
+
+    args = [conv(a, g) for a, g in zip(case.args, case.grad)]
     kwargs = case.kwargs
     if not backward:
         ctx = fg.no_grad if lib is fg else torch.no_grad
@@ -170,7 +174,9 @@ def bench_op(op, size, repeat, errors):
     rows = []
     for case in cases(op, size):
         layouts = [False]
-        if size == "large" and op.sample.kind == "ew" and all(
+        # The strided layout: each 2-D operand read through a transpose (for
+        # `contiguous`, the one case where it copies).
+        if size == "large" and (op.sample.kind == "ew" or op.bench is not None) and all(
             (not isinstance(a, np.ndarray)) or a.ndim == 2 for a in case.args
         ):
             layouts.append(True)
@@ -207,7 +213,8 @@ def bench_op(op, size, repeat, errors):
                     nargs = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == np.float64 else a
                              for a in nargs]
                     try:
-                        row["numpy_us"] = timeit(lambda: ref(*nargs, **case.kwargs), repeat) * 1e6
+                        row["numpy_us"] = timeit(lambda ref=ref, nargs=nargs, kw=case.kwargs: ref(*nargs, **kw),
+                                                 repeat) * 1e6
                     except Exception:  # noqa: BLE001 - NumPy lacks the keyword form
                         pass
                 if "torch_us" in row:
@@ -297,7 +304,7 @@ def main(argv=None) -> int:
                 for r in bench_op(op, size, repeat, errors):
                     r["threads"] = threads
                     rows.append(r)
-                    fmt = lambda k: f"{r[k]:9.1f}u" if k in r else f"{'-':>10}"  # noqa: E731
+                    fmt = lambda k, r=r: f"{r[k]:9.1f}u" if k in r else f"{'-':>10}"  # noqa: E731
                     ratio = f"{r['ratio']:6.2f}x" if "ratio" in r else f"{'-':>7}"
                     print(f"{r['op']:<28} {r['pass']:<8} {r['case'][:24]:<24} {r['layout']:<11} "
                           f"{fmt('ferrograd_us')} {fmt('torch_us')} {fmt('numpy_us')} {ratio}"

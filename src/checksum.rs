@@ -108,6 +108,18 @@ fn update_sse42_x3(crc: u32, data: &[u8]) -> u32 {
     shift(ab, (c.len()) as u64) ^ rc
 }
 
+/// Whether [`update`] takes the SSE4.2 `crc32` path here.
+pub(crate) fn has_crc32_path() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("sse4.2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The register after `data` from register `crc`, by the fastest way here.
 fn update(crc: u32, data: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]

@@ -30,6 +30,8 @@ pub const SAVED_HOOKS: u32 = 1 << 6;
 /// Factory functions called without a `device` make meta tensors
 /// (`set_default_device("meta")`, `with ferrograd.device("meta")`).
 pub const DEFAULT_META: u32 = 1 << 7;
+/// CPU autocast is on (`ferrograd.autocast("cpu")`; see `py/autocast.rs`).
+pub const AUTOCAST: u32 = 1 << 8;
 
 thread_local! {
     static WORD: Cell<u32> = const { Cell::new(0) };

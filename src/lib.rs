@@ -30,6 +30,7 @@ pub mod flags;
 pub mod checksum;
 pub mod kernels;
 pub mod ops;
+pub mod profiler;
 pub mod random;
 pub mod serialize;
 pub mod tensor;

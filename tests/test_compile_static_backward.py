@@ -379,21 +379,24 @@ def test_requires_grad_change_of_a_constant_takes_the_dynamic_path():
     assert not c.tapes[0].stats()["last_static"]
 
 
-def test_retain_grad_and_unsupported_rule_keep_the_dynamic_path():
+def test_retain_grad_is_refused_and_unsupported_rule_keeps_the_dynamic_path():
+    # A replay's tensors are new, so `retain_grad` (a flag on the capture
+    # call's tensor) has no replay rule: the call runs eagerly, with the eager
+    # gradient, and the warning names it.
     def with_retain(x):
         y = x.exp()
         y.retain_grad()
-        loss = y.sum()
+        loss = (y * y).sum()
         loss.backward()
         return loss, y.grad
 
     c = torch.compile(with_retain)
-    for i in range(3):
-        (x,) = leaves([data((3,), i)])
-        _, g = c(x)
-        assert same(g, torch.ones(3, dtype=torch.float64))
-    s = c.tapes[0].stats()
-    assert not s["static"]
+    with pytest.warns(RuntimeWarning, match="`retain_grad` has no replay rule"):
+        for i in range(3):
+            (x,) = leaves([data((3,), i)])
+            _, g = c(x)
+            assert same(g, 2 * x.detach().exp())
+    assert not c.tapes
 
     def with_cumsum(x):
         loss = x.cumsum(0).sin().sum()
@@ -490,13 +493,12 @@ def test_result_with_graph_not_differentiated_keeps_the_dynamic_path():
     assert y.requires_grad and y.grad_fn is not None
 
 
-def test_detached_output_is_refused_not_replayed_stale():
-    # `detach()` records nothing: its result must not become a constant of
-    # the tape (the capture call's value returned on every replay).
+def test_detached_output_is_replayed_fresh():
+    # `detach()` is an entry of the tape: each replay returns a detached alias
+    # of that call's result, never the capture call's value.
     f = torch.compile(lambda x: (x * 2).detach())
-    outs = []
-    with pytest.warns(RuntimeWarning, match="detach"):
-        for i in range(4):
-            outs.append(f(torch.full((2,), float(i))))
+    outs = [f(torch.full((2,), float(i))) for i in range(4)]
     for i, o in enumerate(outs):
         assert same(o, torch.full((2,), 2.0 * i))
+    assert len(f.tapes) == 1 and "detach" in f.tapes[0].ops
+

@@ -52,8 +52,8 @@ def test_the_build_is_baseline_x86_64():
 def test_simd_paths_follow_the_cpu():
     have = _C._cpu_features()
     paths = {family: path for family, (path, _) in _C._simd_paths().items()}
-    assert set(paths) == {"vector", "gemm", "small_gemm", "conv", "norm_f32", "randn", "bf16",
-                          "amx"}
+    assert set(paths) == {"vector", "gemm", "small_gemm", "conv", "norm_f32", "randn", "vmath",
+                          "convert", "checksum", "bf16", "amx"}
     if not have:  # not x86-64
         return
     x86_v4 = all(have[f] for f in ("avx512f", "avx512vl", "avx512bw", "avx512dq", "avx2", "fma"))
@@ -71,8 +71,39 @@ def test_simd_paths_follow_the_cpu():
     assert paths["conv"] == ("avx512 direct" if direct else "im2col + gemm")
     assert paths["norm_f32"] == ("avx512" if have["avx512f"] else paths["vector"])
     assert paths["randn"] == ("fma" if have["fma"] else "baseline")
-    # No kernel of this build computes in bfloat16 or uses AMX tiles, whatever the CPU has.
-    assert paths["bf16"] == "none" and paths["amx"] == "none"
+    # kernels/vmath: the AVX-512 loop needs F, VL, BW, DQ and FMA; AVX2 needs FMA.
+    if os.environ.get("FERROGRAD_ISA") is None:
+        assert paths["vmath"] == ("avx512" if x86_v4 else "avx2" if x86_v3 else "portable")
+    # kernels/convert.rs: F16C with AVX; checksum.rs: SSE4.2's crc32.
+    assert paths["convert"] == ("f16c" if have["avx"] and have["f16c"] else "portable")
+    assert paths["checksum"] == ("sse4.2" if have["sse4.2"] else "table")
+    # bf16_gemm::Path::best(): AMX tiles, else AVX512_BF16 (with F, BW, VL, DQ), else the
+    # float32 GEMM on widened operands; the row reports the path products take now.
+    bf16 = ferrograd.backends.cpu
+    avx512_bf16 = have["avx512_bf16"] and all(
+        have[f] for f in ("avx512f", "avx512vl", "avx512bw", "avx512dq"))
+    best = ("amx" if avx512_bf16 and have["amx_bf16"] and have["amx_tile"]
+            else "avx512_bf16" if avx512_bf16 else "portable")
+    assert bf16.bf16_matmul_paths()[-1] == best
+    assert paths["bf16"] == bf16.get_bf16_matmul_path()
+    if "FERROGRAD_BF16_GEMM" not in os.environ:
+        assert paths["bf16"] == best
+    assert paths["amx"] == ("bf16 tiles" if paths["bf16"] == "amx" else "none")
+
+
+def test_simd_paths_report_a_forced_bf16_path():
+    cpu = ferrograd.backends.cpu
+    before = cpu.get_bf16_matmul_path()
+    try:
+        for name in cpu.bf16_matmul_paths():
+            cpu.set_bf16_matmul_path(name)
+            paths = {family: path for family, (path, _) in _C._simd_paths().items()}
+            assert paths["bf16"] == name
+            assert paths["amx"] == ("bf16 tiles" if name == "amx" else "none")
+            assert any(ln.split()[:1] == ["bf16"] and name in ln for ln in config.show().splitlines())
+    finally:
+        cpu.set_bf16_matmul_path(None)
+    assert cpu.get_bf16_matmul_path() == before or "FERROGRAD_BF16_GEMM" in os.environ
 
 
 def test_cpu_features_match_the_kernel_view_of_proc_cpuinfo():
@@ -84,7 +115,7 @@ def test_cpu_features_match_the_kernel_view_of_proc_cpuinfo():
         pytest.skip("no /proc/cpuinfo flags on this system")
     flags = set(flags_line.split(":", 1)[1].split())
     have = _C._cpu_features()
-    for ours, linux in [("avx2", "avx2"), ("fma", "fma"), ("avx512f", "avx512f"),
+    for ours, linux in [("avx2", "avx2"), ("fma", "fma"), ("f16c", "f16c"), ("avx512f", "avx512f"),
                         ("avx512bw", "avx512bw"), ("avx512_bf16", "avx512_bf16"),
                         ("amx_tile", "amx_tile"), ("amx_bf16", "amx_bf16")]:
         assert have[ours] == (linux in flags), (ours, have[ours])
@@ -124,12 +155,15 @@ def test_every_hand_written_dispatch_has_a_row():
     sites = _dispatch_sites()
     assert sites["detected"] == {
         "kernels/simd.rs", "kernels/conv_direct.rs", "kernels/trig_f32.rs", "kernels/norm.rs",
-        "kernels/small_gemm/mod.rs", "random.rs",
+        "kernels/small_gemm/mod.rs", "random.rs", "kernels/bf16_gemm/mod.rs", "checksum.rs",
+        "kernels/convert.rs", "kernels/vmath/mod.rs",
     }
     assert sites["enabled"] <= {
         "kernels/simd.rs", "kernels/conv_direct.rs", "kernels/trig_f32.rs",
         "kernels/norm_f32.rs", "kernels/small_gemm/mod.rs", "kernels/small_gemm/pairs.rs",
-        "random.rs",
+        "random.rs", "kernels/bf16_gemm/amx.rs", "kernels/bf16_gemm/avx512.rs",
+        "kernels/bf16_gemm/convert.rs", "kernels/bf16_gemm/pack.rs", "checksum.rs",
+        "kernels/convert.rs", "kernels/vmath/mod.rs",
     }, sites["enabled"]
 
 

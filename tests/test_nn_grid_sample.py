@@ -233,3 +233,26 @@ def test_affine_grid_matches_the_reference_and_differentiates():
         F.affine_grid(fg.zeros(1, 2, 3), (1, 1, 0, 2), align_corners=False)
     with pytest.raises(ValueError, match="Expected theta to have floating point type"):
         F.affine_grid(fg.zeros(1, 2, 3, dtype=fg.int64), (1, 1, 2, 2), align_corners=False)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 1e30])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_non_finite_and_huge_grid_points_sample_without_an_index_error(value, padding_mode, mode):
+    # A NaN, infinite or huge coordinate once became an out-of-range gather index.
+    x = fg.arange(4.0).reshape(1, 1, 2, 2)
+    grid = fg.tensor([[[[value, 0.0], [0.0, 0.5]]]])
+    out = F.grid_sample(x, grid, mode=mode, padding_mode=padding_mode, align_corners=False)
+    assert out.shape == (1, 1, 1, 2)
+    # The finite point is unaffected: (0, 0.5) in [-1, 1] is pixel (x=0.5, y=1.25)
+    # with align_corners=False; its value does not depend on the other point.
+    alone = F.grid_sample(x, grid[:, :, 1:], mode=mode, padding_mode=padding_mode,
+                          align_corners=False)  # fmt: skip
+    assert out[0, 0, 0, 1].item() == alone[0, 0, 0, 0].item()
+
+
+@pytest.mark.parametrize("size", [[1, 1, 2.0, 2], [1, 1, float("inf"), 2], "abcd"])
+def test_affine_grid_size_takes_ints_only(size):
+    # PyTorch's argument parser refuses non-int elements with a TypeError.
+    with pytest.raises(TypeError, match="must be tuple of ints"):
+        F.affine_grid(fg.ones(1, 2, 3), size, align_corners=False)

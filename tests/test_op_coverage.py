@@ -34,7 +34,8 @@ from ferrograd.testing import gradcheck, gradgradcheck
 from ferrograd.testing._realize import entry_point as _entry_point
 from ferrograd.testing._samples import calls, values_like
 
-CELL = settings(max_examples=max(3, settings.default.max_examples // 20), deadline=None)
+# Three draws per cell under every profile (seeded in CI): ~2,800 cells keep the suite short.
+CELL = settings(max_examples=3, deadline=None)
 
 
 def entry_point(op, name=None, seed=True):
@@ -264,10 +265,15 @@ CHECKS = {
 
 
 @pytest.mark.parametrize(("name", "feature"), cells())
-def test_cell(name, feature):
+def test_cell(name, feature, request):
     op = _registry.op(name)
     if feature in op.refuse:
         pytest.skip(f"refused: {op.refuse[feature]}")
+    if feature in op.defects:
+        # Runs, and reports XPASS once the defect is fixed (then drop it from _gaps.py);
+        # not strict, because hypothesis may miss the failing draw in a given run.
+        request.applymarker(pytest.mark.xfail(reason=f"open defect: {op.defects[feature]}",
+                                              strict=False))
     assert op.sample is not None, f"{name} declares no sample inputs and no refusal for {feature}"
     if feature == schema.FORWARD:
         assert op.ref is not None, f"{name} declares no reference and no refusal for forward"

@@ -128,3 +128,22 @@ def test_nn_modules_all_is_the_union_of_its_submodules():
             if name not in union:
                 union.append(name)
     assert modules.__all__ == union
+
+
+def test_every_op_pytorch_autocasts_is_declared_with_its_policy():
+    """PyTorch's CPU autocast lists (tests/autocast_lists.py, from its
+    documentation): every listed op ferrograd has declares that policy."""
+    from autocast_lists import POLICY, PUBLIC
+
+    where = {"function": fg, "method": fg.Tensor, "F": F, "linalg": fg.linalg}
+    wrong = []
+    for aten, policy in POLICY.items():
+        places = PUBLIC.get(aten) or [(s, aten) for s in ("function", "method", "F")]
+        for surface, name in places:
+            if not hasattr(where[surface], name):
+                continue
+            declared = _registry.BY_NAME.get(name)
+            if declared is None or declared.autocast != policy:
+                got = None if declared is None else declared.autocast
+                wrong.append(f"{surface}:{name} ({aten}) is {got}, PyTorch says {policy}")
+    assert not wrong, wrong

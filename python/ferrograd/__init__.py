@@ -793,6 +793,14 @@ from . import jit  # noqa: E402, F401
 __all__ += ["jit"]
 __all__ += ["compile"]
 
+# ----- mixed precision: autocast regions, GradScaler (amp/), the CPU device module -----
+from . import amp, cpu  # noqa: E402
+from .amp import autocast  # noqa: E402
+from .amp._state import *  # noqa: E402, F403
+from .amp._state import PUBLIC as _amp_all  # noqa: E402
+
+__all__ += ["amp", "autocast", "cpu", *_amp_all]
+
 # ----- tensor API additions (_tensor_api/): constructors, index/scatter family, scans,
 # shape helpers, reductions, windows, settings, and nn.functional aliases -----
 # isort: split
@@ -854,7 +862,7 @@ del _aliases
 
 # torch.special and torch.distributions; the samplers they draw from.
 # isort: split
-from . import distributions, special  # noqa: E402
+from . import distributions, profiler, special  # noqa: E402, F401
 from ._C import (  # noqa: E402, F401
     _sample_dirichlet,
     _standard_gamma,

@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from . import _C, _inplace_docs
+from ._autocast import autocast_op as _autocast_op
 from ._C import Tensor
 
 __all__ = [
@@ -85,6 +86,8 @@ def tril(input, diagonal=0):
     _check("tril", input)
     if input.dim() < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    if isinstance(input, Tensor):
+        return _C._tril(input, diagonal, True)
     return input.masked_fill(_tri_mask(input, diagonal, True), 0)
 
 
@@ -94,6 +97,8 @@ def triu(input, diagonal=0):
     _check("triu", input)
     if input.dim() < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    if isinstance(input, Tensor):
+        return _C._tril(input, diagonal, False)
     return input.masked_fill(_tri_mask(input, diagonal, False), 0)
 
 
@@ -117,7 +122,8 @@ def _tri_indices(row, col, offset, lower):
     c = np.arange(col)[None, :]
     keep = (c - r <= offset) if lower else (c - r >= offset)
     rr, cc = np.nonzero(keep)
-    return _C.from_numpy(np.stack([rr, cc]).astype(np.int64))
+    # A copy (`tensor`), not `from_numpy`: a compiled replay makes it again from the same values.
+    return _C.tensor(np.stack([rr, cc]).astype(np.int64))
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
@@ -140,6 +146,8 @@ def diag(input, diagonal=0):
         return _C.diagonal(input, diagonal)
     if input.dim() != 1:
         raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.dim()}D")
+    if isinstance(input, Tensor):
+        return _C._diag_embed(input, diagonal, 0, 1)
     n = input.shape[0]
     k = abs(diagonal)
     size = n + k
@@ -166,6 +174,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     d1, d2 = dim1 % nd, dim2 % nd
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if isinstance(input, Tensor):
+        return _C._diag_embed(input, offset, d1, d2)
     batch = tuple(input.shape[:-1])
     if offset:
         zeros = _C.zeros(*batch, abs(offset), dtype=input.dtype)
@@ -208,6 +218,8 @@ def roll(input, shifts, dims=None):
         raise RuntimeError(
             f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}"
         )
+    if isinstance(input, Tensor):
+        return _C._roll(input, list(shifts), list(dims))
     out = input
     for s, d in zip(shifts, dims):
         n = out.shape[d]
@@ -385,6 +397,7 @@ def cross(input, other, dim=None):
     return _C.cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
 
 
+@_autocast_op("cdist")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """Pairwise ``p``-norm distances between the rows of ``x1`` (``B x P x M``)
     and ``x2`` (``B x R x M``): a ``B x P x R`` tensor, ``B`` any batch dimensions."""
@@ -459,9 +472,14 @@ def _scaled_sum(input, product, beta, alpha):
     return (input if beta == 1 else beta * input) + scaled
 
 
+@_autocast_op("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)``."""
     _check("addmm", input)
+    if (beta == 1 and alpha == 1 and input.dtype == _C.bfloat16 and input.dim() <= 2
+            and getattr(mat1, "ndim", 0) == 2 and getattr(mat2, "ndim", 0) == 2):
+        # One node whose float32 sums start from the bias: rounded once, as PyTorch's.
+        return _C.linear(mat1, mat2.t(), input)
     return _scaled_sum(input, _C.mm(mat1, mat2), beta, alpha)
 
 
@@ -477,12 +495,14 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return _scaled_sum(input, _C.outer(vec1, vec2), beta, alpha)
 
 
+@_autocast_op("baddbmm")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * (batch1 @ batch2)`` for batches of matrices."""
     _check("baddbmm", input)
     return _scaled_sum(input, _C.bmm(batch1, batch2), beta, alpha)
 
 
+@_autocast_op("addbmm")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     _check("addbmm", input)

@@ -550,7 +550,12 @@ pub(crate) fn call_node(node: &NodeRef, mut grads: Grads) -> Result<Grads> {
         needs: &needs,
         node,
     };
-    let mut out = node.backward.apply(&ctx)?;
+    let mut out = crate::profiler::timed(
+        || node.name(),
+        crate::profiler::Kind::Backward,
+        || grads.iter().flatten().map(|g| g.shape().to_vec()).collect(),
+        || node.backward.apply(&ctx),
+    )?;
     let name = node.name();
     if out.len() != node.edges.len() {
         if node.backward.validate_outputs() {

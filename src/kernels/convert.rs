@@ -111,9 +111,16 @@ unsafe fn f16_to_f32_f16c(dst: &mut [f32], src: &[f16]) {
     f16_to_f32_portable(&mut dst[i..n], &src[i..n]);
 }
 
-#[cfg(target_arch = "x86_64")]
-fn has_f16c() -> bool {
-    std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx")
+/// Whether the F16C instructions convert float16 here.
+pub fn has_f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 /// float32 -> float16 over a slice: F16C when the CPU has it.

@@ -1,8 +1,8 @@
 //! Strided reads and writes: materialising a view, copying into a view.
 
-use std::mem::MaybeUninit;
+use smallvec::SmallVec;
 
-use super::{build_vec, coalesce, drive, par_ranges, SendPtr};
+use super::{build_vec, coalesce, par_ranges, SendPtr};
 use crate::tensor::{Element, View};
 
 /// The elements of `v` in row-major order.
@@ -26,23 +26,9 @@ pub fn gather<T: Element>(v: &View) -> Vec<T> {
             });
         });
     }
-    let (shape, [st]) = coalesce(&v.shape, [&v.strides]);
-    let src = SendPtr(v.ptr::<T>());
-    let inner = *st.last().unwrap_or(&1);
-    build_vec(n, |out| {
-        drive(
-            out,
-            &shape,
-            std::array::from_ref(&st),
-            |o: &mut [MaybeUninit<T>], [off]| {
-                let p = src;
-                for (i, slot) in o.iter_mut().enumerate() {
-                    // SAFETY: offsets come from the view's own shape and strides.
-                    slot.write(unsafe { *p.0.add(off + i * inner) });
-                }
-            },
-        )
-    })
+    let sst: SignedStrides = v.strides.iter().map(|&s| s as isize).collect();
+    // SAFETY: the view's own strides from its own offset.
+    unsafe { gather_signed(v, v.offset, &sst) }
 }
 
 /// Writes `src` (row-major, `dst.numel()` elements, or one element to broadcast)
@@ -110,4 +96,328 @@ fn overlaps<T: Element>(dst: &View, src: &[T]) -> bool {
         src.as_ptr() as usize + std::mem::size_of_val(src),
     );
     s0 < end && start < s1
+}
+
+// ----- strided box copies ----------------------------------------------------------
+
+/// Element strides that may be negative (a flipped dimension walks backwards)
+/// or zero (a broadcast one).
+pub type SignedStrides = SmallVec<[isize; 6]>;
+
+/// Runs `f(lo, hi)` over `0..units` split into contiguous ranges, in parallel
+/// when `units * per_unit` elements reach the grain: each range holds at least
+/// a grain's worth of elements, and there are about four ranges per thread.
+pub fn par_units(units: usize, per_unit: usize, f: impl Fn(usize, usize) + Sync + Send) {
+    super::parallel::run(units.saturating_mul(per_unit.max(1)), |threads| {
+        if threads == 1 || units < 2 {
+            f(0, units);
+            return;
+        }
+        let min_units = super::GRAIN.div_ceil(per_unit.max(1)).max(1);
+        let chunk = units.div_ceil(threads * 4).max(min_units);
+        super::parallel::tasks(units.div_ceil(chunk), |c| {
+            f(c * chunk, ((c + 1) * chunk).min(units))
+        });
+    })
+}
+
+/// Drops size-1 dimensions and merges neighbours that both operands walk
+/// as one (the source's strides may be negative or zero).
+fn coalesce_box(
+    shape: &[usize],
+    dst: &[usize],
+    src: &[isize],
+) -> (SmallVec<[usize; 6]>, SmallVec<[usize; 6]>, SignedStrides) {
+    let mut s: SmallVec<[usize; 6]> = SmallVec::new();
+    let mut d: SmallVec<[usize; 6]> = SmallVec::new();
+    let mut r: SignedStrides = SmallVec::new();
+    for k in 0..shape.len() {
+        if shape[k] == 1 {
+            continue;
+        }
+        if let (Some(&pd), Some(&ps)) = (d.last(), r.last()) {
+            if pd == dst[k] * shape[k] && ps == src[k] * shape[k] as isize {
+                let l = s.len() - 1;
+                s[l] *= shape[k];
+                d[l] = dst[k];
+                r[l] = src[k];
+                continue;
+            }
+        }
+        s.push(shape[k]);
+        d.push(dst[k]);
+        r.push(src[k]);
+    }
+    (s, d, r)
+}
+
+/// Calls `row(dst_off, src_off)` for outer rows `lo..hi` of the row-major
+/// index space `shape` (the dimensions outside the copied run or tile).
+fn for_rows(
+    shape: &[usize],
+    dst: &[usize],
+    src: &[isize],
+    lo: usize,
+    hi: usize,
+    mut row: impl FnMut(usize, isize),
+) {
+    let nd = shape.len();
+    if lo >= hi {
+        return;
+    }
+    let mut idx: SmallVec<[usize; 6]> = SmallVec::from_elem(0, nd);
+    let mut rem = lo;
+    for k in (0..nd).rev() {
+        idx[k] = rem % shape[k];
+        rem /= shape[k];
+    }
+    let mut doff: usize = (0..nd).map(|k| idx[k] * dst[k]).sum();
+    let mut soff: isize = (0..nd).map(|k| idx[k] as isize * src[k]).sum();
+    for _ in lo..hi {
+        row(doff, soff);
+        let mut k = nd;
+        while k > 0 {
+            k -= 1;
+            idx[k] += 1;
+            doff += dst[k];
+            soff += src[k];
+            if idx[k] < shape[k] {
+                break;
+            }
+            doff -= dst[k] * shape[k];
+            soff -= src[k] * shape[k] as isize;
+            idx[k] = 0;
+        }
+    }
+}
+
+/// Side of the square tiles a strided transpose copies through: 32 x 32
+/// elements of both operands stay in L1.
+const TILE: usize = 32;
+
+/// Copies the box `shape` from `src` (strides `sst`, any sign) to `dst`
+/// (strides `dst_st`), in parallel above the grain: a `memcpy` per run when
+/// both walk forward, a reversed or repeated run for flipped or broadcast
+/// sources, and square tiles when the source's unit stride is on another
+/// dimension than the destination's (a transpose), so neither side misses
+/// cache on every element.
+///
+/// # Safety
+/// Every offset the box reaches must lie inside its buffer, and the two
+/// regions must not overlap.
+pub unsafe fn copy_box<T: Element>(
+    dst: *mut T,
+    dst_st: &[usize],
+    src: *const T,
+    sst: &[isize],
+    shape: &[usize],
+) {
+    if shape.contains(&0) {
+        return;
+    }
+    let (shape, dst_st, sst) = coalesce_box(shape, dst_st, sst);
+    let nd = shape.len();
+    let (d, s) = (SendPtr(dst), SendPtr(src as *mut T));
+    if nd == 0 {
+        *dst = *src;
+        return;
+    }
+    let last = nd - 1;
+    let (n, dl, sl) = (shape[last], dst_st[last], sst[last]);
+    // The transposed case: the destination runs along `last`, the source
+    // along some other dimension `p`.
+    let p = (0..last).rev().find(|&k| sst[k].unsigned_abs() == 1);
+    if let (1, Some(p)) = (dl, p) {
+        if !matches!(sl, -1..=1) && shape[p] >= 4 {
+            return transpose_tiles(d, &dst_st, s, &sst, &shape, p);
+        }
+    }
+    let outer = &shape[..last];
+    par_units(numel_of(outer), n, |lo, hi| {
+        let (d, s) = (d, s);
+        for_rows(
+            outer,
+            &dst_st[..last],
+            &sst[..last],
+            lo,
+            hi,
+            |doff, soff| {
+                let o = d.get().add(doff);
+                let i = s.get().offset(soff);
+                match (dl, sl) {
+                    (1, 1) => std::ptr::copy_nonoverlapping(i, o, n),
+                    (1, -1) => {
+                        let out = std::slice::from_raw_parts_mut(o, n);
+                        for (k, slot) in out.iter_mut().enumerate() {
+                            *slot = *i.offset(-(k as isize));
+                        }
+                    }
+                    (1, 0) => std::slice::from_raw_parts_mut(o, n).fill(*i),
+                    _ => {
+                        for k in 0..n {
+                            *o.add(k * dl) = *i.offset(k as isize * sl);
+                        }
+                    }
+                }
+            },
+        );
+    });
+}
+
+fn numel_of(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// [`copy_box`]'s tiled path: the destination is contiguous along the last
+/// dimension, the source along dimension `p`.
+unsafe fn transpose_tiles<T: Element>(
+    d: SendPtr<T>,
+    dst_st: &[usize],
+    s: SendPtr<T>,
+    sst: &[isize],
+    shape: &[usize],
+    p: usize,
+) {
+    let last = shape.len() - 1;
+    let (np, nl) = (shape[p], shape[last]);
+    let (dp, sp, sl) = (dst_st[p], sst[p], sst[last]);
+    // Outer dimensions: all but `p` and `last`.
+    let oshape: SmallVec<[usize; 6]> = (0..last).filter(|&k| k != p).map(|k| shape[k]).collect();
+    let odst: SmallVec<[usize; 6]> = (0..last).filter(|&k| k != p).map(|k| dst_st[k]).collect();
+    let osrc: SignedStrides = (0..last).filter(|&k| k != p).map(|k| sst[k]).collect();
+    let strips = np.div_ceil(TILE);
+    let units = numel_of(&oshape) * strips;
+    par_units(units, TILE * nl, |lo, hi| {
+        let (d, s) = (d, s);
+        // Each unit is one strip of TILE rows along `p` of one outer position.
+        let (o_lo, o_hi) = (lo / strips, (hi - 1) / strips + 1);
+        let mut o = o_lo;
+        for_rows(&oshape, &odst, &osrc, o_lo, o_hi, |doff, soff| {
+            let first = if o == o_lo { lo % strips } else { 0 };
+            let end = if o == o_hi - 1 {
+                (hi - 1) % strips + 1
+            } else {
+                strips
+            };
+            for strip in first..end {
+                let i0 = strip * TILE;
+                let i1 = (i0 + TILE).min(np);
+                let mut j0 = 0;
+                while j0 < nl {
+                    let j1 = (j0 + TILE).min(nl);
+                    for i in i0..i1 {
+                        let out = d.get().add(doff + i * dp);
+                        let inp = s.get().offset(soff + i as isize * sp);
+                        for j in j0..j1 {
+                            *out.add(j) = *inp.offset(j as isize * sl);
+                        }
+                    }
+                    j0 = j1;
+                }
+            }
+            o += 1;
+        });
+    });
+}
+
+/// The elements of `v` read through signed strides from `v`'s offset (a
+/// dimension with a negative stride starts at its far end), row-major.
+///
+/// # Safety
+/// The strides must keep every read inside `v`'s storage.
+pub unsafe fn gather_signed<T: Element>(v: &View, start: usize, sst: &[isize]) -> Vec<T> {
+    let n = v.numel();
+    let shape = v.shape.clone();
+    let dst = crate::tensor::contiguous_strides(&shape);
+    let base = v.storage.typed_ptr::<T>().wrapping_add(start) as *const T;
+    build_vec(n, |out| {
+        copy_box(out.as_mut_ptr().cast::<T>(), &dst, base, sst, &shape)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::Tensor;
+
+    /// A direct element-by-element reference for [`copy_box`].
+    fn reference(src: &[f32], start: isize, sst: &[isize], shape: &[usize]) -> Vec<f32> {
+        let mut out = Vec::new();
+        crate::kernels::index::for_each_index(shape, |_, idx| {
+            let off: isize = idx.iter().zip(sst).map(|(&i, &s)| i as isize * s).sum();
+            out.push(src[(start + off) as usize]);
+        });
+        out
+    }
+
+    fn check(src: &[f32], start: isize, sst: &[isize], shape: &[usize]) {
+        let n: usize = shape.iter().product();
+        let dst_st = crate::tensor::contiguous_strides(shape);
+        let mut out = vec![f32::NAN; n];
+        unsafe {
+            copy_box(
+                out.as_mut_ptr(),
+                &dst_st,
+                src.as_ptr().offset(start),
+                sst,
+                shape,
+            )
+        };
+        let want = reference(src, start, sst, shape);
+        assert_eq!(out.len(), want.len());
+        for (a, b) in out.iter().zip(&want) {
+            assert_eq!(a.to_bits(), b.to_bits(), "shape {shape:?} strides {sst:?}");
+        }
+    }
+
+    /// Transposes, flips, broadcasts and plain runs, on shapes small and
+    /// large enough to go parallel and to leave partial tiles.
+    #[test]
+    fn box_copies_match_an_element_loop() {
+        let src: Vec<f32> = (0..600_000).map(|i| i as f32).collect();
+        for t in [1, 2] {
+            crate::kernels::parallel::set_num_threads(t).unwrap();
+            // Transposed 2-D: [c, r] read from an [r, c] matrix.
+            for &(r, c) in &[(3, 5), (33, 70), (513, 700), (1, 9), (40, 1)] {
+                check(&src, 0, &[1, c as isize], &[c, r]);
+            }
+            // permute(2, 0, 1) of [a, b, c].
+            let (a, b, c) = (7, 40, 65);
+            check(&src, 0, &[1, (b * c) as isize, c as isize], &[c, a, b]);
+            // Flipped rows, flipped columns, both.
+            let (r, c) = (300, 1000);
+            let last = (r * c - 1) as isize;
+            check(&src, (c - 1) as isize, &[c as isize, -1], &[r, c]);
+            check(&src, ((r - 1) * c) as isize, &[-(c as isize), 1], &[r, c]);
+            check(&src, last, &[-(c as isize), -1], &[r, c]);
+            // Broadcast (stride 0) rows and columns, and a strided inner run.
+            check(&src, 0, &[0, 1], &[50, 1000]);
+            check(&src, 0, &[1, 0], &[1000, 50]);
+            check(&src, 1, &[2000, 2], &[200, 999]);
+            // Size-0 and size-1 dimensions.
+            check(&src, 0, &[5, 1], &[0, 5]);
+            check(&src, 3, &[1, 1, 1], &[1, 1, 1]);
+        }
+    }
+
+    #[test]
+    fn gather_of_a_transposed_view_is_its_transpose() {
+        let t = Tensor::from_vec(
+            (0..200 * 300).map(|i| i as f64).collect(),
+            smallvec::smallvec![200, 300],
+        );
+        let tv = t.view();
+        let v = View {
+            storage: tv.storage.clone(),
+            shape: smallvec::smallvec![300, 200],
+            strides: smallvec::smallvec![1, 300],
+            offset: 0,
+        };
+        let g = gather::<f64>(&v);
+        for i in 0..300 {
+            for j in 0..200 {
+                assert_eq!(g[i * 200 + j], (j * 300 + i) as f64);
+            }
+        }
+    }
 }

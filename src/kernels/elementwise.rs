@@ -1,40 +1,34 @@
 //! Elementwise maps over one or two strided (and broadcast) operands.
 //!
-//! Contiguous runs go through `map_slice`/`zip_slice`, compiled for AVX-512,
-//! AVX2 and the x86-64 baseline and chosen at run time, so one wheel runs on
-//! any x86-64 and still uses the widest vectors the CPU has.
+//! Contiguous runs go through `map_slice`/`zip_slice`, which run
+//! `kernels::vmath`'s loops compiled for AVX-512, AVX2 and the x86-64
+//! baseline and chosen at run time, so one wheel runs on any x86-64 and
+//! still uses the widest vectors the CPU has.
 
 use std::mem::MaybeUninit;
-
-use multiversion::multiversion;
 
 use super::{build_vec, coalesce, drive, par_ranges, SendPtr, GRAIN};
 use crate::tensor::{broadcast_strides, Element, View};
 
-#[multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
+/// `dst[i] = f(src[i])` on the widest instruction set the CPU has.
+#[inline]
 fn map_slice<T: Copy, U: Copy, F: Fn(T) -> U>(dst: &mut [MaybeUninit<U>], src: &[T], f: &F) {
-    for (d, &x) in dst.iter_mut().zip(src) {
-        d.write(f(x));
-    }
+    super::vmath::map(dst, src, f)
 }
 
-#[multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
+/// `dst[i] = f(a[i], b[i])` on the widest instruction set the CPU has.
+#[inline]
 fn zip_slice<T: Copy, U: Copy, F: Fn(T, T) -> U>(
     dst: &mut [MaybeUninit<U>],
     a: &[T],
     b: &[T],
     f: &F,
 ) {
-    for ((d, &x), &y) in dst.iter_mut().zip(a).zip(b) {
-        d.write(f(x, y));
-    }
+    super::vmath::zip(dst, a, b, f)
 }
+
+/// The elements of a strided run gathered per call of the vector loop.
+const GATHER: usize = 256;
 
 /// `dst[i] = f(src[i])` over a contiguous source, split across the pool.
 fn par_map<T: Element, U: Element>(
@@ -97,9 +91,19 @@ pub fn unary<T: Element, U: Element>(x: &View, f: impl Fn(T) -> U + Sync) -> Vec
                     map_slice(o, row, &f);
                     return;
                 }
-                for (i, slot) in o.iter_mut().enumerate() {
-                    // SAFETY: offsets stay inside the view.
-                    slot.write(f(unsafe { *p.0.add(off + i * inner) }));
+                // Gathered into a buffer a block at a time, so the function
+                // still runs in the instruction-set-dispatched loop.
+                let mut buf = [MaybeUninit::<T>::uninit(); GATHER];
+                for (k, part) in o.chunks_mut(GATHER).enumerate() {
+                    let base = off + k * GATHER * inner;
+                    for (i, slot) in buf[..part.len()].iter_mut().enumerate() {
+                        // SAFETY: offsets stay inside the view.
+                        slot.write(unsafe { *p.0.add(base + i * inner) });
+                    }
+                    // SAFETY: the first `part.len()` slots were just written.
+                    let run =
+                        unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<T>(), part.len()) };
+                    map_slice(part, run, &f);
                 }
             },
         )
@@ -171,8 +175,19 @@ pub fn binary<T: Element, U: Element>(
                             });
                         }
                         _ => {
-                            for (i, s) in o.iter_mut().enumerate() {
-                                s.write(f(*pa.0.add(oa + i * ia), *pb.0.add(ob + i * ib)));
+                            // Gathered a block at a time, as in `unary`.
+                            let mut ba = [MaybeUninit::<T>::uninit(); GATHER];
+                            let mut bb = [MaybeUninit::<T>::uninit(); GATHER];
+                            for (k, part) in o.chunks_mut(GATHER).enumerate() {
+                                let (ka, kb) = (oa + k * GATHER * ia, ob + k * GATHER * ib);
+                                for i in 0..part.len() {
+                                    ba[i].write(*pa.0.add(ka + i * ia));
+                                    bb[i].write(*pb.0.add(kb + i * ib));
+                                }
+                                let n = part.len();
+                                let ra = std::slice::from_raw_parts(ba.as_ptr().cast::<T>(), n);
+                                let rb = std::slice::from_raw_parts(bb.as_ptr().cast::<T>(), n);
+                                zip_slice(part, ra, rb, &f);
                             }
                         }
                     }
@@ -180,16 +195,6 @@ pub fn binary<T: Element, U: Element>(
             },
         )
     })
-}
-
-#[multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
-fn update_slice<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: &[T], f: &F) {
-    for (d, &y) in dst.iter_mut().zip(src) {
-        *d = f(*d, y);
-    }
 }
 
 /// `dst[i] = f(dst[i], src[i])` in place (`src` has `dst.len()` elements, or
@@ -206,7 +211,7 @@ pub fn update<T: Element>(dst: &mut [T], src: &[T], f: impl Fn(T, T) -> T + Sync
                 *x = f(*x, y);
             }
         } else {
-            update_slice(part, &src[lo..hi], &f);
+            super::vmath::update(part, &src[lo..hi], &f);
         }
     });
 }

@@ -7,6 +7,7 @@
 
 pub(crate) mod attention;
 pub(crate) mod bessel;
+pub mod bf16_gemm;
 pub mod conv;
 mod conv_direct;
 pub(crate) mod convert;
@@ -24,6 +25,7 @@ pub(crate) mod normal_fns;
 pub(crate) mod optim;
 pub(crate) mod outer;
 pub(crate) mod parallel;
+pub use parallel::set_num_threads;
 pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod rnn;
@@ -31,8 +33,10 @@ pub(crate) mod rnn_gemm;
 pub mod simd;
 pub(crate) mod small_gemm;
 pub(crate) mod softmax;
+pub(crate) mod sort;
 pub(crate) mod special;
 pub mod trig_f32;
+pub(crate) mod vmath;
 
 use std::mem::MaybeUninit;
 

@@ -311,6 +311,146 @@ fn extreme_by<T: Element, F: Fn(T, T) -> bool + Copy>(s: &[T], better: F) -> T {
     best
 }
 
+/// The product of a contiguous slice with sixteen independent accumulators,
+/// which vectorises (a single running product waits on every multiply).
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+pub fn prod_slice<T: Arith>(s: &[T]) -> T {
+    let mut acc = [T::one(); 16];
+    let chunks = s.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for k in 0..16 {
+            acc[k] = acc[k].mul(c[k]);
+        }
+    }
+    let mut width = 8;
+    while width > 0 {
+        for k in 0..width {
+            acc[k] = acc[k].mul(acc[k + width]);
+        }
+        width /= 2;
+    }
+    let mut total = acc[0];
+    for &x in rest {
+        total = total.mul(x);
+    }
+    total
+}
+
+/// The sum of squares of a contiguous slice (a 2-norm's radicand), sixteen
+/// accumulators as [`sum_slice`].
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+pub fn sum_sq_slice<T: Arith>(s: &[T]) -> T {
+    let mut acc = [T::zero(); 16];
+    let chunks = s.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for k in 0..16 {
+            acc[k] = acc[k].add(c[k].mul(c[k]));
+        }
+    }
+    let mut width = 8;
+    while width > 0 {
+        for k in 0..width {
+            acc[k] = acc[k].add(acc[k + width]);
+        }
+        width /= 2;
+    }
+    let mut total = acc[0];
+    for &x in rest {
+        total = total.add(x.mul(x));
+    }
+    total
+}
+
+/// Sums of squares of each contiguous row of a `[rows, cols]` block, or of
+/// the whole block (`rows == 1`) in blocks added pairwise in parallel.
+pub fn sum_sq_rows<T: Arith>(data: &[T], rows: usize, cols: usize) -> Vec<T> {
+    if rows == 1 {
+        // The same tree whatever the thread count: blocks of BLOCK, pairwise.
+        let blocks: Vec<&[T]> = data.chunks(BLOCK).collect();
+        let sums = build_vec(blocks.len(), |out| {
+            let o = SendPtr(out.as_mut_ptr());
+            super::copy::par_units(blocks.len(), BLOCK, |lo, hi| {
+                for (i, b) in blocks.iter().enumerate().take(hi).skip(lo) {
+                    // SAFETY: unit `i` writes only slot `i`.
+                    unsafe { (*o.get().add(i)).write(sum_sq_slice(b)) };
+                }
+            });
+        });
+        return vec![if sums.is_empty() {
+            T::zero()
+        } else {
+            sum_pairwise(&sums)
+        }];
+    }
+    super::index::map_rows(data, rows, cols, sum_sq_slice)
+}
+
+/// Along the middle dimension of a contiguous `[outer, n, inner]` block
+/// (`n > 0`): per `(o, c)` the maximum (or minimum) and the position of its
+/// first occurrence, NaN winning at the first NaN, as PyTorch's `max(dim)`.
+/// Whole rows are streamed, so reducing a leading dimension reads memory
+/// once in order instead of transposing it first.
+pub fn extreme_mid<T: Element>(
+    data: &[T],
+    outer: usize,
+    n: usize,
+    inner: usize,
+    is_max: bool,
+) -> (Vec<T>, Vec<i64>) {
+    let mut vals = vec![T::zero(); outer * inner];
+    let mut idx = vec![0i64; outer * inner];
+    const COLS: usize = 512;
+    let blocks = inner.div_ceil(COLS);
+    let (vp, ip) = (SendPtr(vals.as_mut_ptr()), SendPtr(idx.as_mut_ptr()));
+    super::copy::par_units(outer * blocks, n * COLS.min(inner), |lo, hi| {
+        let (vp, ip) = (vp, ip);
+        for u in lo..hi {
+            let (o, b) = (u / blocks, u % blocks);
+            let (c0, c1) = (b * COLS, ((b + 1) * COLS).min(inner));
+            let at = (o * inner + c0, c1 - c0);
+            // SAFETY: unit `u` owns columns `c0..c1` of outer position `o`.
+            let (v, ix) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(vp.get().add(at.0), at.1),
+                    std::slice::from_raw_parts_mut(ip.get().add(at.0), at.1),
+                )
+            };
+            let base = o * n * inner;
+            v.copy_from_slice(&data[base + c0..base + c1]);
+            for j in 1..n {
+                let row = &data[base + j * inner + c0..base + j * inner + c1];
+                extreme_step(v, ix, row, j as i64, is_max);
+            }
+        }
+    });
+    (vals, idx)
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+#[allow(clippy::eq_op)]
+fn extreme_step<T: Element>(v: &mut [T], ix: &mut [i64], row: &[T], j: i64, is_max: bool) {
+    for ((a, i), &x) in v.iter_mut().zip(ix.iter_mut()).zip(row) {
+        // A NaN kept is never replaced; a new NaN always wins.
+        let better = if is_max { x > *a } else { x < *a };
+        let take = *a == *a && (better || x != x);
+        if take {
+            *a = x;
+            *i = j;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,6 +469,78 @@ mod tests {
                 let want: f64 = (0..rows).map(|i| data[i * cols + j]).sum();
                 assert_eq!(*g, want, "{rows}x{cols} column {j}");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod extreme_tests {
+    use super::*;
+
+    /// `extreme_mid` against a direct scan per column: first occurrence of
+    /// ties, the first NaN wins, on one and two threads.
+    #[test]
+    fn column_extremes_match_a_direct_scan() {
+        for &(outer, n, inner) in &[(1, 5, 3), (3, 40, 1000), (2, 1, 7), (1, 300, 2000)] {
+            let data: Vec<f32> = (0..outer * n * inner)
+                .map(|i| {
+                    if i % 331 == 7 {
+                        f32::NAN
+                    } else {
+                        ((i * 7919) % 23) as f32 - 11.0
+                    }
+                })
+                .collect();
+            for t in [1, 2] {
+                crate::kernels::parallel::set_num_threads(t).unwrap();
+                for is_max in [true, false] {
+                    let (v, ix) = extreme_mid(&data, outer, n, inner, is_max);
+                    for o in 0..outer {
+                        for c in 0..inner {
+                            let col: Vec<f32> =
+                                (0..n).map(|j| data[(o * n + j) * inner + c]).collect();
+                            let want = match col.iter().position(|x| x.is_nan()) {
+                                Some(p) => p,
+                                None => {
+                                    let mut b = 0;
+                                    for j in 1..n {
+                                        if (is_max && col[j] > col[b])
+                                            || (!is_max && col[j] < col[b])
+                                        {
+                                            b = j;
+                                        }
+                                    }
+                                    b
+                                }
+                            };
+                            assert_eq!(ix[o * inner + c], want as i64);
+                            assert_eq!(v[o * inner + c].to_bits(), col[want].to_bits());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn products_and_squares_of_slices() {
+        let s: Vec<f64> = (1..=40).map(|i| 1.0 + i as f64 / 64.0).collect();
+        let p: f64 = s.iter().product();
+        assert!((prod_slice(&s) - p).abs() <= p * 1e-14);
+        let ints: Vec<i64> = vec![2, -3, 5, 7, 1, 1, -1, 2, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2];
+        assert_eq!(prod_slice(&ints), ints.iter().product::<i64>());
+        let data: Vec<f64> = (0..10_000).map(|i| (i % 7) as f64 - 3.0).collect();
+        let want: f64 = data.iter().map(|x| x * x).sum();
+        assert_eq!(sum_sq_rows(&data, 1, 10_000)[0], want);
+        let rows = sum_sq_rows(&data, 100, 100);
+        for r in 0..100 {
+            assert_eq!(
+                rows[r],
+                data[r * 100..(r + 1) * 100]
+                    .iter()
+                    .map(|x| x * x)
+                    .sum::<f64>()
+            );
         }
     }
 }

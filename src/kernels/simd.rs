@@ -20,6 +20,7 @@ pub fn cpu_features() -> Vec<(&'static str, bool)> {
             ("avx", has!("avx")),
             ("avx2", has!("avx2")),
             ("fma", has!("fma")),
+            ("f16c", has!("f16c")),
             ("avx512f", has!("avx512f")),
             ("avx512vl", has!("avx512vl")),
             ("avx512bw", has!("avx512bw")),
@@ -99,6 +100,7 @@ fn gemm_path() -> &'static str {
 /// the family covers)`.
 pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
     let vector = multiversion_path();
+    let bf16 = super::bf16_gemm::Path::current();
     let small = match super::small_gemm::isa() {
         super::small_gemm::Isa::Avx512 => "avx512",
         super::small_gemm::Isa::Avx2 => "avx2",
@@ -145,11 +147,47 @@ pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
             "normal samples (Box-Muller blocks of 16)",
         ),
         (
-            "bf16",
-            "none",
-            "no kernel in this build computes in bfloat16",
+            "vmath",
+            match super::vmath::isa() {
+                super::vmath::Isa::Avx512 => "avx512",
+                super::vmath::Isa::Avx2 => "avx2",
+                super::vmath::Isa::Portable => "portable",
+            },
+            "float32 math functions (exp/log families, inverse trigonometry, erf), \
+             activations and clamps",
         ),
-        ("amx", "none", "no kernel in this build uses AMX tiles"),
+        (
+            "convert",
+            if super::convert::has_f16c() {
+                "f16c"
+            } else {
+                "portable"
+            },
+            "float32 <-> float16 conversions (bfloat16's are integer rounding, vectorised)",
+        ),
+        (
+            "checksum",
+            if crate::checksum::has_crc32_path() {
+                "sse4.2"
+            } else {
+                "table"
+            },
+            "CRC-32C of saved checkpoints",
+        ),
+        (
+            "bf16",
+            bf16.name(),
+            "bfloat16 matrix products (matmul, mm, bmm, addmm, linear and their gradients)",
+        ),
+        (
+            "amx",
+            if bf16 == super::bf16_gemm::Path::Amx {
+                "bf16 tiles"
+            } else {
+                "none"
+            },
+            "bfloat16 matrix products when the bf16 path is amx",
+        ),
     ]
 }
 

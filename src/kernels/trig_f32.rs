@@ -121,6 +121,33 @@ pub fn cos_f32(x: f32) -> f32 {
     }
 }
 
+/// `tan(x)` for `|x| <= LIMIT`: `sin r / cos r`, or `-cos r / sin r` in
+/// the odd quadrants, from one reduction; one division in float64, so the
+/// float32 result is within 1 ulp also next to the poles.
+#[inline(always)]
+fn tan_fast(x: f32) -> f32 {
+    let (q, r) = reduce(x);
+    let (s, c) = sincos_poly(r);
+    let (num, den) = if q & 1 == 1 { (-c, s) } else { (s, c) };
+    let v = (num / den) as f32;
+    // tan is odd.
+    if x.is_sign_negative() {
+        -v
+    } else {
+        v
+    }
+}
+
+/// `tan(x)` in float32.
+#[inline(always)]
+pub fn tan_f32(x: f32) -> f32 {
+    if x.abs() <= LIMIT {
+        tan_fast(x)
+    } else {
+        ((x as f64).tan()) as f32
+    }
+}
+
 /// Lanes checked together: a block of them whose magnitudes are all within
 /// [`LIMIT`] runs the branch-free form.
 const LANES: usize = 16;
@@ -198,6 +225,15 @@ pub fn sin_slice(dst: &mut [f32], src: &[f32]) {
 ))]
 pub fn cos_slice(dst: &mut [f32], src: &[f32]) {
     map(dst, src, cos_fast, cos_f32)
+}
+
+/// `dst[i] = tan(src[i])` (the shorter length), as [`tan_f32`] element by element.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+pub fn tan_slice(dst: &mut [f32], src: &[f32]) {
+    map(dst, src, tan_fast, tan_f32)
 }
 
 /// `sin[i] = sin(src[i])` and `cos[i] = cos(src[i])` (the shortest

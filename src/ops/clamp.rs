@@ -75,6 +75,71 @@ pub(crate) fn minimum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     extreme(a, b, "MinimumBackward0", false)
 }
 
+/// The bounds of a clamp that one pass over `x` can do, as float64 (absent
+/// ones infinite): each given bound a single element of `x`'s dtype, so
+/// the result keeps it.
+fn one_pass_bounds(
+    x: &Tensor,
+    lo: Option<&Tensor>,
+    hi: Option<&Tensor>,
+) -> Result<Option<(f64, f64)>> {
+    let dt = x.dtype();
+    // A one-element bound of no more dimensions than `x` leaves its shape as it is.
+    let ok = |b: Option<&Tensor>| {
+        b.is_none_or(|b| b.numel() == 1 && b.dtype() == dt && b.ndim() <= x.ndim())
+    };
+    if !ok(lo) || !ok(hi) || dt == crate::tensor::DType::I64 {
+        // int64 bounds may not be exact in float64: the general path.
+        return Ok(None);
+    }
+    let l = lo
+        .map(|b| b.item())
+        .transpose()?
+        .unwrap_or(f64::NEG_INFINITY);
+    let h = hi.map(|b| b.item()).transpose()?.unwrap_or(f64::INFINITY);
+    Ok(Some((l, h)))
+}
+
+/// `clamp` with number bounds in one pass: `x < lo` gives `lo`, then
+/// `> hi` gives `hi` (so `hi` wins when `lo > hi`), NaN stays (and a NaN
+/// bound gives NaN).
+fn clamp_one_pass(x: &Tensor, l: f64, h: f64) -> Result<Tensor> {
+    if l.is_nan() || h.is_nan() {
+        // A NaN bound gives NaN everywhere, as PyTorch's clamp.
+        return super::map1(
+            x,
+            x.dtype(),
+            |_: f32| f32::NAN,
+            |_: f64| f64::NAN,
+            None::<fn(i64) -> i64>,
+        );
+    }
+    let (l32, h32) = (l as f32, h as f32);
+    // Integer bounds are whole numbers within the dtype (checked above).
+    let (li, hi) = (l.max(i64::MIN as f64) as i64, h.min(i64::MAX as f64) as i64);
+    super::map1(
+        x,
+        x.dtype(),
+        move |v| {
+            let y = if v < l32 { l32 } else { v };
+            if y > h32 {
+                h32
+            } else {
+                y
+            }
+        },
+        move |v| {
+            let y = if v < l { l } else { v };
+            if y > h {
+                h
+            } else {
+                y
+            }
+        },
+        Some(move |v: i64| v.max(li).min(hi)),
+    )
+}
+
 /// `clamp(x, min, max)`: `min(max(x, min), max)` with NaN propagated from
 /// any of the three (a NaN bound makes its results NaN, as in PyTorch).
 /// `tensor_bounds` says whether the caller gave the bounds as tensors
@@ -101,12 +166,12 @@ pub(crate) fn clamp(
     if x.dtype() == crate::tensor::DType::Bool {
         return Err(Error::runtime("\"clamp_cpu\" not implemented for 'Bool'"));
     }
-    let out = {
+    let fast = one_pass_bounds(x, lo, hi)?;
+    let out = if let Some((l, h)) = fast {
+        clamp_one_pass(x, l, h)?
+    } else {
         let _g = GradModeGuard::new(false);
-        match clamp_by_numbers(x, lo, hi)? {
-            Some(out) => out,
-            None => clamp_composite(x, lo, hi)?,
-        }
+        clamp_composite(x, lo, hi)?
     };
     let inputs: SmallVec<[&Tensor; 3]> = std::iter::once(x).chain(lo).chain(hi).collect();
     if needs_record(&inputs) {
@@ -118,6 +183,34 @@ pub(crate) fn clamp(
         let (has_lo, has_hi) = (lo.is_some(), hi.is_some());
         record(name, &inputs, &out, saved![x, lo, hi], move |c| {
             let (g, x) = (c.grad()?, c.saved(0)?);
+            if let Some((l, h)) = fast.filter(|_| {
+                !tensor_bounds && super::can_fuse(g, x) && !c.needs(1) && !c.needs(2)
+            }) {
+                // `ClampBackward1` in one pass: the gradient passes strictly
+                // inside the given bounds (not at one, not at a NaN).
+                let (l32, h32) = (l as f32, h as f32);
+                let gx = super::fused_grad(
+                    g,
+                    x,
+                    move |g, x| {
+                        if (!has_lo || x > l32) && (!has_hi || x < h32) {
+                            g
+                        } else {
+                            0.0
+                        }
+                    },
+                    move |g, x| {
+                        if (!has_lo || x > l) && (!has_hi || x < h) {
+                            g
+                        } else {
+                            0.0
+                        }
+                    },
+                )?;
+                let mut grads: crate::autograd::Grads = smallvec![Some(gx)];
+                grads.extend((0..usize::from(has_lo) + usize::from(has_hi)).map(|_| None));
+                return Ok(grads);
+            }
             let lo = has_lo.then(|| c.saved(1)).transpose()?;
             let hi = has_hi.then(|| c.saved(2)).transpose()?;
             let dt = g.dtype();
@@ -144,58 +237,6 @@ pub(crate) fn clamp(
         });
     }
     Ok(out)
-}
-
-/// The clamp of a floating `x` by bounds given as numbers (0-d tensors of
-/// its own dtype), in one pass; `None` when the general path must run.
-fn clamp_by_numbers(
-    x: &Tensor,
-    lo: Option<&Tensor>,
-    hi: Option<&Tensor>,
-) -> Result<Option<Tensor>> {
-    let dt = x.dtype();
-    let number = |b: Option<&Tensor>| match b {
-        None => Some(None),
-        Some(b) if b.ndim() == 0 && b.dtype() == dt && !b.requires_grad() => {
-            b.item().ok().map(Some)
-        }
-        Some(_) => None,
-    };
-    let (Some(l), Some(h)) = (number(lo), number(hi)) else {
-        return Ok(None);
-    };
-    if !dt.is_float() {
-        return Ok(None);
-    }
-    let (l, h) = (l.unwrap_or(f64::NEG_INFINITY), h.unwrap_or(f64::INFINITY));
-    if l.is_nan() || h.is_nan() {
-        return Ok(Some(Tensor::full(x.shape(), f64::NAN, dt)));
-    }
-    // `x < l ? l : x`, then `> h ? h : .`: a NaN `x` fails both tests and
-    // stays, an equal one is returned as it is (its sign of zero kept), and
-    // with `l > h` every result is `h`.
-    let (lf, hf) = (l as f32, h as f32);
-    Ok(Some(super::unary::map1(
-        x,
-        dt,
-        move |v: f32| {
-            let y = if v < lf { lf } else { v };
-            if y > hf {
-                hf
-            } else {
-                y
-            }
-        },
-        move |v: f64| {
-            let y = if v < l { l } else { v };
-            if y > h {
-                h
-            } else {
-                y
-            }
-        },
-        None::<fn(i64) -> i64>,
-    )?))
 }
 
 /// The clamp by tensor bounds, with broadcasting and type promotion.

@@ -145,3 +145,45 @@ pub(crate) fn trace(a: &Tensor) -> Result<Tensor> {
     }
     Ok(out)
 }
+
+/// `diag_embed(input, offset, dim1, dim2)`: zeros with the last dimension of
+/// `input` written along the `offset`-th diagonal of the planes (`dim1`,
+/// `dim2`) of the result, which has one dimension more. Recorded as
+/// `DiagEmbedBackward0`, whose gradient is that diagonal of the gradient.
+pub(crate) fn diag_embed_op(input: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    let shape = input.shape();
+    if shape.is_empty() {
+        return Err(Error::runtime(
+            "diag_embed(): input must be at least 1-dimensional",
+        ));
+    }
+    let nd = shape.len() + 1;
+    let (d1, d2) = (wrap_dim(dim1, nd)?, wrap_dim(dim2, nd)?);
+    if d1 == d2 {
+        return Err(Error::runtime(format!(
+            "diagonal dimensions cannot be identical {dim1}, {dim2}"
+        )));
+    }
+    let n = shape[shape.len() - 1];
+    let size = n + offset.unsigned_abs() as usize;
+    let mut out_shape: Shape = shape[..shape.len() - 1].iter().copied().collect();
+    // Insert in increasing order so both land where they are asked to.
+    let (lo, hi) = (d1.min(d2), d1.max(d2));
+    out_shape.insert(lo, size);
+    out_shape.insert(hi, size);
+    let d = Diag { offset, d1, d2 };
+    let out = {
+        let _g = GradModeGuard::new(false);
+        diag_embed(&input.detach(), &out_shape, d)?
+    };
+    if needs_record(&[input]) {
+        record("DiagEmbedBackward0", &[input], &out, saved![], move |c| {
+            Ok(smallvec![Some(take_diag(
+                c.grad()?,
+                d,
+                "DiagonalBackward0"
+            ))])
+        });
+    }
+    Ok(out)
+}

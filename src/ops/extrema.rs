@@ -37,6 +37,19 @@ fn check_nonempty(shape: &[usize], mask: &[bool], op: &str) -> Result<()> {
     Ok(())
 }
 
+/// `[outer, n, inner]` when `mask` reduces one dimension that is not the
+/// innermost of a contiguous, non-empty `a`: then rows are streamed
+/// (`extreme_mid`) instead of transposing the reduced dimension last.
+fn leading_one(a: &Tensor, mask: &[bool]) -> Option<(usize, usize, usize)> {
+    let shape = a.shape();
+    if mask.iter().filter(|&&m| m).count() != 1 || a.numel() == 0 || !a.is_contiguous() {
+        return None;
+    }
+    let d = mask.iter().position(|&m| m)?;
+    let inner: usize = shape[d + 1..].iter().product();
+    (inner > 1).then(|| (shape[..d].iter().product(), shape[d], inner))
+}
+
 /// `amax`/`amin`, or with `whole` PyTorch's `max()`/`min()` of every element,
 /// whose gradient rule differs at a NaN result: `max()` shares it among the
 /// NaN elements (its `evenly_distribute_backward`), `amax` makes every
@@ -58,9 +71,15 @@ fn amax_impl(
     let shape = a.shape();
     let mask = reduce_mask(shape.len(), dims)?;
     check_nonempty(&shape, &mask, op)?;
-    let (rows_t, rows, cols) = rows_of(a, &mask)?;
     let out_shape = reduce_shape(&shape, &mask, keepdim);
-    let out = {
+    let out = if let Some((outer, n, inner)) = leading_one(a, &mask) {
+        let v = a.view();
+        crate::dispatch!(v.dtype(), T => {
+            let data = v.as_slice::<T>().unwrap_or(&[]);
+            Tensor::from_vec(crate::kernels::reduce::extreme_mid(data, outer, n, inner, is_max).0, out_shape)
+        })
+    } else {
+        let (rows_t, rows, cols) = rows_of(a, &mask)?;
         let v = rows_t.view();
         crate::dispatch!(v.dtype(), T => {
             let data = v.as_slice::<T>().unwrap_or(&[]);
@@ -172,8 +191,14 @@ fn arg_impl(a: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Result
     let sshape = src.shape();
     let mask = reduce_mask(sshape.len(), Some(&dims))?;
     check_nonempty(&sshape, &mask, op)?;
-    let (rows_t, rows, cols) = rows_of(&src, &mask)?;
-    let idx = {
+    let idx = if let Some((outer, n, inner)) = leading_one(&src, &mask) {
+        let v = src.view();
+        crate::dispatch!(v.dtype(), T => {
+            let data = v.as_slice::<T>().unwrap_or(&[]);
+            crate::kernels::reduce::extreme_mid(data, outer, n, inner, is_max).1
+        })
+    } else {
+        let (rows_t, rows, cols) = rows_of(&src, &mask)?;
         let v = rows_t.view();
         crate::dispatch!(v.dtype(), T => arg_rows::<T>(v.as_slice::<T>().unwrap_or(&[]), rows, cols, is_max))
     };

@@ -8,7 +8,7 @@ use smallvec::{smallvec, SmallVec};
 use super::{cast_data, expand, permute, reshape, result_type, select, slice, unsqueeze, Scalar};
 use crate::autograd::{needs_record, record, GradModeGuard};
 use crate::error::{Error, Result};
-use crate::kernels::index::{gather_dim, scatter_dim};
+use crate::kernels::index::{gather_dim, index_add_rows, index_select_rows, scatter_dim};
 use crate::saved;
 use crate::tensor::{broadcast_shapes, fmt_shape, numel, wrap_dim, DType, Shape, Tensor};
 
@@ -246,45 +246,166 @@ pub(crate) fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<T
     let x = as_nd(input)?;
     let k = index.numel();
     let size = x.shape()[d];
-    for &i in &index.to_vec::<i64>() {
+    let idx = index.to_vec::<i64>();
+    for &i in &idx {
         if i < 0 || i as usize >= size {
             return Err(Error::index(format!(
                 "index out of range in self (index {i} for dimension {d} with size {size})"
             )));
         }
     }
-    // Gather with the index broadcast across the other dimensions: one code
-    // path, and gather's backward already accumulates duplicates.
-    let mut out_shape = x.shape();
+    let nd_shape = x.shape();
+    let (outer, inner) = around(&nd_shape, d);
+    let mut out_shape = nd_shape.clone();
     out_shape[d] = k;
-    let mut ishape: Shape = SmallVec::from_elem(1, out_shape.len());
-    ishape[d] = k;
-    let (out, idx) = {
-        let _g = GradModeGuard::new(false);
-        let idx = expand(&reshape(&index.detach(), &ishape)?, &out_shape)?;
-        let out = gather(&x, d as i64, &idx)?;
-        let out = if xshape.is_empty() {
-            reshape(&out, &[])?
-        } else {
-            out
-        };
-        (out, idx)
+    let out = {
+        // Whole rows of `inner` elements are copied, so the source is read
+        // contiguous (a strided one is copied once first).
+        let xc = x.contiguous_data();
+        let v = xc.view();
+        crate::dispatch!(v.dtype(), T => {
+            let src = v.as_slice::<T>().unwrap_or(&[]);
+            let data = index_select_rows::<T>(src, outer, size, inner, &idx);
+            let shape = if xshape.is_empty() && k == 1 { Shape::new() } else { out_shape.clone() };
+            Tensor::from_vec(data, shape)
+        })
     };
     if needs_record(&[input]) {
-        let nd_shape = x.shape();
-        // gather's adjoint: repeated picks add up.
+        let index = Tensor::from_vec(idx, smallvec![k]);
+        // index_add is index_select's adjoint: repeated picks add up.
         record(
             "IndexSelectBackward0",
             &[input],
             &out,
-            saved![&idx],
+            saved![&index],
             move |c| {
                 let g = reshape(c.grad()?, &out_shape)?;
                 let zeros = Tensor::zeros(nd_shape.clone(), g.dtype());
-                let gx = scatter_add(&zeros, d as i64, c.saved(0)?, &g)?;
+                let gx = index_add(&zeros, d as i64, c.saved(0)?, &g)?;
                 Ok(smallvec![Some(reshape(&gx, &xshape)?)])
             },
         );
+    }
+    Ok(out)
+}
+
+/// Products of the sizes before and after dimension `d`.
+fn around(shape: &[usize], d: usize) -> (usize, usize) {
+    (shape[..d].iter().product(), shape[d + 1..].iter().product())
+}
+
+/// `input.index_add(dim, index, source)`: a copy of `input` with
+/// `source[.., j, ..]` added at `input[.., index[j], ..]` along `dim`
+/// (repeated indices accumulate, in order). The caller has scaled `source`
+/// by `alpha`. Recorded as `IndexAddBackward0`: the input's gradient passes
+/// through, the source's is an `index_select`.
+pub(crate) fn index_add(
+    input: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+) -> Result<Tensor> {
+    index_put_rows(input, dim, index, source, true)
+}
+
+/// `input.index_copy(dim, index, source)`: a copy of `input` with
+/// `source[.., j, ..]` written at `input[.., index[j], ..]` (a repeated index
+/// keeps its last row). Recorded as `IndexCopyBackward0`: the input's
+/// gradient is the incoming one with the written rows zeroed, the source's
+/// an `index_select`.
+pub(crate) fn index_copy(
+    input: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+) -> Result<Tensor> {
+    index_put_rows(input, dim, index, source, false)
+}
+
+fn index_put_rows(
+    input: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
+    let op = if accumulate {
+        "index_add_"
+    } else {
+        "index_copy_"
+    };
+    if index.dtype() != DType::I64 && index.dtype() != DType::I32 {
+        return Err(Error::index(format!(
+            "{op}(): Expected dtype int32/int64 for index"
+        )));
+    }
+    let xshape = input.shape();
+    let d = wrap_dim(dim, xshape.len())?;
+    let x = as_nd(input)?;
+    let nd_shape = x.shape();
+    let size = nd_shape[d];
+    let idx = cast_data(index, DType::I64).to_vec::<i64>();
+    for &i in &idx {
+        if i < 0 || i as usize >= size {
+            return Err(Error::runtime(format!(
+                "index {i} is out of bounds for dimension {d} with size {size}"
+            )));
+        }
+    }
+    let mut src_shape = nd_shape.clone();
+    src_shape[d] = idx.len();
+    if source.numel() != numel(&src_shape) {
+        return Err(Error::runtime(format!(
+            "{op}(): Number of indices ({}) should be equal to source.size(dim) ({})",
+            idx.len(),
+            source.shape().get(d).copied().unwrap_or(1)
+        )));
+    }
+    let (outer, inner) = around(&nd_shape, d);
+    let dt = input.dtype();
+    let out = {
+        let s = cast_data(source, dt).contiguous_data();
+        let sv = s.view();
+        let xv = x.view();
+        crate::dispatch!(dt, T => {
+            let mut buf: Vec<T> = crate::kernels::copy::gather::<T>(&xv);
+            let src = sv.as_slice::<T>().unwrap_or(&[]);
+            index_add_rows::<T>(&mut buf, outer, size, inner, &idx, src, accumulate);
+            Tensor::from_vec(buf, xshape.clone())
+        })
+    };
+    if needs_record(&[input, source]) {
+        let index = Tensor::from_vec(idx, smallvec![src_shape[d]]);
+        let sshape = source.shape();
+        let name = if accumulate {
+            "IndexAddBackward0"
+        } else {
+            "IndexCopyBackward0"
+        };
+        record(name, &[input, source], &out, saved![&index], move |c| {
+            let g = c.grad()?;
+            let index = c.saved(0)?;
+            let gi = if !c.needs(0) {
+                None
+            } else if accumulate {
+                Some(g.clone())
+            } else {
+                // The written rows of `input` do not reach the result.
+                let g_nd = reshape(g, &nd_shape)?;
+                let zeros = Tensor::zeros(src_shape.clone(), g.dtype());
+                Some(reshape(
+                    &index_copy(&g_nd, d as i64, index, &zeros)?,
+                    &xshape,
+                )?)
+            };
+            let gs = if c.needs(1) {
+                let g_nd = reshape(g, &nd_shape)?;
+                Some(reshape(&index_select(&g_nd, d as i64, index)?, &sshape)?)
+            } else {
+                None
+            };
+            Ok(smallvec![gi, gs])
+        });
     }
     Ok(out)
 }
@@ -396,8 +517,9 @@ fn index_as(t: &Tensor, items: &[IndexItem], name: &'static str) -> Result<Tenso
     }
     let mut out = t.clone();
     let mut dim = 0usize;
-    // (dimension of `out`, index tensor) for each advanced index.
-    let mut adv: Vec<(usize, Tensor)> = Vec::new();
+    // (first dimension of `out`, index tensor, dimensions it spans) for
+    // each advanced index; a boolean mask spans its own rank.
+    let mut adv: Vec<(usize, Tensor, usize)> = Vec::new();
     for it in items {
         match it {
             IndexItem::NewAxis => {
@@ -416,7 +538,7 @@ fn index_as(t: &Tensor, items: &[IndexItem], name: &'static str) -> Result<Tenso
                     out = unsqueeze(&out, dim as i64)?;
                     let keep: Vec<i64> = if x.item()? != 0.0 { vec![0] } else { vec![] };
                     let n = keep.len();
-                    adv.push((dim, Tensor::from_vec(keep, smallvec![n])));
+                    adv.push((dim, Tensor::from_vec(keep, smallvec![n]), 1));
                     dim += 1;
                     continue;
                 }
@@ -432,13 +554,14 @@ fn index_as(t: &Tensor, items: &[IndexItem], name: &'static str) -> Result<Tenso
                         )));
                     }
                 }
-                let nz = nonzero(x);
-                let n = nz.shape()[0];
-                let cols = nz.to_vec::<i64>();
-                for k in 0..ms.len() {
-                    let col: Vec<i64> = (0..n).map(|r| cols[r * ms.len() + k]).collect();
-                    adv.push((dim + k, Tensor::from_vec(col, smallvec![n])));
-                }
+                // The mask's true positions, row-major over its dimensions,
+                // are the flat index into those dimensions taken together.
+                let flags = x.to_vec::<bool>();
+                let flat: Vec<i64> = (0..flags.len() as i64)
+                    .filter(|&i| flags[i as usize])
+                    .collect();
+                let n = flat.len();
+                adv.push((dim, Tensor::from_vec(flat, smallvec![n]), ms.len()));
                 dim += ms.len();
             }
             IndexItem::Tensor(x) => {
@@ -447,7 +570,7 @@ fn index_as(t: &Tensor, items: &[IndexItem], name: &'static str) -> Result<Tenso
                         "tensors used as indices must be long, int, byte or bool tensors",
                     ));
                 }
-                adv.push((dim, x.clone()));
+                adv.push((dim, x.clone(), 1));
                 dim += 1;
             }
         }
@@ -465,42 +588,50 @@ fn index_as(t: &Tensor, items: &[IndexItem], name: &'static str) -> Result<Tenso
 
 /// Applies broadcast integer indices at the given dimensions of `x`,
 /// recorded as one node `name` whose backward adds the gradient into the
-/// picked elements (repeated picks add up).
-fn advanced(x: &Tensor, adv: &[(usize, Tensor)], name: &'static str) -> Result<Tensor> {
+/// picked elements (repeated picks add up) with `index_add`.
+fn advanced(x: &Tensor, adv: &[(usize, Tensor, usize)], name: &'static str) -> Result<Tensor> {
+    let plan = plan_advanced(&x.shape(), adv)?;
     let out = {
         let _g = GradModeGuard::new(false);
-        pick_advanced(x, adv)?
+        apply_plan(&x.detach(), &plan)?
     };
     if needs_record(&[x]) {
         let shape = x.shape();
-        let n = numel(&shape);
-        // Which element of `x` each output element is, found by indexing
-        // the elements' own numbers; only computed when recording.
-        let positions = {
-            let _g = GradModeGuard::new(false);
-            let ar = Tensor::from_vec((0..n as i64).collect::<Vec<i64>>(), shape.clone());
-            let p = pick_advanced(&ar, adv)?;
-            let m = p.numel();
-            reshape(&super::contiguous(&p)?, &[m])?
-        };
-        record(name, &[x], &out, saved![&positions], move |c| {
-            let pos = c.saved(0)?;
-            let g = reshape(c.grad()?, &[pos.numel()])?;
-            let zeros = Tensor::zeros(smallvec![n], g.dtype());
-            let gx = scatter_add(&zeros, 0, pos, &g)?;
-            Ok(smallvec![Some(reshape(&gx, &shape)?)])
+        let lin = Tensor::from_vec(plan.lin.clone(), smallvec![plan.lin.len()]);
+        record(name, &[x], &out, saved![&lin], move |c| {
+            Ok(smallvec![Some(plan_adjoint(
+                c.grad()?,
+                &shape,
+                &plan,
+                c.saved(0)?
+            )?)])
         });
     }
     Ok(out)
 }
 
-/// The values of `advanced` (unrecorded when grad mode is off).
-fn pick_advanced(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<Tensor> {
-    let shape = x.shape();
+/// How `advanced` picks: the advanced dimensions are moved to the front and
+/// flattened into one, whose row-major positions `lin` are `index_select`ed.
+struct AdvPlan {
+    lin: Vec<i64>,
+    /// The advanced dimensions, in order.
+    dims: SmallVec<[usize; 4]>,
+    /// The broadcast shape of the index tensors.
+    bshape: Shape,
+}
+
+impl AdvPlan {
+    /// A single advanced dimension stays where it is (no permute).
+    fn single(&self) -> Option<usize> {
+        (self.dims.len() == 1).then(|| self.dims[0])
+    }
+}
+
+fn plan_advanced(shape: &[usize], adv: &[(usize, Tensor, usize)]) -> Result<AdvPlan> {
     let mut bshape = Shape::new();
-    for (_, i) in adv {
+    for (_, i, _) in adv {
         bshape = broadcast_shapes(&bshape, &i.shape()).map_err(|_| {
-            let shapes: Vec<String> = adv.iter().map(|(_, i)| fmt_shape(&i.shape())).collect();
+            let shapes: Vec<String> = adv.iter().map(|(_, i, _)| fmt_shape(&i.shape())).collect();
             Error::index(format!(
                 "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
                 shapes.join(", ")
@@ -510,8 +641,10 @@ fn pick_advanced(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<Tensor> {
     let nb = numel(&bshape);
     // Row-major linear index into the indexed dimensions, negatives wrapped.
     let mut lin = crate::error::zeroed_vec::<i64>(nb);
-    for (d, i) in adv {
-        let size = shape[*d] as i64;
+    let mut dims: SmallVec<[usize; 4]> = SmallVec::new();
+    for (d, i, span) in adv {
+        let size = shape[*d..*d + *span].iter().product::<usize>() as i64;
+        dims.extend(*d..*d + *span);
         let e = {
             let _g = GradModeGuard::new(false);
             expand(&i.detach(), &bshape)?
@@ -526,30 +659,93 @@ fn pick_advanced(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<Tensor> {
             *acc = *acc * size + v;
         }
     }
-    let dims: SmallVec<[usize; 4]> = adv.iter().map(|(d, _)| *d).collect();
-    let rest: SmallVec<[usize; 4]> = (0..shape.len()).filter(|d| !dims.contains(d)).collect();
-    let perm: SmallVec<[i64; 4]> = dims.iter().chain(rest.iter()).map(|&d| d as i64).collect();
-    let moved = permute(x, &perm)?;
-    let mut flat_shape: Shape = smallvec![dims.iter().map(|&d| shape[d]).product()];
-    flat_shape.extend(rest.iter().map(|&d| shape[d]));
-    let flat = reshape(&moved, &flat_shape)?;
-    let picked = index_select(&flat, 0, &Tensor::from_vec(lin, smallvec![nb]))?;
-    let mut out_shape = bshape.clone();
-    out_shape.extend(rest.iter().map(|&d| shape[d]));
-    let out = reshape(&picked, &out_shape)?;
-    // Adjacent advanced indices keep their place; separated ones go first (NumPy's rule).
-    let first = dims[0];
-    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+    Ok(AdvPlan { lin, dims, bshape })
+}
+
+/// The advanced dimensions first, then the rest: `(perm, rest)`.
+fn adv_perm(nd: usize, dims: &[usize]) -> (SmallVec<[i64; 4]>, SmallVec<[usize; 4]>) {
+    let rest: SmallVec<[usize; 4]> = (0..nd).filter(|d| !dims.contains(d)).collect();
+    let perm = dims.iter().chain(rest.iter()).map(|&d| d as i64).collect();
+    (perm, rest)
+}
+
+/// Where the result's broadcast dimensions end up: after the dimensions
+/// before the first advanced one when the advanced ones are adjacent
+/// (NumPy's rule), else first. `None` when no move is needed.
+fn adv_out_perm(plan: &AdvPlan, nrest: usize) -> Option<SmallVec<[i64; 4]>> {
+    let first = plan.dims[0];
+    let adjacent = plan.dims.windows(2).all(|w| w[1] == w[0] + 1);
     if !adjacent || first == 0 {
-        return Ok(out);
+        return None;
     }
-    let nbd = bshape.len();
-    let nrest = rest.len();
+    let nbd = plan.bshape.len();
     let mut perm: SmallVec<[i64; 4]> = SmallVec::new();
     perm.extend((0..first).map(|k| (nbd + k) as i64));
     perm.extend((0..nbd).map(|k| k as i64));
     perm.extend((first..nrest).map(|k| (nbd + k) as i64));
-    permute(&out, &perm)
+    Some(perm)
+}
+
+fn invert(perm: &[i64]) -> SmallVec<[i64; 4]> {
+    let mut inv: SmallVec<[i64; 4]> = SmallVec::from_elem(0, perm.len());
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p as usize] = i as i64;
+    }
+    inv
+}
+
+/// The values `advanced` gives (unrecorded when grad mode is off).
+fn apply_plan(x: &Tensor, plan: &AdvPlan) -> Result<Tensor> {
+    let shape = x.shape();
+    let lin = Tensor::from_vec(plan.lin.clone(), smallvec![plan.lin.len()]);
+    if let Some(d) = plan.single() {
+        // One advanced dimension: an index_select in place.
+        let picked = index_select(x, d as i64, &lin)?;
+        let mut out_shape: Shape = shape[..d].iter().copied().collect();
+        out_shape.extend(plan.bshape.iter().copied());
+        out_shape.extend(shape[d + 1..].iter().copied());
+        return reshape(&picked, &out_shape);
+    }
+    let (perm, rest) = adv_perm(shape.len(), &plan.dims);
+    let moved = permute(x, &perm)?;
+    let mut flat_shape: Shape = smallvec![plan.dims.iter().map(|&d| shape[d]).product()];
+    flat_shape.extend(rest.iter().map(|&d| shape[d]));
+    let flat = reshape(&moved, &flat_shape)?;
+    let picked = index_select(&flat, 0, &lin)?;
+    let mut out_shape = plan.bshape.clone();
+    out_shape.extend(rest.iter().map(|&d| shape[d]));
+    let out = reshape(&picked, &out_shape)?;
+    match adv_out_perm(plan, rest.len()) {
+        Some(p) => permute(&out, &p),
+        None => Ok(out),
+    }
+}
+
+/// `apply_plan`'s adjoint: the gradient `g` added into zeros of `shape` at
+/// the picked positions (`lin` is the plan's flat index as a tensor).
+fn plan_adjoint(g: &Tensor, shape: &Shape, plan: &AdvPlan, lin: &Tensor) -> Result<Tensor> {
+    let nb = numel(&plan.bshape);
+    if let Some(d) = plan.single() {
+        let mut gshape: Shape = shape.clone();
+        gshape[d] = nb;
+        let g = reshape(g, &gshape)?;
+        let zeros = Tensor::zeros(shape.clone(), g.dtype());
+        return index_add(&zeros, d as i64, lin, &g);
+    }
+    let (perm, rest) = adv_perm(shape.len(), &plan.dims);
+    let g = match adv_out_perm(plan, rest.len()) {
+        Some(p) => permute(g, &invert(&p))?,
+        None => g.clone(),
+    };
+    let mut gshape: Shape = smallvec![nb];
+    gshape.extend(rest.iter().map(|&d| shape[d]));
+    let g = reshape(&g, &gshape)?;
+    let mut flat_shape: Shape = smallvec![plan.dims.iter().map(|&d| shape[d]).product()];
+    flat_shape.extend(rest.iter().map(|&d| shape[d]));
+    let zeros = Tensor::zeros(flat_shape, g.dtype());
+    let acc = index_add(&zeros, 0, lin, &g)?;
+    let moved: Shape = perm.iter().map(|&d| shape[d as usize]).collect();
+    permute(&reshape(&acc, &moved)?, &invert(&perm))
 }
 
 /// The out-of-place result of `t[key] = value` (recorded for both operands).

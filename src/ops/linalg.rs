@@ -7,10 +7,11 @@ use smallvec::{smallvec, SmallVec};
 use super::{expand, mul, squeeze, transpose, unsqueeze};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
+use crate::kernels::bf16_gemm::{self, MatMut, MatRef, Out};
 use crate::kernels::matmul::{gemm_add_into, gemm_into, Mat};
 use crate::kernels::{build_vec, SendPtr};
 use crate::saved;
-use crate::tensor::{broadcast_shapes, DType, Element, Shape, Tensor, View};
+use crate::tensor::{bf16, broadcast_shapes, DType, Element, Shape, Tensor, View};
 
 /// The operands' common dtype; PyTorch's products never promote, each
 /// refuses mixed dtypes in its own words.
@@ -53,15 +54,13 @@ fn mat<T: Element>(v: &View, off: usize, rs: usize, cs: usize, rows: usize, cols
     }
 }
 
-/// Batched product of `a` (batch.., m, k) and `b` (batch.., k, n) whose batch
-/// dimensions already match (they may be broadcast views with stride 0).
-fn bmm_kernel<T: Element>(va: &View, vb: &View) -> Vec<T> {
+/// The element offsets of each batch's matrices in `va` (batch.., m, k)
+/// and `vb` (batch.., k, n), whose batch dimensions already match (they
+/// may be broadcast views with stride 0).
+fn batch_offsets(va: &View, vb: &View) -> Vec<(usize, usize)> {
     let nd = va.shape.len();
-    let (m, k, n) = (va.shape[nd - 2], va.shape[nd - 1], vb.shape[nd - 1]);
     let batch: Shape = va.shape[..nd - 2].iter().copied().collect();
     let nb: usize = batch.iter().product();
-    let (ars, acs) = (va.strides[nd - 2], va.strides[nd - 1]);
-    let (brs, bcs) = (vb.strides[nd - 2], vb.strides[nd - 1]);
     let mut offs: Vec<(usize, usize)> = Vec::with_capacity(nb);
     let bst_a: SmallVec<[usize; 4]> = va.strides[..nd - 2].iter().copied().collect();
     let bst_b: SmallVec<[usize; 4]> = vb.strides[..nd - 2].iter().copied().collect();
@@ -77,10 +76,38 @@ fn bmm_kernel<T: Element>(va: &View, vb: &View) -> Vec<T> {
             }
         },
     );
+    offs
+}
+
+/// Runs `run(batch, parallel)` for each of `nb` products of `m n k`
+/// multiply-adds: many products up to ~160^3 one per task (measured faster
+/// than splitting each one); few or large ones in turn, each parallel inside.
+fn run_batches(nb: usize, mnk: usize, run: impl Fn(usize, bool) + Sync) {
+    if nb > 1 && mnk < 1 << 22 {
+        crate::kernels::parallel::run(nb * mnk, |threads| {
+            if threads > 1 {
+                crate::kernels::parallel::tasks(nb, |bi| run(bi, false));
+            } else {
+                (0..nb).for_each(|bi| run(bi, false));
+            }
+        });
+    } else {
+        (0..nb).for_each(|bi| run(bi, true));
+    }
+}
+
+/// Batched product of `a` (batch.., m, k) and `b` (batch.., k, n) whose batch
+/// dimensions already match (they may be broadcast views with stride 0).
+fn bmm_kernel<T: Element>(va: &View, vb: &View) -> Vec<T> {
+    let nd = va.shape.len();
+    let (m, k, n) = (va.shape[nd - 2], va.shape[nd - 1], vb.shape[nd - 1]);
+    let (ars, acs) = (va.strides[nd - 2], va.strides[nd - 1]);
+    let (brs, bcs) = (vb.strides[nd - 2], vb.strides[nd - 1]);
+    let offs = batch_offsets(va, vb);
     let per = m * n;
-    build_vec(nb * per, |out| {
+    build_vec(offs.len() * per, |out| {
         let o = SendPtr(out.as_mut_ptr() as *mut T);
-        let run = |bi: usize, parallel: bool| {
+        run_batches(offs.len(), m * n * k, |bi, parallel| {
             let (oa, ob) = offs[bi];
             // SAFETY: each batch writes its own `per` elements; operands are
             // views whose offsets were derived from their own strides.
@@ -92,21 +119,93 @@ fn bmm_kernel<T: Element>(va: &View, vb: &View) -> Vec<T> {
                     parallel,
                 )
             };
-        };
-        // Many products up to ~160^3: one per task (measured faster than
-        // splitting each one). Few or large ones: parallel inside each.
-        if nb > 1 && m * n * k < 1 << 22 {
-            crate::kernels::parallel::run(nb * m * n * k, |threads| {
-                if threads > 1 {
-                    crate::kernels::parallel::tasks(nb, |bi| run(bi, false));
-                } else {
-                    (0..nb).for_each(|bi| run(bi, false));
-                }
-            });
-        } else {
-            (0..nb).for_each(|bi| run(bi, true));
-        }
+        });
     })
+}
+
+/// A bfloat16 matrix of `v` at element offset `off`, for the bfloat16 kernels.
+///
+/// # Safety
+/// The `rows x cols` matrix at `off` with strides `rs`, `cs` lies inside
+/// `v`'s memory, which outlives the result.
+unsafe fn bf16_mat<'a>(
+    v: &'a View,
+    off: usize,
+    (rows, cols): (usize, usize),
+    (rs, cs): (usize, usize),
+) -> MatRef<'a, u16> {
+    // SAFETY: `bf16` is a transparent `u16`; the caller vouches for the extent.
+    unsafe {
+        MatRef::from_raw(
+            v.ptr::<bf16>().wrapping_add(off) as *const u16,
+            rows,
+            cols,
+            rs,
+            cs,
+        )
+    }
+}
+
+/// The batched product of bfloat16 views (`[..., m, k] @ [..., k, n]`, equal
+/// batch shapes) on the bfloat16 kernels ([`bf16_gemm`]): products of pairs
+/// of bfloat16 values (exact in float32) summed in float32, each element
+/// rounded once to bfloat16. The path is [`bf16_gemm::Path::current`]:
+/// AMX tiles, AVX512_BF16, or the operands widened for the float32 GEMM.
+fn bf16_product(va: &View, vb: &View, shape: Shape) -> Tensor {
+    let nd = va.shape.len();
+    let (m, k, n) = (va.shape[nd - 2], va.shape[nd - 1], vb.shape[nd - 1]);
+    let (ars, acs) = (va.strides[nd - 2], va.strides[nd - 1]);
+    let (brs, bcs) = (vb.strides[nd - 2], vb.strides[nd - 1]);
+    let offs = batch_offsets(va, vb);
+    let path = bf16_gemm::Path::current();
+    let per = m * n;
+    let out: Vec<bf16> = build_vec(offs.len() * per, |out| {
+        let o = SendPtr(out.as_mut_ptr() as *mut u16);
+        run_batches(offs.len(), m * n * k, |bi, parallel| {
+            let (oa, ob) = offs[bi];
+            // SAFETY: each batch writes its own `per` elements (every one of
+            // them: `beta == 0` writes without reading); the operands' offsets
+            // and strides come from their own views.
+            unsafe {
+                let c = MatMut::from_raw(o.get().add(bi * per), m, n, n, 1);
+                bf16_gemm::gemm_bf16_with(
+                    path,
+                    parallel,
+                    bf16_mat(va, oa, (m, k), (ars, acs)),
+                    bf16_mat(vb, ob, (k, n), (brs, bcs)),
+                    Out::Bf16(c),
+                    1.0,
+                    0.0,
+                );
+            }
+        });
+    });
+    Tensor::from_vec(out, shape)
+}
+
+/// `bias + a @ b` for bfloat16 matrices: the product summed in float32 onto
+/// the float32 bias (`beta = 1`), then rounded once.
+fn bf16_addmm(bias: &View, va: &View, vb: &View, shape: Shape) -> Tensor {
+    let (m, k, n) = (va.shape[0], va.shape[1], vb.shape[1]);
+    let mut acc: Vec<f32> = crate::kernels::elementwise::unary::<bf16, f32>(
+        bias,
+        crate::kernels::convert::cast::<bf16, f32>,
+    );
+    // SAFETY: `acc` is the row-major m x n bias; the operands are 2-D views
+    // whose strides describe their own memory.
+    unsafe {
+        let c = MatMut::from_raw(acc.as_mut_ptr(), m, n, n, 1);
+        bf16_gemm::gemm_bf16_with(
+            bf16_gemm::Path::current(),
+            true,
+            bf16_mat(va, 0, (m, k), (va.strides[0], va.strides[1])),
+            bf16_mat(vb, 0, (k, n), (vb.strides[0], vb.strides[1])),
+            Out::F32(c),
+            1.0,
+            1.0,
+        );
+    }
+    super::back_to(Tensor::from_vec(acc, shape), DType::BF16)
 }
 
 /// The product of the matrix views `va` (m x k) and `vb` (k x n), plus `vbias`
@@ -192,8 +291,11 @@ pub(crate) fn mm_accumulate(acc: &Tensor, a: &Tensor, b: &Tensor) -> bool {
 
 /// The batched product of two views of one dtype (`[..., m, k] @ [..., k, n]`
 /// with equal batch shapes) as a tensor of `shape`: natively, except
-/// float16/bfloat16, which [`product_low_precision`] computes.
+/// bfloat16 ([`bf16_product`]) and float16 ([`product_low_precision`]).
 fn product(dt: DType, va: &View, vb: &View, shape: Shape) -> Tensor {
+    if dt == DType::BF16 {
+        return bf16_product(va, vb, shape);
+    }
     if dt.is_low_precision() {
         let (t, d) = product_low_precision(va, vb, shape);
         return super::back_to(t, d);
@@ -201,9 +303,9 @@ fn product(dt: DType, va: &View, vb: &View, shape: Shape) -> Tensor {
     crate::dispatch_native!(dt, T => Tensor::from_vec(bmm_kernel::<T>(va, vb), shape))
 }
 
-/// The product of float16/bfloat16 operands: the one entry for 16-bit float
-/// matrix products (`mm`, `bmm`, `matmul`, `mv`, `dot`, `addmm`; `linear`
-/// and attention go through these). Each element is the float32 product
+/// The product of float16 operands: the entry for float16 matrix products
+/// (`mm`, `bmm`, `matmul`, `mv`, `dot`, `addmm`; `linear` and attention go
+/// through these). Each element is the float32 product
 /// (operands widened exactly, float32 accumulation) rounded once; returns
 /// that float32 tensor with the dtype to round it to, so `addmm` can add the
 /// bias before rounding.
@@ -309,7 +411,9 @@ pub(crate) fn addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let _g = crate::autograd::GradModeGuard::new(false);
         let e = expand(&bias.detach(), &shape)?;
         let (vc, va, vb) = (e.view(), a.view(), b.view());
-        if da.is_low_precision() {
+        if da == DType::BF16 {
+            bf16_addmm(&vc, &va, &vb, shape)
+        } else if da.is_low_precision() {
             // bias + a @ b in float32, rounded once.
             let sum = crate::ops::add(
                 &crate::ops::cast_data(&e, DType::F32),

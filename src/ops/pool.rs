@@ -729,9 +729,10 @@ pub fn constant_pad_nd(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
             strides: ostrides.clone(),
             offset: dst_off,
         };
-        crate::dispatch!(dtype, T => {
-            let vals = crate::kernels::copy::gather::<T>(&src);
-            crate::kernels::copy::scatter::<T>(&dst, &vals);
+        let sst: SmallVec<[isize; 6]> = src.strides.iter().map(|&x| x as isize).collect();
+        // SAFETY: both boxes lie inside their tensors; the result is fresh.
+        crate::dispatch!(dtype, T => unsafe {
+            crate::kernels::copy::copy_box::<T>(dst.ptr::<T>(), &dst.strides, src.ptr::<T>(), &sst, &len)
         });
     }
     if needs_record(&[x]) {

@@ -247,9 +247,7 @@ pub(crate) fn prod(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Te
         crate::dispatch!(v.dtype(), T => {
             let data = v.as_slice::<T>().unwrap_or(&[]);
             let r: Vec<T> = crate::kernels::index::map_rows(data, rows, cols, |row| {
-                row.iter().fold(<T as crate::tensor::Element>::one(), |acc, &x| {
-                    crate::tensor::Arith::mul(acc, x)
-                })
+                crate::kernels::reduce::prod_slice(row)
             });
             Tensor::from_vec(r, out_shape)
         })
@@ -449,25 +447,78 @@ pub(crate) fn vector_norm(
     let mask = reduce_mask(shape.len(), dims)?;
     let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
-        let abs = super::abs(a)?;
         if ord == 2.0 {
-            super::sqrt(&sum(&mul(a, a)?, dims, keepdim)?)?
-        } else if ord == 1.0 {
-            sum(&abs, dims, keepdim)?
+            norm2(a, &mask, dims, keepdim)?
+        } else {
+            let abs = super::abs(a)?;
+            norm_other(a, &abs, ord, dims, keepdim)?
+        }
+    };
+    record_norm(a, out, ord, &shape, &mask, dims)
+}
+
+/// The 2-norm: when the reduced dimensions are the trailing ones of a
+/// contiguous tensor, one pass summing squares per row (in float32 for
+/// float16/bfloat16, rounded once); otherwise `sqrt(sum(a * a))`.
+fn norm2(a: &Tensor, mask: &[bool], dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    let shape = a.shape();
+    let first = mask.iter().position(|&m| m).unwrap_or(mask.len());
+    let trailing = mask[first..].iter().all(|&m| m);
+    if !(trailing && a.is_contiguous()) || shape.is_empty() {
+        return super::sqrt(&sum(&mul(a, a)?, dims, keepdim)?);
+    }
+    let dt = a.dtype();
+    let x = cast_data(a, dt.compute());
+    let cols: usize = shape[first..].iter().product();
+    let rows: usize = shape[..first].iter().product();
+    let out_shape = reduced_shape(&shape, mask, keepdim);
+    let v = x.view();
+    let sq = crate::dispatch_float!(v.dtype(), T => {
+        let data = v.as_slice::<T>().unwrap_or(&[]);
+        let r: Vec<T> = if cols == 0 {
+            vec![<T as crate::tensor::Element>::zero(); rows]
+        } else {
+            crate::kernels::reduce::sum_sq_rows(data, rows, cols)
+        };
+        Tensor::from_vec(r, out_shape)
+    });
+    Ok(super::back_to(super::sqrt(&sq)?, dt))
+}
+
+fn norm_other(
+    a: &Tensor,
+    abs: &Tensor,
+    ord: f64,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    Ok({
+        if ord == 1.0 {
+            sum(abs, dims, keepdim)?
         } else if ord == f64::INFINITY {
-            super::amax(&abs, dims, keepdim)?
+            super::amax(abs, dims, keepdim)?
         } else if ord == f64::NEG_INFINITY {
-            super::amin(&abs, dims, keepdim)?
+            super::amin(abs, dims, keepdim)?
         } else if ord == 0.0 {
             let nz = super::compare::ne(a, &Tensor::scalar_of(0.0, a.dtype()))?;
             super::to_dtype(&sum(&nz, dims, keepdim)?, a.dtype())?
         } else {
-            let p = super::pow_scalar(&abs, super::Scalar::Float(ord))?;
+            let p = super::pow_scalar(abs, super::Scalar::Float(ord))?;
             super::pow_scalar(&sum(&p, dims, keepdim)?, super::Scalar::Float(1.0 / ord))?
         }
-    };
+    })
+}
+
+fn record_norm(
+    a: &Tensor,
+    out: Tensor,
+    ord: f64,
+    shape: &[usize],
+    mask: &[bool],
+    dims: Option<&[i64]>,
+) -> Result<Tensor> {
     if needs_record(&[a]) {
-        let keep_shape = reduced_shape(&shape, &mask, true);
+        let keep_shape = reduced_shape(shape, mask, true);
         let dims: Option<SmallVec<[i64; 4]>> = dims.map(SmallVec::from_slice);
         record(
             "LinalgVectorNormBackward0",

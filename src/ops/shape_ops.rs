@@ -9,9 +9,8 @@ use smallvec::{smallvec, SmallVec};
 use super::{cast_data, expand, reshape, reshape_i, select, slice, unsqueeze};
 use crate::autograd::{needs_record, record, record_multi};
 use crate::error::{Error, Result};
-use crate::kernels::copy::scatter;
 use crate::saved;
-use crate::tensor::{fmt_shape, wrap_dim, DType, Shape, Tensor, View};
+use crate::tensor::{fmt_shape, wrap_dim, DType, Element, Shape, Tensor, View};
 
 /// `cat(tensors, dim)`: dtypes promote; every size but `dim`'s must match.
 pub(crate) fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
@@ -59,36 +58,51 @@ pub(crate) fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     }
     let mut out_shape = first.clone();
     out_shape[d] = total;
-    let out = Tensor::zeros(out_shape.clone(), dt);
     let mut offsets = Vec::with_capacity(parts.len());
-    {
-        let ov = out.view();
-        let mut off = 0usize;
-        for t in &parts {
-            let n = t.shape()[d];
-            offsets.push((off, n));
-            if n > 0 {
-                let target = View {
-                    storage: ov.storage.clone(),
-                    shape: {
-                        let mut s = ov.shape.clone();
-                        s[d] = n;
-                        s
-                    },
-                    strides: ov.strides.clone(),
-                    offset: ov.offset + off * ov.strides[d],
-                };
-                let src = cast_data(t, dt).contiguous_data();
-                let sv = src.view();
-                crate::dispatch!(dt, T => {
-                    if let Some(s) = sv.as_slice::<T>() {
-                        scatter::<T>(&target, s);
-                    }
-                });
-            }
-            off += n;
-        }
+    let mut off = 0usize;
+    for t in &parts {
+        let n = t.shape()[d];
+        offsets.push((off, n));
+        off += n;
     }
+    let srcs: Vec<Tensor> = parts
+        .iter()
+        .map(|t| {
+            if t.dtype() == dt {
+                (*t).clone()
+            } else {
+                cast_data(t, dt)
+            }
+        })
+        .collect();
+    let ostrides = crate::tensor::contiguous_strides(&out_shape);
+    let total = crate::tensor::numel(&out_shape);
+    let out = crate::dispatch!(dt, T => {
+        let data: Vec<T> = crate::kernels::build_vec(total, |buf| {
+            let base = buf.as_mut_ptr().cast::<T>();
+            for (src, &(off, n)) in srcs.iter().zip(&offsets) {
+                if n == 0 {
+                    continue;
+                }
+                // Straight from each part's memory (any strides) into its
+                // block of the result: no contiguous copy in between.
+                let sv = src.view();
+                let sst: SmallVec<[isize; 6]> = sv.strides.iter().map(|&x| x as isize).collect();
+                // SAFETY: the block `[off, off + n)` along `d` lies inside the
+                // fresh result, and the blocks together cover all of it.
+                unsafe {
+                    crate::kernels::copy::copy_box::<T>(
+                        base.add(off * ostrides[d]),
+                        &ostrides,
+                        sv.ptr::<T>(),
+                        &sst,
+                        &sv.shape,
+                    )
+                };
+            }
+        });
+        Tensor::from_vec(data, out_shape.clone())
+    });
     let inputs: Vec<&Tensor> = parts.to_vec();
     if needs_record(&inputs) {
         record("CatBackward0", &inputs, &out, saved![], move |c| {
@@ -493,8 +507,17 @@ pub(crate) fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
     } else {
         cast_data(t, DType::I64)
     };
+    let inner: usize = shape.iter().skip(d + 1).product();
     let out = if shape.is_empty() {
         super::clone_data(&src)
+    } else if inner > 1 && src.is_contiguous() {
+        // A leading dimension: whole rows added down it, no transposes.
+        let v = src.view();
+        let (outer, n) = (shape[..d].iter().product(), shape[d]);
+        crate::dispatch!(v.dtype(), T => {
+            let data = v.as_slice::<T>().unwrap_or(&[]);
+            Tensor::from_vec(crate::kernels::index::scan_mid(data, outer, n, inner), shape.clone())
+        })
     } else {
         let mut mask: SmallVec<[bool; 4]> = SmallVec::from_elem(false, shape.len());
         mask[d] = true;
@@ -571,4 +594,145 @@ pub(crate) fn resolve_expand_shape(cur: &[usize], sizes: &[i64]) -> Result<Shape
 pub(crate) fn broadcast_to(t: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     let shape = resolve_expand_shape(&t.shape(), sizes)?;
     super::expand_view(t, &shape)
+}
+
+/// `roll(t, shifts, dims)` along the given dimensions (already checked to
+/// pair up; a dimension listed twice rolls by the sum). The result is built
+/// from at most two blocks per rolled dimension, each one strided copy
+/// straight from `t`'s memory; the gradient rolls back (`RollBackward0`).
+pub(crate) fn roll(t: &Tensor, shifts: &[i64], dims: &[i64]) -> Result<Tensor> {
+    let shape = t.shape();
+    let nd = shape.len();
+    let mut by: SmallVec<[i64; 4]> = SmallVec::from_elem(0, nd);
+    for (&s, &d) in shifts.iter().zip(dims) {
+        let d = wrap_dim(d, nd)?;
+        if d < nd {
+            by[d] = by[d].wrapping_add(s);
+        }
+    }
+    let v = t.view().clone();
+    let dst_st = crate::tensor::contiguous_strides(&shape);
+    // Per dimension: (source start, destination start, length) of each block.
+    let segs: Vec<SmallVec<[(usize, usize, usize); 2]>> = (0..nd)
+        .map(|d| {
+            let n = shape[d];
+            let s = if n == 0 {
+                0
+            } else {
+                by[d].rem_euclid(n as i64) as usize
+            };
+            if s == 0 {
+                smallvec![(0, 0, n)]
+            } else {
+                smallvec![(n - s, 0, s), (0, s, n - s)]
+            }
+        })
+        .collect();
+    let sst: SmallVec<[isize; 6]> = v.strides.iter().map(|&x| x as isize).collect();
+    let total = crate::tensor::numel(&shape);
+    let out = crate::dispatch!(v.dtype(), T => {
+        let data: Vec<T> = crate::kernels::build_vec(total, |buf| {
+            let base = buf.as_mut_ptr().cast::<T>();
+            let mut pick: SmallVec<[usize; 6]> = SmallVec::from_elem(0, nd);
+            loop {
+                let (mut so, mut dof) = (v.offset, 0usize);
+                let mut len: SmallVec<[usize; 6]> = SmallVec::new();
+                for d in 0..nd {
+                    let (s0, d0, l) = segs[d][pick[d]];
+                    so += s0 * v.strides[d];
+                    dof += d0 * dst_st[d];
+                    len.push(l);
+                }
+                // SAFETY: each block lies inside both tensors, and the blocks
+                // tile the result exactly once.
+                unsafe {
+                    crate::kernels::copy::copy_box::<T>(
+                        base.add(dof),
+                        &dst_st,
+                        v.storage.typed_ptr::<T>().wrapping_add(so),
+                        &sst,
+                        &len,
+                    )
+                };
+                // Next combination of blocks.
+                let mut d = nd;
+                loop {
+                    if d == 0 {
+                        return;
+                    }
+                    d -= 1;
+                    pick[d] += 1;
+                    if pick[d] < segs[d].len() {
+                        break;
+                    }
+                    pick[d] = 0;
+                }
+            }
+        });
+        Tensor::from_vec(data, shape.clone())
+    });
+    if needs_record(&[t]) {
+        let back: SmallVec<[i64; 4]> = shifts.iter().map(|&s| s.wrapping_neg()).collect();
+        let dims: SmallVec<[i64; 4]> = dims.into();
+        record("RollBackward0", &[t], &out, saved![], move |c| {
+            Ok(smallvec![Some(roll(c.grad()?, &back, &dims)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// `tril(t, diagonal)` (or `triu` with `lower = false`): the last two
+/// dimensions' lower (upper) triangle from the `diagonal`-th diagonal, the
+/// rest zeros. One pass: each row is a copy of its kept run and a fill of
+/// zeros. The gradient is the same triangle of the gradient.
+pub(crate) fn tril(t: &Tensor, diagonal: i64, lower: bool) -> Result<Tensor> {
+    let shape = t.shape();
+    let nd = shape.len();
+    if nd < 2 {
+        let name = if lower { "tril" } else { "triu" };
+        return Err(Error::runtime(format!(
+            "{name}: input tensor must have at least 2 dimensions"
+        )));
+    }
+    let (r, c) = (shape[nd - 2], shape[nd - 1]);
+    let src = t.contiguous_data();
+    let v = src.view();
+    let rows = crate::tensor::numel(&shape) / c.max(1);
+    let out = crate::dispatch!(v.dtype(), T => {
+        let data = v.as_slice::<T>().unwrap_or(&[]);
+        let res: Vec<T> = crate::kernels::build_vec(data.len(), |buf| {
+            let o = crate::kernels::SendPtr(buf.as_mut_ptr().cast::<T>());
+            crate::kernels::copy::par_units(rows, c, |lo, hi| {
+                for row in lo..hi {
+                    let i = (row % r.max(1)) as i64;
+                    // Columns `[0, keep)` are kept by tril, `[keep, c)` by triu.
+                    let edge = if lower { i + diagonal + 1 } else { i + diagonal };
+                    let keep = edge.clamp(0, c as i64) as usize;
+                    let (s, d) = (&data[row * c..(row + 1) * c], unsafe {
+                        // SAFETY: row `row` of the result belongs to this unit.
+                        std::slice::from_raw_parts_mut(o.get().add(row * c), c)
+                    });
+                    if lower {
+                        d[..keep].copy_from_slice(&s[..keep]);
+                        d[keep..].fill(T::zero());
+                    } else {
+                        d[..keep].fill(T::zero());
+                        d[keep..].copy_from_slice(&s[keep..]);
+                    }
+                }
+            });
+        });
+        Tensor::from_vec(res, shape.clone())
+    });
+    if needs_record(&[t]) {
+        let name = if lower {
+            "TrilBackward0"
+        } else {
+            "TriuBackward0"
+        };
+        record(name, &[t], &out, saved![], move |c| {
+            Ok(smallvec![Some(tril(c.grad()?, diagonal, lower)?)])
+        });
+    }
+    Ok(out)
 }

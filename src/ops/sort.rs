@@ -16,6 +16,7 @@ use super::reduce::rows_of;
 use super::{cast_data, gather, movedim, reshape, scatter_add};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
+use crate::kernels::sort::{is_nan, select_rows, sort_rows, topk_rows};
 use crate::saved;
 use crate::tensor::{wrap_dim, DType, Element, Shape, Tensor};
 
@@ -30,25 +31,6 @@ fn cmp_nan_last<T: Element>(a: T, b: T) -> Ordering {
         (false, true) => Ordering::Less,
     }
 }
-
-#[allow(clippy::eq_op)]
-fn is_nan<T: Element>(v: T) -> bool {
-    v != v
-}
-
-/// The stable order of `row`: equal elements keep their positions' order.
-fn order_of<T: Element>(row: &[T], descending: bool) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..row.len()).collect();
-    if descending {
-        idx.sort_by(|&i, &j| cmp_nan_last(row[j], row[i]));
-    } else {
-        idx.sort_by(|&i, &j| cmp_nan_last(row[i], row[j]));
-    }
-    idx
-}
-
-/// How each row picks its output positions, given the row's values.
-type Picker<'a, T> = &'a dyn Fn(&[T]) -> Vec<usize>;
 
 /// Applies `pick` to each row of `a` along `dim`, giving `k` positions per
 /// row, and returns them as an int64 tensor laid out like `a` with `dim` of
@@ -82,23 +64,16 @@ fn pick_indices(
     super::contiguous(&movedim(&idx, -1, d as i64)?)
 }
 
-fn rows_apply<T: Element>(
-    t: &Tensor,
-    rows: usize,
-    cols: usize,
-    k: usize,
-    pick: Picker<'_, T>,
-) -> Vec<i64> {
+/// The contiguous elements of a `rows_of` block.
+fn slice_of<T: Element>(t: &Tensor) -> &[T] {
     let v = t.view();
-    let data = v.as_slice::<T>().unwrap_or(&[]);
-    if cols == 0 {
-        return Vec::new();
+    let (p, n) = (v.ptr::<T>(), v.numel());
+    if n == 0 {
+        return &[];
     }
-    let mut out = crate::error::alloc_vec(rows * k);
-    for row in data.chunks_exact(cols).take(rows) {
-        out.extend(pick(row).into_iter().take(k).map(|i| i as i64));
-    }
-    out
+    debug_assert!(v.is_contiguous() && v.dtype() == T::DTYPE);
+    // SAFETY: `rows_of` gives a contiguous tensor of `T`, alive as long as `t`.
+    unsafe { std::slice::from_raw_parts(p, n) }
 }
 
 /// Values of `src` (which is `a`, or `a` seen as 1-D) at `idx` along `d`,
@@ -169,7 +144,7 @@ pub fn sort(a: &Tensor, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> 
         &x,
         d,
         n,
-        &|t, rows, cols| crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, cols, &|row: &[T]| order_of(row, descending))),
+        &|t, rows, cols| crate::dispatch!(t.dtype(), T => sort_rows::<T>(slice_of::<T>(t), rows, cols, descending)),
     )?;
     let values = take_along(a, &x, d, &idx, &a.shape(), "SortBackward0")?;
     Ok((values, back_to_0d(idx, was_0d)?))
@@ -184,7 +159,7 @@ pub fn argsort(a: &Tensor, dim: i64, descending: bool) -> Result<Tensor> {
         &x,
         d,
         n,
-        &|t, rows, cols| crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, cols, &|row: &[T]| order_of(row, descending))),
+        &|t, rows, cols| crate::dispatch!(t.dtype(), T => sort_rows::<T>(slice_of::<T>(t), rows, cols, descending)),
     )?;
     back_to_0d(idx, was_0d)
 }
@@ -200,10 +175,8 @@ pub fn topk(a: &Tensor, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tens
     }
     let k = k as usize;
     let idx = pick_indices(&x, d, k, &|t, rows, cols| {
-        crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, k, &|row: &[T]| {
-            // NaN counts as the largest, so it leads a `largest` selection.
-            order_of(row, largest)
-        }))
+        // NaN counts as the largest, so it leads a `largest` selection.
+        crate::dispatch!(t.dtype(), T => topk_rows::<T>(slice_of::<T>(t), rows, cols, k, largest))
     })?;
     let idx = back_to_0d(idx, was_0d)?;
     let values = take_along(
@@ -264,28 +237,21 @@ pub fn kthvalue(a: &Tensor, k: i64, dim: i64, keepdim: bool) -> Result<(Tensor, 
         keepdim,
         "KthvalueBackward0",
         "kthvalue",
-        &|t, rows, cols| {
-            crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, 1, &|row: &[T]| {
-                vec![order_of(row, false)[pos]]
-            }))
-        },
+        &|t, rows, cols| crate::dispatch!(t.dtype(), T => select_rows::<T>(slice_of::<T>(t), rows, cols, |_| Some(pos))),
     )
 }
 
-/// The lower median's position in `row`; with `ignore_nan` NaNs are skipped
-/// (`nanmedian`), otherwise a NaN in the row is the answer.
-fn median_pos<T: Element>(row: &[T], ignore_nan: bool) -> usize {
-    if !ignore_nan {
-        if let Some(p) = row.iter().position(|&v| is_nan(v)) {
-            return p;
-        }
+/// The rank (in a stable ascending sort) of the lower median of `row`; with
+/// `ignore_nan` NaNs are skipped (`nanmedian`), otherwise a NaN in the row
+/// is the answer (`None`: the first NaN).
+fn median_rank<T: Element>(row: &[T], ignore_nan: bool) -> Option<usize> {
+    let nans = row.iter().filter(|&&v| is_nan(v)).count();
+    if nans > 0 && !ignore_nan {
+        return None;
     }
-    let order = order_of(row, false);
-    let valid = order.iter().filter(|&&i| !is_nan(row[i])).count();
-    if valid == 0 {
-        return order[0];
-    }
-    order[(valid - 1) / 2]
+    // NaNs sort last, so the valid elements hold the first ranks.
+    let valid = row.len() - nans;
+    Some(valid.saturating_sub(1) / 2)
 }
 
 /// `median(a, dim, keepdim)` (or `nanmedian`): the lower median of each row.
@@ -300,11 +266,14 @@ pub fn median_dim(
     } else {
         ("MedianBackward1", "median")
     };
-    select_one(a, dim, keepdim, name, op, &|t, rows, cols| {
-        crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, 1, &|row: &[T]| {
-            vec![median_pos(row, ignore_nan)]
-        }))
-    })
+    select_one(
+        a,
+        dim,
+        keepdim,
+        name,
+        op,
+        &|t, rows, cols| crate::dispatch!(t.dtype(), T => select_rows::<T>(slice_of::<T>(t), rows, cols, |row: &[T]| median_rank(row, ignore_nan))),
+    )
 }
 
 /// `median(a)` over every element: a 0-d tensor. Of no elements it is NaN
@@ -326,11 +295,12 @@ pub fn median_all(a: &Tensor, ignore_nan: bool) -> Result<Tensor> {
     } else {
         let _g = crate::autograd::GradModeGuard::new(false);
         let flat = reshape(&a.detach(), &[a.numel()])?;
-        let idx = pick_indices(&flat, 0, 1, &|t, rows, cols| {
-            crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, 1, &|row: &[T]| {
-                vec![median_pos(row, ignore_nan)]
-            }))
-        })?;
+        let idx = pick_indices(
+            &flat,
+            0,
+            1,
+            &|t, rows, cols| crate::dispatch!(t.dtype(), T => select_rows::<T>(slice_of::<T>(t), rows, cols, |row: &[T]| median_rank(row, ignore_nan))),
+        )?;
         reshape(&gather(&flat, 0, &idx)?, &[])?
     };
     if needs_record(&[a]) {
@@ -358,24 +328,22 @@ pub(crate) fn evenly_distribute(g: &Tensor, x: &Tensor, y: &Tensor) -> Result<Te
     super::mul(&super::div(g, &count)?, &hit)
 }
 
-/// The position in `row` that `mode` reports: the most frequent value, the
-/// smallest of those equally frequent, at its last occurrence. PyTorch's CPU
-/// kernel sorts (value, index) pairs and keeps the last pair of the first
-/// longest run; its `std::sort` is an insertion sort (stable) for rows of up
-/// to 16 elements, so there the index is the value's last occurrence, which
-/// a stable sort gives for every length. NaNs count as one value above
-/// every number.
-fn mode_pos<T: Element>(row: &[T]) -> usize {
-    let order = order_of(row, false);
-    let (mut best, mut best_count, mut run) = (order[0], 0usize, 0usize);
-    for (k, &i) in order.iter().enumerate() {
+/// The position in `row` that `mode` reports, given the row's stable
+/// ascending `order`: the most frequent value, the smallest of those equally
+/// frequent, at its last occurrence. PyTorch's CPU kernel sorts (value,
+/// index) pairs and keeps the last pair of the first longest run; its
+/// `std::sort` is an insertion sort (stable) for rows of up to 16 elements,
+/// so there the index is the value's last occurrence, which a stable sort
+/// gives for every length. NaNs count as one value above every number.
+fn mode_pos<T: Element>(row: &[T], order: &[i64]) -> usize {
+    let at = |k: usize| row[order[k] as usize];
+    let (mut best, mut best_count, mut run) = (order[0] as usize, 0usize, 0usize);
+    for k in 0..order.len() {
         run += 1;
-        let run_ends = order
-            .get(k + 1)
-            .is_none_or(|&j| cmp_nan_last(row[i], row[j]) != Ordering::Equal);
+        let run_ends = k + 1 == order.len() || cmp_nan_last(at(k), at(k + 1)) != Ordering::Equal;
         if run_ends {
             if run > best_count {
-                best = i;
+                best = order[k] as usize;
                 best_count = run;
             }
             run = 0;
@@ -395,9 +363,13 @@ pub fn mode(a: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor, Tensor)> {
         "ModeBackward0",
         "mode",
         &|t, rows, cols| {
-            crate::dispatch!(t.dtype(), T => rows_apply::<T>(t, rows, cols, 1, &|row: &[T]| {
-                vec![mode_pos(row)]
-            }))
+            crate::dispatch!(t.dtype(), T => {
+                let data = slice_of::<T>(t);
+                let order = sort_rows::<T>(data, rows, cols, false);
+                (0..rows)
+                    .map(|r| mode_pos(&data[r * cols..(r + 1) * cols], &order[r * cols..(r + 1) * cols]) as i64)
+                    .collect::<Vec<i64>>()
+            })
         },
     )
 }

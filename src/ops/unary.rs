@@ -6,6 +6,7 @@ use super::{cast_data, mul, mul_f64, neg, with_cast, Scalar};
 use crate::autograd::{needs_record, record, SavedTensor};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::unary;
+use crate::kernels::vmath as vm;
 use crate::saved;
 use crate::tensor::{DType, Tensor};
 
@@ -50,6 +51,14 @@ pub(crate) fn map1(
 
 const NO_INT: Option<fn(i64) -> i64> = None;
 
+/// A float-valued elementwise function with its own float32 form (a
+/// `kernels::vmath` function that vectorises) and float64 form.
+macro_rules! float_fn2 {
+    ($a:expr, $f32:expr, $f64:expr) => {
+        map1($a, $a.dtype().to_float(), $f32, $f64, NO_INT)
+    };
+}
+
 /// A float-valued elementwise function.
 macro_rules! float_fn {
     ($a:expr, |$x:ident| $body:expr) => {
@@ -85,10 +94,19 @@ pub fn exp(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn log(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn!(a, |x| x.ln())?;
+    let out = float_fn2!(a, vm::log_f32, f64::ln)?;
     if needs_record(&[a]) {
         record("LogBackward0", &[a], &out, saved![a], |c| {
-            Ok(smallvec![Some(super::div(c.grad()?, c.saved(0)?)?)])
+            let (g, x) = (c.grad()?, c.saved(0)?);
+            if can_fuse(g, x) {
+                return Ok(smallvec![Some(fused_grad(
+                    g,
+                    x,
+                    |g, x| g / x,
+                    |g, x| g / x
+                )?)]);
+            }
+            Ok(smallvec![Some(super::div(g, x)?)])
         });
     }
     Ok(out)
@@ -99,8 +117,8 @@ pub(crate) fn log(a: &Tensor) -> Result<Tensor> {
 fn trig(
     a: &Tensor,
     slice: fn(&mut [f32], &[f32]),
-    each: fn(f32) -> f32,
-    f64f: fn(f64) -> f64,
+    each: impl Fn(f32) -> f32 + Sync,
+    f64f: impl Fn(f64) -> f64 + Sync,
 ) -> Result<Tensor> {
     if a.dtype() == DType::F32 {
         let v = a.view();
@@ -127,7 +145,7 @@ fn trig(
 
 pub(crate) fn sin(a: &Tensor) -> Result<Tensor> {
     use crate::kernels::trig_f32 as t;
-    let out = trig(a, t::sin_slice, t::sin_f32, f64::sin)?;
+    let out = trig(a, t::sin_slice, t::sin_f32, |x: f64| x.sin())?;
     if needs_record(&[a]) {
         record("SinBackward0", &[a], &out, saved![a], |c| {
             Ok(smallvec![Some(mul(c.grad()?, &cos(c.saved(0)?)?)?)])
@@ -138,7 +156,7 @@ pub(crate) fn sin(a: &Tensor) -> Result<Tensor> {
 
 pub(crate) fn cos(a: &Tensor) -> Result<Tensor> {
     use crate::kernels::trig_f32 as t;
-    let out = trig(a, t::cos_slice, t::cos_f32, f64::cos)?;
+    let out = trig(a, t::cos_slice, t::cos_f32, |x: f64| x.cos())?;
     if needs_record(&[a]) {
         record("CosBackward0", &[a], &out, saved![a], |c| {
             Ok(smallvec![Some(mul(c.grad()?, &neg(&sin(c.saved(0)?)?)?)?)])
@@ -175,6 +193,39 @@ pub fn tanh(a: &Tensor) -> Result<Tensor> {
         );
     }
     Ok(out)
+}
+
+/// `f(g, s)` over the broadcast of a gradient `g` and a saved float tensor
+/// `s` in one pass: the backward rules' form when nothing records them
+/// (the recorded form would stream the tensors once per op). float16 and
+/// bfloat16 compute in float32 and round once.
+pub(crate) fn fused_grad(
+    g: &Tensor,
+    s: &Tensor,
+    f32f: impl Fn(f32, f32) -> f32 + Sync,
+    f64f: impl Fn(f64, f64) -> f64 + Sync,
+) -> Result<Tensor> {
+    let dt = s.dtype();
+    let shape = crate::tensor::broadcast_shapes(&g.shape(), &s.shape())?;
+    if dt == DType::F64 {
+        let (g, s) = (cast_data(g, DType::F64), cast_data(s, DType::F64));
+        let (vg, vs) = (g.view(), s.view());
+        let out = crate::kernels::elementwise::binary::<f64, f64>(&vg, &vs, &shape, f64f);
+        return Ok(Tensor::from_vec(out, shape.clone()));
+    }
+    let (g, s) = (cast_data(g, DType::F32), cast_data(s, DType::F32));
+    let out = {
+        let (vg, vs) = (g.view(), s.view());
+        let out = crate::kernels::elementwise::binary::<f32, f32>(&vg, &vs, &shape, f32f);
+        Tensor::from_vec(out, shape.clone())
+    };
+    Ok(super::back_to(out, dt))
+}
+
+/// Whether a backward rule may take its one-pass form: nothing records it
+/// and the gradient has the saved float tensor's dtype.
+pub(crate) fn can_fuse(g: &Tensor, s: &Tensor) -> bool {
+    !crate::autograd::is_grad_enabled() && s.dtype().is_float() && g.dtype() == s.dtype()
 }
 
 /// 0 where `y <= 0`, else `g` (so a NaN result passes its gradient on, as
@@ -349,7 +400,7 @@ pub(crate) fn sign(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn expm1(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn!(a, |x| x.exp_m1())?;
+    let out = float_fn2!(a, vm::expm1_f32, |x: f64| x.exp_m1())?;
     if needs_record(&[a]) {
         record(
             "Expm1Backward0",
@@ -357,8 +408,13 @@ pub(crate) fn expm1(a: &Tensor) -> Result<Tensor> {
             &out,
             saved![Some(SavedTensor::output(&out, 0))],
             |c| {
-                let y1 = super::add_scalar(c.saved(0)?, Scalar::Int(1))?;
-                Ok(smallvec![Some(mul(c.grad()?, &y1)?)])
+                let (g, y) = (c.grad()?, c.saved(0)?);
+                if can_fuse(g, y) {
+                    let out = fused_grad(g, y, |g, y| g * (y + 1.0), |g, y| g * (y + 1.0))?;
+                    return Ok(smallvec![Some(out)]);
+                }
+                let y1 = super::add_scalar(y, Scalar::Int(1))?;
+                Ok(smallvec![Some(mul(g, &y1)?)])
             },
         );
     }
@@ -366,22 +422,33 @@ pub(crate) fn expm1(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn log1p(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn!(a, |x| x.ln_1p())?;
+    let out = float_fn2!(a, vm::log1p_f32, |x: f64| x.ln_1p())?;
     if needs_record(&[a]) {
         record("Log1PBackward0", &[a], &out, saved![a], |c| {
-            let x1 = super::add_scalar(c.saved(0)?, Scalar::Int(1))?;
-            Ok(smallvec![Some(super::div(c.grad()?, &x1)?)])
+            let (g, x) = (c.grad()?, c.saved(0)?);
+            if can_fuse(g, x) {
+                let out = fused_grad(g, x, |g, x| g / (x + 1.0), |g, x| g / (x + 1.0))?;
+                return Ok(smallvec![Some(out)]);
+            }
+            let x1 = super::add_scalar(x, Scalar::Int(1))?;
+            Ok(smallvec![Some(super::div(g, &x1)?)])
         });
     }
     Ok(out)
 }
 
 pub(crate) fn log2(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn!(a, |x| x.log2())?;
+    let out = float_fn2!(a, vm::log2_f32, |x: f64| x.log2())?;
     if needs_record(&[a]) {
         record("Log2Backward0", &[a], &out, saved![a], |c| {
-            let d = mul_f64(c.saved(0)?, std::f64::consts::LN_2)?;
-            Ok(smallvec![Some(super::div(c.grad()?, &d)?)])
+            const LN2: f64 = std::f64::consts::LN_2;
+            let (g, x) = (c.grad()?, c.saved(0)?);
+            if can_fuse(g, x) {
+                let out = fused_grad(g, x, |g, x| g / (x * LN2 as f32), |g, x| g / (x * LN2))?;
+                return Ok(smallvec![Some(out)]);
+            }
+            let d = mul_f64(x, LN2)?;
+            Ok(smallvec![Some(super::div(g, &d)?)])
         });
     }
     Ok(out)
@@ -407,7 +474,8 @@ pub(crate) fn rsqrt(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn tan(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn!(a, |x| x.tan())?;
+    use crate::kernels::trig_f32 as t;
+    let out = trig(a, t::tan_slice, t::tan_f32, |x: f64| x.tan())?;
     if needs_record(&[a]) {
         record(
             "TanBackward0",
@@ -415,9 +483,13 @@ pub(crate) fn tan(a: &Tensor) -> Result<Tensor> {
             &out,
             saved![Some(SavedTensor::output(&out, 0))],
             |c| {
-                let y = c.saved(0)?;
+                let (g, y) = (c.grad()?, c.saved(0)?);
+                if can_fuse(g, y) {
+                    let out = fused_grad(g, y, |g, y| g * (y * y + 1.0), |g, y| g * (y * y + 1.0))?;
+                    return Ok(smallvec![Some(out)]);
+                }
                 let d = super::add_scalar(&mul(y, y)?, Scalar::Int(1))?;
-                Ok(smallvec![Some(mul(c.grad()?, &d)?)])
+                Ok(smallvec![Some(mul(g, &d)?)])
             },
         );
     }
@@ -448,10 +520,20 @@ pub(crate) fn square(a: &Tensor) -> Result<Tensor> {
 
 /// The Gauss error function; its derivative is `2/sqrt(pi) * exp(-x^2)`.
 pub(crate) fn erf(a: &Tensor) -> Result<Tensor> {
-    let out = map1(a, a.dtype().to_float(), libm::erff, libm::erf, NO_INT)?;
+    let out = float_fn2!(a, vm::erf_f32, |x: f64| libm::erf(x))?;
     if needs_record(&[a]) {
         record("ErfBackward0", &[a], &out, saved![a], |c| {
-            let x = c.saved(0)?;
+            const K: f64 = std::f64::consts::FRAC_2_SQRT_PI;
+            let (g, x) = (c.grad()?, c.saved(0)?);
+            if can_fuse(g, x) {
+                let out = fused_grad(
+                    g,
+                    x,
+                    |g, x| g * (crate::kernels::math::exp_f32(-(x * x)) * K as f32),
+                    |g, x| g * ((-(x * x)).exp() * K),
+                )?;
+                return Ok(smallvec![Some(out)]);
+            }
             let e = exp(&neg(&mul(x, x)?)?)?;
             let d = mul_f64(&e, std::f64::consts::FRAC_2_SQRT_PI)?;
             Ok(smallvec![Some(mul(c.grad()?, &d)?)])
@@ -461,11 +543,13 @@ pub(crate) fn erf(a: &Tensor) -> Result<Tensor> {
 }
 
 /// A rounding function: integer inputs pass through, the gradient is zero.
+/// The functions are closures, so each compiles into the loop (one
+/// `vroundps` on AVX), never a call per element.
 fn rounding(
     a: &Tensor,
     name: &'static str,
-    f32f: fn(f32) -> f32,
-    f64f: fn(f64) -> f64,
+    f32f: impl Fn(f32) -> f32 + Sync,
+    f64f: impl Fn(f64) -> f64 + Sync,
 ) -> Result<Tensor> {
     let out = if a.dtype().is_float() {
         map1(a, a.dtype(), f32f, f64f, NO_INT)?
@@ -486,15 +570,15 @@ fn rounding(
 }
 
 pub(crate) fn floor(a: &Tensor) -> Result<Tensor> {
-    rounding(a, "FloorBackward0", f32::floor, f64::floor)
+    rounding(a, "FloorBackward0", |x: f32| x.floor(), |x: f64| x.floor())
 }
 
 pub(crate) fn ceil(a: &Tensor) -> Result<Tensor> {
-    rounding(a, "CeilBackward0", f32::ceil, f64::ceil)
+    rounding(a, "CeilBackward0", |x: f32| x.ceil(), |x: f64| x.ceil())
 }
 
 pub(crate) fn trunc(a: &Tensor) -> Result<Tensor> {
-    rounding(a, "TruncBackward0", f32::trunc, f64::trunc)
+    rounding(a, "TruncBackward0", |x: f32| x.trunc(), |x: f64| x.trunc())
 }
 
 /// Rounds half to even, as `torch.round` does; `decimals` scales first.
@@ -503,8 +587,8 @@ pub(crate) fn round(a: &Tensor, decimals: i64) -> Result<Tensor> {
         return rounding(
             a,
             "RoundBackward0",
-            f32::round_ties_even,
-            f64::round_ties_even,
+            |x: f32| x.round_ties_even(),
+            |x: f64| x.round_ties_even(),
         );
     }
     if !a.dtype().is_float() {

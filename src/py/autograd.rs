@@ -7,9 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use super::convert::{seq_of_ints, tensor_list, to_tensor_like};
-use super::errors::guard;
+use super::errors::{self, enter, enter_py};
 use super::functions::t_of;
-use super::tensor::{default_grad, run, wrap, PyTensor};
+use super::tensor::{default_grad, wrap, PyTensor};
 use crate::autograd::{self, BackwardRequest};
 use crate::ops;
 use crate::tensor::Tensor;
@@ -60,23 +60,55 @@ fn _run_backward(
     if !accumulate && targets.is_empty() {
         return Err(PyRuntimeError::new_err("grad requires non-empty inputs."));
     }
-    let req = BackwardRequest {
-        roots,
-        grads,
-        inputs,
-        retain_graph: retain_graph.unwrap_or(create_graph),
-        create_graph,
-        accumulate,
-    };
-    let results = py.detach(|| guard(|| autograd::run_backward(req)))?;
+    let retain_graph = retain_graph.unwrap_or(create_graph);
     if accumulate {
+        let req = BackwardRequest {
+            roots,
+            grads,
+            inputs,
+            retain_graph,
+            create_graph,
+            accumulate,
+        };
+        if super::capture::active() {
+            let grad_given = gl.first().is_some_and(|g| !g.is_none());
+            super::compile::backward(py, req, grad_given)?;
+        } else {
+            // The GIL is always released: the engine's workers may need it for hooks.
+            enter(py, "backward", usize::MAX, || autograd::run_backward(req))?;
+        }
         return Ok(py.None());
     }
+    // `autograd.grad`: an op from (roots, their gradients, inputs) to the
+    // inputs' gradients, replayed by running the engine again.
+    let r = roots.len();
+    let ins: Vec<&Tensor> = roots.iter().chain(&grads).chain(&targets).collect();
+    let results = super::capture::run(py, usize::MAX, "autograd.grad", &ins, &[], move |t, _| {
+        let own = |ts: &[&Tensor]| ts.iter().map(|x| (*x).clone()).collect::<Vec<_>>();
+        let res = autograd::run_backward(BackwardRequest {
+            roots: own(&t[..r]),
+            grads: own(&t[r..2 * r]),
+            inputs: Some(own(&t[2 * r..])),
+            retain_graph,
+            create_graph,
+            accumulate: false,
+        })?;
+        Ok(res
+            .into_iter()
+            .zip(&t[2 * r..])
+            .map(|(g, x)| match g {
+                None if materialize_grads => Some(Tensor::zeros(x.shape(), x.dtype())),
+                g => g,
+            })
+            .collect::<Vec<_>>())
+    })?;
+    if super::capture::active() {
+        super::capture::mark_dynamic();
+    }
     let mut out = Vec::with_capacity(results.len());
-    for (r, t) in results.into_iter().zip(&targets) {
+    for r in results {
         match r {
             Some(g) => out.push(wrap(py, g)?),
-            None if materialize_grads => out.push(wrap(py, Tensor::zeros(t.shape(), t.dtype()))?),
             None if allow_unused => out.push(py.None()),
             None => {
                 return Err(PyRuntimeError::new_err(
@@ -131,8 +163,13 @@ fn _apply_inplace<'py>(
     // The write is attributed to `name`, or else to the op that recorded the
     // result (`ReluBackward0` -> `relu_`), for the "modified by an inplace
     // operation" error; the guard lives until the write is done.
-    let mut op = name.map(|n| crate::tensor::write_op(intern(n)));
-    guard(|| {
+    let mut op_name = name.map(intern);
+    let mut op = op_name.map(crate::tensor::write_op);
+    // While capturing, `compute`'s ops are recorded as usual and then folded,
+    // with the write, into one in-place entry (`capture::fold_inplace`).
+    let start = super::capture::active().then(super::capture::entry_count);
+    let mut result = None;
+    let write = || {
         ops::apply_inplace(t, || {
             let r = compute.call0().map_err(super::errors::external)?;
             let r = r.cast::<PyTensor>().map_err(|_| {
@@ -141,12 +178,24 @@ fn _apply_inplace<'py>(
             let r = r.get().t.clone();
             if op.is_none() {
                 if let Some((n, _)) = r.grad_fn() {
-                    op = Some(crate::tensor::write_op(intern(&inplace_name(&n.name()))));
+                    let n = intern(&inplace_name(&n.name()));
+                    op_name = Some(n);
+                    op = Some(crate::tensor::write_op(n));
                 }
             }
+            result = Some(r.clone());
             Ok(r)
         })
-    })?;
+    };
+    match start {
+        None => enter_py("_apply_inplace", write)?,
+        Some(start) => {
+            errors::finish(errors::catch(write))?;
+            if let Some(r) = &result {
+                super::capture::fold_inplace(op_name.unwrap_or("_apply_inplace"), start, t, r);
+            }
+        }
+    }
     drop(op);
     Ok(input.clone())
 }
@@ -269,7 +318,9 @@ fn _sum_dims(
         Some(d) if !d.is_none() => Some(seq_of_ints(d)?),
         _ => None,
     };
-    run(py, a.numel(), || ops::sum(a, dims.as_deref(), keepdim))
+    super::capture::run_op(py, a.numel(), "sum", &[a], &[], move |t, _| {
+        ops::sum(t[0], dims.as_deref(), keepdim)
+    })
 }
 
 /// `g[:, :, None] * x[:, None, :]` for matrices, recorded in no graph and written past the
@@ -281,12 +332,12 @@ fn _batched_outer(
     x: &Bound<'_, PyTensor>,
 ) -> PyResult<Py<PyAny>> {
     let (a, b) = (t_of(g), t_of(x));
-    run(
-        py,
-        a.numel()
-            .saturating_mul(b.shape().get(1).copied().unwrap_or(1)),
-        || ops::batched_outer(a, b),
-    )
+    let work = a
+        .numel()
+        .saturating_mul(b.shape().get(1).copied().unwrap_or(1));
+    super::capture::run_op(py, work, "batched_outer", &[a, b], &[], |t, _| {
+        ops::batched_outer(t[0], t[1])
+    })
 }
 
 /// Adds the autograd entry points and settings to `ferrograd._C`.

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use super::convert::tensor_list;
-use super::errors::guard;
+use super::errors::enter;
 use super::tensor::wrap;
 use crate::autograd::{self, BackwardRequest};
 use crate::tensor::{fmt_shape, Tensor};
@@ -71,8 +71,11 @@ fn _run_backward_batched(
     let batch = batch.unwrap_or(0);
     let retain = retain_graph.unwrap_or(create_graph);
     let targets = inputs.clone();
-    let results = py.detach(|| {
-        guard(|| {
+    let results = enter(
+        py,
+        "autograd.grad(is_grads_batched=True)",
+        usize::MAX,
+        || {
             autograd::run_backward_batched(
                 BackwardRequest {
                     roots,
@@ -84,8 +87,8 @@ fn _run_backward_batched(
                 },
                 batch,
             )
-        })
-    })?;
+        },
+    )?;
     let mut out = Vec::with_capacity(results.len());
     for (r, t) in results.into_iter().zip(&targets) {
         match r {

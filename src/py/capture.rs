@@ -1,19 +1,21 @@
 //! Recording a tape for `ferrograd.compile` (the tape itself and its replay
 //! are in `compile.rs`).
 //!
-//! While a thread captures, every op binding that has a replay rule runs
-//! through [`run_op`] (or [`run_inplace`], [`run_multi`]): it computes the
-//! result exactly as eagerly and appends an entry naming the op's input and
-//! output slots and a rule that recomputes it from new slot values. Tensors
-//! are told apart by identity: a tensor seen for the first time as an input
-//! is a constant of the tape (a parameter, a module buffer) and the replay
-//! uses that same tensor, so in-place updates land on it as they do eagerly.
+//! Every binding that runs an op enters core code through the recording
+//! family here ([`run_op`], [`run`], [`run_tuple`], [`run_inplace`]): it
+//! computes the result exactly as eagerly and, while a thread captures,
+//! appends an entry naming the op's input and output slots and a rule that
+//! recomputes it from new slot values (the closure the binding ran, with its
+//! non-tensor arguments moved in). Tensors are told apart by identity: a
+//! tensor seen for the first time as an input is a constant of the tape (a
+//! parameter, a module buffer) and the replay uses that same tensor, so
+//! in-place updates land on it as they do eagerly.
 //!
-//! Every binding enters core code through `errors::guard`; a guarded call
-//! during capture that no rule claimed is an op the tape could not replay,
-//! so the capture fails with the op's name instead of silently dropping it.
+//! Bindings with no replay rule enter through `errors::enter` (or
+//! `enter_py`), which fails a running capture naming the binding, so a
+//! replay never silently skips a call.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -23,13 +25,13 @@ use smallvec::SmallVec;
 
 use crate::autograd::{self, Edge, NodeRef};
 use crate::ops::Scalar;
+use crate::profiler;
 use crate::py::errors;
 use crate::tensor::{DType, Tensor};
 
 // Whether this thread captures is `flags::CAPTURE`, a bit of the mode word
 // every op binding reads anyway.
 thread_local! {
-    static CLAIMED: Cell<bool> = const { Cell::new(false) };
     pub(crate) static STATE: RefCell<Option<Capture>> = const { RefCell::new(None) };
 }
 
@@ -42,7 +44,6 @@ pub(crate) fn active() -> bool {
 
 pub(crate) fn set_active(on: bool) {
     crate::flags::set(crate::flags::CAPTURE, on);
-    CLAIMED.with(|c| c.set(false));
 }
 
 /// Recomputes an op's outputs from its tensor and scalar inputs.
@@ -111,6 +112,9 @@ pub(crate) struct Entry {
     pub desc: Desc,
     /// The autograd nodes the op recorded during capture (`Op` steps only).
     pub graph: Graph,
+    /// The op reads the graph its inputs carry (`autograd.grad`), so it
+    /// cannot run in a plan that computes the forward without one.
+    pub reads_graph: bool,
 }
 
 impl Entry {
@@ -120,6 +124,7 @@ impl Entry {
             step,
             desc: Desc::Opaque,
             graph: Graph::None,
+            reads_graph: false,
         }
     }
 }
@@ -506,13 +511,16 @@ impl Capture {
         }
     }
 
-    /// Tensors the tape has seen that may receive a `.grad` from backward.
+    /// Tensors the tape has seen that may receive a `.grad` from backward:
+    /// inputs, constants, and leaves made inside (`zeros(3, requires_grad=True)`,
+    /// `x.detach().requires_grad_()`).
     pub(crate) fn leaf_slots(&self) -> Vec<(usize, Tensor)> {
         let mut v: Vec<(usize, Tensor)> = self
             .map
             .iter()
             .filter_map(|(_, &s)| match &self.srcs[s] {
                 Src::Input(_) | Src::Const(_) => Some(s),
+                Src::Produced if self.keep[s].requires_grad() && self.keep[s].is_leaf() => Some(s),
                 _ => None,
             })
             .map(|s| (s, self.keep[s].clone()))
@@ -535,26 +543,9 @@ pub(crate) fn fail(why: String) {
     with(|c| c.fail(why));
 }
 
-/// A readable op name from a closure's type name
-/// (`ferrograd::py::tensor::operators::<impl ...>::zero_::{{closure}}` -> `zero_`).
-fn op_name(type_name: &str) -> String {
-    let mut s = type_name;
-    while let Some(p) = s.strip_suffix("::{{closure}}") {
-        s = p;
-    }
-    let s = s.rsplit("::").next().unwrap_or(s);
-    s.trim_start_matches("__")
-        .trim_end_matches("__")
-        .to_string()
-}
-
-/// Called by `errors::guard` for every binding call while capturing: a call
-/// no replay rule claimed fails the capture, naming the binding.
-pub(crate) fn on_guard(closure: &'static str) {
-    if CLAIMED.with(|c| c.replace(false)) {
-        return;
-    }
-    let name = op_name(closure);
+/// Fails the capture for a call that has no replay rule (`errors::enter`).
+#[cold]
+pub(crate) fn no_rule(name: &str) {
     fail(format!("`{name}` has no replay rule"));
 }
 
@@ -640,7 +631,167 @@ fn record(
             },
             desc,
             graph,
+            reads_graph: false,
         });
+    });
+}
+
+/// Appends an op entry for a call that ran outside the recording family (a
+/// Python op, `compile.rs`); `seq0` is the newest node's sequence number
+/// before it ran.
+pub(crate) fn record_op(name: &str, ins: &[&Tensor], outs: &[Tensor], rule: Rule, seq0: u64) {
+    record(name, ins, &[], outs, rule, Some(seq0));
+}
+
+/// The number of entries recorded so far.
+pub(crate) fn entry_count() -> usize {
+    with(|c| c.entries.len()).unwrap_or(0)
+}
+
+/// Where a folded entry's operand comes from: the folded entry's input `k`,
+/// or the result of an earlier member.
+#[derive(Clone, Copy)]
+enum Local {
+    In(usize),
+    Made(usize),
+}
+
+struct Member {
+    rule: Rule,
+    ins: Vec<Local>,
+    /// Indices into the folded entry's scalar operands.
+    sins: Vec<usize>,
+    outs: Vec<usize>,
+}
+
+/// Folds the op entries recorded since `start`, which computed `result`,
+/// and the write of `result` into `dst` (`ops::apply_inplace`, for an
+/// in-place op composed in Python) into one in-place entry. Its rule runs
+/// the members inside `apply_inplace` on the replay's tensors, so the write
+/// sees the members' nodes as the eager one did. A member that is not an op
+/// fails the capture.
+pub(crate) fn fold_inplace(name: &'static str, start: usize, dst: &Tensor, result: &Tensor) {
+    with(|c| {
+        let members = c.entries.split_off(start.min(c.entries.len()));
+        if members.iter().any(|e| !matches!(e.step, Step::Op { .. })) {
+            c.fail(format!(
+                "`{name}` computes its value with a step that is not an op"
+            ));
+            return;
+        }
+        // Slots from outside the members become the folded entry's inputs,
+        // `dst` first; slots the members make are locals.
+        let mut outside: Vec<usize> = vec![c.slot_of(dst)];
+        let mut made: HashMap<usize, usize> = HashMap::new();
+        let mut sins_all: Vec<SIn> = Vec::new();
+        let mut folded: Vec<Member> = Vec::new();
+        for e in members {
+            let Step::Op {
+                rule,
+                ins,
+                sins,
+                outs,
+            } = e.step
+            else {
+                unreachable!()
+            };
+            let ins = ins.iter().map(|&s| local(s, &mut outside, &made)).collect();
+            let base = sins_all.len();
+            sins_all.extend(sins.iter().copied());
+            let outs = outs
+                .iter()
+                .map(|&s| {
+                    let k = made.len();
+                    made.insert(s, k);
+                    k
+                })
+                .collect();
+            folded.push(Member {
+                rule,
+                ins,
+                sins: (base..sins_all.len()).collect(),
+                outs,
+            });
+        }
+        let r = match c.lookup(result) {
+            Some(s) => local(s, &mut outside, &made),
+            None => {
+                let s = c.slot_of(result);
+                local(s, &mut outside, &made)
+            }
+        };
+        let n_made = made.len();
+        let rule: Rule = Arc::new(move |t, s| {
+            let _op = crate::tensor::write_op(name);
+            crate::ops::apply_inplace(t[0], || {
+                let mut loc: Vec<Option<Tensor>> = vec![None; n_made];
+                let get = |l: Local, loc: &[Option<Tensor>]| -> crate::Result<Tensor> {
+                    match l {
+                        Local::In(k) => Ok(t[k].clone()),
+                        Local::Made(k) => loc[k].clone().ok_or_else(|| {
+                            crate::Error::Runtime("compiled tape: folded slot is empty".into())
+                        }),
+                    }
+                };
+                for m in &folded {
+                    let ins: Vec<Tensor> = m
+                        .ins
+                        .iter()
+                        .map(|&l| get(l, &loc))
+                        .collect::<crate::Result<_>>()?;
+                    let refs: SmallVec<[&Tensor; 4]> = ins.iter().collect();
+                    let ss: SmallVec<[Scalar; 2]> = m.sins.iter().map(|&i| s[i]).collect();
+                    for (&o, v) in m.outs.iter().zip((m.rule)(&refs, &ss)?) {
+                        loc[o] = Some(v);
+                    }
+                }
+                get(r, &loc)
+            })?;
+            Ok(vec![t[0].clone()])
+        });
+        let ins: Vec<usize> = outside;
+        let graph = if dst.requires_grad() {
+            Graph::Unknown("writes in place".into())
+        } else {
+            Graph::None
+        };
+        let outs = vec![c.produce(dst)];
+        c.entries.push(Entry {
+            name: name.to_string(),
+            step: Step::Op {
+                rule,
+                ins,
+                sins: sins_all,
+                outs,
+            },
+            desc: Desc::Opaque,
+            graph,
+            reads_graph: false,
+        });
+    });
+}
+
+/// A folded member's operand `s`: made by an earlier member, or an input of
+/// the folded entry (added to `outside` when new).
+fn local(s: usize, outside: &mut Vec<usize>, made: &HashMap<usize, usize>) -> Local {
+    match made.get(&s) {
+        Some(&k) => Local::Made(k),
+        None => Local::In(match outside.iter().position(|&o| o == s) {
+            Some(k) => k,
+            None => {
+                outside.push(s);
+                outside.len() - 1
+            }
+        }),
+    }
+}
+
+/// Marks the entry just recorded as one that reads its inputs' graph.
+pub(crate) fn mark_dynamic() {
+    with(|c| {
+        if let Some(e) = c.entries.last_mut() {
+            e.reads_graph = true;
+        }
     });
 }
 
@@ -648,30 +799,144 @@ fn values(sins: &[SIn]) -> smallvec::SmallVec<[Scalar; 2]> {
     sins.iter().map(|s| s.value()).collect()
 }
 
+/// What an op binding's core call returns: one tensor, several, a pair, or
+/// several of which some may be absent (gradients nobody asked for). The
+/// entry records the present ones, in order, as its outputs; the replay rule
+/// returns them in the same order.
+pub(crate) trait Outs: Send + Sized + 'static {
+    /// The tensors to record (a clone of each handle).
+    fn tensors(&self) -> Vec<Tensor>;
+    /// The tensors, consumed, for the replay rule.
+    fn into_tensors(self) -> Vec<Tensor>;
+}
+
+impl Outs for Tensor {
+    fn tensors(&self) -> Vec<Tensor> {
+        vec![self.clone()]
+    }
+    fn into_tensors(self) -> Vec<Tensor> {
+        vec![self]
+    }
+}
+
+impl Outs for Vec<Tensor> {
+    fn tensors(&self) -> Vec<Tensor> {
+        self.clone()
+    }
+    fn into_tensors(self) -> Vec<Tensor> {
+        self
+    }
+}
+
+impl Outs for (Tensor, Tensor) {
+    fn tensors(&self) -> Vec<Tensor> {
+        vec![self.0.clone(), self.1.clone()]
+    }
+    fn into_tensors(self) -> Vec<Tensor> {
+        vec![self.0, self.1]
+    }
+}
+
+impl Outs for Vec<Option<Tensor>> {
+    fn tensors(&self) -> Vec<Tensor> {
+        self.iter().flatten().cloned().collect()
+    }
+    fn into_tensors(self) -> Vec<Tensor> {
+        self.into_iter().flatten().collect()
+    }
+}
+
+impl<const N: usize> Outs for [Option<Tensor>; N] {
+    fn tensors(&self) -> Vec<Tensor> {
+        self.iter().flatten().cloned().collect()
+    }
+    fn into_tensors(self) -> Vec<Tensor> {
+        self.into_iter().flatten().collect()
+    }
+}
+
 /// Runs `f` as `errors::enter` does (GIL released for big work, panics
 /// caught), then reads the mode word once: with no capture and no deferred
 /// recording error, which is every eager call, the result is returned
 /// straight away. A capture is never switched on or off inside core code, so
-/// reading its bit after the call is as good as before it, and the call needs
-/// no claim for `errors::guard`'s replay-rule check, which it bypasses.
+/// reading its bit after the call is as good as before it. An open profile
+/// (`ferrograd.profiler`) times the call as one op event.
 #[inline(always)]
 fn call<T: Send>(
     py: Python<'_>,
     work: usize,
+    name: &'static str,
+    ins: &[&Tensor],
     f: impl FnOnce() -> crate::Result<T> + Send,
 ) -> (errors::Caught<T>, u32) {
-    let r = if work >= crate::kernels::GRAIN {
-        py.detach(|| errors::catch(f))
-    } else {
-        errors::catch(f)
-    };
+    let r = profiler::timed(
+        || name.into(),
+        profiler::Kind::Op,
+        || ins.iter().map(|t| t.shape().to_vec()).collect(),
+        || errors::call(py, work, f),
+    );
     (r, crate::flags::get())
 }
 
 const SLOW: u32 = crate::flags::CAPTURE | crate::flags::DEFERRED;
 
-/// Runs a one-result op as `enter` does and wraps it; while capturing, also
-/// records it with `f` as its replay rule.
+/// Runs an op (`f` on its tensor inputs `ins` and scalar operands `sins`) as
+/// `errors::enter` does; while capturing, also records it with `f` as its
+/// replay rule. `f` takes everything it reads through its arguments or moves
+/// it in: a tensor captured by the closure would be read as the capture
+/// call's value on every replay.
+#[inline(always)]
+pub(crate) fn run<R, F>(
+    py: Python<'_>,
+    work: usize,
+    name: &'static str,
+    ins: &[&Tensor],
+    sins: &[SIn],
+    f: F,
+) -> PyResult<R>
+where
+    R: Outs,
+    F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<R> + Send + Sync + 'static,
+{
+    let vals = values(sins);
+    // The newest node before the op ran: what the op recorded is newer.
+    let seq0 = autograd::current_seq();
+    let (r, word) = call(py, work, name, ins, || f(ins, &vals));
+    if word & SLOW == 0 {
+        return errors::finish_clear(r);
+    }
+    record_result(name, ins, sins, r, word, seq0, f)
+}
+
+#[inline(never)]
+fn record_result<R, F>(
+    name: &'static str,
+    ins: &[&Tensor],
+    sins: &[SIn],
+    r: errors::Caught<R>,
+    word: u32,
+    seq0: u64,
+    f: F,
+) -> PyResult<R>
+where
+    R: Outs,
+    F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<R> + Send + Sync + 'static,
+{
+    let out = errors::finish(r)?;
+    if word & crate::flags::CAPTURE != 0 {
+        record(
+            name,
+            ins,
+            sins,
+            &out.tensors(),
+            Arc::new(move |t, s| f(t, s).map(Outs::into_tensors)),
+            Some(seq0),
+        );
+    }
+    Ok(out)
+}
+
+/// [`run`] for an op with one result, wrapped for Python.
 #[inline]
 pub(crate) fn run_op<F>(
     py: Python<'_>,
@@ -684,28 +949,27 @@ pub(crate) fn run_op<F>(
 where
     F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<Tensor> + Send + Sync + 'static,
 {
-    let vals = values(sins);
-    // The newest node before the op ran: what the op recorded is newer.
-    let seq0 = autograd::current_seq();
-    let (r, word) = call(py, work, || f(ins, &vals));
-    if word & SLOW == 0 {
-        return crate::py::tensor::wrap(py, errors::finish_clear(r)?);
-    }
-    let out = errors::finish(r)?;
-    if word & crate::flags::CAPTURE != 0 {
-        record(
-            name,
-            ins,
-            sins,
-            std::slice::from_ref(&out),
-            Arc::new(move |t, s| f(t, s).map(|o| vec![o])),
-            Some(seq0),
-        );
-    }
-    crate::py::tensor::wrap(py, out)
+    crate::py::tensor::wrap(py, run(py, work, name, ins, sins, f)?)
 }
 
-/// [`run_op`] for an op with several results, returned unwrapped.
+/// [`run`] for an op with several results, returned as a Python tuple.
+#[inline]
+pub(crate) fn run_tuple<F>(
+    py: Python<'_>,
+    work: usize,
+    name: &'static str,
+    ins: &[&Tensor],
+    sins: &[SIn],
+    f: F,
+) -> PyResult<Py<PyAny>>
+where
+    F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<Vec<Tensor>> + Send + Sync + 'static,
+{
+    crate::py::tensor::tensor_tuple(py, run(py, work, name, ins, sins, f)?)
+}
+
+/// [`run`] for an op with several results, returned unwrapped.
+#[inline]
 pub(crate) fn run_multi<F>(
     py: Python<'_>,
     work: usize,
@@ -717,20 +981,10 @@ pub(crate) fn run_multi<F>(
 where
     F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<Vec<Tensor>> + Send + Sync + 'static,
 {
-    let vals = values(sins);
-    let seq0 = autograd::current_seq();
-    let (r, word) = call(py, work, || f(ins, &vals));
-    if word & SLOW == 0 {
-        return errors::finish_clear(r);
-    }
-    let outs = errors::finish(r)?;
-    if word & crate::flags::CAPTURE != 0 {
-        record(name, ins, sins, &outs, Arc::new(f), Some(seq0));
-    }
-    Ok(outs)
+    run(py, work, name, ins, sins, f)
 }
 
-/// [`run_op`] for an in-place write into `ins[0]`.
+/// [`run`] for an in-place write into `ins[0]`.
 pub(crate) fn run_inplace<F>(
     py: Python<'_>,
     work: usize,
@@ -743,7 +997,7 @@ where
     F: Fn(&[&Tensor], &[Scalar]) -> crate::Result<()> + Send + Sync + 'static,
 {
     let vals = values(sins);
-    let (r, word) = call(py, work, || f(ins, &vals));
+    let (r, word) = call(py, work, name, ins, || f(ins, &vals));
     if word & SLOW == 0 {
         return errors::finish_clear(r);
     }
@@ -765,7 +1019,72 @@ where
     Ok(())
 }
 
-/// Claims the next guarded call for a binding that records itself.
-pub(crate) fn claim() {
-    CLAIMED.with(|c| c.set(true));
+/// Which optional tensor inputs an op was given (a convolution's bias, a
+/// norm's weight): the present ones follow the required ones in the entry's
+/// inputs, and the rule finds them with [`Opt::get`].
+#[derive(Clone, Copy)]
+pub(crate) struct Opt {
+    required: u8,
+    present: u16,
+}
+
+impl Opt {
+    /// The inputs of an op: `required`, then the present `optional` ones.
+    pub(crate) fn inputs<'a>(
+        required: &[&'a Tensor],
+        optional: &[Option<&'a Tensor>],
+    ) -> (SmallVec<[&'a Tensor; 6]>, Opt) {
+        let mut ins: SmallVec<[&'a Tensor; 6]> = required.iter().copied().collect();
+        let mut present = 0u16;
+        for (k, o) in optional.iter().enumerate() {
+            if let Some(t) = o {
+                present |= 1 << k;
+                ins.push(t);
+            }
+        }
+        (
+            ins,
+            Opt {
+                required: required.len() as u8,
+                present,
+            },
+        )
+    }
+
+    /// Optional input `k` in the rule's inputs `t`.
+    #[inline]
+    pub(crate) fn get<'t>(&self, t: &[&'t Tensor], k: usize) -> Option<&'t Tensor> {
+        if self.present & (1 << k) == 0 {
+            return None;
+        }
+        let before = (self.present & ((1u16 << k) - 1)).count_ones() as usize;
+        Some(t[self.required as usize + before])
+    }
+}
+
+/// Runs a call whose effect is outside any tensor (seeding a generator) as
+/// [`run`] runs an op; while capturing, records it so each replay makes it
+/// again at the same point.
+pub(crate) fn run_effect<F>(py: Python<'_>, name: &'static str, f: F) -> PyResult<()>
+where
+    F: Fn() -> crate::Result<()> + Send + Sync + 'static,
+{
+    run::<Vec<Tensor>, _>(py, 0, name, &[], &[], move |_, _| {
+        f()?;
+        Ok(Vec::new())
+    })
+    .map(drop)
+}
+
+/// Records a cast autocast made while capturing (`out` is `src` in `dtype`,
+/// made after the node `seq0`), so a replay casts its own inputs again.
+pub(crate) fn record_cast(src: &Tensor, out: &Tensor, dtype: DType, seq0: u64) {
+    record(
+        "to",
+        &[src],
+        &[],
+        std::slice::from_ref(out),
+        Arc::new(move |t, _| Ok(vec![crate::ops::to_dtype(t[0], dtype)?])),
+        Some(seq0),
+    );
 }

@@ -13,7 +13,7 @@ use pyo3::types::PyList;
 use pyo3::{PyTraverseError, PyVisit};
 use smallvec::SmallVec;
 
-use super::errors::{external, guard};
+use super::errors::{enter, enter_py, external};
 use super::tensor::{wrap, PyTensor};
 use crate::autograd::checkpoint::{self, key_of, meta_of, Fingerprint, Key};
 use crate::autograd::{
@@ -95,7 +95,7 @@ impl CheckpointBackward {
                 roots.push((t.clone(), g.clone()));
             }
         }
-        let region = guard(|| checkpoint::region(&recomputed, mark))?;
+        let region = enter_py("checkpoint", || checkpoint::region(&recomputed, mark))?;
         if let Some(fwd) = &self.fingerprint {
             if let Some(msg) =
                 checkpoint::compare(fwd, &checkpoint::fingerprint(&region), self.debug)
@@ -121,7 +121,9 @@ impl CheckpointBackward {
         // Without a graph of this backward, the recomputed nodes' saved
         // tensors can go as soon as each node ran.
         let release = !is_grad_enabled();
-        let mut got = py.detach(|| guard(|| checkpoint::backward(&roots, mark, release)))?;
+        let mut got = enter(py, "checkpoint", usize::MAX, || {
+            checkpoint::backward(&roots, mark, release)
+        })?;
         Ok(self.boundary.iter().map(|k| got.remove(k)).collect())
     }
 
@@ -175,7 +177,7 @@ fn _checkpoint_node<'py>(
     let mut attached = Vec::new();
     for (k, t) in outs.iter().enumerate() {
         let Some(t) = t else { continue };
-        if let Some((n, _)) = guard(|| t.try_grad_fn())? {
+        if let Some((n, _)) = enter_py("checkpoint", || t.try_grad_fn())? {
             if n.seq > mark {
                 out_index.push(k);
                 attached.push(t.clone());
@@ -185,7 +187,7 @@ fn _checkpoint_node<'py>(
     if attached.is_empty() {
         return Ok(outputs.clone());
     }
-    let region = guard(|| checkpoint::region(&attached, mark))?;
+    let region = enter_py("checkpoint", || checkpoint::region(&attached, mark))?;
     let fingerprint = determinism_check.then(|| checkpoint::fingerprint(&region));
     let boundary: Vec<Key> = region.boundary.iter().filter_map(key_of).collect();
     let metas: SmallVec<[Meta; 2]> = region.boundary.iter().map(meta_of).collect();

@@ -4,8 +4,8 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
+use super::capture::run;
 use super::dtype::{dtype_object, PyDType};
-use super::errors::guard_nogil;
 use super::tensor::{return_pair, PyTensor};
 use crate::ops;
 use crate::tensor::{DType, Tensor};
@@ -30,6 +30,10 @@ fn set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
             "only floating-point types are supported as the default type",
         ));
     }
+    if super::capture::active() {
+        // Factories read the default while the tape is captured; a replay would not set it.
+        super::capture::no_rule("set_default_dtype");
+    }
     DType::set_default_float(dt);
     Ok(())
 }
@@ -42,7 +46,9 @@ fn get_default_dtype(py: Python<'_>) -> Py<PyDType> {
 }
 
 fn mode_pair(py: Python<'_>, t: &Tensor, dim: i64, keepdim: bool) -> PyResult<Py<PyAny>> {
-    let (v, i) = guard_nogil(py, t.numel(), || ops::mode(t, dim, keepdim))?;
+    let (v, i) = run(py, t.numel(), "mode", &[t], &[], move |t, _| {
+        ops::mode(t[0], dim, keepdim)
+    })?;
     return_pair(py, "mode", v, i)
 }
 

@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 
 use super::capture::{self, Capture, Entry, SIn, Src, Step};
 use super::compile_static::{self as statik, Static};
-use super::errors::guard;
+use super::errors;
 use super::tensor::{wrap, PyTensor};
 use crate::autograd::{self, BackwardRequest};
 use crate::ops::Scalar;
@@ -274,7 +274,9 @@ impl Tape {
             )));
         }
         let ins: Vec<Tensor> = inputs.iter().map(|t| t.get().t.clone()).collect();
-        let outs = py.detach(|| guard(|| self.run(&ins, &numbers)))?;
+        // The tape's own call into core code, with nothing to record: a
+        // compiled function called while capturing runs eagerly instead.
+        let outs = errors::finish(errors::call(py, usize::MAX, || self.run(&ins, &numbers)))?;
         outs.into_iter().map(|t| wrap(py, t)).collect()
     }
 
@@ -492,6 +494,182 @@ fn _capture_pycall(py: Python<'_>, name: String, f: Bound<'_, PyAny>) -> PyResul
     Ok(r.unbind())
 }
 
+/// Where a Python op's tensor argument sits in its call.
+enum ArgAt {
+    Pos(usize),
+    Kw(Py<PyAny>),
+}
+
+/// The shape of a Python op's result: one tensor, or a tuple or list whose
+/// items are tensors (`true`) or None.
+#[derive(Clone)]
+enum OutShape {
+    One,
+    Seq { tuple: bool, items: Vec<bool> },
+}
+
+fn out_shape(r: &Bound<'_, PyAny>) -> Option<(OutShape, Vec<Tensor>)> {
+    if let Ok(t) = r.cast::<PyTensor>() {
+        return Some((OutShape::One, vec![t.get().t.clone()]));
+    }
+    let tuple = r.is_instance_of::<pyo3::types::PyTuple>();
+    if !tuple && !r.is_instance_of::<pyo3::types::PyList>() {
+        return None;
+    }
+    let mut items = Vec::new();
+    let mut ts = Vec::new();
+    for x in r.try_iter().ok()? {
+        let x = x.ok()?;
+        if let Ok(t) = x.cast::<PyTensor>() {
+            items.push(true);
+            ts.push(t.get().t.clone());
+        } else if x.is_none() {
+            items.push(false);
+        } else {
+            return None;
+        }
+    }
+    Some((OutShape::Seq { tuple, items }, ts))
+}
+
+fn holds_tensor(x: &Bound<'_, PyAny>) -> bool {
+    if x.cast::<PyTensor>().is_ok() {
+        return true;
+    }
+    if x.is_instance_of::<pyo3::types::PyTuple>() || x.is_instance_of::<pyo3::types::PyList>() {
+        if let Ok(it) = x.try_iter() {
+            return it.flatten().any(|i| holds_tensor(&i));
+        }
+    }
+    false
+}
+
+/// Calls `f(*args, **kwargs)` with recording paused and, while capturing,
+/// records the call as one op: its tensor arguments are the entry's inputs,
+/// the tensors it returns its outputs, and the rule calls `f` again (taking
+/// the GIL) with each replay's tensors in their places. A custom
+/// `autograd.Function` is applied this way, so its forward runs and its node
+/// is made again on every replay, as eagerly.
+#[pyfunction]
+#[pyo3(signature = (name, f, args, kwargs=None))]
+fn _capture_pyop(
+    py: Python<'_>,
+    name: String,
+    f: Bound<'_, PyAny>,
+    args: Bound<'_, pyo3::types::PyTuple>,
+    kwargs: Option<Bound<'_, pyo3::types::PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    if !capture::active() {
+        return Ok(f.call(args, kwargs.as_ref())?.unbind());
+    }
+    let mut at = Vec::new();
+    let mut ins = Vec::new();
+    let mut nested = false;
+    for (i, a) in args.iter().enumerate() {
+        match a.cast::<PyTensor>() {
+            Ok(t) => {
+                at.push(ArgAt::Pos(i));
+                ins.push(t.get().t.clone());
+            }
+            Err(_) => nested |= holds_tensor(&a),
+        }
+    }
+    if let Some(kw) = &kwargs {
+        for (k, v) in kw.iter() {
+            match v.cast::<PyTensor>() {
+                Ok(t) => {
+                    at.push(ArgAt::Kw(k.unbind()));
+                    ins.push(t.get().t.clone());
+                }
+                Err(_) => nested |= holds_tensor(&v),
+            }
+        }
+    }
+    let seq0 = autograd::current_seq();
+    capture::set_active(false);
+    let r = f.call(args.clone(), kwargs.as_ref());
+    capture::set_active(true);
+    let r = r?;
+    if nested {
+        capture::fail(format!(
+            "`{name}` is given tensors inside a list or tuple; a replay could not pass it new ones"
+        ));
+        return Ok(r.unbind());
+    }
+    let Some((shape, outs)) = out_shape(&r) else {
+        capture::fail(format!(
+            "`{name}` returns something other than tensors, which a replay could not give back"
+        ));
+        return Ok(r.unbind());
+    };
+    // The rule keeps the call's other arguments, with None where a tensor
+    // was: it must not hold the capture call's tensors.
+    let template: Vec<Bound<'_, PyAny>> = args
+        .iter()
+        .map(|a| {
+            if a.cast::<PyTensor>().is_ok() {
+                py.None().into_bound(py)
+            } else {
+                a
+            }
+        })
+        .collect();
+    let args = pyo3::types::PyTuple::new(py, template)?.unbind();
+    let kwargs = match kwargs {
+        Some(kw) => {
+            let k = kw.copy()?;
+            for (key, v) in kw.iter() {
+                if v.cast::<PyTensor>().is_ok() {
+                    k.set_item(key, py.None())?;
+                }
+            }
+            Some(k.unbind())
+        }
+        None => None,
+    };
+    let fun = f.unbind();
+    let rule_name = name.clone();
+    let rule: capture::Rule = std::sync::Arc::new(move |t, _| {
+        Python::attach(|py| -> PyResult<Vec<Tensor>> {
+            let mut a: Vec<Py<PyAny>> = args.bind(py).iter().map(|x| x.unbind()).collect();
+            let kw = match &kwargs {
+                Some(k) => Some(k.bind(py).copy()?),
+                None => None,
+            };
+            for (where_, x) in at.iter().zip(t) {
+                let obj = wrap(py, (*x).clone())?;
+                match where_ {
+                    ArgAt::Pos(i) => a[*i] = obj,
+                    ArgAt::Kw(k) => {
+                        if let Some(kw) = &kw {
+                            kw.set_item(k.bind(py), obj)?;
+                        }
+                    }
+                }
+            }
+            let a = pyo3::types::PyTuple::new(py, a)?;
+            let r = fun.bind(py).call(a, kw.as_ref())?;
+            match (out_shape(&r), &shape) {
+                (Some((OutShape::One, ts)), OutShape::One) => Ok(ts),
+                (
+                    Some((OutShape::Seq { tuple, items }, ts)),
+                    OutShape::Seq {
+                        tuple: t0,
+                        items: i0,
+                    },
+                ) if tuple == *t0 && items == *i0 => Ok(ts),
+                _ => Err(PyRuntimeError::new_err(format!(
+                    "compiled tape: `{rule_name}` returned a different kind of result on replay"
+                ))),
+            }
+        })
+        .map_err(errors::external)
+    });
+    let refs: Vec<&Tensor> = ins.iter().collect();
+    capture::record_op(&name, &refs, &outs, rule, seq0);
+    Ok(r.unbind())
+}
+
 /// Marks the running capture as failed with `reason` (used by Python code
 /// that finds something the tape cannot replay).
 #[pyfunction]
@@ -505,8 +683,7 @@ fn _capture_refuse(reason: String) {
 pub(crate) fn backward(py: Python<'_>, req: BackwardRequest, grad_given: bool) -> PyResult<()> {
     if req.inputs.is_some() || req.create_graph || req.roots.len() != 1 {
         capture::fail("`backward` with inputs= or create_graph=True has no replay rule".into());
-        return py
-            .detach(|| guard(|| autograd::run_backward(req)))
+        return errors::finish(errors::call(py, usize::MAX, || autograd::run_backward(req)))
             .map(|_| ());
     }
     let (root, grad) = capture::with(|c| {
@@ -517,8 +694,7 @@ pub(crate) fn backward(py: Python<'_>, req: BackwardRequest, grad_given: bool) -
     })
     .unwrap_or((0, None));
     let retain_graph = req.retain_graph;
-    capture::claim();
-    py.detach(|| guard(|| autograd::run_backward(req)))?;
+    errors::finish(errors::call(py, usize::MAX, || autograd::run_backward(req)))?;
     capture::with(|c| {
         let mut leaves = Vec::new();
         for (s, t) in c.leaf_slots() {
@@ -566,6 +742,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_capture_abort, m)?)?;
     m.add_function(wrap_pyfunction!(_capture_active, m)?)?;
     m.add_function(wrap_pyfunction!(_capture_pycall, m)?)?;
+    m.add_function(wrap_pyfunction!(_capture_pyop, m)?)?;
     m.add_function(wrap_pyfunction!(_capture_refuse, m)?)?;
     Ok(())
 }

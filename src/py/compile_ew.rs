@@ -59,14 +59,19 @@ impl Pool {
     }
 }
 
-/// `tanh`, `sin` and `cos` as `ops::unary` computes them per dtype.
+/// `tanh`, `sin`, `cos` and `log` as `ops::unary` computes them per dtype.
 trait Act: Float {
+    fn ln_k(self) -> Self;
     fn tanh_k(self) -> Self;
     fn sin_k(self) -> Self;
     fn cos_k(self) -> Self;
 }
 
 impl Act for f32 {
+    #[inline(always)]
+    fn ln_k(self) -> f32 {
+        crate::kernels::vmath::log_f32(self)
+    }
     #[inline(always)]
     fn tanh_k(self) -> f32 {
         crate::kernels::math::tanh_f32(self)
@@ -82,6 +87,10 @@ impl Act for f32 {
 }
 
 impl Act for f64 {
+    #[inline(always)]
+    fn ln_k(self) -> f64 {
+        self.ln()
+    }
     #[inline(always)]
     fn tanh_k(self) -> f64 {
         self.tanh()
@@ -164,7 +173,7 @@ fn forward_t<T: Act>(
             let f: fn(T) -> T = match e {
                 Ew::Neg => |x: T| -x,
                 Ew::Exp => |x: T| x.exp_fast(),
-                Ew::Log => |x: T| x.ln(),
+                Ew::Log => |x: T| x.ln_k(),
                 Ew::Sin => |x: T| x.sin_k(),
                 Ew::Cos => |x: T| x.cos_k(),
                 Ew::Tanh => |x: T| x.tanh_k(),

@@ -96,6 +96,9 @@ pub(super) struct BuildIn<'a> {
 /// The static plan of a tape, or why it has none.
 pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
     let entries = b.entries;
+    if let Some(e) = entries.iter().find(|e| e.reads_graph) {
+        return Err(format!("`{}` reads the graph of its inputs", e.name));
+    }
     let bwd: Vec<usize> = (0..entries.len())
         .filter(|&i| matches!(entries[i].step, Step::Backward { .. }))
         .collect();

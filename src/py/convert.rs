@@ -661,7 +661,11 @@ pub fn bound_arg(b: Option<&Bound<'_, PyAny>>, like: &Tensor) -> PyResult<Option
         Some(o) if o.is_none() => Ok(None),
         Some(o) => match operand(o) {
             Some(Operand::Tensor(t)) => Ok(Some(t)),
-            Some(Operand::Scalar(s)) => Ok(Some(s.wrap(like))),
+            Some(Operand::Scalar(s)) => {
+                let t = s.wrap(like);
+                crate::py::capture::note_number_tensor(o, &t);
+                Ok(Some(t))
+            }
             None => Err(PyTypeError::new_err(format!(
                 "clamp(): expected a number or a Tensor as a bound, got {o}"
             ))),

@@ -5,12 +5,12 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
+use super::capture::{self, run_op};
 use super::convert::{as_scalar, from_numpy_shared, parse_size, seq_of_ints, tensor_from_data};
 use super::device::{self, Target};
 use super::dtype::opt_dtype;
-use super::errors::enter;
-use super::functions::{alloc_shape, finish};
-use super::tensor::wrap;
+use super::functions::{alloc_shape, finish, leaf};
+use super::tensor::{wrap, PyTensor};
 use crate::ops::{self, Scalar};
 use crate::tensor::{numel, DType, Element, Shape, Tensor};
 
@@ -28,7 +28,8 @@ fn tensor(
     requires_grad: bool,
 ) -> PyResult<Py<PyAny>> {
     let target = device::target(device)?;
-    if data.cast::<super::tensor::PyTensor>().is_ok() {
+    let dt = opt_dtype(dtype)?;
+    if data.cast::<PyTensor>().is_ok() {
         // PyTorch warns: the copy is detached, which `tensor(t)` does not say.
         PyErr::warn(
             py,
@@ -37,17 +38,61 @@ fn tensor(
             1,
         )?;
     }
-    let t = tensor_from_data(data, opt_dtype(dtype)?)?;
+    if capture::active() && target != Target::Meta {
+        if let Ok(src) = data.cast::<PyTensor>() {
+            // A copy of a tensor is an op on it.
+            let src = &src.get().t;
+            return run_op(py, src.numel(), "tensor", &[src], &[], move |t, _| {
+                let c = ops::clone_data(t[0]);
+                leaf(
+                    match dt {
+                        Some(dt) => ops::to_dtype(&c, dt)?,
+                        None => c,
+                    },
+                    requires_grad,
+                )
+            });
+        }
+        if holds_tensor(data)? {
+            capture::no_rule("tensor");
+        }
+        // Python data: the same values on every replay, in a fresh tensor.
+        let t = tensor_from_data(data, dt)?;
+        return run_op(py, t.numel(), "tensor", &[], &[], move |_, _| {
+            leaf(ops::clone_data(&t), requires_grad)
+        });
+    }
+    let t = tensor_from_data(data, dt)?;
     if target == Target::Meta {
         return device::meta_tensor(py, &t.shape(), t.dtype(), requires_grad);
     }
     finish(py, t, requires_grad)
 }
 
+/// Whether nested Python sequences hold a tensor, whose value `tensor()`
+/// would read at capture time.
+fn holds_tensor(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if obj.cast::<PyTensor>().is_ok() {
+        return Ok(true);
+    }
+    if obj.is_instance_of::<pyo3::types::PyList>() || obj.is_instance_of::<PyTuple>() {
+        for item in obj.try_iter()? {
+            if holds_tensor(&item?)? {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
 /// A tensor sharing the memory of the NumPy array `array` (bool, int64, float32 or float64):
 /// writes through either are seen by the other.
 #[pyfunction]
 fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    if capture::active() {
+        // The array is Python's: a replay cannot know whether it is the same one.
+        capture::no_rule("from_numpy");
+    }
     wrap(py, from_numpy_shared(array)?)
 }
 
@@ -67,16 +112,10 @@ fn filled(
         return device::meta_tensor(py, &shape, dt, requires_grad);
     }
     let n = numel(&shape);
-    let t = if super::capture::active() && !requires_grad {
-        // A fresh tensor on every replay, as every eager call makes one.
-        let rule = move |_: &[&Tensor], _: &[crate::ops::Scalar]| {
-            Ok(vec![Tensor::full(shape.clone(), value, dt)])
-        };
-        super::capture::run_multi(py, n, "full", &[], &[], rule)?.remove(0)
-    } else {
-        enter(py, n, || Ok(Tensor::full(shape, value, dt)))?
-    };
-    finish(py, t, requires_grad)
+    // A fresh tensor on every replay, as every eager call makes one.
+    run_op(py, n, "full", &[], &[], move |_, _| {
+        leaf(Tensor::full(shape.clone(), value, dt), requires_grad)
+    })
 }
 
 /// A tensor of zeros of the given size (`zeros(2, 3)` or `zeros((2, 3))`), the default dtype (`get_default_dtype()`) unless
@@ -156,10 +195,10 @@ fn full(
     if target == Target::Meta {
         return device::meta_tensor(py, &shape, dt, requires_grad);
     }
-    let t = enter(py, numel(&shape), || {
-        Ok(Tensor::full(shape, s.to_f64(), dt))
-    })?;
-    finish(py, t, requires_grad)
+    let v = s.to_f64();
+    run_op(py, numel(&shape), "full", &[], &[], move |_, _| {
+        leaf(Tensor::full(shape.clone(), v, dt), requires_grad)
+    })
 }
 
 /// The identity matrix: an n x m (n x n by default) tensor with ones on the diagonal, the default dtype
@@ -189,16 +228,16 @@ fn eye(
         return device::meta_tensor(py, &shape, dt, requires_grad);
     }
     let (n, m) = (shape[0], shape[1]);
-    let t = enter(py, n * m, || {
-        Ok(crate::dispatch!(dt, T => {
+    run_op(py, n * m, "eye", &[], &[], move |_, _| {
+        let t = crate::dispatch!(dt, T => {
             let mut v = crate::error::filled_vec(n * m, T::zero());
             for i in 0..n.min(m) {
                 v[i * m + i] = T::one();
             }
-            Tensor::from_vec(v, shape)
-        }))
-    })?;
-    finish(py, t, requires_grad)
+            Tensor::from_vec(v, shape.clone())
+        });
+        leaf(t, requires_grad)
+    })
 }
 
 /// The values from `start` (0 by default) up to but not including `end`, `step` apart, as a 1-D
@@ -263,12 +302,14 @@ fn arange(
     if target == Target::Meta {
         return device::meta_tensor(py, &shape, dt, requires_grad);
     }
-    let t = enter(py, shape[0], || {
+    run_op(py, shape[0], "arange", &[], &[], move |_, _| {
         let mut v = crate::error::alloc_vec(shape[0]);
         v.extend((0..shape[0]).map(|i| s + i as f64 * st));
-        ops::to_dtype(&Tensor::from_vec(v, shape), dt)
-    })?;
-    finish(py, t, requires_grad)
+        leaf(
+            ops::to_dtype(&Tensor::from_vec(v, shape.clone()), dt)?,
+            requires_grad,
+        )
+    })
 }
 
 /// `steps` values evenly spaced from `start` to `end` inclusive, as a 1-D tensor (the default dtype
@@ -295,20 +336,20 @@ fn linspace(
     if target == Target::Meta {
         return device::meta_tensor(py, &[n], dt, requires_grad);
     }
-    if n == 1 {
-        // PyTorch: a single step is `[start]`.
-        let t = ops::to_dtype(&Tensor::from_vec(vec![start], Shape::from_slice(&[1])), dt)?;
-        return finish(py, t, requires_grad);
-    }
     let step = if n > 1 {
         (end - start) / (n - 1) as f64
     } else {
         0.0
     };
     let half = n / 2;
-    // Both halves count from their own end, as PyTorch does, so the last
-    // value is exactly `end`.
-    let t = enter(py, n, || {
+    run_op(py, n, "linspace", &[], &[], move |_, _| {
+        if n == 1 {
+            // PyTorch: a single step is `[start]`.
+            let t = Tensor::from_vec(vec![start], Shape::from_slice(&[1]));
+            return leaf(ops::to_dtype(&t, dt)?, requires_grad);
+        }
+        // Both halves count from their own end, as PyTorch does, so the last
+        // value is exactly `end`.
         let mut v = crate::error::alloc_vec(n);
         v.extend((0..n).map(|i| {
             if i < half {
@@ -317,9 +358,11 @@ fn linspace(
                 end - step * (n - 1 - i) as f64
             }
         }));
-        ops::to_dtype(&Tensor::from_vec(v, Shape::from_slice(&[n])), dt)
-    })?;
-    finish(py, t, requires_grad)
+        leaf(
+            ops::to_dtype(&Tensor::from_vec(v, Shape::from_slice(&[n])), dt)?,
+            requires_grad,
+        )
+    })
 }
 
 /// A float the way Python prints it in messages (`inf`, `nan`, `0`).
@@ -346,16 +389,22 @@ fn _like(
         let t = &crate::py::dispatch::tensor_arg(input, "*_like", "input", 1)?
             .get()
             .t;
-        let shape = t.shape();
         let dt = opt_dtype(dtype)?.unwrap_or(t.dtype());
-        let n = numel(&shape);
-        let out = match kind {
-            "full" => enter(py, n, || Ok(Tensor::full(shape, fill, dt)))?,
-            "rand" => enter(py, n, || ops::random_tensor(shape, dt, false))?,
-            "randn" => enter(py, n, || ops::random_tensor(shape, dt, true))?,
+        let n = t.numel();
+        // The input is an input of the entry: its shape is read on each replay.
+        let (name, normal) = match kind {
+            "full" => ("full_like", None),
+            "rand" => ("rand_like", Some(false)),
+            "randn" => ("randn_like", Some(true)),
             other => return Err(PyValueError::new_err(format!("unknown fill {other}"))),
         };
-        finish(py, out, requires_grad)
+        run_op(py, n, name, &[t], &[], move |t, _| {
+            let out = match normal {
+                None => Tensor::full(t[0].shape(), fill, dt),
+                Some(normal) => ops::random_tensor(t[0].shape(), dt, normal)?,
+            };
+            leaf(out, requires_grad)
+        })
     })
 }
 

@@ -31,17 +31,7 @@ pub fn external(err: PyErr) -> Error {
     Error::External(Arc::new(err))
 }
 
-/// Runs core code, turning a panic (a bug) into a `RuntimeError` rather than
-/// letting PyO3 raise `PanicException`, which `except Exception` cannot catch.
-#[inline]
-pub fn guard<T, F: FnOnce() -> crate::Result<T>>(f: F) -> PyResult<T> {
-    if super::capture::active() {
-        super::capture::on_guard(std::any::type_name::<F>());
-    }
-    finish(catch(f))
-}
-
-/// What a guarded call returned, or the panic it raised.
+/// What a call into core code returned, or the panic it raised.
 pub(crate) type Caught<T> = std::thread::Result<crate::Result<T>>;
 
 /// Runs `f`, keeping a panic as a value for [`finish`].
@@ -101,41 +91,85 @@ fn panic_error(p: Box<dyn std::any::Any + Send>) -> PyErr {
     ))
 }
 
-/// [`guard`] for binding code that works with Python objects (it keeps the
+/// [`catch`] for binding code that works with Python objects (it keeps the
 /// GIL and returns a `PyResult`): conversions from and to Python data, whose
 /// allocations can be refused like any op's.
 pub fn guard_py<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(panic_error(p)))
 }
 
-/// The one way a binding runs core work (polars' `enter_polars`): panics
-/// and core errors become Python exceptions (see [`guard`]), and the GIL is
-/// released around `f` when `work` (the element count of the op's largest
-/// operand or result) reaches `kernels::GRAIN`, so other Python threads run
-/// while a big kernel does; below that the release would cost more than the
-/// op. Every op binding calls this (through `tensor::run` when it returns a
-/// tensor); `f` must not touch Python.
-#[inline]
-pub fn enter<T: Send>(
+/// Runs `f` with panics caught and errors mapped (see [`finish`]), the GIL
+/// released around it when `work` (the element count of the op's largest
+/// operand or result) reaches `kernels::GRAIN`. The shared body of every
+/// entry into core code; it knows nothing of capture.
+#[inline(always)]
+pub(crate) fn call<T: Send>(
     py: Python<'_>,
     work: usize,
     f: impl FnOnce() -> crate::Result<T> + Send,
-) -> PyResult<T> {
+) -> Caught<T> {
     if work >= crate::kernels::GRAIN {
-        py.detach(|| guard(f))
+        py.detach(|| catch(f))
     } else {
-        guard(f)
+        catch(f)
     }
 }
 
-/// [`enter`] under its older name, kept for bindings written against it.
+/// The entry into core code for a binding that has no replay rule (polars'
+/// `enter_polars` is the model): panics and core errors become Python
+/// exceptions and the GIL is released for big work, as in the recording
+/// family of `capture.rs` (`run_op`, ...), which every op binding uses. While
+/// a tape is being captured the call still runs, but the capture fails with
+/// "`name` has no replay rule", so a replay never silently skips it. `f`
+/// must not touch Python.
 #[inline]
-pub fn guard_nogil<T: Send>(
+pub fn enter<T: Send>(
     py: Python<'_>,
+    name: &'static str,
     work: usize,
     f: impl FnOnce() -> crate::Result<T> + Send,
 ) -> PyResult<T> {
-    enter(py, work, f)
+    let r = crate::profiler::timed(
+        || name.into(),
+        crate::profiler::Kind::Op,
+        Vec::new,
+        || call(py, work, f),
+    );
+    let word = crate::flags::get();
+    if word & crate::flags::CAPTURE != 0 {
+        super::capture::no_rule(name);
+    }
+    if word & crate::flags::DEFERRED == 0 {
+        finish_clear(r)
+    } else {
+        finish(r)
+    }
+}
+
+/// [`enter`] for bindings that call back into Python (a custom Function's
+/// node, `_apply_inplace`'s closure, hooks): the GIL stays held. Fails a
+/// running capture with `name` as `enter` does.
+#[inline]
+pub fn enter_py<T>(name: &'static str, f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
+    let r = catch(f);
+    if super::capture::active() {
+        super::capture::no_rule(name);
+    }
+    finish(r)
+}
+
+/// A read of tensor values into Python (`numpy()`, `bool(t)`, `equal`):
+/// refused during capture (the Python code using the value would not run on
+/// replay), then run as [`enter`] runs a call.
+#[inline]
+pub fn read<T: Send>(
+    py: Python<'_>,
+    name: &'static str,
+    work: usize,
+    f: impl FnOnce() -> crate::Result<T> + Send,
+) -> PyResult<T> {
+    super::capture::refuse_read(name);
+    finish(call(py, work, f))
 }
 
 /// The work of an op over `ts`: its largest operand.

@@ -6,7 +6,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use smallvec::smallvec;
 
-use super::errors::guard;
+use super::errors::enter_py;
 use super::tensor::{wrap, PyTensor};
 use crate::autograd::forward;
 use crate::tensor::{fmt_shape, Tensor};
@@ -14,7 +14,7 @@ use crate::tensor::{fmt_shape, Tensor};
 /// Opens the dual level (PyTorch's only level, index 0).
 #[pyfunction]
 fn _enter_dual_level() -> PyResult<i64> {
-    guard(forward::enter_level)?;
+    enter_py("forward_ad.dual_level", forward::enter_level)?;
     Ok(0)
 }
 
@@ -27,7 +27,7 @@ fn _exit_dual_level(level: i64) -> PyResult<()> {
             "Trying to exit a forward AD level that was not the last one that was created. This is not supported.",
         ));
     }
-    guard(forward::exit_level)
+    enter_py("forward_ad.dual_level", forward::exit_level)
 }
 
 /// The level in use (0), or -1 when none is open.
@@ -88,7 +88,7 @@ fn _make_dual(
         )));
     }
     let out = alias_of(&p);
-    guard(|| forward::set_tangent(&out, t))?;
+    enter_py("forward_ad.make_dual", || forward::set_tangent(&out, t))?;
     wrap(py, out)
 }
 
@@ -137,7 +137,7 @@ fn _fw_set_tangent(t: &Bound<'_, PyTensor>, tangent: &Bound<'_, PyTensor>) -> Py
             fmt_shape(&tan.shape())
         )));
     }
-    guard(|| forward::set_tangent(&p, tan))
+    enter_py("forward_ad.make_dual", || forward::set_tangent(&p, tan))
 }
 
 /// Whether ops propagate tangents on this thread (PyTorch's

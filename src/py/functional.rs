@@ -5,10 +5,11 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
+use super::capture::{run_op, run_tuple, scalar_in};
 use super::convert::{lhs, operand, tensor_list, to_tensor_like, Operand};
 use super::dispatch::{dispatchable, tensor_arg};
-use super::errors::{enter, work};
-use super::tensor::{add_impl, run, sub_impl, tensor_tuple, PyTensor};
+use super::errors::work;
+use super::tensor::{add_impl, sub_impl, PyTensor};
 use crate::ops;
 use crate::tensor::{Shape, Tensor};
 
@@ -53,15 +54,23 @@ fn pow_fn(
     dispatching!(py, "pow", (input, exponent), {
         match (operand(input), operand(exponent)) {
             (Some(Operand::Tensor(a)), Some(Operand::Scalar(e))) => {
-                run(py, a.numel(), || ops::pow_scalar(&a, e))
+                let si = scalar_in(exponent, e);
+                run_op(py, a.numel(), "pow", &[&a], &[si], |t, s| {
+                    ops::pow_scalar(t[0], s[0])
+                })
             }
             (Some(Operand::Scalar(s)), Some(Operand::Tensor(e))) => {
-                run(py, e.numel(), || ops::rpow_scalar(&e, s))
+                let si = scalar_in(input, s);
+                run_op(py, e.numel(), "rpow", &[&e], &[si], |t, s| {
+                    ops::rpow_scalar(t[0], s[0])
+                })
             }
             _ => {
                 let a = lhs(input, exponent)?;
                 let b = to_tensor_like(exponent, Some(&a))?;
-                run(py, work(&[&a, &b]), || ops::pow(&a, &b))
+                run_op(py, work(&[&a, &b]), "pow", &[&a, &b], &[], |t, _| {
+                    ops::pow(t[0], t[1])
+                })
             }
         }
     })
@@ -81,7 +90,14 @@ fn where_fn(
         let c = &tensor_arg(condition, "where", "condition", 1)?.get().t;
         let x = lhs(input, other)?;
         let y = to_tensor_like(other, Some(&x))?;
-        run(py, work(&[c, &x, &y]), || ops::where_(c, &x, &y))
+        run_op(
+            py,
+            work(&[c, &x, &y]),
+            "where",
+            &[c, &x, &y],
+            &[],
+            |t, _| ops::where_(t[0], t[1], t[2]),
+        )
     })
 }
 
@@ -295,9 +311,10 @@ method_fn!(
 fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
     dispatching!(py, "cat", (tensors, dim), {
         let ts = tensor_list(tensors)?;
+        autocast!("cat", ts);
         let work = ts.iter().map(|t| t.numel()).sum();
         let refs: Vec<&Tensor> = ts.iter().collect();
-        crate::py::capture::run_op(py, work, "cat", &refs, &[], move |t, _| {
+        run_op(py, work, "cat", &refs, &[], move |t, _| {
             let v: Vec<Tensor> = t.iter().map(|x| (*x).clone()).collect();
             ops::cat(&v, dim)
         })
@@ -310,9 +327,10 @@ fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAn
 fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyAny>> {
     dispatching!(py, "stack", (tensors, dim), {
         let ts = tensor_list(tensors)?;
+        autocast!("stack", ts);
         let work = ts.iter().map(|t| t.numel()).sum();
         let refs: Vec<&Tensor> = ts.iter().collect();
-        crate::py::capture::run_op(py, work, "stack", &refs, &[], move |t, _| {
+        run_op(py, work, "stack", &refs, &[], move |t, _| {
             let v: Vec<Tensor> = t.iter().map(|x| (*x).clone()).collect();
             ops::stack(&v, dim)
         })
@@ -330,7 +348,12 @@ fn einsum(py: Python<'_>, equation: &str, operands: &Bound<'_, PyTuple>) -> PyRe
             tensor_list(operands.as_any())?
         };
         let n = ts.iter().map(|t| t.numel()).max().unwrap_or(0);
-        run(py, n, || ops::einsum(equation, &ts))
+        let refs: Vec<&Tensor> = ts.iter().collect();
+        let equation = equation.to_string();
+        run_op(py, n, "einsum", &refs, &[], move |t, _| {
+            let v: Vec<Tensor> = t.iter().map(|x| (*x).clone()).collect();
+            ops::einsum(&equation, &v)
+        })
     })
 }
 
@@ -346,16 +369,16 @@ fn broadcast_tensors(py: Python<'_>, tensors: &Bound<'_, PyTuple>) -> PyResult<P
         r => r?,
     };
     let n = ts.iter().map(|t| t.numel()).max().unwrap_or(0);
-    let out = enter(py, n, || {
+    let refs: Vec<&Tensor> = ts.iter().collect();
+    run_tuple(py, n, "broadcast_tensors", &refs, &[], |ts, _| {
         let mut shape = Shape::new();
-        for t in &ts {
+        for t in ts {
             shape = crate::tensor::broadcast_shapes(&shape, &t.shape())?;
         }
         ts.iter()
             .map(|t| ops::expand(t, &shape))
             .collect::<crate::Result<Vec<_>>>()
-    })?;
-    tensor_tuple(py, out)
+    })
 }
 
 /// Adds these functions to `ferrograd._C`.

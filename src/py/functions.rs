@@ -26,6 +26,21 @@ pub(super) fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult
     wrap(py, t)
 }
 
+/// A new tensor made a leaf that requires grad if asked (inside a replay
+/// rule, so every replay's tensor is one too).
+pub(super) fn leaf(t: Tensor, requires_grad: bool) -> crate::Result<Tensor> {
+    if requires_grad {
+        if !t.dtype().is_float() {
+            // A factory's words, as `finish` gives them.
+            return Err(crate::Error::Runtime(
+                "Only Tensors of floating point and complex dtype can require gradients".into(),
+            ));
+        }
+        t.set_requires_grad(true)?;
+    }
+    Ok(t)
+}
+
 /// The shape of a tensor about to be allocated, checked before any memory is
 /// requested: no negative size, and a byte size that fits in an `i64`.
 pub(super) fn alloc_shape(dims: &[i64], dtype: DType) -> PyResult<Shape> {

@@ -4,6 +4,9 @@
 mod dispatch;
 #[macro_use]
 mod table;
+#[macro_use]
+mod autocast;
+mod autocast_table;
 
 mod alloc;
 mod anomaly;
@@ -20,6 +23,7 @@ mod compile_vjp;
 mod config;
 mod convert;
 mod creation;
+mod data_ops;
 mod device;
 mod dtype;
 mod errors;
@@ -38,6 +42,7 @@ pub(crate) mod node_hooks;
 mod node_saved;
 mod ops_table;
 mod optim;
+mod profiler;
 mod random;
 mod serialize;
 mod sorting;
@@ -66,10 +71,12 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(dt.name(), dtype::dtype_object(py, dt))?;
     }
     ops_table::register(m)?;
+    autocast::register(m)?;
     mathops::register(m)?;
     creation::register(m)?;
     device::register(m)?;
     sorting::register(m)?;
+    data_ops::register(m)?;
     optim::register(m)?;
     serialize::register(m)?;
     nn_conv::register(m)?;
@@ -90,6 +97,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     alloc::register(m)?;
     compile::register(m)?;
     config::register(m)?;
+    profiler::register(m)?;
     m.add_function(wrap_pyfunction!(function::_function_node, m)?)?;
     // SAFETY: registering a plain extern "C" callback that only stores an atomic.
     unsafe {

@@ -7,9 +7,8 @@ use pyo3::prelude::*;
 use super::capture;
 use super::convert::{opt_tensor, to_tensor_like};
 use super::dispatch::tensor_arg;
-use super::errors::enter;
 use super::functions::t_of;
-use super::tensor::{run, PyTensor};
+use super::tensor::PyTensor;
 use crate::ops;
 
 /// The mean squared error between `input` and `target`, reduced by `reduction` ("mean", "sum"
@@ -25,6 +24,7 @@ fn mse_loss(
     dispatching!(py, "mse_loss", (input, target, reduction), {
         let a = &tensor_arg(input, "mse_loss", "input", 1)?.get().t;
         let b = to_tensor_like(target, Some(a))?;
+        autocast!("mse_loss", a, b);
         let r = ops::Reduction::parse(reduction)?;
         capture::run_op(py, a.numel(), "mse_loss", &[a, &b], &[], move |t, _| {
             ops::mse_loss(t[0], t[1], r)
@@ -75,9 +75,14 @@ fn leaky_relu_<'py>(
 ) -> PyResult<Bound<'py, PyTensor>> {
     let _op = crate::tensor::write_op("leaky_relu_");
     let a = t_of(input);
-    enter(input.py(), a.numel(), || {
-        ops::apply_inplace(a, || ops::leaky_relu_result(a, negative_slope))
-    })?;
+    capture::run_inplace(
+        input.py(),
+        a.numel(),
+        "leaky_relu_",
+        &[a],
+        &[],
+        move |t, _| ops::apply_inplace(t[0], || ops::leaky_relu_result(t[0], negative_slope)),
+    )?;
     Ok(input.clone())
 }
 
@@ -87,20 +92,100 @@ fn leaky_relu_<'py>(
 fn elu_<'py>(input: &Bound<'py, PyTensor>, alpha: f64) -> PyResult<Bound<'py, PyTensor>> {
     let _op = crate::tensor::write_op("elu_");
     let a = t_of(input);
-    enter(input.py(), a.numel(), || {
-        ops::apply_inplace(a, || ops::elu_result(a, alpha))
+    capture::run_inplace(input.py(), a.numel(), "elu_", &[a], &[], move |t, _| {
+        ops::apply_inplace(t[0], || ops::elu_result(t[0], alpha))
     })?;
     Ok(input.clone())
 }
 
-/// Applies the exponential linear unit: x above zero, alpha * (exp(x) - 1) below.
+/// Applies the exponential linear unit: scale * x above zero, scale * alpha * (exp(input_scale
+/// * x) - 1) below (selu and celu are its special cases).
 #[pyfunction]
-#[pyo3(signature = (input, alpha=1.0))]
-fn elu(py: Python<'_>, input: &Bound<'_, PyAny>, alpha: f64) -> PyResult<Py<PyAny>> {
-    dispatching!(py, "elu", (input, alpha), {
+#[pyo3(signature = (input, alpha=1.0, scale=1.0, input_scale=1.0))]
+fn elu(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    alpha: f64,
+    scale: f64,
+    input_scale: f64,
+) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "elu", (input, alpha, scale, input_scale), {
         let a = &tensor_arg(input, "elu", "input", 1)?.get().t;
         capture::run_op(py, a.numel(), "elu", &[a], &[], move |t, _| {
-            ops::elu(t[0], alpha)
+            ops::elu(t[0], alpha, scale, input_scale)
+        })
+    })
+}
+
+/// A one-input activation with no options, bound as `_C.<name>(input)`.
+macro_rules! activation0 {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[pyfunction]
+        fn $name(py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+            dispatching!(py, stringify!($name), (input,), {
+                let a = &tensor_arg(input, stringify!($name), "input", 1)?.get().t;
+                capture::run_op(py, a.numel(), stringify!($name), &[a], &[], |t, _| {
+                    ops::$name(t[0])
+                })
+            })
+        }
+    };
+}
+
+activation0!(
+    /// Applies x * tanh(softplus(x)).
+    mish
+);
+activation0!(
+    /// Applies log(sigmoid(x)) without overflow.
+    logsigmoid
+);
+activation0!(
+    /// Applies x * relu6(x + 3) / 6.
+    hardswish
+);
+activation0!(
+    /// Applies relu6(x + 3) / 6.
+    hardsigmoid
+);
+
+/// Zeroes the elements of `input` in [-lambd, lambd].
+#[pyfunction]
+#[pyo3(signature = (input, lambd=0.5))]
+fn hardshrink(py: Python<'_>, input: &Bound<'_, PyAny>, lambd: f64) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "hardshrink", (input, lambd), {
+        let a = &tensor_arg(input, "hardshrink", "input", 1)?.get().t;
+        capture::run_op(py, a.numel(), "hardshrink", &[a], &[], move |t, _| {
+            ops::hardshrink(t[0], lambd)
+        })
+    })
+}
+
+/// Shrinks `input` towards 0 by `lambd`, zeroing [-lambd, lambd].
+#[pyfunction]
+#[pyo3(signature = (input, lambd=0.5))]
+fn softshrink(py: Python<'_>, input: &Bound<'_, PyAny>, lambd: f64) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "softshrink", (input, lambd), {
+        let a = &tensor_arg(input, "softshrink", "input", 1)?.get().t;
+        capture::run_op(py, a.numel(), "softshrink", &[a], &[], move |t, _| {
+            ops::softshrink(t[0], lambd)
+        })
+    })
+}
+
+/// Replaces the elements of `input` that are at most `threshold` by `value`.
+#[pyfunction]
+fn threshold(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    threshold: f64,
+    value: f64,
+) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "threshold", (input, threshold, value), {
+        let a = &tensor_arg(input, "threshold", "input", 1)?.get().t;
+        capture::run_op(py, a.numel(), "threshold", &[a], &[], move |t, _| {
+            ops::threshold(t[0], threshold, value)
         })
     })
 }
@@ -177,6 +262,7 @@ fn linear(
             &tensor_arg(weight, "linear", "weight", 2)?.get().t,
         );
         let b = opt_tensor(bias)?;
+        autocast!("linear", x, w, b);
         let work = x
             .numel()
             .saturating_mul(w.shape().first().copied().unwrap_or(1));
@@ -200,6 +286,7 @@ fn l1_loss(
     dispatching!(py, "l1_loss", (input, target, reduction), {
         let a = &tensor_arg(input, "l1_loss", "input", 1)?.get().t;
         let b = to_tensor_like(target, Some(a))?;
+        autocast!("l1_loss", a, b);
         let r = ops::Reduction::parse(reduction)?;
         capture::run_op(py, a.numel(), "l1_loss", &[a, &b], &[], move |t, _| {
             ops::l1_loss(t[0], t[1], r)
@@ -246,6 +333,7 @@ fn huber_loss(
     dispatching!(py, "huber_loss", (input, target, reduction, delta), {
         let a = &tensor_arg(input, "huber_loss", "input", 1)?.get().t;
         let b = to_tensor_like(target, Some(a))?;
+        autocast!("huber_loss", a, b);
         let r = ops::Reduction::parse(reduction)?;
         capture::run_op(py, a.numel(), "huber_loss", &[a, &b], &[], move |t, _| {
             ops::huber_loss(t[0], t[1], r, delta)
@@ -274,6 +362,7 @@ fn binary_cross_entropy(
                 .t;
             let b = to_tensor_like(target, Some(a))?;
             let w = opt_tensor(weight)?;
+            autocast!("binary_cross_entropy", a, b, w);
             let r = ops::Reduction::parse(reduction)?;
             let mut ins = vec![a, &b];
             ins.extend(w.as_ref());
@@ -311,10 +400,25 @@ fn binary_cross_entropy_with_logits(
                 .t;
             let b = to_tensor_like(target, Some(a))?;
             let (w, pw) = (opt_tensor(weight)?, opt_tensor(pos_weight)?);
+            autocast!("binary_cross_entropy_with_logits", a, b, w, pw);
             let r = ops::Reduction::parse(reduction)?;
-            run(py, a.numel(), || {
-                ops::binary_cross_entropy_with_logits(a, &b, w.as_ref(), pw.as_ref(), r)
-            })
+            let (ins, opt) = capture::Opt::inputs(&[a, &b], &[w.as_ref(), pw.as_ref()]);
+            capture::run_op(
+                py,
+                a.numel(),
+                "binary_cross_entropy_with_logits",
+                &ins,
+                &[],
+                move |t, _| {
+                    ops::binary_cross_entropy_with_logits(
+                        t[0],
+                        t[1],
+                        opt.get(t, 0),
+                        opt.get(t, 1),
+                        r,
+                    )
+                },
+            )
         }
     )
 }
@@ -341,6 +445,7 @@ fn nll_loss(
                 &tensor_arg(target, "nll_loss", "target", 2)?.get().t,
             );
             let w = opt_tensor(weight)?;
+            autocast!("nll_loss", a, t, w);
             let r = ops::Reduction::parse(reduction)?;
             let mut ins = vec![a, t];
             ins.extend(w.as_ref());
@@ -381,6 +486,7 @@ fn cross_entropy(
                 &tensor_arg(target, "cross_entropy", "target", 2)?.get().t,
             );
             let w = opt_tensor(weight)?;
+            autocast!("cross_entropy", a, t, w);
             let r = ops::Reduction::parse(reduction)?;
             let mut ins = vec![a, t];
             ins.extend(w.as_ref());
@@ -406,6 +512,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(leaky_relu_, m)?)?;
     m.add_function(wrap_pyfunction!(elu_, m)?)?;
     m.add_function(wrap_pyfunction!(elu, m)?)?;
+    m.add_function(wrap_pyfunction!(mish, m)?)?;
+    m.add_function(wrap_pyfunction!(logsigmoid, m)?)?;
+    m.add_function(wrap_pyfunction!(hardswish, m)?)?;
+    m.add_function(wrap_pyfunction!(hardsigmoid, m)?)?;
+    m.add_function(wrap_pyfunction!(hardshrink, m)?)?;
+    m.add_function(wrap_pyfunction!(softshrink, m)?)?;
+    m.add_function(wrap_pyfunction!(threshold, m)?)?;
     m.add_function(wrap_pyfunction!(gelu, m)?)?;
     m.add_function(wrap_pyfunction!(softplus, m)?)?;
     m.add_function(wrap_pyfunction!(dropout, m)?)?;

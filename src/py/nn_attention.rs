@@ -1,11 +1,10 @@
-//! Bindings of the unmasked attention kernel (`ops::attention`). They record
-//! nothing; `ferrograd.nn._functional.attention` makes them one autograd node.
+//! Bindings of the unmasked attention kernel (`ops::attention`). They make no
+//! autograd node; `ferrograd.nn._functional.attention` makes them one.
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 
-use super::errors::guard_nogil;
-use super::tensor::{wrap, wrap_optional_tuple, PyTensor};
+use super::capture::run;
+use super::tensor::{tensor_tuple, wrap_optional_tuple, PyTensor};
 use crate::ops::attention;
 
 fn work(q: &PyTensor, v: &PyTensor) -> usize {
@@ -23,12 +22,15 @@ fn _sdpa_forward(
     scale: f64,
 ) -> PyResult<Py<PyAny>> {
     let (q, k, v) = (q.get(), k.get(), v.get());
-    let (out, p) = guard_nogil(py, work(q, v), || {
-        attention::sdpa_forward(&q.t, &k.t, &v.t, scale)
-    })?;
-    Ok(PyTuple::new(py, [wrap(py, out)?, wrap(py, p)?])?
-        .into_any()
-        .unbind())
+    let (out, p) = run(
+        py,
+        work(q, v),
+        "sdpa",
+        &[&q.t, &k.t, &v.t],
+        &[],
+        move |t, _| attention::sdpa_forward(t[0], t[1], t[2], scale),
+    )?;
+    tensor_tuple(py, vec![out, p])
 }
 
 /// `(dq, dk, dv)`, each None unless `needs` asks for it.
@@ -45,13 +47,14 @@ fn _sdpa_backward(
     needs: (bool, bool, bool),
 ) -> PyResult<Py<PyAny>> {
     let (g, q, k, v, p) = (g.get(), q.get(), k.get(), v.get(), p.get());
-    let grads = guard_nogil(py, work(q, v), || {
+    let ins = [&g.t, &q.t, &k.t, &v.t, &p.t];
+    let grads = run(py, work(q, v), "sdpa_backward", &ins, &[], move |t, _| {
         attention::sdpa_backward(
-            &g.t,
-            &q.t,
-            &k.t,
-            &v.t,
-            &p.t,
+            t[0],
+            t[1],
+            t[2],
+            t[3],
+            t[4],
             scale,
             [needs.0, needs.1, needs.2],
         )

@@ -6,8 +6,8 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use super::errors::guard_nogil;
-use super::tensor::{tensor_tuple, wrap, PyTensor};
+use super::capture::{run, run_op, Opt};
+use super::tensor::{tensor_tuple, PyTensor};
 use crate::ops;
 use crate::tensor::Tensor;
 
@@ -45,12 +45,14 @@ fn convolution(
 ) -> PyResult<Py<PyAny>> {
     let (x, w) = (t_of(input), t_of(weight));
     let b = opt_tensor(bias)?;
+    autocast!("conv2d", x, w, b); // every convolution has conv2d's policy
     let work = x.numel().saturating_mul(w.numel());
-    let out = guard_nogil(py, work, || {
+    let (ins, opt) = Opt::inputs(&[x, w], &[b.as_ref()]);
+    run_op(py, work, "convolution", &ins, &[], move |t, _| {
         ops::convolution(
-            x,
-            w,
-            b.as_ref(),
+            t[0],
+            t[1],
+            opt.get(t, 0),
             &stride,
             &padding,
             &dilation,
@@ -58,8 +60,7 @@ fn convolution(
             &output_padding,
             groups,
         )
-    })?;
-    wrap(py, out)
+    })
 }
 
 #[pyfunction]
@@ -74,8 +75,8 @@ fn max_pool2d_with_indices(
     ceil_mode: bool,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    let (o, i) = guard_nogil(py, x.numel(), || {
-        ops::max_pool2d_with_indices(x, &kernel_size, &stride, &padding, &dilation, ceil_mode)
+    let (o, i) = run(py, x.numel(), "max_pool2d", &[x], &[], move |t, _| {
+        ops::max_pool2d_with_indices(t[0], &kernel_size, &stride, &padding, &dilation, ceil_mode)
     })?;
     tensor_tuple(py, vec![o, i])
 }
@@ -88,7 +89,14 @@ fn adaptive_max_pool2d(
     output_size: Vec<i64>,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    let (o, i) = guard_nogil(py, x.numel(), || ops::adaptive_max_pool2d(x, &output_size))?;
+    let (o, i) = run(
+        py,
+        x.numel(),
+        "adaptive_max_pool2d",
+        &[x],
+        &[],
+        move |t, _| ops::adaptive_max_pool2d(t[0], &output_size),
+    )?;
     tensor_tuple(py, vec![o, i])
 }
 
@@ -106,9 +114,9 @@ fn avg_pool2d(
     divisor_override: Option<i64>,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    let out = guard_nogil(py, x.numel(), || {
+    run_op(py, x.numel(), "avg_pool2d", &[x], &[], move |t, _| {
         ops::avg_pool2d(
-            x,
+            t[0],
             &kernel_size,
             &stride,
             &padding,
@@ -116,8 +124,7 @@ fn avg_pool2d(
             count_include_pad,
             divisor_override,
         )
-    })?;
-    wrap(py, out)
+    })
 }
 
 #[pyfunction]
@@ -128,8 +135,14 @@ fn adaptive_avg_pool2d(
     output_size: Vec<i64>,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    let out = guard_nogil(py, x.numel(), || ops::adaptive_avg_pool2d(x, &output_size))?;
-    wrap(py, out)
+    run_op(
+        py,
+        x.numel(),
+        "adaptive_avg_pool2d",
+        &[x],
+        &[],
+        move |t, _| ops::adaptive_avg_pool2d(t[0], &output_size),
+    )
 }
 
 #[pyfunction]
@@ -144,10 +157,10 @@ fn upsample(
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
     let work = x.numel().max(size.iter().product());
-    let out = guard_nogil(py, work, || {
-        ops::upsample(x, &size, &scales, mode, align_corners)
-    })?;
-    wrap(py, out)
+    let mode = mode.to_string();
+    run_op(py, work, "upsample", &[x], &[], move |t, _| {
+        ops::upsample(t[0], &size, &scales, &mode, align_corners)
+    })
 }
 
 #[pyfunction]
@@ -159,8 +172,9 @@ fn constant_pad_nd(
     value: f64,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    let out = guard_nogil(py, x.numel(), || ops::constant_pad_nd(x, &pad, value))?;
-    wrap(py, out)
+    run_op(py, x.numel(), "constant_pad_nd", &[x], &[], move |t, _| {
+        ops::constant_pad_nd(t[0], &pad, value)
+    })
 }
 
 #[pyfunction]
@@ -174,10 +188,9 @@ fn im2col(
     stride: Vec<i64>,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    let out = guard_nogil(py, x.numel(), || {
-        ops::unfold(x, &kernel_size, &dilation, &padding, &stride)
-    })?;
-    wrap(py, out)
+    run_op(py, x.numel(), "im2col", &[x], &[], move |t, _| {
+        ops::unfold(t[0], &kernel_size, &dilation, &padding, &stride)
+    })
 }
 
 #[pyfunction]
@@ -192,10 +205,16 @@ fn col2im(
     stride: Vec<i64>,
 ) -> PyResult<Py<PyAny>> {
     let x = t_of(input);
-    let out = guard_nogil(py, x.numel(), || {
-        ops::fold(x, &output_size, &kernel_size, &dilation, &padding, &stride)
-    })?;
-    wrap(py, out)
+    run_op(py, x.numel(), "col2im", &[x], &[], move |t, _| {
+        ops::fold(
+            t[0],
+            &output_size,
+            &kernel_size,
+            &dilation,
+            &padding,
+            &stride,
+        )
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

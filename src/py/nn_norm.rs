@@ -5,9 +5,9 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
+use super::capture::{run_inplace, run_op, Opt};
 use super::dispatch::{self, tensor_arg};
-use super::errors::{guard, guard_nogil};
-use super::tensor::{wrap, PyTensor};
+use super::tensor::PyTensor;
 use crate::ops;
 use crate::tensor::Tensor;
 
@@ -65,19 +65,21 @@ fn batch_norm(
                 opt(weight)?,
                 opt(bias)?,
             );
-            let out = guard_nogil(py, x.numel(), || {
+            // The running statistics are inputs: a module's buffers are constants
+            // of the tape, so each replay updates them in place as eager does.
+            let (ins, opt) = Opt::inputs(&[x], &[w.as_ref(), b.as_ref(), rm.as_ref(), rv.as_ref()]);
+            run_op(py, x.numel(), "batch_norm", &ins, &[], move |t, _| {
                 ops::batch_norm(
-                    x,
-                    w.as_ref(),
-                    b.as_ref(),
-                    rm.as_ref(),
-                    rv.as_ref(),
+                    t[0],
+                    opt.get(t, 0),
+                    opt.get(t, 1),
+                    opt.get(t, 2),
+                    opt.get(t, 3),
                     training,
                     momentum,
                     eps,
                 )
-            })?;
-            wrap(py, out)
+            })
         }
     )
 }
@@ -102,14 +104,9 @@ fn layer_norm(
         }
         let ns: Vec<usize> = normalized_shape.iter().map(|&d| d as usize).collect();
         let (w, b) = (opt(weight)?, opt(bias)?);
-        // Recorded for `ferrograd.compile` with the optional affine
-        // tensors as inputs after `x`.
-        let (hw, hb) = (w.is_some(), b.is_some());
-        let ins: Vec<&Tensor> = std::iter::once(x).chain(w.iter()).chain(b.iter()).collect();
-        super::capture::run_op(py, x.numel(), "layer_norm", &ins, &[], move |t, _| {
-            let w = hw.then(|| t[1]);
-            let b = hb.then(|| t[1 + hw as usize]);
-            ops::layer_norm(t[0], &ns, w, b, eps)
+        let (ins, opt) = Opt::inputs(&[x], &[w.as_ref(), b.as_ref()]);
+        run_op(py, x.numel(), "layer_norm", &ins, &[], move |t, _| {
+            ops::layer_norm(t[0], &ns, opt.get(t, 0), opt.get(t, 1), eps)
         })
     })
 }
@@ -127,10 +124,10 @@ fn group_norm(
     dispatching!(py, "group_norm", (input, num_groups, weight, bias, eps), {
         let x = &tensor_arg(input, "group_norm", "input", 1)?.get().t;
         let (w, b) = (opt(weight)?, opt(bias)?);
-        let out = guard_nogil(py, x.numel(), || {
-            ops::group_norm(x, num_groups, w.as_ref(), b.as_ref(), eps)
-        })?;
-        wrap(py, out)
+        let (ins, opt) = Opt::inputs(&[x], &[w.as_ref(), b.as_ref()]);
+        run_op(py, x.numel(), "group_norm", &ins, &[], move |t, _| {
+            ops::group_norm(t[0], num_groups, opt.get(t, 0), opt.get(t, 1), eps)
+        })
     })
 }
 
@@ -144,24 +141,32 @@ fn embedding(
     scale_grad_by_freq: bool,
 ) -> PyResult<Py<PyAny>> {
     let (w, i) = (&weight.get().t, &indices.get().t);
-    let out = guard_nogil(
-        py,
-        i.numel()
-            .saturating_mul(w.shape().last().copied().unwrap_or(1)),
-        || ops::embedding(w, i, padding_idx, scale_grad_by_freq),
-    )?;
-    wrap(py, out)
+    let work = i
+        .numel()
+        .saturating_mul(w.shape().last().copied().unwrap_or(1));
+    run_op(py, work, "embedding", &[w, i], &[], move |t, _| {
+        ops::embedding(t[0], t[1], padding_idx, scale_grad_by_freq)
+    })
 }
 
 #[pyfunction]
 fn embedding_renorm_(
+    py: Python<'_>,
     weight: &Bound<'_, PyTensor>,
     indices: &Bound<'_, PyTensor>,
     max_norm: f64,
     norm_type: f64,
 ) -> PyResult<()> {
     let _op = crate::tensor::write_op("embedding_renorm_");
-    guard(|| ops::embedding_renorm_(&weight.get().t, &indices.get().t, max_norm, norm_type))
+    let (w, i) = (&weight.get().t, &indices.get().t);
+    run_inplace(
+        py,
+        i.numel(),
+        "embedding_renorm_",
+        &[w, i],
+        &[],
+        move |t, _| ops::embedding_renorm_(t[0], t[1], max_norm, norm_type),
+    )
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

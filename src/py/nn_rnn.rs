@@ -1,24 +1,15 @@
-//! Bindings of the fused recurrent-layer loops (`ops::rnn`). They record
-//! nothing; `ferrograd.nn._functional.rnn` makes them one autograd node.
+//! Bindings of the fused recurrent-layer loops (`ops::rnn`). They make no
+//! autograd node; `ferrograd.nn._functional.rnn` makes them one.
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 
-use super::errors::guard_nogil;
-use super::tensor::{wrap, wrap_optional_tuple, PyTensor};
+use super::capture::{run, run_tuple, Opt};
+use super::tensor::{wrap_optional_tuple, PyTensor};
 use crate::ops::rnn;
 use crate::tensor::Tensor;
 
 fn t_of<'a>(obj: &'a Bound<'_, PyTensor>) -> &'a Tensor {
     &obj.get().t
-}
-
-fn tuple_of(py: Python<'_>, ts: Vec<Tensor>) -> PyResult<Py<PyAny>> {
-    let objs = ts
-        .into_iter()
-        .map(|t| wrap(py, t))
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(PyTuple::new(py, objs)?.into_any().unbind())
 }
 
 /// `(out, h_n, c_n, gates, c, c_prev, h_prev)` of one LSTM layer direction
@@ -44,10 +35,21 @@ fn _lstm_layer_forward(
         .numel()
         .saturating_add(h0.numel())
         .saturating_mul(w_hh.numel().max(1));
-    let out = guard_nogil(py, work, || {
-        rnn::lstm_layer_forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, &batch_sizes, reverse)
-    })?;
-    tuple_of(py, out)
+    let (ins, opt) = Opt::inputs(&[x, h0, c0, w_ih, w_hh], &[b_ih, b_hh]);
+    run_tuple(py, work, "lstm_layer", &ins, &[], move |t, _| {
+        let (b_ih, b_hh) = (opt.get(t, 0), opt.get(t, 1));
+        rnn::lstm_layer_forward(
+            t[0],
+            t[1],
+            t[2],
+            t[3],
+            t[4],
+            b_ih,
+            b_hh,
+            &batch_sizes,
+            reverse,
+        )
+    })
 }
 
 /// `(dx, d_h0, d_c0, d_w_ih, d_w_hh, d_bias)` of one LSTM layer direction,
@@ -72,15 +74,19 @@ fn _lstm_layer_backward(
     let work = saved[0]
         .numel()
         .saturating_mul(g_hn.shape().last().copied().unwrap_or(1));
-    let out = guard_nogil(py, work, || {
+    let ins = [
+        x, g_out, g_hn, g_cn, saved[0], saved[1], saved[2], saved[3], w_ih, w_hh,
+    ];
+    let out = run(py, work, "lstm_layer_backward", &ins, &[], move |t, _| {
+        let saved = [t[4], t[5], t[6], t[7]];
         rnn::lstm_layer_backward(
-            x,
-            g_out,
-            g_hn,
-            g_cn,
+            t[0],
+            t[1],
+            t[2],
+            t[3],
             saved,
-            w_ih,
-            w_hh,
+            t[8],
+            t[9],
             &batch_sizes,
             reverse,
             needs,
@@ -105,10 +111,10 @@ fn _gru_layer_forward(
     let work = gi
         .numel()
         .saturating_mul(h0.shape().last().copied().unwrap_or(1));
-    let out = guard_nogil(py, work, || {
-        rnn::gru_layer_forward(gi, h0, w, b, &batch_sizes, reverse)
-    })?;
-    tuple_of(py, out)
+    let (ins, opt) = Opt::inputs(&[gi, h0, w], &[b]);
+    run_tuple(py, work, "gru_layer", &ins, &[], move |t, _| {
+        rnn::gru_layer_forward(t[0], t[1], t[2], opt.get(t, 0), &batch_sizes, reverse)
+    })
 }
 
 /// `(d_gi, d_gh, d_h0)` of one GRU layer direction.
@@ -128,10 +134,9 @@ fn _gru_layer_backward(
     let work = ts[2]
         .numel()
         .saturating_mul(ts[1].shape().last().copied().unwrap_or(1));
-    let out = guard_nogil(py, work, || {
-        rnn::gru_layer_backward(ts[0], ts[1], ts[2], ts[3], ts[4], &batch_sizes, reverse)
-    })?;
-    tuple_of(py, out)
+    run_tuple(py, work, "gru_layer_backward", &ts, &[], move |t, _| {
+        rnn::gru_layer_backward(t[0], t[1], t[2], t[3], t[4], &batch_sizes, reverse)
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

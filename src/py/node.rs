@@ -97,6 +97,7 @@ impl PyAccumulateGrad {
     /// leaf's `.grad` is written and after its tensor hooks; it may return a
     /// replacement `(grad,)`. Returns a handle whose `remove()` unregisters it.
     fn register_prehook(&self, hook: Bound<'_, PyAny>) -> PyResult<RemovableHandle> {
+        super::node_hooks::no_hooks_in_capture();
         let h = super::node_hooks::PyNodePreHook(callable(hook)?);
         Ok(self.push_hook(Arc::new(super::node_hooks::PyAccumulatePreHook(h))))
     }
@@ -106,6 +107,7 @@ impl PyAccumulateGrad {
     /// post-accumulate-grad hooks); it must return None. Returns a handle
     /// whose `remove()` unregisters it.
     fn register_hook(&self, hook: Bound<'_, PyAny>) -> PyResult<RemovableHandle> {
+        super::node_hooks::no_hooks_in_capture();
         let h = super::node_hooks::PyNodePostHook(callable(hook)?);
         Ok(self.push_hook(Arc::new(super::node_hooks::PyAccumulatePostHook(h))))
     }

@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use super::errors::{external, guard};
+use super::errors::{enter, enter_py, external};
 use super::function::PyFunctionBackward;
 use super::node::{next_hook_id, PyNode, RemovableHandle};
 use super::tensor::{wrap, PyTensor};
@@ -369,7 +369,9 @@ impl PySavedTensor {
             unpack: unpack_hook.unbind(),
         };
         let _ = py;
-        guard(|| self.node.pack_saved_at(self.index, &hooks))
+        enter_py("register_hooks", || {
+            self.node.pack_saved_at(self.index, &hooks)
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -384,6 +386,7 @@ impl PyNode {
     /// replaces the gradients. Returns a removable handle.
     fn register_prehook(&self, r#fn: Bound<'_, PyAny>) -> PyResult<RemovableHandle> {
         check_callable(&r#fn, "hook")?;
+        no_hooks_in_capture();
         let id = next_hook_id();
         self.node
             .add_node_pre_hook(id, Arc::new(PyNodePreHook(r#fn.unbind())));
@@ -395,6 +398,7 @@ impl PyNode {
     /// a removable handle.
     fn register_hook(&self, r#fn: Bound<'_, PyAny>) -> PyResult<RemovableHandle> {
         check_callable(&r#fn, "hook")?;
+        no_hooks_in_capture();
         let id = next_hook_id();
         self.node
             .add_node_post_hook(id, Arc::new(PyNodePostHook(r#fn.unbind())));
@@ -435,7 +439,9 @@ impl PyNode {
             )));
         }
         let node = self.node.clone();
-        let saved = py.detach(|| guard(|| Node::unpack_saved(&node)))?;
+        let saved = enter(py, "saved_tensors", usize::MAX, || {
+            Node::unpack_saved(&node)
+        })?;
         let items: PyResult<Vec<Py<PyAny>>> = saved
             .into_iter()
             .map(|t| match t {
@@ -488,7 +494,9 @@ impl PyNode {
             .into_any());
         }
         let node = self.node.clone();
-        match py.detach(|| guard(|| Node::unpack_saved_at(&node, i)))? {
+        match enter(py, "saved_tensors", usize::MAX, || {
+            Node::unpack_saved_at(&node, i)
+        })? {
             Some(t) => wrap(py, t),
             None => Ok(py.None()),
         }
@@ -516,6 +524,7 @@ impl PyTensor {
             ));
         }
         check_callable(&hook, "hook")?;
+        no_hooks_in_capture();
         let id = next_hook_id();
         let h: Arc<dyn GradHook> = Arc::new(PyPostAccumulateHook(hook.unbind()));
         t.meta().hooks.push((id, h));
@@ -548,4 +557,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(_pop_saved_tensors_hooks, m)?)?;
     Ok(())
+}
+
+/// A hook registered while a tape is captured would sit on the capture
+/// call's node or tensor, not on a replay's: such a call has no replay rule.
+pub(crate) fn no_hooks_in_capture() {
+    if super::capture::active() {
+        super::capture::no_rule("register_hook");
+    }
 }

@@ -63,9 +63,9 @@ op_table! {
     unary       lgamma()             [method function inplace(lgamma_)] = ops::lgamma, "Returns a new tensor with the natural logarithm of the absolute gamma function of the elements of `input`.";
     unary       digamma()            [method function inplace(digamma_)] = ops::digamma, "Returns a new tensor with the digamma function (the derivative of lgamma) of the elements of `input`.";
     unary       i0()                 [method function inplace(i0_)] = ops::i0, "Returns a new tensor with the modified Bessel function of the first kind of order 0 of the elements of `input`.";
-    unary       special_i0e()        [function] = ops::special_i0e, "The exponentially scaled modified Bessel function exp(-|x|) I0(x) of the elements of `input` (`special.i0e`).";
+    unary       special_i0e()        [function] = ops::special_i0e, "The exponentially scaled modified Bessel function exp(-abs(x)) I0(x) of the elements of `input` (`special.i0e`).";
     unary       special_i1()         [function] = ops::special_i1, "The modified Bessel function of the first kind of order 1 of the elements of `input` (`special.i1`).";
-    unary       special_i1e()        [function] = ops::special_i1e, "The exponentially scaled modified Bessel function exp(-|x|) I1(x) of the elements of `input` (`special.i1e`).";
+    unary       special_i1e()        [function] = ops::special_i1e, "The exponentially scaled modified Bessel function exp(-abs(x)) I1(x) of the elements of `input` (`special.i1e`).";
     unary       special_ndtri()      [function] = ops::special_ndtri, "The inverse of the standard normal distribution function of the elements of `input` (`special.ndtri`).";
     unary       special_erfcx()      [function] = ops::special_erfcx, "The scaled complementary error function exp(x^2) erfc(x) of the elements of `input` (`special.erfcx`).";
     unary       special_log_ndtr()   [function] = ops::special_log_ndtr, "The logarithm of the standard normal distribution function of the elements of `input`, without underflow (`special.log_ndtr`).";

@@ -4,7 +4,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::errors::guard_nogil;
+use super::errors::enter;
 use super::tensor::PyTensor;
 use crate::kernels::optim::Rule;
 use crate::tensor::Tensor;
@@ -137,7 +137,8 @@ fn _foreach_optim(
         .iter()
         .map(|r| r.first().map_or(0, |t| t.numel()))
         .sum();
-    guard_nogil(py, work, || {
+    // Replayed as part of the optimizer's `step`, which the tape calls.
+    enter(py, "_foreach_optim", work, || {
         crate::ops::optim::foreach_step(&r, &rows, &per)
     })
 }

@@ -9,9 +9,9 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
+use super::capture::{self, run, Outs};
 use super::convert::{int_arg, parse_size, seq_of_ints, to_shape};
 use super::dtype::opt_dtype;
-use super::errors::{guard, guard_nogil};
 use super::tensor::{wrap, PyTensor};
 use crate::ops;
 use crate::random::{self as rng, CpuGenerator, GenRef};
@@ -93,7 +93,7 @@ fn state_tensor(g: &CpuGenerator) -> Tensor {
     Tensor::from_vec(bytes, Shape::from_slice(&[n]))
 }
 
-fn set_state_from(g: &GenRef, state: &Bound<'_, PyAny>) -> PyResult<()> {
+fn set_state_from(py: Python<'_>, g: &GenRef, state: &Bound<'_, PyAny>) -> PyResult<()> {
     let t = state.cast::<PyTensor>().map_err(|_| {
         PyTypeError::new_err(format!(
             "expected a torch.ByteTensor, but got {}",
@@ -113,14 +113,28 @@ fn set_state_from(g: &GenRef, state: &Bound<'_, PyAny>) -> PyResult<()> {
             t.dtype().scalar_name()
         )));
     }
-    let vals = t.to_vec::<i64>();
-    if vals.iter().any(|v| !(0..=255).contains(v)) {
-        return Err(PyRuntimeError::new_err(
-            "RNG state values must be bytes in [0, 255]",
-        ));
-    }
-    let bytes: Vec<u8> = vals.into_iter().map(|v| v as u8).collect();
-    guard(|| g.lock().set_state(&bytes))
+    // The state tensor is an input: a replay restores whatever it holds then.
+    let g = Arc::clone(g);
+    run::<Vec<Tensor>, _>(py, 0, "set_rng_state", &[t], &[], move |t, _| {
+        let vals = t[0].to_vec::<i64>();
+        if vals.iter().any(|v| !(0..=255).contains(v)) {
+            return Err(crate::Error::runtime(
+                "RNG state values must be bytes in [0, 255]",
+            ));
+        }
+        let bytes: Vec<u8> = vals.into_iter().map(|v| v as u8).collect();
+        g.lock().set_state(&bytes)?;
+        Ok(Vec::new())
+    })
+    .map(drop)
+}
+
+/// The state of `g` as a new tensor (recorded: a replay reads the state then).
+fn get_state_of(py: Python<'_>, g: &GenRef) -> PyResult<Py<PyAny>> {
+    let g = Arc::clone(g);
+    capture::run_op(py, 0, "get_rng_state", &[], &[], move |_, _| {
+        Ok(state_tensor(&g.lock()))
+    })
 }
 
 #[pymethods]
@@ -140,33 +154,38 @@ impl PyGenerator {
         seed: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, Self>> {
         let s = unpack_seed(seed)?;
-        slf.get().g.lock().set_seed(s);
+        let g = Arc::clone(&slf.get().g);
+        capture::run_effect(slf.py(), "Generator.manual_seed", move || {
+            g.lock().set_seed(s);
+            Ok(())
+        })?;
         Ok(slf.clone())
     }
 
     /// Seeds the generator from the OS's entropy and returns the seed.
     fn seed(&self) -> u64 {
+        capture::refuse_read("Generator.seed");
         let s = os_seed();
         self.g.lock().set_seed(s);
         s
     }
 
     fn initial_seed(&self) -> u64 {
+        capture::refuse_read("Generator.initial_seed");
         self.g.lock().initial_seed()
     }
 
     /// The state as PyTorch's 5056 `CPUGeneratorImplState` bytes, a uint8
     /// tensor (PyTorch's ByteTensor).
     fn get_state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let t = state_tensor(&self.g.lock());
-        wrap(py, t)
+        get_state_of(py, &self.g)
     }
 
     fn set_state<'py>(
         slf: &Bound<'py, Self>,
         new_state: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, Self>> {
-        set_state_from(&slf.get().g, new_state)?;
+        set_state_from(slf.py(), &slf.get().g, new_state)?;
         Ok(slf.clone())
     }
 
@@ -185,7 +204,7 @@ impl PyGenerator {
     }
 
     fn __setstate__(slf: &Bound<'_, Self>, state: &Bound<'_, PyAny>) -> PyResult<()> {
-        set_state_from(&slf.get().g, state)
+        set_state_from(slf.py(), &slf.get().g, state)
     }
 
     fn __getnewargs__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
@@ -224,26 +243,40 @@ fn alloc_shape(dims: &[i64], dtype: DType) -> PyResult<Shape> {
     Ok(shape)
 }
 
-fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyAny>> {
-    if requires_grad {
-        if !t.dtype().is_float() {
-            return Err(PyRuntimeError::new_err(
-                "Only Tensors of floating point and complex dtype can require gradients",
-            ));
-        }
-        t.set_requires_grad(true)?;
+/// Refuses `requires_grad` for a sampled tensor of an integer dtype.
+fn check_grad(dt: DType, requires_grad: bool) -> PyResult<()> {
+    if requires_grad && !dt.is_float() {
+        return Err(PyRuntimeError::new_err(
+            "Only Tensors of floating point and complex dtype can require gradients",
+        ));
     }
-    wrap(py, t)
+    Ok(())
 }
 
-/// Draws under the generator's lock with the GIL released for big outputs.
-pub(super) fn draw<T: Send>(
+/// A sampled tensor, a leaf that requires grad if asked.
+fn leaf(t: Tensor, requires_grad: bool) -> crate::Result<Tensor> {
+    if requires_grad {
+        t.set_requires_grad(true)?;
+    }
+    Ok(t)
+}
+
+/// Draws `f` under the generator's lock (the default one for `None`) with the
+/// GIL released for big outputs. It is the op's replay rule too: a replay
+/// draws again from the same generator, so values and the generator's state
+/// follow eager exactly. `ins` are the tensors `f` reads (probabilities,
+/// means).
+pub(super) fn draw<R: Outs>(
     py: Python<'_>,
+    name: &'static str,
     work: usize,
     gen: Option<GenRef>,
-    f: impl FnOnce(&mut CpuGenerator) -> crate::Result<T> + Send,
-) -> PyResult<T> {
-    guard_nogil(py, work, || rng::with_gen(gen.as_ref(), f))
+    ins: &[&Tensor],
+    f: impl Fn(&mut CpuGenerator, &[&Tensor]) -> crate::Result<R> + Send + Sync + 'static,
+) -> PyResult<R> {
+    run(py, work, name, ins, &[], move |t, _| {
+        rng::with_gen(gen.as_ref(), |g| f(g, t))
+    })
 }
 
 /// The shared arguments of `rand` and `randn`: a float tensor of the given size
@@ -261,8 +294,11 @@ impl FloatFactory<'_, '_> {
     fn draw(
         self,
         py: Python<'_>,
-        name: &str,
-        sample: impl FnOnce(&mut CpuGenerator, Shape, DType) -> crate::Result<Tensor> + Send,
+        name: &'static str,
+        sample: impl Fn(&mut CpuGenerator, Shape, DType) -> crate::Result<Tensor>
+            + Send
+            + Sync
+            + 'static,
     ) -> PyResult<Py<PyAny>> {
         let target = crate::py::device::target(self.device)?;
         let gen = gen_arg(self.generator, name)?;
@@ -272,8 +308,12 @@ impl FloatFactory<'_, '_> {
             return crate::py::device::meta_tensor(py, &shape, dt, self.requires_grad);
         }
         let n = numel(&shape);
-        let t = draw(py, n, gen, |g| sample(g, shape, dt))?;
-        finish(py, t, self.requires_grad)
+        let rg = self.requires_grad;
+        check_grad(dt, rg)?;
+        let t = draw(py, name, n, gen, &[], move |g, _| {
+            leaf(sample(g, shape.clone(), dt)?, rg)
+        })?;
+        wrap(py, t)
     }
 }
 
@@ -394,8 +434,14 @@ fn randint(
         return crate::py::device::meta_tensor(py, &shape, dt, requires_grad);
     }
     let n = numel(&shape);
-    let t = draw(py, n, gen, |g| Ok(rng::randint(g, low, range, shape, dt)))?;
-    finish(py, t, requires_grad)
+    check_grad(dt, requires_grad)?;
+    let t = draw(py, "randint", n, gen, &[], move |g, _| {
+        leaf(
+            rng::randint(g, low, range, shape.clone(), dt),
+            requires_grad,
+        )
+    })?;
+    wrap(py, t)
 }
 
 /// `randperm(n)`: a random permutation of `0..n`, as PyTorch's `randperm_cpu`.
@@ -440,24 +486,33 @@ fn randperm(
     if target == crate::py::device::Target::Meta {
         return crate::py::device::meta_tensor(py, &shape, dt, requires_grad);
     }
-    let t = draw(py, n as usize, gen, |g| {
+    check_grad(dt, requires_grad)?;
+    let t = draw(py, "randperm", n as usize, gen, &[], move |g, _| {
         let p = rng::randperm(g, n as usize);
-        Ok(ops::cast_data(&Tensor::from_vec(p, shape), dt))
+        leaf(
+            ops::cast_data(&Tensor::from_vec(p, shape.clone()), dt),
+            requires_grad,
+        )
     })?;
-    finish(py, t, requires_grad)
+    wrap(py, t)
 }
 
 /// Seeds the default generator (PyTorch's Mersenne Twister) and returns it.
 #[pyfunction]
 fn manual_seed(py: Python<'_>, seed: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let s = unpack_seed(seed)?;
-    rng::manual_seed(s);
+    // Recorded: each replay seeds the generator again at the same point.
+    capture::run_effect(py, "manual_seed", move || {
+        rng::manual_seed(s);
+        Ok(())
+    })?;
     default_generator_obj(py)
 }
 
 /// Seeds the default generator from the OS's entropy and returns the seed.
 #[pyfunction]
 fn seed() -> u64 {
+    capture::refuse_read("seed");
     let s = os_seed();
     rng::manual_seed(s);
     s
@@ -466,20 +521,20 @@ fn seed() -> u64 {
 /// The seed the default generator was last seeded with.
 #[pyfunction]
 fn initial_seed() -> u64 {
+    capture::refuse_read("initial_seed");
     rng::default_generator().lock().initial_seed()
 }
 
 /// The default generator's state, in PyTorch's 5056-byte layout (a uint8 tensor).
 #[pyfunction]
 fn get_rng_state(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    let t = state_tensor(&rng::default_generator().lock());
-    wrap(py, t)
+    get_state_of(py, rng::default_generator())
 }
 
 /// Restores the default generator's state from `get_rng_state()`.
 #[pyfunction]
 fn set_rng_state(new_state: &Bound<'_, PyAny>) -> PyResult<()> {
-    set_state_from(rng::default_generator(), new_state)
+    set_state_from(new_state.py(), rng::default_generator(), new_state)
 }
 
 static DEFAULT_OBJ: pyo3::sync::PyOnceLock<Py<PyGenerator>> = pyo3::sync::PyOnceLock::new();
@@ -541,8 +596,14 @@ fn normal(
         let dt = opt_dtype(dtype)?.unwrap_or(DType::default_float());
         let shape = alloc_shape(&seq_of_ints(size)?, dt)?;
         let n = numel(&shape);
-        let t = draw(py, n, gen, |g| rng::normal(g, shape, dt, m, s, true))?;
-        return finish(py, t, requires_grad);
+        check_grad(dt, requires_grad)?;
+        let t = draw(py, "normal", n, gen, &[], move |g, _| {
+            leaf(
+                rng::normal(g, shape.clone(), dt, m, s, true)?,
+                requires_grad,
+            )
+        })?;
+        return wrap(py, t);
     }
     // Tensor arguments, as PyTorch's `normal_out_impl`: a number `std` is
     // drawn with (`normal_(0, std)`), a tensor one multiplies N(0, 1)
@@ -573,21 +634,28 @@ fn normal(
         None => float_arg(mean)?,
     };
     let n = numel(&shape);
-    let z = draw(py, n, gen, |g| {
-        rng::normal(g, shape, dt, 0.0, scalar_std, true)
-    })?;
-    let t = guard(|| {
+    check_grad(dt, requires_grad)?;
+    // The tensor arguments are inputs of the entry: the mean, then the std.
+    let (has_mean, has_std) = (mean_t.is_some(), std_t.is_some());
+    let ins: Vec<&Tensor> = mean_t.iter().chain(std_t.iter()).collect();
+    let t = draw(py, "normal", n, gen, &ins, move |g, t| {
+        let z = rng::normal(g, shape.clone(), dt, 0.0, scalar_std, true)?;
         let _g = crate::autograd::GradModeGuard::new(false);
-        let scaled = match &std_t {
+        let (m, s) = (
+            has_mean.then(|| t[0]),
+            has_std.then(|| t[has_mean as usize]),
+        );
+        let scaled = match s {
             Some(s) => ops::mul(&z, s)?,
             None => z,
         };
-        match &mean_t {
-            Some(m) => ops::add(&scaled, m),
-            None => ops::add(&scaled, &Tensor::scalar_of(mean_scalar, dt)),
-        }
+        let out = match m {
+            Some(m) => ops::add(&scaled, m)?,
+            None => ops::add(&scaled, &Tensor::scalar_of(mean_scalar, dt))?,
+        };
+        leaf(out, requires_grad)
     })?;
-    finish(py, t, requires_grad)
+    wrap(py, t)
 }
 
 /// `bernoulli(input, p=None)`: 1 with probability `input` (or `p`) per element.
@@ -601,14 +669,16 @@ pub(super) fn bernoulli(
     out: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let _ = out;
-    let t = input.get().t.clone();
+    let t = &input.get().t;
     let gen = gen_arg(generator, "bernoulli")?;
     let n = t.numel();
     let r = match p {
-        Some(p) => draw(py, n, gen, |g| {
-            rng::bernoulli_scalar(g, t.shape(), t.dtype(), p)
+        Some(p) => draw(py, "bernoulli", n, gen, &[t], move |g, t| {
+            rng::bernoulli_scalar(g, t[0].shape(), t[0].dtype(), p)
         })?,
-        None => draw(py, n, gen, |g| rng::bernoulli_tensor(g, &t, t.dtype()))?,
+        None => draw(py, "bernoulli", n, gen, &[t], |g, t| {
+            rng::bernoulli_tensor(g, t[0], t[0].dtype())
+        })?,
     };
     wrap(py, r)
 }
@@ -649,18 +719,35 @@ pub(super) fn multinomial_impl(
             "cannot sample n_sample > prob_dist.size(-1) samples without replacement",
         ));
     }
+    let work = rows.saturating_mul(ns.max(k));
+    let out = draw(py, "multinomial", work, gen, &[t], move |g, t| {
+        multinomial_draw(g, t[0], rows, k, ns, replacement)
+    })?;
+    wrap(py, out)
+}
+
+/// The draws of `multinomial` from the `rows` x `k` probabilities `t`
+/// (checked here, as their values are only known now).
+fn multinomial_draw(
+    g: &mut CpuGenerator,
+    t: &Tensor,
+    rows: usize,
+    k: usize,
+    ns: usize,
+    replacement: bool,
+) -> crate::Result<Tensor> {
     let vals = t.to_vec::<f64>();
     let row_sums: Vec<f64> = vals
         .chunks_exact(k.max(1))
         .map(|r| r.iter().sum())
         .collect();
     if vals.iter().any(|v| !v.is_finite() || *v < 0.0) {
-        return Err(PyRuntimeError::new_err(
+        return Err(crate::Error::runtime(
             "probability tensor contains either `inf`, `nan` or element < 0",
         ));
     }
     if k == 0 || row_sums.iter().any(|s| *s <= 0.0) {
-        return Err(PyRuntimeError::new_err(
+        return Err(crate::Error::runtime(
             "invalid multinomial distribution (sum of probabilities <= 0)",
         ));
     }
@@ -670,23 +757,18 @@ pub(super) fn multinomial_impl(
         Shape::from_slice(&[ns])
     };
     checked_storage_numel(&out_shape, 8)?;
+    let dt = t.dtype();
     let idx: Vec<i64> = if replacement && ns > 1 {
-        let dt = t.dtype();
-        draw(py, rows.saturating_mul(ns), gen, |g| {
-            Ok(if dt == DType::F32 {
-                rng::multinomial_with_replacement(g, &t.to_vec::<f32>(), k, ns)
-            } else {
-                rng::multinomial_with_replacement(g, &vals, k, ns)
-            })
-        })?
+        if dt == DType::F32 {
+            rng::multinomial_with_replacement(g, &t.to_vec::<f32>(), k, ns)
+        } else {
+            rng::multinomial_with_replacement(g, &vals, k, ns)
+        }
     } else {
         // PyTorch's fast path (no replacement, or a single draw): the top
         // `ns` of p / q with q ~ Exponential(1), which is sampling without
         // replacement by the Gumbel-max argument.
-        let dt = t.dtype();
-        let q = draw(py, rows * k, gen, |g| {
-            rng::exponential(g, t.shape(), dt, 1.0)
-        })?;
+        let q = rng::exponential(g, t.shape(), dt, 1.0)?;
         let ratio: Vec<f64> = if dt == DType::F32 {
             let p = t.to_vec::<f32>();
             p.iter()
@@ -713,7 +795,7 @@ pub(super) fn multinomial_impl(
         }
         out
     };
-    wrap(py, Tensor::from_vec(idx, out_shape))
+    Ok(Tensor::from_vec(idx, out_shape))
 }
 
 /// `multinomial(input, num_samples, replacement=False)`: indices drawn from
@@ -757,16 +839,24 @@ fn _random_like(
             let t = &crate::py::dispatch::tensor_arg(input, "*_like", "input", 1)?
                 .get()
                 .t;
-            let shape = t.shape();
             let dt = opt_dtype(dtype)?.unwrap_or(t.dtype());
             let gen = gen_arg(generator, kind)?;
-            let n = numel(&shape);
+            let n = t.numel();
+            check_grad(dt, requires_grad)?;
+            let rg = requires_grad;
+            // The input is an input of the entry: its shape is read on each replay.
             let out = match kind {
-                "rand" => draw(py, n, gen, |g| rng::uniform(g, shape, dt, 0.0, 1.0))?,
-                "randn" => draw(py, n, gen, |g| rng::normal(g, shape, dt, 0.0, 1.0, true))?,
+                "rand" => draw(py, "rand_like", n, gen, &[t], move |g, t| {
+                    leaf(rng::uniform(g, t[0].shape(), dt, 0.0, 1.0)?, rg)
+                })?,
+                "randn" => draw(py, "randn_like", n, gen, &[t], move |g, t| {
+                    leaf(rng::normal(g, t[0].shape(), dt, 0.0, 1.0, true)?, rg)
+                })?,
                 "randint" => {
                     let range = check_range(low, high)?;
-                    draw(py, n, gen, |g| Ok(rng::randint(g, low, range, shape, dt)))?
+                    draw(py, "randint_like", n, gen, &[t], move |g, t| {
+                        leaf(rng::randint(g, low, range, t[0].shape(), dt), rg)
+                    })?
                 }
                 other => {
                     return Err(PyRuntimeError::new_err(format!(
@@ -774,7 +864,7 @@ fn _random_like(
                     )))
                 }
             };
-            finish(py, out, requires_grad)
+            wrap(py, out)
         }
     )
 }
@@ -789,10 +879,13 @@ fn _standard_gamma(
     input: &Bound<'_, PyTensor>,
     generator: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let t = input.get().t.clone();
+    let t = &input.get().t;
     let gen = gen_arg(generator, "_standard_gamma")?;
-    let x = draw(py, t.numel(), gen, |g| rng::standard_gamma(g, &t))?;
-    ops::record_standard_gamma(&t, &x);
+    let x = draw(py, "_standard_gamma", t.numel(), gen, &[t], |g, t| {
+        let x = rng::standard_gamma(g, t[0])?;
+        ops::record_standard_gamma(t[0], &x);
+        Ok(x)
+    })?;
     wrap(py, x)
 }
 
@@ -804,12 +897,18 @@ fn _standard_gamma_grad(
     input: &Bound<'_, PyTensor>,
     output: &Bound<'_, PyTensor>,
 ) -> PyResult<Py<PyAny>> {
-    let (a, x) = (input.get().t.clone(), output.get().t.clone());
-    let r = guard(|| {
-        let _g = crate::autograd::GradModeGuard::new(false);
-        ops::standard_gamma_grad(&a, &x)
-    })?;
-    wrap(py, r)
+    let (a, x) = (&input.get().t, &output.get().t);
+    capture::run_op(
+        py,
+        a.numel(),
+        "_standard_gamma_grad",
+        &[a, x],
+        &[],
+        |t, _| {
+            let _g = crate::autograd::GradModeGuard::new(false);
+            ops::standard_gamma_grad(t[0], t[1])
+        },
+    )
 }
 
 /// Dirichlet samples as ATen's `_sample_dirichlet` makes them, and the double
@@ -826,30 +925,32 @@ fn dirichlet_draw(
         ));
     }
     let gen = gen_arg(generator, "_sample_dirichlet")?;
-    let gam = draw(py, t.numel(), gen, |g| rng::dirichlet_gammas(g, &t))?;
-    let shape = t.shape();
-    let k = shape[shape.len() - 1].max(1);
-    let mut x = Vec::with_capacity(gam.len());
-    for row in gam.chunks(k) {
-        let total: f64 = row.iter().sum();
-        x.extend(row.iter().map(|v| v / total));
-    }
-    let x = if t.dtype() == DType::F32 {
-        let below_one = 1.0f32 - f32::EPSILON / 2.0;
-        let v: Vec<f32> = x
-            .iter()
-            .map(|&v| (v as f32).max(f32::MIN_POSITIVE).min(below_one))
-            .collect();
-        Tensor::from_vec(v, shape.clone())
-    } else {
-        let below_one = 1.0f64 - f64::EPSILON / 2.0;
-        let v: Vec<f64> = x
-            .iter()
-            .map(|&v| v.max(f64::MIN_POSITIVE).min(below_one))
-            .collect();
-        Tensor::from_vec(v, shape.clone())
-    };
-    Ok((x, Tensor::from_vec(gam, shape)))
+    draw(py, "_sample_dirichlet", t.numel(), gen, &[&t], |g, t| {
+        let gam = rng::dirichlet_gammas(g, t[0])?;
+        let (t, shape) = (t[0], t[0].shape());
+        let k = shape[shape.len() - 1].max(1);
+        let mut x = Vec::with_capacity(gam.len());
+        for row in gam.chunks(k) {
+            let total: f64 = row.iter().sum();
+            x.extend(row.iter().map(|v| v / total));
+        }
+        let x = if t.dtype() == DType::F32 {
+            let below_one = 1.0f32 - f32::EPSILON / 2.0;
+            let v: Vec<f32> = x
+                .iter()
+                .map(|&v| (v as f32).max(f32::MIN_POSITIVE).min(below_one))
+                .collect();
+            Tensor::from_vec(v, shape.clone())
+        } else {
+            let below_one = 1.0f64 - f64::EPSILON / 2.0;
+            let v: Vec<f64> = x
+                .iter()
+                .map(|&v| v.max(f64::MIN_POSITIVE).min(below_one))
+                .collect();
+            Tensor::from_vec(v, shape.clone())
+        };
+        Ok((x, Tensor::from_vec(gam, shape)))
+    })
 }
 
 /// `_sample_dirichlet(input)`: one Dirichlet sample per row of concentrations.
@@ -902,7 +1003,9 @@ fn binomial(
         )));
     }
     let gen = gen_arg(generator, "binomial")?;
-    let r = draw(py, n.numel(), gen, |g| rng::binomial(g, &n, &p))?;
+    let r = draw(py, "binomial", n.numel(), gen, &[&n, &p], |g, t| {
+        rng::binomial(g, t[0], t[1])
+    })?;
     wrap(py, r)
 }
 
@@ -914,9 +1017,11 @@ fn poisson(
     input: &Bound<'_, PyTensor>,
     generator: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let t = input.get().t.clone();
+    let t = &input.get().t;
     let gen = gen_arg(generator, "poisson")?;
-    let r = draw(py, t.numel(), gen, |g| rng::poisson(g, &t))?;
+    let r = draw(py, "poisson", t.numel(), gen, &[t], |g, t| {
+        rng::poisson(g, t[0])
+    })?;
     wrap(py, r)
 }
 

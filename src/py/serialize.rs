@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::errors::{external, guard_nogil};
+use super::errors::{enter, external, read};
 use super::tensor::{wrap, PyTensor};
 use crate::error::Error;
 use crate::serialize::{self, Entry, SerError};
@@ -37,14 +37,14 @@ fn _st_write(
     let total = serialize::total_len(header, &ts);
     match path {
         Some(p) => {
-            guard_nogil(py, total, || {
+            read(py, "save", total, || {
                 serialize::write_file(&p, header, &ts, sync).map_err(|e| core_err(SerError::Io(e)))
             })?;
             Ok(None)
         }
         None => {
             let bytes = PyBytes::new_with(py, total, |mut buf| {
-                guard_nogil(py, total, move || {
+                read(py, "save", total, move || {
                     serialize::write_all(&mut buf, header, &ts)
                         .map_err(|e| core_err(SerError::Io(e)))
                 })
@@ -84,7 +84,7 @@ fn _st_read(
     }
     let tensors = if let Ok(data) = source.cast::<PyBytes>() {
         let data = data.as_bytes();
-        guard_nogil(py, work, || {
+        enter(py, "load", work, || {
             serialize::read_bytes(data, &es).map_err(core_err)
         })?
     } else {
@@ -92,7 +92,7 @@ fn _st_read(
         // bytes read here come from the same open file, even if the path is
         // replaced meanwhile.
         let fd: i32 = source.extract()?;
-        guard_nogil(py, work, || {
+        enter(py, "load", work, || {
             // SAFETY: borrowed for this call only; ManuallyDrop never closes it.
             let file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
             if mmap {
@@ -113,7 +113,7 @@ fn _crc32c(py: Python<'_>, tensors: Vec<PyRef<'_, PyTensor>>) -> PyResult<Vec<u3
     let ts: Vec<Tensor> = tensors.iter().map(|t| t.t.clone()).collect();
     drop(tensors);
     let work = ts.iter().map(|t| t.numel()).sum();
-    guard_nogil(py, work, || Ok(serialize::crc32c_of(&ts)))
+    read(py, "save", work, || Ok(serialize::crc32c_of(&ts)))
 }
 
 /// The CRC-32C of a bytes object (a checkpoint's header).

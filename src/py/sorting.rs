@@ -3,24 +3,30 @@
 
 use pyo3::prelude::*;
 
+use super::capture::{run, run_op};
 use super::dispatch::tensor_arg;
-use super::errors::guard_nogil;
-use super::tensor::{return_pair, wrap, PyTensor};
+use super::tensor::{return_pair, PyTensor};
 use crate::ops;
 use crate::tensor::Tensor;
 
 fn sort_pair(py: Python<'_>, t: &Tensor, dim: i64, descending: bool) -> PyResult<Py<PyAny>> {
-    let (v, i) = guard_nogil(py, t.numel(), || ops::sort(t, dim, descending))?;
+    let (v, i) = run(py, t.numel(), "sort", &[t], &[], move |t, _| {
+        ops::sort(t[0], dim, descending)
+    })?;
     return_pair(py, "sort", v, i)
 }
 
 fn topk_pair(py: Python<'_>, t: &Tensor, k: i64, dim: i64, largest: bool) -> PyResult<Py<PyAny>> {
-    let (v, i) = guard_nogil(py, t.numel(), || ops::topk(t, k, dim, largest))?;
+    let (v, i) = run(py, t.numel(), "topk", &[t], &[], move |t, _| {
+        ops::topk(t[0], k, dim, largest)
+    })?;
     return_pair(py, "topk", v, i)
 }
 
 fn kth_pair(py: Python<'_>, t: &Tensor, k: i64, dim: i64, keepdim: bool) -> PyResult<Py<PyAny>> {
-    let (v, i) = guard_nogil(py, t.numel(), || ops::kthvalue(t, k, dim, keepdim))?;
+    let (v, i) = run(py, t.numel(), "kthvalue", &[t], &[], move |t, _| {
+        ops::kthvalue(t[0], k, dim, keepdim)
+    })?;
     return_pair(py, "kthvalue", v, i)
 }
 
@@ -32,12 +38,13 @@ fn median_any(
     ignore_nan: bool,
 ) -> PyResult<Py<PyAny>> {
     match dim {
-        None => wrap(
-            py,
-            guard_nogil(py, t.numel(), || ops::median_all(t, ignore_nan))?,
-        ),
+        None => run_op(py, t.numel(), "median", &[t], &[], move |t, _| {
+            ops::median_all(t[0], ignore_nan)
+        }),
         Some(d) => {
-            let (v, i) = guard_nogil(py, t.numel(), || ops::median_dim(t, d, keepdim, ignore_nan))?;
+            let (v, i) = run(py, t.numel(), "median", &[t], &[], move |t, _| {
+                ops::median_dim(t[0], d, keepdim, ignore_nan)
+            })?;
             return_pair(py, if ignore_nan { "nanmedian" } else { "median" }, v, i)
         }
     }
@@ -69,18 +76,21 @@ impl PyTensor {
         stable: bool,
     ) -> PyResult<Py<PyAny>> {
         let _ = stable;
-        wrap(
+        run_op(
             py,
-            guard_nogil(py, self.t.numel(), || {
-                ops::argsort(&self.t, dim, descending)
-            })?,
+            self.t.numel(),
+            "argsort",
+            &[&self.t],
+            &[],
+            move |t, _| ops::argsort(t[0], dim, descending),
         )
     }
 
     /// The elements sorted along the first dimension (`sort(0).values`).
     fn msort(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let (v, _) = guard_nogil(py, self.t.numel(), || ops::sort(&self.t, 0, false))?;
-        wrap(py, v)
+        run_op(py, self.t.numel(), "msort", &[&self.t], &[], |t, _| {
+            Ok(ops::sort(t[0], 0, false)?.0)
+        })
     }
 
     /// The `k` largest (or, with `largest=False`, smallest) elements along

@@ -1,8 +1,9 @@
 //! The machinery of the op table (`ops_table.rs`): one line per regular op
 //! expands to its `Tensor` method, its `ferrograd.` function, its in-place
-//! `_` variant and its registration, all calling the op through
-//! `tensor::run` (one GIL policy, one error mapping). candle's `unary_op!`
-//! and PyTorch's `derivatives.yaml` are the models. `tools/gen_stub.py`
+//! `_` variant and its registration, all entering the core through
+//! `capture::run_op` (one GIL policy, one error mapping, recorded for
+//! `ferrograd.compile`). candle's `unary_op!` and PyTorch's
+//! `derivatives.yaml` are the models. `tools/gen_stub.py`
 //! reads the same lines to write `_C.pyi`, so the table's syntax is fixed:
 //!
 //! ```text
@@ -73,6 +74,7 @@ macro_rules! op_table {
             #[doc = $doc]
             pub(crate) fn $name(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
                 let a = &self.t;
+                autocast!(stringify!($name), a);
                 $crate::py::capture::run_op(py, a.numel(), stringify!($name), &[a], &[], |t, _| $op(t[0]))
             }
         }
@@ -93,6 +95,7 @@ macro_rules! op_table {
             #[doc = $doc]
             pub(crate) fn $name(&self, py: Python<'_>, $arg: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
                 let (a, b) = (&self.t, &$arg.get().t);
+                autocast!(stringify!($name), a, b);
                 $crate::py::capture::run_op(py, product_work(a, b), stringify!($name), &[a, b], &[], |t, _| $op(t[0], t[1]))
             }
         }
@@ -124,6 +127,7 @@ macro_rules! op_table {
         pub fn $name(py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
             dispatching!(py, stringify!($name), (input), {
                 let a = &$crate::py::dispatch::tensor_arg(input, stringify!($name), "input", 1)?.get().t;
+                autocast!(stringify!($name), a);
                 $crate::py::capture::run_op(py, a.numel(), stringify!($name), &[a], &[], |t, _| $op(t[0]))
             })
         }
@@ -139,6 +143,7 @@ macro_rules! op_table {
             dispatching!(py, stringify!($name), (input, $arg), {
                 let a = lhs(input, $arg)?;
                 let b = to_tensor_like($arg, Some(&a))?;
+                autocast!(stringify!($name), a, b);
                 $crate::py::capture::run_op(py, product_work(&a, &b), stringify!($name), &[&a, &b], &[], |t, _| $op(t[0], t[1]))
             })
         }

@@ -5,8 +5,8 @@
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use super::errors::guard;
-use super::random::{bernoulli, check_range, draw, float_arg, gen_arg, multinomial_impl};
+use super::capture::run_inplace;
+use super::random::{bernoulli, check_range, float_arg, gen_arg, multinomial_impl};
 use super::tensor::PyTensor;
 use crate::ops;
 use crate::random as rng;
@@ -29,25 +29,29 @@ impl PyTensor {
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let _op = crate::tensor::write_op("bernoulli_");
-        let t = self_t(slf).clone();
+        let t = self_t(slf);
         let gen = gen_arg(generator, "bernoulli_")?;
         let n = t.numel();
         let py = slf.py();
-        let v = match p {
+        match p {
             Some(pt) if pt.cast::<PyTensor>().is_ok() => {
-                let pt = pt.cast::<PyTensor>().unwrap().get().t.clone();
-                let pe = guard(|| ops::expand(&pt, &t.shape()))?;
-                let pe = rng::to_memory_order(&t, &pe);
-                draw(py, n, gen, |g| rng::bernoulli_tensor(g, &pe, t.dtype()))?
+                let pt = &pt.cast::<PyTensor>().unwrap().get().t;
+                run_inplace(py, n, "bernoulli_", &[t, pt], &[], move |t, _| {
+                    let pe = ops::expand(t[1], &t[0].shape())?;
+                    let pe = rng::to_memory_order(t[0], &pe);
+                    let v = rng::with_gen(gen.as_ref(), |g| {
+                        rng::bernoulli_tensor(g, &pe, t[0].dtype())
+                    })?;
+                    ops::overwrite_sampled(t[0], v)
+                })?;
             }
             other => {
                 let p = other.map(float_arg).transpose()?.unwrap_or(0.5);
-                draw(py, n, gen, |g| {
+                sample_into(py, t, "bernoulli_", gen, move |g, t| {
                     rng::bernoulli_scalar(g, t.shape(), t.dtype(), p)
-                })?
+                })?;
             }
-        };
-        guard(|| ops::overwrite_sampled(&t, v))?;
+        }
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -72,25 +76,26 @@ impl PyTensor {
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let _op = crate::tensor::write_op("random_");
-        let t = self_t(slf).clone();
+        let t = self_t(slf);
         let gen = gen_arg(generator, "random_")?;
-        let n = t.numel();
         let py = slf.py();
-        let (shape, dt) = (t.shape(), t.dtype());
-        let v = match (from_, to) {
-            (None, None) => draw(py, n, gen, |g| Ok(rng::random_full(g, shape, dt)))?,
-            (Some(hi), None) => {
+        match (from_, to) {
+            (None, None) => sample_into(py, t, "random_", gen, |g, t| {
+                Ok(rng::random_full(g, t.shape(), t.dtype()))
+            })?,
+            (lo, hi) => {
                 // `random_(to)`: [0, to).
-                let range = check_range(0, hi)?;
-                draw(py, n, gen, |g| Ok(rng::randint(g, 0, range, shape, dt)))?
-            }
-            (lo, Some(hi)) => {
-                let lo = lo.unwrap_or(0);
+                let (lo, hi) = match (lo, hi) {
+                    (Some(hi), None) => (0, hi),
+                    (lo, Some(hi)) => (lo.unwrap_or(0), hi),
+                    (None, None) => unreachable!(),
+                };
                 let range = check_range(lo, hi)?;
-                draw(py, n, gen, |g| Ok(rng::randint(g, lo, range, shape, dt)))?
+                sample_into(py, t, "random_", gen, move |g, t| {
+                    Ok(rng::randint(g, lo, range, t.shape(), t.dtype()))
+                })?
             }
-        };
-        guard(|| ops::overwrite_sampled(&t, v))?;
+        }
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -102,12 +107,11 @@ impl PyTensor {
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let _op = crate::tensor::write_op("exponential_");
-        let t = self_t(slf).clone();
+        let t = self_t(slf);
         let gen = gen_arg(generator, "exponential_")?;
-        let v = draw(slf.py(), t.numel(), gen, |g| {
+        sample_into(slf.py(), t, "exponential_", gen, move |g, t| {
             rng::exponential(g, t.shape(), t.dtype(), lambd)
         })?;
-        guard(|| ops::overwrite_sampled(&t, v))?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -120,12 +124,11 @@ impl PyTensor {
         sigma: f64,
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let t = self_t(slf).clone();
+        let t = self_t(slf);
         let gen = gen_arg(generator, "cauchy_")?;
-        let v = draw(slf.py(), t.numel(), gen, |g| {
+        sample_into(slf.py(), t, "cauchy_", gen, move |g, t| {
             rng::cauchy(g, t.shape(), t.dtype(), median, sigma)
         })?;
-        guard(|| ops::overwrite_sampled(&t, v))?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -138,12 +141,11 @@ impl PyTensor {
         std: f64,
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let t = self_t(slf).clone();
+        let t = self_t(slf);
         let gen = gen_arg(generator, "log_normal_")?;
-        let v = draw(slf.py(), t.numel(), gen, |g| {
+        sample_into(slf.py(), t, "log_normal_", gen, move |g, t| {
             rng::log_normal(g, t.shape(), t.dtype(), mean, std)
         })?;
-        guard(|| ops::overwrite_sampled(&t, v))?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -155,12 +157,11 @@ impl PyTensor {
         p: f64,
         generator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let t = self_t(slf).clone();
+        let t = self_t(slf);
         let gen = gen_arg(generator, "geometric_")?;
-        let v = draw(slf.py(), t.numel(), gen, |g| {
+        sample_into(slf.py(), t, "geometric_", gen, move |g, t| {
             rng::geometric(g, t.shape(), t.dtype(), p)
         })?;
-        guard(|| ops::overwrite_sampled(&t, v))?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -176,6 +177,21 @@ impl PyTensor {
         let gen = gen_arg(generator, "multinomial")?;
         multinomial_impl(slf.py(), self_t(slf), num_samples, replacement, gen)
     }
+}
+
+/// Fills `t` in place with `sample(g, t)` drawn from the generator (the
+/// default one for `None`); recorded, so a replay draws again.
+fn sample_into(
+    py: Python<'_>,
+    t: &Tensor,
+    name: &'static str,
+    gen: Option<rng::GenRef>,
+    sample: impl Fn(&mut rng::CpuGenerator, &Tensor) -> crate::Result<Tensor> + Send + Sync + 'static,
+) -> PyResult<()> {
+    run_inplace(py, t.numel(), name, &[t], &[], move |t, _| {
+        let v = rng::with_gen(gen.as_ref(), |g| sample(g, t[0]))?;
+        ops::overwrite_sampled(t[0], v)
+    })
 }
 
 // ----- legacy type names ---------------------------------------------------------

@@ -10,6 +10,7 @@ collects them and answers questions about them.
 from __future__ import annotations
 
 from . import (
+    _gaps,
     arith,
     composed,
     creation,
@@ -24,7 +25,7 @@ from . import (
     utilities,
     views,
 )
-from .schema import NODE_TRAITS, Op
+from .schema import AUTOCAST_POLICIES, NODE_TRAITS, Op
 
 _FAMILIES = (elementwise, arith, reductions, products, views, indexing, nn_ops, linalg, creation,
              composed, remaining)
@@ -36,18 +37,30 @@ BY_NAME: dict = {}
 NODES: dict = {}
 
 
+def _disjoint(a, b, name: str) -> bool:
+    """Whether ops `a` and `b` reach `name` on different surfaces (as PyTorch's
+    `F.unfold`, im2col, and `Tensor.unfold`, sliding windows): then both may
+    hold it, and `op(name)` is the one named so."""
+    sa, sb = dict(a.alias_surfaces())[name], dict(b.alias_surfaces())[name]
+    return not set(sa) & set(sb)
+
+
 def _collect() -> None:
     for fam in _FAMILIES:
         for o in fam.OPS:
+            o = _gaps.apply(o)
             if o.name in OPS:
                 raise RuntimeError(f"op registry: {o.name!r} is declared twice")
             OPS[o.name] = o
+            if o.autocast not in (None, *AUTOCAST_POLICIES):
+                raise RuntimeError(f"op registry: {o.name}: unknown autocast policy {o.autocast!r}")
             for n in o.names:
-                if n in BY_NAME and BY_NAME[n] is not o:
+                if n in BY_NAME and BY_NAME[n] is not o and not _disjoint(BY_NAME[n], o, n):
                     raise RuntimeError(
                         f"op registry: the name {n!r} belongs to {BY_NAME[n].name!r} and {o.name!r}"
                     )
-                BY_NAME[n] = o
+                if n not in BY_NAME or BY_NAME[n].name != n:
+                    BY_NAME[n] = o
             for node, traits in o.nodes.items():
                 bad = set(traits) - set(NODE_TRAITS)
                 if bad:

@@ -591,3 +591,18 @@ def local_response_norm(x, size, alpha=1e-4, beta=0.75, k=1.0):
         lo, hi = max(0, i - size // 2), min(c, i + (size - 1) // 2 + 1)
         div[:, i] = sq[:, lo:hi].sum(1)
     return x / (k + alpha / size * div) ** beta
+
+
+def affine_grid(theta, size, align_corners=False):
+    """``F.affine_grid`` for 2-D sizes: each output pixel's normalised (x, y)
+    mapped by its batch's 2x3 matrix."""
+    _, _, h, w = size
+
+    def base(n):
+        if align_corners:
+            return np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
+        return (2.0 * np.arange(n) + 1.0) / n - 1.0
+
+    ys, xs = np.meshgrid(base(h), base(w), indexing="ij")
+    pts = np.stack([xs, ys, np.ones_like(xs)], -1)  # (H, W, 3)
+    return np.einsum("hwk,njk->nhwj", pts, theta)

@@ -10,10 +10,8 @@ import numpy as np
 from .elementwise import EW_WITH_NUMBER
 from .schema import (
     ALL,
-    DIAGONAL,
-    SELF_ADJOINT,
-    fixed,
     AWAY0,
+    DIAGONAL,
     ELEMENTWISE_NODE,
     EW,
     FUNCTION,
@@ -22,11 +20,13 @@ from .schema import (
     NUMERIC,
     POSITIVE,
     REAL,
+    SELF_ADJOINT,
     Op,
     Sample,
     T,
     away,
     binary,
+    fixed,
     unary,
 )
 

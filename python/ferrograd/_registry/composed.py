@@ -8,10 +8,13 @@ import numpy as np
 
 from .schema import (
     ALL,
+    COMPILE,
     CUSTOM,
+    FP32,
     FUNCTION,
     INPLACE,
     LINALG,
+    LOWER_PRECISION_FP,
     METHOD,
     NUMERIC,
     POSITIVE,
@@ -52,14 +55,14 @@ def _quantile(x, q, dim=None, keepdim=False):
 _c("addmm", "`beta * input + alpha * (mat1 @ mat2)`.",
    lambda c, a, b, beta=1, alpha=1: beta * c + alpha * (a @ b),
    Sample("fixed", (T((2, 2)), T((2, 3)), T((3, 2))), {"beta": 0.5, "alpha": 2.0}),
-   surfaces=(FUNCTION, METHOD, INPLACE))
+   surfaces=(FUNCTION, METHOD, INPLACE), autocast=LOWER_PRECISION_FP)
 _c("addbmm", "`beta * input + alpha * sum_i(batch1[i] @ batch2[i])`.",
    lambda c, a, b: c + np.einsum("bij,bjk->ik", a, b), fixed(T((2, 2)), T((2, 2, 3)), T((2, 3, 2))),
-   surfaces=(FUNCTION, METHOD, INPLACE))
+   surfaces=(FUNCTION, METHOD, INPLACE), autocast=LOWER_PRECISION_FP)
 _c("baddbmm", "`beta * input + alpha * (batch1 @ batch2)`, batched.",
    lambda c, a, b, alpha=1: c + alpha * (a @ b),
    Sample("fixed", (T((2, 2, 2)), T((2, 2, 3)), T((2, 3, 2))), {"alpha": 0.5}),
-   surfaces=(FUNCTION, METHOD, INPLACE))
+   surfaces=(FUNCTION, METHOD, INPLACE), autocast=LOWER_PRECISION_FP)
 _c("addmv", "`beta * input + alpha * (mat @ vec)`.", lambda c, a, v: c + a @ v,
    fixed(T((2,)), T((2, 3)), T((3,))), surfaces=(FUNCTION, METHOD, INPLACE))
 _c("addr", "`beta * input + alpha * outer(vec1, vec2)`.", lambda c, a, b: c + np.outer(a, b),
@@ -75,7 +78,7 @@ _c("cross", "Cross product of 3-vectors along `dim`.", _cross,
    Sample("fixed", (T((2, 3)), T((2, 3))), {"dim": 1}), surfaces=(FUNCTION, METHOD, LINALG))
 _c("cdist", "Pairwise p-norm distances between the rows of `x1` and `x2`.",
    lambda a, b: np.sqrt(((a[:, None] - b[None]) ** 2).sum(-1)), fixed(T((2, 3)), T((4, 3))),
-   surfaces=(FUNCTION,))
+   surfaces=(FUNCTION,), autocast=FP32)
 _c("diag", "The diagonal of a matrix as a vector, or a vector as a diagonal matrix.",
    lambda x, diagonal=0: np.diag(x, diagonal), fixed(T((3,))))
 _c("diag_embed", "Matrices whose diagonals are the last dimension of `input`.",
@@ -84,13 +87,20 @@ _c("block_diag", "A block-diagonal matrix from the given matrices.",
    lambda a, b: np.block([[a, np.zeros((a.shape[0], b.shape[1]))], [np.zeros((b.shape[0], a.shape[1])), b]]),
    fixed(T((2, 3)), T((1, 2))), surfaces=(FUNCTION,))
 
+#: Why an op computed through NumPy is refused by ferrograd.compile.
+NP = "computed through NumPy (the values read into Python and back with `from_numpy`), so a replay cannot recompute it; a compiled function calling it runs eagerly"
+
 # scans
 _c("cummax", "Running maximum of `input` along `dim` (values and indices).",
    lambda x, dim: np.maximum.accumulate(x, axis=dim), Sample("fixed", (T((2, 3)), 1), call=_pick(0),
-                                                            unique=0.01))
+                                                            unique=0.01),
+   refuse={COMPILE: NP},
+   bench=Sample("fixed", (T((1024, 1024)), 1), call=_pick(0), unique=0.01))
 _c("cummin", "Running minimum of `input` along `dim` (values and indices).",
    lambda x, dim: np.minimum.accumulate(x, axis=dim), Sample("fixed", (T((2, 3)), 0), call=_pick(0),
-                                                            unique=0.01))
+                                                            unique=0.01),
+   refuse={COMPILE: NP},
+   bench=Sample("fixed", (T((1024, 1024)), 0), call=_pick(0), unique=0.01))
 _c("diff", "The `n`-th forward difference along `dim`.", lambda x, n=1, dim=-1: np.diff(x, n, axis=dim),
    Sample("fixed", (T((2, 4)),), {"n": 2, "dim": 1}))
 _c("trapezoid", "Integral of `y` by the trapezoid rule along `dim`.",
@@ -102,10 +112,11 @@ _c("cumulative_trapezoid", "Running integral of `y` by the trapezoid rule along 
 
 # shapes
 _c("tile", "`input` repeated `dims` times along each dimension.", np.tile, fixed(T((2, 3)), (2, 1)),
-   dtypes=ALL)
+   dtypes=ALL, bench=fixed(T((512, 1024)), (2, 1)))
 _c("repeat_interleave", "Each element (or slice along `dim`) of `input` repeated `repeats` times.",
    lambda x, r, dim=None: np.repeat(x, r, axis=dim), Sample("fixed", (T((2, 3)), 2), {"dim": 1}),
-   dtypes=ALL)
+   dtypes=ALL, refuse={COMPILE: "the result's length depends on `repeats`' values, read into Python "
+                                "(the gather indices are built in NumPy)"})
 _c("rot90", "`input` rotated by 90 degrees `k` times in the plane of `dims`.",
    lambda x, k=1, dims=(0, 1): np.rot90(x, k, dims), fixed(T((2, 3)), 1, (0, 1)), dtypes=ALL)
 _c("fliplr", "`input` reversed along dimension 1.", np.fliplr, fixed(T((2, 3))), dtypes=ALL)
@@ -126,7 +137,8 @@ for _name, _np_fn, _shapes in (
        aliases=("row_stack",) if _name == "vstack" else ())
 _c("tensor_split", "`input` split into `indices_or_sections` views along `dim`.",
    lambda x, n, dim=0: np.array_split(x, n, axis=dim), Sample("fixed", (T((2, 3)), 2), {"dim": 1}),
-   dtypes=ALL)
+   dtypes=ALL, refuse={COMPILE: "the result's length depends on `repeats`' values, read into Python "
+                                "(the gather indices are built in NumPy)"})
 for _name, _axis in (("hsplit", 1), ("vsplit", 0)):
     _c(_name, f"`input` split along dimension {_axis}.",
        (lambda a: lambda x, s: np.split(x, s, axis=a))(_axis), fixed(T((2, 4)), 2), dtypes=ALL)
@@ -142,9 +154,9 @@ _c("cartesian_prod", "The Cartesian product of the given 1-D tensors, one row pe
 
 # reductions
 _c("quantile", "The `q`-quantiles of `input` (linear interpolation by default).", _quantile,
-   Sample("fixed", (T((2, 3)), 0.3), {"dim": 1}, unique=0.01))
+   Sample("fixed", (T((2, 3)), 0.3), {"dim": 1}, unique=0.01), autocast=FP32)
 _c("nanquantile", "`quantile` ignoring NaN.", _quantile,
-   Sample("fixed", (T((2, 3)), 0.6), {"dim": 0, "keepdim": True}, unique=0.01))
+   Sample("fixed", (T((2, 3)), 0.6), {"dim": 0, "keepdim": True}, unique=0.01), autocast=FP32)
 _c("nanmean", "Mean of `input` ignoring NaN.", lambda x, dim=None: np.nanmean(x, axis=dim),
    Sample("fixed", (T((2, 3)),), {"dim": 0}))
 _c("std_mean", "Standard deviation and mean of `input` over `dim`.",

@@ -19,6 +19,7 @@ from .schema import (
     Sample,
     T,
     fixed,
+    ints,
 )
 
 OPS: list[Op] = []
@@ -40,6 +41,8 @@ _c("full", "A tensor of `size` filled with `fill_value`.", lambda s, v: np.full(
    refuse={VMAP: NO_TENSOR})
 _c("arange", "Values from `start` to `end` (excluded) in steps of `step`.", np.arange,
    fixed(0.0, 2.0, 0.5), refuse={VMAP: NO_TENSOR})
+_c("range", "Values from `start` to `end` (included) in steps of `step` (deprecated: `arange`).",
+   lambda a, b, s: np.arange(a, b + s / 2, s), fixed(0.0, 2.0, 0.5), refuse={VMAP: NO_TENSOR})
 _c("linspace", "`steps` values evenly spaced from `start` to `end` (both included).", np.linspace,
    fixed(-1.0, 2.0, 7), refuse={VMAP: NO_TENSOR})
 _c("logspace", "`steps` values evenly spaced on a log scale from `base**start` to `base**end`.",
@@ -67,17 +70,26 @@ for _name, _doc, _args in (
     ("randint", "Random integers in [`low`, `high`) of `size`.", (0, 5, (2, 3))),
     ("randperm", "A random permutation of 0..n-1.", (5,)),
 ):
-    _c(_name, _doc, None, fixed(*_args), refuse={FORWARD: RANDOM, VMAP: NO_TENSOR})
+    _c(_name, _doc, None, Sample("fixed", _args, seeded=True), refuse={FORWARD: RANDOM, VMAP: NO_TENSOR})
 for _name, _doc in (
     ("rand_like", "Uniform random values in [0, 1) of `input`'s shape and dtype."),
     ("randn_like", "Standard normal random values of `input`'s shape and dtype."),
 ):
-    _c(_name, _doc, None, fixed(T((2, 3))), rule="_random_like", refuse={FORWARD: RANDOM})
+    _c(_name, _doc, None, Sample("fixed", (T((2, 3)),), seeded=True), rule="_random_like",
+       refuse={FORWARD: RANDOM})
 _c("bernoulli", "Draws 0 or 1 with probabilities `input`.", None,
-   fixed(T((2, 3), domain=OPEN01, grad=False)), surfaces=(FUNCTION, METHOD), refuse={FORWARD: RANDOM},
+   Sample("fixed", (T((2, 3), domain=OPEN01, grad=False),), seeded=True), surfaces=(FUNCTION, METHOD),
+   refuse={FORWARD: RANDOM},
    rule="_random_like")
 _c("multinomial", "Draws `num_samples` category indices per row of weights `input`.", None,
-   Sample("fixed", (T((2, 3), domain=POSITIVE, grad=False), 2)), surfaces=(FUNCTION, METHOD),
+   Sample("fixed", (T((2, 3), domain=POSITIVE, grad=False), 2), seeded=True), surfaces=(FUNCTION, METHOD),
+   refuse={FORWARD: RANDOM, VMAP: "randomness differs per sample: draw outside vmap"})
+_c("binomial", "Draws a binomial count per element, of `count` trials with probability `prob`.",
+   None, Sample("fixed", (T((2, 3), domain=ints(0, 6), grad=False), T((2, 3), domain=OPEN01, grad=False)),
+                seeded=True, call=lambda fn, n, p: fn(n.to(p.dtype), p)),
+   refuse={FORWARD: RANDOM, VMAP: "randomness differs per sample: draw outside vmap"})
+_c("poisson", "Draws a Poisson count per element with rate `input`.", None,
+   Sample("fixed", (T((2, 3), domain=POSITIVE, grad=False),), seeded=True),
    refuse={FORWARD: RANDOM, VMAP: "randomness differs per sample: draw outside vmap"})
 _c("normal", "Normal random values with means `mean` and standard deviations `std`.", None,
-   fixed(0.0, 1.0, (2, 3)), refuse={FORWARD: RANDOM, VMAP: NO_TENSOR})
+   Sample("fixed", (0.0, 1.0, (2, 3)), seeded=True), refuse={FORWARD: RANDOM, VMAP: NO_TENSOR})

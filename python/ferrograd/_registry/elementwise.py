@@ -41,9 +41,6 @@ from .schema import (
 
 OPS: list[Op] = []
 
-# The steps of floor, ceil and trunc are kinks at every integer of the domain.
-INTEGERS_AWAY = away(-2.0, -1.0, 0.0, 1.0, 2.0)
-
 #: The traits of an elementwise node whose rule keeps a number of the call
 #: (a slope, a bound): a compiled replay may pass a new number, so its
 #: static VJP would be stale.
@@ -145,6 +142,9 @@ def _node(name, traits=ELEMENTWISE_NODE):
 
 # ----- unary math ----------------------------------------------------------------------------
 
+#: The steps of floor, ceil, trunc and frac in the default domain [-2, 2].
+_INTEGERS = away(-2.0, -1.0, 0.0, 1.0, 2.0)
+
 _u("neg", "Returns a new tensor with the negative of the elements of `input`.", np.negative,
    "NegBackward0", aliases=("negative",), fusion="Neg", dtypes=NUMERIC)
 _u("exp", "Returns a new tensor with the exponential of the elements of `input`: e raised to each element.",
@@ -189,11 +189,11 @@ _u("square", "Returns a new tensor with the square of the elements of `input`.",
 _u("erf", "Returns a new tensor with the Gauss error function of the elements of `input`.", _refs.erf,
    "ErfBackward0")
 _u("floor", "Returns a new tensor with the largest integer not above each element of `input`; its gradient is zero.",
-   np.floor, "FloorBackward0", domain=INTEGERS_AWAY, dtypes=NUMERIC)
+   np.floor, "FloorBackward0", domain=_INTEGERS, dtypes=NUMERIC)
 _u("ceil", "Returns a new tensor with the smallest integer not below each element of `input`; its gradient is zero.",
-   np.ceil, "CeilBackward0", domain=INTEGERS_AWAY, dtypes=NUMERIC)
+   np.ceil, "CeilBackward0", domain=_INTEGERS, dtypes=NUMERIC)
 _u("trunc", "Returns a new tensor with the elements of `input` rounded toward zero; its gradient is zero.",
-   np.trunc, "TruncBackward0", domain=INTEGERS_AWAY, aliases=("fix",), dtypes=NUMERIC)
+   np.trunc, "TruncBackward0", domain=_INTEGERS, aliases=("fix",), dtypes=NUMERIC)
 _u("isnan", "Returns a new bool tensor that is True where `input` is NaN.", np.isnan, None, inplace=False,
    dtypes=ALL)
 _u("isinf", "Returns a new bool tensor that is True where `input` is positive or negative infinity.",
@@ -233,12 +233,12 @@ _u("i0", "Returns a new tensor with the modified Bessel function of the first ki
    np.i0, "I0Backward0", tol=(1e-4, 1e-5))
 # ferrograd.special's Bessel and normal-distribution functions: one binding each,
 # named as PyTorch's private `special_*` ops, which `ferrograd.special` re-exports.
-_u("special_i0e", "The exponentially scaled modified Bessel function exp(-|x|) I0(x) of the elements of `input` (`special.i0e`).",
-   _refs.i0e, "SpecialI0EBackward0", surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
+_u("special_i0e", "The exponentially scaled modified Bessel function exp(-abs(x)) I0(x) of the elements of `input` (`special.i0e`).",
+   _refs.i0e, "SpecialI0EBackward0", domain=AWAY0, surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
 _u("special_i1", "The modified Bessel function of the first kind of order 1 of the elements of `input` (`special.i1`).",
    _refs.i1, "SpecialI1Backward0", surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
-_u("special_i1e", "The exponentially scaled modified Bessel function exp(-|x|) I1(x) of the elements of `input` (`special.i1e`).",
-   _refs.i1e, "SpecialI1EBackward0", surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
+_u("special_i1e", "The exponentially scaled modified Bessel function exp(-abs(x)) I1(x) of the elements of `input` (`special.i1e`).",
+   _refs.i1e, "SpecialI1EBackward0", domain=AWAY0, surfaces=(FUNCTION,), traits=(DIAGONAL, SELF_ADJOINT), tol=(1e-4, 1e-5))
 _u("special_ndtri", "The inverse of the standard normal distribution function of the elements of `input` (`special.ndtri`).",
    _refs.ndtri, "SpecialNdtriBackward0", domain=OPEN01, surfaces=(FUNCTION,), tol=(1e-4, 1e-5))
 _u("special_erfcx", "The scaled complementary error function exp(x^2) erfc(x) of the elements of `input` (`special.erfcx`).",
@@ -252,7 +252,7 @@ _u("rad2deg", "Returns a new tensor with the elements of `input` converted from 
 _u("sinc", "Returns a new tensor with the normalized sinc sin(pi x) / (pi x) of the elements of `input` (1 at 0).",
    _refs.sinc, "SincBackward0", domain=AWAY0)
 _u("frac", "Returns a new tensor with the fractional part x - trunc(x) of the elements of `input` (floating point only).",
-   _refs.frac, "FracBackward0", domain=away(-1.0, 0.0, 1.0))
+   _refs.frac, "FracBackward0", domain=_INTEGERS)
 _u("sgn", "Returns a new tensor with the sign of the elements of `input` (for real inputs the same as `sign`).",
    np.sign, "SgnBackward0", domain=AWAY0, dtypes=ALL)
 _u("signbit", "Returns a new bool tensor that is True where the sign bit of `input` is set (including -0.0).",

@@ -10,10 +10,14 @@ from . import _refs
 from .nn_ops import _f
 from .schema import (
     AWAY0,
+    COMPILE,
     CUSTOM,
     F_FUNCTION,
     FORWARD,
+    FP32,
     FUNCTION,
+    LOWER_PRECISION_FP,
+    NONE,
     POSITIVE,
     VMAP,
     Domain,
@@ -34,12 +38,12 @@ def _rule(name):
 # ----- convolution ---------------------------------------------------------------------------
 
 _f("conv3d", "conv", "3-D cross-correlation of `input` (N, C, D, H, W) with `weight` (O, C/groups, kD, kH, kW).",
-   _refs.conv3d, fixed(T((1, 2, 3, 3, 3)), T((2, 2, 2, 2, 2)), T((2,))), surfaces=FF, **_rule("conv"))
+   _refs.conv3d, fixed(T((1, 2, 3, 3, 3)), T((2, 2, 2, 2, 2)), T((2,))), surfaces=FF, **_rule("conv"), autocast=LOWER_PRECISION_FP)
 _f("conv_transpose1d", "conv", "1-D transposed convolution (the gradient of conv1d with respect to its input).",
    lambda x, w, b=None, stride=1: _refs.conv_transpose2d(x[:, :, None], w[:, :, None], b, stride)[:, :, 0],
-   fixed(T((1, 2, 3)), T((2, 3, 2)), T((3,))), surfaces=FF, **_rule("conv"))
+   fixed(T((1, 2, 3)), T((2, 3, 2)), T((3,))), surfaces=FF, **_rule("conv"), autocast=LOWER_PRECISION_FP)
 _f("conv_transpose2d", "conv", "2-D transposed convolution (the gradient of conv2d with respect to its input).",
-   _refs.conv_transpose2d, fixed(T((1, 2, 3, 3)), T((2, 3, 2, 2)), T((3,))), surfaces=FF, **_rule("conv"))
+   _refs.conv_transpose2d, fixed(T((1, 2, 3, 3)), T((2, 3, 2, 2)), T((3,))), surfaces=FF, **_rule("conv"), autocast=LOWER_PRECISION_FP)
 
 # ----- pooling -------------------------------------------------------------------------------
 
@@ -51,9 +55,9 @@ _f("avg_pool1d", "pool", "1-D average pooling over `kernel_size` windows.",
    lambda x, k: _refs.pool1d(x, k, np.mean), fixed(T((1, 2, 6)), 2), surfaces=FF, **_rule("pool"))
 _f("max_pool3d", "pool", "3-D max pooling over `kernel_size` windows.",
    lambda x, k: _refs.pool3d(x, k, np.max), Sample("fixed", (T((1, 1, 4, 4, 4)), 2), **_UNIQ), surfaces=FF,
-   **_rule("pool"))
+   **_rule("pool"), autocast=FP32)
 _f("avg_pool3d", "pool", "3-D average pooling over `kernel_size` windows.",
-   lambda x, k: _refs.pool3d(x, k, np.mean), fixed(T((1, 1, 4, 4, 4)), 2), **_rule("pool"))
+   lambda x, k: _refs.pool3d(x, k, np.mean), fixed(T((1, 1, 4, 4, 4)), 2), **_rule("pool"), autocast=FP32)
 _f("adaptive_avg_pool1d", "pool", "1-D average pooling to a fixed `output_size`.",
    lambda x, s: _refs.adaptive_pool1d(x, s, np.mean), fixed(T((1, 2, 7)), 3), surfaces=FF, **_rule("pool"))
 _f("adaptive_max_pool1d", "pool", "1-D max pooling to a fixed `output_size`.",
@@ -64,10 +68,10 @@ _f("adaptive_max_pool2d", "pool", "2-D max pooling to a fixed `output_size`.",
    .swapaxes(-1, -2), Sample("fixed", (T((1, 2, 5, 5)), 2), **_UNIQ),
    nodes={"AdaptiveMaxPool2DBackward0": ()}, **_rule("pool"))
 _f("adaptive_avg_pool3d", "pool", "3-D average pooling to a fixed `output_size`.",
-   lambda x, s: _refs.pool3d(x, x.shape[-1] // s, np.mean), fixed(T((1, 1, 4, 4, 4)), 2), **_rule("pool"))
+   lambda x, s: _refs.pool3d(x, x.shape[-1] // s, np.mean), fixed(T((1, 1, 4, 4, 4)), 2), **_rule("pool"), autocast=FP32)
 _f("adaptive_max_pool3d", "pool", "3-D max pooling to a fixed `output_size`.",
    lambda x, s: _refs.pool3d(x, x.shape[-1] // s, np.max), Sample("fixed", (T((1, 1, 4, 4, 4)), 2), **_UNIQ),
-   **_rule("pool"))
+   **_rule("pool"), autocast=FP32)
 _f("lp_pool1d", "pool", "1-D power-average pooling: (sum of x^p over each window)^(1/p).",
    lambda x, p, k: _refs.pool1d(x ** p, k, np.sum) ** (1 / p),
    fixed(T((1, 2, 6), domain=POSITIVE), 2.0, 2), **_rule("pool"))
@@ -81,6 +85,18 @@ _f("unfold", "resample", "Extracts sliding `kernel_size` blocks of a batched ima
    _refs.unfold, fixed(T((1, 2, 3, 3)), 2), **_rule("unfold"))
 _f("fold", "resample", "Sums columns of sliding blocks back into an image (col2im), the adjoint of unfold.",
    _refs.fold, fixed(T((1, 8, 4)), (3, 3), 2), **_rule("unfold"))
+_f("affine_grid", "resample", "The sampling grid of the affine maps `theta` (N, 2, 3) over an output of "
+   "`size` (N, C, H, W), for `grid_sample`.", _refs.affine_grid,
+   fixed(T((1, 2, 3)), (1, 1, 3, 4), align_corners=False), batching=NONE,
+   refuse={VMAP: "no batching rule: its inputs carry the batch dimension N already"})
+_f("grid_sample", "resample", "Samples `input` at the normalised points of `grid` (bilinear, nearest or "
+   "bicubic; zeros, border or reflection padding).", None,
+   fixed(T((1, 1, 3, 4)), T((1, 2, 3, 2), domain=Domain(-0.9, 0.9), grad=False),
+         align_corners=False),
+   batching=NONE,
+   refuse={FORWARD: "checked against the NumPy reference in tests/test_nn_grid_sample.py",
+           VMAP: "no batching rule: its inputs carry the batch dimension N already"},
+   autocast=FP32)
 _f("pixel_shuffle", "resample", "Rearranges (N, C*r^2, H, W) into (N, C, H*r, W*r).", _refs.pixel_shuffle,
    fixed(T((1, 8, 2, 3)), 2), surfaces=FF, **_rule("view"))
 _f("pixel_unshuffle", "resample", "Rearranges (N, C, H*r, W*r) into (N, C*r^2, H, W).", _refs.pixel_unshuffle,
@@ -101,31 +117,35 @@ _f("pdist", "distance", "Euclidean distances between every pair of rows of `inpu
 _f("bilinear", "linear", "x1^T A x2 + b for each output feature.", _refs.bilinear,
    fixed(T((2, 3)), T((2, 4)), T((5, 3, 4)), T((5,))), surfaces=FF, **_rule("bilinear"))
 _f("one_hot", "embedding", "A one-hot encoding of the integer tensor `tensor` (int64).", _refs.one_hot,
-   fixed(T((2, 3), domain=ints(0, 4), dtype="int64"), 4), differentiable=False, **_rule("one_hot"))
+   fixed(T((2, 3), domain=ints(0, 4), dtype="int64"), 4), differentiable=False, **_rule("one_hot"),
+   refuse={COMPILE: "it checks the class values against `num_classes` in Python (`int(tensor)`), "
+                    "which a replay cannot re-run"})
 
 # ----- more losses ---------------------------------------------------------------------------
 
 _f("margin_ranking_loss", "loss", "max(0, -y (x1 - x2) + margin), averaged.",
    _refs.margin_ranking_loss, Sample("fixed", (T((4,)), T((4,)), T((4,), domain=Domain(1.0, 1.0), grad=False))),
-   **_rule("loss"))
+   **_rule("loss"), autocast=FP32)
 _f("hinge_embedding_loss", "loss", "x where y = 1, max(0, margin - x) where y = -1, averaged.",
    _refs.hinge_embedding_loss, fixed(T((4,)), T((4,), domain=Domain(1.0, 1.0), grad=False)),
-   **_rule("loss"))
+   **_rule("loss"), autocast=FP32)
 _f("soft_margin_loss", "loss", "log(1 + exp(-y x)), averaged.", _refs.soft_margin_loss,
-   fixed(T((4,)), T((4,), domain=Domain(1.0, 1.0), grad=False)), **_rule("loss"))
+   fixed(T((4,)), T((4,), domain=Domain(1.0, 1.0), grad=False)), **_rule("loss"), autocast=FP32)
 _f("poisson_nll_loss", "loss", "exp(input) - target * input, averaged (log_input=True).",
-   _refs.poisson_nll_loss, fixed(T((4,)), T((4,), domain=POSITIVE, grad=False)), **_rule("loss"))
+   _refs.poisson_nll_loss, fixed(T((4,)), T((4,), domain=POSITIVE, grad=False)), **_rule("loss"), autocast=FP32)
 _f("gaussian_nll_loss", "loss", "0.5 (log var + (input - target)^2 / var), averaged.",
-   _refs.gaussian_nll_loss, fixed(T((4,)), T((4,)), T((4,), domain=POSITIVE)), **_rule("loss"))
+   _refs.gaussian_nll_loss, fixed(T((4,)), T((4,)), T((4,), domain=POSITIVE)), **_rule("loss"),
+   refuse={COMPILE: "it checks `var` for negative values in Python (`bool(tensor)`), which a replay "
+                    "cannot re-run"})
 _f("multilabel_soft_margin_loss", "loss", "Binary cross entropy with logits over each label, averaged.",
    _refs.multilabel_soft_margin_loss, fixed(T((2, 3)), T((2, 3), domain=Domain(0.0, 1.0), grad=False)),
    **_rule("loss"))
 _f("cosine_embedding_loss", "loss", "1 - cos(x1, x2) where y = 1, max(0, cos - margin) where y = -1.",
    _refs.cosine_embedding_loss,
    fixed(T((2, 3), domain=AWAY0), T((2, 3), domain=AWAY0), T((2,), domain=Domain(1.0, 1.0), grad=False)),
-   **_rule("loss"))
+   **_rule("loss"), autocast=FP32)
 _f("triplet_margin_loss", "loss", "max(d(a, p) - d(a, n) + margin, 0), averaged.", _refs.triplet_margin_loss,
-   fixed(T((2, 3)), T((2, 3)), T((2, 3))), **_rule("loss"))
+   fixed(T((2, 3)), T((2, 3)), T((2, 3))), **_rule("loss"), autocast=FP32)
 
 # ----- dropout (random) ----------------------------------------------------------------------
 

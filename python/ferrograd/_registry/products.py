@@ -9,6 +9,7 @@ from .schema import (
     CUSTOM,
     FUNCTION,
     LINALG,
+    LOWER_PRECISION_FP,
     METHOD,
     NUMERIC,
     STATIC_VJP,
@@ -20,7 +21,8 @@ from .schema import (
 OPS: list[Op] = []
 
 
-def _p(name, doc, ref, nodes, sample, *, kind="product", arg="other", rule=None):
+def _p(name, doc, ref, nodes, sample, *, kind="product", arg="other", rule=None,
+       autocast=None):
     OPS.append(
         Op(
             name,
@@ -38,6 +40,7 @@ def _p(name, doc, ref, nodes, sample, *, kind="product", arg="other", rule=None)
             sample=sample,
             ref=ref,
             tol=(1e-4, 1e-5),
+            autocast=autocast,
         )
     )
 
@@ -46,14 +49,14 @@ _p("matmul", "Matrix product of two tensors, following PyTorch's rules: dot prod
    "matrix-matrix, or a broadcast batched product.", np.matmul,
    {"MmBackward0": (STATIC_VJP,), "BmmBackward0": (), "MvBackward0": (), "DotBackward0": (),
     "UnsafeViewBackward0": ()},
-   fixed(T((2, 3)), T((3, 4))))
+   fixed(T((2, 3)), T((3, 4))), autocast=LOWER_PRECISION_FP)
 _p("mm", "Matrix product of the 2-D tensors `input` (n x m) and `other` (m x p), an n x p tensor.",
-   np.matmul, {}, fixed(T((2, 3)), T((3, 4))))
+   np.matmul, {}, fixed(T((2, 3)), T((3, 4))), autocast=LOWER_PRECISION_FP)
 _p("mv", "Product of the matrix `input` (n x m) and the vector `vec` (m), a vector of n elements.",
    np.matmul, {}, fixed(T((2, 3)), T((3,))), kind="binary", arg="vec")
 _p("dot", "Dot product of two 1-D tensors of the same length, as a 0-d tensor.",
    lambda a, b: np.asarray(np.dot(a, b)), {}, fixed(T((3,)), T((3,))), kind="binary")
 _p("bmm", "Batched matrix product of the 3-D tensors `input` (b x n x m) and `other` (b x m x p).",
-   np.matmul, {}, fixed(T((2, 2, 3)), T((2, 3, 4))))
+   np.matmul, {}, fixed(T((2, 2, 3)), T((2, 3, 4))), autocast=LOWER_PRECISION_FP)
 _p("outer", "Outer product of the 1-D tensors `input` (n) and `other` (m), an n x m tensor.",
    np.outer, {}, fixed(T((3,)), T((2,))))

@@ -9,6 +9,7 @@ from .schema import (
     ALL,
     AWAY0,
     CUSTOM,
+    FP32,
     FUNCTION,
     INPLACE,
     METHOD,
@@ -30,7 +31,7 @@ OPS.append(Op(
     "Returns the sum of the main diagonal of the 2-D tensor `input`, as a 0-d tensor.",
     impl="table:unary:ops::trace", signature="(input: Tensor) -> Tensor", dtypes=NUMERIC,
     nodes={"TraceBackward0": ()}, batching=CUSTOM, batching_rule="trace",
-    sample=fixed(T((3, 4))), ref=_refs.trace,
+    sample=fixed(T((3, 4))), ref=_refs.trace, autocast=FP32,
 ))
 OPS.append(Op(
     "all", "reduction",
@@ -73,7 +74,7 @@ _r("mean", "Mean of the elements of `input`, over `dim` when given.", _np_reduce
    {"MeanBackward0": (STATIC_VJP,), "MeanBackward1": (STATIC_VJP,)}, sample=reduce(empty=False))
 _r("prod", "Product of the elements of `input`, over `dim` when given.",
    lambda x, dim=None, keepdim=False: np.asarray(np.prod(x, axis=dim, keepdims=keepdim)),
-   {"ProdBackward0": (), "ProdBackward1": ()}, sample=reduce(AWAY0))
+   {"ProdBackward0": (), "ProdBackward1": ()}, sample=reduce(AWAY0), autocast=FP32)
 _r("amax", "Maximum of `input` over `dim` (the gradient is shared among ties).", _np_reduce(np.max),
    {"AmaxBackward0": ()}, sample=reduce(empty=False), dtypes=ALL)
 _r("amin", "Minimum of `input` over `dim` (the gradient is shared among ties).", _np_reduce(np.min),

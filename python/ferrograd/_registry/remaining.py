@@ -8,18 +8,22 @@ from __future__ import annotations
 import numpy as np
 
 from . import _refs
-from .composed import _c
 from .schema import (
     ALL,
     AWAY0,
+    COMPILE,
     CUSTOM,
     F_FUNCTION,
     FORWARD,
+    FP32,
     FUNCTION,
     INPLACE,
     LINALG,
+    LOWER_PRECISION_FP,
     METHOD,
+    NONE,
     NUMERIC,
+    PROMOTE,
     REDUCTION,
     VMAP,
     Domain,
@@ -28,7 +32,6 @@ from .schema import (
     T,
     fixed,
     ints,
-    reduce,
 )
 
 OPS: list[Op] = []
@@ -61,31 +64,32 @@ for _name, _doc, _ref, _sample in (
      fixed(T((2, 2)), 3)),
 ):
     _o(_name, "linalg", _doc, _ref, _sample, dtypes=NUMERIC, rule="linalg",
-       surfaces=FM + ((LINALG,) if _name in ("det", "matrix_power") else ()))
+       surfaces=FM + ((LINALG,) if _name in ("det", "matrix_power") else ()),
+       autocast=FP32 if _name in ("inverse", "pinverse") else None)
 _o("slogdet", "linalg", "Sign and log absolute determinant of `input`.", lambda a: np.linalg.slogdet(a),
    fixed(T((2, 2), domain=WELL)), surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
 _o("cholesky", "linalg", "The lower Cholesky factor of a symmetric positive definite `input`.",
    lambda a: np.linalg.cholesky(a @ a.T + 3 * np.eye(2)),
    Sample("fixed", (T((2, 2)),), call=lambda fn, a: fn(_spd(a))),
-   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
+   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg", autocast=FP32)
 _o("qr", "linalg", "The reduced QR decomposition of `input` (R returned by the check).",
    lambda a: np.abs(np.linalg.qr(a)[1]), Sample("fixed", (T((3, 2)),), call=lambda fn, a: fn(a)[1].abs()),
-   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
+   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg", autocast=FP32)
 _o("svd", "linalg", "The singular value decomposition of `input` (singular values returned by the check).",
    lambda a: np.linalg.svd(a, compute_uv=False), Sample("fixed", (T((3, 2)),), call=lambda fn, a: fn(a)[1]),
-   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
+   surfaces=(FUNCTION, METHOD, LINALG), rule="linalg", autocast=FP32)
 _o("eigh", "linalg", "Eigenvalues and eigenvectors of a symmetric matrix (eigenvalues returned by the check).",
    lambda a: np.linalg.eigvalsh(a + a.T), Sample("fixed", (T((3, 3)),), call=lambda fn, a: fn(a + a.mT)[0]),
-   surfaces=(LINALG,), rule="linalg")
+   surfaces=(LINALG,), rule="linalg", autocast=FP32)
 _o("lstsq", "linalg", "The least-squares solution of `A X = B` (the solution returned by the check).",
    lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0],
    Sample("fixed", (T((3, 2)), T((3, 1))), call=lambda fn, a, b: fn(a, b).solution),
-   surfaces=(LINALG,), rule="linalg")
+   surfaces=(LINALG,), rule="linalg", autocast=FP32)
 _o("matrix_rank", "linalg", "The numerical rank of `A`.", lambda a: np.asarray(np.linalg.matrix_rank(a)),
-   fixed(T((3, 2))), surfaces=(LINALG,), differentiable=False, rule="linalg")
+   fixed(T((3, 2))), surfaces=(LINALG,), differentiable=False, rule="linalg", autocast=FP32)
 for _name in ("cholesky_ex", "inv_ex", "solve_ex"):
     _o(_name, "linalg", f"`{_name[:-3]}` with an `info` tensor instead of an error.",
-       None, None, surfaces=(LINALG,), rule="linalg",
+       None, None, surfaces=(LINALG,), rule="linalg", autocast=FP32 if _name != "solve_ex" else None,
        refuse={FORWARD: f"checked through `{_name[:-3]}`, whose result it returns with an info code"})
 _o("norm", "reduction", "The norm of `input` (Frobenius or p-norm; over `dim` when given).",
    lambda x, dim=None, keepdim=False: np.asarray(np.linalg.norm(x, axis=dim, keepdims=keepdim)),
@@ -96,25 +100,34 @@ _o("norm", "reduction", "The norm of `input` (Frobenius or p-norm; over `dim` wh
 # ----- sorting and selection -----------------------------------------------------------------
 
 _SEL = {"unique": 0.01}
+# The benchmark's large operand and index tensors.
+M = T((1024, 1024))
+BIG_ROWS = T((1024,), domain=ints(0, 1024), dtype="int64")
+BIG_PICKS = T((1024, 1024), domain=ints(0, 1024), dtype="int64")
+FLAT_PICKS = T((1024 * 1024,), domain=ints(0, 1024 * 1024), dtype="int64")
 _o("kthvalue", "sort", "The `k`-th smallest element of `input` along `dim` (values and indices).",
    lambda x, k, dim=-1: np.sort(x, axis=dim).take(k - 1, axis=dim),
    Sample("fixed", (T((2, 3)), 2, 1), call=_values, **_SEL), batching=REDUCTION,
-   nodes={"KthvalueBackward0": ()})
+   nodes={"KthvalueBackward0": ()}, bench=Sample("fixed", (M, 512, 1), call=_values, **_SEL))
 _o("topk", "sort", "The `k` largest elements of `input` along `dim` (values and indices), largest first.",
    lambda x, k, dim=-1: -np.sort(-x, axis=dim).take(range(k), axis=dim),
-   Sample("fixed", (T((2, 5)), 2), call=_values, **_SEL), batching=REDUCTION, nodes={"TopkBackward0": ()})
+   Sample("fixed", (T((2, 5)), 2), call=_values, **_SEL), batching=REDUCTION, nodes={"TopkBackward0": ()},
+   bench=Sample("fixed", (M, 8), call=_values, **_SEL))
 _o("median", "sort", "The median of `input` (the lower of the two middle values; over `dim` when given).",
    lambda x: np.asarray(np.sort(x, axis=None)[(x.size - 1) // 2]),
    Sample("fixed", (T((2, 3)),), call=_values, **_SEL), batching=REDUCTION,
-   nodes={"MedianBackward0": (), "MedianBackward1": ()})
+   nodes={"MedianBackward0": (), "MedianBackward1": ()},
+   bench=Sample("fixed", (M, 1), call=_values, **_SEL))
 _o("nanmedian", "sort", "`median` ignoring NaN.",
    lambda x: np.asarray(np.sort(x, axis=None)[(x.size - 1) // 2]),
-   Sample("fixed", (T((2, 3)),), call=_values, **_SEL), batching=REDUCTION)
+   Sample("fixed", (T((2, 3)),), call=_values, **_SEL), batching=REDUCTION,
+   bench=Sample("fixed", (M, 1), call=_values, **_SEL))
 _o("mode", "sort", "The most frequent value of `input` along `dim` (values and indices).",
    lambda x, dim=-1: np.sort(x, axis=dim).take(0, axis=dim),
-   Sample("fixed", (T((2, 3)), 1), call=_values, **_SEL), batching=REDUCTION, nodes={"ModeBackward0": ()})
+   Sample("fixed", (T((2, 3)), 1), call=_values, **_SEL), batching=REDUCTION, nodes={"ModeBackward0": ()},
+   bench=Sample("fixed", (M, 1), call=_values, **_SEL))
 _o("msort", "sort", "`input` sorted along its first dimension.", lambda x: np.sort(x, axis=0),
-   Sample("fixed", (T((3, 2)),), **_SEL), batching=REDUCTION)
+   Sample("fixed", (T((3, 2)),), **_SEL), batching=REDUCTION, bench=Sample("fixed", (M,), **_SEL))
 _o("nonzero", "indexing", "The indices of the nonzero elements of `input`, one row each.",
    lambda x: np.argwhere(x), fixed(T((2, 3), domain=ints(-1, 2), dtype="int64")), differentiable=False,
    dtypes=ALL, refuse={VMAP: "its result's size depends on the values, which differ per sample"})
@@ -149,25 +162,29 @@ _o("broadcast_tensors", "view", "Views of the tensors broadcast to their common 
 _o("scatter_reduce", "indexing", "`input` with `src` combined at `index` along `dim` by `reduce` "
    "(sum, prod, mean, amax, amin).", None,
    Sample("fixed", (T((2, 3)), 1, T((2, 2), domain=ints(0, 3), dtype="int64"), T((2, 2)), "sum")),
+   bench=fixed(M, 1, BIG_PICKS, M, "sum"),
    surfaces=(FUNCTION, METHOD, INPLACE),
    refuse={FORWARD: "checked against a NumPy loop per reduction in tests/test_tensor_api_index.py"})
 _o("index_copy", "indexing", "`input` with the rows `index` along `dim` replaced by `source`.", None,
    fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), T((2, 2))),
+   bench=fixed(M, 0, BIG_ROWS, M),
    surfaces=(FUNCTION, METHOD, INPLACE), refuse={FORWARD: "duplicate indices make the result "
-                                                  "order-dependent; checked without them in tests/test_tensor_api_index.py"})
+                                                  "order-dependent; checked without them in tests/test_tensor_api_index.py"}, autocast=PROMOTE)
 _o("index_fill", "indexing", "`input` with the rows `index` along `dim` filled with `value`.",
    lambda x, d, i, v: _fill_rows(x, d, i, v), fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), 0.5),
-   surfaces=(FUNCTION, METHOD, INPLACE))
+   surfaces=(FUNCTION, METHOD, INPLACE), bench=fixed(M, 0, BIG_ROWS, 0.5))
 _o("index_put", "indexing", "`input` with `values` written (or added) at the positions `indices`.", None,
    Sample("fixed", (T((3, 2)), (T((2,), domain=ints(0, 3), dtype="int64"),), T((2, 2)))),
-   surfaces=(FUNCTION, METHOD, INPLACE),
+   bench=Sample("fixed", (M, (BIG_ROWS,), M)), surfaces=(FUNCTION, METHOD, INPLACE),
    refuse={FORWARD: "checked with and without accumulate in tests/test_tensor_api_index.py",
            VMAP: "its indices arrive in a tuple, which the batching rules do not unwrap"})
 _o("masked_scatter", "indexing", "`input` with the elements where `mask` is True taken in order from `source`.",
    lambda x, m, s: _masked_scatter(x, m, s), fixed(T((2, 3)), T((2, 3), dtype="bool"), T((6,))),
-   surfaces=(FUNCTION, METHOD, INPLACE))
+   surfaces=(FUNCTION, METHOD, INPLACE),
+   bench=fixed(M, T((1024, 1024), dtype="bool"), T((1024 * 1024,))))
 _o("put", "indexing", "`input` seen as 1-D with `source` written at `index`.", None,
    fixed(T((2, 3)), T((2,), domain=ints(0, 6), dtype="int64"), T((2,))), surfaces=(METHOD, INPLACE),
+   bench=fixed(M, FLAT_PICKS, T((1024 * 1024,))),
    refuse={FORWARD: "duplicate indices make the result order-dependent; checked in tests/test_tensor_api_index.py"})
 _o("unravel_index", "indexing", "The coordinates of flat `indices` in a tensor of `shape`.",
    lambda i, s: np.unravel_index(i, s), fixed(T((3,), domain=ints(0, 6), dtype="int64"), (2, 3)),
@@ -227,11 +244,13 @@ for _name, _np in (("byte", np.uint8), ("char", np.int8), ("short", np.int16), (
 for _name in ("uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
               "cauchy_", "random_"):
     _o(_name, "random", f"Fills `input` in place with random values ({_name[:-1]}).", None,
-       fixed(T((2, 3))) if _name != "geometric_" else fixed(T((2, 3)), 0.5), surfaces=(METHOD,),
+       Sample("fixed", (T((2, 3)),) if _name != "geometric_" else (T((2, 3)), 0.5), seeded=True),
+       surfaces=(METHOD,),
        dtypes=ALL, differentiable=False, rule="_random_like",
        refuse={FORWARD: RANDOM, VMAP: "random: randomness inside vmap needs randomness='different'"})
 for _name in ("randint_like",):
-    _o(_name, "random", "Random integers of `input`'s shape.", None, fixed(T((2, 3)), 5),
+    _o(_name, "random", "Random integers of `input`'s shape.", None,
+       Sample("fixed", (T((2, 3)), 5), seeded=True),
        surfaces=(FUNCTION,), dtypes=ALL, differentiable=False, rule="_random_like",
        refuse={FORWARD: RANDOM})
 for _name, _doc in (("as_tensor", "`data` as a tensor, sharing memory when it can."),
@@ -270,15 +289,16 @@ _o("channel_shuffle", "resample", "Shuffles the channels of (N, C, *) in `groups
    rule="view", refuse={FORWARD: "checked against its definition in tests/test_nn_shuffle.py"})
 _o("max_unpool2d", "pool", "Scatters pooled values back to the positions `indices` recorded by max_pool2d.",
    None, None, surfaces=(F_FUNCTION,), rule="pool",
-   refuse={FORWARD: "needs indices from max_pool2d; checked as its inverse in tests/test_nn_pool_more.py"})
+   refuse={FORWARD: "needs indices from max_pool2d; checked as its inverse in tests/test_nn_pool_more.py"}, autocast=FP32)
 for _name in ("max_unpool1d", "max_unpool3d"):
     _o(_name, "pool", f"The {_name[-2:]} form of max_unpool2d.", None, None, surfaces=(F_FUNCTION,),
-       rule="pool", refuse={FORWARD: "needs indices from max pooling; checked in tests/test_nn_pool_more.py"})
+       rule="pool", autocast=FP32 if _name == "max_unpool3d" else None, refuse={FORWARD: "needs indices from max pooling; checked in tests/test_nn_pool_more.py"})
 for _name in ("max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
               "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
               "adaptive_max_pool3d_with_indices"):
     _o(_name, "pool", f"`{_name[:-13]}` returning the indices of the maxima too.", None, None,
        surfaces=(F_FUNCTION,), rule="pool",
+       autocast=FP32 if _name == "adaptive_max_pool3d_with_indices" else None,
        refuse={FORWARD: f"the values are `{_name[:-13]}`'s, whose cells check them"})
 _o("lp_pool3d", "pool", "3-D power-average pooling.", None, None, surfaces=(F_FUNCTION,), rule="pool",
    refuse={FORWARD: "the 3-D form of lp_pool2d, checked in tests/test_nn_pool_more.py"})
@@ -291,7 +311,85 @@ _o("embedding_bag", "embedding", "Sums, means or maxima of bags of embedding row
 for _name in ("ctc_loss", "multi_margin_loss", "multilabel_margin_loss",
               "triplet_margin_with_distance_loss"):
     _o(_name, "loss", f"The {_name.replace('_', ' ')}.", None, None, surfaces=(F_FUNCTION,), rule="loss",
+       autocast=FP32 if _name != "triplet_margin_with_distance_loss" else None,
        refuse={FORWARD: "checked against its definition in tests/test_nn_losses_more.py"})
 _o("multi_head_attention_forward", "attention", "The functional form of nn.MultiheadAttention.", None,
    None, surfaces=(F_FUNCTION,), rule="sdpa",
-   refuse={FORWARD: "checked through nn.MultiheadAttention in tests/test_nn_transformer.py"})
+   refuse={FORWARD: "checked through nn.MultiheadAttention in tests/test_nn_transformer.py"},
+   autocast=LOWER_PRECISION_FP)
+
+# ----- matrix exponential, Householder factors, mvlgamma, windows, bfloat16 -----------------
+
+
+#: Ops that vmap refuses (it raises "there is no batching rule" naming the op).
+NO_RULE = "no batching rule yet: vmap raises an error naming the op"
+
+
+def _expm(a):
+    """exp(a) by scaling and squaring a Taylor series (small matrices, float64)."""
+    a = np.asarray(a, np.float64)
+    s = max(0, int(np.ceil(np.log2(max(np.abs(a).sum(-1).max(), 1e-300) / 0.25))) + 1)
+    b = a / 2.0**s
+    out = term = np.broadcast_to(np.eye(a.shape[-1]), a.shape).copy()
+    for k in range(1, 30):
+        term = term @ b / k
+        out = out + term
+    for _ in range(s):
+        out = out @ out
+    return out
+
+
+def _householder(a, tau):
+    """Q = H_1 ... H_k with H_i = I - tau_i v_i v_i^T, v_i below the diagonal of a (LAPACK)."""
+    m, n = a.shape[-2:]
+    q = np.eye(m)[:, :n].copy()
+    for i in reversed(range(tau.shape[-1])):
+        v = np.zeros(m)
+        v[i] = 1.0
+        v[i + 1 :] = a[i + 1 :, i]
+        q = q - tau[i] * np.outer(v, v @ q)
+    return q
+
+
+def _geqrf(a):
+    h, tau = np.linalg.qr(np.asarray(a, np.float64), mode="raw")
+    return h.T, tau
+
+
+def _mvlgamma(x, p):
+    from math import lgamma, log, pi
+
+    lg = np.vectorize(lgamma)
+    return p * (p - 1) / 4 * log(pi) + sum(lg(x + (1 - j) / 2) for j in range(1, p + 1))
+
+
+def _windows(x, dim, size, step):
+    w = np.lib.stride_tricks.sliding_window_view(x, size, axis=dim)
+    return np.take(w, np.arange(0, w.shape[dim], step), axis=dim)
+
+
+_o("matrix_exp", "linalg", "The matrix exponential of the square matrices of `input`.", _expm,
+   fixed(T((3, 3), domain=Domain(-0.5, 0.5))), surfaces=FM + (LINALG,), dtypes=NUMERIC, rule="linalg",
+   tol=(1e-4, 1e-5),
+   refuse={COMPILE: "it picks its scaling from the matrix's norm in Python (`float(tensor)`), which a "
+                    "replay cannot re-run", VMAP: "no batching rule (it takes batches of matrices itself)"})
+_o("geqrf", "linalg", "The QR factorisation of `input` in LAPACK's form: R and the Householder "
+   "vectors in one matrix, and the reflectors' scales `tau`.", _geqrf, fixed(T((3, 2), grad=False)),
+   surfaces=FM + (LINALG,), dtypes=NUMERIC, differentiable=False, rule="linalg", tol=(1e-4, 1e-5),
+   refuse={COMPILE: "computed in NumPy (`numpy`/`from_numpy`), so a replay cannot recompute it"},
+   autocast=FP32)
+_o("orgqr", "linalg", "The matrix Q of `geqrf`'s factors (`linalg.householder_product`).",
+   _householder, fixed(T((3, 2), domain=Domain(-0.5, 0.5)), T((2,), domain=Domain(0.5, 1.5))),
+   aliases=(("householder_product", (LINALG,)),), dtypes=NUMERIC, batching=NONE, tol=(1e-4, 1e-5),
+   refuse={VMAP: NO_RULE}, autocast=FP32)
+_o("mvlgamma", "special", "The multivariate log-gamma function of dimension `p`, elementwise.",
+   _mvlgamma, fixed(T((2, 3), domain=Domain(2.0, 4.0)), 3), batching=NONE, refuse={VMAP: NO_RULE})
+# `Tensor.unfold` (`F.unfold` is im2col, declared as `unfold`).
+_o("unfold_windows", "view", "A view of every window of `size` elements, `step` apart, along "
+   "`dimension` (a new last dimension walks a window).", _windows,
+   Sample("fixed", (T((2, 7)), 1, 3, 2), call=lambda fn, x, *a: x.unfold(*a)),
+   surfaces=(), aliases=(("unfold", (METHOD,)),), dtypes=ALL, batching=NONE, refuse={VMAP: NO_RULE})
+_o("bfloat16", "conversion", "`input` converted to bfloat16.", lambda x: x.astype(np.float32),
+   # Read back as float32 (exact here): NumPy has no bfloat16.
+   Sample("fixed", (T((2, 3), domain=ints(0, 5), dtype="int64"),), call=lambda fn, x: fn(x).float()),
+   surfaces=(METHOD,), dtypes=ALL, batching=CUSTOM, rule="elementwise")

@@ -21,7 +21,7 @@ turns them into hypothesis strategies.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 # ----- dtypes ------------------------------------------------------------------------------
 
@@ -75,6 +75,16 @@ COMPILE = "compile"  # ferrograd.compile(fullgraph=True) against eager, bit for 
 JACOBIAN = "jacobian"  # jacobian(vectorize=True) against the loop
 FEATURES = (FORWARD, GRAD, GRADGRAD, JVP, VMAP, VMAP_INPLACE, COMPILE, JACOBIAN)
 
+# ----- autocast policies -------------------------------------------------------------------
+
+#: What an op does to its float32/float16/bfloat16 inputs inside an autocast
+#: region (PyTorch's CPU lists and its cast-policy names): cast them to the
+#: region's dtype, cast them to float32, or cast them to the widest of them.
+LOWER_PRECISION_FP = "lower_precision_fp"
+FP32 = "fp32"
+PROMOTE = "promote"
+AUTOCAST_POLICIES = (LOWER_PRECISION_FP, FP32, PROMOTE)
+
 # ----- sample inputs -----------------------------------------------------------------------
 
 
@@ -117,10 +127,10 @@ class T:
     is ``None`` for the floating dtype under test, else a dtype name
     (``"int64"``, ``"bool"``)."""
 
-    shape: Optional[tuple] = None
+    shape: tuple | None = None
     domain: Domain = REAL
     grad: bool = True
-    dtype: Optional[str] = None
+    dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -158,7 +168,7 @@ class Sample:
     #: the checks see one deterministic function (dropout's mask stays put
     #: under finite differences).
     seeded: bool = False
-    call: Optional[Callable[..., Any]] = None
+    call: Callable[..., Any] | None = None
 
 
 def unary(domain: Domain = REAL, **kw) -> Sample:
@@ -208,14 +218,14 @@ class Op:
     #: The surfaces the generator writes for a ``table:`` op (``None``: all of
     #: ``surfaces``); the others are bound by hand (``Tensor.eq`` in
     #: ``py/tensor/operators.rs`` beside the generated ``ferrograd.eq``).
-    table: Optional[tuple] = None
+    table: tuple | None = None
     #: ``"table:<kind>:<core path>"`` for a binding written by the generator
     #: (``table:unary:ops::exp``), ``"native"`` for a hand-written binding in
     #: ``src/py/``, ``"python:<module>:<function>"`` for a composition.
     impl: str = "native"
     #: The Python signature after the name, as the stub prints it (without
     #: ``self``): ``"(input: Tensor, dim: int | None = None) -> Tensor"``.
-    signature: Optional[str] = None
+    signature: str | None = None
     dtypes: str = FLOATING_PROMOTES
     #: Autograd nodes the op records, with their traits: ``{"ExpBackward0": (...)}``.
     nodes: dict = field(default_factory=dict)
@@ -225,21 +235,28 @@ class Op:
     forward: str = "derived"
     batching: str = EW
     #: The ``func._rules`` rule for ``batching == CUSTOM`` (a name there).
-    batching_rule: Optional[str] = None
+    batching_rule: str | None = None
     #: The fused-program instruction (``kernels::fused::EwOp``) when the op is one.
-    fusion: Optional[str] = None
+    fusion: str | None = None
     #: Sample inputs (``None``: the op is not exercised by the coverage matrix,
     #: which needs a reason in ``refuse``).
-    sample: Optional[Sample] = None
+    sample: Sample | None = None
     #: The NumPy reference of the forward (same arguments, arrays for tensors).
-    ref: Optional[Callable[..., Any]] = None
+    ref: Callable[..., Any] | None = None
     #: Features the op is refused for, each with the reason users read.
     refuse: dict = field(default_factory=dict)
+    #: Cells the coverage matrix has caught failing and that are not fixed yet,
+    #: each with what is known: the cell still runs (an expected failure that
+    #: reports when it starts passing) and docs/coverage.md lists it as open.
+    defects: dict = field(default_factory=dict)
     #: Tolerances for the float32 forward check (rtol, atol).
     tol: tuple = (1e-5, 1e-6)
     #: The benchmark's large case for an op whose sample is ``fixed`` (the
     #: elementwise and reduction samples scale by themselves).
-    bench: Optional[Sample] = None
+    bench: Sample | None = None
+    #: The op's autocast policy (one of ``AUTOCAST_POLICIES``) when PyTorch's
+    #: CPU autocast lists name it; the core's table is generated from it.
+    autocast: str | None = None
 
     @property
     def kind(self) -> str:

@@ -15,17 +15,26 @@ FUNCTIONS = {
         "set_default_dtype", "get_default_dtype", "set_default_tensor_type", "set_num_threads",
         "get_num_threads", "set_printoptions", "use_deterministic_algorithms",
         "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+        "get_default_device", "set_default_device", "get_float32_matmul_precision",
+        "set_float32_matmul_precision", "get_num_interop_threads", "set_num_interop_threads",
     ),
     "grad mode": (
         "is_grad_enabled", "is_inference_mode_enabled", "is_anomaly_enabled",
         "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
     ),
     "serialization": ("save", "load"),
+    "autocast state": (
+        "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
+        "is_autocast_cache_enabled", "set_autocast_cache_enabled", "clear_autocast_cache",
+        "autocast_increment_nesting", "autocast_decrement_nesting", "is_autocast_cpu_enabled",
+        "get_autocast_cpu_dtype",
+    ),
     "transforms": ("compile", "vmap"),
     "predicates and metadata": (
         "is_tensor", "is_floating_point", "is_nonzero", "is_same_size", "numel", "equal",
         "allclose", "broadcast_shapes",
     ),
+    "dtype relations": ("can_cast", "promote_types", "result_type"),
 }
 
 #: ``Tensor`` methods that are not ops.
@@ -38,9 +47,10 @@ METHODS = {
     "metadata": (
         "size", "stride", "dim", "ndimension", "nelement", "numel", "storage_offset", "data_ptr",
         "element_size", "is_contiguous", "is_complex", "is_signed", "is_floating_point",
-        "is_nonzero", "is_same_size", "equal", "allclose", "type",
+        "is_nonzero", "is_same_size", "equal", "allclose", "type", "is_meta", "is_pinned",
+        "is_quantized", "is_sparse",
     ),
-    "devices and memory": ("cpu", "cuda", "share_memory_"),
+    "devices and memory": ("cpu", "cuda", "share_memory_", "pin_memory"),
 }
 
 

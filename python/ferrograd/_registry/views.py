@@ -13,6 +13,7 @@ from .schema import (
     INPLACE,
     LINALG,
     METHOD,
+    PROMOTE,
     STATIC_VJP,
     VIEW,
     Op,
@@ -30,6 +31,9 @@ def _seq(fn, *ts, **kw):
 
 
 RESHAPE_NODE = ("reshape", STATIC_VJP)
+# The benchmark's large operand (ops that copy; views cost nothing to time).
+M = T((1024, 1024))
+HALF = T((512, 1024))
 
 
 def _v(name, doc, ref, nodes, sample, *, surfaces=(FUNCTION, METHOD), batching=VIEW, **kw):
@@ -76,21 +80,22 @@ _v("diagonal", "A view of a diagonal of `input` (over dimensions `dim1`, `dim2`)
    lambda x, offset=0, dim1=0, dim2=1: np.diagonal(x, offset, dim1, dim2).copy(),
    {"DiagonalBackward0": ()}, fixed(T((3, 4))), surfaces=(FUNCTION, METHOD, LINALG))
 _v("flip", "`input` with the order of elements reversed along `dims` (a copy).",
-   lambda x, dims: np.flip(x, dims), {"FlipBackward0": ()}, fixed(T((2, 3)), (0,)))
+   lambda x, dims: np.flip(x, dims), {"FlipBackward0": ()}, fixed(T((2, 3)), (0,)),
+   bench=fixed(M, (0, 1)))
 _v("roll", "`input` with elements shifted by `shifts` along `dims`, wrapping around.",
-   lambda x, s, d: np.roll(x, s, d), {}, fixed(T((2, 3)), 1, 1))
+   lambda x, s, d: np.roll(x, s, d), {}, fixed(T((2, 3)), 1, 1), bench=fixed(M, 3, 1))
 _v("tril", "The lower triangle of the matrices of `input` (others zero).", np.tril, {},
-   fixed(T((3, 4))), surfaces=(FUNCTION, METHOD, INPLACE))
+   fixed(T((3, 4))), surfaces=(FUNCTION, METHOD, INPLACE), bench=fixed(M))
 _v("triu", "The upper triangle of the matrices of `input` (others zero).", np.triu, {},
-   fixed(T((3, 4))), surfaces=(FUNCTION, METHOD, INPLACE))
+   fixed(T((3, 4))), surfaces=(FUNCTION, METHOD, INPLACE), bench=fixed(M))
 _v("cat", "Concatenates `tensors` along `dim`.", lambda *ts, dim=0: np.concatenate(ts, dim),
    {"CatBackward0": (STATIC_VJP,)}, Sample("fixed", (T((2, 3)), T((1, 3))), call=_seq),
    surfaces=(FUNCTION,), aliases=("concat", "concatenate"),
-   batching=CUSTOM, batching_rule="cat")
+   batching=CUSTOM, batching_rule="cat", autocast=PROMOTE, bench=Sample("fixed", (HALF, HALF), {"dim": 1}))
 _v("stack", "Stacks `tensors` along a new dimension `dim`.", lambda *ts, dim=0: np.stack(ts, dim),
    {"StackBackward0": (STATIC_VJP,)}, Sample("fixed", (T((2, 3)), T((2, 3))), call=_seq),
    surfaces=(FUNCTION,),
-   batching=CUSTOM, batching_rule="stack")
+   batching=CUSTOM, batching_rule="stack", autocast=PROMOTE, bench=Sample("fixed", (HALF, HALF), {"dim": 1}))
 _v("split", "Splits `input` into pieces of `split_size_or_sections` along `dim` (views).",
    lambda x, s, dim=0: np.split(x, range(s, x.shape[dim], s), dim),
    {"SplitBackward0": (STATIC_VJP,), "SplitWithSizesBackward0": (STATIC_VJP,)}, fixed(T((4, 3)), 2))
@@ -99,8 +104,8 @@ _v("chunk", "Splits `input` into `chunks` nearly equal views along `dim`.",
 _v("unbind", "The slices of `input` along `dim`, as views.", lambda x, dim=0: list(np.moveaxis(x, dim, 0)),
    {"UnbindBackward0": (STATIC_VJP,)}, fixed(T((2, 3))))
 _m("repeat", "`input` tiled `sizes` times along each dimension (a copy).", lambda x, *r: np.tile(x, r),
-   {"RepeatBackward0": ()}, fixed(T((2, 3)), 2, 1))
+   {"RepeatBackward0": ()}, fixed(T((2, 3)), 2, 1), bench=fixed(T((512, 512)), 2, 2))
 _v("movedim", "A view of `input` with dimension `source` moved to `destination`.",
    lambda x, s, d: np.moveaxis(x, s, d), {}, fixed(T((2, 3, 4)), 0, 2), aliases=("moveaxis",))
 _m("contiguous", "`input` itself when its memory is contiguous, else a contiguous copy.",
-   lambda x: x.copy(), {}, fixed(T((2, 3))))
+   lambda x: x.copy(), {}, fixed(T((2, 3))), bench=fixed(M))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _C
+from .._autocast import autocast_op as _autocast_op
 from .._C import Tensor
 from ._common import _check, _from_np, _np, _vmap_level, _wrap_dim
 
@@ -40,10 +41,18 @@ def index_add(input, dim, index, source, *, alpha=1):
             f"index_add_(): Number of indices ({index.numel()}) should be equal to "
             f"source.size(dim) ({source.shape[dim] if source.dim() else 1})"
         )
+    src = source if alpha == 1 else alpha * source
+    if isinstance(input, Tensor) and isinstance(src, Tensor) and isinstance(index, Tensor):
+        if index.dim() > 1:
+            raise IndexError("index_add(): Index is supposed to be a vector")
+        if index.dtype != _C.int64:
+            raise IndexError("index_add(): Expected dtype int64 for index")
+        return _C._index_add(input, dim, index.reshape(-1), src)
     idx = _index_along("index_add", input, dim, index, tuple(source.shape))
-    return input.scatter_add(dim, idx, source if alpha == 1 else alpha * source)
+    return input.scatter_add(dim, idx, src)
 
 
+@_autocast_op("index_copy")
 def index_copy(input, dim, index, source):
     """A copy of ``input`` with ``source[.., i, ..]`` written at ``input[.., index[i], ..]``
     along ``dim``."""
@@ -58,6 +67,12 @@ def index_copy(input, dim, index, source):
             f"index_copy_(): Number of indices ({index.numel()}) should be equal to "
             f"source.size(dim) ({source.shape[dim] if source.dim() else 1})"
         )
+    if isinstance(input, Tensor) and isinstance(source, Tensor) and isinstance(index, Tensor):
+        if index.dim() > 1:
+            raise IndexError("index_copy(): Index is supposed to be a vector")
+        if index.dtype != _C.int64:
+            raise IndexError("index_copy(): Expected dtype int64 for index")
+        return _C._index_copy(input, dim, index.reshape(-1), source)
     idx = _index_along("index_copy", input, dim, index, tuple(source.shape))
     return input.scatter(dim, idx, source)
 
@@ -74,6 +89,19 @@ def index_fill(input, dim, index, value):
     if flat.size and (flat.max() >= n or flat.min() < -n):
         bad = flat[(flat >= n) | (flat < -n)][0]
         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
+    if isinstance(value, Tensor) and value.dim() != 0:
+        raise RuntimeError(
+            "index_fill_ only supports a 0-dimensional value tensor, but got tensor "
+            f"with {value.dim()} dimension(s)."
+        )
+    if isinstance(input, Tensor) and input.dim() > 0 and isinstance(value, (Tensor, int, float)):
+        # The filled slices written as rows of the (broadcast) value.
+        idx = _from_np(np.where(flat < 0, flat + n, flat).astype(np.int64))
+        v = value.to(input.dtype) if isinstance(value, Tensor) else _C.full(
+            (), value, dtype=input.dtype)  # fmt: skip
+        shape = list(input.shape)
+        shape[dim] = idx.numel()
+        return _C._index_copy(input, dim, idx, v.expand(*shape))
     mask = np.zeros(n, dtype=bool)
     mask[flat] = True
     view = [1] * input.dim()

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import _C
+from .._autocast import autocast_op as _autocast_op
 from .._C import Tensor
 from ._common import _alloc_guard, _check, _from_np, _np, _vmap_level, _wrap_dim
 
@@ -177,6 +178,7 @@ def _quantile_batched(fn, input, q, dim, keepdim, interpolation, ignore_nan, lid
     return b.wrap(out, lid)
 
 
+@_autocast_op("quantile")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-th quantiles of ``input`` (over all elements or along ``dim``), between
     neighbouring sorted values as ``interpolation`` says; NaN when a slice has NaN.
@@ -184,6 +186,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
 
 
+@_autocast_op("nanquantile")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """``quantile`` of the non-NaN elements (NaN only when a slice is all NaN)."""
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)

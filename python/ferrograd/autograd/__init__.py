@@ -7,6 +7,7 @@ from . import anomaly_mode as anomaly_mode
 from . import forward_ad as forward_ad
 from . import functional as functional
 from . import graph as graph
+from . import profiler as profiler
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled

@@ -125,6 +125,10 @@ class Function(metaclass=FunctionMeta):
         ):
             # A meta tensor or a jit.trace value: its type runs (or records) the call.
             return _dispatch.dispatch(cls.apply, args, kwargs)
+        if _C._capture_active():
+            # Recorded for ferrograd.compile as one call that each replay makes again (a
+            # new forward, a new ctx and node), with the replay's tensors as arguments.
+            return _C._capture_pyop(f"{cls.__name__}.apply", cls.apply, args, kwargs)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(
             isinstance(a, _C.Tensor) and a.requires_grad for a in args

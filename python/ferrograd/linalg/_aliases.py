@@ -8,6 +8,7 @@ from __future__ import annotations
 import ferrograd as _fg
 
 from .. import _C
+from .._autocast import autocast_op as _autocast_op
 from ._common import Tensor, _check_matrix, qr_result, slogdet_result, svd_result
 from ._decompositions import cholesky, qr, svd, svdvals
 from ._det import _logdet, det, slogdet
@@ -46,6 +47,7 @@ def _cholesky_legacy(input, upper=False):
     return cholesky(input, upper=upper)
 
 
+@_autocast_op("pinverse")
 def _pinverse(input, rcond=1e-15):
     """``torch.pinverse``: ``linalg.pinv`` with ``rtol=rcond``."""
     return pinv(input, rtol=rcond)
@@ -66,6 +68,7 @@ def _det(input):
     return det(input)
 
 
+@_autocast_op("inverse")
 def _inverse(input):
     """``torch.inverse``."""
     return inv(input)
@@ -76,6 +79,7 @@ def _m_det(self):
     return det(self)
 
 
+@_autocast_op("inverse")
 def _m_inverse(self):
     return inv(self)
 
@@ -92,6 +96,7 @@ def _m_cholesky(self, upper=False):
     return cholesky(self, upper=upper)
 
 
+@_autocast_op("pinverse")
 def _m_pinverse(self, rcond=1e-15):
     return pinv(self, rtol=rcond)
 

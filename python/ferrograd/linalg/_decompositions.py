@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _C
+from .._autocast import autocast_op as _autocast_op
 from ..autograd.function import Function
 from ._common import (
     LinAlgError,
@@ -82,6 +83,7 @@ class LinalgCholeskyEx(Function):
 LinalgCholeskyEx._backward_name = "LinalgCholeskyExBackward0"
 
 
+@_autocast_op("cholesky")
 def cholesky(A, *, upper=False, out=None):
     """The Cholesky factor ``L`` (``A = L L^T``) of each symmetric positive-
     definite matrix in ``A``, or ``L^T`` with ``upper=True``. Reads only the
@@ -92,6 +94,7 @@ def cholesky(A, *, upper=False, out=None):
     return L.mT if upper else L
 
 
+@_autocast_op("cholesky_ex")
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """``cholesky`` returning ``(L, info)``: ``info`` is the order of the
     first leading minor that is not positive-definite (0 on success), and
@@ -177,6 +180,7 @@ class LinalgQr(Function):
 LinalgQr._backward_name = "LinalgQrBackward0"
 
 
+@_autocast_op("qr")
 def qr(A, mode="reduced", *, out=None):
     """The QR factorisation ``A = Q R`` of each matrix in ``A``: ``mode`` is
     ``'reduced'`` (``Q`` is m x k, k = min(m, n)), ``'complete'`` (``Q`` is
@@ -242,6 +246,7 @@ def _check_uplo(api, UPLO):
         raise RuntimeError(f"{api}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
 
 
+@_autocast_op("eigh")
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric
     matrix in ``A``, reading the lower (``UPLO='L'``) or upper triangle.
@@ -255,6 +260,7 @@ def eigh(A, UPLO="L", *, out=None):
     return linalg_eigh(*_call(LinalgEigh, A, UPLO))
 
 
+@_autocast_op("eigvalsh")
 def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues (ascending) of each symmetric matrix in ``A``; their
     gradient ``V diag(g) V^T`` is finite even for repeated eigenvalues."""
@@ -344,6 +350,7 @@ def _svd_backward(gU, gS, gVh, U, S, Vh):
     return U @ (gA @ Vh) if m >= n else (U @ gA) @ Vh
 
 
+@_autocast_op("svd")
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """``A = U diag(S) Vh`` for each matrix in ``A``, singular values
     descending. Singular vectors are defined up to sign; a loss that depends
@@ -360,6 +367,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return linalg_svd(*_call(LinalgSvd, A, bool(full_matrices)))
 
 
+@_autocast_op("svdvals")
 def svdvals(A, *, driver=None, out=None):
     """The singular values of each matrix in ``A``, descending; their
     gradient ``U diag(g) Vh`` is defined for repeated values too."""

@@ -12,6 +12,7 @@ import numpy as np
 import ferrograd as _fg
 
 from .. import _C
+from .._autocast import autocast_op as _autocast_op
 from ..autograd.function import Function
 from ._common import (
     _SCALAR_NAME,
@@ -61,6 +62,7 @@ class LinalgInvEx(Function):
 LinalgInvEx._backward_name = "LinalgInvExBackward0"
 
 
+@_autocast_op("inv_ex")
 def inv_ex(A, *, check_errors=False):
     """The inverse of each square matrix in ``A`` and LAPACK's ``info`` (0, or
     the 1-based index of a zero pivot of the LU factorisation); singular
@@ -83,6 +85,7 @@ def _raise_inv(A, info, api="linalg.inv"):
             )
 
 
+@_autocast_op("inv")
 def inv(A, *, out=None):
     """The inverse of each square matrix in ``A`` (batches in the leading
     dimensions). Raises ``LinAlgError`` naming the zero pivot when a matrix is
@@ -146,6 +149,7 @@ def _is_vector_rhs(A, B):
     return B.dim() == 1 or (A.dim() - 1 == B.dim() and tuple(B.shape) == tuple(A.shape[:-1]))
 
 
+@_autocast_op("solve")
 def solve(A, B, *, left=True, out=None):
     """The solution ``X`` of ``A X = B`` (``X A = B`` when ``left=False``)
     for square ``A``, with PyTorch's broadcasting of batch dimensions and its
@@ -278,6 +282,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return _call(LinalgPinv, A, atol, rtol, bool(hermitian))
 
 
+@_autocast_op("matrix_rank")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The number of singular values (absolute eigenvalues with
     ``hermitian=True``) above ``max(atol, rtol * s_max)``, as int64."""
@@ -322,6 +327,7 @@ LinalgLstsq._backward_name = "LinalgLstsqBackward0"
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
+@_autocast_op("lstsq")
 def lstsq(A, B, rcond=None, *, driver=None):
     """Least-squares solutions ``X`` minimising ``||A X - B||_F`` for each
     matrix pair: ``(solution, residuals, rank, singular_values)`` with what

@@ -14,6 +14,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _C
+from .._autocast import autocast_op as _autocast_op
 from ._common import Tensor
 
 __all__ = ["matrix_exp", "householder_product", "geqrf"]
@@ -64,8 +65,9 @@ def matrix_exp(A):  # noqa: N803 - PyTorch's name
     return e
 
 
+@_autocast_op("householder_product")
 def householder_product(A, tau):  # noqa: N803 - PyTorch's name
-    """The first ``n`` columns of ``H_1 H_2 ... H_k`` for ``A`` of shape
+    """The first ``n`` columns of the product of the reflectors ``H_1`` to ``H_k`` for ``A`` of shape
     ``(*, m, n)`` and ``tau`` of shape ``(*, k)``: ``H_i = I - tau_i v_i v_i^T``,
     ``v_i`` the ``i``-th column of ``A`` below the diagonal with a 1 on it (the
     compact form ``geqrf`` returns). Composed of recorded ops, so it
@@ -110,6 +112,7 @@ def householder_product(A, tau):  # noqa: N803 - PyTorch's name
     return q
 
 
+@_autocast_op("geqrf")
 def geqrf(input):  # noqa: A002 - PyTorch's name
     """LAPACK's ``geqrf``: ``(a, tau)``, the QR factorisation in compact form
     (``R`` on and above the diagonal of ``a``, the Householder vectors below

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from .. import _C
+from .._autocast import autocast_op as _autocast_op
 from ._common import _check_out, _check_tensor
 
 
@@ -40,6 +41,7 @@ def matmul(input, other, *, out=None):
     return _C.matmul(input, other)
 
 
+@_autocast_op("vecdot")
 def vecdot(x, y, *, dim=-1, out=None):
     """The dot product of ``x`` and ``y`` along ``dim`` (broadcasting)."""
     _check_out(out)

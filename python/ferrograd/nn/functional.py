@@ -6,9 +6,12 @@ log-sum-exp forms, backward rules) live in ``src/ops``.
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 
 from .. import _C
+from .._autocast import autocast_op as _autocast_op
 from ._functional.linear import bilinear
 
 
@@ -479,6 +482,16 @@ def _shape_of(t):
     return getattr(t, "shape", None)
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that names the caller's first frame outside ferrograd, for a
+    warning raised by the function calling this (wrappers such as autocast's add frames)."""
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(pkg):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _warn_target_size(input, target):
     # A target that broadcasts against the input computes something else than
     # the user meant ((4, 1) against (4,) is a (4, 4) difference): PyTorch warns.
@@ -489,7 +502,7 @@ def _warn_target_size(input, target):
             f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
 
 
@@ -574,6 +587,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _C.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
 
 
+@_autocast_op("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0):
     """Huber loss: ``0.5 * d**2`` where ``|d| <= delta``, ``delta * (|d| - 0.5 * delta)``
     elsewhere, with ``d = input - target``; reduced. It equals
@@ -598,6 +612,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _C.huber_loss(input, target, reduction, delta)
 
 
+@_autocast_op("binary_cross_entropy")
 def binary_cross_entropy(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
@@ -634,7 +649,7 @@ def binary_cross_entropy(
             f"({input.size()}) is deprecated. Please ensure they have the same size."
         )
     dt, it = getattr(target, "dtype", None), getattr(input, "dtype", None)
-    if dt is not None and it is not None and it.is_floating_point and dt != it:
+    if dt is not None and it is not None and getattr(it, "is_floating_point", False) and dt != it:
         # PyTorch's kernel refuses a target of another dtype (an int64 one included).
         raise RuntimeError(f"Found dtype {_scalar_type(dt)} but expected {_scalar_type(it)}")
     return _C.binary_cross_entropy(
@@ -642,6 +657,7 @@ def binary_cross_entropy(
     )
 
 
+@_autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
 ):
@@ -678,7 +694,7 @@ def binary_cross_entropy_with_logits(
     if si is not None and st is not None and tuple(si) != tuple(st):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
     dt = getattr(target, "dtype", None)
-    if dt is not None and not dt.is_floating_point:
+    if dt is not None and not getattr(dt, "is_floating_point", True):
         # PyTorch computes the loss in the target's dtype, which cannot hold it.
         raise RuntimeError(
             f"result type Float can't be cast to the desired output type {_scalar_type(dt)}"
@@ -716,6 +732,7 @@ def _check_class_target(input, target, probabilities_allowed):
     raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_scalar_type(dt)}")
 
 
+@_autocast_op("nll_loss")
 def nll_loss(
     input,
     target,
@@ -766,6 +783,7 @@ def nll_loss(
     )
 
 
+@_autocast_op("cross_entropy")
 def cross_entropy(
     input,
     target,

@@ -49,6 +49,11 @@ def _build(sample: Sample, rng, shape, kwargs) -> tuple:
             args.append(_fill(rng, s, a.domain, a.dtype, unique=sample.unique and first and a.dtype is None))
             grad.append(a.grad and a.dtype is None)
             first = first and a.dtype is not None
+        elif isinstance(a, tuple) and any(isinstance(e, T) for e in a):
+            # A tuple of index tensors (index_put's `indices`).
+            args.append(tuple(_fill(rng, e.shape if e.shape is not None else shape, e.domain, e.dtype)
+                              if isinstance(e, T) else e for e in a))
+            grad.append(False)
         else:
             args.append(a)
             grad.append(False)

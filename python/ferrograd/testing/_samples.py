@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import hypothesis
+import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -128,7 +128,7 @@ def calls(draw, sample: Sample):
                 first = False
                 grad.append(a.grad)
                 continue
-            first = first and not (a.dtype is None)
+            first = first and a.dtype is not None
             args.append(draw(_tensor_arg(a, shape)))
             grad.append(a.grad and a.dtype is None)
         else:

@@ -497,6 +497,7 @@ fn forward_op<T: FusedFloat>(op: EwOp, d: &mut [T], a: &[T], b: &[T]) {
         Tan => map1(d, a, |x| x.k_tan()),
         Tanh => map1(d, a, |x| x.k_tanh()),
         Sigmoid => map1(d, a, sigmoid),
+        // As eager relu: NaN and -0 pass through.
         Relu => map1(d, a, |x| if x < zero { zero } else { x }),
         Sqrt => map1(d, a, |x| x.k_sqrt()),
         Rsqrt => map1(d, a, |x| one / x.k_sqrt()),

@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-use super::super::{math, trig_f32};
+use super::super::{math, trig_f32, vmath};
 
 /// The float types programs run in, with the exact functions ferrograd's
 /// eager kernels use for them.
@@ -67,7 +67,7 @@ pub trait FusedFloat:
 }
 
 macro_rules! fused_float {
-    ($t:ty, $scratch:ident, $exp:expr, $tanh:expr, $erf:expr, $sin:expr, $cos:expr, $sins:expr, $coss:expr, $sincos:expr, $wide:expr, $tiny:expr) => {
+    ($t:ty, $scratch:ident, $exp:expr, $tanh:expr, $erf:expr, $sin:expr, $cos:expr, $sins:expr, $coss:expr, $sincos:expr, $wide:expr, $tiny:expr, $tan:expr, $ln:expr, $ln1p:expr, $expm1:expr, $log2:expr) => {
         thread_local! {
             static $scratch: RefCell<Vec<$t>> = const { RefCell::new(Vec::new()) };
         }
@@ -112,23 +112,23 @@ macro_rules! fused_float {
             }
             #[inline(always)]
             fn k_tan(self) -> Self {
-                self.tan()
+                $tan(self)
             }
             #[inline(always)]
             fn k_ln(self) -> Self {
-                self.ln()
+                $ln(self)
             }
             #[inline(always)]
             fn k_ln_1p(self) -> Self {
-                self.ln_1p()
+                $ln1p(self)
             }
             #[inline(always)]
             fn k_exp_m1(self) -> Self {
-                self.exp_m1()
+                $expm1(self)
             }
             #[inline(always)]
             fn k_log2(self) -> Self {
-                self.log2()
+                $log2(self)
             }
             #[inline(always)]
             fn k_sqrt(self) -> Self {
@@ -195,14 +195,19 @@ fused_float!(
     SCRATCH_F32,
     math::exp_f32,
     math::tanh_f32,
-    libm::erff,
+    vmath::erf_f32,
     trig_f32::sin_f32,
     trig_f32::cos_f32,
     trig_f32::sin_slice,
     trig_f32::cos_slice,
     trig_f32::sincos_slice,
     mul_wide_f32,
-    any_tiny_f32
+    any_tiny_f32,
+    trig_f32::tan_f32,
+    vmath::log_f32,
+    vmath::log1p_f32,
+    vmath::expm1_f32,
+    vmath::log2_f32
 );
 fused_float!(
     f64,
@@ -219,7 +224,12 @@ fused_float!(
         map_slice(f64::cos)(c, a)
     },
     |g: f64, u: f64, _: f64| g * u,
-    |_: &[f64]| false
+    |_: &[f64]| false,
+    f64::tan,
+    f64::ln,
+    f64::ln_1p,
+    f64::exp_m1,
+    f64::log2
 );
 
 /// `g * u` for float32: exact in float64 (48 significant bits, far from

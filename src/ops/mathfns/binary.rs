@@ -15,7 +15,12 @@ use crate::tensor::{broadcast_shapes, Arith, DType, Tensor};
 // ----- binary ------------------------------------------------------------------------
 
 pub(crate) fn atan2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let out = fbin!(a, b, |x, y| x.atan2(y));
+    let out = fbin2!(
+        a,
+        b,
+        |x, y| crate::kernels::vmath::atan2_f32(x, y),
+        x.atan2(y)
+    );
     if needs_record(&[a, b]) {
         record("Atan2Backward0", &[a, b], &out, saved![a, b], |c| {
             // PyTorch's form: g * b * recip and -g * a * recip, with
@@ -41,7 +46,21 @@ pub(crate) fn atan2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn hypot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let out = fbin!(a, b, |x, y| x.hypot(y));
+    // float32: the sum of squares is exact in float64, one rounding after the root.
+    let out = fbin2!(
+        a,
+        b,
+        |x, y| {
+            let r = (x as f64).mul_add(x as f64, (y as f64) * (y as f64)).sqrt() as f32;
+            // C's rule: an infinite argument wins over NaN.
+            if x.is_infinite() || y.is_infinite() {
+                f32::INFINITY
+            } else {
+                r
+            }
+        },
+        x.hypot(y)
+    );
     if needs_record(&[a, b]) {
         let o = SavedTensor::output(&out, 0);
         record(
@@ -72,26 +91,48 @@ pub(crate) fn hypot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// `log(exp(a) + exp(b))`, computed as `max + log1p(exp(-|a - b|))`.
 pub(crate) fn logaddexp(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let out = fbin!(a, b, |x, y| {
+    let out = fbin2!(
+        a,
+        b,
+        |x, y| {
+            use crate::kernels::{math::exp_f32, vmath::log1p_f32};
+            let r = x.max(y) + log1p_f32(exp_f32(-(x - y).abs()));
+            if x == y && x.is_infinite() {
+                x
+            } else {
+                r
+            }
+        },
         if x == y && x.is_infinite() {
             x
         } else {
             x.max(y) + (-(x - y).abs()).exp().ln_1p()
         }
-    });
+    );
     logaddexp_record(a, b, &out, "LogaddexpBackward0", 1.0);
     Ok(out)
 }
 
 /// `log2(2^a + 2^b)`.
 pub(crate) fn logaddexp2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let out = fbin!(a, b, |x, y| {
+    let out = fbin2!(
+        a,
+        b,
+        |x, y| {
+            use crate::kernels::vmath::{exp2_f32, log2_f32};
+            let r = x.max(y) + log2_f32(1.0 + exp2_f32(-(x - y).abs()));
+            if x == y && x.is_infinite() {
+                x
+            } else {
+                r
+            }
+        },
         if x == y && x.is_infinite() {
             x
         } else {
             x.max(y) + (1.0 + (-(x - y).abs()).exp2()).log2()
         }
-    });
+    );
     logaddexp_record(a, b, &out, "Logaddexp2Backward0", std::f64::consts::LN_2);
     Ok(out)
 }
@@ -120,11 +161,23 @@ fn logaddexp_record(a: &Tensor, b: &Tensor, out: &Tensor, name: &'static str, k:
 
 /// `x * log(y)`, 0 where `x == 0` unless `y` is NaN.
 pub(crate) fn xlogy(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let out = fbin!(a, b, |x, y| if x == 0.0 && !y.is_nan() {
-        0.0
-    } else {
-        x * y.ln()
-    });
+    let out = fbin2!(
+        a,
+        b,
+        |x, y| {
+            let r = x * crate::kernels::vmath::log_f32(y);
+            if x == 0.0 && !y.is_nan() {
+                0.0
+            } else {
+                r
+            }
+        },
+        if x == 0.0 && !y.is_nan() {
+            0.0
+        } else {
+            x * y.ln()
+        }
+    );
     if needs_record(&[a, b]) {
         record("XlogyBackward0", &[a, b], &out, saved![a, b], |c| {
             let (x, y, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);

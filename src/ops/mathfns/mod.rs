@@ -47,6 +47,19 @@ macro_rules! fbin {
     }};
 }
 
+/// [`fbin`] with separate float32 and float64 bodies.
+macro_rules! fbin2 {
+    ($a:expr, $b:expr, |$x:ident, $y:ident| $f32:expr, $f64:expr) => {{
+        let (a, b): (&Tensor, &Tensor) = ($a, $b);
+        let dt = result_type(a, b).to_float();
+        if dt == DType::F64 {
+            map2!(a, b, DType::F64, f64, |$x, $y| $f64)
+        } else {
+            $crate::ops::back_to(map2!(a, b, DType::F32, f32, |$x, $y| $f32), dt)
+        }
+    }};
+}
+
 /// Records `name` for a unary op whose gradient is `grad * d(s)`, `s` the
 /// saved input (or the output, when `from_out`).
 fn rec1(
@@ -66,6 +79,41 @@ fn rec1(
             Ok(smallvec![Some(mul(c.grad()?, &d(c.saved(0)?)?)?)])
         });
     }
+}
+
+/// [`rec1`] with the rule's one-pass forms `g * d(s)` for float32 and
+/// float64, used when nothing records the backward.
+fn rec1f(
+    a: &Tensor,
+    out: &Tensor,
+    name: &'static str,
+    from_out: bool,
+    d: fn(&Tensor) -> Result<Tensor>,
+    d32: impl Fn(f32) -> f32 + Copy + Send + Sync + 'static,
+    d64: impl Fn(f64) -> f64 + Copy + Send + Sync + 'static,
+) {
+    if needs_record(&[a]) {
+        let s = if from_out {
+            SavedTensor::output(out, 0)
+        } else {
+            SavedTensor::input(a)
+        };
+        record(name, &[a], out, saved![Some(s)], move |c| {
+            let (g, s) = (c.grad()?, c.saved(0)?);
+            if super::can_fuse(g, s) {
+                let r = super::fused_grad(g, s, move |g, s| g * d32(s), move |g, s| g * d64(s))?;
+                return Ok(smallvec![Some(r)]);
+            }
+            Ok(smallvec![Some(mul(g, &d(s)?)?)])
+        });
+    }
+}
+
+/// A float-valued function of one tensor with its own float32 form.
+macro_rules! ffn2 {
+    ($a:expr, $f32:expr, $f64:expr) => {
+        map1($a, $a.dtype().to_float(), $f32, $f64, NO_INT)
+    };
 }
 
 fn sq(x: &Tensor) -> Result<Tensor> {

@@ -9,10 +9,11 @@ use super::super::{
     add_scalar, compare, div, map1, mul, mul_f64, neg, reciprocal, result_type, sign, sub, where_,
     Scalar,
 };
-use super::{rec1, sq, zero_like_dt, NO_INT};
+use super::{rec1, rec1f, sq, zero_like_dt, NO_INT};
 use crate::autograd::{needs_record, record, SavedTensor};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::binary;
+use crate::kernels::vmath as vm;
 use crate::kernels::{bessel, normal_fns, special};
 use crate::saved;
 use crate::tensor::{broadcast_shapes, DType, Tensor};
@@ -20,25 +21,41 @@ use crate::tensor::{broadcast_shapes, DType, Tensor};
 // ----- exponentials and logarithms ---------------------------------------------------
 
 pub(crate) fn log10(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.log10())?;
-    rec1(a, &out, "Log10Backward0", false, |x| {
-        reciprocal(&mul_f64(x, std::f64::consts::LN_10)?)
-    });
+    const LN10: f64 = std::f64::consts::LN_10;
+    let out = ffn2!(a, vm::log10_f32, f64::log10)?;
+    rec1f(
+        a,
+        &out,
+        "Log10Backward0",
+        false,
+        |x| reciprocal(&mul_f64(x, LN10)?),
+        |x: f32| 1.0 / (x * LN10 as f32),
+        |x: f64| 1.0 / (x * LN10),
+    );
     Ok(out)
 }
 
 pub(crate) fn exp2(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.exp2())?;
-    rec1(a, &out, "Exp2Backward0", true, |y| {
-        mul_f64(y, std::f64::consts::LN_2)
-    });
+    const LN2: f64 = std::f64::consts::LN_2;
+    let out = ffn2!(a, vm::exp2_f32, f64::exp2)?;
+    rec1f(
+        a,
+        &out,
+        "Exp2Backward0",
+        true,
+        |y| mul_f64(y, LN2),
+        |y: f32| y * LN2 as f32,
+        |y: f64| y * LN2,
+    );
     Ok(out)
 }
 
 /// `log(x / (1 - x))`; its gradient `1 / (x (1 - x))` is NaN outside
 /// `[0, 1]`, as PyTorch's `logit_backward` gives it.
 pub(crate) fn logit(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| (x / (1.0 - x)).ln())?;
+    let out = ffn2!(a, |x: f32| vm::log_f32(x / (1.0 - x)), |x: f64| (x
+        / (1.0 - x))
+        .ln())?;
     rec1(a, &out, "LogitBackward0", false, |x| {
         let d = reciprocal(&mul(x, &add_scalar(&neg(x)?, Scalar::Int(1))?)?)?;
         let (zero, one) = (
@@ -57,29 +74,36 @@ pub(crate) fn logit(a: &Tensor) -> Result<Tensor> {
 // ----- special functions -------------------------------------------------------------
 
 pub(crate) fn erfc(a: &Tensor) -> Result<Tensor> {
-    let out = map1(a, a.dtype().to_float(), libm::erfcf, libm::erfc, NO_INT)?;
-    rec1(a, &out, "ErfcBackward0", false, |x| {
-        let e = super::super::exp(&neg(&sq(x)?)?)?;
-        mul_f64(&e, -std::f64::consts::FRAC_2_SQRT_PI)
-    });
+    const K: f64 = -std::f64::consts::FRAC_2_SQRT_PI;
+    let out = ffn2!(a, vm::erfc_f32, |x: f64| libm::erfc(x))?;
+    rec1f(
+        a,
+        &out,
+        "ErfcBackward0",
+        false,
+        |x| {
+            let e = super::super::exp(&neg(&sq(x)?)?)?;
+            mul_f64(&e, K)
+        },
+        |x: f32| crate::kernels::math::exp_f32(-(x * x)) * K as f32,
+        |x: f64| (-(x * x)).exp() * K,
+    );
     Ok(out)
 }
 
 pub(crate) fn erfinv(a: &Tensor) -> Result<Tensor> {
-    let out = map1(
-        a,
-        a.dtype().to_float(),
-        |x: f32| special::erfinv(x as f64) as f32,
-        special::erfinv,
-        NO_INT,
-    )?;
+    const K: f64 = 0.886_226_925_452_758; // sqrt(pi) / 2
+    let out = ffn2!(a, vm::erfinv_f32, special::erfinv)?;
     // sqrt(pi)/2 * exp(erfinv(x)^2).
-    rec1(a, &out, "ErfinvBackward0", true, |y| {
-        mul_f64(
-            &super::super::exp(&sq(y)?)?,
-            std::f64::consts::PI.sqrt() / 2.0,
-        )
-    });
+    rec1f(
+        a,
+        &out,
+        "ErfinvBackward0",
+        true,
+        |y| mul_f64(&super::super::exp(&sq(y)?)?, K),
+        |y: f32| crate::kernels::math::exp_f32(y * y) * K as f32,
+        |y: f64| (y * y).exp() * K,
+    );
     Ok(out)
 }
 

@@ -6,73 +6,140 @@ use smallvec::smallvec;
 use super::super::{
     add_scalar, compare, div, map1, mul_f64, neg, reciprocal, rsqrt, sub, where_, Scalar,
 };
-use super::{one_minus_sq, rec1, sq, zero_like_dt, NO_INT};
+use super::{one_minus_sq, rec1, rec1f, sq, zero_like_dt, NO_INT};
 use crate::autograd::{needs_record, record};
 use crate::error::Result;
+use crate::kernels::vmath as vm;
 use crate::saved;
 use crate::tensor::Tensor;
 
 // ----- trigonometric and hyperbolic ------------------------------------------------
 
 pub(crate) fn acos(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.acos())?;
-    rec1(a, &out, "AcosBackward0", false, |x| {
-        neg(&rsqrt(&one_minus_sq(x)?)?)
-    });
+    let out = ffn2!(a, vm::acos_f32, f64::acos)?;
+    rec1f(
+        a,
+        &out,
+        "AcosBackward0",
+        false,
+        |x| neg(&rsqrt(&one_minus_sq(x)?)?),
+        |x: f32| -(1.0 / (1.0 - x * x).sqrt()),
+        |x: f64| -(1.0 / (1.0 - x * x).sqrt()),
+    );
     Ok(out)
 }
 
 pub(crate) fn asin(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.asin())?;
-    rec1(a, &out, "AsinBackward0", false, |x| {
-        rsqrt(&one_minus_sq(x)?)
-    });
+    let out = ffn2!(a, vm::asin_f32, f64::asin)?;
+    rec1f(
+        a,
+        &out,
+        "AsinBackward0",
+        false,
+        |x| rsqrt(&one_minus_sq(x)?),
+        |x: f32| 1.0 / (1.0 - x * x).sqrt(),
+        |x: f64| 1.0 / (1.0 - x * x).sqrt(),
+    );
     Ok(out)
 }
 
 pub(crate) fn atan(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.atan())?;
-    rec1(a, &out, "AtanBackward0", false, |x| {
-        reciprocal(&add_scalar(&sq(x)?, Scalar::Int(1))?)
-    });
+    let out = ffn2!(a, vm::atan_f32, f64::atan)?;
+    rec1f(
+        a,
+        &out,
+        "AtanBackward0",
+        false,
+        |x| reciprocal(&add_scalar(&sq(x)?, Scalar::Int(1))?),
+        |x: f32| 1.0 / (x * x + 1.0),
+        |x: f64| 1.0 / (x * x + 1.0),
+    );
     Ok(out)
 }
 
 pub(crate) fn sinh(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.sinh())?;
-    rec1(a, &out, "SinhBackward0", false, cosh);
+    let out = ffn2!(a, vm::sinh_f32, f64::sinh)?;
+    rec1f(
+        a,
+        &out,
+        "SinhBackward0",
+        false,
+        cosh,
+        vm::cosh_f32,
+        f64::cosh,
+    );
     Ok(out)
 }
 
 pub(crate) fn cosh(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.cosh())?;
-    rec1(a, &out, "CoshBackward0", false, sinh);
+    let out = ffn2!(a, vm::cosh_f32, f64::cosh)?;
+    rec1f(
+        a,
+        &out,
+        "CoshBackward0",
+        false,
+        sinh,
+        vm::sinh_f32,
+        f64::sinh,
+    );
     Ok(out)
 }
 
-/// `asinh`, by libm's (std's forms overflow to inf from `x` near the largest
-/// float, where the result is about 710 in float64).
+/// `asinh`; float64 by libm's (std's form overflows to inf from `x` near the
+/// largest float, where the result is about 710).
 pub(crate) fn asinh(a: &Tensor) -> Result<Tensor> {
-    let out = map1(a, a.dtype().to_float(), libm::asinhf, libm::asinh, NO_INT)?;
-    rec1(a, &out, "AsinhBackward0", false, |x| {
-        rsqrt(&add_scalar(&sq(x)?, Scalar::Int(1))?)
-    });
+    let out = ffn2!(a, vm::asinh_f32, libm::asinh)?;
+    rec1f(
+        a,
+        &out,
+        "AsinhBackward0",
+        false,
+        |x| rsqrt(&add_scalar(&sq(x)?, Scalar::Int(1))?),
+        |x: f32| 1.0 / (x * x + 1.0).sqrt(),
+        |x: f64| 1.0 / (x * x + 1.0).sqrt(),
+    );
     Ok(out)
 }
 
 pub(crate) fn acosh(a: &Tensor) -> Result<Tensor> {
-    let out = map1(a, a.dtype().to_float(), libm::acoshf, libm::acosh, NO_INT)?;
-    rec1(a, &out, "AcoshBackward0", false, |x| {
-        rsqrt(&add_scalar(&sq(x)?, Scalar::Int(-1))?)
-    });
+    // float64: `log1p` of `(x - 1) + sqrt((x - 1)(x + 1))` keeps the precision
+    // near 1 that `ln(x + sqrt(x^2 - 1))` loses.
+    let out = ffn2!(a, vm::acosh_f32, |x: f64| if !(x >= 1.0) {
+        f64::NAN
+    } else if x > 1e8 {
+        x.ln() + std::f64::consts::LN_2
+    } else {
+        let d = x - 1.0;
+        (d + (d * (x + 1.0)).sqrt()).ln_1p()
+    })?;
+    rec1f(
+        a,
+        &out,
+        "AcoshBackward0",
+        false,
+        |x| rsqrt(&add_scalar(&sq(x)?, Scalar::Int(-1))?),
+        |x: f32| 1.0 / (x * x - 1.0).sqrt(),
+        |x: f64| 1.0 / (x * x - 1.0).sqrt(),
+    );
     Ok(out)
 }
 
 pub(crate) fn atanh(a: &Tensor) -> Result<Tensor> {
-    let out = ffn!(a, |x| x.atanh())?;
-    rec1(a, &out, "AtanhBackward0", false, |x| {
-        reciprocal(&one_minus_sq(x)?)
-    });
+    // float64: odd, so `log1p` only sees its argument above 0, where it is
+    // accurate (near -1 it is not).
+    let out = ffn2!(a, vm::atanh_f32, |x: f64| {
+        let a = x.abs();
+        (0.5 * ((2.0 * a) / (1.0 - a)).ln_1p()).copysign(x)
+    })?;
+    rec1f(
+        a,
+        &out,
+        "AtanhBackward0",
+        false,
+        |x| reciprocal(&one_minus_sq(x)?),
+        |x: f32| 1.0 / (1.0 - x * x),
+        |x: f64| 1.0 / (1.0 - x * x),
+    );
     Ok(out)
 }
 

@@ -8,8 +8,9 @@ use pyo3::prelude::*;
 
 use super::{wrap, PyTensor};
 use crate::autograd::{self, BackwardRequest};
+use crate::py::capture;
 use crate::py::convert::{tensor_list, to_tensor_like};
-use crate::py::errors::guard;
+use crate::py::errors::enter;
 use crate::py::node::{grad_fn_object, PyHook, RemovableHandle};
 use crate::tensor::Tensor;
 
@@ -46,7 +47,7 @@ impl PyTensor {
             }
             return Err(PyRuntimeError::new_err(msg));
         }
-        Ok(self.t.set_requires_grad(on)?)
+        set_requires_grad_recorded(&self.t, on)
     }
 
     /// Sets `requires_grad` in place (allowed on a non-leaf too) and returns the tensor itself.
@@ -55,7 +56,7 @@ impl PyTensor {
         slf: &Bound<'py, Self>,
         requires_grad: bool,
     ) -> PyResult<Bound<'py, Self>> {
-        slf.get().t.set_requires_grad(requires_grad)?;
+        set_requires_grad_recorded(&slf.get().t, requires_grad)?;
         Ok(slf.clone())
     }
 
@@ -137,6 +138,10 @@ impl PyTensor {
 
     /// Makes this non-leaf tensor keep its gradient in `.grad` after `backward()`.
     fn retain_grad(&self) -> PyResult<()> {
+        if capture::active() {
+            // A replay's tensors are new: the flag would not be on them.
+            capture::no_rule("retain_grad");
+        }
         if !self.t.requires_grad() {
             return Err(PyRuntimeError::new_err(
                 "can't retain_grad on Tensor that has requires_grad=False",
@@ -157,11 +162,14 @@ impl PyTensor {
     /// assigning sets this tensor's values.
     #[getter]
     fn get_data(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.t.data_alias())
+        capture::run_op(py, 0, "data", &[&self.t], &[], |t, _| Ok(t[0].data_alias()))
     }
 
     #[setter]
     fn set_data(&self, other: &Bound<'_, PyTensor>) {
+        if capture::active() {
+            capture::no_rule("set_data");
+        }
         // Cloned in its own statement: `t.data = t` would otherwise hold the
         // read lock of the view `set_view` is about to write.
         let view = other.get().t.view().clone();
@@ -171,7 +179,8 @@ impl PyTensor {
     /// Returns a new tensor sharing this one's memory, outside the graph (does not require
     /// grad).
     fn detach(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        wrap(py, self.t.detach())
+        // Recorded: a replay returns a detached alias of the replayed tensor.
+        capture::run_op(py, 0, "detach", &[&self.t], &[], |t, _| Ok(t[0].detach()))
     }
 
     /// Detaches this tensor from the graph in place, making it a leaf that does not require
@@ -182,13 +191,20 @@ impl PyTensor {
                 "Can't detach views in-place. Use detach() instead.",
             ));
         }
-        slf.get().t.detach_in_place();
+        capture::run_inplace(slf.py(), 0, "detach_", &[&slf.get().t], &[], |t, _| {
+            t[0].detach_in_place();
+            Ok(())
+        })?;
         Ok(slf.clone())
     }
 
     /// Registers `hook(grad)`, called with this tensor's gradient during backward; a returned
     /// tensor replaces the gradient. Returns a handle whose `remove()` unregisters it.
     fn register_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<RemovableHandle> {
+        if capture::active() {
+            // The hook would be on the capture call's tensor, not a replay's.
+            capture::no_rule("register_hook");
+        }
         let t = &slf.get().t;
         if !t.requires_grad() {
             return Err(PyRuntimeError::new_err(
@@ -247,10 +263,24 @@ impl PyTensor {
             create_graph,
             accumulate: true,
         };
-        if crate::py::capture::active() {
+        if capture::active() {
             return crate::py::compile::backward(py, req, grad_given);
         }
-        py.detach(|| guard(|| autograd::run_backward(req)))?;
+        // The GIL is always released: the engine's workers may need it for hooks.
+        enter(py, "backward", usize::MAX, || autograd::run_backward(req))?;
         Ok(())
     }
+}
+
+/// `requires_grad_` and the `requires_grad` setter: recorded, so a tensor made
+/// inside a compiled function is flagged on every replay too.
+fn set_requires_grad_recorded(t: &Tensor, on: bool) -> PyResult<()> {
+    if !capture::active() {
+        return Ok(t.set_requires_grad(on)?);
+    }
+    Python::attach(|py| {
+        capture::run_inplace(py, 0, "requires_grad_", &[t], &[], move |t, _| {
+            t[0].set_requires_grad(on)
+        })
+    })
 }

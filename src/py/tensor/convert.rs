@@ -8,9 +8,10 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyTuple};
 use super::{wrap, wrap_or_self, PyTensor};
 use crate::autograd;
 use crate::ops;
+use crate::py::capture::{run, run_multi, run_op};
 use crate::py::convert::to_numpy_shared;
 use crate::py::dtype::{opt_dtype, parse_dtype};
-use crate::py::errors::enter;
+use crate::py::errors::read;
 use crate::tensor::{DType, Tensor};
 
 /// Nested Python lists of `vals` (row-major, of shape `shape`).
@@ -109,7 +110,7 @@ impl PyTensor {
             ));
         }
         if force {
-            let copy = enter(py, self.t.numel(), || Ok(ops::clone_data(&self.t)))?;
+            let copy = read(py, "numpy", self.t.numel(), || Ok(ops::clone_data(&self.t)))?;
             return to_numpy_shared(py, &copy);
         }
         to_numpy_shared(py, &self.t)
@@ -130,7 +131,9 @@ impl PyTensor {
             ));
         }
         let t = if copy == Some(true) {
-            enter(py, self.t.numel(), || Ok(ops::clone_data(&self.t)))?
+            read(py, "__array__", self.t.numel(), || {
+                Ok(ops::clone_data(&self.t))
+            })?
         } else {
             self.t.clone()
         };
@@ -197,7 +200,9 @@ impl PyTensor {
         let py = slf.py();
         // As PyTorch's `iter(t.unbind(0))`: the rows are the outputs of one
         // `UnbindBackward0` node.
-        let rows = enter(py, t.numel(), || ops::unbind(t, 0))?;
+        let rows = run_multi(py, t.numel(), "unbind", &[t], &[], |t, _| {
+            ops::unbind(t[0], 0)
+        })?;
         let items = rows
             .into_iter()
             .map(|r| wrap(py, r))
@@ -340,7 +345,10 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let (py, t) = (slf.py(), &slf.get().t);
         crate::py::device::check_memory_format(memory_format, Some(t.ndim()))?;
-        wrap_or_self(slf, enter(py, t.numel(), || ops::contiguous(t))?)
+        let out = run(py, t.numel(), "contiguous", &[t], &[], |t, _| {
+            ops::contiguous(t[0])
+        })?;
+        wrap_or_self(slf, out)
     }
 }
 
@@ -351,7 +359,7 @@ fn cast(slf: &Bound<'_, PyTensor>, t: &Tensor, dt: DType) -> PyResult<Py<PyAny>>
     if t.dtype() == dt {
         return Ok(slf.clone().into_any().unbind());
     }
-    crate::py::capture::run_op(slf.py(), t.numel(), "to", &[t], &[], move |t, _| {
+    run_op(slf.py(), t.numel(), "to", &[t], &[], move |t, _| {
         ops::to_dtype(t[0], dt)
     })
 }

@@ -4,11 +4,12 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use super::{run, tensor_tuple, wrap, PyTensor};
+use super::PyTensor;
 use crate::autograd;
 use crate::ops;
+use crate::py::capture::{run_inplace, run_op, run_tuple};
 use crate::py::convert::{index_items, operand, to_tensor_like, Operand};
-use crate::py::errors::{enter, work};
+use crate::py::errors::work;
 use crate::tensor::Tensor;
 
 #[pymethods]
@@ -25,22 +26,11 @@ impl PyTensor {
             .collect();
         let mut ins: Vec<&Tensor> = vec![&self.t];
         ins.extend(tens.iter());
-        crate::py::capture::run_op(py, self.t.numel(), "index", &ins, &[], move |t, _| {
+        run_op(py, self.t.numel(), "index", &ins, &[], move |t, _| {
             if t.len() == 1 {
                 return ops::index(t[0], &items);
             }
-            let mut k = 0;
-            let its: Vec<ops::IndexItem> = items
-                .iter()
-                .map(|i| match i {
-                    ops::IndexItem::Tensor(_) => {
-                        k += 1;
-                        ops::IndexItem::Tensor(t[k].clone())
-                    }
-                    other => other.clone(),
-                })
-                .collect();
-            ops::index(t[0], &its)
+            ops::index(t[0], &with_index_tensors(&items, &t[1..]))
         })
     }
 
@@ -48,7 +38,14 @@ impl PyTensor {
     /// self[index[i][j]][j]` for dim 0.
     fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let (a, idx) = (&self.t, &index.get().t);
-        run(py, work(&[a, idx]), || ops::gather(a, dim, idx))
+        run_op(
+            py,
+            work(&[a, idx]),
+            "gather",
+            &[a, idx],
+            &[],
+            move |t, _| ops::gather(t[0], dim, t[1]),
+        )
     }
 
     /// Returns a copy with the elements of `src` added at `index` along `dim` (repeated indices
@@ -61,9 +58,14 @@ impl PyTensor {
         src: &Bound<'_, PyTensor>,
     ) -> PyResult<Py<PyAny>> {
         let (a, idx, src) = (&self.t, &index.get().t, &src.get().t);
-        run(py, work(&[a, idx, src]), || {
-            ops::scatter_add(a, dim, idx, src)
-        })
+        run_op(
+            py,
+            work(&[a, idx, src]),
+            "scatter_add",
+            &[a, idx, src],
+            &[],
+            move |t, _| ops::scatter_add(t[0], dim, t[1], t[2]),
+        )
     }
 
     /// Returns a copy with the elements of `src` (or the number `value`) written at `index`
@@ -82,12 +84,18 @@ impl PyTensor {
             PyTypeError::new_err("scatter() missing required argument 'src' or 'value'")
         })?;
         match operand(given) {
-            Some(Operand::Tensor(s)) => run(py, work(&[&self.t, idx, &s]), || {
-                ops::scatter(&self.t, dim, idx, &s)
-            }),
-            Some(Operand::Scalar(v)) => run(py, work(&[&self.t, idx]), || {
-                ops::scatter_value(&self.t, dim, idx, v)
-            }),
+            Some(Operand::Tensor(s)) => {
+                let ins = [&self.t, idx, &s];
+                run_op(py, work(&ins), "scatter", &ins, &[], move |t, _| {
+                    ops::scatter(t[0], dim, t[1], t[2])
+                })
+            }
+            Some(Operand::Scalar(v)) => {
+                let ins = [&self.t, idx];
+                run_op(py, work(&ins), "scatter", &ins, &[], move |t, _| {
+                    ops::scatter_value(t[0], dim, t[1], v)
+                })
+            }
             None => Err(PyTypeError::new_err(
                 "scatter(): src must be a Tensor or a number",
             )),
@@ -102,7 +110,14 @@ impl PyTensor {
         index: &Bound<'_, PyTensor>,
     ) -> PyResult<Py<PyAny>> {
         let (a, idx) = (&self.t, &index.get().t);
-        run(py, work(&[a, idx]), || ops::index_select(a, dim, idx))
+        run_op(
+            py,
+            work(&[a, idx]),
+            "index_select",
+            &[a, idx],
+            &[],
+            move |t, _| ops::index_select(t[0], dim, t[1]),
+        )
     }
 
     /// Returns a copy with `value` where the bool `mask` is True (broadcast).
@@ -114,7 +129,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let m = &mask.get().t;
         match operand(value) {
-            Some(Operand::Tensor(v)) => crate::py::capture::run_op(
+            Some(Operand::Tensor(v)) => run_op(
                 py,
                 self.t.numel(),
                 "masked_fill",
@@ -122,9 +137,17 @@ impl PyTensor {
                 &[],
                 move |t, _| ops::masked_fill(t[0], t[1], t[2]),
             ),
-            Some(Operand::Scalar(s)) => run(py, self.t.numel(), || {
-                ops::masked_fill_scalar(&self.t, m, s)
-            }),
+            Some(Operand::Scalar(s)) => {
+                let si = crate::py::capture::scalar_in(value, s);
+                run_op(
+                    py,
+                    self.t.numel(),
+                    "masked_fill",
+                    &[&self.t, m],
+                    &[si],
+                    |t, s| ops::masked_fill_scalar(t[0], t[1], s[0]),
+                )
+            }
             None => Err(PyTypeError::new_err(
                 "masked_fill(): value must be a number or a 0-d Tensor",
             )),
@@ -142,16 +165,25 @@ impl PyTensor {
         let m = &mask.get().t;
         let v = match operand(value) {
             Some(Operand::Tensor(v)) => v,
-            Some(Operand::Scalar(s)) => Tensor::scalar_of(s.to_f64(), a.dtype()),
+            Some(Operand::Scalar(s)) => {
+                let v = Tensor::scalar_of(s.to_f64(), a.dtype());
+                crate::py::capture::note_number_tensor(value, &v);
+                v
+            }
             None => {
                 return Err(PyTypeError::new_err(
                     "masked_fill_(): value must be a number or a 0-d Tensor",
                 ))
             }
         };
-        enter(slf.py(), a.numel(), || {
-            ops::apply_inplace(a, || ops::masked_fill(a, m, &v))
-        })?;
+        run_inplace(
+            slf.py(),
+            a.numel(),
+            "masked_fill_",
+            &[a, m, &v],
+            &[],
+            |t, _| ops::apply_inplace(t[0], || ops::masked_fill(t[0], t[1], t[2])),
+        )?;
         Ok(slf.clone().into_any().unbind())
     }
 
@@ -159,14 +191,16 @@ impl PyTensor {
     /// tensors with `as_tuple=True`).
     #[pyo3(signature = (*, as_tuple=false))]
     fn nonzero(&self, py: Python<'_>, as_tuple: bool) -> PyResult<Py<PyAny>> {
-        let nz = enter(py, self.t.numel(), || Ok(ops::nonzero(&self.t)))?;
         if !as_tuple {
-            return wrap(py, nz);
+            return run_op(py, self.t.numel(), "nonzero", &[&self.t], &[], |t, _| {
+                Ok(ops::nonzero(t[0]))
+            });
         }
-        // A 0-d input counts as one element of a 1-D tensor here, as in PyTorch, so the
-        // tuple always has at least one index tensor.
-        let cols = enter(py, nz.numel(), || {
-            if self.t.ndim() == 0 {
+        run_tuple(py, self.t.numel(), "nonzero", &[&self.t], &[], |t, _| {
+            let nz = ops::nonzero(t[0]);
+            // A 0-d input counts as one element of a 1-D tensor here, as in PyTorch, so
+            // the tuple always has at least one index tensor.
+            if t[0].ndim() == 0 {
                 let count = nz.shape().first().copied().unwrap_or(0);
                 return Ok(vec![Tensor::from_vec(
                     vec![0i64; count],
@@ -174,14 +208,13 @@ impl PyTensor {
                 )]);
             }
             Ok(ops::unbind(&nz, 1)?.iter().map(ops::clone_data).collect())
-        })?;
-        tensor_tuple(py, cols)
+        })
     }
 
     /// Returns the elements where the bool `mask` is True, as a 1-D tensor.
     fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyTensor>) -> PyResult<Py<PyAny>> {
         let m = &mask.get().t;
-        crate::py::capture::run_op(
+        run_op(
             py,
             self.t.numel(),
             "masked_select",
@@ -197,29 +230,67 @@ impl PyTensor {
         let t = &self.t;
         let v = match operand(value) {
             Some(Operand::Tensor(v)) => v,
-            Some(Operand::Scalar(s)) => Tensor::scalar_of(s.to_f64(), t.dtype()),
+            Some(Operand::Scalar(s)) => {
+                let v = Tensor::scalar_of(s.to_f64(), t.dtype());
+                crate::py::capture::note_number_tensor(value, &v);
+                v
+            }
             None => to_tensor_like(value, Some(t))
                 .map_err(|e| crate::py::dispatch::inplace_err(key.py(), e))?,
         };
-        enter(key.py(), work(&[t, &v]), || {
-            let basic = items
-                .iter()
-                .all(|i| !matches!(i, ops::IndexItem::Tensor(_)));
-            if basic {
-                // As in PyTorch, the write goes into a view (so the refusals
-                // are those for views: "a view of a leaf Variable ...").
-                let target = ops::index(t, &items)?;
-                ops::check_inplace(&target)?;
-                if !autograd::needs_record(&[t, &v]) {
-                    // Nothing to record: write straight through the view.
-                    return ops::assign(&target, &v);
+        // Index tensors are inputs after the target and the value.
+        let tens: Vec<Tensor> = items
+            .iter()
+            .filter_map(|i| match i {
+                ops::IndexItem::Tensor(x) => Some(x.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut ins: Vec<&Tensor> = vec![t, &v];
+        ins.extend(tens.iter());
+        let basic = tens.is_empty();
+        run_inplace(
+            key.py(),
+            work(&[t, &v]),
+            "__setitem__",
+            &ins,
+            &[],
+            move |ts, _| {
+                let (t, v) = (ts[0], ts[1]);
+                if basic {
+                    // As in PyTorch, the write goes into a view (so the refusals
+                    // are those for views: "a view of a leaf Variable ...").
+                    let target = ops::index(t, &items)?;
+                    ops::check_inplace(&target)?;
+                    if !autograd::needs_record(&[t, v]) {
+                        // Nothing to record: write straight through the view.
+                        return ops::assign(&target, v);
+                    }
+                    if t.dtype().is_float() {
+                        // Recorded as `CopySlices` on the base.
+                        return ops::assign_tracked(t, &target, v);
+                    }
+                    return ops::apply_inplace(t, || ops::index_put(t, &items, v));
                 }
-                if t.dtype().is_float() {
-                    // Recorded as `CopySlices` on the base.
-                    return ops::assign_tracked(t, &target, &v);
-                }
-            }
-            ops::apply_inplace(t, || ops::index_put(t, &items, &v))
-        })
+                let items = with_index_tensors(&items, &ts[2..]);
+                ops::apply_inplace(t, || ops::index_put(t, &items, v))
+            },
+        )
     }
+}
+
+/// `items` with its index tensors replaced, in order, by `tensors` (the
+/// replay's values of those inputs).
+fn with_index_tensors(items: &[ops::IndexItem], tensors: &[&Tensor]) -> Vec<ops::IndexItem> {
+    let mut k = 0;
+    items
+        .iter()
+        .map(|i| match i {
+            ops::IndexItem::Tensor(_) => {
+                k += 1;
+                ops::IndexItem::Tensor(tensors[k - 1].clone())
+            }
+            other => other.clone(),
+        })
+        .collect()
 }

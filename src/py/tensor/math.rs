@@ -3,13 +3,14 @@
 
 use pyo3::prelude::*;
 
-use super::{return_pair, run, PyTensor};
+use super::{return_pair, PyTensor};
 use crate::ops;
+use crate::py::capture::{run, run_inplace, run_op, Opt};
 use crate::py::convert::{
     bound_arg, dims_arg, int_arg, norm_ord, seq_of_ints, tensor_bounds, to_tensor_like, var_args,
 };
 use crate::py::dtype::opt_dtype;
-use crate::py::errors::{enter, work};
+use crate::py::errors::{read, work};
 use crate::tensor::Tensor;
 
 #[pymethods]
@@ -18,7 +19,7 @@ impl PyTensor {
     /// is zero.
     #[pyo3(signature = (decimals=0))]
     fn round(&self, py: Python<'_>, decimals: i64) -> PyResult<Py<PyAny>> {
-        crate::py::capture::run_op(py, self.t.numel(), "round", &[&self.t], &[], move |t, _| {
+        run_op(py, self.t.numel(), "round", &[&self.t], &[], move |t, _| {
             ops::round(t[0], decimals)
         })
     }
@@ -34,8 +35,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let (lo, hi) = (bound_arg(min, &self.t)?, bound_arg(max, &self.t)?);
         let tb = tensor_bounds(min, max);
-        run(py, self.t.numel(), || {
-            ops::clamp(&self.t, lo.as_ref(), hi.as_ref(), tb)
+        let (ins, opt) = Opt::inputs(&[&self.t], &[lo.as_ref(), hi.as_ref()]);
+        run_op(py, self.t.numel(), "clamp", &ins, &[], move |t, _| {
+            ops::clamp(t[0], opt.get(t, 0), opt.get(t, 1), tb)
         })
     }
 
@@ -61,8 +63,9 @@ impl PyTensor {
         let a = &slf.get().t;
         let (lo, hi) = (bound_arg(min, a)?, bound_arg(max, a)?);
         let tb = tensor_bounds(min, max);
-        enter(slf.py(), a.numel(), || {
-            ops::apply_inplace(a, || ops::clamp(a, lo.as_ref(), hi.as_ref(), tb))
+        let (ins, opt) = Opt::inputs(&[a], &[lo.as_ref(), hi.as_ref()]);
+        run_inplace(slf.py(), a.numel(), "clamp_", &ins, &[], move |t, _| {
+            ops::apply_inplace(t[0], || ops::clamp(t[0], opt.get(t, 0), opt.get(t, 1), tb))
         })?;
         Ok(slf.clone().into_any().unbind())
     }
@@ -79,9 +82,14 @@ impl PyTensor {
         equal_nan: bool,
     ) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(other, Some(&self.t))?;
-        run(py, work(&[&self.t, &b]), || {
-            ops::isclose(&self.t, &b, rtol, atol, equal_nan)
-        })
+        run_op(
+            py,
+            work(&[&self.t, &b]),
+            "isclose",
+            &[&self.t, &b],
+            &[],
+            move |t, _| ops::isclose(t[0], t[1], rtol, atol, equal_nan),
+        )
     }
 
     /// True when every element is close to `other` (see `isclose`).
@@ -94,7 +102,7 @@ impl PyTensor {
         equal_nan: bool,
     ) -> PyResult<bool> {
         let b = to_tensor_like(other, Some(&self.t))?;
-        enter(other.py(), work(&[&self.t, &b]), || {
+        read(other.py(), "allclose", work(&[&self.t, &b]), || {
             ops::allclose(&self.t, &b, rtol, atol, equal_nan)
         })
     }
@@ -109,7 +117,14 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let y = to_tensor_like(other, Some(&self.t))?;
         let c = &condition.get().t;
-        run(py, work(&[c, &self.t, &y]), || ops::where_(c, &self.t, &y))
+        run_op(
+            py,
+            work(&[c, &self.t, &y]),
+            "where",
+            &[c, &self.t, &y],
+            &[],
+            |t, _| ops::where_(t[0], t[1], t[2]),
+        )
     }
 
     /// Returns the sum of the elements, over all of them or over the dimension(s) `dim` (kept
@@ -124,7 +139,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
         let dt = opt_dtype(dtype)?;
-        crate::py::capture::run_op(py, self.t.numel(), "sum", &[&self.t], &[], move |t, _| {
+        run_op(py, self.t.numel(), "sum", &[&self.t], &[], move |t, _| {
             let x = match dt {
                 Some(d) => ops::to_dtype(t[0], d)?,
                 None => t[0].clone(),
@@ -145,7 +160,7 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
         let dt = opt_dtype(dtype)?;
-        crate::py::capture::run_op(py, self.t.numel(), "mean", &[&self.t], &[], move |t, _| {
+        run_op(py, self.t.numel(), "mean", &[&self.t], &[], move |t, _| {
             let x = match dt {
                 Some(d) => ops::to_dtype(t[0], d)?,
                 None => t[0].clone(),
@@ -166,7 +181,9 @@ impl PyTensor {
     ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
         let dt = opt_dtype(dtype)?;
-        crate::py::capture::run_op(py, self.t.numel(), "prod", &[&self.t], &[], move |t, _| {
+        let a = &self.t;
+        autocast!(if dt.is_some() { "" } else { "prod" }, a); // an explicit dtype exempts
+        run_op(py, a.numel(), "prod", &[a], &[], move |t, _| {
             let x = match dt {
                 Some(d) => ops::to_dtype(t[0], d)?,
                 None => t[0].clone(),
@@ -187,7 +204,7 @@ impl PyTensor {
         correction: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
         let (dims, corr) = var_args(dim, unbiased, correction)?;
-        crate::py::capture::run_op(py, self.t.numel(), "var", &[&self.t], &[], move |t, _| {
+        run_op(py, self.t.numel(), "var", &[&self.t], &[], move |t, _| {
             ops::var(t[0], dims.as_deref(), corr, keepdim)
         })
     }
@@ -204,7 +221,7 @@ impl PyTensor {
         correction: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
         let (dims, corr) = var_args(dim, unbiased, correction)?;
-        crate::py::capture::run_op(py, self.t.numel(), "std", &[&self.t], &[], move |t, _| {
+        run_op(py, self.t.numel(), "std", &[&self.t], &[], move |t, _| {
             ops::std(t[0], dims.as_deref(), corr, keepdim)
         })
     }
@@ -242,7 +259,7 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        crate::py::capture::run_op(py, self.t.numel(), "amax", &[&self.t], &[], move |t, _| {
+        run_op(py, self.t.numel(), "amax", &[&self.t], &[], move |t, _| {
             ops::amax(t[0], dims.as_deref(), keepdim)
         })
     }
@@ -257,7 +274,7 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         let dims = dims_arg(dim)?;
-        crate::py::capture::run_op(py, self.t.numel(), "amin", &[&self.t], &[], move |t, _| {
+        run_op(py, self.t.numel(), "amin", &[&self.t], &[], move |t, _| {
             ops::amin(t[0], dims.as_deref(), keepdim)
         })
     }
@@ -266,7 +283,7 @@ impl PyTensor {
     /// first one on ties).
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmax(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
-        crate::py::capture::run_op(
+        run_op(
             py,
             self.t.numel(),
             "argmax",
@@ -280,7 +297,7 @@ impl PyTensor {
     /// first one on ties).
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn argmin(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyResult<Py<PyAny>> {
-        crate::py::capture::run_op(
+        run_op(
             py,
             self.t.numel(),
             "argmin",
@@ -304,7 +321,7 @@ impl PyTensor {
         let ord = norm_ord(p)?;
         let dims = dims_arg(dim)?;
         let dt = opt_dtype(dtype)?;
-        crate::py::capture::run_op(py, self.t.numel(), "norm", &[&self.t], &[], move |t, _| {
+        run_op(py, self.t.numel(), "norm", &[&self.t], &[], move |t, _| {
             let x = match dt {
                 Some(d) => ops::to_dtype(t[0], d)?,
                 None => t[0].clone(),
@@ -322,7 +339,7 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         let dims = seq_of_ints(dim)?;
-        crate::py::capture::run_op(
+        run_op(
             py,
             self.t.numel(),
             "logsumexp",
@@ -341,7 +358,7 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let dt = opt_dtype(dtype)?;
-        crate::py::capture::run_op(
+        run_op(
             py,
             self.t.numel(),
             "cumsum",
@@ -367,22 +384,12 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         match dims_arg(dim)? {
-            None => crate::py::capture::run_op(
-                py,
-                self.t.numel(),
-                "all",
-                &[&self.t],
-                &[],
-                move |t, _| ops::all(t[0]),
-            ),
-            Some(d) => crate::py::capture::run_op(
-                py,
-                self.t.numel(),
-                "all",
-                &[&self.t],
-                &[],
-                move |t, _| ops::all_dims(t[0], Some(&d), keepdim),
-            ),
+            None => run_op(py, self.t.numel(), "all", &[&self.t], &[], move |t, _| {
+                ops::all(t[0])
+            }),
+            Some(d) => run_op(py, self.t.numel(), "all", &[&self.t], &[], move |t, _| {
+                ops::all_dims(t[0], Some(&d), keepdim)
+            }),
         }
     }
 
@@ -396,22 +403,12 @@ impl PyTensor {
         keepdim: bool,
     ) -> PyResult<Py<PyAny>> {
         match dims_arg(dim)? {
-            None => crate::py::capture::run_op(
-                py,
-                self.t.numel(),
-                "any",
-                &[&self.t],
-                &[],
-                move |t, _| ops::any(t[0]),
-            ),
-            Some(d) => crate::py::capture::run_op(
-                py,
-                self.t.numel(),
-                "any",
-                &[&self.t],
-                &[],
-                move |t, _| ops::any_dims(t[0], Some(&d), keepdim),
-            ),
+            None => run_op(py, self.t.numel(), "any", &[&self.t], &[], move |t, _| {
+                ops::any(t[0])
+            }),
+            Some(d) => run_op(py, self.t.numel(), "any", &[&self.t], &[], move |t, _| {
+                ops::any_dims(t[0], Some(&d), keepdim)
+            }),
         }
     }
 
@@ -424,7 +421,7 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let dt = opt_dtype(dtype)?;
-        crate::py::capture::run_op(
+        run_op(
             py,
             self.t.numel(),
             "softmax",
@@ -443,7 +440,7 @@ impl PyTensor {
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let dt = opt_dtype(dtype)?;
-        crate::py::capture::run_op(
+        run_op(
             py,
             self.t.numel(),
             "log_softmax",
@@ -464,30 +461,34 @@ pub fn extreme(
 ) -> PyResult<Py<PyAny>> {
     let dim = dim.filter(|d| !d.is_none());
     let Some(d) = dim else {
-        return run(py, t.numel(), || {
+        let name = if is_max { "max" } else { "min" };
+        return run_op(py, t.numel(), name, &[t], &[], move |t, _| {
             if is_max {
-                ops::max_all(t)
+                ops::max_all(t[0])
             } else {
-                ops::min_all(t)
+                ops::min_all(t[0])
             }
         });
     };
     if let Ok(other) = d.cast::<PyTensor>() {
         let o = &other.get().t;
-        return run(py, work(&[t, o]), || {
+        // Named as the elementwise ops the tape's passes know.
+        let name = if is_max { "maximum" } else { "minimum" };
+        return run_op(py, work(&[t, o]), name, &[t, o], &[], move |t, _| {
             if is_max {
-                ops::maximum(t, o)
+                ops::maximum(t[0], t[1])
             } else {
-                ops::minimum(t, o)
+                ops::minimum(t[0], t[1])
             }
         });
     }
     let d = int_arg(d)?;
-    let (v, i) = enter(py, t.numel(), || {
+    let name = if is_max { "max_dim" } else { "min_dim" };
+    let (v, i) = run(py, t.numel(), name, &[t], &[], move |t, _| {
         if is_max {
-            ops::max_dim(t, d, keepdim)
+            ops::max_dim(t[0], d, keepdim)
         } else {
-            ops::min_dim(t, d, keepdim)
+            ops::min_dim(t[0], d, keepdim)
         }
     })?;
     return_pair(py, if is_max { "max" } else { "min" }, v, i)

@@ -28,7 +28,7 @@ use pyo3::{ffi, PyTraverseError, PyVisit};
 
 use super::convert::{tensor_from_data, to_numpy_shared};
 use super::dtype::{dtype_object, PyDType};
-use super::errors::enter;
+use super::errors::read;
 use super::function::PyFunctionBackward;
 use super::node::PyHook;
 use crate::ops;
@@ -160,18 +160,6 @@ pub(crate) fn wrap_or_self(slf: &Bound<'_, PyTensor>, t: Tensor) -> PyResult<Py<
     wrap(slf.py(), t)
 }
 
-/// Runs the op `f` through [`enter`] (GIL released for work of at least
-/// `kernels::GRAIN` elements, errors and panics mapped) and wraps its result.
-/// The call every tensor-returning binding makes.
-#[inline]
-pub fn run(
-    py: Python<'_>,
-    work: usize,
-    f: impl FnOnce() -> crate::Result<Tensor> + Send,
-) -> PyResult<Py<PyAny>> {
-    wrap(py, enter(py, work, f)?)
-}
-
 /// Several tensors as a Python tuple.
 pub fn tensor_tuple(py: Python<'_>, parts: Vec<Tensor>) -> PyResult<Py<PyAny>> {
     let items: Vec<Py<PyAny>> = parts
@@ -221,6 +209,10 @@ impl PyTensor {
     #[new]
     #[pyo3(signature = (*args, requires_grad=false))]
     fn py_new(args: &Bound<'_, PyTuple>, requires_grad: bool) -> PyResult<Self> {
+        if crate::py::capture::active() {
+            // The new object is Python's to make; a replay cannot make it again.
+            crate::py::capture::no_rule("Tensor");
+        }
         let float = DType::default_float();
         let py = args.py();
         let first = args.get_item(0).ok();
@@ -522,7 +514,7 @@ impl PyTensor {
         // is a leaf with the same requires_grad, as PyTorch's pickles are.
         let f = py.import("ferrograd")?.getattr("_rebuild_tensor")?.unbind();
         let t = &slf.get().t;
-        let copy = enter(py, t.numel(), || Ok(ops::clone_data(t)))?;
+        let copy = read(py, "pickle", t.numel(), || Ok(ops::clone_data(t)))?;
         let arr = to_numpy_shared(py, &copy)?;
         // PyTorch pickles (and deep-copies) a tensor's Python attributes too.
         let d = slf.as_any().getattr(pyo3::intern!(py, "__dict__"))?;

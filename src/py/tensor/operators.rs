@@ -6,11 +6,11 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 
-use super::{run, PyTensor};
+use super::PyTensor;
 use crate::ops::{self, Scalar};
 use crate::py::capture;
 use crate::py::convert::{as_scalar, operand, scalar_from_any, to_tensor_like, Operand};
-use crate::py::errors::{enter, product_work, work};
+use crate::py::errors::{product_work, read, work};
 use crate::tensor::Tensor;
 
 type TT = fn(&Tensor, &Tensor) -> crate::Result<Tensor>;
@@ -247,28 +247,26 @@ impl PyTensor {
 
     fn __matmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match operand(o) {
-            Some(Operand::Tensor(b)) => capture::run_op(
-                py,
-                product_work(&self.t, &b),
-                "matmul",
-                &[&self.t, &b],
-                &[],
-                |t, _| ops::matmul(t[0], t[1]),
-            ),
+            Some(Operand::Tensor(b)) => {
+                let a = &self.t;
+                autocast!("matmul", a, b);
+                capture::run_op(py, product_work(a, &b), "matmul", &[a, &b], &[], |t, _| {
+                    ops::matmul(t[0], t[1])
+                })
+            }
             _ => Ok(py.NotImplemented()),
         }
     }
 
     fn __rmatmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         match operand(o) {
-            Some(Operand::Tensor(b)) => capture::run_op(
-                py,
-                product_work(&b, &self.t),
-                "matmul",
-                &[&b, &self.t],
-                &[],
-                |t, _| ops::matmul(t[0], t[1]),
-            ),
+            Some(Operand::Tensor(b)) => {
+                let a = &self.t;
+                autocast!("matmul", a, b);
+                capture::run_op(py, product_work(&b, a), "matmul", &[&b, a], &[], |t, _| {
+                    ops::matmul(t[0], t[1])
+                })
+            }
             _ => Ok(py.NotImplemented()),
         }
     }
@@ -290,22 +288,50 @@ impl PyTensor {
     }
 
     fn __invert__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || ops::bitwise_not(&self.t))
+        capture::run_op(
+            py,
+            self.t.numel(),
+            "bitwise_not",
+            &[&self.t],
+            &[],
+            |t, _| ops::bitwise_not(t[0]),
+        )
     }
 
     fn __and__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(o, Some(&self.t))?;
-        run(py, work2(&self.t, &b), || ops::bitwise_and(&self.t, &b))
+        capture::run_op(
+            py,
+            work2(&self.t, &b),
+            "bitwise_and",
+            &[&self.t, &b],
+            &[],
+            |t, _| ops::bitwise_and(t[0], t[1]),
+        )
     }
 
     fn __or__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(o, Some(&self.t))?;
-        run(py, work2(&self.t, &b), || ops::bitwise_or(&self.t, &b))
+        capture::run_op(
+            py,
+            work2(&self.t, &b),
+            "bitwise_or",
+            &[&self.t, &b],
+            &[],
+            |t, _| ops::bitwise_or(t[0], t[1]),
+        )
     }
 
     fn __xor__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let b = to_tensor_like(o, Some(&self.t))?;
-        run(py, work2(&self.t, &b), || ops::bitwise_xor(&self.t, &b))
+        capture::run_op(
+            py,
+            work2(&self.t, &b),
+            "bitwise_xor",
+            &[&self.t, &b],
+            &[],
+            |t, _| ops::bitwise_xor(t[0], t[1]),
+        )
     }
 
     fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -468,8 +494,8 @@ impl PyTensor {
         let gen = super::super::random::gen_arg(generator, "normal_")?;
         let _op = crate::tensor::write_op("normal_");
         let t = &slf.get().t;
-        enter(slf.py(), t.numel(), || {
-            ops::normal_with(t, mean, std, gen.as_ref())
+        capture::run_inplace(slf.py(), t.numel(), "normal_", &[t], &[], move |t, _| {
+            ops::normal_with(t[0], mean, std, gen.as_ref())
         })?;
         Ok(slf.clone().into_any().unbind())
     }
@@ -486,8 +512,8 @@ impl PyTensor {
         let gen = super::super::random::gen_arg(generator, "uniform_")?;
         let _op = crate::tensor::write_op("uniform_");
         let t = &slf.get().t;
-        enter(slf.py(), t.numel(), || {
-            ops::uniform_with(t, a, b, gen.as_ref())
+        capture::run_inplace(slf.py(), t.numel(), "uniform_", &[t], &[], move |t, _| {
+            ops::uniform_with(t[0], a, b, gen.as_ref())
         })?;
         Ok(slf.clone().into_any().unbind())
     }
@@ -578,7 +604,7 @@ impl PyTensor {
         if self.t.shape() != b.shape() {
             return Ok(false);
         }
-        let same = enter(other.py(), work2(&self.t, b), || {
+        let same = read(other.py(), "equal", work2(&self.t, b), || {
             ops::eq(&self.t, b).and_then(|e| ops::all(&e))
         })?;
         Ok(same.item()? != 0.0)

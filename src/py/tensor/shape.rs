@@ -5,11 +5,10 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use super::{run, tensor_tuple, wrap, PyTensor};
+use super::{tensor_tuple, wrap, PyTensor};
 use crate::ops;
 use crate::py::convert::{int_arg, parse_size, seq_of_ints};
 use crate::py::dtype::opt_dtype;
-use crate::py::errors::enter;
 
 #[pymethods]
 impl PyTensor {
@@ -282,9 +281,14 @@ impl PyTensor {
             )?
         } else {
             let s = seq_of_ints(split_size_or_sections)?;
-            enter(py, self.t.numel(), || {
-                ops::split_with_sizes(&self.t, &s, dim)
-            })?
+            crate::py::capture::run_multi(
+                py,
+                self.t.numel(),
+                "split",
+                &[&self.t],
+                &[],
+                move |t, _| ops::split_with_sizes(t[0], &s, dim),
+            )?
         };
         tensor_tuple(py, parts)
     }
@@ -333,34 +337,54 @@ impl PyTensor {
 
     /// Returns the view of `length` elements from `start` along `dim`.
     fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || {
-            ops::narrow(&self.t, dim, start, length)
-        })
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "narrow",
+            &[&self.t],
+            &[],
+            move |t, _| ops::narrow(t[0], dim, start, length),
+        )
     }
 
     /// Returns a view with dimension `source` moved to position `destination`.
     fn movedim(&self, py: Python<'_>, source: i64, destination: i64) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || {
-            ops::movedim(&self.t, source, destination)
-        })
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "movedim",
+            &[&self.t],
+            &[],
+            move |t, _| ops::movedim(t[0], source, destination),
+        )
     }
 
     /// Returns the view of the diagonal at `offset` of the planes spanned by `dim1` and `dim2`,
     /// as the last dimension.
     #[pyo3(signature = (offset=0, dim1=0, dim2=1))]
     fn diagonal(&self, py: Python<'_>, offset: i64, dim1: i64, dim2: i64) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || {
-            ops::diagonal(&self.t, offset, dim1, dim2)
-        })
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "diagonal",
+            &[&self.t],
+            &[],
+            move |t, _| ops::diagonal(t[0], offset, dim1, dim2),
+        )
     }
 
     /// Returns a view of every window of `size` elements, `step` apart, along
     /// `dimension`: that dimension counts the windows and a new last dimension of
     /// `size` walks one.
     fn unfold(&self, py: Python<'_>, dimension: i64, size: i64, step: i64) -> PyResult<Py<PyAny>> {
-        run(py, self.t.numel(), || {
-            ops::unfold_windows(&self.t, dimension, size, step)
-        })
+        crate::py::capture::run_op(
+            py,
+            self.t.numel(),
+            "unfold",
+            &[&self.t],
+            &[],
+            move |t, _| ops::unfold_windows(t[0], dimension, size, step),
+        )
     }
 
     /// Alias of `transpose`: a view with dimensions `axis0` and `axis1` swapped.

@@ -4,6 +4,7 @@ ops (so their gradients of every order come from those ops)."""
 from __future__ import annotations
 
 from ... import _C
+from ..._autocast import autocast_op as _autocast_op
 from ._args import tensor_args
 
 __all__ = [
@@ -40,6 +41,7 @@ def _act(input, inplace, compute):
 
 
 @tensor_args("input", "weight")
+@_autocast_op("prelu")
 def prelu(input, weight):
     """Parametric ReLU, elementwise: ``x`` where ``x > 0``, ``weight * x`` elsewhere.
 
@@ -92,7 +94,7 @@ def mish(input, inplace=False):
         >>> F.mish(torch.tensor([-1.0, 0.0, 1.0]))
         tensor([-0.3034,  0.0000,  0.8651])
     """
-    return _act(input, inplace, lambda: input * _C.tanh(_C.softplus(input, 1.0, 20.0)))
+    return _act(input, inplace, lambda: _C.mish(input))
 
 
 @tensor_args("input")
@@ -111,18 +113,7 @@ def hardswish(input, inplace=False):
         >>> F.hardswish(torch.tensor([-4.0, 0.0, 1.0, 4.0]))
         tensor([-0.0000, 0.0000, 0.6667, 4.0000])
     """
-    # PyTorch's branches: 0 below -3 (as `x * 0`, keeping the sign of zero), the
-    # identity above 3, and a NaN takes the identity branch (its gradient is 1).
-    # The middle branch reads x only inside [-3, 3], so no NaN or infinity from
-    # an unused branch reaches the gradient.
-    def value():
-        inside = (input >= -3.0) & (input <= 3.0)
-        mid = _C.where(inside, input, _C.zeros((), dtype=input.dtype))
-        return _C.where(
-            input < -3.0, input * 0.0, _C.where(inside, mid * (mid + 3.0) / 6.0, input)
-        )
-
-    return _act(input, inplace, value)
+    return _act(input, inplace, lambda: _C.hardswish(input))
 
 
 @tensor_args("input")
@@ -141,15 +132,15 @@ def hardsigmoid(input, inplace=False):
         >>> F.hardsigmoid(torch.tensor([-4.0, 0.0, 1.5, 4.0]))
         tensor([0.0000, 0.5000, 0.7500, 1.0000])
     """
-    # A clamp by numbers: the gradient is 1/6 strictly inside (-3, 3), 0 at a NaN.
-    return _act(input, inplace, lambda: _C.clamp(input + 3.0, 0.0, 6.0) / 6.0)
+    return _act(input, inplace, lambda: _C.hardsigmoid(input))
 
 
 @tensor_args("input")
 def logsigmoid(input):
     """Log of the sigmoid, elementwise: ``log(1 / (1 + exp(-x)))``.
 
-    Computed as ``-softplus(-x)``, so it stays finite for large negative inputs.
+    Computed as ``min(x, 0) - log1p(exp(-|x|))``, so it stays finite for large inputs
+    of either sign.
 
     Args:
         input (Tensor): the input, of any shape.
@@ -162,7 +153,7 @@ def logsigmoid(input):
         >>> F.logsigmoid(torch.tensor([-100.0, 0.0, 2.0]))
         tensor([-100.0000,   -0.6931,   -0.1269])
     """
-    return -_C.softplus(-input, 1.0, 20.0)
+    return _C.logsigmoid(input)
 
 
 @tensor_args("input")
@@ -184,7 +175,7 @@ def selu(input, inplace=False):
         >>> F.selu(torch.tensor([-1.0, 0.0, 1.0]))
         tensor([-1.1113,  0.0000,  1.0507])
     """
-    return _act(input, inplace, lambda: _C.elu(input, _SELU_ALPHA) * _SELU_SCALE)
+    return _act(input, inplace, lambda: _C.elu(input, _SELU_ALPHA, _SELU_SCALE, 1.0))
 
 
 @tensor_args("input")
@@ -207,7 +198,7 @@ def celu(input, alpha=1.0, inplace=False):
     """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return _act(input, inplace, lambda: _C.elu(input / alpha, 1.0) * alpha)
+    return _act(input, inplace, lambda: _C.elu(input, alpha, 1.0, 1.0 / alpha))
 
 
 @tensor_args("input")
@@ -293,8 +284,7 @@ def hardshrink(input, lambd=0.5):
         >>> F.hardshrink(torch.tensor([-1.0, -0.2, 0.3, 2.0]))
         tensor([-1.,  0.,  0.,  2.])
     """
-    # Zero inside [-lambd, lambd]; a NaN is outside, so it (and its gradient) passes.
-    return _C.where(input.abs() <= lambd, _C.zeros((), dtype=input.dtype), input)
+    return _C.hardshrink(input, lambd)
 
 
 @tensor_args("input")
@@ -312,14 +302,11 @@ def softshrink(input, lambd=0.5):
     Example::
 
         >>> F.softshrink(torch.tensor([-1.0, -0.2, 0.3, 2.0]))
-        tensor([-0.5000,  0.0000,  0.0000,  1.5000])
+        tensor([-0.5000, -0.0000,  0.0000,  1.5000])
     """
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    # PyTorch's kernel: `x * 0` inside [-lambd, lambd] (so -0.0 stays -0.0), `x -+ lambd`
-    # outside; a NaN is outside, so it passes with its gradient (sign(NaN) is 0).
-    inside = (input >= -lambd) & (input <= lambd)
-    return _C.where(inside, input * 0.0, input - lambd * _C.sign(input))
+    return _C.softshrink(input, lambd)
 
 
 @tensor_args("input")
@@ -340,12 +327,7 @@ def threshold(input, threshold, value, inplace=False):
         >>> F.threshold(torch.tensor([-1.0, 0.5, 2.0]), 0.5, -9.0)
         tensor([-9., -9.,  2.])
     """
-    return _act(
-        input,
-        inplace,
-        # PyTorch's `x <= threshold ? value : x`: a NaN is kept, with its gradient.
-        lambda: _C.where(input <= threshold, _C.full((), value, dtype=input.dtype), input),
-    )
+    return _act(input, inplace, lambda: _C.threshold(input, threshold, value))
 
 
 @tensor_args("input")

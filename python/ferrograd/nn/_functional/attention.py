@@ -10,6 +10,7 @@ import math
 import warnings
 
 from ... import _C, _dispatch
+from ..._autocast import autocast_op as _autocast_op
 from ...autograd import Function
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -39,9 +40,10 @@ def _safe_softmax(scores, masked):
     # math path does.
     weights = scores.softmax(-1)
     if masked:
+        # Filled whether or not a row is empty: no value is read into Python, so a compiled
+        # step replays it.
         empty = (scores == _NEG_INF).all(-1, keepdim=True)
-        if empty.any().item():
-            weights = weights.masked_fill(empty, 0.0)
+        weights = weights.masked_fill(empty, 0.0)
     return weights
 
 
@@ -84,17 +86,16 @@ def _attention_backward_graph(g, q, k, v, scale, needs):
 
 
 def _fusable(query, key, value):
-    # The kernel takes heads of one batch shape (no broadcasting); a tape being captured for
-    # ferrograd.compile has no replay rule for it.
+    # The kernel takes heads of one batch shape (no broadcasting).
     batch = query.shape[:-2]
     return (
         key.dim() == value.dim() == query.dim()
         and key.shape[:-2] == batch
         and value.shape[:-2] == batch
-        and not _C._capture_active()
     )
 
 
+@_autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(
     query,
     key,
@@ -340,6 +341,7 @@ def _in_projection_packed(q, k, v, w, b):
     return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
 
 
+@_autocast_op("multi_head_attention_forward")
 def multi_head_attention_forward(
     query,
     key,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from ... import _C, _dispatch
+from ..._autocast import autocast_op as _autocast_op
 from .conv import (
     _check_conv_args,
     _check_tensor,
@@ -48,6 +49,7 @@ def _depth_taps(x, start, count, step):
     return x.index_select(2, idx)
 
 
+@_autocast_op("conv3d")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d convolution (cross-correlation) of ``input`` with the filters ``weight``.
 
@@ -243,6 +245,7 @@ def max_pool3d_with_indices(
     return values, indices
 
 
+@_autocast_op("max_pool3d")
 def max_pool3d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
@@ -278,6 +281,7 @@ def max_pool3d(
     return (out, idx) if return_indices else out
 
 
+@_autocast_op("avg_pool3d")
 def avg_pool3d(
     input,
     kernel_size,

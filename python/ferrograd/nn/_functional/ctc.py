@@ -23,6 +23,7 @@ gradient, which is how CTC is used.
 from __future__ import annotations
 
 from ... import _C
+from ..._autocast import autocast_op as _autocast_op
 
 __all__ = ["ctc_loss"]
 
@@ -44,6 +45,7 @@ def _lengths(x, what, n):
     return vals
 
 
+@_autocast_op("ctc_loss")
 def ctc_loss(
     log_probs,
     targets,

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import warnings
 
 from ... import _C
+from ..._autocast import autocast_op as _autocast_op
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -79,7 +81,9 @@ def _check(input, grid, mode):
         name = str(input.dtype).split(".")[-1].capitalize()
         raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
     if grid.dtype != input.dtype:
-        names = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+        names = {"float32": "Float", "float64": "Double", "float16": "Half",
+                 "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                 "int8": "Char", "uint8": "Byte", "bool": "Bool"}  # fmt: skip
         got = str(grid.dtype).split(".")[-1]
         want = str(input.dtype).split(".")[-1]
         raise RuntimeError(
@@ -143,7 +147,9 @@ class _Source:
         for x, size, stride in zip(coords, self.sizes, self.strides):
             inside = (x >= 0) & (x <= size - 1)
             valid = inside if valid is None else valid & inside
-            part = x.clamp(0, size - 1).long() * stride
+            # Points outside (NaN and infinite ones too) are masked out; they index pixel 0
+            # so that no cast of a NaN or a huge value makes an out-of-range index.
+            part = _C.where(inside, x, _C.zeros((), dtype=x.dtype)).long() * stride
             index = part if index is None else index + part
         index = index.unsqueeze(1).expand(self.n, self.c, self.points)
         values = self.flat.gather(2, index)
@@ -164,14 +170,42 @@ def _cubic_weights(t):
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
+@_autocast_op("grid_sample")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """Samples ``input`` (``[N, C, H, W]`` or ``[N, C, D, H, W]``) at the points of
-    ``grid`` (``[N, H_out, W_out, 2]`` or ``[N, D_out, H_out, W_out, 3]``, in
-    ``[-1, 1]``), giving ``[N, C, H_out, W_out]`` (or ``[N, C, D_out, H_out, W_out]``).
-    ``mode``: ``"bilinear"`` (trilinear for 5-D), ``"nearest"``, ``"bicubic"`` (4-D);
-    ``padding_mode``: ``"zeros"``, ``"border"``, ``"reflection"``; ``align_corners``
-    (``False`` by default, with PyTorch's warning when not given). Differentiable with
-    respect to ``input`` and ``grid``."""
+    """Samples ``input`` at the points of ``grid``, given in normalised coordinates
+    (``-1`` is the left/top/front edge of the image, ``1`` the right/bottom/back edge).
+    Differentiable with respect to ``input`` and ``grid``.
+
+    Args:
+        input (Tensor): the image, ``(N, C, H_in, W_in)`` or ``(N, C, D_in, H_in, W_in)``,
+            floating point.
+        grid (Tensor): the sampling points, ``(N, H_out, W_out, 2)`` or
+            ``(N, D_out, H_out, W_out, 3)``, of ``input``'s dtype; ``grid[..., 0]`` is
+            the ``x`` (width) coordinate, ``grid[..., 1]`` the ``y`` (height) one and
+            ``grid[..., 2]`` the ``z`` (depth) one.
+        mode (str): ``'bilinear'`` (trilinear for 5-D input), ``'nearest'`` or
+            ``'bicubic'`` (4-D input only). Default: ``'bilinear'``.
+        padding_mode (str): what points outside the image read: ``'zeros'`` (0),
+            ``'border'`` (the nearest edge pixel) or ``'reflection'`` (the image
+            mirrored at its edges). Default: ``'zeros'``.
+        align_corners (bool, optional): ``True`` puts ``-1`` and ``1`` at the centres of
+            the corner pixels, ``False`` at their outer edges. Default: ``None``, which
+            means ``False`` with PyTorch's warning.
+
+    Shape:
+        - Input: ``(N, C, H_in, W_in)`` or ``(N, C, D_in, H_in, W_in)``.
+        - Grid: ``(N, H_out, W_out, 2)`` or ``(N, D_out, H_out, W_out, 3)``.
+        - Output: ``(N, C, H_out, W_out)`` or ``(N, C, D_out, H_out, W_out)``.
+
+    Example::
+
+        >>> x = torch.arange(4.0).reshape(1, 1, 2, 2)
+        >>> grid = torch.tensor([[[[0.0, 0.0], [1.0, 1.0]]]])  # the centre, the last pixel
+        >>> F.grid_sample(x, grid, align_corners=True)
+        tensor([[[[1.5000, 3.0000]]]])
+        >>> F.grid_sample(x, grid, mode="nearest", align_corners=True)
+        tensor([[[[0., 3.]]]])
+    """
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(
             "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or "
@@ -251,20 +285,60 @@ def _base_coordinates(steps, align_corners, dtype):
 
 
 def affine_grid(theta, size, align_corners=None):
-    """The sampling grid of the affine maps ``theta`` (``[N, 2, 3]`` for a 4-D ``size``
-    ``(N, C, H, W)``, giving ``[N, H, W, 2]``; ``[N, 3, 4]`` for a 5-D size, giving
-    ``[N, D, H, W, 3]``): each output pixel's ``[x, y(, z), 1]`` times ``theta``^T.
-    Differentiable with respect to ``theta``."""
+    """The sampling grid of a batch of affine maps, for :func:`grid_sample`: each output
+    pixel's normalised coordinates ``[x, y, 1]`` (``[x, y, z, 1]`` in 3-D) times
+    ``theta``'s transpose. Differentiable with respect to ``theta``.
+
+    Args:
+        theta (Tensor): the affine matrices, floating point: ``(N, 2, 3)`` for a 4-D
+            ``size``, ``(N, 3, 4)`` for a 5-D one.
+        size (sequence of int): the output image's size, ``(N, C, H, W)`` or
+            ``(N, C, D, H, W)``.
+        align_corners (bool, optional): ``True`` puts ``-1`` and ``1`` at the centres of
+            the corner pixels, ``False`` at their outer edges; use the same value in
+            :func:`grid_sample`. Default: ``None``, which means ``False`` with PyTorch's
+            warning.
+
+    Shape:
+        - theta: ``(N, 2, 3)`` or ``(N, 3, 4)``.
+        - Output: ``(N, H, W, 2)`` or ``(N, D, H, W, 3)``.
+
+    Example::
+
+        >>> identity = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+        >>> F.affine_grid(identity, (1, 1, 2, 2), align_corners=True)
+        tensor([[[[-1., -1.],
+                  [ 1., -1.]],
+        <BLANKLINE>
+                 [[-1.,  1.],
+                  [ 1.,  1.]]]])
+        >>> quarter_turn = torch.tensor([[[0.0, -1.0, 0.0], [1.0, 0.0, 0.0]]])
+        >>> x = torch.arange(4.0).reshape(1, 1, 2, 2)
+        >>> grid = F.affine_grid(quarter_turn, (1, 1, 2, 2), align_corners=False)
+        >>> F.grid_sample(x, grid, align_corners=False)
+        tensor([[[[1., 3.],
+                  [0., 2.]]]])
+    """
     if not isinstance(theta, _C.Tensor):
         raise TypeError(
             f"affine_grid(): argument 'theta' must be Tensor, not {type(theta).__name__}"
         )
     try:
-        size = [int(s) for s in size]
+        items = list(size)
     except TypeError:
         raise TypeError(
             f"affine_grid(): argument 'size' must be a sequence of ints, not {type(size).__name__}"
         ) from None
+    size = []
+    for pos, s in enumerate(items):
+        try:
+            size.append(operator.index(s))
+        except TypeError:
+            # PyTorch's parser takes ints only: 2.0, inf and NaN are refused, not rounded.
+            raise TypeError(
+                f"affine_grid(): argument 'size' must be tuple of ints, but found element "
+                f"of type {type(s).__name__} at pos {pos}"
+            ) from None
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False

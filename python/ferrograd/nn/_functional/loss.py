@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from ... import _C
+from ..._autocast import autocast_op as _autocast_op
 from ...autograd.grad_mode import no_grad
 from ._args import tensor_args
 
@@ -51,7 +52,7 @@ def _zero(like):
 @tensor_args("x1", "x2")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Cosine of the angle between ``x1`` and ``x2`` along ``dim``:
-    ``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))``.
+    ``sum(x1 * x2) / (max(norm(x1), eps) * max(norm(x2), eps))``.
 
     Args:
         x1 (Tensor): the first input.
@@ -112,6 +113,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 @tensor_args("input", "target")
+@_autocast_op("kl_div")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Kullback-Leibler divergence loss: pointwise ``target * (log(target) - input)``, where
     ``input`` holds log-probabilities; reduced.
@@ -156,6 +158,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 @tensor_args("input1", "input2", "target")
+@_autocast_op("cosine_embedding_loss")
 def cosine_embedding_loss(
     input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
 ):
@@ -202,6 +205,7 @@ def cosine_embedding_loss(
 
 
 @tensor_args("input1", "input2", "target")
+@_autocast_op("margin_ranking_loss")
 def margin_ranking_loss(
     input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
 ):
@@ -239,6 +243,7 @@ def margin_ranking_loss(
 
 
 @tensor_args("anchor", "positive", "negative")
+@_autocast_op("triplet_margin_loss")
 def triplet_margin_loss(
     anchor,
     positive,
@@ -292,6 +297,7 @@ def triplet_margin_loss(
 
 
 @tensor_args("input", "target")
+@_autocast_op("hinge_embedding_loss")
 def hinge_embedding_loss(
     input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
 ):
@@ -324,6 +330,7 @@ def hinge_embedding_loss(
 
 
 @tensor_args("input", "target")
+@_autocast_op("soft_margin_loss")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Two-class logistic loss: ``log(1 + exp(-target * x))``; reduced.
 
@@ -385,6 +392,7 @@ def multilabel_soft_margin_loss(
 
 
 @tensor_args("input", "target")
+@_autocast_op("poisson_nll_loss")
 def poisson_nll_loss(
     input,
     target,

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from ... import _C
+from ..._autocast import autocast_op as _autocast_op
 from ._args import tensor_args
 from .loss import _reduce, _reduction, pairwise_distance
 
@@ -49,6 +50,7 @@ def _finish(per_sample, target, reduction):
 
 
 @tensor_args("input", "target", optional=("weight",))
+@_autocast_op("multi_margin_loss")
 def multi_margin_loss(
     input,
     target,
@@ -114,6 +116,7 @@ def multi_margin_loss(
 
 
 @tensor_args("input", "target")
+@_autocast_op("multilabel_margin_loss")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Multi-label hinge loss: per sample, the sum over its target classes ``j`` and its other
     classes ``k`` of ``max(0, 1 - (x[j] - x[k]))``, divided by ``C``; reduced.

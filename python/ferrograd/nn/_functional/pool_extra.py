@@ -14,6 +14,7 @@ from __future__ import annotations
 import warnings
 
 from ... import _C
+from ..._autocast import autocast_op as _autocast_op
 from ._args import tensor_args
 from .conv import (
     _adaptive_size,
@@ -269,6 +270,7 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 
 @tensor_args("input")
+@_autocast_op("max_unpool2d")
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Partial inverse of ``max_pool2d``: each value of ``input`` goes to the position its
     index names in a zero tensor; every other position stays 0.
@@ -307,6 +309,7 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 
 @tensor_args("input")
+@_autocast_op("max_unpool3d")
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Partial inverse of ``max_pool3d``: each value of ``input`` goes to the position its
     index names in a zero tensor; every other position stays 0.
@@ -355,6 +358,7 @@ def _check_3d(input, name):
 
 
 @tensor_args("input")
+@_autocast_op("adaptive_avg_pool3d")
 def adaptive_avg_pool3d(input, output_size):
     """3-d average pooling to a fixed output size, whatever the input size (the bins of
     :func:`adaptive_avg_pool2d`, per dimension).
@@ -388,6 +392,7 @@ def adaptive_avg_pool3d(input, output_size):
 
 
 @tensor_args("input")
+@_autocast_op("adaptive_max_pool3d_with_indices")
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
     """:func:`adaptive_max_pool3d` that always returns ``(output, indices)``.
 
@@ -423,6 +428,7 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
     return out, indices
 
 
+@_autocast_op("adaptive_max_pool3d")
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """3-d max pooling to a fixed output size, whatever the input size.
 

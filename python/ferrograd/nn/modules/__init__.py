@@ -1,5 +1,9 @@
 """``ferrograd.nn`` layers, one file per topic as in PyTorch."""
 
+# Every name of the literal __all__ below comes from a star import; the submodules
+# are imported for their attribute names (nn.modules.conv).
+# ruff: noqa: F401, F405
+
 from . import (
     activation,
     batchnorm,

@@ -125,6 +125,8 @@ class BatchNorm1d(_BatchNorm):
         device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
             the CPU. Default: ``None``.
         dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+        bias (bool, keyword-only): learn the ``bias`` too (with ``affine``); ``False``
+            leaves ``bias`` as ``None``, a scale without a shift. Default: ``True``.
 
     Attributes:
         weight (Parameter or None): ``(C,)``.
@@ -173,6 +175,8 @@ class BatchNorm2d(_BatchNorm):
         device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
             the CPU. Default: ``None``.
         dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+        bias (bool, keyword-only): learn the ``bias`` too (with ``affine``); ``False``
+            leaves ``bias`` as ``None``, a scale without a shift. Default: ``True``.
 
     Attributes:
         weight (Parameter or None): ``(C,)``.
@@ -221,6 +225,8 @@ class BatchNorm3d(_BatchNorm):
         device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
             the CPU. Default: ``None``.
         dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+        bias (bool, keyword-only): learn the ``bias`` too (with ``affine``); ``False``
+            leaves ``bias`` as ``None``, a scale without a shift. Default: ``True``.
 
     Attributes:
         weight (Parameter or None): ``(C,)``.

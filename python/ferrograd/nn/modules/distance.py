@@ -10,7 +10,7 @@ __all__ = ["CosineSimilarity", "PairwiseDistance"]
 
 class CosineSimilarity(Module):
     """Cosine similarity of two inputs along ``dim``:
-    ``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` (see
+    ``sum(x1 * x2) / (max(norm(x1), eps) * max(norm(x2), eps))`` (see
     :func:`~ferrograd.nn.functional.cosine_similarity`).
 
     Args:

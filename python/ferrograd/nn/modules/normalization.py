@@ -103,6 +103,8 @@ class GroupNorm(Module):
         device (optional): accepted for PyTorch compatibility; ferrograd tensors live on
             the CPU. Default: ``None``.
         dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default dtype.
+        bias (bool, keyword-only): learn the ``bias`` too (with ``affine``); ``False``
+            leaves ``bias`` as ``None``, a scale without a shift. Default: ``True``.
 
     Shape:
         - Input: ``(N, C, *)``.

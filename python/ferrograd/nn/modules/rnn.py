@@ -388,6 +388,10 @@ class RNN(RNNBase):
         device (optional): accepted for PyTorch compatibility. Default: ``None``.
         dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
             dtype.
+        **kwargs: no further option is accepted; they exist so that the misuse gets
+            PyTorch's error. ``proj_size`` (an LSTM-only option) raises ``ValueError``
+            ("proj_size argument is only supported for LSTM, not RNN or GRU"), any other
+            keyword ``TypeError`` (unexpected keyword argument).
 
     Shape:
         ``D`` is 2 when bidirectional, else 1.
@@ -542,6 +546,10 @@ class GRU(RNNBase):
         device (optional): accepted for PyTorch compatibility. Default: ``None``.
         dtype (ferrograd.dtype, optional): the parameters' dtype. Default: the default
             dtype.
+        **kwargs: no further option is accepted; they exist so that the misuse gets
+            PyTorch's error. ``proj_size`` (an LSTM-only option) raises ``ValueError``
+            ("proj_size argument is only supported for LSTM, not RNN or GRU"), any other
+            keyword ``TypeError`` (unexpected keyword argument).
 
     Shape:
         ``D`` is 2 when bidirectional, else 1.

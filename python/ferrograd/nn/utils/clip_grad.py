@@ -192,7 +192,35 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
 
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """Deprecated alias of ``clip_grad_norm_`` (PyTorch keeps it, with this warning)."""
+    """Deprecated alias of :func:`clip_grad_norm_`: scales the gradients of
+    ``parameters`` in place so that their total ``norm_type``-norm is at most
+    ``max_norm``, warning with ``FutureWarning`` (as PyTorch does) that the name with
+    the trailing underscore is the one to use.
+
+    Args:
+        parameters (Tensor or iterable of Tensors): the parameters whose ``.grad`` to
+            clip (those without one are skipped).
+        max_norm (float): the largest total norm allowed.
+        norm_type (float): the norm's order; ``inf`` for the largest absolute value.
+            Default: ``2.0``.
+        error_if_nonfinite (bool): raise if the total norm is NaN or infinite instead
+            of scaling by it. Default: ``False``.
+        foreach (bool, optional): accepted for PyTorch compatibility, same result.
+            Default: ``None``.
+
+    Returns:
+        Tensor: the total norm of the gradients before clipping.
+
+    Example::
+
+        >>> model = nn.Linear(2, 1)
+        >>> model.weight.grad = torch.tensor([[3.0, 4.0]])
+        >>> model.bias.grad = torch.tensor([0.0])
+        >>> nn.utils.clip_grad_norm(model.parameters(), max_norm=1.0)
+        tensor(5.)
+        >>> model.weight.grad
+        tensor([[0.6000, 0.8000]])
+    """
     warnings.warn(
         "`ferrograd.nn.utils.clip_grad_norm` is now deprecated in favor of "
         "`ferrograd.nn.utils.clip_grad_norm_`.",

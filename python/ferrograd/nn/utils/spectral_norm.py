@@ -163,8 +163,44 @@ class SpectralNormStateDictHook:
 
 
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
-    """Spectral normalization with ``<name>_orig``, ``<name>_u`` and ``<name>_v``;
-    ``dim`` defaults to 1 for transposed convolutions, else 0. Returns ``module``."""
+    """Divides ``module``'s parameter ``name`` by its largest singular value ``sigma``
+    (spectral normalization), estimated by power iteration: the parameter is kept as
+    ``<name>_orig`` with the buffers ``<name>_u`` and ``<name>_v`` (the singular vector
+    estimates), and a forward pre-hook sets ``<name> = <name>_orig / sigma`` before
+    every forward, running ``n_power_iterations`` steps in training mode only.
+
+    PyTorch recommends :func:`ferrograd.nn.utils.parametrizations.spectral_norm` for new
+    code; this form is kept for its checkpoints.
+
+    Args:
+        module (Module): the module holding the parameter; changed in place.
+        name (str): the parameter's name. Default: ``'weight'``.
+        n_power_iterations (int): power iteration steps per training forward; positive.
+            Default: ``1``.
+        eps (float): the smallest norm the vectors are divided by when normalised.
+            Default: ``1e-12``.
+        dim (int, optional): the dimension of the parameter that becomes the rows of
+            the matrix whose singular value is taken. Default: ``None``, which means
+            ``1`` for transposed convolutions and ``0`` otherwise.
+
+    Returns:
+        Module: ``module``, with the parameter ``<name>_orig`` instead of ``<name>``.
+
+    Example::
+
+        >>> m = nn.utils.spectral_norm(nn.Linear(3, 3))
+        >>> sorted(name for name, _ in m.named_parameters())
+        ['bias', 'weight_orig']
+        >>> sorted(name for name, _ in m.named_buffers())
+        ['weight_u', 'weight_v']
+        >>> m.weight_orig.data = torch.tensor([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.5]])
+        >>> for _ in range(20):  # each training forward refines the estimate of sigma
+        ...     _ = m(torch.ones(1, 3))
+        >>> m.weight
+        tensor([[1.0000, 0.0000, 0.0000],
+                [0.0000, 0.5000, 0.0000],
+                [0.0000, 0.0000, 0.2500]], grad_fn=<DivBackward0>)
+    """
     if dim is None:
         from .parametrizations import _default_sn_dim
 
@@ -174,8 +210,34 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 
 def remove_spectral_norm(module, name="weight"):
-    """Removes ``spectral_norm``: ``<name>`` becomes a parameter with its
-    current normalized value. Returns ``module``."""
+    """Undoes :func:`spectral_norm`: ``<name>`` becomes a plain parameter holding its
+    current normalized value ``<name>_orig / sigma`` (with the current singular vector
+    estimates, no further power iteration), and ``<name>_orig``, ``<name>_u``,
+    ``<name>_v`` and the hooks go. Raises ``ValueError`` if ``name`` is not spectrally
+    normalized.
+
+    Args:
+        module (Module): the module :func:`spectral_norm` was applied to; changed in
+            place.
+        name (str): the parameter's name. Default: ``'weight'``.
+
+    Returns:
+        Module: ``module``.
+
+    Example::
+
+        >>> m = nn.utils.spectral_norm(nn.Linear(2, 2))
+        >>> m.weight_orig.data = torch.tensor([[4.0, 0.0], [0.0, 1.0]])
+        >>> for _ in range(20):
+        ...     _ = m(torch.ones(1, 2))
+        >>> m = nn.utils.remove_spectral_norm(m)
+        >>> sorted(name for name, _ in m.named_parameters()), sorted(dict(m.named_buffers()))
+        (['bias', 'weight'], [])
+        >>> m.weight
+        Parameter containing:
+        tensor([[1.0000, 0.0000],
+                [0.0000, 0.2500]], requires_grad=True)
+    """
     for k, hook in module._forward_pre_hooks.items():
         if isinstance(hook, SpectralNorm) and hook.name == name:
             hook.remove(module)

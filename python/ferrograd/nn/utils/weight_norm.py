@@ -68,16 +68,66 @@ class WeightNorm:
 
 
 def weight_norm(module, name="weight", dim=0):
-    """Weight normalization with parameters ``<name>_g`` and ``<name>_v``;
-    ``<name>`` is recomputed as ``g * v / ||v||`` before every forward.
-    Returns ``module``."""
+    """Reparametrizes ``module``'s parameter ``name`` as a magnitude ``<name>_g`` and a
+    direction ``<name>_v`` (weight normalization): a forward pre-hook recomputes
+    ``<name> = g * v / ||v||`` before every forward, the norm taken over every dimension
+    but ``dim``. Registering leaves the weight's value unchanged.
+
+    Deprecated in PyTorch (it warns with ``FutureWarning``) in favour of
+    :func:`ferrograd.nn.utils.parametrizations.weight_norm`.
+
+    Args:
+        module (Module): the module holding the parameter; changed in place.
+        name (str): the parameter's name. Default: ``'weight'``.
+        dim (int or None): the dimension kept out of the norm (one magnitude per slice
+            along it); ``None`` takes the norm over the whole tensor (one magnitude).
+            Default: ``0``.
+
+    Returns:
+        Module: ``module``, with the parameters ``<name>_g`` and ``<name>_v`` instead of
+        ``<name>``.
+
+    Example::
+
+        >>> m = nn.utils.weight_norm(nn.Linear(2, 2))
+        >>> m.weight_g.shape, m.weight_v.shape
+        (ferrograd.Size([2, 1]), ferrograd.Size([2, 2]))
+        >>> m.weight_v.data = torch.tensor([[3.0, 4.0], [0.0, 2.0]])
+        >>> m.weight_g.data = torch.tensor([[1.0], [3.0]])
+        >>> _ = m(torch.ones(1, 2))  # the pre-hook recomputes the weight
+        >>> m.weight
+        tensor([[0.6000, 0.8000],
+                [0.0000, 3.0000]], grad_fn=<MulBackward0>)
+    """
     WeightNorm.apply(module, name, dim)
     return module
 
 
 def remove_weight_norm(module, name="weight"):
-    """Removes ``weight_norm``: ``<name>`` becomes a parameter again, with its
-    current value. Returns ``module``."""
+    """Undoes :func:`weight_norm`: ``<name>`` becomes a plain parameter again, holding
+    its current value ``g * v / ||v||``, and ``<name>_g``, ``<name>_v`` and the pre-hook
+    go. Raises ``ValueError`` if ``name`` is not weight-normalized.
+
+    Args:
+        module (Module): the module :func:`weight_norm` was applied to; changed in place.
+        name (str): the parameter's name. Default: ``'weight'``.
+
+    Returns:
+        Module: ``module``.
+
+    Example::
+
+        >>> m = nn.utils.weight_norm(nn.Linear(2, 2))
+        >>> m.weight_v.data = torch.tensor([[3.0, 4.0], [0.0, 2.0]])
+        >>> m.weight_g.data = torch.tensor([[1.0], [3.0]])
+        >>> m = nn.utils.remove_weight_norm(m)
+        >>> sorted(name for name, _ in m.named_parameters())
+        ['bias', 'weight']
+        >>> m.weight
+        Parameter containing:
+        tensor([[0.6000, 0.8000],
+                [0.0000, 3.0000]], requires_grad=True)
+    """
     for k, hook in module._forward_pre_hooks.items():
         if isinstance(hook, WeightNorm) and hook.name == name:
             hook.remove(module)

@@ -165,3 +165,6 @@ def memory_summary(device=None, abbreviated=False):
 
 def ipc_collect():
     """Does nothing: there is no CUDA IPC memory."""
+
+
+from . import amp  # noqa: E402, F401  (autocast and GradScaler's deprecated CUDA spellings)
