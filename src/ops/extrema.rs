@@ -95,11 +95,12 @@ fn amax_impl(
     };
     if needs_record(&[a]) {
         let keep_shape = reduce_shape(&shape, &mask, true);
-        let name = match (is_max, dims.is_some()) {
-            (true, true) => "AmaxBackward0",
-            (false, true) => "AminBackward0",
-            (true, false) => "MaxBackward1",
-            (false, false) => "MinBackward1",
+        // `amax()` over every element is still PyTorch's `AmaxBackward0`.
+        let name = match (is_max, whole) {
+            (true, false) => "AmaxBackward0",
+            (false, false) => "AminBackward0",
+            (true, true) => "MaxBackward1",
+            (false, true) => "MinBackward1",
         };
         let dims_v: Option<Vec<i64>> = dims.map(|d| d.to_vec());
         record(

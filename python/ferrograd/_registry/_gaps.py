@@ -41,10 +41,6 @@ _KINK = ("the sample draws points on the op's kink (max(0, .) or a zero distance
          "differences disagree with the subgradient; the sample needs to keep off it")
 
 DEFECTS: dict = {
-    "amax": {GRAD: "with ties the gradient goes to one element instead of being shared evenly "
-                   "as PyTorch shares it", GRADGRAD: "as grad", JVP: "as grad"},
-    "amin": {GRAD: "with ties the gradient goes to one element instead of being shared evenly "
-                   "as PyTorch shares it", GRADGRAD: "as grad", JVP: "as grad"},
     "var": {GRAD: "a reduced dimension of size 1 gives NaN (correction 1), which gradcheck cannot "
                   "compare; the sample needs two elements per reduction", GRADGRAD: "as grad"},
     "std": {GRAD: "as var", GRADGRAD: "as var"},
