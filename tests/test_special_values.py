@@ -327,9 +327,10 @@ def hardswish_ref(x):
 
 
 def hardswish_grad(x, g):
-    # PyTorch: 0 below -3, (x / 3 + 0.5) up to 3, 1 above; NaN takes the last branch.
+    # PyTorch 2.15: 0 up to -3, (x / 3 + 0.5) strictly between, 1 from 3 on; NaN takes
+    # the last branch.
     with np.errstate(all="ignore"):
-        return (np.where(x < -3, 0.0, np.where(x <= 3, g * (x / 3 + 0.5), g)),)
+        return (np.where(x <= -3, 0.0, np.where(x < 3, g * (x / 3 + 0.5), g)),)
 
 
 def hardsigmoid_grad(x, g):

@@ -604,17 +604,27 @@ fn hs_gate64(x: f64) -> f64 {
 /// `x / 3 + 1/2` strictly between, and 1 at a NaN (PyTorch's rule).
 pub(crate) fn hardswish(x: &Tensor) -> Result<Tensor> {
     float_input(x, "hardswish_cpu")?;
+    // The identity above 3, where PyTorch's `x * 6 / 6` overflows near the
+    // largest float.
     let out = act1(
         x,
         |x| {
             let y = x + 3.0;
             let y = if y < 0.0 { 0.0 } else { y };
-            x * (if y > 6.0 { 6.0 } else { y }) / 6.0
+            if x > 3.0 {
+                x
+            } else {
+                x * y.min(6.0) / 6.0
+            }
         },
         |x| {
             let y = x + 3.0;
             let y = if y < 0.0 { 0.0 } else { y };
-            x * (if y > 6.0 { 6.0 } else { y }) / 6.0
+            if x > 3.0 {
+                x
+            } else {
+                x * y.min(6.0) / 6.0
+            }
         },
     )?;
     Ok(pointwise(
