@@ -183,9 +183,9 @@ pub(crate) fn clamp(
         let (has_lo, has_hi) = (lo.is_some(), hi.is_some());
         record(name, &inputs, &out, saved![x, lo, hi], move |c| {
             let (g, x) = (c.grad()?, c.saved(0)?);
-            if let Some((l, h)) = fast.filter(|_| {
-                !tensor_bounds && super::can_fuse(g, x) && !c.needs(1) && !c.needs(2)
-            }) {
+            if let Some((l, h)) = fast
+                .filter(|_| !tensor_bounds && super::can_fuse(g, x) && !c.needs(1) && !c.needs(2))
+            {
                 // `ClampBackward1` in one pass: the gradient passes strictly
                 // inside the given bounds (not at one, not at a NaN).
                 let (l32, h32) = (l as f32, h as f32);
