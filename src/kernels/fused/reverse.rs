@@ -4,7 +4,9 @@
 
 use super::super::SendPtr;
 use super::eval::{each, kept_len, n_aux, run, run_pass, Pass, ScalarConsts, BLOCK};
-use super::float::{extreme_share, powf_special, sigmoid, sign, FusedFloat, GELU_BETA, GELU_KAPPA};
+use super::float::{
+    extreme_share, powf_exact, powf_special, sigmoid, sign, FusedFloat, GELU_BETA, GELU_KAPPA,
+};
 use super::program::{EwOp, Program, Src};
 
 impl Program {
@@ -515,9 +517,16 @@ pub(super) fn backward_op<T: FusedFloat>(
                 let (em1, et) = (e.minus_one, e.value);
                 land2(d, act, g, a, |g, x| g * (powf_special(x, em1) * et))
             }
-            // mul(g, mul(b, pow(a, sub(b, 1))))
+            // mul(g, mul(b, pow(a, sub(b, 1)))), 0 where b == 0 makes it NaN
             None => land3(d, act, g, a, b, |g, x, e| {
-                g * (e * powf_special(x, e - one))
+                let r = g * (e * powf_exact(x, e - one));
+                #[allow(clippy::eq_op)]
+                let nan = r != r;
+                if e == zero && nan {
+                    zero
+                } else {
+                    r
+                }
             }),
         },
         (Pow, _) => match sa {
