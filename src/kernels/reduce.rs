@@ -405,8 +405,8 @@ pub fn extreme_mid<T: Element>(
     inner: usize,
     is_max: bool,
 ) -> (Vec<T>, Vec<i64>) {
-    let mut vals = vec![T::zero(); outer * inner];
-    let mut idx = vec![0i64; outer * inner];
+    let mut vals = crate::error::filled_vec(outer * inner, T::zero());
+    let mut idx = crate::error::zeroed_vec::<i64>(outer * inner);
     const COLS: usize = 512;
     let blocks = inner.div_ceil(COLS);
     let (vp, ip) = (SendPtr(vals.as_mut_ptr()), SendPtr(idx.as_mut_ptr()));

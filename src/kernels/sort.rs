@@ -275,7 +275,7 @@ pub fn select_rows<T: SortKey>(
     cols: usize,
     pick: impl Fn(&[T]) -> Option<usize> + Sync,
 ) -> Vec<i64> {
-    let mut out = vec![0i64; rows];
+    let mut out = crate::error::zeroed_vec::<i64>(rows);
     if cols == 0 {
         return out;
     }

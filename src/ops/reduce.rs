@@ -476,7 +476,7 @@ fn norm2(a: &Tensor, mask: &[bool], dims: Option<&[i64]>, keepdim: bool) -> Resu
     let sq = crate::dispatch_float!(v.dtype(), T => {
         let data = v.as_slice::<T>().unwrap_or(&[]);
         let r: Vec<T> = if cols == 0 {
-            vec![<T as crate::tensor::Element>::zero(); rows]
+            crate::error::filled_vec(rows, <T as crate::tensor::Element>::zero())
         } else {
             crate::kernels::reduce::sum_sq_rows(data, rows, cols)
         };
