@@ -1,5 +1,7 @@
 """Whole training steps under ``ferrograd.compile``: a nanoGPT-style character
-model, a ResNet-style CNN with BatchNorm and LeNet-5, each captured once with
+model, a ResNet-style CNN with BatchNorm, LeNet-5, a physics-informed MLP
+(a Laplacian through higher-order grads), LSTM/GRU/RNN sequence models, a VAE
+and a GAN, each captured once with
 ``fullgraph=True`` (so an op without a replay rule raises instead of falling
 back), then replayed for several steps, bit for bit equal to the same step
 run eagerly: losses, parameters, gradients, optimizer state, buffers (BatchNorm's
@@ -309,3 +311,216 @@ def test_model_steps_capture_with_no_fallback_warning(make):
         for _ in range(3):
             c(*args)
     assert len(c.tapes) == 1
+
+
+# ----- physics-informed MLP: a Laplacian through two create_graph grads ---------------------
+
+
+def make_pinn():
+    model = nn.Sequential(
+        nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 1)
+    )
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step(x):
+        x = x.clone().requires_grad_(True)
+        u = model(x)
+        (g,) = torch.autograd.grad(u.sum(), x, create_graph=True)
+        lap = 0
+        for i in range(2):
+            (gi,) = torch.autograd.grad(g[:, i].sum(), x, create_graph=True)
+            lap = lap + gi[:, i]
+        # Poisson's equation -lap(u) = 1 inside, u = 0 on the boundary x0 = 0.
+        boundary = model(x * torch.tensor([0.0, 1.0]))
+        loss = (lap + 1).pow(2).mean() + boundary.pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    return model, opt, step
+
+
+def test_physics_informed_mlp_step_compiles_and_matches_eager():
+    rng = np.random.default_rng(4)
+    xs = [torch.tensor(rng.random((32, 2)).astype(np.float32)) for _ in range(4)]
+    compiled = run_both(make_pinn, lambda i: (xs[i],), 4)
+    assert len(compiled.tapes) == 1
+
+
+# ----- recurrent layers ----------------------------------------------------------------------
+
+
+class Seq2One(nn.Module):
+    def __init__(self, cell, hidden=12):
+        super().__init__()
+        self.rnn = cell(6, hidden, num_layers=2)
+        self.head = nn.Linear(hidden, 1)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.head(out[-1])
+
+
+@pytest.mark.parametrize("cell", [nn.LSTM, nn.GRU, nn.RNN], ids=["lstm", "gru", "rnn"])
+def test_recurrent_step_compiles_and_matches_eager(cell):
+    def make():
+        model = Seq2One(cell)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+        def step(x, y):
+            loss = F.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            opt.step()
+            return loss.detach()
+
+        return model, opt, step
+
+    rng = np.random.default_rng(5)
+    xs = [torch.tensor(rng.standard_normal((7, 3, 6)).astype(np.float32)) for _ in range(4)]
+    ys = [torch.tensor(rng.standard_normal((3, 1)).astype(np.float32)) for _ in range(4)]
+    compiled = run_both(make, lambda i: (xs[i], ys[i]), 4)
+    assert len(compiled.tapes) == 1
+
+
+# ----- a VAE (reparameterisation draws noise) and a GAN (two optimizers, detach) ------------
+
+
+class VAE(nn.Module):
+    def __init__(self, d=20, z=4):
+        super().__init__()
+        self.enc = nn.Linear(d, 16)
+        self.mu, self.logvar = nn.Linear(16, z), nn.Linear(16, z)
+        self.dec = nn.Sequential(nn.Linear(z, 16), nn.ReLU(), nn.Linear(16, d))
+
+    def forward(self, x):
+        h = F.relu(self.enc(x))
+        mu, logvar = self.mu(h), self.logvar(h)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        return torch.sigmoid(self.dec(z)), mu, logvar
+
+
+def make_vae():
+    model = VAE()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step(x):
+        recon, mu, logvar = model(x)
+        bce = F.binary_cross_entropy(recon, x, reduction="sum")
+        kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        loss = bce + kld
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    return model, opt, step
+
+
+def test_vae_step_compiles_and_matches_eager():
+    rng = np.random.default_rng(6)
+    xs = [torch.tensor(rng.random((5, 20)).astype(np.float32)) for _ in range(4)]
+    compiled = run_both(make_vae, lambda i: (xs[i],), 4)
+    assert len(compiled.tapes) == 1
+    assert "randn_like" in compiled.tapes[0].ops
+
+
+class _Optimizers:
+    """Two optimizers seen as one by ``assert_same_state`` (their states side by side)."""
+
+    def __init__(self, *opts):
+        self.opts = opts
+
+    @property
+    def state(self):
+        return {k: v for o in self.opts for k, v in o.state.items()}
+
+
+def make_gan():
+    gen = nn.Sequential(nn.Linear(3, 16), nn.LeakyReLU(0.2), nn.Linear(16, 8), nn.Tanh())
+    disc = nn.Sequential(nn.Linear(8, 16), nn.LeakyReLU(0.2), nn.Dropout(0.3), nn.Linear(16, 1))
+    opt_g = torch.optim.Adam(gen.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(disc.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    bce = nn.BCEWithLogitsLoss()
+
+    def step(real):
+        n = real.size(0)
+        fake = gen(torch.randn(n, 3))
+        d_loss = bce(disc(real), torch.ones(n, 1)) + bce(disc(fake.detach()), torch.zeros(n, 1))
+        opt_d.zero_grad()
+        d_loss.backward()
+        opt_d.step()
+        g_loss = bce(disc(fake), torch.ones(n, 1))
+        opt_g.zero_grad()
+        g_loss.backward()
+        opt_g.step()
+        return (d_loss + g_loss).detach()
+
+    return nn.ModuleList([gen, disc]), _Optimizers(opt_g, opt_d), step
+
+
+def test_gan_step_compiles_and_matches_eager():
+    rng = np.random.default_rng(7)
+    xs = [torch.tensor(rng.standard_normal((6, 8)).astype(np.float32)) for _ in range(4)]
+    compiled = run_both(make_gan, lambda i: (xs[i],), 4)
+    assert len(compiled.tapes) == 1
+
+
+# ----- every optimizer's step ----------------------------------------------------------------
+
+_OPTIMIZERS = sorted(
+    n for n in dir(torch.optim)
+    if isinstance(getattr(torch.optim, n), type)
+    and issubclass(getattr(torch.optim, n), torch.optim.Optimizer)
+    and n not in ("Optimizer", "LBFGS")  # LBFGS needs a closure: see below
+)
+
+
+@pytest.mark.parametrize("name", _OPTIMIZERS)
+def test_every_optimizer_step_compiles_and_matches_eager(name):
+    def make():
+        model = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 2))
+        opt = getattr(torch.optim, name)(model.parameters(), lr=0.01)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        return model, opt, step
+
+    rng = np.random.default_rng(8)
+    xs = [torch.tensor(rng.standard_normal((3, 4)).astype(np.float32)) for _ in range(4)]
+    compiled = run_both(make, lambda i: (xs[i],), 4)
+    assert f"{name}.step" in compiled.tapes[0].ops
+
+
+@pytest.mark.parametrize("name", ["LBFGS", "SGD"])
+def test_optimizer_step_with_a_closure_is_refused_by_name_and_runs_eagerly(name):
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    opt = getattr(torch.optim, name)(model.parameters(), lr=0.1)
+    x = torch.randn(5, 4)
+
+    def step(x):
+        def closure():
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            return loss
+
+        return opt.step(closure).detach()
+
+    strict = torch.compile(step, fullgraph=True)
+    with pytest.raises(RuntimeError, match=r"optimizer\.step\(closure\)"):
+        for _ in range(3):
+            strict(x)
+    relaxed = torch.compile(step)
+    with pytest.warns(RuntimeWarning, match=r"optimizer\.step\(closure\)"):
+        for _ in range(3):
+            loss = relaxed(x)
+    assert np.isfinite(loss.item())

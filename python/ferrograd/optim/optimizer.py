@@ -83,14 +83,7 @@ def _typename(obj: Any) -> str:
 def _wrap_step(step: Callable) -> Callable:
     """Runs the global and per-optimizer pre/post hooks around ``step``."""
 
-    @functools.wraps(step)
-    def wrapper(self, *args, **kwargs):
-        if _C._capture_active():
-            # Recorded as one Python call that each replay makes again.
-            from .._compile import _optimizer_step
-
-            closure = args[0] if args else kwargs.get("closure")
-            return _optimizer_step(self, lambda: wrapper(self, *args, **kwargs), closure is not None)
+    def hooked(self, args, kwargs):
         for hook in chain(_global_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
             result = hook(self, args, kwargs)
             if result is not None:
@@ -106,6 +99,17 @@ def _wrap_step(step: Callable) -> Callable:
         for hook in chain(self._optimizer_step_post_hooks.values(), _global_post_hooks.values()):
             hook(self, args, kwargs)
         return out
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        if _C._capture_active():
+            # Recorded as one Python call that each replay makes again; the call
+            # runs the hooked step itself, not this wrapper (which would record again).
+            from .._compile import _optimizer_step
+
+            closure = args[0] if args else kwargs.get("closure")
+            return _optimizer_step(self, lambda: hooked(self, args, kwargs), closure is not None)
+        return hooked(self, args, kwargs)
 
     wrapper._wrapped_by_optimizer = True  # type: ignore[attr-defined]
     return wrapper
