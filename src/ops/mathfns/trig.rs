@@ -104,7 +104,7 @@ pub(crate) fn asinh(a: &Tensor) -> Result<Tensor> {
 pub(crate) fn acosh(a: &Tensor) -> Result<Tensor> {
     // float64: `log1p` of `(x - 1) + sqrt((x - 1)(x + 1))` keeps the precision
     // near 1 that `ln(x + sqrt(x^2 - 1))` loses.
-    let out = ffn2!(a, vm::acosh_f32, |x: f64| if !(x >= 1.0) {
+    let out = ffn2!(a, vm::acosh_f32, |x: f64| if x.is_nan() || x < 1.0 {
         f64::NAN
     } else if x > 1e8 {
         x.ln() + std::f64::consts::LN_2
