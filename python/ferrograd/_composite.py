@@ -13,6 +13,7 @@ as in PyTorch, and run through NumPy.
 from __future__ import annotations
 
 import builtins
+import numbers
 import warnings
 
 import numpy as np
@@ -423,17 +424,18 @@ def lerp(input, end, weight):
     """``input + weight * (end - input)``: linear interpolation.
 
     As PyTorch computes it: from ``input`` when ``|weight| < 0.5`` and as
-    ``end - (end - input) * (1 - weight)`` otherwise, so ``weight = 1`` gives
-    ``end`` exactly and an infinite end point stays infinite."""
+    ``end - (end - input) * (1 - weight)`` otherwise, so ``weight = 1`` gives a
+    finite ``end`` exactly (and an infinite ``end`` gives NaN there, as in PyTorch)."""
     _check("lerp", input)
     _check("lerp", end, "end", 2)
     diff = end - input
-    if isinstance(weight, _C.Tensor):
-        near = weight.abs() < 0.5
-        return _C.where(near, input + weight * diff, end - diff * (1 - weight))
-    if builtins.abs(weight) < 0.5:
-        return input + weight * diff
-    return end - diff * (1 - weight)
+    if isinstance(weight, numbers.Real):
+        if builtins.abs(weight) < 0.5:
+            return input + weight * diff
+        return end - diff * (1 - weight)
+    # A tensor weight (batched under vmap too): both forms, picked elementwise.
+    near = weight.abs() < 0.5
+    return _C.where(near, input + weight * diff, end - diff * (1 - weight))
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
