@@ -474,7 +474,9 @@ _OPTIMIZERS = sorted(
     n for n in dir(torch.optim)
     if isinstance(getattr(torch.optim, n), type)
     and issubclass(getattr(torch.optim, n), torch.optim.Optimizer)
-    and n not in ("Optimizer", "LBFGS")  # LBFGS needs a closure: see below
+    # LBFGS needs a closure (see below); SparseAdam refuses dense gradients and Muon
+    # takes only 2-D parameters (see below).
+    and n not in ("Optimizer", "LBFGS", "SparseAdam", "Muon")
 )
 
 
@@ -497,6 +499,46 @@ def test_every_optimizer_step_compiles_and_matches_eager(name):
     xs = [torch.tensor(rng.standard_normal((3, 4)).astype(np.float32)) for _ in range(4)]
     compiled = run_both(make, lambda i: (xs[i],), 4)
     assert f"{name}.step" in compiled.tapes[0].ops
+
+
+def test_muon_step_compiles_and_matches_eager():
+    def make():
+        model = nn.Sequential(nn.Linear(4, 5, bias=False), nn.Tanh(), nn.Linear(5, 2, bias=False))
+        opt = torch.optim.Muon(model.parameters(), lr=0.01)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        return model, opt, step
+
+    rng = np.random.default_rng(8)
+    xs = [torch.tensor(rng.standard_normal((3, 4)).astype(np.float32)) for _ in range(4)]
+    compiled = run_both(make, lambda i: (xs[i],), 4)
+    assert "Muon.step" in compiled.tapes[0].ops
+
+
+def test_sparse_adam_step_raises_the_same_error_compiled_as_eager():
+    # Every ferrograd gradient is dense, which SparseAdam refuses with PyTorch's message.
+    model = nn.Linear(4, 3)
+    opt = torch.optim.SparseAdam(model.parameters(), lr=0.01)
+    x = torch.randn(5, 4)
+
+    def step(x):
+        opt.zero_grad()
+        model(x).pow(2).mean().backward()
+        opt.step()
+
+    with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients"):
+        step(x)
+    compiled = torch.compile(step, fullgraph=True)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients"):
+            compiled(x)
+    assert opt.state_dict()["state"] == {}
 
 
 @pytest.mark.parametrize("name", ["LBFGS", "SGD"])

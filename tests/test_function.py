@@ -507,3 +507,37 @@ def test_returning_an_input_unchanged_gives_a_new_tensor():
     assert y is not x and x.is_leaf and y.grad_fn.name() == "IdentityBackward"
     y.backward()
     assert x.grad.tolist() == [1.0]
+
+
+def test_forward_mode_through_a_backward_that_reads_a_saved_output():
+    # Forward over reverse (jvp of grad, as hessian = jacfwd(jacrev(f))): the
+    # backward runs in forward mode and needs the tangent of the output it saved
+    # (d/dx of exp(x) * g is exp(x) * g).
+    from ferrograd.func import grad, jvp
+
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            ctx.save_for_forward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * y
+
+        @staticmethod
+        def jvp(ctx, t):
+            (y,) = ctx.saved_tensors
+            return t * y
+
+    x = fg.tensor([0.3, -0.2, 1.1], dtype=fg.float64)
+
+    def f(v):
+        return Exp.apply(v).sum()
+
+    t = fg.tensor([1.0, 2.0, -1.0], dtype=fg.float64)
+    _, hvp = jvp(grad(f), (x,), (t,))
+    np.testing.assert_allclose(hvp.detach().numpy(), np.exp(x.numpy()) * t.numpy(), rtol=1e-12)

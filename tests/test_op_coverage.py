@@ -170,9 +170,22 @@ def _batch(op, data, n=2):
 def check_vmap(op, data, inplace=False):
     batch = _batch(op, data)
     call = batch[0]
-    idx, rebuild = _split(call)
+    idx, _ = _split(call)
     if not idx:
+        # No differentiable input: vmap over the first array argument instead.
         idx = [i for i, a in enumerate(call.args) if isinstance(a, np.ndarray)][:1]
+
+    def rebuild(ts, fixed):
+        args = list(fixed)
+        for i, t in zip(idx, ts):
+            args[i] = t
+        return args
+
+    def as_tensor(a):
+        # Floats in float64; integer and bool arguments keep their dtype.
+        a = np.asarray(a)
+        return fg.tensor(a, dtype=fg.float64) if a.dtype.kind == "f" else fg.from_numpy(a.copy())
+
     fn = entry_point(op)
     fixed, kwargs = call.tensors(fg, fg.float64)
     if inplace:
@@ -190,10 +203,10 @@ def check_vmap(op, data, inplace=False):
         def g(*ts):
             return fn(*rebuild(ts, fixed), **kwargs)
 
-    stacked = [fg.tensor(np.stack([c.args[i] for c in batch]), dtype=fg.float64) for i in idx]
+    stacked = [as_tensor(np.stack([c.args[i] for c in batch])) for i in idx]
     loop = []
     for c in batch:
-        loop.append([t.clone() for t in flat(g(*[fg.tensor(c.args[i], dtype=fg.float64) for i in idx]))])
+        loop.append([t.clone() for t in flat(g(*[as_tensor(c.args[i]) for i in idx]))])
     got = flat(fg.vmap(g)(*stacked))
     for k, out in enumerate(got):
         want = np.stack([row[k].numpy() for row in loop])

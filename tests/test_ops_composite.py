@@ -296,3 +296,29 @@ def test_tri_indices_bad_sizes():
         fg.triu_indices(2**31, 2**31)
     with pytest.raises(TypeError):
         fg.tril_indices(2.5, 3)
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.25, 0.5, 0.75, 1.0, -0.3, 1.7])
+def test_lerp_is_computed_from_the_nearer_end_and_exact_at_both(weight):
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal(50).astype(np.float32), rng.standard_normal(50).astype(np.float32)
+    got = fg.lerp(fg.tensor(a), fg.tensor(b), weight).numpy()
+    w = np.float32(weight)
+    # The two-sided form of PyTorch's lerp, each step rounded in float32.
+    want = a + w * (b - a) if abs(weight) < 0.5 else b - (b - a) * (np.float32(1) - w)
+    np.testing.assert_array_equal(got, want)
+    if weight == 1.0:
+        np.testing.assert_array_equal(got, b)
+        np.testing.assert_array_equal(fg.tensor(a).lerp_(fg.tensor(b), weight).numpy(), b)
+    if weight == 0.0:
+        np.testing.assert_array_equal(got, a)
+
+
+def test_lerp_with_a_tensor_weight_on_both_sides_of_one_half():
+    rng = np.random.default_rng(12)
+    a, b = (fg.tensor(rng.standard_normal(6), requires_grad=True) for _ in range(2))
+    w = fg.tensor([0.0, 0.2, 0.49, 0.51, 0.9, 1.0], dtype=fg.float64, requires_grad=True)
+    out = fg.lerp(a, b, w)
+    np.testing.assert_array_equal(out.detach().numpy()[[0, 5]], [a.detach().numpy()[0], b.detach().numpy()[5]])
+    assert gradcheck(fg.lerp, (a, b, w))
+    assert gradgradcheck(fg.lerp, (a, b, w))

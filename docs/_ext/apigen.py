@@ -25,6 +25,7 @@ MODULES = [
     ("ferrograd.nn.utils.rnn", "packed sequences"),
     ("ferrograd.nn.parallel", "data-parallel modules"),
     ("ferrograd.optim", "optimizers"),
+    ("ferrograd.optim.functional", "the optimizers' update rules as functions"),
     ("ferrograd.optim.lr_scheduler", "learning-rate schedules"),
     ("ferrograd.optim.swa_utils", "stochastic weight averaging"),
     ("ferrograd.utils.data", "datasets, samplers and the DataLoader"),

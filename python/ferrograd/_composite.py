@@ -13,7 +13,6 @@ as in PyTorch, and run through NumPy.
 from __future__ import annotations
 
 import builtins
-import numbers
 import warnings
 
 import numpy as np
@@ -423,19 +422,21 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 def lerp(input, end, weight):
     """``input + weight * (end - input)``: linear interpolation.
 
-    As PyTorch computes it: from ``input`` when ``|weight| < 0.5`` and as
-    ``end - (end - input) * (1 - weight)`` otherwise, so ``weight = 1`` gives a
-    finite ``end`` exactly (and an infinite ``end`` gives NaN there, as in PyTorch)."""
+    As PyTorch computes it, from the nearer end: ``input + weight * (end - input)``
+    for ``|weight| < 0.5``, ``end - (end - input) * (1 - weight)`` otherwise, so
+    ``weight`` 0 gives ``input`` and 1 gives ``end`` exactly."""
     _check("lerp", input)
     _check("lerp", end, "end", 2)
     diff = end - input
-    if isinstance(weight, numbers.Real):
-        if builtins.abs(weight) < 0.5:
+    if isinstance(weight, (int, float, np.integer, np.floating)):
+        one_minus = 1 - weight
+        if diff.dtype != _C.float64 and diff.is_floating_point():
+            # The weight is a float32 number for float32 and narrower tensors, as in PyTorch.
+            one_minus = float(np.float32(1) - np.float32(weight))
+        if abs(weight) < 0.5:
             return input + weight * diff
-        return end - diff * (1 - weight)
-    # A tensor weight (batched under vmap too): both forms, picked elementwise.
-    near = weight.abs() < 0.5
-    return _C.where(near, input + weight * diff, end - diff * (1 - weight))
+        return end - diff * one_minus
+    return _C.where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):

@@ -227,15 +227,18 @@ fn addmm_kernel<T: Element>(vbias: &View, va: &View, vb: &View) -> Vec<T> {
     out
 }
 
-/// `acc += a @ b` in `acc`'s own memory, rounding exactly as
-/// `add(acc, mm(a, b))` would: each element of the product is complete
-/// before it is added. Only products the register-tile kernels take qualify
-/// (the general GEMM adds partial sums over blocks of `k`); false, having
-/// done nothing, for everything else. `acc` must be 2-D and float, laid out
-/// contiguously or as the transpose of a contiguous matrix (then the
-/// product is formed as `(b^T @ a^T)^T`, the layout of `mm(b.t(), a.t())`),
-/// and reachable by no other tensor ([`Tensor::owns_storage`]).
-pub(crate) fn mm_accumulate(acc: &Tensor, a: &Tensor, b: &Tensor) -> bool {
+/// `acc += a @ b` (or, with `transposed`, `acc += (a @ b)^T`) in `acc`'s own
+/// memory, rounding exactly as `add(acc, mm(a, b))` (and its transpose)
+/// would: the product is formed in `a @ b`'s own frame, by the kernel and
+/// with the operands `mm(a, b)` would use, and each element is complete
+/// before it is added; only the destination's strides differ, and they
+/// change where an element is stored, not how it is computed (forming the
+/// product as `(b^T @ a^T)` instead picks other tiles, whose rounding can
+/// differ in the last bit). Only products the register-tile kernels take
+/// qualify (the general GEMM adds partial sums over blocks of `k`); false,
+/// having done nothing, for everything else. `acc` must be 2-D and float and
+/// reachable by no other tensor ([`Tensor::owns_storage`]).
+pub(crate) fn mm_accumulate(acc: &Tensor, a: &Tensor, b: &Tensor, transposed: bool) -> bool {
     if !acc.owns_storage() {
         return false;
     }
@@ -248,33 +251,25 @@ pub(crate) fn mm_accumulate(acc: &Tensor, a: &Tensor, b: &Tensor) -> bool {
         return false;
     }
     let (m, k, n) = (va.shape[0], va.shape[1], vb.shape[1]);
-    if vb.shape[0] != k || vc.shape.as_slice() != [m, n] {
+    let want = if transposed { [n, m] } else { [m, n] };
+    if vb.shape[0] != k || vc.shape.as_slice() != want {
         return false;
     }
-    let (rs, cs) = (vc.strides[0], vc.strides[1]);
-    // Operands as (view, rows, cols, row stride, col stride), and the
-    // destination's strides, in the frame where `acc` is row-major.
-    let (x, y, drs) = if rs == n && cs == 1 {
-        let x = (&*va, m, k, va.strides[0], va.strides[1]);
-        let y = (&*vb, k, n, vb.strides[0], vb.strides[1]);
-        (x, y, rs)
-    } else if rs == 1 && cs == m {
-        let x = (&*vb, n, k, vb.strides[1], vb.strides[0]);
-        let y = (&*va, k, m, va.strides[1], va.strides[0]);
-        (x, y, cs)
+    let (rs, cs) = if transposed {
+        (vc.strides[1], vc.strides[0])
     } else {
-        return false;
+        (vc.strides[0], vc.strides[1])
     };
-    type Operand<'a> = (&'a View, usize, usize, usize, usize);
-    fn go<T: Element>(x: Operand, y: Operand, acc: &View, rs: usize) -> bool {
+    fn go<T: Element>(va: &View, vb: &View, acc: &View, rs: usize, cs: usize) -> bool {
+        let (m, k, n) = (va.shape[0], va.shape[1], vb.shape[1]);
         let (xa, ya) = (
-            mat::<T>(x.0, 0, x.3, x.4, x.1, x.2),
-            mat::<T>(y.0, 0, y.3, y.4, y.1, y.2),
+            mat::<T>(va, 0, va.strides[0], va.strides[1], m, k),
+            mat::<T>(vb, 0, vb.strides[0], vb.strides[1], k, n),
         );
         let dst = crate::kernels::matmul::Dst {
             ptr: acc.ptr::<T>(),
             rs,
-            cs: 1,
+            cs,
             add: true,
         };
         // SAFETY: 2-D views whose strides describe their own memory; `acc`
@@ -283,8 +278,8 @@ pub(crate) fn mm_accumulate(acc: &Tensor, a: &Tensor, b: &Tensor) -> bool {
         unsafe { crate::kernels::small_gemm::try_run(xa, ya, dst) }
     }
     match dt {
-        DType::F32 => go::<f32>(x, y, &vc, drs),
-        DType::F64 => go::<f64>(x, y, &vc, drs),
+        DType::F32 => go::<f32>(&va, &vb, &vc, rs, cs),
+        DType::F64 => go::<f64>(&va, &vb, &vc, rs, cs),
         _ => false,
     }
 }

@@ -135,8 +135,8 @@ pub(super) fn fast_forward(
 /// `TBackward0`) added straight into the weight's running gradient, as an
 /// unrolled loop produces one per step: the product's elements are summed
 /// into the existing buffer instead of being formed in a new one and added
-/// afterwards. The same kernel and the same per-element order as the
-/// product the rule would form, so the sum is bit for bit the engine's.
+/// afterwards. The same operands, frame and kernel as the product the rule
+/// would form (only stored transposed), so the sum is bit for bit the engine's.
 /// Returns the input of link `k` whose gradient is now done.
 fn weight_grad_in_place(
     links: &[super::capture::Link],
@@ -169,8 +169,10 @@ fn weight_grad_in_place(
     let prev = slots[(*ins_g.get(x)?)?].as_ref()?;
     let g = grads.first()?.as_ref()?;
     let a = saved.first()?.as_ref()?;
-    let gt = ops::transpose(g, 0, 1).ok()?;
-    ops::mm_accumulate(prev, &gt, a).then_some(ib)
+    // The rule forms `mm(a.t(), g)` and `TBackward0` transposes it: the same
+    // product, in the same frame, added into the transposed weight gradient.
+    let at = ops::transpose(a, 0, 1).ok()?;
+    ops::mm_accumulate(prev, &at, g, true).then_some(ib)
 }
 
 /// Runs an entry's node rules, newest first, as the engine's `call_node`

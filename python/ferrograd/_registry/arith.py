@@ -21,6 +21,7 @@ from .schema import (
     POSITIVE,
     REAL,
     SELF_ADJOINT,
+    Domain,
     Op,
     Sample,
     T,
@@ -77,12 +78,17 @@ _o("to", "`input` converted to another dtype (or itself when nothing changes).",
 
 # ----- dtype conversions ---------------------------------------------------------------------
 
+# float's result is float32, which float64 finite differences (eps 1e-6) can
+# resolve only where its spacing is far below eps: at |x| <= 1e-6 the rounding
+# error of a difference quotient is about 1e-7, so a wrong gradient still shows.
+_CONVERSION_DOMAIN = {"float": Domain(-1e-6, 1e-6)}
 for _name, _np_dtype in (("float", np.float32), ("double", np.float64), ("long", np.int64),
                          ("bool", np.bool_)):
     OPS.append(Op(_name, "conversion", f"`input` converted to {np.dtype(_np_dtype).name} "
                   "(itself when it already is).", surfaces=(METHOD,), dtypes=ALL,
                   differentiable=_np_dtype in (np.float32, np.float64), batching=EW,
-                  sample=fixed(T((2, 3))), ref=(lambda t: lambda x: x.astype(t))(_np_dtype)))
+                  sample=fixed(T((2, 3), domain=_CONVERSION_DOMAIN.get(_name, REAL))),
+                  ref=(lambda t: lambda x: x.astype(t))(_np_dtype)))
 OPS.append(Op("type_as", "conversion", "`input` converted to the dtype of `other`.",
               surfaces=(METHOD,), dtypes=ALL, batching=EW,
               sample=fixed(T((2, 3)), T((1,), grad=False, dtype="float64")),

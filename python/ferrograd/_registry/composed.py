@@ -18,6 +18,7 @@ from .schema import (
     METHOD,
     NUMERIC,
     POSITIVE,
+    Domain,
     Op,
     Sample,
     T,
@@ -77,7 +78,9 @@ _c("kron", "Kronecker product.", np.kron, fixed(T((2, 2)), T((2, 3))))
 _c("cross", "Cross product of 3-vectors along `dim`.", _cross,
    Sample("fixed", (T((2, 3)), T((2, 3))), {"dim": 1}), surfaces=(FUNCTION, METHOD, LINALG))
 _c("cdist", "Pairwise p-norm distances between the rows of `x1` and `x2`.",
-   lambda a, b: np.sqrt(((a[:, None] - b[None]) ** 2).sum(-1)), fixed(T((2, 3)), T((4, 3))),
+   # Rows of x1 and x2 in disjoint boxes: a zero distance is a kink of the norm.
+   lambda a, b: np.sqrt(((a[:, None] - b[None]) ** 2).sum(-1)),
+   fixed(T((2, 3), domain=Domain(-2.0, -0.5)), T((4, 3), domain=Domain(0.5, 2.0))),
    surfaces=(FUNCTION,), autocast=FP32)
 _c("diag", "The diagonal of a matrix as a vector, or a vector as a diagonal matrix.",
    lambda x, diagonal=0: np.diag(x, diagonal), fixed(T((3,))))
@@ -160,7 +163,9 @@ _c("nanquantile", "`quantile` ignoring NaN.", _quantile,
 _c("nanmean", "Mean of `input` ignoring NaN.", lambda x, dim=None: np.nanmean(x, axis=dim),
    Sample("fixed", (T((2, 3)),), {"dim": 0}))
 _c("std_mean", "Standard deviation and mean of `input` over `dim`.",
-   lambda x, dim: (np.std(x, axis=dim, ddof=1), np.mean(x, axis=dim)), fixed(T((2, 3)), 1),
+   # Distinct values: at zero variance the square root has a kink.
+   lambda x, dim: (np.std(x, axis=dim, ddof=1), np.mean(x, axis=dim)),
+   Sample("fixed", (T((2, 3)), 1), unique=0.01),
    surfaces=(FUNCTION,))
 _c("var_mean", "Variance and mean of `input` over `dim`.",
    lambda x, dim: (np.var(x, axis=dim, ddof=1), np.mean(x, axis=dim)), fixed(T((2, 3)), 0),

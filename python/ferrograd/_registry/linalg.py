@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .schema import (
+    AWAY0,
     CUSTOM,
     FP32,
     LINALG,
@@ -23,10 +24,62 @@ OPS: list[Op] = []
 WELL = Domain(1.0, 2.0)  # entries that keep small matrices well conditioned
 
 
+def _const(a, arr):
+    """``arr`` as ``a`` is: a NumPy array for the reference, a tensor of
+    ``a``'s dtype inside the call (which is differentiated through)."""
+    if isinstance(a, np.ndarray):
+        return arr
+    import ferrograd
+
+    return ferrograd.tensor(arr, dtype=a.dtype)
+
+
 def _spd(a):
     """A symmetric positive definite matrix made from `a` (inside the call, so the
     op is differentiated through the construction too)."""
-    return a @ a.mT + 3 * np.eye(a.shape[-1])
+    return a @ a.mT + _const(a, 3 * np.eye(a.shape[-1]))
+
+
+def _nonsingular(a):
+    """`a` (entries in [-1, 1]) plus diag(4, -4, 4, ...): strictly diagonally
+    dominant, so far from singular, neither symmetric nor of one determinant
+    sign (entries in a box alone can be singular)."""
+    n = a.shape[-1]
+    return a + _const(a, np.diag([4.0 if i % 2 == 0 else -4.0 for i in range(n)]))
+
+
+def _positive_det(a):
+    """`a` (entries in [-1, 1]) plus 4 I: every eigenvalue has a positive real
+    part (Gershgorin), so the determinant is positive (logdet's domain)."""
+    return a + _const(a, 4.0 * np.eye(a.shape[-1]))
+
+
+def _distinct_sv(a):
+    """`a` (entries in [-0.5, 0.5], m x n with n <= m <= 3) plus diag(6, 3):
+    singular values within ||a||_F <= 1.23 of 6 and 3 (Weyl), so they are
+    distinct and nonzero, where singular vectors and pinv are differentiable."""
+    m, n = a.shape[-2:]
+    d = np.zeros((m, n))
+    for i, v in enumerate((6.0, 3.0)[: min(m, n)]):
+        d[i, i] = v
+    return a + _const(a, d)
+
+
+def _sym_distinct(a):
+    """A symmetric matrix from `a` (3 x 3, entries in [-0.5, 0.5]) with
+    eigenvalues within 2||a||_F <= 3 of -8, 0 and 8 (Weyl): distinct, where
+    eigenvectors are differentiable."""
+    return a + a.mT + _const(a, np.diag([-8.0, 0.0, 8.0]))
+
+
+def _projectors(v):
+    """The rank-one projectors v_k v_k^T of the columns of `v` (k first): a
+    function of the eigenvectors that does not depend on their signs."""
+    return v.mT[..., :, :, None] * v.mT[..., :, None, :]
+
+
+SMALL = Domain(-0.5, 0.5)
+BOX = Domain(-1.0, 1.0)
 
 
 def _l(name, doc, ref, sample, *, aliases=(), **kw):
@@ -35,24 +88,32 @@ def _l(name, doc, ref, sample, *, aliases=(), **kw):
                   batching_rule="linalg", sample=sample, ref=ref, tol=(1e-4, 1e-5), **kw))
 
 
-def _diag_dominant(fn, a):
-    return fn(a)
-
-
-# Positive definite matrices built inside the call: entries drawn in a box can be singular.
-_l("inv", "Inverse of the square matrix (or batch) `A`.", lambda a: np.linalg.inv(_spd(a)),
-   Sample("fixed", (T((2, 2)),), call=lambda fn, a: fn(_spd(a))), autocast=FP32)
-_l("solve", "The solution X of `A X = B`.", lambda a, b: np.linalg.solve(_spd(a), b),
-   Sample("fixed", (T((2, 2)), T((2, 1))), call=lambda fn, a, b: fn(_spd(a), b)), autocast=FP32)
+# Nonsingular matrices built inside the call: entries drawn in a box can be singular.
+_l("inv", "Inverse of the square matrix (or batch) `A`.", lambda a: np.linalg.inv(_nonsingular(a)),
+   Sample("fixed", (T((2, 2), domain=BOX),), call=lambda fn, a: fn(_nonsingular(a))),
+   autocast=FP32)
+_l("solve", "The solution X of `A X = B`.", lambda a, b: np.linalg.solve(_nonsingular(a), b),
+   Sample("fixed", (T((2, 2), domain=BOX), T((2, 1))), call=lambda fn, a, b: fn(_nonsingular(a), b)),
+   autocast=FP32)
+# Entries away from 0: the norm of the zero matrix is a kink.
 _l("matrix_norm", "Frobenius (or nuclear, 1, inf, 2) norm of the matrices of `A`.",
-   lambda a: np.asarray(np.linalg.norm(a, "fro", axis=(-2, -1))), fixed(T((2, 3))))
+   lambda a: np.asarray(np.linalg.norm(a, "fro", axis=(-2, -1))), fixed(T((2, 3), domain=AWAY0)))
 _l("vector_norm", "The `ord`-norm of `x` (flattened, or over `dim`).",
    lambda a: np.asarray(np.linalg.norm(a.reshape(-1))), fixed(T((2, 3), domain=Domain(0.5, 2.0))))
+# Singular values are differentiable where they are distinct and nonzero.
 _l("svdvals", "Singular values of `A`, in descending order.",
-   lambda a: np.linalg.svd(a, compute_uv=False), fixed(T((3, 2))), autocast=FP32)
+   lambda a: np.linalg.svd(_distinct_sv(a), compute_uv=False),
+   Sample("fixed", (T((3, 2), domain=SMALL),), call=lambda fn, a: fn(_distinct_sv(a))),
+   autocast=FP32)
+# A symmetric input (the op reads one triangle, its gradient is symmetric), as
+# PyTorch's checks symmetrise it.
 _l("eigvalsh", "Eigenvalues of the symmetric matrix `A` (from its lower triangle).",
-   lambda a: np.linalg.eigvalsh(a, "L"), Sample("fixed", (T((3, 3)),)), autocast=FP32)
-_l("pinv", "The Moore-Penrose pseudo-inverse of `A`.", np.linalg.pinv, fixed(T((3, 2))))
+   lambda a: np.linalg.eigvalsh(_sym_distinct(a), "L"),
+   Sample("fixed", (T((3, 3), domain=SMALL),), call=lambda fn, a: fn(_sym_distinct(a))),
+   autocast=FP32)
+# pinv is differentiable where the rank does not change: full rank here.
+_l("pinv", "The Moore-Penrose pseudo-inverse of `A`.", lambda a: np.linalg.pinv(_distinct_sv(a)),
+   Sample("fixed", (T((3, 2), domain=SMALL),), call=lambda fn, a: fn(_distinct_sv(a))))
 _l("multi_dot", "The product of a chain of matrices, in the cheapest order.",
    lambda *ts: np.linalg.multi_dot(ts), Sample("fixed", (T((2, 3)), T((3, 4)), T((4, 2))),
                                               call=lambda fn, *ts: fn(list(ts))))

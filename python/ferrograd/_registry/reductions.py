@@ -85,12 +85,14 @@ _r("logsumexp", "log(sum(exp(input))) over `dim`, computed without overflow.", _
    {"LogsumexpBackward0": ()}, sample=reduce(empty=False))
 _r("var", "Variance of `input` over `dim` (Bessel's correction by default).",
    lambda x, dim=None, keepdim=False: np.asarray(np.var(x, axis=dim, ddof=1, keepdims=keepdim)),
+   # Two elements per reduction at least: with one, Bessel's correction divides by zero.
    {"VarBackward0": ()}, sample=Sample("reduce", (T(),), dim=True, keepdim=True, empty=False,
-                                       min_rank=1), tol=(1e-4, 1e-6))
+                                       min_rank=1, min_side=2), tol=(1e-4, 1e-6))
 _r("std", "Standard deviation of `input` over `dim` (Bessel's correction by default).",
    lambda x, dim=None, keepdim=False: np.asarray(np.std(x, axis=dim, ddof=1, keepdims=keepdim)),
+   # As var, and distinct values: at zero variance the square root has a kink.
    {"StdBackward0": ()}, sample=Sample("reduce", (T(),), dim=True, keepdim=True, empty=False,
-                                       min_rank=1), tol=(1e-4, 1e-6))
+                                       min_rank=1, min_side=2, unique=0.01), tol=(1e-4, 1e-6))
 _r("cumsum", "Cumulative sum of `input` along `dim`.",
    lambda x, dim: np.cumsum(x, axis=dim), {"CumsumBackward0": ()},
    sample=Sample("reduce", (T(),), dim=True, keepdim=False), dtypes=ALL,

@@ -8,10 +8,19 @@ from __future__ import annotations
 import numpy as np
 
 from . import _refs
+from .linalg import (
+    BOX,
+    SMALL,
+    _distinct_sv,
+    _nonsingular,
+    _positive_det,
+    _projectors,
+    _spd,
+    _sym_distinct,
+)
 from .schema import (
     ALL,
     AWAY0,
-    COMPILE,
     CUSTOM,
     F_FUNCTION,
     FORWARD,
@@ -53,44 +62,101 @@ def _o(name, family, doc, ref, sample, *, surfaces=FM, batching=CUSTOM, rule=Non
 
 # ----- torch-level linalg --------------------------------------------------------------------
 
+def _sv_terms(u, vt):
+    """The rank-one terms u_k v_k^T of an SVD (k first): a function of the
+    singular vectors that does not depend on their signs."""
+    return u.mT[..., :, :, None] * vt[..., :, None, :]
+
+
+def _qr_positive(q, r):
+    """Q and R with R's diagonal made positive (the unique QR of a full-rank
+    matrix), so the check does not depend on LAPACK's sign choice."""
+    if isinstance(q, np.ndarray):
+        s = np.sign(np.diagonal(r, axis1=-2, axis2=-1))
+    else:
+        s = r.diagonal(dim1=-2, dim2=-1).sign()
+    return q * s[..., None, :], r * s[..., :, None]
+
+
+def _np_qr(a):
+    return _qr_positive(*np.linalg.qr(a))
+
+
+def _np_svd(a):
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    return s, _sv_terms(u, vt)
+
+
+def _np_eigh(a):
+    w, v = np.linalg.eigh(a)
+    return w, _projectors(v)
+
+
+_SQ = Sample("fixed", (T((3, 3), domain=BOX),), call=lambda fn, a: fn(_nonsingular(a)))
 for _name, _doc, _ref, _sample in (
-    ("det", "Determinant of `input` (as `linalg.det`).", lambda a: np.asarray(np.linalg.det(a)),
-     fixed(T((3, 3)))),
-    ("inverse", "Inverse of `input` (as `linalg.inv`).", np.linalg.inv, fixed(T((2, 2), domain=WELL))),
+    ("det", "Determinant of `input` (as `linalg.det`).",
+     lambda a: np.asarray(np.linalg.det(_nonsingular(a))), _SQ),
+    ("inverse", "Inverse of `input` (as `linalg.inv`).", lambda a: np.linalg.inv(_nonsingular(a)),
+     _SQ),
     ("logdet", "Log of the determinant of `input` (NaN for a negative determinant).",
-     lambda a: np.asarray(np.log(np.linalg.det(a))), fixed(T((2, 2), domain=WELL))),
-    ("pinverse", "Pseudo-inverse of `input` (as `linalg.pinv`).", np.linalg.pinv, fixed(T((3, 2)))),
+     lambda a: np.asarray(np.log(np.linalg.det(_positive_det(a)))),
+     Sample("fixed", (T((3, 3), domain=BOX),), call=lambda fn, a: fn(_positive_det(a)))),
+    ("pinverse", "Pseudo-inverse of `input` (as `linalg.pinv`).",
+     lambda a: np.linalg.pinv(_distinct_sv(a)),
+     Sample("fixed", (T((3, 2), domain=SMALL),), call=lambda fn, a: fn(_distinct_sv(a)))),
     ("matrix_power", "`input` raised to the integer power `n`.", np.linalg.matrix_power,
      fixed(T((2, 2)), 3)),
 ):
     _o(_name, "linalg", _doc, _ref, _sample, dtypes=NUMERIC, rule="linalg",
        surfaces=FM + ((LINALG,) if _name in ("det", "matrix_power") else ()),
        autocast=FP32 if _name in ("inverse", "pinverse") else None)
-_o("slogdet", "linalg", "Sign and log absolute determinant of `input`.", lambda a: np.linalg.slogdet(a),
-   fixed(T((2, 2), domain=WELL)), surfaces=(FUNCTION, METHOD, LINALG), rule="linalg")
+# log|det| is smooth away from singular matrices, of either sign.
+_o("slogdet", "linalg", "Sign and log absolute determinant of `input`.",
+   lambda a: np.linalg.slogdet(_nonsingular(a)), _SQ, surfaces=(FUNCTION, METHOD, LINALG),
+   rule="linalg")
 _o("cholesky", "linalg", "The lower Cholesky factor of a symmetric positive definite `input`.",
-   lambda a: np.linalg.cholesky(a @ a.T + 3 * np.eye(2)),
+   lambda a: np.linalg.cholesky(_spd(a)),
    Sample("fixed", (T((2, 2)),), call=lambda fn, a: fn(_spd(a))),
    surfaces=(FUNCTION, METHOD, LINALG), rule="linalg", autocast=FP32)
-_o("qr", "linalg", "The reduced QR decomposition of `input` (R returned by the check).",
-   lambda a: np.abs(np.linalg.qr(a)[1]), Sample("fixed", (T((3, 2)),), call=lambda fn, a: fn(a)[1].abs()),
+# Full-rank inputs (QR and SVD are differentiable there) and functions of the
+# factors that do not depend on their signs, as PyTorch's checks of these ops.
+_o("qr", "linalg", "The reduced QR decomposition of `input` (checked with R's diagonal positive).",
+   lambda a: _np_qr(_distinct_sv(a)),
+   Sample("fixed", (T((3, 2), domain=SMALL),), call=lambda fn, a: _qr_positive(*fn(_distinct_sv(a)))),
    surfaces=(FUNCTION, METHOD, LINALG), rule="linalg", autocast=FP32)
-_o("svd", "linalg", "The singular value decomposition of `input` (singular values returned by the check).",
-   lambda a: np.linalg.svd(a, compute_uv=False), Sample("fixed", (T((3, 2)),), call=lambda fn, a: fn(a)[1]),
+_o("svd", "linalg", "The singular value decomposition of `input` (checked as S and the terms "
+   "u_k v_k^T, which do not depend on the signs of the singular vectors).",
+   lambda a: _np_svd(_distinct_sv(a)),
+   Sample("fixed", (T((3, 2), domain=SMALL),),
+          call=lambda fn, a: (lambda r: (r[1], _sv_terms(r[0], r[2].mT)))(fn(_distinct_sv(a)))),
    surfaces=(FUNCTION, METHOD, LINALG), rule="linalg", autocast=FP32)
-_o("eigh", "linalg", "Eigenvalues and eigenvectors of a symmetric matrix (eigenvalues returned by the check).",
-   lambda a: np.linalg.eigvalsh(a + a.T), Sample("fixed", (T((3, 3)),), call=lambda fn, a: fn(a + a.mT)[0]),
+_o("eigh", "linalg", "Eigenvalues and eigenvectors of a symmetric matrix (checked as the "
+   "eigenvalues and the projectors v_k v_k^T, which do not depend on the eigenvectors' signs).",
+   lambda a: _np_eigh(_sym_distinct(a)),
+   Sample("fixed", (T((3, 3), domain=SMALL),),
+          call=lambda fn, a: (lambda r: (r[0], _projectors(r[1])))(fn(_sym_distinct(a)))),
    surfaces=(LINALG,), rule="linalg", autocast=FP32)
 _o("lstsq", "linalg", "The least-squares solution of `A X = B` (the solution returned by the check).",
-   lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0],
-   Sample("fixed", (T((3, 2)), T((3, 1))), call=lambda fn, a, b: fn(a, b).solution),
+   lambda a, b: np.linalg.lstsq(_distinct_sv(a), b, rcond=None)[0],
+   Sample("fixed", (T((3, 2), domain=SMALL), T((3, 1))),
+          call=lambda fn, a, b: fn(_distinct_sv(a), b).solution),
    surfaces=(LINALG,), rule="linalg", autocast=FP32)
 _o("matrix_rank", "linalg", "The numerical rank of `A`.", lambda a: np.asarray(np.linalg.matrix_rank(a)),
    fixed(T((3, 2))), surfaces=(LINALG,), differentiable=False, rule="linalg", autocast=FP32)
-for _name in ("cholesky_ex", "inv_ex", "solve_ex"):
-    _o(_name, "linalg", f"`{_name[:-3]}` with an `info` tensor instead of an error.",
-       None, None, surfaces=(LINALG,), rule="linalg", autocast=FP32 if _name != "solve_ex" else None,
-       refuse={FORWARD: f"checked through `{_name[:-3]}`, whose result it returns with an info code"})
+# The `_ex` forms return (result, info): the checks compare info too, and
+# differentiate the result (info is an integer tensor without a gradient).
+_o("cholesky_ex", "linalg", "`cholesky` with an `info` tensor instead of an error.",
+   lambda a: (np.linalg.cholesky(_spd(a)), np.zeros((), np.int64)),
+   Sample("fixed", (T((2, 2)),), call=lambda fn, a: fn(_spd(a))),
+   surfaces=(LINALG,), rule="linalg", autocast=FP32)
+_o("inv_ex", "linalg", "`inv` with an `info` tensor instead of an error.",
+   lambda a: (np.linalg.inv(_nonsingular(a)), np.zeros((), np.int64)),
+   Sample("fixed", (T((2, 2), domain=BOX),), call=lambda fn, a: fn(_nonsingular(a))),
+   surfaces=(LINALG,), rule="linalg", autocast=FP32)
+_o("solve_ex", "linalg", "`solve` with an `info` tensor instead of an error.",
+   lambda a, b: (np.linalg.solve(_nonsingular(a), b), np.zeros((), np.int64)),
+   Sample("fixed", (T((2, 2), domain=BOX), T((2, 1))), call=lambda fn, a, b: fn(_nonsingular(a), b)),
+   surfaces=(LINALG,), rule="linalg")
 _o("norm", "reduction", "The norm of `input` (Frobenius or p-norm; over `dim` when given).",
    lambda x, dim=None, keepdim=False: np.asarray(np.linalg.norm(x, axis=dim, keepdims=keepdim)),
    Sample("reduce", (T(domain=Domain(0.5, 2.0)),), dim=True, keepdim=True, empty=False, min_rank=1,
@@ -202,12 +268,6 @@ def _masked_scatter(x, m, s):
     out[m] = s[: int(m.sum())]
     return out
 
-
-def _spd(a):
-    """A symmetric positive definite matrix built from `a` in ferrograd ops."""
-    import ferrograd
-
-    return a @ a.mT + 3 * ferrograd.eye(a.shape[-1], dtype=a.dtype)
 
 # ----- methods: shape-of-another, copies, fills, factories, conversions ------------------------
 
@@ -370,18 +430,15 @@ def _windows(x, dim, size, step):
 
 _o("matrix_exp", "linalg", "The matrix exponential of the square matrices of `input`.", _expm,
    fixed(T((3, 3), domain=Domain(-0.5, 0.5))), surfaces=FM + (LINALG,), dtypes=NUMERIC, rule="linalg",
-   tol=(1e-4, 1e-5),
-   refuse={COMPILE: "it picks its scaling from the matrix's norm in Python (`float(tensor)`), which a "
-                    "replay cannot re-run", VMAP: "no batching rule (it takes batches of matrices itself)"})
+   tol=(1e-4, 1e-5))
 _o("geqrf", "linalg", "The QR factorisation of `input` in LAPACK's form: R and the Householder "
    "vectors in one matrix, and the reflectors' scales `tau`.", _geqrf, fixed(T((3, 2), grad=False)),
    surfaces=FM + (LINALG,), dtypes=NUMERIC, differentiable=False, rule="linalg", tol=(1e-4, 1e-5),
-   refuse={COMPILE: "computed in NumPy (`numpy`/`from_numpy`), so a replay cannot recompute it"},
    autocast=FP32)
 _o("orgqr", "linalg", "The matrix Q of `geqrf`'s factors (`linalg.householder_product`).",
    _householder, fixed(T((3, 2), domain=Domain(-0.5, 0.5)), T((2,), domain=Domain(0.5, 1.5))),
-   aliases=(("householder_product", (LINALG,)),), dtypes=NUMERIC, batching=NONE, tol=(1e-4, 1e-5),
-   refuse={VMAP: NO_RULE}, autocast=FP32)
+   aliases=(("householder_product", (LINALG,)),), dtypes=NUMERIC, rule="linalg", tol=(1e-4, 1e-5),
+   autocast=FP32)
 _o("mvlgamma", "special", "The multivariate log-gamma function of dimension `p`, elementwise.",
    _mvlgamma, fixed(T((2, 3), domain=Domain(2.0, 4.0)), 3), batching=NONE, refuse={VMAP: NO_RULE})
 # `Tensor.unfold` (`F.unfold` is im2col, declared as `unfold`).

@@ -155,6 +155,8 @@ class Sample:
     min_rank: int = 0
     max_rank: int = 3
     empty: bool = True  # may draw size-0 dims
+    #: The smallest size a drawn dimension takes (None: 0 when ``empty``, else 1).
+    min_side: int | None = None
     #: The first two tensor args differ by at least this much everywhere
     #: (after broadcasting): ties are kinks of max/min/clamp-like ops.
     separate: float = 0.0

@@ -38,6 +38,7 @@ class FunctionCtx:
         self._non_differentiable = ()
         self._materialize_grads = True
         self._saved_for_forward = ()
+        self._saved_tangents = ()
         self.needs_input_grad = ()
 
     def save_for_backward(self, *tensors):
@@ -50,6 +51,10 @@ class FunctionCtx:
     @property
     def saved_tensors(self):
         if self._unpacked is not None:
+            if self._saved_tangents and _C._current_dual_level() >= 0 and (
+                _C._is_fwd_grad_enabled()
+            ):
+                return _with_saved_tangents(self._unpacked, self._saved_tangents)
             return self._unpacked
         if self._released:
             raise RuntimeError(_FREED)
@@ -169,9 +174,33 @@ class Function(metaclass=FunctionMeta):
         result = tuple(result) if is_tuple else result[0]
         if tangents is not None:
             result = _with_tangents(cls, ctx, args, result, tangents, saved=ctx._to_save)
-        # The node owns the saved tensors now; the ctx keeps no reference.
+            ctx._saved_tangents = _saved_output_tangents(ctx._to_save, outputs, result, is_tuple)
+        # The node owns the saved tensors now; the ctx keeps no reference (nor to
+        # the outputs it was told about, which the node's ctx would keep alive).
         ctx._to_save = ()
+        ctx._dirty = ctx._non_differentiable = ctx._saved_for_forward = ()
         return result
+
+
+def _saved_output_tangents(saved, outputs, result, is_tuple):
+    """The forward-mode tangent of each saved tensor that is an output (None
+    for the others): the node unpacks a saved output without it, and a
+    backward differentiated in forward mode (``jacfwd(jacrev(f))``, so
+    ``hessian``) needs it."""
+    res = list(result) if is_tuple else [result]
+    out = []
+    for s in saved:
+        k = next((i for i, o in enumerate(outputs) if s is not None and o is s), None)
+        t = _C._fw_tangent(res[k]) if k is not None and isinstance(res[k], _C.Tensor) else None
+        out.append(t)
+    return tuple(out) if any(t is not None for t in out) else ()
+
+
+def _with_saved_tangents(unpacked, tangents):
+    for t, tg in zip(unpacked, tangents):
+        if tg is not None and t is not None and _C._fw_tangent(t) is None:
+            _C._fw_set_tangent(t, tg)
+    return unpacked
 
 
 def _zeros_like(t):

@@ -87,6 +87,26 @@ for _op in _registry.ops():
         if _schema.INPLACE in _surf and not hasattr(BatchedTensor, _n + "_"):
             _attach(_n + "_", inplace_elementwise(_n + "_"))
 
+
+
+def unbatched_factory(call, args, kwargs):
+    """``x.new_zeros(size)`` and the other ``new_*`` methods: ``x`` lends only its
+    dtype and device, so the result is one tensor shared by every sample."""
+    lid = max_level(args, kwargs)
+    return call(unwrap_at(args[0], lid), *args[1:], **kwargs)
+
+
+# Ops declared with a named rule (``Op.batching_rule``) that serves their methods as
+# it serves their functions.
+_NAMED_RULES = {"elementwise": elementwise, "_like": unbatched_factory}
+for _op in _registry.ops():
+    _rule = _NAMED_RULES.get(_op.batching_rule) if _op.batching == _schema.CUSTOM else None
+    if _rule is None:
+        continue
+    for _n, _surf in _op.alias_surfaces():
+        if _schema.METHOD in _surf and not hasattr(BatchedTensor, _n):
+            _attach(_n, _rule)
+
 _OPERATORS = {
     "__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul,
     "__truediv__": operator.truediv, "__pow__": operator.pow, "__floordiv__": operator.floordiv,

@@ -718,8 +718,35 @@ def broadcast_tensors_rule(call, args, kwargs):
     return tuple(a.expand(shape) for a in args)
 
 
+def einsum_rule(call, args, kwargs):
+    """``einsum``: each batched operand gets a subscript of its own for its
+    batch dimension (a letter the equation does not use), which the output
+    keeps first; an implicit output is made explicit first (the ellipsis,
+    then the letters used once, sorted), so the new letter is not summed."""
+    eq, ops = args[0], list(args[1:])
+    while len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+        ops = list(ops[0])
+    if not isinstance(eq, str):
+        raise RuntimeError("vmap: einsum is batched only in its equation form (a string first)")
+    lid = max_level(ops)
+    eq = eq.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    letters = [c for c in lhs if c.isalpha()]
+    if not arrow:
+        once = sorted(c for c in set(letters) if letters.count(c) == 1)
+        rhs = ("..." if "..." in lhs else "") + "".join(once)
+    free = next(c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba" if c not in eq)
+    values = [unwrap_at(o, lid) for o in ops]
+    if len(terms) == len(ops):
+        terms = [free + t if v is not None else t for t, v in zip(terms, values)]
+    values = [v if v is not None else o for v, o in zip(values, ops)]
+    return wrap(call(",".join(terms) + "->" + free + rhs, *values, **kwargs), lid)
+
+
 _FUNCTION_RULES = {
     "broadcast_tensors": broadcast_tensors_rule,
+    "einsum": einsum_rule,
     "matmul": matmul_rule,
     "mm": product(2, 2, "mm"),
     "mv": product(2, 1, "mv"),

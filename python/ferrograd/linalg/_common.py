@@ -12,7 +12,7 @@ import numpy as np
 
 import ferrograd as _fg
 
-from .. import _C, return_types
+from .. import _C, _dispatch, return_types
 
 Tensor = _C.Tensor
 
@@ -108,8 +108,15 @@ def _int_tensor(arr):
     return _C.from_numpy(np.array(arr, dtype=np.int64, order="C"))
 
 
+def _batched(*values):
+    """Whether any of ``values`` is a vmap ``BatchedTensor``."""
+    return _dispatch.is_batched(*values)
+
+
 def _check_tensor(fn, value, name="A", position=1):
-    if not isinstance(value, Tensor):
+    # A BatchedTensor answers the same questions (logical shape, dtype): the
+    # checks see what one sample sees, and `_call` batches the computation.
+    if not isinstance(value, Tensor) and not _batched(value):
         raise TypeError(
             f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
             f"not {type(value).__name__}"
@@ -148,12 +155,13 @@ def _eye(n, like):
 
 
 def _tri_mask(rows, cols, k, like, lower=True, diag_scale=None):
-    """A constant mask selecting a triangle (a differentiable tril/triu)."""
-    m = np.tril(np.ones((rows, cols)), k) if lower else np.triu(np.ones((rows, cols)), k)
+    """A constant mask selecting a triangle (a differentiable tril/triu), made
+    of ops so a compiled replay of a backward that uses it makes it again."""
+    ones = _C.ones((rows, cols), dtype=like.dtype)
+    m = ones.tril(k) if lower else ones.triu(k)
     if diag_scale is not None:
-        idx = np.arange(min(rows, cols))
-        m[idx, idx] = diag_scale
-    return _tensor(m, like)
+        m = m - _C.eye(rows, cols, dtype=like.dtype) * (1.0 - diag_scale)
+    return m
 
 
 def _tril(X, k=0):
@@ -238,6 +246,9 @@ class _NoCtx:
     def save_for_backward(self, *tensors):
         pass
 
+    def save_for_forward(self, *tensors):
+        pass
+
     def mark_non_differentiable(self, *tensors):
         pass
 
@@ -246,6 +257,11 @@ class _NoCtx:
 
 
 def _call(fn, *args):
+    if _batched(*args):
+        return _vmapped(fn, args)
+    if _C._capture_active():
+        # Recorded by ferrograd.compile as one call that each replay makes again.
+        return fn.apply(*args)
     if _C.is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args):
         return fn.apply(*args)
     if _C._current_dual_level() >= 0 and any(
@@ -259,3 +275,30 @@ def _call(fn, *args):
 def _check_out(out):
     if out is not None:
         raise TypeError("ferrograd.linalg: out= is not supported; use the returned tensor")
+
+
+def _vmapped(fn, args):
+    """``_call`` under vmap: the Functions take batches of matrices themselves,
+    so the batch dimension of the innermost level becomes one more leading
+    batch dimension of every tensor argument (an unbatched one is expanded to
+    the batch), the call runs once, and its results are batched again."""
+    from ..func._batched import batch_size_of, materialize, max_level, wrap
+
+    lid = max_level(args)
+    size = batch_size_of(args, lid)
+    phys = [
+        materialize(a, lid, size) if isinstance(a, Tensor) or _batched(a) else a for a in args
+    ]
+    out = _call(fn, *phys)
+
+    def back(o):
+        # An empty placeholder result (Q of mode='r', lstsq's unused fields)
+        # has no batch dimension: it is the same for every sample.
+        if o.dim() == 1 and o.shape[0] == 0 and size != 0:
+            return o
+        return wrap(o, lid)
+
+    if isinstance(out, tuple):
+        vals = [back(o) for o in out]
+        return type(out)(*vals) if hasattr(type(out), "_fields") else tuple(vals)
+    return back(out)

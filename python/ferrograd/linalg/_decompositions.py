@@ -11,6 +11,7 @@ from .._autocast import autocast_op as _autocast_op
 from ..autograd.function import Function
 from ._common import (
     LinAlgError,
+    Tensor,
     _batch_prefix,
     _call,
     _check_matrix,
@@ -267,10 +268,21 @@ def eigvalsh(A, UPLO="L", *, out=None):
     _check_out(out)
     _check_matrix("linalg.eigvalsh", A, square=True)
     _check_uplo("linalg.eigvalsh", UPLO)
-    if not ((A.requires_grad and _C.is_grad_enabled()) or _C._fw_tangent(A) is not None):
+    if _plain(A):
         _refuse_non_finite("linalg.eigvalsh", _np(A))
         return _tensor(np.linalg.eigvalsh(_np(A), UPLO=UPLO), A)
     return _call(LinalgEigh, A, UPLO)[0]
+
+
+def _plain(A):
+    """Whether the values alone are wanted: no graph, no tangent, no vmap
+    batch, no compile capture (each of which goes through the Function)."""
+    return (
+        isinstance(A, Tensor)
+        and not _C._capture_active()
+        and not (A.requires_grad and _C.is_grad_enabled())
+        and _C._fw_tangent(A) is None
+    )
 
 
 # ----- svd ----------------------------------------------------------------------------------------------
@@ -373,7 +385,7 @@ def svdvals(A, *, driver=None, out=None):
     gradient ``U diag(g) Vh`` is defined for repeated values too."""
     _check_out(out)
     _check_matrix("linalg.svdvals", A)
-    if not ((A.requires_grad and _C.is_grad_enabled()) or _C._fw_tangent(A) is not None):
+    if _plain(A):
         _refuse_non_finite("linalg.svdvals", _np(A))
         return _tensor(_svd(_np(A), compute_uv=False), A)
     return _call(LinalgSvd, A, False)[1]

@@ -20,39 +20,45 @@ from ._inverse import LinalgInvEx, inv
 class LinalgDet(Function):
     @staticmethod
     def forward(ctx, A):
-        d = _tensor(np.linalg.det(_np(A)), A)
-        ctx.save_for_backward(A, d)
+        a = _np(A)
+        det_a = np.linalg.det(a)
+        d = _tensor(det_a, A)
+        # Near a singular matrix the inverse does not exist, and PyTorch
+        # (linalg_det_backward) takes the cofactors from the SVD where
+        # |det| < 100 eps. The choice (and the SVD's orientation det(U) det(V^T))
+        # is made here from the values, so the backward reads none (a compiled
+        # replay runs this forward again and chooses again).
+        eps = np.finfo(np.float32 if A.dtype == _fg.float32 else np.float64).eps
+        ctx.singular = bool((np.abs(det_a) < 100 * eps).any())
+        if ctx.singular:
+            u, _, vh = np.linalg.svd(a)
+            alpha = _tensor(np.sign(np.linalg.det(u) * np.linalg.det(vh)), A)
+            ctx.save_for_backward(A, d, alpha)
+        else:
+            ctx.save_for_backward(A, d)
         return d
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.singular:
+            A, _, alpha = ctx.saved_tensors
+            return _det_backward_svd(g, A, alpha)
         A, d = ctx.saved_tensors
-        return _det_backward(g, A, d)
+        # d det(A) / dA is the cofactor matrix det(A) A^{-T}.
+        gd = (g * d).unsqueeze(-1).unsqueeze(-1)
+        return gd * inv(A).mT
 
 
 LinalgDet._backward_name = "LinalgDetBackward0"
 
 
-def _det_backward(g, A, d):
-    # d det(A) / dA is the cofactor matrix det(A) A^{-T}. Near a singular
-    # matrix the inverse does not exist, and PyTorch (linalg_det_backward)
-    # takes the cofactors from the SVD A = U S V^T where |det| < 100 eps:
-    # cof(A) = det(U) det(V^T) U diag(prod_{j != i} s_j) V^T. That is finite
-    # and exact at det = 0 (PyTorch itself uses it there only for higher-order
-    # gradients; its first-order path returns zeros for an exactly singular
-    # matrix, which is not the derivative).
-    eps = np.finfo(np.float32 if A.dtype == _fg.float32 else np.float64).eps
-    if (np.abs(_np(d)) < 100 * eps).any():
-        return _det_backward_svd(g, A)
-    gd = (g * d).unsqueeze(-1).unsqueeze(-1)
-    return gd * inv(A).mT
-
-
-def _det_backward_svd(g, A):
+def _det_backward_svd(g, A, alpha):
+    # cof(A) = det(U) det(V^T) U diag(prod_{j != i} s_j) V^T: finite and exact at
+    # det = 0 (PyTorch itself uses it there only for higher-order gradients; its
+    # first-order path returns zeros for an exactly singular matrix, which is
+    # not the derivative). `alpha` is det(U) det(V^T) of this SVD.
     n = A.shape[-1]
     U, S, Vh = svd(A)
-    sign = np.linalg.det(_np(U)) * np.linalg.det(_np(Vh))
-    alpha = _tensor(np.sign(sign), A)
     others = _C.where(_eye(n, A) > 0, 1.0, S.unsqueeze(-2).expand(*S.shape[:-1], n, n))
     D = (g * alpha).unsqueeze(-1) * others.prod(-1)
     return (U * D.unsqueeze(-2)) @ Vh
@@ -86,7 +92,7 @@ class LinalgSlogdet(Function):
             return None
         # d log|det A| = A^{-T}; a singular matrix gives non-finite values
         # (PyTorch's LU solve through a zero pivot), not an error.
-        inv_a = _call(LinalgInvEx, A)[0]
+        inv_a = _call(LinalgInvEx, A, None)[0]
         return glogabs.unsqueeze(-1).unsqueeze(-1) * inv_a.mT
 
 

@@ -41,8 +41,11 @@ from ._common import (
 
 class LinalgInvEx(Function):
     @staticmethod
-    def forward(ctx, A):
+    def forward(ctx, A, api):
         inv_a, info = _inv_np(_np(A))
+        if api is not None:
+            # Checked here, inside the op, so a compiled replay and vmap check too.
+            _raise_inv(A, info, api)
         out = _tensor(inv_a, A)
         info = _int_tensor(info)
         ctx.save_for_backward(out)
@@ -54,9 +57,9 @@ class LinalgInvEx(Function):
     def backward(ctx, g, _ginfo):
         (inv_a,) = ctx.saved_tensors
         if g is None:
-            return None
+            return None, None
         # d(A^{-1}) = -A^{-1} dA A^{-1}, so gA = -A^{-H} G A^{-H}.
-        return -(inv_a.mT @ g @ inv_a.mT)
+        return -(inv_a.mT @ g @ inv_a.mT), None
 
 
 LinalgInvEx._backward_name = "LinalgInvExBackward0"
@@ -69,9 +72,7 @@ def inv_ex(A, *, check_errors=False):
     matrices give non-finite values instead of an error unless
     ``check_errors``."""
     _check_matrix("linalg.inv_ex", A, square=True)
-    out, info = _call(LinalgInvEx, A)
-    if check_errors:
-        _raise_inv(A, _np(info), "linalg.inv_ex")
+    out, info = _call(LinalgInvEx, A, "linalg.inv_ex" if check_errors else None)
     return linalg_inv_ex(out, info)
 
 
@@ -92,9 +93,7 @@ def inv(A, *, out=None):
     singular, as ``torch.linalg.inv``."""
     _check_out(out)
     _check_matrix("linalg.inv", A, square=True)
-    result, info = _call(LinalgInvEx, A)
-    _raise_inv(A, _np(info))
-    return result
+    return _call(LinalgInvEx, A, "linalg.inv")[0]
 
 
 class LinalgSolveEx(Function):
@@ -282,44 +281,82 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return _call(LinalgPinv, A, atol, rtol, bool(hermitian))
 
 
+class LinalgMatrixRank(Function):
+    @staticmethod
+    def forward(ctx, A, atol, rtol, hermitian):
+        a = _np(A)
+        _refuse_non_finite("linalg.matrix_rank", a)
+        if hermitian:
+            s = np.abs(np.linalg.eigvalsh(a))
+        else:
+            s = np.linalg.svd(a, compute_uv=False)
+        smax = s.max(-1, keepdims=True) if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
+        tol = _tolerances(A, atol, rtol, smax)
+        rank = _int_tensor((s > tol).sum(-1))
+        ctx.mark_non_differentiable(rank)
+        return rank
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, None, None, None
+
+
+LinalgMatrixRank._backward_name = "LinalgMatrixRankBackward0"
+
+
 @_autocast_op("matrix_rank")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The number of singular values (absolute eigenvalues with
     ``hermitian=True``) above ``max(atol, rtol * s_max)``, as int64."""
     _check_out(out)
     _check_matrix("linalg.matrix_rank", A)
-    a = _np(A)
-    _refuse_non_finite("linalg.matrix_rank", a)
-    if hermitian:
-        s = np.abs(np.linalg.eigvalsh(a))
-    else:
-        s = _svd(a, compute_uv=False)
-    smax = s.max(-1, keepdims=True) if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
-    tol = _tolerances(A, atol, rtol, smax)
-    return _int_tensor((s > tol).sum(-1))
+    return _call(LinalgMatrixRank, A, atol, rtol, bool(hermitian))
 
 
 class LinalgLstsq(Function):
     @staticmethod
-    def forward(ctx, A, B, rcond):
+    def forward(ctx, A, B, rcond, driver):
         a, b = _np(A), _np(B)
         _refuse_non_finite("linalg.lstsq", a, b)
         fa, fb = _flat_batches(a), _flat_batches(b)
         x = np.empty(fa.shape[:1] + (a.shape[-1], b.shape[-1]), dtype=a.dtype)
         for i in range(fa.shape[0]):
             x[i] = np.linalg.lstsq(fa[i], fb[i], rcond=rcond)[0]
-        X = _tensor(x.reshape(a.shape[:-2] + x.shape[-2:]), A)
+        x = x.reshape(a.shape[:-2] + x.shape[-2:])
+        X = _tensor(x, A)
+        m, n = a.shape[-2], a.shape[-1]
+        a64 = a.astype(np.float64)
+        sv = np.linalg.svd(a64, compute_uv=False)
+        smax = sv[..., :1] if sv.shape[-1] else np.zeros(sv.shape[:-1] + (1,))
+        ranks = (sv > rcond * smax).sum(-1)
+        # As PyTorch's linalg_lstsq_out_info: residuals only when m > n and the
+        # driver is not gelsy (gelss/gelsd: only if every matrix has rank n).
+        if m > n and driver != "gelsy" and (driver == "gels" or np.all(ranks == n)):
+            r = a64 @ _np(X).astype(np.float64) - b.astype(np.float64)
+            residuals = _tensor((r * r).sum(-2), A)
+        else:
+            residuals = _C.empty(0, dtype=A.dtype)
+        rank = _int_tensor(ranks) if driver != "gels" else _C.empty(0, dtype=_fg.int64)
+        if driver in ("gelsd", "gelss"):
+            singular_values = _tensor(sv, A)
+        else:
+            singular_values = _C.empty(0, dtype=A.dtype)
+        # Only the solution is differentiable, as in PyTorch.
+        ctx.mark_non_differentiable(residuals, rank, singular_values)
+        ctx.set_materialize_grads(False)
         ctx.save_for_backward(A, B)
-        return X
+        return X, residuals, rank, singular_values
 
     @staticmethod
-    def backward(ctx, gX):
+    def backward(ctx, gX, _gres, _grank, _gsv):
+        if gX is None:
+            return None, None, None, None
         A, B = ctx.saved_tensors
         # PyTorch's linalg_lstsq_backward: X = pinv(A) B.
         pinvA = pinv(A)
         gA = _pinv_backward(gX @ B.mT, pinvA, A) if ctx.needs_input_grad[0] else None
         gB = pinvA.mT @ gX if ctx.needs_input_grad[1] else None
-        return gA, gB, None
+        return gA, gB, None, None
 
 
 LinalgLstsq._backward_name = "LinalgLstsqBackward0"
@@ -368,24 +405,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
         Bm = Bm.broadcast_to(batch + tuple(Bm.shape[-2:]))
     eps = np.finfo(np.float32 if A.dtype == _fg.float32 else np.float64).eps
     rc = eps * max(m, n) if rcond is None else rcond
-    X = _call(LinalgLstsq, A, Bm, rc)
     driver = "gelsy" if driver is None else driver
-    a = _np(A).astype(np.float64)
-    sv = _svd(a, compute_uv=False)
-    smax = sv[..., :1] if sv.shape[-1] else np.zeros(sv.shape[:-1] + (1,))
-    ranks = (sv > rc * smax).sum(-1)
-    # As PyTorch's linalg_lstsq_out_info: residuals only when m > n and the
-    # driver is not gelsy (gelss/gelsd: only if every matrix has rank n).
-    if m > n and driver != "gelsy" and (driver == "gels" or np.all(ranks == n)):
-        r = a @ _np(X).astype(np.float64) - _np(Bm).astype(np.float64)
-        residuals = _tensor((r * r).sum(-2), A)
-    else:
-        residuals = _C.empty(0, dtype=A.dtype)
-    rank = _int_tensor(ranks) if driver != "gels" else _C.empty(0, dtype=_fg.int64)
-    if driver in ("gelsd", "gelss"):
-        singular_values = _tensor(sv, A)
-    else:
-        singular_values = _C.empty(0, dtype=A.dtype)
+    X, residuals, rank, singular_values = _call(LinalgLstsq, A, Bm, rc, driver)
     if vector:
         X = X.squeeze(-1)
     return linalg_lstsq(X, residuals, rank, singular_values)

@@ -1,9 +1,12 @@
 """``matrix_exp``, ``householder_product`` and ``geqrf``.
 
-``matrix_exp`` and ``householder_product`` are compositions of recorded ops
-(matrix products, sums, scalings), so their gradients of every order follow;
-``geqrf`` (LAPACK's compact QR, which PyTorch does not differentiate either)
-runs through NumPy.
+``householder_product`` is a composition of recorded ops (matrix products,
+sums, scalings), so its gradients of every order follow. ``matrix_exp`` is a
+Function whose forward picks its scaling from the values and whose backward
+is the exponential of a block matrix (so every order follows too); ``geqrf``
+(LAPACK's compact QR, which PyTorch does not differentiate either) runs
+through NumPy in a Function. Both enter through ``_call``, which batches them
+under vmap and records them for compile.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import numpy as np
 
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
-from ._common import Tensor
+from ..autograd.function import Function
+from ._common import Tensor, _batched, _call
 
 __all__ = ["matrix_exp", "householder_product", "geqrf"]
 
@@ -24,7 +28,7 @@ geqrf_result.__module__ = "ferrograd.return_types"
 
 
 def _check_square(fn, a):
-    if not isinstance(a, Tensor):
+    if not isinstance(a, Tensor) and not _batched(a):
         raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
     if a.dim() < 2 or a.shape[-1] != a.shape[-2]:
         raise RuntimeError(
@@ -36,20 +40,15 @@ def _check_square(fn, a):
         raise RuntimeError(f"{fn}: Expected a floating point tensor, but got {a.dtype}")
 
 
-def matrix_exp(A):  # noqa: N803 - PyTorch's name
-    """The matrix exponential ``sum_k A^k / k!`` of a square matrix (or a batch).
-
-    Scaling and squaring: ``A`` is divided by ``2^s`` until its 1-norm is at
-    most 1/2, a Taylor polynomial (degree 18 in float64, 10 in float32: its
-    truncation error is below the dtype's rounding) is evaluated by Horner's
-    rule, and the result squared ``s`` times. Every step is a recorded op, so
-    gradients of any order follow."""
-    _check_square("linalg.matrix_exp", A)
+def _matrix_exp_values(A):
+    """``exp(A)`` by scaling and squaring: ``A`` is divided by ``2^s`` until
+    its 1-norm is at most 1/2, a Taylor polynomial (degree 18 in float64, 10 in
+    float32: its truncation error is below the dtype's rounding) is evaluated
+    by Horner's rule, and the result squared ``s`` times."""
     n = A.shape[-1]
     if n == 0 or A.numel() == 0:
         return A.clone()
-    # The scaling is chosen from the values (no gradient flows through the choice).
-    norm1 = float(A.detach().abs().sum(-2).amax())
+    norm1 = float(A.abs().sum(-2).amax())
     s = 0
     if norm1 > 0.5 and math.isfinite(norm1):
         s = max(0, math.ceil(math.log2(norm1 / 0.5)))
@@ -65,6 +64,51 @@ def matrix_exp(A):  # noqa: N803 - PyTorch's name
     return e
 
 
+class LinalgMatrixExp(Function):
+    @staticmethod
+    def forward(ctx, A):
+        ctx.save_for_backward(A)
+        ctx.save_for_forward(A)
+        return _matrix_exp_values(A)
+
+    @staticmethod
+    def backward(ctx, g):
+        (A,) = ctx.saved_tensors
+        # The adjoint of the Frechet derivative (PyTorch's
+        # linalg_matrix_exp_differential): the upper right block of
+        # exp([[A^T, G], [0, A^T]]). Written with matrix_exp, so it differentiates again.
+        return _frechet(A.mT, g)
+
+    @staticmethod
+    def jvp(ctx, t):
+        (A,) = ctx.saved_tensors
+        # The Frechet derivative itself: the upper right block of exp([[A, T], [0, A]]).
+        return _frechet(A, t)
+
+
+def _frechet(A, E):  # noqa: N803
+    n = A.shape[-1]
+    if n == 0:
+        return E
+    if tuple(E.shape) != tuple(A.shape):
+        A = A.expand(*E.shape)
+    top = _C.cat([A, E], -1)
+    bottom = _C.cat([_C.zeros(tuple(A.shape), dtype=A.dtype), A], -1)
+    return matrix_exp(_C.cat([top, bottom], -2))[..., :n, n:]
+
+
+LinalgMatrixExp._backward_name = "LinalgMatrixExpBackward0"
+
+
+def matrix_exp(A):  # noqa: N803 - PyTorch's name
+    """The matrix exponential ``sum_k A^k / k!`` of a square matrix (or a batch),
+    by scaling and squaring a Taylor polynomial. The scaling is chosen from the
+    values (no gradient flows through the choice); the gradient is the exact
+    derivative of the exponential (a block-matrix exponential), of any order."""
+    _check_square("linalg.matrix_exp", A)
+    return _call(LinalgMatrixExp, A)
+
+
 @_autocast_op("householder_product")
 def householder_product(A, tau):  # noqa: N803 - PyTorch's name
     """The first ``n`` columns of the product of the reflectors ``H_1`` to ``H_k`` for ``A`` of shape
@@ -72,7 +116,7 @@ def householder_product(A, tau):  # noqa: N803 - PyTorch's name
     ``v_i`` the ``i``-th column of ``A`` below the diagonal with a 1 on it (the
     compact form ``geqrf`` returns). Composed of recorded ops, so it
     differentiates with respect to both arguments."""
-    if not isinstance(A, Tensor) or not isinstance(tau, Tensor):
+    if not all(isinstance(t, Tensor) or _batched(t) for t in (A, tau)):
         raise TypeError("householder_product(): arguments 'input' and 'tau' must be Tensors")
     if A.dim() < 2:
         raise RuntimeError(
@@ -112,24 +156,41 @@ def householder_product(A, tau):  # noqa: N803 - PyTorch's name
     return q
 
 
+class LinalgGeqrf(Function):
+    @staticmethod
+    def forward(ctx, input):  # noqa: A002 - PyTorch's name
+        arr = input.detach().numpy()
+        m, n = arr.shape[-2], arr.shape[-1]
+        flat = arr.reshape(-1, m, n)
+        outs, taus = [], []
+        for mat in flat:
+            h, tau = np.linalg.qr(mat.astype(np.float64), mode="raw")
+            outs.append(h.T)
+            taus.append(tau)
+        shape = arr.shape[:-2]
+        a = np.stack(outs).reshape(shape + (m, n)) if outs else np.zeros(shape + (m, n))
+        t = np.stack(taus).reshape(shape + (min(m, n),)) if taus else np.zeros(shape + (min(m, n),))
+        a = _C.from_numpy(np.ascontiguousarray(a.astype(arr.dtype)))
+        t = _C.from_numpy(np.ascontiguousarray(t.astype(arr.dtype)))
+        ctx.mark_non_differentiable(a, t)
+        return a, t
+
+    @staticmethod
+    def backward(ctx, ga, gt):
+        raise RuntimeError("the derivative for 'geqrf' is not implemented.")
+
+
+LinalgGeqrf._backward_name = "GeqrfBackward0"
+
+
 @_autocast_op("geqrf")
 def geqrf(input):  # noqa: A002 - PyTorch's name
     """LAPACK's ``geqrf``: ``(a, tau)``, the QR factorisation in compact form
     (``R`` on and above the diagonal of ``a``, the Householder vectors below
     it; ``householder_product(a, tau)`` gives ``Q``). No gradient, as in
     PyTorch."""
-    if not isinstance(input, Tensor):
+    if not isinstance(input, Tensor) and not _batched(input):
         raise TypeError(f"geqrf(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if input.dim() < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
-    arr = input.detach().numpy()
-    m, n = arr.shape[-2], arr.shape[-1]
-    flat = arr.reshape(-1, m, n)
-    outs, taus = [], []
-    for mat in flat:
-        h, tau = np.linalg.qr(mat.astype(np.float64), mode="raw")
-        outs.append(h.T)
-        taus.append(tau)
-    a = np.stack(outs).reshape(arr.shape).astype(arr.dtype)
-    t = np.stack(taus).reshape(arr.shape[:-2] + (min(m, n),)).astype(arr.dtype)
-    return geqrf_result(_C.from_numpy(np.ascontiguousarray(a)), _C.from_numpy(np.ascontiguousarray(t)))
+    return geqrf_result(*_call(LinalgGeqrf, input))

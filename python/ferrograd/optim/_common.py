@@ -84,3 +84,29 @@ def _bump(state: dict[str, Any]) -> float:
     step = state["step"]
     step.add_(1)
     return float(step.item())
+
+
+def _lerp_(a: Any, b: Any, w: float) -> None:
+    """``a.lerp_(b, w)`` in PyTorch's two-sided form, exact at both ends
+    (``Tensor.lerp_`` computes ``a + w * (b - a)`` for every weight, which at
+    ``w`` near 1 loses the low bits of a small ``b`` next to a large ``a``):
+    Adafactor's weight is 1 on its first step, Muon's nesterov weight 0.95."""
+    if abs(w) < 0.5:
+        a.lerp_(b, w)
+    else:
+        a.copy_(b.sub(b.sub(a).mul_(1 - w)))
+
+
+def _check_steps(state_steps: list[Any]) -> None:
+    """The functional forms take the step counters as tensors, as PyTorch's do."""
+    if not all(hasattr(t, "add_") for t in state_steps):
+        raise RuntimeError(
+            "API has changed, `state_steps` argument must contain a list of singleton tensors"
+        )
+
+
+def _refuse(differentiable: bool = False, capturable: bool = False) -> None:
+    """Refuses the flags ferrograd cannot honour, with the optimizers' messages."""
+    from .optimizer import Optimizer
+
+    Optimizer._check_unsupported({"differentiable": differentiable, "capturable": capturable})

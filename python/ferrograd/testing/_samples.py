@@ -79,7 +79,7 @@ def _constrain(sample: Sample, args) -> None:
 def calls(draw, sample: Sample):
     """A strategy of :class:`Call` for ``sample``."""
     tensor_specs = [a for a in sample.args if isinstance(a, T)]
-    min_side = 0 if sample.empty else 1
+    min_side = sample.min_side if sample.min_side is not None else (0 if sample.empty else 1)
     free = [a for a in tensor_specs if a.shape is None]
     kwargs = dict(sample.kwargs)
     if sample.kind == "ew":
