@@ -569,9 +569,28 @@ pub(super) fn backward_op<T: FusedFloat>(
                 land(d, act, t, |v| v);
             }
         },
-        (Maximum, 0) => land3(d, act, g, a, b, |g, x, o| g * extreme_share(x, o, true)),
-        (Maximum, _) => land3(d, act, g, b, a, |g, x, o| g * extreme_share(x, o, true)),
-        (Minimum, 0) => land3(d, act, g, a, b, |g, x, o| g * extreme_share(x, o, false)),
-        (Minimum, _) => land3(d, act, g, b, a, |g, x, o| g * extreme_share(x, o, false)),
+        // `apply_share`: a zero share selects 0 (no -0.0, NaN or inf from g).
+        (Maximum, 0) => land3(d, act, g, a, b, |g, x, o| {
+            shared(g, extreme_share(x, o, true))
+        }),
+        (Maximum, _) => land3(d, act, g, b, a, |g, x, o| {
+            shared(g, extreme_share(x, o, true))
+        }),
+        (Minimum, 0) => land3(d, act, g, a, b, |g, x, o| {
+            shared(g, extreme_share(x, o, false))
+        }),
+        (Minimum, _) => land3(d, act, g, b, a, |g, x, o| {
+            shared(g, extreme_share(x, o, false))
+        }),
+    }
+}
+
+/// `g * w`, or 0 where the share `w` is 0 (as the eager `apply_share`).
+#[inline(always)]
+fn shared<T: FusedFloat>(g: T, w: T) -> T {
+    if w == T::ZERO {
+        T::ZERO
+    } else {
+        g * w
     }
 }
