@@ -575,6 +575,52 @@ def test_indexing_survives_misuse(self, key, value, data):
     exercise_backward(data, self, "__setitem__")
 
 
+def _positional_params(fn, guess):
+    """The positional parameters of `fn`; `guess` nameless ones for a native
+    function, whose signature Python cannot read."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return [inspect.Parameter(f"arg{k}", inspect.Parameter.POSITIONAL_ONLY) for k in range(guess)]
+    return [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _non_tensor_failures(label, fn, params, also=()):
+    """Calls `fn` with a ragged list or a string at each positional place in turn
+    (tensors before it, defaults for the optional ones); returns the calls that
+    raised anything but an ordinary error."""
+    failures = []
+    for shape, k, bad in itertools.product([(2, 3, 4, 4), (4,)], range(len(params)), [[[1, 2], [3]], "abc"]):
+        args = [fg.randn(*shape) if p.default is p.empty else p.default for p in params[:k]]
+        try:
+            check_call(label, fn, *args, bad, also=also)
+        except AssertionError as e:
+            failures.append(str(e).splitlines()[0])
+    return failures
+
+
+@pytest.mark.parametrize("namespace", ["ferrograd", "nn.functional", "Tensor"])
+def test_a_non_tensor_where_a_tensor_goes_is_an_ordinary_error(namespace):
+    """Deterministic companion of the fuzzers: every public callable, with a
+    non-tensor at every positional place, never reaches an AttributeError from
+    inside a composite (PyTorch's own AttributeErrors excepted)."""
+    failures = []
+    if namespace == "Tensor":
+        for name in METHODS:
+            method = getattr(fg.randn(2, 3, 4, 4), name, None)
+            if name.startswith("_") or not callable(method):
+                continue
+            failures += _non_tensor_failures(f"Tensor.{name}", method, _positional_params(method, 2))
+    else:
+        table = FUNCTIONS if namespace == "ferrograd" else NN_FUNCTIONS
+        for name, fn in sorted(table.items()):
+            if inspect.isclass(fn):
+                continue
+            also = (AttributeError,) if namespace != "ferrograd" and name in TORCH_ATTRIBUTE_ERRORS else ()
+            failures += _non_tensor_failures(name, fn, _positional_params(fn, 3), also)
+    assert not failures, "\n".join(failures)
+
+
 def test_the_checker_reports_internal_errors():
     def panics():
         raise RuntimeError("internal error in ferrograd (please report it): index out of bounds")

@@ -120,6 +120,12 @@ def check_forward(op, data):
         expect = op.ref(*ref_args, **{k: _np(v) for k, v in call.kwargs.items()})
         expect = [np.asarray(e) for e in (expect if isinstance(expect, (tuple, list)) else [expect])]
         args, kwargs = call.tensors(fg, dtype)
+        if (op.family == "creation" and "dtype" not in kwargs and len(expect) == 1
+                and expect[0].dtype.kind == "f"
+                and not any(isinstance(a, np.ndarray) for a in call.args)):
+            # A factory takes the dtype under test as its argument (a window of
+            # float64 is computed in float64).
+            kwargs["dtype"] = dtype
         got = flat(fn(*args, **kwargs))
         assert len(got) == len(expect), f"{op.name}: {len(got)} outputs, reference {len(expect)}"
         for g, e in zip(got, expect):
@@ -190,20 +196,30 @@ def check_vmap(op, data, inplace=False):
     fixed, kwargs = call.tensors(fg, fg.float64)
     if inplace:
         method = op.name + "_"
-        # An in-place op writes its result into its first argument, so that
-        # argument must already have the broadcast shape (eager refuses otherwise).
-        shapes = [np.shape(a) for a in call.args if isinstance(a, np.ndarray)]
-        assume(np.broadcast_shapes(*shapes) == np.shape(call.args[0]))
+        if op.sample.kind == "ew":
+            # An elementwise op writes its result into its first argument, so that
+            # argument must already have the broadcast shape (eager refuses otherwise);
+            # the fixed samples of other ops are drawn with the result's shape there.
+            shapes = [np.shape(a) for a in call.args if isinstance(a, np.ndarray)]
+            assume(np.broadcast_shapes(*shapes) == np.shape(call.args[0]))
+
+        def inplace_fn(x, *args, **kw):
+            return getattr(x, method)(*args, **kw)
 
         def g(*ts):
-            args = rebuild(ts, fixed)
-            return getattr(args[0], method)(*args[1:], **kwargs)
+            # The sample's ``call`` (distinct indices, say) wraps the in-place form too.
+            if op.sample.call is not None:
+                return op.sample.call(inplace_fn, *rebuild(ts, fixed), **kwargs)
+            return inplace_fn(*rebuild(ts, fixed), **kwargs)
     else:
 
         def g(*ts):
             return fn(*rebuild(ts, fixed), **kwargs)
 
     stacked = [as_tensor(np.stack([c.args[i] for c in batch])) for i in idx]
+    if op.sample.seeded:
+        check_vmap_random(g, stacked, [as_tensor(call.args[i]) for i in idx])
+        return
     loop = []
     for c in batch:
         loop.append([t.clone() for t in flat(g(*[as_tensor(c.args[i]) for i in idx]))])
@@ -211,6 +227,26 @@ def check_vmap(op, data, inplace=False):
     for k, out in enumerate(got):
         want = np.stack([row[k].numpy() for row in loop])
         np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, atol=1e-12, err_msg=op.name)
+
+
+def check_vmap_random(g, stacked, first):
+    """vmap of a random op (seeded on each call) by its ``randomness`` mode, as
+    ``torch.func.vmap`` defines them: 'error' (the default) refuses it;
+    'different' draws for the whole batch at once, so it gives what the op
+    gives on the stacked samples; 'same' draws once for every sample, so a
+    batch of equal samples gets equal rows."""
+    with pytest.raises(RuntimeError, match="randomness"):
+        fg.vmap(g)(*stacked)
+    got = flat(fg.vmap(g, randomness="different")(*stacked))
+    want = flat(g(*stacked))
+    assert len(got) == len(want)
+    for out, w in zip(got, want):
+        np.testing.assert_array_equal(out.numpy(), w.numpy())
+    same = [t.unsqueeze(0).expand(3, *t.shape).contiguous() for t in first]
+    for out in flat(fg.vmap(g, randomness="same")(*same)):
+        rows = out.numpy()
+        for row in rows[1:]:
+            np.testing.assert_array_equal(row, rows[0])
 
 
 def check_compile(op, data):

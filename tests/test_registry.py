@@ -43,7 +43,8 @@ def _public():
         if n.startswith("_"):
             continue
         a = inspect.getattr_static(fg.Tensor, n)
-        if type(a).__name__ not in ("getset_descriptor", "property"):
+        # TensorAttribute: a user's attribute (`t.persistent = ...`), installed on first write.
+        if type(a).__name__ not in ("getset_descriptor", "property", "TensorAttribute"):
             out.add((schema.METHOD, n))
     for mod, surf in ((F, schema.F_FUNCTION), (fg.linalg, schema.LINALG)):
         for n in dir(mod):

@@ -85,3 +85,62 @@ def test_per_sample_gradients_through_embedding_and_pooling():
         w = weight.clone().requires_grad_()
         loss(w, idx[k]).backward()
         np.testing.assert_allclose(per_sample[k].numpy(), w.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def _pool_indices(x, k):
+    return F.max_pool2d(x, k, return_indices=True)[1]
+
+
+def test_max_unpool_with_per_sample_values_and_indices():
+    x = _rand(3, 2, 2, 4, 4, seed=1)
+    vals = vmap(lambda r: F.max_pool2d(r, 2))(x)
+    idx = vmap(lambda r: _pool_indices(r, 2))(x)
+    got = vmap(lambda v, i: F.max_unpool2d(v, i, 2))(vals, idx)
+    assert fg.equal(got, _loop(lambda v, i: F.max_unpool2d(v, i, 2), vals, idx))
+    # Shared indices, and an unbatched (C, L) sample of the 1-d form.
+    shared = vmap(lambda v: F.max_unpool2d(v, idx[0], 2))(vals)
+    assert fg.equal(shared, _loop(lambda v: F.max_unpool2d(v, idx[0], 2), vals))
+    v1, i1 = F.max_pool1d(_rand(2, 6, seed=2), 2, return_indices=True)
+    vs = fg.stack([v1, v1 * 2, v1 - 1])
+    assert fg.equal(vmap(lambda v: F.max_unpool1d(v, i1, 2))(vs),
+                    _loop(lambda v: F.max_unpool1d(v, i1, 2), vs))
+
+
+def test_max_unpool_under_vmap_still_checks_the_indices():
+    vals = _rand(2, 1, 1, 2, 2)
+    bad = fg.full((2, 1, 1, 2, 2), 99, dtype=fg.int64)
+    with pytest.raises(RuntimeError, match="Found an invalid max index: 99"):
+        vmap(lambda v, i: F.max_unpool2d(v, i, 2))(vals, bad)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_with_per_sample_tables_and_bags(mode):
+    rng = np.random.default_rng(3)
+    w = _rand(3, 5, 4, seed=4)
+    idx = fg.tensor(rng.integers(0, 5, (3, 2, 3)))
+    per_table = vmap(lambda t: F.embedding_bag(idx[0], t, mode=mode))(w)
+    assert fg.equal(per_table, _loop(lambda t: F.embedding_bag(idx[0], t, mode=mode), w))
+    per_bags = vmap(lambda i: F.embedding_bag(i, w[0], mode=mode))(idx)
+    assert fg.equal(per_bags, _loop(lambda i: F.embedding_bag(i, w[0], mode=mode), idx))
+    both = vmap(lambda i, t: F.embedding_bag(i, t, mode=mode))(idx, w)
+    assert fg.equal(both, _loop(lambda i, t: F.embedding_bag(i, t, mode=mode), idx, w))
+
+
+def test_embedding_bag_per_sample_weights_and_gradients():
+    rng = np.random.default_rng(5)
+    w = _rand(5, 4, seed=6).requires_grad_()
+    idx = fg.tensor(rng.integers(0, 5, (2, 3)))
+    psw = _rand(3, 2, 3, seed=7)
+
+    def loss(t, p):
+        return F.embedding_bag(idx, t, mode="sum", per_sample_weights=p).sum()
+
+    got = vmap(grad(loss), in_dims=(None, 0))(w, psw)
+    want = fg.stack([grad(loss)(w, psw[i]) for i in range(3)])
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_embedding_bag_under_vmap_refuses_offsets_by_name():
+    w = _rand(2, 5, 4)
+    with pytest.raises(RuntimeError, match="vmap: embedding_bag supports 2-D"):
+        vmap(lambda t: F.embedding_bag(fg.tensor([0, 1, 2]), t, fg.tensor([0, 2])))(w)

@@ -20,6 +20,9 @@ import numpy as np
 from . import _C, _inplace_docs
 from ._autocast import autocast_op as _autocast_op
 from ._C import Tensor
+from ._inplace import apply_inplace
+from ._replay import data_dependent as _data_dependent
+from ._replay import replayed as _replayed
 
 __all__ = [
     "addbmm",
@@ -436,6 +439,7 @@ def lerp(input, end, weight):
         if abs(weight) < 0.5:
             return input + weight * diff
         return end - diff * one_minus
+    _check("lerp", weight, "weight", 3)
     return _C.where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
 
 
@@ -523,6 +527,7 @@ _NAN_DISTINCT = (
 )
 
 
+@_data_dependent("unique")
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct elements (or slices along ``dim``) of ``input``, sorted;
     optionally where each element went (``return_inverse``) and how many
@@ -547,6 +552,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return (out, *extra) if extra else out
 
 
+@_replayed("searchsorted")
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
     """Where each value of ``input`` would be inserted into the last dimension
     of ``sorted_sequence`` to keep it sorted (``right``/``side='right'``: after
@@ -616,6 +622,7 @@ def _binary_search(seq, vals, right):
             hi = np.where(active & ~go_right, mid, hi)
 
 
+@_replayed("bucketize")
 def bucketize(input, boundaries, *, out_int32=False, right=False):
     """The bucket of each element of ``input`` between ``boundaries`` (1-D,
     increasing): ``i`` with ``boundaries[i-1] < x <= boundaries[i]``, or
@@ -637,7 +644,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 
 def _inplace(name, fn):
     def method(self, *args, **kwargs):
-        return _C._apply_inplace(self, lambda: fn(self, *args, **kwargs), name)
+        return apply_inplace(self, lambda: fn(self, *args, **kwargs), name)
 
     method.__name__ = name
     return _inplace_docs.document(method, name, fn, fn.__doc__)

@@ -130,11 +130,10 @@ pub(crate) fn digamma(x: f64) -> f64 {
 /// function: psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x). zeta(s, x) is summed
 /// by Euler-Maclaurin as in Cephes' `zeta.c`: the terms (x + k)^-s up to a
 /// shift a = x + N >= 12 + n, then the integral a^(1-s)/(s-1), a^-s/2 and the
-/// Bernoulli-number corrections. At the non-positive integers (and -inf) the
-/// function is infinite; elsewhere below zero it is reflected to 1 - x (the
-/// shift up to a would take -x steps, forever for a large -x). From n = 171
-/// on n! is infinite in float64, so the result is too unless zeta underflows
-/// (NaN then, infinity times zero, as PyTorch and SciPy give).
+/// Bernoulli-number corrections; far below zero the terms at negative shifts
+/// are summed in closed form (`negative_terms`). From n = 171 on n! is
+/// infinite in float64, so the result is too unless zeta underflows (NaN
+/// then, infinity times zero, as PyTorch and SciPy give).
 pub(crate) fn polygamma(n: u32, x: f64) -> f64 {
     if n == 0 {
         return digamma(x);
@@ -143,17 +142,17 @@ pub(crate) fn polygamma(n: u32, x: f64) -> f64 {
         return f64::NAN;
     }
     let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
-    if x <= 0.0 {
-        if x == x.floor() {
-            return sign * f64::INFINITY;
-        }
-        return reflected_polygamma(n, x);
-    }
     if n > 170 {
-        return if x.powf(-(n as f64 + 1.0)) > 0.0 {
-            sign * f64::INFINITY
-        } else {
+        // n! is infinite: so is the result, or NaN where zeta underflows to 0
+        // (and no loop of n steps up to the shift 12 + n). Poles as below.
+        if x <= 0.0 && x == x.floor() {
+            return if n % 2 == 1 { f64::INFINITY } else { f64::NAN };
+        }
+        let z = zeta(n as f64 + 1.0, x);
+        return if z == 0.0 {
             f64::NAN
+        } else {
+            sign * f64::INFINITY * z.signum()
         };
     }
     let s = n as i32 + 1;
@@ -161,6 +160,13 @@ pub(crate) fn polygamma(n: u32, x: f64) -> f64 {
     let bound = 12.0 + n as f64;
     let mut sum = 0.0;
     let mut a = x;
+    if x < -FAR_NEGATIVE {
+        if x == x.floor() {
+            // A pole (every float this far out is an integer past 2^53).
+            return if n % 2 == 1 { f64::INFINITY } else { f64::NAN };
+        }
+        (sum, a) = negative_terms(sf, x);
+    }
     while a < bound {
         sum += a.powi(-s);
         a += 1.0;
@@ -191,26 +197,21 @@ pub(crate) fn polygamma(n: u32, x: f64) -> f64 {
     sign * nf * sum
 }
 
-/// psi^(n)(x) for a negative non-integer x by reflection:
-/// psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi d^n/dx^n cot(pi x), where the n-th
-/// derivative of cot(pi x) is pi^n P_n(cot(pi x)) for the polynomials
-/// P_0(c) = c, P_(k+1)(c) = -(1 + c^2) P_k'(c).
-fn reflected_polygamma(n: u32, x: f64) -> f64 {
-    let c = 1.0 / (PI * x).tan();
-    // P_n's coefficients, lowest degree first (degree n + 1).
-    let mut p = vec![0.0, 1.0];
-    for _ in 0..n.min(170) {
-        let mut q = vec![0.0; p.len() + 1];
-        for (i, &a) in p.iter().enumerate().skip(1) {
-            let d = i as f64 * a;
-            q[i - 1] -= d;
-            q[i + 1] -= d;
-        }
-        p = q;
-    }
-    let poly = p.iter().rev().fold(0.0, |acc, &a| acc * c + a);
-    let even = if n.is_multiple_of(2) { 1.0 } else { -1.0 };
-    even * polygamma(n, 1.0 - x) - PI.powi(n as i32 + 1) * poly
+/// Below this the terms at negative shifts are not summed one by one (a loop
+/// of |x| steps, endless at -inf or past 2^53 where `a + 1 == a`).
+const FAR_NEGATIVE: f64 = 64.0;
+
+/// The terms `a^-s` of a Hurwitz sum at the negative shifts `a = q, q + 1,
+/// ..., q + m < 0` (`q` not an integer, `s` an integer), and the first
+/// positive shift `q + m + 1`. With `f = -(q + m)` in (0, 1) they are
+/// `(-1)^s (f + j)^-s` for `j = 0..=m`, that is
+/// `(-1)^s (zeta(s, f) - zeta(s, f + m + 1))`: two sums at positive arguments,
+/// whatever `m`.
+fn negative_terms(s: f64, q: f64) -> (f64, f64) {
+    let m = (-q).floor();
+    let f = -(q + m);
+    let sign = if s % 2.0 == 0.0 { 1.0 } else { -1.0 };
+    (sign * (zeta(s, f) - zeta(s, f + m + 1.0)), 1.0 - f)
 }
 
 /// The Hurwitz zeta function zeta(s, q) = sum_k (q + k)^-s, with Cephes'
@@ -240,6 +241,9 @@ pub(crate) fn zeta(s: f64, q: f64) -> f64 {
     let bound = 12.0 + s.min(1e4);
     let mut sum = 0.0;
     let mut a = q;
+    if q < -FAR_NEGATIVE {
+        (sum, a) = negative_terms(s, q);
+    }
     while a < bound {
         let t = a.powf(-s);
         sum += t;
@@ -421,6 +425,41 @@ pub(crate) fn standard_gamma_grad(alpha: f64, x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn far_negative_arguments_are_summed_in_closed_form_not_term_by_term() {
+        // Reflection: psi'(x) + psi'(1 - x) = pi^2 / sin^2(pi x), the sine taken
+        // at x's fractional part (pi x itself would carry x's magnitude's rounding).
+        for x in [-100.25f64, -12_345.75, -1e9 + 0.5] {
+            let want = PI * PI / (PI * (x - x.floor())).sin().powi(2) - polygamma(1, 1.0 - x);
+            let got = polygamma(1, x);
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs(),
+                "{x}: {got} vs {want}"
+            );
+        }
+        // The closed form continues the term-by-term sum at the switch.
+        let direct = |s: i32, x: f64| {
+            let (mut a, mut sum) = (x, 0.0);
+            while a < 0.0 {
+                sum += a.powi(-s);
+                a += 1.0;
+            }
+            sum + zeta(s as f64, a)
+        };
+        for (s, x) in [(2, -64.5), (3, -70.25), (4, -200.75)] {
+            let (got, want) = (zeta(s as f64, x), direct(s, x));
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs(),
+                "zeta({s}, {x}): {got} vs {want}"
+            );
+        }
+        // Poles and -inf end at once (these loops never ended before).
+        assert_eq!(polygamma(1, f64::NEG_INFINITY), f64::INFINITY);
+        assert!(polygamma(2, -(2f64.powi(60))).is_nan());
+        assert!(zeta(3.0, f64::NEG_INFINITY).is_infinite());
+        assert!(polygamma(3, -4.5e15 + 0.5).is_finite());
+    }
 
     #[test]
     fn special_values() {

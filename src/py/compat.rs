@@ -5,6 +5,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use super::capture::run;
+use super::dispatch::tensor_arg;
 use super::dtype::{dtype_object, PyDType};
 use super::tensor::{return_pair, PyTensor};
 use crate::ops;
@@ -71,13 +72,11 @@ impl PyTensor {
 /// index.
 #[pyfunction]
 #[pyo3(signature = (input, dim=-1, keepdim=false))]
-fn mode(
-    py: Python<'_>,
-    input: PyRef<'_, PyTensor>,
-    dim: i64,
-    keepdim: bool,
-) -> PyResult<Py<PyAny>> {
-    mode_pair(py, &input.t, dim, keepdim)
+fn mode(py: Python<'_>, input: &Bound<'_, PyAny>, dim: i64, keepdim: bool) -> PyResult<Py<PyAny>> {
+    dispatching!(py, "mode", (input, dim, keepdim), {
+        let input = tensor_arg(input, "mode", "input", 1)?;
+        mode_pair(py, &input.get().t, dim, keepdim)
+    })
 }
 
 /// Adds the compatibility functions to `ferrograd._C`.

@@ -347,13 +347,14 @@ class CompiledFunction:
         out_keep: list = []
         try:
             out_spec = _flatten(out, "", out_leaves, out_keep)
+            # A number in the result is returned as recorded: if it is an argument
+            # (or made from one) that argument is specialised. A result that cannot be
+            # rebuilt raises here, and the capture must end with it.
+            out_spec = _constify(out_spec, out_leaves)
         except BaseException:
             _C._capture_abort()
             raise
         out_tensors = [v for k, v, _ in out_leaves if k == "t"]
-        # A number in the result is returned as recorded: if it is an argument
-        # (or made from one) that argument is specialised.
-        out_spec = _constify(out_spec, out_leaves)
         for k, v, _ in out_leaves:
             if k == "n" and isinstance(v, (_FloatArg, _IntArg)):
                 v._derived = True

@@ -606,3 +606,81 @@ def affine_grid(theta, size, align_corners=False):
     ys, xs = np.meshgrid(base(h), base(w), indexing="ij")
     pts = np.stack([xs, ys, np.ones_like(xs)], -1)  # (H, W, 3)
     return np.einsum("hwk,njk->nhwj", pts, theta)
+
+
+def _pool_bounds(length, out, k=None):
+    """The ``[start, end)`` of each window along one dimension: a kernel ``k``
+    with stride ``k``, or adaptive windows (``k`` is None) of ``out`` outputs."""
+    if k is not None:
+        return [(i * k, i * k + k) for i in range(out)]
+    return [((i * length) // out, -((-(i + 1) * length) // out)) for i in range(out)]
+
+
+def max_pool_with_indices(x, kernel=None, out=None):
+    """Max pooling over the trailing dimensions of ``x`` (N, C, *S) by a kernel
+    of stride ``kernel``, or to ``out`` outputs per dimension (adaptive): the
+    maxima and, as PyTorch records them, each maximum's flat index in its plane."""
+    spatial = x.shape[2:]
+    nd = len(spatial)
+    if kernel is not None:
+        sizes = [s // kernel for s in spatial]
+    else:
+        sizes = [out] * nd if isinstance(out, int) else list(out)
+    bounds = [_pool_bounds(s, o, kernel) for s, o in zip(spatial, sizes)]
+    vals = np.empty(x.shape[:2] + tuple(sizes), dtype=x.dtype)
+    idx = np.empty(vals.shape, dtype=np.int64)
+    for pos in np.ndindex(*sizes):
+        win = tuple(slice(*bounds[d][p]) for d, p in enumerate(pos))
+        w = x[(Ellipsis,) + win].reshape(x.shape[:2] + (-1,))
+        arg = w.argmax(-1)
+        vals[(Ellipsis,) + pos] = np.take_along_axis(w, arg[..., None], -1)[..., 0]
+        local = np.unravel_index(arg, [b - a for a, b in (bounds[d][p] for d, p in enumerate(pos))])
+        coords = [bounds[d][p][0] + local[d] for d, p in enumerate(pos)]
+        idx[(Ellipsis,) + pos] = np.ravel_multi_index(coords, spatial)
+    return vals, idx
+
+
+def max_unpool(x, indices, kernel_size):
+    """Each value of ``x`` (N, C, *S) written at its flat ``indices`` in a zero
+    plane of ``kernel_size`` times the size (stride = kernel)."""
+    n, c = x.shape[:2]
+    spatial = tuple(s * kernel_size for s in x.shape[2:])
+    out = np.zeros((n, c, int(np.prod(spatial))), dtype=x.dtype)
+    np.put_along_axis(out, indices.reshape(n, c, -1), x.reshape(n, c, -1), -1)
+    return out.reshape((n, c) + spatial)
+
+
+def upsample_bilinear(x, scale_factor):
+    """Bilinear resizing of (N, C, H, W) by an integer factor with the corners
+    aligned (what the deprecated ``upsample_bilinear`` does)."""
+    for axis in (2, 3):
+        n = x.shape[axis]
+        out = n * int(scale_factor)
+        src = np.arange(out) * (n - 1) / (out - 1) if out > 1 else np.zeros(out)
+        i0 = np.floor(src).astype(np.int64).clip(0, n - 1)
+        i1 = np.minimum(i0 + 1, n - 1)
+        shape = [1] * x.ndim
+        shape[axis] = out
+        w = (src - i0).reshape(shape)
+        x = np.take(x, i0, axis) * (1 - w) + np.take(x, i1, axis) * w
+    return x
+
+
+def multi_margin_loss(x, target, p=1, margin=1.0):
+    """The mean over rows of sum_{j != y} max(0, margin - x[y] + x[j])^p / C."""
+    xy = np.take_along_axis(x, target[:, None], 1)
+    v = np.maximum(0, margin - xy + x) ** p
+    v[np.arange(len(target)), target] = 0
+    return np.asarray((v.sum(1) / x.shape[1]).mean())
+
+
+def multilabel_margin_loss(x, target):
+    """The mean over rows of sum over target classes j (read up to the first -1)
+    and other classes i of max(0, 1 - (x[j] - x[i])) / C."""
+    rows = []
+    for xr, tr in zip(x, target):
+        stop = np.flatnonzero(tr < 0)
+        tg = tr[: stop[0] if stop.size else tr.size]
+        others = np.setdiff1d(np.arange(x.shape[1]), tg)
+        rows.append(sum(np.maximum(0, 1 - (xr[j] - xr[i])) for j in tg for i in others) / x.shape[1])
+    return np.asarray(np.mean(rows))

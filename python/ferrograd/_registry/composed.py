@@ -8,7 +8,6 @@ import numpy as np
 
 from .schema import (
     ALL,
-    COMPILE,
     CUSTOM,
     FP32,
     FUNCTION,
@@ -90,19 +89,15 @@ _c("block_diag", "A block-diagonal matrix from the given matrices.",
    lambda a, b: np.block([[a, np.zeros((a.shape[0], b.shape[1]))], [np.zeros((b.shape[0], a.shape[1])), b]]),
    fixed(T((2, 3)), T((1, 2))), surfaces=(FUNCTION,))
 
-#: Why an op computed through NumPy is refused by ferrograd.compile.
-NP = "computed through NumPy (the values read into Python and back with `from_numpy`), so a replay cannot recompute it; a compiled function calling it runs eagerly"
 
 # scans
 _c("cummax", "Running maximum of `input` along `dim` (values and indices).",
    lambda x, dim: np.maximum.accumulate(x, axis=dim), Sample("fixed", (T((2, 3)), 1), call=_pick(0),
                                                             unique=0.01),
-   refuse={COMPILE: NP},
    bench=Sample("fixed", (T((1024, 1024)), 1), call=_pick(0), unique=0.01))
 _c("cummin", "Running minimum of `input` along `dim` (values and indices).",
    lambda x, dim: np.minimum.accumulate(x, axis=dim), Sample("fixed", (T((2, 3)), 0), call=_pick(0),
                                                             unique=0.01),
-   refuse={COMPILE: NP},
    bench=Sample("fixed", (T((1024, 1024)), 0), call=_pick(0), unique=0.01))
 _c("diff", "The `n`-th forward difference along `dim`.", lambda x, n=1, dim=-1: np.diff(x, n, axis=dim),
    Sample("fixed", (T((2, 4)),), {"n": 2, "dim": 1}))
@@ -118,8 +113,7 @@ _c("tile", "`input` repeated `dims` times along each dimension.", np.tile, fixed
    dtypes=ALL, bench=fixed(T((512, 1024)), (2, 1)))
 _c("repeat_interleave", "Each element (or slice along `dim`) of `input` repeated `repeats` times.",
    lambda x, r, dim=None: np.repeat(x, r, axis=dim), Sample("fixed", (T((2, 3)), 2), {"dim": 1}),
-   dtypes=ALL, refuse={COMPILE: "the result's length depends on `repeats`' values, read into Python "
-                                "(the gather indices are built in NumPy)"})
+   dtypes=ALL)
 _c("rot90", "`input` rotated by 90 degrees `k` times in the plane of `dims`.",
    lambda x, k=1, dims=(0, 1): np.rot90(x, k, dims), fixed(T((2, 3)), 1, (0, 1)), dtypes=ALL)
 _c("fliplr", "`input` reversed along dimension 1.", np.fliplr, fixed(T((2, 3))), dtypes=ALL)
@@ -140,8 +134,7 @@ for _name, _np_fn, _shapes in (
        aliases=("row_stack",) if _name == "vstack" else ())
 _c("tensor_split", "`input` split into `indices_or_sections` views along `dim`.",
    lambda x, n, dim=0: np.array_split(x, n, axis=dim), Sample("fixed", (T((2, 3)), 2), {"dim": 1}),
-   dtypes=ALL, refuse={COMPILE: "the result's length depends on `repeats`' values, read into Python "
-                                "(the gather indices are built in NumPy)"})
+   dtypes=ALL)
 for _name, _axis in (("hsplit", 1), ("vsplit", 0)):
     _c(_name, f"`input` split along dimension {_axis}.",
        (lambda a: lambda x, s: np.split(x, s, axis=a))(_axis), fixed(T((2, 4)), 2), dtypes=ALL)

@@ -26,12 +26,6 @@ OPS: list[Op] = []
 RANDOM = "random: the values are PyTorch's mt19937 stream, checked value by value in tests/test_random_compat.py"
 
 
-def _float64():
-    import ferrograd
-
-    return ferrograd.float64
-
-
 def _c(name, doc, ref, sample, *, surfaces=(FUNCTION,), rule=None, **kw):
     OPS.append(Op(name, "creation", doc, surfaces=surfaces, dtypes=ALL, differentiable=False,
                   batching=CUSTOM if rule else NONE, batching_rule=rule, sample=sample, ref=ref,
@@ -52,9 +46,7 @@ _c("range", "Values from `start` to `end` (included) in steps of `step` (depreca
 _c("linspace", "`steps` values evenly spaced from `start` to `end` (both included).", np.linspace,
    fixed(-1.0, 2.0, 7), refuse={VMAP: NO_TENSOR})
 _c("logspace", "`steps` values evenly spaced on a log scale from `base**start` to `base**end`.",
-   # It takes no tensor, so the check's dtype reaches it only as `dtype=`: float64 here
-   # (the default float32 is not as exact as the float64 reference).
-   np.logspace, Sample("fixed", (-1.0, 2.0, 5), call=lambda fn, *a: fn(*a, dtype=_float64())),
+   np.logspace, fixed(-1.0, 2.0, 5),
    refuse={VMAP: NO_TENSOR})
 _c("eye", "The identity matrix of `n` rows (and `m` columns).", np.eye, fixed(3, 4),
    refuse={VMAP: NO_TENSOR})

@@ -10,7 +10,6 @@ from . import _refs
 from .nn_ops import _f
 from .schema import (
     AWAY0,
-    COMPILE,
     CUSTOM,
     F_FUNCTION,
     FORWARD,
@@ -111,21 +110,25 @@ _f("local_response_norm", "norm", "Normalizes each channel by the squares of its
 _f("rms_norm", "norm", "Divides by the root mean square over the last dimensions, then scales.",
    # Entries away from 0: at a zero row the normalisation is eps-dominated (ill-conditioned).
    _refs.rms_norm, fixed(T((2, 3), domain=AWAY0), (3,), T((3,))), **_rule("rms_norm"))
+# Both inputs are halves of one tensor of distinct values: no distance is near 0 (its kink).
 _f("pairwise_distance", "distance", "The p-norm of `x1 - x2 + eps` over the last dimension.",
-   _refs.pairwise_distance, fixed(T((2, 3)), T((2, 3))), surfaces=FF)
+   lambda x: _refs.pairwise_distance(x[:2], x[2:]),
+   Sample("fixed", (T((4, 3)),), call=lambda fn, x, **k: fn(x[:2], x[2:], **k), **_UNIQ), surfaces=FF)
 _f("pdist", "distance", "Euclidean distances between every pair of rows of `input`.", _refs.pdist,
-   fixed(T((4, 3))), surfaces=FF, **_rule("pdist"))
+   Sample("fixed", (T((4, 3)),), **_UNIQ), surfaces=FF, **_rule("pdist"))
 _f("bilinear", "linear", "x1^T A x2 + b for each output feature.", _refs.bilinear,
    fixed(T((2, 3)), T((2, 4)), T((5, 3, 4)), T((5,))), surfaces=FF, **_rule("bilinear"))
 _f("one_hot", "embedding", "A one-hot encoding of the integer tensor `tensor` (int64).", _refs.one_hot,
-   fixed(T((2, 3), domain=ints(0, 4), dtype="int64"), 4), differentiable=False, **_rule("one_hot"),
-   refuse={COMPILE: "it checks the class values against `num_classes` in Python (`int(tensor)`), "
-                    "which a replay cannot re-run"})
+   fixed(T((2, 3), domain=ints(0, 4), dtype="int64"), 4), differentiable=False, **_rule("one_hot"))
 
 # ----- more losses ---------------------------------------------------------------------------
 
 _f("margin_ranking_loss", "loss", "max(0, -y (x1 - x2) + margin), averaged.",
-   _refs.margin_ranking_loss, Sample("fixed", (T((4,)), T((4,)), T((4,), domain=Domain(1.0, 1.0), grad=False))),
+   # x1 and x2 are halves of one tensor of distinct values 0.5 apart: with a margin of 0.25
+   # no hinge sits at its kink, and y = +-1 puts both sides in play.
+   lambda x, y, margin: _refs.margin_ranking_loss(x[:4], x[4:], y, margin),
+   Sample("fixed", (T((8,)), np.array([1.0, -1.0, 1.0, -1.0])), {"margin": 0.25}, **_UNIQ,
+          call=lambda fn, x, y, **k: fn(x[:4], x[4:], y, **k)),
    **_rule("loss"), autocast=FP32)
 _f("hinge_embedding_loss", "loss", "x where y = 1, max(0, margin - x) where y = -1, averaged.",
    _refs.hinge_embedding_loss, fixed(T((4,)), T((4,), domain=Domain(1.0, 1.0), grad=False)),
@@ -135,9 +138,7 @@ _f("soft_margin_loss", "loss", "log(1 + exp(-y x)), averaged.", _refs.soft_margi
 _f("poisson_nll_loss", "loss", "exp(input) - target * input, averaged (log_input=True).",
    _refs.poisson_nll_loss, fixed(T((4,)), T((4,), domain=POSITIVE, grad=False)), **_rule("loss"), autocast=FP32)
 _f("gaussian_nll_loss", "loss", "0.5 (log var + (input - target)^2 / var), averaged.",
-   _refs.gaussian_nll_loss, fixed(T((4,)), T((4,)), T((4,), domain=POSITIVE)), **_rule("loss"),
-   refuse={COMPILE: "it checks `var` for negative values in Python (`bool(tensor)`), which a replay "
-                    "cannot re-run"})
+   _refs.gaussian_nll_loss, fixed(T((4,)), T((4,)), T((4,), domain=POSITIVE)), **_rule("loss"))
 _f("multilabel_soft_margin_loss", "loss", "Binary cross entropy with logits over each label, averaged.",
    _refs.multilabel_soft_margin_loss, fixed(T((2, 3)), T((2, 3), domain=Domain(0.0, 1.0), grad=False)),
    **_rule("loss"))
@@ -145,8 +146,17 @@ _f("cosine_embedding_loss", "loss", "1 - cos(x1, x2) where y = 1, max(0, cos - m
    _refs.cosine_embedding_loss,
    fixed(T((2, 3), domain=AWAY0), T((2, 3), domain=AWAY0), T((2,), domain=Domain(1.0, 1.0), grad=False)),
    **_rule("loss"), autocast=FP32)
-_f("triplet_margin_loss", "loss", "max(d(a, p) - d(a, n) + margin, 0), averaged.", _refs.triplet_margin_loss,
-   fixed(T((2, 3)), T((2, 3)), T((2, 3))), **_rule("loss"), autocast=FP32)
+def triplet_ref(a, near, far):
+    return _refs.triplet_margin_loss(a, near, far), _refs.triplet_margin_loss(a, far, near)
+
+
+#: An anchor near 0, points near it and far away, passed both ways round (the hinge off,
+#: then on): no distance and no hinge is near its kink.
+TRIPLET = Sample("fixed", (T((2, 3), domain=Domain(-0.1, 0.1)), T((2, 3), domain=Domain(0.3, 0.5)),
+                           T((2, 3), domain=Domain(2.0, 3.0))),
+                 call=lambda fn, a, near, far, **k: (fn(a, near, far, **k), fn(a, far, near, **k)))
+_f("triplet_margin_loss", "loss", "max(d(a, p) - d(a, n) + margin, 0), averaged.", triplet_ref, TRIPLET,
+   **_rule("loss"), autocast=FP32)
 
 # ----- dropout (random) ----------------------------------------------------------------------
 

@@ -159,7 +159,7 @@ _f("conv2d", "conv", "2-D cross-correlation of `input` (N, C, H, W) with `weight
    surfaces=(F_FUNCTION, FUNCTION), nodes={"ConvolutionBackward0": ()},
    batching=CUSTOM, batching_rule="conv", autocast=LOWER_PRECISION_FP)
 _f("max_pool2d", "pool", "2-D max pooling over `kernel_size` windows.", _refs.max_pool2d,
-   Sample("fixed", (T((1, 2, 4, 4)), 2)), surfaces=(F_FUNCTION, FUNCTION),
+   Sample("fixed", (T((1, 2, 4, 4)), 2), unique=0.01), surfaces=(F_FUNCTION, FUNCTION),
    nodes={"MaxPool2DWithIndicesBackward0": ()}, batching=CUSTOM, batching_rule="pool")
 _f("avg_pool2d", "pool", "2-D average pooling over `kernel_size` windows.", _refs.avg_pool2d,
    Sample("fixed", (T((1, 2, 4, 4)), 2)), nodes={"AvgPool2DBackward0": ()},

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _refs
+from . import _refs, nn_more
 from .linalg import (
     BOX,
     SMALL,
@@ -21,6 +21,7 @@ from .linalg import (
 from .schema import (
     ALL,
     AWAY0,
+    COMPILE,
     CUSTOM,
     F_FUNCTION,
     FORWARD,
@@ -39,6 +40,7 @@ from .schema import (
     Op,
     Sample,
     T,
+    away,
     fixed,
     ints,
 )
@@ -232,7 +234,8 @@ _o("scatter_reduce", "indexing", "`input` with `src` combined at `index` along `
    surfaces=(FUNCTION, METHOD, INPLACE),
    refuse={FORWARD: "checked against a NumPy loop per reduction in tests/test_tensor_api_index.py"})
 _o("index_copy", "indexing", "`input` with the rows `index` along `dim` replaced by `source`.", None,
-   fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), T((2, 2))),
+   Sample("fixed", (T((3, 2)), 0, T((3,), domain=ints(0, 3), dtype="int64"), T((2, 2))),
+          call=lambda fn, x, d, i, s: fn(x, d, _distinct(i, 2), s)),
    bench=fixed(M, 0, BIG_ROWS, M),
    surfaces=(FUNCTION, METHOD, INPLACE), refuse={FORWARD: "duplicate indices make the result "
                                                   "order-dependent; checked without them in tests/test_tensor_api_index.py"}, autocast=PROMOTE)
@@ -240,7 +243,8 @@ _o("index_fill", "indexing", "`input` with the rows `index` along `dim` filled w
    lambda x, d, i, v: _fill_rows(x, d, i, v), fixed(T((3, 2)), 0, T((2,), domain=ints(0, 3), dtype="int64"), 0.5),
    surfaces=(FUNCTION, METHOD, INPLACE), bench=fixed(M, 0, BIG_ROWS, 0.5))
 _o("index_put", "indexing", "`input` with `values` written (or added) at the positions `indices`.", None,
-   Sample("fixed", (T((3, 2)), (T((2,), domain=ints(0, 3), dtype="int64"),), T((2, 2)))),
+   Sample("fixed", (T((3, 2)), (T((3,), domain=ints(0, 3), dtype="int64"),), T((2, 2))),
+          call=lambda fn, x, i, v: fn(x, (_distinct(i[0], 2),), v)),
    bench=Sample("fixed", (M, (BIG_ROWS,), M)), surfaces=(FUNCTION, METHOD, INPLACE),
    refuse={FORWARD: "checked with and without accumulate in tests/test_tensor_api_index.py",
            VMAP: "its indices arrive in a tuple, which the batching rules do not unwrap"})
@@ -249,12 +253,20 @@ _o("masked_scatter", "indexing", "`input` with the elements where `mask` is True
    surfaces=(FUNCTION, METHOD, INPLACE),
    bench=fixed(M, T((1024, 1024), dtype="bool"), T((1024 * 1024,))))
 _o("put", "indexing", "`input` seen as 1-D with `source` written at `index`.", None,
-   fixed(T((2, 3)), T((2,), domain=ints(0, 6), dtype="int64"), T((2,))), surfaces=(METHOD, INPLACE),
+   Sample("fixed", (T((2, 3)), T((6,), domain=ints(0, 6), dtype="int64"), T((2,))),
+          call=lambda fn, x, i, s: fn(x, _distinct(i, 2), s)), surfaces=(METHOD, INPLACE),
    bench=fixed(M, FLAT_PICKS, T((1024 * 1024,))),
    refuse={FORWARD: "duplicate indices make the result order-dependent; checked in tests/test_tensor_api_index.py"})
 _o("unravel_index", "indexing", "The coordinates of flat `indices` in a tensor of `shape`.",
    lambda i, s: np.unravel_index(i, s), fixed(T((3,), domain=ints(0, 6), dtype="int64"), (2, 3)),
    surfaces=(FUNCTION,), differentiable=False)
+
+
+def _distinct(index, k):
+    """``k`` distinct indices drawn from ``index``'s range: with a repeated index the
+    result depends on the order of the writes, and an overwritten source element gets
+    no gradient (PyTorch's samples draw distinct indices too)."""
+    return index.argsort(stable=True)[:k]
 
 
 def _fill_rows(x, d, i, v):
@@ -307,7 +319,7 @@ for _name in ("uniform_", "normal_", "bernoulli_", "exponential_", "geometric_",
        Sample("fixed", (T((2, 3)),) if _name != "geometric_" else (T((2, 3)), 0.5), seeded=True),
        surfaces=(METHOD,),
        dtypes=ALL, differentiable=False, rule="_random_like",
-       refuse={FORWARD: RANDOM, VMAP: "random: randomness inside vmap needs randomness='different'"})
+       refuse={FORWARD: RANDOM})
 for _name in ("randint_like",):
     _o(_name, "random", "Random integers of `input`'s shape.", None,
        Sample("fixed", (T((2, 3)), 5), seeded=True),
@@ -317,10 +329,15 @@ for _name, _doc in (("as_tensor", "`data` as a tensor, sharing memory when it ca
                     ("asarray", "`obj` as a tensor, sharing memory when it can."),
                     ("from_numpy", "A tensor sharing the memory of a NumPy array."),
                     ("scalar_tensor", "A 0-d tensor holding `s`.")):
-    _o(_name, "creation", _doc, (lambda a: np.asarray(a)), fixed([1.0, 2.0]) if _name != "from_numpy" else
-       Sample("fixed", (np.array([1.0, 2.0]),)) if _name != "scalar_tensor" else fixed(2.5),
+    _o(_name, "creation", _doc, (lambda a: np.asarray(a)), {
+        # The checks make tensors of arrays: from_numpy gets its array back.
+        "from_numpy": Sample("fixed", (np.array([1.0, 2.0]),), call=lambda fn, a: fn(a.numpy())),
+        "scalar_tensor": fixed(2.5)}.get(_name, fixed([1.0, 2.0])),
        surfaces=(FUNCTION,), dtypes=ALL, differentiable=False,
-       refuse={VMAP: "it takes no tensor, so there is nothing to batch"})
+       refuse={VMAP: "it takes no tensor, so there is nothing to batch",
+               **({COMPILE: "it reads a NumPy array, which a replay cannot read again: "
+                            "ferrograd.compile raises that `from_numpy` has no replay rule"}
+                  if _name == "from_numpy" else {})})
 for _name, _np_fn in (("hann_window", np.hanning), ("hamming_window", np.hamming),
                       ("blackman_window", np.blackman), ("bartlett_window", np.bartlett)):
     _o(_name, "creation", f"The periodic {_name.split('_')[0].capitalize()} window of `window_length`.",
@@ -332,11 +349,15 @@ _o("kaiser_window", "creation", "The periodic Kaiser window of `window_length`."
 
 # ----- nn.functional: in-place activations and the rest ----------------------------------------
 
+# The samples keep off each activation's kinks, as the out-of-place forms' samples do.
+_KINKS = {"hardtanh_": (-1.0, 1.0), "threshold_": (0.5,)}
 for _name in ("relu_", "elu_", "leaky_relu_", "hardtanh_", "celu_", "selu_", "threshold_", "rrelu_"):
     _base = _name[:-1]
     _args = {"threshold_": (0.5, -1.0)}.get(_name, ())
     _o(_name, "activation", f"`{_base}` written into `input`.", None,
-       fixed(T((2, 3)), *_args), surfaces=(F_FUNCTION,) + ((FUNCTION,) if _name in (
+       Sample("fixed", (T((2, 3), domain=away(*_KINKS.get(_name, (0.0,)))), *_args),
+              {"training": True} if _name == "rrelu_" else {}, seeded=_name == "rrelu_"),
+       surfaces=(F_FUNCTION,) + ((FUNCTION,) if _name in (
            "relu_", "celu_", "selu_", "threshold_", "rrelu_") else ()),
        batching=CUSTOM, rule="elementwise",
        refuse={FORWARD: f"the same values as `{_base}`, whose cells check them"})
@@ -347,34 +368,71 @@ _o("rrelu", "activation", "Leaky ReLU with a random slope per element while trai
 _o("channel_shuffle", "resample", "Shuffles the channels of (N, C, *) in `groups`.", None,
    fixed(T((1, 4, 2)), 2), surfaces=(F_FUNCTION, FUNCTION), aliases=(("native_channel_shuffle", (F_FUNCTION,)),),
    rule="view", refuse={FORWARD: "checked against its definition in tests/test_nn_shuffle.py"})
-_o("max_unpool2d", "pool", "Scatters pooled values back to the positions `indices` recorded by max_pool2d.",
-   None, None, surfaces=(F_FUNCTION,), rule="pool",
-   refuse={FORWARD: "needs indices from max_pool2d; checked as its inverse in tests/test_nn_pool_more.py"}, autocast=FP32)
-for _name in ("max_unpool1d", "max_unpool3d"):
-    _o(_name, "pool", f"The {_name[-2:]} form of max_unpool2d.", None, None, surfaces=(F_FUNCTION,),
-       rule="pool", autocast=FP32 if _name == "max_unpool3d" else None, refuse={FORWARD: "needs indices from max pooling; checked in tests/test_nn_pool_more.py"})
-for _name in ("max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
-              "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-              "adaptive_max_pool3d_with_indices"):
-    _o(_name, "pool", f"`{_name[:-13]}` returning the indices of the maxima too.", None, None,
-       surfaces=(F_FUNCTION,), rule="pool",
-       autocast=FP32 if _name == "adaptive_max_pool3d_with_indices" else None,
-       refuse={FORWARD: f"the values are `{_name[:-13]}`'s, whose cells check them"})
-_o("lp_pool3d", "pool", "3-D power-average pooling.", None, None, surfaces=(F_FUNCTION,), rule="pool",
-   refuse={FORWARD: "the 3-D form of lp_pool2d, checked in tests/test_nn_pool_more.py"})
+def _unpool_indices(shape, k):
+    """Valid max-pooling indices for a pooled (N, C, *S) input and kernel ``k``
+    (stride ``k``): one position in each window, drawn once, so no two values
+    of a plane land on the same place."""
+    rng = np.random.default_rng(7)
+    spatial = [s * k for s in shape[2:]]
+    idx = np.empty(shape, dtype=np.int64)
+    for pos in np.ndindex(*shape):
+        coords = [p * k + int(rng.integers(0, k)) for p in pos[2:]]
+        idx[pos] = np.ravel_multi_index(coords, spatial)
+    return idx
+
+
+# Distinct values (``unique``) keep every maximum and every hinge off its tie.
+_UNIQUE = 0.01
+for _name, _shape in (("max_unpool1d", (1, 2, 3)), ("max_unpool2d", (1, 2, 2, 2)),
+                      ("max_unpool3d", (1, 1, 2, 2, 2))):
+    _o(_name, "pool", "Scatters pooled values back to the positions `indices` recorded by max pooling.",
+       _refs.max_unpool, fixed(T(_shape), _unpool_indices(_shape, 2), 2), surfaces=(F_FUNCTION,),
+       rule="pool", autocast=FP32 if _name != "max_unpool1d" else None)
+for _name, _shape, _size, _adaptive in (
+        ("max_pool1d_with_indices", (1, 2, 6), 2, False),
+        ("max_pool2d_with_indices", (1, 2, 4, 4), 2, False),
+        ("max_pool3d_with_indices", (1, 1, 4, 4, 4), 2, False),
+        ("adaptive_max_pool1d_with_indices", (1, 2, 7), 3, True),
+        ("adaptive_max_pool2d_with_indices", (1, 2, 5, 5), 2, True),
+        ("adaptive_max_pool3d_with_indices", (1, 1, 4, 4, 4), 2, True)):
+    _o(_name, "pool", f"`{_name[:-13]}` returning the indices of the maxima too.",
+       (lambda x, s: _refs.max_pool_with_indices(x, out=s)) if _adaptive else
+       (lambda x, k: _refs.max_pool_with_indices(x, kernel=k)),
+       Sample("fixed", (T(_shape), _size), unique=_UNIQUE), surfaces=(F_FUNCTION,), rule="pool",
+       autocast=FP32 if _name == "adaptive_max_pool3d_with_indices" else None)
+_o("lp_pool3d", "pool", "3-D power-average pooling.",
+   lambda x, p, k: _refs.pool3d(x ** p, k, np.sum) ** (1 / p),
+   fixed(T((1, 1, 4, 4, 4), domain=Domain(0.5, 2.0)), 2.0, 2), surfaces=(F_FUNCTION,), rule="pool")
 for _name in ("upsample", "upsample_bilinear", "upsample_nearest"):
-    _o(_name, "resample", "Deprecated spelling of `interpolate`.", None, None, surfaces=(F_FUNCTION,),
-       rule="interpolate", refuse={FORWARD: "deprecated alias of interpolate, whose cells check it"})
+    _o(_name, "resample", "Deprecated spelling of `interpolate`.",
+       (lambda x, scale_factor: _refs.upsample_bilinear(x, scale_factor)) if _name == "upsample_bilinear"
+       else (lambda x, scale_factor: _refs.interpolate_nearest(x, scale_factor)),
+       Sample("fixed", (T((1, 2, 2, 3)),), {"scale_factor": 2}), surfaces=(F_FUNCTION,), rule="interpolate")
 _o("embedding_bag", "embedding", "Sums, means or maxima of bags of embedding rows.", None,
    Sample("fixed", (T((2, 3), domain=ints(0, 4), dtype="int64"), T((4, 3)))), surfaces=(F_FUNCTION,),
    rule="embedding", refuse={FORWARD: "checked against a NumPy loop in tests/test_nn_embedding.py"})
-for _name in ("ctc_loss", "multi_margin_loss", "multilabel_margin_loss",
-              "triplet_margin_with_distance_loss"):
-    _o(_name, "loss", f"The {_name.replace('_', ' ')}.", None, None, surfaces=(F_FUNCTION,), rule="loss",
-       autocast=FP32 if _name != "triplet_margin_with_distance_loss" else None,
-       refuse={FORWARD: "checked against its definition in tests/test_nn_losses_more.py"})
+_o("ctc_loss", "loss", "The connectionist temporal classification loss.", None,
+   # Log-probabilities normalised over the classes, as the loss's gradient assumes.
+   Sample("fixed", (T((4, 2, 3)), np.array([[1, 2], [2, 0]]), np.array([4, 3]), np.array([2, 1])),
+          call=lambda fn, x, *a, **k: fn(x.log_softmax(2), *a, **k)),
+   surfaces=(F_FUNCTION,), rule="loss", autocast=FP32,
+   refuse={FORWARD: "checked against its definition in tests/test_nn_losses_more.py"})
+_o("multi_margin_loss", "loss", "The multi-class hinge loss.", _refs.multi_margin_loss,
+   Sample("fixed", (T((2, 3)), np.array([0, 2])), unique=_UNIQUE), surfaces=(F_FUNCTION,),
+   rule="loss", autocast=FP32)
+_o("multilabel_margin_loss", "loss", "The multi-label hinge loss (targets listed up to the first -1).",
+   _refs.multilabel_margin_loss,
+   Sample("fixed", (T((2, 3)), np.array([[0, 2, -1], [1, -1, 0]])), unique=_UNIQUE),
+   surfaces=(F_FUNCTION,), rule="loss", autocast=FP32)
+
+
+_o("triplet_margin_with_distance_loss", "loss", "The triplet margin loss with a distance function "
+   "(pairwise_distance by default).", nn_more.triplet_ref, nn_more.TRIPLET, surfaces=(F_FUNCTION,),
+   rule="loss")
 _o("multi_head_attention_forward", "attention", "The functional form of nn.MultiheadAttention.", None,
-   None, surfaces=(F_FUNCTION,), rule="sdpa",
+   Sample("fixed", (T((2, 1, 4)), T((3, 1, 4)), T((3, 1, 4)), 4, 2, T((12, 4)), T((12,)), None, None,
+                    False, 0.0, T((4, 4)), T((4,))), {"training": False}),
+   surfaces=(F_FUNCTION,), rule="sdpa",
    refuse={FORWARD: "checked through nn.MultiheadAttention in tests/test_nn_transformer.py"},
    autocast=LOWER_PRECISION_FP)
 

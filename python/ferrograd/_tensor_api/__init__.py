@@ -29,6 +29,7 @@ import types
 
 from .. import _C, _inplace_docs
 from .._C import Tensor
+from .._inplace import apply_inplace
 from . import (
     _common,
     _constructors,
@@ -232,7 +233,7 @@ __all__ = [
 
 def _inplace(name, compute):
     def method(self, *args, **kwargs):
-        return _C._apply_inplace(self, lambda: compute(self, *args, **kwargs), name)
+        return apply_inplace(self, lambda: compute(self, *args, **kwargs), name)
 
     method.__name__ = name
     return _inplace_docs.document(method, name, compute, _base_doc(name))

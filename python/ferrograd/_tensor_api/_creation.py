@@ -4,12 +4,13 @@ window functions."""
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
 from .. import _C
 from .._C import Tensor
-from ._common import _alloc_guard, _from_np
+from ._common import _alloc_guard
 
 # ----- creation ------------------------------------------------------------------------
 
@@ -72,7 +73,10 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     return out
 
 
-def _window(fn, window_length, periodic, dtype, make):
+def _window(fn, window_length, periodic, dtype, requires_grad, make):
+    """``make(k, m)`` of ``k = 0..n-1`` and ``m = n - 1`` (float64 tensors), ``n`` the
+    window's length (one more when ``periodic``, the last value dropped), in ``dtype``.
+    Written with tensor ops, so ``ferrograd.compile`` replays it."""
     if not isinstance(window_length, int) or window_length < 0:
         raise RuntimeError(f"{fn} requires non-negative window_length, got window_length="
                            f"{window_length}")  # fmt: skip
@@ -80,41 +84,59 @@ def _window(fn, window_length, periodic, dtype, make):
     if dtype not in (_C.float32, _C.float64):
         raise RuntimeError(f"{fn} expects floating point dtypes, got: {dtype}")
     if window_length == 0:
-        return _C.zeros(0, dtype=dtype)
-    if window_length == 1:
-        return _C.ones(1, dtype=dtype)
-    n = window_length + 1 if periodic else window_length
-    _alloc_guard(8 * n)
-    return _from_np(make(n)[:window_length], dtype)
+        out = _C.zeros(0, dtype=dtype)
+    elif window_length == 1:
+        out = _C.ones(1, dtype=dtype)
+    else:
+        n = window_length + 1 if periodic else window_length
+        _alloc_guard(8 * n)
+        k = _C.arange(window_length, dtype=_C.float64)
+        out = make(k, float(n - 1)).to(dtype)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _cos(k, m, times):
+    return (k * (times * math.pi / m)).cos()
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False):
     """The Hann window ``0.5 - 0.5 cos(2 pi n / (N - 1))``, periodic (for spectral
     analysis: ``N = window_length + 1``, last value dropped) by default."""
-    return _window("hann_window", window_length, periodic, dtype, np.hanning)
+    return _window("hann_window", window_length, periodic, dtype, requires_grad,
+                   lambda k, m: 0.5 - 0.5 * _cos(k, m, 2))  # fmt: skip
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
                    device=None, requires_grad=False):  # fmt: skip
     """The Hamming window ``alpha - beta cos(2 pi n / (N - 1))`` (periodic by default)."""
-    return _window("hamming_window", window_length, periodic, dtype,
-                   lambda n: alpha - beta * np.cos(2 * np.pi * np.arange(n) / (n - 1)))  # fmt: skip
+    return _window("hamming_window", window_length, periodic, dtype, requires_grad,
+                   lambda k, m: alpha - beta * _cos(k, m, 2))  # fmt: skip
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, device=None,
                     requires_grad=False):  # fmt: skip
-    """The Blackman window (periodic by default)."""
-    return _window("blackman_window", window_length, periodic, dtype, np.blackman)
+    """The Blackman window ``0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))``
+    (periodic by default)."""
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad,
+                   lambda k, m: 0.42 - 0.5 * _cos(k, m, 2) + 0.08 * _cos(k, m, 4))  # fmt: skip
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, device=None,
                     requires_grad=False):  # fmt: skip
     """The Bartlett (triangular) window ``1 - |2n / (N - 1) - 1|`` (periodic by default)."""
-    return _window("bartlett_window", window_length, periodic, dtype, np.bartlett)
+    return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
+                   lambda k, m: 1.0 - (k * (2.0 / m) - 1.0).abs())  # fmt: skip
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device=None,
                   requires_grad=False):  # fmt: skip
-    """The Kaiser window with shape parameter ``beta`` (periodic by default)."""
-    return _window("kaiser_window", window_length, periodic, dtype,
-                   lambda n: np.kaiser(n, beta))  # fmt: skip
+    """The Kaiser window ``I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta)`` with shape
+    parameter ``beta`` (periodic by default)."""
+
+    def make(k, m):
+        r = k * (2.0 / m) - 1.0
+        return (beta * (1.0 - r * r).clamp_min(0.0).sqrt()).i0() / float(np.i0(beta))
+
+    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, make)

@@ -9,9 +9,23 @@ import numpy as np
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
 from .._C import Tensor
+from .._replay import replayed as _replayed
 from ._common import _check, _from_np, _np, _vmap_level, _wrap_dim
 
 # ----- index and scatter family --------------------------------------------------------
+
+
+def _checks_values(*values):
+    """Whether ``values`` may be read into NumPy for PyTorch's bounds errors. Not
+    while ``ferrograd.compile`` captures (a replay cannot re-run Python) nor under
+    ``vmap`` (a batched value has no NumPy view): the indices are then normalised
+    with tensor ops and the kernels check their bounds."""
+    return not _C._capture_active() and all(isinstance(v, Tensor) for v in values)
+
+
+def _wrap_negative(index, n):
+    """``index`` with negative entries counted from the end of a dimension of ``n``."""
+    return _C.where(index < 0, index + n, index)
 
 
 def _index_along(fn, self, dim, index, source_shape):
@@ -77,6 +91,7 @@ def index_copy(input, dim, index, source):
     return input.scatter(dim, idx, source)
 
 
+@_replayed("index_fill")
 def index_fill(input, dim, index, value):
     """A copy of ``input`` with the slices ``index`` along ``dim`` set to ``value``."""
     _check("index_fill", input)
@@ -85,10 +100,11 @@ def index_fill(input, dim, index, value):
     if index.dtype != _C.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
     n = input.shape[dim] if input.dim() else 1
-    flat = _np(index).reshape(-1)
-    if flat.size and (flat.max() >= n or flat.min() < -n):
-        bad = flat[(flat >= n) | (flat < -n)][0]
-        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
+    if _checks_values(index):
+        flat = _np(index).reshape(-1)
+        if flat.size and (flat.max() >= n or flat.min() < -n):
+            bad = flat[(flat >= n) | (flat < -n)][0]
+            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(
             "index_fill_ only supports a 0-dimensional value tensor, but got tensor "
@@ -96,14 +112,14 @@ def index_fill(input, dim, index, value):
         )
     if isinstance(input, Tensor) and input.dim() > 0 and isinstance(value, (Tensor, int, float)):
         # The filled slices written as rows of the (broadcast) value.
-        idx = _from_np(np.where(flat < 0, flat + n, flat).astype(np.int64))
+        idx = _wrap_negative(index.reshape(-1), n)
         v = value.to(input.dtype) if isinstance(value, Tensor) else _C.full(
             (), value, dtype=input.dtype)  # fmt: skip
         shape = list(input.shape)
         shape[dim] = idx.numel()
         return _C._index_copy(input, dim, idx, v.expand(*shape))
     mask = np.zeros(n, dtype=bool)
-    mask[flat] = True
+    mask[_np(index).reshape(-1)] = True
     view = [1] * input.dim()
     if view:
         view[dim] = n
@@ -118,6 +134,7 @@ def index_fill(input, dim, index, value):
     return input.masked_fill(m, value)
 
 
+@_replayed("masked_scatter")
 def masked_scatter(input, mask, source):
     """A copy of ``input`` with the elements where ``mask`` is True replaced, in order, by
     the leading elements of ``source``."""
@@ -129,8 +146,7 @@ def masked_scatter(input, mask, source):
             f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}"
         )
     mask = mask.expand(*input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
-    need = int(mask.sum().item())
-    if need > source.numel():
+    if _checks_values(mask) and int(mask.sum().item()) > source.numel():
         raise RuntimeError("masked_scatter: expected source to have at least as many elements "
                            "as there are True values in mask")  # fmt: skip
     pos = (mask.reshape(-1).long().cumsum(0) - 1).clamp(min=0)
@@ -143,13 +159,17 @@ def masked_scatter(input, mask, source):
 
 def _flat_index(fn, input, index):
     n = input.numel()
-    idx = _np(index).astype(np.int64)
-    if idx.size and (idx.max() >= n or idx.min() < -n):
-        bad = idx[(idx >= n) | (idx < -n)].reshape(-1)[0]
-        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
-    return _from_np(np.where(idx < 0, idx + n, idx))
+    if _checks_values(index):
+        idx = _np(index).astype(np.int64)
+        if idx.size and (idx.max() >= n or idx.min() < -n):
+            bad = idx[(idx >= n) | (idx < -n)].reshape(-1)[0]
+            raise IndexError(
+                f"out of range: tried to access index {bad} on a tensor of {n} elements."
+            )
+    return _wrap_negative(index, n)
 
 
+@_replayed("take")
 def take(input, index):
     """The elements of ``input``, viewed as 1-D, at ``index`` (negative counts from the
     end), in ``index``'s shape."""
@@ -161,6 +181,7 @@ def take(input, index):
     return input.reshape(-1).index_select(0, idx.reshape(-1)).reshape(tuple(index.shape))
 
 
+@_replayed("put")
 def _put(self, index, source, accumulate=False):
     """A copy of ``self`` with ``source`` written at the flat positions ``index`` (added
     there with ``accumulate=True``)."""
@@ -213,14 +234,21 @@ def index_put(input, indices, values, accumulate=False):
         return input + filled if accumulate else filled.clone()
     lead = tuple(input.shape[:k])
     rest = tuple(input.shape[k:])
-    arrs = np.broadcast_arrays(*[_np(t) for t in idx])
-    for d, (a, n) in enumerate(zip(arrs, lead)):
-        if a.size and (a.max() >= n or a.min() < -n):
-            bad = a[(a >= n) | (a < -n)].reshape(-1)[0]
-            raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
-    lin = np.ravel_multi_index(tuple(np.where(a < 0, a + n, a) for a, n in zip(arrs, lead)), lead)
-    lin_t = _from_np(lin.reshape(-1).astype(np.int64))
-    vals = values.to(input.dtype).expand(*(lin.shape + rest)).reshape((lin.size,) + rest)
+    arrs = _C.broadcast_tensors(*idx)
+    if _checks_values(*arrs):
+        for d, (a, n) in enumerate(zip(arrs, lead)):
+            a = _np(a)
+            if a.size and (a.max() >= n or a.min() < -n):
+                bad = a[(a >= n) | (a < -n)].reshape(-1)[0]
+                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+    # The row of each indexed position in `input` seen as (prod(lead), *rest).
+    lin = None
+    for a, n in zip(arrs, lead):
+        a = _wrap_negative(a, n)
+        lin = a if lin is None else lin * n + a
+    shape = tuple(lin.shape)
+    lin_t = lin.reshape(-1)
+    vals = values.to(input.dtype).expand(*(shape + rest)).reshape((lin_t.numel(),) + rest)
     flat = input.reshape((-1,) + rest)
     out = flat.index_add(0, lin_t, vals) if accumulate else flat.index_copy(0, lin_t, vals)
     return out.reshape(tuple(input.shape))

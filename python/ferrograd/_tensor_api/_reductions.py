@@ -13,6 +13,8 @@ import numpy as np
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
 from .._C import Tensor
+from .._replay import data_dependent as _data_dependent
+from .._replay import replayed as _replayed
 from ._common import _alloc_guard, _check, _from_np, _np, _vmap_level, _wrap_dim
 
 # ----- reductions ----------------------------------------------------------------------
@@ -178,6 +180,7 @@ def _quantile_batched(fn, input, q, dim, keepdim, interpolation, ignore_nan, lid
     return b.wrap(out, lid)
 
 
+@_replayed("quantile")
 @_autocast_op("quantile")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-th quantiles of ``input`` (over all elements or along ``dim``), between
@@ -186,6 +189,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
 
 
+@_replayed("nanquantile")
 @_autocast_op("nanquantile")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """``quantile`` of the non-NaN elements (NaN only when a slice is all NaN)."""
@@ -195,6 +199,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 # ----- counting and sets (NumPy, no gradients) -----------------------------------------
 
 
+@_data_dependent("bincount")
 def bincount(input, weights=None, minlength=0):
     """How many times each non-negative integer occurs in the 1-D int64 ``input`` (or the
     sum of ``weights`` at its occurrences), at least ``minlength`` bins."""
@@ -219,10 +224,21 @@ def bincount(input, weights=None, minlength=0):
     return _from_np(np.bincount(arr, minlength=minlength).astype(np.int64))
 
 
+@_replayed("histc")
 def histc(input, bins=100, min=0, max=0):  # noqa: A002
     """A histogram of ``input`` with ``bins`` equal-width bins between ``min`` and ``max``
     (the data's range when both are 0); elements outside are ignored."""
     _check("histc", input)
+    if _vmap_level(input)[0]:
+        # Counted in NumPy from the values: there is no batched form to run, and vmap
+        # never falls back to a per-sample loop.
+        from ..func._rules import refusal
+
+        raise RuntimeError(
+            "vmap: there is no batching rule for ferrograd.histc; it cannot be used inside "
+            "vmap/jacrev/jacfwd (ferrograd never falls back to a slow per-sample loop)"
+            + refusal("histc")
+        )
     if not input.is_floating_point():
         raise RuntimeError(
             f"\"histogram_cpu\" not implemented for '{str(input.dtype).split('.')[-1].capitalize()}'"
@@ -253,6 +269,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     return _from_np(counts.astype(np.float64), input.dtype)
 
 
+@_replayed("isin")
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each element of ``elements`` occurs in ``test_elements`` (either may be a
     number), as a bool tensor of ``elements``' shape."""
@@ -264,6 +281,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     return _from_np(np.isin(a, b, assume_unique=assume_unique, invert=invert))
 
 
+@_data_dependent("unique_consecutive")
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """``input`` with each run of equal consecutive elements (or slices along ``dim``)
     collapsed to one; optionally where each element went and each run's length."""
@@ -293,6 +311,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return tuple(out) if len(out) > 1 else out[0]
 
 
+@_replayed("unravel_index")
 def unravel_index(indices, shape):
     """The coordinates in a tensor of ``shape`` of the flat ``indices``, as a tuple of
     int64 tensors (one per dimension)."""

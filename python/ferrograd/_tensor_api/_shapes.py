@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
+from .._replay import replayed as _replayed
 from ._common import _alloc_guard, _check, _from_np, _np, _vmap_level, _wrap_dim
 
 # ----- scans ---------------------------------------------------------------------------
@@ -79,12 +80,14 @@ def _cum_ext(fn, input, dim, better):
     return _MinMax(input.gather(dim, indices), indices)
 
 
+@_replayed("cummax")
 def cummax(input, dim):
     """The running maximum along ``dim`` and where it was found, as
     ``(values, indices)``; the gradient flows to the element each value came from."""
     return _cum_ext("cummax", input, dim, np.maximum)
 
 
+@_replayed("cummin")
 def cummin(input, dim):
     """The running minimum along ``dim`` and where it was found, as
     ``(values, indices)``; the gradient flows to the element each value came from."""
@@ -154,6 +157,11 @@ def tile(input, dims):
     return input.repeat(*dims)
 
 
+def _repeats_from_values(input, repeats=None, dim=None, *, output_size=None):
+    return output_size is None and (repeats is None or isinstance(repeats, Tensor))
+
+
+@_replayed("repeat_interleave", data_dependent_if=_repeats_from_values)
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element (or slice along ``dim``) of ``input`` repeated ``repeats`` times
     in place. With a single int64 tensor, the indices ``i`` repeated ``input[i]`` times."""

@@ -5,6 +5,7 @@ against the physical value directly."""
 from __future__ import annotations
 
 import operator
+import types
 
 from .. import _C, _registry
 from .._registry import schema as _schema
@@ -64,7 +65,7 @@ _ELEMENTWISE_METHODS = [
     "arctan2", "hypot", "logaddexp", "logaddexp2", "xlogy", "copysign", "fmax", "fmin",
     "remainder", "fmod", "floor_divide", "heaviside", "float_power", "divide", "true_divide",
     "multiply", "greater", "greater_equal", "less", "less_equal", "not_equal", "nan_to_num",
-    "subtract", "positive", "clamp_min", "clamp_max",
+    "subtract", "positive", "clamp_min", "clamp_max", "polygamma",
 ]  # fmt: skip
 for _n in _ELEMENTWISE_METHODS:
     _attach(_n, elementwise)
@@ -154,6 +155,7 @@ _DIM_OPS = {
     "argsort": dim_op(1, "dim", -1),
     "topk": dim_op(2, "dim", -1),
     "kthvalue": dim_op(2, "dim", -1),
+    "mode": dim_op(1, "dim", -1),
     "diagonal": None,
     "max": max_min("max"),
     "min": max_min("min"),
@@ -367,6 +369,9 @@ for _n, _f in {
     "movedim": _movedim, "diagonal": _diagonal, "__getitem__": _getitem,
     "__setitem__": _setitem, "uniform_": _random_("uniform_"), "normal_": _random_("normal_"),
     "bernoulli_": _random_("bernoulli_"), "bernoulli": _bernoulli,
+    "exponential_": _random_("exponential_"), "geometric_": _random_("geometric_"),
+    "log_normal_": _random_("log_normal_"), "cauchy_": _random_("cauchy_"),
+    "random_": _random_("random_"),
     "requires_grad_": _requires_grad_,
 }.items():  # fmt: skip
     if _f.__doc__ is None:
@@ -418,3 +423,64 @@ def _attach_composed():
 
 _attach_composed()
 # ----- end of tensor API additions -----
+
+
+# ----- in-place forms of ops with an out-of-place batching rule ------------------------------
+
+
+def write_inplace(self, out, name):
+    """``self.<name>(...)`` under vmap, given its out-of-place value ``out``
+    (computed through the batching rules): ``out`` is copied into ``self``.
+    As in PyTorch, ``self`` must be batched wherever ``out`` is, and the
+    value must have ``self``'s shape."""
+    lid = max_level((self, out))
+    if unwrap_at(self, lid) is None:
+        raise inplace_error(name)
+    if tuple(out.shape) != tuple(self.shape):
+        raise RuntimeError(
+            f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+            f"{list(out.shape)}"
+        )
+    self.copy_(out)
+    return self
+
+
+def _inplace_composed(name):
+    base = name[:-1]
+
+    def method(self, *args, **kwargs):
+        return write_inplace(self, getattr(self, base)(*args, **kwargs), name)
+
+    method.__name__ = name
+    method.__doc__ = f"``Tensor.{name}``: ``Tensor.{base}``'s batching rule, written into ``self``."
+    return method
+
+
+#: In-place forms that change a tensor's shape or strides rather than its values: a
+#: batched value cannot be restrided in place (they have no batching rule).
+_RESTRIDING = {"squeeze_", "unsqueeze_", "t_", "transpose_", "swapaxes_", "swapdims_",
+               "detach_", "resize_", "resize_as_", "as_strided_", "set_", "share_memory_"}
+
+
+def _attach_inplace_forms():
+    # Every in-place method of Tensor whose out-of-place form batches and that has no
+    # rule of its own (addmm_, index_copy_, masked_scatter_, cumsum_, ...); the random
+    # fills (uniform_, ...) have their own rules above. An out-of-place form written in
+    # Python (Tensor.addmm) runs on the batched value as it is, through the rules of
+    # the ops it is made of.
+    for name in dir(_C.Tensor):
+        if not name.endswith("_") or name.startswith("_") or name in BatchedTensor.__dict__:
+            continue
+        if name in _RESTRIDING:
+            continue
+        base = name[:-1]
+        if base not in BatchedTensor.__dict__:
+            fn = getattr(_C.Tensor, base, None)
+            if not isinstance(fn, types.FunctionType):
+                continue
+            setattr(BatchedTensor, base, fn)
+        setattr(BatchedTensor, name, _inplace_composed(name))
+
+
+_attach_inplace_forms()
+BatchedTensor.zeros_ = BatchedTensor.zero_

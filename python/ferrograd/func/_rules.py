@@ -466,6 +466,38 @@ def pointwise_loss(name):
     return rule
 
 
+def weighted_loss(name):
+    """``binary_cross_entropy`` (``input, target, weight, reduction``) and
+    ``binary_cross_entropy_with_logits`` (``..., pos_weight``): 'none'
+    elementwise over every tensor operand (a per-sample weight included),
+    then the reduction over each sample's logical elements."""
+    names = ["input", "target", "weight", "reduction"]
+    if name.endswith("_with_logits"):
+        names.append("pos_weight")
+
+    def rule(call, args, kwargs):
+        vals = dict(zip(names, args))
+        vals.update(kwargs)
+        reduction = vals.get("reduction", "mean")
+        operands = [vals.get(n) for n in names if n != "reduction"]
+        # The kernel wants input and target of one shape: both carry the batch.
+        lid = max_level(operands)
+        size = batch_size_of(operands, lid)
+        operands[:2] = [wrap(materialize(v, lid, size), lid) for v in operands[:2]]
+
+        def none(i, t, w, *pos_weight):
+            return call(i, t, w, "none", *pos_weight)
+
+        out = elementwise(none, operands, {})
+        if reduction == "sum":
+            return out.sum()
+        if reduction == "mean":
+            return out.mean()
+        return out
+
+    return rule
+
+
 def like_rule(call, args, kwargs):
     """``zeros_like``/``ones_like``/``full_like``: the same tensor for every sample."""
     lid = max_level(args, kwargs)
@@ -500,7 +532,7 @@ _ELEMENTWISE_FUNCTIONS = {
     "copysign", "fmax", "fmin", "remainder", "fmod", "floor_divide", "heaviside",
     "float_power", "divide", "true_divide", "multiply", "greater", "greater_equal", "less",
     "less_equal", "not_equal", "nan_to_num",
-    "subtract", "positive", "clamp_min", "clamp_max",
+    "subtract", "positive", "clamp_min", "clamp_max", "polygamma",
     # nn.functional activations
     "hardtanh", "leaky_relu", "elu", "gelu", "softplus",
 }  # fmt: skip
@@ -763,6 +795,8 @@ _FUNCTION_RULES = {
     "l1_loss": pointwise_loss("l1_loss"),
     "smooth_l1_loss": pointwise_loss("smooth_l1_loss"),
     "huber_loss": pointwise_loss("huber_loss"),
+    "binary_cross_entropy": weighted_loss("binary_cross_entropy"),
+    "binary_cross_entropy_with_logits": weighted_loss("binary_cross_entropy_with_logits"),
     "all": full_reduce(_all),
     "any": full_reduce(_any),
     "trace": full_reduce(_trace),
@@ -772,6 +806,7 @@ _FUNCTION_RULES = {
     "argsort": dim_op(1, "dim", -1),
     "topk": dim_op(2, "dim", -1),
     "kthvalue": dim_op(2, "dim", -1),
+    "mode": dim_op(1, "dim", -1),
     "median": dim_op(1, "dim", "all"),
     "nanmedian": dim_op(1, "dim", "all"),
     "msort": _msort,

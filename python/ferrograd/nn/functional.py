@@ -12,6 +12,7 @@ import warnings
 
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
+from .._inplace import apply_inplace as _apply_inplace
 from ._functional.linear import bilinear
 
 
@@ -34,10 +35,18 @@ def _inplace(input, result):
     return input.copy_(result)
 
 
+def _native_inplace(name, input, *args):
+    # The core's in-place op; a value batched by vmap takes the out-of-place
+    # op's batching rule and is written in.
+    if isinstance(input, _C.Tensor):
+        return getattr(_C, name)(input, *args)
+    return _apply_inplace(input, lambda: getattr(_C, name[:-1])(input, *args), name)
+
+
 def _activation(input, inplace, compute):
     # In place, the result is written into the input as `Tensor.relu_` would
     # be, so a backward needing the input (silu) keeps its old value.
-    return _C._apply_inplace(input, compute) if inplace else compute()
+    return _apply_inplace(input, compute) if inplace else compute()
 
 
 # ----- activations ---------------------------------------------------------------------------
@@ -96,7 +105,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
         tensor([-0.2000,  0.5000])
     """
     if inplace:
-        return _C.leaky_relu_(input, negative_slope)
+        return _native_inplace("leaky_relu_", input, negative_slope)
     return _C.leaky_relu(input, negative_slope)
 
 
@@ -116,7 +125,7 @@ def leaky_relu_(input, negative_slope=0.01):
         >>> F.leaky_relu_(x, 0.1) is x, x
         (True, tensor([-0.2000,  0.5000]))
     """
-    return _C.leaky_relu_(input, negative_slope)
+    return _native_inplace("leaky_relu_", input, negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -137,7 +146,7 @@ def elu(input, alpha=1.0, inplace=False):
         >>> F.elu(torch.tensor([-1.0, 0.0, 2.0]))
         tensor([-0.6321,  0.0000,  2.0000])
     """
-    return _C.elu_(input, alpha) if inplace else _C.elu(input, alpha)
+    return _native_inplace("elu_", input, alpha) if inplace else _C.elu(input, alpha)
 
 
 def elu_(input, alpha=1.0):
@@ -156,7 +165,7 @@ def elu_(input, alpha=1.0):
         >>> F.elu_(x) is x, x
         (True, tensor([-0.6321,  2.0000]))
     """
-    return _C.elu_(input, alpha)
+    return _native_inplace("elu_", input, alpha)
 
 
 def gelu(input, approximate="none"):

@@ -105,8 +105,9 @@ def entry_point(lib, op, name=None, seed=True):
     comparison): the ``nn.functional`` function when there is one (its
     signature is the documented one: ``torch.embedding`` takes its arguments
     in another order), else the module function, the ``linalg`` function,
-    or the method. An in-place op (``copy_``) is called on a copy of its
-    first argument, so a leaf that requires grad can be its input. The
+    or the method. An in-place op (``copy_``, ``F.relu_``) is called on a
+    copy of its first argument, as PyTorch's OpInfo tests call in-place
+    variants, so a leaf that requires grad can be its input. The
     sample's ``call`` (unpacking a tuple result, say) wraps it."""
     name = name or op.name
     if op.has("F") and hasattr(lib.nn.functional, name):
@@ -120,11 +121,11 @@ def entry_point(lib, op, name=None, seed=True):
         def fn(x, *args, **kwargs):
             return getattr(x, name)(*args, **kwargs)
 
-    if name.endswith("_") and op.has("method") and not op.has("F"):
-        method = fn
+    if name.endswith("_"):
+        inplace = fn
 
         def fn(x, *args, **kwargs):
-            return method(x.clone(), *args, **kwargs)
+            return inplace(x.clone(), *args, **kwargs)
 
     call = op.sample.call if op.sample is not None else None
     if call is not None:

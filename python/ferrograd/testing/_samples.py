@@ -30,6 +30,8 @@ class Call:
         dtype they were drawn in."""
 
         def conv(a, g):
+            if isinstance(a, tuple) and any(isinstance(e, np.ndarray) for e in a):
+                return tuple(conv(e, False) for e in a)
             if not isinstance(a, np.ndarray):
                 return a
             if a.dtype.kind == "f":
@@ -131,6 +133,10 @@ def calls(draw, sample: Sample):
             first = first and a.dtype is not None
             args.append(draw(_tensor_arg(a, shape)))
             grad.append(a.grad and a.dtype is None)
+        elif isinstance(a, tuple) and any(isinstance(e, T) for e in a):
+            # A tuple of index tensors (index_put's `indices`), never differentiated.
+            args.append(tuple(draw(_tensor_arg(e, e.shape)) if isinstance(e, T) else e for e in a))
+            grad.append(False)
         else:
             args.append(a)
             grad.append(False)

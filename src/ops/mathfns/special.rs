@@ -9,7 +9,7 @@ use super::super::{
     add_scalar, compare, div, map1, mul, mul_f64, neg, reciprocal, result_type, sign, sub, where_,
     Scalar,
 };
-use super::{rec1, rec1f, sq, zero_like_dt, NO_INT};
+use super::{rec1, rec1f, sq, NO_INT};
 use crate::autograd::{needs_record, record, SavedTensor};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::binary;
@@ -164,10 +164,21 @@ fn f64_map(a: &Tensor, f: fn(f64) -> f64) -> Result<Tensor> {
 
 /// `x` with its zeros replaced by 1 (a safe divisor), and the zero mask.
 fn nonzero_divisor(x: &Tensor) -> Result<(Tensor, Tensor)> {
-    let zero = zero_like_dt(x);
-    let is0 = compare::eq(x, &zero)?;
-    let safe = where_(&is0, &Tensor::scalar_of(1.0, x.dtype()), x)?;
-    Ok((safe, is0))
+    // As PyTorch's i1 backward: |x| up to the dtype's epsilon counts as 0, where
+    // I1(x) / x has lost its precision (1 instead of 1/2 at the smallest subnormal)
+    // and the derivative is 1/2 to within x^2.
+    let eps = match x.dtype() {
+        DType::F64 => f64::EPSILON,
+        DType::F16 => 9.765_625e-4,
+        DType::BF16 => 7.812_5e-3,
+        _ => f32::EPSILON as f64,
+    };
+    let tiny = compare::le(
+        &super::super::unary::abs(x)?,
+        &Tensor::scalar_of(eps, x.dtype()),
+    )?;
+    let safe = where_(&tiny, &Tensor::scalar_of(1.0, x.dtype()), x)?;
+    Ok((safe, tiny))
 }
 
 /// Records a unary op whose gradient `d(x, y)` needs the input and the output.

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+from ..._inplace import apply_inplace
+from ..._replay import replayed
 from ._args import tensor_args
 
 __all__ = [
@@ -37,7 +39,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 def _act(input, inplace, compute):
     # In place, the value is computed out of place and written in, as
     # nn.functional's other inplace activations do.
-    return _C._apply_inplace(input, compute) if inplace else compute()
+    return apply_inplace(input, compute) if inplace else compute()
 
 
 @tensor_args("input", "weight")
@@ -368,7 +370,7 @@ def relu_(input):
         >>> F.relu_(x) is x, x
         (True, tensor([0., 2.]))
     """
-    return _C._apply_inplace(input, lambda: _C.relu(input))
+    return apply_inplace(input, lambda: _C.relu(input), "relu_")
 
 
 @tensor_args("input")
@@ -391,7 +393,7 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _C._apply_inplace(input, lambda: _C.hardtanh(input, min_val, max_val))
+    return apply_inplace(input, lambda: _C.hardtanh(input, min_val, max_val), "hardtanh_")
 
 
 @tensor_args("input")
@@ -433,10 +435,13 @@ def celu_(input, alpha=1.0):
     return celu(input, alpha, inplace=True)
 
 
+@replayed("rrelu")
 def _rrelu_noise(input, lower, upper):
     # ATen's CPU kernel walks the input in memory order and draws one double
     # uniform (53 bits) per non-positive element only; drawing exactly that
     # many from a float64 ``uniform_`` consumes the generator the same way.
+    if not isinstance(input, _C.Tensor):
+        return _batched_rrelu_noise(input, lower, upper)
     neg = input.detach() <= 0
     count = int(neg.sum().item())
     noise = _C.ones(*input.shape, dtype=input.dtype)
@@ -444,6 +449,20 @@ def _rrelu_noise(input, lower, upper):
         draws = _C.empty(count, dtype=_C.float64).uniform_(lower, upper)
         noise[neg] = draws.to(input.dtype)
     return noise
+
+
+def _batched_rrelu_noise(input, lower, upper):
+    """The slopes under ``vmap``, by its ``randomness`` mode: refused in 'error'
+    mode; 'different' draws for the whole batch at once (what the op draws for
+    the stacked samples); 'same' draws one slope per logical element, shared
+    by every sample."""
+    from ...func._batched import check_random, unwrap_at, wrap
+
+    lid = input._level
+    if check_random(lid) == "different":
+        return wrap(_rrelu_noise(unwrap_at(input, lid), lower, upper), lid)
+    slopes = _C.empty(*input.shape, dtype=_C.float64).uniform_(lower, upper).to(input.dtype)
+    return _C.where(input.detach() <= 0, slopes, 1.0)
 
 
 @tensor_args("input")
@@ -477,7 +496,9 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not training:
         slope = (lower + upper) / 2
         if inplace:
-            return _C.leaky_relu_(input, slope)
+            if isinstance(input, _C.Tensor):
+                return _C.leaky_relu_(input, slope)
+            return apply_inplace(input, lambda: _C.leaky_relu(input, slope), "rrelu_")
         return _C.leaky_relu(input, slope)
     noise = _rrelu_noise(input, lower, upper)
     return _act(input, inplace, lambda: input * noise)

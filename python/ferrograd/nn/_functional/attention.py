@@ -166,6 +166,13 @@ def scaled_dot_product_attention(
                 f"scaled_dot_product_attention(): argument '{name}' must be Tensor, "
                 f"not {type(t).__name__}"
             )
+    if attn_mask is not None and not isinstance(attn_mask, _C.Tensor) and not hasattr(
+        type(attn_mask), "__ferrograd_function__"
+    ):
+        raise TypeError(
+            "scaled_dot_product_attention(): argument 'attn_mask' must be Tensor or None, "
+            f"not {type(attn_mask).__name__}"
+        )
     if not (query.dtype == key.dtype == value.dtype):
         raise RuntimeError(
             "Expected query, key, and value to have the same dtype, but got query.dtype: "

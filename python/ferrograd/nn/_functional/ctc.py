@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+from ..._replay import replayed
+from ..._tensor_api._common import _vmap_level
 
 __all__ = ["ctc_loss"]
 
@@ -45,7 +47,39 @@ def _lengths(x, what, n):
     return vals
 
 
+def _ctc_batched(b, lid, log_probs, targets, input_lengths, target_lengths, blank, reduction,
+                 zero_infinity):
+    """``ctc_loss`` under vmap: the samples' (T, N, C) batches side by side as one
+    (T, B * N, C) batch, each sample's losses then reduced as one call reduces them."""
+    args = (log_probs, targets, input_lengths, target_lengths)
+    size = b.batch_size_of([a for a in args if not isinstance(a, (list, tuple, int))], lid)
+
+    def rows(x):
+        if isinstance(x, (int, list, tuple)):
+            x = _C.tensor([x] if isinstance(x, int) else list(x), dtype=_C.int64)
+        return b.materialize(x, lid, size)
+
+    lp = b.materialize(log_probs, lid, size)
+    tg = rows(targets)
+    if lp.dim() != 4 or tg.dim() != 3:
+        raise RuntimeError("vmap: ctc_loss supports per-sample log_probs of shape (T, N, C) with "
+                           "padded (N, S) targets")
+    size, t, n, c = lp.shape
+    il, tl = rows(input_lengths), rows(target_lengths)
+    losses = ctc_loss(lp.movedim(0, 1).reshape(t, size * n, c), tg.reshape(size * n, -1),
+                      il.reshape(-1), tl.reshape(-1), blank, "none", zero_infinity)
+    losses = losses.reshape(size, n)
+    if reduction == "sum":
+        losses = losses.sum(1)
+    elif reduction == "mean":
+        losses = (losses / tl.to(losses.dtype).clamp(min=1)).mean(1)
+    elif reduction != "none":
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return b.wrap(losses, lid)
+
+
 @_autocast_op("ctc_loss")
+@replayed("ctc_loss")
 def ctc_loss(
     log_probs,
     targets,
@@ -93,6 +127,10 @@ def ctc_loss(
         >>> F.ctc_loss(log_probs, torch.tensor([[1, 2]]), [4], [2], reduction="sum")
         tensor(1.6864)
     """
+    lid, b = _vmap_level(log_probs, targets, input_lengths, target_lengths)
+    if lid:
+        return _ctc_batched(b, lid, log_probs, targets, input_lengths, target_lengths, blank,
+                            reduction, zero_infinity)
     for arg, what in ((log_probs, "log_probs"), (targets, "targets")):
         if not isinstance(arg, _C.Tensor):
             raise TypeError(f"ctc_loss(): argument '{what}' must be Tensor, not {type(arg).__name__}")

@@ -11,6 +11,7 @@ import math
 import warnings
 
 from ... import _C
+from ..._inplace import apply_inplace
 from ._args import tensor_args
 
 __all__ = [
@@ -54,7 +55,7 @@ def _dropout_impl(input, p, train, inplace, feature, alpha):
         else:
             noise = noise / (1 - p)
             compute = lambda: input * noise  # noqa: E731
-    return _C._apply_inplace(input, compute) if inplace else compute()
+    return apply_inplace(input, compute) if inplace else compute()
 
 
 def _unbatched(input, p, training, inplace, batched):

@@ -7,6 +7,7 @@ import math
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+from ..._replay import replayed
 from ...autograd.grad_mode import no_grad
 from ._args import tensor_args
 
@@ -442,6 +443,7 @@ def poisson_nll_loss(
 
 
 @tensor_args("input", "target")
+@replayed("gaussian_nll_loss")
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     """Gaussian negative log-likelihood: ``0.5 * (log(var) + (x - target) ** 2 / var)`` (plus
     ``0.5 * log(2 * pi)`` with ``full``); reduced.
@@ -472,8 +474,13 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         >>> F.gaussian_nll_loss(mean, torch.tensor([1.0, 1.0]), var, reduction="none")
         tensor([ 0.5000, -0.3466])
     """
-    if isinstance(var, (int, float)):
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
         var = _C.full(tuple(input.shape), float(var), dtype=input.dtype)
+    elif not isinstance(var, _C.Tensor) and not hasattr(type(var), "__ferrograd_function__"):
+        raise TypeError(
+            "gaussian_nll_loss(): argument 'var' (position 3) must be Tensor or float, "
+            f"not {type(var).__name__}"
+        )
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+from ..._replay import replayed
 from ._args import tensor_args
 from .loss import _reduce, _reduction, pairwise_distance
 
@@ -51,6 +52,7 @@ def _finish(per_sample, target, reduction):
 
 @tensor_args("input", "target", optional=("weight",))
 @_autocast_op("multi_margin_loss")
+@replayed("multi_margin_loss")
 def multi_margin_loss(
     input,
     target,
@@ -117,6 +119,7 @@ def multi_margin_loss(
 
 @tensor_args("input", "target")
 @_autocast_op("multilabel_margin_loss")
+@replayed("multilabel_margin_loss")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Multi-label hinge loss: per sample, the sum over its target classes ``j`` and its other
     classes ``k`` of ``max(0, 1 - (x[j] - x[k]))``, divided by ``C``; reduced.

@@ -4,6 +4,7 @@ Rust ops (``_C.batch_norm``, ``layer_norm``, ``group_norm``, ``embedding``)."""
 from __future__ import annotations
 
 from ... import _C, _dispatch
+from ..._replay import replayed
 from ...autograd.grad_mode import no_grad
 from ._args import PaddingIdxError, tensor_args
 
@@ -348,6 +349,40 @@ def embedding(
     return _C.embedding(weight, input, padding_idx, scale_grad_by_freq)
 
 
+def _embedding_bag_batched(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
+                           sparse, per_sample_weights, include_last_offset, padding_idx):
+    """``embedding_bag`` under vmap, for 2-D (bags, length) inputs: the samples' bags are
+    one call; with a per-sample weight each sample's indices are offset to its own rows of
+    one table of batch x rows (as ``embedding``'s batching rule does)."""
+    from ...func import _batched as b
+
+    lid = b.max_level((input, weight, offsets, per_sample_weights))
+    size = b.batch_size_of((input, weight, offsets, per_sample_weights), lid)
+    vw = b.unwrap_at(weight, lid)
+    if offsets is not None or padding_idx is not None or max_norm is not None or (
+        vw is not None and scale_grad_by_freq
+    ):
+        raise RuntimeError(
+            "vmap: embedding_bag supports 2-D (bags, length) inputs without offsets, "
+            "padding_idx or max_norm (and scale_grad_by_freq only with a shared weight)"
+        )
+    idx = b.materialize(input, lid, size)
+    if idx.dim() != 3:
+        raise RuntimeError("vmap: embedding_bag supports per-sample inputs of 2 dimensions")
+    bags = idx.shape[1]
+    table = weight
+    if vw is not None:
+        rows = vw.shape[1]
+        idx = idx + _C.arange(size, dtype=idx.dtype).mul(rows).reshape(size, 1, 1)
+        table = vw.reshape(size * rows, vw.shape[2])
+    psw = per_sample_weights
+    if psw is not None:
+        psw = b.materialize(psw, lid, size).reshape(size * bags, -1)
+    out = embedding_bag(idx.reshape(size * bags, -1), table, None, None, norm_type,
+                        scale_grad_by_freq, mode, sparse, psw, include_last_offset, None)
+    return b.wrap(out.reshape(size, bags, out.shape[-1]), lid)
+
+
 @tensor_args(
     "input",
     "weight",
@@ -356,6 +391,7 @@ def embedding(
         "per_sample_weights",
     ),
 )
+@replayed("embedding_bag")
 def embedding_bag(
     input,
     weight,
@@ -411,6 +447,10 @@ def embedding_bag(
     """
     import numpy as np
 
+    if _dispatch.is_batched(input, weight, offsets, per_sample_weights):
+        return _embedding_bag_batched(input, weight, offsets, max_norm, norm_type,
+                                      scale_grad_by_freq, mode, sparse, per_sample_weights,
+                                      include_last_offset, padding_idx)
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
     if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
@@ -487,6 +527,7 @@ def embedding_bag(
     return out
 
 
+@replayed("one_hot", data_dependent_if=lambda tensor, num_classes=-1: num_classes == -1)
 def one_hot(tensor, num_classes=-1):
     """One-hot encoding: an int64 tensor with a 1 at each class index and 0 elsewhere.
 

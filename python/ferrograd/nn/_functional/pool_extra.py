@@ -15,6 +15,8 @@ import warnings
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+from ..._replay import replayed
+from ..._tensor_api._common import _vmap_level
 from ._args import tensor_args
 from .conv import (
     _adaptive_size,
@@ -197,6 +199,18 @@ def _unpool_output_size(input, kernel_size, stride, padding, output_size):
 
 
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, name):
+    lid, b = _vmap_level(input, indices)
+    if lid:
+        # Under vmap: the samples' (N, C) rows (or a sample's C as N) are one call.
+        size = b.batch_size_of((input, indices), lid)
+        vi, vx = b.materialize(input, lid, size), b.materialize(indices, lid, size)
+        if vi.dim() - 1 != n + 2:
+            out = _max_unpool(vi, vx, kernel_size, stride, padding, output_size, n, name)
+            return b.wrap(out, lid)
+        rows = (size * vi.shape[1],)
+        out = _max_unpool(vi.reshape(*rows, *vi.shape[2:]), vx.reshape(*rows, *vx.shape[2:]),
+                          kernel_size, stride, padding, output_size, n, name)
+        return b.wrap(out.reshape(size, vi.shape[1], *out.shape[1:]), lid)
     if not isinstance(indices, _C.Tensor):
         raise TypeError(
             f"{name}(): argument 'indices' (position 2) must be Tensor, not "
@@ -237,6 +251,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, na
 
 
 @tensor_args("input")
+@replayed("max_unpool1d")
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Partial inverse of ``max_pool1d``: each value of ``input`` goes to the position its
     index names in a zero tensor; every other position stays 0.
@@ -271,6 +286,7 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 @tensor_args("input")
 @_autocast_op("max_unpool2d")
+@replayed("max_unpool2d")
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Partial inverse of ``max_pool2d``: each value of ``input`` goes to the position its
     index names in a zero tensor; every other position stays 0.
@@ -310,6 +326,7 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 @tensor_args("input")
 @_autocast_op("max_unpool3d")
+@replayed("max_unpool3d")
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Partial inverse of ``max_pool3d``: each value of ``input`` goes to the position its
     index names in a zero tensor; every other position stays 0.
@@ -417,9 +434,8 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
     n, c, d, h, w = x.shape
     planes, where = adaptive_max_pool2d_with_indices(x.reshape(n, c * d, h, w), [oh, ow])
     out, idx = adaptive_max_pool2d_with_indices(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
-    # Integer index arithmetic (no gradient) in NumPy: the second pool's flat
-    # index is depth * (oh * ow) + column.
-    depth = _C.tensor(idx.reshape(n, c, od, oh * ow).numpy() // (oh * ow))
+    # The second pool's flat index is depth * (oh * ow) + column.
+    depth = idx.reshape(n, c, od, oh * ow) // (oh * ow)
     in_plane = where.reshape(n, c, d, oh * ow).gather(2, depth)
     indices = (depth * (h * w) + in_plane).reshape(n, c, od, oh, ow)
     out = out.reshape(n, c, od, oh, ow)
