@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .schema import COMPILE, GRAD, GRADGRAD, JVP, VMAP, VMAP_INPLACE
+from .schema import COMPILE, GRAD, GRADGRAD, JVP, VMAP, VMAP_INPLACE  # noqa: F401 - kinds entries use
 
 _NO_INPLACE_RULE = ("vmap has no batching rule for the in-place form: it raises \"there is no "
                     "batching rule for Tensor.{name}_\"")
