@@ -29,6 +29,10 @@ impl Rows {
 /// Runs `f(o, j0, j1)` for every outer index and tile of inner columns,
 /// split across the pool when the work is large enough.
 fn for_tiles(r: Rows, f: impl Fn(usize, usize, usize) + Sync) {
+    if r.outer == 0 || r.n == 0 || r.inner == 0 {
+        // No elements: no loop over the other sizes, however large.
+        return;
+    }
     let tiles = r.tiles();
     let count = r.outer * tiles;
     let work = r.outer * r.n * r.inner;

@@ -886,6 +886,10 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     let fused = x.ndim() > 0 && x.numel() > 0;
     let out = if fused {
         fused_softmax(&x, d as usize, false)?
+    } else if x.numel() == 0 {
+        // No elements: no row sums (which, kept beside a huge size, would
+        // not fit: `[2**62, 0]` along its empty dimension).
+        Tensor::zeros(x.shape(), x.dtype())
     } else {
         let _g = GradModeGuard::new(false);
         let e = exp(&shifted(&x, d)?)?;
@@ -904,6 +908,9 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
             saved![Some(SavedTensor::output(&out, 0))],
             move |c| {
                 let (y, g) = (c.saved(0)?, c.grad()?);
+                if y.numel() == 0 {
+                    return Ok(smallvec![Some(Tensor::zeros(y.shape(), g.dtype()))]);
+                }
                 if fused && !crate::autograd::is_grad_enabled() {
                     return Ok(smallvec![Some(fused_softmax_backward(
                         g, y, d as usize, false

@@ -145,6 +145,15 @@ impl Blocks {
 
 /// Per-group mean and biased variance of `x` (contiguous, `T`).
 fn group_moments<T: Float>(x: &[T], l: Blocks) -> (Vec<f64>, Vec<f64>) {
+    if x.is_empty() {
+        // No elements at all: every statistic is undefined (and the groups,
+        // however many are declared, are not visited one by one).
+        let ng = l.stat_groups();
+        return (
+            crate::error::filled_vec(ng, f64::NAN),
+            crate::error::filled_vec(ng, f64::NAN),
+        );
+    }
     if l.by_columns() {
         let (cm, cq) = kn::col_moments(x, l.c * l.s);
         return (0..l.c)

@@ -222,6 +222,11 @@ pub fn max_pool2d_with_indices(
         ceil_mode,
         true,
     )?;
+    let oshape = out_shape(&x.shape(), [pp.out[0] as usize, pp.out[1] as usize]);
+    if let Some(empty) = empty_output(x, oshape, "MaxPool2DWithIndicesBackward0") {
+        let idx = Tensor::zeros(empty.shape(), crate::tensor::DType::I64);
+        return Ok((empty, idx));
+    }
     let win: [Window; 2] = std::array::from_fn(|a| {
         let (len, k, s, p, d) = (pp.size[a] as i64, pp.k[a], pp.s[a], pp.p[a], pp.d[a]);
         let mut w = Window {
@@ -453,6 +458,10 @@ pub fn avg_pool2d(
         ceil_mode,
         false,
     )?;
+    let oshape = out_shape(&x.shape(), [pp.out[0] as usize, pp.out[1] as usize]);
+    if let Some(empty) = empty_output(x, oshape, "AvgPool2DBackward0") {
+        return Ok(empty);
+    }
     // Per axis: the clipped window, and its share of the divisor.
     let taps: [Taps; 2] = std::array::from_fn(|a| {
         let (len, k, s, p) = (pp.size[a] as i64, pp.k[a], pp.s[a], pp.p[a]);
@@ -692,7 +701,15 @@ pub fn constant_pad_nd(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
     }
     let mut oshape = Shape::new();
     for d in 0..nd {
-        let n = shape[d] as i64 + before[d] + after[d];
+        let Some(n) = (shape[d] as i64)
+            .checked_add(before[d])
+            .and_then(|n| n.checked_add(after[d]))
+        else {
+            return Err(Error::runtime(format!(
+                "Storage size calculation overflowed: the input size {} plus padding {} and {} does not fit in int64 (dimension {d})",
+                shape[d], before[d], after[d]
+            )));
+        };
         if n < 0 {
             return Err(Error::runtime(format!(
                 "The input size {}, plus negative padding {} and {} resulted in a negative output size, which is invalid. Check dimension {d} of your input.",
@@ -702,6 +719,9 @@ pub fn constant_pad_nd(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
         oshape.push(n as usize);
     }
     let dtype = x.dtype();
+    // Refused before anything is made: an element count past int64 (PyTorch's
+    // check); `full` then allocates fallibly.
+    crate::tensor::checked_storage_numel(&oshape, dtype.size())?;
     let out = Tensor::full(oshape.clone(), value, dtype);
     // The region both share: input [src_lo, src_lo + len), output [dst_lo, ..).
     let mut len: SmallVec<[usize; 4]> = SmallVec::new();

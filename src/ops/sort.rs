@@ -47,10 +47,16 @@ fn pick_indices(
     } else {
         a.clone()
     };
-    let mut mask = vec![false; shape.len()];
-    mask[d] = true;
-    let (rows_t, rows, cols) = rows_of(&src, &mask)?;
-    let flat = pick(&rows_t, rows, cols);
+    let flat = if src.numel() == 0 || k == 0 {
+        // Nothing to pick, whatever the other sizes (`[2**62, 0]` has no rows
+        // to visit, `[0, 2**62]` no row to scan).
+        Vec::new()
+    } else {
+        let mut mask = vec![false; shape.len()];
+        mask[d] = true;
+        let (rows_t, rows, cols) = rows_of(&src, &mask)?;
+        pick(&rows_t, rows, cols)
+    };
     // Rows come out with `dim` last; put it back where it was.
     let mut moved: Shape = shape
         .iter()
