@@ -115,6 +115,9 @@ def _tri_indices(row, col, offset, lower):
         raise RuntimeError(f"row must be non-negative, got{row}")
     if col < 0:
         raise RuntimeError(f"col must be non-negative, got{col}")
+    if row == 0 or col == 0:
+        # No cells, however long the other side: no positions to tabulate.
+        return _C.zeros((2, 0), dtype=_C.int64)
     # Refuse before NumPy tries: the mask alone is row * col bytes.
     if row * col > 1 << 31:
         raise RuntimeError(
@@ -254,11 +257,13 @@ def tensor_split(input, indices_or_sections, dim=0):
         if n <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {n}")
         base, extra = divmod(size, n)
-        bounds = []
+        # One view per section: a count no list can hold (2**40) is refused at
+        # once (MemoryError) instead of after a loop that fills memory.
+        bounds = [None] * n
         start = 0
         for i in range(n):
             length = base + (1 if i < extra else 0)
-            bounds.append((start, length))
+            bounds[i] = (start, length)
             start += length
     else:
         points = [0, *[int(i) for i in indices_or_sections], size]

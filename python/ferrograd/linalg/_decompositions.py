@@ -131,6 +131,22 @@ def _qr_back_square(Q, R, gQ, gR):
     return solve(R, b.mT).mT
 
 
+def _qr(a, mode):
+    """``np.linalg.qr``, with matrices that have no rows or no columns answered
+    without LAPACK (a batch of 2**40 of them took a call each): ``R`` is empty,
+    ``Q`` empty or, complete, the identity."""
+    m, n = a.shape[-2:]
+    if m and n:
+        return np.linalg.qr(a, mode=mode)
+    batch = a.shape[:-2]
+    r = np.zeros(batch + ((m if mode == "complete" else 0), n), dtype=a.dtype)
+    if mode == "r":
+        return r
+    if mode == "complete":
+        return np.broadcast_to(np.eye(m, dtype=a.dtype), batch + (m, m)).copy(), r
+    return np.zeros(batch + (m, 0), dtype=a.dtype), r
+
+
 class LinalgQr(Function):
     @staticmethod
     def forward(ctx, A, mode):
@@ -138,11 +154,11 @@ class LinalgQr(Function):
         ctx.mode = mode
         ctx.set_materialize_grads(False)
         if mode == "r":
-            R = _tensor(np.linalg.qr(a, mode="r"), A)
+            R = _tensor(_qr(a, "r"), A)
             Q = _C.empty(0, dtype=A.dtype)
             ctx.mark_non_differentiable(Q)
             return Q, R
-        q, r = np.linalg.qr(a, mode=mode)
+        q, r = _qr(a, mode)
         Q, R = _tensor(q, A), _tensor(r, A)
         ctx.save_for_backward(Q, R)
         return Q, R

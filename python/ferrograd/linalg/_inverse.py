@@ -289,7 +289,7 @@ class LinalgMatrixRank(Function):
         if hermitian:
             s = np.abs(np.linalg.eigvalsh(a))
         else:
-            s = np.linalg.svd(a, compute_uv=False)
+            s = _svd(a, compute_uv=False)
         smax = s.max(-1, keepdims=True) if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
         tol = _tolerances(A, atol, rtol, smax)
         rank = _int_tensor((s > tol).sum(-1))
@@ -326,7 +326,7 @@ class LinalgLstsq(Function):
         X = _tensor(x, A)
         m, n = a.shape[-2], a.shape[-1]
         a64 = a.astype(np.float64)
-        sv = np.linalg.svd(a64, compute_uv=False)
+        sv = _svd(a64, compute_uv=False)
         smax = sv[..., :1] if sv.shape[-1] else np.zeros(sv.shape[:-1] + (1,))
         ranks = (sv > rcond * smax).sum(-1)
         # As PyTorch's linalg_lstsq_out_info: residuals only when m > n and the

@@ -213,6 +213,10 @@ def max_pool3d_with_indices(
     Ho, Wo = planes.shape[2], planes.shape[3]
     planes = planes.reshape(N, C, D, Ho, Wo)
     where = where.reshape(N, C, D, Ho, Wo)
+    if N == 0:
+        # An empty batch, however deep: no loop over its output depths.
+        values = planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
+        return values, _C.zeros((N, C, Do, Ho, Wo), dtype=_C.int64)
     neg = _C.full((), -math.inf, dtype=x.dtype)
     # Only the depth taps some window reaches inside the input (at most Do * D of
     # them): a kernel of 2**62 covers a depth of 5 with a handful.
@@ -349,6 +353,9 @@ def avg_pool3d(
     )
     Ho, Wo = planes.shape[2], planes.shape[3]
     planes = planes.reshape(N, C, D, Ho, Wo)
+    if N == 0:
+        # An empty batch, however deep: no loop over its output depths.
+        return planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
     out = []
     for o in range(Do):
         start = o * s[0] - p[0]
