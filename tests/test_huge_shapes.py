@@ -223,3 +223,116 @@ def test_factorisations_of_matrices_without_rows_answer_at_once():
     assert "pinv (1099511627776, 0) (1099511627776, 0)" in out
     assert "norms [0.0, 0.0, 0.0]" in out
     assert "full (0, 0) (0,) [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]" in out
+
+
+# -- empty tensors whose other sizes are huge, through kernels that loop -----------------
+
+
+def test_sorting_scans_and_gathers_of_an_empty_tensor_beside_a_huge_size_answer_at_once():
+    # A kernel that walked the 2**62 outer positions of `empty(2**62, 0)` (each
+    # holding nothing) ran for ever; one that sized its scratch by the 2**62 long
+    # dimension of no rows asked for exabytes. PyTorch 2.15 answers each at once
+    # with an empty result of these shapes.
+    out = run_capped(
+        """
+        x = fg.empty(2**62, 0)
+        i = fg.empty(2**62, 0, dtype=fg.int64)
+        calls = {
+            "sort0": lambda: x.sort(0)[0], "sort1": lambda: x.sort(1)[1],
+            "msort": lambda: fg.msort(x), "argsort": lambda: x.argsort(0),
+            "topk": lambda: x.topk(3, 0)[0], "topk1": lambda: x.topk(0, 1)[1],
+            "kthvalue": lambda: x.kthvalue(2, 0)[0], "median": lambda: x.median(0)[1],
+            "mode": lambda: x.mode(0)[0], "cumsum0": lambda: x.cumsum(0),
+            "cumsum1": lambda: x.cumsum(1), "cummax": lambda: x.cummax(0)[1],
+            "gather": lambda: x.gather(1, i), "softmax": lambda: x.softmax(1),
+            "log_softmax": lambda: x.log_softmax(0),
+            "index_select": lambda: fg.empty(2**62, 3, 0).index_select(1, fg.tensor([0, 2])),
+            "cumsum_mid": lambda: fg.empty(2**40, 0, 3).cumsum(1),
+        }
+        for name, f in calls.items():
+            print(name, tuple(f().shape))
+        """,
+    )
+    big = 2**62
+    for name, shape in [("sort0", (big, 0)), ("sort1", (big, 0)), ("msort", (big, 0)),
+                        ("argsort", (big, 0)), ("topk", (3, 0)), ("topk1", (big, 0)),
+                        ("kthvalue", (0,)), ("median", (0,)), ("mode", (0,)),
+                        ("cumsum0", (big, 0)), ("cumsum1", (big, 0)), ("cummax", (big, 0)),
+                        ("gather", (big, 0)), ("softmax", (big, 0)), ("log_softmax", (big, 0)),
+                        ("index_select", (big, 2, 0)), ("cumsum_mid", (2**40, 0, 3))]:
+        assert f"{name} {shape}" in out, (name, out)
+
+
+def test_padding_an_empty_batch_by_a_huge_amount_answers_at_once():
+    # F.pad of a (0, 4, 1) tensor by 2**40 built a Python list of 2**41 source
+    # positions first; PyTorch 2.15 returns the empty (0, 4, 2**41 + 1) tensor.
+    out = run_capped(
+        """
+        x = fg.empty(0, 4, 1)
+        for mode in ("constant", "replicate"):
+            print(mode, tuple(F.pad(x, (2**40, 2**40), mode=mode).shape))
+        print("2d", tuple(F.pad(fg.empty(0, 2, 1, 1), (2**20, 1, 1, 2**20),
+                                mode="replicate").shape))
+        """
+    )
+    assert f"constant (0, 4, {2**41 + 1})" in out
+    assert f"replicate (0, 4, {2**41 + 1})" in out
+    assert f"2d (0, 2, {2**20 + 2}, {2**20 + 2})" in out
+
+
+def test_padding_by_a_huge_amount_refuses_the_output_before_building_indices():
+    # PyTorch 2.15: the allocator's error for a 2**41-element output, and the
+    # storage-size check for sizes whose product overflows.
+    raises_in_child("F.pad(fg.ones(1, 4, 1), (2**40, 2**40), mode='replicate')", "RuntimeError",
+                    ALLOC)
+    raises_in_child("F.pad(fg.ones(1, 4, 1, 1), (2**40, 2**40, 2**40, 2**40), mode='replicate')",
+                    "RuntimeError", "Storage size calculation overflowed with sizes=[1, 4, ")
+    raises_in_child("F.pad(fg.ones(1, 4, 1), (2**62, 2**62), mode='replicate')",
+                    "RuntimeError", "Storage size calculation overflowed")
+    # The other modes refuse a padding larger than the input, as PyTorch does.
+    raises_in_child("F.pad(fg.ones(1, 4, 2), (2**40, 2**40), mode='reflect')", "RuntimeError",
+                    "Padding size should be less than the corresponding input dimension")
+    raises_in_child("F.pad(fg.ones(1, 4, 2), (2**40, 2**40), mode='circular')", "RuntimeError",
+                    "Padding value causes wrapping around more than once")
+
+
+def test_products_pooling_and_differences_of_empty_tensors_beside_huge_sizes():
+    # 2**40 empty matrices, an empty batch 2**40 deep or wide: each kernel used
+    # to loop over (or tabulate) the huge side before finding nothing to do.
+    # PyTorch 2.15 gives these shapes at once.
+    out = run_capped(
+        """
+        b = 2**40
+        calls = {
+            "bmm": lambda: fg.bmm(fg.empty(b, 3, 0), fg.empty(b, 0, 0)),
+            "matmul": lambda: fg.empty(b, 0, 3) @ fg.empty(b, 3, 0),
+            "sdpa": lambda: F.scaled_dot_product_attention(
+                fg.empty(b, 0, 3), fg.empty(b, 0, 3), fg.empty(b, 0, 3)),
+            "max_pool2d": lambda: F.max_pool2d(fg.empty(0, 1, b, 2), 1),
+            "avg_pool2d": lambda: F.avg_pool2d(fg.empty(0, 1, b, 2), 1),
+            "max_pool3d": lambda: F.max_pool3d(fg.empty(0, 1, b, 2, 2), (2, 1, 1)),
+            "avg_pool3d": lambda: F.avg_pool3d(fg.empty(0, 1, b, 2, 2), 1),
+            # The n-th difference of nothing: only the length shortens (PyTorch
+            # steps it down one at a time).
+            "diff": lambda: fg.empty(0, 2**62).diff(n=b),
+            # No samples over 2**40 frames: no loop over the frames.
+            "ctc_loss": lambda: F.ctc_loss(fg.empty(b, 0, 3), fg.empty(0, 0, dtype=fg.int64),
+                                           [], [], reduction="none"),
+            "tril_indices": lambda: fg.tril_indices(b, 0),
+        }
+        for name, f in calls.items():
+            print(name, tuple(f().shape))
+        """,
+    )
+    b = 2**40
+    for name, shape in [("bmm", (b, 3, 0)), ("matmul", (b, 0, 0)), ("sdpa", (b, 0, 3)),
+                        ("max_pool2d", (0, 1, b, 2)), ("avg_pool2d", (0, 1, b, 2)),
+                        ("max_pool3d", (0, 1, b // 2, 2, 2)), ("avg_pool3d", (0, 1, b, 2, 2)),
+                        ("diff", (0, 2**62 - b)), ("ctc_loss", (0,)),
+                        ("tril_indices", (2, 0))]:
+        assert f"{name} {shape}" in out, (name, out)
+
+
+def test_a_section_count_no_list_can_hold_is_refused_at_once():
+    # 2**40 views cannot exist: refused before a loop that fills memory.
+    raises_in_child("fg.ones(2, 3).tensor_split(2**40)", "MemoryError", "RAISED MemoryError")
