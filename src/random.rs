@@ -617,7 +617,7 @@ fn memory_order(t: &Tensor) -> Option<Vec<usize>> {
         (v.shape.clone(), v.strides.clone())
     };
     let n = t.numel();
-    let mut offsets: Vec<usize> = vec![0; n];
+    let mut offsets: Vec<usize> = crate::error::filled_vec(n, 0);
     let mut idx = vec![0usize; shape.len()];
     for off in offsets.iter_mut() {
         *off = idx.iter().zip(strides.iter()).map(|(i, s)| i * s).sum();
@@ -706,8 +706,8 @@ where
         + Into<f64>
         + From<u8>,
 {
-    let mut out = Vec::with_capacity(rows.len() / k.max(1) * draws);
-    let mut cum: Vec<T> = vec![T::from(0); k];
+    let mut out = alloc_vec((rows.len() / k.max(1)).saturating_mul(draws));
+    let mut cum: Vec<T> = crate::error::filled_vec(k, T::from(0));
     for row in rows.chunks_exact(k) {
         let mut sum = T::from(0);
         for (c, &p) in cum.iter_mut().zip(row) {

@@ -209,6 +209,9 @@ CASES = {
     "positive": (lambda x: fg.positive(x) * 1, [S(2, 3)]),
     "clamp_min": (fg.clamp_min, [S(2, 3), S(2, 3)]),
     "clamp_max": (fg.clamp_max, [S(2, 3), S(3)]),
+    # A number bound records the other node (ClampMin/MaxBackward0), as in PyTorch.
+    "clamp_min_number": (lambda x: fg.clamp_min(x, 0.0), [A(2, 3)]),
+    "clamp_max_number": (lambda x: x.clamp_max(0.0), [A(2, 3)]),
     # Linear: a wide finite-difference step is exact, as float32 needs.
     "to_float32": (lambda x: x.to(fg.float32).to(fg.float64), [S(2, 3)], 1e-2),
     "pow_scalar": (lambda x: x**3, [S(2, 3)]),

@@ -102,6 +102,13 @@ AT_FORWARD = [
      "Padding length must be divisible by 2"),
     ("nn.ReplicationPad1d((1,))", "torch.ones(1, 2, 4)", RuntimeError,
      "Padding length must be divisible by 2"),
+    # Its affine parameters have no element to read (affine=False runs, below).
+    ("nn.BatchNorm1d(0)", "torch.ones(2, 0)", IndexError,
+     "select(): index 0 out of range for tensor of size [0] at dimension 0"),
+    ("nn.BatchNorm2d(0).eval()", "torch.ones(2, 0, 3, 3)", IndexError,
+     "select(): index 0 out of range for tensor of size [0] at dimension 0"),
+    ("nn.InstanceNorm1d(0, affine=True)", "torch.ones(2, 0, 3)", IndexError,
+     "select(): index 0 out of range for tensor of size [0] at dimension 0"),
 ]
 
 
@@ -125,6 +132,13 @@ def test_forward_refuses_as_pytorch(expr, arg, cls, msg):
     with pytest.raises(cls) as info:
         m(eval(arg))
     assert msg in str(info.value)
+
+
+def test_normalisation_without_channels_runs_without_affine_parameters():
+    # PyTorch: an empty result of the input's shape, as F.batch_norm without weights gives.
+    assert tuple(nn.BatchNorm1d(0, affine=False)(torch.ones(2, 0)).shape) == (2, 0)
+    assert tuple(nn.InstanceNorm1d(0)(torch.ones(2, 0, 3)).shape) == (2, 0, 3)
+    assert tuple(F.batch_norm(torch.ones(2, 0), None, None, training=True).shape) == (2, 0)
 
 
 def test_negative_reflect_and_replicate_padding_crop_as_pytorch():
@@ -153,6 +167,17 @@ def test_negative_reflect_and_replicate_padding_crop_as_pytorch():
 # (call on x = ones(1, 1, 4, 4), message) recorded from PyTorch: pooling, unfold/fold
 # and group_norm check their arguments in PyTorch's order and words.
 FUNCTIONAL = [
+    # The pooling kernels take their sizes as C ints (a kernel of 2**62 over a 3-d
+    # input used to run a Python loop over its 2**62 depth taps).
+    ("F.max_pool2d(x, 2**62, ceil_mode=True)", "value cannot be converted to type int without "
+     "overflow"),
+    ("F.avg_pool2d(x, 2, 2**31)", "value cannot be converted to type int without overflow"),
+    ("F.max_pool3d(x[None], 2**62, ceil_mode=True)", "value cannot be converted to type int "
+     "without overflow"),
+    ("F.lp_pool3d(x[None], float('inf'), 2**62, ceil_mode=True)", "value cannot be converted "
+     "to type int without overflow"),
+    ("F.avg_pool3d(x[None], 2, 1, 2**31)", "value cannot be converted to type int without "
+     "overflow"),
     ("F.max_pool2d(x, 0)", "stride should not be zero"),
     ("F.max_pool2d(x, (2, 0), stride=1)",
      "kernel size should be greater than zero, but got kH: 2 kW: 0"),
@@ -198,3 +223,13 @@ def test_functional_checks_as_pytorch(expr, msg):
     with pytest.raises(RuntimeError) as info:
         eval(expr)
     assert msg in str(info.value)
+
+
+def test_max_pool3d_reads_only_the_depth_taps_inside_the_input():
+    # Values recorded from PyTorch 2.15: a kernel deeper than the input, with
+    # padding and dilation, and the first maximum's index.
+    x = torch.arange(150.0, dtype=torch.float64).reshape(1, 2, 5, 3, 5)
+    v, i = F.max_pool3d(x, 3, 2, 1, dilation=2, ceil_mode=True, return_indices=True)
+    assert v.flatten()[:6].tolist() == [53.0, 53.0, 53.0, 53.0, 128.0, 128.0]
+    big = F.max_pool3d(x, (2**31 - 1, 1, 1), ceil_mode=True)
+    assert big.shape == (1, 2, 1, 3, 5) and big.flatten()[:3].tolist() == [60.0, 61.0, 62.0]

@@ -277,9 +277,11 @@ def test_clamp_grads():
 
 
 def test_clamp_boundaries_follow_pytorch():
+    # PyTorch 2.15: with number bounds the gradient passes only strictly inside
+    # them (the minimum-norm subgradient, as relu and hardtanh have).
     x = fg.tensor([-1.0, 0.0, 0.5, 1.0, 2.0], requires_grad=True)
     x.clamp(0.0, 1.0).sum().backward()
-    assert x.grad.tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]
+    assert x.grad.tolist() == [0.0, 0.0, 1.0, 0.0, 0.0]
     with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
         x.clamp()
     assert fg.clamp(fg.tensor([1, 5, 9]), 2, 6).tolist() == [2, 5, 6]

@@ -105,9 +105,12 @@ def test_softmax_family_on_large_tensors(shape, d):
 
 
 def test_softmax_family_propagates_nan_and_infinity_like_pytorch():
+    # PyTorch 2.15 subtracts the row maximum whatever it is: a row whose maximum
+    # is inf is all NaN (inf - inf), softmax([inf, 1, 2]) included.
     x = fg.tensor([[float("inf"), 1.0, 2.0], [float("-inf"), 0.0, 0.0], [float("nan"), 0.0, 1.0]])
     y = F.softmax(x, 1).numpy()
-    assert np.isnan(y[0, 0]) and (y[0, 1:] == 0).all()
+    assert np.isnan(y[0]).all()
+    assert np.isnan(F.log_softmax(x, 1).numpy()[0]).all()
     np.testing.assert_array_equal(y[1], [0.0, 0.5, 0.5])
     assert np.isnan(y[2]).all()
     assert np.isnan(F.log_softmax(x, 1).numpy()[2]).all()

@@ -120,6 +120,41 @@ def test_amax_shares_gradient_between_ties_and_max_picks_index():
     assert x.grad.tolist() == [0.0, 1.0, 0.0]
 
 
+# Gradients and forward-mode tangents at ties, recorded from PyTorch 2.15: amax/amin and
+# max()/min() of every element share evenly among all tied elements (1/3 each for three),
+# max(dim)/min(dim) give everything to the returned index.
+_TIES = [[1.0, 3.0, 3.0, 3.0], [2.0, 2.0, 0.0, 1.0]]
+_TANGENT = [[0.0, 1.0, 2.0, 4.0], [1.0, 3.0, 0.0, 0.0]]
+_THIRD = 1.0 / 3.0
+
+
+@pytest.mark.parametrize(
+    ("f", "node", "grad", "jvp"),
+    [
+        (lambda x: x.amax(1), "AmaxBackward0",
+         [[0.0, _THIRD, _THIRD, _THIRD], [0.5, 0.5, 0.0, 0.0]], [7.0 / 3.0, 2.0]),
+        (lambda x: x.amax(), "AmaxBackward0",
+         [[0.0, _THIRD, _THIRD, _THIRD], [0.0] * 4], 7.0 / 3.0),
+        (lambda x: fg.amin(x, 0), "AminBackward0",
+         [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 1.0, 1.0]], [0.0, 3.0, 0.0, 0.0]),
+        (lambda x: x.max(), "MaxBackward1",
+         [[0.0, _THIRD, _THIRD, _THIRD], [0.0] * 4], 7.0 / 3.0),
+        (lambda x: x.max(1).values, "MaxBackward0",
+         [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]], [1.0, 1.0]),
+        (lambda x: fg.min(x, 1).values, "MinBackward0",
+         [[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]], [0.0, 0.0]),
+    ],
+)
+def test_extrema_at_ties_follow_pytorch(f, node, grad, jvp):
+    x = fg.tensor(_TIES, dtype=fg.float64, requires_grad=True)
+    y = f(x)
+    assert y.grad_fn.name() == node
+    (g,) = fg.autograd.grad(y.sum(), x)
+    np.testing.assert_allclose(g.numpy(), grad, rtol=1e-15)
+    _, t = fg.func.jvp(f, (x.detach(),), (fg.tensor(_TANGENT, dtype=fg.float64),))
+    np.testing.assert_allclose(t.numpy(), jvp, rtol=1e-15)
+
+
 @pytest.mark.parametrize("name", ["max", "min"])
 @FEW
 @given(data=st.data())

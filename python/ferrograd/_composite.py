@@ -116,11 +116,14 @@ def _tri_indices(row, col, offset, lower):
         raise RuntimeError(f"row must be non-negative, got{row}")
     if col < 0:
         raise RuntimeError(f"col must be non-negative, got{col}")
+    if row == 0 or col == 0:
+        # No cells, however long the other side: no positions to tabulate.
+        return _C.zeros((2, 0), dtype=_C.int64)
     # Refuse before NumPy tries: the mask alone is row * col bytes.
     if row * col > 1 << 31:
         raise RuntimeError(
-            "[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: not enough memory: "
-            f"you tried to allocate {2 * 8 * row * col} bytes."
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+            f"{2 * 8 * row * col} bytes. Error code 12 (Cannot allocate memory)"
         )
     r = np.arange(row)[:, None]
     c = np.arange(col)[None, :]
@@ -255,11 +258,13 @@ def tensor_split(input, indices_or_sections, dim=0):
         if n <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {n}")
         base, extra = divmod(size, n)
-        bounds = []
+        # One view per section: a count no list can hold (2**40) is refused at
+        # once (MemoryError) instead of after a loop that fills memory.
+        bounds = [None] * n
         start = 0
         for i in range(n):
             length = base + (1 if i < extra else 0)
-            bounds.append((start, length))
+            bounds[i] = (start, length)
             start += length
     else:
         points = [0, *[int(i) for i in indices_or_sections], size]
@@ -520,6 +525,14 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 # ----- sets and searches ---------------------------------------------------------------
 
 
+# `np.unique` merges NaNs unless told not to (NumPy 1.24 added the option).
+_NAN_DISTINCT = (
+    {"equal_nan": False}
+    if tuple(int(p) for p in np.__version__.split(".")[:2]) >= (1, 24)
+    else {}
+)
+
+
 @_data_dependent("unique")
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct elements (or slices along ``dim``) of ``input``, sorted;
@@ -528,7 +541,10 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     _check("unique", input)
     arr = input.detach().numpy()
     if dim is None:
-        values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True)
+        # Every NaN is its own value, as in PyTorch (NaN == NaN is false).
+        values, inverse, counts = np.unique(
+            arr, return_inverse=True, return_counts=True, **_NAN_DISTINCT
+        )
         inverse = inverse.reshape(arr.shape)
     else:
         values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True, axis=dim)
@@ -570,9 +586,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     vals = np.asarray(input) if scalar else input.detach().numpy()
     if sorter is not None:
         seq = np.take_along_axis(seq, sorter.numpy(), -1)
-    how = "right" if right else "left"
     if seq.ndim == 1:
-        res = np.searchsorted(seq, vals, side=how)
+        res = _binary_search(seq, vals, right)
     else:
         if seq.shape[:-1] != vals.shape[:-1]:
             raise RuntimeError(
@@ -582,12 +597,35 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             )
         flat_seq = seq.reshape(math.prod(seq.shape[:-1]), seq.shape[-1])
         flat_vals = vals.reshape(flat_seq.shape[0], vals.shape[-1])
-        res = np.empty(flat_vals.shape, dtype=np.int64)
-        for row, (s, v) in enumerate(zip(flat_seq, flat_vals)):
-            res[row] = np.searchsorted(s, v, side=how)
-        res = res.reshape(vals.shape)
+        res = _binary_search(flat_seq, flat_vals, right).reshape(vals.shape)
     res = np.asarray(res, dtype=np.int32 if out_int32 else np.int64)
     return _C.tensor(res) if res.ndim == 0 else _C.from_numpy(np.ascontiguousarray(res))
+
+
+def _binary_search(seq, vals, right):
+    """PyTorch's searchsorted: for each value, the bisection that moves right
+    while ``not (seq[mid] >= v)`` (``not (seq[mid] > v)`` with ``right``).
+
+    On a sequence sorted with NaNs last this is the insertion point; NaNs (in
+    either argument) compare false, so they steer the bisection exactly as in
+    PyTorch, where NumPy's ``searchsorted`` orders NaN above everything.
+    ``seq`` is 1-D, or 2-D with one row per row of ``vals``."""
+    vals = np.asarray(vals)
+    n = seq.shape[-1]
+    lo = np.zeros(vals.shape, dtype=np.int64)
+    hi = np.full(vals.shape, n, dtype=np.int64)
+    rows = None if seq.ndim == 1 else np.arange(seq.shape[0]).reshape(-1, 1)
+    with np.errstate(invalid="ignore"):
+        while True:
+            active = lo < hi
+            if not active.any():
+                return lo
+            mid = lo + ((hi - lo) >> 1)
+            at = np.minimum(mid, n - 1)
+            m = seq[at] if rows is None else seq[rows, at]
+            go_right = ~(m > vals) if right else ~(m >= vals)
+            lo = np.where(active & go_right, mid + 1, lo)
+            hi = np.where(active & ~go_right, mid, hi)
 
 
 @_replayed("bucketize")

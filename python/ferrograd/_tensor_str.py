@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 import types
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -212,6 +212,19 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
     return "".join(parts)
 
 
+class _Empty(NamedTuple):
+    """What :func:`tensor_repr` reads of an empty tensor: its shape and dtype."""
+
+    shape: tuple
+    dtype: np.dtype
+
+
+# A NumPy dtype of the same kind for each tensor dtype ("f" for the floating ones
+# decides whether an empty tensor's default dtype is left implicit).
+_NP_KIND = {"bool": "?", "uint8": "u1", "int8": "i1", "int16": "i2", "int32": "i4",
+            "int64": "i8", "float16": "f2", "bfloat16": "f4", "float32": "f4", "float64": "f8"}
+
+
 def tensor_repr(
     arr,
     *,
@@ -228,12 +241,14 @@ def tensor_repr(
     the default *float* dtype, since an empty ``[]`` would otherwise read as
     float; that is derived here from ``arr.dtype``.
     """
-    arr = np.asarray(arr)
+    empty = isinstance(arr, _Empty)
+    if not empty:
+        arr = np.asarray(arr)
     indent = len(prefix)
     suffixes = []
-    if arr.size == 0:
+    if empty or arr.size == 0:
         # Like NumPy, the shape is implied only for the 1-D case.
-        if arr.ndim != 1:
+        if len(arr.shape) != 1:
             suffixes.append(f"size={tuple(arr.shape)}")
         if not (is_default_dtype and arr.dtype.kind == "f"):
             suffixes.append(f"dtype={dtype_name}")
@@ -290,9 +305,15 @@ def _repr(t) -> str:
     requires_grad = bool(getattr(t, "requires_grad", False))
 
     try:
-        d = t.detach()
-        # NumPy has no bfloat16: its values widen to float32 exactly.
-        arr = np.asarray((d.float() if short == "bfloat16" else d).numpy())
+        numel = getattr(t, "numel", None)
+        if numel is not None and numel() == 0:
+            # No values to format: NumPy is not asked, since it refuses some
+            # empty shapes that tensors allow (`[2**61, 0]` is "too big" for it).
+            arr = _Empty(tuple(t.shape), np.dtype(_NP_KIND.get(short, "f4")))
+        else:
+            d = t.detach()
+            # NumPy has no bfloat16: its values widen to float32 exactly.
+            arr = np.asarray((d.float() if short == "bfloat16" else d).numpy())
     except Exception as exc:
         # A repr that raises hides the original error in tracebacks and debuggers.
         body = f"tensor(<unavailable: {type(exc).__name__}: {exc}>"

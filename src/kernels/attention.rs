@@ -128,8 +128,8 @@ pub fn forward<T: Float>(
     // One head alone may be large: then its products use the whole pool.
     let parallel = d.count == 1;
     for_heads(d, |h0, h1| {
-        let mut qs = vec![<T as Element>::zero(); d.l * d.e];
-        let mut scores = vec![<T as Element>::zero(); d.l * d.s];
+        let mut qs = crate::error::filled_vec(d.l * d.e, <T as Element>::zero());
+        let mut scores = crate::error::filled_vec(d.l * d.s, <T as Element>::zero());
         for h in h0..h1 {
             scaled_q(q, h, d, scale, &mut qs);
             // SAFETY: head `h` writes only its own block of `p` and `out`;
@@ -186,8 +186,8 @@ pub fn backward<T: Float>(
     let (pq, pk, pv) = (ptr(&mut dq), ptr(&mut dk), ptr(&mut dv));
     let parallel = d.count == 1;
     for_heads(d, |h0, h1| {
-        let mut dp = vec![<T as Element>::zero(); d.l * d.s];
-        let mut ds = vec![<T as Element>::zero(); d.l * d.s];
+        let mut dp = crate::error::filled_vec(d.l * d.s, <T as Element>::zero());
+        let mut ds = crate::error::filled_vec(d.l * d.s, <T as Element>::zero());
         let mut qs = vec![<T as Element>::zero(); if needs[1] { d.l * d.e } else { 0 }];
         for h in h0..h1 {
             let ph = &p[h * d.l * d.s..(h + 1) * d.l * d.s];

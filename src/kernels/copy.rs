@@ -39,7 +39,7 @@ pub fn scatter<T: Element>(dst: &View, src: &[T]) {
     if n > 1 && src.len() == n && overlaps(dst, src) {
         // A source that is part of the destination's memory (`x[1:] = x[:-1]`)
         // is read from a snapshot, as if the whole value were taken first.
-        let snapshot = src.to_vec();
+        let snapshot = crate::error::copied_vec(src);
         return scatter(dst, &snapshot);
     }
     let base = SendPtr(dst.ptr::<T>());
@@ -108,6 +108,11 @@ pub type SignedStrides = SmallVec<[isize; 6]>;
 /// when `units * per_unit` elements reach the grain: each range holds at least
 /// a grain's worth of elements, and there are about four ranges per thread.
 pub fn par_units(units: usize, per_unit: usize, f: impl Fn(usize, usize) + Sync + Send) {
+    // No call at all for no units: a body may set up per-range scratch sized
+    // by a dimension that is huge beside the zero one.
+    if units == 0 {
+        return;
+    }
     super::parallel::run(units.saturating_mul(per_unit.max(1)), |threads| {
         if threads == 1 || units < 2 {
             f(0, units);

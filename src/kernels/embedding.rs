@@ -64,7 +64,7 @@ pub fn scatter_rows<T: Element + std::ops::Mul<Output = T> + std::ops::AddAssign
     scale: Option<&[T]>,
     skip: Option<i64>,
 ) -> Vec<T> {
-    let mut out = vec![T::zero(); v * d];
+    let mut out = crate::error::filled_vec(v * d, T::zero());
     let o = SendPtr(out.as_mut_ptr());
     let n = idx.len();
     parallel::run(n * d, |threads| {

@@ -33,7 +33,7 @@ pub fn for_each_index(shape: &[usize], mut f: impl FnMut(usize, &[usize])) {
 
 /// Element offsets of every position of `shape` under `strides`, row-major.
 fn offsets_of(shape: &[usize], strides: &[usize]) -> Vec<usize> {
-    let mut out = Vec::with_capacity(shape.iter().product());
+    let mut out = crate::error::alloc_vec(shape.iter().product());
     for_each_index(shape, |_, idx| {
         out.push(idx.iter().zip(strides).map(|(&i, &s)| i * s).sum());
     });
@@ -58,6 +58,11 @@ fn split3(shape: &[usize], dim: usize) -> (usize, usize, usize) {
 /// positions are tabulated once, so each element costs one load from each
 /// table, and rows go over the pool in parallel.
 pub fn gather_dim<T: Element>(src: &View, dim: usize, index: &[i64], ishape: &[usize]) -> Vec<T> {
+    // An empty index may still have a huge size beside its zero one
+    // (`[2**62, 0]`): nothing to tabulate or loop over.
+    if ishape.contains(&0) {
+        return Vec::new();
+    }
     let n: usize = ishape.iter().product();
     let (outer, k, inner) = split3(ishape, dim);
     let so = offsets_of(&ishape[..dim], &src.strides[..dim]);
@@ -107,7 +112,7 @@ pub fn scatter_dim<T: Element + crate::tensor::Arith>(
     src: &View,
     accumulate: bool,
 ) {
-    if ishape.iter().product::<usize>() == 0 {
+    if ishape.contains(&0) {
         return;
     }
     let dstrides = crate::tensor::contiguous_strides(dshape);
@@ -172,6 +177,11 @@ pub fn index_select_rows<T: Element>(
     index: &[i64],
 ) -> Vec<T> {
     let k = index.len();
+    if outer == 0 || k == 0 || inner == 0 {
+        // No units of work, however large the other factors (their product
+        // may not even fit).
+        return Vec::new();
+    }
     let sp = SendPtr(src.as_ptr() as *mut T);
     build_vec(outer * k * inner, |out| {
         let o = SendPtr(out.as_mut_ptr());
@@ -231,7 +241,7 @@ pub fn index_add_rows<T: crate::tensor::Arith>(
     accumulate: bool,
 ) {
     let k = index.len();
-    if outer * k * inner == 0 {
+    if outer == 0 || k == 0 || inner == 0 {
         return;
     }
     let (dp, sp) = (SendPtr(dst.as_mut_ptr()), SendPtr(src.as_ptr() as *mut T));
@@ -352,10 +362,10 @@ pub fn scan_rows<T: Element>(
     cols: usize,
     f: impl Fn(&[T], &mut [T]) + Sync,
 ) -> Vec<T> {
-    let mut out = vec![T::zero(); rows * cols];
-    if cols == 0 {
-        return out;
+    if rows == 0 || cols == 0 {
+        return Vec::new();
     }
+    let mut out = crate::error::filled_vec(rows * cols, T::zero());
     let o = SendPtr(out.as_mut_ptr());
     par_ranges(rows * cols, |lo, hi| {
         let (r0, r1) = (lo / cols, hi.div_ceil(cols).min(rows));
@@ -381,6 +391,10 @@ pub fn scan_mid<T: crate::tensor::Arith>(
     n: usize,
     inner: usize,
 ) -> Vec<T> {
+    if outer == 0 || n == 0 || inner == 0 {
+        // Empty, however large the other factors: no loop over them.
+        return Vec::new();
+    }
     let total = outer * n * inner;
     const COLS: usize = 1024;
     let blocks = inner.div_ceil(COLS).max(1);

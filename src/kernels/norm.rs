@@ -136,8 +136,8 @@ fn linear2<T: Float>(g: &[T], x: &[T], out: &mut [MaybeUninit<T>], k: [T; 4]) {
 /// `x.len() / s` blocks of `s` elements.
 pub fn block_moments<T: Float>(x: &[T], s: usize) -> (Vec<f64>, Vec<f64>) {
     let blocks = x.len().checked_div(s).unwrap_or(0);
-    let mut mean = vec![0f64; blocks];
-    let mut m2 = vec![0f64; blocks];
+    let mut mean = crate::error::zeroed_vec::<f64>(blocks);
+    let mut m2 = crate::error::zeroed_vec::<f64>(blocks);
     let (pm, pq) = (SendPtr(mean.as_mut_ptr()), SendPtr(m2.as_mut_ptr()));
     for_ranges(blocks, s, |b0, b1| {
         for b in b0..b1 {
@@ -216,8 +216,8 @@ pub fn block_grad_sums<T: Float>(
     center: &[f64],
 ) -> (Vec<f64>, Vec<f64>) {
     let blocks = center.len();
-    let mut sg = vec![0f64; blocks];
-    let mut sgx = vec![0f64; blocks];
+    let mut sg = crate::error::zeroed_vec::<f64>(blocks);
+    let mut sgx = crate::error::zeroed_vec::<f64>(blocks);
     let (pa, pb) = (SendPtr(sg.as_mut_ptr()), SendPtr(sgx.as_mut_ptr()));
     for_ranges(blocks, s, |b0, b1| {
         for b in b0..b1 {
@@ -301,8 +301,8 @@ pub fn layer_norm<T: Float>(
     eps: f64,
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
     let rows = x.len().checked_div(m).unwrap_or(0);
-    let mut mean = vec![<T as Element>::zero(); rows];
-    let mut rstd = vec![<T as Element>::zero(); rows];
+    let mut mean = crate::error::filled_vec(rows, <T as Element>::zero());
+    let mut rstd = crate::error::filled_vec(rows, <T as Element>::zero());
     let (pm, pr) = (SendPtr(mean.as_mut_ptr()), SendPtr(rstd.as_mut_ptr()));
     let y = build_vec(x.len(), |out| {
         let o = SendPtr(out.as_mut_ptr());
@@ -444,7 +444,7 @@ pub fn layer_norm_backward<T: Float>(
     let w = match w {
         Some(w) => w,
         None => {
-            ones = vec![<T as Element>::one(); m];
+            ones = crate::error::filled_vec(m, <T as Element>::one());
             &ones[..]
         }
     };
@@ -455,8 +455,8 @@ pub fn layer_norm_backward<T: Float>(
     let dx = build_vec(x.len(), |out| {
         let o = SendPtr(out.as_mut_ptr());
         for_ranges(rows, m, |r0, r1| {
-            let mut dw = vec![<T as Element>::zero(); m];
-            let mut db = vec![<T as Element>::zero(); m];
+            let mut dw = crate::error::filled_vec(m, <T as Element>::zero());
+            let mut db = crate::error::filled_vec(m, <T as Element>::zero());
             for r in r0..r1 {
                 let rg = r * m..(r + 1) * m;
                 // SAFETY: row r of `dx` is written by this range only.
@@ -478,8 +478,8 @@ pub fn layer_norm_backward<T: Float>(
                 .push((dw, db));
         });
     });
-    let mut dw = vec![0f64; m];
-    let mut db = vec![0f64; m];
+    let mut dw = crate::error::zeroed_vec::<f64>(m);
+    let mut db = crate::error::zeroed_vec::<f64>(m);
     for (pw, pb) in parts.into_inner().unwrap_or_else(|e| e.into_inner()) {
         for j in 0..m {
             dw[j] += Element::to_f64(pw[j]);

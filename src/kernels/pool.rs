@@ -19,6 +19,10 @@ pub struct Taps {
     pub off: Vec<usize>,
     pub idx: Vec<usize>,
     pub wt: Vec<f64>,
+    /// Every output copies one input with weight 1 (nearest resampling): the
+    /// value is stored, not added to a zero, so -0.0 stays -0.0 (an average
+    /// starts from +0.0, as PyTorch's does).
+    pub copies: bool,
 }
 
 impl Taps {
@@ -28,15 +32,35 @@ impl Taps {
             off: vec![0],
             idx: Vec::new(),
             wt: Vec::new(),
+            copies: false,
         }
     }
 
-    /// Appends the next output index's taps.
+    /// Room for `outs` outputs of `per` taps each, allocated fallibly (an
+    /// output side comes from the user).
+    pub fn with_capacity(len_in: usize, outs: usize, per: usize) -> Taps {
+        let taps = outs.saturating_mul(per);
+        let mut off = crate::error::alloc_vec(outs.saturating_add(1));
+        off.push(0);
+        Taps {
+            len_in,
+            off,
+            idx: crate::error::alloc_vec(taps),
+            wt: crate::error::alloc_vec(taps),
+            copies: false,
+        }
+    }
+
+    /// Appends the next output index's taps (growing fallibly: the tables
+    /// are as long as an output side, which comes from the user).
     pub fn push(&mut self, taps: impl IntoIterator<Item = (usize, f64)>) {
         for (i, w) in taps {
+            crate::error::reserve_more(&mut self.idx, 1);
+            crate::error::reserve_more(&mut self.wt, 1);
             self.idx.push(i);
             self.wt.push(w);
         }
+        crate::error::reserve_more(&mut self.off, 1);
         self.off.push(self.idx.len());
     }
 
@@ -48,6 +72,7 @@ impl Taps {
     pub fn unit() -> Taps {
         let mut t = Taps::new(1);
         t.push([(0, 1.0)]);
+        t.copies = true;
         t
     }
 }
@@ -70,7 +95,7 @@ pub fn separable<T: Float>(x: &[T], planes: usize, th: &Taps, tw: &Taps) -> Vec<
     let per = planes_per_task(h * w + oh * ow);
     par_ranges(planes.div_ceil(per) * super::GRAIN, |a, b| {
         let (a, b) = (a / super::GRAIN * per, (b / super::GRAIN * per).min(planes));
-        let mut tmp = vec![<T as Element>::zero(); h * ow];
+        let mut tmp = crate::error::filled_vec(h * ow, <T as Element>::zero());
         for p in a..b {
             let xp = &x[p * h * w..(p + 1) * h * w];
             // Columns first: tmp[ih, ow].
@@ -78,6 +103,10 @@ pub fn separable<T: Float>(x: &[T], planes: usize, th: &Taps, tw: &Taps) -> Vec<
                 let row = &xp[ih * w..(ih + 1) * w];
                 let t = &mut tmp[ih * ow..(ih + 1) * ow];
                 for (o, v) in t.iter_mut().enumerate() {
+                    if tw.copies {
+                        *v = row[tw.idx[tw.off[o]]];
+                        continue;
+                    }
                     let mut acc = <T as Element>::zero();
                     for q in tw.off[o]..tw.off[o + 1] {
                         acc += ww[q] * row[tw.idx[q]];
@@ -89,6 +118,11 @@ pub fn separable<T: Float>(x: &[T], planes: usize, th: &Taps, tw: &Taps) -> Vec<
             let dst = unsafe { std::slice::from_raw_parts_mut(op.get().add(p * oh * ow), oh * ow) };
             for o in 0..oh {
                 let d = &mut dst[o * ow..(o + 1) * ow];
+                if th.copies {
+                    let i = th.idx[th.off[o]];
+                    d.copy_from_slice(&tmp[i * ow..(i + 1) * ow]);
+                    continue;
+                }
                 for q in th.off[o]..th.off[o + 1] {
                     let (src, a) = (&tmp[th.idx[q] * ow..(th.idx[q] + 1) * ow], wh[q]);
                     for (v, s) in d.iter_mut().zip(src) {
@@ -114,7 +148,7 @@ pub fn separable_adjoint<T: Float>(g: &[T], planes: usize, th: &Taps, tw: &Taps)
     let per = planes_per_task(h * w + oh * ow);
     par_ranges(planes.div_ceil(per) * super::GRAIN, |a, b| {
         let (a, b) = (a / super::GRAIN * per, (b / super::GRAIN * per).min(planes));
-        let mut tmp = vec![<T as Element>::zero(); h * ow];
+        let mut tmp = crate::error::filled_vec(h * ow, <T as Element>::zero());
         for p in a..b {
             let gp = &g[p * oh * ow..(p + 1) * oh * ow];
             tmp.fill(<T as Element>::zero());

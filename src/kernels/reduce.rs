@@ -211,9 +211,9 @@ fn sum_rows<T: Arith>(
     // Output columns handled at once: the block accumulator stays in L1.
     const TILE: usize = 2048;
     let rinner = *rst.last().unwrap_or(&1);
-    let mut out = vec![T::zero(); out_n];
+    let mut out = crate::error::filled_vec(out_n, T::zero());
     let fill = |start: usize, part: &mut [T]| {
-        let mut block = vec![T::zero(); TILE.min(part.len())];
+        let mut block = crate::error::filled_vec(TILE.min(part.len()), T::zero());
         for_each_row(
             kshape,
             std::array::from_ref(kst),
@@ -405,8 +405,8 @@ pub fn extreme_mid<T: Element>(
     inner: usize,
     is_max: bool,
 ) -> (Vec<T>, Vec<i64>) {
-    let mut vals = vec![T::zero(); outer * inner];
-    let mut idx = vec![0i64; outer * inner];
+    let mut vals = crate::error::filled_vec(outer * inner, T::zero());
+    let mut idx = crate::error::zeroed_vec::<i64>(outer * inner);
     const COLS: usize = 512;
     let blocks = inner.div_ceil(COLS);
     let (vp, ip) = (SendPtr(vals.as_mut_ptr()), SendPtr(idx.as_mut_ptr()));

@@ -212,7 +212,7 @@ pub(crate) fn small_nn<T: Real>(
         // SAFETY: row `i`'s columns lo..hi of `out`: disjoint between tasks,
         // and `out` outlives the region.
         let row = |i: usize| unsafe { std::slice::from_raw_parts_mut(o.get().add(i * n + lo), w) };
-        let mut part = vec![T::zero(); m * w];
+        let mut part = crate::error::filled_vec(m * w, T::zero());
         if add {
             for i in 0..m {
                 part[i * w..(i + 1) * w].copy_from_slice(row(i));
@@ -249,7 +249,7 @@ impl<'a, T: Real> Packed<'a, T> {
         let whole = n / jb * jb;
         let mut tail = Vec::new();
         if whole < n {
-            tail = vec![T::zero(); k * jb];
+            tail = crate::error::filled_vec(k * jb, T::zero());
             for (row, t) in b[..k * n].chunks_exact(n).zip(tail.chunks_exact_mut(jb)) {
                 t[..n - whole].copy_from_slice(&row[whole..]);
             }
@@ -316,7 +316,7 @@ impl<'a, T: Real> Packed<'a, T> {
         }
         let mut tail = Vec::new();
         if blocks * jb < n {
-            tail = vec![T::zero(); k * jb];
+            tail = crate::error::filled_vec(k * jb, T::zero());
             let mut row0 = 0;
             for &(w, kp) in parts {
                 for j in blocks * jb..n {
@@ -452,7 +452,7 @@ fn packed_mm_impl<T: Real, const JB: usize>(
         assert!(b.tail.len() >= k * JB);
         // The zero-padded last block goes through a full-width scratch, so
         // the tile keeps constant lengths.
-        let mut tmp = vec![T::zero(); m * JB];
+        let mut tmp = crate::error::filled_vec(m * JB, T::zero());
         if add {
             for (t, o) in tmp.chunks_exact_mut(JB).zip(out.chunks_exact(n)) {
                 t[..cols].copy_from_slice(&o[full * JB..]);

@@ -192,10 +192,10 @@ fn radix_sort<K: Key>(keys: &mut Vec<K>, pos: &mut Vec<u32>, tk: &mut Vec<K>, tp
 /// elements (descending: larger first, equal elements still in order), as
 /// int64 positions, rows in parallel.
 pub fn sort_rows<T: SortKey>(data: &[T], rows: usize, cols: usize, descending: bool) -> Vec<i64> {
-    let mut out = vec![0i64; rows * cols];
-    if cols == 0 {
-        return out;
+    if rows == 0 || cols == 0 {
+        return Vec::new();
     }
+    let mut out = crate::error::zeroed_vec::<i64>(rows * cols);
     let o = SendPtr(out.as_mut_ptr());
     par_units(rows, cols * 8, |lo, hi| {
         let (mut keys, mut pos, mut tk, mut tp) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -244,10 +244,10 @@ pub fn topk_rows<T: SortKey>(
     k: usize,
     largest: bool,
 ) -> Vec<i64> {
-    let mut out = vec![0i64; rows * k];
-    if k == 0 || cols == 0 {
-        return out;
+    if rows == 0 || k == 0 || cols == 0 {
+        return Vec::new();
     }
+    let mut out = crate::error::zeroed_vec::<i64>(rows * k);
     let o = SendPtr(out.as_mut_ptr());
     par_units(rows, cols * 4, |lo, hi| {
         let mut pairs = Vec::with_capacity(cols);
@@ -275,8 +275,8 @@ pub fn select_rows<T: SortKey>(
     cols: usize,
     pick: impl Fn(&[T]) -> Option<usize> + Sync,
 ) -> Vec<i64> {
-    let mut out = vec![0i64; rows];
-    if cols == 0 {
+    let mut out = crate::error::zeroed_vec::<i64>(rows);
+    if rows == 0 || cols == 0 {
         return out;
     }
     let o = SendPtr(out.as_mut_ptr());

@@ -130,15 +130,30 @@ pub(crate) fn digamma(x: f64) -> f64 {
 /// function: psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x). zeta(s, x) is summed
 /// by Euler-Maclaurin as in Cephes' `zeta.c`: the terms (x + k)^-s up to a
 /// shift a = x + N >= 12 + n, then the integral a^(1-s)/(s-1), a^-s/2 and the
-/// Bernoulli-number corrections. The direct terms need no reflection for
-/// negative x (s is an integer); at the non-positive integers a term is
-/// infinite, as the function is.
+/// Bernoulli-number corrections; far below zero the terms at negative shifts
+/// are summed in closed form (`negative_terms`). From n = 171 on n! is
+/// infinite in float64, so the result is too unless zeta underflows (NaN
+/// then, infinity times zero, as PyTorch and SciPy give).
 pub(crate) fn polygamma(n: u32, x: f64) -> f64 {
     if n == 0 {
         return digamma(x);
     }
     if x.is_nan() {
         return f64::NAN;
+    }
+    let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
+    if n > 170 {
+        // n! is infinite: so is the result, or NaN where zeta underflows to 0
+        // (and no loop of n steps up to the shift 12 + n). Poles as below.
+        if x <= 0.0 && x == x.floor() {
+            return if n % 2 == 1 { f64::INFINITY } else { f64::NAN };
+        }
+        let z = zeta(n as f64 + 1.0, x);
+        return if z == 0.0 {
+            f64::NAN
+        } else {
+            sign * f64::INFINITY * z.signum()
+        };
     }
     let s = n as i32 + 1;
     let sf = s as f64;
@@ -179,7 +194,6 @@ pub(crate) fn polygamma(n: u32, x: f64) -> f64 {
     for k in 2..=n {
         nf *= k as f64;
     }
-    let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
     sign * nf * sum
 }
 

@@ -65,6 +65,12 @@ fn positive(x: &Tensor) -> Result<Tensor> {
     compare::gt(x, &Tensor::scalar_of(0.0, x.dtype()))
 }
 
+/// `x <= 0`: false at a NaN, which therefore takes the positive branch of
+/// `elu` (value and gradient), as PyTorch's kernels do.
+fn not_positive(x: &Tensor) -> Result<Tensor> {
+    compare::le(x, &Tensor::scalar_of(0.0, x.dtype()))
+}
+
 /// `x` where positive, `slope * x` elsewhere (so the gradient at 0 is `slope`, as in PyTorch).
 pub(crate) fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
     float_input(x, "leaky_relu_cpu")?;
@@ -161,10 +167,10 @@ pub(crate) fn elu_result(x: &Tensor, alpha: f64) -> Result<Tensor> {
                 return Ok(g.clone());
             }
             let slope = add_scalar(y, Scalar::Float(alpha))?;
-            where_(&positive(y)?, g, &mul(g, &slope)?)
+            where_(&not_positive(y)?, &mul(g, &slope)?, g)
         },
-        move |g, y| if y > 0.0 { g } else { g * (y + a32) },
-        move |g, y| if y > 0.0 { g } else { g * (y + alpha) },
+        move |g, y| if y <= 0.0 { g * (y + a32) } else { g },
+        move |g, y| if y <= 0.0 { g * (y + alpha) } else { g },
     ))
 }
 
@@ -185,27 +191,28 @@ pub(crate) fn elu(x: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Resul
     );
     let plain = scale == 1.0 && input_scale == 1.0;
     let out = if plain {
-        // As `where(x > 0, x, expm1(x) * alpha)` computes it.
+        // As `where(x <= 0, expm1(x) * alpha, x)` computes it: a NaN takes
+        // the positive branch, as in PyTorch's kernel.
         act1(
             x,
-            move |x| if x > 0.0 { x } else { expm1_f32(x) * nc },
-            move |x| if x > 0.0 { x } else { x.exp_m1() * neg_coef },
+            move |x| if x <= 0.0 { expm1_f32(x) * nc } else { x },
+            move |x| if x <= 0.0 { x.exp_m1() * neg_coef } else { x },
         )?
     } else {
         act1(
             x,
             move |x| {
-                if x > 0.0 {
-                    x * sc
-                } else {
+                if x <= 0.0 {
                     expm1_f32(x * isc) * nc
+                } else {
+                    x * sc
                 }
             },
             move |x| {
-                if x > 0.0 {
-                    x * scale
-                } else {
+                if x <= 0.0 {
                     (x * input_scale).exp_m1() * neg_coef
+                } else {
+                    x * scale
                 }
             },
         )?
@@ -229,35 +236,32 @@ pub(crate) fn elu(x: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Resul
             } else {
                 mul_f64(g, scale)?
             };
-            where_(&positive(x)?, &pos, &mul(g, &slope)?)
+            where_(&not_positive(x)?, &mul(g, &slope)?, &pos)
         },
+        // A NaN input takes the positive side (its gradient is `g * scale`).
         move |g, x| {
-            if x > 0.0 {
-                if plain {
-                    g
-                } else {
-                    g * sc
-                }
-            } else {
+            if x <= 0.0 {
                 g * (exp_f32(if plain { x } else { x * isc }) * ns)
+            } else if plain {
+                g
+            } else {
+                g * sc
             }
         },
         move |g, x| {
-            if x > 0.0 {
-                if plain {
-                    g
-                } else {
-                    g * scale
-                }
-            } else {
+            if x <= 0.0 {
                 g * ((if plain { x } else { x * input_scale }).exp() * neg_slope)
+            } else if plain {
+                g
+            } else {
+                g * scale
             }
         },
     ))
 }
 
 /// `hardtanh(x, min, max)` (and `relu6`): `x` clamped (NaN kept); as in
-/// PyTorch the gradient passes only strictly inside `(min, max)`.
+/// PyTorch the gradient passes only strictly inside `(min, max)`, and at a NaN.
 pub(crate) fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
     float_input(x, "hardtanh")?;
     let (l, h) = (
@@ -291,11 +295,12 @@ pub(crate) fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
         x,
         out,
         move |g, x| {
-            let inside = super::logical_and(&compare::gt(x, &l)?, &compare::lt(x, &h)?)?;
-            where_(&inside, g, &Tensor::scalar_of(0.0, g.dtype()))
+            // Zero where `x <= min` or `x >= max`: a NaN passes its gradient on.
+            let off = super::logical_or(&compare::le(x, &l)?, &compare::ge(x, &h)?)?;
+            where_(&off, &Tensor::scalar_of(0.0, g.dtype()), g)
         },
-        move |g, x| if x > l32 && x < h32 { g } else { 0.0 },
-        move |g, x| if x > lo && x < hi { g } else { 0.0 },
+        move |g, x| if x <= l32 || x >= h32 { 0.0 } else { g },
+        move |g, x| if x <= lo || x >= hi { 0.0 } else { g },
     ))
 }
 
@@ -595,21 +600,31 @@ fn hs_gate64(x: f64) -> f64 {
     (if y > 6.0 { 6.0 } else { y }) / 6.0
 }
 
-/// `hardswish(x) = x * relu6(x + 3) / 6`; gradient 0 below -3, 1 above 3,
-/// `x / 3 + 1/2` between (PyTorch's rule, ties included in the middle).
+/// `hardswish(x) = x * relu6(x + 3) / 6`; gradient 0 up to -3, 1 from 3 on,
+/// `x / 3 + 1/2` strictly between, and 1 at a NaN (PyTorch's rule).
 pub(crate) fn hardswish(x: &Tensor) -> Result<Tensor> {
     float_input(x, "hardswish_cpu")?;
+    // The identity above 3, where PyTorch's `x * 6 / 6` overflows near the
+    // largest float.
     let out = act1(
         x,
         |x| {
             let y = x + 3.0;
             let y = if y < 0.0 { 0.0 } else { y };
-            x * (if y > 6.0 { 6.0 } else { y }) / 6.0
+            if x > 3.0 {
+                x
+            } else {
+                x * y.min(6.0) / 6.0
+            }
         },
         |x| {
             let y = x + 3.0;
             let y = if y < 0.0 { 0.0 } else { y };
-            x * (if y > 6.0 { 6.0 } else { y }) / 6.0
+            if x > 3.0 {
+                x
+            } else {
+                x * y.min(6.0) / 6.0
+            }
         },
     )?;
     Ok(pointwise(
@@ -623,21 +638,21 @@ pub(crate) fn hardswish(x: &Tensor) -> Result<Tensor> {
                 Scalar::Float(0.5),
             )?;
             let inner = where_(
-                &compare::le(x, &Tensor::scalar_of(3.0, dt))?,
+                &compare::lt(x, &Tensor::scalar_of(3.0, dt))?,
                 &mul(g, &mid)?,
                 g,
             )?;
             where_(
-                &compare::lt(x, &Tensor::scalar_of(-3.0, dt))?,
+                &compare::le(x, &Tensor::scalar_of(-3.0, dt))?,
                 &Tensor::scalar_of(0.0, g.dtype()),
                 &inner,
             )
         },
         |g, x| {
             let mid = g * (x / 3.0 + 0.5);
-            if x < -3.0 {
+            if x <= -3.0 {
                 0.0
-            } else if x <= 3.0 {
+            } else if x < 3.0 {
                 mid
             } else {
                 g
@@ -645,9 +660,9 @@ pub(crate) fn hardswish(x: &Tensor) -> Result<Tensor> {
         },
         |g, x| {
             let mid = g * (x / 3.0 + 0.5);
-            if x < -3.0 {
+            if x <= -3.0 {
                 0.0
-            } else if x <= 3.0 {
+            } else if x < 3.0 {
                 mid
             } else {
                 g
@@ -810,14 +825,16 @@ fn shifted(x: &Tensor, d: i64) -> Result<Tensor> {
 }
 
 fn softmax_input(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<(Tensor, i64)> {
+    // A `dtype` that is not floating is refused like an input that is not.
+    let dt = dtype.unwrap_or(x.dtype());
+    if !dt.is_float() {
+        return Err(Error::runtime(format!(
+            "\"softmax_lastdim_kernel_impl\" not implemented for '{}'",
+            dt.scalar_name()
+        )));
+    }
     let x = match dtype {
         Some(dt) => super::to_dtype(x, dt)?,
-        None if !x.dtype().is_float() => {
-            return Err(Error::runtime(format!(
-                "\"softmax_lastdim_kernel_impl\" not implemented for '{}'",
-                x.dtype().scalar_name()
-            )))
-        }
         None => x.clone(),
     };
     let d = wrap_dim(dim, x.ndim())?;
@@ -869,6 +886,10 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     let fused = x.ndim() > 0 && x.numel() > 0;
     let out = if fused {
         fused_softmax(&x, d as usize, false)?
+    } else if x.numel() == 0 {
+        // No elements: no row sums (which, kept beside a huge size, would
+        // not fit: `[2**62, 0]` along its empty dimension).
+        Tensor::zeros(x.shape(), x.dtype())
     } else {
         let _g = GradModeGuard::new(false);
         let e = exp(&shifted(&x, d)?)?;
@@ -887,6 +908,9 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
             saved![Some(SavedTensor::output(&out, 0))],
             move |c| {
                 let (y, g) = (c.saved(0)?, c.grad()?);
+                if y.numel() == 0 {
+                    return Ok(smallvec![Some(Tensor::zeros(y.shape(), g.dtype()))]);
+                }
                 if fused && !crate::autograd::is_grad_enabled() {
                     return Ok(smallvec![Some(fused_softmax_backward(
                         g, y, d as usize, false

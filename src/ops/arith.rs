@@ -287,20 +287,36 @@ pub(crate) fn neg(a: &Tensor) -> Result<Tensor> {
 
 // ----- pow -------------------------------------------------------------------
 
+/// `x ** e` for a Python number `e`: the forms PyTorch uses for the common
+/// exponents, `sqrt` and `1 / sqrt` included (so `(-inf) ** 0.5` is NaN and
+/// `(-0.0) ** -0.5` is -inf there, where `pow` gives inf).
 #[inline(always)]
 fn powf_special<T: Float>(x: T, e: T) -> T {
-    // The exact products PyTorch uses for the common small exponents.
-    let two = <T as Element>::one() + <T as Element>::one();
+    let one = <T as Element>::one();
+    let half = one / (one + one);
+    if e == half {
+        x.sqrt()
+    } else if e == -half {
+        one / x.sqrt()
+    } else {
+        powf_exact(x, e)
+    }
+}
+
+/// `x ** e` for a tensor exponent: C's `pow`, with the exact products for
+/// the small integer exponents (equal to it up to rounding of `x * x * x`).
+#[inline(always)]
+fn powf_exact<T: Float>(x: T, e: T) -> T {
+    let one = <T as Element>::one();
+    let two = one + one;
     if e == two {
         x * x
-    } else if e == two + <T as Element>::one() {
+    } else if e == two + one {
         x * x * x
-    } else if e == <T as Element>::one() {
+    } else if e == one {
         x
-    } else if e == <T as Element>::one() / two {
-        x.sqrt()
-    } else if e == -<T as Element>::one() {
-        <T as Element>::one() / x
+    } else if e == -one {
+        one / x
     } else {
         x.powf(e)
     }
@@ -308,7 +324,8 @@ fn powf_special<T: Float>(x: T, e: T) -> T {
 
 fn int_pow(x: i64, e: i64) -> i64 {
     if e < 0 {
-        // Guarded by the caller; 1 and -1 are the only bases with integer results.
+        // 1 and -1 are the only bases with a nonzero result (0 ** -1 is 0 too,
+        // as in PyTorch); a number exponent below zero is refused by the caller.
         return match x {
             1 => 1,
             -1 => {
@@ -371,17 +388,13 @@ pub(crate) fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
 pub(crate) fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = arith_dtype(a, b);
     let out = match dt {
+        // A negative exponent in a tensor is no error (only a number is):
+        // the result is 1 / x ** -e truncated, as PyTorch computes it.
         d if !d.is_float() => {
             let (a, b) = (cast_data(a, dt), cast_data(b, dt));
-            let bi = cast_data(&b, DType::I64);
-            if bi.to_vec::<i64>().iter().any(|&e| e < 0) {
-                return Err(Error::runtime(
-                    "Integers to negative integer powers are not allowed.",
-                ));
-            }
             super::back_to(map2!(&a, &b, DType::I64, i64, |x, y| int_pow(x, y)), dt)
         }
-        _ => crate::dispatch_float_compute!(dt, T => map2!(a, b, dt, T, |x, y| powf_special(x, y))),
+        _ => crate::dispatch_float_compute!(dt, T => map2!(a, b, dt, T, |x, y| powf_exact(x, y))),
     };
     if needs_record(&[a, b]) {
         let rb = crate::autograd::tracked(b);
@@ -398,9 +411,18 @@ pub(crate) fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                 let g = c.grad()?;
                 let (a, b) = (c.saved(0)?, c.saved(1)?);
                 let ga = if c.needs(0) {
-                    // g * b * a^(b-1)
+                    // g * b * a^(b-1), taken as 0 where b == 0 makes it NaN (at
+                    // a = 0 or NaN: 0 * inf, 0 * NaN), as PyTorch's mask does; where
+                    // it is already 0 the product stays, so it differentiates again.
                     let e = sub(b, &Tensor::scalar_of(1.0, b.dtype()))?;
-                    Some(mul(g, &mul(b, &pow(a, &e)?)?)?)
+                    let raw = mul(g, &mul(b, &pow(a, &e)?)?)?;
+                    let zero_b = super::compare::eq(b, &Tensor::scalar_of(0.0, b.dtype()))?;
+                    let undefined = super::compare::logical_and(&zero_b, &super::isnan(&raw)?)?;
+                    Some(super::where_(
+                        &undefined,
+                        &Tensor::scalar_of(0.0, raw.dtype()),
+                        &raw,
+                    )?)
                 } else {
                     None
                 };

@@ -50,7 +50,7 @@ fn head_offsets(v: &View) -> Vec<usize> {
     let batch = &v.shape[..nd - 2];
     let strides: [SmallVec<[usize; 4]>; 1] = [v.strides[..nd - 2].iter().copied().collect()];
     let count = batch.iter().product();
-    let mut offs = Vec::with_capacity(count);
+    let mut offs = crate::error::alloc_vec(count);
     let step = strides[0].last().copied().unwrap_or(0);
     crate::kernels::for_each_row(batch, &strides, 0, count, |_, len, [o]| {
         offs.extend((0..len).map(|i| o + i * step));
@@ -85,6 +85,15 @@ pub fn sdpa_forward(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64) -> Result<(T
         return Ok((super::back_to(o, dt), super::back_to(p, dt)));
     }
     let d = dims(q, k, v)?;
+    let (out_shape, p_shape) = (shape_with(q, d.l, d.ev), shape_with(q, d.l, d.s));
+    // Results that cannot exist (the weights of 2**62 queries and keys) are
+    // refused before any work, as PyTorch's allocation of them is.
+    crate::tensor::checked_storage_numel(&out_shape, dt.size())?;
+    crate::tensor::checked_storage_numel(&p_shape, dt.size())?;
+    if out_shape.contains(&0) && p_shape.contains(&0) {
+        // Both results empty, however many (empty) heads: no loop over them.
+        return Ok((Tensor::zeros(out_shape, dt), Tensor::zeros(p_shape, dt)));
+    }
     let (vq, vk, vv) = (q.view(), k.view(), v.view());
     let (oq, ok, ov) = (head_offsets(&vq), head_offsets(&vk), head_offsets(&vv));
     Ok(crate::dispatch_float!(q.dtype(), T => {
@@ -130,6 +139,11 @@ pub fn sdpa_backward(
         return Err(Error::runtime(
             "attention backward: gradient or weights do not match the inputs",
         ));
+    }
+    if q.numel() == 0 && k.numel() == 0 && v.numel() == 0 {
+        // Empty gradients, however many (empty) heads: no loop over them.
+        let zeros = |t: &Tensor, need: bool| need.then(|| Tensor::zeros(t.shape(), dt));
+        return Ok([zeros(q, needs[0]), zeros(k, needs[1]), zeros(v, needs[2])]);
     }
     let p = p.contiguous_data();
     let (vg, vq, vk, vv, vp) = (g.view(), q.view(), k.view(), v.view(), p.view());

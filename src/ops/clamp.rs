@@ -10,18 +10,26 @@ use crate::autograd::{needs_record, record, GradModeGuard};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::binary;
 use crate::saved;
-use crate::tensor::{broadcast_shapes, Arith, Tensor};
+use crate::tensor::{broadcast_shapes, Arith, DType, Tensor};
 
 type Compare = fn(&Tensor, &Tensor) -> Result<Tensor>;
 
 /// The share of the gradient `a` gets from `maximum(a, b)` (or `minimum`
 /// with the comparisons swapped): all of it where it wins, half on a tie (PyTorch's rule).
-fn share(a: &Tensor, b: &Tensor, loses: Compare, dt: crate::tensor::DType) -> Result<Tensor> {
+pub(crate) fn share(a: &Tensor, b: &Tensor, loses: Compare, dt: DType) -> Result<Tensor> {
     let tie = compare::eq(a, b)?;
     let lost = loses(a, b)?;
     let one = Tensor::scalar_of(1.0, dt);
     let w = where_(&lost, &Tensor::scalar_of(0.0, dt), &one)?;
     where_(&tie, &Tensor::scalar_of(0.5, dt), &w)
+}
+
+/// `g` times its share `w`, selected rather than multiplied where the share
+/// is 0, so a NaN or infinite gradient does not leak to the side that lost
+/// (PyTorch's rules are `where`s and `masked_fill`s).
+pub(crate) fn apply_share(g: &Tensor, w: &Tensor) -> Result<Tensor> {
+    let zero = Tensor::scalar_of(0.0, g.dtype());
+    where_(&compare::eq(w, &zero)?, &zero, &mul(g, w)?)
 }
 
 fn extreme(a: &Tensor, b: &Tensor, name: &'static str, is_max: bool) -> Result<Tensor> {
@@ -42,12 +50,12 @@ fn extreme(a: &Tensor, b: &Tensor, name: &'static str, is_max: bool) -> Result<T
                 (compare::gt, compare::lt)
             };
             let ga = if c.needs(0) {
-                Some(mul(g, &share(a, b, la, g.dtype())?)?)
+                Some(apply_share(g, &share(a, b, la, g.dtype())?)?)
             } else {
                 None
             };
             let gb = if c.needs(1) {
-                Some(mul(g, &share(a, b, lb, g.dtype())?)?)
+                Some(apply_share(g, &share(a, b, lb, g.dtype())?)?)
             } else {
                 None
             };
@@ -132,11 +140,18 @@ fn clamp_one_pass(x: &Tensor, l: f64, h: f64) -> Result<Tensor> {
     )
 }
 
-/// `clamp(x, min, max)`; `tensor_bounds` says whether the caller gave the
-/// bounds as tensors (PyTorch's `ClampBackward0`) or numbers (`ClampBackward1`).
-/// The gradient reaches `x` where `min <= x <= max` (PyTorch's convention at
-/// the boundaries), `min` where `x < min`, and `max` where `x > max` (or
-/// everywhere if `max < min`, where the result is `max`).
+/// `clamp(x, min, max)`: `min(max(x, min), max)` with NaN propagated from
+/// any of the three (a NaN bound makes its results NaN, as in PyTorch).
+/// `tensor_bounds` says whether the caller gave the bounds as tensors
+/// (PyTorch's `ClampBackward0`) or numbers (`ClampBackward1`).
+///
+/// The gradient follows PyTorch's subgradients. With number bounds it
+/// reaches `x` only strictly inside `(min, max)` (not at a bound, not at a
+/// NaN). With tensor bounds the bounds are inputs too: a tie of `x` with the
+/// bound that limits it splits the gradient in halves, and with one bound
+/// the rule is exactly `maximum`'s (or `minimum`'s), NaN included; with two,
+/// `min` gets it where `x < min <= max`, `max` where `x > max` or
+/// `max < min` (the result is then `max`), and `x` everywhere else.
 pub(crate) fn clamp(
     x: &Tensor,
     lo: Option<&Tensor>,
@@ -156,18 +171,7 @@ pub(crate) fn clamp(
         clamp_one_pass(x, l, h)?
     } else {
         let _g = GradModeGuard::new(false);
-        let mut out = x.clone();
-        if let Some(lo) = lo {
-            out = where_(&compare::lt(&out, lo)?, lo, &out)?;
-        }
-        if let Some(hi) = hi {
-            out = where_(&compare::gt(&out, hi)?, hi, &out)?;
-        }
-        if out.same(x) {
-            super::clone_data(x)
-        } else {
-            out
-        }
+        clamp_composite(x, lo, hi)?
     };
     let inputs: SmallVec<[&Tensor; 3]> = std::iter::once(x).chain(lo).chain(hi).collect();
     if needs_record(&inputs) {
@@ -179,16 +183,29 @@ pub(crate) fn clamp(
         let (has_lo, has_hi) = (lo.is_some(), hi.is_some());
         record(name, &inputs, &out, saved![x, lo, hi], move |c| {
             let (g, x) = (c.grad()?, c.saved(0)?);
-            if let Some((l, h)) =
-                fast.filter(|_| super::can_fuse(g, x) && !c.needs(1) && !c.needs(2))
+            if let Some((l, h)) = fast
+                .filter(|_| !tensor_bounds && super::can_fuse(g, x) && !c.needs(1) && !c.needs(2))
             {
-                // The gradient passes where l <= x <= h, in one pass.
+                // `ClampBackward1` in one pass: the gradient passes strictly
+                // inside the given bounds (not at one, not at a NaN).
                 let (l32, h32) = (l as f32, h as f32);
                 let gx = super::fused_grad(
                     g,
                     x,
-                    move |g, x| if x >= l32 && x <= h32 { g } else { 0.0 },
-                    move |g, x| if x >= l && x <= h { g } else { 0.0 },
+                    move |g, x| {
+                        if (!has_lo || x > l32) && (!has_hi || x < h32) {
+                            g
+                        } else {
+                            0.0
+                        }
+                    },
+                    move |g, x| {
+                        if (!has_lo || x > l) && (!has_hi || x < h) {
+                            g
+                        } else {
+                            0.0
+                        }
+                    },
                 )?;
                 let mut grads: crate::autograd::Grads = smallvec![Some(gx)];
                 grads.extend((0..usize::from(has_lo) + usize::from(has_hi)).map(|_| None));
@@ -196,45 +213,106 @@ pub(crate) fn clamp(
             }
             let lo = has_lo.then(|| c.saved(1)).transpose()?;
             let hi = has_hi.then(|| c.saved(2)).transpose()?;
-            let zero = Tensor::scalar_of(0.0, g.dtype());
-            let pass = |m: &Tensor| where_(m, g, &zero);
+            let dt = g.dtype();
+            let [wx, wlo, whi] = if tensor_bounds {
+                tensor_bound_shares(x, lo, hi, dt)?
+            } else {
+                number_bound_shares(x, lo, hi, dt)?
+            };
             let mut grads: crate::autograd::Grads = smallvec![None];
             if c.needs(0) {
-                let keep = match (lo, hi) {
-                    (Some(l), Some(h)) => {
-                        compare::logical_and(&compare::ge(x, l)?, &compare::le(x, h)?)?
-                    }
-                    (Some(l), None) => compare::ge(x, l)?,
-                    (None, Some(h)) => compare::le(x, h)?,
-                    (None, None) => unreachable!("checked above"),
-                };
-                grads[0] = Some(pass(&keep)?);
+                grads[0] = Some(apply_share(g, &wx)?);
             }
-            if let Some(l) = lo {
-                let mut g_lo = None;
-                if c.needs(1) {
-                    let mut below = compare::lt(x, l)?;
-                    if let Some(h) = hi {
-                        below = compare::logical_and(&below, &compare::lt(l, h)?)?;
-                    }
-                    g_lo = Some(pass(&below)?);
+            for (bound, w) in [(lo, wlo), (hi, whi)] {
+                if bound.is_some() {
+                    let i = grads.len();
+                    grads.push(if c.needs(i) {
+                        Some(apply_share(g, &w)?)
+                    } else {
+                        None
+                    });
                 }
-                grads.push(g_lo);
-            }
-            if let Some(h) = hi {
-                let i = grads.len();
-                let mut g_hi = None;
-                if c.needs(i) {
-                    let mut above = compare::gt(x, h)?;
-                    if let Some(l) = lo {
-                        above = compare::logical_or(&above, &compare::lt(h, l)?)?;
-                    }
-                    g_hi = Some(pass(&above)?);
-                }
-                grads.push(g_hi);
             }
             Ok(grads)
         });
     }
     Ok(out)
+}
+
+/// The clamp by tensor bounds, with broadcasting and type promotion.
+fn clamp_composite(x: &Tensor, lo: Option<&Tensor>, hi: Option<&Tensor>) -> Result<Tensor> {
+    let mut out = x.clone();
+    if let Some(lo) = lo {
+        let take = compare::logical_or(&compare::lt(&out, lo)?, &super::isnan(lo)?)?;
+        out = where_(&take, lo, &out)?;
+    }
+    if let Some(hi) = hi {
+        let take = compare::logical_or(&compare::gt(&out, hi)?, &super::isnan(hi)?)?;
+        out = where_(&take, hi, &out)?;
+    }
+    Ok(if out.same(x) {
+        super::clone_data(x)
+    } else {
+        out
+    })
+}
+
+/// 1 where `m`, else 0, in `dt`.
+fn ones_where(m: &Tensor, dt: DType) -> Result<Tensor> {
+    where_(m, &Tensor::scalar_of(1.0, dt), &Tensor::scalar_of(0.0, dt))
+}
+
+/// `ClampBackward1`: `x` gets the gradient strictly inside the bounds.
+fn number_bound_shares(
+    x: &Tensor,
+    lo: Option<&Tensor>,
+    hi: Option<&Tensor>,
+    dt: DType,
+) -> Result<[Tensor; 3]> {
+    let inside = match (lo, hi) {
+        (Some(l), Some(h)) => compare::logical_and(&compare::gt(x, l)?, &compare::lt(x, h)?)?,
+        (Some(l), None) => compare::gt(x, l)?,
+        (None, Some(h)) => compare::lt(x, h)?,
+        (None, None) => unreachable!("checked by clamp"),
+    };
+    let z = Tensor::scalar_of(0.0, dt);
+    Ok([ones_where(&inside, dt)?, z.clone(), z])
+}
+
+/// `ClampBackward0`'s shares of the gradient for `x`, `min` and `max`.
+fn tensor_bound_shares(
+    x: &Tensor,
+    lo: Option<&Tensor>,
+    hi: Option<&Tensor>,
+    dt: DType,
+) -> Result<[Tensor; 3]> {
+    let z = Tensor::scalar_of(0.0, dt);
+    match (lo, hi) {
+        (Some(l), None) => Ok([
+            share(x, l, compare::lt, dt)?,
+            share(l, x, compare::lt, dt)?,
+            z,
+        ]),
+        (None, Some(h)) => Ok([
+            share(x, h, compare::gt, dt)?,
+            z,
+            share(h, x, compare::gt, dt)?,
+        ]),
+        (Some(l), Some(h)) => {
+            let above = compare::logical_or(&compare::gt(x, h)?, &compare::lt(h, l)?)?;
+            let below = compare::logical_and(&compare::lt(x, l)?, &compare::le(l, h)?)?;
+            let proper = compare::lt(l, h)?;
+            let tie_lo = compare::logical_and(&compare::eq(x, l)?, &proper)?;
+            let tie_hi = compare::logical_and(&compare::eq(x, h)?, &proper)?;
+            let half = Tensor::scalar_of(0.5, dt);
+            let one = Tensor::scalar_of(1.0, dt);
+            let tie = compare::logical_or(&tie_lo, &tie_hi)?;
+            let limited = compare::logical_or(&above, &below)?;
+            let wx = where_(&limited, &z, &where_(&tie, &half, &one)?)?;
+            let wl = where_(&below, &one, &where_(&tie_lo, &half, &z)?)?;
+            let wh = where_(&above, &one, &where_(&tie_hi, &half, &z)?)?;
+            Ok([wx, wl, wh])
+        }
+        (None, None) => unreachable!("checked by clamp"),
+    }
 }

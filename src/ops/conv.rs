@@ -32,7 +32,7 @@ pub struct ConvParams {
     pub transposed: bool,
 }
 
-fn joined(v: &[usize], sep: &str) -> String {
+fn joined<T: std::fmt::Display>(v: &[T], sep: &str) -> String {
     v.iter()
         .map(|d| d.to_string())
         .collect::<Vec<_>>()
@@ -211,11 +211,12 @@ pub fn convolution(
                 )));
             }
         }
-        let out: Vec<i64> = (r..2)
+        // In i128: every term is an i64 the user gave, so nothing overflows.
+        let out: Vec<i128> = (r..2)
             .map(|i| {
-                (isz[i] as i64 - 1) * p.stride[i] as i64 - 2 * p.padding[i] as i64
-                    + (p.dilation[i] * (ksz[i] - 1)) as i64
-                    + p.output_padding[i] as i64
+                (isz[i] as i128 - 1) * p.stride[i] as i128 - 2 * p.padding[i] as i128
+                    + p.dilation[i] as i128 * (ksz[i] as i128 - 1)
+                    + p.output_padding[i] as i128
                     + 1
             })
             .collect();
@@ -227,8 +228,12 @@ pub fn convolution(
             )));
         }
     } else {
-        let padded: Vec<usize> = (r..2).map(|i| isz[i] + 2 * p.padding[i]).collect();
-        let kd: Vec<usize> = (r..2).map(|i| p.dilation[i] * (ksz[i] - 1) + 1).collect();
+        let padded: Vec<i128> = (r..2)
+            .map(|i| isz[i] as i128 + 2 * p.padding[i] as i128)
+            .collect();
+        let kd: Vec<i128> = (r..2)
+            .map(|i| p.dilation[i] as i128 * (ksz[i] as i128 - 1) + 1)
+            .collect();
         if padded.iter().zip(&kd).any(|(a, b)| a < b) {
             return Err(Error::runtime(format!(
                 "Calculated padded input size per channel: ({}). Kernel size: ({}). Kernel size can't be greater than actual input size",
@@ -243,7 +248,53 @@ pub fn convolution(
             fmt_shape(&xs)
         )));
     }
+    check_output_size(input, &xs, &ws, &p)?;
     conv_op(input, weight, bias, p, None)
+}
+
+fn too_big(xs: &[usize], ws: &[usize]) -> Error {
+    Error::runtime(format!(
+        "Storage size calculation overflowed for the output of a convolution of input {} and weight {}",
+        fmt_shape(xs),
+        fmt_shape(ws)
+    ))
+}
+
+/// The output's size, checked before any work: each spatial size must fit in
+/// an `i64`, and the output must be allocatable (an impossible size fails
+/// here, as PyTorch's output allocation does, before the column buffers and
+/// padded copies the kernels would make first).
+fn check_output_size(input: &Tensor, xs: &[usize], ws: &[usize], p: &ConvParams) -> Result<()> {
+    let (isz, ksz) = (spatial(xs), spatial(ws));
+    let r = 2 - p.sd;
+    let mut n: i128 = xs[0] as i128
+        * if p.transposed {
+            ws[1] * p.groups
+        } else {
+            ws[0]
+        } as i128;
+    for i in r..2 {
+        let (s, pad, d, k) = (
+            p.stride[i] as i128,
+            p.padding[i] as i128,
+            p.dilation[i] as i128,
+            ksz[i] as i128,
+        );
+        let o = if p.transposed {
+            (isz[i] as i128 - 1) * s - 2 * pad + d * (k - 1) + p.output_padding[i] as i128 + 1
+        } else {
+            (isz[i] as i128 + 2 * pad - d * (k - 1) - 1) / s + 1
+        };
+        if o > i64::MAX as i128 {
+            return Err(too_big(xs, ws));
+        }
+        n = n.saturating_mul(o.max(0));
+    }
+    if n > i64::MAX as i128 {
+        return Err(too_big(xs, ws));
+    }
+    crate::error::probe_alloc_sized(n as usize, input.dtype().size());
+    Ok(())
 }
 
 /// The geometry of the convolution whose input is `x` (`[N, C, ...]`) and
@@ -508,13 +559,26 @@ fn block_geom(n: usize, c: usize, isz: [usize; 2], out: [usize; 2], b: &Blocks) 
     }
 }
 
-/// The number of sliding blocks along each dimension (may be non-positive).
+/// The number of sliding blocks along each dimension (may be non-positive),
+/// in `i128` so that no size the user gives overflows, then saturated.
 fn block_counts(isz: [usize; 2], b: &Blocks) -> [i64; 2] {
     std::array::from_fn(|i| {
-        (isz[i] as i64 + 2 * b.padding[i] as i64 - (b.dilation[i] * (b.kernel[i] - 1)) as i64 - 1)
-            .div_euclid(b.stride[i] as i64)
-            + 1
+        let n = (isz[i] as i128 + 2 * b.padding[i] as i128
+            - b.dilation[i] as i128 * (b.kernel[i] as i128 - 1)
+            - 1)
+        .div_euclid(b.stride[i] as i128)
+            + 1;
+        n.clamp(i64::MIN as i128, i64::MAX as i128) as i64
     })
+}
+
+/// `a * b * ...` for sizes from the user, or PyTorch's overflow error.
+fn checked_size(factors: &[usize]) -> Result<usize> {
+    factors
+        .iter()
+        .try_fold(1usize, |n, &f| n.checked_mul(f))
+        .filter(|&n| n <= i64::MAX as usize)
+        .ok_or_else(|| Error::runtime("numel: integer multiplication overflow"))
 }
 
 /// `F.unfold`: `[N, C, H, W] -> [N, C*kh*kw, L]` (`Im2ColBackward0`).
@@ -549,6 +613,15 @@ pub fn unfold(
             isz[0], isz[1], b.kernel[0], b.kernel[1], b.dilation[0], b.dilation[1], b.padding[0], b.padding[1], cnt[0], cnt[1]
         )));
     }
+    let cols = checked_size(&[
+        s4[0],
+        s4[1],
+        b.kernel[0],
+        b.kernel[1],
+        cnt[0] as usize,
+        cnt[1] as usize,
+    ])?;
+    crate::error::probe_alloc_sized(cols, x.dtype().size());
     let out = im2col_op(&x4, b, [cnt[0] as usize, cnt[1] as usize])?;
     if batched {
         Ok(out)
@@ -633,7 +706,7 @@ pub fn fold(
         reshape(x, &[1, xs[0], xs[1]])?
     };
     let s3 = x3.shape();
-    let kk = b.kernel[0] * b.kernel[1];
+    let kk = checked_size(&b.kernel)?;
     if s3[1] % kk != 0 {
         return Err(Error::runtime(format!(
             "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)={} and kernel_size=({}, {})",
@@ -642,12 +715,15 @@ pub fn fold(
     }
     let isz = [osz[0] as usize, osz[1] as usize];
     let cnt = block_counts(isz, &b);
-    if cnt.iter().any(|&c| c < 1) || (cnt[0] * cnt[1]) as usize != s3[2] {
+    let blocks = (cnt[0] as i128) * (cnt[1] as i128);
+    if cnt.iter().any(|&c| c < 1) || blocks != s3[2] as i128 {
         return Err(Error::runtime(format!(
             "Given output_size=({}, {}), kernel_size=({}, {}), dilation=({}, {}), padding=({}, {}), stride=({}, {}), expected size of input's dimension 2 to match the calculated number of sliding blocks {} * {} = {}, but got input.size(2)={}.",
-            isz[0], isz[1], b.kernel[0], b.kernel[1], b.dilation[0], b.dilation[1], b.padding[0], b.padding[1], b.stride[0], b.stride[1], cnt[0], cnt[1], cnt[0] * cnt[1], s3[2]
+            isz[0], isz[1], b.kernel[0], b.kernel[1], b.dilation[0], b.dilation[1], b.padding[0], b.padding[1], b.stride[0], b.stride[1], cnt[0], cnt[1], blocks, s3[2]
         )));
     }
+    let image = checked_size(&[s3[0], s3[1] / kk, isz[0], isz[1]])?;
+    crate::error::probe_alloc_sized(image, x.dtype().size());
     let out = col2im_op(&x3, b, isz, [cnt[0] as usize, cnt[1] as usize])?;
     if batched {
         Ok(out)

@@ -18,7 +18,7 @@ fn freq_scale<T: Element>(idx: &[i64], v: usize, freq: bool) -> Option<Vec<T>> {
     if !freq {
         return None;
     }
-    let mut count = vec![0u32; v];
+    let mut count = crate::error::zeroed_vec::<u32>(v);
     for &k in idx {
         count[k as usize] += 1;
     }

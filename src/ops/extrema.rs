@@ -50,8 +50,24 @@ fn leading_one(a: &Tensor, mask: &[bool]) -> Option<(usize, usize, usize)> {
     (inner > 1).then(|| (shape[..d].iter().product(), shape[d], inner))
 }
 
-fn amax_impl(a: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_max: bool) -> Result<Tensor> {
+/// `amax`/`amin`, or with `whole` PyTorch's `max()`/`min()` of every element,
+/// whose gradient rule differs at a NaN result: `max()` shares it among the
+/// NaN elements (its `evenly_distribute_backward`), `amax` makes every
+/// element's gradient NaN (no element equals a NaN result).
+fn amax_impl(
+    a: &Tensor,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+    is_max: bool,
+    whole: bool,
+) -> Result<Tensor> {
     let op = if is_max { "amax" } else { "amin" };
+    if whole && a.numel() == 0 {
+        return Err(Error::runtime(format!(
+            "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
+            if is_max { "max" } else { "min" }
+        )));
+    }
     let shape = a.shape();
     let mask = reduce_mask(shape.len(), dims)?;
     check_nonempty(&shape, &mask, op)?;
@@ -79,11 +95,12 @@ fn amax_impl(a: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_max: bool) -> R
     };
     if needs_record(&[a]) {
         let keep_shape = reduce_shape(&shape, &mask, true);
-        let name = match (is_max, dims.is_some()) {
-            (true, true) => "AmaxBackward0",
-            (false, true) => "AminBackward0",
-            (true, false) => "MaxBackward1",
-            (false, false) => "MinBackward1",
+        // `amax()` over every element is still PyTorch's `AmaxBackward0`.
+        let name = match (is_max, whole) {
+            (true, false) => "AmaxBackward0",
+            (false, false) => "AminBackward0",
+            (true, true) => "MaxBackward1",
+            (false, true) => "MinBackward1",
         };
         let dims_v: Option<Vec<i64>> = dims.map(|d| d.to_vec());
         record(
@@ -96,7 +113,11 @@ fn amax_impl(a: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_max: bool) -> R
                 let y = reshape(c.saved(1)?, &keep_shape)?;
                 let g = reshape(c.grad()?, &keep_shape)?;
                 // Ties share the gradient evenly; the mask is a constant.
-                let hit = cast_data(&super::eq(x, &y)?, g.dtype());
+                let mut hit = super::eq(x, &y)?;
+                if whole && y.dtype().is_float() && y.item()?.is_nan() {
+                    hit = super::isnan(x)?;
+                }
+                let hit = cast_data(&hit, g.dtype());
                 let count = sum(&hit, dims_v.as_deref(), true)?;
                 Ok(smallvec![Some(mul(&div(&g, &count)?, &hit)?)])
             },
@@ -106,20 +127,20 @@ fn amax_impl(a: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_max: bool) -> R
 }
 
 pub fn amax(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
-    amax_impl(a, dims_or_all(dims), keepdim, true)
+    amax_impl(a, dims_or_all(dims), keepdim, true, false)
 }
 
 pub(crate) fn amin(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
-    amax_impl(a, dims_or_all(dims), keepdim, false)
+    amax_impl(a, dims_or_all(dims), keepdim, false, false)
 }
 
 /// `max()` over every element.
 pub(crate) fn max_all(a: &Tensor) -> Result<Tensor> {
-    amax_impl(a, None, false, true)
+    amax_impl(a, None, false, true, true)
 }
 
 pub(crate) fn min_all(a: &Tensor) -> Result<Tensor> {
-    amax_impl(a, None, false, false)
+    amax_impl(a, None, false, false, true)
 }
 
 /// Position of the first maximum (or minimum) of each row; NaN counts as

@@ -640,7 +640,7 @@ fn plan_advanced(shape: &[usize], adv: &[(usize, Tensor, usize)]) -> Result<AdvP
     }
     let nb = numel(&bshape);
     // Row-major linear index into the indexed dimensions, negatives wrapped.
-    let mut lin = vec![0i64; nb];
+    let mut lin = crate::error::zeroed_vec::<i64>(nb);
     let mut dims: SmallVec<[usize; 4]> = SmallVec::new();
     for (d, i, span) in adv {
         let size = shape[*d..*d + *span].iter().product::<usize>() as i64;

@@ -61,7 +61,7 @@ fn batch_offsets(va: &View, vb: &View) -> Vec<(usize, usize)> {
     let nd = va.shape.len();
     let batch: Shape = va.shape[..nd - 2].iter().copied().collect();
     let nb: usize = batch.iter().product();
-    let mut offs: Vec<(usize, usize)> = Vec::with_capacity(nb);
+    let mut offs: Vec<(usize, usize)> = crate::error::alloc_vec(nb);
     let bst_a: SmallVec<[usize; 4]> = va.strides[..nd - 2].iter().copied().collect();
     let bst_b: SmallVec<[usize; 4]> = vb.strides[..nd - 2].iter().copied().collect();
     crate::kernels::for_each_row(
@@ -287,15 +287,23 @@ pub(crate) fn mm_accumulate(acc: &Tensor, a: &Tensor, b: &Tensor, transposed: bo
 /// The batched product of two views of one dtype (`[..., m, k] @ [..., k, n]`
 /// with equal batch shapes) as a tensor of `shape`: natively, except
 /// bfloat16 ([`bf16_product`]) and float16 ([`product_low_precision`]).
-fn product(dt: DType, va: &View, vb: &View, shape: Shape) -> Tensor {
+fn product(dt: DType, va: &View, vb: &View, shape: Shape) -> Result<Tensor> {
+    // A result that cannot exist (`[2**62, 0] @ [0, 2**62]`) is refused
+    // before any work, as PyTorch's allocation of it is.
+    crate::tensor::checked_storage_numel(&shape, dt.size())?;
+    if shape.contains(&0) {
+        // No elements, however many (empty) matrices the batch holds: no
+        // table of their offsets and no loop over them.
+        return Ok(Tensor::zeros(shape, dt));
+    }
     if dt == DType::BF16 {
-        return bf16_product(va, vb, shape);
+        return Ok(bf16_product(va, vb, shape));
     }
     if dt.is_low_precision() {
         let (t, d) = product_low_precision(va, vb, shape);
-        return super::back_to(t, d);
+        return Ok(super::back_to(t, d));
     }
-    crate::dispatch_native!(dt, T => Tensor::from_vec(bmm_kernel::<T>(va, vb), shape))
+    Ok(crate::dispatch_native!(dt, T => Tensor::from_vec(bmm_kernel::<T>(va, vb), shape)))
 }
 
 /// The product of float16 operands: the entry for float16 matrix products
@@ -324,7 +332,7 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = check_dtype(a, b, "addmm_impl_cpu_")?;
     let out = {
         let (va, vb) = (a.view(), b.view());
-        product(dt, &va, &vb, Shape::from_slice(&[sa[0], sb[1]]))
+        product(dt, &va, &vb, Shape::from_slice(&[sa[0], sb[1]]))?
     };
     if needs_record(&[a, b]) {
         let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
@@ -402,11 +410,15 @@ pub(crate) fn addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         ));
     }
     let shape = Shape::from_slice(&[sa[0], sb[1]]);
+    crate::tensor::checked_storage_numel(&shape, da.size())?;
     let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
         let e = expand(&bias.detach(), &shape)?;
         let (vc, va, vb) = (e.view(), a.view(), b.view());
-        if da == DType::BF16 {
+        if shape.contains(&0) {
+            // No elements, however long the other side.
+            Tensor::zeros(shape.clone(), da)
+        } else if da == DType::BF16 {
             bf16_addmm(&vc, &va, &vb, shape)
         } else if da.is_low_precision() {
             // bias + a @ b in float32, rounded once.
@@ -480,7 +492,7 @@ pub(crate) fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
     let out = {
         let v2 = unsqueeze_data(v, 1);
         let (va, vv) = (a.view(), v2.view());
-        product(da, &va, &vv, Shape::from_slice(&[sa[0]]))
+        product(da, &va, &vv, Shape::from_slice(&[sa[0]]))?
     };
     if needs_record(&[a, v]) {
         let (ra, rv) = (crate::autograd::tracked(a), crate::autograd::tracked(v));
@@ -529,7 +541,7 @@ pub(crate) fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let a2 = unsqueeze_data(a, 0);
         let b2 = unsqueeze_data(b, 1);
         let (va, vb) = (a2.view(), b2.view());
-        product(dt, &va, &vb, Shape::new())
+        product(dt, &va, &vb, Shape::new())?
     };
     if needs_record(&[a, b]) {
         let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
@@ -740,7 +752,7 @@ fn matmul_batched(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         };
         let (ea, eb) = (expand(&a2, &with(&[n, m1]))?, expand(&b2, &with(&[m2, p]))?);
         let (va, vb) = (ea.view(), eb.view());
-        product(dt, &va, &vb, flat_shape)
+        product(dt, &va, &vb, flat_shape)?
     };
     if !recording {
         return Ok(flat);
@@ -802,7 +814,7 @@ pub(crate) fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = check_dtype(a, b, "bmm")?;
     let out = {
         let (va, vb) = (a.view(), b.view());
-        product(dt, &va, &vb, Shape::from_slice(&[sa[0], sa[1], sb[2]]))
+        product(dt, &va, &vb, Shape::from_slice(&[sa[0], sa[1], sb[2]]))?
     };
     if needs_record(&[a, b]) {
         let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));

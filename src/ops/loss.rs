@@ -297,9 +297,10 @@ pub(crate) fn binary_cross_entropy(
     Ok(out)
 }
 
-/// Per-element `w (pos_weight y softplus(-x) + (1 - y) softplus(x))`, which
-/// is `-w (pos_weight y log(sigmoid(x)) + (1 - y) log(1 - sigmoid(x)))`
-/// without overflow for any logit.
+/// Per-element `w ((1 - y) x + (1 + (pos_weight - 1) y) softplus(-x))`,
+/// PyTorch's form of `-w (pos_weight y log(sigmoid(x)) + (1 - y) log(1 -
+/// sigmoid(x)))`: no overflow for any logit, and the same infinities and
+/// NaNs as PyTorch where the input or target is not finite.
 fn bce_logits_values(
     input: &Tensor,
     target: &Tensor,
@@ -307,13 +308,18 @@ fn bce_logits_values(
     pos_weight: Option<&Tensor>,
 ) -> Result<Tensor> {
     let sp_neg = softplus(&neg(input)?, 1.0, f64::INFINITY)?;
-    let sp_pos = softplus(input, 1.0, f64::INFINITY)?;
     let one_m_y = rsub_scalar(target, Scalar::Int(1))?;
-    let pos_term = match pos_weight {
-        Some(pw) => mul(&mul(pw, target)?, &sp_neg)?,
-        None => mul(target, &sp_neg)?,
+    let log_term = match pos_weight {
+        Some(pw) => {
+            let lw = add_scalar(
+                &mul(&add_scalar(pw, Scalar::Int(-1))?, target)?,
+                Scalar::Int(1),
+            )?;
+            mul(&lw, &sp_neg)?
+        }
+        None => sp_neg,
     };
-    let l = add(&pos_term, &mul(&one_m_y, &sp_pos)?)?;
+    let l = add(&mul(&one_m_y, input)?, &log_term)?;
     match weight {
         Some(w) => mul(&l, w),
         None => Ok(l),

@@ -145,6 +145,15 @@ impl Blocks {
 
 /// Per-group mean and biased variance of `x` (contiguous, `T`).
 fn group_moments<T: Float>(x: &[T], l: Blocks) -> (Vec<f64>, Vec<f64>) {
+    if x.is_empty() {
+        // No elements at all: every statistic is undefined (and the groups,
+        // however many are declared, are not visited one by one).
+        let ng = l.stat_groups();
+        return (
+            crate::error::filled_vec(ng, f64::NAN),
+            crate::error::filled_vec(ng, f64::NAN),
+        );
+    }
     if l.by_columns() {
         let (cm, cq) = kn::col_moments(x, l.c * l.s);
         return (0..l.c)
@@ -155,7 +164,10 @@ fn group_moments<T: Float>(x: &[T], l: Blocks) -> (Vec<f64>, Vec<f64>) {
     if bm.len() != l.n * l.c {
         // No elements at all: every statistic is undefined.
         let ng = l.stat_groups();
-        return (vec![f64::NAN; ng], vec![f64::NAN; ng]);
+        return (
+            crate::error::filled_vec(ng, f64::NAN),
+            crate::error::filled_vec(ng, f64::NAN),
+        );
     }
     (0..l.stat_groups())
         .map(|q| kn::merge_moments(l.blocks_of(q), &bm, &bq, l.s))
@@ -172,11 +184,15 @@ fn block_forward<T: Float>(
     w: Option<&[f64]>,
     b: Option<&[f64]>,
 ) -> Vec<T> {
+    if x.is_empty() {
+        // No elements, however many channels are declared.
+        return Vec::new();
+    }
     let nb = l.units();
     let chan_of = |u| l.unit_chan(u);
-    let mut center = Vec::with_capacity(nb);
-    let mut scale = Vec::with_capacity(nb);
-    let mut shift = Vec::with_capacity(nb);
+    let mut center = crate::error::alloc_vec(nb);
+    let mut scale = crate::error::alloc_vec(nb);
+    let mut shift = crate::error::alloc_vec(nb);
     for blk in 0..nb {
         let (q, ci) = chan_of(blk);
         // The mean rounded to T is subtracted exactly; what rounding lost
@@ -205,20 +221,29 @@ fn block_backward<T: Float>(
     w: Option<&[f64]>,
     input_stats: bool,
 ) -> (Vec<T>, Vec<f64>, Vec<f64>) {
+    if x.is_empty() {
+        // Nothing reaches the parameters from no elements.
+        return (
+            Vec::new(),
+            crate::error::zeroed_vec(l.c),
+            crate::error::zeroed_vec(l.c),
+        );
+    }
     let cols = l.by_columns();
     let nb = l.units();
     let chan_of = |u| l.unit_chan(u);
-    let center: Vec<f64> = (0..nb).map(|b| mean[chan_of(b).0]).collect();
+    let mut center: Vec<f64> = crate::error::alloc_vec(nb);
+    center.extend((0..nb).map(|b| mean[chan_of(b).0]));
     let (sg, sgx) = if cols {
         kn::col_grad_sums(g, x, nb, &center)
     } else {
         kn::block_grad_sums(g, x, l.s, &center)
     };
-    let mut dw = vec![0f64; l.c];
-    let mut db = vec![0f64; l.c];
+    let mut dw = crate::error::zeroed_vec::<f64>(l.c);
+    let mut db = crate::error::zeroed_vec::<f64>(l.c);
     let ng = l.stat_groups();
-    let mut ga = vec![0f64; ng];
-    let mut gb = vec![0f64; ng];
+    let mut ga = crate::error::zeroed_vec::<f64>(ng);
+    let mut gb = crate::error::zeroed_vec::<f64>(ng);
     for blk in 0..nb {
         let (q, ci) = chan_of(blk);
         db[ci] += sg[blk];

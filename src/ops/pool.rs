@@ -58,12 +58,57 @@ fn check_planes(x: &Tensor, op: &str) -> Result<()> {
 
 /// PyTorch's `pooling_output_shape`.
 fn pooled_len(len: i64, k: i64, pad: i64, stride: i64, dilation: i64, ceil: bool) -> i64 {
+    // In i128: the user's sizes are i64s, so no term overflows.
+    let (len, k, pad, stride, dilation) = (
+        len as i128,
+        k as i128,
+        pad as i128,
+        stride as i128,
+        dilation as i128,
+    );
     let num = len + 2 * pad - dilation * (k - 1) - 1 + if ceil { stride - 1 } else { 0 };
     let mut out = num.div_euclid(stride) + 1;
     if ceil && (out - 1) * stride >= len + pad {
         out -= 1;
     }
-    out
+    out.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+}
+
+/// The result of a pooling or resampling of `x` to `out` (its last two
+/// sizes) when it has no elements: made directly, since the per-axis tables
+/// the kernels would build are as long as an output side, which may be huge
+/// (`adaptive_avg_pool2d` of an empty batch to `2**30`). Its gradient is an
+/// empty (or zero) tensor of `x`'s shape.
+fn empty_output(x: &Tensor, oshape: Shape, name: &'static str) -> Option<Tensor> {
+    let shape = x.shape();
+    if crate::tensor::numel(&oshape) != 0 {
+        return None;
+    }
+    let y = Tensor::zeros(oshape, x.dtype());
+    if needs_record(&[x]) {
+        record(name, &[x], &y, saved![], move |c| {
+            Ok(smallvec![Some(Tensor::zeros(
+                shape.clone(),
+                c.grad()?.dtype()
+            ))])
+        });
+    }
+    Some(y)
+}
+
+/// Fails unless the output of a pooling or resampling of `x` to `out`
+/// (its last two sizes) can be allocated: checked before the per-axis tables,
+/// which are as long as an output side, are built.
+fn probe_output(x: &Tensor, out: [usize; 2]) -> Result<()> {
+    let shape = x.shape();
+    let planes: usize = shape[..shape.len().saturating_sub(2)].iter().product();
+    let n = [planes, out[0], out[1]]
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= i64::MAX as usize)
+        .ok_or_else(|| Error::runtime("numel: integer multiplication overflow"))?;
+    crate::error::probe_alloc_sized(n, x.dtype().size());
+    Ok(())
 }
 
 /// Pooling hyper-parameters, checked, with the output size.
@@ -137,6 +182,7 @@ fn pool_params(
             sh[nd - 3], size[0], size[1], sh[nd - 3], out[0], out[1]
         )));
     }
+    probe_output(x, [out[0] as usize, out[1] as usize])?;
     Ok(Pool {
         k,
         s,
@@ -176,6 +222,11 @@ pub fn max_pool2d_with_indices(
         ceil_mode,
         true,
     )?;
+    let oshape = out_shape(&x.shape(), [pp.out[0] as usize, pp.out[1] as usize]);
+    if let Some(empty) = empty_output(x, oshape, "MaxPool2DWithIndicesBackward0") {
+        let idx = Tensor::zeros(empty.shape(), crate::tensor::DType::I64);
+        return Ok((empty, idx));
+    }
     let win: [Window; 2] = std::array::from_fn(|a| {
         let (len, k, s, p, d) = (pp.size[a] as i64, pp.k[a], pp.s[a], pp.p[a], pp.d[a]);
         let mut w = Window {
@@ -188,6 +239,8 @@ pub fn max_pool2d_with_indices(
             // The first and last tap inside [0, len).
             let first = if start < 0 { (-start + d - 1) / d } else { 0 };
             let last = (k - 1).min((len - 1 - start).div_euclid(d));
+            crate::error::reserve_more(&mut w.start, 1);
+            crate::error::reserve_more(&mut w.count, 1);
             w.start.push((start + first * d).max(0) as usize);
             w.count.push((last - first + 1).max(0) as usize);
         }
@@ -199,6 +252,10 @@ pub fn max_pool2d_with_indices(
 /// `adaptive_max_pool2d` with indices (`AdaptiveMaxPool2DBackward0`).
 pub fn adaptive_max_pool2d(x: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
     let (size, out) = adaptive_sizes(x, "adaptive_max_pool2d", output_size)?;
+    if let Some(empty) = empty_output(x, out_shape(&x.shape(), out), "AdaptiveMaxPool2DBackward0") {
+        let idx = Tensor::zeros(empty.shape(), crate::tensor::DType::I64);
+        return Ok((empty, idx));
+    }
     let win: [Window; 2] = std::array::from_fn(|a| {
         let mut w = Window {
             len_in: size[a],
@@ -207,6 +264,8 @@ pub fn adaptive_max_pool2d(x: &Tensor, output_size: &[i64]) -> Result<(Tensor, T
         };
         for o in 0..out[a] {
             let (lo, hi) = adaptive_range(o, size[a], out[a]);
+            crate::error::reserve_more(&mut w.start, 1);
+            crate::error::reserve_more(&mut w.count, 1);
             w.start.push(lo);
             w.count.push(hi - lo);
         }
@@ -300,7 +359,9 @@ fn adaptive_sizes(x: &Tensor, op: &str, output_size: &[i64]) -> Result<([usize; 
     }
     let s = x.shape();
     let nd = s.len();
-    Ok(([s[nd - 2], s[nd - 1]], [o[0] as usize, o[1] as usize]))
+    let out = [o[0] as usize, o[1] as usize];
+    probe_output(x, out)?;
+    Ok(([s[nd - 2], s[nd - 1]], out))
 }
 
 // ----- separable linear maps: average pooling, interpolation -----------------------------------
@@ -397,6 +458,10 @@ pub fn avg_pool2d(
         ceil_mode,
         false,
     )?;
+    let oshape = out_shape(&x.shape(), [pp.out[0] as usize, pp.out[1] as usize]);
+    if let Some(empty) = empty_output(x, oshape, "AvgPool2DBackward0") {
+        return Ok(empty);
+    }
     // Per axis: the clipped window, and its share of the divisor.
     let taps: [Taps; 2] = std::array::from_fn(|a| {
         let (len, k, s, p) = (pp.size[a] as i64, pp.k[a], pp.s[a], pp.p[a]);
@@ -434,6 +499,9 @@ pub fn avg_pool2d(
 /// `adaptive_avg_pool2d` (`AdaptiveAvgPool2DBackward0`).
 pub fn adaptive_avg_pool2d(x: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     let (size, out) = adaptive_sizes(x, "adaptive_avg_pool2d", output_size)?;
+    if let Some(empty) = empty_output(x, out_shape(&x.shape(), out), "AdaptiveAvgPool2DBackward0") {
+        return Ok(empty);
+    }
     let taps: [Taps; 2] = std::array::from_fn(|a| {
         let mut t = Taps::new(size[a]);
         for o in 0..out[a] {
@@ -464,7 +532,7 @@ fn resample_axis(
     linear: bool,
     align_corners: bool,
 ) -> Taps {
-    let mut t = Taps::new(len_in);
+    let mut t = Taps::with_capacity(len_in, len_out, if linear { 2 } else { 1 });
     // PyTorch's `compute_scales_value` / `area_pixel_compute_scale`.
     let ratio = |ac: bool| -> f64 {
         if ac {
@@ -492,6 +560,7 @@ fn resample_axis(
             };
             t.push([(src, 1.0)]);
         }
+        t.copies = true;
         return t;
     }
     let r = ratio(align_corners);
@@ -572,6 +641,23 @@ pub fn upsample(
             "UpsampleBilinear2DBackwardBackward0",
         ),
     };
+    // The output first: an impossible size fails here, before the per-axis
+    // tables (as long as an output side) are built.
+    let planes = shape[..2].iter().product::<usize>();
+    let out_n = size
+        .iter()
+        .try_fold(planes, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| {
+            Error::runtime(format!(
+                "Storage size calculation overflowed with sizes={}",
+                fmt_shape(&[&shape[..2], size].concat())
+            ))
+        })?;
+    crate::error::probe_alloc_sized(out_n, x.dtype().size());
+    let oshape: Shape = shape[..2].iter().chain(size).copied().collect();
+    if let Some(empty) = empty_output(x, oshape, names.0) {
+        return Ok(empty);
+    }
     let tw = resample_axis(
         ins[sd - 1],
         size[sd - 1],
@@ -615,7 +701,15 @@ pub fn constant_pad_nd(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
     }
     let mut oshape = Shape::new();
     for d in 0..nd {
-        let n = shape[d] as i64 + before[d] + after[d];
+        let Some(n) = (shape[d] as i64)
+            .checked_add(before[d])
+            .and_then(|n| n.checked_add(after[d]))
+        else {
+            return Err(Error::runtime(format!(
+                "Storage size calculation overflowed: the input size {} plus padding {} and {} does not fit in int64 (dimension {d})",
+                shape[d], before[d], after[d]
+            )));
+        };
         if n < 0 {
             return Err(Error::runtime(format!(
                 "The input size {}, plus negative padding {} and {} resulted in a negative output size, which is invalid. Check dimension {d} of your input.",
@@ -625,6 +719,9 @@ pub fn constant_pad_nd(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
         oshape.push(n as usize);
     }
     let dtype = x.dtype();
+    // Refused before anything is made: an element count past int64 (PyTorch's
+    // check); `full` then allocates fallibly.
+    crate::tensor::checked_storage_numel(&oshape, dtype.size())?;
     let out = Tensor::full(oshape.clone(), value, dtype);
     // The region both share: input [src_lo, src_lo + len), output [dst_lo, ..).
     let mut len: SmallVec<[usize; 4]> = SmallVec::new();

@@ -271,9 +271,13 @@ pub(crate) fn prod(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Te
             move |c| {
                 let (x, y) = (c.saved(0)?, c.saved(1)?);
                 let g = reshape(c.grad()?, &keep_shape)?;
-                let has_zero =
-                    super::any(&super::eq(x, &Tensor::scalar_of(0.0, x.dtype()))?)?.item()? != 0.0;
-                if !has_zero {
+                let zeros = super::sum(
+                    &super::eq(x, &Tensor::scalar_of(0.0, x.dtype()))?,
+                    None,
+                    false,
+                )?
+                .item()?;
+                if zeros == 0.0 {
                     // Away from zeros, d prod / d x_i = prod / x_i.
                     let y = reshape(y, &keep_shape)?;
                     return Ok(smallvec![Some(div(&mul(&g, &y)?, x)?)]);
@@ -286,7 +290,9 @@ pub(crate) fn prod(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Te
 }
 
 /// For each element, the product of the other elements of its reduction
-/// group (exact where some are zero): a diagonal of ones replaces the element.
+/// group, exact where some are zero: the product of those before it times
+/// the product of those after it (PyTorch's `prod_safe_zeros_backward`),
+/// in memory proportional to the input.
 fn prod_of_others(x: &Tensor, mask: &[bool]) -> Result<Tensor> {
     let shape = x.shape();
     let nd = shape.len();
@@ -297,13 +303,9 @@ fn prod_of_others(x: &Tensor, mask: &[bool]) -> Result<Tensor> {
     let mut flat: Shape = kept.iter().map(|&d| shape[d]).collect();
     flat.push(r);
     let x2 = reshape(&super::permute(x, &perm)?, &flat)?;
-    let mut sq = flat.clone();
-    sq.push(r);
-    let m = expand(&super::unsqueeze(&x2, -2)?, &sq)?;
-    let eye: Vec<bool> = (0..r * r).map(|i| i / r.max(1) == i % r.max(1)).collect();
-    let eye = Tensor::from_vec(eye, smallvec::smallvec![r, r]);
-    let m = super::where_(&eye, &Tensor::scalar_of(1.0, x.dtype()), &m)?;
-    let others = prod(&m, Some(&[-1]), false)?;
+    let before = exclusive_cumprod(&x2)?;
+    let after = super::flip(&exclusive_cumprod(&super::flip(&x2, &[-1])?)?, &[-1])?;
+    let others = mul(&before, &after)?;
     let permuted: Shape = perm.iter().map(|&d| shape[d as usize]).collect();
     let back = reshape(&others, &permuted)?;
     let mut inv: SmallVec<[i64; 4]> = SmallVec::from_elem(0, nd);
@@ -311,6 +313,33 @@ fn prod_of_others(x: &Tensor, mask: &[bool]) -> Result<Tensor> {
         inv[p as usize] = i as i64;
     }
     super::permute(&back, &inv)
+}
+
+/// The product of the elements before each one along the last dimension (1
+/// for the first), in recorded multiplications: log2(n) doubling steps, so
+/// it differentiates again.
+fn exclusive_cumprod(x: &Tensor) -> Result<Tensor> {
+    let shape = x.shape();
+    let n = *shape.last().unwrap_or(&0);
+    if n == 0 {
+        return Ok(x.clone());
+    }
+    let ones_of = |k: usize| {
+        let mut s = shape.clone();
+        *s.last_mut().expect("at least one dimension") = k;
+        Tensor::full(s, 1.0, x.dtype())
+    };
+    let shift = |t: &Tensor, k: usize| -> Result<Tensor> {
+        let kept = super::narrow(t, -1, 0, (n - k) as i64)?;
+        super::cat(&[ones_of(k), kept], -1)
+    };
+    let mut out = shift(x, 1)?;
+    let mut k = 1;
+    while k < n {
+        out = mul(&out, &shift(&out, k)?)?;
+        k *= 2;
+    }
+    Ok(out)
 }
 
 /// `var(a, dim, correction, keepdim)`: the mean squared deviation, divided
@@ -447,7 +476,7 @@ fn norm2(a: &Tensor, mask: &[bool], dims: Option<&[i64]>, keepdim: bool) -> Resu
     let sq = crate::dispatch_float!(v.dtype(), T => {
         let data = v.as_slice::<T>().unwrap_or(&[]);
         let r: Vec<T> = if cols == 0 {
-            vec![<T as crate::tensor::Element>::zero(); rows]
+            crate::error::filled_vec(rows, <T as crate::tensor::Element>::zero())
         } else {
             crate::kernels::reduce::sum_sq_rows(data, rows, cols)
         };

@@ -184,30 +184,32 @@ fn multi_output_views(
 ) -> Vec<Tensor> {
     let v = t.view().clone();
     let mut start = 0usize;
-    let pieces: Vec<Tensor> = sizes
-        .iter()
-        .map(|&n| {
-            let mut shape = v.shape.clone();
-            let mut strides = v.strides.clone();
-            // An empty piece keeps the base's offset, as an empty slice does.
-            let offset = v.offset + if n > 0 { start * strides[d] } else { 0 };
-            if drop {
-                shape.remove(d);
-                strides.remove(d);
-            } else {
-                shape[d] = n;
-            }
-            start += n;
-            let view = View {
-                storage: v.storage.clone(),
-                shape,
-                strides,
-                offset,
-            };
-            crate::ops::inplace::install_view_refresh();
-            Tensor::new_multi_output_view(view, t)
-        })
-        .collect();
+    // Each piece is a tensor object of a few hundred bytes: refuse a count
+    // that could never be made (a huge empty dimension split in ones) before
+    // making any.
+    crate::error::probe_alloc::<[u64; 32]>(sizes.len());
+    let mut pieces: Vec<Tensor> = crate::error::alloc_vec(sizes.len());
+    pieces.extend(sizes.iter().map(|&n| {
+        let mut shape = v.shape.clone();
+        let mut strides = v.strides.clone();
+        // An empty piece keeps the base's offset, as an empty slice does.
+        let offset = v.offset + if n > 0 { start * strides[d] } else { 0 };
+        if drop {
+            shape.remove(d);
+            strides.remove(d);
+        } else {
+            shape[d] = n;
+        }
+        start += n;
+        let view = View {
+            storage: v.storage.clone(),
+            shape,
+            strides,
+            offset,
+        };
+        crate::ops::inplace::install_view_refresh();
+        Tensor::new_multi_output_view(view, t)
+    }));
     if !pieces.is_empty() && needs_record(&[t]) {
         record_multi(name, &[t], &pieces, saved![], move |c| {
             let grads = c
@@ -281,7 +283,9 @@ pub(crate) fn split(t: &Tensor, size: i64, dim: i64) -> Result<Vec<Tensor>> {
     } else {
         let size = size as usize;
         let count = n.div_ceil(size).max(1);
-        (0..count).map(|i| size.min(n - i * size)).collect()
+        let mut sizes = crate::error::alloc_vec(count);
+        sizes.extend((0..count).map(|i| size.min(n - i * size)));
+        sizes
     };
     Ok(multi_output_views(t, d, &sizes, false, "SplitBackward0"))
 }

@@ -47,10 +47,16 @@ fn pick_indices(
     } else {
         a.clone()
     };
-    let mut mask = vec![false; shape.len()];
-    mask[d] = true;
-    let (rows_t, rows, cols) = rows_of(&src, &mask)?;
-    let flat = pick(&rows_t, rows, cols);
+    let flat = if src.numel() == 0 || k == 0 {
+        // Nothing to pick, whatever the other sizes (`[2**62, 0]` has no rows
+        // to visit, `[0, 2**62]` no row to scan).
+        Vec::new()
+    } else {
+        let mut mask = vec![false; shape.len()];
+        mask[d] = true;
+        let (rows_t, rows, cols) = rows_of(&src, &mask)?;
+        pick(&rows_t, rows, cols)
+    };
     // Rows come out with `dim` last; put it back where it was.
     let mut moved: Shape = shape
         .iter()
@@ -276,30 +282,56 @@ pub fn median_dim(
     )
 }
 
-/// `median(a)` over every element: a 0-d tensor.
+/// `median(a)` over every element: a 0-d tensor. Of no elements it is NaN
+/// (the lowest integer for an integer tensor), as in PyTorch. The gradient is
+/// shared evenly among the elements equal to the result, or among the NaNs
+/// when the result is NaN (PyTorch's `evenly_distribute_backward`).
 pub fn median_all(a: &Tensor, ignore_nan: bool) -> Result<Tensor> {
-    let op = if ignore_nan { "nanmedian" } else { "median" };
-    if a.numel() == 0 {
-        return Err(Error::index(format!(
-            "{op}(): Expected reduction dim to be specified for input.numel() == 0."
-        )));
-    }
-    let flat = {
-        let _g = crate::autograd::GradModeGuard::new(false);
-        reshape(&a.detach(), &[a.numel()])?
-    };
     let name = if ignore_nan {
         "NanmedianBackward0"
     } else {
         "MedianBackward0"
     };
-    let idx = pick_indices(
-        &flat,
-        0,
-        1,
-        &|t, rows, cols| crate::dispatch!(t.dtype(), T => select_rows::<T>(slice_of::<T>(t), rows, cols, |row: &[T]| median_rank(row, ignore_nan))),
-    )?;
-    take_along(a, &flat, 0, &idx, &[], name)
+    let value = if a.numel() == 0 {
+        if a.dtype().is_float() {
+            Tensor::scalar_of(f64::NAN, a.dtype())
+        } else {
+            Tensor::scalar_of(i64::MIN as f64, a.dtype())
+        }
+    } else {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let flat = reshape(&a.detach(), &[a.numel()])?;
+        let idx = pick_indices(
+            &flat,
+            0,
+            1,
+            &|t, rows, cols| crate::dispatch!(t.dtype(), T => select_rows::<T>(slice_of::<T>(t), rows, cols, |row: &[T]| median_rank(row, ignore_nan))),
+        )?;
+        reshape(&gather(&flat, 0, &idx)?, &[])?
+    };
+    if needs_record(&[a]) {
+        record(name, &[a], &value, saved![a, &value], move |c| {
+            Ok(smallvec![Some(evenly_distribute(
+                c.grad()?,
+                c.saved(0)?,
+                c.saved(1)?
+            )?)])
+        });
+    }
+    Ok(value)
+}
+
+/// `g` (a 0-d gradient) shared evenly among the elements of `x` equal to the
+/// 0-d result `y`, or among its NaNs when `y` is NaN.
+pub(crate) fn evenly_distribute(g: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let hit = if y.dtype().is_float() && y.item()?.is_nan() {
+        super::isnan(x)?
+    } else {
+        super::eq(x, y)?
+    };
+    let hit = cast_data(&hit, g.dtype());
+    let count = super::sum(&hit, None, false)?;
+    super::mul(&super::div(g, &count)?, &hit)
 }
 
 /// The position in `row` that `mode` reports, given the row's stable

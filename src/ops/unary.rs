@@ -228,7 +228,8 @@ pub(crate) fn can_fuse(g: &Tensor, s: &Tensor) -> bool {
     !crate::autograd::is_grad_enabled() && s.dtype().is_float() && g.dtype() == s.dtype()
 }
 
-/// 0 where `y <= 0`, else `g`, in one pass when nothing records it.
+/// 0 where `y <= 0`, else `g` (so a NaN result passes its gradient on, as
+/// PyTorch's `threshold_backward` does), in one pass when nothing records it.
 fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let dt = y.dtype();
     let shape = crate::tensor::broadcast_shapes(&g.shape(), &y.shape())?;
@@ -303,10 +304,11 @@ pub(crate) fn relu(a: &Tensor) -> Result<Tensor> {
     if a.dtype() == DType::Bool {
         return Err(Error::runtime("\"relu\" not implemented for 'Bool'"));
     }
+    // `x < 0 ? 0 : x`, PyTorch's `clamp_min(x, 0)`: NaN and -0.0 pass
+    // through unchanged, and the select still vectorises.
     let out = map1(
         a,
         a.dtype(),
-        // NaN and -0 pass through, as in PyTorch.
         |x: f32| if x < 0.0 { 0.0 } else { x },
         |x: f64| if x < 0.0 { 0.0 } else { x },
         Some(|x: i64| x.max(0)),
@@ -318,7 +320,7 @@ pub(crate) fn relu(a: &Tensor) -> Result<Tensor> {
             &out,
             saved![Some(SavedTensor::output(&out, 0))],
             |c| {
-                // relu'(0) = 0, as in PyTorch.
+                // relu'(0) = 0, and a NaN result passes the gradient, as in PyTorch.
                 let y = c.saved(0)?;
                 let g = c.grad()?;
                 if !crate::autograd::is_grad_enabled()
@@ -327,9 +329,10 @@ pub(crate) fn relu(a: &Tensor) -> Result<Tensor> {
                 {
                     return Ok(smallvec![Some(fused_relu_backward(g, y)?)]);
                 }
-                // The gradient passes where y is not <= 0 (NaN included), as PyTorch's.
-                let off = super::compare::le(y, &Tensor::scalar_of(0.0, y.dtype()))?;
-                let g = c.grad()?;
+                // A select, not a product: a NaN or infinite gradient is
+                // still stopped where the result is 0.
+                let zero = Tensor::scalar_of(0.0, y.dtype());
+                let off = super::compare::le(y, &zero)?;
                 Ok(smallvec![Some(super::where_(
                     &off,
                     &Tensor::scalar_of(0.0, g.dtype()),
@@ -379,25 +382,11 @@ pub(crate) fn abs(a: &Tensor) -> Result<Tensor> {
 }
 
 /// -1, 0 or 1; its gradient is zero everywhere.
+/// `(x > 0) - (x < 0)`, as PyTorch computes it: 0 (positive) for both zeros
+/// and for NaN.
 pub(crate) fn sign(a: &Tensor) -> Result<Tensor> {
-    let sgn32 = |x: f32| {
-        if x > 0.0 {
-            1.0
-        } else if x < 0.0 {
-            -1.0
-        } else {
-            x * 0.0
-        }
-    };
-    let sgn64 = |x: f64| {
-        if x > 0.0 {
-            1.0
-        } else if x < 0.0 {
-            -1.0
-        } else {
-            x * 0.0
-        }
-    };
+    let sgn32 = |x: f32| ((x > 0.0) as i32 - (x < 0.0) as i32) as f32;
+    let sgn64 = |x: f64| ((x > 0.0) as i32 - (x < 0.0) as i32) as f64;
     let out = match a.dtype() {
         DType::Bool => a.contiguous_data(),
         dt => map1(a, dt, sgn32, sgn64, Some(|x: i64| x.signum()))?,

@@ -229,6 +229,10 @@ fn t_to_list(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
 
 /// `ferrograd.tensor(data, dtype=...)`: always a copy.
 pub fn tensor_from_data(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
+    super::errors::guard_py(|| tensor_from_data_unguarded(obj, dtype))
+}
+
+fn tensor_from_data_unguarded(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
     if let Ok(t) = obj.cast::<PyTensor>() {
         let t = &t.get().t;
         let c = crate::ops::clone_data(t);
@@ -443,6 +447,39 @@ pub struct StorageOwner {
     _storage: std::sync::Arc<Storage>,
 }
 
+/// NumPy's refusals of an array's layout, checked before one is made: the
+/// constructor rust-numpy calls returns no array for them and the attaching
+/// of the owner that follows would read through that null pointer. NumPy
+/// multiplies the nonzero sizes by the item size (so `[2**61, 0]` of float32
+/// is "too big" for it, as it is when PyTorch converts that tensor), and the
+/// strides are given to it in bytes.
+fn check_numpy_layout(py: Python<'_>, v: &View) -> PyResult<()> {
+    let item = v.dtype().size();
+    let too_big = || {
+        PyValueError::new_err(
+            "array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.",
+        )
+    };
+    let mut bytes = item;
+    for &d in v.shape.iter().filter(|&&d| d != 0) {
+        bytes = bytes
+            .checked_mul(d)
+            .filter(|&b| b <= isize::MAX as usize)
+            .ok_or_else(too_big)?;
+    }
+    for &s in &v.strides {
+        s.checked_mul(item)
+            .filter(|&b| b <= isize::MAX as usize)
+            .ok_or_else(too_big)?;
+    }
+    // NumPy 1 allows 32 dimensions, NumPy 2 64: let NumPy say.
+    if v.shape.len() > 32 {
+        let zeros = PyTuple::new(py, std::iter::repeat_n(0usize, v.shape.len()))?;
+        py.import("numpy")?.call_method1("empty", (zeros,))?;
+    }
+    Ok(())
+}
+
 /// A NumPy array viewing the tensor's memory (no copy).
 pub fn to_numpy_shared<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     let v = t.view().clone();
@@ -450,6 +487,7 @@ pub fn to_numpy_shared<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, 
         // NumPy has no bfloat16; PyTorch refuses with these words.
         return Err(PyTypeError::new_err("Got unsupported ScalarType BFloat16"));
     }
+    check_numpy_layout(py, &v)?;
     let owner = Bound::new(
         py,
         StorageOwner {

@@ -71,20 +71,31 @@ fn finish_slow<T>(r: Caught<T>) -> PyResult<T> {
             None => Ok(v),
         },
         Ok(Err(e)) => Err(e.into()),
-        Err(p) => {
-            if let Some(fail) = p.downcast_ref::<crate::error::AllocFailure>() {
-                return Err(PyRuntimeError::new_err(fail.to_string()));
-            }
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown".into());
-            Err(PyRuntimeError::new_err(format!(
-                "internal error in ferrograd (please report it): {msg}"
-            )))
-        }
+        Err(p) => Err(panic_error(p)),
     }
+}
+
+/// The exception for a caught panic: PyTorch's allocator error for a refused
+/// allocation, otherwise an internal error (a bug).
+fn panic_error(p: Box<dyn std::any::Any + Send>) -> PyErr {
+    if let Some(fail) = p.downcast_ref::<crate::error::AllocFailure>() {
+        return PyRuntimeError::new_err(fail.to_string());
+    }
+    let msg = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown".into());
+    PyRuntimeError::new_err(format!(
+        "internal error in ferrograd (please report it): {msg}"
+    ))
+}
+
+/// [`catch`] for binding code that works with Python objects (it keeps the
+/// GIL and returns a `PyResult`): conversions from and to Python data, whose
+/// allocations can be refused like any op's.
+pub fn guard_py<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(panic_error(p)))
 }
 
 /// Runs `f` with panics caught and errors mapped (see [`finish`]), the GIL

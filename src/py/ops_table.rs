@@ -99,8 +99,6 @@ op_table! {
     binary_like heaviside(values)    [method function] = ops::heaviside, "Elementwise Heaviside step of `input`: 0 below zero, 1 above, `values` at zero (same dtypes).";
     binary_like float_power(exponent) [method function] = ops::float_power, "Elementwise `input ** exponent` computed and returned in float64.";
     binary_like subtract(other)      [method function] = ops::sub, "Alias of `sub` without `alpha`: `input - other` elementwise (broadcast).";
-    binary_like clamp_min(min)       [method function] = ops::clamp_min, "Elementwise `max(input, min)` with the gradient rule of `clamp(input, min=min)`.";
-    binary_like clamp_max(max)       [method function] = ops::clamp_max, "Elementwise `min(input, max)` with the gradient rule of `clamp(input, max=max)`.";
     binary_like eq(other)            [function] = ops::eq, "Elementwise `input == other`, a bool tensor (broadcast; either may be a number).";
     binary_like ne(other)            [function] = ops::ne, "Elementwise `input != other`, a bool tensor (broadcast; either may be a number).";
     binary_like not_equal(other)     [method function] = ops::ne, "Alias of `ne`. Elementwise `input != other`, a bool tensor (broadcast; either may be a number).";

@@ -724,7 +724,7 @@ pub(super) fn multinomial_impl(
             "cannot sample n_sample > prob_dist.size(-1) samples without replacement",
         ));
     }
-    let work = rows * ns.max(k);
+    let work = rows.saturating_mul(ns.max(k));
     let out = draw(py, "multinomial", work, gen, &[t], move |g, t| {
         multinomial_draw(g, t[0], rows, k, ns, replacement)
     })?;
@@ -761,6 +761,7 @@ fn multinomial_draw(
     } else {
         Shape::from_slice(&[ns])
     };
+    checked_storage_numel(&out_shape, 8)?;
     let dt = t.dtype();
     let idx: Vec<i64> = if replacement && ns > 1 {
         if dt == DType::F32 {
@@ -785,7 +786,7 @@ fn multinomial_draw(
                 .map(|(a, b)| a / b)
                 .collect()
         };
-        let mut out = Vec::with_capacity(rows * ns);
+        let mut out = crate::error::alloc_vec(rows * ns);
         for row in ratio.chunks_exact(k) {
             let mut order: Vec<usize> = (0..k).collect();
             // Largest first; ties keep the lower index first, as argmax does.

@@ -656,21 +656,26 @@ macro_rules! float_arith {
             fn mul(self, o: Self) -> Self {
                 self * o
             }
-            // NaN propagates, as in PyTorch's maximum/minimum.
+            // NaN propagates, as in PyTorch's maximum/minimum, and a tie
+            // gives the second operand (`maximum(-0.0, 0.0)` is 0.0).
             #[inline(always)]
             fn max_of(self, o: Self) -> Self {
                 if self.is_nan() || o.is_nan() {
                     <$t>::NAN
+                } else if self > o {
+                    self
                 } else {
-                    self.max(o)
+                    o
                 }
             }
             #[inline(always)]
             fn min_of(self, o: Self) -> Self {
                 if self.is_nan() || o.is_nan() {
                     <$t>::NAN
+                } else if self < o {
+                    self
                 } else {
-                    self.min(o)
+                    o
                 }
             }
         }

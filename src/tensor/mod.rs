@@ -11,8 +11,9 @@ use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 pub use dtype::{bf16, f16, Arith, DType, Element, Float, TypedVec, ALL_DTYPES};
 pub use shape::{
-    broadcast_shapes, broadcast_strides, checked_numel, checked_storage_numel, contiguous_strides,
-    fmt_shape, infer_shape, is_contiguous, numel, view_strides, wrap_dim, Shape, Strides,
+    broadcast_shapes, broadcast_strides, checked_contiguous_strides, checked_numel,
+    checked_storage_numel, contiguous_strides, fmt_shape, infer_shape, is_contiguous, numel,
+    view_strides, wrap_dim, Shape, Strides,
 };
 pub use storage::{write_op, Storage, TracedWrite, WriteLog, WriteOpGuard};
 
@@ -391,7 +392,9 @@ impl Tensor {
         }
         crate::dispatch!(v.dtype(), S => {
             let src = kernels::copy::gather::<S>(&v);
-            src.into_iter().map(kernels::convert::cast::<S, T>).collect()
+            let mut out = crate::error::alloc_vec(src.len());
+            out.extend(src.into_iter().map(kernels::convert::cast::<S, T>));
+            out
         })
     }
 

@@ -29,9 +29,12 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize> {
 }
 
 /// The element count of a shape about to be allocated with `itemsize`-byte
-/// elements, refused when the byte size does not fit in an `i64`.
+/// elements, refused when the byte size does not fit in an `i64` or a
+/// contiguous stride would not (PyTorch's checks: a size that overflows before
+/// a zero is reached counts, so `[2**40, 2**40, 0]` is refused while
+/// `[2**62, 0]` is an ordinary empty tensor).
 pub fn checked_storage_numel(shape: &[usize], itemsize: usize) -> Result<usize> {
-    shape
+    let n = shape
         .iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
         .filter(|n| {
@@ -43,7 +46,25 @@ pub fn checked_storage_numel(shape: &[usize], itemsize: usize) -> Result<usize> 
                 "Storage size calculation overflowed with sizes={}",
                 fmt_shape(shape)
             ))
-        })
+        })?;
+    checked_contiguous_strides(shape)?;
+    Ok(n)
+}
+
+/// [`contiguous_strides`], refused when a stride does not fit in an `i64`
+/// (an empty tensor's leading stride is the product of the other sizes:
+/// `[0, 2**62, 2**62]` has none that fits).
+pub fn checked_contiguous_strides(shape: &[usize]) -> Result<Strides> {
+    let mut strides: Strides = SmallVec::from_elem(0, shape.len());
+    let mut acc = 1usize;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc;
+        acc = acc
+            .checked_mul(shape[i].max(1))
+            .filter(|&a| a <= i64::MAX as usize || i == 0)
+            .ok_or_else(|| Error::runtime("Stride calculation overflowed"))?;
+    }
+    Ok(strides)
 }
 
 /// Row-major strides for `shape`.
@@ -52,7 +73,9 @@ pub fn contiguous_strides(shape: &[usize]) -> Strides {
     let mut acc = 1;
     for i in (0..shape.len()).rev() {
         strides[i] = acc;
-        acc *= shape[i].max(1);
+        // Wrapping: the strides of a shape that passed the checks above
+        // never overflow, and a zero-size view's are never used to address.
+        acc = acc.wrapping_mul(shape[i].max(1));
     }
     strides
 }
@@ -300,5 +323,15 @@ mod tests {
         assert_eq!(checked_numel(&[1 << 62, 4, 0]).unwrap(), 0);
         assert!(checked_storage_numel(&[1 << 61], 4).is_err());
         assert_eq!(checked_storage_numel(&[1 << 60], 4).unwrap(), 1 << 60);
+        // Empty, with any sizes PyTorch also accepts.
+        assert_eq!(checked_storage_numel(&[1 << 62, 0], 4).unwrap(), 0);
+        assert_eq!(checked_storage_numel(&[(1 << 63) - 1, 0], 8).unwrap(), 0);
+        assert!(checked_storage_numel(&[1 << 40, 1 << 40, 0], 4).is_err());
+        assert_eq!(
+            checked_storage_numel(&[0, 1 << 62, 1 << 62], 4)
+                .unwrap_err()
+                .to_string(),
+            "RuntimeError: Stride calculation overflowed"
+        );
     }
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .schema import COMPILE, GRAD, GRADGRAD, JVP, VMAP, VMAP_INPLACE
+from .schema import COMPILE, GRAD, GRADGRAD, JVP, VMAP, VMAP_INPLACE  # noqa: F401 - kinds entries use
 
 _NO_INPLACE_RULE = ("vmap has no batching rule for the in-place form: it raises \"there is no "
                     "batching rule for Tensor.{name}_\"")
@@ -34,10 +34,6 @@ REFUSE: dict = {
 }
 
 DEFECTS: dict = {
-    "amax": {GRAD: "with ties the gradient goes to one element instead of being shared evenly "
-                   "as PyTorch shares it", GRADGRAD: "as grad", JVP: "as grad"},
-    "amin": {GRAD: "with ties the gradient goes to one element instead of being shared evenly "
-                   "as PyTorch shares it", GRADGRAD: "as grad", JVP: "as grad"},
 }
 
 

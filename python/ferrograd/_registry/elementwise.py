@@ -5,6 +5,8 @@ the node traits of an elementwise rule)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from . import _refs
@@ -302,10 +304,17 @@ _b("float_power", "Elementwise `input ** exponent` computed and returned in floa
    _node("PowBackward1"), arg="exponent", a=POSITIVE, dtypes=NUMERIC, surfaces=(FUNCTION, METHOD, INPLACE))
 _b("subtract", "Alias of `sub` without `alpha`: `input - other` elementwise (broadcast).", np.subtract,
    {}, core="ops::sub", dtypes=NUMERIC)
-_b("clamp_min", "Elementwise `max(input, min)` with the gradient rule of `clamp(input, min=min)`.",
-   _refs.clamp_min, _node("ClampMinBackward1", EW_WITH_NUMBER), arg="min", dtypes=NUMERIC, separate=0.1, surfaces=(FUNCTION, METHOD, INPLACE))
-_b("clamp_max", "Elementwise `min(input, max)` with the gradient rule of `clamp(input, max=max)`.",
-   _refs.clamp_max, _node("ClampMaxBackward1", EW_WITH_NUMBER), arg="max", dtypes=NUMERIC, separate=0.1, surfaces=(FUNCTION, METHOD, INPLACE))
+# Bound by hand (`py/mathops.rs`): a number bound and a tensor bound record different
+# nodes with different gradient rules, as in PyTorch.
+for _name, _ref, _arg, _nodes in (
+    ("clamp_min", _refs.clamp_min, "min", ("ClampMinBackward0", "ClampMinBackward1")),
+    ("clamp_max", _refs.clamp_max, "max", ("ClampMaxBackward0", "ClampMaxBackward1")),
+):
+    _which = "max(input, min)" if _arg == "min" else "min(input, max)"
+    _b(_name, f"Elementwise `{_which}` with the gradient rule of `clamp(input, {_arg}={_arg})`.",
+       _ref, {n: EW_WITH_NUMBER for n in _nodes}, arg=_arg, dtypes=NUMERIC, separate=0.1,
+       surfaces=(FUNCTION, METHOD, INPLACE))
+    OPS[-1] = dataclasses.replace(OPS[-1], impl="native")
 
 # ----- comparisons and logic ------------------------------------------------------------------
 

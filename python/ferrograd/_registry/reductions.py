@@ -75,10 +75,12 @@ _r("mean", "Mean of the elements of `input`, over `dim` when given.", _np_reduce
 _r("prod", "Product of the elements of `input`, over `dim` when given.",
    lambda x, dim=None, keepdim=False: np.asarray(np.prod(x, axis=dim, keepdims=keepdim)),
    {"ProdBackward0": (), "ProdBackward1": ()}, sample=reduce(AWAY0), autocast=FP32)
+# Ties are kinks: there the shared gradient is a subgradient that finite differences do
+# not see (they give each of k tied elements 1/2, not 1/k), so the samples keep values apart.
 _r("amax", "Maximum of `input` over `dim` (the gradient is shared among ties).", _np_reduce(np.max),
-   {"AmaxBackward0": ()}, sample=reduce(empty=False), dtypes=ALL)
+   {"AmaxBackward0": ()}, sample=reduce(empty=False, unique=0.01), dtypes=ALL)
 _r("amin", "Minimum of `input` over `dim` (the gradient is shared among ties).", _np_reduce(np.min),
-   {"AminBackward0": ()}, sample=reduce(empty=False), dtypes=ALL)
+   {"AminBackward0": ()}, sample=reduce(empty=False, unique=0.01), dtypes=ALL)
 _r("logsumexp", "log(sum(exp(input))) over `dim`, computed without overflow.", _refs.logsumexp,
    {"LogsumexpBackward0": ()}, sample=reduce(empty=False))
 _r("var", "Variance of `input` over `dim` (Bessel's correction by default).",

@@ -44,11 +44,12 @@ def _from_np(arr, dtype=None):
 
 
 def _alloc_guard(nbytes):
-    # Refuse before NumPy tries to allocate (a MemoryError is no PyTorch error).
+    # Refuse before NumPy tries to allocate (a MemoryError is no PyTorch error),
+    # with the text the native allocator raises.
     if nbytes > 1 << 33:
         raise RuntimeError(
-            "[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: not enough memory: "
-            f"you tried to allocate {nbytes} bytes."
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+            f"{nbytes} bytes. Error code 12 (Cannot allocate memory)"
         )
 
 

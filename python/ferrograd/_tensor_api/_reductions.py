@@ -246,7 +246,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     if bins <= 0:
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
     _alloc_guard(8 * int(bins))
-    arr = _np(input).reshape(-1).astype(np.float64)
+    arr = _np(input).reshape(-1)
     lo, hi = float(min), float(max)
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
@@ -256,7 +256,16 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
         lo, hi = lo - 1, hi + 1
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
-    counts, _ = np.histogram(arr[(arr >= lo) & (arr <= hi)], bins=bins, range=(lo, hi))
+    # PyTorch's bin of x, in the input's dtype: (x - lo) / (hi - lo) * bins,
+    # truncated, the top edge in the last bin; NaN and x outside [lo, hi] are not
+    # counted. Its rounding decides the bins near an edge (NumPy's histogram
+    # corrects them exactly and so differs there).
+    inside = arr[(arr >= lo) & (arr <= hi)]
+    lo_t, hi_t = np.array(lo, dtype=arr.dtype), np.array(hi, dtype=arr.dtype)
+    with np.errstate(all="ignore"):
+        pos = ((inside - lo_t) / (hi_t - lo_t) * arr.dtype.type(bins)).astype(np.int64)
+    pos = np.clip(pos, 0, int(bins) - 1)
+    counts = np.bincount(pos, minlength=int(bins))
     return _from_np(counts.astype(np.float64), input.dtype)
 
 

@@ -62,6 +62,10 @@ def _cum_ext(fn, input, dim, better):
     if input.dim() == 0:
         return _MinMax(input.clone(), _C.zeros((), dtype=_C.int64))
     dim = _wrap_dim(dim, input.dim())
+    if input.numel() == 0:
+        # Nothing to scan; NumPy would refuse the shape of `empty(2**62, 0)`.
+        indices = _C.zeros(tuple(input.shape), dtype=_C.int64)
+        return _MinMax(input.gather(dim, indices), indices)
     arr = np.moveaxis(_np(input), dim, -1)
     # The running extreme, then for each position the last index where the element
     # equals it (ties move the index forward, as PyTorch's scan does); NaN wins and
@@ -138,6 +142,10 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
                      else _C.full(tuple(shape), p, dtype=input.dtype))  # fmt: skip
             fixed.append(p)
         input = _C.cat(fixed, dim)
+    if input.numel() == 0:
+        # No values to difference, only a length to shorten: stepping an empty
+        # 2**62-long dimension down one at a time would never end.
+        return input.narrow(dim, 0, builtins.max(input.shape[dim] - n, 0))
     out = input
     for _ in range(n):
         length = out.shape[dim]

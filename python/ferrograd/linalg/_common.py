@@ -35,6 +35,28 @@ def _refuse_non_finite(name, *arrays):
             )
 
 
+def _svd(a, full_matrices=True, compute_uv=True):
+    """``np.linalg.svd``, with matrices that have no rows or no columns answered
+    without LAPACK: its workspace query for a ``0 x 2**40`` matrix runs for ever
+    (a tensor may declare such a size). There are no singular values then, and
+    the singular vectors are empty (or identities, for ``full_matrices``)."""
+    a = np.asarray(a)
+    m, n = a.shape[-2:]
+    if m and n:
+        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    batch = a.shape[:-2]
+    s = np.zeros(batch + (0,), dtype=a.dtype)
+    if not compute_uv:
+        return s
+    if full_matrices:
+        u = np.broadcast_to(np.eye(m, dtype=a.dtype), batch + (m, m)).copy()
+        vh = np.broadcast_to(np.eye(n, dtype=a.dtype), batch + (n, n)).copy()
+    else:
+        u = np.zeros(batch + (m, 0), dtype=a.dtype)
+        vh = np.zeros(batch + (0, n), dtype=a.dtype)
+    return u, s, vh
+
+
 # ----- named results, as torch.return_types ------------------------------------------
 
 

@@ -23,6 +23,7 @@ from ._common import (
     _int_tensor,
     _np,
     _refuse_non_finite,
+    _svd,
     _tensor,
     _tri_mask,
     _tril,
@@ -130,6 +131,22 @@ def _qr_back_square(Q, R, gQ, gR):
     return solve(R, b.mT).mT
 
 
+def _qr(a, mode):
+    """``np.linalg.qr``, with matrices that have no rows or no columns answered
+    without LAPACK (a batch of 2**40 of them took a call each): ``R`` is empty,
+    ``Q`` empty or, complete, the identity."""
+    m, n = a.shape[-2:]
+    if m and n:
+        return np.linalg.qr(a, mode=mode)
+    batch = a.shape[:-2]
+    r = np.zeros(batch + ((m if mode == "complete" else 0), n), dtype=a.dtype)
+    if mode == "r":
+        return r
+    if mode == "complete":
+        return np.broadcast_to(np.eye(m, dtype=a.dtype), batch + (m, m)).copy(), r
+    return np.zeros(batch + (m, 0), dtype=a.dtype), r
+
+
 class LinalgQr(Function):
     @staticmethod
     def forward(ctx, A, mode):
@@ -137,11 +154,11 @@ class LinalgQr(Function):
         ctx.mode = mode
         ctx.set_materialize_grads(False)
         if mode == "r":
-            R = _tensor(np.linalg.qr(a, mode="r"), A)
+            R = _tensor(_qr(a, "r"), A)
             Q = _C.empty(0, dtype=A.dtype)
             ctx.mark_non_differentiable(Q)
             return Q, R
-        q, r = np.linalg.qr(a, mode=mode)
+        q, r = _qr(a, mode)
         Q, R = _tensor(q, A), _tensor(r, A)
         ctx.save_for_backward(Q, R)
         return Q, R
@@ -292,7 +309,7 @@ class LinalgSvd(Function):
     def forward(ctx, A, full_matrices):
         _refuse_non_finite("linalg.svd", _np(A))
         try:
-            u, s, vh = np.linalg.svd(_np(A), full_matrices=full_matrices)
+            u, s, vh = _svd(_np(A), full_matrices=full_matrices)
         except np.linalg.LinAlgError:
             raise LinAlgError(
                 "linalg.svd: The algorithm failed to converge because the input matrix is "
@@ -386,5 +403,5 @@ def svdvals(A, *, driver=None, out=None):
     _check_matrix("linalg.svdvals", A)
     if _plain(A):
         _refuse_non_finite("linalg.svdvals", _np(A))
-        return _tensor(np.linalg.svd(_np(A), compute_uv=False), A)
+        return _tensor(_svd(_np(A), compute_uv=False), A)
     return _call(LinalgSvd, A, False)[1]

@@ -31,6 +31,7 @@ from ._common import (
     _lu_zero_pivot,
     _np,
     _refuse_non_finite,
+    _svd,
     _tensor,
     linalg_inv_ex,
     linalg_lstsq,
@@ -234,7 +235,7 @@ class LinalgPinv(Function):
             winv = np.where(absw > tol, 1.0 / np.where(w == 0, 1.0, w), 0.0)
             p = (v * winv[..., None, :]) @ np.swapaxes(v, -1, -2)
         else:
-            u, s, vh = np.linalg.svd(a, full_matrices=False)
+            u, s, vh = _svd(a, full_matrices=False)
             smax = s[..., :1] if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
             tol = _tolerances(A, atol, rtol, smax)
             sinv = np.where(s > tol, 1.0 / np.where(s == 0, 1.0, s), 0.0)
@@ -288,7 +289,7 @@ class LinalgMatrixRank(Function):
         if hermitian:
             s = np.abs(np.linalg.eigvalsh(a))
         else:
-            s = np.linalg.svd(a, compute_uv=False)
+            s = _svd(a, compute_uv=False)
         smax = s.max(-1, keepdims=True) if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
         tol = _tolerances(A, atol, rtol, smax)
         rank = _int_tensor((s > tol).sum(-1))
@@ -325,7 +326,7 @@ class LinalgLstsq(Function):
         X = _tensor(x, A)
         m, n = a.shape[-2], a.shape[-1]
         a64 = a.astype(np.float64)
-        sv = np.linalg.svd(a64, compute_uv=False)
+        sv = _svd(a64, compute_uv=False)
         smax = sv[..., :1] if sv.shape[-1] else np.zeros(sv.shape[:-1] + (1,))
         ranks = (sv > rcond * smax).sum(-1)
         # As PyTorch's linalg_lstsq_out_info: residuals only when m > n and the

@@ -72,7 +72,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         if ord == "nuc":
             r = S.sum(-1)
         elif ord == 2:
-            r = S.amax(-1)
+            # Of no singular values the largest is 0, as PyTorch gives (amax refuses).
+            r = S.amax(-1) if S.shape[-1] else S.sum(-1)
         else:
             r = S.amin(-1)
         if keepdim:
@@ -82,7 +83,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     # Induced 1 / inf norms: abs-sum over one dimension, then max/min over the other.
     first, second = (d0, d1) if ord in (1, -1) else (d1, d0)
     r = A.abs().sum(first, keepdim=True)
-    r = r.amax(second, keepdim=True) if ord > 0 else r.amin(second, keepdim=True)
+    if ord > 0:
+        # The largest of no sums is 0 for PyTorch (amax refuses an empty dimension).
+        r = r.amax(second, keepdim=True) if r.shape[second] else r.sum(second, keepdim=True)
+    else:
+        r = r.amin(second, keepdim=True)
     if not keepdim:
         for d in sorted((d0, d1), reverse=True):
             r = r.squeeze(d)

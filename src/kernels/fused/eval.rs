@@ -5,7 +5,7 @@
 use multiversion::multiversion;
 
 use super::super::{parallel, SendPtr, GRAIN};
-use super::float::{powf_special, sigmoid, FusedFloat, GELU_BETA, GELU_KAPPA};
+use super::float::{powf_exact, powf_special, sigmoid, FusedFloat, GELU_BETA, GELU_KAPPA};
 use super::program::{EwOp, Program, Src};
 use super::reverse::{backward_op, backward_wide, land, Act, Schedule};
 
@@ -344,6 +344,11 @@ fn block_forward<T: FusedFloat>(
                 EwOp::Sin => T::sincos_slice(d, x, a),
                 _ => T::sincos_slice(x, d, a),
             }
+            continue;
+        }
+        if matches!(ins.op, EwOp::Pow) && !matches!(ins.b, Some(Src::Scalar(_))) {
+            // `s ** x` is the eager tensor `pow` (C's), not `pow_scalar`'s forms.
+            map2(d, a, b, powf_exact);
             continue;
         }
         forward_op(ins.op, d, a, b);

@@ -151,16 +151,20 @@ macro_rules! fused_float {
             fn k_max(self, o: Self) -> Self {
                 if self.is_nan() || o.is_nan() {
                     <$t>::NAN
+                } else if self > o {
+                    self
                 } else {
-                    self.max(o)
+                    o
                 }
             }
             #[inline(always)]
             fn k_min(self, o: Self) -> Self {
                 if self.is_nan() || o.is_nan() {
                     <$t>::NAN
+                } else if self < o {
+                    self
                 } else {
-                    self.min(o)
+                    o
                 }
             }
             #[inline(always)]
@@ -258,10 +262,26 @@ fn map_slice(f: fn(f64) -> f64) -> impl Fn(&mut [f64], &[f64]) {
     move |d, a| d.iter_mut().zip(a).for_each(|(d, &x)| *d = f(x))
 }
 
-/// `pow` as the eager kernel computes it: exact products for the common
-/// small exponents (`arith::powf_special`).
+/// `x ** e` for a Python number `e`, as the eager `pow_scalar` computes it
+/// (`arith::powf_special`): `sqrt` and `1 / sqrt` for `e = +-1/2`, else
+/// [`powf_exact`].
 #[inline(always)]
 pub(super) fn powf_special<T: FusedFloat>(x: T, e: T) -> T {
+    let half = T::ONE / (T::ONE + T::ONE);
+    if e == half {
+        x.k_sqrt()
+    } else if e == -half {
+        T::ONE / x.k_sqrt()
+    } else {
+        powf_exact(x, e)
+    }
+}
+
+/// `x ** e` for a tensor exponent, as the eager `pow` computes it
+/// (`arith::powf_exact`): C's `pow` with exact products for the small
+/// integer exponents.
+#[inline(always)]
+pub(super) fn powf_exact<T: FusedFloat>(x: T, e: T) -> T {
     let two = T::ONE + T::ONE;
     if e == two {
         x * x
@@ -269,8 +289,6 @@ pub(super) fn powf_special<T: FusedFloat>(x: T, e: T) -> T {
         x * x * x
     } else if e == T::ONE {
         x
-    } else if e == T::ONE / two {
-        x.k_sqrt()
     } else if e == -T::ONE {
         T::ONE / x
     } else {
@@ -284,13 +302,14 @@ pub(super) fn sigmoid<T: FusedFloat>(x: T) -> T {
 }
 
 #[inline(always)]
+/// `ops::sign`'s values: 0 for both zeros and for NaN.
 pub(super) fn sign<T: FusedFloat>(x: T) -> T {
     if x > T::ZERO {
         T::ONE
     } else if x < T::ZERO {
         -T::ONE
     } else {
-        x * T::ZERO
+        T::ZERO
     }
 }
 

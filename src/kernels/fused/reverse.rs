@@ -4,7 +4,9 @@
 
 use super::super::SendPtr;
 use super::eval::{each, kept_len, n_aux, run, run_pass, Pass, ScalarConsts, BLOCK};
-use super::float::{extreme_share, powf_special, sigmoid, sign, FusedFloat, GELU_BETA, GELU_KAPPA};
+use super::float::{
+    extreme_share, powf_exact, powf_special, sigmoid, sign, FusedFloat, GELU_BETA, GELU_KAPPA,
+};
 use super::program::{EwOp, Program, Src};
 
 impl Program {
@@ -441,7 +443,7 @@ pub(super) fn backward_op<T: FusedFloat>(
         // g * (y * (1 - y))
         (Sigmoid, _) => land2(d, act, g, y, |g, y| g * (y * (one - y))),
         // g where y > 0, else 0
-        (Relu, _) => land2(d, act, g, y, |g, y| if y > zero { g } else { zero }),
+        (Relu, _) => land2(d, act, g, y, |g, y| if y <= zero { zero } else { g }),
         // div(g, mul(y, 2))
         (Sqrt, _) => {
             let two = T::of(2.0);
@@ -515,9 +517,16 @@ pub(super) fn backward_op<T: FusedFloat>(
                 let (em1, et) = (e.minus_one, e.value);
                 land2(d, act, g, a, |g, x| g * (powf_special(x, em1) * et))
             }
-            // mul(g, mul(b, pow(a, sub(b, 1))))
+            // mul(g, mul(b, pow(a, sub(b, 1)))), 0 where b == 0 makes it NaN
             None => land3(d, act, g, a, b, |g, x, e| {
-                g * (e * powf_special(x, e - one))
+                let r = g * (e * powf_exact(x, e - one));
+                #[allow(clippy::eq_op)]
+                let nan = r != r;
+                if e == zero && nan {
+                    zero
+                } else {
+                    r
+                }
             }),
         },
         (Pow, _) => match sa {
@@ -560,9 +569,28 @@ pub(super) fn backward_op<T: FusedFloat>(
                 land(d, act, t, |v| v);
             }
         },
-        (Maximum, 0) => land3(d, act, g, a, b, |g, x, o| g * extreme_share(x, o, true)),
-        (Maximum, _) => land3(d, act, g, b, a, |g, x, o| g * extreme_share(x, o, true)),
-        (Minimum, 0) => land3(d, act, g, a, b, |g, x, o| g * extreme_share(x, o, false)),
-        (Minimum, _) => land3(d, act, g, b, a, |g, x, o| g * extreme_share(x, o, false)),
+        // `apply_share`: a zero share selects 0 (no -0.0, NaN or inf from g).
+        (Maximum, 0) => land3(d, act, g, a, b, |g, x, o| {
+            shared(g, extreme_share(x, o, true))
+        }),
+        (Maximum, _) => land3(d, act, g, b, a, |g, x, o| {
+            shared(g, extreme_share(x, o, true))
+        }),
+        (Minimum, 0) => land3(d, act, g, a, b, |g, x, o| {
+            shared(g, extreme_share(x, o, false))
+        }),
+        (Minimum, _) => land3(d, act, g, b, a, |g, x, o| {
+            shared(g, extreme_share(x, o, false))
+        }),
+    }
+}
+
+/// `g * w`, or 0 where the share `w` is 0 (as the eager `apply_share`).
+#[inline(always)]
+fn shared<T: FusedFloat>(g: T, w: T) -> T {
+    if w == T::ZERO {
+        T::ZERO
+    } else {
+        g * w
     }
 }

@@ -151,12 +151,12 @@ fn gru_forward_cols<T: Real>(
     let w_t = transpose(w_hh, g3, hd);
     let mut h = h0.to_vec();
     let mut r = GruForward {
-        out: vec![T::zero(); n * hd],
+        out: crate::error::filled_vec(n * hd, T::zero()),
         h_n: Vec::new(),
-        gates: vec![T::zero(); n * g4],
-        h_prev: vec![T::zero(); n * hd],
+        gates: crate::error::filled_vec(n * g4, T::zero()),
+        h_prev: crate::error::filled_vec(n * hd, T::zero()),
     };
-    let mut pre = vec![T::zero(); s.batch * g3];
+    let mut pre = crate::error::filled_vec(s.batch * g3, T::zero());
     for t in s.order() {
         let (bs, off) = (s.sizes[t], s.offsets[t]);
         recurrent_product(&h, &w_t, b_hh, bs, hd, &mut pre);
@@ -225,7 +225,7 @@ fn gru_forward_rows<T: Real>(
     super::super::parallel::tasks(s.batch.div_ceil(ROW_CHUNK), |chunk| {
         let r0 = chunk * ROW_CHUNK;
         let r1 = (r0 + ROW_CHUNK).min(s.batch);
-        let mut pre = vec![T::zero(); ROW_CHUNK * g3];
+        let mut pre = crate::error::filled_vec(ROW_CHUNK * g3, T::zero());
         for &t in &order {
             let (bs, off) = (s.sizes[t], s.offsets[t]);
             let m = r1.min(bs).saturating_sub(r0);
@@ -329,8 +329,8 @@ fn gru_backward_cols<T: Real>(
     let (hd, n) = (s.hidden, s.rows());
     let (g3, g4) = (3 * hd, 4 * hd);
     let mut dh = g_hn.to_vec();
-    let mut d_gi = vec![T::zero(); n * g3];
-    let mut d_gh = vec![T::zero(); n * g3];
+    let mut d_gi = crate::error::filled_vec(n * g3, T::zero());
+    let mut d_gh = crate::error::filled_vec(n * g3, T::zero());
     for t in s.order().into_iter().rev() {
         let (bs, off) = (s.sizes[t], s.offsets[t]);
         for b in 0..bs {

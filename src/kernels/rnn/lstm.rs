@@ -194,7 +194,7 @@ pub(crate) fn lstm_forward<T: Real>(
 /// `x @ w_ih^T + bias` for every step: `[N, 4H]`.
 fn project<T: Real>(s: &Steps, x: &[T], w: &LstmWeights<'_, T>) -> Vec<T> {
     let (n, g4, ni) = (s.rows(), 4 * s.hidden, w.input);
-    let mut gi = vec![T::zero(); n * g4];
+    let mut gi = crate::error::filled_vec(n * g4, T::zero());
     if let Some(b) = w.bias {
         for row in gi.chunks_exact_mut(g4) {
             row.copy_from_slice(b);
@@ -240,13 +240,13 @@ fn lstm_forward_units<T: Real>(
     let mut h_next = h0.to_vec();
     let mut c = c0.to_vec();
     let mut r = LstmForward {
-        out: vec![T::zero(); n * hd],
+        out: crate::error::filled_vec(n * hd, T::zero()),
         h_n: Vec::new(),
         c_n: Vec::new(),
-        gates: vec![T::zero(); n * g4],
-        c_tanh: vec![T::zero(); n * hd],
-        c_prev: vec![T::zero(); n * hd],
-        h_prev: vec![T::zero(); n * hd],
+        gates: crate::error::filled_vec(n * g4, T::zero()),
+        c_tanh: crate::error::filled_vec(n * hd, T::zero()),
+        c_prev: crate::error::filled_vec(n * hd, T::zero()),
+        h_prev: crate::error::filled_vec(n * hd, T::zero()),
     };
     for t in s.order() {
         let (bs, off) = (s.sizes[t], s.offsets[t]);
@@ -270,7 +270,7 @@ fn lstm_forward_units<T: Real>(
                 return;
             }
             // Each gate's recurrent product for these units, `[bs, w]` per gate.
-            let mut pre = vec![T::zero(); 4 * bs * w];
+            let mut pre = crate::error::filled_vec(4 * bs * w, T::zero());
             for (g, blk) in pre.chunks_exact_mut(bs * w).enumerate() {
                 T::nn_cols(h_cur, w_t, bs, g4, hd, blk, false, g * hd + u0, g * hd + u1);
                 if let Some(b) = b_hh {
@@ -379,7 +379,7 @@ fn products_after<T: Real>(
         col_stride: g4,
     };
     let product = |a: Mat<T>, b: Mat<T>| {
-        let mut out = vec![T::zero(); a.rows * b.cols];
+        let mut out = crate::error::filled_vec(a.rows * b.cols, T::zero());
         // SAFETY: the descriptors match the buffers' shapes; `out` is `[a.rows, b.cols]`.
         unsafe { gemm_into(a, b, out.as_mut_ptr(), true) };
         out
@@ -398,7 +398,7 @@ fn products_after<T: Real>(
         dw_ih: needs.w_ih.then(|| product(dt, rows(x.as_ptr(), ni))),
         dw_hh: needs.w_hh.then(|| product(dt, rows(h_prev.as_ptr(), hd))),
         db: needs.bias.then(|| {
-            let mut b = vec![T::zero(); g4];
+            let mut b = crate::error::filled_vec(g4, T::zero());
             for row in d[..n * g4].chunks_exact(g4) {
                 for (s, &v) in b.iter_mut().zip(row) {
                     *s = *s + v;
@@ -427,7 +427,7 @@ fn lstm_backward_units<T: Real>(
     let g4 = 4 * hd;
     let mut dh = g_hn.to_vec();
     let mut dc = g_cn.to_vec();
-    let mut d_gates = vec![T::zero(); n * g4];
+    let mut d_gates = crate::error::filled_vec(n * g4, T::zero());
     let visits: Vec<usize> = s.order().into_iter().rev().collect();
     // Region k runs the state gradient of visit k - 1 (if any), then the gates
     // of visit k (if any); the extra last region finishes `dh` into `d_h0`.
@@ -455,7 +455,7 @@ fn lstm_backward_units<T: Real>(
                 let d = unsafe {
                     std::slice::from_raw_parts(pd.get().add(off * g4) as *const T, bs * g4)
                 };
-                let mut part_dh = vec![T::zero(); bs * w];
+                let mut part_dh = crate::error::filled_vec(bs * w, T::zero());
                 T::nn_cols(d, w_hh, bs, hd, g4, &mut part_dh, false, u0, u1);
                 for (b, src) in part_dh.chunks_exact(w).enumerate() {
                     // SAFETY: this part's units of row b of `dh`.

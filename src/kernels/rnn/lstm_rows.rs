@@ -131,8 +131,8 @@ pub(super) fn lstm_forward_rows<T: Real>(
     super::super::parallel::tasks(s.batch.div_ceil(rc), |chunk| {
         let r0 = chunk * rc;
         let r1 = (r0 + rc).min(s.batch);
-        let mut pre = vec![T::zero(); rc * g4];
-        let mut z = vec![T::zero(); rc * zw];
+        let mut pre = crate::error::filled_vec(rc * g4, T::zero());
+        let mut z = crate::error::filled_vec(rc * zw, T::zero());
         for &t in &order {
             let (bs, off) = (s.sizes[t], s.offsets[t]);
             // Rows past this step's batch keep their state (sequences that

@@ -72,7 +72,7 @@ impl Steps {
 /// sides stay in cache.
 fn transpose<T: Real>(w: &[T], rows: usize, cols: usize) -> Vec<T> {
     const B: usize = 16;
-    let mut t = vec![T::zero(); w.len()];
+    let mut t = crate::error::filled_vec(w.len(), T::zero());
     for r0 in (0..rows).step_by(B) {
         for c0 in (0..cols).step_by(B) {
             for r in r0..(r0 + B).min(rows) {

@@ -116,7 +116,7 @@ unsafe fn route_on<T: Fma>(isa: Isa, a: Mat<T>, b: Mat<T>, dst: Dst<T>) -> bool 
     }
     if (b.row_stride == 1 || k == 1) && m <= MAX_VECTOR_M && pads_cheaply::<T>(n, m) {
         // c^T[n, m] = b^T[n, k] @ a^T[k, m], with a^T packed contiguous.
-        let mut panel = vec![T::zero(); k * m];
+        let mut panel = crate::error::filled_vec(k * m, T::zero());
         for i in 0..m {
             for p in 0..k {
                 panel[p * m + i] = *a.ptr.add(i * a.row_stride + p * a.col_stride);
@@ -173,7 +173,7 @@ unsafe fn rows<T: Fma>(isa: Isa, a: Mat<T>, b: *const T, ldb: usize, n: usize, d
     // The last, partial column tile reads a zero-padded copy of its columns.
     let mut edge = Vec::new();
     if full < n {
-        edge = vec![T::zero(); k * width];
+        edge = crate::error::filled_vec(k * width, T::zero());
         for p in 0..k {
             for j in full..n {
                 edge[p * width + j - full] = *b.add(p * ldb + j);

@@ -25,7 +25,7 @@ pub(super) unsafe fn run(x: Mat<f32>, w: *const f32, ldw: usize, n: usize, dst: 
     let steps = k.div_ceil(2);
     // Row i's elements 2q and 2q + 1 at lanes 2i and 2i + 1 of step q; zero
     // beyond the rows and past an odd k.
-    let mut panel = vec![0.0f32; steps * 16];
+    let mut panel = crate::error::zeroed_vec::<f32>(steps * 16);
     for i in 0..m {
         let row = x.ptr.add(i * x.row_stride);
         for (q, lanes) in panel.chunks_exact_mut(16).enumerate() {

@@ -3,7 +3,7 @@
 
 use smallvec::smallvec;
 
-use super::super::{compare, where_};
+use super::super::{apply_share, compare, share, where_};
 use super::zero_like_dt;
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
@@ -22,11 +22,13 @@ pub(crate) fn positive(a: &Tensor) -> Result<Tensor> {
     Ok(a.clone())
 }
 
-/// `clamp(x, min=bound)` (`is_min`) or `clamp(x, max=bound)` with a tensor
-/// bound, recorded as PyTorch's `ClampMinBackward1`/`ClampMaxBackward1`: the
-/// gradient reaches `x` where it is inside the bound (ties included) and the
-/// bound elsewhere.
-fn clamp_bound(x: &Tensor, bound: &Tensor, is_min: bool) -> Result<Tensor> {
+/// `clamp(x, min=bound)` (`is_min`) or `clamp(x, max=bound)`, recorded under
+/// PyTorch's names: `ClampMinBackward0`/`ClampMaxBackward0` for a bound given
+/// as a number (`number`), whose gradient reaches `x` strictly inside the
+/// bound (not at a tie, not at a NaN), and `ClampMinBackward1`/
+/// `ClampMaxBackward1` for a tensor bound, whose rule is `maximum`'s (or
+/// `minimum`'s): ties split in halves, a NaN passes to both.
+fn clamp_bound(x: &Tensor, bound: &Tensor, is_min: bool, number: bool) -> Result<Tensor> {
     let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
         let (xd, bd) = (x.detach(), bound.detach());
@@ -37,26 +39,32 @@ fn clamp_bound(x: &Tensor, bound: &Tensor, is_min: bool) -> Result<Tensor> {
         }
     };
     if out.dtype().is_float() && needs_record(&[x, bound]) {
-        let name = if is_min {
-            "ClampMinBackward1"
-        } else {
-            "ClampMaxBackward1"
+        let name = match (is_min, number) {
+            (true, true) => "ClampMinBackward0",
+            (false, true) => "ClampMaxBackward0",
+            (true, false) => "ClampMinBackward1",
+            (false, false) => "ClampMaxBackward1",
         };
+        let loses: fn(&Tensor, &Tensor) -> Result<Tensor> =
+            if is_min { compare::lt } else { compare::gt };
         record(name, &[x, bound], &out, saved![x, bound], move |c| {
             let (x, b, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
-            let inside = if is_min {
-                compare::ge(x, b)?
-            } else {
-                compare::le(x, b)?
-            };
             let z = zero_like_dt(g);
+            if number {
+                let inside = if is_min {
+                    compare::gt(x, b)?
+                } else {
+                    compare::lt(x, b)?
+                };
+                return Ok(smallvec![Some(where_(&inside, g, &z)?), None]);
+            }
             let gx = if c.needs(0) {
-                Some(where_(&inside, g, &z)?)
+                Some(apply_share(g, &share(x, b, loses, g.dtype())?)?)
             } else {
                 None
             };
             let gb = if c.needs(1) {
-                Some(where_(&inside, &z, g)?)
+                Some(apply_share(g, &share(b, x, loses, g.dtype())?)?)
             } else {
                 None
             };
@@ -66,10 +74,12 @@ fn clamp_bound(x: &Tensor, bound: &Tensor, is_min: bool) -> Result<Tensor> {
     Ok(out)
 }
 
-pub(crate) fn clamp_min(x: &Tensor, min: &Tensor) -> Result<Tensor> {
-    clamp_bound(x, min, true)
+/// `clamp_min(x, min)`: `number` when `min` was given as a Python number.
+pub(crate) fn clamp_min(x: &Tensor, min: &Tensor, number: bool) -> Result<Tensor> {
+    clamp_bound(x, min, true, number)
 }
 
-pub(crate) fn clamp_max(x: &Tensor, max: &Tensor) -> Result<Tensor> {
-    clamp_bound(x, max, false)
+/// `clamp_max(x, max)`: `number` when `max` was given as a Python number.
+pub(crate) fn clamp_max(x: &Tensor, max: &Tensor, number: bool) -> Result<Tensor> {
+    clamp_bound(x, max, false, number)
 }

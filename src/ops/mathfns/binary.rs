@@ -23,12 +23,19 @@ pub(crate) fn atan2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     );
     if needs_record(&[a, b]) {
         record("Atan2Backward0", &[a, b], &out, saved![a, b], |c| {
+            // PyTorch's form: g * b * recip and -g * a * recip, with
+            // recip = 1 / (a^2 + b^2) taken as 0 where it is infinite (the
+            // gradient at the origin, or where a^2 + b^2 underflows, is 0).
             let (a, b, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
-            let r = super::super::add(&sq(a)?, &sq(b)?)?;
-            let gr = div(g, &r)?;
-            let ga = if c.needs(0) { Some(mul(&gr, b)?) } else { None };
+            let recip = super::super::reciprocal(&super::super::add(&sq(a)?, &sq(b)?)?)?;
+            let recip = where_(&super::super::isinf(&recip)?, &zero_like_dt(&recip), &recip)?;
+            let ga = if c.needs(0) {
+                Some(mul(&mul(g, b)?, &recip)?)
+            } else {
+                None
+            };
             let gb = if c.needs(1) {
-                Some(neg(&mul(&gr, a)?)?)
+                Some(mul(&mul(g, &neg(a)?)?, &recip)?)
             } else {
                 None
             };
@@ -62,15 +69,16 @@ pub(crate) fn hypot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             &out,
             saved![a, b, Some(o)],
             |c| {
+                // g * a / h, in PyTorch's order (so a subnormal h with a = 0
+                // gives 0, not 0 * inf).
                 let (g, h) = (c.grad()?, c.saved(2)?);
-                let gh = div(g, h)?;
                 let ga = if c.needs(0) {
-                    Some(mul(&gh, c.saved(0)?)?)
+                    Some(div(&mul(g, c.saved(0)?)?, h)?)
                 } else {
                     None
                 };
                 let gb = if c.needs(1) {
-                    Some(mul(&gh, c.saved(1)?)?)
+                    Some(div(&mul(g, c.saved(1)?)?, h)?)
                 } else {
                     None
                 };
@@ -253,21 +261,32 @@ fn fextreme(a: &Tensor, b: &Tensor, is_max: bool) -> Result<Tensor> {
         };
         record(name, &[a, b], &out, saved![a, b], move |c| {
             let (a, b, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
-            // `a` wins where it is on the right side of `b` or `b` is NaN (PyTorch's rule: no split on ties).
+            // `a` wins where it is on the right side of `b` or `b` is NaN
+            // (both NaN included); a tie splits the gradient in halves, as
+            // PyTorch's rule for maximum does.
             let side = if is_max {
-                compare::ge(a, b)?
+                compare::gt(a, b)?
             } else {
-                compare::le(a, b)?
+                compare::lt(a, b)?
             };
             let wins = super::super::logical_or(&side, &super::super::isnan(b)?)?;
-            let z = zero_like_dt(g);
+            let dt = g.dtype();
+            let (z, one) = (zero_like_dt(g), Tensor::scalar_of(1.0, dt));
+            let wa = where_(
+                &compare::eq(a, b)?,
+                &Tensor::scalar_of(0.5, dt),
+                &where_(&wins, &one, &z)?,
+            )?;
             let ga = if c.needs(0) {
-                Some(where_(&wins, g, &z)?)
+                Some(super::super::apply_share(g, &wa)?)
             } else {
                 None
             };
             let gb = if c.needs(1) {
-                Some(where_(&wins, &z, g)?)
+                Some(super::super::apply_share(
+                    g,
+                    &super::super::sub(&one, &wa)?,
+                )?)
             } else {
                 None
             };

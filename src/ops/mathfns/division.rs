@@ -204,23 +204,20 @@ pub(crate) fn heaviside(a: &Tensor, values: &Tensor) -> Result<Tensor> {
                 x if x < 0 => 0,
                 _ => 1,
             }),
+            // `x == 0 ? v : (x > 0)`, PyTorch's kernel: 0 for a NaN `x`.
             DType::F32 => map2!(&a, &v, dt, f32, |x, y| if x == 0.0 {
                 y
-            } else if x < 0.0 {
-                0.0
             } else if x > 0.0 {
                 1.0
             } else {
-                x
+                0.0
             }),
             DType::F64 => map2!(&a, &v, dt, f64, |x, y| if x == 0.0 {
                 y
-            } else if x < 0.0 {
-                0.0
             } else if x > 0.0 {
                 1.0
             } else {
-                x
+                0.0
             }),
             other => unreachable!("wide() gave {other}"),
         },

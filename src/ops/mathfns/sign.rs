@@ -53,7 +53,7 @@ pub(crate) fn signbit(a: &Tensor) -> Result<Tensor> {
         DType::F64 => unary::<f64, bool>(&v, |x| x.is_sign_negative()),
         DType::F16 => unary::<half::f16, bool>(&v, |x| x.is_sign_negative()),
         DType::BF16 => unary::<half::bf16, bool>(&v, |x| x.is_sign_negative()),
-        DType::Bool | DType::U8 => vec![false; v.numel()],
+        DType::Bool | DType::U8 => crate::error::filled_vec(v.numel(), false),
         DType::I8 => unary::<i8, bool>(&v, |x| x < 0),
         DType::I16 => unary::<i16, bool>(&v, |x| x < 0),
         DType::I32 => unary::<i32, bool>(&v, |x| x < 0),

@@ -50,13 +50,23 @@ pub(crate) fn exp2(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-/// `log(x / (1 - x))`.
+/// `log(x / (1 - x))`; its gradient `1 / (x (1 - x))` is NaN outside
+/// `[0, 1]`, as PyTorch's `logit_backward` gives it.
 pub(crate) fn logit(a: &Tensor) -> Result<Tensor> {
     let out = ffn2!(a, |x: f32| vm::log_f32(x / (1.0 - x)), |x: f64| (x
         / (1.0 - x))
         .ln())?;
     rec1(a, &out, "LogitBackward0", false, |x| {
-        reciprocal(&mul(x, &add_scalar(&neg(x)?, Scalar::Int(1))?)?)
+        let d = reciprocal(&mul(x, &add_scalar(&neg(x)?, Scalar::Int(1))?)?)?;
+        let (zero, one) = (
+            Tensor::scalar_of(0.0, x.dtype()),
+            Tensor::scalar_of(1.0, x.dtype()),
+        );
+        let outside = super::super::logical_or(
+            &super::super::compare::lt(x, &zero)?,
+            &super::super::compare::gt(x, &one)?,
+        )?;
+        super::super::where_(&outside, &Tensor::scalar_of(f64::NAN, d.dtype()), &d)
     });
     Ok(out)
 }
@@ -114,7 +124,8 @@ pub(crate) fn polygamma(n: i64, a: &Tensor) -> Result<Tensor> {
             "polygamma(n, x) does not support negative n.",
         ));
     }
-    let k = n as u32;
+    // Every order past 170 gives the same results (n! is infinite).
+    let k = n.min(1 << 20) as u32;
     let out = map1(
         a,
         a.dtype().to_float(),

@@ -85,8 +85,10 @@ pub(crate) fn cosh(a: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// `asinh`; float64 by libm's (std's form overflows to inf from `x` near the
+/// largest float, where the result is about 710).
 pub(crate) fn asinh(a: &Tensor) -> Result<Tensor> {
-    let out = ffn2!(a, vm::asinh_f32, f64::asinh)?;
+    let out = ffn2!(a, vm::asinh_f32, libm::asinh)?;
     rec1f(
         a,
         &out,

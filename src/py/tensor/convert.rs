@@ -1,7 +1,7 @@
 //! `Tensor` to Python values (`item`, `tolist`, `numpy`, `__float__`, ...)
 //! and to other dtypes (`to`, `float`, `double`, ...).
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyTuple};
 
@@ -15,6 +15,10 @@ use crate::py::errors::read;
 use crate::tensor::{DType, Tensor};
 
 /// Nested Python lists of `vals` (row-major, of shape `shape`).
+///
+/// Each list is made at its final length by CPython, so one too long for
+/// memory raises `MemoryError` there (as PyTorch's `tolist` does) rather
+/// than failing an allocation on our side.
 fn nest<'py, T: Copy>(
     py: Python<'py>,
     shape: &[usize],
@@ -24,17 +28,27 @@ fn nest<'py, T: Copy>(
     if shape.is_empty() {
         return leaf(vals[0]);
     }
-    let step: usize = shape[1..].iter().product();
-    let mut items = Vec::with_capacity(shape[0]);
+    // Only an empty tensor's sizes can overflow, and then nothing is sliced.
+    let step = shape[1..]
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .unwrap_or(0);
+    let len = isize::try_from(shape[0]).map_err(|_| PyMemoryError::new_err(()))?;
+    // SAFETY: `PyList_New` returns a new reference or null with an exception set.
+    let list = unsafe { Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyList_New(len))? };
     for i in 0..shape[0] {
-        items.push(nest(
-            py,
-            &shape[1..],
-            &vals[i * step..(i + 1) * step],
-            leaf,
-        )?);
+        let rows = if step == 0 {
+            &vals[..0]
+        } else {
+            &vals[i * step..(i + 1) * step]
+        };
+        let item = nest(py, &shape[1..], rows, leaf)?;
+        // SAFETY: `i` is within the list's length; `PyList_SetItem` takes the
+        // reference `into_ptr` gives up. A list left partly filled by an
+        // error above is freed as such (CPython skips its null slots).
+        unsafe { pyo3::ffi::PyList_SetItem(list.as_ptr(), i as isize, item.into_ptr()) };
     }
-    Ok(PyList::new(py, items)?.into_any())
+    Ok(list)
 }
 
 /// The tensor's values as (nested lists of) Python `bool`, `int` or
@@ -81,7 +95,7 @@ impl PyTensor {
     /// The values as nested Python lists of numbers (a number for a 0-d tensor).
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         crate::py::capture::refuse_read("tolist");
-        Ok(tensor_to_py(py, &self.t)?.unbind())
+        crate::py::errors::guard_py(|| Ok(tensor_to_py(py, &self.t)?.unbind()))
     }
 
     /// A NumPy array sharing this tensor's memory (a copy with `force=True`). Refused for a

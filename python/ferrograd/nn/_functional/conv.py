@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
+
 from ... import _C, _dispatch
 
 __all__ = [
@@ -383,6 +385,10 @@ def _stride(stride, kernel_size, n):
 def _check_pool(kernel, stride, padding, dilation, letters):
     """PyTorch's checks of a 2-d or 3-d pooling's arguments, in its order (each
     dimension's output size first, then the shape check) and words."""
+    # Its kernels take the sizes as C ints (a kernel of 2**62 would otherwise be
+    # honoured, window by window).
+    if any(not -(2**31) <= v < 2**31 for v in (*kernel, *stride, *padding, *dilation)):
+        raise RuntimeError("value cannot be converted to type int without overflow")
     for k, s, p, d in zip(kernel, stride, padding, dilation):
         if s == 0:
             raise RuntimeError("stride should not be zero")
@@ -848,18 +854,24 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 
 def _pad_index(n, before, after, mode):
-    """Source positions of a padded dimension of length ``n``."""
-    out = []
-    for i in range(-before, n + after):
-        if mode == "reflect":
-            period = 2 * (n - 1)
-            j = abs(i) % period if period else 0
-            out.append(period - j if j >= n else j)
-        elif mode == "replicate":
-            out.append(min(max(i, 0), n - 1))
-        else:  # circular
-            out.append(i % n)
-    return out
+    """Source positions of a padded dimension of length ``n`` (an int64 array,
+    computed at once: the padded size may be large)."""
+    i = np.arange(-before, n + after, dtype=np.int64)
+    if mode == "reflect":
+        period = 2 * (n - 1)
+        if not period:
+            return np.zeros_like(i)
+        j = np.abs(i) % period
+        return np.where(j >= n, period - j, j)
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    return i % n  # circular
+
+
+# Padded outputs from this many elements up are allocated once before their
+# index arrays are built, so a size the allocator refuses fails as PyTorch's
+# does (its error) instead of after building gigabytes of indices.
+_PAD_PROBE = 1 << 24
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -930,11 +942,12 @@ def pad(input, pad, mode="constant", value=None):
             raise RuntimeError(
                 f"Calculated output {got} must be >= 1 in every dimension (input {was})"
             )
-    out = input
+    shape = list(input.shape)
     for i in range(npad):
         dim = input.dim() - 1 - i
         before, after = pad[2 * i], pad[2 * i + 1]
         n = input.shape[dim]
+        shape[dim] = n + before + after
         if mode == "reflect" and (before >= n or after >= n):
             raise RuntimeError(
                 f"Argument #4: Padding size should be less than the corresponding input "
@@ -949,7 +962,20 @@ def pad(input, pad, mode="constant", value=None):
             raise RuntimeError(
                 f"Expected non-empty dimension {dim} of input {list(input.shape)} to pad"
             )
-        idx = _C.tensor(_pad_index(n, before, after, mode), dtype=_C.int64)
+    if 0 in shape:
+        # No elements (an empty batch), however large the padded sizes: the
+        # constant padding has the same shape and gradient.
+        return _C.constant_pad_nd(input, pad, 0.0)
+    numel = math.prod(shape)
+    if numel * input.element_size() > 2**63 - 1:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={shape}")
+    if numel >= _PAD_PROBE:
+        _C.empty(*shape, dtype=input.dtype)
+    out = input
+    for i in range(npad):
+        dim = input.dim() - 1 - i
+        idx = _C.tensor(_pad_index(input.shape[dim], pad[2 * i], pad[2 * i + 1], mode),
+                        dtype=_C.int64)
         out = out.index_select(dim, idx)
     return out
 
@@ -1136,7 +1162,10 @@ def interpolate(
             scales = [float(s) for s in scale_factor]
         else:
             scales = [float(scale_factor)] * sd
-        out_size = [math.floor(n * s) for n, s in zip(in_size, scales)]
+        prods = [n * s for n, s in zip(in_size, scales)]
+        if not all(math.isfinite(p) and abs(p) < 2.0**63 for p in prods):
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
+        out_size = [math.floor(p) for p in prods]
         if recompute_scale_factor:
             scales = [None] * sd
     else:

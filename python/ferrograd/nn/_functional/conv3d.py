@@ -213,9 +213,21 @@ def max_pool3d_with_indices(
     Ho, Wo = planes.shape[2], planes.shape[3]
     planes = planes.reshape(N, C, D, Ho, Wo)
     where = where.reshape(N, C, D, Ho, Wo)
+    if N == 0:
+        # An empty batch, however deep: no loop over its output depths.
+        values = planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
+        return values, _C.zeros((N, C, Do, Ho, Wo), dtype=_C.int64)
     neg = _C.full((), -math.inf, dtype=x.dtype)
+    # Only the depth taps some window reaches inside the input (at most Do * D of
+    # them): a kernel of 2**62 covers a depth of 5 with a handful.
+    taps = sorted({
+        j
+        for o in range(Do)
+        for j in range(max(0, -((o * s[0] - p[0]) // d[0])),
+                       min(k[0] - 1, (D - 1 + p[0] - o * s[0]) // d[0]) + 1)
+    }) or [0]
     cands, depths = [], []
-    for j in range(k[0]):
+    for j in taps:
         pos = [o * s[0] - p[0] + j * d[0] for o in range(Do)]
         valid = _C.tensor([0 <= q < D for q in pos]).reshape(1, 1, Do, 1, 1)
         clipped = _C.tensor([min(max(q, 0), D - 1) for q in pos])
@@ -223,7 +235,8 @@ def max_pool3d_with_indices(
         depths.append(clipped)
     # The first maximum in scan order (depth first), as PyTorch's kernel keeps.
     values, tap = _C.stack(cands, 3).max(3)
-    depth = _C.stack(depths, 1).reshape(1, 1, Do, k[0], 1, 1).expand(N, C, Do, k[0], Ho, Wo)
+    nt = len(taps)
+    depth = _C.stack(depths, 1).reshape(1, 1, Do, nt, 1, 1).expand(N, C, Do, nt, Ho, Wo)
     chosen_depth = depth.gather(3, tap.unsqueeze(3)).squeeze(3)
     in_plane = (
         _C.stack([where.index_select(2, dd) for dd in depths], 3)
@@ -340,6 +353,9 @@ def avg_pool3d(
     )
     Ho, Wo = planes.shape[2], planes.shape[3]
     planes = planes.reshape(N, C, D, Ho, Wo)
+    if N == 0:
+        # An empty batch, however deep: no loop over its output depths.
+        return planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
     out = []
     for o in range(Do):
         start = o * s[0] - p[0]

@@ -192,8 +192,9 @@ def ctc_loss(
         [s >= 2 and ext[n][s] != blank and ext[n][s] != ext[n][s - 2] for s in range(L)]
         for n in range(N)
     ]
-    ext_t = _C.tensor(ext, dtype=_C.int64)
-    skip_t = _C.tensor(skip, dtype=_C.bool)
+    # (N, L) even for an empty batch, whose nested lists have no inner length.
+    ext_t = _C.tensor(ext, dtype=_C.int64).reshape(N, L)
+    skip_t = _C.tensor(skip, dtype=_C.bool).reshape(N, L)
     pos = _C.arange(L).unsqueeze(0)
     impossible = _C.full((N, L), _IMPOSSIBLE, dtype=dtype)
 
@@ -201,7 +202,9 @@ def ctc_loss(
     # Frame 0 may start on the first blank or the first label.
     alpha = _C.where(pos < 2, emit[0], impossible)
     il_t = _C.tensor(il, dtype=_C.int64).unsqueeze(1)
-    for t in range(1, T):
+    # Frames past every input's length change nothing: the loop stops at the
+    # longest input (none for an empty batch, however many frames it declares).
+    for t in range(1, max(il, default=0)):
         a1 = _C.cat([impossible[:, :1], alpha[:, : L - 1]], 1)
         a2 = _C.cat([impossible[:, : min(2, L)], alpha[:, : max(L - 2, 0)]], 1)
         a2 = _C.where(skip_t, a2, impossible)

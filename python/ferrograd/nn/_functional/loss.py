@@ -147,9 +147,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         pointwise = _C.exp(target) * (target - input)
     else:
-        # target * log(target) with 0 where target is 0 (xlogy), and no NaN
-        # gradient leaking from the unused log(0).
-        safe = _C.where(target > 0, target, _C.ones((), dtype=target.dtype))
+        # PyTorch's xlogy(target, target) - target * input: 0 where target is 0
+        # (and no NaN gradient leaking from the unused log(0)), NaN where it is
+        # negative or NaN.
+        safe = _C.where(target == 0, _C.ones((), dtype=target.dtype), target)
         pointwise = target * _C.log(safe) - target * input
     if reduction == "batchmean":
         total = pointwise.sum()

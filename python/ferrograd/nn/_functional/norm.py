@@ -29,6 +29,17 @@ def _verify_batch_size(size):
         )
 
 
+def _refuse_empty_affine(weight, bias):
+    # PyTorch's batch and instance norm read the first element of an affine parameter
+    # even without channels, so `BatchNorm1d(0)` is built and refused at its first
+    # forward, with these words (`affine=False` runs).
+    for p in (weight, bias):
+        if p is not None and p.numel() == 0:
+            raise IndexError(
+                "select(): index 0 out of range for tensor of size [0] at dimension 0"
+            )
+
+
 def _verify_spatial_size(size):
     n = 1
     for d in size[2:]:
@@ -99,6 +110,7 @@ def batch_norm(
         >>> mean, var
         (tensor([0.2000, 2.0000]), tensor([ 1.1000, 20.9000]))
     """
+    _refuse_empty_affine(weight, bias)
     if training:
         _verify_batch_size(input.size())
     return _C.batch_norm(
@@ -163,6 +175,7 @@ def instance_norm(
         tensor([[[-1.0000,  1.0000],
                  [-1.0000,  1.0000]]])
     """
+    _refuse_empty_affine(weight, bias)
     if use_input_stats:
         _verify_spatial_size(input.size())
     shape = tuple(input.shape)

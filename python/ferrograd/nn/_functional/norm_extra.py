@@ -142,6 +142,9 @@ def cross_map_lrn2d(input, size, alpha=1e-4, beta=0.75, k=1):
     (k + alpha / size * windowed sum of squares over channels) ** -beta``."""
     if input.dim() != 4:
         raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+    if input.numel() == 0:
+        # Nothing to scale: no channels x channels window for an empty batch.
+        return input * 1
     window = _C.tensor(_cross_map_window(input.shape[1], size), dtype=input.dtype)
     sq = (input * input).movedim(1, -1)
     scale = _C.matmul(sq, window).movedim(-1, 1) * (alpha / size) + k

@@ -303,9 +303,21 @@ class RNNBase(Module):
         if len(batch_sizes) == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         if batch == 0:
-            # An empty batch: nothing to run, PyTorch returns empty outputs.
+            # An empty batch: nothing to run, PyTorch returns empty outputs, which
+            # are still part of the graph (they require grad, and backward gives
+            # the weights zero gradients): a zero term in every input links them.
             width = dirs * self._state_sizes()[0]
+            weights = [w for layer in self._layer_weights() for w in layer if w is not None]
+            inputs = [data, *states, *weights]
+            link = None
+            for t in inputs:
+                if t.requires_grad:
+                    term = t.sum() * 0.0
+                    link = term if link is None else link + term
             output = _C.zeros(len(batch_sizes), 0, width, dtype=data.dtype)
+            if link is not None:
+                output = output + link
+                states = tuple(s + link for s in states)
             if self.batch_first:
                 output = output.transpose(0, 1)
             return output, states if self.mode == "LSTM" else states[0]
