@@ -137,6 +137,8 @@ fn clamp_one_pass(x: &Tensor, l: f64, h: f64) -> Result<Tensor> {
 /// The gradient reaches `x` where `min <= x <= max` (PyTorch's convention at
 /// the boundaries), `min` where `x < min`, and `max` where `x > max` (or
 /// everywhere if `max < min`, where the result is `max`).
+// The one-pass bound below is instantiated for bool too (refused first).
+#[allow(clippy::bool_comparison)]
 pub(crate) fn clamp(
     x: &Tensor,
     lo: Option<&Tensor>,
@@ -157,11 +159,23 @@ pub(crate) fn clamp(
     } else {
         let _g = GradModeGuard::new(false);
         let mut out = x.clone();
+        // A bound of `x`'s dtype in one pass (the same choice as the
+        // `where` below, NaN and signed zeros included); others promote.
         if let Some(lo) = lo {
-            out = where_(&compare::lt(&out, lo)?, lo, &out)?;
+            out = if lo.dtype() == out.dtype() {
+                let dt = out.dtype();
+                crate::dispatch!(dt, T => map2!(&out, lo, dt, T, |v, b| if v < b { b } else { v }))
+            } else {
+                where_(&compare::lt(&out, lo)?, lo, &out)?
+            };
         }
         if let Some(hi) = hi {
-            out = where_(&compare::gt(&out, hi)?, hi, &out)?;
+            out = if hi.dtype() == out.dtype() {
+                let dt = out.dtype();
+                crate::dispatch!(dt, T => map2!(&out, hi, dt, T, |v, b| if v > b { b } else { v }))
+            } else {
+                where_(&compare::gt(&out, hi)?, hi, &out)?
+            };
         }
         if out.same(x) {
             super::clone_data(x)
