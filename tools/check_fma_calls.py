@@ -1,17 +1,19 @@
-"""Fails if a kernel compiled for AVX2+FMA or AVX-512 reaches a call to the
-software `fma`/`fmaf`.
+"""Lists the call paths by which a kernel compiled for AVX2+FMA or AVX-512
+reaches the software `fma`/`fmaf` (a diagnostic; exit status 1 when there is
+one).
 
 `f32::mul_add`/`f64::mul_add` compile to one instruction where FMA is
 enabled and to a call into the bundled libm everywhere else. A closure
 handed to `kernels::vmath::map` (or a helper called from a multiversioned
-kernel) is compiled without FMA; if it uses `mul_add`, LLVM sees a chain of
-calls, judges the closure too expensive to inline into the FMA copy, and the
-loop runs scalar with a function call per multiply-add (about 100 ns per
-element). This script disassembles the extension, takes every function
-compiled for FMA (the `wide`/`avx2` copies of `vmath`'s loops and the
-`multiversion` clones whose target list includes `fma`), follows direct
-calls and tail calls from them, and lists each path that ends in a function
-calling the software FMA.
+kernel) is compiled without FMA and is inlined into the FMA copies only when
+LLVM judges it cheap; when it is not, the loop calls it once per element,
+and each `mul_add` in it is a further call. This script disassembles the
+extension, takes every function compiled for FMA (the `wide`/`avx2` copies
+of `vmath`'s loops and the `multiversion` clones whose target list includes
+`fma`), follows direct calls and tail calls from them, and prints each path
+that ends in a function calling the software FMA. (Taking `mul_add` out of
+such a closure removes the calls but does not by itself get the closure
+inlined: LLVM's size threshold still applies.)
 
 Usage: python tools/check_fma_calls.py [path/to/_C.abi3.so]  (needs objdump
 and readelf from binutils; exit status 1 when a path is found).

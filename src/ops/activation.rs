@@ -458,50 +458,6 @@ fn softplus64(z: f64) -> f64 {
 pub(crate) fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
     float_input(x, "softplus")?;
     let (b32, t32, ib32) = (beta as f32, threshold as f32, (1.0 / beta) as f32);
-    let f64f = move |x: f64| {
-        let z = x * beta;
-        let s = softplus64(z) * (1.0 / beta);
-        if z > threshold {
-            x
-        } else {
-            s
-        }
-    };
-    let d64 = move |g: f64, x: f64| {
-        let z = x * beta;
-        if z > threshold {
-            g
-        } else {
-            g * sigmoid64(z)
-        }
-    };
-    let rule = move |g: &Tensor, x: &Tensor| {
-        let z = mul_f64(x, beta)?;
-        let linear = compare::gt(&z, &Tensor::scalar_of(threshold, z.dtype()))?;
-        where_(&linear, g, &mul(g, &super::sigmoid(&z)?)?)
-    };
-    if beta == 1.0 && threshold == 20.0 {
-        // PyTorch's defaults: named functions with the general closures'
-        // values at beta 1, threshold 20.
-        #[inline(always)]
-        fn f32d(x: f32) -> f32 {
-            if x > 20.0 {
-                x
-            } else {
-                softplus32(x)
-            }
-        }
-        #[inline(always)]
-        fn d32d(g: f32, x: f32) -> f32 {
-            if x > 20.0 {
-                g
-            } else {
-                g * sigmoid32(x)
-            }
-        }
-        let out = act1(x, f32d, f64f)?;
-        return Ok(pointwise("SoftplusBackward0", x, out, rule, d32d, d64));
-    }
     let out = act1(
         x,
         move |x| {
@@ -513,13 +469,25 @@ pub(crate) fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> 
                 s
             }
         },
-        f64f,
+        move |x| {
+            let z = x * beta;
+            let s = softplus64(z) * (1.0 / beta);
+            if z > threshold {
+                x
+            } else {
+                s
+            }
+        },
     )?;
     Ok(pointwise(
         "SoftplusBackward0",
         x,
         out,
-        rule,
+        move |g, x| {
+            let z = mul_f64(x, beta)?;
+            let linear = compare::gt(&z, &Tensor::scalar_of(threshold, z.dtype()))?;
+            where_(&linear, g, &mul(g, &super::sigmoid(&z)?)?)
+        },
         move |g, x| {
             let z = x * b32;
             if z > t32 {
@@ -528,7 +496,14 @@ pub(crate) fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> 
                 g * sigmoid32(z)
             }
         },
-        d64,
+        move |g, x| {
+            let z = x * beta;
+            if z > threshold {
+                g
+            } else {
+                g * sigmoid64(z)
+            }
+        },
     ))
 }
 
@@ -552,16 +527,7 @@ pub(crate) fn mish(x: &Tensor) -> Result<Tensor> {
             softplus64(x)
         }
     }
-    #[inline(always)]
-    fn mish32(x: f32) -> f32 {
-        x * tanh_f32(sp32(x))
-    }
-    #[inline(always)]
-    fn dmish32(g: f32, x: f32) -> f32 {
-        let t = tanh_f32(sp32(x));
-        g * (t + (x * sigmoid32(x)) * (1.0 - t * t))
-    }
-    let out = act1(x, mish32, |x| x * sp64(x).tanh())?;
+    let out = act1(x, |x| x * tanh_f32(sp32(x)), |x| x * sp64(x).tanh())?;
     Ok(pointwise(
         "MishBackward0",
         x,
@@ -572,7 +538,10 @@ pub(crate) fn mish(x: &Tensor) -> Result<Tensor> {
             let sech2 = super::rsub_scalar(&mul(&t, &t)?, Scalar::Int(1))?;
             mul(g, &super::add(&t, &mul(&mul(x, &s)?, &sech2)?)?)
         },
-        dmish32,
+        |g, x| {
+            let t = tanh_f32(sp32(x));
+            g * (t + (x * sigmoid32(x)) * (1.0 - t * t))
+        },
         |g, x| {
             let t = sp64(x).tanh();
             g * (t + (x * sigmoid64(x)) * (1.0 - t * t))

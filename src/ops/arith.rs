@@ -24,21 +24,6 @@ macro_rules! map2 {
 }
 pub(crate) use map2;
 
-/// [`map2`] with a function (or closure) passed to the kernel as it is.
-macro_rules! map2_fn {
-    ($a:expr, $b:expr, $dt:expr, $T:ident, $f:expr) => {{
-        let (a, b): (&Tensor, &Tensor) = ($a, $b);
-        $crate::ops::with_cast(a, $dt, |va| {
-            $crate::ops::with_cast(b, $dt, |vb| -> Result<Tensor> {
-                let out_shape = $crate::tensor::broadcast_shapes(&va.shape, &vb.shape)?;
-                let data = $crate::kernels::elementwise::binary::<$T, $T>(va, vb, &out_shape, $f);
-                Ok(Tensor::from_vec(data, out_shape))
-            })
-        })?
-    }};
-}
-pub(crate) use map2_fn;
-
 fn arith_dtype(a: &Tensor, b: &Tensor) -> DType {
     result_type(a, b)
 }

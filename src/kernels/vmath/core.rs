@@ -3,14 +3,14 @@
 //! free and accurate to about 2^-36 relative or better, far beyond what a
 //! float32 result keeps.
 
-/// `c[0] + c[1] x + ... + c[n] x^n` by Horner's rule.
+/// `c[0] + c[1] x + ... + c[n] x^n` by Horner's rule with fused steps.
 #[inline(always)]
 pub(super) fn poly<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
     let mut p = c[N - 1];
     let mut i = N - 1;
     while i > 0 {
         i -= 1;
-        p = p * x + c[i];
+        p = p.mul_add(x, c[i]);
     }
     p
 }
@@ -39,10 +39,10 @@ const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
 /// `(n, r)` with `x = n ln 2 + r`, `|r| <= ln2/2`, for `|x| < 2^10` (or NaN).
 #[inline(always)]
 fn reduce_ln2(x: f64) -> (i64, f64, f64) {
-    let t = x * std::f64::consts::LOG2_E + SHIFT;
+    let t = x.mul_add(std::f64::consts::LOG2_E, SHIFT);
     let n = t - SHIFT;
-    let r = x - n * LN2_HI;
-    let r = r - n * LN2_LO;
+    let r = n.mul_add(-LN2_HI, x);
+    let r = n.mul_add(-LN2_LO, r);
     (t.to_bits().wrapping_sub(SHIFT.to_bits()) as i64, n, r)
 }
 
@@ -66,7 +66,7 @@ const EXPM1_Q: [f64; 10] = [
 #[inline(always)]
 pub(super) fn exp_core(x: f64) -> f64 {
     let (k, _, r) = reduce_ln2(x);
-    let p = (r * r) * poly(r, &EXPM1_Q) + r + 1.0;
+    let p = (r * r).mul_add(poly(r, &EXPM1_Q), r) + 1.0;
     p * pow2(k)
 }
 
@@ -75,10 +75,10 @@ pub(super) fn exp_core(x: f64) -> f64 {
 #[inline(always)]
 pub(super) fn expm1_core(x: f64) -> f64 {
     let (k, _, r) = reduce_ln2(x);
-    let e = (r * r) * poly(r, &EXPM1_Q) + r;
+    let e = (r * r).mul_add(poly(r, &EXPM1_Q), r);
     let s = pow2(k);
     // 2^k e^r - 1 = 2^k (e^r - 1) + (2^k - 1); exact when k = 0.
-    s * e + (s - 1.0)
+    s.mul_add(e, s - 1.0)
 }
 
 /// log(1 + f) / f for f in [sqrt(1/2) - 1, sqrt(2) - 1], fitted (relative
@@ -115,14 +115,14 @@ fn split_log(u: f64) -> (f64, f64) {
 #[inline(always)]
 pub(super) fn log_core(u: f64) -> f64 {
     let (k, f) = split_log(u);
-    k * std::f64::consts::LN_2 + f * poly(f, &LOG_P)
+    k.mul_add(std::f64::consts::LN_2, f * poly(f, &LOG_P))
 }
 
 /// `log2(u)` for a positive normal `u` (exact at powers of two).
 #[inline(always)]
 pub(super) fn log2_core(u: f64) -> f64 {
     let (k, f) = split_log(u);
-    (f * poly(f, &LOG_P)) * std::f64::consts::LOG2_E + k
+    (f * poly(f, &LOG_P)).mul_add(std::f64::consts::LOG2_E, k)
 }
 
 /// `ln(1 + t)` for `t > -1` (`t` finite), accurate relative to the result

@@ -17,16 +17,6 @@ pub(crate) fn expm1_f32(x: f32) -> f32 {
     }
 }
 
-/// `e^x`, within 1 ulp (in practice almost always the correctly rounded
-/// value); overflow gives inf and tiny results round through the subnormals.
-#[inline(always)]
-pub(crate) fn exp_f32(x: f32) -> f32 {
-    // float32's exp is inf above 88.73 and rounds to 0 below -103.98; the
-    // clamp keeps NaN.
-    let c = (x as f64).clamp(-104.0, 89.0);
-    exp_core(c) as f32
-}
-
 /// `2^x`, within 1 ulp.
 #[inline(always)]
 pub(crate) fn exp2_f32(x: f32) -> f32 {

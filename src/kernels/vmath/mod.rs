@@ -9,14 +9,9 @@
 //! coefficients fitted to the float64 functions): that is accurate far
 //! beyond float32's precision, so each result is within 1 ulp of the
 //! correctly rounded value (erf and erfinv within 2), and the code needs no
-//! double-float tricks. They use no `mul_add`: where FMA is not enabled
-//! (the closures handed to [`map`] are compiled so, before LLVM inlines them
-//! into a copy below) `mul_add` is a call into the software `fma`, which
-//! makes LLVM judge the closure too costly to inline and leaves the loop
-//! scalar with a call per step; a separate multiply and add, rounded in
-//! float64, changes nothing a float32 result keeps, and gives the same bits
-//! on the AVX-512, AVX2 and portable paths. `tools/check_fma_calls.py`
-//! (run by `tests/test_fma_calls.py`) checks the built extension for it.
+//! double-float tricks. Every `mul_add` is a fused multiply-add on every
+//! path (an instruction with FMA, the C library's exact `fma` without), so
+//! the AVX-512, AVX2 and portable paths give the same bits.
 //!
 //! [`map`], [`zip`] and [`update`] run a closure over slices through a copy
 //! of the loop compiled for AVX-512, one for AVX2+FMA and the x86-64
@@ -33,8 +28,8 @@ mod tests;
 
 pub(crate) use erf::{erf_f32, erfc_f32, erfinv_f32};
 pub(crate) use explog::{
-    acosh_f32, asinh_f32, atanh_f32, cosh_f32, exp2_f32, exp_f32, expm1_f32, log10_f32, log1p_f32,
-    log2_f32, log_f32, sinh_f32, tanh_f32,
+    acosh_f32, asinh_f32, atanh_f32, cosh_f32, exp2_f32, expm1_f32, log10_f32, log1p_f32, log2_f32,
+    log_f32, sinh_f32, tanh_f32,
 };
 pub(crate) use invtrig::{acos_f32, asin_f32, atan2_f32, atan_f32};
 

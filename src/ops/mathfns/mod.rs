@@ -50,24 +50,12 @@ macro_rules! fbin {
 /// [`fbin`] with separate float32 and float64 bodies.
 macro_rules! fbin2 {
     ($a:expr, $b:expr, |$x:ident, $y:ident| $f32:expr, $f64:expr) => {{
-        // Named functions passed to the kernel as they are. (This does not
-        // by itself get a large body inlined into the vectorised loops: the
-        // `Fn::call` shim of a function item is inlined by cost, as a
-        // closure is.)
-        #[inline(always)]
-        fn k32($x: f32, $y: f32) -> f32 {
-            $f32
-        }
-        #[inline(always)]
-        fn k64($x: f64, $y: f64) -> f64 {
-            $f64
-        }
         let (a, b): (&Tensor, &Tensor) = ($a, $b);
         let dt = result_type(a, b).to_float();
         if dt == DType::F64 {
-            $crate::ops::arith::map2_fn!(a, b, DType::F64, f64, k64)
+            map2!(a, b, DType::F64, f64, |$x, $y| $f64)
         } else {
-            $crate::ops::back_to($crate::ops::arith::map2_fn!(a, b, DType::F32, f32, k32), dt)
+            $crate::ops::back_to(map2!(a, b, DType::F32, f32, |$x, $y| $f32), dt)
         }
     }};
 }
