@@ -545,6 +545,28 @@ fn where_kernel<T: Element>(
     y: &crate::tensor::View,
     shape: &[usize],
 ) -> Vec<T> {
+    // A contiguous mask of the result's shape and values that are each
+    // contiguous in it or one element (`masked_fill`): one pass.
+    if c.shape[..] == *shape {
+        if let (Some(m), Some(a), Some(b)) = (c.as_slice::<bool>(), side(x, shape), side(y, shape))
+        {
+            return match (a, b) {
+                (Side::All(a), Side::All(b)) => {
+                    let (a, b) = (&a[..m.len()], &b[..m.len()]);
+                    pick(m, |i| a[i], |i| b[i])
+                }
+                (Side::One(a), Side::All(b)) => {
+                    let b = &b[..m.len()];
+                    pick(m, |_| a, |i| b[i])
+                }
+                (Side::All(a), Side::One(b)) => {
+                    let a = &a[..m.len()];
+                    pick(m, |i| a[i], |_| b)
+                }
+                (Side::One(a), Side::One(b)) => pick(m, |_| a, |_| b),
+            };
+        }
+    }
     // Two passes keep this on the shared binary kernel: pick x where true, y elsewhere.
     let cx: Vec<T> = binary::<T, T>(x, y, shape, |a, _| a);
     let cy: Vec<T> = binary::<T, T>(x, y, shape, |_, b| b);
@@ -552,5 +574,29 @@ fn where_kernel<T: Element>(
     mask.iter()
         .zip(cx.iter().zip(cy.iter()))
         .map(|(&m, (&a, &b))| if m { a } else { b })
+        .collect()
+}
+
+/// A `where` operand read in one pass: every element, or one repeated.
+enum Side<'a, T> {
+    All(&'a [T]),
+    One(T),
+}
+
+fn side<'a, T: Element>(v: &'a crate::tensor::View, shape: &[usize]) -> Option<Side<'a, T>> {
+    if v.numel() == 1 && v.storage.dtype() == T::DTYPE {
+        // SAFETY: the view holds one element of dtype `T`.
+        return Some(Side::One(unsafe { *v.ptr::<T>() }));
+    }
+    if v.shape[..] != *shape {
+        return None;
+    }
+    v.as_slice::<T>().map(Side::All)
+}
+
+#[inline(always)]
+fn pick<T: Element>(m: &[bool], a: impl Fn(usize) -> T, b: impl Fn(usize) -> T) -> Vec<T> {
+    (0..m.len())
+        .map(|i| if m[i] { a(i) } else { b(i) })
         .collect()
 }

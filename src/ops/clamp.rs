@@ -240,15 +240,30 @@ pub(crate) fn clamp(
 }
 
 /// The clamp by tensor bounds, with broadcasting and type promotion.
+// The one-pass bound is instantiated for bool too (refused before it runs), and
+// `b != b` is the generic NaN test (false for integers).
+#[allow(clippy::bool_comparison, clippy::eq_op)]
 fn clamp_composite(x: &Tensor, lo: Option<&Tensor>, hi: Option<&Tensor>) -> Result<Tensor> {
     let mut out = x.clone();
+    // A bound of `x`'s dtype is applied in one pass, choosing what the
+    // `where` form chooses (a NaN bound wins, NaN in `x` stays); others promote.
     if let Some(lo) = lo {
-        let take = compare::logical_or(&compare::lt(&out, lo)?, &super::isnan(lo)?)?;
-        out = where_(&take, lo, &out)?;
+        out = if lo.dtype() == out.dtype() {
+            let dt = out.dtype();
+            crate::dispatch!(dt, T => map2!(&out, lo, dt, T, |v, b| if v < b || b != b { b } else { v }))
+        } else {
+            let take = compare::logical_or(&compare::lt(&out, lo)?, &super::isnan(lo)?)?;
+            where_(&take, lo, &out)?
+        };
     }
     if let Some(hi) = hi {
-        let take = compare::logical_or(&compare::gt(&out, hi)?, &super::isnan(hi)?)?;
-        out = where_(&take, hi, &out)?;
+        out = if hi.dtype() == out.dtype() {
+            let dt = out.dtype();
+            crate::dispatch!(dt, T => map2!(&out, hi, dt, T, |v, b| if v > b || b != b { b } else { v }))
+        } else {
+            let take = compare::logical_or(&compare::gt(&out, hi)?, &super::isnan(hi)?)?;
+            where_(&take, hi, &out)?
+        };
     }
     Ok(if out.same(x) {
         super::clone_data(x)

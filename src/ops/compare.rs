@@ -198,15 +198,30 @@ pub(crate) fn bitwise(a: &Tensor, b: &Tensor, op: Bitwise) -> Result<Tensor> {
             Bitwise::Xor => logical_xor(a, b),
         };
     }
-    // In the result type first (a Python number wraps), then in int64: the
-    // low bits of an int64 result are the narrow type's.
+    // In the result type (a Python number wraps into it), read in place: a
+    // narrow type's bits are the low bits of the int64 result.
     let (a, b) = (cast_data(a, dt), cast_data(b, dt));
-    let out = match op {
-        Bitwise::And => map2!(&a, &b, DType::I64, i64, |x, y| x & y),
-        Bitwise::Or => map2!(&a, &b, DType::I64, i64, |x, y| x | y),
-        Bitwise::Xor => map2!(&a, &b, DType::I64, i64, |x, y| x ^ y),
-    };
-    Ok(super::back_to(out, dt))
+    match dt {
+        DType::U8 => bitwise_in::<u8>(&a, &b, dt, op),
+        DType::I8 => bitwise_in::<i8>(&a, &b, dt, op),
+        DType::I16 => bitwise_in::<i16>(&a, &b, dt, op),
+        DType::I32 => bitwise_in::<i32>(&a, &b, dt, op),
+        _ => bitwise_in::<i64>(&a, &b, DType::I64, op),
+    }
+}
+
+fn bitwise_in<T>(a: &Tensor, b: &Tensor, dt: DType, op: Bitwise) -> Result<Tensor>
+where
+    T: crate::tensor::Element
+        + std::ops::BitAnd<Output = T>
+        + std::ops::BitOr<Output = T>
+        + std::ops::BitXor<Output = T>,
+{
+    Ok(match op {
+        Bitwise::And => map2!(a, b, dt, T, |x, y| x & y),
+        Bitwise::Or => map2!(a, b, dt, T, |x, y| x | y),
+        Bitwise::Xor => map2!(a, b, dt, T, |x, y| x ^ y),
+    })
 }
 
 pub(crate) fn bitwise_and(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -228,11 +243,21 @@ pub(crate) fn bitwise_not(a: &Tensor) -> Result<Tensor> {
     if dt == DType::Bool {
         return logical_not(a);
     }
-    let w = cast_data(a, DType::I64);
-    let v = w.view();
-    let out = Tensor::from_vec(
-        crate::kernels::elementwise::unary::<i64, i64>(&v, |x| !x),
-        v.shape.clone(),
-    );
-    Ok(super::back_to(out, dt))
+    // In place in the input's own type (the low bits of the int64 result).
+    let v = a.view();
+    fn not<T: crate::tensor::Element + std::ops::Not<Output = T>>(
+        v: &crate::tensor::View,
+    ) -> Tensor {
+        Tensor::from_vec(
+            crate::kernels::elementwise::unary::<T, T>(v, |x| !x),
+            v.shape.clone(),
+        )
+    }
+    Ok(match dt {
+        DType::U8 => not::<u8>(&v),
+        DType::I8 => not::<i8>(&v),
+        DType::I16 => not::<i16>(&v),
+        DType::I32 => not::<i32>(&v),
+        _ => not::<i64>(&v),
+    })
 }

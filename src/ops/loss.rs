@@ -5,14 +5,16 @@
 
 use smallvec::smallvec;
 
+use super::arith::map2;
 use super::{
     abs, add, add_scalar, clamp, div, log, lt, mean, mul, mul_f64, neg, rsub_scalar, sigmoid, sign,
     softplus, sub, sum, where_, Scalar,
 };
 use crate::autograd::{is_grad_enabled, needs_record, record, BackwardCtx, GradModeGuard, Grads};
 use crate::error::{Error, Result};
+use crate::kernels::elementwise::binary;
 use crate::saved;
-use crate::tensor::{fmt_shape, Tensor};
+use crate::tensor::{broadcast_shapes, fmt_shape, DType, Tensor};
 
 /// How a loss combines per-element values.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -123,6 +125,22 @@ pub(crate) fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> 
 
 /// Per-element `0.5 d^2 / beta` where `|d| < beta`, `|d| - 0.5 beta` elsewhere.
 fn smooth_l1_values(input: &Tensor, target: &Tensor, beta: f64) -> Result<Tensor> {
+    let dt = input.dtype();
+    if target.dtype() == dt && matches!(dt, DType::F32 | DType::F64) {
+        // One pass, with the roundings of the composite below (each number
+        // rounded to the dtype, then `|d| < beta ? (d * d) * c : |d| + e`).
+        return Ok(crate::dispatch_float!(dt, T => {
+            let (b, c, e) = (beta as T, (0.5 / beta) as T, (-0.5 * beta) as T);
+            map2!(input, target, dt, T, |x, y| {
+                let d = (x - y).abs();
+                if d < b {
+                    (d * d) * c
+                } else {
+                    d + e
+                }
+            })
+        }));
+    }
     let d = abs(&sub(input, target)?)?;
     let quad = mul_f64(&mul(&d, &d)?, 0.5 / beta)?;
     let lin = add_scalar(&d, Scalar::Float(-0.5 * beta))?;
