@@ -172,11 +172,10 @@ def _agree(a, b) -> bool:
 
 
 def _as_benched(op, size):
-    """``op`` as the large cases call it: with ``Op.bench``'s sample (and its
-    ``call``) in place of the small sample's."""
-    if size == "large" and op.bench is not None:
-        seeded = op.sample is not None and op.sample.seeded
-        return dataclasses.replace(op, sample=dataclasses.replace(op.bench, seeded=seeded))
+    """``op`` as the large cases call it: the small sample's ``call`` (packing
+    tensors into a list, say) unless ``Op.bench`` declares its own."""
+    if size == "large" and op.bench is not None and op.bench.call is not None:
+        return dataclasses.replace(op, sample=dataclasses.replace(op.sample, call=op.bench.call))
     return op
 
 
