@@ -45,6 +45,24 @@ def test_the_package_is_typed():
     assert (package / "py.typed").exists() and (package / "_C.pyi").exists()
 
 
+def test_the_test_requirements_match_the_test_extra():
+    # The README's test command installs tests/requirements.txt beside an installed
+    # ferrograd; `pip install ".[test]"` installs the extra: the two lists are one.
+    extra = re.search(r"^test = \[(.*?)\n\]", project_table(), re.M | re.S)
+    assert extra is not None
+    listed = re.findall(r'"([^"]+)"', extra.group(1))
+    lines = (ROOT / "tests" / "requirements.txt").read_text().splitlines()
+    required = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+    assert required == listed
+
+
+def test_the_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    command = re.findall(r"```sh\n(.*?)```", readme, re.S)[1].strip()
+    ci = (ROOT / ".ci" / "run").read_text().replace(" --quiet", "").replace(" -q\n", "\n")
+    assert command.replace("pip ", "python3 -m pip ").replace("python -m", "python3 -m") in ci
+
+
 def test_the_docs_extra_builds_the_site():
     docs = re.search(r"^docs = \[(.*?)\]", project_table(), re.M | re.S)
     assert docs is not None
@@ -58,7 +76,7 @@ def test_readme_stays_a_front_page():
     # Exactly the two set-up commands a newcomer copies.
     commands = re.findall(r"```sh\n(.*?)```", readme, re.S)
     assert commands == ['pip install ".[examples]" && python examples/digits.py\n',
-                        'pip install ".[test]" && python -m pytest\n']
+                        'pip install -r tests/requirements.txt && python -m pytest\n']
     # Its links into the documentation resolve.
     for target in re.findall(r"\]\(((?:docs/|CHANGELOG|LICENSE)[^)#]*)", readme):
         assert (ROOT / target).exists(), target

@@ -59,7 +59,8 @@ def get_info() -> dict[str, object]:
     Returns:
         A dict with the keys ``version``, ``build`` (the extension's build
         facts: ``git_commit``, ``rustc``, ``profile``, ``target``,
-        ``target_features``), ``python``, ``platform``, ``cpu`` (the CPU's
+        ``target_features``, ``source_hash``: a hash of the Rust sources it was
+        built from), ``python``, ``platform``, ``cpu`` (the CPU's
         model name), ``cpu_features`` (feature name to bool), ``simd_paths``
         (kernel family to the path it selected), ``num_threads`` and
         ``extras`` (package to version, ``None`` when absent).
@@ -141,7 +142,7 @@ def show() -> str:
     lines = [
         f"ferrograd {info['version']}",
         f"  build: {build['profile']}, {build['target']}, {build['rustc']}, "
-        f"git commit {build['git_commit']}",
+        f"git commit {build['git_commit']}, Rust sources {build.get('source_hash', 'unknown')}",
         f"  compiled for: {build['target_features'] or 'the target default'} "
         "(faster paths are chosen at run time)",
         f"  python: {info['python']} on {info['platform']}",

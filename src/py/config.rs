@@ -21,6 +21,7 @@ fn _build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("target", env!("FERROGRAD_BUILD_TARGET"))?;
     d.set_item("target_features", env!("FERROGRAD_BUILD_TARGET_FEATURES"))?;
     d.set_item("debug_assertions", cfg!(debug_assertions))?;
+    d.set_item("source_hash", env!("FERROGRAD_SOURCE_HASH"))?;
     Ok(d)
 }
 
