@@ -22,7 +22,7 @@ def t64(a, requires_grad=False):
 
 def np_softmax(x):
     # Rows that are entirely -inf give zero weights (PyTorch's math path does the same).
-    m = np.max(x, axis=-1, keepdims=True)
+    m = np.max(x, axis=-1, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0.0)
     e = np.exp(x - m)
     s = e.sum(-1, keepdims=True)
@@ -113,9 +113,9 @@ def test_sdpa_gradcheck_and_gradgradcheck(case):
     assert gradgradcheck(f, tuple(inputs))
 
 
-def _np_sdpa_grads(q, k, v, g, scale):
+def _np_sdpa_grads(q, k, v, g, scale, bias=0.0):
     # The gradients of sum(sdpa(q, k, v) * g), written out from the definition.
-    w = np_softmax(q @ np.swapaxes(k, -1, -2) * scale)
+    w = np_softmax(q @ np.swapaxes(k, -1, -2) * scale + bias)
     dv = np.swapaxes(w, -1, -2) @ g
     dw = g @ np.swapaxes(v, -1, -2)
     ds = w * (dw - (dw * w).sum(-1, keepdims=True))
@@ -131,34 +131,56 @@ _LAYOUTS = {
 }  # fmt: skip
 
 
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("layout", list(_LAYOUTS))
 @pytest.mark.parametrize("npdt", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(70, 9, 7, 5, 6), (2, 3, 64, 64, 32, 32), (1, 4, 1, 3, 2)])
-def test_sdpa_unmasked_kernel_layouts_values_and_grads(layout, npdt, shape):
-    # The unmasked case runs as one node over strided heads (many heads split across the
-    # pool); it must give the definition's values and gradients for any operand layout.
+@pytest.mark.parametrize("shape", [(70, 9, 7, 5, 6), (2, 3, 64, 64, 32, 32), (1, 4, 1, 3, 2),
+                                   (2, 5, 3, 4, 4), (1, 0, 3, 2, 2), (1, 3, 0, 2, 2)])
+def test_sdpa_kernel_layouts_values_and_grads(layout, npdt, shape, causal):
+    # Unmasked and causal attention run as one node over strided heads (many heads split
+    # across the pool); it must give the definition's values and gradients for any operand
+    # layout, queries beyond the keys (L > S) and none at all included.
     *batch, L, S, E, Ev = shape
     rng = np.random.default_rng(len(shape))
     raw = [rng.standard_normal((*batch, n, c)) for n, c in ((L, E), (S, E), (S, Ev))]
     g = rng.standard_normal((*batch, L, Ev))
+    bias = np.where(np.tril(np.ones((L, S), bool)), 0.0, -np.inf) if causal else 0.0
     to_phys, view = _LAYOUTS[layout]
     leaves = [fg.tensor(to_phys(a).astype(npdt), requires_grad=True) for a in raw]
     q, k, v = (view(t) for t in leaves)
-    out = F.scaled_dot_product_attention(q, k, v)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     assert out.grad_fn.name() == "ScaledDotProductFlashAttentionForCpuBackward0"
     scale = 1.0 / math.sqrt(E)
     tol = 2e-5 if npdt == np.float32 else 1e-11
-    np.testing.assert_allclose(out.detach().numpy(), np_sdpa(*raw), rtol=tol, atol=tol)
-    # The same bits as the composite form (a zero mask takes it).
-    zero = fg.zeros(L, S, dtype=q.dtype)
-    composite = F.scaled_dot_product_attention(q, k, v, attn_mask=zero)
+    np.testing.assert_allclose(out.detach().numpy(), np_sdpa(*raw, bias=bias), rtol=tol,
+                               atol=tol)  # fmt: skip
+    # The same bits as the composite form (an additive mask of 0 and -inf takes it).
+    mask = fg.tensor(np.zeros((L, S)) + bias, dtype=q.dtype)
+    composite = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     np.testing.assert_array_equal(out.detach().numpy(), composite.detach().numpy())
     out.backward(fg.tensor(g.astype(npdt)))
     got = [to_phys(t.grad.numpy()) for t in leaves] if layout == "contiguous" else [
         np.swapaxes(t.grad.numpy(), -1, -2) if layout == "transposed"
         else np.swapaxes(t.grad.numpy(), -3, -2) for t in leaves]  # fmt: skip
-    for a, b in zip(got, _np_sdpa_grads(*raw, g, scale)):
+    for a, b in zip(got, _np_sdpa_grads(*raw, g, scale, bias)):
         np.testing.assert_allclose(a, b, rtol=10 * tol, atol=10 * tol)
+
+
+def test_sdpa_causal_is_one_node_and_its_graph_of_the_backward_is_masked():
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((2, 4, 3)) for _ in range(3)]
+    g = rng.standard_normal((2, 4, 3))
+    bias = np.where(np.tril(np.ones((4, 4), bool)), 0.0, -np.inf)
+    full = _np_sdpa_grads(*arrays, g, 1 / math.sqrt(3), bias)
+    ts = [t64(a, True) for a in arrays]
+    out = F.scaled_dot_product_attention(*ts, is_causal=True)
+    assert out.grad_fn.name() == "ScaledDotProductFlashAttentionForCpuBackward0"
+    grads = fg.autograd.grad((out * t64(g)).sum(), ts, create_graph=True)
+    for got, want in zip(grads, full):
+        assert got.requires_grad
+        np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-11, atol=1e-12)
+    assert gradgradcheck(lambda *x: F.scaled_dot_product_attention(*x, is_causal=True),
+                         tuple(ts))  # fmt: skip
 
 
 def test_sdpa_unmasked_kernel_gradients_asked_for():

@@ -1812,7 +1812,9 @@ def _gru_layer_backward(
 # ----- attention (src/py/nn_attention.rs) ---------------------------------------------------
 # Unmasked scaled dot-product attention over heads of one batch shape; they record no graph
 # (nn._functional.attention makes the pair one autograd node).
-def _sdpa_forward(q: Tensor, k: Tensor, v: Tensor, scale: _float) -> tuple[Tensor, Tensor]: ...
+def _sdpa_forward(
+    q: Tensor, k: Tensor, v: Tensor, scale: _float, is_causal: bool = ...
+) -> tuple[Tensor, Tensor]: ...
 def _sdpa_backward(
     g: Tensor,
     q: Tensor,

@@ -1,5 +1,5 @@
-//! Scaled dot-product attention without a mask, one (batch, head) matrix at
-//! a time: `softmax(q k^T * scale) v` and its backward rule. The composite
+//! Scaled dot-product attention, unmasked or causal, one (batch, head) matrix
+//! at a time: `softmax(q k^T * scale) v` and its backward rule. The composite
 //! form writes the scores, the weights and their gradients to memory between
 //! five ops (each a parallel region of its own); here a head's scores stay in
 //! a task's scratch rows while both products and the softmax run over them.
@@ -113,14 +113,30 @@ fn for_heads(d: Dims, f: impl Fn(usize, usize) + Sync) {
     });
 }
 
+/// Query `i` may not see key `j > i` (the top-left aligned causal mask): its
+/// score becomes `-inf`, as the composite form's `masked_fill` makes it.
+fn mask_causal<T: Float>(scores: &mut [T], d: Dims) {
+    if d.s == 0 {
+        return;
+    }
+    let neg_inf = <T as Element>::from_f64(f64::NEG_INFINITY);
+    for (i, row) in scores.chunks_exact_mut(d.s).enumerate().take(d.l) {
+        if i + 1 < d.s {
+            row[i + 1..].fill(neg_inf);
+        }
+    }
+}
+
 /// The output (`count x l x ev`) and the attention weights (`count x l x
-/// s`, kept for the backward rule), both dense.
+/// s`, kept for the backward rule), both dense. With `causal`, a masked
+/// weight is exactly zero, so the backward rule needs no mask of its own.
 pub fn forward<T: Float>(
     d: Dims,
     q: &Heads<T>,
     k: &Heads<T>,
     v: &Heads<T>,
     scale: T,
+    causal: bool,
 ) -> (Vec<T>, Vec<T>) {
     let mut out: Vec<T> = unfilled(d.count * d.l * d.ev);
     let mut p: Vec<T> = unfilled(d.count * d.l * d.s);
@@ -141,6 +157,9 @@ pub fn forward<T: Float>(
                     scores.as_mut_ptr(),
                     parallel,
                 );
+                if causal {
+                    mask_causal(&mut scores, d);
+                }
                 let ph = std::slice::from_raw_parts_mut(pp.get().add(h * d.l * d.s), d.l * d.s);
                 softmax_rows(&scores, ph, d.s);
                 gemm_into(
@@ -247,13 +266,23 @@ pub fn backward<T: Float>(
 mod tests {
     use super::*;
 
-    fn naive(d: Dims, q: &[f64], k: &[f64], v: &[f64], scale: f64) -> (Vec<f64>, Vec<f64>) {
+    fn naive(
+        d: Dims,
+        q: &[f64],
+        k: &[f64],
+        v: &[f64],
+        scale: f64,
+        causal: bool,
+    ) -> (Vec<f64>, Vec<f64>) {
         let mut out = vec![0.0; d.count * d.l * d.ev];
         let mut p = vec![0.0; d.count * d.l * d.s];
         for h in 0..d.count {
             for i in 0..d.l {
                 let row: Vec<f64> = (0..d.s)
                     .map(|j| {
+                        if causal && j > i {
+                            return f64::NEG_INFINITY;
+                        }
                         (0..d.e)
                             .map(|c| q[(h * d.l + i) * d.e + c] * k[(h * d.s + j) * d.e + c])
                             .sum::<f64>()
@@ -292,7 +321,7 @@ mod tests {
 
     #[test]
     fn forward_and_backward_match_the_definition() {
-        for d in [
+        for (d, causal) in [
             Dims {
                 count: 1,
                 l: 3,
@@ -307,7 +336,10 @@ mod tests {
                 e: 5,
                 ev: 6,
             },
-        ] {
+        ]
+        .into_iter()
+        .flat_map(|d| [(d, false), (d, true)])
+        {
             let (q, k, v) = (
                 data(d.count * d.l * d.e, 1),
                 data(d.count * d.s * d.e, 2),
@@ -322,15 +354,15 @@ mod tests {
             );
             let hg = heads(&g, &offs(d.l * d.ev), d.ev);
             let scale = 0.7;
-            let (out, p) = forward(d, &hq, &hk, &hv, scale);
-            let (want, want_p) = naive(d, &q, &k, &v, scale);
+            let (out, p) = forward(d, &hq, &hk, &hv, scale, causal);
+            let (want, want_p) = naive(d, &q, &k, &v, scale, causal);
             for (a, b) in out.iter().zip(&want).chain(p.iter().zip(&want_p)) {
                 assert!((a - b).abs() < 1e-12, "{a} vs {b}");
             }
             // Finite differences of sum(out * g) in every input.
             let grads = backward(d, &hg, &hq, &hk, &hv, &p, scale, [true; 3]);
             let loss = |q: &[f64], k: &[f64], v: &[f64]| -> f64 {
-                let (o, _) = naive(d, q, k, v, scale);
+                let (o, _) = naive(d, q, k, v, scale, causal);
                 o.iter().zip(&g).map(|(a, b)| a * b).sum()
             };
             let eps = 1e-6;

@@ -1,4 +1,4 @@
-//! Unmasked scaled dot-product attention on plain tensors. Nothing is
+//! Scaled dot-product attention (unmasked or causal) on plain tensors. Nothing is
 //! recorded here: `nn._functional.attention` makes the pair one autograd
 //! node, whose backward calls [`sdpa_backward`] or, when a graph of the
 //! backward is wanted, differentiates the composite form.
@@ -75,13 +75,20 @@ fn shape_with(batch_of: &Tensor, rows: usize, cols: usize) -> Shape {
     out
 }
 
-/// `softmax(q @ k^T * scale) @ v` and the weights `softmax(...)`.
-pub fn sdpa_forward(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64) -> Result<(Tensor, Tensor)> {
+/// `softmax(q @ k^T * scale) @ v` and the weights `softmax(...)`; with
+/// `causal`, query `i` sees keys `0..=i` only.
+pub fn sdpa_forward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f64,
+    causal: bool,
+) -> Result<(Tensor, Tensor)> {
     let dt = q.dtype();
     if dt.is_low_precision() {
         // In float32, each result rounded once.
         let f = |t: &Tensor| super::cast_data(t, DType::F32);
-        let (o, p) = sdpa_forward(&f(q), &f(k), &f(v), scale)?;
+        let (o, p) = sdpa_forward(&f(q), &f(k), &f(v), scale, causal)?;
         return Ok((super::back_to(o, dt), super::back_to(p, dt)));
     }
     let d = dims(q, k, v)?;
@@ -103,6 +110,7 @@ pub fn sdpa_forward(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64) -> Result<(T
             &heads(&vk, &ok),
             &heads(&vv, &ov),
             <T as Element>::from_f64(scale),
+            causal,
         );
         (
             Tensor::from_vec(out, shape_with(q, d.l, d.ev)),

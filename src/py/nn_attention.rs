@@ -1,4 +1,4 @@
-//! Bindings of the unmasked attention kernel (`ops::attention`). They make no
+//! Bindings of the attention kernel (`ops::attention`), unmasked or causal. They make no
 //! autograd node; `ferrograd.nn._functional.attention` makes them one.
 
 use pyo3::prelude::*;
@@ -12,14 +12,17 @@ fn work(q: &PyTensor, v: &PyTensor) -> usize {
         .saturating_mul(v.t.shape().iter().rev().nth(1).copied().unwrap_or(1))
 }
 
-/// `(out, weights)` of `softmax(q @ k^T * scale) @ v`.
+/// `(out, weights)` of `softmax(q @ k^T * scale) @ v`, causally masked
+/// when `is_causal`.
 #[pyfunction]
+#[pyo3(signature = (q, k, v, scale, is_causal=false))]
 fn _sdpa_forward(
     py: Python<'_>,
     q: &Bound<'_, PyTensor>,
     k: &Bound<'_, PyTensor>,
     v: &Bound<'_, PyTensor>,
     scale: f64,
+    is_causal: bool,
 ) -> PyResult<Py<PyAny>> {
     let (q, k, v) = (q.get(), k.get(), v.get());
     let (out, p) = run(
@@ -28,7 +31,7 @@ fn _sdpa_forward(
         "sdpa",
         &[&q.t, &k.t, &v.t],
         &[],
-        move |t, _| attention::sdpa_forward(t[0], t[1], t[2], scale),
+        move |t, _| attention::sdpa_forward(t[0], t[1], t[2], scale, is_causal),
     )?;
     tensor_tuple(py, vec![out, p])
 }

@@ -48,14 +48,14 @@ def _safe_softmax(scores, masked):
 
 
 class _Attention(Function):
-    """Unmasked attention as one node: the native kernel keeps each head's scores in cache
-    between the products and the softmax, forward and backward."""
+    """Unmasked or causal attention as one node: the native kernel keeps each head's scores
+    in cache between the products and the softmax, forward and backward."""
 
     @staticmethod
-    def forward(ctx, q, k, v, scale):
-        out, weights = _C._sdpa_forward(q, k, v, scale)
+    def forward(ctx, q, k, v, scale, causal):
+        out, weights = _C._sdpa_forward(q, k, v, scale, causal)
         ctx.save_for_backward(q, k, v, weights)
-        ctx.scale = scale
+        ctx.scale, ctx.causal = scale, causal
         return out
 
     @staticmethod
@@ -63,18 +63,30 @@ class _Attention(Function):
         q, k, v, weights = ctx.saved_tensors
         needs = tuple(ctx.needs_input_grad[:3])
         if _C.is_grad_enabled():
-            return (*_attention_backward_graph(g, q, k, v, ctx.scale, needs), None)
-        return (*_C._sdpa_backward(g, q, k, v, weights, ctx.scale, needs), None)
+            grads = _attention_backward_graph(g, q, k, v, ctx.scale, ctx.causal, needs)
+        else:
+            # A masked weight is exactly zero, so the rule needs no mask of its own.
+            grads = _C._sdpa_backward(g, q, k, v, weights, ctx.scale, needs)
+        return (*grads, None, None)
 
 
 _Attention._backward_name = "ScaledDotProductFlashAttentionForCpuBackward0"
 
 
-def _attention_backward_graph(g, q, k, v, scale, needs):
+def _causal_scores(scores, length, source):
+    # Query i sees keys 0..i (the top-left aligned mask PyTorch's is_causal means).
+    allowed = _C.arange(length).unsqueeze(1) >= _C.arange(source)
+    return scores.masked_fill(allowed.logical_not(), _NEG_INF)
+
+
+def _attention_backward_graph(g, q, k, v, scale, causal, needs):
     # The same rule in recorded ops, the weights recomputed from the inputs, so a graph of
     # the backward (create_graph, forward-mode AD) sees their dependence on q and k.
     qs = q * scale
-    weights = qs.matmul(k.transpose(-2, -1)).softmax(-1)
+    scores = qs.matmul(k.transpose(-2, -1))
+    if causal:
+        scores = _causal_scores(scores, q.shape[-2], k.shape[-2])
+    weights = scores.softmax(-1)
     dv = weights.transpose(-2, -1).matmul(g) if needs[2] else None
     if not (needs[0] or needs[1]):
         return None, None, dv
@@ -214,14 +226,12 @@ def scaled_dot_product_attention(
         value = _repeat_heads(value, hq // hv)
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] > 0 else 1.0
-    if attn_mask is None and not is_causal and dropout_p == 0.0 and _fusable(query, key, value):
-        return _Attention.apply(query, key, value, float(scale))
+    if attn_mask is None and dropout_p == 0.0 and _fusable(query, key, value):
+        return _Attention.apply(query, key, value, float(scale), bool(is_causal))
     scores = (query * scale).matmul(key.transpose(-2, -1))
     masked = False
     if is_causal:
-        length, source = query.shape[-2], key.shape[-2]
-        allowed = _C.arange(length).unsqueeze(1) >= _C.arange(source)
-        scores = scores.masked_fill(allowed.logical_not(), _NEG_INF)
+        scores = _causal_scores(scores, query.shape[-2], key.shape[-2])
         masked = True
     elif attn_mask is not None:
         if attn_mask.dtype == _C.bool:
