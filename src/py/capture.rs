@@ -454,6 +454,10 @@ pub(crate) struct Capture {
     pub number_seen: Vec<bool>,
     pub failure: Option<String>,
     pub grad_mode_at_end: bool,
+    /// Slots made by ops that ran inside a captured `backward` (a custom
+    /// Function's backward, a hook): the replay's engine run makes them
+    /// again, so the tape holds no entry for them and nothing may read them.
+    pub inside_backward: HashMap<usize, String>,
 }
 
 impl Capture {

@@ -386,6 +386,15 @@ fn _capture_end(
     if let Some(why) = c.failure.take() {
         return Ok((None, Some(why), seen));
     }
+    if let Some(name) = read_after_backward(&c, &outputs) {
+        return Ok((
+            None,
+            Some(format!(
+                "the result of `{name}`, made while backward ran (in a custom Function's backward or a hook), is used after it; a replay makes it again inside backward and could not give it to the code that follows"
+            )),
+            seen,
+        ));
+    }
     let out_ids: HashSet<usize> = outputs.iter().map(|o| o.as_ptr() as usize).collect();
     // A value computed inside and still held by Python elsewhere (a module
     // attribute, a list) would keep the capture call's tensor on replay.
@@ -406,6 +415,7 @@ fn _capture_end(
     for s in 0..c.srcs.len() {
         if !matches!(c.srcs[s], Src::Produced)
             || grads.contains(&s)
+            || c.inside_backward.contains_key(&s)
             || held.contains(&c.tensor_at(s).id())
         {
             continue;
@@ -447,6 +457,35 @@ fn _capture_end(
     let outs: Vec<usize> = outputs.iter().map(|o| c.slot_of(&o.get().t)).collect();
     let tape = Tape::build(c, outs, grad_mode, n_inputs);
     Ok((Some(Py::new(py, tape)?), None, seen))
+}
+
+/// The op that made a tensor inside a captured backward which a later entry
+/// or an output reads, if any.
+fn read_after_backward(c: &Capture, outputs: &[Bound<'_, PyTensor>]) -> Option<String> {
+    if c.inside_backward.is_empty() {
+        return None;
+    }
+    let mut read = Vec::new();
+    for e in &c.entries {
+        match &e.step {
+            Step::Op { ins, .. } => read.extend(ins.iter().copied()),
+            Step::Backward {
+                root, grad, leaves, ..
+            } => {
+                read.push(*root);
+                read.extend(*grad);
+                read.extend(leaves.iter().map(|&(l, _)| l));
+            }
+            Step::SetGrad { t, g } => {
+                read.push(*t);
+                read.extend(*g);
+            }
+            Step::GradMode(_) | Step::PyCall(_) => {}
+        }
+    }
+    read.extend(outputs.iter().filter_map(|o| c.lookup(&o.get().t)));
+    read.into_iter()
+        .find_map(|s| c.inside_backward.get(&s).cloned())
 }
 
 fn producer(c: &Capture, s: usize) -> String {
@@ -694,8 +733,19 @@ pub(crate) fn backward(py: Python<'_>, req: BackwardRequest, grad_given: bool) -
     })
     .unwrap_or((0, None));
     let retain_graph = req.retain_graph;
+    let start = capture::entry_count();
     errors::finish(errors::call(py, usize::MAX, || autograd::run_backward(req)))?;
     capture::with(|c| {
+        // Whatever the engine called that records (a custom Function's
+        // backward, a hook) it calls again on every replay: entries kept for
+        // it would compute it twice, the first time from the capture call's
+        // incoming gradients.
+        for e in c.entries.drain(start..).collect::<Vec<_>>() {
+            if let Step::Op { outs, .. } = &e.step {
+                c.inside_backward
+                    .extend(outs.iter().map(|&s| (s, e.name.clone())));
+            }
+        }
         let mut leaves = Vec::new();
         for (s, t) in c.leaf_slots() {
             if t.is_leaf() && t.requires_grad() {
