@@ -31,11 +31,19 @@ def has_protocol(*values):
     )
 
 
+_BATCHED_TYPE = None
+
+
 def is_batched(*values):
     """Whether any of ``values`` is a vmap ``BatchedTensor``."""
-    from .func._batched import BatchedTensor
+    global _BATCHED_TYPE
+    if _BATCHED_TYPE is None:
+        # Imported on first use (func imports this module), then kept: value-reading ops
+        # ask on every call.
+        from .func._batched import BatchedTensor
 
-    return any(isinstance(v, BatchedTensor) for v in _flat(values))
+        _BATCHED_TYPE = BatchedTensor
+    return any(isinstance(v, _BATCHED_TYPE) for v in _flat(values))
 
 
 def dispatch(func, args, kwargs=None):

@@ -457,11 +457,7 @@ def pointwise_loss(name):
         out = elementwise(
             lambda i, t: call(i, t, "none", *extra), (vals["input"], vals["target"]), {}
         )
-        if reduction == "sum":
-            return out.sum()
-        if reduction == "mean":
-            return out.mean()
-        return out
+        return _reduced(out, reduction)
 
     return rule
 
@@ -488,14 +484,18 @@ def weighted_loss(name):
         def none(i, t, w, *pos_weight):
             return call(i, t, w, "none", *pos_weight)
 
-        out = elementwise(none, operands, {})
-        if reduction == "sum":
-            return out.sum()
-        if reduction == "mean":
-            return out.mean()
-        return out
+        return _reduced(elementwise(none, operands, {}), reduction)
 
     return rule
+
+
+def _reduced(out, reduction):
+    # A loss's reduction over each sample's logical elements ('none' keeps them).
+    if reduction == "sum":
+        return out.sum()
+    if reduction == "mean":
+        return out.mean()
+    return out
 
 
 def like_rule(call, args, kwargs):
