@@ -27,6 +27,15 @@ def test_item_and_control_flow():
         vmap(lambda t: bool(t.sum()))(x)
 
 
+def test_a_numpy_round_trip_is_refused_by_name():
+    # PyTorch says "Cannot access data pointer of Tensor that doesn't have storage".
+    x = fg.randn(3, 2)
+    with raises(RuntimeError, "vmap: Tensor.numpy() was called on a batched tensor"):
+        vmap(lambda t: fg.from_numpy(t.numpy()))(x)
+    with pytest.raises(RuntimeError, match="from_numpy"):
+        vmap(lambda t: t.numpy(force=True))(x)
+
+
 def test_inplace_write_of_batched_value_into_unbatched_tensor():
     x = fg.randn(3, 2)
     y = fg.zeros(2)

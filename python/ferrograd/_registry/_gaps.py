@@ -58,9 +58,7 @@ _VALUE_SIZED = ("the result's size depends on the values, which differ per sampl
 REFUSE.setdefault("bincount", {})[VMAP] = _VALUE_SIZED
 REFUSE.setdefault("argwhere", {})[VMAP] = _VALUE_SIZED
 
-#: Refusals whose error does not name the op (the coverage matrix checks that it does).
-_UNNAMED = "vmap refuses it, but the error names {what} instead of the op"
-for _name, _what in {
-    "from_numpy": ".item()",
-}.items():
-    DEFECTS.setdefault(_name, {})[VMAP] = _UNNAMED.format(what=_what)
+#: A NumPy round trip has no per-sample array to hand over: Tensor.numpy() of a batched
+#: tensor refuses, naming numpy() and from_numpy.
+REFUSE.setdefault("from_numpy", {})[VMAP] = (
+    "its argument is a NumPy array, which holds one sample: numpy() of a batched tensor refuses")

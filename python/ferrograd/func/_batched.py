@@ -28,6 +28,12 @@ ITEM_ERROR = (
     "operations. If error is occurring somewhere inside PyTorch internals, please file a bug "
     "report."
 )
+NUMPY_ERROR = (
+    "vmap: Tensor.numpy() was called on a batched tensor. A NumPy array holds one sample's "
+    "values, and vmap runs the function once for the whole batch, so a NumPy round trip "
+    "(numpy(), then NumPy code or from_numpy) cannot be batched; write it with tensor ops, "
+    "or convert outside the vmapped function."
+)
 CONTROL_FLOW_ERROR = (
     "vmap: It looks like you're attempting to use a Tensor in some data-dependent control "
     "flow. We don't support that yet, please shout over at "
@@ -367,9 +373,11 @@ class BatchedTensor:
         """Refused under vmap (PyTorch's error)."""
         raise RuntimeError(ITEM_ERROR)
 
-    def numpy(self):
+    def numpy(self, *, force=False):
         """Refused under vmap: the batched data has no per-sample NumPy view."""
-        raise RuntimeError(ITEM_ERROR)
+        # PyTorch says "Cannot access data pointer of Tensor that doesn't have storage";
+        # this names what was tried and what to do instead.
+        raise RuntimeError(NUMPY_ERROR)
 
     def __bool__(self):
         raise RuntimeError(CONTROL_FLOW_ERROR)
