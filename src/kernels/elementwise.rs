@@ -27,6 +27,15 @@ fn zip_slice<T: Copy, U: Copy, F: Fn(T, T) -> U>(
     super::vmath::zip(dst, a, b, f)
 }
 
+/// `f` itself. A closure takes `#[inline(always)]` only in argument
+/// position; this gives the closures built here (the element function with
+/// one operand bound) a place to take it. Without it LLVM may keep them out
+/// of the vectorised loop, whose copies call them once per element, scalar.
+#[inline(always)]
+fn always<F>(f: F) -> F {
+    f
+}
+
 /// The elements of a strided run gathered per call of the vector loop.
 const GATHER: usize = 256;
 
@@ -128,14 +137,32 @@ pub fn binary<T: Element, U: Element>(
         if let Some(sa) = a.as_slice::<T>() {
             // SAFETY: a one-element view has a valid first element.
             let y = unsafe { *b.ptr::<T>() };
-            return build_vec(n, |out| par_map(out, sa, &|x| f(x, y)));
+            return build_vec(n, |out| {
+                par_map(
+                    out,
+                    sa,
+                    &always(
+                        #[inline(always)]
+                        |x| f(x, y),
+                    ),
+                )
+            });
         }
     }
     if a.numel() == 1 && b.shape.as_slice() == out_shape {
         if let Some(sb) = b.as_slice::<T>() {
             // SAFETY: as above.
             let x = unsafe { *a.ptr::<T>() };
-            return build_vec(n, |out| par_map(out, sb, &|y| f(x, y)));
+            return build_vec(n, |out| {
+                par_map(
+                    out,
+                    sb,
+                    &always(
+                        #[inline(always)]
+                        |y| f(x, y),
+                    ),
+                )
+            });
         }
     }
     let sa = broadcast_strides(&a.shape, &a.strides, out_shape);
@@ -164,15 +191,27 @@ pub fn binary<T: Element, U: Element>(
                         }
                         (1, 0) => {
                             let y = *pb.0.add(ob);
-                            map_slice(o, std::slice::from_raw_parts(pa.0.add(oa), len), &|x| {
-                                f(x, y)
-                            });
+                            let row = std::slice::from_raw_parts(pa.0.add(oa), len);
+                            map_slice(
+                                o,
+                                row,
+                                &always(
+                                    #[inline(always)]
+                                    |x| f(x, y),
+                                ),
+                            );
                         }
                         (0, 1) => {
                             let x = *pa.0.add(oa);
-                            map_slice(o, std::slice::from_raw_parts(pb.0.add(ob), len), &|y| {
-                                f(x, y)
-                            });
+                            let row = std::slice::from_raw_parts(pb.0.add(ob), len);
+                            map_slice(
+                                o,
+                                row,
+                                &always(
+                                    #[inline(always)]
+                                    |y| f(x, y),
+                                ),
+                            );
                         }
                         _ => {
                             // Gathered a block at a time, as in `unary`.
