@@ -22,7 +22,7 @@ const LIMIT: f64 = (1u64 << 28) as f64;
 #[inline(always)]
 pub(crate) fn fmod_needs_libm(x: f32, y: f32) -> bool {
     let q = (x as f64 / y as f64).abs();
-    q >= LIMIT && q < f64::INFINITY
+    (LIMIT..f64::INFINITY).contains(&q)
 }
 
 /// C's `fmodf(x, y)` (the result has `x`'s sign), bit for bit, where

@@ -72,13 +72,7 @@ fn fmod_in_one_step(a: &Tensor, b: &Tensor) -> Result<bool> {
     with_cast(a, DType::F32, |va| {
         with_cast(b, DType::F32, |vb| {
             let shape = broadcast_shapes(&va.shape, &vb.shape)?;
-            let hard = binary::<f32, bool>(
-                va,
-                vb,
-                &shape,
-                #[inline(always)]
-                |x, y| vm::fmod_needs_libm(x, y),
-            );
+            let hard = binary::<f32, bool>(va, vb, &shape, vm::fmod_needs_libm);
             Ok(!hard.contains(&true))
         })
     })

@@ -87,7 +87,7 @@ pub(crate) fn logit(a: &Tensor) -> Result<Tensor> {
         },
         #[inline(always)]
         |x: f32| {
-            if x < 0.0 || x > 1.0 {
+            if !(0.0..=1.0).contains(&x) {
                 f32::NAN
             } else {
                 1.0 / (x * (1.0 - x))
@@ -95,7 +95,7 @@ pub(crate) fn logit(a: &Tensor) -> Result<Tensor> {
         },
         #[inline(always)]
         |x: f64| {
-            if x < 0.0 || x > 1.0 {
+            if !(0.0..=1.0).contains(&x) {
                 f64::NAN
             } else {
                 1.0 / (x * (1.0 - x))
