@@ -403,3 +403,32 @@ def test_relu_keeps_nan_and_negative_zero():
         assert np.signbit(out[0]) and out[0] == 0 and np.isnan(out[1]) and out[2] == 1
         (gx,) = fg.autograd.grad(y, x, fg.ones_like(y), create_graph=create_graph)
         assert gx.detach().numpy().tolist() == [0.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 130), (70, 45), (64, 64), (129, 300), (300, 1030)])
+def test_transposed_operands_are_tiled_correctly(shape, threads):
+    # Operands that run down the output's columns (transposed matrices, a
+    # column broadcast along rows) take a tiled traversal: every element,
+    # every tile edge, integer, float and bool results, either thread count.
+    rng = np.random.default_rng(sum(shape))
+    a = rng.integers(-50, 50, shape[::-1])
+    b = rng.integers(-50, 50, shape[::-1])
+    col = rng.integers(-50, 50, (shape[0], 1))
+    before = fg.get_num_threads()
+    fg.set_num_threads(threads)
+    try:
+        ta, tb = fg.tensor(a).t(), fg.tensor(b).t()
+        assert (ta & tb).tolist() == (a.T & b.T).tolist()
+        assert (~ta).tolist() == (~a.T).tolist()
+        assert fg.neg(ta.float()).numpy().tolist() == (-a.T.astype(np.float32)).tolist()
+        fa, fb = fg.tensor(a.astype(np.float32)).t(), fg.tensor(b.astype(np.float32)).t()
+        np.testing.assert_array_equal(fg.exp(fa / 50).numpy(),
+                                      fg.exp(fg.tensor((a.T / 50).astype(np.float32))).numpy())
+        np.testing.assert_array_equal((fa * fb).numpy(), a.T.astype(np.float32) * b.T)
+        assert (fa < fb).numpy().tolist() == (a.T < b.T).tolist()
+        # A column of `col` broadcast along the rows, against a transposed matrix.
+        tc = fg.tensor(col).expand(*shape)
+        assert (ta ^ tc).tolist() == (a.T ^ col).tolist()
+    finally:
+        fg.set_num_threads(before)

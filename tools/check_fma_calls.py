@@ -30,8 +30,11 @@ DEFAULT_SO = Path(__file__).resolve().parents[1] / "python" / "ferrograd" / "_C.
 
 # Function header in `objdump -d -C`: "0000000000123abc <name>:".
 HEADER = re.compile(r"^([0-9a-f]+) <(.*)>:$")
-# A direct call or jump to the start of a function: "call   1234 <name>".
-DIRECT = re.compile(r"\s(?:call|jmp)\s+([0-9a-f]+) <([^>+]*)>$")
+# A direct call or jump to the start of a function: "call   1234 <name>"
+# (names may hold '<', '>' and '+': `<impl Fn<A> for &F>::call`; a jump
+# inside a function ends in "+0x..>").
+DIRECT = re.compile(r"\s(?:call|jmp)\s+([0-9a-f]+) <(.*)>$")
+INSIDE = re.compile(r"\+0x[0-9a-f]+$")
 # A reference to a GOT slot (objdump prints the slot's address after '#').
 SLOT = re.compile(r"# ([0-9a-f]+) <")
 
@@ -94,7 +97,7 @@ def call_graph(so: Path, targets: set[int], slots: set[int]):
         if cur is None or cur in targets:
             continue
         m = DIRECT.search(line)
-        if m:
+        if m and not INSIDE.search(m.group(2)):
             callee = int(m.group(1), 16)
             if callee in targets:
                 bad.add(cur)

@@ -77,7 +77,9 @@ pub(crate) fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
     let s32 = slope as f32;
     let out = act1(
         x,
+        #[inline(always)]
         move |x| if x > 0.0 { x } else { x * s32 },
+        #[inline(always)]
         move |x| if x > 0.0 { x } else { x * slope },
     )?;
     Ok(pointwise(
@@ -85,7 +87,9 @@ pub(crate) fn leaky_relu(x: &Tensor, slope: f64) -> Result<Tensor> {
         x,
         out,
         move |g, x| where_(&positive(x)?, g, &mul_f64(g, slope)?),
+        #[inline(always)]
         move |g, x| if x > 0.0 { g } else { g * s32 },
+        #[inline(always)]
         move |g, x| if x > 0.0 { g } else { g * slope },
     ))
 }
@@ -141,7 +145,9 @@ pub(crate) fn leaky_relu_result(x: &Tensor, slope: f64) -> Result<Tensor> {
             }
             where_(&positive(y)?, g, &mul_f64(g, slope)?)
         },
+        #[inline(always)]
         move |g, y| if y > 0.0 { g } else { g * s32 },
+        #[inline(always)]
         move |g, y| if y > 0.0 { g } else { g * slope },
     ))
 }
@@ -169,7 +175,9 @@ pub(crate) fn elu_result(x: &Tensor, alpha: f64) -> Result<Tensor> {
             let slope = add_scalar(y, Scalar::Float(alpha))?;
             where_(&not_positive(y)?, &mul(g, &slope)?, g)
         },
+        #[inline(always)]
         move |g, y| if y <= 0.0 { g * (y + a32) } else { g },
+        #[inline(always)]
         move |g, y| if y <= 0.0 { g * (y + alpha) } else { g },
     ))
 }
@@ -195,12 +203,15 @@ pub(crate) fn elu(x: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Resul
         // the positive branch, as in PyTorch's kernel.
         act1(
             x,
+            #[inline(always)]
             move |x| if x <= 0.0 { expm1_f32(x) * nc } else { x },
+            #[inline(always)]
             move |x| if x <= 0.0 { x.exp_m1() * neg_coef } else { x },
         )?
     } else {
         act1(
             x,
+            #[inline(always)]
             move |x| {
                 if x <= 0.0 {
                     expm1_f32(x * isc) * nc
@@ -208,6 +219,7 @@ pub(crate) fn elu(x: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Resul
                     x * sc
                 }
             },
+            #[inline(always)]
             move |x| {
                 if x <= 0.0 {
                     (x * input_scale).exp_m1() * neg_coef
@@ -239,6 +251,7 @@ pub(crate) fn elu(x: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Resul
             where_(&not_positive(x)?, &mul(g, &slope)?, &pos)
         },
         // A NaN input takes the positive side (its gradient is `g * scale`).
+        #[inline(always)]
         move |g, x| {
             if x <= 0.0 {
                 g * (exp_f32(if plain { x } else { x * isc }) * ns)
@@ -248,6 +261,7 @@ pub(crate) fn elu(x: &Tensor, alpha: f64, scale: f64, input_scale: f64) -> Resul
                 g * sc
             }
         },
+        #[inline(always)]
         move |g, x| {
             if x <= 0.0 {
                 g * ((if plain { x } else { x * input_scale }).exp() * neg_slope)
@@ -273,6 +287,7 @@ pub(crate) fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
     let (l32, h32) = (lo as f32, hi as f32);
     let out = act1(
         x,
+        #[inline(always)]
         move |x| {
             let y = if x < l32 { l32 } else { x };
             if y > h32 {
@@ -281,6 +296,7 @@ pub(crate) fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
                 y
             }
         },
+        #[inline(always)]
         move |x| {
             let y = if x < lo { lo } else { x };
             if y > hi {
@@ -299,7 +315,9 @@ pub(crate) fn hardtanh(x: &Tensor, lo: f64, hi: f64) -> Result<Tensor> {
             let off = super::logical_or(&compare::le(x, &l)?, &compare::ge(x, &h)?)?;
             where_(&off, &Tensor::scalar_of(0.0, g.dtype()), g)
         },
+        #[inline(always)]
         move |g, x| if x <= l32 || x >= h32 { 0.0 } else { g },
+        #[inline(always)]
         move |g, x| if x <= lo || x >= hi { 0.0 } else { g },
     ))
 }
@@ -322,10 +340,12 @@ pub(crate) fn gelu(x: &Tensor, tanh_approx: bool) -> Result<Tensor> {
     let out = if tanh_approx {
         act1(
             x,
+            #[inline(always)]
             move |x| {
                 let t = tanh_f32((x + ((x * x) * x) * k32) * b32);
                 (x * 0.5) * (t + 1.0)
             },
+            #[inline(always)]
             |x| {
                 let t = ((x + ((x * x) * x) * GELU_KAPPA) * GELU_BETA).tanh();
                 (x * 0.5) * (t + 1.0)
@@ -334,7 +354,9 @@ pub(crate) fn gelu(x: &Tensor, tanh_approx: bool) -> Result<Tensor> {
     } else {
         act1(
             x,
+            #[inline(always)]
             move |x| (x * 0.5) * (erf_f32(x * c32) + 1.0),
+            #[inline(always)]
             |x| (x * 0.5) * (libm::erf(x * C) + 1.0),
         )?
     };
@@ -368,6 +390,7 @@ pub(crate) fn gelu(x: &Tensor, tanh_approx: bool) -> Result<Tensor> {
             x,
             out,
             rule,
+            #[inline(always)]
             move |g, x| {
                 let t = tanh_f32((x + ((x * x) * x) * k32) * b32);
                 let left = (t + 1.0) * 0.5;
@@ -375,6 +398,7 @@ pub(crate) fn gelu(x: &Tensor, tanh_approx: bool) -> Result<Tensor> {
                 let du = (((x * x) * k3_32) + 1.0) * b32;
                 g * (left + ((x * 0.5) * (sech2 * du)))
             },
+            #[inline(always)]
             |g, x| {
                 let t = ((x + ((x * x) * x) * GELU_KAPPA) * GELU_BETA).tanh();
                 let left = (t + 1.0) * 0.5;
@@ -389,11 +413,13 @@ pub(crate) fn gelu(x: &Tensor, tanh_approx: bool) -> Result<Tensor> {
             x,
             out,
             rule,
+            #[inline(always)]
             move |g, x| {
                 let cdf = (erf_f32(x * c32) + 1.0) * 0.5;
                 let pdf = exp_f32((x * x) * -0.5) * n32;
                 g * (cdf + (x * pdf))
             },
+            #[inline(always)]
             |g, x| {
                 let cdf = (libm::erf(x * C) + 1.0) * 0.5;
                 let pdf = ((x * x) * -0.5).exp() * GELU_NORM;
@@ -422,7 +448,13 @@ fn sigmoid64(x: f64) -> f64 {
 /// `silu(x) = x * sigmoid(x)`; gradient `s * (1 + x * (1 - s))`, `s = sigmoid(x)`.
 pub(crate) fn silu(x: &Tensor) -> Result<Tensor> {
     float_input(x, "silu")?;
-    let out = act1(x, |x| x * sigmoid32(x), |x| x * sigmoid64(x))?;
+    let out = act1(
+        x,
+        #[inline(always)]
+        |x| x * sigmoid32(x),
+        #[inline(always)]
+        |x| x * sigmoid64(x),
+    )?;
     Ok(pointwise(
         "SiluBackward0",
         x,
@@ -433,10 +465,12 @@ pub(crate) fn silu(x: &Tensor) -> Result<Tensor> {
             let slope = mul(&s, &add_scalar(&mul(x, &one_minus)?, Scalar::Int(1))?)?;
             mul(g, &slope)
         },
+        #[inline(always)]
         |g, x| {
             let s = sigmoid32(x);
             g * (s * ((x * (1.0 - s)) + 1.0))
         },
+        #[inline(always)]
         |g, x| {
             let s = sigmoid64(x);
             g * (s * ((x * (1.0 - s)) + 1.0))
@@ -465,6 +499,7 @@ pub(crate) fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> 
     let (b32, t32, ib32) = (beta as f32, threshold as f32, (1.0 / beta) as f32);
     let out = act1(
         x,
+        #[inline(always)]
         move |x| {
             let z = x * b32;
             let s = softplus32(z) * ib32;
@@ -474,6 +509,7 @@ pub(crate) fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> 
                 s
             }
         },
+        #[inline(always)]
         move |x| {
             let z = x * beta;
             let s = softplus64(z) * (1.0 / beta);
@@ -493,6 +529,7 @@ pub(crate) fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> 
             let linear = compare::gt(&z, &Tensor::scalar_of(threshold, z.dtype()))?;
             where_(&linear, g, &mul(g, &super::sigmoid(&z)?)?)
         },
+        #[inline(always)]
         move |g, x| {
             let z = x * b32;
             if z > t32 {
@@ -501,6 +538,7 @@ pub(crate) fn softplus(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> 
                 g * sigmoid32(z)
             }
         },
+        #[inline(always)]
         move |g, x| {
             let z = x * beta;
             if z > threshold {
@@ -532,7 +570,13 @@ pub(crate) fn mish(x: &Tensor) -> Result<Tensor> {
             softplus64(x)
         }
     }
-    let out = act1(x, |x| x * tanh_f32(sp32(x)), |x| x * sp64(x).tanh())?;
+    let out = act1(
+        x,
+        #[inline(always)]
+        |x| x * tanh_f32(sp32(x)),
+        #[inline(always)]
+        |x| x * sp64(x).tanh(),
+    )?;
     Ok(pointwise(
         "MishBackward0",
         x,
@@ -543,10 +587,12 @@ pub(crate) fn mish(x: &Tensor) -> Result<Tensor> {
             let sech2 = super::rsub_scalar(&mul(&t, &t)?, Scalar::Int(1))?;
             mul(g, &super::add(&t, &mul(&mul(x, &s)?, &sech2)?)?)
         },
+        #[inline(always)]
         |g, x| {
             let t = tanh_f32(sp32(x));
             g * (t + (x * sigmoid32(x)) * (1.0 - t * t))
         },
+        #[inline(always)]
         |g, x| {
             let t = sp64(x).tanh();
             g * (t + (x * sigmoid64(x)) * (1.0 - t * t))
@@ -559,10 +605,12 @@ pub(crate) fn logsigmoid(x: &Tensor) -> Result<Tensor> {
     float_input(x, "log_sigmoid_forward")?;
     let out = act1(
         x,
+        #[inline(always)]
         |x| {
             let m = if x < 0.0 { x } else { 0.0 };
             m - log1p_f32(exp_f32(-x.abs()))
         },
+        #[inline(always)]
         |x| {
             let m = if x < 0.0 { x } else { 0.0 };
             m - (-x.abs()).exp().ln_1p()
@@ -574,10 +622,12 @@ pub(crate) fn logsigmoid(x: &Tensor) -> Result<Tensor> {
         x,
         out,
         |g, x| mul(g, &super::sigmoid(&neg(x)?)?),
+        #[inline(always)]
         |g, x| {
             let z = exp_f32(-x.abs());
             g * (if x > 0.0 { z } else { 1.0 } / (1.0 + z))
         },
+        #[inline(always)]
         |g, x| {
             let z = (-x.abs()).exp();
             g * (if x > 0.0 { z } else { 1.0 } / (1.0 + z))
@@ -608,6 +658,7 @@ pub(crate) fn hardswish(x: &Tensor) -> Result<Tensor> {
     // largest float.
     let out = act1(
         x,
+        #[inline(always)]
         |x| {
             let y = x + 3.0;
             let y = if y < 0.0 { 0.0 } else { y };
@@ -617,6 +668,7 @@ pub(crate) fn hardswish(x: &Tensor) -> Result<Tensor> {
                 x * y.min(6.0) / 6.0
             }
         },
+        #[inline(always)]
         |x| {
             let y = x + 3.0;
             let y = if y < 0.0 { 0.0 } else { y };
@@ -648,6 +700,7 @@ pub(crate) fn hardswish(x: &Tensor) -> Result<Tensor> {
                 &inner,
             )
         },
+        #[inline(always)]
         |g, x| {
             let mid = g * (x / 3.0 + 0.5);
             if x <= -3.0 {
@@ -658,6 +711,7 @@ pub(crate) fn hardswish(x: &Tensor) -> Result<Tensor> {
                 g
             }
         },
+        #[inline(always)]
         |g, x| {
             let mid = g * (x / 3.0 + 0.5);
             if x <= -3.0 {
@@ -691,7 +745,9 @@ pub(crate) fn hardsigmoid(x: &Tensor) -> Result<Tensor> {
                 &Tensor::scalar_of(0.0, g.dtype()),
             )
         },
+        #[inline(always)]
         |g, x| if x > -3.0 && x < 3.0 { g / 6.0 } else { 0.0 },
+        #[inline(always)]
         |g, x| if x > -3.0 && x < 3.0 { g / 6.0 } else { 0.0 },
     ))
 }
@@ -715,7 +771,9 @@ pub(crate) fn hardshrink(x: &Tensor, lambd: f64) -> Result<Tensor> {
     let l32 = lambd as f32;
     let out = act1(
         x,
+        #[inline(always)]
         move |x| if x >= -l32 && x <= l32 { 0.0 } else { x },
+        #[inline(always)]
         move |x| if x >= -lambd && x <= lambd { 0.0 } else { x },
     )?;
     Ok(pointwise(
@@ -723,7 +781,9 @@ pub(crate) fn hardshrink(x: &Tensor, lambd: f64) -> Result<Tensor> {
         x,
         out,
         shrink_rule(lambd),
+        #[inline(always)]
         move |g, x| if x >= -l32 && x <= l32 { 0.0 } else { g },
+        #[inline(always)]
         move |g, x| if x >= -lambd && x <= lambd { 0.0 } else { g },
     ))
 }
@@ -740,6 +800,7 @@ pub(crate) fn softshrink(x: &Tensor, lambd: f64) -> Result<Tensor> {
     let l32 = lambd as f32;
     let out = act1(
         x,
+        #[inline(always)]
         move |x| {
             if x > l32 {
                 x - l32
@@ -749,6 +810,7 @@ pub(crate) fn softshrink(x: &Tensor, lambd: f64) -> Result<Tensor> {
                 x * 0.0
             }
         },
+        #[inline(always)]
         move |x| {
             if x > lambd {
                 x - lambd
@@ -764,7 +826,9 @@ pub(crate) fn softshrink(x: &Tensor, lambd: f64) -> Result<Tensor> {
         x,
         out,
         shrink_rule(lambd),
+        #[inline(always)]
         move |g, x| if x >= -l32 && x <= l32 { 0.0 } else { g },
+        #[inline(always)]
         move |g, x| if x >= -lambd && x <= lambd { 0.0 } else { g },
     ))
 }
@@ -788,7 +852,9 @@ pub(crate) fn threshold(x: &Tensor, th: f64, value: f64) -> Result<Tensor> {
     let out = map1(
         x,
         dt,
+        #[inline(always)]
         move |x| if x <= t32 { v32 } else { x },
+        #[inline(always)]
         move |x| if x <= t { v } else { x },
         Some(move |x: i64| if x <= ti { vi } else { x }),
     )?;
@@ -806,7 +872,9 @@ pub(crate) fn threshold(x: &Tensor, th: f64, value: f64) -> Result<Tensor> {
                 g,
             )
         },
+        #[inline(always)]
         move |g, x| if x <= t32 { 0.0 } else { g },
+        #[inline(always)]
         move |g, x| if x <= t { 0.0 } else { g },
     ))
 }

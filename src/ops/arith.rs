@@ -16,7 +16,13 @@ macro_rules! map2 {
         $crate::ops::with_cast(a, $dt, |va| {
             $crate::ops::with_cast(b, $dt, |vb| -> Result<Tensor> {
                 let out_shape = broadcast_shapes(&va.shape, &vb.shape)?;
-                let data = binary::<$T, $T>(va, vb, &out_shape, |$x: $T, $y: $T| $body);
+                let data = binary::<$T, $T>(
+                    va,
+                    vb,
+                    &out_shape,
+                    #[inline(always)]
+                    |$x: $T, $y: $T| $body,
+                );
                 Ok(Tensor::from_vec(data, out_shape))
             })
         })?
@@ -55,7 +61,7 @@ macro_rules! scalar_op {
             let out = crate::dispatch_float!(dt, T => {
                 let $c = T::from_f64(s.to_f64());
                 Tensor::from_vec(
-                    crate::kernels::elementwise::unary::<T, T>(&v, move |$x: T| $body),
+                    crate::kernels::elementwise::unary::<T, T>(&v, #[inline(always)] move |$x: T| $body),
                     v.shape.clone(),
                 )
             });
@@ -273,7 +279,9 @@ pub(crate) fn neg(a: &Tensor) -> Result<Tensor> {
     let out = super::unary::map1(
         a,
         dt,
+        #[inline(always)]
         |x: f32| -x,
+        #[inline(always)]
         |x: f64| -x,
         Some(|x: i64| x.wrapping_neg()),
     )?;
@@ -355,7 +363,11 @@ pub(crate) fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
             // In the tensor's own type first (a bool tensor counts as int64).
             let a = cast_data(&cast_data(a, dt), DType::I64);
             let v = a.view();
-            let r = crate::kernels::elementwise::unary::<i64, i64>(&v, |x| int_pow(x, ei));
+            let r = crate::kernels::elementwise::unary::<i64, i64>(
+                &v,
+                #[inline(always)]
+                |x| int_pow(x, ei),
+            );
             super::back_to(Tensor::from_vec(r, v.shape.clone()), dt)
         }
         _ => {
@@ -364,7 +376,7 @@ pub(crate) fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
                 let a = cast_data(a, dt);
                 let v = a.view();
                 let et = T::from_f64(ef);
-                Tensor::from_vec(crate::kernels::elementwise::unary::<T, T>(&v, |x| powf_special(x, et)), v.shape.clone())
+                Tensor::from_vec(crate::kernels::elementwise::unary::<T, T>(&v, #[inline(always)] |x| powf_special(x, et)), v.shape.clone())
             })
         }
     };
@@ -568,8 +580,20 @@ fn where_kernel<T: Element>(
         }
     }
     // Two passes keep this on the shared binary kernel: pick x where true, y elsewhere.
-    let cx: Vec<T> = binary::<T, T>(x, y, shape, |a, _| a);
-    let cy: Vec<T> = binary::<T, T>(x, y, shape, |_, b| b);
+    let cx: Vec<T> = binary::<T, T>(
+        x,
+        y,
+        shape,
+        #[inline(always)]
+        |a, _| a,
+    );
+    let cy: Vec<T> = binary::<T, T>(
+        x,
+        y,
+        shape,
+        #[inline(always)]
+        |_, b| b,
+    );
     let mask: Vec<bool> = crate::kernels::copy::gather::<bool>(c);
     mask.iter()
         .zip(cx.iter().zip(cy.iter()))

@@ -109,7 +109,9 @@ fn clamp_one_pass(x: &Tensor, l: f64, h: f64) -> Result<Tensor> {
         return super::map1(
             x,
             x.dtype(),
+            #[inline(always)]
             |_: f32| f32::NAN,
+            #[inline(always)]
             |_: f64| f64::NAN,
             None::<fn(i64) -> i64>,
         );
@@ -120,6 +122,7 @@ fn clamp_one_pass(x: &Tensor, l: f64, h: f64) -> Result<Tensor> {
     super::map1(
         x,
         x.dtype(),
+        #[inline(always)]
         move |v| {
             let y = if v < l32 { l32 } else { v };
             if y > h32 {
@@ -128,6 +131,7 @@ fn clamp_one_pass(x: &Tensor, l: f64, h: f64) -> Result<Tensor> {
                 y
             }
         },
+        #[inline(always)]
         move |v| {
             let y = if v < l { l } else { v };
             if y > h {
@@ -192,6 +196,7 @@ pub(crate) fn clamp(
                 let gx = super::fused_grad(
                     g,
                     x,
+                    #[inline(always)]
                     move |g, x| {
                         if (!has_lo || x > l32) && (!has_hi || x < h32) {
                             g
@@ -199,6 +204,7 @@ pub(crate) fn clamp(
                             0.0
                         }
                     },
+                    #[inline(always)]
                     move |g, x| {
                         if (!has_lo || x > l) && (!has_hi || x < h) {
                             g

@@ -20,7 +20,7 @@ macro_rules! compare_op {
             let (a, b) = (cast_data(a, dt), cast_data(b, dt));
             let (va, vb) = (a.view(), b.view());
             Ok(crate::dispatch!(dt, T => Tensor::from_vec(
-                binary::<T, bool>(&va, &vb, &out_shape, |x: T, y: T| x $op y),
+                binary::<T, bool>(&va, &vb, &out_shape, #[inline(always)] |x: T, y: T| x $op y),
                 out_shape.clone(),
             )))
         }
@@ -48,7 +48,11 @@ pub(crate) fn logical_not(a: &Tensor) -> Result<Tensor> {
     let a = to_bool(a);
     let v = a.view();
     Ok(Tensor::from_vec(
-        crate::kernels::elementwise::unary::<bool, bool>(&v, |x| !x),
+        crate::kernels::elementwise::unary::<bool, bool>(
+            &v,
+            #[inline(always)]
+            |x| !x,
+        ),
         v.shape.clone(),
     ))
 }
@@ -81,12 +85,16 @@ fn float_test(a: &Tensor, int_value: bool, f32f: fn(f32) -> bool, f64f: fn(f64) 
     let out = match v.dtype() {
         DType::F32 => crate::kernels::elementwise::unary::<f32, bool>(&v, f32f),
         DType::F64 => crate::kernels::elementwise::unary::<f64, bool>(&v, f64f),
-        DType::F16 => {
-            crate::kernels::elementwise::unary::<crate::tensor::f16, bool>(&v, |x| f32f(x.to_f32()))
-        }
-        DType::BF16 => crate::kernels::elementwise::unary::<crate::tensor::bf16, bool>(&v, |x| {
-            f32f(x.to_f32())
-        }),
+        DType::F16 => crate::kernels::elementwise::unary::<crate::tensor::f16, bool>(
+            &v,
+            #[inline(always)]
+            |x| f32f(x.to_f32()),
+        ),
+        DType::BF16 => crate::kernels::elementwise::unary::<crate::tensor::bf16, bool>(
+            &v,
+            #[inline(always)]
+            |x| f32f(x.to_f32()),
+        ),
         _ => vec![int_value; v.numel()],
     };
     Tensor::from_vec(out, shape)
@@ -141,7 +149,7 @@ pub(crate) fn isclose(
     };
     let (va, vb) = (a.view(), b.view());
     Ok(crate::dispatch!(dt, T => Tensor::from_vec(
-        binary::<T, bool>(&va, &vb, &out_shape, |x: T, y: T| close(crate::tensor::Element::to_f64(x), crate::tensor::Element::to_f64(y))),
+        binary::<T, bool>(&va, &vb, &out_shape, #[inline(always)] |x: T, y: T| close(crate::tensor::Element::to_f64(x), crate::tensor::Element::to_f64(y))),
         out_shape.clone(),
     )))
 }
@@ -249,7 +257,11 @@ pub(crate) fn bitwise_not(a: &Tensor) -> Result<Tensor> {
         v: &crate::tensor::View,
     ) -> Tensor {
         Tensor::from_vec(
-            crate::kernels::elementwise::unary::<T, T>(v, |x| !x),
+            crate::kernels::elementwise::unary::<T, T>(
+                v,
+                #[inline(always)]
+                |x| !x,
+            ),
             v.shape.clone(),
         )
     }

@@ -582,10 +582,10 @@ pub(crate) fn try_update_in_place(a: &Tensor, b: &Tensor, op: InplaceOp) -> Resu
         let dst = unsafe { std::slice::from_raw_parts_mut(av.ptr::<T>(), n) };
         let src = unsafe { std::slice::from_raw_parts(bv.ptr::<T>() as *const T, bv.numel()) };
         match op {
-            InplaceOp::Add => crate::kernels::elementwise::update(dst, src, |x, y| x + y),
-            InplaceOp::Sub => crate::kernels::elementwise::update(dst, src, |x, y| x - y),
-            InplaceOp::Mul => crate::kernels::elementwise::update(dst, src, |x, y| x * y),
-            InplaceOp::Div => crate::kernels::elementwise::update(dst, src, |x, y| x / y),
+            InplaceOp::Add => crate::kernels::elementwise::update(dst, src, #[inline(always)] |x, y| x + y),
+            InplaceOp::Sub => crate::kernels::elementwise::update(dst, src, #[inline(always)] |x, y| x - y),
+            InplaceOp::Mul => crate::kernels::elementwise::update(dst, src, #[inline(always)] |x, y| x * y),
+            InplaceOp::Div => crate::kernels::elementwise::update(dst, src, #[inline(always)] |x, y| x / y),
         }
     });
     av.storage.bump_version();

@@ -65,7 +65,9 @@ macro_rules! float_fn {
         map1(
             $a,
             $a.dtype().to_float(),
+            #[inline(always)]
             |$x: f32| $body,
+            #[inline(always)]
             |$x: f64| $body,
             NO_INT,
         )
@@ -78,6 +80,7 @@ pub fn exp(a: &Tensor) -> Result<Tensor> {
         a,
         a.dtype().to_float(),
         crate::kernels::math::exp_f32,
+        #[inline(always)]
         |x: f64| x.exp(),
         NO_INT,
     )?;
@@ -102,7 +105,9 @@ pub(crate) fn log(a: &Tensor) -> Result<Tensor> {
                 return Ok(smallvec![Some(fused_grad(
                     g,
                     x,
+                    #[inline(always)]
                     |g, x| g / x,
+                    #[inline(always)]
                     |g, x| g / x
                 )?)]);
             }
@@ -145,7 +150,13 @@ fn trig(
 
 pub(crate) fn sin(a: &Tensor) -> Result<Tensor> {
     use crate::kernels::trig_f32 as t;
-    let out = trig(a, t::sin_slice, t::sin_f32, |x: f64| x.sin())?;
+    let out = trig(
+        a,
+        t::sin_slice,
+        t::sin_f32,
+        #[inline(always)]
+        |x: f64| x.sin(),
+    )?;
     if needs_record(&[a]) {
         record("SinBackward0", &[a], &out, saved![a], |c| {
             Ok(smallvec![Some(mul(c.grad()?, &cos(c.saved(0)?)?)?)])
@@ -156,7 +167,13 @@ pub(crate) fn sin(a: &Tensor) -> Result<Tensor> {
 
 pub(crate) fn cos(a: &Tensor) -> Result<Tensor> {
     use crate::kernels::trig_f32 as t;
-    let out = trig(a, t::cos_slice, t::cos_f32, |x: f64| x.cos())?;
+    let out = trig(
+        a,
+        t::cos_slice,
+        t::cos_f32,
+        #[inline(always)]
+        |x: f64| x.cos(),
+    )?;
     if needs_record(&[a]) {
         record("CosBackward0", &[a], &out, saved![a], |c| {
             Ok(smallvec![Some(mul(c.grad()?, &neg(&sin(c.saved(0)?)?)?)?)])
@@ -171,6 +188,7 @@ pub fn tanh(a: &Tensor) -> Result<Tensor> {
         a,
         a.dtype().to_float(),
         crate::kernels::math::tanh_f32,
+        #[inline(always)]
         |x: f64| x.tanh(),
         NO_INT,
     )?;
@@ -238,7 +256,7 @@ fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
         let (vg, vy) = (g.view(), y.view());
         let zero = <T as crate::tensor::Element>::zero();
         Tensor::from_vec(
-            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| if y <= zero { zero } else { g }),
+            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, #[inline(always)] |g, y| if y <= zero { zero } else { g }),
             shape.clone(),
         )
     }))
@@ -252,7 +270,7 @@ fn fused_tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
         Tensor::from_vec(
-            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| g * (<T as crate::tensor::Element>::one() - y * y)),
+            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, #[inline(always)] |g, y| g * (<T as crate::tensor::Element>::one() - y * y)),
             shape.clone(),
         )
     }))
@@ -266,7 +284,7 @@ fn fused_sigmoid_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
         Tensor::from_vec(
-            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, |g, y| g * (y * (<T as crate::tensor::Element>::one() - y))),
+            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, #[inline(always)] |g, y| g * (y * (<T as crate::tensor::Element>::one() - y))),
             shape.clone(),
         )
     }))
@@ -276,7 +294,9 @@ pub(crate) fn sigmoid(a: &Tensor) -> Result<Tensor> {
     let out = map1(
         a,
         a.dtype().to_float(),
+        #[inline(always)]
         |x: f32| 1.0 / (1.0 + crate::kernels::math::exp_f32(-x)),
+        #[inline(always)]
         |x: f64| 1.0 / (1.0 + (-x).exp()),
         NO_INT,
     )?;
@@ -309,7 +329,9 @@ pub(crate) fn relu(a: &Tensor) -> Result<Tensor> {
     let out = map1(
         a,
         a.dtype(),
+        #[inline(always)]
         |x: f32| if x < 0.0 { 0.0 } else { x },
+        #[inline(always)]
         |x: f64| if x < 0.0 { 0.0 } else { x },
         Some(|x: i64| x.max(0)),
     )?;
@@ -368,7 +390,9 @@ pub(crate) fn abs(a: &Tensor) -> Result<Tensor> {
         dt => map1(
             a,
             dt,
+            #[inline(always)]
             |x: f32| x.abs(),
+            #[inline(always)]
             |x: f64| x.abs(),
             Some(|x: i64| x.wrapping_abs()),
         )?,
@@ -400,7 +424,12 @@ pub(crate) fn sign(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn expm1(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn2!(a, vm::expm1_f32, |x: f64| x.exp_m1())?;
+    let out = float_fn2!(
+        a,
+        vm::expm1_f32,
+        #[inline(always)]
+        |x: f64| x.exp_m1()
+    )?;
     if needs_record(&[a]) {
         record(
             "Expm1Backward0",
@@ -410,7 +439,14 @@ pub(crate) fn expm1(a: &Tensor) -> Result<Tensor> {
             |c| {
                 let (g, y) = (c.grad()?, c.saved(0)?);
                 if can_fuse(g, y) {
-                    let out = fused_grad(g, y, |g, y| g * (y + 1.0), |g, y| g * (y + 1.0))?;
+                    let out = fused_grad(
+                        g,
+                        y,
+                        #[inline(always)]
+                        |g, y| g * (y + 1.0),
+                        #[inline(always)]
+                        |g, y| g * (y + 1.0),
+                    )?;
                     return Ok(smallvec![Some(out)]);
                 }
                 let y1 = super::add_scalar(y, Scalar::Int(1))?;
@@ -422,12 +458,24 @@ pub(crate) fn expm1(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn log1p(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn2!(a, vm::log1p_f32, |x: f64| x.ln_1p())?;
+    let out = float_fn2!(
+        a,
+        vm::log1p_f32,
+        #[inline(always)]
+        |x: f64| x.ln_1p()
+    )?;
     if needs_record(&[a]) {
         record("Log1PBackward0", &[a], &out, saved![a], |c| {
             let (g, x) = (c.grad()?, c.saved(0)?);
             if can_fuse(g, x) {
-                let out = fused_grad(g, x, |g, x| g / (x + 1.0), |g, x| g / (x + 1.0))?;
+                let out = fused_grad(
+                    g,
+                    x,
+                    #[inline(always)]
+                    |g, x| g / (x + 1.0),
+                    #[inline(always)]
+                    |g, x| g / (x + 1.0),
+                )?;
                 return Ok(smallvec![Some(out)]);
             }
             let x1 = super::add_scalar(x, Scalar::Int(1))?;
@@ -438,13 +486,25 @@ pub(crate) fn log1p(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn log2(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn2!(a, vm::log2_f32, |x: f64| x.log2())?;
+    let out = float_fn2!(
+        a,
+        vm::log2_f32,
+        #[inline(always)]
+        |x: f64| x.log2()
+    )?;
     if needs_record(&[a]) {
         record("Log2Backward0", &[a], &out, saved![a], |c| {
             const LN2: f64 = std::f64::consts::LN_2;
             let (g, x) = (c.grad()?, c.saved(0)?);
             if can_fuse(g, x) {
-                let out = fused_grad(g, x, |g, x| g / (x * LN2 as f32), |g, x| g / (x * LN2))?;
+                let out = fused_grad(
+                    g,
+                    x,
+                    #[inline(always)]
+                    |g, x| g / (x * LN2 as f32),
+                    #[inline(always)]
+                    |g, x| g / (x * LN2),
+                )?;
                 return Ok(smallvec![Some(out)]);
             }
             let d = mul_f64(x, LN2)?;
@@ -475,7 +535,13 @@ pub(crate) fn rsqrt(a: &Tensor) -> Result<Tensor> {
 
 pub(crate) fn tan(a: &Tensor) -> Result<Tensor> {
     use crate::kernels::trig_f32 as t;
-    let out = trig(a, t::tan_slice, t::tan_f32, |x: f64| x.tan())?;
+    let out = trig(
+        a,
+        t::tan_slice,
+        t::tan_f32,
+        #[inline(always)]
+        |x: f64| x.tan(),
+    )?;
     if needs_record(&[a]) {
         record(
             "TanBackward0",
@@ -485,7 +551,14 @@ pub(crate) fn tan(a: &Tensor) -> Result<Tensor> {
             |c| {
                 let (g, y) = (c.grad()?, c.saved(0)?);
                 if can_fuse(g, y) {
-                    let out = fused_grad(g, y, |g, y| g * (y * y + 1.0), |g, y| g * (y * y + 1.0))?;
+                    let out = fused_grad(
+                        g,
+                        y,
+                        #[inline(always)]
+                        |g, y| g * (y * y + 1.0),
+                        #[inline(always)]
+                        |g, y| g * (y * y + 1.0),
+                    )?;
                     return Ok(smallvec![Some(out)]);
                 }
                 let d = super::add_scalar(&mul(y, y)?, Scalar::Int(1))?;
@@ -520,7 +593,12 @@ pub(crate) fn square(a: &Tensor) -> Result<Tensor> {
 
 /// The Gauss error function; its derivative is `2/sqrt(pi) * exp(-x^2)`.
 pub(crate) fn erf(a: &Tensor) -> Result<Tensor> {
-    let out = float_fn2!(a, vm::erf_f32, |x: f64| libm::erf(x))?;
+    let out = float_fn2!(
+        a,
+        vm::erf_f32,
+        #[inline(always)]
+        |x: f64| libm::erf(x)
+    )?;
     if needs_record(&[a]) {
         record("ErfBackward0", &[a], &out, saved![a], |c| {
             const K: f64 = std::f64::consts::FRAC_2_SQRT_PI;
@@ -529,7 +607,9 @@ pub(crate) fn erf(a: &Tensor) -> Result<Tensor> {
                 let out = fused_grad(
                     g,
                     x,
+                    #[inline(always)]
                     |g, x| g * (crate::kernels::math::exp_f32(-(x * x)) * K as f32),
+                    #[inline(always)]
                     |g, x| g * ((-(x * x)).exp() * K),
                 )?;
                 return Ok(smallvec![Some(out)]);
@@ -570,15 +650,36 @@ fn rounding(
 }
 
 pub(crate) fn floor(a: &Tensor) -> Result<Tensor> {
-    rounding(a, "FloorBackward0", |x: f32| x.floor(), |x: f64| x.floor())
+    rounding(
+        a,
+        "FloorBackward0",
+        #[inline(always)]
+        |x: f32| x.floor(),
+        #[inline(always)]
+        |x: f64| x.floor(),
+    )
 }
 
 pub(crate) fn ceil(a: &Tensor) -> Result<Tensor> {
-    rounding(a, "CeilBackward0", |x: f32| x.ceil(), |x: f64| x.ceil())
+    rounding(
+        a,
+        "CeilBackward0",
+        #[inline(always)]
+        |x: f32| x.ceil(),
+        #[inline(always)]
+        |x: f64| x.ceil(),
+    )
 }
 
 pub(crate) fn trunc(a: &Tensor) -> Result<Tensor> {
-    rounding(a, "TruncBackward0", |x: f32| x.trunc(), |x: f64| x.trunc())
+    rounding(
+        a,
+        "TruncBackward0",
+        #[inline(always)]
+        |x: f32| x.trunc(),
+        #[inline(always)]
+        |x: f64| x.trunc(),
+    )
 }
 
 /// Rounds half to even, as `torch.round` does; `decimals` scales first.
@@ -587,7 +688,9 @@ pub(crate) fn round(a: &Tensor, decimals: i64) -> Result<Tensor> {
         return rounding(
             a,
             "RoundBackward0",
+            #[inline(always)]
             |x: f32| x.round_ties_even(),
+            #[inline(always)]
             |x: f64| x.round_ties_even(),
         );
     }

@@ -343,22 +343,52 @@ fn land3<T: FusedFloat>(
     f: impl Fn(T, T, T) -> T,
 ) {
     if act == Act::Add {
-        each(d, g, u, v, |d, g, u, v| d + f(g, u, v));
+        each(
+            d,
+            g,
+            u,
+            v,
+            #[inline(always)]
+            |d, g, u, v| d + f(g, u, v),
+        );
     } else {
-        each(d, g, u, v, |_, g, u, v| f(g, u, v));
+        each(
+            d,
+            g,
+            u,
+            v,
+            #[inline(always)]
+            |_, g, u, v| f(g, u, v),
+        );
     }
 }
 
 /// Lands `f(g, u)` in `d`.
 #[inline(always)]
 fn land2<T: FusedFloat>(d: &mut [T], act: Act, g: &[T], u: &[T], f: impl Fn(T, T) -> T) {
-    land3(d, act, g, u, u, |g, u, _| f(g, u));
+    land3(
+        d,
+        act,
+        g,
+        u,
+        u,
+        #[inline(always)]
+        |g, u, _| f(g, u),
+    );
 }
 
 /// Lands `f(g)` in `d`.
 #[inline(always)]
 pub(super) fn land<T: FusedFloat>(d: &mut [T], act: Act, g: &[T], f: impl Fn(T) -> T) {
-    land3(d, act, g, g, g, |g, _, _| f(g));
+    land3(
+        d,
+        act,
+        g,
+        g,
+        g,
+        #[inline(always)]
+        |g, _, _| f(g),
+    );
 }
 
 /// As [`backward_op`] for the rules that end in a product with `g`, when
@@ -473,32 +503,53 @@ pub(super) fn backward_op<T: FusedFloat>(
             land2(d, act, g, a, |g, x| g / (x * ln2))
         }
         // s = sigmoid(x); mul(g, mul(s, add(mul(x, 1 - s), 1)))
-        (Silu, _) => land2(d, act, g, a, |g, x| {
-            let s = sigmoid(x);
-            g * (s * ((x * (one - s)) + one))
-        }),
+        (Silu, _) => land2(
+            d,
+            act,
+            g,
+            a,
+            #[inline(always)]
+            |g, x| {
+                let s = sigmoid(x);
+                g * (s * ((x * (one - s)) + one))
+            },
+        ),
         // mul(g, add(cdf, mul(x, pdf)))
         (Gelu, _) => {
             let c = T::of(std::f64::consts::FRAC_1_SQRT_2);
             let half = T::of(0.5);
             let mhalf = T::of(-0.5);
             let norm = T::of(1.0 / (2.0 * std::f64::consts::PI).sqrt());
-            land2(d, act, g, a, |g, x| {
-                let cdf = ((x * c).k_erf() + one) * half;
-                let pdf = ((x * x) * mhalf).k_exp() * norm;
-                g * (cdf + (x * pdf))
-            })
+            land2(
+                d,
+                act,
+                g,
+                a,
+                #[inline(always)]
+                |g, x| {
+                    let cdf = ((x * c).k_erf() + one) * half;
+                    let pdf = ((x * x) * mhalf).k_exp() * norm;
+                    g * (cdf + (x * pdf))
+                },
+            )
         }
         (GeluTanh, _) => {
             let (kappa, beta, half) = (T::of(GELU_KAPPA), T::of(GELU_BETA), T::of(0.5));
             let kappa3 = T::of(3.0 * GELU_KAPPA);
-            land2(d, act, g, a, |g, x| {
-                let t = ((x + ((x * x) * x) * kappa) * beta).k_tanh();
-                let left = (t + one) * half;
-                let sech2 = one - (t * t);
-                let du = (((x * x) * kappa3) + one) * beta;
-                g * (left + ((x * half) * (sech2 * du)))
-            })
+            land2(
+                d,
+                act,
+                g,
+                a,
+                #[inline(always)]
+                |g, x| {
+                    let t = ((x + ((x * x) * x) * kappa) * beta).k_tanh();
+                    let left = (t + one) * half;
+                    let sech2 = one - (t * t);
+                    let du = (((x * x) * kappa3) + one) * beta;
+                    g * (left + ((x * half) * (sech2 * du)))
+                },
+            )
         }
         // where(x > 0, g, mul(g, slope))
         (LeakyRelu, _) => land3(d, act, g, a, b, |g, x, s| if x > zero { g } else { g * s }),
@@ -515,19 +566,34 @@ pub(super) fn backward_op<T: FusedFloat>(
             Some(e) if e.zero => land(d, act, g, |g| g * zero),
             Some(e) => {
                 let (em1, et) = (e.minus_one, e.value);
-                land2(d, act, g, a, |g, x| g * (powf_special(x, em1) * et))
+                land2(
+                    d,
+                    act,
+                    g,
+                    a,
+                    #[inline(always)]
+                    |g, x| g * (powf_special(x, em1) * et),
+                )
             }
             // mul(g, mul(b, pow(a, sub(b, 1)))), 0 where b == 0 makes it NaN
-            None => land3(d, act, g, a, b, |g, x, e| {
-                let r = g * (e * powf_exact(x, e - one));
-                #[allow(clippy::eq_op)]
-                let nan = r != r;
-                if e == zero && nan {
-                    zero
-                } else {
-                    r
-                }
-            }),
+            None => land3(
+                d,
+                act,
+                g,
+                a,
+                b,
+                #[inline(always)]
+                |g, x, e| {
+                    let r = g * (e * powf_exact(x, e - one));
+                    #[allow(clippy::eq_op)]
+                    let nan = r != r;
+                    if e == zero && nan {
+                        zero
+                    } else {
+                        r
+                    }
+                },
+            ),
         },
         (Pow, _) => match sa {
             // rpow_scalar: mul(g, mul(out, ln s)), 0 where s == 0 and the exponent >= 0
@@ -558,7 +624,14 @@ pub(super) fn backward_op<T: FusedFloat>(
                 // only after the value is formed.
                 let mut tmp = [zero; BLOCK];
                 let t = &mut tmp[..d.len()];
-                each(t, g, y, a, |_, g, y, x| g * (y * x.k_ln()));
+                each(
+                    t,
+                    g,
+                    y,
+                    a,
+                    #[inline(always)]
+                    |_, g, y, x| g * (y * x.k_ln()),
+                );
                 each(
                     t,
                     a,

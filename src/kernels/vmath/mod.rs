@@ -23,6 +23,7 @@ mod core;
 mod erf;
 mod explog;
 mod invtrig;
+mod rem;
 #[cfg(test)]
 mod tests;
 
@@ -32,6 +33,7 @@ pub(crate) use explog::{
     log_f32, sinh_f32, tanh_f32,
 };
 pub(crate) use invtrig::{acos_f32, asin_f32, atan2_f32, atan_f32};
+pub(crate) use rem::{fmod_f32, fmod_needs_libm};
 
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;

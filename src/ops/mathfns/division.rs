@@ -4,10 +4,11 @@
 use smallvec::smallvec;
 
 use super::super::arith::map2;
-use super::super::{back_to, cast_data, div, floor, mul, neg, result_type, trunc, wide};
+use super::super::{back_to, cast_data, div, floor, mul, neg, result_type, trunc, wide, with_cast};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::binary;
+use crate::kernels::vmath as vm;
 use crate::saved;
 use crate::tensor::{broadcast_shapes, DType, Tensor};
 
@@ -23,14 +24,18 @@ fn check_int_divisor(b: &Tensor) -> Result<()> {
 }
 
 /// Applies an integer or a float kernel of `a` and `b` (promoted), refusing
-/// bool operands and integer division by zero.
+/// bool operands and integer division by zero. float32 takes `f32_fast`
+/// (built on [`vm::fmod_f32`], vector code) when every quotient allows it,
+/// else `f32f` (C's `fmodf` per element). The kernels are generic, not
+/// function pointers, so each compiles into the vectorised loops.
 fn divlike(
     a: &Tensor,
     b: &Tensor,
     op: &str,
-    int_f: fn(i64, i64) -> i64,
-    f32f: fn(f32, f32) -> f32,
-    f64f: fn(f64, f64) -> f64,
+    int_f: impl Fn(i64, i64) -> i64 + Sync + Copy,
+    f32_fast: impl Fn(f32, f32) -> f32 + Sync + Copy,
+    f32f: impl Fn(f32, f32) -> f32 + Sync + Copy,
+    f64f: impl Fn(f64, f64) -> f64 + Sync + Copy,
 ) -> Result<Tensor> {
     let dt = result_type(a, b);
     // Integer operands take the result's type first (a Python number wraps
@@ -48,6 +53,7 @@ fn divlike(
                 check_int_divisor(b)?;
                 map2!(a, b, cdt, i64, |x, y| int_f(x, y))
             }
+            DType::F32 if fmod_in_one_step(a, b)? => map2!(a, b, cdt, f32, |x, y| f32_fast(x, y)),
             DType::F32 => map2!(a, b, cdt, f32, |x, y| f32f(x, y)),
             DType::F64 => map2!(a, b, cdt, f64, |x, y| f64f(x, y)),
             _ => {
@@ -60,10 +66,34 @@ fn divlike(
     ))
 }
 
+/// Whether [`vm::fmod_f32`] is exact for every pair of `a` and `b` (as
+/// float32, broadcast): one cheap pass that saves a C call per element.
+fn fmod_in_one_step(a: &Tensor, b: &Tensor) -> Result<bool> {
+    with_cast(a, DType::F32, |va| {
+        with_cast(b, DType::F32, |vb| {
+            let shape = broadcast_shapes(&va.shape, &vb.shape)?;
+            let hard = binary::<f32, bool>(va, vb, &shape, vm::fmod_needs_libm);
+            Ok(!hard.contains(&true))
+        })
+    })
+}
+
+/// C's `fmod` through `%` (a C library call per element).
+#[inline(always)]
+fn rem32(x: f32, y: f32) -> f32 {
+    x % y
+}
+
+#[inline(always)]
+fn rem64(x: f64, y: f64) -> f64 {
+    x % y
+}
+
+/// Python's float `%` from C's `fmod` (`$fmod`).
 macro_rules! float_rem {
-    ($x:expr, $y:expr) => {{
+    ($x:expr, $y:expr, $fmod:path) => {{
         let (x, y) = ($x, $y);
-        let r = x % y;
+        let r = $fmod(x, y);
         if r != 0.0 && ((r < 0.0) != (y < 0.0)) {
             r + y
         } else {
@@ -75,12 +105,12 @@ macro_rules! float_rem {
 /// Python's float floor division (`float.__floordiv__`'s algorithm), which
 /// PyTorch's `div(rounding_mode='floor')` follows.
 macro_rules! float_floordiv {
-    ($x:expr, $y:expr) => {{
+    ($x:expr, $y:expr, $fmod:path) => {{
         let (x, y) = ($x, $y);
         if y == 0.0 {
             x / y
         } else {
-            let m = x % y;
+            let m = $fmod(x, y);
             let mut d = (x - m) / y;
             if m != 0.0 && ((y < 0.0) != (m < 0.0)) {
                 d -= 1.0;
@@ -106,6 +136,7 @@ pub(crate) fn remainder(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         a,
         b,
         "remainder",
+        #[inline(always)]
         |x, y| {
             let r = x.wrapping_rem(y);
             if r != 0 && ((r < 0) != (y < 0)) {
@@ -114,8 +145,12 @@ pub(crate) fn remainder(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                 r
             }
         },
-        |x, y| float_rem!(x, y),
-        |x, y| float_rem!(x, y),
+        #[inline(always)]
+        |x, y| float_rem!(x, y, vm::fmod_f32),
+        #[inline(always)]
+        |x, y| float_rem!(x, y, rem32),
+        #[inline(always)]
+        |x, y| float_rem!(x, y, rem64),
     )?;
     divlike_record(a, b, &out, "RemainderBackward1", floor);
     Ok(out)
@@ -128,9 +163,11 @@ pub(crate) fn fmod(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         a,
         b,
         "fmod",
+        #[inline(always)]
         |x, y| x.wrapping_rem(y),
-        |x, y| x % y,
-        |x, y| x % y,
+        vm::fmod_f32,
+        rem32,
+        rem64,
     )?;
     divlike_record(a, b, &out, "FmodBackward1", trunc);
     Ok(out)
@@ -172,6 +209,7 @@ pub(crate) fn floor_divide(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         &a.detach(),
         &b.detach(),
         "floor_divide",
+        #[inline(always)]
         |x, y| {
             let q = x.wrapping_div(y);
             if x.wrapping_rem(y) != 0 && ((x < 0) != (y < 0)) {
@@ -180,8 +218,12 @@ pub(crate) fn floor_divide(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                 q
             }
         },
-        |x, y| float_floordiv!(x, y),
-        |x, y| float_floordiv!(x, y),
+        #[inline(always)]
+        |x, y| float_floordiv!(x, y, vm::fmod_f32),
+        #[inline(always)]
+        |x, y| float_floordiv!(x, y, rem32),
+        #[inline(always)]
+        |x, y| float_floordiv!(x, y, rem64),
     )
 }
 

@@ -26,7 +26,9 @@ macro_rules! ffn {
         map1(
             $a,
             $a.dtype().to_float(),
+            #[inline(always)]
             |$x: f32| $body,
+            #[inline(always)]
             |$x: f64| $body,
             NO_INT,
         )
@@ -101,7 +103,14 @@ fn rec1f(
         record(name, &[a], out, saved![Some(s)], move |c| {
             let (g, s) = (c.grad()?, c.saved(0)?);
             if super::can_fuse(g, s) {
-                let r = super::fused_grad(g, s, move |g, s| g * d32(s), move |g, s| g * d64(s))?;
+                let r = super::fused_grad(
+                    g,
+                    s,
+                    #[inline(always)]
+                    move |g, s| g * d32(s),
+                    #[inline(always)]
+                    move |g, s| g * d64(s),
+                )?;
                 return Ok(smallvec![Some(r)]);
             }
             Ok(smallvec![Some(mul(g, &d(s)?)?)])

@@ -49,15 +49,47 @@ pub(crate) fn signbit(a: &Tensor) -> Result<Tensor> {
     let shape = v.shape.clone();
     use crate::kernels::elementwise::unary;
     let out = match v.dtype() {
-        DType::F32 => unary::<f32, bool>(&v, |x| x.is_sign_negative()),
-        DType::F64 => unary::<f64, bool>(&v, |x| x.is_sign_negative()),
-        DType::F16 => unary::<half::f16, bool>(&v, |x| x.is_sign_negative()),
-        DType::BF16 => unary::<half::bf16, bool>(&v, |x| x.is_sign_negative()),
+        DType::F32 => unary::<f32, bool>(
+            &v,
+            #[inline(always)]
+            |x| x.is_sign_negative(),
+        ),
+        DType::F64 => unary::<f64, bool>(
+            &v,
+            #[inline(always)]
+            |x| x.is_sign_negative(),
+        ),
+        DType::F16 => unary::<half::f16, bool>(
+            &v,
+            #[inline(always)]
+            |x| x.is_sign_negative(),
+        ),
+        DType::BF16 => unary::<half::bf16, bool>(
+            &v,
+            #[inline(always)]
+            |x| x.is_sign_negative(),
+        ),
         DType::Bool | DType::U8 => crate::error::filled_vec(v.numel(), false),
-        DType::I8 => unary::<i8, bool>(&v, |x| x < 0),
-        DType::I16 => unary::<i16, bool>(&v, |x| x < 0),
-        DType::I32 => unary::<i32, bool>(&v, |x| x < 0),
-        DType::I64 => unary::<i64, bool>(&v, |x| x < 0),
+        DType::I8 => unary::<i8, bool>(
+            &v,
+            #[inline(always)]
+            |x| x < 0,
+        ),
+        DType::I16 => unary::<i16, bool>(
+            &v,
+            #[inline(always)]
+            |x| x < 0,
+        ),
+        DType::I32 => unary::<i32, bool>(
+            &v,
+            #[inline(always)]
+            |x| x < 0,
+        ),
+        DType::I64 => unary::<i64, bool>(
+            &v,
+            #[inline(always)]
+            |x| x < 0,
+        ),
     };
     Ok(Tensor::from_vec(out, shape))
 }
@@ -89,6 +121,7 @@ pub(crate) fn nan_to_num(
             map1(
                 a,
                 dt,
+                #[inline(always)]
                 move |x: f32| {
                     if x.is_nan() {
                         n
@@ -100,6 +133,7 @@ pub(crate) fn nan_to_num(
                         x
                     }
                 },
+                #[inline(always)]
                 |x: f64| x,
                 NO_INT,
             )?
@@ -109,7 +143,9 @@ pub(crate) fn nan_to_num(
             map1(
                 a,
                 DType::F64,
+                #[inline(always)]
                 |x: f32| x,
+                #[inline(always)]
                 move |x: f64| {
                     if x.is_nan() {
                         nan

@@ -28,8 +28,11 @@ pub(crate) fn log10(a: &Tensor) -> Result<Tensor> {
         &out,
         "Log10Backward0",
         false,
+        #[inline(always)]
         |x| reciprocal(&mul_f64(x, LN10)?),
+        #[inline(always)]
         |x: f32| 1.0 / (x * LN10 as f32),
+        #[inline(always)]
         |x: f64| 1.0 / (x * LN10),
     );
     Ok(out)
@@ -43,8 +46,11 @@ pub(crate) fn exp2(a: &Tensor) -> Result<Tensor> {
         &out,
         "Exp2Backward0",
         true,
+        #[inline(always)]
         |y| mul_f64(y, LN2),
+        #[inline(always)]
         |y: f32| y * LN2 as f32,
+        #[inline(always)]
         |y: f64| y * LN2,
     );
     Ok(out)
@@ -53,21 +59,49 @@ pub(crate) fn exp2(a: &Tensor) -> Result<Tensor> {
 /// `log(x / (1 - x))`; its gradient `1 / (x (1 - x))` is NaN outside
 /// `[0, 1]`, as PyTorch's `logit_backward` gives it.
 pub(crate) fn logit(a: &Tensor) -> Result<Tensor> {
-    let out = ffn2!(a, |x: f32| vm::log_f32(x / (1.0 - x)), |x: f64| (x
-        / (1.0 - x))
-        .ln())?;
-    rec1(a, &out, "LogitBackward0", false, |x| {
-        let d = reciprocal(&mul(x, &add_scalar(&neg(x)?, Scalar::Int(1))?)?)?;
-        let (zero, one) = (
-            Tensor::scalar_of(0.0, x.dtype()),
-            Tensor::scalar_of(1.0, x.dtype()),
-        );
-        let outside = super::super::logical_or(
-            &super::super::compare::lt(x, &zero)?,
-            &super::super::compare::gt(x, &one)?,
-        )?;
-        super::super::where_(&outside, &Tensor::scalar_of(f64::NAN, d.dtype()), &d)
-    });
+    let out = ffn2!(
+        a,
+        #[inline(always)]
+        |x: f32| vm::log_f32(x / (1.0 - x)),
+        #[inline(always)]
+        |x: f64| (x / (1.0 - x)).ln()
+    )?;
+    // The one-pass forms compute what the tensor rule computes (the reciprocal
+    // of `x (1 - x)`, NaN outside [0, 1]), in one pass over `g` and `x`.
+    rec1f(
+        a,
+        &out,
+        "LogitBackward0",
+        false,
+        |x| {
+            let d = reciprocal(&mul(x, &add_scalar(&neg(x)?, Scalar::Int(1))?)?)?;
+            let (zero, one) = (
+                Tensor::scalar_of(0.0, x.dtype()),
+                Tensor::scalar_of(1.0, x.dtype()),
+            );
+            let outside = super::super::logical_or(
+                &super::super::compare::lt(x, &zero)?,
+                &super::super::compare::gt(x, &one)?,
+            )?;
+            super::super::where_(&outside, &Tensor::scalar_of(f64::NAN, d.dtype()), &d)
+        },
+        #[inline(always)]
+        |x: f32| {
+            if !(0.0..=1.0).contains(&x) {
+                f32::NAN
+            } else {
+                1.0 / (x * (1.0 - x))
+            }
+        },
+        #[inline(always)]
+        |x: f64| {
+            if !(0.0..=1.0).contains(&x) {
+                f64::NAN
+            } else {
+                1.0 / (x * (1.0 - x))
+            }
+        },
+    );
     Ok(out)
 }
 
@@ -75,17 +109,25 @@ pub(crate) fn logit(a: &Tensor) -> Result<Tensor> {
 
 pub(crate) fn erfc(a: &Tensor) -> Result<Tensor> {
     const K: f64 = -std::f64::consts::FRAC_2_SQRT_PI;
-    let out = ffn2!(a, vm::erfc_f32, |x: f64| libm::erfc(x))?;
+    let out = ffn2!(
+        a,
+        vm::erfc_f32,
+        #[inline(always)]
+        |x: f64| libm::erfc(x)
+    )?;
     rec1f(
         a,
         &out,
         "ErfcBackward0",
         false,
+        #[inline(always)]
         |x| {
             let e = super::super::exp(&neg(&sq(x)?)?)?;
             mul_f64(&e, K)
         },
+        #[inline(always)]
         |x: f32| crate::kernels::math::exp_f32(-(x * x)) * K as f32,
+        #[inline(always)]
         |x: f64| (-(x * x)).exp() * K,
     );
     Ok(out)
@@ -100,8 +142,11 @@ pub(crate) fn erfinv(a: &Tensor) -> Result<Tensor> {
         &out,
         "ErfinvBackward0",
         true,
+        #[inline(always)]
         |y| mul_f64(&super::super::exp(&sq(y)?)?, K),
+        #[inline(always)]
         |y: f32| crate::kernels::math::exp_f32(y * y) * K as f32,
+        #[inline(always)]
         |y: f64| (y * y).exp() * K,
     );
     Ok(out)
@@ -129,7 +174,9 @@ pub(crate) fn polygamma(n: i64, a: &Tensor) -> Result<Tensor> {
     let out = map1(
         a,
         a.dtype().to_float(),
+        #[inline(always)]
         move |x: f32| special::polygamma(k, x as f64) as f32,
+        #[inline(always)]
         move |x: f64| special::polygamma(k, x),
         NO_INT,
     )?;
@@ -156,6 +203,7 @@ fn f64_map(a: &Tensor, f: fn(f64) -> f64) -> Result<Tensor> {
     map1(
         a,
         a.dtype().to_float(),
+        #[inline(always)]
         move |x: f32| f(x as f64) as f32,
         f,
         NO_INT,

@@ -22,8 +22,11 @@ pub(crate) fn acos(a: &Tensor) -> Result<Tensor> {
         &out,
         "AcosBackward0",
         false,
+        #[inline(always)]
         |x| neg(&rsqrt(&one_minus_sq(x)?)?),
+        #[inline(always)]
         |x: f32| -(1.0 / (1.0 - x * x).sqrt()),
+        #[inline(always)]
         |x: f64| -(1.0 / (1.0 - x * x).sqrt()),
     );
     Ok(out)
@@ -36,8 +39,11 @@ pub(crate) fn asin(a: &Tensor) -> Result<Tensor> {
         &out,
         "AsinBackward0",
         false,
+        #[inline(always)]
         |x| rsqrt(&one_minus_sq(x)?),
+        #[inline(always)]
         |x: f32| 1.0 / (1.0 - x * x).sqrt(),
+        #[inline(always)]
         |x: f64| 1.0 / (1.0 - x * x).sqrt(),
     );
     Ok(out)
@@ -50,8 +56,11 @@ pub(crate) fn atan(a: &Tensor) -> Result<Tensor> {
         &out,
         "AtanBackward0",
         false,
+        #[inline(always)]
         |x| reciprocal(&add_scalar(&sq(x)?, Scalar::Int(1))?),
+        #[inline(always)]
         |x: f32| 1.0 / (x * x + 1.0),
+        #[inline(always)]
         |x: f64| 1.0 / (x * x + 1.0),
     );
     Ok(out)
@@ -94,8 +103,11 @@ pub(crate) fn asinh(a: &Tensor) -> Result<Tensor> {
         &out,
         "AsinhBackward0",
         false,
+        #[inline(always)]
         |x| rsqrt(&add_scalar(&sq(x)?, Scalar::Int(1))?),
+        #[inline(always)]
         |x: f32| 1.0 / (x * x + 1.0).sqrt(),
+        #[inline(always)]
         |x: f64| 1.0 / (x * x + 1.0).sqrt(),
     );
     Ok(out)
@@ -104,21 +116,29 @@ pub(crate) fn asinh(a: &Tensor) -> Result<Tensor> {
 pub(crate) fn acosh(a: &Tensor) -> Result<Tensor> {
     // float64: `log1p` of `(x - 1) + sqrt((x - 1)(x + 1))` keeps the precision
     // near 1 that `ln(x + sqrt(x^2 - 1))` loses.
-    let out = ffn2!(a, vm::acosh_f32, |x: f64| if x.is_nan() || x < 1.0 {
-        f64::NAN
-    } else if x > 1e8 {
-        x.ln() + std::f64::consts::LN_2
-    } else {
-        let d = x - 1.0;
-        (d + (d * (x + 1.0)).sqrt()).ln_1p()
-    })?;
+    let out = ffn2!(
+        a,
+        vm::acosh_f32,
+        #[inline(always)]
+        |x: f64| if x.is_nan() || x < 1.0 {
+            f64::NAN
+        } else if x > 1e8 {
+            x.ln() + std::f64::consts::LN_2
+        } else {
+            let d = x - 1.0;
+            (d + (d * (x + 1.0)).sqrt()).ln_1p()
+        }
+    )?;
     rec1f(
         a,
         &out,
         "AcoshBackward0",
         false,
+        #[inline(always)]
         |x| rsqrt(&add_scalar(&sq(x)?, Scalar::Int(-1))?),
+        #[inline(always)]
         |x: f32| 1.0 / (x * x - 1.0).sqrt(),
+        #[inline(always)]
         |x: f64| 1.0 / (x * x - 1.0).sqrt(),
     );
     Ok(out)
@@ -127,17 +147,25 @@ pub(crate) fn acosh(a: &Tensor) -> Result<Tensor> {
 pub(crate) fn atanh(a: &Tensor) -> Result<Tensor> {
     // float64: odd, so `log1p` only sees its argument above 0, where it is
     // accurate (near -1 it is not).
-    let out = ffn2!(a, vm::atanh_f32, |x: f64| {
-        let a = x.abs();
-        (0.5 * ((2.0 * a) / (1.0 - a)).ln_1p()).copysign(x)
-    })?;
+    let out = ffn2!(
+        a,
+        vm::atanh_f32,
+        #[inline(always)]
+        |x: f64| {
+            let a = x.abs();
+            (0.5 * ((2.0 * a) / (1.0 - a)).ln_1p()).copysign(x)
+        }
+    )?;
     rec1f(
         a,
         &out,
         "AtanhBackward0",
         false,
+        #[inline(always)]
         |x| reciprocal(&one_minus_sq(x)?),
+        #[inline(always)]
         |x: f32| 1.0 / (1.0 - x * x),
+        #[inline(always)]
         |x: f64| 1.0 / (1.0 - x * x),
     );
     Ok(out)
@@ -148,6 +176,7 @@ pub(crate) fn sinc(a: &Tensor) -> Result<Tensor> {
     let out = map1(
         a,
         a.dtype().to_float(),
+        #[inline(always)]
         |x: f32| {
             if x == 0.0 {
                 1.0
@@ -156,6 +185,7 @@ pub(crate) fn sinc(a: &Tensor) -> Result<Tensor> {
                 p.sin() / p
             }
         },
+        #[inline(always)]
         |x: f64| {
             if x == 0.0 {
                 1.0
@@ -182,7 +212,9 @@ pub(crate) fn deg2rad(a: &Tensor) -> Result<Tensor> {
     let out = map1(
         a,
         a.dtype().to_float(),
+        #[inline(always)]
         |x: f32| x * K as f32,
+        #[inline(always)]
         |x: f64| x * K,
         NO_INT,
     )?;
@@ -199,7 +231,9 @@ pub(crate) fn rad2deg(a: &Tensor) -> Result<Tensor> {
     let out = map1(
         a,
         a.dtype().to_float(),
+        #[inline(always)]
         |x: f32| x * K as f32,
+        #[inline(always)]
         |x: f64| x * K,
         NO_INT,
     )?;
