@@ -24,12 +24,19 @@ fn check_index_dtype(index: &Tensor, op: &str) -> Result<()> {
 /// The index values, checked to lie in `0..size`.
 fn index_values(index: &Tensor, size: usize, dim: usize) -> Result<Vec<i64>> {
     let vals = index.to_vec::<i64>();
-    for &i in &vals {
-        if i < 0 || i as usize >= size {
-            return Err(Error::runtime(format!(
-                "index {i} is out of bounds for dimension {dim} with size {size}"
-            )));
-        }
+    // One branch-free pass that vectorises (a negative index is a huge
+    // unsigned one); the offending index is looked for only on failure.
+    let bad = vals
+        .iter()
+        .fold(false, |b, &i| b | (i as u64 >= size as u64));
+    if let Some(i) = vals
+        .iter()
+        .copied()
+        .find(|&i| bad && (i < 0 || i as usize >= size))
+    {
+        return Err(Error::runtime(format!(
+            "index {i} is out of bounds for dimension {dim} with size {size}"
+        )));
     }
     Ok(vals)
 }
