@@ -42,7 +42,6 @@ pub fn cumprod<T: Arith>(data: &[T], outer: usize, n: usize, inner: usize) -> Ve
     let mut out = crate::error::filled_vec(total, T::zero());
     let o = SendPtr(out.as_mut_ptr());
     units(outer, n, inner, |r, c0, c1| {
-        let o = o;
         let base = r * n * inner;
         for j in 0..n {
             let at = base + j * inner;
@@ -88,7 +87,6 @@ fn fold_rows<T: Element>(
     let o = SendPtr(out.as_mut_ptr());
     let groups = rows.div_ceil(LANES);
     super::copy::par_units(groups, n * LANES, |lo, hi| {
-        let o = o;
         for g in lo..hi {
             let (r0, r1) = (g * LANES, ((g + 1) * LANES).min(rows));
             if r1 - r0 == LANES {
@@ -175,10 +173,11 @@ pub fn cum_extreme<T: Element>(
                         // which only this unit writes.
                         unsafe {
                             let x = *data.get_unchecked(p);
-                            if takes(x, best[l], is_max) {
-                                best[l] = x;
-                                at[l] = j as i64;
-                            }
+                            // Selects, not a branch: on unordered data the
+                            // outcome is unpredictable.
+                            let t = takes(x, best[l], is_max);
+                            best[l] = if t { x } else { best[l] };
+                            at[l] = if t { j as i64 } else { at[l] };
                             *vp.get().add(p) = best[l];
                             *ip.get().add(p) = at[l];
                         }

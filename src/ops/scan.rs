@@ -23,8 +23,8 @@ fn split(shape: &[usize], d: usize) -> (usize, usize, usize) {
 }
 
 /// `cumprod(t, dim)` after the Python layer's `dtype=` conversion; integer
-/// and bool inputs multiply in int64, float16/bfloat16 in float32 (each
-/// prefix rounded once).
+/// and bool inputs multiply in int64, float32 in float64 and float16/bfloat16
+/// in float32 (each prefix rounded once).
 ///
 /// The backward rule is PyTorch's for inputs without zeros: the reversed
 /// cumulative sum of `grad * out`, divided by the input. It is written in
@@ -40,12 +40,16 @@ pub(crate) fn cumprod(t: &Tensor, dim: i64) -> Result<Tensor> {
         // Nothing to scan (the sizes beside a zero one may be huge).
         return clone(t);
     }
-    let src = if t.dtype().is_float() {
-        cast_data(t, t.dtype().compute())
-    } else {
-        cast_data(t, DType::I64)
-    }
-    .contiguous_data();
+    // float32 multiplies in float64, each prefix rounded once, as PyTorch's
+    // CPU scan accumulates: more exact, and a running product that shrinks
+    // stays clear of float32's subnormals, where every multiply would take a
+    // slow microcode assist.
+    let acc = match t.dtype() {
+        DType::F32 => DType::F64,
+        dt if dt.is_float() => dt.compute(),
+        _ => DType::I64,
+    };
+    let src = cast_data(t, acc).contiguous_data();
     let (outer, n, inner) = split(&shape, d);
     let v = src.view();
     let out = crate::dispatch!(v.dtype(), T => {
