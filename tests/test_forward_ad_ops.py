@@ -251,6 +251,12 @@ CASES = {
     "logsumexp": (lambda x: x.logsumexp(1), [S(2, 3)]),
     "norm": (lambda x: x.norm(dim=1), [A(2, 3)]),
     "cumsum": (lambda x: x.cumsum(1), [S(2, 3)]),
+    "cummax": (lambda x: x.cummax(1).values, [S(2, 3)]),
+    "cummin": (lambda x: x.cummin(0).values, [S(2, 3)]),
+    "nansum": (lambda x: x.nansum(1), [S(2, 3)]),
+    # The Rust scan, which `cumprod` takes when no gradient is recorded (as for a
+    # dual tensor): its tangent comes from its backward rule.
+    "cumprod (Rust scan)": (lambda x: fg._C._cumprod(x, 1), [S(2, 3)]),
     "trace": (fg.trace, [S(3, 3)]),
     "softmax": (lambda x: x.softmax(1), [S(2, 3)]),
     "log_softmax": (lambda x: x.log_softmax(0), [S(2, 3)]),

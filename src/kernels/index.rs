@@ -71,24 +71,39 @@ pub fn gather_dim<T: Element>(src: &View, dim: usize, index: &[i64], ishape: &[u
     let base = SendPtr(src.ptr::<T>());
     build_vec(n, |out| {
         let o = SendPtr(out.as_mut_ptr());
-        // One unit is one (outer, j) row of `inner` elements.
+        // One unit is one (outer, j) row of `inner` elements. The outer
+        // position is carried along instead of divided out per unit: with
+        // `inner == 1` (gathering along the last dimension) a unit is one
+        // element, and a division each would cost more than the load.
         super::copy::par_units(outer * k, inner, |lo, hi| {
             let (o, base) = (o, base);
-            for u in lo..hi {
-                let row = so[u / k];
-                let ix = &index[u * inner..(u + 1) * inner];
+            let (mut r, mut j) = (lo / k, lo % k);
+            let mut u = lo;
+            while u < hi {
+                let end = (u + (k - j)).min(hi);
+                let row = so[r];
                 // SAFETY: indices were validated against the source's shape;
                 // each unit writes only its own row of the output.
                 unsafe {
                     let dst = o.get().add(u * inner).cast::<T>();
+                    let src = base.get().add(row);
                     if inner == 1 {
-                        *dst = *base.get().add(row + ix[0] as usize * sd);
+                        for (c, &i) in index[u..end].iter().enumerate() {
+                            *dst.add(c) = *src.add(i as usize * sd);
+                        }
                     } else {
-                        for (c, (&i, &off)) in ix.iter().zip(&si).enumerate() {
-                            *dst.add(c) = *base.get().add(row + i as usize * sd + off);
+                        for w in 0..end - u {
+                            let ix = &index[(u + w) * inner..(u + w + 1) * inner];
+                            let d = dst.add(w * inner);
+                            for (c, (&i, &off)) in ix.iter().zip(&si).enumerate() {
+                                *d.add(c) = *src.add(i as usize * sd + off);
+                            }
                         }
                     }
                 }
+                u = end;
+                r += 1;
+                j = 0;
             }
         });
     })
@@ -127,6 +142,29 @@ pub fn scatter_dim<T: Element + crate::tensor::Arith>(
     // positions along `dim` in `r0..r1` only.
     let apply = |o: usize, c0: usize, c1: usize, r0: usize, r1: usize| {
         let (dp, sp) = (dp, sp);
+        if inner == 1 && r0 == 0 && r1 == dshape[dim] {
+            // Along the last dimension with the whole destination row owned:
+            // one tight loop per row, no slices or range tests per element.
+            let ix = &index[o * k..(o + 1) * k];
+            // SAFETY: indices were validated against both shapes.
+            unsafe {
+                let (src, dst) = (
+                    sp.get().add(sout[o] + sin[0]),
+                    dp.get().add(dout[o] + din[0]),
+                );
+                if accumulate {
+                    for (j, &i) in ix.iter().enumerate() {
+                        let slot = dst.add(i as usize * dd);
+                        *slot = (*slot).add(*src.add(j * sd));
+                    }
+                } else {
+                    for (j, &i) in ix.iter().enumerate() {
+                        *dst.add(i as usize * dd) = *src.add(j * sd);
+                    }
+                }
+            }
+            return;
+        }
         for j in 0..k {
             let ix = &index[(o * k + j) * inner..(o * k + j + 1) * inner];
             for c in c0..c1 {

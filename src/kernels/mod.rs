@@ -30,6 +30,7 @@ pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod rnn;
 pub(crate) mod rnn_gemm;
+pub(crate) mod scan;
 pub mod simd;
 pub(crate) mod small_gemm;
 pub(crate) mod softmax;

@@ -252,6 +252,12 @@ pub fn topk_rows<T: SortKey>(
     par_units(rows, cols * 4, |lo, hi| {
         let mut pairs = Vec::with_capacity(cols);
         for r in lo..hi {
+            if k <= SMALL_K && k < cols {
+                // SAFETY: row `r` of the output belongs to this unit alone.
+                let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(r * k), k) };
+                small_topk(&data[r * cols..(r + 1) * cols], k, largest, &mut pairs, dst);
+                continue;
+            }
             pairs_of(&data[r * cols..(r + 1) * cols], largest, &mut pairs);
             if k < cols {
                 pairs.select_nth_unstable(k - 1);
@@ -265,6 +271,38 @@ pub fn topk_rows<T: SortKey>(
         }
     });
     out
+}
+
+/// Up to this many picks per row, `topk` keeps them in a sorted buffer while
+/// scanning the row once instead of building and selecting over all pairs.
+const SMALL_K: usize = 16;
+
+/// The `k` best `(key, position)` pairs of `row` in order, as the stable sort
+/// lists them: most elements cost one compare against the `k`-th best key so
+/// far. Positions only grow, so a newcomer equal to a kept key goes after it
+/// (and one equal to the `k`-th is not taken), which is the stable order.
+fn small_topk<T: SortKey>(
+    row: &[T],
+    k: usize,
+    largest: bool,
+    buf: &mut Vec<(T::K, u32)>,
+    dst: &mut [i64],
+) {
+    buf.clear();
+    for (i, &x) in row.iter().enumerate() {
+        let key = if largest { x.key().reverse() } else { x.key() };
+        if buf.len() == k {
+            if key >= buf[k - 1].0 {
+                continue;
+            }
+            buf.pop();
+        }
+        let at = buf.partition_point(|e| e.0 <= key);
+        buf.insert(at, (key, i as u32));
+    }
+    for (d, &(_, p)) in dst.iter_mut().zip(buf.iter()) {
+        *d = p as i64;
+    }
 }
 
 /// For each row, the position of the element a stable ascending sort puts
@@ -369,7 +407,11 @@ mod tests {
     fn topk_and_selection_match_the_sorted_order() {
         for &(rows, cols) in &[(4, 1), (6, 9), (3, 200), (50, 1500)] {
             let data = sample(rows * cols, 7 + cols as u64);
-            for k in [1, cols / 2 + 1, cols] {
+            // Small `k` (below `SMALL_K`) takes the one-pass buffer, the rest select.
+            for k in [1, 2, 5, 16, cols / 2 + 1, cols] {
+                if k > cols {
+                    continue;
+                }
                 for largest in [false, true] {
                     let got = topk_rows(&data, rows, cols, k, largest);
                     for r in 0..rows {

@@ -21,17 +21,29 @@ fn check_index_dtype(index: &Tensor, op: &str) -> Result<()> {
     Ok(())
 }
 
-/// The index values, checked to lie in `0..size`.
-fn index_values(index: &Tensor, size: usize, dim: usize) -> Result<Vec<i64>> {
-    let vals = index.to_vec::<i64>();
-    for &i in &vals {
-        if i < 0 || i as usize >= size {
+/// The index as a contiguous int64 tensor (itself when it already is, so no
+/// copy), checked to lie in `0..size`.
+fn index_values(index: &Tensor, size: usize, dim: usize) -> Result<Tensor> {
+    let ic = index.contiguous_data();
+    {
+        let v = ic.view();
+        let vals = v.as_slice::<i64>().unwrap_or(&[]);
+        // One branch-free pass that vectorises (a negative index is a huge
+        // unsigned one); the offending index is looked for only on failure.
+        let bad = vals
+            .iter()
+            .fold(false, |b, &i| b | (i as u64 >= size as u64));
+        if let Some(i) = vals
+            .iter()
+            .copied()
+            .find(|&i| bad && (i < 0 || i as usize >= size))
+        {
             return Err(Error::runtime(format!(
                 "index {i} is out of bounds for dimension {dim} with size {size}"
             )));
         }
     }
-    Ok(vals)
+    Ok(ic)
 }
 
 /// `input`'s dimension count, treating a 0-d tensor as 1-d (as PyTorch's index ops do).
@@ -69,14 +81,19 @@ pub(crate) fn gather(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor>
             )));
         }
     }
-    let idx = if numel(&is) == 0 {
-        Vec::new()
+    let ic = if numel(&is) == 0 {
+        None
     } else {
-        index_values(index, xs[d], d)?
+        Some(index_values(index, xs[d], d)?)
     };
     let out = {
         let v = x.view();
-        crate::dispatch!(v.dtype(), T => Tensor::from_vec(gather_dim::<T>(&v, d, &idx, &is), ishape.clone()))
+        let iv = ic.as_ref().map(|t| t.view());
+        let idx = iv.as_ref().and_then(|v| v.as_slice::<i64>()).unwrap_or(&[]);
+        if idx.len() != numel(&is) {
+            return Err(Error::runtime("gather(): Expected dtype int64 for index"));
+        }
+        crate::dispatch!(v.dtype(), T => Tensor::from_vec(gather_dim::<T>(&v, d, idx, &is), ishape.clone()))
     };
     if needs_record(&[input]) {
         record("GatherBackward0", &[input], &out, saved![index], move |c| {
@@ -133,16 +150,22 @@ fn scatter_kernel(
     } else {
         index.shape()
     };
-    let idx = if numel(&is) == 0 {
-        Vec::new()
+    let ic = if numel(&is) == 0 {
+        None
     } else {
-        index_values(index, xs[d], d)?
+        Some(index_values(index, xs[d], d)?)
     };
+    let iv = ic.as_ref().map(|t| t.view());
+    let idx = iv.as_ref().and_then(|v| v.as_slice::<i64>()).unwrap_or(&[]);
+    if idx.len() != numel(&is) {
+        // Unreachable after `check_scatter`; the kernel trusts the length.
+        return Err(Error::runtime("scatter(): Expected dtype int64 for index"));
+    }
     let s = as_nd(&cast_data(src, input.dtype()))?;
     let out = crate::dispatch!(x.dtype(), T => {
         let mut buf: Vec<T> = crate::kernels::copy::gather::<T>(&x.view());
         let sv = s.view();
-        scatter_dim::<T>(&mut buf, &xs, d, &idx, &is, &sv, accumulate);
+        scatter_dim::<T>(&mut buf, &xs, d, idx, &is, &sv, accumulate);
         Tensor::from_vec(buf, input.shape())
     });
     Ok(out)

@@ -510,6 +510,15 @@ pub(crate) fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
     let inner: usize = shape.iter().skip(d + 1).product();
     let out = if shape.is_empty() {
         super::clone_data(&src)
+    } else if inner == 1 && src.is_contiguous() && src.numel() > 0 {
+        // Along the last dimension of a contiguous tensor: the rows are
+        // scanned in place of a transposed copy (and the copy back).
+        let v = src.view();
+        let (rows, n) = (shape[..d].iter().product(), shape[d]);
+        crate::dispatch!(v.dtype(), T => {
+            let data = v.as_slice::<T>().unwrap_or(&[]);
+            Tensor::from_vec(crate::kernels::scan::cumsum_rows(data, rows, n), shape.clone())
+        })
     } else if inner > 1 && src.is_contiguous() {
         // A leading dimension: whole rows added down it, no transposes.
         let v = src.view();

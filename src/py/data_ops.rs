@@ -1,10 +1,12 @@
 //! Bindings of the data-movement kernels that the Python layer composes
-//! (`roll`, `tril`/`triu`, `index_add`, `index_copy`, `diag_embed`): it checks the arguments with
-//! PyTorch's messages and calls these for the work.
+//! (`roll`, `tril`/`triu`, `index_add`, `index_copy`, `diag_embed`, the scans `cumprod`,
+//! `cummax`/`cummin` and `nansum`): it checks the arguments with PyTorch's messages and calls
+//! these for the work.
 
 use pyo3::prelude::*;
 
-use super::capture::run_op;
+use super::capture::{run_op, run_tuple};
+use super::convert::dims_arg;
 use super::functions::t_of;
 use super::tensor::PyTensor;
 use crate::ops;
@@ -103,11 +105,55 @@ fn _diag_embed(
     )
 }
 
+/// `cumprod(input, dim)` with `input` already in the result dtype.
+#[pyfunction]
+fn _cumprod(py: Python<'_>, input: &Bound<'_, PyTensor>, dim: i64) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    run_op(py, x.numel(), "cumprod", &[x], &[], move |t, _| {
+        ops::cumprod(t[0], dim)
+    })
+}
+
+/// `cummax(input, dim)` (or `cummin` with `is_max=False`) as `(values, indices)`.
+#[pyfunction]
+fn _cum_extreme(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    dim: i64,
+    is_max: bool,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    let name = if is_max { "cummax" } else { "cummin" };
+    run_tuple(py, x.numel(), name, &[x], &[], move |t, _| {
+        let (v, i) = ops::cum_extreme(t[0], dim, is_max)?;
+        Ok(vec![v, i])
+    })
+}
+
+/// `nansum(input, dim, keepdim)` with `input` already in the result dtype.
+#[pyfunction]
+#[pyo3(signature = (input, dim=None, keepdim=false))]
+fn _nansum(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    dim: Option<&Bound<'_, PyAny>>,
+    keepdim: bool,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    let dims = dims_arg(dim)?;
+    run_op(py, x.numel(), "nansum", &[x], &[], move |t, _| {
+        ops::nansum(t[0], dims.as_deref(), keepdim)
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_roll, m)?)?;
     m.add_function(wrap_pyfunction!(_tril, m)?)?;
     m.add_function(wrap_pyfunction!(_index_add, m)?)?;
     m.add_function(wrap_pyfunction!(_index_copy, m)?)?;
     m.add_function(wrap_pyfunction!(_diag_embed, m)?)?;
+    m.add_function(wrap_pyfunction!(_cumprod, m)?)?;
+    m.add_function(wrap_pyfunction!(_cum_extreme, m)?)?;
+    m.add_function(wrap_pyfunction!(_nansum, m)?)?;
     Ok(())
 }

@@ -160,12 +160,16 @@ def masked_scatter(input, mask, source):
 def _flat_index(fn, input, index):
     n = input.numel()
     if _checks_values(index):
-        idx = _np(index).astype(np.int64)
-        if idx.size and (idx.max() >= n or idx.min() < -n):
+        idx = _np(index).astype(np.int64, copy=False)
+        lo, hi = (idx.min(), idx.max()) if idx.size else (0, 0)
+        if hi >= n or lo < -n:
             bad = idx[(idx >= n) | (idx < -n)].reshape(-1)[0]
             raise IndexError(
                 f"out of range: tried to access index {bad} on a tensor of {n} elements."
             )
+        if lo >= 0:
+            # Nothing counts from the end: skip three passes over the index.
+            return index
     return _wrap_negative(index, n)
 
 
@@ -327,6 +331,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     if tuple(src.shape) != tuple(index.shape):
         for d, n in enumerate(index.shape):
             src = src.narrow(d, 0, n)
+    if reduce == "sum" and include_self:
+        # Nothing to count: no scatter of ones, no mask.
+        return input.scatter_add(dim, index, src)
     ones = _C.ones(tuple(index.shape), dtype=input.dtype)
     hit = _C.zeros(tuple(input.shape), dtype=input.dtype).scatter_add(dim, index, ones)
     touched = hit > 0

@@ -51,6 +51,13 @@ def count_nonzero(input, dim=None):
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """The sum of ``input`` with NaN counted as zero."""
     _check("nansum", input)
+    if (
+        isinstance(input, Tensor)
+        and input.is_floating_point()
+        and (dtype is None or dtype.is_floating_point)
+    ):
+        # One Rust pass zeroes the NaNs before `sum`'s kernels (no mask tensor).
+        return _C._nansum(input if dtype is None else input.to(dtype), dim, keepdim)
     if input.is_floating_point():
         input = input.masked_fill(input.isnan(), 0)
     return input.sum(dim, keepdim, dtype=dtype)

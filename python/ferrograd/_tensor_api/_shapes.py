@@ -27,8 +27,11 @@ def _shift(x, dim, k, fill):
 
 
 def cumprod(input, dim, *, dtype=None):
-    """The cumulative product along ``dim``. A log-depth scan of multiplications, so
-    zeros are exact and every gradient comes from the product rule."""
+    """The cumulative product along ``dim``: a sequential Rust scan when no gradient
+    is recorded. When one is, a log-depth scan of multiplications, so zeros are exact
+    and every gradient, of any order, comes from the product rule: the Rust rule
+    divides by the input (PyTorch's), which loses terms when a product is zero or
+    underflows, and its second order is unstable for tiny inputs."""
     _check("cumprod", input)
     if dtype is not None:
         input = input.to(dtype)
@@ -37,6 +40,8 @@ def cumprod(input, dim, *, dtype=None):
     if input.dim() == 0:
         return input.clone()
     dim = _wrap_dim(dim, input.dim())
+    if isinstance(input, Tensor) and not (input.requires_grad and _C.is_grad_enabled()):
+        return _C._cumprod(input, dim)
     out = input
     k = 1
     while k < input.shape[dim]:
@@ -62,6 +67,8 @@ def _cum_ext(fn, input, dim, better):
     if input.dim() == 0:
         return _MinMax(input.clone(), _C.zeros((), dtype=_C.int64))
     dim = _wrap_dim(dim, input.dim())
+    if isinstance(input, Tensor):
+        return _MinMax(*_C._cum_extreme(input, dim, better is np.maximum))
     if input.numel() == 0:
         # Nothing to scan; NumPy would refuse the shape of `empty(2**62, 0)`.
         indices = _C.zeros(tuple(input.shape), dtype=_C.int64)
