@@ -217,6 +217,37 @@ def test_conversion_copies_and_keeps_the_graph():
     assert z.tolist() == [1.0, 2.0]
 
 
+@given(hnp.arrays(np.float64, shapes(min_dims=2, max_dims=4), elements=st.floats(-1e6, 1e6)),
+       st.sampled_from([F32, I64, B]), st.randoms(use_true_random=False))
+def test_conversion_keeps_the_layout_of_a_dense_tensor(arr, dtype, rnd):
+    # PyTorch's preserve_format: a permuted (dense, non-overlapping) tensor keeps its
+    # strides, converted in memory order; a sliced one comes back contiguous.
+    perm = list(range(arr.ndim))
+    rnd.shuffle(perm)
+    x = fg.tensor(arr).permute(*perm)
+    out = x.to(dtype)
+    expected = np.transpose(arr, perm).astype(NP_DTYPES[dtype])
+    np.testing.assert_array_equal(out.numpy(), expected)
+    if x.numel() > 1:
+        assert out.stride() == x.stride()
+    sliced = fg.tensor(arr)[..., ::2]
+    got = sliced.to(dtype)
+    np.testing.assert_array_equal(got.numpy(), arr[..., ::2].astype(NP_DTYPES[dtype]))
+    assert got.is_contiguous()
+    # The converted memory is its own: writing it leaves the source alone.
+    if dtype == F32 and out.numel():
+        out.add_(1)
+        np.testing.assert_array_equal(x.numpy(), np.transpose(arr, perm))
+
+
+def test_transposed_conversion_keeps_the_graph():
+    x = fg.tensor(np.arange(6.0).reshape(2, 3), dtype=fg.float64, requires_grad=True)
+    y = x.t().float()
+    assert y.stride() == (1, 3) and y.grad_fn.name() == "ToCopyBackward0"
+    (y * fg.tensor([[1.0, 2.0]] * 3)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[1.0] * 3, [2.0] * 3])
+
+
 def test_to_same_dtype_returns_self():
     # PyTorch returns the tensor itself when nothing changes.
     x = fg.tensor([1.0, 2.0], requires_grad=True)

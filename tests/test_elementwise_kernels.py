@@ -432,3 +432,45 @@ def test_transposed_operands_are_tiled_correctly(shape, threads):
         assert (ta ^ tc).tolist() == (a.T ^ col).tolist()
     finally:
         fg.set_num_threads(before)
+
+
+def _unary_ops():
+    from ferrograd import _registry
+
+    return [o for o in _registry.ops() if o.family in ("unary", "activation")]
+
+
+@pytest.mark.parametrize("op", _unary_ops(), ids=lambda o: o.name)
+def test_a_permuted_input_gives_the_contiguous_bits(op):
+    # Every unary op and activation on a permuted (dense, not row-major) input: the same
+    # values, bit for bit, as on its contiguous copy; the op may run over memory in order.
+    from ferrograd.testing._realize import entry_point
+
+    fn = entry_point(fg, op)
+    rng = np.random.default_rng(0)
+    base = (rng.random((3, 4, 5)) * 0.8 + 0.1).astype(np.float32)  # inside every domain
+    x = fg.tensor(base).permute(2, 0, 1)
+    try:
+        want = fn(x.contiguous())
+    except (TypeError, RuntimeError):
+        pytest.skip(f"{op.name} takes more than one tensor")
+    got = fn(x)
+    if not isinstance(want, fg.Tensor):
+        pytest.skip(f"{op.name} does not return a tensor")
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sin", "cos", "tan", "sqrt", "erf", "sigmoid"])
+def test_unary_results_keep_a_dense_input_layout(name):
+    # PyTorch's elementwise results follow a dense input's strides; the work is the
+    # contiguous loop over memory.
+    a = np.linspace(0.1, 0.9, 60, dtype=np.float32).reshape(3, 4, 5)
+    x = fg.tensor(a, requires_grad=True)
+    y = getattr(fg, name)(x.permute(2, 0, 1))
+    assert y.stride() == x.permute(2, 0, 1).stride()
+    want = getattr(fg, name)(x).permute(2, 0, 1)
+    np.testing.assert_array_equal(y.detach().numpy(), want.detach().numpy())
+    y.sum().backward()
+    assert x.grad.shape == x.shape
+    # A strided slice (not dense) comes back row-major.
+    assert getattr(fg, name)(x.detach()[:, ::2]).is_contiguous()

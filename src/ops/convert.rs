@@ -14,11 +14,23 @@ pub fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
     if from == dtype {
         return Ok(t.clone());
     }
-    let out = cast_data(t, dtype);
+    let out = preserving_format(t, dtype);
     if dtype.is_float() && needs_record(&[t]) {
         record("ToCopyBackward0", &[t], &out, saved![], move |c| {
             Ok(smallvec![Some(to_dtype(c.grad()?, from)?)])
         });
     }
     Ok(out)
+}
+
+/// `cast_data` with PyTorch's `preserve_format`: a dense tensor keeps its
+/// layout (see [`super::layout`]), converted in one pass in memory order
+/// instead of gathered element by element.
+fn preserving_format(t: &Tensor, dtype: DType) -> Tensor {
+    match super::layout::memory_order(t) {
+        Some((flat, shape, strides)) => {
+            super::layout::restrided(&cast_data(&flat, dtype), shape, strides)
+        }
+        None => cast_data(t, dtype),
+    }
 }

@@ -19,6 +19,7 @@ mod extrema;
 mod gather;
 mod index;
 pub(crate) mod inplace;
+pub(crate) mod layout;
 mod linalg;
 mod loss;
 mod mathfns;

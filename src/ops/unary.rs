@@ -21,6 +21,10 @@ pub(crate) fn map1(
     f64f: impl Fn(f64) -> f64 + Sync,
     int_f: Option<impl Fn(i64) -> i64 + Sync>,
 ) -> Result<Tensor> {
+    if let Some((flat, shape, strides)) = super::layout::memory_order(a) {
+        let out = map1(&flat, dt, f32f, f64f, int_f)?;
+        return Ok(super::layout::restrided(&out, shape, strides));
+    }
     let (data, shape) = match (dt, int_f) {
         (DType::F64, _) => with_cast(a, DType::F64, |v| {
             (
@@ -125,6 +129,10 @@ fn trig(
     each: impl Fn(f32) -> f32 + Sync,
     f64f: impl Fn(f64) -> f64 + Sync,
 ) -> Result<Tensor> {
+    if let Some((flat, shape, strides)) = super::layout::memory_order(a) {
+        let out = trig(&flat, slice, each, f64f)?;
+        return Ok(super::layout::restrided(&out, shape, strides));
+    }
     if a.dtype() == DType::F32 {
         let v = a.view();
         if let Some(src) = v.as_slice::<f32>() {
