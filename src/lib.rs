@@ -9,6 +9,7 @@
 //! * [`autograd`]: the node arena, grad mode and the backward engine;
 //! * [`ops`]: each differentiable op, forward and backward side by side
 //!   (crate-private but for what `benches/kernels.rs` measures);
+//! * `compile`: the tape `ferrograd.compile` records and its replay;
 //! * `py` (feature `python`): the PyO3 bindings, the only code touching Python.
 
 // Without the bindings, much of the crate is only reachable from them.
@@ -28,6 +29,9 @@ pub mod flags;
 // Public for the criterion benches of the layer kernels (conv, norm); the rest is
 // crate-private so rustc reports what nothing uses.
 pub mod checksum;
+// Capture and replay for `ferrograd.compile` (no Python in it; the bindings
+// record into it and hold its tapes).
+mod compile;
 pub mod kernels;
 pub mod ops;
 pub mod profiler;

@@ -116,7 +116,7 @@ pub(crate) fn cast_tensor(t: &Tensor, to: Option<DType>) -> crate::Result<Tensor
     if flags::any(flags::CAPTURE) {
         let seq0 = crate::autograd::current_seq();
         let out = ops::to_dtype(t, to)?;
-        super::capture::record_cast(t, &out, to, seq0);
+        crate::compile::record_cast(t, &out, to, seq0);
         return Ok(out);
     }
     let cacheable = to.is_low_precision()

@@ -70,7 +70,7 @@ fn _run_backward(
             create_graph,
             accumulate,
         };
-        if super::capture::active() {
+        if crate::compile::active() {
             let grad_given = gl.first().is_some_and(|g| !g.is_none());
             super::compile::backward(py, req, grad_given)?;
         } else {
@@ -102,8 +102,8 @@ fn _run_backward(
             })
             .collect::<Vec<_>>())
     })?;
-    if super::capture::active() {
-        super::capture::mark_dynamic();
+    if crate::compile::active() {
+        crate::compile::mark_dynamic();
     }
     let mut out = Vec::with_capacity(results.len());
     for r in results {
@@ -130,7 +130,7 @@ fn is_grad_enabled() -> bool {
 /// managers).
 #[pyfunction]
 fn _set_grad_enabled(mode: bool) {
-    if super::capture::active() {
+    if crate::compile::active() {
         super::compile::note_grad_mode(mode);
     }
     autograd::set_grad_enabled(mode)
@@ -166,8 +166,8 @@ fn _apply_inplace<'py>(
     let mut op_name = name.map(intern);
     let mut op = op_name.map(crate::tensor::write_op);
     // While capturing, `compute`'s ops are recorded as usual and then folded,
-    // with the write, into one in-place entry (`capture::fold_inplace`).
-    let start = super::capture::active().then(super::capture::entry_count);
+    // with the write, into one in-place entry (`crate::compile::fold_inplace`).
+    let start = crate::compile::active().then(crate::compile::entry_count);
     let mut result = None;
     let write = || {
         ops::apply_inplace(t, || {
@@ -192,7 +192,7 @@ fn _apply_inplace<'py>(
         Some(start) => {
             errors::finish(errors::catch(write))?;
             if let Some(r) = &result {
-                super::capture::fold_inplace(op_name.unwrap_or("_apply_inplace"), start, t, r);
+                crate::compile::fold_inplace(op_name.unwrap_or("_apply_inplace"), start, t, r);
             }
         }
     }

@@ -31,9 +31,9 @@ fn set_default_dtype(d: &Bound<'_, PyAny>) -> PyResult<()> {
             "only floating-point types are supported as the default type",
         ));
     }
-    if super::capture::active() {
+    if crate::compile::active() {
         // Factories read the default while the tape is captured; a replay would not set it.
-        super::capture::no_rule("set_default_dtype");
+        crate::compile::no_rule("set_default_dtype");
     }
     DType::set_default_float(dt);
     Ok(())

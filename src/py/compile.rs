@@ -1,263 +1,34 @@
-//! The tape behind `ferrograd.compile`: `_capture_begin`/`_capture_end`
-//! bracket one eager call while `capture.rs` records it, and `_Tape.replay`
-//! runs the recorded entries back to back in Rust, with the GIL released,
+//! The Python side of `ferrograd.compile`: `_capture_begin`/`_capture_end`
+//! bracket one eager call while the bindings record it (`crate::compile`),
+//! and `_Tape.replay` runs the recorded tape in Rust, with the GIL released,
 //! on new inputs.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use smallvec::SmallVec;
 
-use super::capture::{self, Capture, Entry, SIn, Src, Step};
-use super::compile_static::{self as statik, Static};
 use super::errors;
 use super::tensor::{wrap, PyTensor};
 use crate::autograd::{self, BackwardRequest};
-use crate::ops::Scalar;
+use crate::compile::{self as capture, Capture, Entry, Src, Step, Tape};
 use crate::tensor::Tensor;
 
-/// A recorded call: slots (inputs, constants, produced values), the entries
-/// that fill them, and which slots are the outputs.
+/// A Python callable the tape runs with no arguments (an optimizer's `step`).
+struct PyHostCall(Py<PyAny>);
+
+impl capture::HostCall for PyHostCall {
+    fn call(&self) -> crate::Result<()> {
+        Python::attach(|py| self.0.call0(py).map(|_| ())).map_err(errors::external)
+    }
+}
+
+/// A recorded call (`crate::compile::Tape`), as Python holds it.
 #[pyclass(name = "_Tape", module = "ferrograd._C", frozen)]
-pub struct Tape {
-    srcs: Vec<Src>,
-    entries: Vec<Entry>,
-    /// Slots to drop after each entry (their last use), so intermediates are
-    /// freed as early as the eager call frees them.
-    release: Vec<Vec<usize>>,
-    outs: Vec<usize>,
-    n_inputs: usize,
-    grad_mode: bool,
-    /// The static backward (`compile_static.rs`), or why the tape has none.
-    fast: Result<Static, String>,
-    /// Autograd nodes the last replay created (`stats()`).
-    last_nodes: AtomicU64,
-    /// Whether the last replay took the static path.
-    last_static: AtomicBool,
-}
-
-pub(super) fn slot(slots: &[Option<Tensor>], s: usize) -> crate::Result<&Tensor> {
-    slots[s]
-        .as_ref()
-        .ok_or_else(|| crate::Error::Runtime(format!("compiled tape: slot {s} is empty")))
-}
-
-impl Tape {
-    fn build(c: Capture, outs: Vec<usize>, grad_mode: bool, n_inputs: usize) -> Tape {
-        // Last entry reading or writing each produced slot; outputs are kept.
-        let keep: HashSet<usize> = outs.iter().copied().collect();
-        let mut last = vec![usize::MAX; c.srcs.len()];
-        for (i, e) in c.entries.iter().enumerate() {
-            touched(e, &mut |s| last[s] = i);
-        }
-        let mut release = vec![Vec::new(); c.entries.len()];
-        for (s, &l) in last.iter().enumerate() {
-            if l != usize::MAX && !keep.contains(&s) && !matches!(c.srcs[s], Src::Const(_)) {
-                release[l].push(s);
-            }
-        }
-        let fast = statik::build(&statik::BuildIn {
-            srcs: &c.srcs,
-            entries: &c.entries,
-            requires_grad: &c.requires_grad,
-            is_leaf: &|s| c.tensor_at(s).is_leaf(),
-            outs: &outs,
-            grad_mode,
-            meta: &|s| {
-                let t = c.tensor_at(s);
-                (t.shape(), t.dtype())
-            },
-        });
-        Tape {
-            srcs: c.srcs,
-            entries: c.entries,
-            release,
-            outs,
-            n_inputs,
-            grad_mode,
-            fast,
-            last_nodes: AtomicU64::new(0),
-            last_static: AtomicBool::new(false),
-        }
-    }
-
-    fn run(&self, inputs: &[Tensor], numbers: &[f64]) -> crate::Result<Vec<Tensor>> {
-        // A failing replay leaves grad mode as the call found it, as the
-        // eager function's `with no_grad()` blocks would on an exception.
-        let prev = autograd::is_grad_enabled();
-        let seq0 = autograd::current_seq();
-        let r = match &self.fast {
-            Ok(st) => {
-                let slots = self.initial_slots(inputs, numbers, st.n_grads);
-                if st.usable(&self.srcs, &slots) {
-                    self.last_static.store(true, Ordering::Relaxed);
-                    st.run(&self.entries, slots, numbers, &self.outs)
-                } else {
-                    drop(slots);
-                    self.last_static.store(false, Ordering::Relaxed);
-                    self.run_entries(inputs, numbers)
-                }
-            }
-            Err(_) => {
-                self.last_static.store(false, Ordering::Relaxed);
-                self.run_entries(inputs, numbers)
-            }
-        };
-        self.last_nodes
-            .store(autograd::current_seq() - seq0, Ordering::Relaxed);
-        if r.is_err() {
-            autograd::set_grad_enabled(prev);
-        }
-        r
-    }
-
-    fn run_entries(&self, inputs: &[Tensor], numbers: &[f64]) -> crate::Result<Vec<Tensor>> {
-        let mut slots = self.initial_slots(inputs, numbers, 0);
-        autograd::set_grad_enabled(self.grad_mode);
-        for (e, rel) in self.entries.iter().zip(&self.release) {
-            exec_step(e, &mut slots, numbers)?;
-            for &s in rel {
-                slots[s] = None;
-            }
-        }
-        self.outs
-            .iter()
-            .map(|&s| slot(&slots, s).cloned())
-            .collect()
-    }
-
-    /// The slot vector at the start of a replay: inputs, constants and
-    /// numbers filled, produced slots (and `extra` gradient slots) empty.
-    pub(super) fn initial_slots(
-        &self,
-        inputs: &[Tensor],
-        numbers: &[f64],
-        extra: usize,
-    ) -> Vec<Option<Tensor>> {
-        let mut slots: Vec<Option<Tensor>> = Vec::with_capacity(self.srcs.len() + extra);
-        slots.extend(self.srcs.iter().map(|s| match s {
-            Src::Input(i) => Some(inputs[*i].clone()),
-            Src::Const(t) => Some(t.clone()),
-            Src::Produced => None,
-            Src::Number { arg, dtype } => Some(Tensor::scalar_of(numbers[*arg], *dtype)),
-        }));
-        slots.resize(self.srcs.len() + extra, None);
-        slots
-    }
-}
-
-/// A scalar operand's value on this replay.
-#[inline]
-pub(super) fn resolve(s: &SIn, numbers: &[f64]) -> Scalar {
-    match *s {
-        SIn::Arg(i, Scalar::Int(_)) => Scalar::Int(numbers[i] as i64),
-        SIn::Arg(i, Scalar::Bool(_)) => Scalar::Bool(numbers[i] != 0.0),
-        SIn::Arg(i, Scalar::Float(_)) => Scalar::Float(numbers[i]),
-        SIn::Const(c) => c,
-    }
-}
-
-/// Calls `touch` on every slot a step reads or writes.
-pub(super) fn touched(e: &Entry, touch: &mut dyn FnMut(usize)) {
-    match &e.step {
-        Step::Op { ins, outs, .. } => {
-            ins.iter().for_each(|&s| touch(s));
-            outs.iter().for_each(|&s| touch(s));
-        }
-        Step::Backward {
-            root, grad, leaves, ..
-        } => {
-            touch(*root);
-            if let Some(g) = grad {
-                touch(*g);
-            }
-            leaves.iter().for_each(|&(l, g)| {
-                touch(l);
-                touch(g);
-            });
-        }
-        Step::SetGrad { t, g } => {
-            touch(*t);
-            if let Some(g) = g {
-                touch(*g);
-            }
-        }
-        Step::GradMode(_) | Step::PyCall(_) => {}
-    }
-}
-
-/// Runs one recorded step on the replay's slots.
-pub(super) fn exec_step(
-    e: &Entry,
-    slots: &mut [Option<Tensor>],
-    numbers: &[f64],
-) -> crate::Result<()> {
-    match &e.step {
-        Step::Op {
-            rule,
-            ins,
-            sins,
-            outs,
-        } => {
-            let res = {
-                let ts: SmallVec<[&Tensor; 4]> = ins
-                    .iter()
-                    .map(|&s| slot(slots, s))
-                    .collect::<crate::Result<_>>()?;
-                let ss: SmallVec<[Scalar; 2]> = sins.iter().map(|s| resolve(s, numbers)).collect();
-                rule(&ts, &ss)?
-            };
-            for (&o, t) in outs.iter().zip(res) {
-                slots[o] = Some(t);
-            }
-        }
-        Step::Backward {
-            root,
-            grad,
-            retain_graph,
-            leaves,
-        } => {
-            let r = slot(slots, *root)?.clone();
-            let g = match grad {
-                Some(g) => slot(slots, *g)?.clone(),
-                None => Tensor::full(r.shape(), 1.0, r.dtype()),
-            };
-            autograd::run_backward(BackwardRequest {
-                roots: vec![r],
-                grads: vec![g],
-                inputs: None,
-                retain_graph: *retain_graph,
-                create_graph: false,
-                accumulate: true,
-            })?;
-            for &(leaf, gs) in leaves {
-                let g = slot(slots, leaf)?.grad().ok_or_else(|| {
-                    crate::Error::Runtime(
-                        "compiled tape: backward left a captured gradient unset".into(),
-                    )
-                })?;
-                slots[gs] = Some(g);
-            }
-        }
-        Step::GradMode(on) => autograd::set_grad_enabled(*on),
-        Step::SetGrad { t, g } => {
-            let g = match g {
-                Some(g) => Some(slot(slots, *g)?.clone()),
-                None => None,
-            };
-            slot(slots, *t)?.set_grad(g);
-        }
-        Step::PyCall(f) => {
-            Python::attach(|py| f.call0(py).map(|_| ())).map_err(super::errors::external)?
-        }
-    }
-    Ok(())
-}
+pub struct PyTape(Tape);
 
 #[pymethods]
-impl Tape {
+impl PyTape {
     /// Runs the tape on new inputs (the call's tensor arguments in order, and
     /// its number arguments as floats) and returns fresh output tensors.
     fn replay(
@@ -266,31 +37,33 @@ impl Tape {
         inputs: Vec<Bound<'_, PyTensor>>,
         numbers: Vec<f64>,
     ) -> PyResult<Vec<Py<PyAny>>> {
-        if inputs.len() != self.n_inputs {
+        let tape = &self.0;
+        if inputs.len() != tape.n_inputs {
             return Err(PyRuntimeError::new_err(format!(
                 "compiled tape expects {} tensor inputs, got {}",
-                self.n_inputs,
+                tape.n_inputs,
                 inputs.len()
             )));
         }
         let ins: Vec<Tensor> = inputs.iter().map(|t| t.get().t.clone()).collect();
         // The tape's own call into core code, with nothing to record: a
         // compiled function called while capturing runs eagerly instead.
-        let outs = errors::finish(errors::call(py, usize::MAX, || self.run(&ins, &numbers)))?;
+        let outs = errors::finish(errors::call(py, usize::MAX, || tape.run(&ins, &numbers)))?;
         outs.into_iter().map(|t| wrap(py, t)).collect()
     }
 
     /// The recorded entries' names, in order.
     #[getter]
     fn ops(&self) -> Vec<String> {
-        self.entries.iter().map(|e| e.name.clone()).collect()
+        self.0.entries.iter().map(|e| e.name.clone()).collect()
     }
 
     /// The tensors the tape reads as they are (parameters, buffers): the same
     /// objects on every replay.
     #[getter]
     fn constants(&self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
-        self.srcs
+        self.0
+            .srcs
             .iter()
             .filter_map(|s| match s {
                 Src::Const(t) => Some(wrap(py, t.clone())),
@@ -304,43 +77,26 @@ impl Tape {
     /// VJP entries, and what the last replay did (`last_static`,
     /// `last_replay_nodes`: autograd nodes it created).
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let st = self.0.stats();
         let d = pyo3::types::PyDict::new(py);
-        d.set_item("entries", self.entries.len())?;
-        d.set_item("static", self.fast.is_ok())?;
-        match &self.fast {
-            Ok(st) => {
-                d.set_item("static_reason", py.None())?;
-                d.set_item("forward_entries", st.n_fwd)?;
-                d.set_item("vjp_entries", st.n_vjp)?;
-                d.set_item("static_steps", st.steps.len())?;
-                d.set_item("last_fast_forward", st.fast_fwd.load(Ordering::Relaxed))?;
-                d.set_item("last_fast_vjp", st.fast_vjp.load(Ordering::Relaxed))?;
-                d.set_item("fused_groups", st.groups.len())?;
-                d.set_item(
-                    "fused_entries",
-                    st.groups.iter().map(|g| g.members.len()).sum::<usize>(),
-                )?;
-                d.set_item("last_fused_groups", st.fused_last.load(Ordering::Relaxed))?;
-            }
-            Err(why) => {
-                d.set_item("static_reason", why)?;
-                d.set_item("forward_entries", 0)?;
-                d.set_item("vjp_entries", 0)?;
-                d.set_item("static_steps", 0)?;
-                d.set_item("last_fast_forward", 0)?;
-                d.set_item("last_fast_vjp", 0)?;
-                d.set_item("fused_groups", 0)?;
-                d.set_item("fused_entries", 0)?;
-                d.set_item("last_fused_groups", 0)?;
-            }
-        }
-        d.set_item("last_static", self.last_static.load(Ordering::Relaxed))?;
-        d.set_item("last_replay_nodes", self.last_nodes.load(Ordering::Relaxed))?;
+        d.set_item("entries", st.entries)?;
+        d.set_item("static", st.static_reason.is_none())?;
+        d.set_item("static_reason", st.static_reason)?;
+        d.set_item("forward_entries", st.forward_entries)?;
+        d.set_item("vjp_entries", st.vjp_entries)?;
+        d.set_item("static_steps", st.static_steps)?;
+        d.set_item("last_fast_forward", st.last_fast_forward)?;
+        d.set_item("last_fast_vjp", st.last_fast_vjp)?;
+        d.set_item("fused_groups", st.fused_groups)?;
+        d.set_item("fused_entries", st.fused_entries)?;
+        d.set_item("last_fused_groups", st.last_fused_groups)?;
+        d.set_item("last_static", st.last_static)?;
+        d.set_item("last_replay_nodes", st.last_replay_nodes)?;
         Ok(d.into_any().unbind())
     }
 
     fn __len__(&self) -> usize {
-        self.entries.len()
+        self.0.entries.len()
     }
 }
 
@@ -351,18 +107,9 @@ fn _capture_begin(
     inputs: Vec<Bound<'_, PyTensor>>,
     numbers: Vec<Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    if capture::with(|_| ()).is_some() {
-        return Err(PyRuntimeError::new_err(
-            "ferrograd.compile: a capture is already running on this thread (nested compiled functions are not captured)",
-        ));
-    }
     let ts: Vec<Tensor> = inputs.iter().map(|t| t.get().t.clone()).collect();
     let ns: Vec<usize> = numbers.iter().map(|n| n.as_ptr() as usize).collect();
-    let mut c = Capture::new(&ts, &ns);
-    c.grad_mode_at_end = autograd::is_grad_enabled();
-    capture::STATE.with(|s| *s.borrow_mut() = Some(c));
-    capture::set_active(true);
-    Ok(())
+    capture::begin(&ts, &ns).map_err(PyRuntimeError::new_err)
 }
 
 /// Ends the recording. Returns `(tape, None, seen)` or `(None, reason, seen)`
@@ -375,9 +122,8 @@ fn _capture_end(
     outputs: Vec<Bound<'_, PyTensor>>,
     grad_mode: bool,
     n_inputs: usize,
-) -> PyResult<(Option<Py<Tape>>, Option<String>, Vec<bool>)> {
-    capture::set_active(false);
-    let Some(mut c) = capture::STATE.with(|s| s.borrow_mut().take()) else {
+) -> PyResult<(Option<Py<PyTape>>, Option<String>, Vec<bool>)> {
+    let Some(mut c) = capture::end() else {
         return Err(PyRuntimeError::new_err(
             "ferrograd.compile: no capture is running",
         ));
@@ -456,7 +202,7 @@ fn _capture_end(
     }
     let outs: Vec<usize> = outputs.iter().map(|o| c.slot_of(&o.get().t)).collect();
     let tape = Tape::build(c, outs, grad_mode, n_inputs);
-    Ok((Some(Py::new(py, tape)?), None, seen))
+    Ok((Some(Py::new(py, PyTape(tape))?), None, seen))
 }
 
 /// The op that made a tensor inside a captured backward which a later entry
@@ -480,7 +226,7 @@ fn read_after_backward(c: &Capture, outputs: &[Bound<'_, PyTensor>]) -> Option<S
                 read.push(*t);
                 read.extend(*g);
             }
-            Step::GradMode(_) | Step::PyCall(_) => {}
+            Step::GradMode(_) | Step::Host(_) => {}
         }
     }
     read.extend(outputs.iter().filter_map(|o| c.lookup(&o.get().t)));
@@ -526,8 +272,10 @@ fn _capture_pycall(py: Python<'_>, name: String, f: Bound<'_, PyAny>) -> PyResul
     capture::set_active(true);
     let r = r?;
     capture::with(|c| {
-        c.entries
-            .push(Entry::step(&name, Step::PyCall(f.clone().unbind())))
+        c.entries.push(Entry::step(
+            &name,
+            Step::Host(std::sync::Arc::new(PyHostCall(f.clone().unbind()))),
+        ))
     });
     let _ = py;
     Ok(r.unbind())
@@ -718,75 +466,18 @@ fn _capture_refuse(reason: String) {
     }
 }
 
-/// `root.backward(grad)` while capturing: runs it and records the step.
+/// `root.backward(grad)` while capturing: runs it (GIL released) and
+/// records the step.
 pub(crate) fn backward(py: Python<'_>, req: BackwardRequest, grad_given: bool) -> PyResult<()> {
-    if req.inputs.is_some() || req.create_graph || req.roots.len() != 1 {
-        capture::fail("`backward` with inputs= or create_graph=True has no replay rule".into());
-        return errors::finish(errors::call(py, usize::MAX, || autograd::run_backward(req)))
-            .map(|_| ());
-    }
-    let (root, grad) = capture::with(|c| {
-        (
-            c.slot_of(&req.roots[0]),
-            grad_given.then(|| c.slot_of(&req.grads[0])),
-        )
+    capture::record_backward(req, grad_given, |req| {
+        errors::finish(errors::call(py, usize::MAX, || autograd::run_backward(req))).map(drop)
     })
-    .unwrap_or((0, None));
-    let retain_graph = req.retain_graph;
-    let start = capture::entry_count();
-    errors::finish(errors::call(py, usize::MAX, || autograd::run_backward(req)))?;
-    capture::with(|c| {
-        // Whatever the engine called that records (a custom Function's
-        // backward, a hook) it calls again on every replay: entries kept for
-        // it would compute it twice, the first time from the capture call's
-        // incoming gradients.
-        for e in c.entries.drain(start..).collect::<Vec<_>>() {
-            if let Step::Op { outs, .. } = &e.step {
-                c.inside_backward
-                    .extend(outs.iter().map(|&s| (s, e.name.clone())));
-            }
-        }
-        let mut leaves = Vec::new();
-        for (s, t) in c.leaf_slots() {
-            if t.is_leaf() && t.requires_grad() {
-                if let Some(g) = t.grad() {
-                    leaves.push((s, c.produce(&g)));
-                }
-            }
-        }
-        c.entries.push(Entry::step(
-            "backward",
-            Step::Backward {
-                root,
-                grad,
-                retain_graph,
-                leaves,
-            },
-        ));
-    });
-    Ok(())
 }
 
-/// `_set_grad_enabled(on)` while capturing.
-pub(crate) fn note_grad_mode(on: bool) {
-    capture::with(|c| {
-        c.entries
-            .push(Entry::step("set_grad_enabled", Step::GradMode(on)))
-    });
-}
-
-/// `t.grad = g` while capturing.
-pub(crate) fn note_set_grad(t: &Tensor, g: Option<&Tensor>) {
-    capture::with(|c| {
-        let t = c.slot_of(t);
-        let g = g.map(|g| c.slot_of(g));
-        c.entries
-            .push(Entry::step("set_grad", Step::SetGrad { t, g }))
-    });
-}
+pub(crate) use capture::{note_grad_mode, note_set_grad};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<Tape>()?;
+    m.add_class::<PyTape>()?;
     m.add_function(wrap_pyfunction!(_capture_begin, m)?)?;
     m.add_function(wrap_pyfunction!(_capture_end, m)?)?;
     m.add_function(wrap_pyfunction!(_capture_abort, m)?)?;

@@ -5,7 +5,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::capture::{self, run_op};
+use super::capture::run_op;
 use super::convert::{as_scalar, from_numpy_shared, parse_size, seq_of_ints, tensor_from_data};
 use super::device::{self, Target};
 use super::dtype::opt_dtype;
@@ -38,7 +38,7 @@ fn tensor(
             1,
         )?;
     }
-    if capture::active() && target != Target::Meta {
+    if crate::compile::active() && target != Target::Meta {
         if let Ok(src) = data.cast::<PyTensor>() {
             // A copy of a tensor is an op on it.
             let src = &src.get().t;
@@ -54,7 +54,7 @@ fn tensor(
             });
         }
         if holds_tensor(data)? {
-            capture::no_rule("tensor");
+            crate::compile::no_rule("tensor");
         }
         // Python data: the same values on every replay, in a fresh tensor.
         let t = tensor_from_data(data, dt)?;
@@ -89,9 +89,9 @@ fn holds_tensor(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// writes through either are seen by the other.
 #[pyfunction]
 fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    if capture::active() {
+    if crate::compile::active() {
         // The array is Python's: a replay cannot know whether it is the same one.
-        capture::no_rule("from_numpy");
+        crate::compile::no_rule("from_numpy");
     }
     wrap(py, from_numpy_shared(array)?)
 }

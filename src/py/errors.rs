@@ -137,7 +137,7 @@ pub fn enter<T: Send>(
     );
     let word = crate::flags::get();
     if word & crate::flags::CAPTURE != 0 {
-        super::capture::no_rule(name);
+        crate::compile::no_rule(name);
     }
     if word & crate::flags::DEFERRED == 0 {
         finish_clear(r)
@@ -152,8 +152,8 @@ pub fn enter<T: Send>(
 #[inline]
 pub fn enter_py<T>(name: &'static str, f: impl FnOnce() -> crate::Result<T>) -> PyResult<T> {
     let r = catch(f);
-    if super::capture::active() {
-        super::capture::no_rule(name);
+    if crate::compile::active() {
+        crate::compile::no_rule(name);
     }
     finish(r)
 }
@@ -168,7 +168,7 @@ pub fn read<T: Send>(
     work: usize,
     f: impl FnOnce() -> crate::Result<T> + Send,
 ) -> PyResult<T> {
-    super::capture::refuse_read(name);
+    crate::compile::refuse_read(name);
     finish(call(py, work, f))
 }
 

@@ -159,10 +159,10 @@ pub fn _function_node<'py>(
     saved: &Bound<'py, PyList>,
     materialize_grads: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    if super::capture::active() {
+    if crate::compile::active() {
         // `Function.apply` records itself through `_capture_pyop`, which
         // pauses the capture; a direct call has no replay rule.
-        super::capture::no_rule("autograd.Function");
+        crate::compile::no_rule("autograd.Function");
     }
     let inputs: Vec<Option<Tensor>> = args.iter().map(|a| tensor_of(&a)).collect();
     let tensor_args: Vec<bool> = inputs.iter().map(|t| t.is_some()).collect();

@@ -165,14 +165,14 @@ impl PyGenerator {
 
     /// Seeds the generator from the OS's entropy and returns the seed.
     fn seed(&self) -> u64 {
-        capture::refuse_read("Generator.seed");
+        crate::compile::refuse_read("Generator.seed");
         let s = os_seed();
         self.g.lock().set_seed(s);
         s
     }
 
     fn initial_seed(&self) -> u64 {
-        capture::refuse_read("Generator.initial_seed");
+        crate::compile::refuse_read("Generator.initial_seed");
         self.g.lock().initial_seed()
     }
 
@@ -513,7 +513,7 @@ fn manual_seed(py: Python<'_>, seed: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
 /// Seeds the default generator from the OS's entropy and returns the seed.
 #[pyfunction]
 fn seed() -> u64 {
-    capture::refuse_read("seed");
+    crate::compile::refuse_read("seed");
     let s = os_seed();
     rng::manual_seed(s);
     s
@@ -522,7 +522,7 @@ fn seed() -> u64 {
 /// The seed the default generator was last seeded with.
 #[pyfunction]
 fn initial_seed() -> u64 {
-    capture::refuse_read("initial_seed");
+    crate::compile::refuse_read("initial_seed");
     rng::default_generator().lock().initial_seed()
 }
 

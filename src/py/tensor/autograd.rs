@@ -100,7 +100,7 @@ impl PyTensor {
                 Some(g)
             }
         };
-        if crate::py::capture::active() {
+        if crate::compile::active() {
             crate::py::compile::note_set_grad(&self.t, g.as_ref());
         }
         self.t.set_grad(g);
@@ -138,9 +138,9 @@ impl PyTensor {
 
     /// Makes this non-leaf tensor keep its gradient in `.grad` after `backward()`.
     fn retain_grad(&self) -> PyResult<()> {
-        if capture::active() {
+        if crate::compile::active() {
             // A replay's tensors are new: the flag would not be on them.
-            capture::no_rule("retain_grad");
+            crate::compile::no_rule("retain_grad");
         }
         if !self.t.requires_grad() {
             return Err(PyRuntimeError::new_err(
@@ -167,8 +167,8 @@ impl PyTensor {
 
     #[setter]
     fn set_data(&self, other: &Bound<'_, PyTensor>) {
-        if capture::active() {
-            capture::no_rule("set_data");
+        if crate::compile::active() {
+            crate::compile::no_rule("set_data");
         }
         // Cloned in its own statement: `t.data = t` would otherwise hold the
         // read lock of the view `set_view` is about to write.
@@ -201,9 +201,9 @@ impl PyTensor {
     /// Registers `hook(grad)`, called with this tensor's gradient during backward; a returned
     /// tensor replaces the gradient. Returns a handle whose `remove()` unregisters it.
     fn register_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<RemovableHandle> {
-        if capture::active() {
+        if crate::compile::active() {
             // The hook would be on the capture call's tensor, not a replay's.
-            capture::no_rule("register_hook");
+            crate::compile::no_rule("register_hook");
         }
         let t = &slf.get().t;
         if !t.requires_grad() {
@@ -263,7 +263,7 @@ impl PyTensor {
             create_graph,
             accumulate: true,
         };
-        if capture::active() {
+        if crate::compile::active() {
             return crate::py::compile::backward(py, req, grad_given);
         }
         // The GIL is always released: the engine's workers may need it for hooks.
@@ -275,7 +275,7 @@ impl PyTensor {
 /// `requires_grad_` and the `requires_grad` setter: recorded, so a tensor made
 /// inside a compiled function is flagged on every replay too.
 fn set_requires_grad_recorded(t: &Tensor, on: bool) -> PyResult<()> {
-    if !capture::active() {
+    if !crate::compile::active() {
         return Ok(t.set_requires_grad(on)?);
     }
     Python::attach(|py| {

@@ -82,7 +82,7 @@ fn scalar_to_py<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>>
 impl PyTensor {
     /// The value of a one-element tensor as a Python number (bool, int or float).
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        crate::py::capture::refuse_read("item");
+        crate::compile::refuse_read("item");
         if self.t.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
                 "a Tensor with {} elements cannot be converted to Scalar",
@@ -94,7 +94,7 @@ impl PyTensor {
 
     /// The values as nested Python lists of numbers (a number for a 0-d tensor).
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        crate::py::capture::refuse_read("tolist");
+        crate::compile::refuse_read("tolist");
         crate::py::errors::guard_py(|| Ok(tensor_to_py(py, &self.t)?.unbind()))
     }
 
@@ -102,7 +102,7 @@ impl PyTensor {
     /// tensor that requires grad, unless `force` or under `no_grad()`.
     #[pyo3(signature = (force=false))]
     fn numpy<'py>(&self, py: Python<'py>, force: bool) -> PyResult<Bound<'py, PyAny>> {
-        crate::py::capture::refuse_read("numpy");
+        crate::compile::refuse_read("numpy");
         // As PyTorch's: under `no_grad()` a tensor that requires grad converts.
         if self.t.requires_grad() && autograd::is_grad_enabled() && !force {
             return Err(PyRuntimeError::new_err(
@@ -123,7 +123,7 @@ impl PyTensor {
         dtype: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        crate::py::capture::refuse_read("__array__");
+        crate::compile::refuse_read("__array__");
         // PyTorch's `__array__` is `self.numpy()`, with its refusal.
         if self.t.requires_grad() && autograd::is_grad_enabled() {
             return Err(PyRuntimeError::new_err(
@@ -145,14 +145,14 @@ impl PyTensor {
     }
 
     fn __float__(&self) -> PyResult<f64> {
-        crate::py::capture::refuse_read("float(tensor)");
+        crate::compile::refuse_read("float(tensor)");
         self.one_value()
     }
 
     /// Exact for int64 and bool; a float is truncated the way `int(float)`
     /// does (so NaN and infinities raise as they do there).
     fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        crate::py::capture::refuse_read("int(tensor)");
+        crate::compile::refuse_read("int(tensor)");
         if self.t.dtype().is_float() {
             return self.one_value_py(py)?.call_method0("__int__");
         }
@@ -161,7 +161,7 @@ impl PyTensor {
     }
 
     fn __index__(&self) -> PyResult<i64> {
-        crate::py::capture::refuse_read("tensor.__index__");
+        crate::compile::refuse_read("tensor.__index__");
         if self.t.dtype().is_float() || self.t.numel() != 1 {
             return Err(PyTypeError::new_err(
                 "only integer tensors of a single element can be converted to an index",
@@ -171,7 +171,7 @@ impl PyTensor {
     }
 
     fn __bool__(&self) -> PyResult<bool> {
-        crate::py::capture::refuse_read("bool(tensor)");
+        crate::compile::refuse_read("bool(tensor)");
         if self.t.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!(
                 "Boolean value of Tensor with {} is ambiguous",

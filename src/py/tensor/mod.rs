@@ -209,9 +209,9 @@ impl PyTensor {
     #[new]
     #[pyo3(signature = (*args, requires_grad=false))]
     fn py_new(args: &Bound<'_, PyTuple>, requires_grad: bool) -> PyResult<Self> {
-        if crate::py::capture::active() {
+        if crate::compile::active() {
             // The new object is Python's to make; a replay cannot make it again.
-            crate::py::capture::no_rule("Tensor");
+            crate::compile::no_rule("Tensor");
         }
         let float = DType::default_float();
         let py = args.py();

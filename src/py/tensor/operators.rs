@@ -147,7 +147,7 @@ pub(crate) fn add_impl(
         _ => None,
     };
     // With `alpha` the op is not a plain sum: its own name keeps the tape's
-    // description of it (`capture::Desc`) exact.
+    // description of it (`crate::compile::Desc`) exact.
     let name = if alpha.is_some() { "add_alpha" } else { "add" };
     capture::run_op(
         py,

@@ -4,7 +4,7 @@
 //! entries of the tape, with no engine walk.
 //!
 //! Each forward entry's VJP is the rule of the node(s) its op recorded
-//! during capture (`capture::Graph`), called on the replay's own tensors:
+//! during capture (`tape`'s `Graph`), called on the replay's own tensors:
 //! the saved tensors a rule reads are the entry's inputs and outputs (or
 //! `linear`'s `w.t()`, remade from the weight), so the backward computes
 //! exactly what the engine would, with the same kernels. Gradients are
@@ -18,11 +18,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use smallvec::SmallVec;
 
-use super::capture::{EdgeTo, Entry, Graph, SavedRef, Src, Step};
-use super::compile::{exec_step, slot};
-use super::compile_ew::Pool;
-use super::compile_fuse::{self as fuse, FuseIn, Group, Kept};
-use super::compile_vjp::{fast_forward, run_vjp};
+use super::ew::Pool;
+use super::fuse::{self as fuse, FuseIn, Group, Kept};
+use super::replay::{exec_step, slot};
+use super::vjp::{fast_forward, run_vjp};
+use super::{EdgeTo, Entry, Graph, SavedRef, Src, Step};
 use crate::autograd;
 use crate::ops;
 use crate::tensor::Tensor;
@@ -44,7 +44,7 @@ pub(super) enum SStep {
         ins_g: SmallVec<[Option<usize>; 4]>,
         outs_g: SmallVec<[Option<usize>; 2]>,
     },
-    /// The forward of fused group `g` (`compile_fuse.rs`).
+    /// The forward of fused group `g` (`fuse.rs`).
     FusedFwd(usize),
     /// The reverse pass of fused group `g`.
     FusedVjp(usize),
@@ -174,7 +174,7 @@ pub(super) fn build(b: &BuildIn<'_>) -> Result<Static, String> {
                     }
                 }
             }
-            Step::PyCall(_) => {
+            Step::Host(_) => {
                 return Err(format!(
                     "`{}` is called from Python before backward()",
                     e.name
@@ -344,7 +344,7 @@ fn build_forward_only(b: &BuildIn<'_>) -> Result<Static, String> {
                 n_fwd += 1;
             }
             Step::GradMode(on) => mode = *on,
-            Step::PyCall(_) => {
+            Step::Host(_) => {
                 return Err(format!("`{}` is called from Python", e.name));
             }
             _ => steps.push(SStep::Plain(i)),
@@ -361,7 +361,7 @@ fn touch_step(entries: &[Entry], groups: &[Group], st: &SStep, touch: &mut dyn F
     match st {
         SStep::FusedFwd(g) => {
             for &i in &groups[*g].members {
-                super::compile::touched(&entries[i], touch);
+                super::replay::touched(&entries[i], touch);
             }
         }
         SStep::FusedVjp(g) => {
@@ -370,7 +370,7 @@ fn touch_step(entries: &[Entry], groups: &[Group], st: &SStep, touch: &mut dyn F
             }
         }
         SStep::Fwd(i) | SStep::Plain(i) | SStep::ReadGrads(i) => {
-            super::compile::touched(&entries[*i], touch)
+            super::replay::touched(&entries[*i], touch)
         }
         SStep::Seed { root, grad, .. } => {
             touch(*root);

@@ -1,9 +1,9 @@
 //! The static replay's elementwise fast path and its buffer pool (the
-//! memory plan of `compile_static.rs`).
+//! memory plan of `static_backward.rs`).
 //!
 //! An op on small tensors spends most of its time outside its arithmetic:
 //! dtype promotion, broadcasting checks, a new buffer, a new tensor. On the
-//! static path the tape already knows each entry's op (`capture::Desc`), so
+//! static path the tape already knows each entry's op (`Desc`), so
 //! an elementwise entry whose operands are contiguous, of one float dtype
 //! and one shape runs as a plain loop written into a buffer taken from the
 //! pool, and its VJP likewise. Each loop computes, element by element, the
@@ -19,7 +19,7 @@
 
 use smallvec::{smallvec, SmallVec};
 
-use super::capture::{Desc, Ew};
+use super::{Desc, Ew};
 use crate::ops::Scalar;
 use crate::tensor::{DType, Element, Float, Shape, Tensor};
 

@@ -4,10 +4,10 @@
 
 use smallvec::{smallvec, SmallVec};
 
-use super::capture::{Desc, EdgeTo, Entry, Graph, SIn, SavedRef, Step};
-use super::compile::slot;
-use super::compile_ew::{self, Pool};
-use super::compile_static::SStep;
+use super::ew::{self, Pool};
+use super::replay::slot;
+use super::static_backward::SStep;
+use super::{Desc, EdgeTo, Entry, Graph, SIn, SavedRef, Step};
 use crate::autograd::{self, BackwardCtx, Grads};
 use crate::ops::{self, Scalar};
 use crate::tensor::Tensor;
@@ -83,7 +83,7 @@ fn scalar_rule(
 fn add_into(slot: &mut Option<Tensor>, g: Tensor, pool: &mut Pool) -> crate::Result<()> {
     *slot = Some(match slot.take() {
         None => g,
-        Some(prev) => match compile_ew::accumulate(prev, &g, pool) {
+        Some(prev) => match ew::accumulate(prev, &g, pool) {
             Ok(sum) => {
                 pool.put(g);
                 sum
@@ -119,8 +119,8 @@ pub(super) fn fast_forward(
             .iter()
             .map(|&s| slot(slots, s))
             .collect::<crate::Result<_>>()?;
-        let s = sins.first().map(|s| super::compile::resolve(s, numbers));
-        compile_ew::forward(e.desc, &ts, s, pool)
+        let s = sins.first().map(|s| super::replay::resolve(s, numbers));
+        ew::forward(e.desc, &ts, s, pool)
     };
     match r {
         Some(t) => {
@@ -139,7 +139,7 @@ pub(super) fn fast_forward(
 /// would form (only stored transposed), so the sum is bit for bit the engine's.
 /// Returns the input of link `k` whose gradient is now done.
 fn weight_grad_in_place(
-    links: &[super::capture::Link],
+    links: &[super::Link],
     k: usize,
     grads: &Grads,
     saved: &[Option<Tensor>],
@@ -211,7 +211,7 @@ fn vjp(
     let arg = sins
         .iter()
         .find(|s| matches!(s, SIn::Arg(..)))
-        .map(|s| super::compile::resolve(s, numbers));
+        .map(|s| super::replay::resolve(s, numbers));
     for (k, link) in links.iter().enumerate() {
         let mut grads = std::mem::take(&mut bufs[k]);
         if grads.iter().all(|g| g.is_none()) {
@@ -260,13 +260,13 @@ fn vjp(
                 }
             }
             match &grads[0] {
-                Some(g) => compile_ew::vjp(
+                Some(g) => ew::vjp(
                     e.desc,
                     node.name().as_ref(),
                     g,
                     &sin,
                     sout,
-                    sins.first().map(|s| super::compile::resolve(s, numbers)),
+                    sins.first().map(|s| super::replay::resolve(s, numbers)),
                     &needs,
                     pool,
                 ),

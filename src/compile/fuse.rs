@@ -15,9 +15,9 @@
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use super::capture::{Desc, EdgeTo, Entry, Ew, Graph, SIn, Step};
-use super::compile::resolve;
-use super::compile_ew::Pool;
+use super::ew::Pool;
+use super::replay::resolve;
+use super::{Desc, EdgeTo, Entry, Ew, Graph, SIn, Step};
 use crate::kernels::fused::{EwOp, FusedFloat, Instr, Plan, Program, Src};
 use crate::ops::Scalar;
 use crate::tensor::{DType, Element, Shape, Tensor};
@@ -35,7 +35,7 @@ pub(super) struct Group {
     pub members: Vec<usize>,
     /// The run's entries in reverse mode, as the static plan had them:
     /// what runs instead when a replay cannot take the fused path.
-    pub vjps: Vec<super::compile_static::SStep>,
+    pub vjps: Vec<super::static_backward::SStep>,
     plan: Plan,
     /// The slot of each program input.
     pub inputs: Vec<usize>,
@@ -425,7 +425,7 @@ impl Group {
     ) -> crate::Result<Kept> {
         let mut ins: SmallVec<[Tensor; 4]> = SmallVec::with_capacity(self.inputs.len());
         for &s in &self.inputs {
-            let t = super::compile::slot(slots, s)?;
+            let t = super::replay::slot(slots, s)?;
             if t.dtype() != self.dtype || t.shape() != self.shape {
                 return Ok(Kept::Unfused);
             }
