@@ -42,7 +42,7 @@ class Sequential(Module):
         Linear(in_features=4, out_features=2, bias=True)
     """
 
-    def __init__(self, *args):
+    def __init__(self, *args) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
             for key, module in args[0].items():
@@ -190,7 +190,7 @@ class ModuleList(Module):
         (6, ferrograd.Size([2, 4]))
     """
 
-    def __init__(self, modules=None):
+    def __init__(self, modules=None) -> None:
         super().__init__()
         if modules is not None:
             self += modules
@@ -315,7 +315,7 @@ class ModuleDict(Module):
         ['box.bias', 'box.weight', 'cls.bias', 'cls.weight']
     """
 
-    def __init__(self, modules=None):
+    def __init__(self, modules=None) -> None:
         super().__init__()
         if modules is not None:
             self.update(modules)
@@ -412,7 +412,7 @@ class ParameterList(Module):
         ['params.0', 'params.1']
     """
 
-    def __init__(self, values=None):
+    def __init__(self, values=None) -> None:
         super().__init__()
         self._size = 0
         if values is not None:
@@ -475,7 +475,7 @@ class ParameterList(Module):
             self.append(value)
         return self
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         child_lines = []
         for k, p in enumerate(self):
             if isinstance(p, _C.Tensor):
@@ -508,7 +508,7 @@ class ParameterDict(Module):
         (['scale', 'shift'], True)
     """
 
-    def __init__(self, parameters=None):
+    def __init__(self, parameters=None) -> None:
         super().__init__()
         self._keys = {}
         if parameters is not None:
@@ -627,7 +627,7 @@ class ParameterDict(Module):
                     )
                 self[p[0]] = p[1]
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         child_lines = []
         for k, p in self.items():
             if isinstance(p, _C.Tensor):

@@ -67,7 +67,7 @@ class LazyModuleMixin:
 
     cls_to_become = None
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._load_hook = self._register_load_state_dict_pre_hook(self._lazy_load_hook)
         self._initialize_hook = self.register_forward_pre_hook(
@@ -156,7 +156,7 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     cls_to_become = Linear
 
-    def __init__(self, out_features, bias=True, device=None, dtype=None):
+    def __init__(self, out_features, bias=True, device=None, dtype=None) -> None:
         # bias=False: no tensor is made only to be replaced below.
         super().__init__(0, 0, False)
         self.weight = UninitializedParameter(dtype=dtype)
@@ -193,7 +193,7 @@ class _LazyConvXdMixin(LazyModuleMixin):
         padding_mode="zeros",
         device=None,
         dtype=None,
-    ):
+    ) -> None:
         super().__init__(
             0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, dtype=dtype
         )
@@ -356,7 +356,7 @@ class _LazyConvTransposeMixin(_LazyConvXdMixin):
         padding_mode="zeros",
         device=None,
         dtype=None,
-    ):
+    ) -> None:
         # Skips _LazyConvXdMixin.__init__ (a convolution's argument order) for
         # the transposed one's; LazyModuleMixin.__init__ still installs the hooks.
         LazyModuleMixin.__init__(
