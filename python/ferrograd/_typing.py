@@ -6,8 +6,8 @@ time, ``from __future__ import annotations``), so they cost nothing at import.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Union
+from collections.abc import Iterable, Sequence
+from typing import Any, Dict, Tuple, Union
 
 from ._C import Tensor, dtype
 
@@ -20,4 +20,16 @@ Number = Union[int, float, bool]
 TensorOrNumber = Union[Tensor, int, float, bool]
 DType = dtype
 
-__all__ = ["DType", "FloatOrFloats", "IntOrInts", "Number", "Tensor", "TensorOrNumber"]
+
+# What an optimizer takes (PyTorch's ``ParamsT``): tensors, named tensors, or param groups.
+ParamsT = Union[Iterable[Tensor], Iterable[Dict[str, Any]], Iterable[Tuple[str, Tensor]]]
+
+__all__ = [
+    "DType",
+    "FloatOrFloats",
+    "IntOrInts",
+    "Number",
+    "ParamsT",
+    "Tensor",
+    "TensorOrNumber",
+]

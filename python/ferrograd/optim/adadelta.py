@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..autograd.grad_mode import no_grad
 from ._common import (
@@ -15,6 +15,9 @@ from ._common import (
     _to_scalar,
 )
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from .._typing import ParamsT
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -42,7 +45,7 @@ class Adadelta(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1.0,
         rho: float = 0.9,
         eps: float = 1e-6,

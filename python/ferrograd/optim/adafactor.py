@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import _C
 from .._dtype_info import finfo
@@ -17,6 +17,9 @@ from ._common import (
     _to_scalar,
 )
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from .._typing import ParamsT
 
 __all__ = ["Adafactor", "adafactor"]
 
@@ -54,7 +57,7 @@ class Adafactor(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1e-2,
         beta2_decay: float = -0.8,
         eps: tuple[float | None, float] = (None, 1e-3),

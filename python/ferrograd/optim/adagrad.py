@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ._common import _bump, _check_lr, _closure, _full_like, _step_tensor, _to_scalar
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from .._typing import ParamsT
 
 __all__ = ["Adagrad"]
 
@@ -18,7 +21,7 @@ class Adagrad(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1e-2,
         lr_decay: float = 0,
         weight_decay: float = 0,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ._common import _check_adam_args, _closure, _stepped, _to_scalar
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from .._typing import ParamsT
 
 __all__ = ["Adamax"]
 
@@ -16,7 +19,7 @@ class Adamax(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 2e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,

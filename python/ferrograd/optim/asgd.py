@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..autograd.grad_mode import no_grad
 from ._common import (
@@ -16,6 +16,9 @@ from ._common import (
     _to_scalar,
 )
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from .._typing import ParamsT
 
 __all__ = ["ASGD", "asgd"]
 
@@ -45,7 +48,7 @@ class ASGD(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1e-2,
         lambd: float = 1e-4,
         alpha: float = 0.75,

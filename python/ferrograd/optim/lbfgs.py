@@ -7,13 +7,16 @@ floats here, which only changes their last bits."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import _C
 from .._C import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ._common import _check_lr, _to_scalar
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from .._typing import ParamsT
 
 __all__ = ["LBFGS"]
 
@@ -147,7 +150,7 @@ class LBFGS(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1,
         max_iter: int = 20,
         max_eval: int | None = None,

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import _C
 from ..autograd.grad_mode import no_grad
 from ._common import _closure, _full_like, _lerp_, _to_scalar
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from .._typing import ParamsT
 
 __all__ = ["Muon", "muon"]
 
@@ -81,7 +84,7 @@ class Muon(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1e-3,
         weight_decay: float = 0.1,
         momentum: float = 0.95,

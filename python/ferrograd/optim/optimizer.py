@@ -7,11 +7,14 @@ import functools
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import _C
 from .._C import Tensor
 from ..autograd.grad_mode import no_grad
+
+if TYPE_CHECKING:
+    from .._typing import ParamsT
 
 __all__ = ["Optimizer", "required"]
 
@@ -129,7 +132,7 @@ class Optimizer:
         if step is not None and not getattr(step, "_wrapped_by_optimizer", False):
             cls.step = _wrap_step(step)
 
-    def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
         self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ._common import _check_lr, _closure, _full_like, _to_scalar
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from .._typing import ParamsT
 
 __all__ = ["SGD"]
 
@@ -20,7 +23,7 @@ class SGD(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1e-3,
         momentum: float = 0,
         dampening: float = 0,

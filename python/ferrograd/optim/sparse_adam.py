@@ -5,11 +5,14 @@ ferrograd has no sparse tensors, so no gradient is ever sparse and
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import _C
 from ._common import _closure, _to_scalar
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from .._typing import ParamsT
 
 __all__ = ["SparseAdam"]
 
@@ -32,7 +35,7 @@ class SparseAdam(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
