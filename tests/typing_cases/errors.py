@@ -20,3 +20,6 @@ nn.Conv2d(1, 2, 3, bias="yes")  # E: arg-type
 optim.SGD(nn.Linear(2, 2).parameters(), lr="fast")  # E: arg-type
 DataLoader(TensorDataset(x), batch_size="two")  # E: arg-type
 nn.Linear(2, 2).train(mode="yes")  # E: arg-type
+nn.init.zeros_([1.0, 2.0])  # E: arg-type
+optim.Adam(nn.Linear(2, 2).parameters()).step(closure=3)  # E: call-overload
+nn.LSTM(3, 4).forward(x, hx="h")  # E: call-overload

@@ -54,3 +54,15 @@ reveal_type(seq[0])  # ferrograd.nn.modules.module.Module
 reveal_type(seq[1:])  # ferrograd.nn.modules.container.Sequential
 reveal_type(nn.ModuleList([lin]).append(conv))  # ferrograd.nn.modules.container.ModuleList
 reveal_type(random_split(ds, [1, 1]))  # list[ferrograd.utils.data.dataset.Subset[tuple[ferrograd._C.Tensor, ...]]]
+reveal_type(opt.step())  # None
+
+
+def closure() -> torch.Tensor:
+    return lin(x).sum()
+
+
+reveal_type(opt.step(closure))  # ferrograd._C.Tensor
+reveal_type(nn.init.kaiming_uniform_(lin.weight, a=5**0.5))  # ferrograd._C.Tensor
+reveal_type(nn.utils.clip_grad_norm_(lin.parameters(), 1.0))  # ferrograd._C.Tensor
+reveal_type(nn.Parameter(x))  # ferrograd.nn.parameter.Parameter
+reveal_type(nn.MaxPool2d(2).forward(x))  # ferrograd._C.Tensor | tuple[ferrograd._C.Tensor, ferrograd._C.Tensor]

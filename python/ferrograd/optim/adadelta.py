@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 from ..autograd.grad_mode import no_grad
 from ._common import (
@@ -17,7 +17,11 @@ from ._common import (
 from .optimizer import Optimizer
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from .._typing import ParamsT
+
+    _T = TypeVar("_T")
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -77,6 +81,10 @@ class Adadelta(Optimizer):
 
     _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+    @overload
+    def step(self, closure: Callable[[], _T]) -> _T: ...
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _closure(closure)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 from .. import _C
 from .._dtype_info import finfo
@@ -19,7 +19,11 @@ from ._common import (
 from .optimizer import Optimizer
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from .._typing import ParamsT
+
+    _T = TypeVar("_T")
 
 __all__ = ["Adafactor", "adafactor"]
 
@@ -94,6 +98,10 @@ class Adafactor(Optimizer):
 
     _group_defaults = {"foreach": None}
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+    @overload
+    def step(self, closure: Callable[[], _T]) -> _T: ...
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _closure(closure)

@@ -16,7 +16,11 @@ from ._common import _check_lr, _to_scalar
 from .optimizer import Optimizer
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from .._typing import ParamsT
+
+    _T = TypeVar("_T")
 
 __all__ = ["LBFGS"]
 
@@ -219,7 +223,7 @@ class LBFGS(Optimizer):
         self._set_param(x)
         return loss, flat_grad
 
-    def step(self, closure: Callable[[], Any]) -> Any:  # type: ignore[override]
+    def step(self, closure: Callable[[], _T]) -> _T:  # type: ignore[override]
         """Runs up to ``max_iter`` iterations; ``closure`` must clear the
         gradients, compute the loss, call ``backward`` and return the loss."""
         with no_grad():

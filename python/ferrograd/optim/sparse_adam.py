@@ -5,14 +5,18 @@ ferrograd has no sparse tensors, so no gradient is ever sparse and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 from .. import _C
 from ._common import _closure, _to_scalar
 from .optimizer import Optimizer
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from .._typing import ParamsT
+
+    _T = TypeVar("_T")
 
 __all__ = ["SparseAdam"]
 
@@ -65,6 +69,10 @@ class SparseAdam(Optimizer):
                 "complex parameters"
             )
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+    @overload
+    def step(self, closure: Callable[[], _T]) -> _T: ...
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Raises for the first parameter with a gradient: every ferrograd gradient is dense."""
         loss = _closure(closure)

@@ -14,6 +14,7 @@ from .module import Module
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
     from ..._C import Tensor
     from ..._typing import DType
@@ -45,10 +46,10 @@ class Identity(Module):
         True
     """
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
 
-    def forward(self, input):
+    def forward(self, input: Any) -> Any:
         return input
 
 

@@ -78,7 +78,7 @@ class MaxPool1d(_MaxPoolNd):
         tensor([[3., 2.]])
     """
 
-    def forward(self, input: Tensor):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.max_pool1d(
             input,
             self.kernel_size,
@@ -120,7 +120,7 @@ class MaxPool2d(_MaxPoolNd):
                  [13., 15.]]])
     """
 
-    def forward(self, input: Tensor):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.max_pool2d(
             input,
             self.kernel_size,
@@ -335,7 +335,7 @@ class AdaptiveMaxPool1d(_AdaptivePool):
         tensor([[3., 5.]])
     """
 
-    def forward(self, input: Tensor):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
@@ -364,7 +364,7 @@ class AdaptiveMaxPool2d(_AdaptivePool):
                   [13, 15]]]]))
     """
 
-    def forward(self, input: Tensor):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
@@ -398,7 +398,7 @@ class MaxPool3d(_MaxPoolNd):
         ferrograd.Size([1, 2, 3, 3, 4])
     """
 
-    def forward(self, input: Tensor):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.max_pool3d(
             input,
             self.kernel_size,
@@ -770,5 +770,5 @@ class AdaptiveMaxPool3d(_AdaptivePool):
         tensor([7.])
     """
 
-    def forward(self, input: Tensor):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
@@ -15,6 +15,7 @@ from .module import Module, Parameter
 if TYPE_CHECKING:
     from ..._C import Tensor
     from ..._typing import DType
+    from ..utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -268,7 +269,17 @@ class RNNBase(Module):
             states = tuple(h.unsqueeze(1) for h in states)
         return states
 
-    def forward(self, input: Tensor, hx=None) -> tuple[Tensor, Tensor | tuple[Tensor, Tensor]]:
+    @overload
+    def forward(
+        self, input: Tensor, hx: Tensor | tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, Tensor | tuple[Tensor, Tensor]]: ...
+    @overload
+    def forward(
+        self, input: PackedSequence, hx: Tensor | tuple[Tensor, Tensor] | None = None
+    ) -> tuple[PackedSequence, Tensor | tuple[Tensor, Tensor]]: ...
+    def forward(
+        self, input: Tensor | PackedSequence, hx: Tensor | tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor | PackedSequence, Tensor | tuple[Tensor, Tensor]]:
         PackedSequence = _packed_type()
         name = {"RNN_TANH": "RNN", "RNN_RELU": "RNN"}.get(self.mode, self.mode)
         dirs = 2 if self.bidirectional else 1
@@ -439,7 +450,7 @@ class RNN(RNNBase):
         bidirectional: bool = False,
         device: object = None,
         dtype: DType | None = None,
-        **kwargs,
+        **kwargs: object,
     ) -> None:
         _no_proj_size(kwargs, "RNN")
         if nonlinearity == "tanh":
@@ -595,7 +606,7 @@ class GRU(RNNBase):
         bidirectional: bool = False,
         device: object = None,
         dtype: DType | None = None,
-        **kwargs,
+        **kwargs: object,
     ) -> None:
         _no_proj_size(kwargs, "GRU")
         super().__init__(
@@ -757,7 +768,7 @@ class RNNCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 
-    def forward(self, input: Tensor, hx=None) -> Tensor:
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         if self.nonlinearity not in ("tanh", "relu"):
             # Checked here, as PyTorch does, not at construction.
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
@@ -807,7 +818,9 @@ class LSTMCell(RNNCellBase):
     ) -> None:
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
-    def forward(self, input: Tensor, hx=None) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, Tensor]:
         input, (h, c), is_batched = self._prepare(input, hx, 2)
         step = _rnn.make_step("LSTM", self.weight_hh, self.bias_hh)
         h, c = step(_rnn.F.linear(input, self.weight_ih, self.bias_ih), h, c)
@@ -849,7 +862,7 @@ class GRUCell(RNNCellBase):
     ) -> None:
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
-    def forward(self, input: Tensor, hx=None) -> Tensor:
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         input, (h,), is_batched = self._prepare(input, hx, 1)
         step = _rnn.make_step("GRU", self.weight_hh, self.bias_hh)
         (out,) = step(_rnn.F.linear(input, self.weight_ih, self.bias_ih), h)

@@ -442,7 +442,7 @@ class TransformerEncoder(Module):
 
     def __init__(
         self,
-        encoder_layer,
+        encoder_layer: TransformerEncoderLayer,
         num_layers: int,
         norm: Module | None = None,
         enable_nested_tensor: bool = True,
@@ -673,7 +673,12 @@ class TransformerDecoder(Module):
         ferrograd.Size([7, 2, 16])
     """
 
-    def __init__(self, decoder_layer, num_layers: int, norm: Module | None = None) -> None:
+    def __init__(
+        self,
+        decoder_layer: TransformerDecoderLayer,
+        num_layers: int,
+        norm: Module | None = None,
+    ) -> None:
         super().__init__()
         self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
         self.num_layers = num_layers

@@ -77,7 +77,7 @@ class StackDataset(Dataset[Any]):
     """Samples are tuples (positional datasets) or dicts (keyword datasets) of
     the same index taken from each dataset."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Dataset[Any], **kwargs: Dataset[Any]) -> None:
         if args:
             if kwargs:
                 raise ValueError(
@@ -97,12 +97,12 @@ class StackDataset(Dataset[Any]):
         else:
             raise ValueError("At least one dataset should be passed")
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> tuple[Any, ...] | dict[str, Any]:
         if isinstance(self.datasets, dict):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._length
 
 
@@ -126,7 +126,7 @@ class ConcatDataset(Dataset[T_co]):
                 raise AssertionError("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = self.cumsum(self.datasets)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.cumulative_sizes[-1]
 
     def __getitem__(self, idx: int) -> T_co:
@@ -142,16 +142,16 @@ class ConcatDataset(Dataset[T_co]):
 class ChainDataset(IterableDataset[Any]):
     """The chaining of iterable datasets, one after the other."""
 
-    def __init__(self, datasets):
+    def __init__(self, datasets: Iterable[Dataset[Any]]) -> None:
         self.datasets = datasets
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         for d in self.datasets:
             if not isinstance(d, IterableDataset):
                 raise AssertionError("ChainDataset only supports IterableDataset")
             yield from d
 
-    def __len__(self):
+    def __len__(self) -> int:
         total = 0
         for d in self.datasets:
             if not isinstance(d, IterableDataset):
