@@ -23,3 +23,7 @@ nn.Linear(2, 2).train(mode="yes")  # E: arg-type
 nn.init.zeros_([1.0, 2.0])  # E: arg-type
 optim.Adam(nn.Linear(2, 2).parameters()).step(closure=3)  # E: call-overload
 nn.LSTM(3, 4).forward(x, hx="h")  # E: call-overload
+torch.tril(x, diagonal="0")  # E: arg-type
+torch.manual_seed("seed")  # E: arg-type
+torch.save(nn.Linear(2, 2).state_dict(), 3)  # E: arg-type
+torch.flatten(x, start_dim="1")  # E: arg-type

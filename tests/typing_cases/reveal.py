@@ -66,3 +66,12 @@ reveal_type(nn.init.kaiming_uniform_(lin.weight, a=5**0.5))  # ferrograd._C.Tens
 reveal_type(nn.utils.clip_grad_norm_(lin.parameters(), 1.0))  # ferrograd._C.Tensor
 reveal_type(nn.Parameter(x))  # ferrograd.nn.parameter.Parameter
 reveal_type(nn.MaxPool2d(2).forward(x))  # ferrograd._C.Tensor | tuple[ferrograd._C.Tensor, ferrograd._C.Tensor]
+reveal_type(torch.tril(x))  # ferrograd._C.Tensor
+reveal_type(torch.unique(x))  # ferrograd._C.Tensor
+reveal_type(torch.unique(x, return_counts=True))  # ferrograd._C.Tensor | tuple[ferrograd._C.Tensor, ...]
+reveal_type(torch.addmm(x, x, x, beta=0.5))  # ferrograd._C.Tensor
+reveal_type(torch.manual_seed(0))  # ferrograd._C.Generator
+reveal_type(torch.flatten(x, 1))  # ferrograd._C.Tensor
+reveal_type(torch.zeros_like(x, dtype=torch.float64))  # ferrograd._C.Tensor
+reveal_type(torch.sum(x, dim=(0, 1)))  # ferrograd._C.Tensor
+reveal_type(torch.save(lin.state_dict(), "w.pt"))  # None

@@ -52,7 +52,7 @@ def tensordot(a, b, dims=2, out=None):
     return ma.matmul(mb).reshape(out_shape)
 
 
-def inner(input, other):
+def inner(input: Tensor, other: Tensor) -> Tensor:
     """The inner product over the last dimension (a product when either is 0-D)."""
     _check("inner", input)
     _check("inner", other, "other", 2)
@@ -66,7 +66,7 @@ def inner(input, other):
     return tensordot(input, other, ([-1], [-1]))
 
 
-def vdot(input, other):
+def vdot(input: Tensor, other: Tensor) -> Tensor:
     """The dot product of two 1-D tensors (real: no conjugation needed)."""
     _check("vdot", input)
     _check("vdot", other, "other", 2)
