@@ -29,7 +29,8 @@ from ._replay import replayed as _replayed
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ._typing import IntOrInts, Number, TensorOrNumber
+    from ._typing import Device, DTypeLike, IntOrInts, Number, TensorOrNumber
+
 
 __all__ = [
     "addbmm",
@@ -139,13 +140,27 @@ def _tri_indices(row, col, offset, lower):
     return _C.tensor(np.stack([rr, cc]).astype(np.int64))
 
 
-def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+def tril_indices(
+    row: int,
+    col: int,
+    offset: int = 0,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+) -> Tensor:
     """The 2 x N coordinates of the lower triangle of a ``row`` x ``col`` matrix."""
     out = _tri_indices(row, col, offset, True)
     return out if dtype is None else out.to(dtype)
 
 
-def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+def triu_indices(
+    row: int,
+    col: int,
+    offset: int = 0,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+) -> Tensor:
     """The 2 x N coordinates of the upper triangle of a ``row`` x ``col`` matrix."""
     out = _tri_indices(row, col, offset, False)
     return out if dtype is None else out.to(dtype)
@@ -320,7 +335,7 @@ def dsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Ten
 # ----- grids ---------------------------------------------------------------------------
 
 
-def meshgrid(*tensors, indexing=None):
+def meshgrid(*tensors: Tensor, indexing: str | None = None) -> tuple[Tensor, ...]:
     """Coordinate grids from 1-D tensors: ``indexing='ij'`` (matrix, the
     default) or ``'xy'`` (Cartesian: the first two dimensions swapped)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -361,7 +376,7 @@ def meshgrid(*tensors, indexing=None):
     return tuple(out)
 
 
-def cartesian_prod(*tensors):
+def cartesian_prod(*tensors: Tensor) -> Tensor:
     """Every combination of one element from each 1-D tensor, one per row."""
     if len(tensors) == 1:
         return tensors[0]
@@ -417,7 +432,12 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
 
 
 @_autocast_op("cdist")
-def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+def cdist(
+    x1: Tensor,
+    x2: Tensor,
+    p: float = 2.0,
+    compute_mode: str = "use_mm_for_euclid_dist_if_necessary",
+) -> Tensor:
     """Pairwise ``p``-norm distances between the rows of ``x1`` (``B x P x M``)
     and ``x2`` (``B x R x M``): a ``B x P x R`` tensor, ``B`` any batch dimensions."""
     _check("cdist", x1, "x1")
@@ -626,7 +646,15 @@ def unique(  # noqa: A002
 
 
 @_replayed("searchsorted")
-def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+def searchsorted(
+    sorted_sequence: Tensor,
+    input: TensorOrNumber,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Tensor | None = None,
+) -> Tensor:
     """Where each value of ``input`` would be inserted into the last dimension
     of ``sorted_sequence`` to keep it sorted (``right``/``side='right'``: after
     equal elements)."""
@@ -696,7 +724,13 @@ def _binary_search(seq, vals, right):
 
 
 @_replayed("bucketize")
-def bucketize(input, boundaries, *, out_int32=False, right=False):
+def bucketize(
+    input: TensorOrNumber,
+    boundaries: Tensor,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+) -> Tensor:
     """The bucket of each element of ``input`` between ``boundaries`` (1-D,
     increasing): ``i`` with ``boundaries[i-1] < x <= boundaries[i]``, or
     ``boundaries[i-1] <= x < boundaries[i]`` with ``right=True``."""

@@ -19,7 +19,8 @@ from .._replay import replayed as _replayed
 from ._common import _alloc_guard, _check, _from_np, _np, _vmap_level, _wrap_dim
 
 if TYPE_CHECKING:
-    from .._typing import DTypeLike, IntOrInts
+    from .._typing import DTypeLike, IntOrInts, TensorOrNumber
+
 
 # ----- reductions ----------------------------------------------------------------------
 
@@ -103,12 +104,26 @@ def _stat_mean(fn, input, dim, unbiased, keepdim, correction):
     return stat, input.mean(dim, keepdim)
 
 
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std_mean(
+    input: Tensor,
+    dim: IntOrInts | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> tuple[Tensor, Tensor]:
     """The standard deviation and the mean of ``input`` (see ``std``), as a pair."""
     return _stat_mean("std_mean", input, dim, unbiased, keepdim, correction)
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var_mean(
+    input: Tensor,
+    dim: IntOrInts | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> tuple[Tensor, Tensor]:
     """The variance and the mean of ``input`` (see ``var``), as a pair."""
     return _stat_mean("var_mean", input, dim, unbiased, keepdim, correction)
 
@@ -312,7 +327,13 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
 
 
 @_replayed("isin")
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
+def isin(
+    elements: TensorOrNumber,
+    test_elements: TensorOrNumber,
+    *,
+    assume_unique: bool = False,
+    invert: bool = False,
+) -> Tensor:
     """Whether each element of ``elements`` occurs in ``test_elements`` (either may be a
     number), as a bool tensor of ``elements``' shape."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
@@ -359,7 +380,7 @@ def unique_consecutive(
 
 
 @_replayed("unravel_index")
-def unravel_index(indices, shape):
+def unravel_index(indices: Tensor, shape: IntOrInts) -> tuple[Tensor, ...]:
     """The coordinates in a tensor of ``shape`` of the flat ``indices``, as a tuple of
     int64 tensors (one per dimension)."""
     if isinstance(indices, Tensor):

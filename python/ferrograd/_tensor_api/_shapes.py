@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from .._typing import DTypeLike, IntOrInts
 
+
 # ----- scans ---------------------------------------------------------------------------
 
 
@@ -322,17 +323,17 @@ def _atleast(n, tensors):
     return out[0] if single else tuple(out)
 
 
-def atleast_1d(*tensors):
+def atleast_1d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
     """Each tensor with at least one dimension (0-d becomes shape ``(1,)``)."""
     return _atleast(1, tensors)
 
 
-def atleast_2d(*tensors):
+def atleast_2d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
     """Each tensor with at least two dimensions (leading ones added)."""
     return _atleast(2, tensors)
 
 
-def atleast_3d(*tensors):
+def atleast_3d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
     """Each tensor with at least three dimensions: ``(n,)`` becomes ``(1, n, 1)`` and
     ``(m, n)`` becomes ``(m, n, 1)``, as NumPy's."""
     return _atleast(3, tensors)
@@ -347,13 +348,13 @@ def _seq(fn, tensors):
     return list(tensors)
 
 
-def hstack(tensors):
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins ``tensors`` column-wise: along dim 0 for 1-D tensors, else dim 1."""
     ts = _atleast(1, (_seq("hstack", tensors),))
     return _C.cat(list(ts), 0 if ts[0].dim() == 1 else 1)
 
 
-def vstack(tensors):
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins ``tensors`` row-wise (dim 0), 1-D tensors as rows."""
     return _C.cat(list(_atleast(2, (_seq("vstack", tensors),))), 0)
 
@@ -361,12 +362,12 @@ def vstack(tensors):
 row_stack = vstack
 
 
-def dstack(tensors):
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins ``tensors`` depth-wise (dim 2), after ``atleast_3d``."""
     return _C.cat(list(_atleast(3, (_seq("dstack", tensors),))), 2)
 
 
-def column_stack(tensors):
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins ``tensors`` as columns: 0-D and 1-D tensors become columns, the rest are
     joined along dim 1."""
     ts = [t.reshape(-1, 1) if t.dim() <= 1 else t for t in _seq("column_stack", tensors)]

@@ -143,7 +143,7 @@ class GroupNorm(Module):
         dtype: DType | None = None,
         *,
         bias: bool = True,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError(

@@ -764,7 +764,7 @@ class RNNCell(RNNCellBase):
         nonlinearity: str = "tanh",
         device: object = None,
         dtype: DType | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 
