@@ -8,6 +8,8 @@ context managers, ``nn``, ``autograd.grad``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import _C
 from ._C import (
     Generator,
@@ -104,6 +106,14 @@ from .autograd.anomaly_mode import (
     set_anomaly_enabled,
 )
 from .autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
+
+if TYPE_CHECKING:
+    from builtins import bool as _bool
+    from builtins import float as _float
+    from builtins import int as _int
+    from collections.abc import Sequence
+
+    from ._typing import Device, DTypeLike, IntOrInts, Number
 
 float = float32  # noqa: A001 - PyTorch's alias
 double = float64
@@ -287,7 +297,7 @@ inf = _math.inf
 nan = _math.nan
 
 
-def is_floating_point(input):
+def is_floating_point(input: Tensor) -> _bool:
     """Whether ``input`` is a tensor of a floating dtype."""
     _check_tensor("is_floating_point", input)
     return input.is_floating_point()
@@ -313,22 +323,43 @@ def _check_tensor(fn, value, name="input", position=1):
         )
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def zeros_like(
+    input: Tensor,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: _bool = False,
+    memory_format: object = None,
+) -> Tensor:
     """A tensor of zeros with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
     if _device._check_cpu("zeros_like", device) or _meta.is_meta(input):
         return _meta._like_factory("zeros_like", input, device, dtype, requires_grad, _C.zeros)
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def ones_like(
+    input: Tensor,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: _bool = False,
+    memory_format: object = None,
+) -> Tensor:
     """A tensor of ones with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
     if _device._check_cpu("ones_like", device) or _meta.is_meta(input):
         return _meta._like_factory("ones_like", input, device, dtype, requires_grad, _C.ones)
     return _C._like(input, "full", 1.0, dtype, requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
-              memory_format=None):  # fmt: skip
+def full_like(
+    input: Tensor,
+    fill_value: Number,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: _bool = False,
+    memory_format: object = None,
+) -> Tensor:
     """A tensor filled with ``fill_value``, with the shape (and, unless ``dtype`` is given, the dtype) of ``input``."""
     if _device._check_cpu("full_like", device) or _meta.is_meta(input):
         def make(*shape, dtype):
@@ -338,15 +369,29 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return _C._like(input, "full", fill_value, dtype, requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def empty_like(
+    input: Tensor,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: _bool = False,
+    memory_format: object = None,
+) -> Tensor:
     """A new tensor with the shape (and, unless ``dtype`` is given, the dtype) of ``input``; ferrograd zeroes it."""
     if _device._check_cpu("empty_like", device) or _meta.is_meta(input):
         return _meta._like_factory("empty_like", input, device, dtype, requires_grad, _C.zeros)
     return _C._like(input, "full", 0.0, dtype, requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
-              generator=None):  # fmt: skip
+def rand_like(
+    input: Tensor,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: _bool = False,
+    memory_format: object = None,
+    generator: Generator | None = None,
+) -> Tensor:
     """A tensor shaped like ``input`` of uniform samples in [0, 1), drawn as ``rand``."""
     if _device._check_cpu("rand_like", device) or _meta.is_meta(input):
         make = _functools.partial(_C.rand, generator=generator)
@@ -354,8 +399,15 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_for
     return _C._random_like(input, "rand", 0, 0, dtype, requires_grad, generator)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
-               generator=None):  # fmt: skip
+def randn_like(
+    input: Tensor,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: _bool = False,
+    memory_format: object = None,
+    generator: Generator | None = None,
+) -> Tensor:
     """A tensor shaped like ``input`` of standard normal samples, drawn as ``randn``."""
     if _device._check_cpu("randn_like", device) or _meta.is_meta(input):
         make = _functools.partial(_C.randn, generator=generator)
@@ -364,9 +416,16 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_fo
 
 
 def randint_like(
-    input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None,
-    memory_format=None,
-):
+    input: Tensor,
+    low: _int = 0,
+    high: _int | None = None,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: _bool = False,
+    generator: Generator | None = None,
+    memory_format: object = None,
+) -> Tensor:
     """A tensor shaped like ``input`` of integers in ``[low, high)`` (``randint_like(x, high)``
     means ``[0, high)``), drawn as ``randint``, of ``input``'s dtype unless ``dtype`` is given."""
     if high is None:
@@ -379,25 +438,43 @@ def randint_like(
     return _C._random_like(input, "randint", low, high, dtype, requires_grad, generator)
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
+def sum(  # noqa: A001
+    input: Tensor,
+    dim: IntOrInts | None = None,
+    keepdim: _bool = False,
+    *,
+    dtype: DTypeLike | None = None,
+) -> Tensor:
     """The sum of the elements of ``input``, over all of them or over ``dim`` (see ``Tensor.sum``)."""
     _check_tensor("sum", input)
     return input.sum(dim, keepdim, dtype=dtype)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None):
+def mean(
+    input: Tensor,
+    dim: IntOrInts | None = None,
+    keepdim: _bool = False,
+    *,
+    dtype: DTypeLike | None = None,
+) -> Tensor:
     """The mean of the elements of ``input``, over all of them or over ``dim`` (see ``Tensor.mean``)."""
     _check_tensor("mean", input)
     return input.mean(dim, keepdim, dtype=dtype)
 
 
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+def norm(
+    input: Tensor,
+    p: _float | str | None = "fro",
+    dim: IntOrInts | None = None,
+    keepdim: _bool = False,
+    dtype: DTypeLike | None = None,
+) -> Tensor:
     """The vector p-norm of ``input`` (``"fro"``, the default, is 2), over all elements or over ``dim`` (see ``Tensor.norm``)."""
     _check_tensor("norm", input)
     return input.norm(p, dim, keepdim, dtype)
 
 
-def concat(tensors, dim=0):
+def concat(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:
     """Alias of ``cat``: joins ``tensors`` along the existing dimension ``dim``."""
     return cat(tensors, dim)
 
@@ -405,7 +482,7 @@ def concat(tensors, dim=0):
 concatenate = concat
 
 
-def broadcast_shapes(*shapes):
+def broadcast_shapes(*shapes: IntOrInts) -> Size:
     """The shape ``shapes`` broadcast to (NumPy's rules), as a ``Size``."""
     out = []
     for shape in shapes:
@@ -424,55 +501,55 @@ def broadcast_shapes(*shapes):
     return Size(out)
 
 
-def reshape(input, shape):
+def reshape(input: Tensor, shape: IntOrInts) -> Tensor:
     """``input`` with a new shape (one size may be -1): a view when possible, else a copy."""
     _check_tensor("reshape", input)
     return input.reshape(shape)
 
 
-def transpose(input, dim0, dim1):
+def transpose(input: Tensor, dim0: _int, dim1: _int) -> Tensor:
     """A view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped."""
     _check_tensor("transpose", input)
     return input.transpose(dim0, dim1)
 
 
-def t(input):
+def t(input: Tensor) -> Tensor:
     """The transpose of ``input`` (at most 2 dimensions), as a view."""
     _check_tensor("t", input)
     return input.t()
 
 
-def squeeze(input, dim=None):
+def squeeze(input: Tensor, dim: _int | None = None) -> Tensor:
     """A view of ``input`` without its dimensions of size 1 (or only ``dim``, if it has size 1)."""
     _check_tensor("squeeze", input)
     return input.squeeze(dim)
 
 
-def unsqueeze(input, dim):
+def unsqueeze(input: Tensor, dim: _int) -> Tensor:
     """A view of ``input`` with a dimension of size 1 inserted at ``dim``."""
     _check_tensor("unsqueeze", input)
     return input.unsqueeze(dim)
 
 
-def flatten(input, start_dim=0, end_dim=-1):
+def flatten(input: Tensor, start_dim: _int = 0, end_dim: _int = -1) -> Tensor:
     """``input`` with dimensions ``start_dim`` to ``end_dim`` merged into one (a view when possible)."""
     _check_tensor("flatten", input)
     return input.flatten(start_dim, end_dim)
 
 
-def numel(input):
+def numel(input: Tensor) -> _int:
     """The number of elements of ``input``."""
     _check_tensor("numel", input)
     return input.numel()
 
 
-def is_tensor(obj):
+def is_tensor(obj: object) -> _bool:
     """True when ``obj`` is a ferrograd ``Tensor`` (or a subclass such as ``nn.Parameter``)
     or a tensor on the meta device."""
     return isinstance(obj, Tensor) or _meta.is_meta(obj)
 
 
-def equal(input, other):
+def equal(input: Tensor, other: Tensor) -> _bool:
     """True when ``input`` and ``other`` have the same shape and the same values."""
     _check_tensor("equal", input)
     _check_tensor("equal", other, "other", 2)

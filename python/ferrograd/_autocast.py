@@ -7,15 +7,22 @@ policy chose, as one PyTorch kernel would."""
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from . import _C
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 _on = _C._autocast_cpu_enabled
 _cast = _C._autocast_args
 _set = _C._set_autocast_cpu_enabled
 
 
-def autocast_op(name: str):
+def autocast_op(name: str) -> Callable[[_F], _F]:
     """Decorates the Python function of the op ``name``."""
 
     def deco(fn):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import math
 import warnings
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
@@ -24,6 +25,12 @@ from ._C import Tensor
 from ._inplace import apply_inplace
 from ._replay import data_dependent as _data_dependent
 from ._replay import replayed as _replayed
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ._typing import Device, DTypeLike, IntOrInts, Number, TensorOrNumber
+
 
 __all__ = [
     "addbmm",
@@ -84,7 +91,7 @@ def _tri_mask(t, diagonal, lower):
     return (c - r > diagonal) if lower else (c - r < diagonal)
 
 
-def tril(input, diagonal=0):
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle of the last two dimensions (elements on and below
     the ``diagonal``-th diagonal); the rest are zeros."""
     _check("tril", input)
@@ -95,7 +102,7 @@ def tril(input, diagonal=0):
     return input.masked_fill(_tri_mask(input, diagonal, True), 0)
 
 
-def triu(input, diagonal=0):
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle of the last two dimensions (on and above the
     ``diagonal``-th diagonal); the rest are zeros."""
     _check("triu", input)
@@ -133,19 +140,33 @@ def _tri_indices(row, col, offset, lower):
     return _C.tensor(np.stack([rr, cc]).astype(np.int64))
 
 
-def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+def tril_indices(
+    row: int,
+    col: int,
+    offset: int = 0,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+) -> Tensor:
     """The 2 x N coordinates of the lower triangle of a ``row`` x ``col`` matrix."""
     out = _tri_indices(row, col, offset, True)
     return out if dtype is None else out.to(dtype)
 
 
-def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+def triu_indices(
+    row: int,
+    col: int,
+    offset: int = 0,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+) -> Tensor:
     """The 2 x N coordinates of the upper triangle of a ``row`` x ``col`` matrix."""
     out = _tri_indices(row, col, offset, False)
     return out if dtype is None else out.to(dtype)
 
 
-def diag(input, diagonal=0):
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """A 1-D input becomes a square matrix with it on the ``diagonal``-th
     diagonal; a 2-D input gives that diagonal as a vector."""
     _check("diag", input)
@@ -171,7 +192,7 @@ def diag(input, diagonal=0):
     return vals.masked_fill((c - r) != diagonal, 0)
 
 
-def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """Batches of diagonal matrices whose ``offset``-th diagonals (in the planes
     ``dim1``, ``dim2`` of the result) are the last dimension of ``input``."""
     _check("diag_embed", input)
@@ -208,7 +229,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 # ----- rolls and splits ----------------------------------------------------------------
 
 
-def roll(input, shifts, dims=None):
+def roll(input: Tensor, shifts: IntOrInts, dims: IntOrInts | None = None) -> Tensor:
     """Rotates the elements along ``dims`` by ``shifts`` places (elements
     pushed off one end come back at the other); with no ``dims`` the tensor is
     rolled as if flattened."""
@@ -239,7 +260,11 @@ def roll(input, shifts, dims=None):
     return out
 
 
-def tensor_split(input, indices_or_sections, dim=0):
+def tensor_split(
+    input: Tensor,
+    indices_or_sections: int | Sequence[int] | Tensor,
+    dim: int = 0,
+) -> tuple[Tensor, ...]:
     """Splits ``input`` along ``dim`` into views: into ``n`` nearly equal
     parts (the first ``size % n`` one longer), or at the given indices."""
     _check("tensor_split", input)
@@ -291,18 +316,18 @@ def _split_dim(fn, input, sections, dim, min_dims):
     return tensor_split(input, sections, dim)
 
 
-def hsplit(input, indices_or_sections):
+def hsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
     """Splits along the columns (dim 1, or dim 0 of a 1-D tensor)."""
     _check("hsplit", input)
     return _split_dim("hsplit", input, indices_or_sections, 1 if input.dim() > 1 else 0, 1)
 
 
-def vsplit(input, indices_or_sections):
+def vsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
     """Splits along the rows (dim 0) of a tensor of two or more dimensions."""
     return _split_dim("vsplit", input, indices_or_sections, 0, 2)
 
 
-def dsplit(input, indices_or_sections):
+def dsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
     """Splits along the depth (dim 2) of a tensor of three or more dimensions."""
     return _split_dim("dsplit", input, indices_or_sections, 2, 3)
 
@@ -310,7 +335,7 @@ def dsplit(input, indices_or_sections):
 # ----- grids ---------------------------------------------------------------------------
 
 
-def meshgrid(*tensors, indexing=None):
+def meshgrid(*tensors: Tensor, indexing: str | None = None) -> tuple[Tensor, ...]:
     """Coordinate grids from 1-D tensors: ``indexing='ij'`` (matrix, the
     default) or ``'xy'`` (Cartesian: the first two dimensions swapped)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -351,7 +376,7 @@ def meshgrid(*tensors, indexing=None):
     return tuple(out)
 
 
-def cartesian_prod(*tensors):
+def cartesian_prod(*tensors: Tensor) -> Tensor:
     """Every combination of one element from each 1-D tensor, one per row."""
     if len(tensors) == 1:
         return tensors[0]
@@ -362,7 +387,7 @@ def cartesian_prod(*tensors):
 # ----- products ------------------------------------------------------------------------
 
 
-def kron(input, other):
+def kron(input: Tensor, other: Tensor) -> Tensor:
     """The Kronecker product: blocks ``input[i, j] * other`` laid out in a grid."""
     _check("kron", input)
     _check("kron", other, "other", 2)
@@ -377,7 +402,7 @@ def kron(input, other):
     return (a.reshape(tuple(a_view)) * b.reshape(tuple(b_view))).reshape(tuple(out))
 
 
-def cross(input, other, dim=None):
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (the first dimension of
     size 3 when not given, as PyTorch's ``torch.cross``)."""
     _check("cross", input)
@@ -407,7 +432,12 @@ def cross(input, other, dim=None):
 
 
 @_autocast_op("cdist")
-def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+def cdist(
+    x1: Tensor,
+    x2: Tensor,
+    p: float = 2.0,
+    compute_mode: str = "use_mm_for_euclid_dist_if_necessary",
+) -> Tensor:
     """Pairwise ``p``-norm distances between the rows of ``x1`` (``B x P x M``)
     and ``x2`` (``B x R x M``): a ``B x P x R`` tensor, ``B`` any batch dimensions."""
     _check("cdist", x1, "x1")
@@ -428,7 +458,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, -1)
 
 
-def lerp(input, end, weight):
+def lerp(input: Tensor, end: Tensor, weight: TensorOrNumber) -> Tensor:
     """``input + weight * (end - input)``: linear interpolation.
 
     As PyTorch computes it, from the nearer end: ``input + weight * (end - input)``
@@ -449,7 +479,7 @@ def lerp(input, end, weight):
     return _C.where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
 
 
-def addcmul(input, tensor1, tensor2, *, value=1):
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor:
     """``input + value * tensor1 * tensor2``."""
     _check("addcmul", input)
     _check("addcmul", tensor1, "tensor1", 2)
@@ -458,7 +488,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     return input + (prod if value == 1 else value * prod)
 
 
-def addcdiv(input, tensor1, tensor2, *, value=1):
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor:
     """``input + value * tensor1 / tensor2``."""
     _check("addcdiv", input)
     _check("addcdiv", tensor1, "tensor1", 2)
@@ -486,7 +516,14 @@ def _scaled_sum(input, product, beta, alpha):
 
 
 @_autocast_op("addmm")
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def addmm(
+    input: Tensor,
+    mat1: Tensor,
+    mat2: Tensor,
+    *,
+    beta: Number = 1,
+    alpha: Number = 1,
+) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
     _check("addmm", input)
     if (beta == 1 and alpha == 1 and input.dtype == _C.bfloat16 and input.dim() <= 2
@@ -496,27 +533,55 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     return _scaled_sum(input, _C.mm(mat1, mat2), beta, alpha)
 
 
-def addmv(input, mat, vec, *, beta=1, alpha=1):
+def addmv(
+    input: Tensor,
+    mat: Tensor,
+    vec: Tensor,
+    *,
+    beta: Number = 1,
+    alpha: Number = 1,
+) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
     _check("addmv", input)
     return _scaled_sum(input, _C.mv(mat, vec), beta, alpha)
 
 
-def addr(input, vec1, vec2, *, beta=1, alpha=1):
+def addr(
+    input: Tensor,
+    vec1: Tensor,
+    vec2: Tensor,
+    *,
+    beta: Number = 1,
+    alpha: Number = 1,
+) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)``."""
     _check("addr", input)
     return _scaled_sum(input, _C.outer(vec1, vec2), beta, alpha)
 
 
 @_autocast_op("baddbmm")
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm(
+    input: Tensor,
+    batch1: Tensor,
+    batch2: Tensor,
+    *,
+    beta: Number = 1,
+    alpha: Number = 1,
+) -> Tensor:
     """``beta * input + alpha * (batch1 @ batch2)`` for batches of matrices."""
     _check("baddbmm", input)
     return _scaled_sum(input, _C.bmm(batch1, batch2), beta, alpha)
 
 
 @_autocast_op("addbmm")
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def addbmm(
+    input: Tensor,
+    batch1: Tensor,
+    batch2: Tensor,
+    *,
+    beta: Number = 1,
+    alpha: Number = 1,
+) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     _check("addbmm", input)
     return _scaled_sum(input, _C.bmm(batch1, batch2).sum(0), beta, alpha)
@@ -533,8 +598,30 @@ _NAN_DISTINCT = (
 )
 
 
+@overload
+def unique(
+    input: Tensor,
+    sorted: bool = True,
+    return_inverse: Literal[False] = False,
+    return_counts: Literal[False] = False,
+    dim: int | None = None,
+) -> Tensor: ...
+@overload
+def unique(
+    input: Tensor,
+    sorted: bool = True,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim: int | None = None,
+) -> Tensor | tuple[Tensor, ...]: ...
 @_data_dependent("unique")
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+def unique(  # noqa: A002
+    input: Tensor,
+    sorted: bool = True,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim: int | None = None,
+) -> Tensor | tuple[Tensor, ...]:
     """The distinct elements (or slices along ``dim``) of ``input``, sorted;
     optionally where each element went (``return_inverse``) and how many
     times each occurs (``return_counts``). Not differentiable."""
@@ -559,7 +646,15 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 @_replayed("searchsorted")
-def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+def searchsorted(
+    sorted_sequence: Tensor,
+    input: TensorOrNumber,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Tensor | None = None,
+) -> Tensor:
     """Where each value of ``input`` would be inserted into the last dimension
     of ``sorted_sequence`` to keep it sorted (``right``/``side='right'``: after
     equal elements)."""
@@ -629,7 +724,13 @@ def _binary_search(seq, vals, right):
 
 
 @_replayed("bucketize")
-def bucketize(input, boundaries, *, out_int32=False, right=False):
+def bucketize(
+    input: TensorOrNumber,
+    boundaries: Tensor,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+) -> Tensor:
     """The bucket of each element of ``input`` between ``boundaries`` (1-D,
     increasing): ``i`` with ``boundaries[i-1] < x <= boundaries[i]``, or
     ``boundaries[i-1] <= x < boundaries[i]`` with ``right=True``."""

@@ -14,8 +14,15 @@ graph break (an error under ``fullgraph=True``).
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from . import _C, _dispatch
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _batched_with_rule(name, args, kwargs):
@@ -29,7 +36,9 @@ def _batched_with_rule(name, args, kwargs):
     return has_rule(name)
 
 
-def replayed(name, data_dependent_if=None):
+def replayed(
+    name: str, data_dependent_if: Callable[..., bool] | None = None
+) -> Callable[[_F], _F]:
     """Records each call of the decorated op, while ``compile`` captures, as one
     entry whose rule calls it again with a replay's tensors. A call for which
     ``data_dependent_if(*args, **kwargs)`` is true (``repeat_interleave`` with a
@@ -59,7 +68,7 @@ def replayed(name, data_dependent_if=None):
     return deco
 
 
-def data_dependent(name):
+def data_dependent(name: str) -> Callable[[_F], _F]:
     """Fails a capture that calls the decorated op: its output's shape depends
     on its input's values. The call itself runs (eagerly) with recording paused."""
 

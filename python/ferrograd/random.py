@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-def manual_seed(seed):
+def manual_seed(seed: int) -> Generator:
     """Seeds the default generator and returns it. As ``torch.manual_seed``,
     the seed goes through ``int()`` first (``1.0`` and ``"7"`` are accepted);
     ints in [-2**63, 2**64) are valid, negative ones taken modulo 2**64."""

@@ -60,9 +60,16 @@ import re
 import stat
 import tempfile
 from collections import Counter, OrderedDict
+from typing import TYPE_CHECKING, Any
 
 from . import _C
 from ._C import Tensor
+
+if TYPE_CHECKING:
+    from typing import IO, Union
+
+    # A path or a binary file object.
+    FileLike = Union[str, os.PathLike[str], IO[bytes]]
 
 __all__ = ["load", "save"]
 
@@ -271,7 +278,9 @@ def _new_file_mode(path):
         return 0o666 & ~mask
 
 
-def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL):
+def save(
+    obj: object, f: FileLike, pickle_module: Any = pickle, pickle_protocol: int = DEFAULT_PROTOCOL
+) -> None:
     """Saves ``obj`` (a tensor, a state dict, nested dicts/lists/tuples of tensors,
     numbers, strings, None) to ``f``, a path or a writable binary file object.
 
@@ -703,8 +712,16 @@ def _map(tensors, map_location):
     return tensors
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
-         verify=True, **pickle_load_args):  # fmt: skip
+def load(
+    f: FileLike,
+    map_location: Any = None,
+    pickle_module: Any = None,
+    *,
+    weights_only: bool | None = None,
+    mmap: bool | None = None,
+    verify: bool = True,
+    **pickle_load_args: Any,
+) -> Any:
     """Loads an object ``save`` wrote (or any safetensors file) from ``f``, a path
     or a readable binary file object.
 

@@ -171,7 +171,7 @@ def polygamma(n, input):
     return _fg.polygamma(n, input)
 
 
-def mvlgamma(input, p):
+def mvlgamma(input: Tensor, p: int) -> Tensor:
     """The multivariate log-gamma function of dimension ``p``:
     p (p - 1) / 4 log(pi) + sum_{i < p} log Gamma(x - i / 2)."""
     if p < 1:

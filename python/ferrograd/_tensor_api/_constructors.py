@@ -111,7 +111,7 @@ def _is_complex(self):
     return False
 
 
-def is_nonzero(input):
+def is_nonzero(input: Tensor) -> bool:
     """The truth value of a one-element tensor; raises PyTorch's RuntimeError otherwise."""
     _check("is_nonzero", input)
     n = input.numel()
@@ -122,7 +122,7 @@ def is_nonzero(input):
     return builtins.bool(input.item() != 0)
 
 
-def is_same_size(input, other):
+def is_same_size(input: Tensor, other: Tensor) -> bool:
     """Whether ``input`` and ``other`` have the same shape."""
     _check("is_same_size", input)
     _check("is_same_size", other, "other", 2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,10 +13,22 @@ from .. import _C
 from .._C import Tensor
 from ._common import _alloc_guard
 
+if TYPE_CHECKING:
+    from .._typing import Device, DTypeLike, Number, TensorLike
+
 # ----- creation ------------------------------------------------------------------------
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+def logspace(
+    start: float,
+    end: float,
+    steps: int,
+    base: float = 10.0,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """``steps`` values ``base ** p`` for ``p`` evenly spaced from ``start`` to ``end``."""
     p = _C.linspace(start, end, steps, dtype=_C.float64)
     out = _C.full((), float(base), dtype=_C.float64).pow(p)
@@ -25,7 +38,13 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     return out
 
 
-def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+def scalar_tensor(
+    s: Number,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """A 0-D tensor holding the number ``s``, of the default float dtype unless ``dtype``
     is given."""
     if isinstance(s, Tensor):
@@ -37,7 +56,7 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     return out
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data: TensorLike, dtype: DTypeLike | None = None, device: Device = None) -> Tensor:
     """``data`` as a tensor, sharing memory where it can: a tensor of the right dtype is
     returned as is, a NumPy array of a ferrograd dtype is wrapped without a copy."""
     if device is not None and str(device) != "cpu":
@@ -51,7 +70,14 @@ def as_tensor(data, dtype=None, device=None):
     return _C.tensor(data, dtype=dtype)
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+def asarray(
+    obj: TensorLike,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    copy: bool | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """``obj`` as a tensor: shared when possible (``copy=None``), always copied with
     ``copy=True``, refused with ``copy=False`` when a copy is needed."""
     if isinstance(obj, Tensor):
@@ -101,37 +127,71 @@ def _cos(k, m, times):
     return (k * (times * math.pi / m)).cos()
 
 
-def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False):
+def hann_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The Hann window ``0.5 - 0.5 cos(2 pi n / (N - 1))``, periodic (for spectral
     analysis: ``N = window_length + 1``, last value dropped) by default."""
     return _window("hann_window", window_length, periodic, dtype, requires_grad,
                    lambda k, m: 0.5 - 0.5 * _cos(k, m, 2))  # fmt: skip
 
 
-def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
-                   device=None, requires_grad=False):  # fmt: skip
+def hamming_window(
+    window_length: int,
+    periodic: bool = True,
+    alpha: float = 0.54,
+    beta: float = 0.46,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The Hamming window ``alpha - beta cos(2 pi n / (N - 1))`` (periodic by default)."""
     return _window("hamming_window", window_length, periodic, dtype, requires_grad,
                    lambda k, m: alpha - beta * _cos(k, m, 2))  # fmt: skip
 
 
-def blackman_window(window_length, periodic=True, *, dtype=None, device=None,
-                    requires_grad=False):  # fmt: skip
+def blackman_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The Blackman window ``0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))``
     (periodic by default)."""
     return _window("blackman_window", window_length, periodic, dtype, requires_grad,
                    lambda k, m: 0.42 - 0.5 * _cos(k, m, 2) + 0.08 * _cos(k, m, 4))  # fmt: skip
 
 
-def bartlett_window(window_length, periodic=True, *, dtype=None, device=None,
-                    requires_grad=False):  # fmt: skip
+def bartlett_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The Bartlett (triangular) window ``1 - |2n / (N - 1) - 1|`` (periodic by default)."""
     return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
                    lambda k, m: 1.0 - (k * (2.0 / m) - 1.0).abs())  # fmt: skip
 
 
-def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device=None,
-                  requires_grad=False):  # fmt: skip
+def kaiser_window(
+    window_length: int,
+    periodic: bool = True,
+    beta: float = 12.0,
+    *,
+    dtype: DTypeLike | None = None,
+    device: Device = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The Kaiser window ``I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta)`` with shape
     parameter ``beta`` (periodic by default)."""
 

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import _C
@@ -11,6 +13,11 @@ from .._autocast import autocast_op as _autocast_op
 from .._C import Tensor
 from .._replay import replayed as _replayed
 from ._common import _check, _from_np, _np, _vmap_level, _wrap_dim
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._typing import Number, TensorOrNumber
 
 # ----- index and scatter family --------------------------------------------------------
 
@@ -41,7 +48,14 @@ def _index_along(fn, self, dim, index, source_shape):
     return index.reshape(tuple(view)).expand(*source_shape)
 
 
-def index_add(input, dim, index, source, *, alpha=1):
+def index_add(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    source: Tensor,
+    *,
+    alpha: Number = 1,
+) -> Tensor:
     """A copy of ``input`` with ``alpha * source[.., i, ..]`` added at ``input[.., index[i], ..]``
     along ``dim`` (repeated indices accumulate)."""
     _check("index_add", input)
@@ -67,7 +81,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 @_autocast_op("index_copy")
-def index_copy(input, dim, index, source):
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of ``input`` with ``source[.., i, ..]`` written at ``input[.., index[i], ..]``
     along ``dim``."""
     _check("index_copy", input)
@@ -92,7 +106,7 @@ def index_copy(input, dim, index, source):
 
 
 @_replayed("index_fill")
-def index_fill(input, dim, index, value):
+def index_fill(input: Tensor, dim: int, index: Tensor, value: TensorOrNumber) -> Tensor:
     """A copy of ``input`` with the slices ``index`` along ``dim`` set to ``value``."""
     _check("index_fill", input)
     _check("index_fill", index, "index", 3)
@@ -135,7 +149,7 @@ def index_fill(input, dim, index, value):
 
 
 @_replayed("masked_scatter")
-def masked_scatter(input, mask, source):
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of ``input`` with the elements where ``mask`` is True replaced, in order, by
     the leading elements of ``source``."""
     _check("masked_scatter", input)
@@ -174,7 +188,7 @@ def _flat_index(fn, input, index):
 
 
 @_replayed("take")
-def take(input, index):
+def take(input: Tensor, index: Tensor) -> Tensor:
     """The elements of ``input``, viewed as 1-D, at ``index`` (negative counts from the
     end), in ``index``'s shape."""
     _check("take", input)
@@ -205,7 +219,12 @@ def _put(self, index, source, accumulate=False):
     return out.reshape(tuple(self.shape))
 
 
-def index_put(input, indices, values, accumulate=False):
+def index_put(
+    input: Tensor,
+    indices: Sequence[Tensor | None],
+    values: TensorOrNumber,
+    accumulate: bool = False,
+) -> Tensor:
     """A copy of ``input`` with ``values`` written (added, with ``accumulate=True``) at
     ``input[indices]``, where ``indices`` is a tuple of int64 or bool tensors indexing
     the leading dimensions, as ``input[indices] = values`` does."""
@@ -258,7 +277,7 @@ def index_put(input, indices, values, accumulate=False):
     return out.reshape(tuple(input.shape))
 
 
-def take_along_dim(input, indices, dim=None):
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     """Values of ``input`` at ``indices`` along ``dim`` (broadcasting the other dimensions),
     or of the flattened ``input`` when ``dim`` is None."""
     _check("take_along_dim", input)
@@ -295,7 +314,15 @@ def _broadcast(a, b):
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
-def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+def scatter_reduce(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Tensor,
+    reduce: str,
+    *,
+    include_self: bool = True,
+) -> Tensor:
     """A copy of ``input`` with the elements of ``src`` reduced into the positions
     ``index`` along ``dim`` by ``reduce`` (``"sum"``, ``"prod"``, ``"mean"``, ``"amax"``,
     ``"amin"``), counting ``input``'s own value unless ``include_self=False``."""

@@ -4,16 +4,25 @@ integration (``trapezoid``, ``cumulative_trapezoid``)."""
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
 
 from .. import _C
 from .._C import Tensor
 from ._common import _check, _wrap_dim
 from ._shapes import diff
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 # ----- products ------------------------------------------------------------------------
 
 
-def tensordot(a, b, dims=2, out=None):
+def tensordot(
+    a: Tensor,
+    b: Tensor,
+    dims: int | Sequence[Sequence[int]] | Tensor = 2,
+    out: Tensor | None = None,
+) -> Tensor:
     """Sums the products of ``a``'s last ``dims`` dimensions with ``b``'s first ``dims``
     (or the listed pairs of dimensions ``dims = (dims_a, dims_b)``)."""
     _check("tensordot", a, "a")
@@ -52,7 +61,7 @@ def tensordot(a, b, dims=2, out=None):
     return ma.matmul(mb).reshape(out_shape)
 
 
-def inner(input, other):
+def inner(input: Tensor, other: Tensor) -> Tensor:
     """The inner product over the last dimension (a product when either is 0-D)."""
     _check("inner", input)
     _check("inner", other, "other", 2)
@@ -66,7 +75,7 @@ def inner(input, other):
     return tensordot(input, other, ([-1], [-1]))
 
 
-def vdot(input, other):
+def vdot(input: Tensor, other: Tensor) -> Tensor:
     """The dot product of two 1-D tensors (real: no conjugation needed)."""
     _check("vdot", input)
     _check("vdot", other, "other", 2)
@@ -77,7 +86,7 @@ def vdot(input, other):
     return input.dot(other)
 
 
-def block_diag(*tensors):
+def block_diag(*tensors: Tensor) -> Tensor:
     """A block-diagonal matrix of the given tensors (0-D and 1-D become single rows)."""
     if not tensors:
         return _C.zeros(1, 0)
@@ -134,7 +143,13 @@ def _trap_parts(fn, y, x, dx, dim):
     return avg * x, dim
 
 
-def trapezoid(y, x=None, *, dx=None, dim=-1):
+def trapezoid(
+    y: Tensor,
+    x: Tensor | None = None,
+    *,
+    dx: float | None = None,
+    dim: int = -1,
+) -> Tensor:
     """The trapezoid rule integral of ``y`` along ``dim``, at sample points ``x`` (a
     tensor) or with spacing ``x``/``dx`` (a number, 1 by default)."""
     parts, dim = _trap_parts("trapezoid", y, x, dx, dim)
@@ -143,12 +158,18 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     return parts.sum(dim)
 
 
-def trapz(y, x=None, *, dx=None, dim=-1):
+def trapz(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     """Alias of ``trapezoid``."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
-def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+def cumulative_trapezoid(
+    y: Tensor,
+    x: Tensor | None = None,
+    *,
+    dx: float | None = None,
+    dim: int = -1,
+) -> Tensor:
     """The running trapezoid rule integral of ``y`` along ``dim`` (one element shorter)."""
     parts, dim = _trap_parts("cumulative_trapezoid", y, x, dx, dim)
     if parts is None:

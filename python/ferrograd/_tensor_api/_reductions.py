@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import collections
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,13 +18,22 @@ from .._replay import data_dependent as _data_dependent
 from .._replay import replayed as _replayed
 from ._common import _alloc_guard, _check, _from_np, _np, _vmap_level, _wrap_dim
 
+if TYPE_CHECKING:
+    from .._typing import DTypeLike, IntOrInts, TensorOrNumber
+
+
 # ----- reductions ----------------------------------------------------------------------
 
 
 _AMinMax = collections.namedtuple("aminmax", ["min", "max"])
 
 
-def aminmax(input, *, dim=None, keepdim=False):
+def aminmax(
+    input: Tensor,
+    *,
+    dim: int | None = None,
+    keepdim: bool = False,
+) -> tuple[Tensor, Tensor]:
     """The minimum and maximum of ``input`` (over ``dim`` if given), as ``(min, max)``."""
     _check("aminmax", input)
     if input.numel() == 0:
@@ -41,14 +51,20 @@ def aminmax(input, *, dim=None, keepdim=False):
     return _AMinMax(input.amin(dim, keepdim), input.amax(dim, keepdim))
 
 
-def count_nonzero(input, dim=None):
+def count_nonzero(input: Tensor, dim: IntOrInts | None = None) -> Tensor:
     """The number of nonzero elements of ``input``, over all of them or over ``dim``."""
     _check("count_nonzero", input)
     nz = (input != 0).long()
     return nz.sum() if dim is None else nz.sum(dim)
 
 
-def nansum(input, dim=None, keepdim=False, *, dtype=None):
+def nansum(
+    input: Tensor,
+    dim: IntOrInts | None = None,
+    keepdim: bool = False,
+    *,
+    dtype: DTypeLike | None = None,
+) -> Tensor:
     """The sum of ``input`` with NaN counted as zero."""
     _check("nansum", input)
     if (
@@ -63,7 +79,13 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     return input.sum(dim, keepdim, dtype=dtype)
 
 
-def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+def nanmean(
+    input: Tensor,
+    dim: IntOrInts | None = None,
+    keepdim: bool = False,
+    *,
+    dtype: DTypeLike | None = None,
+) -> Tensor:
     """The mean of the non-NaN elements of ``input``."""
     _check("nanmean", input)
     if not input.is_floating_point():
@@ -82,12 +104,26 @@ def _stat_mean(fn, input, dim, unbiased, keepdim, correction):
     return stat, input.mean(dim, keepdim)
 
 
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std_mean(
+    input: Tensor,
+    dim: IntOrInts | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> tuple[Tensor, Tensor]:
     """The standard deviation and the mean of ``input`` (see ``std``), as a pair."""
     return _stat_mean("std_mean", input, dim, unbiased, keepdim, correction)
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var_mean(
+    input: Tensor,
+    dim: IntOrInts | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> tuple[Tensor, Tensor]:
     """The variance and the mean of ``input`` (see ``var``), as a pair."""
     return _stat_mean("var_mean", input, dim, unbiased, keepdim, correction)
 
@@ -189,7 +225,14 @@ def _quantile_batched(fn, input, q, dim, keepdim, interpolation, ignore_nan, lid
 
 @_replayed("quantile")
 @_autocast_op("quantile")
-def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+def quantile(
+    input: Tensor,
+    q: float | Tensor,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = "linear",
+) -> Tensor:
     """The ``q``-th quantiles of ``input`` (over all elements or along ``dim``), between
     neighbouring sorted values as ``interpolation`` says; NaN when a slice has NaN.
     With a 1-D ``q`` the quantiles come first in the result."""
@@ -198,7 +241,14 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 @_replayed("nanquantile")
 @_autocast_op("nanquantile")
-def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+def nanquantile(
+    input: Tensor,
+    q: float | Tensor,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = "linear",
+) -> Tensor:
     """``quantile`` of the non-NaN elements (NaN only when a slice is all NaN)."""
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
@@ -207,7 +257,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 @_data_dependent("bincount")
-def bincount(input, weights=None, minlength=0):
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How many times each non-negative integer occurs in the 1-D int64 ``input`` (or the
     sum of ``weights`` at its occurrences), at least ``minlength`` bins."""
     _check("bincount", input)
@@ -232,7 +282,7 @@ def bincount(input, weights=None, minlength=0):
 
 
 @_replayed("histc")
-def histc(input, bins=100, min=0, max=0):  # noqa: A002
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
     """A histogram of ``input`` with ``bins`` equal-width bins between ``min`` and ``max``
     (the data's range when both are 0); elements outside are ignored."""
     _check("histc", input)
@@ -277,7 +327,13 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
 
 
 @_replayed("isin")
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
+def isin(
+    elements: TensorOrNumber,
+    test_elements: TensorOrNumber,
+    *,
+    assume_unique: bool = False,
+    invert: bool = False,
+) -> Tensor:
     """Whether each element of ``elements`` occurs in ``test_elements`` (either may be a
     number), as a bool tensor of ``elements``' shape."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
@@ -289,7 +345,12 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 
 
 @_data_dependent("unique_consecutive")
-def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+def unique_consecutive(
+    input: Tensor,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim: int | None = None,
+) -> Tensor | tuple[Tensor, ...]:
     """``input`` with each run of equal consecutive elements (or slices along ``dim``)
     collapsed to one; optionally where each element went and each run's length."""
     _check("unique_consecutive", input)
@@ -319,7 +380,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 
 @_replayed("unravel_index")
-def unravel_index(indices, shape):
+def unravel_index(indices: Tensor, shape: IntOrInts) -> tuple[Tensor, ...]:
     """The coordinates in a tensor of ``shape`` of the flat ``indices``, as a tuple of
     int64 tensors (one per dimension)."""
     if isinstance(indices, Tensor):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,12 @@ from .. import _C, _dispatch
 from .._C import Tensor
 from .._replay import replayed as _replayed
 from ._common import _alloc_guard, _check, _from_np, _np, _vmap_level, _wrap_dim
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._typing import DTypeLike, IntOrInts
+
 
 # ----- scans ---------------------------------------------------------------------------
 
@@ -26,7 +33,7 @@ def _shift(x, dim, k, fill):
     return _C.cat([pad, x.narrow(dim, 0, n - k)], dim)
 
 
-def cumprod(input, dim, *, dtype=None):
+def cumprod(input: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
     """The cumulative product along ``dim``: a sequential Rust scan when no gradient
     is recorded. When one is, a log-depth scan of multiplications, so zeros are exact
     and every gradient, of any order, comes from the product rule: the Rust rule
@@ -92,20 +99,20 @@ def _cum_ext(fn, input, dim, better):
 
 
 @_replayed("cummax")
-def cummax(input, dim):
+def cummax(input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
     """The running maximum along ``dim`` and where it was found, as
     ``(values, indices)``; the gradient flows to the element each value came from."""
     return _cum_ext("cummax", input, dim, np.maximum)
 
 
 @_replayed("cummin")
-def cummin(input, dim):
+def cummin(input: Tensor, dim: int) -> tuple[Tensor, Tensor]:
     """The running minimum along ``dim`` and where it was found, as
     ``(values, indices)``; the gradient flows to the element each value came from."""
     return _cum_ext("cummin", input, dim, np.minimum)
 
 
-def logcumsumexp(input, dim):
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """``log(cumsum(exp(input)))`` along ``dim``, computed after subtracting the
     maximum so large values do not overflow."""
     _check("logcumsumexp", input)
@@ -126,7 +133,13 @@ def logcumsumexp(input, dim):
 # ----- shape helpers -------------------------------------------------------------------
 
 
-def diff(input, n=1, dim=-1, prepend=None, append=None):
+def diff(
+    input: Tensor,
+    n: int = 1,
+    dim: int = -1,
+    prepend: Tensor | None = None,
+    append: Tensor | None = None,
+) -> Tensor:
     """The ``n``-th forward difference along ``dim`` (``out[i] = input[i+1] - input[i]``),
     after joining ``prepend`` and ``append``; logical XOR for bool tensors."""
     _check("diff", input)
@@ -163,7 +176,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return out
 
 
-def tile(input, dims):
+def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
     """``input`` repeated ``dims[i]`` times along each dimension; ``dims`` shorter than
     the number of dimensions is padded with leading ones."""
     _check("tile", input)
@@ -177,7 +190,13 @@ def _repeats_from_values(input, repeats=None, dim=None, *, output_size=None):
 
 
 @_replayed("repeat_interleave", data_dependent_if=_repeats_from_values)
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+def repeat_interleave(
+    input: Tensor,
+    repeats: Tensor | int | None = None,
+    dim: int | None = None,
+    *,
+    output_size: int | None = None,
+) -> Tensor:
     """Each element (or slice along ``dim``) of ``input`` repeated ``repeats`` times
     in place. With a single int64 tensor, the indices ``i`` repeated ``input[i]`` times."""
     if repeats is None:
@@ -219,7 +238,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     return input.index_select(dim, _from_np(idx))
 
 
-def rot90(input, k=1, dims=(0, 1)):
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     """``input`` rotated by 90 degrees ``k`` times in the plane ``dims``, from the first
     axis towards the second."""
     _check("rot90", input)
@@ -243,7 +262,7 @@ def rot90(input, k=1, dims=(0, 1)):
     return input.clone()
 
 
-def fliplr(input):
+def fliplr(input: Tensor) -> Tensor:
     """``input`` with its columns (dim 1) in reverse order."""
     _check("fliplr", input)
     if input.dim() < 2:
@@ -251,7 +270,7 @@ def fliplr(input):
     return input.flip(1)
 
 
-def flipud(input):
+def flipud(input: Tensor) -> Tensor:
     """``input`` with its rows (dim 0) in reverse order."""
     _check("flipud", input)
     if input.dim() < 1:
@@ -259,25 +278,25 @@ def flipud(input):
     return input.flip(0)
 
 
-def ravel(input):
+def ravel(input: Tensor) -> Tensor:
     """``input`` flattened to 1-D (a view when possible)."""
     _check("ravel", input)
     return input.reshape(-1)
 
 
-def moveaxis(input, source, destination):
+def moveaxis(input: Tensor, source: IntOrInts, destination: IntOrInts) -> Tensor:
     """Alias of ``movedim``."""
     _check("moveaxis", input)
     return input.movedim(source, destination)
 
 
-def swapdims(input, dim0, dim1):
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Alias of ``transpose``."""
     _check("swapdims", input)
     return input.transpose(dim0, dim1)
 
 
-def argwhere(input):
+def argwhere(input: Tensor) -> Tensor:
     """The coordinates of the nonzero elements of ``input``, one row each."""
     if _dispatch.is_batched(input):
         # vmap refuses it by this name (its stated reason), not as Tensor.nonzero.
@@ -304,17 +323,17 @@ def _atleast(n, tensors):
     return out[0] if single else tuple(out)
 
 
-def atleast_1d(*tensors):
+def atleast_1d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
     """Each tensor with at least one dimension (0-d becomes shape ``(1,)``)."""
     return _atleast(1, tensors)
 
 
-def atleast_2d(*tensors):
+def atleast_2d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
     """Each tensor with at least two dimensions (leading ones added)."""
     return _atleast(2, tensors)
 
 
-def atleast_3d(*tensors):
+def atleast_3d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
     """Each tensor with at least three dimensions: ``(n,)`` becomes ``(1, n, 1)`` and
     ``(m, n)`` becomes ``(m, n, 1)``, as NumPy's."""
     return _atleast(3, tensors)
@@ -329,13 +348,13 @@ def _seq(fn, tensors):
     return list(tensors)
 
 
-def hstack(tensors):
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins ``tensors`` column-wise: along dim 0 for 1-D tensors, else dim 1."""
     ts = _atleast(1, (_seq("hstack", tensors),))
     return _C.cat(list(ts), 0 if ts[0].dim() == 1 else 1)
 
 
-def vstack(tensors):
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins ``tensors`` row-wise (dim 0), 1-D tensors as rows."""
     return _C.cat(list(_atleast(2, (_seq("vstack", tensors),))), 0)
 
@@ -343,12 +362,12 @@ def vstack(tensors):
 row_stack = vstack
 
 
-def dstack(tensors):
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins ``tensors`` depth-wise (dim 2), after ``atleast_3d``."""
     return _C.cat(list(_atleast(3, (_seq("dstack", tensors),))), 2)
 
 
-def column_stack(tensors):
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Joins ``tensors`` as columns: 0-D and 1-D tensors become columns, the rest are
     joined along dim 1."""
     ts = [t.reshape(-1, 1) if t.dim() <= 1 else t for t in _seq("column_stack", tensors)]

@@ -23,18 +23,18 @@ __all__ = [
 ]
 
 
-def is_anomaly_enabled():
+def is_anomaly_enabled() -> bool:
     """Returns True while anomaly detection is enabled on this thread."""
     return _C.is_anomaly_enabled()
 
 
-def is_anomaly_check_nan_enabled():
+def is_anomaly_check_nan_enabled() -> bool:
     """Returns True when anomaly detection also checks every backward node's
     gradients for NaN."""
     return _C.is_anomaly_check_nan_enabled()
 
 
-def set_anomaly_enabled(enabled, check_nan=True):
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Turns anomaly detection on or off on this thread (``torch.set_anomaly_enabled``)."""
     _C.set_anomaly_enabled(bool(enabled), bool(check_nan))
 

@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from ..utils.data.dataset import Dataset
 
 __all__ = ["DistributedSampler"]
 
@@ -24,8 +31,14 @@ class DistributedSampler:
     ``set_epoch`` at the start of every epoch so shuffling differs between epochs."""
 
     def __init__(
-        self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False
-    ):
+        self,
+        dataset: Dataset[Any],
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
         if num_replicas is None or rank is None:
             from . import distributed_c10d as c10d
 
@@ -54,7 +67,7 @@ class DistributedSampler:
         self.shuffle = shuffle
         self.seed = seed
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         n = len(self.dataset)
         if self.shuffle:
             indices = _permutation(n, self.seed + self.epoch)
@@ -73,9 +86,9 @@ class DistributedSampler:
         assert len(indices) == self.num_samples
         return iter(indices)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Sets the epoch that, added to ``seed``, seeds this epoch's shuffle."""
         self.epoch = epoch

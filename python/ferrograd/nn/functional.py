@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from typing import TYPE_CHECKING
 
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
@@ -52,7 +53,7 @@ def _activation(input, inplace, compute):
 # ----- activations ---------------------------------------------------------------------------
 
 
-def relu(input, inplace=False):
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """Rectified linear unit, elementwise: ``max(0, x)``.
 
     Args:
@@ -70,7 +71,7 @@ def relu(input, inplace=False):
     return _activation(input, inplace, lambda: _C.relu(input))
 
 
-def relu6(input, inplace=False):
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """ReLU capped at 6, elementwise: ``min(max(0, x), 6)``.
 
     Args:
@@ -88,7 +89,7 @@ def relu6(input, inplace=False):
     return _activation(input, inplace, lambda: _C.hardtanh(input, 0.0, 6.0))
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """Leaky ReLU, elementwise: ``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere.
 
     Args:
@@ -109,7 +110,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _C.leaky_relu(input, negative_slope)
 
 
-def leaky_relu_(input, negative_slope=0.01):
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """In-place :func:`leaky_relu`: writes ``leaky_relu(input)`` into ``input``.
 
     Args:
@@ -128,7 +129,7 @@ def leaky_relu_(input, negative_slope=0.01):
     return _native_inplace("leaky_relu_", input, negative_slope)
 
 
-def elu(input, alpha=1.0, inplace=False):
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """Exponential linear unit, elementwise: ``x`` where ``x > 0``, ``alpha * (exp(x) - 1)``
     elsewhere.
 
@@ -149,7 +150,7 @@ def elu(input, alpha=1.0, inplace=False):
     return _native_inplace("elu_", input, alpha) if inplace else _C.elu(input, alpha)
 
 
-def elu_(input, alpha=1.0):
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     """In-place :func:`elu`: writes ``elu(input, alpha)`` into ``input``.
 
     Args:
@@ -168,7 +169,7 @@ def elu_(input, alpha=1.0):
     return _native_inplace("elu_", input, alpha)
 
 
-def gelu(input, approximate="none"):
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """Gaussian error linear unit, elementwise: ``x * Phi(x)``, ``Phi`` the standard normal
     cumulative distribution function.
 
@@ -192,7 +193,7 @@ def gelu(input, approximate="none"):
     return _C.gelu(input, approximate)
 
 
-def silu(input, inplace=False):
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """Sigmoid linear unit (swish), elementwise: ``x * sigmoid(x)``.
 
     Args:
@@ -210,7 +211,7 @@ def silu(input, inplace=False):
     return _activation(input, inplace, lambda: _C.silu(input))
 
 
-def softplus(input, beta=1.0, threshold=20.0):
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """Softplus, elementwise: ``log(1 + exp(beta * x)) / beta``, a smooth ReLU.
 
     Where ``beta * x > threshold`` the result is ``x`` itself, which keeps large inputs
@@ -233,7 +234,7 @@ def softplus(input, beta=1.0, threshold=20.0):
     return _C.softplus(input, beta, threshold)
 
 
-def sigmoid(input):
+def sigmoid(input: Tensor) -> Tensor:
     """Logistic sigmoid, elementwise: ``1 / (1 + exp(-x))``.
 
     Args:
@@ -250,7 +251,7 @@ def sigmoid(input):
     return _C.sigmoid(input)
 
 
-def tanh(input):
+def tanh(input: Tensor) -> Tensor:
     """Hyperbolic tangent, elementwise.
 
     Args:
@@ -267,7 +268,12 @@ def tanh(input):
     return _C.tanh(input)
 
 
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+def hardtanh(
+    input: Tensor,
+    min_val: float = -1.0,
+    max_val: float = 1.0,
+    inplace: bool = False,
+) -> Tensor:
     """``input`` clamped to ``[min_val, max_val]``, elementwise.
 
     Args:
@@ -307,7 +313,12 @@ def _implicit_dim(name, ndim, stacklevel):
     return _softmax_dim(ndim)
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
+def softmax(
+    input: Tensor,
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype: DType | None = None,
+) -> Tensor:
     """Softmax along ``dim``: ``exp(x_i) / sum_j exp(x_j)``, so each slice along ``dim`` is
     positive and sums to 1.
 
@@ -336,7 +347,12 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _C.softmax(input, dim, dtype=dtype)
 
 
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+def log_softmax(
+    input: Tensor,
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype: DType | None = None,
+) -> Tensor:
     """Logarithm of :func:`softmax` along ``dim``: ``x_i - log(sum_j exp(x_j))``.
 
     Computed in one step (not as ``log(softmax(x))``), so it stays finite where the
@@ -363,7 +379,12 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _C.log_softmax(input, dim, dtype=dtype)
 
 
-def softmin(input, dim=None, _stacklevel=3, dtype=None):
+def softmin(
+    input: Tensor,
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype: DType | None = None,
+) -> Tensor:
     """Softmin along ``dim``: ``softmax(-input)``, so the smallest values get the largest
     weights.
 
@@ -387,7 +408,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return _C.softmax(-input, dim, dtype=dtype)
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Dropout: while training, zeroes each element independently with probability ``p`` and
     scales the others by ``1 / (1 - p)``, so the expected value is unchanged.
 
@@ -433,7 +454,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return _inplace(input, out) if inplace and out is not input else out
 
 
-def linear(input, weight, bias=None):
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """Affine map of the last dimension: ``input @ weight.T + bias``.
 
     Args:
@@ -459,7 +480,7 @@ def linear(input, weight, bias=None):
     return _C.linear(input, weight, bias)
 
 
-def normalize(input, p=2.0, dim=1, eps=1e-12):
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     """``input`` divided by its ``p``-norm along ``dim``: ``v / max(||v||_p, eps)``.
 
     The ``eps`` floor keeps an all-zero slice at zero instead of NaN; there the
@@ -521,7 +542,13 @@ def _scalar_type(dtype):
     )
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def mse_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Mean squared error: ``(input - target) ** 2``, reduced.
 
     Args:
@@ -545,7 +572,13 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return _C.mse_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Mean absolute error: ``|input - target|``, reduced.
 
     Args:
@@ -569,7 +602,14 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return _C.l1_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
-def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+def smooth_l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    beta: float = 1.0,
+) -> Tensor:
     """Smooth L1 loss: ``0.5 * d**2 / beta`` where ``|d| < beta``, ``|d| - 0.5 * beta``
     elsewhere, with ``d = input - target``; reduced.
 
@@ -597,7 +637,12 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 @_autocast_op("huber_loss")
-def huber_loss(input, target, reduction="mean", delta=1.0):
+def huber_loss(
+    input: Tensor,
+    target: Tensor,
+    reduction: str = "mean",
+    delta: float = 1.0,
+) -> Tensor:
     """Huber loss: ``0.5 * d**2`` where ``|d| <= delta``, ``delta * (|d| - 0.5 * delta)``
     elsewhere, with ``d = input - target``; reduced. It equals
     ``delta * smooth_l1_loss(..., beta=delta)``.
@@ -623,8 +668,13 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
 
 @_autocast_op("binary_cross_entropy")
 def binary_cross_entropy(
-    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
-):
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Binary cross entropy between probabilities and targets:
     ``-weight * (target * log(input) + (1 - target) * log(1 - input))``, reduced.
 
@@ -668,8 +718,14 @@ def binary_cross_entropy(
 
 @_autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(
-    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
-):
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
     """Binary cross entropy on logits: ``binary_cross_entropy(sigmoid(input), target)``
     computed in one stable step (no overflow for large logits).
 
@@ -743,14 +799,14 @@ def _check_class_target(input, target, probabilities_allowed):
 
 @_autocast_op("nll_loss")
 def nll_loss(
-    input,
-    target,
-    weight=None,
-    size_average=None,
-    ignore_index=-100,
-    reduce=None,
-    reduction="mean",
-):
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Negative log-likelihood loss: ``-weight[y] * input[n, y]`` for each sample ``n`` with
     class ``y = target[n]``, reduced.
 
@@ -794,15 +850,15 @@ def nll_loss(
 
 @_autocast_op("cross_entropy")
 def cross_entropy(
-    input,
-    target,
-    weight=None,
-    size_average=None,
-    ignore_index=-100,
-    reduce=None,
-    reduction="mean",
-    label_smoothing=0.0,
-):
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
     """Cross entropy between logits and targets: :func:`log_softmax` over the classes followed
     by :func:`nll_loss`, in one stable step.
 
@@ -954,5 +1010,9 @@ __all__ += [*_f_loss_extra.__all__]
 
 # ----- sampling grids (implemented in _functional/grid_sample.py) ---------------------------
 from ._functional.grid_sample import affine_grid, grid_sample  # noqa: E402
+
+if TYPE_CHECKING:
+    from .._C import Tensor
+    from .._typing import DType
 
 __all__ += ["affine_grid", "grid_sample"]

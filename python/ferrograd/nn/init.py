@@ -12,11 +12,15 @@ import functools
 import inspect
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _C
 from ..autograd.grad_mode import no_grad
+
+if TYPE_CHECKING:
+    from .._C import Generator, Tensor
 
 __all__ = [
     "calculate_gain",
@@ -36,7 +40,7 @@ __all__ = [
 ]
 
 
-def calculate_gain(nonlinearity, param=None):
+def calculate_gain(nonlinearity: str, param: int | float | None = None) -> float:
     """The recommended gain (scale factor) of an initialisation for ``nonlinearity``.
 
     ========================  =====================================
@@ -111,7 +115,12 @@ def _no_grad_normal_(tensor, mean, std, generator=None):
         return tensor.normal_(mean, std, generator=generator)
 
 
-def uniform_(tensor, a=0.0, b=1.0, generator=None):
+def uniform_(
+    tensor: Tensor,
+    a: float = 0.0,
+    b: float = 1.0,
+    generator: Generator | None = None,
+) -> Tensor:
     """Fills ``tensor`` with draws from the uniform distribution on ``[a, b)``.
 
     Args:
@@ -133,7 +142,12 @@ def uniform_(tensor, a=0.0, b=1.0, generator=None):
     return _no_grad_uniform_(tensor, a, b, generator)
 
 
-def normal_(tensor, mean=0.0, std=1.0, generator=None):
+def normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    generator: Generator | None = None,
+) -> Tensor:
     """Fills ``tensor`` with draws from the normal distribution ``N(mean, std ** 2)``.
 
     Args:
@@ -210,7 +224,14 @@ def _erfinv_(tensor):
     return tensor
 
 
-def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator: Generator | None = None,
+) -> Tensor:
     """Fills ``tensor`` with draws from ``N(mean, std ** 2)`` truncated to ``[a, b]``.
 
     It uses PyTorch's inverse-CDF method: one uniform draw per element between the
@@ -257,7 +278,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         return tensor
 
 
-def constant_(tensor, val):
+def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fills ``tensor`` with the value ``val``.
 
     Args:
@@ -277,7 +298,7 @@ def constant_(tensor, val):
         return tensor.fill_(val)
 
 
-def ones_(tensor):
+def ones_(tensor: Tensor) -> Tensor:
     """Fills ``tensor`` with ones.
 
     Args:
@@ -295,7 +316,7 @@ def ones_(tensor):
     return constant_(tensor, 1.0)
 
 
-def zeros_(tensor):
+def zeros_(tensor: Tensor) -> Tensor:
     """Fills ``tensor`` with zeros.
 
     Args:
@@ -314,7 +335,7 @@ def zeros_(tensor):
         return tensor.zero_()
 
 
-def eye_(tensor):
+def eye_(tensor: Tensor) -> Tensor:
     """Fills the 2-d ``tensor`` with the identity matrix: ones on the main diagonal, zeros
     elsewhere (a linear layer that passes its input through, as far as sizes allow).
 
@@ -340,7 +361,7 @@ def eye_(tensor):
     return tensor
 
 
-def dirac_(tensor, groups=1):
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     """Fills a 3-, 4- or 5-d convolution weight with the Dirac delta, so the convolution passes
     its input channels through unchanged (per group, on as many channels as fit).
 
@@ -403,7 +424,11 @@ def _calculate_correct_fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
-def xavier_uniform_(tensor, gain=1.0, generator=None):
+def xavier_uniform_(
+    tensor: Tensor,
+    gain: float = 1.0,
+    generator: Generator | None = None,
+) -> Tensor:
     """Glorot (Xavier) uniform initialisation: draws from ``U(-bound, bound)`` with
     ``bound = gain * sqrt(6 / (fan_in + fan_out))``, which keeps the variance of activations
     and gradients about constant across layers.
@@ -433,7 +458,7 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
     return _no_grad_uniform_(tensor, -a, a, generator)
 
 
-def xavier_normal_(tensor, gain=1.0, generator=None):
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
     """Glorot (Xavier) normal initialisation: draws from ``N(0, std ** 2)`` with
     ``std = gain * sqrt(2 / (fan_in + fan_out))``.
 
@@ -460,7 +485,13 @@ def xavier_normal_(tensor, gain=1.0, generator=None):
     return _no_grad_normal_(tensor, 0.0, std, generator)
 
 
-def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+def kaiming_uniform_(
+    tensor: Tensor,
+    a: float = 0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Generator | None = None,
+) -> Tensor:
     """He (Kaiming) uniform initialisation: draws from ``U(-bound, bound)`` with
     ``bound = gain * sqrt(3 / fan)``, ``gain = calculate_gain(nonlinearity, a)`` and ``fan``
     chosen by ``mode``.
@@ -501,7 +532,13 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
         return tensor.uniform_(-bound, bound, generator=generator)
 
 
-def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+def kaiming_normal_(
+    tensor: Tensor,
+    a: float = 0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Generator | None = None,
+) -> Tensor:
     """He (Kaiming) normal initialisation: draws from ``N(0, std ** 2)`` with
     ``std = gain / sqrt(fan)``, ``gain = calculate_gain(nonlinearity, a)`` and ``fan``
     chosen by ``mode``.
@@ -537,7 +574,7 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
         return tensor.normal_(0, std, generator=generator)
 
 
-def orthogonal_(tensor, gain=1, generator=None):
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = None) -> Tensor:
     """Fills ``tensor`` with a (semi-)orthogonal matrix times ``gain``: the Q factor of the QR
     factorisation of a standard normal draw, its columns' signs fixed by R's diagonal so
     that Q is uniformly distributed (Mezzadri, 2007). Dimensions after the first are

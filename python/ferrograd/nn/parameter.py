@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from .. import _C
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from .._C import Tensor
+    from .._typing import DType
 
 __all__ = ["Parameter"]
 
@@ -61,7 +68,7 @@ class Parameter(_C.Tensor, metaclass=_ParameterMeta):
         tensor([4.])
     """
 
-    def __new__(cls, data=None, requires_grad=True):
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Self:
         if data is None:
             data = _C.empty(0)
         elif not isinstance(data, _C.Tensor):
@@ -132,7 +139,7 @@ class Buffer(_C.Tensor, metaclass=_BufferMeta):
         (['count', 'scratch'], ['count'])
     """
 
-    def __new__(cls, data=None, *, persistent=True):
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> Self:
         if data is None:
             data = _C.empty(0)
         t = data.detach().requires_grad_(data.requires_grad)
@@ -173,7 +180,9 @@ class UninitializedParameter(Parameter):
 
     cls_to_become = Parameter
 
-    def __new__(cls, requires_grad=True, device=None, dtype=None):
+    def __new__(
+        cls, requires_grad: bool = True, device: object = None, dtype: DType | None = None
+    ) -> Self:
         data = _C.empty(0, dtype=dtype) if dtype is not None else _C.empty(0)
         return super().__new__(cls, data, requires_grad)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 from ..autograd.grad_mode import no_grad
 from ._common import (
@@ -15,6 +15,13 @@ from ._common import (
     _to_scalar,
 )
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from .._typing import ParamsT
+
+    _T = TypeVar("_T")
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -42,7 +49,7 @@ class Adadelta(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1.0,
         rho: float = 0.9,
         eps: float = 1e-6,
@@ -74,6 +81,10 @@ class Adadelta(Optimizer):
 
     _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+    @overload
+    def step(self, closure: Callable[[], _T]) -> _T: ...
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _closure(closure)

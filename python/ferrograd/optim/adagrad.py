@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 from ._common import _bump, _check_lr, _closure, _full_like, _step_tensor, _to_scalar
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from .._typing import ParamsT
+
+    _T = TypeVar("_T")
 
 __all__ = ["Adagrad"]
 
@@ -18,7 +25,7 @@ class Adagrad(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1e-2,
         lr_decay: float = 0,
         weight_decay: float = 0,
@@ -67,6 +74,10 @@ class Adagrad(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", None)
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+    @overload
+    def step(self, closure: Callable[[], _T]) -> _T: ...
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _closure(closure)

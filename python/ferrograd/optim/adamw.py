@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .adam import Adam
+
+if TYPE_CHECKING:
+    from .._typing import ParamsT
 
 __all__ = ["AdamW"]
 
@@ -18,7 +21,7 @@ class AdamW(Adam):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,

@@ -7,13 +7,20 @@ floats here, which only changes their last bits."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import _C
 from .._C import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ._common import _check_lr, _to_scalar
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from .._typing import ParamsT
+
+    _T = TypeVar("_T")
 
 __all__ = ["LBFGS"]
 
@@ -147,7 +154,7 @@ class LBFGS(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1,
         max_iter: int = 20,
         max_eval: int | None = None,
@@ -216,7 +223,7 @@ class LBFGS(Optimizer):
         self._set_param(x)
         return loss, flat_grad
 
-    def step(self, closure: Callable[[], Any]) -> Any:  # type: ignore[override]
+    def step(self, closure: Callable[[], _T]) -> _T:  # type: ignore[override]
         """Runs up to ``max_iter`` iterations; ``closure`` must clear the
         gradients, compute the loss, call ``backward`` and return the loss."""
         with no_grad():

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 from .. import _C
 from ..autograd.grad_mode import no_grad
 from ._common import _closure, _full_like, _lerp_, _to_scalar
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from .._typing import ParamsT
+
+    _T = TypeVar("_T")
 
 __all__ = ["Muon", "muon"]
 
@@ -81,7 +88,7 @@ class Muon(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1e-3,
         weight_decay: float = 0.1,
         momentum: float = 0.95,
@@ -124,6 +131,10 @@ class Muon(Optimizer):
                         f"size: {p.size()}"
                     )
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+    @overload
+    def step(self, closure: Callable[[], _T]) -> _T: ...
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _closure(closure)

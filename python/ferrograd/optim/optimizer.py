@@ -7,11 +7,18 @@ import functools
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 from .. import _C
 from .._C import Tensor
 from ..autograd.grad_mode import no_grad
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from .._typing import ParamsT
+
+    _T = TypeVar("_T")
 
 __all__ = ["Optimizer", "required"]
 
@@ -129,7 +136,7 @@ class Optimizer:
         if step is not None and not getattr(step, "_wrapped_by_optimizer", False):
             cls.step = _wrap_step(step)
 
-    def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
         self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
@@ -274,6 +281,10 @@ class Optimizer:
                         g.requires_grad_(False)
                     g.zero_()
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+    @overload
+    def step(self, closure: Callable[[], _T]) -> _T: ...
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one optimization step (re-evaluating the loss with
         ``closure`` first when given)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 from .. import _C
 from ..autograd.grad_mode import no_grad
@@ -16,6 +16,13 @@ from ._common import (
     _to_scalar,
 )
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from .._typing import ParamsT
+
+    _T = TypeVar("_T")
 
 __all__ = ["Rprop", "rprop"]
 
@@ -43,7 +50,7 @@ class Rprop(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1e-2,
         etas: tuple[float, float] = (0.5, 1.2),
         step_sizes: tuple[float, float] = (1e-6, 50),
@@ -69,6 +76,10 @@ class Rprop(Optimizer):
 
     _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+    @overload
+    def step(self, closure: Callable[[], _T]) -> _T: ...
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _closure(closure)

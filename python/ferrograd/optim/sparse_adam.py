@@ -5,11 +5,18 @@ ferrograd has no sparse tensors, so no gradient is ever sparse and
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 from .. import _C
 from ._common import _closure, _to_scalar
 from .optimizer import Optimizer
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from .._typing import ParamsT
+
+    _T = TypeVar("_T")
 
 __all__ = ["SparseAdam"]
 
@@ -32,7 +39,7 @@ class SparseAdam(Optimizer):
 
     def __init__(
         self,
-        params: Any,
+        params: ParamsT,
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
@@ -62,6 +69,10 @@ class SparseAdam(Optimizer):
                 "complex parameters"
             )
 
+    @overload
+    def step(self, closure: None = None) -> None: ...
+    @overload
+    def step(self, closure: Callable[[], _T]) -> _T: ...
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Raises for the first parameter with a gradient: every ferrograd gradient is dense."""
         loss = _closure(closure)

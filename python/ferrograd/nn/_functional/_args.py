@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import functools
 import inspect
+from typing import TYPE_CHECKING
 
 from ... import _C
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
 
-def tensor_args(*required, optional=()):
+    _F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def tensor_args(*required: str, optional: tuple[str, ...] = ()) -> Callable[[_F], _F]:
     """Checks that the named parameters are Tensors (``optional`` ones may be None)."""
 
     def wrap(fn):

@@ -3,11 +3,16 @@ ops (so their gradients of every order come from those ops)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
 from ..._inplace import apply_inplace
 from ..._replay import replayed
 from ._args import tensor_args
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
 
 __all__ = [
     "prelu",
@@ -44,7 +49,7 @@ def _act(input, inplace, compute):
 
 @tensor_args("input", "weight")
 @_autocast_op("prelu")
-def prelu(input, weight):
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """Parametric ReLU, elementwise: ``x`` where ``x > 0``, ``weight * x`` elsewhere.
 
     Args:
@@ -81,7 +86,7 @@ def prelu(input, weight):
 
 
 @tensor_args("input")
-def mish(input, inplace=False):
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """Mish, elementwise: ``x * tanh(softplus(x))``.
 
     Args:
@@ -100,7 +105,7 @@ def mish(input, inplace=False):
 
 
 @tensor_args("input")
-def hardswish(input, inplace=False):
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """Hard swish, elementwise: ``x * relu6(x + 3) / 6``.
 
     Args:
@@ -119,7 +124,7 @@ def hardswish(input, inplace=False):
 
 
 @tensor_args("input")
-def hardsigmoid(input, inplace=False):
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """Hard sigmoid, elementwise: ``relu6(x + 3) / 6``, a piecewise-linear sigmoid.
 
     Args:
@@ -138,7 +143,7 @@ def hardsigmoid(input, inplace=False):
 
 
 @tensor_args("input")
-def logsigmoid(input):
+def logsigmoid(input: Tensor) -> Tensor:
     """Log of the sigmoid, elementwise: ``log(1 / (1 + exp(-x)))``.
 
     Computed as ``min(x, 0) - log1p(exp(-|x|))``, so it stays finite for large inputs
@@ -159,7 +164,7 @@ def logsigmoid(input):
 
 
 @tensor_args("input")
-def selu(input, inplace=False):
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """Scaled exponential linear unit, elementwise: ``scale * elu(x, alpha)``.
 
     ``alpha`` and ``scale`` are the self-normalising constants (about 1.6733 and
@@ -181,7 +186,7 @@ def selu(input, inplace=False):
 
 
 @tensor_args("input")
-def celu(input, alpha=1.0, inplace=False):
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """Continuously differentiable ELU, elementwise:
     ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
 
@@ -204,7 +209,7 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 @tensor_args("input")
-def softsign(input):
+def softsign(input: Tensor) -> Tensor:
     """Softsign, elementwise: ``x / (1 + |x|)``.
 
     Args:
@@ -222,7 +227,7 @@ def softsign(input):
 
 
 @tensor_args("input")
-def tanhshrink(input):
+def tanhshrink(input: Tensor) -> Tensor:
     """Tanhshrink, elementwise: ``x - tanh(x)``.
 
     Args:
@@ -240,7 +245,7 @@ def tanhshrink(input):
 
 
 @tensor_args("input")
-def glu(input, dim=-1):
+def glu(input: Tensor, dim: int = -1) -> Tensor:
     """Gated linear unit: splits ``input`` in two halves ``a, b`` along ``dim`` and returns
     ``a * sigmoid(b)``.
 
@@ -271,7 +276,7 @@ def glu(input, dim=-1):
 
 
 @tensor_args("input")
-def hardshrink(input, lambd=0.5):
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """Hard shrinkage, elementwise: ``x`` where ``|x| > lambd``, 0 elsewhere.
 
     Args:
@@ -290,7 +295,7 @@ def hardshrink(input, lambd=0.5):
 
 
 @tensor_args("input")
-def softshrink(input, lambd=0.5):
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """Soft shrinkage, elementwise: ``x - lambd`` above ``lambd``, ``x + lambd`` below
     ``-lambd``, 0 in between.
 
@@ -312,7 +317,7 @@ def softshrink(input, lambd=0.5):
 
 
 @tensor_args("input")
-def threshold(input, threshold, value, inplace=False):
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """Thresholding, elementwise: ``x`` where ``x > threshold``, ``value`` elsewhere.
 
     Args:
@@ -333,7 +338,7 @@ def threshold(input, threshold, value, inplace=False):
 
 
 @tensor_args("input")
-def threshold_(input, threshold, value):
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place :func:`threshold`: ``input`` keeps its elements above ``threshold``, the others
     become ``value``.
 
@@ -355,7 +360,7 @@ def threshold_(input, threshold, value):
 
 
 @tensor_args("input")
-def relu_(input):
+def relu_(input: Tensor) -> Tensor:
     """In-place :func:`relu`: writes ``max(0, input)`` into ``input``.
 
     Args:
@@ -374,7 +379,7 @@ def relu_(input):
 
 
 @tensor_args("input")
-def hardtanh_(input, min_val=-1.0, max_val=1.0):
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     """In-place :func:`hardtanh`: ``input`` clamped to ``[min_val, max_val]``.
 
     Args:
@@ -397,7 +402,7 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 
 @tensor_args("input")
-def selu_(input):
+def selu_(input: Tensor) -> Tensor:
     """In-place :func:`selu`.
 
     Args:
@@ -416,7 +421,7 @@ def selu_(input):
 
 
 @tensor_args("input")
-def celu_(input, alpha=1.0):
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     """In-place :func:`celu`.
 
     Args:
@@ -466,7 +471,13 @@ def _batched_rrelu_noise(input, lower, upper):
 
 
 @tensor_args("input")
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+def rrelu(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor:
     """Randomized leaky ReLU, elementwise: ``x`` where ``x >= 0``, ``a * x`` elsewhere.
 
     While training, ``a`` is drawn uniformly from ``[lower, upper]`` for each
@@ -505,7 +516,12 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 
 
 @tensor_args("input")
-def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+def rrelu_(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+) -> Tensor:
     """In-place :func:`rrelu`.
 
     Args:

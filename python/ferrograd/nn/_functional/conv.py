@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
 from ... import _C, _dispatch
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._C import Tensor
+    from ..._typing import FloatOrFloats, IntOrInts
 
 __all__ = [
     "conv1d",
@@ -168,7 +175,15 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
     return out.squeeze(0) if unbatched else out
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrInts = 1,
+    padding: IntOrInts | str = 0,
+    dilation: IntOrInts = 1,
+    groups: int = 1,
+) -> Tensor:
     """1-d convolution (a cross-correlation, as deep-learning libraries compute it) of
     ``input`` with the filters ``weight``.
 
@@ -210,7 +225,15 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrInts = 1,
+    padding: IntOrInts | str = 0,
+    dilation: IntOrInts = 1,
+    groups: int = 1,
+) -> Tensor:
     """2-d convolution (a cross-correlation, as deep-learning libraries compute it) of
     ``input`` with the filters ``weight``.
 
@@ -288,8 +311,15 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
 
 
 def conv_transpose1d(
-    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
-):
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrInts = 1,
+    padding: IntOrInts = 0,
+    output_padding: IntOrInts = 0,
+    groups: int = 1,
+    dilation: IntOrInts = 1,
+) -> Tensor:
     """1-d transposed convolution: the gradient of ``conv1d`` with respect to its input, used
     to upsample ("deconvolution").
 
@@ -331,8 +361,15 @@ def conv_transpose1d(
 
 
 def conv_transpose2d(
-    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
-):
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrInts = 1,
+    padding: IntOrInts = 0,
+    output_padding: IntOrInts = 0,
+    groups: int = 1,
+    dilation: IntOrInts = 1,
+) -> Tensor:
     """2-d transposed convolution: the gradient of ``conv2d`` with respect to its input, used
     to upsample ("deconvolution").
 
@@ -414,8 +451,14 @@ def _check_pool(kernel, stride, padding, dilation, letters):
 
 
 def max_pool2d_with_indices(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
-):
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = True,
+) -> tuple[Tensor, Tensor]:
     """:func:`max_pool2d` that always returns ``(output, indices)``.
 
     Args:
@@ -450,9 +493,45 @@ def max_pool2d_with_indices(
     return _C.max_pool2d_with_indices(input, kernel, stride, padding, dilation, bool(ceil_mode))
 
 
+@overload
 def max_pool2d(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
-):
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: Literal[False] = False,
+) -> Tensor: ...
+@overload
+def max_pool2d(
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: Literal[True] = ...,
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def max_pool2d(
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]: ...
+def max_pool2d(
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
     """2-d max pooling: the maximum of each ``kernel_size`` window.
 
     Args:
@@ -499,8 +578,14 @@ def _check_1d(input, name):
 
 
 def max_pool1d_with_indices(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
-):
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = True,
+) -> tuple[Tensor, Tensor]:
     """:func:`max_pool1d` that always returns ``(output, indices)``.
 
     Args:
@@ -547,9 +632,45 @@ def max_pool1d_with_indices(
     return out.squeeze(-2), idx.squeeze(-2)
 
 
+@overload
 def max_pool1d(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
-):
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: Literal[False] = False,
+) -> Tensor: ...
+@overload
+def max_pool1d(
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: Literal[True] = ...,
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def max_pool1d(
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]: ...
+def max_pool1d(
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
     """1-d max pooling: the maximum of each ``kernel_size`` window.
 
     Args:
@@ -584,14 +705,14 @@ def max_pool1d(
 
 
 def avg_pool2d(
-    input,
-    kernel_size,
-    stride=None,
-    padding=0,
-    ceil_mode=False,
-    count_include_pad=True,
-    divisor_override=None,
-):
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
     """2-d average pooling: the mean of each ``kernel_size`` window.
 
     Args:
@@ -640,7 +761,14 @@ def avg_pool2d(
     )
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+def avg_pool1d(
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
     """1-d average pooling: the mean of each ``kernel_size`` window.
 
     Args:
@@ -693,7 +821,7 @@ def _adaptive_size(input, output_size, n):
     return [shape[i] if s is None else int(s) for i, s in enumerate(output_size)]
 
 
-def adaptive_avg_pool2d(input, output_size):
+def adaptive_avg_pool2d(input: Tensor, output_size: IntOrInts) -> Tensor:
     """2-d average pooling to a fixed output size, whatever the input size.
 
     Output cell ``i`` along a dimension averages input positions
@@ -723,7 +851,7 @@ def adaptive_avg_pool2d(input, output_size):
     return _C.adaptive_avg_pool2d(input, _adaptive_size(input, output_size, 2))
 
 
-def adaptive_avg_pool1d(input, output_size):
+def adaptive_avg_pool1d(input: Tensor, output_size: IntOrInts) -> Tensor:
     """1-d average pooling to a fixed output length.
 
     Output cell ``i`` averages input positions ``floor(i * L_in / L_out)`` to
@@ -750,7 +878,11 @@ def adaptive_avg_pool1d(input, output_size):
     return _C.adaptive_avg_pool2d(input.unsqueeze(-2), [1, *size]).squeeze(-2)
 
 
-def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool2d_with_indices(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = True,
+) -> tuple[Tensor, Tensor]:
     """:func:`adaptive_max_pool2d` that always returns ``(output, indices)``.
 
     Args:
@@ -773,7 +905,29 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
     return _C.adaptive_max_pool2d(input, _adaptive_size(input, output_size, 2))
 
 
-def adaptive_max_pool2d(input, output_size, return_indices=False):
+@overload
+def adaptive_max_pool2d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: Literal[False] = False,
+) -> Tensor: ...
+@overload
+def adaptive_max_pool2d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: Literal[True] = ...,
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def adaptive_max_pool2d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]: ...
+def adaptive_max_pool2d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
     """2-d max pooling to a fixed output size, whatever the input size (the windows are those
     of :func:`adaptive_avg_pool2d`).
 
@@ -802,7 +956,11 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return (out, idx) if return_indices else out
 
 
-def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool1d_with_indices(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = True,
+) -> tuple[Tensor, Tensor]:
     """:func:`adaptive_max_pool1d` that always returns ``(output, indices)``.
 
     Args:
@@ -825,7 +983,29 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
     return out.squeeze(-2), idx.squeeze(-2)
 
 
-def adaptive_max_pool1d(input, output_size, return_indices=False):
+@overload
+def adaptive_max_pool1d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: Literal[False] = False,
+) -> Tensor: ...
+@overload
+def adaptive_max_pool1d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: Literal[True] = ...,
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def adaptive_max_pool1d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]: ...
+def adaptive_max_pool1d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
     """1-d max pooling to a fixed output length.
 
     Args:
@@ -874,7 +1054,12 @@ def _pad_index(n, before, after, mode):
 _PAD_PROBE = 1 << 24
 
 
-def pad(input, pad, mode="constant", value=None):
+def pad(
+    input: Tensor,
+    pad: Sequence[int],
+    mode: str = "constant",
+    value: float | None = None,
+) -> Tensor:
     """Pads the last dimensions of ``input``.
 
     ``pad`` lists ``(before, after)`` pairs starting from the last dimension:
@@ -983,7 +1168,13 @@ def pad(input, pad, mode="constant", value=None):
 # ----- unfold / fold -------------------------------------------------------------------------
 
 
-def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+def unfold(
+    input: Tensor,
+    kernel_size: IntOrInts,
+    dilation: IntOrInts = 1,
+    padding: IntOrInts = 0,
+    stride: IntOrInts = 1,
+) -> Tensor:
     """Extracts sliding local blocks of a batched image (im2col): each column of the result
     holds one ``kernel_size`` block of every channel.
 
@@ -1037,7 +1228,14 @@ def _sliding_args(kernel_size, dilation, padding, stride):
     return k, d, p, s
 
 
-def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+def fold(
+    input: Tensor,
+    output_size: IntOrInts,
+    kernel_size: IntOrInts,
+    dilation: IntOrInts = 1,
+    padding: IntOrInts = 0,
+    stride: IntOrInts = 1,
+) -> Tensor:
     """Sums sliding local blocks back into a batched image (col2im), the adjoint of
     :func:`unfold`; overlapping blocks add up.
 
@@ -1074,14 +1272,14 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def interpolate(
-    input,
-    size=None,
-    scale_factor=None,
-    mode="nearest",
-    align_corners=None,
-    recompute_scale_factor=None,
-    antialias=False,
-):
+    input: Tensor,
+    size: IntOrInts | None = None,
+    scale_factor: FloatOrFloats | None = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
     """Resamples ``input`` to ``size``, or by ``scale_factor``, over its spatial dimensions
     (all but the first two).
 

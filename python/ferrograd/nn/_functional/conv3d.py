@@ -15,6 +15,7 @@ gradients of every order follow.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Literal, overload
 
 from ... import _C, _dispatch
 from ..._autocast import autocast_op as _autocast_op
@@ -29,6 +30,10 @@ from .conv import (
     max_pool2d_with_indices,
 )
 from .conv import _check_pool as _pool_checks
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import IntOrInts
 
 __all__ = ["conv3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d"]
 
@@ -50,7 +55,15 @@ def _depth_taps(x, start, count, step):
 
 
 @_autocast_op("conv3d")
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrInts = 1,
+    padding: IntOrInts | str = 0,
+    dilation: IntOrInts = 1,
+    groups: int = 1,
+) -> Tensor:
     """3-d convolution (cross-correlation) of ``input`` with the filters ``weight``.
 
     Args:
@@ -166,8 +179,14 @@ def _check_pool(name, k, s, p, d):
 
 
 def max_pool3d_with_indices(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True
-):
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = True,
+) -> tuple[Tensor, Tensor]:
     """:func:`max_pool3d` that always returns ``(output, indices)``.
 
     Args:
@@ -249,10 +268,46 @@ def max_pool3d_with_indices(
     return values, indices
 
 
+@overload
+def max_pool3d(
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: Literal[False] = False,
+) -> Tensor: ...
+@overload
+def max_pool3d(
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: Literal[True] = ...,
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def max_pool3d(
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]: ...
 @_autocast_op("max_pool3d")
 def max_pool3d(
-    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
-):
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    dilation: IntOrInts = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
     """3-d max pooling: the maximum of each ``kernel_size`` window.
 
     Args:
@@ -287,14 +342,14 @@ def max_pool3d(
 
 @_autocast_op("avg_pool3d")
 def avg_pool3d(
-    input,
-    kernel_size,
-    stride=None,
-    padding=0,
-    ceil_mode=False,
-    count_include_pad=True,
-    divisor_override=None,
-):
+    input: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
     """3-d average pooling: the mean of each ``kernel_size`` window.
 
     Args:

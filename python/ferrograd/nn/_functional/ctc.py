@@ -22,10 +22,17 @@ gradient, which is how CTC is used.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
 from ..._replay import replayed
 from ..._tensor_api._common import _vmap_level
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._C import Tensor
 
 __all__ = ["ctc_loss"]
 
@@ -81,14 +88,14 @@ def _ctc_batched(b, lid, log_probs, targets, input_lengths, target_lengths, blan
 @_autocast_op("ctc_loss")
 @replayed("ctc_loss")
 def ctc_loss(
-    log_probs,
-    targets,
-    input_lengths,
-    target_lengths,
-    blank=0,
-    reduction="mean",
-    zero_infinity=False,
-):
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Tensor | Sequence[int],
+    target_lengths: Tensor | Sequence[int],
+    blank: int = 0,
+    reduction: str = "mean",
+    zero_infinity: bool = False,
+) -> Tensor:
     """Connectionist temporal classification loss: the negative log-probability of ``targets``
     summed over all its alignments to the input frames.
 

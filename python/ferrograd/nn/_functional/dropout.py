@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 from ... import _C
 from ..._inplace import apply_inplace
 from ._args import tensor_args
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
 
 __all__ = [
     "dropout1d",
@@ -73,7 +77,12 @@ def _unbatched(input, p, training, inplace, batched):
 
 
 @tensor_args("input")
-def dropout1d(input, p=0.5, training=True, inplace=False):
+def dropout1d(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+) -> Tensor:
     """Channel dropout for inputs with 1 spatial dimension: while training, zeroes whole
     channels (one draw per sample and channel) with probability ``p`` and scales the rest by
     ``1 / (1 - p)``.
@@ -110,7 +119,12 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 
 @tensor_args("input")
-def dropout2d(input, p=0.5, training=True, inplace=False):
+def dropout2d(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+) -> Tensor:
     """Channel dropout for inputs with 2 spatial dimensions: while training, zeroes whole
     channels (one draw per sample and channel) with probability ``p`` and scales the rest by
     ``1 / (1 - p)``.
@@ -159,7 +173,12 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 
 @tensor_args("input")
-def dropout3d(input, p=0.5, training=True, inplace=False):
+def dropout3d(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+) -> Tensor:
     """Channel dropout for inputs with 3 spatial dimensions: while training, zeroes whole
     channels (one draw per sample and channel) with probability ``p`` and scales the rest by
     ``1 / (1 - p)``.
@@ -198,7 +217,12 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 
 
 @tensor_args("input")
-def alpha_dropout(input, p=0.5, training=False, inplace=False):
+def alpha_dropout(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor:
     """Alpha dropout, for SELU networks: while training, each element is dropped with
     probability ``p`` to SELU's negative saturation value, and an affine map keeps the mean
     and variance of a unit normal input.
@@ -226,7 +250,12 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 @tensor_args("input")
-def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+def feature_alpha_dropout(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor:
     """Alpha dropout of whole channels: as :func:`alpha_dropout`, with one draw per sample and
     channel (dimension 1).
 

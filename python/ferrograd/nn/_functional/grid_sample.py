@@ -22,9 +22,15 @@ import itertools
 import math
 import operator
 import warnings
+from typing import TYPE_CHECKING
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._C import Tensor
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -171,7 +177,13 @@ def _cubic_weights(t):
 
 
 @_autocast_op("grid_sample")
-def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+def grid_sample(
+    input: Tensor,
+    grid: Tensor,
+    mode: str = "bilinear",
+    padding_mode: str = "zeros",
+    align_corners: bool | None = None,
+) -> Tensor:
     """Samples ``input`` at the points of ``grid``, given in normalised coordinates
     (``-1`` is the left/top/front edge of the image, ``1`` the right/bottom/back edge).
     Differentiable with respect to ``input`` and ``grid``.
@@ -284,7 +296,7 @@ def _base_coordinates(steps, align_corners, dtype):
     return _C.linspace(-a, a, steps, dtype=dtype)
 
 
-def affine_grid(theta, size, align_corners=None):
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
     """The sampling grid of a batch of affine maps, for :func:`grid_sample`: each output
     pixel's normalised coordinates ``[x, y, 1]`` (``[x, y, z, 1]`` in 3-D) times
     ``theta``'s transpose. Differentiable with respect to ``theta``.

@@ -3,12 +3,17 @@ sum), so its gradients of every order come from theirs."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ... import _C
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
 
 __all__ = ["bilinear"]
 
 
-def bilinear(input1, input2, weight, bias=None):
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """Bilinear map:
     ``y[..., o] = sum over i, j of input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``.
 

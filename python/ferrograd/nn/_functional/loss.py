@@ -4,12 +4,16 @@ differentiable ops so first- and second-order gradients follow."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
 from ..._replay import replayed
 from ...autograd.grad_mode import no_grad
 from ._args import tensor_args
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
 
 __all__ = [
     "cosine_similarity",
@@ -51,7 +55,7 @@ def _zero(like):
 
 
 @tensor_args("x1", "x2")
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """Cosine of the angle between ``x1`` and ``x2`` along ``dim``:
     ``sum(x1 * x2) / (max(norm(x1), eps) * max(norm(x2), eps))``.
 
@@ -82,7 +86,13 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 
 @tensor_args("x1", "x2")
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+def pairwise_distance(
+    x1: Tensor,
+    x2: Tensor,
+    p: float = 2.0,
+    eps: float = 1e-6,
+    keepdim: bool = False,
+) -> Tensor:
     """The ``p``-norm distance between the rows of ``x1`` and ``x2``: ``||x1 - x2 + eps||_p``
     over the last dimension.
 
@@ -115,7 +125,14 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 @tensor_args("input", "target")
 @_autocast_op("kl_div")
-def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+def kl_div(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    log_target: bool = False,
+) -> Tensor:
     """Kullback-Leibler divergence loss: pointwise ``target * (log(target) - input)``, where
     ``input`` holds log-probabilities; reduced.
 
@@ -161,8 +178,14 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 @tensor_args("input1", "input2", "target")
 @_autocast_op("cosine_embedding_loss")
 def cosine_embedding_loss(
-    input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
-):
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0.0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Cosine embedding loss: ``1 - cos(x1, x2)`` where ``target`` is 1,
     ``max(0, cos(x1, x2) - margin)`` where it is -1; reduced.
 
@@ -208,8 +231,14 @@ def cosine_embedding_loss(
 @tensor_args("input1", "input2", "target")
 @_autocast_op("margin_ranking_loss")
 def margin_ranking_loss(
-    input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
-):
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0.0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Margin ranking loss: ``max(0, -target * (x1 - x2) + margin)``; reduced.
 
     ``target`` 1 means ``x1`` should rank higher than ``x2``, -1 lower.
@@ -246,17 +275,17 @@ def margin_ranking_loss(
 @tensor_args("anchor", "positive", "negative")
 @_autocast_op("triplet_margin_loss")
 def triplet_margin_loss(
-    anchor,
-    positive,
-    negative,
-    margin=1.0,
-    p=2,
-    eps=1e-6,
-    swap=False,
-    size_average=None,
-    reduce=None,
-    reduction="mean",
-):
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Triplet margin loss: ``max(0, margin + d(a, p) - d(a, n))`` with ``d`` the
     :func:`pairwise_distance`; reduced.
 
@@ -300,8 +329,13 @@ def triplet_margin_loss(
 @tensor_args("input", "target")
 @_autocast_op("hinge_embedding_loss")
 def hinge_embedding_loss(
-    input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
-):
+    input: Tensor,
+    target: Tensor,
+    margin: float = 1.0,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Hinge embedding loss: ``x`` where ``target`` is 1, ``max(0, margin - x)`` where it is
     -1; reduced. ``x`` is usually a distance between two inputs.
 
@@ -332,7 +366,13 @@ def hinge_embedding_loss(
 
 @tensor_args("input", "target")
 @_autocast_op("soft_margin_loss")
-def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def soft_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Two-class logistic loss: ``log(1 + exp(-target * x))``; reduced.
 
     Args:
@@ -358,8 +398,13 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 
 @tensor_args("input", "target", optional=("weight",))
 def multilabel_soft_margin_loss(
-    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
-):
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Multi-label one-versus-all logistic loss: per sample, the mean over the ``C`` classes of
     ``-(y * log(sigmoid(x)) + (1 - y) * log(sigmoid(-x)))``; reduced.
 
@@ -395,15 +440,15 @@ def multilabel_soft_margin_loss(
 @tensor_args("input", "target")
 @_autocast_op("poisson_nll_loss")
 def poisson_nll_loss(
-    input,
-    target,
-    log_input=True,
-    full=False,
-    size_average=None,
-    eps=1e-8,
-    reduce=None,
-    reduction="mean",
-):
+    input: Tensor,
+    target: Tensor,
+    log_input: bool = True,
+    full: bool = False,
+    size_average: bool | None = None,
+    eps: float = 1e-8,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Poisson negative log-likelihood: ``exp(x) - target * x`` for a log rate
     (``log_input=True``), else ``x - target * log(x + eps)``; reduced.
 
@@ -444,7 +489,14 @@ def poisson_nll_loss(
 
 @tensor_args("input", "target")
 @replayed("gaussian_nll_loss")
-def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+def gaussian_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    var: Tensor,
+    full: bool = False,
+    eps: float = 1e-6,
+    reduction: str = "mean",
+) -> Tensor:
     """Gaussian negative log-likelihood: ``0.5 * (log(var) + (x - target) ** 2 / var)`` (plus
     ``0.5 * log(2 * pi)`` with ``full``); reduced.
 

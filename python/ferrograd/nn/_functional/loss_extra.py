@@ -7,6 +7,7 @@ the integer targets up front."""
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +16,11 @@ from ..._autocast import autocast_op as _autocast_op
 from ..._replay import replayed
 from ._args import tensor_args
 from .loss import _reduce, _reduction, pairwise_distance
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..._C import Tensor
 
 __all__ = [
     "multi_margin_loss",
@@ -54,15 +60,15 @@ def _finish(per_sample, target, reduction):
 @_autocast_op("multi_margin_loss")
 @replayed("multi_margin_loss")
 def multi_margin_loss(
-    input,
-    target,
-    p=1,
-    margin=1.0,
-    weight=None,
-    size_average=None,
-    reduce=None,
-    reduction="mean",
-):
+    input: Tensor,
+    target: Tensor,
+    p: int = 1,
+    margin: float = 1.0,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Multi-class hinge loss: per sample with class ``y``, the sum over the other classes
     ``j`` of ``weight[y] * max(0, margin - x[y] + x[j]) ** p``, divided by ``C``; reduced.
 
@@ -120,7 +126,13 @@ def multi_margin_loss(
 @tensor_args("input", "target")
 @_autocast_op("multilabel_margin_loss")
 @replayed("multilabel_margin_loss")
-def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def multilabel_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     """Multi-label hinge loss: per sample, the sum over its target classes ``j`` and its other
     classes ``k`` of ``max(0, 1 - (x[j] - x[k]))``, divided by ``C``; reduced.
 
@@ -175,8 +187,15 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 
 @tensor_args("anchor", "positive", "negative")
 def triplet_margin_with_distance_loss(
-    anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False, reduction="mean"
-):
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    *,
+    distance_function: Callable[[Tensor, Tensor], Tensor] | None = None,
+    margin: float = 1.0,
+    swap: bool = False,
+    reduction: str = "mean",
+) -> Tensor:
     """Triplet margin loss with any distance: ``max(0, margin + d(a, p) - d(a, n))``; reduced.
 
     Args:
@@ -225,7 +244,7 @@ def triplet_margin_with_distance_loss(
 
 
 @tensor_args("input")
-def pdist(input, p=2):
+def pdist(input: Tensor, p: float = 2) -> Tensor:
     """The ``p``-norm distance between every pair of rows ``i < j`` of ``input``: the upper
     triangle of the distance matrix, row by row.
 
@@ -260,7 +279,13 @@ def pdist(input, p=2):
 
 
 @tensor_args("logits")
-def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+def gumbel_softmax(
+    logits: Tensor,
+    tau: float = 1,
+    hard: bool = False,
+    eps: float = 1e-10,
+    dim: int = -1,
+) -> Tensor:
     """A sample from the Gumbel-softmax (concrete) distribution:
     ``softmax((logits + g) / tau)`` with ``g = -log(Exponential(1))`` noise.
 

@@ -3,10 +3,16 @@ Rust ops (``_C.batch_norm``, ``layer_norm``, ``group_norm``, ``embedding``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ... import _C, _dispatch
 from ..._replay import replayed
 from ...autograd.grad_mode import no_grad
 from ._args import PaddingIdxError, tensor_args
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import IntOrInts
 
 __all__ = [
     "batch_norm",
@@ -60,15 +66,15 @@ def _verify_spatial_size(size):
     ),
 )
 def batch_norm(
-    input,
-    running_mean,
-    running_var,
-    weight=None,
-    bias=None,
-    training=False,
-    momentum=0.1,
-    eps=1e-5,
-):
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
     """Batch normalisation: normalises each channel (dimension 1) over the batch and spatial
     dimensions, then applies the per-channel affine ``weight``/``bias``.
 
@@ -135,15 +141,15 @@ def batch_norm(
     ),
 )
 def instance_norm(
-    input,
-    running_mean=None,
-    running_var=None,
-    weight=None,
-    bias=None,
-    use_input_stats=True,
-    momentum=0.1,
-    eps=1e-5,
-):
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
     """Instance normalisation: normalises each channel of each sample over its spatial
     dimensions, then applies the per-channel affine ``weight``/``bias``.
 
@@ -206,7 +212,13 @@ def instance_norm(
         "bias",
     ),
 )
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(
+    input: Tensor,
+    normalized_shape: IntOrInts,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
     """Layer normalisation: normalises over the trailing ``normalized_shape`` dimensions of
     each sample, then applies the elementwise affine ``weight``/``bias``.
 
@@ -244,7 +256,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         "bias",
     ),
 )
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
     """Group normalisation: normalises each sample over groups of ``C / num_groups`` channels
     (with their spatial dimensions), then applies the per-channel affine
     ``weight``/``bias``.
@@ -286,14 +304,14 @@ def _padding_idx(padding_idx, num):
 
 @tensor_args("input", "weight")
 def embedding(
-    input,
-    weight,
-    padding_idx=None,
-    max_norm=None,
-    norm_type=2.0,
-    scale_grad_by_freq=False,
-    sparse=False,
-):
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
     """Looks up rows of an embedding table: ``weight[input]``.
 
     Args:
@@ -393,18 +411,18 @@ def _embedding_bag_batched(input, weight, offsets, max_norm, norm_type, scale_gr
 )
 @replayed("embedding_bag")
 def embedding_bag(
-    input,
-    weight,
-    offsets=None,
-    max_norm=None,
-    norm_type=2,
-    scale_grad_by_freq=False,
-    mode="mean",
-    sparse=False,
-    per_sample_weights=None,
-    include_last_offset=False,
-    padding_idx=None,
-):
+    input: Tensor,
+    weight: Tensor,
+    offsets: Tensor | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights: Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+) -> Tensor:
     """Sums, averages or takes the maximum of bags of embeddings, without materialising the
     rows of each bag.
 
@@ -528,7 +546,7 @@ def embedding_bag(
 
 
 @replayed("one_hot", data_dependent_if=lambda tensor, num_classes=-1: num_classes == -1)
-def one_hot(tensor, num_classes=-1):
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """One-hot encoding: an int64 tensor with a 1 at each class index and 0 elsewhere.
 
     Args:

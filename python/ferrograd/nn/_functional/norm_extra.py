@@ -4,11 +4,17 @@ differentiable ops as PyTorch composes them."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ... import _C
 from ..._dtype_info import finfo
 from ._args import tensor_args
 from .conv import avg_pool2d, pad
 from .conv3d import avg_pool3d
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import IntOrInts
 
 __all__ = ["rms_norm", "local_response_norm"]
 
@@ -36,7 +42,12 @@ def _check_normalized_shape(input, normalized_shape, weight):
 
 
 @tensor_args("input", optional=("weight",))
-def rms_norm(input, normalized_shape, weight=None, eps=None):
+def rms_norm(
+    input: Tensor,
+    normalized_shape: IntOrInts,
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> Tensor:
     """Root-mean-square normalisation: ``x / sqrt(mean(x ** 2) + eps)`` over the trailing
     ``normalized_shape`` dimensions, times ``weight`` when given.
 
@@ -70,7 +81,13 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 @tensor_args("input")
-def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+def local_response_norm(
+    input: Tensor,
+    size: IntOrInts | None,
+    alpha: float = 1e-4,
+    beta: float = 0.75,
+    k: float = 1.0,
+) -> Tensor:
     """Local response normalisation across channels (AlexNet's): each element is divided by
     ``(k + alpha * mean of x ** 2 over size neighbouring channels) ** beta``.
 

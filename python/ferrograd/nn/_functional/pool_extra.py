@@ -12,6 +12,7 @@ PyTorch's (depth, row, column) scan order."""
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING, Literal, overload
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
@@ -30,6 +31,12 @@ from .conv import (
     max_pool2d,
 )
 from .conv3d import avg_pool3d, max_pool3d
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._C import Tensor
+    from ..._typing import FloatOrFloats, IntOrInts
 
 __all__ = [
     "lp_pool1d",
@@ -67,7 +74,13 @@ def _lp(input, norm_type, kernel_size, stride, ceil_mode, n, max_pool, avg_pool)
 
 
 @tensor_args("input")
-def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+def lp_pool1d(
+    input: Tensor,
+    norm_type: float,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    ceil_mode: bool = False,
+) -> Tensor:
     """1-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
     ``norm_type``.
 
@@ -98,7 +111,13 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 
 @tensor_args("input")
-def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+def lp_pool2d(
+    input: Tensor,
+    norm_type: float,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    ceil_mode: bool = False,
+) -> Tensor:
     """2-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
     ``norm_type``.
 
@@ -130,7 +149,13 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 
 @tensor_args("input")
-def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+def lp_pool3d(
+    input: Tensor,
+    norm_type: float,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    ceil_mode: bool = False,
+) -> Tensor:
     """3-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
     ``norm_type``.
 
@@ -252,7 +277,14 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, na
 
 @tensor_args("input")
 @replayed("max_unpool1d")
-def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+def max_unpool1d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor:
     """Partial inverse of ``max_pool1d``: each value of ``input`` goes to the position its
     index names in a zero tensor; every other position stays 0.
 
@@ -287,7 +319,14 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
 @tensor_args("input")
 @_autocast_op("max_unpool2d")
 @replayed("max_unpool2d")
-def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+def max_unpool2d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor:
     """Partial inverse of ``max_pool2d``: each value of ``input`` goes to the position its
     index names in a zero tensor; every other position stays 0.
 
@@ -327,7 +366,14 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 @tensor_args("input")
 @_autocast_op("max_unpool3d")
 @replayed("max_unpool3d")
-def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+def max_unpool3d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: IntOrInts,
+    stride: IntOrInts | None = None,
+    padding: IntOrInts = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor:
     """Partial inverse of ``max_pool3d``: each value of ``input`` goes to the position its
     index names in a zero tensor; every other position stays 0.
 
@@ -376,7 +422,7 @@ def _check_3d(input, name):
 
 @tensor_args("input")
 @_autocast_op("adaptive_avg_pool3d")
-def adaptive_avg_pool3d(input, output_size):
+def adaptive_avg_pool3d(input: Tensor, output_size: IntOrInts) -> Tensor:
     """3-d average pooling to a fixed output size, whatever the input size (the bins of
     :func:`adaptive_avg_pool2d`, per dimension).
 
@@ -410,7 +456,11 @@ def adaptive_avg_pool3d(input, output_size):
 
 @tensor_args("input")
 @_autocast_op("adaptive_max_pool3d_with_indices")
-def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+def adaptive_max_pool3d_with_indices(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = True,
+) -> tuple[Tensor, Tensor]:
     """:func:`adaptive_max_pool3d` that always returns ``(output, indices)``.
 
     Args:
@@ -444,8 +494,30 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
     return out, indices
 
 
+@overload
+def adaptive_max_pool3d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: Literal[False] = False,
+) -> Tensor: ...
+@overload
+def adaptive_max_pool3d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: Literal[True] = ...,
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def adaptive_max_pool3d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]: ...
 @_autocast_op("adaptive_max_pool3d")
-def adaptive_max_pool3d(input, output_size, return_indices=False):
+def adaptive_max_pool3d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
     """3-d max pooling to a fixed output size, whatever the input size.
 
     Args:
@@ -474,7 +546,13 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 # ----- deprecated upsampling names ---------------------------------------------------------------
 
 
-def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+def upsample(
+    input: Tensor,
+    size: IntOrInts | None = None,
+    scale_factor: FloatOrFloats | None = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+) -> Tensor:
     """Deprecated name of :func:`interpolate` (it warns); use :func:`interpolate`.
 
     Args:
@@ -500,7 +578,11 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
-def upsample_nearest(input, size=None, scale_factor=None):
+def upsample_nearest(
+    input: Tensor,
+    size: IntOrInts | None = None,
+    scale_factor: FloatOrFloats | None = None,
+) -> Tensor:
     """Deprecated: ``interpolate(input, size, scale_factor, mode='nearest')`` (it warns).
 
     Args:
@@ -524,7 +606,11 @@ def upsample_nearest(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
-def upsample_bilinear(input, size=None, scale_factor=None):
+def upsample_bilinear(
+    input: Tensor,
+    size: IntOrInts | None = None,
+    scale_factor: FloatOrFloats | None = None,
+) -> Tensor:
     """Deprecated:
     ``interpolate(input, size, scale_factor, mode='bilinear', align_corners=True)`` (it
     warns).

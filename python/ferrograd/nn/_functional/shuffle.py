@@ -5,8 +5,12 @@ their gradients are the inverse rearrangement, to every order."""
 from __future__ import annotations
 
 import operator
+from typing import TYPE_CHECKING
 
 from ._args import tensor_args
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
 
@@ -27,7 +31,7 @@ def _factor(v, what, fn):
 
 
 @tensor_args("input")
-def pixel_shuffle(input, upscale_factor):
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """Rearranges channels into space: ``(*, C * r * r, H, W)`` to ``(*, C, H * r, W * r)``,
     ``r`` the ``upscale_factor`` (the output step of a sub-pixel convolution).
 
@@ -70,7 +74,7 @@ def pixel_shuffle(input, upscale_factor):
 
 
 @tensor_args("input")
-def pixel_unshuffle(input, downscale_factor):
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """The inverse of :func:`pixel_shuffle`: ``(*, C, H * r, W * r)`` to
     ``(*, C * r * r, H, W)``, ``r`` the ``downscale_factor``.
 
@@ -115,7 +119,7 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 @tensor_args("input")
-def channel_shuffle(input, groups):
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """Splits the channels (dimension 1) into ``groups`` groups and interleaves them: channel
     ``g * (C / groups) + i`` moves to ``i * groups + g`` (ShuffleNet).
 

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import warnings
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from ... import _C
 from ._hooks import BackwardHook, RemovableHandle
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["register_module_forward_hook", "register_module_forward_pre_hook"]
 
@@ -39,7 +44,13 @@ class _ModuleHooksMixin:
 
     # ----- hooks and __call__ ------------------------------------------------------------
 
-    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+    def register_forward_pre_hook(
+        self,
+        hook: Callable[..., Any],
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
+    ) -> RemovableHandle:
         """``hook(module, args)`` (or ``hook(module, args, kwargs)`` with
         ``with_kwargs``) runs before ``forward``; a non-None result replaces the
         arguments. ``prepend`` runs it before the hooks already registered."""
@@ -53,7 +64,14 @@ class _ModuleHooksMixin:
             self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+    def register_forward_hook(
+        self,
+        hook: Callable[..., Any],
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
+        always_call: bool = False,
+    ) -> RemovableHandle:
         """``hook(module, args, output)`` (``hook(module, args, kwargs, output)``
         with ``with_kwargs``) runs after ``forward``; a non-None result replaces
         the output. ``always_call`` runs it even when ``forward`` raises."""
@@ -70,7 +88,11 @@ class _ModuleHooksMixin:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_full_backward_pre_hook(self, hook, prepend=False):
+    def register_full_backward_pre_hook(
+        self,
+        hook: Callable[..., Any],
+        prepend: bool = False,
+    ) -> RemovableHandle:
         """``hook(module, grad_output)`` runs when the gradients with respect to
         the module's outputs are known; a non-None result replaces them."""
         handle = RemovableHandle(self._backward_pre_hooks)
@@ -79,7 +101,11 @@ class _ModuleHooksMixin:
             self._backward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_full_backward_hook(self, hook, prepend=False):
+    def register_full_backward_hook(
+        self,
+        hook: Callable[..., Any],
+        prepend: bool = False,
+    ) -> RemovableHandle:
         """``hook(module, grad_input, grad_output)`` runs when the gradients with
         respect to the module's inputs are computed; a non-None result replaces
         ``grad_input``. Tuples hold ``None`` for non-tensor arguments."""
@@ -95,7 +121,7 @@ class _ModuleHooksMixin:
             self._backward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_backward_hook(self, hook):
+    def register_backward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """PyTorch's deprecated non-full backward hook, not supported: use
         ``register_full_backward_hook``."""
         raise NotImplementedError(

@@ -7,12 +7,17 @@ import functools
 import itertools
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ... import _C
 from ..._size import Size
 from ...autograd.grad_mode import no_grad
 from ..parameter import Parameter, is_lazy
 from ._hooks import RemovableHandle
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__: list[str] = []
 
@@ -58,7 +63,7 @@ def _rebuild_parameter(data, requires_grad):
 class _StateDictMixin:
     """The state-dict half of ``Module``."""
 
-    def get_extra_state(self):
+    def get_extra_state(self) -> Any:
         """Override with ``set_extra_state`` to save non-tensor state in ``state_dict``."""
         raise RuntimeError(
             "Reached a code path in Module.get_extra_state() that should never be called. "
@@ -66,7 +71,7 @@ class _StateDictMixin:
             "to report this bug."
         )
 
-    def set_extra_state(self, state):
+    def set_extra_state(self, state: Any) -> None:
         """Receives what ``get_extra_state`` returned, on ``load_state_dict``."""
         raise RuntimeError(
             "Reached a code path in Module.set_extra_state() that should never be called. "
@@ -85,7 +90,13 @@ class _StateDictMixin:
         if type(self).get_extra_state is not _StateDictMixin.get_extra_state:
             destination[extra_state_key] = self.get_extra_state()
 
-    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+    def state_dict(
+        self,
+        *args: Any,
+        destination: dict[str, Any] | None = None,
+        prefix: str = "",
+        keep_vars: bool = False,
+    ) -> dict[str, Any]:
         """An ``OrderedDict`` of every parameter and persistent buffer under its
         dotted name, detached unless ``keep_vars`` (tied weights appear under
         every name)."""
@@ -231,7 +242,12 @@ class _StateDictMixin:
             )
         )
 
-    def load_state_dict(self, state_dict, strict=True, assign=False):
+    def load_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        strict: bool = True,
+        assign: bool = False,
+    ) -> _IncompatibleKeys:
         """Copies ``state_dict``'s tensors into the parameters and buffers, in
         place under ``no_grad`` (optimizers holding the parameters keep working),
         or assigns them with ``assign=True``. Returns ``(missing_keys,
@@ -317,13 +333,13 @@ class _StateDictMixin:
             raise
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 
-    def register_state_dict_pre_hook(self, hook):
+    def register_state_dict_pre_hook(self, hook: Callable[..., None]) -> RemovableHandle:
         """``hook(module, prefix, keep_vars)`` runs before ``state_dict`` saves this module."""
         handle = RemovableHandle(self._state_dict_pre_hooks)
         self._state_dict_pre_hooks[handle.id] = hook
         return handle
 
-    def register_state_dict_post_hook(self, hook):
+    def register_state_dict_post_hook(self, hook: Callable[..., None]) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata)`` runs after this
         module is saved; it may edit ``state_dict`` in place."""
         handle = RemovableHandle(self._state_dict_hooks)
@@ -332,7 +348,7 @@ class _StateDictMixin:
 
     _register_state_dict_hook = register_state_dict_post_hook
 
-    def register_load_state_dict_pre_hook(self, hook):
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., None]) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
         unexpected_keys, error_msgs)`` runs before this module loads; it may
         rename keys of ``state_dict`` in place."""
@@ -345,7 +361,7 @@ class _StateDictMixin:
         )
         return handle
 
-    def register_load_state_dict_post_hook(self, hook):
+    def register_load_state_dict_post_hook(self, hook: Callable[..., None]) -> RemovableHandle:
         """``hook(module, incompatible_keys)`` runs after ``load_state_dict``;
         it may clear entries of the key lists in place."""
         handle = RemovableHandle(self._load_state_dict_post_hooks)

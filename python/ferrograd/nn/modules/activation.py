@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
 
@@ -35,14 +37,14 @@ class ReLU(Module):
         tensor([0., 0., 2.])
     """
 
-    def __init__(self, inplace=False):
+    def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.relu(input, inplace=self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
 
 
@@ -63,14 +65,14 @@ class LeakyReLU(Module):
         tensor([-0.2000,  0.5000])
     """
 
-    def __init__(self, negative_slope=0.01, inplace=False):
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.leaky_relu(input, self.negative_slope, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         inplace_str = ", inplace=True" if self.inplace else ""
         return f"negative_slope={self.negative_slope}{inplace_str}"
 
@@ -93,14 +95,14 @@ class ELU(Module):
         tensor([-0.6321,  0.0000,  2.0000])
     """
 
-    def __init__(self, alpha=1.0, inplace=False):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.elu(input, self.alpha, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         inplace_str = ", inplace=True" if self.inplace else ""
         return f"alpha={self.alpha}{inplace_str}"
 
@@ -123,14 +125,14 @@ class GELU(Module):
         tensor([-0.1587,  0.0000,  0.8413])
     """
 
-    def __init__(self, approximate="none"):
+    def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         self.approximate = approximate
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.gelu(input, self.approximate)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
 
 
@@ -150,14 +152,14 @@ class SiLU(Module):
         tensor([-0.2689,  0.0000,  0.7311])
     """
 
-    def __init__(self, inplace=False):
+    def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.silu(input, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
 
 
@@ -180,14 +182,14 @@ class Softplus(Module):
         tensor([0.0635, 0.3466, 1.0635])
     """
 
-    def __init__(self, beta=1.0, threshold=20.0):
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta, self.threshold = beta, threshold
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.softplus(input, self.beta, self.threshold)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
@@ -204,11 +206,11 @@ class Sigmoid(Module):
         tensor([0.1192, 0.5000, 0.8808])
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         # No arguments, as in PyTorch; help() shows the empty signature.
         super().__init__()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.sigmoid(input)
 
 
@@ -225,11 +227,11 @@ class Tanh(Module):
         tensor([-0.7616,  0.0000,  0.7616])
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         # No arguments, as in PyTorch; help() shows the empty signature.
         super().__init__()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.tanh(input)
 
 
@@ -254,14 +256,14 @@ class Softmax(Module):
                 [0.3333, 0.3333, 0.3333]])
     """
 
-    def __init__(self, dim=None):
+    def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.softmax(input, self.dim, _stacklevel=5)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
@@ -283,14 +285,14 @@ class LogSoftmax(Module):
         tensor([-2.4076, -1.4076, -0.4076])
     """
 
-    def __init__(self, dim=None):
+    def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.log_softmax(input, self.dim, _stacklevel=5)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
@@ -335,11 +337,11 @@ class Softmax2d(Module):
         tensor([0.2500, 0.2500, 0.2500, 0.2500])
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         # No arguments, as in PyTorch; help() shows the empty signature.
         super().__init__()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         if input.dim() not in (3, 4):
             raise ValueError(
                 f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead"
@@ -363,14 +365,14 @@ class Softmin(Module):
         tensor([0.6652, 0.2447, 0.0900])
     """
 
-    def __init__(self, dim=None):
+    def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.softmin(input, self.dim, _stacklevel=5)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
@@ -403,7 +405,16 @@ class PReLU(Module):
         ferrograd.Size([3])
     """
 
-    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+    num_parameters: int
+    weight: Tensor
+
+    def __init__(
+        self,
+        num_parameters: int = 1,
+        init: float = 0.25,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         self.num_parameters = num_parameters
         self.init = init
@@ -414,19 +425,19 @@ class PReLU(Module):
         with _no_grad():
             self.weight.fill_(self.init)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.prelu(input, self.weight)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
 
 
 class _Inplace(Module):
-    def __init__(self, inplace=False):
+    def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
 
 
@@ -446,7 +457,7 @@ class Mish(_Inplace):
         tensor([-0.3034,  0.0000,  0.8651])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.mish(input, self.inplace)
 
 
@@ -466,7 +477,7 @@ class Hardswish(_Inplace):
         tensor([-0.0000, 0.0000, 0.6667, 4.0000])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.hardswish(input, self.inplace)
 
 
@@ -486,7 +497,7 @@ class Hardsigmoid(_Inplace):
         tensor([0.0000, 0.5000, 0.7500, 1.0000])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.hardsigmoid(input, self.inplace)
 
 
@@ -507,7 +518,7 @@ class SELU(_Inplace):
         tensor([-1.1113,  0.0000,  1.0507])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.selu(input, self.inplace)
 
 
@@ -524,11 +535,11 @@ class LogSigmoid(Module):
         tensor([-100.0000,   -0.6931,   -0.1269])
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         # No arguments, as in PyTorch; help() shows the empty signature.
         super().__init__()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.logsigmoid(input)
 
 
@@ -550,14 +561,14 @@ class CELU(Module):
         tensor([-0.7869,  0.0000,  1.0000])
     """
 
-    def __init__(self, alpha=1.0, inplace=False):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.celu(input, self.alpha, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
@@ -574,11 +585,11 @@ class Softsign(Module):
         tensor([-0.7500,  0.0000,  0.5000])
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         # No arguments, as in PyTorch; help() shows the empty signature.
         super().__init__()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.softsign(input)
 
 
@@ -595,11 +606,11 @@ class Tanhshrink(Module):
         tensor([-0.2384,  0.0000,  0.2384])
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         # No arguments, as in PyTorch; help() shows the empty signature.
         super().__init__()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.tanhshrink(input)
 
 
@@ -620,14 +631,14 @@ class GLU(Module):
         ferrograd.Size([3, 4])
     """
 
-    def __init__(self, dim=-1):
+    def __init__(self, dim: int = -1) -> None:
         super().__init__()
         self.dim = dim
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.glu(input, self.dim)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
@@ -647,14 +658,14 @@ class Hardshrink(Module):
         tensor([-1.,  0.,  0.,  2.])
     """
 
-    def __init__(self, lambd=0.5):
+    def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
         self.lambd = lambd
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.hardshrink(input, self.lambd)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.lambd}"
 
 
@@ -675,14 +686,14 @@ class Softshrink(Module):
         tensor([-2.,  0.,  1.])
     """
 
-    def __init__(self, lambd=0.5):
+    def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
         self.lambd = lambd
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.softshrink(input, self.lambd)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return str(self.lambd)
 
 
@@ -704,14 +715,14 @@ class Threshold(Module):
         tensor([-9., -9.,  2.])
     """
 
-    def __init__(self, threshold, value, inplace=False):
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
         super().__init__()
         self.threshold, self.value, self.inplace = threshold, value, inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.threshold(input, self.threshold, self.value, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"threshold={self.threshold}, value={self.value}"
         return s + (", inplace=True" if self.inplace else "")
 
@@ -719,6 +730,10 @@ class Threshold(Module):
 # ----- Hardtanh and RReLU ----------------------------------------------------------------------
 
 import warnings as _warnings  # noqa: E402
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import DType
 
 __all__ += ["Hardtanh", "RReLU"]
 
@@ -748,7 +763,14 @@ class Hardtanh(Module):
         tensor([-2.0000,  0.5000,  2.0000])
     """
 
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
+    def __init__(
+        self,
+        min_val: float = -1.0,
+        max_val: float = 1.0,
+        inplace: bool = False,
+        min_value: float | None = None,
+        max_value: float | None = None,
+    ) -> None:
         super().__init__()
         if min_value is not None:
             _warnings.warn(
@@ -770,10 +792,10 @@ class Hardtanh(Module):
                 f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})"
             )
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         inplace_str = ", inplace=True" if self.inplace else ""
         return f"min_val={self.min_val}, max_val={self.max_val}{inplace_str}"
 
@@ -794,13 +816,13 @@ class ReLU6(Hardtanh):
         tensor([0., 3., 6.])
     """
 
-    def __init__(self, inplace=False):
+    def __init__(self, inplace: bool = False) -> None:
         super().__init__(0.0, 6.0, inplace)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.relu6(input, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
 
 
@@ -831,13 +853,18 @@ class RReLU(Module):
         tensor([-0.2000,  2.0000])
     """
 
-    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+    def __init__(
+        self,
+        lower: float = 1.0 / 8,
+        upper: float = 1.0 / 3,
+        inplace: bool = False,
+    ) -> None:
         super().__init__()
         self.lower, self.upper, self.inplace = lower, upper, inplace
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         inplace_str = ", inplace=True" if self.inplace else ""
         return f"lower={self.lower}, upper={self.upper}{inplace_str}"

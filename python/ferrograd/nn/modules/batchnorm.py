@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .module import Module, Parameter
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import DType
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
@@ -14,18 +20,29 @@ class _NormBase(Module):
     """Shared state of batch and instance norm: affine parameters and the
     ``running_mean``/``running_var``/``num_batches_tracked`` buffers."""
 
+    num_features: int
+    eps: float
+    momentum: float | None
+    affine: bool
+    track_running_stats: bool
+    weight: Tensor | None
+    bias: Tensor | None
+    running_mean: Tensor | None
+    running_var: Tensor | None
+    num_batches_tracked: Tensor | None
+
     def __init__(
         self,
-        num_features,
-        eps=1e-5,
-        momentum=0.1,
-        affine=True,
-        track_running_stats=True,
-        device=None,
-        dtype=None,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: object = None,
+        dtype: DType | None = None,
         *,
-        bias=True,
-    ):
+        bias: bool = True,
+    ) -> None:
         super().__init__()
         dtype = dtype or _C.get_default_dtype()
         self.num_features = num_features
@@ -71,7 +88,7 @@ class _NormBase(Module):
     def _check_input_dim(self, input):
         raise NotImplementedError
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
             f"affine={self.affine}, bias={self.bias is not None}, "
@@ -80,7 +97,7 @@ class _NormBase(Module):
 
 
 class _BatchNorm(_NormBase):
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
@@ -297,15 +314,15 @@ class SyncBatchNorm(_BatchNorm):
 
     def __init__(
         self,
-        num_features,
-        eps=1e-5,
-        momentum=0.1,
-        affine=True,
-        track_running_stats=True,
-        process_group=None,
-        device=None,
-        dtype=None,
-    ):
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        process_group: object = None,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype=dtype)
         self.process_group = process_group
 
@@ -313,7 +330,7 @@ class SyncBatchNorm(_BatchNorm):
         if input.dim() < 2:
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         from ... import distributed as dist
 
         self._check_input_dim(input)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
 
 __all__ = ["ChannelShuffle"]
 
@@ -26,12 +31,12 @@ class ChannelShuffle(Module):
         tensor([0., 2., 1., 3.])
     """
 
-    def __init__(self, groups):
+    def __init__(self, groups: int) -> None:
         super().__init__()
         self.groups = groups
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.channel_shuffle(input, self.groups)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"groups={self.groups}"

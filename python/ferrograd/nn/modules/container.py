@@ -7,10 +7,17 @@ import operator
 from collections import OrderedDict
 from collections import abc as container_abcs
 from itertools import chain, islice
+from typing import TYPE_CHECKING, overload
 
 from ... import _C
 from ..parameter import Parameter
 from .module import Module, _addindent, typename
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
+    from typing import Any
+
+    from typing_extensions import Self
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
@@ -42,7 +49,7 @@ class Sequential(Module):
         Linear(in_features=4, out_features=2, bias=True)
     """
 
-    def __init__(self, *args):
+    def __init__(self, *args: Module | Mapping[str, Module]) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
             for key, module in args[0].items():
@@ -59,16 +66,20 @@ class Sequential(Module):
         idx %= size
         return next(islice(iterator, idx, None))
 
-    def __getitem__(self, idx):
+    @overload
+    def __getitem__(self, idx: slice) -> Self: ...
+    @overload
+    def __getitem__(self, idx: int) -> Module: ...
+    def __getitem__(self, idx: int | slice) -> Module | Self:
         if isinstance(idx, slice):
             return self.__class__(OrderedDict(list(self._modules.items())[idx]))
         return self._get_item_by_idx(self._modules.values(), idx)
 
-    def __setitem__(self, idx, module):
+    def __setitem__(self, idx: int, module: Module) -> None:
         key = self._get_item_by_idx(self._modules.keys(), idx)
         return setattr(self, key, module)
 
-    def __delitem__(self, idx):
+    def __delitem__(self, idx: int | slice) -> None:
         if isinstance(idx, slice):
             for key in list(self._modules.keys())[idx]:
                 delattr(self, key)
@@ -79,10 +90,10 @@ class Sequential(Module):
         str_indices = [str(i) for i in range(len(self._modules))]
         self._modules = OrderedDict(list(zip(str_indices, self._modules.values())))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._modules)
 
-    def __add__(self, other):
+    def __add__(self, other: Sequential) -> Sequential:
         if isinstance(other, Sequential):
             ret = Sequential()
             for layer in self:
@@ -95,13 +106,13 @@ class Sequential(Module):
             f"of Sequential class, but {str(type(other))} is given."
         )
 
-    def pop(self, key):
+    def pop(self, key: int | slice) -> Module:
         """Removes and returns the module at index ``key``."""
         v = self[key]
         del self[key]
         return v
 
-    def __iadd__(self, other):
+    def __iadd__(self, other: Sequential) -> Self:
         if isinstance(other, Sequential):
             offset = len(self)
             for i, module in enumerate(other):
@@ -112,7 +123,7 @@ class Sequential(Module):
             f"of Sequential class, but {str(type(other))} is given."
         )
 
-    def __mul__(self, other):
+    def __mul__(self, other: int) -> Sequential:
         if not isinstance(other, int):
             raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
         if other <= 0:
@@ -125,26 +136,26 @@ class Sequential(Module):
                 offset += 1
         return combined
 
-    def __rmul__(self, other):
+    def __rmul__(self, other: int) -> Sequential:
         return self.__mul__(other)
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return [key for key in super().__dir__() if not key.isdigit()]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
 
-    def forward(self, input):
+    def forward(self, input: Any) -> Any:
         for module in self:
             input = module(input)
         return input
 
-    def append(self, module):
+    def append(self, module: Module) -> Self:
         """Adds ``module`` at the end."""
         self.add_module(str(len(self)), module)
         return self
 
-    def insert(self, index, module):
+    def insert(self, index: int, module: Module) -> Self:
         """Inserts ``module`` before position ``index`` (negative counts from the end)."""
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
@@ -158,7 +169,7 @@ class Sequential(Module):
         self._modules[str(index)] = module
         return self
 
-    def extend(self, sequential):
+    def extend(self, sequential: Iterable[Module]) -> Self:
         """Appends every module of ``sequential`` (any iterable of modules)."""
         for layer in sequential:
             self.append(layer)
@@ -190,7 +201,7 @@ class ModuleList(Module):
         (6, ferrograd.Size([2, 4]))
     """
 
-    def __init__(self, modules=None):
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
         super().__init__()
         if modules is not None:
             self += modules
@@ -203,16 +214,20 @@ class ModuleList(Module):
             idx += len(self)
         return str(idx)
 
-    def __getitem__(self, idx):
+    @overload
+    def __getitem__(self, idx: slice) -> Self: ...
+    @overload
+    def __getitem__(self, idx: int) -> Module: ...
+    def __getitem__(self, idx: int | slice) -> Module | Self:
         if isinstance(idx, slice):
             return self.__class__(list(self._modules.values())[idx])
         return self._modules[self._get_abs_string_index(idx)]
 
-    def __setitem__(self, idx, module):
+    def __setitem__(self, idx: int, module: Module) -> None:
         idx = self._get_abs_string_index(idx)
         return setattr(self, str(idx), module)
 
-    def __delitem__(self, idx):
+    def __delitem__(self, idx: int | slice) -> None:
         if isinstance(idx, slice):
             for k in range(len(self._modules))[idx]:
                 delattr(self, str(k))
@@ -221,16 +236,16 @@ class ModuleList(Module):
         str_indices = [str(i) for i in range(len(self._modules))]
         self._modules = OrderedDict(list(zip(str_indices, self._modules.values())))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._modules)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
 
-    def __iadd__(self, modules):
+    def __iadd__(self, modules: Iterable[Module]) -> Self:
         return self.extend(modules)
 
-    def __add__(self, other):
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
         combined = ModuleList()
         for i, module in enumerate(chain(self, other)):
             combined.add_module(str(i), module)
@@ -261,27 +276,27 @@ class ModuleList(Module):
         main_str += ")"
         return main_str
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return [key for key in super().__dir__() if not key.isdigit()]
 
-    def insert(self, index, module):
+    def insert(self, index: int, module: Module) -> None:
         """Inserts ``module`` before position ``index``."""
         for i in range(len(self._modules), index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
 
-    def append(self, module):
+    def append(self, module: Module) -> Self:
         """Adds ``module`` at the end."""
         self.add_module(str(len(self)), module)
         return self
 
-    def pop(self, key):
+    def pop(self, key: int | slice) -> Module:
         """Removes and returns the module at index ``key``."""
         v = self[key]
         del self[key]
         return v
 
-    def extend(self, modules):
+    def extend(self, modules: Iterable[Module]) -> Self:
         """Appends every module of the iterable ``modules``."""
         if not isinstance(modules, container_abcs.Iterable):
             raise TypeError(
@@ -315,52 +330,55 @@ class ModuleDict(Module):
         ['box.bias', 'box.weight', 'cls.bias', 'cls.weight']
     """
 
-    def __init__(self, modules=None):
+    def __init__(
+        self,
+        modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None,
+    ) -> None:
         super().__init__()
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Module:
         return self._modules[key]
 
-    def __setitem__(self, key, module):
+    def __setitem__(self, key: str, module: Module) -> None:
         self.add_module(key, module)
 
-    def __delitem__(self, key):
+    def __delitem__(self, key: str) -> None:
         del self._modules[key]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._modules)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._modules)
 
-    def __contains__(self, key):
+    def __contains__(self, key: str) -> bool:
         return key in self._modules
 
-    def clear(self):
+    def clear(self) -> None:
         """Removes every module."""
         self._modules.clear()
 
-    def pop(self, key):
+    def pop(self, key: str) -> Module:
         """Removes and returns the module under ``key``."""
         v = self[key]
         del self[key]
         return v
 
-    def keys(self):
+    def keys(self) -> Iterable[str]:
         """The names."""
         return self._modules.keys()
 
-    def items(self):
+    def items(self) -> Iterable[tuple[str, Module]]:
         """``(name, module)`` pairs."""
         return self._modules.items()
 
-    def values(self):
+    def values(self) -> Iterable[Module]:
         """The modules."""
         return self._modules.values()
 
-    def update(self, modules):
+    def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
         """Adds the modules of a mapping or of an iterable of ``(name, module)`` pairs."""
         if not isinstance(modules, container_abcs.Iterable):
             raise TypeError(
@@ -412,7 +430,7 @@ class ParameterList(Module):
         ['params.0', 'params.1']
     """
 
-    def __init__(self, values=None):
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
         super().__init__()
         self._size = 0
         if values is not None:
@@ -426,7 +444,7 @@ class ParameterList(Module):
             idx += len(self)
         return str(idx)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> Any:
         if isinstance(idx, slice):
             start, stop, step = idx.indices(len(self))
             out = self.__class__()
@@ -436,7 +454,7 @@ class ParameterList(Module):
         idx = self._get_abs_string_index(idx)
         return getattr(self, str(idx))
 
-    def __setitem__(self, idx, param):
+    def __setitem__(self, idx: int, param: Any) -> None:
         # Every way of adding an entry ends here, so this is where tensors
         # are wrapped into Parameters.
         idx = self._get_abs_string_index(idx)
@@ -444,26 +462,26 @@ class ParameterList(Module):
             param = Parameter(param)
         return setattr(self, str(idx), param)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._size
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self[i] for i in range(len(self)))
 
-    def __iadd__(self, parameters):
+    def __iadd__(self, parameters: Iterable[Any]) -> Self:
         return self.extend(parameters)
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return [key for key in super().__dir__() if not key.isdigit()]
 
-    def append(self, value):
+    def append(self, value: Any) -> Self:
         """Adds ``value`` (a tensor becomes a ``Parameter``) at the end."""
         new_idx = len(self)
         self._size += 1
         self[new_idx] = value
         return self
 
-    def extend(self, values):
+    def extend(self, values: Iterable[Any]) -> Self:
         """Appends every element of the iterable ``values``."""
         # A tensor is iterable, but is never unpacked here.
         if not isinstance(values, container_abcs.Iterable) or isinstance(values, _C.Tensor):
@@ -475,7 +493,7 @@ class ParameterList(Module):
             self.append(value)
         return self
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         child_lines = []
         for k, p in enumerate(self):
             if isinstance(p, _C.Tensor):
@@ -508,7 +526,7 @@ class ParameterDict(Module):
         (['scale', 'shift'], True)
     """
 
-    def __init__(self, parameters=None):
+    def __init__(self, parameters: Any = None) -> None:
         super().__init__()
         self._keys = {}
         if parameters is not None:
@@ -523,56 +541,56 @@ class ParameterDict(Module):
             )
         return key
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         attr = self._key_to_attr(key)
         return getattr(self, attr)
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: str, value: Any) -> None:
         self._keys[key] = None
         attr = self._key_to_attr(key)
         if isinstance(value, _C.Tensor) and not isinstance(value, Parameter):
             value = Parameter(value)
         setattr(self, attr, value)
 
-    def __delitem__(self, key):
+    def __delitem__(self, key: str) -> None:
         del self._keys[key]
         attr = self._key_to_attr(key)
         delattr(self, attr)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._keys)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
 
-    def __reversed__(self):
+    def __reversed__(self) -> Iterator[str]:
         return reversed(list(self._keys))
 
-    def copy(self):
+    def copy(self) -> ParameterDict:
         """A new ParameterDict holding the same parameters."""
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
 
-    def __contains__(self, key):
+    def __contains__(self, key: str) -> bool:
         return key in self._keys
 
-    def setdefault(self, key, default=None):
+    def setdefault(self, key: str, default: Any | None = None) -> Any:
         """``self[key]``, first set to ``default`` if absent."""
         if key not in self:
             self[key] = default
         return self[key]
 
-    def clear(self):
+    def clear(self) -> None:
         """Removes every entry."""
         for k in self._keys.copy():
             del self[k]
 
-    def pop(self, key):
+    def pop(self, key: str) -> Any:
         """Removes and returns the entry under ``key``."""
         v = self[key]
         del self[key]
         return v
 
-    def popitem(self):
+    def popitem(self) -> tuple[str, Any]:
         """Removes and returns the last ``(key, value)`` added."""
         k, _ = self._keys.popitem()
         self._keys[k] = None
@@ -580,27 +598,27 @@ class ParameterDict(Module):
         del self[k]
         return k, val
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any | None = None) -> Any | None:
         """``self[key]`` if present, else ``default``."""
         return self[key] if key in self else default
 
-    def fromkeys(self, keys, default=None):
+    def fromkeys(self, keys: Iterable[str], default: Any | None = None) -> ParameterDict:
         """A new ParameterDict with ``keys`` all set to ``default``."""
         return ParameterDict((k, default) for k in keys)
 
-    def keys(self):
+    def keys(self) -> Iterable[str]:
         """The keys."""
         return self._keys.keys()
 
-    def items(self):
+    def items(self) -> Iterable[tuple[str, Any]]:
         """``(key, value)`` pairs."""
         return ((k, self[k]) for k in self._keys)
 
-    def values(self):
+    def values(self) -> Iterable[Any]:
         """The values."""
         return (self[k] for k in self._keys)
 
-    def update(self, parameters):
+    def update(self, parameters: Any) -> None:
         """Adds the entries of a mapping or of an iterable of ``(key, value)`` pairs."""
         if not isinstance(parameters, container_abcs.Iterable):
             raise TypeError(
@@ -627,7 +645,7 @@ class ParameterDict(Module):
                     )
                 self[p[0]] = p[1]
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         child_lines = []
         for k, p in self.items():
             if isinstance(p, _C.Tensor):
@@ -639,16 +657,16 @@ class ParameterDict(Module):
     def __call__(self, input):
         raise RuntimeError("ParameterDict should not be called.")
 
-    def __or__(self, other):
+    def __or__(self, other: ParameterDict) -> ParameterDict:
         copy = self.copy()
         copy.update(other)
         return copy
 
-    def __ror__(self, other):
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
         copy = other.copy()
         copy.update(self)
         return copy
 
-    def __ior__(self, other):
+    def __ior__(self, other: ParameterDict) -> Self:
         self.update(other)
         return self

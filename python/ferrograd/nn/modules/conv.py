@@ -4,11 +4,18 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from ..functional import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, pad
 from .module import Module, Parameter
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._C import Tensor
+    from ..._typing import DType, IntOrInts
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
@@ -25,21 +32,34 @@ class _ConvNd(Module):
     """Shared parameters, initialisation and ``extra_repr`` of the convolutions,
     as PyTorch's ``_ConvNd``."""
 
+    in_channels: int
+    out_channels: int
+    kernel_size: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: str | tuple[int, ...]
+    dilation: tuple[int, ...]
+    transposed: bool
+    output_padding: tuple[int, ...]
+    groups: int
+    padding_mode: str
+    weight: Tensor
+    bias: Tensor | None
+
     def __init__(
         self,
-        in_channels,
-        out_channels,
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        transposed,
-        output_padding,
-        groups,
-        bias,
-        padding_mode,
-        dtype=None,
-    ):
+        in_channels: int,
+        out_channels: int,
+        kernel_size: IntOrInts,
+        stride: IntOrInts,
+        padding: IntOrInts | str,
+        dilation: IntOrInts,
+        transposed: bool,
+        output_padding: IntOrInts,
+        groups: int,
+        bias: bool,
+        padding_mode: str,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -107,7 +127,7 @@ class _ConvNd(Module):
                 bound = 1 / math.sqrt(fan_in)
                 self.bias.uniform_(-bound, bound)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
         if self.padding != (0,) * len(self.padding):
             s += ", padding={padding}"
@@ -130,18 +150,18 @@ class _Conv(_ConvNd):
 
     def __init__(
         self,
-        in_channels,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        dilation=1,
-        groups=1,
-        bias=True,
-        padding_mode="zeros",
-        device=None,
-        dtype=None,
-    ):
+        in_channels: int,
+        out_channels: int,
+        kernel_size: IntOrInts,
+        stride: IntOrInts = 1,
+        padding: IntOrInts | str = 0,
+        dilation: IntOrInts = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         n = self._n
         super().__init__(
             in_channels,
@@ -171,7 +191,7 @@ class _Conv(_ConvNd):
             )
         return self._fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return self._conv_forward(input, self.weight, self.bias)
 
 
@@ -335,19 +355,19 @@ class _ConvTranspose(_ConvNd):
 
     def __init__(
         self,
-        in_channels,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups=1,
-        bias=True,
-        dilation=1,
-        padding_mode="zeros",
-        device=None,
-        dtype=None,
-    ):
+        in_channels: int,
+        out_channels: int,
+        kernel_size: IntOrInts,
+        stride: IntOrInts = 1,
+        padding: IntOrInts = 0,
+        output_padding: IntOrInts = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: IntOrInts = 1,
+        padding_mode: str = "zeros",
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         n = self._n
@@ -397,7 +417,7 @@ class _ConvTranspose(_ConvNd):
             ret.append(output_size[d] - min_size)
         return tuple(ret)
 
-    def forward(self, input, output_size=None):
+    def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
         output_padding = self._output_padding(input, output_size)
         return self._fn(
             input,

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
 
 __all__ = ["CosineSimilarity", "PairwiseDistance"]
 
@@ -29,11 +34,11 @@ class CosineSimilarity(Module):
         tensor([0.0000, 1.0000])
     """
 
-    def __init__(self, dim=1, eps=1e-8):
+    def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
         super().__init__()
         self.dim, self.eps = dim, eps
 
-    def forward(self, x1, x2):
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
         return F.cosine_similarity(x1, x2, self.dim, self.eps)
 
 
@@ -58,9 +63,9 @@ class PairwiseDistance(Module):
         tensor([5.0000e+00, 1.4142e-06])
     """
 
-    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:
         super().__init__()
         self.norm, self.eps, self.keepdim = p, eps, keepdim
 
-    def forward(self, x1, x2):
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
 
 __all__ = [
     "Dropout",
@@ -16,13 +21,16 @@ __all__ = [
 
 
 class _DropoutNd(Module):
-    def __init__(self, p=0.5, inplace=False):
+    p: float
+    inplace: bool
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if p < 0 or p > 1:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p, self.inplace = p, inplace
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
 
 
@@ -48,7 +56,7 @@ class Dropout(_DropoutNd):
         tensor([1., 1., 1.])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.dropout(input, self.p, self.training, self.inplace)
 
 
@@ -72,7 +80,7 @@ class Dropout1d(_DropoutNd):
         True
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
@@ -97,7 +105,7 @@ class Dropout2d(_DropoutNd):
         True
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
@@ -121,7 +129,7 @@ class Dropout3d(_DropoutNd):
         True
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
@@ -147,7 +155,7 @@ class AlphaDropout(_DropoutNd):
         tensor([0., 0., 0.])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.alpha_dropout(input, self.p, self.training)
 
 
@@ -170,5 +178,5 @@ class FeatureAlphaDropout(_DropoutNd):
         True
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.feature_alpha_dropout(input, self.p, self.training)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import IntOrInts
 
 __all__ = ["Fold", "Unfold"]
 
@@ -31,7 +37,14 @@ class Fold(Module):
         ferrograd.Size([1, 3, 4, 5])
     """
 
-    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    def __init__(
+        self,
+        output_size: IntOrInts,
+        kernel_size: IntOrInts,
+        dilation: IntOrInts = 1,
+        padding: IntOrInts = 0,
+        stride: IntOrInts = 1,
+    ) -> None:
         super().__init__()
         self.output_size = output_size
         self.kernel_size = kernel_size
@@ -39,12 +52,12 @@ class Fold(Module):
         self.padding = padding
         self.stride = stride
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.fold(
             input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
         )
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             "output_size={output_size}, kernel_size={kernel_size}, dilation={dilation}, "
             "padding={padding}, stride={stride}".format(**self.__dict__)
@@ -74,17 +87,23 @@ class Unfold(Module):
         ferrograd.Size([2, 30, 4])
     """
 
-    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+    def __init__(
+        self,
+        kernel_size: IntOrInts,
+        dilation: IntOrInts = 1,
+        padding: IntOrInts = 0,
+        stride: IntOrInts = 1,
+    ) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.dilation = dilation
         self.padding = padding
         self.stride = stride
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             "kernel_size={kernel_size}, dilation={dilation}, padding={padding}, "
             "stride={stride}".format(**self.__dict__)

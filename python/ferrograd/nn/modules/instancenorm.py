@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 from .. import functional as F
 from .batchnorm import _NormBase
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import DType
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
@@ -15,17 +20,17 @@ class _InstanceNorm(_NormBase):
 
     def __init__(
         self,
-        num_features,
-        eps=1e-5,
-        momentum=0.1,
-        affine=False,
-        track_running_stats=False,
-        device=None,
-        dtype=None,
-    ):
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         nb = self._no_batch_dim
         if input.dim() not in (nb, nb + 1):
             raise ValueError(f"expected {nb}D or {nb + 1}D input (got {input.dim()}D input)")

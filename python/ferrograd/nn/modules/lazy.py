@@ -11,11 +11,15 @@ a lazy layer materialises the parameters with the checkpoint's shapes."""
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 from ...autograd.grad_mode import no_grad
 from ..parameter import UninitializedParameter, is_lazy
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .linear import Linear
+
+if TYPE_CHECKING:
+    from ..._typing import DType, IntOrInts
 
 __all__ = [
     "LazyModuleMixin",
@@ -67,7 +71,7 @@ class LazyModuleMixin:
 
     cls_to_become = None
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._load_hook = self._register_load_state_dict_pre_hook(self._lazy_load_hook)
         self._initialize_hook = self.register_forward_pre_hook(
@@ -156,7 +160,13 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     cls_to_become = Linear
 
-    def __init__(self, out_features, bias=True, device=None, dtype=None):
+    def __init__(
+        self,
+        out_features: int,
+        bias: bool = True,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         # bias=False: no tensor is made only to be replaced below.
         super().__init__(0, 0, False)
         self.weight = UninitializedParameter(dtype=dtype)
@@ -183,17 +193,17 @@ class LazyLinear(LazyModuleMixin, Linear):
 class _LazyConvXdMixin(LazyModuleMixin):
     def __init__(
         self,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        dilation=1,
-        groups=1,
-        bias=True,
-        padding_mode="zeros",
-        device=None,
-        dtype=None,
-    ):
+        out_channels: int,
+        kernel_size: IntOrInts,
+        stride: IntOrInts = 1,
+        padding: IntOrInts | str = 0,
+        dilation: IntOrInts = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__(
             0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, dtype=dtype
         )
@@ -345,18 +355,18 @@ class LazyConv3d(_LazyConvXdMixin, Conv3d):
 class _LazyConvTransposeMixin(_LazyConvXdMixin):
     def __init__(
         self,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups=1,
-        bias=True,
-        dilation=1,
-        padding_mode="zeros",
-        device=None,
-        dtype=None,
-    ):
+        out_channels: int,
+        kernel_size: IntOrInts,
+        stride: IntOrInts = 1,
+        padding: IntOrInts = 0,
+        output_padding: IntOrInts = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: IntOrInts = 1,
+        padding_mode: str = "zeros",
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         # Skips _LazyConvXdMixin.__init__ (a convolution's argument order) for
         # the transposed one's; LazyModuleMixin.__init__ still installs the hooks.
         LazyModuleMixin.__init__(

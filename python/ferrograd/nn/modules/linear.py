@@ -4,12 +4,20 @@ PyTorch's ``flatten.py``), kept here with the other shape-only layers."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ... import _C
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..._C import Tensor
+    from ..._typing import DType
 
 __all__ = ["Linear", "Bilinear", "Identity", "Flatten", "Unflatten"]
 
@@ -38,10 +46,10 @@ class Identity(Module):
         True
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
 
-    def forward(self, input):
+    def forward(self, input: Any) -> Any:
         return input
 
 
@@ -76,7 +84,19 @@ class Linear(Module):
         True
     """
 
-    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+    in_features: int
+    out_features: int
+    weight: Tensor
+    bias: Tensor | None
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
@@ -96,10 +116,10 @@ class Linear(Module):
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
@@ -136,9 +156,21 @@ class Bilinear(Module):
         ferrograd.Size([128, 40])
     """
 
+    in1_features: int
+    in2_features: int
+    out_features: int
+    weight: Tensor
+    bias: Tensor | None
+
     def __init__(
-        self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None
-    ):
+        self,
+        in1_features: int,
+        in2_features: int,
+        out_features: int,
+        bias: bool = True,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         self.in1_features = in1_features
         self.in2_features = in2_features
@@ -161,10 +193,10 @@ class Bilinear(Module):
         if self.bias is not None:
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, input1, input2):
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
         return F.bilinear(input1, input2, self.weight, self.bias)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
             f"out_features={self.out_features}, bias={self.bias is not None}"
@@ -191,14 +223,17 @@ class Flatten(Module):
         ferrograd.Size([160, 5])
     """
 
-    def __init__(self, start_dim=1, end_dim=-1):
+    start_dim: int
+    end_dim: int
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return input.flatten(self.start_dim, self.end_dim)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
@@ -225,7 +260,7 @@ class Unflatten(Module):
         ferrograd.Size([2, 2, 5, 5])
     """
 
-    def __init__(self, dim, unflattened_size):
+    def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
         super().__init__()
         if isinstance(dim, int):
             self._require_tuple_int(unflattened_size)
@@ -253,8 +288,8 @@ class Unflatten(Module):
             f"unflattened_size must be a tuple of ints, but found type {type(input).__name__}"
         )
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return input.unflatten(self.dim, self.unflattened_size)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..._C import Tensor
 
 __all__ = [
     "MSELoss",
@@ -18,7 +25,14 @@ __all__ = [
 
 
 class _Loss(Module):
-    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+    reduction: str
+
+    def __init__(
+        self,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
             reduction = F._legacy_reduction(size_average, reduce)
@@ -28,7 +42,13 @@ class _Loss(Module):
 class _WeightedLoss(_Loss):
     # PyTorch keeps a class weight as a buffer, so it is in the state dict and
     # follows ``to()``; None registers nothing.
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
@@ -55,7 +75,7 @@ class MSELoss(_Loss):
         tensor(4.3333)
     """
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
@@ -81,7 +101,7 @@ class L1Loss(_Loss):
         tensor(5.)
     """
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
@@ -108,11 +128,17 @@ class SmoothL1Loss(_Loss):
         tensor([0.1250, 2.5000])
     """
 
-    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    def __init__(
+        self,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+        beta: float = 1.0,
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
@@ -137,11 +163,11 @@ class HuberLoss(_Loss):
         tensor([0.1250, 4.0000])
     """
 
-    def __init__(self, reduction="mean", delta=1.0):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
         super().__init__(reduction=reduction)
         self.delta = delta
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
@@ -174,10 +200,16 @@ class BCELoss(_WeightedLoss):
         tensor(0.3778)
     """
 
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(weight, size_average, reduce, reduction)
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
@@ -210,13 +242,18 @@ class BCEWithLogitsLoss(_Loss):
     """
 
     def __init__(
-        self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
-    ):
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+        pos_weight: Tensor | None = None,
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy_with_logits(
             input, target, self.weight, reduction=self.reduction, pos_weight=self.pos_weight
         )
@@ -252,12 +289,17 @@ class NLLLoss(_WeightedLoss):
     """
 
     def __init__(
-        self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
-    ):
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        ignore_index: int = -100,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.nll_loss(
             input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction
         )
@@ -306,18 +348,18 @@ class CrossEntropyLoss(_WeightedLoss):
 
     def __init__(
         self,
-        weight=None,
-        size_average=None,
-        ignore_index=-100,
-        reduce=None,
-        reduction="mean",
-        label_smoothing=0.0,
-    ):
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        ignore_index: int = -100,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ) -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.cross_entropy(
             input,
             target,
@@ -369,11 +411,17 @@ class KLDivLoss(_Loss):
         tensor(0.1438)
     """
 
-    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+    def __init__(
+        self,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+        log_target: bool = False,
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
@@ -402,11 +450,17 @@ class CosineEmbeddingLoss(_Loss):
         tensor([0.2929, 0.7071])
     """
 
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    def __init__(
+        self,
+        margin: float = 0.0,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
-    def forward(self, input1, input2, target):
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         return F.cosine_embedding_loss(
             input1, input2, target, margin=self.margin, reduction=self.reduction
         )
@@ -434,11 +488,17 @@ class MarginRankingLoss(_Loss):
         tensor([0.5000, 0.0000])
     """
 
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    def __init__(
+        self,
+        margin: float = 0.0,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
-    def forward(self, input1, input2, target):
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         return F.margin_ranking_loss(
             input1, input2, target, margin=self.margin, reduction=self.reduction
         )
@@ -475,14 +535,14 @@ class TripletMarginLoss(_Loss):
 
     def __init__(
         self,
-        margin=1.0,
-        p=2.0,
-        eps=1e-6,
-        swap=False,
-        size_average=None,
-        reduce=None,
-        reduction="mean",
-    ):
+        margin: float = 1.0,
+        p: float = 2.0,
+        eps: float = 1e-6,
+        swap: bool = False,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         if margin <= 0:
             raise ValueError(
@@ -490,7 +550,7 @@ class TripletMarginLoss(_Loss):
             )
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
-    def forward(self, anchor, positive, negative):
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return F.triplet_margin_loss(
             anchor,
             positive,
@@ -526,11 +586,17 @@ class HingeEmbeddingLoss(_Loss):
         tensor([0.3000, 0.7000, 0.0000])
     """
 
-    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    def __init__(
+        self,
+        margin: float = 1.0,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
 
 
@@ -556,7 +622,7 @@ class SoftMarginLoss(_Loss):
         tensor(0.2201)
     """
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
@@ -583,10 +649,16 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
         tensor(0.1269)
     """
 
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(weight, size_average, reduce, reduction)
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multilabel_soft_margin_loss(
             input, target, weight=self.weight, reduction=self.reduction
         )
@@ -621,17 +693,17 @@ class PoissonNLLLoss(_Loss):
 
     def __init__(
         self,
-        log_input=True,
-        full=False,
-        size_average=None,
-        eps=1e-8,
-        reduce=None,
-        reduction="mean",
-    ):
+        log_input: bool = True,
+        full: bool = False,
+        size_average: bool | None = None,
+        eps: float = 1e-8,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_input, self.full, self.eps = log_input, full, eps
 
-    def forward(self, log_input, target):
+    def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
         return F.poisson_nll_loss(
             log_input,
             target,
@@ -670,11 +742,11 @@ class GaussianNLLLoss(_Loss):
         tensor(0.0767)
     """
 
-    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> None:
         super().__init__(None, None, reduction)
         self.full, self.eps = full, eps
 
-    def forward(self, input, target, var):
+    def forward(self, input: Tensor, target: Tensor, var: Tensor) -> Tensor:
         return F.gaussian_nll_loss(
             input, target, var, full=self.full, eps=self.eps, reduction=self.reduction
         )
@@ -718,12 +790,23 @@ class CTCLoss(_Loss):
         tensor(2.2079)
     """
 
-    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+    def __init__(
+        self,
+        blank: int = 0,
+        reduction: str = "mean",
+        zero_infinity: bool = False,
+    ) -> None:
         super().__init__(reduction=reduction)
         self.blank = blank
         self.zero_infinity = zero_infinity
 
-    def forward(self, log_probs, targets, input_lengths, target_lengths):
+    def forward(
+        self,
+        log_probs: Tensor,
+        targets: Tensor,
+        input_lengths: Tensor,
+        target_lengths: Tensor,
+    ) -> Tensor:
         return F.ctc_loss(
             log_probs,
             targets,
@@ -767,8 +850,14 @@ class MultiMarginLoss(_WeightedLoss):
     """
 
     def __init__(
-        self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"
-    ):
+        self,
+        p: int = 1,
+        margin: float = 1.0,
+        weight: Tensor | None = None,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(weight, size_average, reduce, reduction)
         if p != 1 and p != 2:
             raise ValueError("only p == 1 and p == 2 supported")
@@ -780,7 +869,7 @@ class MultiMarginLoss(_WeightedLoss):
         self.p = p
         self.margin = margin
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multi_margin_loss(
             input, target, p=self.p, margin=self.margin, weight=self.weight,
             reduction=self.reduction,
@@ -811,7 +900,7 @@ class MultiLabelMarginLoss(_Loss):
         tensor(0.8500)
     """
 
-    def forward(self, input, target):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
@@ -841,7 +930,14 @@ class TripletMarginWithDistanceLoss(_Loss):
         tensor(0.0050)
     """
 
-    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+    def __init__(
+        self,
+        *,
+        distance_function: Callable[[Tensor, Tensor], Tensor] | None = None,
+        margin: float = 1.0,
+        swap: bool = False,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(size_average=None, reduce=None, reduction=reduction)
         if margin <= 0:
             raise ValueError(
@@ -856,7 +952,7 @@ class TripletMarginWithDistanceLoss(_Loss):
         self.margin = margin
         self.swap = swap
 
-    def forward(self, anchor, positive, negative):
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return F.triplet_margin_with_distance_loss(
             anchor, positive, negative, distance_function=self.distance_function,
             margin=self.margin, swap=self.swap, reduction=self.reduction,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from ... import _C, _device
 from ...autograd.grad_mode import no_grad
@@ -26,6 +27,15 @@ from ._state_dict import (  # noqa: F401
     _rebuild_parameter,
     _StateDictMixin,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+    from typing_extensions import Self
+
+    from ..._C import Tensor
+    from ..._typing import DType
 
 __all__ = ["Parameter", "Module"]
 
@@ -118,7 +128,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
     _version = 1
     call_super_init = False
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         if self.call_super_init is False and bool(kwargs):
             raise TypeError(
                 f"{type(self).__name__}.__init__() got an unexpected keyword argument "
@@ -162,7 +172,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 
     # ----- registration ------------------------------------------------------------------
 
-    def register_buffer(self, name, tensor, persistent=True):
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Adds a tensor that is state but not a parameter (BatchNorm's running
         mean): moved by ``to()``, saved in ``state_dict()`` unless
         ``persistent=False``, never returned by ``parameters()``."""
@@ -188,7 +198,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
         else:
             self._non_persistent_buffers_set.add(name)
 
-    def register_parameter(self, name, param):
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Adds a parameter (or ``None``: declared but absent, as ``bias=False``)."""
         _STATE_EPOCH[0] += 1
         if "_parameters" not in self.__dict__:
@@ -218,7 +228,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
         else:
             self._parameters[name] = param
 
-    def add_module(self, name, module):
+    def add_module(self, name: str, module: Module | None) -> None:
         """Adds a child module, reachable as the attribute ``name``."""
         _STATE_EPOCH[0] += 1
         if not isinstance(module, Module) and module is not None:
@@ -233,11 +243,11 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
             raise KeyError('module name can\'t be empty string ""')
         self._modules[name] = module
 
-    def register_module(self, name, module):
+    def register_module(self, name: str, module: Module | None) -> None:
         """Alias of ``add_module``."""
         self.add_module(name, module)
 
-    def get_submodule(self, target):
+    def get_submodule(self, target: str) -> Module:
         """The submodule at the dotted path ``target`` (``""`` is ``self``)."""
         if target == "":
             return self
@@ -250,7 +260,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
-    def set_submodule(self, target, module, strict=False):
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
         """Replaces (or, unless ``strict``, adds) the submodule at the dotted path ``target``."""
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")
@@ -266,7 +276,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                 raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
         setattr(parent, atoms[-1], module)
 
-    def get_parameter(self, target):
+    def get_parameter(self, target: str) -> Parameter:
         """The parameter at the dotted path ``target`` (``"fc.weight"``)."""
         module_path, _, param_name = target.rpartition(".")
         mod = self.get_submodule(module_path)
@@ -277,7 +287,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
             raise AttributeError("`" + param_name + "` is not an nn.Parameter")
         return param
 
-    def get_buffer(self, target):
+    def get_buffer(self, target: str) -> Tensor:
         """The buffer at the dotted path ``target``."""
         module_path, _, buffer_name = target.rpartition(".")
         mod = self.get_submodule(module_path)
@@ -290,7 +300,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 
     # ----- attribute protocol ------------------------------------------------------------
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Tensor | Module:
         d = self.__dict__
         if "_parameters" in d:
             if name in d["_parameters"]:
@@ -303,7 +313,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                 return d["_modules"][name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         _STATE_EPOCH[0] += 1
 
         def remove_from(*dicts_or_sets):
@@ -368,7 +378,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                 else:
                     super().__setattr__(name, value)
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         _STATE_EPOCH[0] += 1
         if name in self._parameters:
             del self._parameters[name]
@@ -380,7 +390,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
         else:
             super().__delattr__(name)
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         module_attrs = dir(self.__class__)
         attrs = list(self.__dict__.keys())
         parameters = list(self._parameters.keys())
@@ -433,12 +443,17 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                 name = module_prefix + ("." if module_prefix else "") + k
                 yield name, v
 
-    def parameters(self, recurse=True):
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         """The parameters of this module and (``recurse``) its submodules, each once."""
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
-    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_parameters(
+        self,
+        prefix: str = "",
+        recurse: bool = True,
+        remove_duplicate: bool = True,
+    ) -> Iterator[tuple[str, Parameter]]:
         """``(dotted name, parameter)`` pairs; a shared parameter comes once,
         under its first name, unless ``remove_duplicate=False``."""
         yield from self._named_members(
@@ -448,12 +463,17 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
             remove_duplicate=remove_duplicate,
         )
 
-    def buffers(self, recurse=True):
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         """The buffers of this module and (``recurse``) its submodules."""
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
-    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_buffers(
+        self,
+        prefix: str = "",
+        recurse: bool = True,
+        remove_duplicate: bool = True,
+    ) -> Iterator[tuple[str, Tensor]]:
         """``(dotted name, buffer)`` pairs."""
         yield from self._named_members(
             lambda module: module._buffers.items(),
@@ -462,12 +482,12 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
             remove_duplicate=remove_duplicate,
         )
 
-    def children(self):
+    def children(self) -> Iterator[Module]:
         """The immediate submodules, each once."""
         for _, module in self.named_children():
             yield module
 
-    def named_children(self):
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         """``(name, submodule)`` for the immediate submodules, each once."""
         memo = set()
         for name, module in self._modules.items():
@@ -475,12 +495,17 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                 memo.add(id(module))
                 yield name, module
 
-    def modules(self):
+    def modules(self) -> Iterator[Module]:
         """This module and every submodule, depth first, each once."""
         for _, module in self.named_modules():
             yield module
 
-    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+    def named_modules(
+        self,
+        memo: set[Module] | None = None,
+        prefix: str = "",
+        remove_duplicate: bool = True,
+    ) -> Iterator[tuple[str, Module]]:
         """``(dotted name, module)`` for this module (name ``prefix``) and every
         submodule, depth first; a shared submodule comes once."""
         if memo is None:
@@ -495,7 +520,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                 submodule_prefix = prefix + ("." if prefix else "") + name
                 yield from module.named_modules(memo, submodule_prefix, remove_duplicate)
 
-    def apply(self, fn):
+    def apply(self, fn: Callable[[Module], None]) -> Self:
         """Calls ``fn`` on every submodule (children first) and then on ``self``."""
         for module in self.children():
             module.apply(fn)
@@ -504,7 +529,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 
     # ----- modes and gradients -----------------------------------------------------------
 
-    def train(self, mode=True):
+    def train(self, mode: bool = True) -> Self:
         """Sets training mode here and in every submodule (Dropout, BatchNorm read it)."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
@@ -513,17 +538,17 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
             module.train(mode)
         return self
 
-    def eval(self):
+    def eval(self) -> Self:
         """``train(False)``."""
         return self.train(False)
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self, requires_grad: bool = True) -> Self:
         """Sets ``requires_grad`` on every parameter (freezing with ``False``)."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Resets the gradients of every parameter: to ``None`` by default, else to zeros."""
         for p in self.parameters():
             if p.grad is not None:
@@ -573,7 +598,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
                 self._buffers[key] = fn(buf)
         return self
 
-    def to(self, *args, **kwargs):
+    def to(self, *args: Any, **kwargs: Any) -> Self:
         """Converts the floating-point parameters and buffers to ``dtype``:
         ``to(dtype)``, ``to("cpu")``, ``to(device, dtype)``, ``to(tensor)``
         (its dtype), keyword forms too. Parameters keep their identity."""
@@ -602,7 +627,7 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 
         return self._apply(convert)
 
-    def to_empty(self, *, device, recurse=True):
+    def to_empty(self, *, device: object, recurse: bool = True) -> Self:
         """Moves the parameters and buffers to ``device`` without copying their
         values: new tensors of the same shapes and dtypes (zeros here; PyTorch
         leaves them uninitialised). The way to give a model built on the meta
@@ -611,37 +636,37 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
 
         return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
-    def cpu(self):
+    def cpu(self) -> Self:
         """Every tensor already lives on the CPU: returns ``self``."""
         return self._apply(lambda t: t.cpu())
 
-    def cuda(self, device=None):
+    def cuda(self, device: object = None) -> Self:
         """Refused: ferrograd runs on the CPU only."""
         _C.empty(0).to("cuda")
 
-    def float(self):
+    def float(self) -> Self:
         """Casts floating-point parameters and buffers to float32."""
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
-    def double(self):
+    def double(self) -> Self:
         """Casts floating-point parameters and buffers to float64."""
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
-    def half(self):
+    def half(self) -> Self:
         """Casts floating-point parameters and buffers to float16."""
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
-    def bfloat16(self):
+    def bfloat16(self) -> Self:
         """Casts floating-point parameters and buffers to bfloat16."""
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
-    def type(self, dst_type):
+    def type(self, dst_type: DType | str) -> Self:
         """Casts every parameter and buffer to ``dst_type`` (a dtype or a
         ``'ferrograd.DoubleTensor'``-style name)."""
         dtype = _dtype_from_type(dst_type)
         return self._apply(lambda t: t.to(dtype))
 
-    def share_memory(self):
+    def share_memory(self) -> Self:
         """A no-op kept for API compatibility: tensors live in process memory."""
         return self
 
@@ -650,11 +675,11 @@ class Module(_StateDictMixin, _ModuleHooksMixin):
     def _get_name(self):
         return self.__class__.__name__
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         """The text inside this module's parentheses in ``repr``; override it."""
         return ""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         extra_lines = []
         extra_repr = self.extra_repr()
         if extra_repr:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
@@ -45,15 +47,21 @@ class LayerNorm(Module):
         ferrograd.Size([2, 3, 4, 5])
     """
 
+    normalized_shape: tuple[int, ...]
+    eps: float
+    elementwise_affine: bool
+    weight: Tensor | None
+    bias: Tensor | None
+
     def __init__(
         self,
-        normalized_shape,
-        eps=1e-5,
-        elementwise_affine=True,
-        bias=True,
-        device=None,
-        dtype=None,
-    ):
+        normalized_shape: IntOrInts,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -79,10 +87,10 @@ class LayerNorm(Module):
             if self.bias is not None:
                 self.bias.zero_()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             f"{self.normalized_shape}, eps={self.eps}, "
             f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
@@ -118,8 +126,24 @@ class GroupNorm(Module):
                grad_fn=<NativeGroupNormBackward0>)
     """
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None,
-                 *, bias=True):  # fmt: skip
+    num_groups: int
+    num_channels: int
+    eps: float
+    affine: bool
+    weight: Tensor | None
+    bias: Tensor | None
+
+    def __init__(
+        self,
+        num_groups: int,
+        num_channels: int,
+        eps: float = 1e-5,
+        affine: bool = True,
+        device: object = None,
+        dtype: DType | None = None,
+        *,
+        bias: bool = True,
+    ) -> None:
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError(
@@ -148,10 +172,10 @@ class GroupNorm(Module):
                 if self.bias is not None:
                     self.bias.zero_()
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
             f"bias={self.bias is not None}"
@@ -161,6 +185,10 @@ class GroupNorm(Module):
 # ----- RMSNorm, LocalResponseNorm, CrossMapLRN2d -----------------------------------------------
 
 from .._functional import norm_extra as _norm_extra  # noqa: E402
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import DType, IntOrInts
 
 __all__ += ["RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
@@ -189,9 +217,19 @@ class RMSNorm(Module):
         tensor([[0.8485, 1.1314]], grad_fn=<MulBackward0>)
     """
 
+    normalized_shape: tuple[int, ...]
+    eps: float | None
+    elementwise_affine: bool
+    weight: Tensor | None
+
     def __init__(
-        self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None
-    ):
+        self,
+        normalized_shape: IntOrInts,
+        eps: float | None = None,
+        elementwise_affine: bool = True,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -211,10 +249,10 @@ class RMSNorm(Module):
             with no_grad():
                 self.weight.fill_(1.0)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             f"{self.normalized_shape}, eps={self.eps}, "
             f"elementwise_affine={self.elementwise_affine}"
@@ -243,14 +281,14 @@ class LocalResponseNorm(Module):
         ferrograd.Size([2, 4, 5, 5])
     """
 
-    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__()
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
@@ -277,12 +315,12 @@ class CrossMapLRN2d(Module):
         tensor([0.6000, 0.5000, 0.5000])
     """
 
-    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
         super().__init__()
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return _norm_extra.cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import IntOrInts
 
 __all__ = [
     "ConstantPad1d",
@@ -34,15 +40,15 @@ def _pads(padding, n):
 class _ConstantPadNd(Module):
     _n = 2
 
-    def __init__(self, padding, value):
+    def __init__(self, padding: IntOrInts, value: float) -> None:
         super().__init__()
         self.padding = _pads(padding, self._n)
         self.value = value
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.pad(input, self.padding, "constant", self.value)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"padding={self.padding}, value={self.value}"
 
 
@@ -113,10 +119,10 @@ class ZeroPad1d(ConstantPad1d):
         tensor([[0., 1., 2., 3., 0.]])
     """
 
-    def __init__(self, padding):
+    def __init__(self, padding: IntOrInts) -> None:
         super().__init__(padding, 0.0)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.padding}"
 
 
@@ -143,10 +149,10 @@ class ZeroPad2d(ConstantPad2d):
         ferrograd.Size([1, 4, 3])
     """
 
-    def __init__(self, padding):
+    def __init__(self, padding: IntOrInts) -> None:
         super().__init__(padding, 0.0)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.padding}"
 
 
@@ -154,14 +160,14 @@ class _ModePad(Module):
     _n = 2
     _mode = "reflect"
 
-    def __init__(self, padding):
+    def __init__(self, padding: IntOrInts) -> None:
         super().__init__()
         self.padding = _pads(padding, self._n)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.pad(input, self.padding, self._mode)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.padding}"
 
 
@@ -348,10 +354,10 @@ class ZeroPad3d(ConstantPad3d):
         ferrograd.Size([1, 1, 4, 4, 4])
     """
 
-    def __init__(self, padding):
+    def __init__(self, padding: IntOrInts) -> None:
         super().__init__(padding, 0.0)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"{self.padding}"
 
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
 
 __all__ = ["PixelShuffle", "PixelUnshuffle"]
 
@@ -27,14 +32,14 @@ class PixelShuffle(Module):
         ferrograd.Size([1, 1, 12, 12])
     """
 
-    def __init__(self, upscale_factor):
+    def __init__(self, upscale_factor: int) -> None:
         super().__init__()
         self.upscale_factor = upscale_factor
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.pixel_shuffle(input, self.upscale_factor)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"upscale_factor={self.upscale_factor}"
 
 
@@ -55,12 +60,12 @@ class PixelUnshuffle(Module):
         ferrograd.Size([1, 9, 4, 4])
     """
 
-    def __init__(self, downscale_factor):
+    def __init__(self, downscale_factor: int) -> None:
         super().__init__()
         self.downscale_factor = downscale_factor
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.pixel_unshuffle(input, self.downscale_factor)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"

@@ -3,8 +3,16 @@ max and average pooling in three."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..._C import Tensor
+    from ..._typing import IntOrInts
 
 __all__ = [
     "MaxPool1d",
@@ -20,8 +28,14 @@ __all__ = [
 
 class _MaxPoolNd(Module):
     def __init__(
-        self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False
-    ):
+        self,
+        kernel_size: IntOrInts,
+        stride: IntOrInts | None = None,
+        padding: IntOrInts = 0,
+        dilation: IntOrInts = 1,
+        return_indices: bool = False,
+        ceil_mode: bool = False,
+    ) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
@@ -30,7 +44,7 @@ class _MaxPoolNd(Module):
         self.return_indices = return_indices
         self.ceil_mode = ceil_mode
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             "kernel_size={kernel_size}, stride={stride}, padding={padding}, "
             "dilation={dilation}, ceil_mode={ceil_mode}".format(**self.__dict__)
@@ -64,7 +78,7 @@ class MaxPool1d(_MaxPoolNd):
         tensor([[3., 2.]])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.max_pool1d(
             input,
             self.kernel_size,
@@ -106,7 +120,7 @@ class MaxPool2d(_MaxPoolNd):
                  [13., 15.]]])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.max_pool2d(
             input,
             self.kernel_size,
@@ -148,8 +162,13 @@ class AvgPool1d(Module):
     """
 
     def __init__(
-        self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True
-    ):
+        self,
+        kernel_size: IntOrInts,
+        stride: IntOrInts | None = None,
+        padding: IntOrInts = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ) -> None:
         super().__init__()
         self.kernel_size = _single(kernel_size)
         self.stride = _single(stride if stride is not None else kernel_size)
@@ -157,10 +176,10 @@ class AvgPool1d(Module):
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool1d(
             input,
             self.kernel_size,
@@ -202,13 +221,13 @@ class AvgPool2d(Module):
 
     def __init__(
         self,
-        kernel_size,
-        stride=None,
-        padding=0,
-        ceil_mode=False,
-        count_include_pad=True,
-        divisor_override=None,
-    ):
+        kernel_size: IntOrInts,
+        stride: IntOrInts | None = None,
+        padding: IntOrInts = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
@@ -217,10 +236,10 @@ class AvgPool2d(Module):
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool2d(
             input,
             self.kernel_size,
@@ -233,12 +252,12 @@ class AvgPool2d(Module):
 
 
 class _AdaptivePool(Module):
-    def __init__(self, output_size, return_indices=False):
+    def __init__(self, output_size: IntOrInts | None, return_indices: bool = False) -> None:
         super().__init__()
         self.output_size = output_size
         self.return_indices = return_indices
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
 
 
@@ -260,11 +279,11 @@ class AdaptiveAvgPool1d(_AdaptivePool):
         tensor([[2., 4.]])
     """
 
-    def __init__(self, output_size):
+    def __init__(self, output_size: IntOrInts | None) -> None:
         super().__init__(output_size)
         del self.return_indices
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
@@ -288,11 +307,11 @@ class AdaptiveAvgPool2d(_AdaptivePool):
         ferrograd.Size([8, 64, 1, 1])
     """
 
-    def __init__(self, output_size):
+    def __init__(self, output_size: IntOrInts | None) -> None:
         super().__init__(output_size)
         del self.return_indices
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
@@ -316,7 +335,7 @@ class AdaptiveMaxPool1d(_AdaptivePool):
         tensor([[3., 5.]])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
@@ -345,7 +364,7 @@ class AdaptiveMaxPool2d(_AdaptivePool):
                   [13, 15]]]]))
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
@@ -379,7 +398,7 @@ class MaxPool3d(_MaxPoolNd):
         ferrograd.Size([1, 2, 3, 3, 4])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.max_pool3d(
             input,
             self.kernel_size,
@@ -418,7 +437,7 @@ class AvgPool3d(AvgPool2d):
         ferrograd.Size([1, 2, 3, 3, 3])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool3d(
             input,
             self.kernel_size,
@@ -445,7 +464,13 @@ __all__ += [
 
 
 class _LPPoolNd(Module):
-    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+    def __init__(
+        self,
+        norm_type: float,
+        kernel_size: IntOrInts,
+        stride: IntOrInts | None = None,
+        ceil_mode: bool = False,
+    ) -> None:
         super().__init__()
         if norm_type == 0:
             raise ValueError(f"norm_type must be a non-zero value, but got {norm_type}")
@@ -454,7 +479,7 @@ class _LPPoolNd(Module):
         self.stride = stride
         self.ceil_mode = ceil_mode
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (
             f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
             f"stride={self.stride}, ceil_mode={self.ceil_mode}"
@@ -483,7 +508,7 @@ class LPPool1d(_LPPoolNd):
         tensor([[5.0000, 1.4142]])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.lp_pool1d(
             input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode
         )
@@ -512,7 +537,7 @@ class LPPool2d(_LPPoolNd):
                   [4., 4.]]]])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.lp_pool2d(
             input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode
         )
@@ -541,7 +566,7 @@ class LPPool3d(_LPPoolNd):
         ferrograd.Size([1, 2, 2, 2, 2])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.lp_pool3d(
             input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode
         )
@@ -556,13 +581,18 @@ def _ntuple(v, n):
 class _MaxUnpoolNd(Module):
     _n = 2
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(
+        self,
+        kernel_size: IntOrInts,
+        stride: IntOrInts | None = None,
+        padding: IntOrInts = 0,
+    ) -> None:
         super().__init__()
         self.kernel_size = _ntuple(kernel_size, self._n)
         self.stride = _ntuple(stride if stride is not None else kernel_size, self._n)
         self.padding = _ntuple(padding, self._n)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
@@ -595,7 +625,12 @@ class MaxUnpool1d(_MaxUnpoolNd):
 
     _n = 1
 
-    def forward(self, input, indices, output_size=None):
+    def forward(
+        self,
+        input: Tensor,
+        indices: Tensor,
+        output_size: Sequence[int] | None = None,
+    ) -> Tensor:
         return F.max_unpool1d(
             input, indices, self.kernel_size, self.stride, self.padding, output_size
         )
@@ -635,7 +670,12 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
     _n = 2
 
-    def forward(self, input, indices, output_size=None):
+    def forward(
+        self,
+        input: Tensor,
+        indices: Tensor,
+        output_size: Sequence[int] | None = None,
+    ) -> Tensor:
         return F.max_unpool2d(
             input, indices, self.kernel_size, self.stride, self.padding, output_size
         )
@@ -671,7 +711,12 @@ class MaxUnpool3d(_MaxUnpoolNd):
 
     _n = 3
 
-    def forward(self, input, indices, output_size=None):
+    def forward(
+        self,
+        input: Tensor,
+        indices: Tensor,
+        output_size: Sequence[int] | None = None,
+    ) -> Tensor:
         return F.max_unpool3d(
             input, indices, self.kernel_size, self.stride, self.padding, output_size
         )
@@ -696,11 +741,11 @@ class AdaptiveAvgPool3d(_AdaptivePool):
         ferrograd.Size([2, 3, 1, 5, 2])
     """
 
-    def __init__(self, output_size):
+    def __init__(self, output_size: IntOrInts | None) -> None:
         super().__init__(output_size)
         del self.return_indices
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool3d(input, self.output_size)
 
 
@@ -725,5 +770,5 @@ class AdaptiveMaxPool3d(_AdaptivePool):
         tensor([7.])
     """
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)

@@ -5,11 +5,17 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from typing import TYPE_CHECKING, overload
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from .._functional import rnn as _rnn
 from .module import Module, Parameter
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import DType
+    from ..utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -87,20 +93,30 @@ class RNNBase(Module):
         ['weight_ih_l0', 'weight_hh_l0', 'bias_ih_l0', 'bias_hh_l0']
     """
 
+    mode: str
+    input_size: int
+    hidden_size: int
+    num_layers: int
+    bias: bool
+    batch_first: bool
+    dropout: float
+    bidirectional: bool
+    proj_size: int
+
     def __init__(
         self,
-        mode,
-        input_size,
-        hidden_size,
-        num_layers=1,
-        bias=True,
-        batch_first=False,
-        dropout=0.0,
-        bidirectional=False,
-        proj_size=0,
-        device=None,
-        dtype=None,
-    ):
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         if mode not in _GATES:
             raise ValueError(f"Unrecognized RNN mode: {mode}")
@@ -253,7 +269,17 @@ class RNNBase(Module):
             states = tuple(h.unsqueeze(1) for h in states)
         return states
 
-    def forward(self, input, hx=None):
+    @overload
+    def forward(
+        self, input: Tensor, hx: Tensor | tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, Tensor | tuple[Tensor, Tensor]]: ...
+    @overload
+    def forward(
+        self, input: PackedSequence, hx: Tensor | tuple[Tensor, Tensor] | None = None
+    ) -> tuple[PackedSequence, Tensor | tuple[Tensor, Tensor]]: ...
+    def forward(
+        self, input: Tensor | PackedSequence, hx: Tensor | tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor | PackedSequence, Tensor | tuple[Tensor, Tensor]]:
         PackedSequence = _packed_type()
         name = {"RNN_TANH": "RNN", "RNN_RELU": "RNN"}.get(self.mode, self.mode)
         dirs = 2 if self.bidirectional else 1
@@ -346,7 +372,7 @@ class RNNBase(Module):
         hidden = finals if self.mode == "LSTM" else finals[0]
         return output, hidden
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
         if self.proj_size != 0:
             s += f", proj_size={self.proj_size}"
@@ -414,18 +440,18 @@ class RNN(RNNBase):
 
     def __init__(
         self,
-        input_size,
-        hidden_size,
-        num_layers=1,
-        nonlinearity="tanh",
-        bias=True,
-        batch_first=False,
-        dropout=0.0,
-        bidirectional=False,
-        device=None,
-        dtype=None,
-        **kwargs,
-    ):
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        device: object = None,
+        dtype: DType | None = None,
+        **kwargs: object,
+    ) -> None:
         _no_proj_size(kwargs, "RNN")
         if nonlinearity == "tanh":
             mode = "RNN_TANH"
@@ -500,17 +526,17 @@ class LSTM(RNNBase):
 
     def __init__(
         self,
-        input_size,
-        hidden_size,
-        num_layers=1,
-        bias=True,
-        batch_first=False,
-        dropout=0.0,
-        bidirectional=False,
-        proj_size=0,
-        device=None,
-        dtype=None,
-    ):
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__(
             "LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout,
             bidirectional, proj_size, device, dtype,
@@ -571,17 +597,17 @@ class GRU(RNNBase):
 
     def __init__(
         self,
-        input_size,
-        hidden_size,
-        num_layers=1,
-        bias=True,
-        batch_first=False,
-        dropout=0.0,
-        bidirectional=False,
-        device=None,
-        dtype=None,
-        **kwargs,
-    ):
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        device: object = None,
+        dtype: DType | None = None,
+        **kwargs: object,
+    ) -> None:
         _no_proj_size(kwargs, "GRU")
         super().__init__(
             "GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout,
@@ -612,9 +638,25 @@ class RNNCellBase(Module):
         (ferrograd.Size([24, 4]), ferrograd.Size([24, 8]), ferrograd.Size([24]))
     """
 
+    input_size: int
+    hidden_size: int
+    bias: bool
+    weight_ih: Tensor
+    weight_hh: Tensor
+    bias_ih: Tensor | None
+    bias_hh: Tensor | None
+
     _name = "RNNCellBase"
 
-    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool,
+        num_chunks: int,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -632,7 +674,7 @@ class RNNCellBase(Module):
         """Redraws every parameter uniformly in +-1/sqrt(hidden_size), as PyTorch does."""
         _reset_uniform(self, self.hidden_size)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
         if self.bias is not True:
             s += f", bias={self.bias}"
@@ -714,12 +756,19 @@ class RNNCell(RNNCellBase):
         ferrograd.Size([3, 20])
     """
 
-    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
-                 dtype=None):  # fmt: skip
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        nonlinearity: str = "tanh",
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 
-    def forward(self, input, hx=None):
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         if self.nonlinearity not in ("tanh", "relu"):
             # Checked here, as PyTorch does, not at construction.
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
@@ -759,10 +808,19 @@ class LSTMCell(RNNCellBase):
         (ferrograd.Size([3, 20]), ferrograd.Size([3, 20]))
     """
 
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
-    def forward(self, input, hx=None):
+    def forward(
+        self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
+    ) -> tuple[Tensor, Tensor]:
         input, (h, c), is_batched = self._prepare(input, hx, 2)
         step = _rnn.make_step("LSTM", self.weight_hh, self.bias_hh)
         h, c = step(_rnn.F.linear(input, self.weight_ih, self.bias_ih), h, c)
@@ -794,10 +852,17 @@ class GRUCell(RNNCellBase):
         ferrograd.Size([20])
     """
 
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
-    def forward(self, input, hx=None):
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         input, (h,), is_batched = self._prepare(input, hx, 1)
         step = _rnn.make_step("GRU", self.weight_hh, self.bias_hh)
         (out,) = step(_rnn.F.linear(input, self.weight_ih, self.bias_ih), h)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .._functional._args import PaddingIdxError
 from .module import Module, Parameter
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import DType
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -82,20 +88,29 @@ class Embedding(Module):
                 [3., 4.]])
     """
 
+    num_embeddings: int
+    embedding_dim: int
+    padding_idx: int | None
+    max_norm: float | None
+    norm_type: float
+    scale_grad_by_freq: bool
+    weight: Tensor
+    sparse: bool
+
     def __init__(
         self,
-        num_embeddings,
-        embedding_dim,
-        padding_idx=None,
-        max_norm=None,
-        norm_type=2.0,
-        scale_grad_by_freq=False,
-        sparse=False,
-        _weight=None,
-        _freeze=False,
-        device=None,
-        dtype=None,
-    ):
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+        _weight: Tensor | None = None,
+        _freeze: bool = False,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -113,7 +128,7 @@ class Embedding(Module):
             if self.padding_idx is not None:
                 self.weight[self.padding_idx].fill_(0.0)
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.embedding(
             input,
             self.weight,
@@ -124,7 +139,7 @@ class Embedding(Module):
             self.sparse,
         )
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
@@ -205,21 +220,32 @@ class EmbeddingBag(Module):
         tensor([[2., 3.]])
     """
 
+    num_embeddings: int
+    embedding_dim: int
+    max_norm: float | None
+    norm_type: float
+    scale_grad_by_freq: bool
+    weight: Tensor
+    mode: str
+    sparse: bool
+    include_last_offset: bool
+    padding_idx: int | None
+
     def __init__(
         self,
-        num_embeddings,
-        embedding_dim,
-        max_norm=None,
-        norm_type=2.0,
-        scale_grad_by_freq=False,
-        mode="mean",
-        sparse=False,
-        _weight=None,
-        include_last_offset=False,
-        padding_idx=None,
-        device=None,
-        dtype=None,
-    ):
+        num_embeddings: int,
+        embedding_dim: int,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        _weight: Tensor | None = None,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+        device: object = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         # An unknown mode is refused by forward (F.embedding_bag), as in PyTorch.
         self.num_embeddings = num_embeddings
@@ -237,7 +263,12 @@ class EmbeddingBag(Module):
         """Weight from N(0, 1), the padding row zero."""
         Embedding.reset_parameters(self)
 
-    def forward(self, input, offsets=None, per_sample_weights=None):
+    def forward(
+        self,
+        input: Tensor,
+        offsets: Tensor | None = None,
+        per_sample_weights: Tensor | None = None,
+    ) -> Tensor:
         return F.embedding_bag(
             input,
             self.weight,
@@ -252,7 +283,7 @@ class EmbeddingBag(Module):
             self.padding_idx,
         )
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}, mode='{self.mode}'"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import functional as F
 from .module import Module
+
+if TYPE_CHECKING:
+    from ..._C import Tensor
+    from ..._typing import FloatOrFloats, IntOrInts
 
 __all__ = ["Upsample"]
 
@@ -44,12 +50,12 @@ class Upsample(Module):
 
     def __init__(
         self,
-        size=None,
-        scale_factor=None,
-        mode="nearest",
-        align_corners=None,
-        recompute_scale_factor=None,
-    ):
+        size: IntOrInts | None = None,
+        scale_factor: FloatOrFloats | None = None,
+        mode: str = "nearest",
+        align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
+    ) -> None:
         super().__init__()
         self.name = type(self).__name__
         self.size = size
@@ -61,7 +67,7 @@ class Upsample(Module):
         self.align_corners = align_corners
         self.recompute_scale_factor = recompute_scale_factor
 
-    def forward(self, input):
+    def forward(self, input: Tensor) -> Tensor:
         return F.interpolate(
             input,
             self.size,
@@ -71,7 +77,7 @@ class Upsample(Module):
             recompute_scale_factor=self.recompute_scale_factor,
         )
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         if self.scale_factor is not None:
             info = f"scale_factor={self.scale_factor!r}"
         else:
@@ -105,7 +111,11 @@ class UpsamplingNearest2d(Upsample):
                   [1., 1., 2., 2.]]]])
     """
 
-    def __init__(self, size=None, scale_factor=None):
+    def __init__(
+        self,
+        size: IntOrInts | None = None,
+        scale_factor: FloatOrFloats | None = None,
+    ) -> None:
         super().__init__(size, scale_factor, mode="nearest")
 
 
@@ -130,5 +140,9 @@ class UpsamplingBilinear2d(Upsample):
         tensor([[[[0., 1., 2.]]]])
     """
 
-    def __init__(self, size=None, scale_factor=None):
+    def __init__(
+        self,
+        size: IntOrInts | None = None,
+        scale_factor: FloatOrFloats | None = None,
+    ) -> None:
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..modules.module import Module
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["DataParallel"]
 
@@ -32,10 +38,16 @@ class DataParallel(Module):
         (['module.weight', 'module.bias'], [])
     """
 
-    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+    def __init__(
+        self,
+        module: Module,
+        device_ids: Sequence[int] | None = None,
+        output_device: int | None = None,
+        dim: int = 0,
+    ) -> None:
         super().__init__()
         self.module = module
         self.device_ids = []
 
-    def forward(self, *inputs, **kwargs):
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         return self.module(*inputs, **kwargs)

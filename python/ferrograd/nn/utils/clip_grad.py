@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import types
 import warnings
+from typing import TYPE_CHECKING
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ..._C import Tensor
 
 __all__ = [
     "clip_grad_norm_",
@@ -37,7 +43,12 @@ def _check_foreach(foreach):
         raise TypeError(f"foreach must be None or a bool, got {foreach!r}")
 
 
-def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+def get_total_norm(
+    tensors: Tensor | Iterable[Tensor],
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
     """The ``norm_type``-norm of all ``tensors`` together, as if they were concatenated into
     one vector (the norm of their individual norms).
 
@@ -82,7 +93,12 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     return total_norm
 
 
-def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+def clip_grads_with_norm_(
+    parameters: Tensor | Iterable[Tensor],
+    max_norm: float,
+    total_norm: Tensor,
+    foreach: bool | None = None,
+) -> None:
     """Scales the gradients of ``parameters`` in place by
     ``min(1, max_norm / (total_norm + 1e-6))``, given their total norm (from
     :func:`get_total_norm`); the second half of :func:`clip_grad_norm_`.
@@ -123,7 +139,13 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
             g.mul_(clip_coef_clamped.to(g.dtype))
 
 
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+def clip_grad_norm_(
+    parameters: Tensor | Iterable[Tensor],
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
     """Scales the gradients of ``parameters`` in place so that their total ``norm_type``-norm,
     computed as if they were one vector, is at most ``max_norm``.
 
@@ -161,7 +183,11 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     return total_norm
 
 
-def clip_grad_value_(parameters, clip_value, foreach=None):
+def clip_grad_value_(
+    parameters: Tensor | Iterable[Tensor],
+    clip_value: float,
+    foreach: bool | None = None,
+) -> None:
     """Clamps every gradient of ``parameters`` in place to ``[-clip_value, clip_value]``.
 
     Args:
@@ -191,7 +217,13 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
                 p.grad.clamp_(min=-clip_value, max=clip_value)
 
 
-def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+def clip_grad_norm(
+    parameters: Tensor | Iterable[Tensor],
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
     """Deprecated alias of :func:`clip_grad_norm_`: scales the gradients of
     ``parameters`` in place so that their total ``norm_type``-norm is at most
     ``max_norm``, warning with ``FutureWarning`` (as PyTorch does) that the name with

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ... import _C
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ..._C import Tensor
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
 
-def parameters_to_vector(parameters):
+def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """Concatenates the flattened ``parameters`` into one 1-d tensor (differentiable: gradients
     flow back to the parameters).
 
@@ -27,7 +34,7 @@ def parameters_to_vector(parameters):
     return _C.cat(vec)
 
 
-def vector_to_parameters(vec, parameters):
+def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     """The inverse of :func:`parameters_to_vector`: each parameter becomes a view of its
     consecutive slice of ``vec`` (its ``.data`` is replaced, so the parameter objects, and
     the optimizers holding them, stay the same).

@@ -4,8 +4,17 @@
 from __future__ import annotations
 
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
 from ... import _C
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from typing_extensions import Self
+
+    from ..._C import Tensor
 
 __all__ = [
     "PackedSequence",
@@ -23,7 +32,7 @@ _PackedSequenceBase = namedtuple(
 )
 
 
-def invert_permutation(permutation):
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     """The permutation that undoes ``permutation``: ``inv[permutation[i]] = i``.
 
     Args:
@@ -88,24 +97,24 @@ class PackedSequence(_PackedSequenceBase):
         data, batch_sizes = data
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
-    def to(self, *args, **kwargs):
+    def to(self, *args: Any, **kwargs: Any) -> Self:
         """The same packing with ``data`` converted (``to(dtype)``); indices unchanged."""
         data = self.data.to(*args, **kwargs)
         if data is self.data:
             return self
         return type(self)(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
 
-    def float(self):
+    def float(self) -> Self:
         return self.to(_C.float32)
 
-    def double(self):
+    def double(self) -> Self:
         return self.to(_C.float64)
 
     @property
     def is_cuda(self):
         return False
 
-    def is_pinned(self):
+    def is_pinned(self) -> bool:
         return False
 
 
@@ -119,7 +128,12 @@ def _lengths_list(lengths):
     return [int(v) for v in lengths]
 
 
-def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
+def pack_padded_sequence(
+    input: Tensor,
+    lengths: Tensor | Sequence[int],
+    batch_first: bool = False,
+    enforce_sorted: bool = True,
+) -> PackedSequence:
     """Packs a padded batch of sequences into a :class:`PackedSequence`.
 
     Args:
@@ -192,7 +206,12 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     return PackedSequence(data, _C.tensor(batch_sizes, dtype=_C.int64), sorted_indices, None)
 
 
-def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
+def pad_packed_sequence(
+    sequence: PackedSequence,
+    batch_first: bool = False,
+    padding_value: float = 0.0,
+    total_length: int | None = None,
+) -> tuple[Tensor, Tensor]:
     """Unpacks a :class:`PackedSequence` into a padded batch, in the caller's batch order: the
     inverse of :func:`pack_padded_sequence`.
 
@@ -247,7 +266,12 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     return padded, _C.tensor(lengths, dtype=_C.int64)
 
 
-def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
+def pad_sequence(
+    sequences: Tensor | Sequence[Tensor],
+    batch_first: bool = False,
+    padding_value: float = 0.0,
+    padding_side: str = "right",
+) -> Tensor:
     """Stacks tensors of different lengths into one padded batch.
 
     Args:
@@ -296,7 +320,11 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     return _C.stack(padded, 0 if batch_first else 1)
 
 
-def unpad_sequence(padded_sequences, lengths, batch_first=False):
+def unpad_sequence(
+    padded_sequences: Tensor,
+    lengths: Tensor,
+    batch_first: bool = False,
+) -> list[Tensor]:
     """Splits a padded batch back into a list of tensors of the given lengths, the inverse of
     :func:`pad_sequence`.
 
@@ -322,7 +350,7 @@ def unpad_sequence(padded_sequences, lengths, batch_first=False):
     ]
 
 
-def pack_sequence(sequences, enforce_sorted=True):
+def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> PackedSequence:
     """Packs a list of tensors of different lengths into a :class:`PackedSequence`
     (:func:`pad_sequence` then :func:`pack_padded_sequence`).
 
@@ -344,7 +372,7 @@ def pack_sequence(sequences, enforce_sorted=True):
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
-def unpack_sequence(packed_sequences):
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
     """The list of tensors a :class:`PackedSequence` was built from, in the caller's order: the
     inverse of :func:`pack_sequence`.
 

@@ -6,10 +6,19 @@ format's version under ``_metadata``, as PyTorch's does."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from ..parameter import Parameter, UninitializedParameter
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from ..modules.module import Module
+
+    _M = TypeVar("_M", bound=Module)
 
 __all__ = ["SpectralNorm", "remove_spectral_norm", "spectral_norm"]
 
@@ -162,7 +171,13 @@ class SpectralNormStateDictHook:
         local_metadata["spectral_norm"][key] = self.fn._version
 
 
-def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
+def spectral_norm(
+    module: _M,
+    name: str = "weight",
+    n_power_iterations: int = 1,
+    eps: float = 1e-12,
+    dim: int | None = None,
+) -> _M:
     """Divides ``module``'s parameter ``name`` by its largest singular value ``sigma``
     (spectral normalization), estimated by power iteration: the parameter is kept as
     ``<name>_orig`` with the buffers ``<name>_u`` and ``<name>_v`` (the singular vector
@@ -209,7 +224,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     return module
 
 
-def remove_spectral_norm(module, name="weight"):
+def remove_spectral_norm(module: _M, name: str = "weight") -> _M:
     """Undoes :func:`spectral_norm`: ``<name>`` becomes a plain parameter holding its
     current normalized value ``<name>_orig / sigma`` (with the current singular vector
     estimates, no further power iteration), and ``<name>_orig``, ``<name>_u``,

@@ -6,9 +6,17 @@ Deprecated in PyTorch (with this module's warning) in favour of
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 from ..parameter import Parameter, UninitializedParameter
 from ._norm_fns import _weight_norm, norm_except_dim
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from ..modules.module import Module
+
+    _M = TypeVar("_M", bound=Module)
 
 __all__ = ["WeightNorm", "remove_weight_norm", "weight_norm"]
 
@@ -67,7 +75,7 @@ class WeightNorm:
         setattr(module, self.name, self.compute_weight(module))
 
 
-def weight_norm(module, name="weight", dim=0):
+def weight_norm(module: _M, name: str = "weight", dim: int | None = 0) -> _M:
     """Reparametrizes ``module``'s parameter ``name`` as a magnitude ``<name>_g`` and a
     direction ``<name>_v`` (weight normalization): a forward pre-hook recomputes
     ``<name> = g * v / ||v||`` before every forward, the norm taken over every dimension
@@ -103,7 +111,7 @@ def weight_norm(module, name="weight", dim=0):
     return module
 
 
-def remove_weight_norm(module, name="weight"):
+def remove_weight_norm(module: _M, name: str = "weight") -> _M:
     """Undoes :func:`weight_norm`: ``<name>`` becomes a plain parameter again, holding
     its current value ``g * v / ||v||``, and ``<name>_g``, ``<name>_v`` and the pre-hook
     go. Raises ``ValueError`` if ``name`` is not weight-normalized.

@@ -71,7 +71,7 @@ class SequentialLR(LRScheduler):
 
         self._last_lr = schedulers[idx].get_last_lr()
 
-    def recursive_undo(self, sched=None) -> None:
+    def recursive_undo(self, sched: LRScheduler | None = None) -> None:
         scheds = self if sched is None else sched
 
         if hasattr(scheds, "_schedulers"):

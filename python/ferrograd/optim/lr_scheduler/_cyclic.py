@@ -160,7 +160,7 @@ class CyclicLR(LRScheduler):
             self._scale_fn_ref = partial(self._exp_range_scale_fn, self.gamma)
             self.scale_mode = "iterations"
 
-    def scale_fn(self, x) -> float:
+    def scale_fn(self, x: float) -> float:
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
         else:
@@ -271,7 +271,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             for base_lr in self.base_lrs
         ]
 
-    def step(self, epoch=None) -> None:
+    def step(self, epoch: float | None = None) -> None:
         if epoch is None and self.last_epoch < 0:
             epoch = 0
 

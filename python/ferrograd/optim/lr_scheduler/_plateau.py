@@ -68,7 +68,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
-    def step(self, metrics: SupportsFloat, epoch=None) -> None:  # type: ignore[override]
+    def step(self, metrics: SupportsFloat, epoch: int | None = None) -> None:  # type: ignore[override]
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1

@@ -11,6 +11,7 @@ import queue
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING, Any, Generic
 
 import numpy as np
 
@@ -18,8 +19,14 @@ import ferrograd as _fg
 
 from ._utils import collate as _collate
 from ._utils import worker as _worker
-from .dataset import IterableDataset, TensorDataset
+from .dataset import IterableDataset, T_co, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+
+    from ..._C import Generator
+    from .dataset import Dataset
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
@@ -128,7 +135,7 @@ def _create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last):
     return cls(dataset, auto_collation, collate_fn, drop_last)
 
 
-class DataLoader:
+class DataLoader(Generic[T_co]):
     """Iterates over ``dataset`` in batches, as PyTorch's ``DataLoader``.
 
     ``batch_size``/``shuffle``/``sampler``/``drop_last`` (or a ``batch_sampler``)
@@ -143,11 +150,26 @@ class DataLoader:
     """
 
     def __init__(
-        self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
-        num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
-        worker_init_fn=None, multiprocessing_context=None, generator=None, *,
-        prefetch_factor=None, persistent_workers=False, pin_memory_device="", in_order=True,
-    ):  # fmt: skip
+        self,
+        dataset: Dataset[T_co],
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler: Sampler | Iterable[Any] | None = None,
+        batch_sampler: Sampler | Iterable[Sequence[Any]] | None = None,
+        num_workers: int = 0,
+        collate_fn: Callable[[list[T_co]], Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
+        generator: Generator | None = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+    ) -> None:
         if num_workers < 0:
             raise ValueError(
                 "num_workers option should be non-negative; use num_workers=0 to disable "
@@ -251,7 +273,7 @@ class DataLoader:
             return _SingleProcessDataLoaderIter(self)
         return _MultiProcessingDataLoaderIter(self)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         if self.persistent_workers and self.num_workers > 0:
             if self._iterator is None:
                 self._iterator = self._get_iterator()
@@ -260,7 +282,7 @@ class DataLoader:
             return self._iterator
         return self._get_iterator()
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self._dataset_kind == _DatasetKind.Iterable:
             length = self._IterableDataset_len_called = len(self.dataset)
             if self.batch_size is not None:

@@ -6,8 +6,19 @@ import bisect
 import itertools
 import math
 import warnings
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import ferrograd as _fg
+
+from ..._C import Tensor
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+
+    from ..._C import Generator
+
+T_co = TypeVar("T_co", covariant=True)
+T = TypeVar("T")
 
 __all__ = [
     "ChainDataset",
@@ -21,50 +32,52 @@ __all__ = [
 ]
 
 
-class Dataset:
+class Dataset(Generic[T_co]):
     """A map-style dataset: ``dataset[i]`` returns sample ``i``; subclasses
     implement ``__getitem__`` and usually ``__len__`` (which samplers need)."""
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> T_co:
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
-    def __add__(self, other):
+    def __add__(self, other: Dataset[T_co]) -> ConcatDataset[T_co]:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """A dataset that is a stream: ``iter(dataset)`` yields samples. With worker
     processes every worker iterates its own copy; use ``get_worker_info()`` in
     ``__iter__`` to split the stream between them."""
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[T_co]:
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
-    def __add__(self, other):
+    def __add__(self, other: Dataset[T_co]) -> ChainDataset:
         return ChainDataset([self, other])
 
 
-class TensorDataset(Dataset):
+class TensorDataset(Dataset[tuple[Tensor, ...]]):
     """Samples are tuples of the given tensors indexed along their first dimension."""
 
-    def __init__(self, *tensors):
+    tensors: tuple[Tensor, ...]
+
+    def __init__(self, *tensors: Tensor) -> None:
         # PyTorch asserts; raised explicitly so `python -O` keeps the check.
         if not all(tensors[0].size(0) == t.size(0) for t in tensors):
             raise AssertionError("Size mismatch between tensors")
         self.tensors = tensors
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> tuple[Tensor, ...]:
         return tuple(t[index] for t in self.tensors)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.tensors[0].size(0)
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[Any]):
     """Samples are tuples (positional datasets) or dicts (keyword datasets) of
     the same index taken from each dataset."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Dataset[Any], **kwargs: Dataset[Any]) -> None:
         if args:
             if kwargs:
                 raise ValueError(
@@ -84,16 +97,16 @@ class StackDataset(Dataset):
         else:
             raise ValueError("At least one dataset should be passed")
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> tuple[Any, ...] | dict[str, Any]:
         if isinstance(self.datasets, dict):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._length
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[T_co]):
     """The concatenation of map-style datasets."""
 
     @staticmethod
@@ -104,7 +117,7 @@ class ConcatDataset(Dataset):
             r.append(s)
         return r
 
-    def __init__(self, datasets):
+    def __init__(self, datasets: Iterable[Dataset[T_co]]) -> None:
         self.datasets = list(datasets)
         if len(self.datasets) == 0:
             raise AssertionError("datasets should not be an empty iterable")
@@ -113,10 +126,10 @@ class ConcatDataset(Dataset):
                 raise AssertionError("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = self.cumsum(self.datasets)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.cumulative_sizes[-1]
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> T_co:
         if idx < 0:
             if -idx > len(self):
                 raise ValueError("absolute value of index should not exceed dataset length")
@@ -126,19 +139,19 @@ class ConcatDataset(Dataset):
         return self.datasets[dataset_idx][sample_idx]
 
 
-class ChainDataset(IterableDataset):
+class ChainDataset(IterableDataset[Any]):
     """The chaining of iterable datasets, one after the other."""
 
-    def __init__(self, datasets):
+    def __init__(self, datasets: Iterable[Dataset[Any]]) -> None:
         self.datasets = datasets
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         for d in self.datasets:
             if not isinstance(d, IterableDataset):
                 raise AssertionError("ChainDataset only supports IterableDataset")
             yield from d
 
-    def __len__(self):
+    def __len__(self) -> int:
         total = 0
         for d in self.datasets:
             if not isinstance(d, IterableDataset):
@@ -147,28 +160,30 @@ class ChainDataset(IterableDataset):
         return total
 
 
-class Subset(Dataset):
+class Subset(Dataset[T_co]):
     """The samples of ``dataset`` at ``indices``, in that order."""
 
-    def __init__(self, dataset, indices):
+    def __init__(self, dataset: Dataset[T_co], indices: Sequence[int]) -> None:
         self.dataset = dataset
         self.indices = indices
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> T_co:
         if isinstance(idx, list):
             return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
 
-    def __getitems__(self, indices):
+    def __getitems__(self, indices: Sequence[int]) -> list[T_co]:
         if callable(getattr(self.dataset, "__getitems__", None)):
             return self.dataset.__getitems__([self.indices[idx] for idx in indices])
         return [self.dataset[self.indices[idx]] for idx in indices]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.indices)
 
 
-def random_split(dataset, lengths, generator=None):
+def random_split(
+    dataset: Dataset[T], lengths: Sequence[int | float], generator: Generator | None = None
+) -> list[Subset[T]]:
     """Splits ``dataset`` into non-overlapping random ``Subset`` objects of the given
     lengths, or of fractions of its length summing to 1 (the remainder of the
     floors going one by one to the first splits, as PyTorch's)."""

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import ferrograd as _fg
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence, Sized
+
+    from ..._C import Generator, Tensor
 
 __all__ = [
     "BatchSampler",
@@ -17,23 +24,23 @@ __all__ = [
 class Sampler:
     """Base class: ``__iter__`` yields indices (or lists of them, for a batch sampler)."""
 
-    def __init__(self, data_source=None):
+    def __init__(self, data_source: Sized | None = None) -> None:
         pass
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         raise NotImplementedError
 
 
 class SequentialSampler(Sampler):
     """``0, 1, ..., len(data_source) - 1``."""
 
-    def __init__(self, data_source):
+    def __init__(self, data_source: Sized) -> None:
         self.data_source = data_source
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(range(len(self.data_source)))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.data_source)
 
 
@@ -43,7 +50,13 @@ class RandomSampler(Sampler):
     Without a ``generator`` each iteration seeds a fresh one from the global
     generator, as PyTorch's, so ``ferrograd.manual_seed`` fixes the order."""
 
-    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+    def __init__(
+        self,
+        data_source: Sized,
+        replacement: bool = False,
+        num_samples: int | None = None,
+        generator: Generator | None = None,
+    ) -> None:
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
@@ -64,7 +77,7 @@ class RandomSampler(Sampler):
             return len(self.data_source)
         return self._num_samples
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
         if self.generator is None:
             seed = int(_fg.empty((), dtype=_fg.int64).random_().item())
@@ -83,22 +96,22 @@ class RandomSampler(Sampler):
                 yield from _fg.randperm(n, generator=generator).tolist()
             yield from _fg.randperm(n, generator=generator).tolist()[: self.num_samples % n]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
 
 class SubsetRandomSampler(Sampler):
     """The given indices in a random order."""
 
-    def __init__(self, indices, generator=None):
+    def __init__(self, indices: Sequence[int], generator: Generator | None = None) -> None:
         self.indices = indices
         self.generator = generator
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         for i in _fg.randperm(len(self.indices), generator=self.generator).tolist():
             yield self.indices[i]
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.indices)
 
 
@@ -106,7 +119,13 @@ class WeightedRandomSampler(Sampler):
     """``num_samples`` indices drawn with probabilities proportional to ``weights``
     (with or without replacement)."""
 
-    def __init__(self, weights, num_samples, replacement=True, generator=None):
+    def __init__(
+        self,
+        weights: Sequence[float] | Tensor,
+        num_samples: int,
+        replacement: bool = True,
+        generator: Generator | None = None,
+    ) -> None:
         if (
             not isinstance(num_samples, int)
             or isinstance(num_samples, bool)
@@ -133,13 +152,13 @@ class WeightedRandomSampler(Sampler):
         self.replacement = replacement
         self.generator = generator
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         rand_tensor = _fg.multinomial(
             self.weights, self.num_samples, self.replacement, generator=self.generator
         )
         yield from iter(rand_tensor.tolist())
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.num_samples
 
 
@@ -147,7 +166,7 @@ class BatchSampler(Sampler):
     """Groups the indices of ``sampler`` into lists of ``batch_size`` (the last
     one shorter unless ``drop_last``)."""
 
-    def __init__(self, sampler, batch_size, drop_last):
+    def __init__(self, sampler: Sampler | Iterable[int], batch_size: int, drop_last: bool) -> None:
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
             raise ValueError(
                 f"batch_size should be a positive integer value, but got batch_size={batch_size}"
@@ -158,7 +177,7 @@ class BatchSampler(Sampler):
         self.batch_size = batch_size
         self.drop_last = drop_last
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[int]]:
         if self.drop_last:
             it = iter(self.sampler)
             while True:
@@ -179,7 +198,7 @@ class BatchSampler(Sampler):
             if k > 0:
                 yield batch[:k]
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self.drop_last:
             return len(self.sampler) // self.batch_size
         return (len(self.sampler) + self.batch_size - 1) // self.batch_size

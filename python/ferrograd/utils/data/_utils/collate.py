@@ -5,10 +5,15 @@ from __future__ import annotations
 import collections.abc
 import copy
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 import ferrograd as _fg
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["default_collate", "default_convert"]
 
@@ -35,7 +40,7 @@ def _np_to_tensor(a):
     return _fg.tensor(np.ascontiguousarray(a))
 
 
-def default_convert(data):
+def default_convert(data: Any) -> Any:
     """Turns NumPy arrays and numbers inside ``data`` into tensors, keeping
     the containers (what a loader without batching applies)."""
     elem_type = type(data)
@@ -71,7 +76,7 @@ def default_convert(data):
     return data
 
 
-def default_collate(batch):
+def default_collate(batch: Sequence[Any]) -> Any:
     """Stacks a list of samples into a batch: tensors and NumPy arrays are
     stacked along a new first dimension, Python floats become a float64
     tensor, ints an int64 tensor, bools a bool tensor, strings stay a list,

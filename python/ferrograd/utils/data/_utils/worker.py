@@ -40,7 +40,7 @@ class WorkerInfo:
         return f"{self.__class__.__name__}({', '.join(items)})"
 
 
-def get_worker_info():
+def get_worker_info() -> WorkerInfo | None:
     """The ``WorkerInfo`` of the current ``DataLoader`` worker, or ``None`` in
     the main process (where ``IterableDataset.__iter__`` uses it to shard)."""
     return _worker_info
