@@ -43,7 +43,6 @@ mod random;
 mod serialize;
 mod sorting;
 mod tensor;
-mod tensor_sampling;
 
 use pyo3::prelude::*;
 

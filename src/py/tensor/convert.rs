@@ -385,3 +385,57 @@ impl PyTensor {
         scalar_to_py(py, &self.t)
     }
 }
+
+fn legacy_name(dt: DType) -> String {
+    format!("torch.{}Tensor", dt.scalar_name())
+}
+
+// Legacy type names: `Tensor.type()`.
+#[pymethods]
+impl PyTensor {
+    /// `t.type()`: PyTorch's legacy type name (`'torch.FloatTensor'`, with
+    /// the `torch.` prefix code compares against); `t.type(dtype)` with a
+    /// dtype, such a name or a legacy type (`FloatTensor`) converts like `to`.
+    #[pyo3(name = "type", signature = (dtype=None, non_blocking=false))]
+    fn type_(
+        slf: &Bound<'_, Self>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        non_blocking: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = non_blocking;
+        let py = slf.py();
+        let cur = slf.get().t.dtype();
+        let Some(target) = dtype.filter(|d| !d.is_none()) else {
+            return Ok(pyo3::types::PyString::new(py, &legacy_name(cur))
+                .into_any()
+                .unbind());
+        };
+        let dt = if let Ok(name) = target.extract::<String>() {
+            let want = crate::tensor::ALL_DTYPES
+                .into_iter()
+                .find(|d| legacy_name(*d) == name);
+            match want {
+                Some(d) => d,
+                None if name.starts_with("torch.cuda.") => {
+                    return Err(PyRuntimeError::new_err(format!(
+                        "ferrograd has no CUDA support: cannot convert to {name}"
+                    )))
+                }
+                None => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "invalid type: '{name}'"
+                    )))
+                }
+            }
+        } else if let Ok(inner) = target.getattr("dtype") {
+            parse_dtype(&inner)?
+        } else {
+            parse_dtype(target)?
+        };
+        if dt == cur {
+            return Ok(slf.clone().into_any().unbind());
+        }
+        let obj = crate::py::dtype::dtype_object(py, dt);
+        Ok(slf.call_method1("to", (obj,))?.unbind())
+    }
+}

@@ -11,6 +11,7 @@ mod convert;
 mod indexing;
 mod math;
 mod operators;
+mod sampling;
 mod shape;
 
 pub use autograd::default_grad;

@@ -1,16 +1,15 @@
 //! The sampling methods of `Tensor` (`bernoulli_`, `random_`,
-//! `exponential_`, `multinomial`, ...) and its legacy type names
-//! (`Tensor.type()`), drawn through the generators of `random.rs`.
+//! `exponential_`, `multinomial`, ...), drawn through the generators of
+//! `py/random.rs`.
 
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use super::capture::run_inplace;
-use super::random::{bernoulli, check_range, float_arg, gen_arg, multinomial_impl};
-use super::tensor::PyTensor;
+use super::PyTensor;
 use crate::ops;
+use crate::py::capture::run_inplace;
+use crate::py::random::{bernoulli, check_range, float_arg, gen_arg, multinomial_impl};
 use crate::random as rng;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 // ----- sampling Tensor methods ---------------------------------------------------
 
@@ -192,59 +191,4 @@ fn sample_into(
         let v = rng::with_gen(gen.as_ref(), |g| sample(g, t[0]))?;
         ops::overwrite_sampled(t[0], v)
     })
-}
-
-// ----- legacy type names ---------------------------------------------------------
-
-fn legacy_name(dt: DType) -> String {
-    format!("torch.{}Tensor", dt.scalar_name())
-}
-
-#[pymethods]
-impl PyTensor {
-    /// `t.type()`: PyTorch's legacy type name (`'torch.FloatTensor'`, with
-    /// the `torch.` prefix code compares against); `t.type(dtype)` with a
-    /// dtype, such a name or a legacy type (`FloatTensor`) converts like `to`.
-    #[pyo3(name = "type", signature = (dtype=None, non_blocking=false))]
-    fn type_(
-        slf: &Bound<'_, Self>,
-        dtype: Option<&Bound<'_, PyAny>>,
-        non_blocking: bool,
-    ) -> PyResult<Py<PyAny>> {
-        let _ = non_blocking;
-        let py = slf.py();
-        let cur = self_t(slf).dtype();
-        let Some(target) = dtype.filter(|d| !d.is_none()) else {
-            return Ok(pyo3::types::PyString::new(py, &legacy_name(cur))
-                .into_any()
-                .unbind());
-        };
-        let dt = if let Ok(name) = target.extract::<String>() {
-            let want = crate::tensor::ALL_DTYPES
-                .into_iter()
-                .find(|d| legacy_name(*d) == name);
-            match want {
-                Some(d) => d,
-                None if name.starts_with("torch.cuda.") => {
-                    return Err(PyRuntimeError::new_err(format!(
-                        "ferrograd has no CUDA support: cannot convert to {name}"
-                    )))
-                }
-                None => {
-                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                        "invalid type: '{name}'"
-                    )))
-                }
-            }
-        } else if let Ok(inner) = target.getattr("dtype") {
-            super::dtype::parse_dtype(&inner)?
-        } else {
-            super::dtype::parse_dtype(target)?
-        };
-        if dt == cur {
-            return Ok(slf.clone().into_any().unbind());
-        }
-        let obj = super::dtype::dtype_object(py, dt);
-        Ok(slf.call_method1("to", (obj,))?.unbind())
-    }
 }
