@@ -14,24 +14,16 @@
 //! are.
 
 use super::node_traits;
-use std::collections::hash_map::Entry;
-use std::collections::{BinaryHeap, HashMap};
 
 use smallvec::{smallvec, SmallVec};
 
 use super::engine::call_node;
 use super::node::{BackwardCtx, Edge, Grads, Node};
+use super::walk::{self, add_into};
 use super::{BackwardRequest, GradModeGuard, NodeRef};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ops;
 use crate::tensor::{Shape, Tensor};
-
-struct Info {
-    node: NodeRef,
-    deps: u32,
-    exec: bool,
-    buffer: Grads,
-}
 
 /// `req.grads[i]` is `[batch, *roots[i].shape]`; returns, per input, its
 /// gradients stacked along a leading batch dimension (`None`: no gradient).
@@ -96,189 +88,59 @@ fn batched_shape(batch: usize, shape: &[usize]) -> Shape {
     s
 }
 
-/// The walk of `engine::run_backward` with batched buffers, or `None` (nothing
+/// The graph walk (`walk.rs`) with batched buffers, or `None` (nothing
 /// run) when a node or requested leaf has hooks.
 fn batched_engine(req: &BackwardRequest, batch: usize) -> Result<Option<Vec<Option<Tensor>>>> {
     let inputs = req.inputs.as_deref().unwrap_or(&[]);
-    let mut leaf_targets: HashMap<usize, usize> = HashMap::new();
-    let mut node_targets: HashMap<(u32, u32), usize> = HashMap::new();
-    for (k, t) in inputs.iter().enumerate() {
-        if !t.requires_grad() {
-            return Err(Error::runtime(
-                "One of the differentiated Tensors does not require grad",
-            ));
-        }
-        match t.try_grad_fn()? {
-            Some((n, nr)) => {
-                node_targets.insert((n.index(), nr), k);
-            }
-            None => {
-                if !t.meta().hooks.is_empty() {
-                    return Ok(None);
-                }
-                leaf_targets.insert(t.id(), k);
-            }
-        }
-    }
-
-    let mut root_edges: Vec<(Edge, Tensor)> = Vec::with_capacity(req.roots.len());
-    for (i, (t, g)) in req.roots.iter().zip(&req.grads).enumerate() {
-        let g = if g.dtype() != t.dtype() {
-            ops::to_dtype(g, t.dtype())?
-        } else {
-            g.clone()
-        };
-        let edge = super::try_gradient_edge(t)?;
-        if matches!(edge, Edge::None) {
-            return Err(Error::runtime(format!(
-                "element {i} of tensors does not require grad and does not have a grad_fn"
-            )));
-        }
-        root_edges.push((edge, g));
-    }
-
-    // Discovery (post-order), refusing graphs with hooks.
-    let mut infos: HashMap<u32, Info> = HashMap::new();
-    let mut order: Vec<u32> = Vec::new();
-    let mut stack: Vec<(NodeRef, usize)> = Vec::new();
-    let new_info = |n: &NodeRef| Info {
-        node: n.clone(),
-        deps: 0,
-        exec: true,
-        buffer: SmallVec::from_elem(None, n.outputs.len()),
+    // Hooks run per row in the plain loop, which keeps their semantics.
+    let Some(targets) = walk::Targets::of(inputs, |t| !t.meta().hooks.is_empty())? else {
+        return Ok(None);
     };
-    for (e, _) in &root_edges {
-        if let Edge::Node(n, _) = e {
-            if let Entry::Vacant(e) = infos.entry(n.index()) {
-                e.insert(new_info(n));
-                stack.push((n.clone(), 0));
-            }
-        }
-    }
-    while let Some((n, i)) = stack.pop() {
-        if i == 0 && n.hooks_snapshot().is_some() {
-            return Ok(None);
-        }
-        if i < n.edges.len() {
-            let child = match &n.edges[i] {
-                Edge::Node(c, _) => Some(c.clone()),
-                _ => None,
-            };
-            stack.push((n, i + 1));
-            if let Some(c) = child {
-                if let Entry::Vacant(e) = infos.entry(c.index()) {
-                    e.insert(new_info(&c));
-                    stack.push((c, 0));
-                }
-            }
-        } else {
-            order.push(n.index());
-        }
-    }
-    for &idx in &order {
-        let node = infos[&idx].node.clone();
-        let exec = node.edges.iter().any(|e| match e {
-            Edge::Node(c, nr) => {
-                node_targets.contains_key(&(c.index(), *nr))
-                    || infos.get(&c.index()).is_some_and(|ci| ci.exec)
-            }
-            Edge::Leaf(t) => leaf_targets.contains_key(&t.id()),
-            Edge::None => false,
-        });
-        if let Some(info) = infos.get_mut(&idx) {
-            info.exec = exec;
-        }
-    }
-    for &idx in &order {
-        if !infos[&idx].exec {
-            continue;
-        }
-        let node = infos[&idx].node.clone();
-        for e in node.edges.iter() {
-            if let Edge::Node(c, _) = e {
-                if let Some(ci) = infos.get_mut(&c.index()) {
-                    ci.deps += 1;
-                }
-            }
-        }
-    }
+    let root_edges = walk::root_edges(&req.roots, req.grads.clone(), |_, _, _| Ok(()))?;
+    let Some(mut graph) = walk::Graph::discover(&root_edges, |n| n.hooks_snapshot().is_some())
+    else {
+        return Ok(None);
+    };
+    graph.mark_exec(&targets);
+    graph.count_deps(|_| {});
 
     let mut results: Vec<Option<Tensor>> = vec![None; inputs.len()];
     let _mode = GradModeGuard::new(false);
     for (e, g) in root_edges {
         match e {
-            Edge::Node(n, nr) => {
-                if let Some(info) = infos.get_mut(&n.index()) {
-                    add_into(&mut info.buffer[nr as usize], g)?;
-                }
-            }
             Edge::Leaf(t) => {
-                if let Some(&k) = leaf_targets.get(&t.id()) {
+                if let Some(&k) = targets.leaves.get(&t.id()) {
                     add_into(&mut results[k], g)?;
                 }
             }
-            Edge::None => {}
+            e => graph.seed(&e, g)?,
         }
     }
-    let mut ready: BinaryHeap<(u64, u32)> = infos
-        .iter()
-        .filter(|(_, info)| info.deps == 0)
-        .map(|(&idx, info)| (info.node.seq, idx))
-        .collect();
-
-    while let Some((_, idx)) = ready.pop() {
-        let Some(info) = infos.get_mut(&idx) else {
-            continue;
-        };
-        let (node, grads, exec) = (
-            info.node.clone(),
-            std::mem::take(&mut info.buffer),
-            info.exec,
-        );
-        for (nr, g) in grads.iter().enumerate() {
-            if let Some(&k) = node_targets.get(&(idx, nr as u32)) {
-                results[k] = g.clone();
-            }
-        }
-        if !exec {
-            continue;
-        }
-        let input_grads = call_node_batched(&node, grads, batch)?;
-        if !req.retain_graph {
-            node.release_saved();
-        }
-        for (edge, g) in node.edges.iter().zip(input_grads) {
-            match edge {
-                Edge::Node(c, nr) => {
-                    let Some(ci) = infos.get_mut(&c.index()) else {
-                        continue;
-                    };
-                    if let Some(g) = g {
-                        add_into(&mut ci.buffer[*nr as usize], g)?;
-                    }
-                    ci.deps -= 1;
-                    if ci.deps == 0 {
-                        ready.push((ci.node.seq, c.index()));
-                    }
+    let results = std::cell::RefCell::new(results);
+    graph.run(
+        |idx, node, grads, exec| {
+            for (nr, g) in grads.iter().enumerate() {
+                if let Some(&k) = targets.nodes.get(&(idx, nr as u32)) {
+                    results.borrow_mut()[k] = g.clone();
                 }
-                Edge::Leaf(t) => {
-                    if let (Some(g), Some(&k)) = (g, leaf_targets.get(&t.id())) {
-                        add_into(&mut results[k], g)?;
-                    }
-                }
-                Edge::None => {}
             }
-        }
-    }
-    Ok(Some(results))
-}
-
-fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
-    *slot = Some(match slot.take() {
-        None => g,
-        Some(prev) => ops::add(&prev, &g)?,
-    });
-    Ok(())
+            if !exec {
+                return Ok(None);
+            }
+            let input_grads = call_node_batched(node, grads, batch)?;
+            if !req.retain_graph {
+                node.release_saved();
+            }
+            Ok(Some(input_grads))
+        },
+        |t, g| {
+            if let (Some(g), Some(&k)) = (g, targets.leaves.get(&t.id())) {
+                add_into(&mut results.borrow_mut()[k], g)?;
+            }
+            Ok(())
+        },
+    )?;
+    Ok(Some(results.into_inner()))
 }
 
 /// One node's backward for a batch of output gradients: on the whole batch

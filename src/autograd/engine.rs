@@ -1,41 +1,18 @@
-//! The backward engine: iterative dependency counting over the graph reachable
-//! from the roots, then a ready queue ordered by creation (newest first).
-//! Nothing here recurses, so graph depth is bounded only by memory.
+//! The backward engine: one gradient per root through the graph walk of
+//! `walk.rs`, with hooks, `retain_grad`, anomaly traces, `create_graph`, and
+//! leaves' gradients finished (hooks, `.grad`) as soon as their last
+//! contribution is in.
 
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
 use super::node::{BackwardCtx, Edge, GradHook, Grads, LeafHookStage, Node, NodeHooks};
+use super::walk::{self, add_into, IdMap};
 use super::{GradModeGuard, NodeRef};
 use crate::error::{Error, Result};
 use crate::ops;
 use crate::tensor::{fmt_shape, Tensor};
-
-/// Node indices are small dense integers: a multiplicative hash is enough.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100000001b3);
-        }
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.0 = (i as u64).wrapping_mul(0x9E3779B97F4A7C15);
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.0 = (i as u64).wrapping_mul(0x9E3779B97F4A7C15);
-    }
-}
-
-type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// What to differentiate and how.
 pub struct BackwardRequest {
@@ -58,14 +35,6 @@ struct LeafSlot {
     deps: u32,
 }
 
-struct Info {
-    node: NodeRef,
-    deps: u32,
-    /// Runs its backward (some input below it needs a gradient).
-    exec: bool,
-    buffer: Grads,
-}
-
 pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     let BackwardRequest {
         roots,
@@ -77,9 +46,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     } = req;
     let _valid = super::checkpoint::ValidGuard::new(inputs.is_none());
 
-    // ---- roots -------------------------------------------------------------
-    let mut root_edges: Vec<(Edge, Tensor)> = Vec::with_capacity(roots.len());
-    for (i, (t, g)) in roots.iter().zip(grads).enumerate() {
+    let root_edges = walk::root_edges(&roots, grads, |i, t, g| {
         let (ts, gs) = (t.shape(), g.shape());
         if ts != gs {
             return Err(Error::runtime(format!(
@@ -88,92 +55,20 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                 fmt_shape(&ts)
             )));
         }
-        let g = if g.dtype() != t.dtype() {
-            ops::to_dtype(&g, t.dtype())?
-        } else {
-            g
-        };
-        let edge = super::try_gradient_edge(t)?;
-        if matches!(edge, Edge::None) {
-            return Err(Error::runtime(format!(
-                "element {i} of tensors does not require grad and does not have a grad_fn"
-            )));
-        }
-        root_edges.push((edge, g));
-    }
-
-    // ---- requested inputs ---------------------------------------------------
+        Ok(())
+    })?;
     let n_targets = inputs.as_ref().map_or(0, |v| v.len());
-    let mut leaf_targets: IdMap<usize, usize> = IdMap::default();
-    let mut node_targets: IdMap<(u32, u32), usize> = IdMap::default();
-    if let Some(inputs) = &inputs {
-        for (k, t) in inputs.iter().enumerate() {
-            if !t.requires_grad() {
-                return Err(Error::runtime(
-                    "One of the differentiated Tensors does not require grad",
-                ));
-            }
-            match t.try_grad_fn()? {
-                Some((n, nr)) => {
-                    node_targets.insert((n.index(), nr), k);
-                }
-                None => {
-                    leaf_targets.insert(t.id(), k);
-                }
-            }
-        }
-    }
+    let targets =
+        walk::Targets::of(inputs.as_deref().unwrap_or(&[]), |_| false)?.unwrap_or_default();
     let filtered = inputs.is_some();
-
-    // ---- discover the graph (iterative post-order) -----------------------------
-    let mut infos: IdMap<u32, Info> = IdMap::default();
-    let mut order: Vec<u32> = Vec::new();
-    let mut stack: Vec<(NodeRef, usize)> = Vec::new();
-    for (e, _) in &root_edges {
-        if let Edge::Node(n, _) = e {
-            if let std::collections::hash_map::Entry::Vacant(v) = infos.entry(n.index()) {
-                v.insert(new_info(n));
-                stack.push((n.clone(), 0));
-            }
-        }
-    }
-    while let Some((n, i)) = stack.pop() {
-        if i < n.edges.len() {
-            let child = match &n.edges[i] {
-                Edge::Node(c, _) => Some(c.clone()),
-                _ => None,
-            };
-            stack.push((n, i + 1));
-            if let Some(c) = child {
-                if let std::collections::hash_map::Entry::Vacant(v) = infos.entry(c.index()) {
-                    v.insert(new_info(&c));
-                    stack.push((c, 0));
-                }
-            }
-        } else {
-            order.push(n.index());
-        }
-    }
-
-    // Which nodes must run: with requested inputs, only those with a path to one.
+    let Some(mut graph) = walk::Graph::discover(&root_edges, |_| false) else {
+        unreachable!("the engine refuses no node")
+    };
     if filtered {
-        for &idx in &order {
-            let node = infos[&idx].node.clone();
-            let exec = node.edges.iter().any(|e| match e {
-                Edge::Node(c, nr) => {
-                    node_targets.contains_key(&(c.index(), *nr))
-                        || infos.get(&c.index()).is_some_and(|ci| ci.exec)
-                }
-                Edge::Leaf(t) => leaf_targets.contains_key(&t.id()),
-                Edge::None => false,
-            });
-            if let Some(info) = infos.get_mut(&idx) {
-                info.exec = exec;
-            }
-        }
+        graph.mark_exec(&targets);
     }
-    // Dependencies count only edges from nodes that will run; a leaf's count
-    // lets its gradient be finished as soon as its last contribution is in.
+    // A leaf's count (edges from nodes that run, plus root edges) lets its
+    // gradient be finished as soon as its last contribution is in.
     let mut leaves: Vec<LeafSlot> = Vec::new();
     let mut leaf_slot: IdMap<usize, usize> = IdMap::default();
     let mut count_leaf = |t: &Tensor| {
@@ -192,23 +87,11 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             count_leaf(t);
         }
     }
-    for &idx in &order {
-        let node = infos[&idx].node.clone();
-        if !infos[&idx].exec {
-            continue;
+    graph.count_deps(|t| {
+        if !filtered || targets.leaves.contains_key(&t.id()) {
+            count_leaf(t)
         }
-        for e in node.edges.iter() {
-            match e {
-                Edge::Node(c, _) => {
-                    if let Some(ci) = infos.get_mut(&c.index()) {
-                        ci.deps += 1;
-                    }
-                }
-                Edge::Leaf(t) if !filtered || leaf_targets.contains_key(&t.id()) => count_leaf(t),
-                _ => {}
-            }
-        }
-    }
+    });
 
     // ---- run -------------------------------------------------------------------
     let mut results: Vec<Option<Tensor>> = vec![None; n_targets];
@@ -216,103 +99,70 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     // written to `.grad` only after every node ran, so a failing backward
     // leaves their `.grad` untouched.
     let mut deferred: Vec<(Tensor, Tensor)> = Vec::new();
-    let mut fin = LeafFinish {
-        leaf_targets: &leaf_targets,
+    let fin = std::cell::RefCell::new(LeafFinish {
+        leaf_targets: &targets.leaves,
         results: &mut results,
         deferred: &mut deferred,
         accumulate,
         create_graph,
-    };
+    });
 
     let _mode = GradModeGuard::new(create_graph);
-    let mut ready: BinaryHeap<(u64, u32)> = BinaryHeap::new();
-
     for (e, g) in root_edges {
         match e {
-            Edge::Node(n, nr) => {
-                if let Some(info) = infos.get_mut(&n.index()) {
-                    add_into(&mut info.buffer[nr as usize], g)?;
-                }
-            }
             Edge::Leaf(t) => {
                 if let Some(i) = leaf_arrive(&mut leaves, &leaf_slot, &t, Some(g))? {
-                    fin.finish(&mut leaves[i])?;
+                    fin.borrow_mut().finish(&mut leaves[i])?;
                 }
             }
-            Edge::None => {}
+            e => graph.seed(&e, g)?,
         }
     }
-    for (&idx, info) in &infos {
-        if info.deps == 0 {
-            ready.push((info.node.seq, idx));
-        }
-    }
-
-    while let Some((_, idx)) = ready.pop() {
-        let (node, mut grads, exec) = match infos.get_mut(&idx) {
-            Some(info) => (
-                info.node.clone(),
-                std::mem::take(&mut info.buffer),
-                info.exec,
-            ),
-            None => continue,
-        };
-
-        let hooks = node.hooks_snapshot();
-        if let Some(h) = &hooks {
-            run_node_hooks(&node, h, &mut grads, exec)?;
-        }
-        if filtered {
-            for (nr, g) in grads.iter().enumerate() {
-                if let Some(&k) = node_targets.get(&(idx, nr as u32)) {
-                    fin.results[k] = g.clone();
-                }
+    let leaves = std::cell::RefCell::new(leaves);
+    graph.run(
+        |idx, node, mut grads, exec| {
+            let hooks = node.hooks_snapshot();
+            if let Some(h) = &hooks {
+                run_node_hooks(node, h, &mut grads, exec)?;
             }
-        }
-        if !exec {
-            continue;
-        }
-
-        let post = hooks.filter(|h| !h.node_post.is_empty());
-        let grad_outputs = post.as_ref().map(|_| grads.clone());
-        let mut input_grads = super::anomaly::run_node(&node, || call_node(&node, grads))?;
-        if let (Some(h), Some(go)) = (&post, &grad_outputs) {
-            for (_, hook) in &h.node_post {
-                if let Some(mut new) = hook.call(&input_grads, go)? {
-                    new.resize(node.edges.len(), None);
-                    input_grads = new;
-                }
-            }
-        }
-        if !retain_graph {
-            node.release_saved();
-        }
-
-        for (edge, g) in node.edges.iter().zip(input_grads) {
-            match edge {
-                Edge::Node(c, nr) => {
-                    let Some(ci) = infos.get_mut(&c.index()) else {
-                        continue;
-                    };
-                    if let Some(g) = g {
-                        add_into(&mut ci.buffer[*nr as usize], g)?;
-                    }
-                    ci.deps -= 1;
-                    if ci.deps == 0 {
-                        ready.push((ci.node.seq, c.index()));
+            if filtered {
+                let mut fin = fin.borrow_mut();
+                for (nr, g) in grads.iter().enumerate() {
+                    if let Some(&k) = targets.nodes.get(&(idx, nr as u32)) {
+                        fin.results[k] = g.clone();
                     }
                 }
-                Edge::Leaf(t) => {
-                    if !filtered || leaf_targets.contains_key(&t.id()) {
-                        if let Some(i) = leaf_arrive(&mut leaves, &leaf_slot, t, g)? {
-                            fin.finish(&mut leaves[i])?;
-                        }
+            }
+            if !exec {
+                return Ok(None);
+            }
+            let post = hooks.filter(|h| !h.node_post.is_empty());
+            let grad_outputs = post.as_ref().map(|_| grads.clone());
+            let mut input_grads = super::anomaly::run_node(node, || call_node(node, grads))?;
+            if let (Some(h), Some(go)) = (&post, &grad_outputs) {
+                for (_, hook) in &h.node_post {
+                    if let Some(mut new) = hook.call(&input_grads, go)? {
+                        new.resize(node.edges.len(), None);
+                        input_grads = new;
                     }
                 }
-                Edge::None => {}
             }
-        }
-    }
+            if !retain_graph {
+                node.release_saved();
+            }
+            Ok(Some(input_grads))
+        },
+        |t, g| {
+            if !filtered || targets.leaves.contains_key(&t.id()) {
+                let mut leaves = leaves.borrow_mut();
+                if let Some(i) = leaf_arrive(&mut leaves, &leaf_slot, t, g)? {
+                    fin.borrow_mut().finish(&mut leaves[i])?;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    drop(fin);
 
     // ---- deferred leaves: every node ran, so write their .grad now -------------------
     for (leaf, g) in deferred {
@@ -418,23 +268,6 @@ fn run_after_write_hooks(leaf: &Tensor, g: &Tensor) -> Result<()> {
     for h in leaf_hooks(leaf, LeafHookStage::NodePost) {
         h.call(g)?;
     }
-    Ok(())
-}
-
-fn new_info(n: &NodeRef) -> Info {
-    Info {
-        node: n.clone(),
-        deps: 0,
-        exec: true,
-        buffer: SmallVec::from_elem(None, n.outputs.len()),
-    }
-}
-
-fn add_into(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
-    *slot = Some(match slot.take() {
-        None => g,
-        Some(prev) => ops::add(&prev, &g)?,
-    });
     Ok(())
 }
 

@@ -9,6 +9,7 @@ pub mod forward;
 pub mod hooks;
 mod node;
 pub mod node_traits;
+mod walk;
 
 use std::cell::RefCell;
 
