@@ -311,16 +311,8 @@ def _rebuild_tensor(array, requires_grad):
     return t
 
 
-def _check_tensor(fn, value, name="input", position=1):
-    # PyTorch's argument parser refuses a non-tensor before anything runs;
-    # without this a wrapper below would fail with an AttributeError.
-    # A type with __ferrograd_function__ (vmap's BatchedTensor) implements the
-    # methods these wrappers call.
-    if not isinstance(value, Tensor) and not hasattr(type(value), "__ferrograd_function__"):
-        raise TypeError(
-            f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
-            f"not {type(value).__name__}"
-        )
+# Without it a wrapper below would fail with an AttributeError on a non-tensor.
+from ._dispatch import check_tensor as _check_tensor  # noqa: E402
 
 
 def zeros_like(

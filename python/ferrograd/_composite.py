@@ -22,6 +22,7 @@ import numpy as np
 from . import _C, _inplace_docs
 from ._autocast import autocast_op as _autocast_op
 from ._C import Tensor
+from ._dispatch import check_tensor
 from ._inplace import apply_inplace
 from ._replay import data_dependent as _data_dependent
 from ._replay import replayed as _replayed
@@ -69,14 +70,8 @@ def _broadcast_shapes(*shapes):
     return tuple(broadcast_shapes(*shapes))
 
 
-def _check(fn, value, name="input", position=1):
-    # A vmap BatchedTensor passes: these functions are composed of ops with
-    # batching rules.
-    if not isinstance(value, Tensor) and not hasattr(type(value), "__ferrograd_function__"):
-        raise TypeError(
-            f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
-            f"not {type(value).__name__}"
-        )
+# A vmap BatchedTensor passes: these functions are composed of ops with batching rules.
+_check = check_tensor
 
 
 # ----- triangles and diagonals ---------------------------------------------------------
