@@ -902,7 +902,12 @@ __all__ += _nn_aliases_all
 
 # torch.special and torch.distributions; the samplers they draw from.
 # isort: split
-from . import distributions, profiler, special  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    _methods,  # noqa: E402
+    distributions,
+    profiler,
+    special,
+)
 from ._C import (  # noqa: E402, F401
     _sample_dirichlet,
     _standard_gamma,
@@ -918,5 +923,5 @@ def _tensor_mvlgamma(self, p):
     return mvlgamma(self, p)
 
 
-Tensor.mvlgamma = _tensor_mvlgamma
+_methods.attach({"mvlgamma": _tensor_mvlgamma}, __name__, replace=True)
 __all__ += ["binomial", "distributions", "mvlgamma", "poisson", "special"]

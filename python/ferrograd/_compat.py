@@ -23,6 +23,7 @@ import warnings
 
 from . import _C
 from ._C import Tensor
+from ._methods import attach
 
 __all__ = [
     "range",
@@ -171,16 +172,22 @@ def _is_pinned(self, device=None):
 
 
 def _install():
-    Tensor.__format__ = _format
-    # Flags PyTorch code reads before treating a tensor specially; all true
-    # answers here are "no" (ferrograd has no sparse or quantized tensors).
-    Tensor.is_meta = False
-    Tensor.is_sparse = False
-    Tensor.is_quantized = False
     _pin_memory.__name__ = _pin_memory.__qualname__ = "pin_memory"
     _is_pinned.__name__ = _is_pinned.__qualname__ = "is_pinned"
-    Tensor.pin_memory = _pin_memory
-    Tensor.is_pinned = _is_pinned
+    attach(
+        {
+            "__format__": _format,
+            # Flags PyTorch code reads before treating a tensor specially; all true
+            # answers here are "no" (ferrograd has no sparse or quantized tensors).
+            "is_meta": False,
+            "is_sparse": False,
+            "is_quantized": False,
+            "pin_memory": _pin_memory,
+            "is_pinned": _is_pinned,
+        },
+        __name__,
+        replace=True,
+    )
 
 
 _install()

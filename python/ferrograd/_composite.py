@@ -24,6 +24,7 @@ from ._autocast import autocast_op as _autocast_op
 from ._C import Tensor
 from ._dispatch import check_tensor
 from ._inplace import apply_inplace
+from ._methods import attach
 from ._replay import data_dependent as _data_dependent
 from ._replay import replayed as _replayed
 
@@ -775,12 +776,11 @@ def _install_methods():
         addbmm,
         unique,
     ):
-        if not hasattr(Tensor, fn.__name__):
-            setattr(Tensor, fn.__name__, fn)
+        attach({fn.__name__: fn}, __name__)
     for fn in (tril, triu, lerp, addcmul, addcdiv, addmm, addmv, addr, baddbmm, addbmm):
         name = fn.__name__ + "_"
         if not hasattr(Tensor, name):
-            setattr(Tensor, name, _inplace(name, fn))
+            attach({name: _inplace(name, fn)}, __name__)
 
 
 _install_methods()

@@ -170,10 +170,10 @@ def _tensor_cuda(self, device=None, non_blocking=False, memory_format=None):
 
 
 def _install():
-    from ._C import Tensor
+    from ._methods import attach
 
     _tensor_cuda.__name__ = _tensor_cuda.__qualname__ = "cuda"
-    Tensor.cuda = _tensor_cuda
+    attach({"cuda": _tensor_cuda}, __name__, replace=True)
 
 
 _install()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
+from .._methods import attach
 from ._common import Tensor, _check_matrix, qr_result, slogdet_result, svd_result
 from ._decompositions import cholesky, qr, svd, svdvals
 from ._det import _logdet, det, slogdet
@@ -176,4 +177,4 @@ def _install():
         fn.__name__ = name
         fn.__qualname__ = f"Tensor.{name}"
         fn.__doc__ = f"See ``ferrograd.{name}``."
-        setattr(Tensor, name, fn)
+        attach({name: fn}, __name__, replace=True)
