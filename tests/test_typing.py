@@ -23,11 +23,28 @@ EXAMPLES = ["train_spirals.py", "digits.py", "fit_line.py"]
 pytestmark = pytest.mark.slow
 
 
+def _public_names() -> list[str]:
+    import ferrograd
+
+    return list(ferrograd.__all__)
+
+
 @pytest.fixture(scope="module")
-def mypy_output() -> tuple[int, str]:
+def all_names_script(tmp_path_factory) -> Path:
+    """One attribute access per name in ``ferrograd.__all__``, generated at run time, so a
+    name attached to the module only when it runs (invisible to type checkers) fails."""
+    path = tmp_path_factory.mktemp("typing") / "all_names.py"
+    body = "".join(f"_{i} = ferrograd.{n}\n" for i, n in enumerate(_public_names()))
+    path.write_text("import ferrograd\n\n" + body)
+    return path
+
+
+@pytest.fixture(scope="module")
+def mypy_output(all_names_script) -> tuple[int, str]:
     """One mypy run over every case and the examples (a run costs seconds)."""
     pytest.importorskip("mypy", reason="mypy is not installed (pip install '.[test]')")
     paths = [CASES / n for n in ("train_ok.py", "reveal.py", "errors.py")]
+    paths.append(all_names_script)
     paths += [ROOT / "examples" / name for name in EXAMPLES]
     proc = subprocess.run(
         [
@@ -103,3 +120,13 @@ def test_misuses_are_errors(mypy_output):
 def test_the_training_examples_type_check(mypy_output, name):
     _, out = mypy_output
     assert _messages(out, ROOT / "examples" / name) == {}, out
+
+
+def test_every_public_name_is_visible_to_mypy(mypy_output, all_names_script):
+    _, out = mypy_output
+    names = _public_names()
+    assert len(names) > 400
+    got = _messages(out, all_names_script)
+    # Line i + 3 of the script reads names[i].
+    missing = {names[line - 3]: msgs for line, msgs in got.items()}
+    assert missing == {}, missing

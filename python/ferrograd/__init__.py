@@ -311,16 +311,8 @@ def _rebuild_tensor(array, requires_grad):
     return t
 
 
-def _check_tensor(fn, value, name="input", position=1):
-    # PyTorch's argument parser refuses a non-tensor before anything runs;
-    # without this a wrapper below would fail with an AttributeError.
-    # A type with __ferrograd_function__ (vmap's BatchedTensor) implements the
-    # methods these wrappers call.
-    if not isinstance(value, Tensor) and not hasattr(type(value), "__ferrograd_function__"):
-        raise TypeError(
-            f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
-            f"not {type(value).__name__}"
-        )
+# Without it a wrapper below would fail with an AttributeError on a non-tensor.
+from ._dispatch import check_tensor as _check_tensor  # noqa: E402
 
 
 def zeros_like(
@@ -838,8 +830,23 @@ from ._composite import *  # noqa: E402, F403
 from ._composite import __all__ as _composite_all  # noqa: E402
 
 __all__ += ["argsort", "kthvalue", "median", "msort", "nanmedian", "sort", "topk", *_composite_all]
-# linalg also installs torch.det/svd/... aliases; testing is torch.testing without an import.
+# testing is torch.testing without an import; torch.det/svd/... are linalg's aliases.
 from . import __config__, linalg, testing  # noqa: E402, F401
+from .linalg._aliases import _cholesky_legacy as cholesky  # noqa: E402
+from .linalg._aliases import _det as det  # noqa: E402
+from .linalg._aliases import _geqrf as geqrf  # noqa: E402
+from .linalg._aliases import _inverse as inverse  # noqa: E402
+from .linalg._aliases import _logdet as logdet  # noqa: E402
+from .linalg._aliases import _matrix_exp as matrix_exp  # noqa: E402
+from .linalg._aliases import _matrix_power as matrix_power  # noqa: E402
+from .linalg._aliases import _orgqr as orgqr  # noqa: E402
+from .linalg._aliases import _pinverse as pinverse  # noqa: E402
+from .linalg._aliases import _qr_legacy as qr  # noqa: E402
+from .linalg._aliases import _slogdet_legacy as slogdet  # noqa: E402
+from .linalg._aliases import _svd_legacy as svd  # noqa: E402
+
+__all__ += ["cholesky", "det", "geqrf", "inverse", "linalg", "logdet", "matrix_exp"]
+__all__ += ["matrix_power", "orgqr", "pinverse", "qr", "slogdet", "svd"]
 
 # Function transforms; ``ferrograd.vmap`` is ``ferrograd.func.vmap``, as ``torch.vmap``.
 # isort: split
@@ -886,60 +893,21 @@ from ._tensor_api import __all__ as _tensor_api_all  # noqa: E402
 
 __all__ += list(_tensor_api_all)
 
+# nn.functional ops PyTorch also has at the top level (torch.conv2d, torch.dropout, ...).
+from ._nn_aliases import *  # noqa: E402, F403
+from ._nn_aliases import __all__ as _nn_aliases_all  # noqa: E402
 
-def _functional_aliases():
-    # PyTorch exposes these at module level with the same leading arguments as
-    # nn.functional; the ones whose torch.* order differs are wrapped below.
-    from .nn import functional as F
-
-    names = [
-        "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "dropout",
-        "alpha_dropout", "feature_alpha_dropout", "layer_norm", "group_norm", "max_pool1d",
-        "max_pool2d", "max_pool3d", "avg_pool1d", "adaptive_avg_pool1d", "cosine_similarity",
-        "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "selu", "celu", "threshold",
-        "pdist", "pairwise_distance", "prelu", "rrelu", "hardshrink", "bilinear", "selu_",
-        "celu_", "rrelu_", "threshold_", "relu_",
-    ]  # fmt: skip
-    out = {n: getattr(F, n) for n in names if hasattr(F, n)}
-
-    def embedding(weight, input, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-        """``torch.embedding``: the rows of ``weight`` at ``input`` (note the order:
-        weight first, unlike ``nn.functional.embedding``)."""
-        return F.embedding(input, weight, None if padding_idx == -1 else padding_idx,
-                           scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)  # fmt: skip
-
-    def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
-                   cudnn_enabled=True):  # fmt: skip
-        """``torch.batch_norm``: ``nn.functional.batch_norm`` with PyTorch's low-level
-        argument order (weight and bias before the running statistics)."""
-        return F.batch_norm(input, running_mean, running_var, weight, bias, training,
-                            momentum, eps)  # fmt: skip
-
-    def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats,
-                      momentum, eps, cudnn_enabled=True):  # fmt: skip
-        """``torch.instance_norm``: ``nn.functional.instance_norm`` with PyTorch's
-        low-level argument order."""
-        return F.instance_norm(input, running_mean, running_var, weight, bias,
-                               use_input_stats, momentum, eps)  # fmt: skip
-
-    def adaptive_max_pool1d(input, output_size):
-        """``torch.adaptive_max_pool1d``: values and indices, as PyTorch's."""
-        return F.adaptive_max_pool1d(input, output_size, return_indices=True)
-
-    for fn in (embedding, batch_norm, instance_norm, adaptive_max_pool1d):
-        out[fn.__name__] = fn
-    return out
-
-
-_aliases = _functional_aliases()
-globals().update(_aliases)
-__all__ += sorted(_aliases)
-del _aliases
+__all__ += _nn_aliases_all
 # ----- end of tensor API additions -----
 
 # torch.special and torch.distributions; the samplers they draw from.
 # isort: split
-from . import distributions, profiler, special  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    _methods,  # noqa: E402
+    distributions,
+    profiler,
+    special,
+)
 from ._C import (  # noqa: E402, F401
     _sample_dirichlet,
     _standard_gamma,
@@ -955,5 +923,5 @@ def _tensor_mvlgamma(self, p):
     return mvlgamma(self, p)
 
 
-Tensor.mvlgamma = _tensor_mvlgamma
+_methods.attach({"mvlgamma": _tensor_mvlgamma}, __name__, replace=True)
 __all__ += ["binomial", "distributions", "mvlgamma", "poisson", "special"]

@@ -23,6 +23,7 @@ import warnings
 
 from . import _C
 from ._C import Tensor
+from ._methods import attach
 
 __all__ = [
     "range",
@@ -59,7 +60,7 @@ class memory_format:  # noqa: N801 - PyTorch's name
 
     __slots__ = ("_name",)
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self._name = name
 
     def __repr__(self):
@@ -77,7 +78,15 @@ preserve_format = memory_format("preserve_format")
 
 # ----- deprecated and settings functions ---------------------------------------------------
 
-def range(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):  # noqa: A001
+def range(  # noqa: A001
+    start: float = 0,
+    end: float | None = None,
+    step: float = 1,
+    *,
+    dtype: _C.dtype | None = None,
+    device: str | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """``torch.range``: ``start`` to ``end`` *inclusive*, ``step`` apart, in the
     default float dtype unless ``dtype`` is given. Deprecated (as in PyTorch)
     in favour of ``arange``, whose end is excluded."""
@@ -107,7 +116,7 @@ _MATMUL_PRECISIONS = ("highest", "high", "medium")
 _matmul_precision = "highest"
 
 
-def set_float32_matmul_precision(precision):
+def set_float32_matmul_precision(precision: str) -> None:
     """Kept and reported by ``get_float32_matmul_precision``; ferrograd computes
     float32 products in full float32 whatever the setting (PyTorch's
     ``"high"``/``"medium"`` allow TF32 or bfloat16 on GPUs)."""
@@ -123,7 +132,7 @@ def set_float32_matmul_precision(precision):
     _matmul_precision = precision
 
 
-def get_float32_matmul_precision():
+def get_float32_matmul_precision() -> str:
     """The value last given to ``set_float32_matmul_precision`` (``"highest"``)."""
     return _matmul_precision
 
@@ -131,7 +140,7 @@ def get_float32_matmul_precision():
 _interop_threads = None
 
 
-def set_num_interop_threads(num):
+def set_num_interop_threads(num: int) -> None:
     """Kept for ``get_num_interop_threads``: ferrograd runs ops one at a time on
     one pool (``set_num_threads`` sizes it), so there is no inter-op pool."""
     global _interop_threads
@@ -144,7 +153,7 @@ def set_num_interop_threads(num):
     _interop_threads = num
 
 
-def get_num_interop_threads():
+def get_num_interop_threads() -> int:
     """The number given to ``set_num_interop_threads``, else the pool's size."""
     return _interop_threads if _interop_threads is not None else _C.get_num_threads()
 
@@ -163,16 +172,22 @@ def _is_pinned(self, device=None):
 
 
 def _install():
-    Tensor.__format__ = _format
-    # Flags PyTorch code reads before treating a tensor specially; all true
-    # answers here are "no" (ferrograd has no sparse or quantized tensors).
-    Tensor.is_meta = False
-    Tensor.is_sparse = False
-    Tensor.is_quantized = False
     _pin_memory.__name__ = _pin_memory.__qualname__ = "pin_memory"
     _is_pinned.__name__ = _is_pinned.__qualname__ = "is_pinned"
-    Tensor.pin_memory = _pin_memory
-    Tensor.is_pinned = _is_pinned
+    attach(
+        {
+            "__format__": _format,
+            # Flags PyTorch code reads before treating a tensor specially; all true
+            # answers here are "no" (ferrograd has no sparse or quantized tensors).
+            "is_meta": False,
+            "is_sparse": False,
+            "is_quantized": False,
+            "pin_memory": _pin_memory,
+            "is_pinned": _is_pinned,
+        },
+        __name__,
+        replace=True,
+    )
 
 
 _install()

@@ -22,7 +22,9 @@ import numpy as np
 from . import _C, _inplace_docs
 from ._autocast import autocast_op as _autocast_op
 from ._C import Tensor
+from ._dispatch import check_tensor
 from ._inplace import apply_inplace
+from ._methods import attach
 from ._replay import data_dependent as _data_dependent
 from ._replay import replayed as _replayed
 
@@ -69,14 +71,8 @@ def _broadcast_shapes(*shapes):
     return tuple(broadcast_shapes(*shapes))
 
 
-def _check(fn, value, name="input", position=1):
-    # A vmap BatchedTensor passes: these functions are composed of ops with
-    # batching rules.
-    if not isinstance(value, Tensor) and not hasattr(type(value), "__ferrograd_function__"):
-        raise TypeError(
-            f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
-            f"not {type(value).__name__}"
-        )
+# A vmap BatchedTensor passes: these functions are composed of ops with batching rules.
+_check = check_tensor
 
 
 # ----- triangles and diagonals ---------------------------------------------------------
@@ -780,12 +776,11 @@ def _install_methods():
         addbmm,
         unique,
     ):
-        if not hasattr(Tensor, fn.__name__):
-            setattr(Tensor, fn.__name__, fn)
+        attach({fn.__name__: fn}, __name__)
     for fn in (tril, triu, lerp, addcmul, addcdiv, addmm, addmv, addr, baddbmm, addbmm):
         name = fn.__name__ + "_"
         if not hasattr(Tensor, name):
-            setattr(Tensor, name, _inplace(name, fn))
+            attach({name: _inplace(name, fn)}, __name__)
 
 
 _install_methods()

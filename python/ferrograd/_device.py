@@ -31,7 +31,9 @@ class device(str):  # noqa: N801 - PyTorch's name
     create meta tensors) are PyTorch's.
     """
 
-    def __new__(cls, type_or_str, index=None):  # noqa: A002
+    def __new__(  # noqa: A002
+        cls, type_or_str: str | int | device, index: int | None = None
+    ) -> device:
         if isinstance(type_or_str, device):
             if index is not None:
                 raise TypeError("device(): a device object takes no index")
@@ -117,7 +119,7 @@ def _set_default_meta(on):
     return _default_device_meta(bool(on))
 
 
-def set_default_device(device):
+def set_default_device(device: str | device | None) -> None:
     """Sets the device factory functions use when given none, on this thread,
     as ``torch.set_default_device``: ``"cpu"`` (or ``None``) or ``"meta"``."""
     if device is None:
@@ -127,7 +129,7 @@ def set_default_device(device):
     _set_default_meta(d.type == "meta")
 
 
-def get_default_device():
+def get_default_device() -> device:
     """The device factory functions use when given none (``device('cpu')``
     unless ``set_default_device('meta')`` or a ``with device('meta')`` block)."""
     from ._C import _default_device_meta
@@ -168,10 +170,10 @@ def _tensor_cuda(self, device=None, non_blocking=False, memory_format=None):
 
 
 def _install():
-    from ._C import Tensor
+    from ._methods import attach
 
     _tensor_cuda.__name__ = _tensor_cuda.__qualname__ = "cuda"
-    Tensor.cuda = _tensor_cuda
+    attach({"cuda": _tensor_cuda}, __name__, replace=True)
 
 
 _install()

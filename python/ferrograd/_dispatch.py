@@ -10,9 +10,11 @@ here, naming the public function so the type can find its own rule.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ._C import Tensor
 
-__all__ = ["dispatch", "has_protocol", "is_batched"]
+__all__ = ["check_tensor", "dispatch", "has_protocol", "is_batched"]
 
 
 def _flat(values):
@@ -57,3 +59,29 @@ def dispatch(func, args, kwargs=None):
         if not isinstance(v, Tensor) and hasattr(type(v), "__ferrograd_function__")
     )
     return types[0].__ferrograd_function__(func, types, tuple(args), kwargs)
+
+
+def _passes_protocol(value: object) -> bool:
+    return hasattr(type(value), "__ferrograd_function__")
+
+
+def check_tensor(
+    fn: str,
+    value: object,
+    name: str = "input",
+    position: int | None = 1,
+    *,
+    passes: Callable[[object], bool] | None = _passes_protocol,
+) -> None:
+    """PyTorch's argument-parser refusal of a non-tensor, raised before anything runs
+    (``fn(): argument 'name' (position 1) must be Tensor, not list``; ``position=None``
+    leaves the position out). A value ``passes`` accepts goes through: by default a type
+    with the ``__ferrograd_function__`` protocol (vmap's BatchedTensor, meta and tracing
+    values), which implements the methods the callers use; ``passes=None`` takes only
+    Tensors."""
+    if isinstance(value, Tensor) or (passes is not None and passes(value)):
+        return
+    where = "" if position is None else f" (position {position})"
+    raise TypeError(
+        f"{fn}(): argument '{name}'{where} must be Tensor, not {type(value).__name__}"
+    )

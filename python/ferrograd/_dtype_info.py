@@ -14,7 +14,7 @@ class finfo:  # noqa: N801 - PyTorch's name
     `get_default_dtype()`): ``bits``, ``eps``,
     ``max``, ``min``, ``tiny`` (= ``smallest_normal``), ``resolution``, ``dtype``."""
 
-    def __init__(self, type=None):  # noqa: A002
+    def __init__(self, type: _C.dtype | None = None) -> None:  # noqa: A002
         dt = _C.get_default_dtype() if type is None else type
         if not isinstance(dt, _C.dtype) or not dt.is_floating_point:
             raise TypeError(
@@ -60,7 +60,7 @@ class iinfo:  # noqa: N801 - PyTorch's name
     """Machine limits of an integer dtype (uint8, int8, int16, int32, int64): ``bits``,
     ``max``, ``min``, ``dtype``."""
 
-    def __init__(self, type):  # noqa: A002
+    def __init__(self, type: _C.dtype) -> None:  # noqa: A002
         if type == _C.bool:
             raise TypeError("torch.bool is not supported by torch.iinfo")
         if not isinstance(type, _C.dtype) or type.is_floating_point:

@@ -120,7 +120,7 @@ class ByteTensor(metaclass=_LegacyTensorType):
     dtype = _C.uint8
 
 
-def set_default_tensor_type(t):
+def set_default_tensor_type(t: type | str) -> None:
     """PyTorch's deprecated ``set_default_tensor_type``: ``FloatTensor`` or
     ``DoubleTensor`` (the type or its name, ``"torch.DoubleTensor"``) sets the
     default dtype as ``set_default_dtype`` does; other types raise PyTorch's

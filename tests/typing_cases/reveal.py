@@ -75,3 +75,19 @@ reveal_type(torch.flatten(x, 1))  # ferrograd._C.Tensor
 reveal_type(torch.zeros_like(x, dtype=torch.float64))  # ferrograd._C.Tensor
 reveal_type(torch.sum(x, dim=(0, 1)))  # ferrograd._C.Tensor
 reveal_type(torch.save(lin.state_dict(), "w.pt"))  # None
+reveal_type(torch.conv2d(x, x, padding=1))  # ferrograd._C.Tensor
+reveal_type(torch.dropout(x, 0.5, True))  # ferrograd._C.Tensor
+reveal_type(torch.layer_norm(x, [2]))  # ferrograd._C.Tensor
+reveal_type(torch.relu_(x))  # ferrograd._C.Tensor
+reveal_type(torch.embedding(x, x))  # ferrograd._C.Tensor
+reveal_type(torch.adaptive_max_pool1d(x, 2))  # tuple[ferrograd._C.Tensor, ferrograd._C.Tensor]
+reveal_type(torch.det(x))  # ferrograd._C.Tensor
+reveal_type(torch.svd(x))  # tuple[ferrograd._C.Tensor, ferrograd._C.Tensor, ferrograd._C.Tensor]
+reveal_type(torch.qr(x, some=False))  # tuple[ferrograd._C.Tensor, ferrograd._C.Tensor]
+reveal_type(torch.is_autocast_enabled("cpu"))  # bool
+reveal_type(torch.get_autocast_dtype("cpu"))  # ferrograd._C.dtype
+reveal_type(torch.get_default_device())  # ferrograd._device.device
+reveal_type(torch.are_deterministic_algorithms_enabled())  # bool
+reveal_type(torch.set_printoptions(precision=3))  # None
+reveal_type(torch.vmap(torch.sum))  # def (*Any, **Any) -> Any
+reveal_type(torch.get_num_interop_threads())  # int

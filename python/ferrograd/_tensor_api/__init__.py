@@ -30,6 +30,7 @@ import types
 from .. import _C, _inplace_docs
 from .._C import Tensor
 from .._inplace import apply_inplace
+from .._methods import attach
 from . import (
     _common,
     _constructors,
@@ -298,6 +299,10 @@ def _typed(fn):
     return wrapper
 
 
+def _missing(table):
+    return [name for name in table if not hasattr(Tensor, name)]
+
+
 def _install():
     g = globals()
     for name in __all__:
@@ -351,9 +356,8 @@ def _install():
         "inner": inner,
         "vdot": vdot,
     }
-    for name, fn in methods.items():
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, _typed(fn))
+    # Only the missing ones are built: a wrapper is not made for a name Rust has.
+    attach({n: _typed(methods[n]) for n in _missing(methods)}, __name__)
     props = {
         "nbytes": lambda self: self.numel() * self.dtype.itemsize,
         "itemsize": lambda self: self.dtype.itemsize,
@@ -364,9 +368,7 @@ def _install():
         "itemsize": "The size in bytes of one element (element_size()).",
         "is_cpu": "Always True: ferrograd tensors live on the CPU.",
     }
-    for name, fget in props.items():
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, property(fget, doc=docs[name]))
+    attach({n: property(props[n], doc=docs[n]) for n in _missing(props)}, __name__)
     inplace = {
         "round_": lambda self, decimals=0: self.round(decimals=decimals),
         "ge_": lambda self, other: self.ge(other),
@@ -390,18 +392,16 @@ def _install():
         "cumprod_": lambda self, dim, *, dtype=None: cumprod(self, dim, dtype=dtype),
         "cumsum_": lambda self, dim, *, dtype=None: self.cumsum(dim, dtype=dtype),
     }
-    for name, fn in inplace.items():
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, _typed(_inplace(name, fn)))
-    if not hasattr(Tensor, "clip_") and hasattr(Tensor, "clamp_"):
-        Tensor.clip_ = Tensor.clamp_
+    attach({n: _typed(_inplace(n, inplace[n])) for n in _missing(inplace)}, __name__)
+    if hasattr(Tensor, "clamp_"):
+        attach({"clip_": Tensor.clamp_}, __name__)
     # In-place forms of the binary math ops, and the `%` / `//` operators
     # (PyTorch's `x % y` is remainder, `x // y` floor_divide).
     for base in ("remainder", "fmod", "floor_divide", "atan2", "hypot", "copysign",
                  "logaddexp", "xlogy", "clamp_min", "clamp_max", "float_power"):  # fmt: skip
         fn = getattr(_C, base, None)
         if fn is not None and not hasattr(Tensor, base + "_"):
-            setattr(Tensor, base + "_", _inplace(base + "_", _binary(fn, base)))
+            attach({base + "_": _inplace(base + "_", _binary(fn, base))}, __name__)
     operators = {
         "__mod__": lambda self, other: _C.remainder(self, other),
         "__rmod__": lambda self, other: _C.remainder(other, self),
@@ -411,9 +411,8 @@ def _install():
         "__ifloordiv__": lambda self, other: self.floor_divide_(other),
     }
     for name, fn in operators.items():
-        if name not in Tensor.__dict__:
-            fn.__name__ = name
-            setattr(Tensor, name, fn)
+        fn.__name__ = name
+    attach(operators, __name__)
     views = {
         "unsqueeze_": lambda self, dim: self.unsqueeze(dim),
         "squeeze_": lambda self, dim=None: self.squeeze(dim),
@@ -422,9 +421,7 @@ def _install():
         "swapaxes_": lambda self, dim0, dim1: self.transpose(dim0, dim1),
         "swapdims_": lambda self, dim0, dim1: self.transpose(dim0, dim1),
     }
-    for name, fn in views.items():
-        if not hasattr(Tensor, name):
-            setattr(Tensor, name, _typed(_inplace_view(name, fn)))
+    attach({n: _typed(_inplace_view(n, views[n])) for n in _missing(views)}, __name__)
 
 
 # ----- one module ----------------------------------------------------------------------

@@ -8,14 +8,9 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
+from .._dispatch import check_tensor
 
-
-def _check(fn, value, name="input", position=1):
-    if not isinstance(value, Tensor) and not hasattr(type(value), "__ferrograd_function__"):
-        raise TypeError(
-            f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
-            f"not {type(value).__name__}"
-        )
+_check = check_tensor
 
 
 def _vmap_level(*values):

@@ -9,7 +9,9 @@ import builtins
 _DETERMINISTIC = {"mode": False, "warn_only": False}
 
 
-def use_deterministic_algorithms(mode, *, warn_only=False):
+def use_deterministic_algorithms(
+    mode: builtins.bool, *, warn_only: builtins.bool = False
+) -> None:
     """Records the flag, as PyTorch's: every ferrograd kernel is already deterministic
     (reductions split work the same way on every run), so nothing else changes."""
     if not isinstance(mode, builtins.bool):
@@ -19,18 +21,24 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
     _DETERMINISTIC["warn_only"] = builtins.bool(warn_only)
 
 
-def are_deterministic_algorithms_enabled():
+def are_deterministic_algorithms_enabled() -> builtins.bool:
     """The flag last set by ``use_deterministic_algorithms`` (False by default)."""
     return _DETERMINISTIC["mode"]
 
 
-def is_deterministic_algorithms_warn_only_enabled():
+def is_deterministic_algorithms_warn_only_enabled() -> builtins.bool:
     """The ``warn_only`` flag last set by ``use_deterministic_algorithms``."""
     return _DETERMINISTIC["warn_only"]
 
 
-def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
-                     profile=None, sci_mode=None):  # fmt: skip
+def set_printoptions(
+    precision: int | None = None,
+    threshold: float | None = None,
+    edgeitems: int | None = None,
+    linewidth: int | None = None,
+    profile: str | None = None,
+    sci_mode: builtins.bool | None = None,
+) -> None:
     """Sets how tensors print, as ``torch.set_printoptions``: ``precision`` digits,
     summarizing past ``threshold`` elements with ``edgeitems`` at each end, lines of
     ``linewidth``, ``sci_mode`` (None: automatic), ``profile`` (``"default"``,

@@ -78,7 +78,7 @@ def is_autocast_enabled(device_type: str | None = None) -> bool:
     return is_enabled("cuda" if device_type is None else device_type)
 
 
-def set_autocast_enabled(device_type, enabled=None) -> None:
+def set_autocast_enabled(device_type: str | bool, enabled: bool | None = None) -> None:
     """Switches autocast for ``device_type`` on or off in this thread
     (``set_autocast_enabled(flag)`` alone means CUDA, as in PyTorch)."""
     if enabled is None:
@@ -86,13 +86,13 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
     set_enabled(device_type, enabled)
 
 
-def get_autocast_dtype(device_type: str):
+def get_autocast_dtype(device_type: str) -> _C.dtype:
     """The dtype autocast casts to for ``device_type`` in this thread
     (bfloat16 for "cpu" unless set, float16 for the others)."""
     return get_dtype(device_type)
 
 
-def set_autocast_dtype(device_type: str, dtype) -> None:
+def set_autocast_dtype(device_type: str, dtype: _C.dtype) -> None:
     """Sets the dtype autocast casts to for ``device_type`` in this thread."""
     set_dtype(device_type, dtype)
 
@@ -135,7 +135,7 @@ def is_autocast_cpu_enabled() -> bool:
     return is_enabled("cpu")
 
 
-def get_autocast_cpu_dtype():
+def get_autocast_cpu_dtype() -> _C.dtype:
     """Deprecated spelling of ``get_autocast_dtype("cpu")``."""
     import warnings
 
@@ -148,9 +148,10 @@ def get_autocast_cpu_dtype():
     return get_dtype("cpu")
 
 
-__all__ = PUBLIC = [
+__all__ = [
     "autocast_decrement_nesting", "autocast_increment_nesting", "clear_autocast_cache",
     "get_autocast_cpu_dtype", "get_autocast_dtype", "is_autocast_cache_enabled",
     "is_autocast_cpu_enabled", "is_autocast_enabled", "set_autocast_cache_enabled",
     "set_autocast_dtype", "set_autocast_enabled",
 ]
+PUBLIC = __all__

@@ -432,7 +432,9 @@ def _guard_backward():
 
     backward.__doc__ = plain.__doc__
     backward._transform_guard = True
-    _Tensor.backward = backward
+    from .._methods import attach
+
+    attach({"backward": backward}, __name__, replace=True)
 
 
 _guard_backward()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 from .. import _C
 from ._batched import BatchedTensor, is_tensorlike, push_level, unwrap_at
@@ -160,7 +162,14 @@ def _chunked(func, in_dims, out_dims, randomness, chunk_size, args, kwargs):
     return tree_unflatten(joined, out_spec)
 
 
-def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+def vmap(
+    func: Callable[..., Any],
+    in_dims: int | tuple[Any, ...] | list[Any] | None = 0,
+    out_dims: int | tuple[int, ...] = 0,
+    randomness: str = "error",
+    *,
+    chunk_size: int | None = None,
+) -> Callable[..., Any]:
     """Vectorizing map: ``vmap(func)`` returns a function that maps ``func``
     over dimension ``in_dims`` of its inputs, running ``func`` once on batched
     values (every op has a batching rule; one without raises an error naming

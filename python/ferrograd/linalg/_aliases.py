@@ -1,14 +1,14 @@
-"""The ``torch.*`` aliases (``ferrograd.det``, ``ferrograd.svd``, ...) and the
-Tensor methods backed by ``ferrograd.linalg``; ``_install`` runs once, when
-``ferrograd.linalg`` is first imported.
+"""The ``torch.*`` aliases (``ferrograd.det``, ``ferrograd.svd``, ...; the package's
+``__init__`` imports them under those names) and the Tensor methods backed by
+``ferrograd.linalg``; ``_install`` names them and runs once, when ``ferrograd.linalg``
+is first imported.
 """
 
 from __future__ import annotations
 
-import ferrograd as _fg
-
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
+from .._methods import attach
 from ._common import Tensor, _check_matrix, qr_result, slogdet_result, svd_result
 from ._decompositions import cholesky, qr, svd, svdvals
 from ._det import _logdet, det, slogdet
@@ -18,7 +18,9 @@ from ._matrix_fns import geqrf, householder_product, matrix_exp
 # ----- torch.* aliases and Tensor methods ------------------------------------------------------------------
 
 
-def _svd_legacy(input, some=True, compute_uv=True):
+def _svd_legacy(
+    input: Tensor, some: bool = True, compute_uv: bool = True
+) -> tuple[Tensor, Tensor, Tensor]:
     """``torch.svd``: ``(U, S, V)`` with ``V`` (not ``Vh``); ``some=True``
     gives the reduced factorisation, ``compute_uv=False`` zero-filled
     ``U``/``V``."""
@@ -36,40 +38,40 @@ def _svd_legacy(input, some=True, compute_uv=True):
     return svd_result(U, S, Vh.mT)
 
 
-def _qr_legacy(input, some=True):
+def _qr_legacy(input: Tensor, some: bool = True) -> tuple[Tensor, Tensor]:
     """``torch.qr``: reduced (``some=True``) or complete QR."""
     return qr_result(*qr(input, "reduced" if some else "complete"))
 
 
-def _cholesky_legacy(input, upper=False):
+def _cholesky_legacy(input: Tensor, upper: bool = False) -> Tensor:
     """``torch.cholesky`` (deprecated in PyTorch in favour of
     ``linalg.cholesky``)."""
     return cholesky(input, upper=upper)
 
 
 @_autocast_op("pinverse")
-def _pinverse(input, rcond=1e-15):
+def _pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """``torch.pinverse``: ``linalg.pinv`` with ``rtol=rcond``."""
     return pinv(input, rtol=rcond)
 
 
-def _slogdet_legacy(input):
+def _slogdet_legacy(input: Tensor) -> tuple[Tensor, Tensor]:
     """``torch.slogdet``: ``(sign, logabsdet)``."""
     return slogdet_result(*slogdet(input))
 
 
-def _matrix_power(input, n):
+def _matrix_power(input: Tensor, n: int) -> Tensor:
     """``torch.matrix_power``."""
     return matrix_power(input, n)
 
 
-def _det(input):
+def _det(input: Tensor) -> Tensor:
     """``torch.det``."""
     return det(input)
 
 
 @_autocast_op("inverse")
-def _inverse(input):
+def _inverse(input: Tensor) -> Tensor:
     """``torch.inverse``."""
     return inv(input)
 
@@ -113,17 +115,17 @@ def _m_matrix_power(self, n):
     return matrix_power(self, n)
 
 
-def _matrix_exp(input):
+def _matrix_exp(input: Tensor) -> Tensor:
     """``torch.matrix_exp``: ``linalg.matrix_exp``."""
     return matrix_exp(input)
 
 
-def _geqrf(input):
+def _geqrf(input: Tensor) -> tuple[Tensor, Tensor]:
     """``torch.geqrf``: ``(a, tau)``, LAPACK's compact QR (no gradient)."""
     return geqrf(input)
 
 
-def _orgqr(input, tau):
+def _orgqr(input: Tensor, tau: Tensor) -> Tensor:
     """``torch.orgqr``: ``linalg.householder_product``."""
     return householder_product(input, tau)
 
@@ -156,13 +158,8 @@ def _install():
         ("orgqr", _orgqr),
     ):
         fn.__name__ = fn.__qualname__ = name
+        # ferrograd/__init__.py imports them under these names.
         fn.__module__ = "ferrograd"
-        # Set from here so the package's __init__ needs one line for linalg.
-        setattr(_fg, name, fn)
-        if name not in _fg.__all__:
-            _fg.__all__.append(name)
-    if "linalg" not in _fg.__all__:
-        _fg.__all__.append("linalg")
     for name, fn in (
         ("det", _m_det),
         ("inverse", _m_inverse),
@@ -180,4 +177,4 @@ def _install():
         fn.__name__ = name
         fn.__qualname__ = f"Tensor.{name}"
         fn.__doc__ = f"See ``ferrograd.{name}``."
-        setattr(Tensor, name, fn)
+        attach({name: fn}, __name__, replace=True)

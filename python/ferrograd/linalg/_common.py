@@ -116,11 +116,7 @@ def _batched(*values):
 def _check_tensor(fn, value, name="A", position=1):
     # A BatchedTensor answers the same questions (logical shape, dtype): the
     # checks see what one sample sees, and `_call` batches the computation.
-    if not isinstance(value, Tensor) and not _batched(value):
-        raise TypeError(
-            f"{fn}(): argument '{name}' (position {position}) must be Tensor, "
-            f"not {type(value).__name__}"
-        )
+    _dispatch.check_tensor(fn, value, name, position, passes=_batched)
 
 
 def _check_float(api, A):

@@ -10,7 +10,16 @@ import ferrograd as _fg
 
 from .. import _C
 from ..autograd.function import Function
-from ._common import _call, _check_matrix, _check_out, _eye, _np, _tensor, linalg_slogdet
+from ._common import (
+    Tensor,
+    _call,
+    _check_matrix,
+    _check_out,
+    _eye,
+    _np,
+    _tensor,
+    linalg_slogdet,
+)
 from ._decompositions import svd
 from ._inverse import LinalgInvEx, inv
 
@@ -109,7 +118,7 @@ def slogdet(A, *, out=None):
     return linalg_slogdet(*_call(LinalgSlogdet, A))
 
 
-def _logdet(input):
+def _logdet(input: Tensor) -> Tensor:
     """``log(det(input))``: nan where the determinant is negative, ``-inf``
     where it is zero, as ``torch.logdet``."""
     _check_matrix("logdet", input, square=True, name="A")

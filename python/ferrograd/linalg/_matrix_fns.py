@@ -19,7 +19,7 @@ import numpy as np
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
 from ..autograd.function import Function
-from ._common import Tensor, _batched, _call
+from ._common import Tensor, _batched, _call, _check_tensor
 
 __all__ = ["matrix_exp", "householder_product", "geqrf"]
 
@@ -28,8 +28,7 @@ geqrf_result.__module__ = "ferrograd.return_types"
 
 
 def _check_square(fn, a):
-    if not isinstance(a, Tensor) and not _batched(a):
-        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
+    _check_tensor(fn, a, "input")
     if a.dim() < 2 or a.shape[-1] != a.shape[-2]:
         raise RuntimeError(
             f"{fn}: Expected a tensor of squared matrices, but got a tensor of size "
@@ -189,8 +188,7 @@ def geqrf(input):  # noqa: A002 - PyTorch's name
     (``R`` on and above the diagonal of ``a``, the Householder vectors below
     it; ``householder_product(a, tau)`` gives ``Q``). No gradient, as in
     PyTorch."""
-    if not isinstance(input, Tensor) and not _batched(input):
-        raise TypeError(f"geqrf(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    _check_tensor("geqrf", input, "input")
     if input.dim() < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     return geqrf_result(*_call(LinalgGeqrf, input))

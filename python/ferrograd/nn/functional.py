@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
+from .._dispatch import check_tensor as _check_tensor
 from .._inplace import apply_inplace as _apply_inplace
 from ._functional.linear import bilinear
 
@@ -442,11 +443,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         True
     """
     if not training:
-        if not isinstance(input, _C.Tensor) and not hasattr(type(input), "__ferrograd_function__"):
-            raise TypeError(
-                f"dropout(): argument 'input' (position 1) must be Tensor, "
-                f"not {type(input).__name__}"
-            )
+        _check_tensor("dropout", input)
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         return input

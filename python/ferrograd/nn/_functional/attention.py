@@ -177,11 +177,7 @@ def scaled_dot_product_attention(
                       scale=scale, enable_gqa=enable_gqa)  # fmt: skip
         return _dispatch.dispatch(scaled_dot_product_attention, (query, key, value), kwargs)
     for name, t in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(t, _C.Tensor):
-            raise TypeError(
-                f"scaled_dot_product_attention(): argument '{name}' must be Tensor, "
-                f"not {type(t).__name__}"
-            )
+        _dispatch.check_tensor("scaled_dot_product_attention", t, name, None, passes=None)
     if attn_mask is not None and not isinstance(attn_mask, _C.Tensor) and not hasattr(
         type(attn_mask), "__ferrograd_function__"
     ):

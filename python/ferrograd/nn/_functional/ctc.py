@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+from ..._dispatch import check_tensor as _check_tensor
 from ..._replay import replayed
 from ..._tensor_api._common import _vmap_level
 
@@ -139,8 +140,7 @@ def ctc_loss(
         return _ctc_batched(b, lid, log_probs, targets, input_lengths, target_lengths, blank,
                             reduction, zero_infinity)
     for arg, what in ((log_probs, "log_probs"), (targets, "targets")):
-        if not isinstance(arg, _C.Tensor):
-            raise TypeError(f"ctc_loss(): argument '{what}' must be Tensor, not {type(arg).__name__}")
+        _check_tensor("ctc_loss", arg, what, None, passes=None)
     if targets.is_floating_point() or targets.dim() not in (1, 2):
         raise RuntimeError("ctc_loss expects integer targets of 1 or 2 dimensions")
     if reduction not in ("none", "mean", "sum"):

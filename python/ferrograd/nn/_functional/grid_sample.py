@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+from ..._dispatch import check_tensor as _check_tensor
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,10 +48,7 @@ def _sizes(t):
 
 def _check(input, grid, mode):
     for name, t in (("input", input), ("grid", grid)):
-        if not isinstance(t, _C.Tensor):
-            raise TypeError(
-                f"grid_sample(): argument '{name}' must be Tensor, not {type(t).__name__}"
-            )
+        _check_tensor("grid_sample", t, name, None, passes=None)
     if input.dim() not in (4, 5) or input.dim() != grid.dim():
         # PyTorch's common checks first look at the batch and the last dimension.
         if input.dim() >= 1 and grid.dim() >= 1 and input.shape[0] != grid.shape[0]:
@@ -331,10 +329,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
         tensor([[[[1., 3.],
                   [0., 2.]]]])
     """
-    if not isinstance(theta, _C.Tensor):
-        raise TypeError(
-            f"affine_grid(): argument 'theta' must be Tensor, not {type(theta).__name__}"
-        )
+    _check_tensor("affine_grid", theta, "theta", None, passes=None)
     try:
         items = list(size)
     except TypeError:

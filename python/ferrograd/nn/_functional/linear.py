@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ... import _C
+from ..._dispatch import check_tensor as _check_tensor
 
 if TYPE_CHECKING:
     from ..._C import Tensor
@@ -37,11 +37,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
         tensor([[36.]])
     """
     for name, value, pos in (("input1", input1, 1), ("input2", input2, 2), ("weight", weight, 3)):
-        if not isinstance(value, _C.Tensor):
-            raise TypeError(
-                f"bilinear(): argument '{name}' (position {pos}) must be Tensor, "
-                f"not {type(value).__name__}"
-            )
+        _check_tensor("bilinear", value, name, pos, passes=None)
     if weight.dim() != 3:
         raise RuntimeError(f"bilinear(): weight must be 3-D, got {weight.dim()}-D")
     if input1.dim() == 0:

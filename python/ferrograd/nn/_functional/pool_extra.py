@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
+from ..._dispatch import check_tensor as _check_tensor
 from ..._replay import replayed
 from ..._tensor_api._common import _vmap_level
 from ._args import tensor_args
@@ -236,11 +237,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, na
         out = _max_unpool(vi.reshape(*rows, *vi.shape[2:]), vx.reshape(*rows, *vx.shape[2:]),
                           kernel_size, stride, padding, output_size, n, name)
         return b.wrap(out.reshape(size, vi.shape[1], *out.shape[1:]), lid)
-    if not isinstance(indices, _C.Tensor):
-        raise TypeError(
-            f"{name}(): argument 'indices' (position 2) must be Tensor, not "
-            f"{type(indices).__name__}"
-        )
+    _check_tensor(name, indices, "indices", 2, passes=None)
     if indices.dtype != _C.int64:
         kind = _SCALAR_TYPE.get(str(indices.dtype), str(indices.dtype))
         raise RuntimeError(f"elements in indices should be type int64 but got: {kind}")
