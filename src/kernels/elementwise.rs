@@ -570,17 +570,17 @@ mod tests {
     /// through a transpose of a `cols x rows` row-major buffer.
     fn view(data: &[f32], rows: usize, cols: usize, t: bool) -> View {
         let shape: Shape = if t {
-            [cols, rows].into()
+            SmallVec::from_slice(&[cols, rows])
         } else {
-            [rows, cols].into()
+            SmallVec::from_slice(&[rows, cols])
         };
         let v = View::contiguous(Storage::from_vec(data.to_vec()), shape);
         if !t {
             return v;
         }
         View {
-            shape: [rows, cols].into(),
-            strides: [1, rows].into(),
+            shape: SmallVec::from_slice(&[rows, cols]),
+            strides: SmallVec::from_slice(&[1, rows]),
             ..v
         }
     }
@@ -639,8 +639,8 @@ mod tests {
         );
         // Dimensions of one are ignored.
         let col = View {
-            shape: [rows, 1].into(),
-            strides: [1, rows].into(),
+            shape: SmallVec::from_slice(&[rows, 1]),
+            strides: SmallVec::from_slice(&[1, rows]),
             ..t.clone()
         };
         assert!(permuted([&col], &[rows, 1], &[0]).is_none());
