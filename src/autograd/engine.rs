@@ -337,14 +337,15 @@ pub(crate) fn accumulate_grad(leaf: &Tensor, g: Tensor, create_graph: bool) -> R
     let prev = leaf.grad();
     let new = match prev {
         None => {
-            if create_graph || g.is_exclusive() {
+            if create_graph {
                 g
             } else {
-                // A fresh buffer: the gradient may alias memory that someone
-                // else still uses (an expanded ones, a gradient the caller
-                // passed in, the same tensor sent to two leaves by `a + b`),
-                // and `.grad` is later accumulated into in place.
-                ops::clone_data(&g)
+                // A fresh buffer unless `g` is exclusive: the gradient may
+                // alias memory that someone else still uses (an expanded
+                // ones, a gradient the caller passed in, the same tensor sent
+                // to two leaves by `a + b`), and `.grad` is later accumulated
+                // into in place. Laid out as the leaf is, as in PyTorch.
+                ops::layout::grad_for_leaf(leaf, g)
             }
         }
         Some(prev) => {

@@ -1,5 +1,12 @@
 //! Elementwise maps over one or two strided (and broadcast) operands.
 //!
+//! A result takes the layout PyTorch's TensorIterator gives it
+//! ([`result_order`]): operands that agree on a dense permuted layout (a
+//! transpose) give their strides to the result and run as one flat pass over
+//! memory; operands in different layouts run through cache-sized tiles.
+//! [`permuted`] puts the operands in the result's order, so the kernels below
+//! only ever fill a row-major buffer.
+//!
 //! Contiguous runs go through `map_slice`/`zip_slice`, which run
 //! `kernels::vmath`'s loops compiled for AVX-512, AVX2 and the x86-64
 //! baseline and chosen at run time, so one wheel runs on any x86-64 and
@@ -7,8 +14,146 @@
 
 use std::mem::MaybeUninit;
 
+use smallvec::SmallVec;
+
 use super::{build_vec, coalesce, drive, par_ranges, SendPtr, GRAIN};
-use crate::tensor::{broadcast_strides, Element, View};
+use crate::tensor::{broadcast_strides, contiguous_strides, Element, Shape, Strides, View};
+
+/// The dimensions of `shape`, outermost first, in the order PyTorch's
+/// TensorIterator lays a fresh result out over operands with `strides`
+/// (already broadcast to `shape`): dimensions are sorted by the first
+/// operand's strides, a later operand deciding only where the earlier ones
+/// cannot (a broadcast, stride 0, or a dimension of one). Operands that all
+/// agree give the result their own order; a tie keeps row-major order.
+pub fn result_order(shape: &[usize], strides: &[&[usize]]) -> SmallVec<[usize; 6]> {
+    let nd = shape.len();
+    // Innermost first, as TensorIterator's insertion sort runs.
+    let mut perm: SmallVec<[usize; 6]> = (0..nd).rev().collect();
+    let cmp = |d0: usize, d1: usize| -> i32 {
+        for st in strides {
+            let (s0, s1) = (st[d0], st[d1]);
+            if s0 == 0 || s1 == 0 || shape[d0] == 1 || shape[d1] == 1 {
+                continue;
+            }
+            if s0 < s1 {
+                return -1;
+            }
+            if s0 > s1 {
+                return 1;
+            }
+            if shape[d0] > shape[d1] {
+                return 1;
+            }
+        }
+        0
+    };
+    for i in 1..nd {
+        let mut d1 = i;
+        for d0 in (0..i).rev() {
+            match cmp(perm[d0], perm[d1]) {
+                c if c > 0 => {
+                    perm.swap(d0, d1);
+                    d1 = d0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    perm.reverse();
+    perm
+}
+
+/// The strides of a dense result over `shape` laid out in `order`
+/// (outermost first).
+pub fn strides_in_order(shape: &[usize], order: &[usize]) -> Strides {
+    let mut out: Strides = SmallVec::from_elem(0, shape.len());
+    let mut acc = 1usize;
+    for &d in order.iter().rev() {
+        out[d] = acc;
+        acc = acc.saturating_mul(shape[d]);
+    }
+    out
+}
+
+/// `v` broadcast to `shape` with its dimensions taken in `order`.
+fn reorder(v: &View, shape: &[usize], order: &[usize]) -> View {
+    let st = broadcast_strides(&v.shape, &v.strides, shape);
+    View {
+        storage: v.storage.clone(),
+        shape: order.iter().map(|&d| shape[d]).collect(),
+        strides: order.iter().map(|&d| st[d]).collect(),
+        offset: v.offset,
+    }
+}
+
+/// The operands of an elementwise result over `shape` put in the result's
+/// memory order ([`result_order`], over `decide`: indices of the operands
+/// that choose it, in priority order), with the permuted shape and the
+/// result's strides in `shape`'s own order. A row-major buffer filled over
+/// the permuted views is the result's memory. `None` when the result is
+/// row-major (or has fewer than two elements): the views serve as they are.
+/// One-element operands are left as they are (the kernels broadcast them).
+pub fn permuted<const N: usize>(
+    views: [&View; N],
+    shape: &[usize],
+    decide: &[usize],
+) -> Option<([View; N], Shape, Strides)> {
+    if shape.iter().product::<usize>() < 2 {
+        return None;
+    }
+    let bst: SmallVec<[Strides; 3]> = decide
+        .iter()
+        .map(|&i| broadcast_strides(&views[i].shape, &views[i].strides, shape))
+        .collect();
+    let refs: SmallVec<[&[usize]; 3]> = bst.iter().map(|s| &s[..]).collect();
+    let order = result_order(shape, &refs);
+    let mut big = order.iter().filter(|&&d| shape[d] > 1);
+    let mut prev = big.next();
+    let mut row_major = true;
+    for d in big {
+        row_major &= prev.is_none_or(|p| p < d);
+        prev = Some(d);
+    }
+    if row_major {
+        return None;
+    }
+    let pv = std::array::from_fn(|i| {
+        if views[i].numel() == 1 {
+            views[i].clone()
+        } else {
+            reorder(views[i], shape, &order)
+        }
+    });
+    let pshape = order.iter().map(|&d| shape[d]).collect();
+    Some((pv, pshape, strides_in_order(shape, &order)))
+}
+
+/// [`unary`] with the result in the layout PyTorch gives it (the input's,
+/// for a dense permuted input): the values in memory order and the strides.
+pub fn unary_kept<T: Element, U: Element>(
+    x: &View,
+    f: impl Fn(T) -> U + Sync,
+) -> (Vec<U>, Strides) {
+    match permuted([x], &x.shape, &[0]) {
+        Some(([p], _, st)) => (unary(&p, f), st),
+        None => (unary(x, f), contiguous_strides(&x.shape)),
+    }
+}
+
+/// [`binary`] with the result in the layout PyTorch gives it (see
+/// [`result_order`]): the values in memory order and the strides.
+pub fn binary_kept<T: Element, U: Element>(
+    a: &View,
+    b: &View,
+    out_shape: &[usize],
+    f: impl Fn(T, T) -> U + Sync,
+) -> (Vec<U>, Strides) {
+    match permuted([a, b], out_shape, &[0, 1]) {
+        Some(([pa, pb], pshape, st)) => (binary(&pa, &pb, &pshape, f), st),
+        None => (binary(a, b, out_shape, f), contiguous_strides(out_shape)),
+    }
+}
 
 /// `dst[i] = f(src[i])` on the widest instruction set the CPU has.
 #[inline]
@@ -73,6 +218,60 @@ fn tiled<U: Element>(
                     for j in 0..w {
                         *dst.add(j) = tile[j * TILE + i];
                     }
+                }
+            }
+        }
+    };
+    let bands = rows.div_ceil(TILE);
+    super::parallel::run(out.len(), |threads| {
+        if threads == 1 {
+            (0..bands).for_each(band);
+        } else {
+            super::parallel::tasks(bands, band);
+        }
+    });
+}
+
+/// Fills a row-major `rows x cols` output from two operands in different
+/// layouts: `r` runs along the output's rows (unit stride along a row, `rs`
+/// between rows), `c` down its columns (unit stride down a column, `cs`
+/// between columns: a transpose). A tile of `c` is read a column at a time
+/// into a buffer laid out as rows, and each of the tile's rows then goes
+/// through the vectorised loop with the matching run of `r`.
+#[allow(clippy::too_many_arguments)]
+fn tiled_mixed<T: Element, U: Element>(
+    out: &mut [MaybeUninit<U>],
+    rows: usize,
+    cols: usize,
+    r: SendPtr<T>,
+    rs: usize,
+    c: SendPtr<T>,
+    cs: usize,
+    f: &(impl Fn(T, T) -> U + Sync),
+) {
+    let o = SendPtr(out.as_mut_ptr());
+    let band = |b: usize| {
+        let (o, r, c) = (o, r, c);
+        let (r0, r1) = (b * TILE, ((b + 1) * TILE).min(rows));
+        let h = r1 - r0;
+        let mut tile = [MaybeUninit::<T>::uninit(); TILE * TILE];
+        for c0 in (0..cols).step_by(TILE) {
+            let w = TILE.min(cols - c0);
+            for j in 0..w {
+                // SAFETY: rows `r0..r1` of column `c0 + j` of `c`, unit stride.
+                let col = unsafe { std::slice::from_raw_parts(c.0.add((c0 + j) * cs + r0), h) };
+                for (i, &x) in col.iter().enumerate() {
+                    tile[i * TILE + j].write(x);
+                }
+            }
+            for i in 0..h {
+                // SAFETY: bands are disjoint rows of `out`; the run of `r` is
+                // inside its view; the tile's row `i` has `w` slots written.
+                unsafe {
+                    let dst = std::slice::from_raw_parts_mut(o.0.add((r0 + i) * cols + c0), w);
+                    let ra = std::slice::from_raw_parts(r.0.add((r0 + i) * rs + c0), w);
+                    let rb = std::slice::from_raw_parts(tile.as_ptr().add(i * TILE).cast::<T>(), w);
+                    zip_slice(dst, ra, rb, f);
                 }
             }
         }
@@ -246,6 +445,31 @@ pub fn binary<T: Element, U: Element>(
             })
         });
     }
+    if shape.len() == 2 && n >= 2 * TILE * TILE {
+        let (rows, cols) = (shape[0], shape[1]);
+        if ia == 1 && sb[0] == 1 && ib > 1 {
+            return build_vec(n, |out| {
+                tiled_mixed(out, rows, cols, pa, sa[0], pb, ib, &f);
+            });
+        }
+        if ib == 1 && sa[0] == 1 && ia > 1 {
+            return build_vec(n, |out| {
+                tiled_mixed(
+                    out,
+                    rows,
+                    cols,
+                    pb,
+                    sb[0],
+                    pa,
+                    ia,
+                    &always(
+                        #[inline(always)]
+                        |y, x| f(x, y),
+                    ),
+                );
+            });
+        }
+    }
     build_vec(n, |out| {
         drive(
             out,
@@ -329,4 +553,96 @@ pub fn update<T: Element>(dst: &mut [T], src: &[T], f: impl Fn(T, T) -> T + Sync
             super::vmath::update(part, &src[lo..hi], &f);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::Storage;
+
+    fn matrix(rows: usize, cols: usize, seed: f32) -> Vec<f32> {
+        (0..rows * cols)
+            .map(|i| (i as f32 * 0.37 + seed).sin())
+            .collect()
+    }
+
+    /// A `rows x cols` view over `data`, row-major or (when `t`) read
+    /// through a transpose of a `cols x rows` row-major buffer.
+    fn view(data: &[f32], rows: usize, cols: usize, t: bool) -> View {
+        let shape: Shape = if t {
+            SmallVec::from_slice(&[cols, rows])
+        } else {
+            SmallVec::from_slice(&[rows, cols])
+        };
+        let v = View::contiguous(Storage::from_vec(data.to_vec()), shape);
+        if !t {
+            return v;
+        }
+        View {
+            shape: SmallVec::from_slice(&[rows, cols]),
+            strides: SmallVec::from_slice(&[1, rows]),
+            ..v
+        }
+    }
+
+    fn at(v: &View, r: usize, c: usize) -> f32 {
+        // SAFETY: in-bounds indices of a view the test built.
+        unsafe { *v.ptr::<f32>().add(r * v.strides[0] + c * v.strides[1]) }
+    }
+
+    #[test]
+    fn mixed_layouts_go_through_tiles_and_match_the_element_loop() {
+        // Sizes off the tile so partial tiles run too; both argument orders.
+        let (rows, cols) = (131, 197);
+        let (da, db) = (matrix(rows, cols, 0.1), matrix(rows, cols, 0.7));
+        for (ta, tb) in [(false, true), (true, false), (true, true), (false, false)] {
+            let (a, b) = (view(&da, rows, cols, ta), view(&db, rows, cols, tb));
+            let got: Vec<f32> = binary(&a, &b, &[rows, cols], |x: f32, y: f32| x * 3.0 - y);
+            for r in 0..rows {
+                for c in 0..cols {
+                    let want = at(&a, r, c) * 3.0 - at(&b, r, c);
+                    assert_eq!(
+                        got[r * cols + c].to_bits(),
+                        want.to_bits(),
+                        "{ta} {tb} {r} {c}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn results_follow_the_first_decided_layout() {
+        let (rows, cols) = (5, 7);
+        let (da, db) = (matrix(rows, cols, 0.1), matrix(rows, cols, 0.7));
+        let (t, c) = (view(&da, rows, cols, true), view(&db, rows, cols, false));
+        // PyTorch: a.t() + b has a.t()'s strides, b + a.t() is row-major.
+        let (vals, st) = binary_kept(&t, &c, &[rows, cols], |x: f32, y: f32| x - y);
+        assert_eq!(&st[..], &[1, rows]);
+        for r in 0..rows {
+            for k in 0..cols {
+                assert_eq!(vals[k * rows + r], at(&t, r, k) - at(&c, r, k));
+            }
+        }
+        let (_, st) = binary_kept(&c, &t, &[rows, cols], |x: f32, y: f32| x - y);
+        assert_eq!(&st[..], &[cols, 1]);
+        // Both transposed: one flat pass, the values in the inputs' memory order.
+        let t2 = view(&db, rows, cols, true);
+        let (vals, st) = binary_kept(&t, &t2, &[rows, cols], |x: f32, y: f32| x + y);
+        assert_eq!(&st[..], &[1, rows]);
+        let want: Vec<f32> = da.iter().zip(&db).map(|(x, y)| x + y).collect();
+        assert_eq!(vals, want);
+        // A broadcast operand decides nothing: the other's layout wins.
+        assert_eq!(
+            &result_order(&[rows, cols], &[&[0, 1], &[1, rows]])[..],
+            &[1, 0]
+        );
+        // Dimensions of one are ignored.
+        let col = View {
+            shape: SmallVec::from_slice(&[rows, 1]),
+            strides: SmallVec::from_slice(&[1, rows]),
+            ..t.clone()
+        };
+        assert!(permuted([&col], &[rows, 1], &[0]).is_none());
+    }
 }

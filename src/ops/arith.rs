@@ -13,17 +13,17 @@ use crate::tensor::{broadcast_shapes, Arith, DType, Element, Float, Tensor};
 macro_rules! map2 {
     ($a:expr, $b:expr, $dt:expr, $T:ident, |$x:ident, $y:ident| $body:expr) => {{
         let (a, b): (&Tensor, &Tensor) = ($a, $b);
-        $crate::ops::with_cast(a, $dt, |va| {
-            $crate::ops::with_cast(b, $dt, |vb| -> Result<Tensor> {
+        $crate::ops::with_cast_kept(a, $dt, |va| {
+            $crate::ops::with_cast_kept(b, $dt, |vb| -> Result<Tensor> {
                 let out_shape = broadcast_shapes(&va.shape, &vb.shape)?;
-                let data = binary::<$T, $T>(
+                let (data, strides) = $crate::kernels::elementwise::binary_kept::<$T, $T>(
                     va,
                     vb,
                     &out_shape,
                     #[inline(always)]
                     |$x: $T, $y: $T| $body,
                 );
-                Ok(Tensor::from_vec(data, out_shape))
+                Ok($crate::ops::layout::laid_out(data, out_shape, strides))
             })
         })?
     }};
@@ -60,10 +60,9 @@ macro_rules! scalar_op {
             let v = a.view();
             let out = crate::dispatch_float!(dt, T => {
                 let $c = T::from_f64(s.to_f64());
-                Tensor::from_vec(
-                    crate::kernels::elementwise::unary::<T, T>(&v, #[inline(always)] move |$x: T| $body),
-                    v.shape.clone(),
-                )
+                let (data, strides) =
+                    crate::kernels::elementwise::unary_kept::<T, T>(&v, #[inline(always)] move |$x: T| $body);
+                crate::ops::layout::laid_out(data, v.shape.clone(), strides)
             });
             if needs_record(&[a]) {
                 crate::autograd::record_with_scalar($name, a, dt, &out, move |ctx| {
@@ -361,22 +360,24 @@ pub(crate) fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
                 ));
             }
             // In the tensor's own type first (a bool tensor counts as int64).
-            let a = cast_data(&cast_data(a, dt), DType::I64);
+            let keep = super::convert::preserving_format;
+            let a = keep(&keep(a, dt), DType::I64);
             let v = a.view();
-            let r = crate::kernels::elementwise::unary::<i64, i64>(
+            let (r, strides) = crate::kernels::elementwise::unary_kept::<i64, i64>(
                 &v,
                 #[inline(always)]
                 |x| int_pow(x, ei),
             );
-            super::back_to(Tensor::from_vec(r, v.shape.clone()), dt)
+            super::back_to(super::layout::laid_out(r, v.shape.clone(), strides), dt)
         }
         _ => {
             let ef = e.to_f64();
             crate::dispatch_float_compute!(dt, T => {
-                let a = cast_data(a, dt);
+                let a = super::convert::preserving_format(a, dt);
                 let v = a.view();
                 let et = T::from_f64(ef);
-                Tensor::from_vec(crate::kernels::elementwise::unary::<T, T>(&v, #[inline(always)] |x| powf_special(x, et)), v.shape.clone())
+                let (r, strides) = crate::kernels::elementwise::unary_kept::<T, T>(&v, #[inline(always)] |x| powf_special(x, et));
+                super::layout::laid_out(r, v.shape.clone(), strides)
             })
         }
     };
@@ -511,6 +512,22 @@ pub(crate) fn where_named(
     x: &Tensor,
     y: &Tensor,
 ) -> Result<Tensor> {
+    where_laid(name, cond, x, y, &[0, 1, 2], false)
+}
+
+/// `where_named` whose result is laid out after the operands listed in
+/// `decide` (0 the condition, 1 `x`, 2 `y`; PyTorch's `where` follows them in
+/// order), or row-major when `row_major` (PyTorch's `masked_fill` fills a
+/// contiguous clone of its input): then computed in the operands' layout
+/// and copied through the blocked transpose.
+pub(crate) fn where_laid(
+    name: &'static str,
+    cond: &Tensor,
+    x: &Tensor,
+    y: &Tensor,
+    decide: &[usize],
+    row_major: bool,
+) -> Result<Tensor> {
     if cond.dtype() != DType::Bool {
         return Err(Error::runtime(format!(
             "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
@@ -519,17 +536,27 @@ pub(crate) fn where_named(
     }
     let dt = result_type(x, y);
     let shape = broadcast_shapes(&broadcast_shapes(&cond.shape(), &x.shape())?, &y.shape())?;
-    let (x2, y2) = (cast_data(x, dt), cast_data(y, dt));
+    let (x2, y2) = (
+        super::convert::preserving_format(x, dt),
+        super::convert::preserving_format(y, dt),
+    );
     let c = super::expand(cond, &shape)?;
     let out = crate::dispatch!(dt, T => {
-        let xy = {
-            let (vx, vy) = (x2.view(), y2.view());
-            let vc = c.view();
-            let picked: Vec<T> = where_kernel::<T>(&vc, &vx, &vy, &shape);
-            picked
-        };
-        Tensor::from_vec(xy, shape.clone())
+        let (vx, vy) = (x2.view(), y2.view());
+        let vc = c.view();
+        match crate::kernels::elementwise::permuted([&vc, &vx, &vy], &shape, decide) {
+            Some(([pc, px, py], pshape, strides)) => {
+                let picked: Vec<T> = where_kernel::<T>(&pc, &px, &py, &pshape);
+                super::layout::laid_out(picked, shape.clone(), strides)
+            }
+            None => Tensor::from_vec(where_kernel::<T>(&vc, &vx, &vy, &shape), shape.clone()),
+        }
     });
+    let out = if row_major && !out.is_contiguous() {
+        out.contiguous_data()
+    } else {
+        out
+    };
     if needs_record(&[x, y]) {
         record(name, &[x, y], &out, saved![cond], |c| {
             let g = c.grad()?;

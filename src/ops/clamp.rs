@@ -8,7 +8,6 @@ use super::arith::map2;
 use super::{compare, mul, result_type, where_};
 use crate::autograd::{needs_record, record, GradModeGuard};
 use crate::error::{Error, Result};
-use crate::kernels::elementwise::binary;
 use crate::saved;
 use crate::tensor::{broadcast_shapes, Arith, DType, Tensor};
 

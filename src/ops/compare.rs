@@ -1,9 +1,11 @@
 //! Comparisons and logical ops: bool results, never differentiable.
 
 use super::arith::map2;
-use super::{cast_data, result_type};
+use super::convert::preserving_format as cast_data;
+use super::layout::laid_out;
+use super::result_type;
 use crate::error::Result;
-use crate::kernels::elementwise::binary;
+use crate::kernels::elementwise::{binary_kept, unary_kept};
 use crate::tensor::{broadcast_shapes, DType, Tensor};
 
 macro_rules! compare_op {
@@ -19,10 +21,11 @@ macro_rules! compare_op {
             let out_shape = broadcast_shapes(&a.shape(), &b.shape())?;
             let (a, b) = (cast_data(a, dt), cast_data(b, dt));
             let (va, vb) = (a.view(), b.view());
-            Ok(crate::dispatch!(dt, T => Tensor::from_vec(
-                binary::<T, bool>(&va, &vb, &out_shape, #[inline(always)] |x: T, y: T| x $op y),
-                out_shape.clone(),
-            )))
+            Ok(crate::dispatch!(dt, T => {
+                let (data, strides) =
+                    binary_kept::<T, bool>(&va, &vb, &out_shape, #[inline(always)] |x: T, y: T| x $op y);
+                laid_out(data, out_shape.clone(), strides)
+            }))
         }
     };
 }
@@ -47,14 +50,12 @@ pub(crate) fn logical_or(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 pub(crate) fn logical_not(a: &Tensor) -> Result<Tensor> {
     let a = to_bool(a);
     let v = a.view();
-    Ok(Tensor::from_vec(
-        crate::kernels::elementwise::unary::<bool, bool>(
-            &v,
-            #[inline(always)]
-            |x| !x,
-        ),
-        v.shape.clone(),
-    ))
+    let (data, strides) = unary_kept::<bool, bool>(
+        &v,
+        #[inline(always)]
+        |x| !x,
+    );
+    Ok(laid_out(data, v.shape.clone(), strides))
 }
 
 fn to_bool(t: &Tensor) -> Tensor {
@@ -82,22 +83,25 @@ pub(crate) fn logical_xor(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 fn float_test(a: &Tensor, int_value: bool, f32f: fn(f32) -> bool, f64f: fn(f64) -> bool) -> Tensor {
     let v = a.view();
     let shape = v.shape.clone();
-    let out = match v.dtype() {
-        DType::F32 => crate::kernels::elementwise::unary::<f32, bool>(&v, f32f),
-        DType::F64 => crate::kernels::elementwise::unary::<f64, bool>(&v, f64f),
-        DType::F16 => crate::kernels::elementwise::unary::<crate::tensor::f16, bool>(
+    let (out, strides) = match v.dtype() {
+        DType::F32 => unary_kept::<f32, bool>(&v, f32f),
+        DType::F64 => unary_kept::<f64, bool>(&v, f64f),
+        DType::F16 => unary_kept::<crate::tensor::f16, bool>(
             &v,
             #[inline(always)]
             |x| f32f(x.to_f32()),
         ),
-        DType::BF16 => crate::kernels::elementwise::unary::<crate::tensor::bf16, bool>(
+        DType::BF16 => unary_kept::<crate::tensor::bf16, bool>(
             &v,
             #[inline(always)]
             |x| f32f(x.to_f32()),
         ),
-        _ => vec![int_value; v.numel()],
+        _ => (
+            vec![int_value; v.numel()],
+            crate::tensor::contiguous_strides(&shape),
+        ),
     };
-    Tensor::from_vec(out, shape)
+    laid_out(out, shape, strides)
 }
 
 pub(crate) fn isnan(a: &Tensor) -> Result<Tensor> {
@@ -148,10 +152,10 @@ pub(crate) fn isclose(
         (x - y).abs() <= atol + rtol * y.abs()
     };
     let (va, vb) = (a.view(), b.view());
-    Ok(crate::dispatch!(dt, T => Tensor::from_vec(
-        binary::<T, bool>(&va, &vb, &out_shape, #[inline(always)] |x: T, y: T| close(crate::tensor::Element::to_f64(x), crate::tensor::Element::to_f64(y))),
-        out_shape.clone(),
-    )))
+    Ok(crate::dispatch!(dt, T => {
+        let (data, strides) = binary_kept::<T, bool>(&va, &vb, &out_shape, #[inline(always)] |x: T, y: T| close(crate::tensor::Element::to_f64(x), crate::tensor::Element::to_f64(y)));
+        laid_out(data, out_shape.clone(), strides)
+    }))
 }
 
 /// Whether every element pair is close (`allclose`).
@@ -256,14 +260,12 @@ pub(crate) fn bitwise_not(a: &Tensor) -> Result<Tensor> {
     fn not<T: crate::tensor::Element + std::ops::Not<Output = T>>(
         v: &crate::tensor::View,
     ) -> Tensor {
-        Tensor::from_vec(
-            crate::kernels::elementwise::unary::<T, T>(
-                v,
-                #[inline(always)]
-                |x| !x,
-            ),
-            v.shape.clone(),
-        )
+        let (data, strides) = unary_kept::<T, T>(
+            v,
+            #[inline(always)]
+            |x| !x,
+        );
+        laid_out(data, v.shape.clone(), strides)
     }
     Ok(match dt {
         DType::U8 => not::<u8>(&v),

@@ -26,7 +26,10 @@ pub fn to_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
 /// `cast_data` with PyTorch's `preserve_format`: a dense tensor keeps its
 /// layout (see [`super::layout`]), converted in one pass in memory order
 /// instead of gathered element by element.
-fn preserving_format(t: &Tensor, dtype: DType) -> Tensor {
+pub(crate) fn preserving_format(t: &Tensor, dtype: DType) -> Tensor {
+    if t.dtype() == dtype {
+        return t.clone();
+    }
     match super::layout::memory_order(t) {
         Some((flat, shape, strides)) => {
             super::layout::restrided(&cast_data(&flat, dtype), shape, strides)

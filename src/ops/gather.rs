@@ -448,7 +448,7 @@ pub(crate) fn masked_fill(input: &Tensor, mask: &Tensor, value: &Tensor) -> Resu
         )));
     }
     let v = super::to_dtype(value, input.dtype())?;
-    super::arith::where_named("MaskedFillBackward0", mask, &v, input)
+    super::arith::where_laid("MaskedFillBackward0", mask, &v, input, &[2, 0], true)
 }
 
 pub(crate) fn masked_fill_scalar(input: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {

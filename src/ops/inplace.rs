@@ -337,7 +337,12 @@ pub(crate) fn copy_value(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
         let e = super::expand(b, &a.shape())?;
-        super::to_dtype(&super::contiguous(&e)?, a.dtype())?
+        // In the destination's layout, so writing it back is a flat copy.
+        let laid = match super::layout::copied_like(&e, a) {
+            Some(c) => c,
+            None => super::contiguous(&e)?,
+        };
+        super::to_dtype(&laid, a.dtype())?
     };
     if !crate::autograd::needs_record(&[a, b]) {
         return Ok(out);
@@ -362,7 +367,27 @@ pub(crate) fn copy_value(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// Copies `src`'s values (cast to `dst`'s dtype) into `dst` and bumps the version.
 fn write_values(dst: &Tensor, src: &Tensor) {
-    let src = cast_data(src, dst.dtype()).contiguous_data();
+    let src = cast_data(src, dst.dtype());
+    // A value in the destination's own dense layout (a transpose) copies
+    // memory to memory.
+    if src.shape() == dst.shape() && src.view().strides == dst.view().strides {
+        if let (Some((fd, ..)), Some((fs, ..))) = (
+            super::layout::memory_order(dst),
+            super::layout::memory_order(&src),
+        ) {
+            let (dv, sv) = (fd.view(), fs.view());
+            crate::dispatch!(dv.dtype(), T => {
+                if let Some(s) = sv.as_slice::<T>() {
+                    if !std::ptr::eq(s.as_ptr(), dv.ptr::<T>()) {
+                        scatter::<T>(&dv, s);
+                    }
+                }
+            });
+            dv.storage.bump_version();
+            return;
+        }
+    }
+    let src = src.contiguous_data();
     let sv = src.view();
     let dv = dst.view();
     crate::dispatch!(dv.dtype(), T => {

@@ -2,11 +2,13 @@
 //! do: a dense tensor whose strides are not the row-major ones (a transpose,
 //! a permutation) is processed as one flat run of its memory, in memory
 //! order, and the result takes the input's strides. The work is then the
-//! contiguous loop's, with no gather.
+//! contiguous loop's, with no gather. The elementwise kernels choose the
+//! layout of a result over several operands themselves
+//! (`kernels::elementwise::permuted`); [`laid_out`] wraps what they return.
 
 use smallvec::smallvec;
 
-use crate::tensor::{contiguous_strides, Shape, Strides, Tensor, View};
+use crate::tensor::{contiguous_strides, Element, Shape, Strides, Tensor, View};
 
 /// `t`'s memory as a flat contiguous tensor, with the shape and strides to
 /// give a result computed over it; `None` when `t` is row-major already, has
@@ -53,4 +55,70 @@ pub(crate) fn restrided(flat: &Tensor, shape: Shape, strides: Strides) -> Tensor
         },
         None,
     )
+}
+
+/// A tensor of `shape` over `data`, the memory of a result laid out with
+/// `strides` (the elementwise kernels' `*_kept` forms return both).
+pub(crate) fn laid_out<T: Element>(data: Vec<T>, shape: Shape, strides: Strides) -> Tensor {
+    if crate::tensor::is_contiguous(&shape, &strides) {
+        return Tensor::from_vec(data, shape);
+    }
+    let n = data.len();
+    restrided(
+        &Tensor::from_vec(data, Shape::from_slice(&[n])),
+        shape,
+        strides,
+    )
+}
+
+/// `t`'s values (broadcast to `like`'s shape) laid out as `like` is, for a
+/// dense `like` that is not row-major (a transpose): gathered in `like`'s
+/// memory order, through the blocked transpose when `t` is laid out
+/// otherwise and as one `memcpy` when it agrees. `None` for any other `like`.
+pub(crate) fn copied_like(t: &Tensor, like: &Tensor) -> Option<Tensor> {
+    let (_, shape, strides) = memory_order(like)?;
+    let order = crate::kernels::elementwise::result_order(&shape, &[&strides]);
+    let v = t.view();
+    let st = crate::tensor::broadcast_strides(&v.shape, &v.strides, &shape);
+    let p = View {
+        storage: v.storage.clone(),
+        shape: order.iter().map(|&d| shape[d]).collect(),
+        strides: order.iter().map(|&d| st[d]).collect(),
+        offset: v.offset,
+    };
+    Some(
+        crate::dispatch!(v.dtype(), T => laid_out(crate::kernels::copy::gather::<T>(&p), shape, strides)),
+    )
+}
+
+/// A fresh copy of `t` that keeps a dense `t`'s strides (PyTorch's
+/// `preserve_format`: one `memcpy` of its memory), row-major otherwise. Not
+/// recorded.
+pub(crate) fn clone_kept(t: &Tensor) -> Tensor {
+    match memory_order(t) {
+        Some((flat, shape, strides)) => restrided(&super::clone_data(&flat), shape, strides),
+        None => super::clone_data(t),
+    }
+}
+
+/// `g` as a leaf's `.grad`, after PyTorch's gradient layout contract: a
+/// dense leaf's gradient has the leaf's strides, any other leaf's is
+/// row-major. `g` itself when it already complies and nothing else holds it,
+/// else a fresh copy (through the blocked transpose when the layouts differ).
+pub(crate) fn grad_for_leaf(leaf: &Tensor, g: Tensor) -> Tensor {
+    let permuted_leaf = memory_order(leaf).is_some() && leaf.shape() == g.shape();
+    let complies = if permuted_leaf {
+        g.view().strides == leaf.view().strides
+    } else {
+        g.is_contiguous()
+    };
+    if complies {
+        return if g.is_exclusive() { g } else { clone_kept(&g) };
+    }
+    if permuted_leaf {
+        if let Some(c) = copied_like(&g, leaf) {
+            return c;
+        }
+    }
+    super::clone_data(&g)
 }

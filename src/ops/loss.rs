@@ -12,7 +12,6 @@ use super::{
 };
 use crate::autograd::{is_grad_enabled, needs_record, record, BackwardCtx, GradModeGuard, Grads};
 use crate::error::{Error, Result};
-use crate::kernels::elementwise::binary;
 use crate::saved;
 use crate::tensor::{broadcast_shapes, fmt_shape, DType, Tensor};
 

@@ -170,7 +170,8 @@ pub(crate) fn back_to(out: Tensor, dt: DType) -> Tensor {
     if out.dtype() == dt {
         out
     } else {
-        cast_data(&out, dt)
+        // A result laid out after its operands keeps that layout.
+        convert::preserving_format(&out, dt)
     }
 }
 
@@ -278,6 +279,21 @@ pub(crate) fn with_cast<R>(t: &Tensor, dtype: DType, f: impl FnOnce(&View) -> R)
         }
     }
     let c = cast_data(t, dtype);
+    let v = c.view();
+    f(&v)
+}
+
+/// [`with_cast`] whose conversion keeps a dense input's layout, for the
+/// elementwise kernels (they take any layout and lay their result out after
+/// their operands', so a transposed input stays a flat pass).
+pub(crate) fn with_cast_kept<R>(t: &Tensor, dtype: DType, f: impl FnOnce(&View) -> R) -> R {
+    {
+        let v = t.view();
+        if v.dtype() == dtype {
+            return f(&v);
+        }
+    }
+    let c = convert::preserving_format(t, dtype);
     let v = c.view();
     f(&v)
 }

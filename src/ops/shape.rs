@@ -333,12 +333,17 @@ pub(crate) fn contiguous(a: &Tensor) -> Result<Tensor> {
     if a.is_contiguous() {
         return Ok(a.clone());
     }
-    clone(a)
+    recorded_clone(a, clone_data(a))
 }
 
-/// A copy in fresh memory, recorded (`CloneBackward0`).
+/// A copy in fresh memory, recorded (`CloneBackward0`). A dense input keeps
+/// its strides (PyTorch's `preserve_format`): the copy is one `memcpy` of its
+/// memory; anything else becomes row-major.
 pub(crate) fn clone(a: &Tensor) -> Result<Tensor> {
-    let out = clone_data(a);
+    recorded_clone(a, super::layout::clone_kept(a))
+}
+
+fn recorded_clone(a: &Tensor, out: Tensor) -> Result<Tensor> {
     if needs_record(&[a]) {
         record("CloneBackward0", &[a], &out, saved![], |c| {
             Ok(smallvec![Some(c.grad()?.clone())])

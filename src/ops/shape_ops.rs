@@ -377,7 +377,22 @@ pub(crate) fn flip(t: &Tensor, dims: &[i64]) -> Result<Tensor> {
     }
     let out = {
         let v = t.view();
-        crate::dispatch!(v.dtype(), T => Tensor::from_vec(crate::kernels::index::flip_copy::<T>(&v, &mask), shape.clone()))
+        // Laid out as the input is (PyTorch's rule for a fresh result): a
+        // transposed input is flipped over its memory in order.
+        match crate::kernels::elementwise::permuted([&v], &shape, &[0]) {
+            Some(([p], _, strides)) => {
+                let order = crate::kernels::elementwise::result_order(&shape, &[&v.strides]);
+                let pmask: SmallVec<[bool; 4]> = order.iter().map(|&d| mask[d]).collect();
+                crate::dispatch!(v.dtype(), T => super::layout::laid_out(
+                    crate::kernels::index::flip_copy::<T>(&p, &pmask),
+                    shape.clone(),
+                    strides,
+                ))
+            }
+            None => {
+                crate::dispatch!(v.dtype(), T => Tensor::from_vec(crate::kernels::index::flip_copy::<T>(&v, &mask), shape.clone()))
+            }
+        }
     };
     if needs_record(&[t]) {
         let dims = dims.to_vec();

@@ -2,10 +2,10 @@
 
 use smallvec::smallvec;
 
-use super::{cast_data, mul, mul_f64, neg, with_cast, Scalar};
+use super::{cast_data, mul, mul_f64, neg, with_cast_kept, Scalar};
 use crate::autograd::{needs_record, record, SavedTensor};
 use crate::error::{Error, Result};
-use crate::kernels::elementwise::unary;
+use crate::kernels::elementwise::{binary_kept, unary_kept};
 use crate::kernels::vmath as vm;
 use crate::saved;
 use crate::tensor::{DType, Tensor};
@@ -21,31 +21,22 @@ pub(crate) fn map1(
     f64f: impl Fn(f64) -> f64 + Sync,
     int_f: Option<impl Fn(i64) -> i64 + Sync>,
 ) -> Result<Tensor> {
-    if let Some((flat, shape, strides)) = super::layout::memory_order(a) {
-        let out = map1(&flat, dt, f32f, f64f, int_f)?;
-        return Ok(super::layout::restrided(&out, shape, strides));
+    // The kernel lays the result out as the input is (see `kernels::elementwise::permuted`).
+    fn typed<T: crate::tensor::Element>(
+        (data, strides): (Vec<T>, crate::tensor::Strides),
+        v: &crate::tensor::View,
+    ) -> Tensor {
+        super::layout::laid_out(data, v.shape.clone(), strides)
     }
-    let (data, shape) = match (dt, int_f) {
-        (DType::F64, _) => with_cast(a, DType::F64, |v| {
-            (
-                crate::tensor::TypedVec::F64(unary::<f64, f64>(v, f64f)),
-                v.shape.clone(),
-            )
-        }),
-        (DType::F32 | DType::F16 | DType::BF16, _) | (_, None) => with_cast(a, DType::F32, |v| {
-            (
-                crate::tensor::TypedVec::F32(unary::<f32, f32>(v, f32f)),
-                v.shape.clone(),
-            )
-        }),
-        (_, Some(f)) => with_cast(a, DType::I64, |v| {
-            (
-                crate::tensor::TypedVec::I64(unary::<i64, i64>(v, f)),
-                v.shape.clone(),
-            )
-        }),
+    let out = match (dt, int_f) {
+        (DType::F64, _) => {
+            with_cast_kept(a, DType::F64, |v| typed(unary_kept::<f64, f64>(v, f64f), v))
+        }
+        (DType::F32 | DType::F16 | DType::BF16, _) | (_, None) => {
+            with_cast_kept(a, DType::F32, |v| typed(unary_kept::<f32, f32>(v, f32f), v))
+        }
+        (_, Some(f)) => with_cast_kept(a, DType::I64, |v| typed(unary_kept::<i64, i64>(v, f), v)),
     };
-    let out = Tensor::from_typed(data, shape);
     Ok(if dt.is_low_precision() || dt.is_int() {
         super::back_to(out, dt)
     } else {
@@ -129,13 +120,14 @@ fn trig(
     each: impl Fn(f32) -> f32 + Sync,
     f64f: impl Fn(f64) -> f64 + Sync,
 ) -> Result<Tensor> {
-    if let Some((flat, shape, strides)) = super::layout::memory_order(a) {
-        let out = trig(&flat, slice, each, f64f)?;
-        return Ok(super::layout::restrided(&out, shape, strides));
-    }
     if a.dtype() == DType::F32 {
         let v = a.view();
-        if let Some(src) = v.as_slice::<f32>() {
+        // A dense permuted input runs over its memory in order, its result laid out as it is.
+        let (p, strides) = match crate::kernels::elementwise::permuted([&v], &v.shape, &[0]) {
+            Some(([p], _, st)) => (p, st),
+            None => (v.clone(), crate::tensor::contiguous_strides(&v.shape)),
+        };
+        if let Some(src) = p.as_slice::<f32>() {
             let n = src.len();
             let mut out: Vec<f32> = crate::error::filled_vec(n, 0.0);
             let dst = crate::kernels::SendPtr(out.as_mut_ptr());
@@ -149,8 +141,7 @@ fn trig(
                 });
             });
             let shape = v.shape.clone();
-            drop(v);
-            return Ok(Tensor::from_vec(out, shape));
+            return Ok(super::layout::laid_out(out, shape, strides));
         }
     }
     map1(a, a.dtype().to_float(), each, f64f, NO_INT)
@@ -236,14 +227,14 @@ pub(crate) fn fused_grad(
     if dt == DType::F64 {
         let (g, s) = (cast_data(g, DType::F64), cast_data(s, DType::F64));
         let (vg, vs) = (g.view(), s.view());
-        let out = crate::kernels::elementwise::binary::<f64, f64>(&vg, &vs, &shape, f64f);
-        return Ok(Tensor::from_vec(out, shape.clone()));
+        let (out, strides) = binary_kept::<f64, f64>(&vg, &vs, &shape, f64f);
+        return Ok(super::layout::laid_out(out, shape.clone(), strides));
     }
     let (g, s) = (cast_data(g, DType::F32), cast_data(s, DType::F32));
     let out = {
         let (vg, vs) = (g.view(), s.view());
-        let out = crate::kernels::elementwise::binary::<f32, f32>(&vg, &vs, &shape, f32f);
-        Tensor::from_vec(out, shape.clone())
+        let (out, strides) = binary_kept::<f32, f32>(&vg, &vs, &shape, f32f);
+        super::layout::laid_out(out, shape.clone(), strides)
     };
     Ok(super::back_to(out, dt))
 }
@@ -263,10 +254,10 @@ fn fused_relu_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
         let zero = <T as crate::tensor::Element>::zero();
-        Tensor::from_vec(
-            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, #[inline(always)] |g, y| if y <= zero { zero } else { g }),
-            shape.clone(),
-        )
+        {
+            let (data, strides) = binary_kept::<T, T>(&vg, &vy, &shape, #[inline(always)] |g, y| if y <= zero { zero } else { g });
+            super::layout::laid_out(data, shape.clone(), strides)
+        }
     }))
 }
 
@@ -277,10 +268,10 @@ fn fused_tanh_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let (g, y) = (cast_data(g, dt.compute()), cast_data(y, dt.compute()));
     Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
-        Tensor::from_vec(
-            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, #[inline(always)] |g, y| g * (<T as crate::tensor::Element>::one() - y * y)),
-            shape.clone(),
-        )
+        {
+            let (data, strides) = binary_kept::<T, T>(&vg, &vy, &shape, #[inline(always)] |g, y| g * (<T as crate::tensor::Element>::one() - y * y));
+            super::layout::laid_out(data, shape.clone(), strides)
+        }
     }))
 }
 
@@ -291,10 +282,10 @@ fn fused_sigmoid_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let (g, y) = (cast_data(g, dt.compute()), cast_data(y, dt.compute()));
     Ok(crate::dispatch_float_compute!(dt, T => {
         let (vg, vy) = (g.view(), y.view());
-        Tensor::from_vec(
-            crate::kernels::elementwise::binary::<T, T>(&vg, &vy, &shape, #[inline(always)] |g, y| g * (y * (<T as crate::tensor::Element>::one() - y))),
-            shape.clone(),
-        )
+        {
+            let (data, strides) = binary_kept::<T, T>(&vg, &vy, &shape, #[inline(always)] |g, y| g * (y * (<T as crate::tensor::Element>::one() - y)));
+            super::layout::laid_out(data, shape.clone(), strides)
+        }
     }))
 }
 

@@ -8,7 +8,6 @@ use super::super::{compare, div, log, mul, mul_f64, neg, result_type, sigmoid, s
 use super::{sq, zero_like_dt};
 use crate::autograd::{needs_record, record, SavedTensor};
 use crate::error::Result;
-use crate::kernels::elementwise::binary;
 use crate::saved;
 use crate::tensor::{broadcast_shapes, Arith, DType, Tensor};
 

@@ -47,8 +47,8 @@ pub(crate) fn sgn(a: &Tensor) -> Result<Tensor> {
 pub(crate) fn signbit(a: &Tensor) -> Result<Tensor> {
     let v = a.view();
     let shape = v.shape.clone();
-    use crate::kernels::elementwise::unary;
-    let out = match v.dtype() {
+    use crate::kernels::elementwise::unary_kept as unary;
+    let (out, strides) = match v.dtype() {
         DType::F32 => unary::<f32, bool>(
             &v,
             #[inline(always)]
@@ -69,7 +69,10 @@ pub(crate) fn signbit(a: &Tensor) -> Result<Tensor> {
             #[inline(always)]
             |x| x.is_sign_negative(),
         ),
-        DType::Bool | DType::U8 => crate::error::filled_vec(v.numel(), false),
+        DType::Bool | DType::U8 => (
+            crate::error::filled_vec(v.numel(), false),
+            crate::tensor::contiguous_strides(&shape),
+        ),
         DType::I8 => unary::<i8, bool>(
             &v,
             #[inline(always)]
@@ -91,7 +94,7 @@ pub(crate) fn signbit(a: &Tensor) -> Result<Tensor> {
             |x| x < 0,
         ),
     };
-    Ok(Tensor::from_vec(out, shape))
+    Ok(crate::ops::layout::laid_out(out, shape, strides))
 }
 
 /// NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default

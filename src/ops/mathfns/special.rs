@@ -12,7 +12,6 @@ use super::super::{
 use super::{rec1, rec1f, sq, NO_INT};
 use crate::autograd::{needs_record, record, SavedTensor};
 use crate::error::{Error, Result};
-use crate::kernels::elementwise::binary;
 use crate::kernels::vmath as vm;
 use crate::kernels::{bessel, normal_fns, special};
 use crate::saved;
