@@ -6,23 +6,67 @@ use smallvec::SmallVec;
 use super::{build_vec, coalesce, for_each_row, SendPtr};
 use crate::tensor::{Arith, Element, View};
 
-/// Sums a contiguous slice with sixteen independent accumulators (one
-/// AVX-512 register of floats), which both vectorises and keeps float32
-/// rounding error far below a naive running sum.
+/// How a summed element is read: as it is ([`Plain`]) or with NaN read as
+/// zero ([`NanZero`], `nansum`), in the same pass and the same order.
+pub trait Load: Copy + Send + Sync {
+    fn load<T: Element>(self, x: T) -> T;
+}
+
+/// Elements read as they are.
+#[derive(Clone, Copy)]
+pub struct Plain;
+
+impl Load for Plain {
+    #[inline(always)]
+    fn load<T: Element>(self, x: T) -> T {
+        x
+    }
+}
+
+/// NaN read as zero (a select, so the loop still vectorises).
+#[derive(Clone, Copy)]
+pub struct NanZero;
+
+impl Load for NanZero {
+    #[inline(always)]
+    #[allow(clippy::eq_op)]
+    fn load<T: Element>(self, x: T) -> T {
+        if x != x {
+            T::zero()
+        } else {
+            x
+        }
+    }
+}
+
+/// Sums a contiguous slice with 64 independent accumulators (four AVX-512
+/// registers of floats), which both vectorises and keeps float32 rounding
+/// error far below a naive running sum.
 #[multiversion(targets(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
-fn sum_slice<T: Arith>(s: &[T]) -> T {
-    let mut acc = [T::zero(); 16];
-    let chunks = s.chunks_exact(16);
+fn sum_slice<T: Arith, Z: Load>(s: &[T], z: Z) -> T {
+    // Chunks of 64 into 64 lanes (four float32 vectors, whose add chains
+    // overlap), then a tail of whole 16s into the first 16 lanes, then the
+    // lanes folded pairwise and the last few added in order: a fixed order
+    // for a given length.
+    let mut acc = [T::zero(); 64];
+    let chunks = s.chunks_exact(64);
     let rest = chunks.remainder();
     for c in chunks {
-        for k in 0..16 {
-            acc[k] = acc[k].add(c[k]);
+        for k in 0..64 {
+            acc[k] = acc[k].add(z.load(c[k]));
         }
     }
-    let mut width = 8;
+    let sixteens = rest.chunks_exact(16);
+    let rest = sixteens.remainder();
+    for c in sixteens {
+        for k in 0..16 {
+            acc[k] = acc[k].add(z.load(c[k]));
+        }
+    }
+    let mut width = 32;
     while width > 0 {
         for k in 0..width {
             acc[k] = acc[k].add(acc[k + width]);
@@ -31,7 +75,7 @@ fn sum_slice<T: Arith>(s: &[T]) -> T {
     }
     let mut total = acc[0];
     for &x in rest {
-        total = total.add(x);
+        total = total.add(z.load(x));
     }
     total
 }
@@ -40,9 +84,9 @@ fn sum_slice<T: Arith>(s: &[T]) -> T {
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
-fn add_into<T: Arith>(acc: &mut [T], x: &[T]) {
+fn add_into<T: Arith, Z: Load>(acc: &mut [T], x: &[T], z: Z) {
     for (a, &v) in acc.iter_mut().zip(x) {
-        *a = a.add(v);
+        *a = a.add(z.load(v));
     }
 }
 
@@ -55,12 +99,12 @@ fn halves<T>(s: &[T]) -> (&[T], &[T]) {
 }
 
 /// Pairwise over blocks so that error grows with log(n), not n.
-fn sum_pairwise<T: Arith>(s: &[T]) -> T {
+fn sum_pairwise<T: Arith, Z: Load>(s: &[T], z: Z) -> T {
     if s.len() <= BLOCK {
-        return sum_slice(s);
+        return sum_slice(s, z);
     }
     let (l, r) = halves(s);
-    sum_pairwise(l).add(sum_pairwise(r))
+    sum_pairwise(l, z).add(sum_pairwise(r, z))
 }
 
 /// The subtrees `depth` levels down (or leaf blocks above that), in order.
@@ -86,10 +130,10 @@ fn combine<T: Arith>(s: &[T], depth: u32, sums: &mut impl Iterator<Item = T>) ->
 
 /// [`sum_pairwise`] with the subtrees summed in parallel: the same tree
 /// whatever the thread count, so the same result.
-fn sum_blocks<T: Arith>(s: &[T]) -> T {
+fn sum_blocks<T: Arith, Z: Load>(s: &[T], z: Z) -> T {
     super::parallel::run(s.len(), |threads| {
         if threads == 1 {
-            return sum_pairwise(s);
+            return sum_pairwise(s, z);
         }
         // About four subtrees per thread.
         let depth = (threads * 4).next_power_of_two().trailing_zeros();
@@ -99,7 +143,7 @@ fn sum_blocks<T: Arith>(s: &[T]) -> T {
             let o = SendPtr(out.as_mut_ptr());
             super::parallel::tasks(parts.len(), |i| {
                 // SAFETY: task `i` writes only slot `i`.
-                unsafe { (*o.get().add(i)).write(sum_pairwise(parts[i])) };
+                unsafe { (*o.get().add(i)).write(sum_pairwise(parts[i], z)) };
             });
         });
         combine(s, depth, &mut sums.into_iter())
@@ -108,15 +152,25 @@ fn sum_blocks<T: Arith>(s: &[T]) -> T {
 
 /// The sum of every element of `x`.
 pub fn sum_all<T: Arith>(x: &View) -> T {
+    sum_all_with(x, Plain)
+}
+
+/// The sum of every element of `x` as `z` reads them.
+pub fn sum_all_with<T: Arith, Z: Load>(x: &View, z: Z) -> T {
     match x.as_slice::<T>() {
-        Some(s) => sum_blocks(s),
-        None => sum_blocks(&super::copy::gather::<T>(x)),
+        Some(s) => sum_blocks(s, z),
+        None => sum_blocks(&super::copy::gather::<T>(x), z),
     }
 }
 
 /// Sums `x` over the dimensions flagged in `reduce`; the result is row-major
 /// over the kept dimensions (as if `keepdim=False`).
 pub fn sum_dims<T: Arith>(x: &View, reduce: &[bool]) -> Vec<T> {
+    sum_dims_with(x, reduce, Plain)
+}
+
+/// [`sum_dims`] with the elements as `z` reads them.
+pub fn sum_dims_with<T: Arith, Z: Load>(x: &View, reduce: &[bool], z: Z) -> Vec<T> {
     let nd = x.shape.len();
     let mut kept_shape: SmallVec<[usize; 4]> = SmallVec::new();
     let mut kept_strides: SmallVec<[usize; 4]> = SmallVec::new();
@@ -139,7 +193,7 @@ pub fn sum_dims<T: Arith>(x: &View, reduce: &[bool]) -> Vec<T> {
     let rinner = *rst.last().unwrap_or(&1);
     let kinner = *kst.last().unwrap_or(&0);
     if kinner == 1 && rinner != 1 && red_n > 1 {
-        return sum_rows(base, &kshape, &kst, &rshape, &rst, out_n, red_n);
+        return sum_rows(base, &kshape, &kst, &rshape, &rst, out_n, red_n, z);
     }
 
     // One output element: the sum of a (strided) sub-block.
@@ -155,10 +209,10 @@ pub fn sum_dims<T: Arith>(x: &View, reduce: &[bool]) -> Vec<T> {
                 // SAFETY: offsets stay inside the view.
                 let p = unsafe { b.0.add(off + o) };
                 if rinner == 1 {
-                    total = total.add(sum_slice(unsafe { std::slice::from_raw_parts(p, len) }));
+                    total = total.add(sum_slice(unsafe { std::slice::from_raw_parts(p, len) }, z));
                 } else {
                     for i in 0..len {
-                        total = total.add(unsafe { *p.add(i * rinner) });
+                        total = total.add(z.load(unsafe { *p.add(i * rinner) }));
                     }
                 }
             },
@@ -196,6 +250,7 @@ pub fn sum_dims<T: Arith>(x: &View, reduce: &[bool]) -> Vec<T> {
 /// dimensions step over whole runs (a bias gradient: `(batch, n)` summed over
 /// the batch). Adding whole rows streams memory once and vectorises, where a
 /// strided walk per output would miss cache on every element.
+#[allow(clippy::too_many_arguments)]
 fn sum_rows<T: Arith>(
     base: SendPtr<T>,
     kshape: &[usize],
@@ -204,6 +259,7 @@ fn sum_rows<T: Arith>(
     rst: &SmallVec<[usize; 4]>,
     out_n: usize,
     red_n: usize,
+    z: impl Load,
 ) -> Vec<T> {
     // Rows are added in blocks whose partial sums are then combined, so float
     // error grows with red_n / BLOCK + BLOCK rather than with red_n.
@@ -241,17 +297,17 @@ fn sum_rows<T: Arith>(
                                         tile.len(),
                                     )
                                 };
-                                add_into(blk, row);
+                                add_into(blk, row, z);
                                 in_block += 1;
                                 if in_block == BLOCK {
-                                    add_into(tile, blk);
+                                    add_into(tile, blk, Plain);
                                     blk.fill(T::zero());
                                     in_block = 0;
                                 }
                             }
                         },
                     );
-                    add_into(tile, blk);
+                    add_into(tile, blk, Plain);
                 }
             },
         );
@@ -311,22 +367,29 @@ fn extreme_by<T: Element, F: Fn(T, T) -> bool + Copy>(s: &[T], better: F) -> T {
     best
 }
 
-/// The product of a contiguous slice with sixteen independent accumulators,
+/// The product of a contiguous slice in [`sum_slice`]'s lanes and order,
 /// which vectorises (a single running product waits on every multiply).
 #[multiversion(targets(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
 pub fn prod_slice<T: Arith>(s: &[T]) -> T {
-    let mut acc = [T::one(); 16];
-    let chunks = s.chunks_exact(16);
+    let mut acc = [T::one(); 64];
+    let chunks = s.chunks_exact(64);
     let rest = chunks.remainder();
     for c in chunks {
+        for k in 0..64 {
+            acc[k] = acc[k].mul(c[k]);
+        }
+    }
+    let sixteens = rest.chunks_exact(16);
+    let rest = sixteens.remainder();
+    for c in sixteens {
         for k in 0..16 {
             acc[k] = acc[k].mul(c[k]);
         }
     }
-    let mut width = 8;
+    let mut width = 32;
     while width > 0 {
         for k in 0..width {
             acc[k] = acc[k].mul(acc[k + width]);
@@ -340,22 +403,29 @@ pub fn prod_slice<T: Arith>(s: &[T]) -> T {
     total
 }
 
-/// The sum of squares of a contiguous slice (a 2-norm's radicand), sixteen
-/// accumulators as [`sum_slice`].
+/// The sum of squares of a contiguous slice (a 2-norm's radicand), in
+/// [`sum_slice`]'s lanes and order.
 #[multiversion(targets(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
 pub fn sum_sq_slice<T: Arith>(s: &[T]) -> T {
-    let mut acc = [T::zero(); 16];
-    let chunks = s.chunks_exact(16);
+    let mut acc = [T::zero(); 64];
+    let chunks = s.chunks_exact(64);
     let rest = chunks.remainder();
     for c in chunks {
+        for k in 0..64 {
+            acc[k] = acc[k].add(c[k].mul(c[k]));
+        }
+    }
+    let sixteens = rest.chunks_exact(16);
+    let rest = sixteens.remainder();
+    for c in sixteens {
         for k in 0..16 {
             acc[k] = acc[k].add(c[k].mul(c[k]));
         }
     }
-    let mut width = 8;
+    let mut width = 32;
     while width > 0 {
         for k in 0..width {
             acc[k] = acc[k].add(acc[k + width]);
@@ -387,7 +457,7 @@ pub fn sum_sq_rows<T: Arith>(data: &[T], rows: usize, cols: usize) -> Vec<T> {
         return vec![if sums.is_empty() {
             T::zero()
         } else {
-            sum_pairwise(&sums)
+            sum_pairwise(&sums, Plain)
         }];
     }
     super::index::map_rows(data, rows, cols, sum_sq_slice)
@@ -459,6 +529,49 @@ mod tests {
     /// The row-adding path (reduced dims outside a contiguous kept run)
     /// against a direct per-output sum, on shapes that cross the tile and
     /// block sizes and the parallel threshold.
+    /// `sum_slice`'s documented order, and `NanZero` reading NaN as zero
+    /// in it (the same bits as summing a zeroed copy).
+    #[test]
+    fn slice_sums_follow_the_documented_order() {
+        for len in [0usize, 1, 15, 16, 63, 64, 65, 100, 1000, 4099] {
+            let x: Vec<f32> = (0..len)
+                .map(|i| ((i * 37) % 101) as f32 / 7.3 - 6.0)
+                .collect();
+            let mut acc = [0f32; 64];
+            let full = len / 64 * 64;
+            for (i, &v) in x[..full].iter().enumerate() {
+                acc[i % 64] += v;
+            }
+            let sixteens = full + (len - full) / 16 * 16;
+            for (i, &v) in x[full..sixteens].iter().enumerate() {
+                acc[i % 16] += v;
+            }
+            let mut w = 32;
+            while w > 0 {
+                for k in 0..w {
+                    acc[k] += acc[k + w];
+                }
+                w /= 2;
+            }
+            let want = x[sixteens..].iter().fold(acc[0], |a, &v| a + v);
+            assert_eq!(sum_slice(&x, Plain).to_bits(), want.to_bits(), "{len}");
+            let mut holes = x.clone();
+            for (i, v) in holes.iter_mut().enumerate() {
+                if i % 5 == 2 {
+                    *v = f32::NAN;
+                }
+            }
+            let zeroed: Vec<f32> = holes
+                .iter()
+                .map(|&v| if v.is_nan() { 0.0 } else { v })
+                .collect();
+            assert_eq!(
+                sum_slice(&holes, NanZero).to_bits(),
+                sum_slice(&zeroed, Plain).to_bits()
+            );
+        }
+    }
+
     #[test]
     fn summing_leading_dims_matches_a_direct_sum() {
         for &(rows, cols) in &[(3, 5), (129, 7), (1000, 300), (257, 5000), (70_000, 3)] {

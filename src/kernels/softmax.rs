@@ -229,6 +229,94 @@ pub fn softmax<T: Float>(x: &[T], r: Rows, log: bool) -> Vec<T> {
     })
 }
 
+/// `logsumexp` of the contiguous `x` along the middle dimension of `r` (one
+/// result per outer index and inner column), shifted by the maximum: a
+/// pass for the maximum and one for the sum of exponentials, with no
+/// intermediate tensor. A NaN maximum gives NaN and an infinite one a
+/// shift of zero (so `+inf` stays `inf` and a row of `-inf` gives `-inf`).
+/// `r.n` must not be zero.
+pub fn logsumexp<T: Float>(x: &[T], r: Rows) -> Vec<T> {
+    build_vec(r.outer * r.inner, |out| {
+        let out = SendPtr(out.as_mut_ptr() as *mut T);
+        for_tiles(r, |o, j0, j1| {
+            if r.inner == 1 {
+                let v = lse_row(&x[o * r.n..(o + 1) * r.n]);
+                // SAFETY: slot `o` is written by this task only.
+                unsafe { *out.get().add(o) = v };
+            } else {
+                // SAFETY: columns `j0..j1` of block `o` belong to this task.
+                let dst = unsafe {
+                    std::slice::from_raw_parts_mut(out.get().add(o * r.inner + j0), j1 - j0)
+                };
+                lse_tile(x, r, o, j0, dst);
+            }
+        });
+    })
+}
+
+/// The shift of a `logsumexp` whose maximum is `m`.
+#[inline(always)]
+fn lse_shift<T: Float>(m: T) -> T {
+    if m.is_infinite() {
+        <T as Element>::zero()
+    } else {
+        m
+    }
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn lse_row<T: Float>(x: &[T]) -> T {
+    let m = row_max(x);
+    if m.is_nan() {
+        return m;
+    }
+    let m = lse_shift(m);
+    let mut acc = [<T as Element>::zero(); 16];
+    let (xs, xr) = x.split_at(x.len() - x.len() % 16);
+    for c in xs.chunks_exact(16) {
+        for k in 0..16 {
+            acc[k] += (c[k] - m).exp_fast();
+        }
+    }
+    let tail = xr
+        .iter()
+        .fold(<T as Element>::zero(), |a, &v| a + (v - m).exp_fast());
+    (fold16(acc, |a, b| a + b) + tail).ln() + m
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn lse_tile<T: Float>(x: &[T], r: Rows, o: usize, j0: usize, out: &mut [T]) {
+    let w = out.len();
+    let mut m = [T::neg_infinity(); TILE];
+    let mut nan = [false; TILE];
+    let (m, nan) = (&mut m[..w], &mut nan[..w]);
+    let row = |j: usize| &x[(o * r.n + j) * r.inner + j0..][..w];
+    for j in 0..r.n {
+        for ((a, f), &v) in m.iter_mut().zip(nan.iter_mut()).zip(row(j)) {
+            *f |= v.is_nan();
+            *a = if v > *a { v } else { *a };
+        }
+    }
+    for (a, &f) in m.iter_mut().zip(nan.iter()) {
+        *a = if f { T::nan() } else { lse_shift(*a) };
+    }
+    out.fill(<T as Element>::zero());
+    for j in 0..r.n {
+        for ((s, &a), &v) in out.iter_mut().zip(m.iter()).zip(row(j)) {
+            *s += (v - a).exp_fast();
+        }
+    }
+    for (s, &a) in out.iter_mut().zip(m.iter()) {
+        *s = s.ln() + a;
+    }
+}
+
 /// The gradient of softmax (`y * (g - sum(g * y))`) or of log-softmax
 /// (`g - exp(y) * sum(g)`), from the contiguous output `y` and gradient `g`.
 pub fn softmax_backward<T: Float>(g: &[T], y: &[T], r: Rows, log: bool) -> Vec<T> {

@@ -289,20 +289,59 @@ fn small_topk<T: SortKey>(
     dst: &mut [i64],
 ) {
     buf.clear();
-    for (i, &x) in row.iter().enumerate() {
-        let key = if largest { x.key().reverse() } else { x.key() };
+    let key_of = |x: T| if largest { x.key().reverse() } else { x.key() };
+    let step = |buf: &mut Vec<(T::K, u32)>, i: usize| {
+        let key = key_of(row[i]);
         if buf.len() == k {
             if key >= buf[k - 1].0 {
-                continue;
+                return;
             }
             buf.pop();
         }
         let at = buf.partition_point(|e| e.0 <= key);
         buf.insert(at, (key, i as u32));
+    };
+    let mut i = 0;
+    while i < row.len() && buf.len() < k {
+        step(buf, i);
+        i += 1;
+    }
+    // Once `k` are kept, most chunks hold nothing better than the `k`-th:
+    // one branch-free test per chunk skips them whole.
+    const CHUNK: usize = 32;
+    while i + CHUNK <= row.len() {
+        if any_below(&row[i..i + CHUNK], buf[k - 1].0, largest) {
+            for j in i..i + CHUNK {
+                step(buf, j);
+            }
+        }
+        i += CHUNK;
+    }
+    for j in i..row.len() {
+        step(buf, j);
     }
     for (d, &(_, p)) in dst.iter_mut().zip(buf.iter()) {
         *d = p as i64;
     }
+}
+
+/// Whether some element of `c` has a (possibly reversed) key below `thr`.
+#[multiversion::multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn any_below<T: SortKey>(c: &[T], thr: T::K, largest: bool) -> bool {
+    let mut hit = false;
+    if largest {
+        for &x in c {
+            hit |= x.key().reverse() < thr;
+        }
+    } else {
+        for &x in c {
+            hit |= x.key() < thr;
+        }
+    }
+    hit
 }
 
 /// For each row, the position of the element a stable ascending sort puts

@@ -64,12 +64,19 @@ fn to_bool(t: &Tensor) -> Tensor {
 
 /// Whether every element is nonzero (a 0-d bool tensor).
 pub(crate) fn all(a: &Tensor) -> Result<Tensor> {
+    if let Some((flat, _, _)) = super::layout::memory_order(a) {
+        // Order does not matter: a permuted input is read as its memory.
+        return all(&flat);
+    }
     let v = to_bool(a).to_vec::<bool>();
     Ok(Tensor::scalar(v.iter().all(|&x| x)))
 }
 
 /// Whether any element is nonzero (a 0-d bool tensor).
 pub(crate) fn any(a: &Tensor) -> Result<Tensor> {
+    if let Some((flat, _, _)) = super::layout::memory_order(a) {
+        return any(&flat);
+    }
     let v = to_bool(a).to_vec::<bool>();
     Ok(Tensor::scalar(v.iter().any(|&x| x)))
 }

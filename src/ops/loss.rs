@@ -65,6 +65,79 @@ pub(super) fn saved_opt<'a>(c: &'a BackwardCtx<'_>, i: usize) -> Option<&'a Tens
     c.saved.get(i).and_then(Option::as_ref)
 }
 
+/// Whether `input` and `target` take the fused one-pass loops below: one
+/// float dtype (float32/float64) and one shape.
+fn fusable(input: &Tensor, target: &Tensor) -> bool {
+    let dt = input.dtype();
+    target.dtype() == dt && matches!(dt, DType::F32 | DType::F64) && input.shape() == target.shape()
+}
+
+/// `input` and `target` as flat runs of their memory when both are dense with
+/// the same non-row-major strides (a transposed pair), with the shape and
+/// strides to give an elementwise result: the loop then reads memory in
+/// order instead of gathering.
+fn flat_pair(
+    input: &Tensor,
+    target: &Tensor,
+) -> Option<(Tensor, Tensor, crate::tensor::Shape, crate::tensor::Strides)> {
+    let (fa, sh, st) = super::layout::memory_order(input)?;
+    let (fb, sh2, st2) = super::layout::memory_order(target)?;
+    (sh == sh2 && st == st2).then_some((fa, fb, sh, st))
+}
+
+/// `f(input, target)` elementwise, over memory in order for a transposed
+/// pair, then reduced: `(loss, number of elements)`.
+fn elementwise_loss(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+    f: impl Fn(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<(Tensor, usize)> {
+    if let Some((fa, fb, sh, st)) = flat_pair(input, target) {
+        let l = f(&fa, &fb)?;
+        let n = l.numel();
+        let out = match reduction {
+            Reduction::None => super::layout::restrided(&l, sh, st),
+            _ => reduce(&l, reduction)?,
+        };
+        return Ok((out, n));
+    }
+    let l = f(input, target)?;
+    Ok((reduce(&l, reduction)?, l.numel()))
+}
+
+/// The input's gradient of a reduced loss of `d = input - target` in one
+/// pass, `$body` giving it from `$d` and the (unreduced) output gradient
+/// `$gs`; `None` where the recorded rule must run instead (`create_graph`,
+/// `reduction='none'`, mixed dtypes or shapes). The target's is its negation.
+macro_rules! fused_difference_grad {
+    ($c:expr, $reduction:expr, $n:expr, $T:ident, |$d:ident, $gs:ident| $body:expr) => {{
+        let c: &BackwardCtx<'_> = $c;
+        let (x, y, g) = (c.saved(0)?, c.saved(1)?, c.grad()?);
+        if is_grad_enabled() || $reduction == Reduction::None || !fusable(x, y) || g.numel() != 1
+        {
+            None
+        } else {
+            let gsf = unreduce(g, $reduction, $n)?.item()?;
+            let dt = x.dtype();
+            let run = |a: &Tensor, b: &Tensor| -> Result<Tensor> {
+                Ok(crate::dispatch_float!(dt, $T => {
+                    let $gs = gsf as $T;
+                    map2!(a, b, dt, $T, |p, q| {
+                        let $d = p - q;
+                        $body
+                    })
+                }))
+            };
+            let gi = match flat_pair(x, y) {
+                Some((fa, fb, sh, st)) => super::layout::restrided(&run(&fa, &fb)?, sh, st),
+                None => run(x, y)?,
+            };
+            Some(difference_grads(c, gi))
+        }
+    }};
+}
+
 /// Mean squared error (`MseLossBackward0`).
 pub(crate) fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
     let (si, st) = (input.shape(), target.shape());
@@ -80,8 +153,20 @@ pub(crate) fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) ->
     }
     let out = {
         let _g = GradModeGuard::new(false);
-        let d = sub(input, target)?;
-        reduce(&mul(&d, &d)?, reduction)?
+        if fusable(input, target) {
+            // One pass, with the composite's roundings: `(x - y) * (x - y)`.
+            let dt = input.dtype();
+            elementwise_loss(input, target, reduction, |a, b| {
+                Ok(crate::dispatch_float!(dt, T => map2!(a, b, dt, T, |x, y| {
+                    let d = x - y;
+                    d * d
+                })))
+            })?
+            .0
+        } else {
+            let d = sub(input, target)?;
+            reduce(&mul(&d, &d)?, reduction)?
+        }
     };
     if needs_record(&[input, target]) {
         record(
@@ -91,11 +176,20 @@ pub(crate) fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) ->
             saved![input, target],
             move |c| {
                 let (x, y) = (c.saved(0)?, c.saved(1)?);
-                let d = sub(x, y)?;
-                let scale = match reduction {
-                    Reduction::Mean => 2.0 / d.numel().max(1) as f64,
+                let scale_of = |n: usize| match reduction {
+                    Reduction::Mean => 2.0 / n.max(1) as f64,
                     _ => 2.0,
                 };
+                // `(d * scale) * g`, as the rule below rounds it (the fused
+                // loop needs one shape, so `x` has the loss's element count).
+                let fused_scale = scale_of(x.numel());
+                if let Some(r) = fused_difference_grad!(c, Reduction::Sum, 1, T, |d, gs| {
+                    (d * fused_scale as T) * gs
+                }) {
+                    return r;
+                }
+                let d = sub(x, y)?;
+                let scale = scale_of(d.numel());
                 difference_grads(c, mul(&mul_f64(&d, scale)?, c.grad()?)?)
             },
         );
@@ -119,6 +213,14 @@ fn check_same_shape(input: &Tensor, target: &Tensor, op: &str) -> Result<()> {
 /// in PyTorch.
 pub(crate) fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
     crate::tensor::broadcast_shapes(&input.shape(), &target.shape())?;
+    if !needs_record(&[input, target]) && fusable(input, target) {
+        // Nothing recorded: one pass, `|x - y|`.
+        let dt = input.dtype();
+        return Ok(elementwise_loss(input, target, reduction, |a, b| {
+            Ok(crate::dispatch_float!(dt, T => map2!(a, b, dt, T, |x, y| (x - y).abs())))
+        })?
+        .0);
+    }
     reduce(&abs(&sub(input, target)?)?, reduction)
 }
 
@@ -172,8 +274,9 @@ pub(crate) fn smooth_l1_loss(
     }
     let (out, n) = {
         let _g = GradModeGuard::new(false);
-        let l = smooth_l1_values(input, target, beta)?;
-        (reduce(&l, reduction)?, l.numel())
+        elementwise_loss(input, target, reduction, |a, b| {
+            smooth_l1_values(a, b, beta)
+        })?
     };
     if needs_record(&[input, target]) {
         record(
@@ -182,6 +285,20 @@ pub(crate) fn smooth_l1_loss(
             &out,
             saved![input, target],
             move |c| {
+                // PyTorch's kernel: -g below -beta, g above beta, (d / beta) g
+                // between (and for NaN).
+                if let Some(r) = fused_difference_grad!(c, reduction, n, T, |d, gs| {
+                    let b = beta as T;
+                    if d < -b {
+                        -gs
+                    } else if d > b {
+                        gs
+                    } else {
+                        (d / b) * gs
+                    }
+                }) {
+                    return r;
+                }
                 // d / beta inside (-beta, beta), sign(d) outside.
                 let (d, inside) = difference_inside(c, beta)?;
                 let slope = where_(
@@ -210,8 +327,10 @@ pub(crate) fn huber_loss(
     }
     let (out, n) = {
         let _g = GradModeGuard::new(false);
-        let l = smooth_l1_values(input, target, delta)?;
-        (mul_f64(&reduce(&l, reduction)?, delta)?, l.numel())
+        let (l, n) = elementwise_loss(input, target, reduction, |a, b| {
+            smooth_l1_values(a, b, delta)
+        })?;
+        (mul_f64(&l, delta)?, n)
     };
     if needs_record(&[input, target]) {
         record(
@@ -220,6 +339,20 @@ pub(crate) fn huber_loss(
             &out,
             saved![input, target],
             move |c| {
+                // PyTorch's kernel: -delta g below -delta, delta g above
+                // delta, d g between (and for NaN).
+                if let Some(r) = fused_difference_grad!(c, reduction, n, T, |d, gs| {
+                    let b = delta as T;
+                    if d < -b {
+                        -(b * gs)
+                    } else if d > b {
+                        b * gs
+                    } else {
+                        d * gs
+                    }
+                }) {
+                    return r;
+                }
                 // d inside (-delta, delta), delta * sign(d) outside.
                 let (d, inside) = difference_inside(c, delta)?;
                 let slope = where_(&inside, &d, &mul_f64(&sign(&d)?, delta)?)?;

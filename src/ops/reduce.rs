@@ -572,6 +572,41 @@ fn record_norm(
     Ok(out)
 }
 
+/// `logsumexp` of float32/float64 over one dimension (or all) in one Rust
+/// pass per row (`kernels::softmax::logsumexp`); `None` for other cases.
+fn logsumexp_fused(a: &Tensor, mask: &[bool], keepdim: bool) -> Option<Tensor> {
+    let shape = a.shape();
+    if !matches!(a.dtype(), DType::F32 | DType::F64) || a.numel() == 0 {
+        return None;
+    }
+    let all = mask.iter().all(|&m| m);
+    let r = if all {
+        crate::kernels::softmax::Rows {
+            outer: 1,
+            n: a.numel(),
+            inner: 1,
+        }
+    } else {
+        let mut dims = (0..shape.len()).filter(|&d| mask[d]);
+        let d = dims.next()?;
+        if dims.next().is_some() {
+            return None;
+        }
+        crate::kernels::softmax::Rows {
+            outer: shape[..d].iter().product(),
+            n: shape[d],
+            inner: shape[d + 1..].iter().product(),
+        }
+    };
+    let src = a.contiguous_data();
+    let v = src.view();
+    let out_shape = reduced_shape(&shape, mask, keepdim);
+    Some(crate::dispatch_float!(a.dtype(), T => {
+        let data = v.as_slice::<T>()?;
+        Tensor::from_vec(crate::kernels::softmax::logsumexp(data, r), out_shape)
+    }))
+}
+
 /// `logsumexp(a, dim, keepdim)`, shifted by the (constant) maximum so that
 /// large inputs do not overflow; the gradient is `g * exp(a - result)`.
 pub(crate) fn logsumexp(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
@@ -583,7 +618,9 @@ pub(crate) fn logsumexp(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Resu
     let shape = a.shape();
     let mask = reduce_mask(shape.len(), dims)?;
     let keep_shape = reduced_shape(&shape, &mask, true);
-    let out = {
+    let out = if let Some(out) = logsumexp_fused(&a, &mask, keepdim) {
+        out
+    } else {
         let _g = crate::autograd::GradModeGuard::new(false);
         let a = a.detach();
         let m = if a.numel() == 0 || mask.iter().zip(&shape).any(|(&m, &s)| m && s == 0) {

@@ -160,10 +160,13 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
             f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}"
         )
     mask = mask.expand(*input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
-    if _checks_values(mask) and int(mask.sum().item()) > source.numel():
+    # Each element's source position: the running count of True values, less one
+    # (the last count is the number of True values).
+    pos = mask.reshape(-1).cumsum(0)
+    if _checks_values(mask) and pos.numel() and int(pos[-1].item()) > source.numel():
         raise RuntimeError("masked_scatter: expected source to have at least as many elements "
                            "as there are True values in mask")  # fmt: skip
-    pos = (mask.reshape(-1).long().cumsum(0) - 1).clamp(min=0)
+    pos = pos.sub_(1).clamp_(min=0)
     flat_src = source.reshape(-1)
     if flat_src.numel() == 0:
         return input.clone()

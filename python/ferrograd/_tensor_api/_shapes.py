@@ -34,11 +34,9 @@ def _shift(x, dim, k, fill):
 
 
 def cumprod(input: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
-    """The cumulative product along ``dim``: a sequential Rust scan when no gradient
-    is recorded. When one is, a log-depth scan of multiplications, so zeros are exact
-    and every gradient, of any order, comes from the product rule: the Rust rule
-    divides by the input (PyTorch's), which loses terms when a product is zero or
-    underflows, and its second order is unstable for tiny inputs."""
+    """The cumulative product along ``dim``: a sequential Rust scan, whose backward
+    is a reversed linear scan (exact where inputs are zero, no division). Batched
+    (vmapped) inputs take a log-depth scan of multiplications."""
     _check("cumprod", input)
     if dtype is not None:
         input = input.to(dtype)
@@ -47,7 +45,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tenso
     if input.dim() == 0:
         return input.clone()
     dim = _wrap_dim(dim, input.dim())
-    if isinstance(input, Tensor) and not (input.requires_grad and _C.is_grad_enabled()):
+    if isinstance(input, Tensor):
         return _C._cumprod(input, dim)
     out = input
     k = 1

@@ -50,6 +50,17 @@ def _reduce(x, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _shared_memory_order(a, b):
+    """The dimension order that makes both ``a`` and ``b`` contiguous when they are
+    dense with the same non-row-major strides (a transposed pair), else None."""
+    if not (isinstance(a, _C.Tensor) and isinstance(b, _C.Tensor)) or a.dim() < 2:
+        return None
+    if tuple(a.shape) != tuple(b.shape) or a.stride() != b.stride() or a.is_contiguous():
+        return None
+    perm = sorted(range(a.dim()), key=lambda d: -a.stride()[d])
+    return perm if a.permute(*perm).is_contiguous() else None
+
+
 def _zero(like):
     return _C.zeros((), dtype=like.dtype)
 
@@ -161,6 +172,14 @@ def kl_div(
         tensor(0.1438)
     """
     reduction = _reduction(size_average, reduce, reduction)
+    perm = _shared_memory_order(input, target) if reduction != "batchmean" else None
+    if perm is not None:
+        # A transposed pair: computed over memory in order (every step contiguous),
+        # the result given back the inputs' layout.
+        inv = [perm.index(d) for d in range(len(perm))]
+        out = kl_div(input.permute(*perm), target.permute(*perm), reduction=reduction,
+                     log_target=log_target)
+        return out.permute(*inv) if reduction == "none" else out
     if log_target:
         pointwise = _C.exp(target) * (target - input)
     else:
