@@ -45,7 +45,7 @@ fn scale(p: f32, t: f32) -> f32 {
 }
 
 // ln 2 as a float32 and the rest.
-const LN2_H: f32 = 0.693_147_2;
+const LN2_H: f32 = std::f32::consts::LN_2;
 const LN2_L: f32 = -1.904_654_2e-9;
 
 /// (2^r - 1 - r ln2) / r^2 on [-1/2, 1/2], fitted (relative error of
@@ -168,7 +168,7 @@ pub(crate) fn log_f32(x: f32) -> f32 {
 #[inline(always)]
 pub(crate) fn log2_f32(x: f32) -> f32 {
     // log2(e) as a float32 and the rest.
-    log_combine::<false, true>(x, (1.0, 0.0), (1.442_695, 1.925_963e-8))
+    log_combine::<false, true>(x, (1.0, 0.0), (std::f32::consts::LOG2_E, 1.925_963e-8))
 }
 
 /// `log10(x)`, within 1 ulp (measured 0.63); PyTorch's float32 `log10` is
@@ -178,8 +178,8 @@ pub(crate) fn log10_f32(x: f32) -> f32 {
     // log10(2) and log10(e), each as a float32 and the rest.
     log_combine::<true, true>(
         x,
-        (0.301_030_01, -1.432_098_9e-8),
-        (0.434_294_5, -1.010_305e-8),
+        (std::f32::consts::LOG10_2, -1.432_098_9e-8),
+        (std::f32::consts::LOG10_E, -1.010_305e-8),
     )
 }
 
