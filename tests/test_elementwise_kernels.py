@@ -224,6 +224,8 @@ ops = {
     "tan": fg.tan, "sinh": fg.sinh, "atan2": lambda t: fg.atan2(t, t.flip(0)),
     "gelu": F.gelu, "mish": F.mish, "elu": F.elu, "softplus": F.softplus,
     "round": fg.round, "clamp": lambda t: t.clamp(-1, 1), "log": lambda t: fg.log(t.abs()),
+    "log2": fg.log2, "log10": fg.log10, "exp2": fg.exp2, "tanh": fg.tanh,
+    "sin": fg.sin, "cos": fg.cos,
 }
 out = {k: f(t).numpy().view(np.uint32).tolist() for k, f in ops.items()}
 print(json.dumps(out))

@@ -118,13 +118,6 @@ pub(super) fn log_core(u: f64) -> f64 {
     k.mul_add(std::f64::consts::LN_2, f * poly(f, &LOG_P))
 }
 
-/// `log2(u)` for a positive normal `u` (exact at powers of two).
-#[inline(always)]
-pub(super) fn log2_core(u: f64) -> f64 {
-    let (k, f) = split_log(u);
-    (f * poly(f, &LOG_P)).mul_add(std::f64::consts::LOG2_E, k)
-}
-
 /// `ln(1 + t)` for `t > -1` (`t` finite), accurate relative to the result
 /// also for tiny `t`: the rounding error `c` of `u = 1 + t` is added back
 /// (`ln(u + c) = ln(u) + c/u`; only for `|t| < 1`, where `u - 1` is exact,
@@ -135,18 +128,4 @@ pub(super) fn log1p_core(t: f64) -> f64 {
     let u = 1.0 + t;
     let c = if t.abs() < 1.0 { t - (u - 1.0) } else { 0.0 };
     log_core(u) + c
-}
-
-/// `ln(u)` with the special values: NaN below 0, -inf at 0, inf at inf.
-#[inline(always)]
-pub(super) fn log_special(u: f64, core: f64) -> f64 {
-    if u > 0.0 && u < f64::INFINITY {
-        core
-    } else if u == 0.0 {
-        f64::NEG_INFINITY
-    } else if u == f64::INFINITY {
-        u
-    } else {
-        f64::NAN
-    }
 }

@@ -1,7 +1,8 @@
-//! float32 exponentials, logarithms and hyperbolic functions, evaluated in
-//! float64 (see `core`) and rounded once.
+//! float32 `expm1`, `log1p` and hyperbolic functions, evaluated in float64
+//! (see `core`) and rounded once (`exp2`, the logarithms and `tanh` are in
+//! `explog32`, evaluated in float32 lanes).
 
-use super::core::{exp_core, expm1_core, log1p_core, log2_core, log_core, log_special, poly};
+use super::core::{exp_core, expm1_core, log1p_core, poly};
 
 /// `e^x - 1`, within 1 ulp.
 #[inline(always)]
@@ -15,35 +16,6 @@ pub(crate) fn expm1_f32(x: f32) -> f32 {
     } else {
         r
     }
-}
-
-/// `2^x`, within 1 ulp.
-#[inline(always)]
-pub(crate) fn exp2_f32(x: f32) -> f32 {
-    let c = (x as f64).clamp(-200.0, 200.0);
-    exp_core(c * std::f64::consts::LN_2) as f32
-}
-
-/// `ln(x)`, within 1 ulp (subnormal inputs included: they are normal in
-/// float64).
-#[inline(always)]
-pub(crate) fn log_f32(x: f32) -> f32 {
-    let u = x as f64;
-    log_special(u, log_core(u)) as f32
-}
-
-/// `log2(x)`, within 1 ulp, exact at powers of two.
-#[inline(always)]
-pub(crate) fn log2_f32(x: f32) -> f32 {
-    let u = x as f64;
-    log_special(u, log2_core(u)) as f32
-}
-
-/// `log10(x)`, within 1 ulp.
-#[inline(always)]
-pub(crate) fn log10_f32(x: f32) -> f32 {
-    let u = x as f64;
-    log_special(u, log_core(u) * std::f64::consts::LOG10_E) as f32
 }
 
 /// `ln(1 + x)`, within 1 ulp.
@@ -151,17 +123,5 @@ pub(crate) fn atanh_f32(x: f32) -> f32 {
         f64::NAN
     };
     let r = if x == 0.0 { x } else { r as f32 };
-    r.copysign(x)
-}
-
-/// `tanh(x)`, within 1 ulp: `t / (t + 2)` with `t = e^(2|x|) - 1`, which
-/// keeps its relative precision near 0; beyond 9 float32's tanh is 1.
-#[inline(always)]
-pub(crate) fn tanh_f32(x: f32) -> f32 {
-    let a = (x as f64).abs();
-    let c = if a > 10.0 { 10.0 } else { a }; // tanh(10) rounds to 1 in float32
-    let t = expm1_core(2.0 * c);
-    let r = (t / (t + 2.0)) as f32;
-    let r = if x.is_nan() { x } else { r };
     r.copysign(x)
 }

@@ -3,13 +3,16 @@
 //!
 //! The functions here are written branch free (both sides of a choice are
 //! computed and one is selected), with no call into the C library on the
-//! hot path, so a loop over a slice compiles to SIMD code. The float32
+//! hot path, so a loop over a slice compiles to SIMD code. Most float32
 //! transcendental functions reduce their argument and evaluate a polynomial
 //! in float64 (SLEEF's and glibc's libmvec designs, with our own
 //! coefficients fitted to the float64 functions): that is accurate far
 //! beyond float32's precision, so each result is within 1 ulp of the
 //! correctly rounded value (erf and erfinv within 2), and the code needs no
-//! double-float tricks. Every `mul_add` is a fused multiply-add on every
+//! double-float tricks. `exp2`, the logarithms and `tanh` (`explog32`), and
+//! `sin`/`cos` (`kernels::trig_f32`) are evaluated in float32 lanes instead,
+//! twice as many per instruction, with the steps that would lose the 1 ulp
+//! bound carried as pairs of floats. Every `mul_add` is a fused multiply-add on every
 //! path (an instruction with FMA, the C library's exact `fma` without), so
 //! the AVX-512, AVX2 and portable paths give the same bits.
 //!
@@ -22,6 +25,7 @@
 mod core;
 mod erf;
 mod explog;
+mod explog32;
 mod invtrig;
 mod rem;
 #[cfg(test)]
@@ -29,8 +33,11 @@ mod tests;
 
 pub(crate) use erf::{erf_f32, erfc_f32, erfinv_f32};
 pub(crate) use explog::{
-    acosh_f32, asinh_f32, atanh_f32, cosh_f32, exp2_f32, expm1_f32, log10_f32, log1p_f32, log2_f32,
-    log_f32, sinh_f32, tanh_f32,
+    acosh_f32, asinh_f32, atanh_f32, cosh_f32, expm1_f32, log1p_f32, sinh_f32,
+};
+pub(crate) use explog32::{
+    exp2_f32, fast_two_sum, log10_f32, log2_f32, log_f32, poly as poly_f32, tanh_f32,
+    SHIFT as SHIFT_F32,
 };
 pub(crate) use invtrig::{acos_f32, asin_f32, atan2_f32, atan_f32};
 pub(crate) use rem::{fmod_f32, fmod_needs_libm};

@@ -198,6 +198,36 @@ fn hyperbolic() {
 }
 
 #[test]
+fn tanh_everywhere() {
+    // 1 is where the polynomial hands over to the exponential form, 9.01
+    // where float32's tanh reaches 1.
+    let mut xs = all(&[1.0, -1.0, 0.999_999_9, 1.000_000_1, 9.01, 9.02, 10.0, 1e-20]);
+    xs.extend(span(0.9, 1.1, 200_000));
+    check("tanh", &xs, tanh_f32, f64::tanh, 1.0);
+}
+
+#[test]
+fn sine_and_cosine() {
+    use crate::kernels::trig_f32::{cos_f32, sin_f32, LIMIT};
+    let mut xs = all(&[LIMIT, -LIMIT, 1e-30, -1e-30]);
+    // Next to multiples of pi/2, where the reduced argument is smallest,
+    // up to the reduction's limit, and beyond it (the C library's path).
+    let mut k = 1.0f64;
+    while k < 2.0 * LIMIT as f64 {
+        let m = (k * std::f64::consts::FRAC_PI_2) as f32;
+        for d in 0..8 {
+            xs.push(f32::from_bits(m.to_bits() + d));
+            xs.push(f32::from_bits(m.to_bits() - d));
+        }
+        k = (k * 1.003).ceil();
+    }
+    xs.extend(span(-LIMIT, LIMIT, 400_000));
+    xs.extend(span(-100.0, 100.0, 400_000));
+    check("sin", &xs, sin_f32, f64::sin, 1.0);
+    check("cos", &xs, cos_f32, f64::cos, 1.0);
+}
+
+#[test]
 fn error_functions() {
     let xs = all(&[0.9, 3.95, 3.92, 10.05, 10.1, -10.1, 0.899_999_9]);
     check("erf", &xs, erf_f32, libm::erf, 1.0);
