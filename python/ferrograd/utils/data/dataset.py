@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..._C import Generator
 
 T_co = TypeVar("T_co", covariant=True)
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 __all__ = [
     "ChainDataset",
@@ -182,8 +182,8 @@ class Subset(Dataset[T_co]):
 
 
 def random_split(
-    dataset: Dataset[T], lengths: Sequence[int | float], generator: Generator | None = None
-) -> list[Subset[T]]:
+    dataset: Dataset[_T], lengths: Sequence[int | float], generator: Generator | None = None
+) -> list[Subset[_T]]:
     """Splits ``dataset`` into non-overlapping random ``Subset`` objects of the given
     lengths, or of fractions of its length summing to 1 (the remainder of the
     floors going one by one to the first splits, as PyTorch's)."""
