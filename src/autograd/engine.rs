@@ -162,7 +162,6 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             Ok(())
         },
     )?;
-    drop(fin);
 
     // ---- deferred leaves: every node ran, so write their .grad now -------------------
     for (leaf, g) in deferred {
