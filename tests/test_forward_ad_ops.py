@@ -308,6 +308,8 @@ CASES = {
     "tril": (lambda x: x.tril(), [S(3, 3)]),
     "triu": (lambda x: x.triu(), [S(3, 3)]),
     "index_copy": (lambda x, v: x.index_copy(0, fg.tensor([2, 0]), v), [S(3, 2), S(2, 2)]),
+    "index_put": (lambda x, v: x.index_put((fg.tensor([2, 0]),), v), [S(3, 2), S(2)]),
+    "index_put_acc": (lambda x, v: x.index_put((fg.tensor([1, 1]),), v, True), [S(3, 2), S(2, 2)]),
     "cat": (lambda x, y: fg.cat([x, y], 1), [S(2, 3), S(2, 2)]),
     "stack": (lambda x, y: fg.stack([x, y]), [S(2, 3), S(2, 3)]),
     "split": (lambda x: x.split(1)[1], [S(2, 3)]),

@@ -522,11 +522,13 @@ def addmm(
 ) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
     _check("addmm", input)
-    if (beta == 1 and alpha == 1 and input.dtype == _C.bfloat16 and input.dim() <= 2
-            and getattr(mat1, "ndim", 0) == 2 and getattr(mat2, "ndim", 0) == 2):
-        # One node whose float32 sums start from the bias: rounded once, as PyTorch's.
-        return _C.linear(mat1, mat2.t(), input)
-    return _scaled_sum(input, _C.mm(mat1, mat2), beta, alpha)
+    _check("addmm", mat1, "mat1", 2)
+    _check("addmm", mat2, "mat2", 3)
+    if all(isinstance(t, _C.Tensor) for t in (input, mat1, mat2)):
+        # One node (AddmmBackward0); float32 sums start from the bias and are rounded once.
+        return _C._addmm(input, mat1, mat2, beta, alpha)
+    # vmap's, meta and tracing values: their product's rule, then the scaled sum.
+    return _scaled_sum(input, mat1.matmul(mat2), beta, alpha)
 
 
 def addmv(

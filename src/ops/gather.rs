@@ -5,7 +5,7 @@
 
 use smallvec::{smallvec, SmallVec};
 
-use super::{cast_data, expand, permute, reshape, result_type, select, slice, unsqueeze, Scalar};
+use super::{cast_data, expand, permute, reshape, select, slice, unsqueeze, Scalar};
 use crate::autograd::{needs_record, record, GradModeGuard};
 use crate::error::{Error, Result};
 use crate::kernels::index::{gather_dim, index_add_rows, index_select_rows, scatter_dim};
@@ -463,18 +463,36 @@ pub(crate) fn masked_fill_scalar(input: &Tensor, mask: &Tensor, value: Scalar) -
 pub(crate) fn nonzero(input: &Tensor) -> Tensor {
     let shape = input.shape();
     let flags = cast_data(input, DType::Bool).to_vec::<bool>();
-    let mut rows: Vec<i64> = Vec::new();
-    let mut count = 0usize;
-    crate::kernels::index::for_each_index(&shape, |lin, idx| {
-        if flags[lin] {
-            rows.extend(idx.iter().map(|&i| i as i64));
-            count += 1;
-        }
-    });
-    if shape.is_empty() && flags.first().copied().unwrap_or(false) {
-        count = 1;
+    let at = true_positions(&flags);
+    if shape.is_empty() {
+        return Tensor::from_vec(Vec::<i64>::new(), smallvec![at.len(), 0]);
     }
-    Tensor::from_vec(rows, smallvec![count, shape.len()])
+    // Each flat position as its coordinates, last dimension fastest.
+    let nd = shape.len();
+    let mut rows = crate::error::zeroed_vec::<i64>(at.len() * nd);
+    for (row, &p) in rows.chunks_exact_mut(nd).zip(&at) {
+        let mut p = p as usize;
+        for d in (0..nd).rev() {
+            row[d] = (p % shape[d]) as i64;
+            p /= shape[d];
+        }
+    }
+    Tensor::from_vec(rows, smallvec![at.len(), nd])
+}
+
+/// The positions of the true flags, in order. Branch-free (a random mask
+/// would mispredict a branch per element): every position is stored and the
+/// cursor advances by the flag.
+pub(super) fn true_positions(flags: &[bool]) -> Vec<i64> {
+    let count = flags.iter().filter(|&&f| f).count();
+    let mut out = crate::error::zeroed_vec::<i64>(count + 1);
+    let mut k = 0usize;
+    for (i, &f) in flags.iter().enumerate() {
+        out[k] = i as i64;
+        k += f as usize;
+    }
+    out.truncate(count);
+    out
 }
 
 // ----- Python-style indexing -------------------------------------------------
@@ -513,6 +531,25 @@ pub(crate) fn masked_select(input: &Tensor, mask: &Tensor) -> Result<Tensor> {
 
 /// `index`, whose advanced part is recorded as one node called `name`.
 fn index_as(t: &Tensor, items: &[IndexItem], name: &'static str) -> Result<Tensor> {
+    let (out, adv) = split_key(t, items)?;
+    if adv.is_empty() {
+        // Only `...` or `()`: still a new tensor, like every index.
+        return Ok(if out.id() == t.id() {
+            super::alias_of(t)
+        } else {
+            out
+        });
+    }
+    advanced(&out, &adv, name)
+}
+
+/// An advanced index: (first dimension it indexes, index tensor, how many
+/// dimensions it spans; a boolean mask spans its own rank).
+pub(super) type AdvIndex = (usize, Tensor, usize);
+
+/// `t[key]` split in two: the basic part applied (a view of `t`, recorded
+/// like any view), and the advanced indices left to apply to that view.
+pub(super) fn split_key(t: &Tensor, items: &[IndexItem]) -> Result<(Tensor, Vec<AdvIndex>)> {
     let consumed: usize = items
         .iter()
         .map(|it| match it {
@@ -540,9 +577,7 @@ fn index_as(t: &Tensor, items: &[IndexItem], name: &'static str) -> Result<Tenso
     }
     let mut out = t.clone();
     let mut dim = 0usize;
-    // (first dimension of `out`, index tensor, dimensions it spans) for
-    // each advanced index; a boolean mask spans its own rank.
-    let mut adv: Vec<(usize, Tensor, usize)> = Vec::new();
+    let mut adv: Vec<AdvIndex> = Vec::new();
     for it in items {
         match it {
             IndexItem::NewAxis => {
@@ -579,40 +614,33 @@ fn index_as(t: &Tensor, items: &[IndexItem], name: &'static str) -> Result<Tenso
                 }
                 // The mask's true positions, row-major over its dimensions,
                 // are the flat index into those dimensions taken together.
-                let flags = x.to_vec::<bool>();
-                let flat: Vec<i64> = (0..flags.len() as i64)
-                    .filter(|&i| flags[i as usize])
-                    .collect();
+                let flat = true_positions(&x.to_vec::<bool>());
                 let n = flat.len();
                 adv.push((dim, Tensor::from_vec(flat, smallvec![n]), ms.len()));
                 dim += ms.len();
             }
             IndexItem::Tensor(x) => {
-                if x.dtype() != DType::I64 {
-                    return Err(Error::index(
-                        "tensors used as indices must be long, int, byte or bool tensors",
-                    ));
-                }
-                adv.push((dim, x.clone(), 1));
+                let x = match x.dtype() {
+                    DType::I64 => x.clone(),
+                    DType::I32 => cast_data(x, DType::I64),
+                    _ => {
+                        return Err(Error::index(
+                            "tensors used as indices must be long, int, byte or bool tensors",
+                        ))
+                    }
+                };
+                adv.push((dim, x, 1));
                 dim += 1;
             }
         }
     }
-    if adv.is_empty() {
-        // Only `...` or `()`: still a new tensor, like every index.
-        return Ok(if out.id() == t.id() {
-            super::alias_of(t)
-        } else {
-            out
-        });
-    }
-    advanced(&out, &adv, name)
+    Ok((out, adv))
 }
 
 /// Applies broadcast integer indices at the given dimensions of `x`,
 /// recorded as one node `name` whose backward adds the gradient into the
 /// picked elements (repeated picks add up) with `index_add`.
-fn advanced(x: &Tensor, adv: &[(usize, Tensor, usize)], name: &'static str) -> Result<Tensor> {
+fn advanced(x: &Tensor, adv: &[AdvIndex], name: &'static str) -> Result<Tensor> {
     let plan = plan_advanced(&x.shape(), adv)?;
     let out = {
         let _g = GradModeGuard::new(false);
@@ -635,12 +663,12 @@ fn advanced(x: &Tensor, adv: &[(usize, Tensor, usize)], name: &'static str) -> R
 
 /// How `advanced` picks: the advanced dimensions are moved to the front and
 /// flattened into one, whose row-major positions `lin` are `index_select`ed.
-struct AdvPlan {
-    lin: Vec<i64>,
+pub(super) struct AdvPlan {
+    pub lin: Vec<i64>,
     /// The advanced dimensions, in order.
-    dims: SmallVec<[usize; 4]>,
+    pub dims: SmallVec<[usize; 4]>,
     /// The broadcast shape of the index tensors.
-    bshape: Shape,
+    pub bshape: Shape,
 }
 
 impl AdvPlan {
@@ -650,7 +678,7 @@ impl AdvPlan {
     }
 }
 
-fn plan_advanced(shape: &[usize], adv: &[(usize, Tensor, usize)]) -> Result<AdvPlan> {
+pub(super) fn plan_advanced(shape: &[usize], adv: &[AdvIndex]) -> Result<AdvPlan> {
     let mut bshape = Shape::new();
     for (_, i, _) in adv {
         bshape = broadcast_shapes(&bshape, &i.shape()).map_err(|_| {
@@ -769,45 +797,4 @@ fn plan_adjoint(g: &Tensor, shape: &Shape, plan: &AdvPlan, lin: &Tensor) -> Resu
     let acc = index_add(&zeros, 0, lin, &g)?;
     let moved: Shape = perm.iter().map(|&d| shape[d as usize]).collect();
     permute(&reshape(&acc, &moved)?, &invert(&perm))
-}
-
-/// The out-of-place result of `t[key] = value` (recorded for both operands).
-pub(crate) fn index_put(t: &Tensor, items: &[IndexItem], value: &Tensor) -> Result<Tensor> {
-    let shape = t.shape();
-    let n = numel(&shape);
-    // Which flat positions the key selects, found by indexing their own numbers.
-    let positions = {
-        let _g = GradModeGuard::new(false);
-        let ar = Tensor::from_vec((0..n as i64).collect::<Vec<i64>>(), shape.clone());
-        index(&ar, items)?
-    };
-    let ps = positions.shape();
-    let vs = value.shape();
-    let fits = broadcast_shapes(&vs, &ps).map(|b| b == ps).unwrap_or(false);
-    if !fits {
-        return Err(Error::runtime(format!(
-            "shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
-            fmt_shape(&vs),
-            fmt_shape(&ps)
-        )));
-    }
-    let dt = t.dtype();
-    if super::category_of(result_type(t, value)) > super::category_of(dt) && value.ndim() > 0 {
-        return Err(Error::runtime(format!(
-            "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.",
-            dt.scalar_name(),
-            value.dtype().scalar_name()
-        )));
-    }
-    let v = super::to_dtype(value, dt)?;
-    let v = super::contiguous(&expand(&v, &ps)?)?;
-    let m = numel(&ps);
-    let flat_v = reshape(&v, &[m])?;
-    let flat_pos = {
-        let _g = GradModeGuard::new(false);
-        reshape(&super::contiguous(&positions)?, &[m])?
-    };
-    let flat_t = reshape(t, &[n])?;
-    let out = scatter(&flat_t, 0, &flat_pos, &flat_v)?;
-    reshape(&out, &shape)
 }

@@ -4,7 +4,7 @@
 
 use smallvec::{smallvec, SmallVec};
 
-use super::{expand, mul, squeeze, transpose, unsqueeze};
+use super::{expand, mul, mul_scalar, squeeze, transpose, unsqueeze, Scalar};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
 use crate::kernels::bf16_gemm::{self, MatMut, MatRef, Out};
@@ -387,6 +387,70 @@ fn check_matrices(op: &str, sa: &[usize], sb: &[usize]) -> Result<()> {
 /// bias broadcast to the product's shape: what `linear` records for a
 /// matrix input.
 pub(crate) fn addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let shape = check_addmm(bias, a, b)?;
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let e = expand(&bias.detach(), &shape)?;
+        let da = a.dtype();
+        let (vc, va, vb) = (e.view(), a.view(), b.view());
+        if shape.contains(&0) {
+            // No elements, however long the other side.
+            Tensor::zeros(shape.clone(), da)
+        } else if da == DType::BF16 {
+            bf16_addmm(&vc, &va, &vb, shape)
+        } else if da.is_low_precision() {
+            // bias + a @ b in float32, rounded once.
+            let sum = crate::ops::add(
+                &crate::ops::cast_data(&e, DType::F32),
+                &product_low_precision(&va, &vb, shape).0,
+            )?;
+            super::back_to(sum, da)
+        } else {
+            crate::dispatch_native!(da, T => Tensor::from_vec(addmm_kernel::<T>(&vc, &va, &vb), shape))
+        }
+    };
+    record_addmm(bias, a, b, &out, None);
+    Ok(out)
+}
+
+/// `torch.addmm`: `beta * bias + alpha * (a @ b)` as one `AddmmBackward0`
+/// node. With `beta == 0` the bias only gives its shape: NaN and infinity in
+/// it do not reach the result, as in PyTorch.
+pub(crate) fn addmm_scaled(
+    bias: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    let one = |s: Scalar| matches!(s, Scalar::Int(1)) || matches!(s, Scalar::Float(f) if f == 1.0);
+    if one(beta) && one(alpha) {
+        return addmm(bias, a, b);
+    }
+    let shape = check_addmm(bias, a, b)?;
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let e = expand(&bias.detach(), &shape)?;
+        let p = mm(&a.detach(), &b.detach())?;
+        let p = if one(alpha) {
+            p
+        } else {
+            mul_scalar(&p, alpha)?
+        };
+        let zero = matches!(beta, Scalar::Int(0)) || matches!(beta, Scalar::Float(f) if f == 0.0);
+        if zero {
+            p
+        } else {
+            let c = if one(beta) { e } else { mul_scalar(&e, beta)? };
+            crate::ops::add(&c, &p)?
+        }
+    };
+    record_addmm(bias, a, b, &out, Some((beta, alpha)));
+    Ok(out)
+}
+
+/// The shape of `bias + a @ b`, after PyTorch's checks of the operands.
+fn check_addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Shape> {
     let (sa, sb) = (a.shape(), b.shape());
     check_matrices("addmm", &sa, &sb)?;
     let (da, db, dc) = (a.dtype(), b.dtype(), bias.dtype());
@@ -411,52 +475,84 @@ pub(crate) fn addmm(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     let shape = Shape::from_slice(&[sa[0], sb[1]]);
     crate::tensor::checked_storage_numel(&shape, da.size())?;
-    let out = {
-        let _g = crate::autograd::GradModeGuard::new(false);
-        let e = expand(&bias.detach(), &shape)?;
-        let (vc, va, vb) = (e.view(), a.view(), b.view());
-        if shape.contains(&0) {
-            // No elements, however long the other side.
-            Tensor::zeros(shape.clone(), da)
-        } else if da == DType::BF16 {
-            bf16_addmm(&vc, &va, &vb, shape)
-        } else if da.is_low_precision() {
-            // bias + a @ b in float32, rounded once.
-            let sum = crate::ops::add(
-                &crate::ops::cast_data(&e, DType::F32),
-                &product_low_precision(&va, &vb, shape).0,
-            )?;
-            super::back_to(sum, da)
+    Ok(shape)
+}
+
+/// Records `AddmmBackward0` for `out = beta * bias + alpha * (a @ b)`
+/// (`scale` is `(beta, alpha)`, `None` for both 1). Scaled, the node carries
+/// its forward-mode rule (the engine's own product rule for the name knows
+/// no scales).
+fn record_addmm(
+    bias: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    out: &Tensor,
+    scale: Option<(Scalar, Scalar)>,
+) {
+    if !needs_record(&[bias, a, b]) {
+        return;
+    }
+    let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
+    let scaled = move |t: Tensor, s: Option<Scalar>| match s {
+        Some(s) => mul_scalar(&t, s),
+        None => Ok(t),
+    };
+    let (beta, alpha) = (scale.map(|s| s.0), scale.map(|s| s.1));
+    let rule = move |c: &crate::autograd::BackwardCtx<'_>| {
+        let g = c.grad()?;
+        // The engine sums the bias's gradient back to its shape.
+        let gc = if c.needs(0) {
+            Some(scaled(g.clone(), beta)?)
         } else {
-            crate::dispatch_native!(da, T => Tensor::from_vec(addmm_kernel::<T>(&vc, &va, &vb), shape))
+            None
+        };
+        let ga = if c.needs(1) {
+            Some(scaled(mm(g, &transpose(c.saved(1)?, 0, 1)?)?, alpha)?)
+        } else {
+            None
+        };
+        let gb = if c.needs(2) {
+            Some(scaled(mm(&transpose(c.saved(0)?, 0, 1)?, g)?, alpha)?)
+        } else {
+            None
+        };
+        Ok(smallvec![gc, ga, gb])
+    };
+    let saved = saved![rb.then_some(a), ra.then_some(b)];
+    if scale.is_none() {
+        record("AddmmBackward0", &[bias, a, b], out, saved, rule);
+        return;
+    }
+    let (a0, b0, shape) = (a.detach(), b.detach(), out.shape());
+    let jvp = move |t: &[Option<Tensor>]| -> Result<Tensor> {
+        let mut p: Option<Tensor> = None;
+        for part in [
+            t[1].as_ref().map(|ta| mm(ta, &b0)),
+            t[2].as_ref().map(|tb| mm(&a0, tb)),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let part = part?;
+            p = Some(match p {
+                Some(q) => crate::ops::add(&q, &part)?,
+                None => part,
+            });
+        }
+        let mut acc = p.map(|p| scaled(p, alpha)).transpose()?;
+        if let Some(tc) = &t[0] {
+            let tc = scaled(expand(tc, &shape)?, beta)?;
+            acc = Some(match acc {
+                Some(q) => crate::ops::add(&tc, &q)?,
+                None => tc,
+            });
+        }
+        match acc {
+            Some(t) => Ok(t),
+            None => Ok(Tensor::zeros(shape.clone(), a0.dtype())),
         }
     };
-    if needs_record(&[bias, a, b]) {
-        let (ra, rb) = (crate::autograd::tracked(a), crate::autograd::tracked(b));
-        record(
-            "AddmmBackward0",
-            &[bias, a, b],
-            &out,
-            saved![rb.then_some(a), ra.then_some(b)],
-            |c| {
-                let g = c.grad()?;
-                // The engine sums the bias's gradient back to its shape.
-                let gc = c.needs(0).then(|| g.clone());
-                let ga = if c.needs(1) {
-                    Some(mm(g, &transpose(c.saved(1)?, 0, 1)?)?)
-                } else {
-                    None
-                };
-                let gb = if c.needs(2) {
-                    Some(mm(&transpose(c.saved(0)?, 0, 1)?, g)?)
-                } else {
-                    None
-                };
-                Ok(smallvec![gc, ga, gb])
-            },
-        );
-    }
-    Ok(out)
+    crate::autograd::record_jvp("AddmmBackward0", &[bias, a, b], out, saved, rule, jvp);
 }
 
 /// `mv(a, v)`: a matrix times a vector (`MvBackward0`).

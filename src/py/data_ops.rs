@@ -1,12 +1,13 @@
-//! Bindings of the data-movement kernels that the Python layer composes
-//! (`roll`, `tril`/`triu`, `index_add`, `index_copy`, `diag_embed`, the scans `cumprod`,
-//! `cummax`/`cummin` and `nansum`): it checks the arguments with PyTorch's messages and calls
-//! these for the work.
+//! Bindings of the kernels that the Python layer wraps: `addmm` with its
+//! scales, and the data-movement ones (`roll`, `tril`/`triu`, `index_add`,
+//! `index_copy`, `index_put`, `diag_embed`, the scans `cumprod`,
+//! `cummax`/`cummin` and `nansum`). Python checks the arguments with
+//! PyTorch's messages and calls these for the work.
 
 use pyo3::prelude::*;
 
-use super::capture::{run_op, run_tuple};
-use super::convert::dims_arg;
+use super::capture::{run_inplace, run_op, run_tuple};
+use super::convert::{dims_arg, scalar_from_any};
 use super::functions::t_of;
 use super::tensor::PyTensor;
 use crate::ops;
@@ -84,6 +85,73 @@ fn _index_copy(
     )
 }
 
+/// `addmm(input, mat1, mat2, beta=beta, alpha=alpha)` (arguments checked).
+#[pyfunction]
+fn _addmm(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    mat1: &Bound<'_, PyTensor>,
+    mat2: &Bound<'_, PyTensor>,
+    beta: &Bound<'_, PyAny>,
+    alpha: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    let (c, a, b) = (t_of(input), t_of(mat1), t_of(mat2));
+    let (beta, alpha) = (scalar_from_any(beta)?, scalar_from_any(alpha)?);
+    let work = a
+        .numel()
+        .saturating_mul(b.shape().last().copied().unwrap_or(1));
+    run_op(py, work, "addmm", &[c, a, b], &[], move |t, _| {
+        ops::addmm_scaled(t[0], t[1], t[2], beta, alpha)
+    })
+}
+
+/// The key of `index_put`: one index tensor per leading dimension.
+fn index_key(ts: &[&crate::tensor::Tensor]) -> Vec<ops::IndexItem> {
+    ts.iter()
+        .map(|&t| ops::IndexItem::Tensor(t.clone()))
+        .collect()
+}
+
+/// `index_put(input, indices, values, accumulate)` (arguments checked).
+#[pyfunction]
+fn _index_put(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    indices: Vec<Bound<'_, PyTensor>>,
+    values: &Bound<'_, PyTensor>,
+    accumulate: bool,
+) -> PyResult<Py<PyAny>> {
+    let (x, v) = (t_of(input), t_of(values));
+    let mut ins = vec![x, v];
+    ins.extend(indices.iter().map(t_of));
+    run_op(
+        py,
+        x.numel().max(v.numel()),
+        "index_put",
+        &ins,
+        &[],
+        move |t, _| ops::index_put(t[0], &index_key(&t[2..]), t[1], accumulate),
+    )
+}
+
+/// `input.index_put_(indices, values, accumulate)` in `input`'s memory.
+#[pyfunction]
+fn _index_put_(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    indices: Vec<Bound<'_, PyTensor>>,
+    values: &Bound<'_, PyTensor>,
+    accumulate: bool,
+) -> PyResult<()> {
+    let _op = crate::tensor::write_op("index_put_");
+    let (x, v) = (t_of(input), t_of(values));
+    let mut ins = vec![x, v];
+    ins.extend(indices.iter().map(t_of));
+    run_inplace(py, v.numel(), "index_put_", &ins, &[], move |t, _| {
+        ops::index_put_(t[0], &index_key(&t[2..]), t[1], accumulate)
+    })
+}
+
 /// `diag_embed(input, offset, dim1, dim2)`.
 #[pyfunction]
 fn _diag_embed(
@@ -150,6 +218,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_roll, m)?)?;
     m.add_function(wrap_pyfunction!(_tril, m)?)?;
     m.add_function(wrap_pyfunction!(_index_add, m)?)?;
+    m.add_function(wrap_pyfunction!(_addmm, m)?)?;
+    m.add_function(wrap_pyfunction!(_index_put, m)?)?;
+    m.add_function(wrap_pyfunction!(_index_put_, m)?)?;
     m.add_function(wrap_pyfunction!(_index_copy, m)?)?;
     m.add_function(wrap_pyfunction!(_diag_embed, m)?)?;
     m.add_function(wrap_pyfunction!(_cumprod, m)?)?;

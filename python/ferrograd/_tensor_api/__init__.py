@@ -82,6 +82,7 @@ from ._indexing import (  # noqa: F401
     _broadcast,
     _flat_index,
     _index_along,
+    _index_put_,
     _put,
     _scatter_,
     index_add,
@@ -388,11 +389,14 @@ def _install():
         "index_fill_": index_fill,
         "masked_scatter_": masked_scatter,
         "put_": _put,
-        "index_put_": index_put,
         "cumprod_": lambda self, dim, *, dtype=None: cumprod(self, dim, dtype=dtype),
         "cumsum_": lambda self, dim, *, dtype=None: self.cumsum(dim, dtype=dtype),
     }
     attach({n: _typed(_inplace(n, inplace[n])) for n in _missing(inplace)}, __name__)
+    # index_put_ writes only the picked elements, in place (no out-of-place copy).
+    native = {"index_put_": (_index_put_, index_put)}
+    attach({n: _typed(_inplace_docs.document(f, n, base, _base_doc(n)))
+            for n, (f, base) in native.items() if n in _missing(native)}, __name__)
     if hasattr(Tensor, "clamp_"):
         attach({"clip_": Tensor.clamp_}, __name__)
     # In-place forms of the binary math ops, and the `%` / `//` operators

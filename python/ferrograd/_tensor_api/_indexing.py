@@ -231,53 +231,71 @@ def index_put(
     """A copy of ``input`` with ``values`` written (added, with ``accumulate=True``) at
     ``input[indices]``, where ``indices`` is a tuple of int64 or bool tensors indexing
     the leading dimensions, as ``input[indices] = values`` does."""
-    _check("index_put", input)
-    _check("index_put", values, "values", 3)
+    idx = _index_put_args("index_put", input, indices, values)
+    lid, b = _vmap_level(input, values, *idx)
+    if lid:
+        return _index_put_batched(b, lid, input, idx, values, accumulate)
+    return _C._index_put(input, idx, values, accumulate)
+
+
+def _index_put_(
+    self: Tensor,
+    indices: Sequence[Tensor | None],
+    values: Tensor,
+    accumulate: bool = False,
+) -> Tensor:
+    """``index_put`` written into ``self``'s memory."""
+    idx = _index_put_args("index_put_", self, indices, values)
+    if _vmap_level(self, values, *idx)[0]:
+        from .._inplace import apply_inplace
+
+        return apply_inplace(self, lambda: index_put(self, idx, values, accumulate), "index_put_")
+    _C._index_put_(self, idx, values, accumulate)
+    return self
+
+
+def _index_put_args(name, input, indices, values):
+    """``indices`` as a list after PyTorch's argument checks."""
+    _check(name, input)
+    _check(name, values, "values", 3)
     if not isinstance(indices, (tuple, list)):
         raise TypeError(
-            "index_put(): argument 'indices' (position 2) must be tuple of Tensors, not "
+            f"{name}(): argument 'indices' (position 2) must be tuple of Tensors, not "
             f"{type(indices).__name__}"
         )
-    idx = []
-    for t in indices:
-        if not isinstance(t, Tensor):
+    for k, t in enumerate(indices):
+        if not isinstance(t, Tensor) and not _is_batched(t):
             raise TypeError(
-                "index_put(): argument 'indices' (position 2) must be tuple of Tensors, "
-                f"but found element of type {type(t).__name__}"
+                f"expected Tensor as element {k} in argument 1, but got {type(t).__name__}"
             )
-        if t.dtype == _C.bool:
-            idx.extend(t.nonzero().unbind(1) if t.dim() else [t.long()])
-        elif t.dtype == _C.int64:
-            idx.append(t)
-        else:
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-    k = len(idx)
-    if k > input.dim():
-        raise IndexError(f"too many indices for tensor of dimension {input.dim()} (got {k})")
-    if k == 0:
-        # `input[()] = values` overwrites everything.
-        filled = values.to(input.dtype).expand(*input.shape)
-        return input + filled if accumulate else filled.clone()
-    lead = tuple(input.shape[:k])
-    rest = tuple(input.shape[k:])
-    arrs = _C.broadcast_tensors(*idx)
-    if _checks_values(*arrs):
-        for d, (a, n) in enumerate(zip(arrs, lead)):
-            a = _np(a)
-            if a.size and (a.max() >= n or a.min() < -n):
-                bad = a[(a >= n) | (a < -n)].reshape(-1)[0]
-                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
-    # The row of each indexed position in `input` seen as (prod(lead), *rest).
-    lin = None
-    for a, n in zip(arrs, lead):
-        a = _wrap_negative(a, n)
-        lin = a if lin is None else lin * n + a
-    shape = tuple(lin.shape)
-    lin_t = lin.reshape(-1)
-    vals = values.to(input.dtype).expand(*(shape + rest)).reshape((lin_t.numel(),) + rest)
-    flat = input.reshape((-1,) + rest)
-    out = flat.index_add(0, lin_t, vals) if accumulate else flat.index_copy(0, lin_t, vals)
-    return out.reshape(tuple(input.shape))
+    return list(indices)
+
+
+def _is_batched(t):
+    return type(t).__name__ == "BatchedTensor"
+
+
+def _index_put_batched(b, lid, input, idx, values, accumulate):
+    """``index_put`` under ``vmap``: one call on the physical tensors, the batch picked by
+    an extra leading index (the indices themselves may not be batched)."""
+    if any(b.unwrap_at(t, lid) is not None for t in idx):
+        raise RuntimeError(
+            "vmap: index_put with a batched index tensor is not supported; use scatter instead"
+        )
+    size = b.batch_size_of((input, values), lid)
+    x = b.materialize(input, lid, size)
+    # Masks as their positions, so every index is an integer tensor to broadcast with.
+    flat = []
+    for t in idx:
+        flat.extend(t.nonzero().unbind(1) if t.dtype == _C.bool and t.dim() else [t])
+    nbd = len(_C.broadcast_tensors(*flat)[0].shape) if flat else 0
+    batch = _C.arange(size).reshape((size,) + (1,) * nbd)
+    v = b.unwrap_at(values, lid)
+    if v is not None:
+        result_nd = nbd + input.dim() - len(flat)
+        values = b.pad_to(v, result_nd)
+    out = _C._index_put(x, [batch, *flat], values, accumulate)
+    return b.wrap(out, lid)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:

@@ -270,13 +270,38 @@ impl PyTensor {
                         // Recorded as `CopySlices` on the base.
                         return ops::assign_tracked(t, &target, v);
                     }
-                    return ops::apply_inplace(t, || ops::index_put(t, &items, v));
+                    return ops::apply_inplace(t, || ops::index_put(t, &items, v, false));
                 }
                 let items = with_index_tensors(&items, &ts[2..]);
-                ops::apply_inplace(t, || ops::index_put(t, &items, v))
+                if let Some(mask) = fill_mask(t, &items, v)? {
+                    // `t[mask] = number`: a masked fill, as PyTorch does (one
+                    // pass over `t`, `MaskedFillBackward0`, a 0-d value of any dtype).
+                    return ops::apply_inplace(t, || ops::masked_fill(t, &mask, v));
+                }
+                ops::index_put_(t, &items, v, false)
             },
         )
     }
+}
+
+/// For a key that is one boolean mask over `t`'s leading dimensions and a
+/// 0-d value, the mask shaped to broadcast against `t`.
+fn fill_mask(t: &Tensor, items: &[ops::IndexItem], v: &Tensor) -> crate::Result<Option<Tensor>> {
+    let [ops::IndexItem::Tensor(m)] = items else {
+        return Ok(None);
+    };
+    let (ms, ts) = (m.shape(), t.shape());
+    if m.dtype() != crate::tensor::DType::Bool
+        || v.ndim() != 0
+        || ms.is_empty()
+        || ms.len() > ts.len()
+        || ms[..] != ts[..ms.len()]
+    {
+        return Ok(None);
+    }
+    let mut shape = ms.clone();
+    shape.resize(ts.len(), 1);
+    ops::reshape(m, &shape).map(Some)
 }
 
 /// `items` with its index tensors replaced, in order, by `tensors` (the
