@@ -107,10 +107,12 @@ _loss("l1_loss", "Mean absolute error between `input` and `target`.", _refs.l1_l
       Sample("ew", (T(), T()), {"reduction": "sum"}, min_rank=1, empty=False, separate=0.1, self_full=True), autocast=FP32)
 _loss("smooth_l1_loss", "Huber-like loss: 0.5 d^2 / beta below `beta`, d - 0.5 beta above.",
       _refs.smooth_l1_loss,
-      Sample("ew", (T(), T()), {"reduction": "mean"}, min_rank=1, empty=False, self_full=True),
+      Sample("ew", (T(), T()), {"reduction": "mean"}, min_rank=1, empty=False, self_full=True,
+             diff_kinks=(1.0,)),
       {"SmoothL1LossBackward0": ()})
 _loss("huber_loss", "Huber loss: 0.5 d^2 below `delta`, delta (d - 0.5 delta) above.", _refs.huber_loss,
-      Sample("ew", (T(), T()), {"reduction": "mean"}, min_rank=1, empty=False, self_full=True),
+      Sample("ew", (T(), T()), {"reduction": "mean"}, min_rank=1, empty=False, self_full=True,
+             diff_kinks=(1.0,)),
       {"HuberLossBackward0": ()}, autocast=FP32)
 _loss("binary_cross_entropy", "Binary cross entropy between probabilities `input` and `target`.",
       _refs.binary_cross_entropy,

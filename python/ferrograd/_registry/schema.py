@@ -160,6 +160,9 @@ class Sample:
     #: The first two tensor args differ by at least this much everywhere
     #: (after broadcasting): ties are kinks of max/min/clamp-like ops.
     separate: float = 0.0
+    #: Values of ``|args[0] - args[1]|`` where the op has a kink (Huber's ``delta``):
+    #: draws within 0.05 of one are rejected.
+    diff_kinks: tuple = ()
     #: The first tensor arg has the broadcast shape of all of them (ops that
     #: write into, or keep the shape of, their first argument).
     self_full: bool = False

@@ -75,6 +75,8 @@ def _constrain(sample: Sample, args) -> None:
     ts = [a for a in args if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
     if sample.separate and len(ts) >= 2:
         hypothesis.assume(np.all(np.abs(ts[0] - ts[1]) >= sample.separate))
+    for k in sample.diff_kinks if len(ts) >= 2 else ():
+        hypothesis.assume(np.all(np.abs(np.abs(ts[0] - ts[1]) - k) >= 0.05))
 
 
 @st.composite
