@@ -594,9 +594,12 @@ pub fn ternary<T: Element, U: Element>(
         SendPtr(b.ptr::<T>()),
         SendPtr(c.ptr::<T>()),
     ];
+    let f = &f;
     build_vec(n, |out| {
-        drive(out, &shape, &st, |o: &mut [MaybeUninit<U>], offs| {
-            let ptrs = ptrs;
+        // `move`: the pointers are copied in whole (a closure would borrow the
+        // array, and a shared borrow of raw pointers cannot cross threads);
+        // the function is taken by reference.
+        drive(out, &shape, &st, move |o: &mut [MaybeUninit<U>], offs| {
             let mut bufs = [[MaybeUninit::<T>::uninit(); GATHER]; 3];
             let [ba, bb, bc] = &mut bufs;
             if inner == [1, 1, 1] {
@@ -608,7 +611,7 @@ pub fn ternary<T: Element, U: Element>(
                         std::slice::from_raw_parts(ptrs[2].0.add(offs[2]), o.len()),
                     )
                 };
-                zip3_slice(o, ra, rb, rc, &f);
+                zip3_slice(o, ra, rb, rc, f);
                 return;
             }
             for (k, part) in o.chunks_mut(GATHER).enumerate() {
@@ -636,7 +639,7 @@ pub fn ternary<T: Element, U: Element>(
                         std::slice::from_raw_parts(pc, len),
                     )
                 };
-                zip3_slice(part, ra, rb, rc, &f);
+                zip3_slice(part, ra, rb, rc, f);
             }
         })
     })
