@@ -233,6 +233,9 @@ CASES = {
     "where": (lambda x, y: fg.where(MASK, x, y), [S(2, 3), S(3)]),
     "masked_fill": (lambda x: x.masked_fill(MASK, 0.5), [S(2, 3)]),
     "lerp": (lambda x, y: fg.lerp(x, y, 0.3), [S(2, 3), S(2, 3)]),
+    "lerp_tensor": (fg.lerp, [S(2, 3), S(3), S(2, 1)]),
+    "addcmul": (lambda x, y, z: fg.addcmul(x, y, z, value=0.5), [S(2, 3), S(3), S(2, 1)]),
+    "addcdiv": (lambda x, y, z: fg.addcdiv(x, y, z, value=-2), [S(3), S(2, 3), A(2, 1)]),
     # reductions
     "sum": (lambda x: x.sum(), [S(2, 3)]),
     "sum_dim": (lambda x: x.sum(1, keepdim=True), [S(2, 3)]),

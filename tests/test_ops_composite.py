@@ -330,3 +330,81 @@ def test_lerp_with_a_tensor_weight_on_both_sides_of_one_half():
     np.testing.assert_array_equal(out.detach().numpy()[[0, 5]], [a.detach().numpy()[0], b.detach().numpy()[5]])
     assert gradcheck(fg.lerp, (a, b, w))
     assert gradgradcheck(fg.lerp, (a, b, w))
+
+
+def _f32(*shapes, seed=20):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+
+@pytest.mark.parametrize("shapes", [((4, 5),) * 3, ((4, 5), (1, 5), ()), ((4, 1), (5,), (4, 5))])
+def test_fused_lerp_and_add_products_round_as_the_step_by_step_formula(shapes):
+    """One pass, each step rounded in float32 as PyTorch's formulas round it:
+    ``input + value * (t1 * t2)`` (``/``), lerp from the nearer end; broadcast
+    and one-element operands included."""
+    a, b, c = _f32(*shapes)
+    c = np.where(np.abs(c) < 0.1, np.float32(0.7), c).astype(np.float32)
+    A, B, C = (fg.from_numpy(x.copy()) for x in (a, b, c))
+    v = np.float32(0.3)
+    np.testing.assert_array_equal(fg.addcmul(A, B, C, value=0.3).numpy(), a + v * (b * c))
+    np.testing.assert_array_equal(fg.addcdiv(A, B, C, value=0.3).numpy(), a + v * (b / c))
+    np.testing.assert_array_equal(fg.addcmul(A, B, C).numpy(), a + b * c)
+    np.testing.assert_array_equal(fg.addcdiv(A, B, C).numpy(), a + b / c)
+    w = np.concatenate([[0.0, 0.5, 1.0, -0.2, 1.3, 0.49999997], np.linspace(-1, 2, 30)])
+    w = np.resize(w, c.shape).astype(np.float32)
+    W = fg.from_numpy(w.copy())
+    d = b - a
+    want = np.where(np.abs(w) < 0.5, a + w * d, b - d * (np.float32(1) - w))
+    np.testing.assert_array_equal(fg.lerp(A, B, W).numpy(), want)
+
+
+def test_fused_lerp_and_add_products_on_transposed_operands_keep_their_layout():
+    a, b, c = _f32((6, 9), (6, 9), (6, 9))
+    A, B, C = (fg.from_numpy(np.ascontiguousarray(x.T)).t() for x in (a, b, c))
+    for got, want in [
+        (fg.lerp(A, B, C), np.where(np.abs(c) < 0.5, a + c * (b - a), b - (b - a) * (1 - c))),
+        (fg.lerp(A, B, 0.75), b - (b - a) * np.float32(0.25)),
+        (fg.addcmul(A, B, C, value=2), a + np.float32(2) * (b * c)),
+    ]:
+        assert got.stride() == (1, 6)
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_lerp_and_add_products_in_half_precision(dtype):
+    a, b, c = (fg.tensor(x.astype(np.float64)).to(getattr(fg, dtype)) for x in _f32(5, 5, 5))
+    got = fg.addcmul(a, b, c, value=0.5).float().numpy()
+    want = (a.float() + 0.5 * (b.float() * c.float())).numpy()
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(fg.lerp(a, b, 0.3).float().numpy(),
+                               (a.float() + 0.3 * (b.float() - a.float())).numpy(),
+                               rtol=2e-2, atol=2e-2)
+
+
+def test_fused_lerp_and_add_products_gradients_and_nodes():
+    # Node names recorded from PyTorch 2: torch.lerp(a, b, 0.3).grad_fn is
+    # LerpBackward0, with a tensor weight LerpBackward1; AddcmulBackward0,
+    # AddcdivBackward0.
+    a, b = arr((3, 4), 1), arr((3, 4), 2)
+    w, row, den = arr((3, 4), 3) / 2 + 0.5, arr((1, 4), 4), arr((3, 1), 5) + 3
+    la, lb, lw, lr, ld = (leaf(x) for x in (a, b, w, row, den))
+    assert fg.lerp(la, lb, 0.3).grad_fn.name() == "LerpBackward0"
+    assert fg.lerp(la, lb, lw).grad_fn.name() == "LerpBackward1"
+    assert fg.addcmul(la, lb, lr).grad_fn.name() == "AddcmulBackward0"
+    assert fg.addcdiv(la, lb, ld).grad_fn.name() == "AddcdivBackward0"
+    check(lambda x, y: fg.lerp(x, y, 0.3), a, b)
+    check(lambda x, y: fg.lerp(x, y, 0.8), a, row)
+    check(fg.lerp, a, row, w)
+    check(lambda x, y, z: fg.addcmul(x, y, z, value=-1.5), a, row, den)
+    check(lambda x, y, z: fg.addcdiv(x, y, z, value=0.5), row, b, den)
+    check(fg.addcdiv, a, b, den)
+    # Without a graph of the backward, the one-pass gradients: the same values.
+    for fn, xs in [(fg.lerp, (a, row, w)), (lambda x, y, z: fg.addcdiv(x, y, z, value=0.5), (row, b, den)),
+                   (lambda x, y, z: fg.addcmul(x, y, z, value=2.0), (a, row, den))]:
+        ls = [leaf(x) for x in xs]
+        g = arr((3, 4), 9)
+        fn(*ls).backward(fg.tensor(g))
+        ref = [leaf(x) for x in xs]
+        (fn(*ref) * fg.tensor(g)).sum().backward(create_graph=True)
+        for p, q in zip(ls, ref):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.detach().numpy(), rtol=1e-13, atol=1e-13)

@@ -382,3 +382,19 @@ def test_comparisons_and_logical_ops_match_numpy(data):
     assert ta.allclose(tb, equal_nan=True) == np.allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=True)
     assert fg.equal(ta, tb) == (a.shape == b.shape and bool(np.all(a == b)))
     assert fg.equal(ta, ta) == (not np.isnan(a).any())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_predicates_on_long_contiguous_and_transposed_input(dtype):
+    """The predicate family runs in the vectorised loop (a vector of lanes
+    compared and packed to bytes): every special value at every lane and in
+    the tail, on a contiguous and a transposed input (whose layout it keeps)."""
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.0,
+                         np.finfo(dtype).max, np.finfo(dtype).tiny, -np.nan], dtype)
+    a = np.resize(specials, 37 * 29).reshape(37, 29)
+    for t, ref in [(fg.from_numpy(a.copy()), a), (fg.from_numpy(a.copy()).t(), a.T)]:
+        for fn, want in [(fg.isnan, np.isnan), (fg.isinf, np.isinf), (fg.isfinite, np.isfinite),
+                         (fg.signbit, np.signbit)]:
+            got = fn(t)
+            assert got.dtype == fg.bool and got.stride() == t.stride()
+            np.testing.assert_array_equal(got.numpy(), want(ref))

@@ -87,6 +87,8 @@ __all__ = [
     "arange",
     "linspace",
     "_like",
+    "_lerp",
+    "_addc",
     "add",
     "sub",
     "pow",
@@ -1438,6 +1440,12 @@ def _like(
     fill: _float = 0.0,
     dtype: _DTypeLike | None = None,
     requires_grad: _bool = False,
+) -> Tensor: ...
+
+# Behind ``lerp``/``addcmul``/``addcdiv`` on float32/float64 tensors of one dtype: one pass.
+def _lerp(input: Tensor, end: Tensor, weight: Tensor | _float) -> Tensor: ...
+def _addc(
+    input: Tensor, tensor1: Tensor, tensor2: Tensor, value: _float, div: _bool
 ) -> Tensor: ...
 
 # ----- elementwise -----------------------------------------------------------------

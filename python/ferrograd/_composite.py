@@ -454,6 +454,22 @@ def cdist(
     return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, -1)
 
 
+def _fusable(*args: object) -> bool:
+    """Whether the one-pass kernel of ``lerp``/``addcmul``/``addcdiv`` takes
+    these arguments: ferrograd tensors of one dtype, float32 or float64, and
+    plain numbers (a bool, or any promotion, takes the composition)."""
+    dt = None
+    for a in args:
+        if isinstance(a, Tensor):
+            if dt is None:
+                dt = a.dtype
+            if a.dtype != dt:
+                return False
+        elif type(a) not in (int, float) or (type(a) is int and abs(a) > 2**53):
+            return False
+    return dt in (_C.float32, _C.float64)
+
+
 def lerp(input: Tensor, end: Tensor, weight: TensorOrNumber) -> Tensor:
     """``input + weight * (end - input)``: linear interpolation.
 
@@ -462,6 +478,8 @@ def lerp(input: Tensor, end: Tensor, weight: TensorOrNumber) -> Tensor:
     ``weight`` 0 gives ``input`` and 1 gives ``end`` exactly."""
     _check("lerp", input)
     _check("lerp", end, "end", 2)
+    if _fusable(input, end, weight):
+        return _C._lerp(input, end, weight)
     diff = end - input
     if isinstance(weight, (int, float, np.integer, np.floating)):
         one_minus = 1 - weight
@@ -480,6 +498,8 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Number = 
     _check("addcmul", input)
     _check("addcmul", tensor1, "tensor1", 2)
     _check("addcmul", tensor2, "tensor2", 3)
+    if _fusable(input, tensor1, tensor2, value):
+        return _C._addc(input, tensor1, tensor2, float(value), False)
     prod = tensor1 * tensor2
     return input + (prod if value == 1 else value * prod)
 
@@ -498,6 +518,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Number = 
             "tensor2) for float inputs. The future addcdiv behavior is just the latter "
             "implementation: (input + value * tensor1 / tensor2), for all dtypes."
         )
+    if _fusable(input, tensor1, tensor2, value):
+        return _C._addc(input, tensor1, tensor2, float(value), True)
     quot = tensor1 / tensor2
     return input + (quot if value == 1 else value * quot)
 

@@ -536,6 +536,115 @@ pub fn binary<T: Element, U: Element>(
     })
 }
 
+/// [`ternary`] with the result in the layout PyTorch gives it (see
+/// [`result_order`], the operands deciding in order): the values in memory
+/// order and the strides.
+pub fn ternary_kept<T: Element, U: Element>(
+    a: &View,
+    b: &View,
+    c: &View,
+    out_shape: &[usize],
+    f: impl Fn(T, T, T) -> U + Sync,
+) -> (Vec<U>, Strides) {
+    match permuted([a, b, c], out_shape, &[0, 1, 2]) {
+        Some(([pa, pb, pc], pshape, st)) => (ternary(&pa, &pb, &pc, &pshape, f), st),
+        None => (
+            ternary(a, b, c, out_shape, f),
+            contiguous_strides(out_shape),
+        ),
+    }
+}
+
+/// `dst[i] = f(a[i], b[i], c[i])`, compiled for AVX-512 and AVX2 too.
+#[multiversion::multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn zip3_slice<T: Copy, U: Copy, F: Fn(T, T, T) -> U>(
+    dst: &mut [MaybeUninit<U>],
+    a: &[T],
+    b: &[T],
+    c: &[T],
+    f: &F,
+) {
+    for (((d, &x), &y), &z) in dst.iter_mut().zip(a).zip(b).zip(c) {
+        d.write(f(x, y, z));
+    }
+}
+
+/// `f(a, b, c)` over the broadcast of three operands to `out_shape`, one
+/// pass: operands that are contiguous along the (coalesced) rows are read in
+/// place, a broadcast or strided one is gathered a block at a time, so the
+/// function always runs in the vectorised loop.
+pub fn ternary<T: Element, U: Element>(
+    a: &View,
+    b: &View,
+    c: &View,
+    out_shape: &[usize],
+    f: impl Fn(T, T, T) -> U + Sync,
+) -> Vec<U> {
+    let n: usize = out_shape.iter().product();
+    let sa = broadcast_strides(&a.shape, &a.strides, out_shape);
+    let sb = broadcast_strides(&b.shape, &b.strides, out_shape);
+    let sc = broadcast_strides(&c.shape, &c.strides, out_shape);
+    let (shape, st) = coalesce(out_shape, [&sa, &sb, &sc]);
+    let inner: [usize; 3] = std::array::from_fn(|k| *st[k].last().unwrap_or(&1));
+    let ptrs = [
+        SendPtr(a.ptr::<T>()),
+        SendPtr(b.ptr::<T>()),
+        SendPtr(c.ptr::<T>()),
+    ];
+    let f = &f;
+    build_vec(n, |out| {
+        // `move`: the pointers are copied in whole (a closure would borrow the
+        // array, and a shared borrow of raw pointers cannot cross threads);
+        // the function is taken by reference.
+        drive(out, &shape, &st, move |o: &mut [MaybeUninit<U>], offs| {
+            let mut bufs = [[MaybeUninit::<T>::uninit(); GATHER]; 3];
+            let [ba, bb, bc] = &mut bufs;
+            if inner == [1, 1, 1] {
+                // SAFETY: unit-stride runs of `o.len()` elements inside each view.
+                let (ra, rb, rc) = unsafe {
+                    (
+                        std::slice::from_raw_parts(ptrs[0].0.add(offs[0]), o.len()),
+                        std::slice::from_raw_parts(ptrs[1].0.add(offs[1]), o.len()),
+                        std::slice::from_raw_parts(ptrs[2].0.add(offs[2]), o.len()),
+                    )
+                };
+                zip3_slice(o, ra, rb, rc, f);
+                return;
+            }
+            for (k, part) in o.chunks_mut(GATHER).enumerate() {
+                let len = part.len();
+                let run = |j: usize, buf: &mut [MaybeUninit<T>; GATHER]| -> *const T {
+                    let base = offs[j] + k * GATHER * inner[j];
+                    // SAFETY (both arms): offsets stay inside operand `j`'s view.
+                    unsafe {
+                        if inner[j] == 1 {
+                            return ptrs[j].0.add(base);
+                        }
+                        for (i, slot) in buf[..len].iter_mut().enumerate() {
+                            slot.write(*ptrs[j].0.add(base + i * inner[j]));
+                        }
+                    }
+                    buf.as_ptr().cast::<T>()
+                };
+                let (pa, pb, pc) = (run(0, ba), run(1, bb), run(2, bc));
+                // SAFETY: each pointer is a run of `len` elements: in place or
+                // the first `len` slots of a buffer just written.
+                let (ra, rb, rc) = unsafe {
+                    (
+                        std::slice::from_raw_parts(pa, len),
+                        std::slice::from_raw_parts(pb, len),
+                        std::slice::from_raw_parts(pc, len),
+                    )
+                };
+                zip3_slice(part, ra, rb, rc, f);
+            }
+        })
+    })
+}
+
 /// `dst[i] = f(dst[i], src[i])` in place (`src` has `dst.len()` elements, or
 /// one that is broadcast), split across the pool.
 pub fn update<T: Element>(dst: &mut [T], src: &[T], f: impl Fn(T, T) -> T + Sync + Send) {

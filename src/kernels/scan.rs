@@ -295,33 +295,38 @@ pub fn cum_extreme<T: Element>(
     let mut idx = crate::error::zeroed_vec::<i64>(total);
     let (vp, ip) = (SendPtr(vals.as_mut_ptr()), SendPtr(idx.as_mut_ptr()));
     if inner == 1 {
-        // Rows side by side, as `fold_rows` does: each row's compare chain
-        // overlaps the others'.
-        let groups = outer.div_ceil(LANES);
-        super::copy::par_units(groups, n * LANES, |lo, hi| {
+        // Rows `ROWS` at a time, each one's running extreme and index in
+        // registers (a fixed count the compiler unrolls; a count known only
+        // at run time keeps them in memory, a store and a reload per
+        // element): the rows' compare-select chains overlap.
+        const ROWS: usize = 4;
+        let groups = outer.div_ceil(ROWS);
+        super::copy::par_units(groups, n * ROWS, |lo, hi| {
             let (vp, ip) = (vp, ip);
             for g in lo..hi {
-                let (r0, r1) = (g * LANES, ((g + 1) * LANES).min(outer));
-                let mut best = [T::zero(); LANES];
-                let mut at = [0i64; LANES];
-                for (l, b) in best.iter_mut().enumerate().take(r1 - r0) {
-                    *b = data[(r0 + l) * n];
+                let (r0, r1) = (g * ROWS, ((g + 1) * ROWS).min(outer));
+                let len = (r1 - r0) * n;
+                let x = &data[r0 * n..r1 * n];
+                // SAFETY: rows `r0..r1` of the results belong to this unit only.
+                let (v, ix) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(vp.get().add(r0 * n), len),
+                        std::slice::from_raw_parts_mut(ip.get().add(r0 * n), len),
+                    )
+                };
+                if r1 - r0 == ROWS {
+                    if is_max {
+                        scan_rows::<T, ROWS, true>(x, v, ix, n);
+                    } else {
+                        scan_rows::<T, ROWS, false>(x, v, ix, n);
+                    }
+                    continue;
                 }
-                for j in 0..n {
-                    for l in 0..r1 - r0 {
-                        let p = (r0 + l) * n + j;
-                        // SAFETY: `p` is inside row `r0 + l` of this group,
-                        // which only this unit writes.
-                        unsafe {
-                            let x = *data.get_unchecked(p);
-                            // Selects, not a branch: on unordered data the
-                            // outcome is unpredictable.
-                            let t = takes(x, best[l], is_max);
-                            best[l] = if t { x } else { best[l] };
-                            at[l] = if t { j as i64 } else { at[l] };
-                            *vp.get().add(p) = best[l];
-                            *ip.get().add(p) = at[l];
-                        }
+                for ((x, v), ix) in x.chunks(n).zip(v.chunks_mut(n)).zip(ix.chunks_mut(n)) {
+                    if is_max {
+                        scan_rows::<T, 1, true>(x, v, ix, n);
+                    } else {
+                        scan_rows::<T, 1, false>(x, v, ix, n);
                     }
                 }
             }
@@ -356,6 +361,35 @@ pub fn cum_extreme<T: Element>(
         }
     });
     (vals, idx)
+}
+
+/// The running extreme of `R` consecutive rows of length `n` at once.
+#[inline(always)]
+fn scan_rows<T: Element, const R: usize, const MAX: bool>(
+    x: &[T],
+    v: &mut [T],
+    ix: &mut [i64],
+    n: usize,
+) {
+    assert!(x.len() == R * n && v.len() == R * n && ix.len() == R * n && n > 0);
+    let mut best: [T; R] = std::array::from_fn(|r| x[r * n]);
+    let mut at = [0i64; R];
+    for j in 0..n {
+        for r in 0..R {
+            let p = r * n + j;
+            // SAFETY: `p < R * n`, the length of all three slices (asserted).
+            unsafe {
+                let e = *x.get_unchecked(p);
+                // Selects, not a branch: on unordered data the outcome is
+                // unpredictable.
+                let t = takes(e, best[r], MAX);
+                best[r] = if t { e } else { best[r] };
+                at[r] = if t { j as i64 } else { at[r] };
+                *v.get_unchecked_mut(p) = best[r];
+                *ix.get_unchecked_mut(p) = at[r];
+            }
+        }
+    }
 }
 
 #[multiversion(targets(
@@ -427,6 +461,40 @@ mod tests {
                             assert_eq!(v[k].to_bits(), best.to_bits());
                             assert_eq!(ix[k], at);
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The running minimum and maximum, rows in full groups and a tail,
+    /// against a direct scan (ties move the index, NaN wins and stays).
+    #[test]
+    fn extremes_of_rows_match_a_direct_scan() {
+        for &(outer, n) in &[(1, 1), (3, 5), (4, 9), (9, 33), (13, 2)] {
+            let x: Vec<f32> = (0..outer * n)
+                .map(|i| match i % 19 {
+                    7 => f32::NAN,
+                    k => ((k * 5) % 7) as f32 - 3.0,
+                })
+                .collect();
+            for is_max in [true, false] {
+                let (v, ix) = cum_extreme(&x, outer, n, 1, is_max);
+                for o in 0..outer {
+                    let (mut best, mut at) = (x[o * n], 0i64);
+                    for j in 0..n {
+                        let e = x[o * n + j];
+                        let moves = if is_max { e >= best } else { e <= best };
+                        if e.is_nan() || (!best.is_nan() && moves) {
+                            best = e;
+                            at = j as i64;
+                        }
+                        assert_eq!(
+                            v[o * n + j].to_bits(),
+                            best.to_bits(),
+                            "{outer} {n} {o} {j}"
+                        );
+                        assert_eq!(ix[o * n + j], at, "{outer} {n} {o} {j}");
                     }
                 }
             }

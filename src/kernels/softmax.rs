@@ -166,33 +166,42 @@ fn softmax_tile<T: Float>(
 ) {
     let w = j1 - j0;
     let at = |i: usize| o * r.n * r.inner + i * r.inner + j0;
-    let mut m = [T::neg_infinity(); TILE];
-    let mut nan = [false; TILE];
+    // Every loop zips slices of the tile's width: indexed by a `j` below a
+    // run-time width, each access kept a bounds check and the loops ran
+    // scalar.
+    let mut m_all = [T::neg_infinity(); TILE];
+    let mut nan_all = [false; TILE];
+    let (m, nan) = (&mut m_all[..w], &mut nan_all[..w]);
     for i in 0..r.n {
         let row = &x[at(i)..at(i) + w];
-        for j in 0..w {
-            nan[j] |= row[j].is_nan();
-            m[j] = if row[j] > m[j] { row[j] } else { m[j] };
+        for ((mj, nj), &v) in m.iter_mut().zip(nan.iter_mut()).zip(row) {
+            *nj |= v.is_nan();
+            *mj = if v > *mj { v } else { *mj };
         }
     }
-    for j in 0..w {
-        m[j] = if nan[j] { T::nan() } else { shift_of(m[j]) };
+    for (mj, &nj) in m.iter_mut().zip(nan.iter()) {
+        *mj = if nj { T::nan() } else { shift_of(*mj) };
     }
-    let mut s = [<T as Element>::zero(); TILE];
+    let mut s_all = [<T as Element>::zero(); TILE];
+    let s = &mut s_all[..w];
     for i in 0..r.n {
         let row = &x[at(i)..at(i) + w];
-        // SAFETY: each (o, tile) is written by one task, inside `out`.
-        let dst = unsafe { std::slice::from_raw_parts_mut(out.add(at(i)), w) };
-        for j in 0..w {
-            let e = (row[j] - m[j]).exp_fast();
-            s[j] += e;
-            if !log {
-                dst[j] = e;
+        if log {
+            for ((sj, &mj), &v) in s.iter_mut().zip(m.iter()).zip(row) {
+                *sj += (v - mj).exp_fast();
+            }
+        } else {
+            // SAFETY: each (o, tile) is written by one task, inside `out`.
+            let dst = unsafe { std::slice::from_raw_parts_mut(out.add(at(i)), w) };
+            for (((d, sj), &mj), &v) in dst.iter_mut().zip(s.iter_mut()).zip(m.iter()).zip(row) {
+                let e = (v - mj).exp_fast();
+                *sj += e;
+                *d = e;
             }
         }
     }
     if log {
-        for v in &mut s[..w] {
+        for v in s.iter_mut() {
             *v = v.ln();
         }
     }
@@ -200,13 +209,15 @@ fn softmax_tile<T: Float>(
         let row = &x[at(i)..at(i) + w];
         // SAFETY: as above.
         let dst = unsafe { std::slice::from_raw_parts_mut(out.add(at(i)), w) };
-        for j in 0..w {
+        if log {
             // As in `softmax_row`: subtract the shift first.
-            dst[j] = if log {
-                (row[j] - m[j]) - s[j]
-            } else {
-                dst[j] / s[j]
-            };
+            for (((d, &sj), &mj), &v) in dst.iter_mut().zip(s.iter()).zip(m.iter()).zip(row) {
+                *d = (v - mj) - sj;
+            }
+        } else {
+            for (d, &sj) in dst.iter_mut().zip(s.iter()) {
+                *d = *d / sj;
+            }
         }
     }
 }
@@ -393,21 +404,23 @@ fn backward_tile<T: Float>(
         }
         return;
     }
+    // Zipped slices of the tile's width, as in `softmax_tile`.
+    let s = &mut s[..w];
     for i in 0..r.n {
         let (gr, yr) = (&g[at(i)..at(i) + w], &y[at(i)..at(i) + w]);
-        for j in 0..w {
-            s[j] += if log { gr[j] } else { gr[j] * yr[j] };
+        for ((sj, &gv), &yv) in s.iter_mut().zip(gr).zip(yr) {
+            *sj += if log { gv } else { gv * yv };
         }
     }
     for i in 0..r.n {
         let (gr, yr) = (&g[at(i)..at(i) + w], &y[at(i)..at(i) + w]);
         // SAFETY: each (o, tile) is written by one task, inside `out`.
         let dst = unsafe { std::slice::from_raw_parts_mut(out.add(at(i)), w) };
-        for j in 0..w {
-            dst[j] = if log {
-                gr[j] - yr[j].exp_fast() * s[j]
+        for (((d, &sj), &gv), &yv) in dst.iter_mut().zip(s.iter()).zip(gr).zip(yr) {
+            *d = if log {
+                gv - yv.exp_fast() * sj
             } else {
-                yr[j] * (gr[j] - s[j])
+                yv * (gv - sj)
             };
         }
     }

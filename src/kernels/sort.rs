@@ -309,10 +309,19 @@ fn small_topk<T: SortKey>(
     // Once `k` are kept, most chunks hold nothing better than the `k`-th:
     // one branch-free test per chunk skips them whole.
     const CHUNK: usize = 32;
+    // In a chunk that has some, only the elements below the threshold the
+    // chunk started with are stepped through (on random data a chunk in the
+    // first few hundred holds one about as often as not, and a scalar step
+    // for each of its elements cost more than the whole vector test).
+    let mut below = [false; CHUNK];
     while i + CHUNK <= row.len() {
-        if any_below(&row[i..i + CHUNK], buf[k - 1].0, largest) {
-            for j in i..i + CHUNK {
-                step(buf, j);
+        let c = &row[i..i + CHUNK];
+        if any_below(c, buf[k - 1].0, largest) {
+            flags_below(c, buf[k - 1].0, largest, &mut below);
+            for (j, &b) in below.iter().enumerate() {
+                if b {
+                    step(buf, i + j);
+                }
             }
         }
         i += CHUNK;
@@ -342,6 +351,23 @@ fn any_below<T: SortKey>(c: &[T], thr: T::K, largest: bool) -> bool {
         }
     }
     hit
+}
+
+/// Which elements of `c` have a (possibly reversed) key below `thr`.
+#[multiversion::multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn flags_below<T: SortKey>(c: &[T], thr: T::K, largest: bool, out: &mut [bool]) {
+    if largest {
+        for (o, &x) in out.iter_mut().zip(c) {
+            *o = x.key().reverse() < thr;
+        }
+    } else {
+        for (o, &x) in out.iter_mut().zip(c) {
+            *o = x.key() < thr;
+        }
+    }
 }
 
 /// For each row, the position of the element a stable ascending sort puts

@@ -337,10 +337,22 @@ pub(crate) fn copy_value(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
         let e = super::expand(b, &a.shape())?;
-        // In the destination's layout, so writing it back is a flat copy.
-        let laid = match super::layout::copied_like(&e, a) {
-            Some(c) => c,
-            None => super::contiguous(&e)?,
+        let (ve, va) = (e.view(), a.view());
+        // Already dense in the destination's layout, in other memory: written
+        // back as it is, one flat copy (as `contiguous` hands a row-major
+        // value back uncopied).
+        let as_is = ve.strides == va.strides
+            && e.dtype() == a.dtype()
+            && !std::sync::Arc::ptr_eq(&ve.storage, &va.storage)
+            && super::layout::memory_order(&e).is_some();
+        // Otherwise in the destination's layout, so writing it back is a flat copy.
+        let laid = if as_is {
+            e.clone()
+        } else {
+            match super::layout::copied_like(&e, a) {
+                Some(c) => c,
+                None => super::contiguous(&e)?,
+            }
         };
         super::to_dtype(&laid, a.dtype())?
     };

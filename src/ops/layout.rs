@@ -113,7 +113,11 @@ pub(crate) fn grad_for_leaf(leaf: &Tensor, g: Tensor) -> Tensor {
         g.is_contiguous()
     };
     if complies {
-        return if g.is_exclusive() { g } else { clone_kept(&g) };
+        // A permuted gradient (the transposed result of an elementwise rule,
+        // dense in the leaf's order) is kept when nothing else can reach its
+        // buffer, as a row-major one is.
+        let owned = g.is_exclusive() || (permuted_leaf && g.is_sole_handle());
+        return if owned { g } else { clone_kept(&g) };
     }
     if permuted_leaf {
         if let Some(c) = copied_like(&g, leaf) {

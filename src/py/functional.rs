@@ -101,6 +101,53 @@ fn where_fn(
     })
 }
 
+/// `lerp` in one pass (`weight` a tensor or a number); `ferrograd.lerp`
+/// calls it for float32/float64 tensors of one dtype.
+#[pyfunction]
+fn _lerp(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    end: &Bound<'_, PyAny>,
+    weight: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    let x = &tensor_arg(input, "lerp", "input", 1)?.get().t;
+    let e = &tensor_arg(end, "lerp", "end", 2)?.get().t;
+    if let Ok(w) = weight.cast::<PyTensor>() {
+        let w = &w.get().t;
+        return run_op(py, work(&[x, e, w]), "lerp", &[x, e, w], &[], |t, _| {
+            ops::lerp_tensor(t[0], t[1], t[2])
+        });
+    }
+    let w: f64 = weight.extract()?;
+    run_op(py, work(&[x, e]), "lerp", &[x, e], &[], move |t, _| {
+        ops::lerp_scalar(t[0], t[1], w)
+    })
+}
+
+/// `addcmul` (`div` false) or `addcdiv` in one pass; `ferrograd.addcmul`
+/// and `ferrograd.addcdiv` call it for float32/float64 tensors of one dtype.
+#[pyfunction]
+fn _addc(
+    py: Python<'_>,
+    input: &Bound<'_, PyAny>,
+    tensor1: &Bound<'_, PyAny>,
+    tensor2: &Bound<'_, PyAny>,
+    value: f64,
+    div: bool,
+) -> PyResult<Py<PyAny>> {
+    let name = if div { "addcdiv" } else { "addcmul" };
+    let x = &tensor_arg(input, name, "input", 1)?.get().t;
+    let a = &tensor_arg(tensor1, name, "tensor1", 2)?.get().t;
+    let b = &tensor_arg(tensor2, name, "tensor2", 3)?.get().t;
+    run_op(py, work(&[x, a, b]), name, &[x, a, b], &[], move |t, _| {
+        if div {
+            ops::addcdiv(t[0], t[1], t[2], value)
+        } else {
+            ops::addcmul(t[0], t[1], t[2], value)
+        }
+    })
+}
+
 /// Module functions whose signature is the Tensor method's with `input`
 /// first: they call the method, so both spellings share one parser.
 macro_rules! method_fn {
@@ -387,6 +434,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sub_fn, m)?)?;
     m.add_function(wrap_pyfunction!(pow_fn, m)?)?;
     m.add_function(wrap_pyfunction!(where_fn, m)?)?;
+    m.add_function(wrap_pyfunction!(_lerp, m)?)?;
+    m.add_function(wrap_pyfunction!(_addc, m)?)?;
     m.add_function(wrap_pyfunction!(cat, m)?)?;
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(einsum, m)?)?;

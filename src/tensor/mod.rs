@@ -360,6 +360,16 @@ impl Tensor {
         }
     }
 
+    /// Whether this handle is the only way to reach its storage and reads it
+    /// from its start, in any order: [`is_exclusive`](Self::is_exclusive)
+    /// without row-major order (a fresh result laid out as a transpose).
+    pub fn is_sole_handle(&self) -> bool {
+        Arc::strong_count(&self.0) == 1 && self.0.base.is_none() && !self.requires_grad() && {
+            let v = self.view();
+            Arc::strong_count(&v.storage) == 1 && v.offset == 0
+        }
+    }
+
     /// Whether this handle is the only way to reach its storage: either it
     /// is exclusive itself, or it is a view nobody else holds of a base that
     /// nothing else holds. Its elements may then be written in place

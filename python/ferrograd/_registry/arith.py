@@ -59,11 +59,12 @@ _o("clamp", "Clamps every element of `input` into `[min, max]` (either bound may
    {"ClampBackward0": EW_WITH_NUMBER, "ClampBackward1": EW_WITH_NUMBER},
    Sample("ew", (T(domain=away(-0.5, 0.5)),), {"min": -0.5, "max": 0.5}), aliases=("clip",))
 _o("lerp", "Linear interpolation `input + weight * (end - input)` elementwise (broadcast).",
-   lambda a, b, w: a + w * (b - a), {}, Sample("ew", (T(), T(), 0.3)))
+   lambda a, b, w: a + w * (b - a), {"LerpBackward0": EWN, "LerpBackward1": EWN},
+   Sample("ew", (T(), T(), 0.3)))
 _o("addcmul", "`input + value * tensor1 * tensor2` elementwise (broadcast).",
-   lambda a, b, c, value=1: a + value * b * c, {}, Sample("ew", (T(), T(), T()), {"value": 0.5}))
+   lambda a, b, c, value=1: a + value * b * c, {"AddcmulBackward0": EWN}, Sample("ew", (T(), T(), T()), {"value": 0.5}))
 _o("addcdiv", "`input + value * tensor1 / tensor2` elementwise (broadcast).",
-   lambda a, b, c, value=1: a + value * b / c, {}, Sample("ew", (T(), T(), T(domain=AWAY0)), {"value": 0.5}))
+   lambda a, b, c, value=1: a + value * b / c, {"AddcdivBackward0": EWN}, Sample("ew", (T(), T(), T(domain=AWAY0)), {"value": 0.5}))
 _o("round", "Rounds each element of `input` to the nearest integer (halves to even), or to `decimals` places.",
    np.round, {"RoundBackward0": EWN, "RoundBackward1": EWN}, unary(away(-1.5, -0.5, 0.5, 1.5)))
 _o("nan_to_num", "Replaces NaN, positive and negative infinity in `input` by `nan`, `posinf` and `neginf` "

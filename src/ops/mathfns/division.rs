@@ -7,7 +7,7 @@ use super::super::arith::map2;
 use super::super::{back_to, cast_data, div, floor, mul, neg, result_type, trunc, wide, with_cast};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
-use crate::kernels::elementwise::binary;
+use crate::kernels::elementwise::binary_kept;
 use crate::kernels::vmath as vm;
 use crate::saved;
 use crate::tensor::{broadcast_shapes, DType, Tensor};
@@ -72,7 +72,9 @@ fn fmod_in_one_step(a: &Tensor, b: &Tensor) -> Result<bool> {
     with_cast(a, DType::F32, |va| {
         with_cast(b, DType::F32, |vb| {
             let shape = broadcast_shapes(&va.shape, &vb.shape)?;
-            let hard = binary::<f32, bool>(va, vb, &shape, vm::fmod_needs_libm);
+            // In the operands' own layout (one flat pass over a transpose):
+            // only whether any pair is hard matters, not where.
+            let (hard, _) = binary_kept::<f32, bool>(va, vb, &shape, vm::fmod_needs_libm);
             Ok(!hard.contains(&true))
         })
     })
