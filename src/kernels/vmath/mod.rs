@@ -10,7 +10,8 @@
 //! beyond float32's precision, so each result is within 1 ulp of the
 //! correctly rounded value (erf and erfinv within 2), and the code needs no
 //! double-float tricks. `exp2`, the logarithms and `tanh` (`explog32`), and
-//! `sin`/`cos` (`kernels::trig_f32`) are evaluated in float32 lanes instead,
+//! `sin`/`cos` (`kernels::trig_f32`), `atan`/`asin`/`acos` (`invtrig`) are
+//! evaluated in float32 lanes instead,
 //! twice as many per instruction, with the steps that would lose the 1 ulp
 //! bound carried as pairs of floats. Every `mul_add` is a fused multiply-add on every
 //! path (an instruction with FMA, the C library's exact `fma` without), so
