@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from ._C import Tensor
 
-__all__ = ["check_tensor", "dispatch", "has_protocol", "is_batched"]
+__all__ = ["check_tensor", "dispatch", "has_protocol", "is_batched", "physical"]
 
 
 def _flat(values):
@@ -46,6 +46,14 @@ def is_batched(*values):
 
         _BATCHED_TYPE = BatchedTensor
     return any(isinstance(v, _BATCHED_TYPE) for v in _flat(values))
+
+
+def physical(value):
+    """The tensor under every vmap level of ``value`` (``value`` itself when it is
+    not batched): for checks that hold for all samples at once."""
+    while is_batched(value):
+        value = value._value
+    return value
 
 
 def dispatch(func, args, kwargs=None):

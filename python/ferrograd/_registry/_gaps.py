@@ -15,22 +15,12 @@ from .schema import COMPILE, GRAD, GRADGRAD, JVP, VMAP, VMAP_INPLACE  # noqa: F4
 
 _NO_INPLACE_RULE = ("vmap has no batching rule for the in-place form: it raises \"there is no "
                     "batching rule for Tensor.{name}_\"")
-_NO_RULE = "vmap has no batching rule: it raises an error naming the op"
-_NOT_BATCHED = "vmap has no batching rule: the binding refuses a BatchedTensor argument (TypeError)"
 
 REFUSE: dict = {
-    **{n: {VMAP_INPLACE: _NO_INPLACE_RULE.format(name=n)}
-       for n in ("t", "transpose", "unsqueeze", "squeeze")},
     "histc": {VMAP: "its counts are computed in NumPy from the values, which vmap cannot read"},
-    "conv_transpose1d": {VMAP: _NO_RULE},
-    "conv_transpose2d": {VMAP: _NO_RULE},
-    "gaussian_nll_loss": {VMAP: "its argument check calls Tensor.any, which has no batching rule"},
     **{n: {COMPILE: "its output's shape depends on its input's values (a graph break in "
                     "torch.compile): the capture fails naming the op"}
        for n in ("unique", "unique_consecutive", "bincount")},
-    "bilinear": {VMAP: _NOT_BATCHED},
-    "scaled_dot_product_attention": {VMAP: _NOT_BATCHED},
-    "multi_head_attention_forward": {VMAP: _NOT_BATCHED},
 }
 
 DEFECTS: dict = {

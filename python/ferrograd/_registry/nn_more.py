@@ -16,9 +16,7 @@ from .schema import (
     FP32,
     FUNCTION,
     LOWER_PRECISION_FP,
-    NONE,
     POSITIVE,
-    VMAP,
     Domain,
     Sample,
     T,
@@ -86,15 +84,13 @@ _f("fold", "resample", "Sums columns of sliding blocks back into an image (col2i
    _refs.fold, fixed(T((1, 8, 4)), (3, 3), 2), **_rule("unfold"))
 _f("affine_grid", "resample", "The sampling grid of the affine maps `theta` (N, 2, 3) over an output of "
    "`size` (N, C, H, W), for `grid_sample`.", _refs.affine_grid,
-   fixed(T((1, 2, 3)), (1, 1, 3, 4), align_corners=False), batching=NONE,
-   refuse={VMAP: "no batching rule: its inputs carry the batch dimension N already"})
+   fixed(T((1, 2, 3)), (1, 1, 3, 4), align_corners=False), **_rule("affine_grid"))
 _f("grid_sample", "resample", "Samples `input` at the normalised points of `grid` (bilinear, nearest or "
    "bicubic; zeros, border or reflection padding).", None,
    fixed(T((1, 1, 3, 4)), T((1, 2, 3, 2), domain=Domain(-0.9, 0.9), grad=False),
          align_corners=False),
-   batching=NONE,
-   refuse={FORWARD: "checked against the NumPy reference in tests/test_nn_grid_sample.py",
-           VMAP: "no batching rule: its inputs carry the batch dimension N already"},
+   **_rule("grid_sample"),
+   refuse={FORWARD: "checked against the NumPy reference in tests/test_nn_grid_sample.py"},
    autocast=FP32)
 _f("pixel_shuffle", "resample", "Rearranges (N, C*r^2, H, W) into (N, C, H*r, W*r).", _refs.pixel_shuffle,
    fixed(T((1, 8, 2, 3)), 2), surfaces=FF, **_rule("view"))

@@ -31,10 +31,10 @@ from .schema import (
     LINALG,
     LOWER_PRECISION_FP,
     METHOD,
-    NONE,
     NUMERIC,
     PROMOTE,
     REDUCTION,
+    VIEW,
     VMAP,
     Domain,
     Op,
@@ -511,7 +511,7 @@ _o("mvlgamma", "special", "The multivariate log-gamma function of dimension `p`,
 _o("unfold_windows", "view", "A view of every window of `size` elements, `step` apart, along "
    "`dimension` (a new last dimension walks a window).", _windows,
    Sample("fixed", (T((2, 7)), 1, 3, 2), call=lambda fn, x, *a: x.unfold(*a)),
-   surfaces=(), aliases=(("unfold", (METHOD,)),), dtypes=ALL, batching=NONE, refuse={VMAP: NO_RULE})
+   surfaces=(), aliases=(("unfold", (METHOD,)),), dtypes=ALL, batching=VIEW)
 _o("bfloat16", "conversion", "`input` converted to bfloat16.", lambda x: x.astype(np.float32),
    # Read back as float32 (exact here): NumPy has no bfloat16.
    Sample("fixed", (T((2, 3), domain=ints(0, 5), dtype="int64"),), call=lambda fn, x: fn(x).float()),

@@ -277,6 +277,27 @@ def _diagonal(self, offset=0, dim1=0, dim2=1):
     )
 
 
+def _unfold(self, dimension, size, step):
+    """A view of every window of ``size`` elements, ``step`` apart, along logical
+    ``dimension`` (a new last dimension)."""
+    return BatchedTensor(self._value.unfold(norm_dim(dimension, self.dim()), size, step),
+                         self._level)
+
+
+def _restride(view):
+    """The in-place form of a shape op: ``self`` takes the view's layout. The
+    physical value is rebound rather than restrided, so a tensor vmap was
+    given keeps its own shape, as each sample's view does in a loop."""
+
+    def method(self, *args, **kwargs):
+        self._value = view(self, *args, **kwargs)._value
+        return self
+
+    method.__name__ = view.__name__.lstrip("_") + "_"
+    method.__doc__ = f"``Tensor.{method.__name__}`` on the logical value, in place."
+    return method
+
+
 def _key(self, key):
     key = key if isinstance(key, tuple) else (key,)
     for k in key:
@@ -342,7 +363,10 @@ for _n, _f in {
     "view": _view, "reshape": _reshape, "flatten": _flatten, "permute": _permute,
     "transpose": _transpose, "swapaxes": _transpose, "t": _t, "unsqueeze": _unsqueeze,
     "squeeze": _squeeze, "expand": _expand, "broadcast_to": _expand, "repeat": _repeat,
-    "movedim": _movedim, "diagonal": _diagonal, "__getitem__": _getitem,
+    "movedim": _movedim, "diagonal": _diagonal, "unfold": _unfold, "__getitem__": _getitem,
+    "t_": _restride(_t), "transpose_": _restride(_transpose),
+    "swapaxes_": _restride(_transpose), "swapdims_": _restride(_transpose),
+    "squeeze_": _restride(_squeeze), "unsqueeze_": _restride(_unsqueeze),
     "__setitem__": _setitem, "uniform_": _random_("uniform_"), "normal_": _random_("normal_"),
     "bernoulli_": _random_("bernoulli_"), "bernoulli": _bernoulli,
     "exponential_": _random_("exponential_"), "geometric_": _random_("geometric_"),
@@ -432,10 +456,9 @@ def _inplace_composed(name):
     return method
 
 
-#: In-place forms that change a tensor's shape or strides rather than its values: a
-#: batched value cannot be restrided in place (they have no batching rule).
-_RESTRIDING = {"squeeze_", "unsqueeze_", "t_", "transpose_", "swapaxes_", "swapdims_",
-               "detach_", "resize_", "resize_as_", "as_strided_", "set_", "share_memory_"}
+#: In-place forms that change a tensor's storage or layout in ways no batching rule
+#: describes (the shape ops' in-place forms have their own rules above).
+_RESTRIDING = {"detach_", "resize_", "resize_as_", "as_strided_", "set_", "share_memory_"}
 
 
 def _attach_inplace_forms():

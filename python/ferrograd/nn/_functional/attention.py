@@ -176,6 +176,12 @@ def scaled_dot_product_attention(
         kwargs = dict(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
                       scale=scale, enable_gqa=enable_gqa)  # fmt: skip
         return _dispatch.dispatch(scaled_dot_product_attention, (query, key, value), kwargs)
+    if _dispatch.is_batched(query, key, value, attn_mask):
+        from ...func._nn_rules import sdpa_rule
+
+        kwargs = dict(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                      scale=scale, enable_gqa=enable_gqa)  # fmt: skip
+        return sdpa_rule(scaled_dot_product_attention, (query, key, value), kwargs)
     for name, t in (("query", query), ("key", key), ("value", value)):
         _dispatch.check_tensor("scaled_dot_product_attention", t, name, None, passes=None)
     if attn_mask is not None and not isinstance(attn_mask, _C.Tensor) and not hasattr(
@@ -265,12 +271,12 @@ def _canonical_mask(mask, name, other_dtype, other_name, target_dtype, check_oth
 
 def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
     for name, t in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(t, _C.Tensor):
+        if not isinstance(t, _C.Tensor) and not _dispatch.is_batched(t):
             raise TypeError(
                 f"multi_head_attention_forward(): {name} must be a Tensor, not {type(t).__name__}"
             )
     for name, t in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
-        if t is not None and not isinstance(t, _C.Tensor):
+        if t is not None and not isinstance(t, _C.Tensor) and not _dispatch.is_batched(t):
             raise TypeError(
                 f"multi_head_attention_forward(): {name} must be a Tensor or None, not {type(t).__name__}"
             )

@@ -127,7 +127,7 @@ def _check_conv_args(weight, stride, padding, dilation, groups, sd, transposed=F
 def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
     if _dispatch.has_protocol(input, weight, bias):
         if _dispatch.is_batched(input, weight, bias):
-            from ...func._rules import conv_rule
+            from ...func._nn_rules import conv_rule
 
             return conv_rule(_conv, input, weight, bias, stride, padding, dilation, groups, sd)
         public = conv1d if sd == 1 else conv2d
@@ -279,6 +279,14 @@ def conv2d(
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, sd):
+    if _dispatch.is_batched(input, weight, bias):
+        from ...func._nn_rules import conv_rule
+
+        def unbatched(x, w, b, stride, padding, dilation, groups, sd):
+            return _conv_transpose(x, w, b, stride, padding, output_padding, groups, dilation, sd)
+
+        return conv_rule(unbatched, input, weight, bias, stride, padding, dilation, groups, sd,
+                         name=f"conv_transpose{sd}d")
     if _dispatch.has_protocol(input, weight, bias):
         public = conv_transpose1d if sd == 1 else conv_transpose2d
         args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
@@ -1393,14 +1401,14 @@ def interpolate(
 
 def _rowwise(fn, batched_rank):
     """``fn`` with its vmap rule: a batched input runs as one call on the
-    samples' rows (``func._rules.rowwise_rule``)."""
+    samples' rows (``func._nn_rules.rowwise_rule``)."""
 
     @functools.wraps(fn)
     def wrapper(input, *args, **kwargs):
         if hasattr(type(input), "__ferrograd_function__"):
             if not _dispatch.is_batched(input):
                 return _dispatch.dispatch(wrapper, (input, *args), kwargs)
-            from ...func._rules import rowwise_rule
+            from ...func._nn_rules import rowwise_rule
 
             return rowwise_rule(wrapper, batched_rank, input, args, kwargs)
         return fn(input, *args, **kwargs)

@@ -103,7 +103,7 @@ def conv3d(
         if not _dispatch.is_batched(input, weight, bias):
             args = (input, weight, bias, stride, padding, dilation, groups)
             return _dispatch.dispatch(conv3d, args)
-        from ...func._rules import conv_rule
+        from ...func._nn_rules import conv_rule
 
         def unbatched_conv(i, w, b, st, pad, dil, g, _sd):
             return conv3d(i, w, b, st, pad, dil, g)

@@ -24,7 +24,7 @@ import operator
 import warnings
 from typing import TYPE_CHECKING
 
-from ... import _C
+from ... import _C, _dispatch
 from ..._autocast import autocast_op as _autocast_op
 from ..._dispatch import check_tensor as _check_tensor
 
@@ -229,6 +229,11 @@ def grid_sample(
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
+    if _dispatch.is_batched(input, grid):
+        from ...func._nn_rules import grid_sample_rule
+
+        kwargs = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+        return grid_sample_rule(grid_sample, input, grid, kwargs)
     _check(input, grid, mode)
     d = input.dim() - 2
     n, c = input.shape[0], input.shape[1]
@@ -329,7 +334,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
         tensor([[[[1., 3.],
                   [0., 2.]]]])
     """
-    _check_tensor("affine_grid", theta, "theta", None, passes=None)
+    _check_tensor("affine_grid", theta, "theta", None, passes=_dispatch.is_batched)
     try:
         items = list(size)
     except TypeError:
@@ -351,6 +356,10 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
         align_corners = False
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if _dispatch.is_batched(theta):
+        from ...func._nn_rules import affine_grid_rule
+
+        return affine_grid_rule(affine_grid, theta, size, align_corners)
     if len(size) == 4:
         if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
             raise ValueError(

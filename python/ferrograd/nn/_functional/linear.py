@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..._dispatch import check_tensor as _check_tensor
+from ..._dispatch import is_batched as _is_batched
 
 if TYPE_CHECKING:
     from ..._C import Tensor
@@ -37,7 +38,8 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
         tensor([[36.]])
     """
     for name, value, pos in (("input1", input1, 1), ("input2", input2, 2), ("weight", weight, 3)):
-        _check_tensor("bilinear", value, name, pos, passes=None)
+        # vmap's BatchedTensor passes: the body is ops with batching rules.
+        _check_tensor("bilinear", value, name, pos, passes=_is_batched)
     if weight.dim() != 3:
         raise RuntimeError(f"bilinear(): weight must be 3-D, got {weight.dim()}-D")
     if input1.dim() == 0:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ... import _C
+from ... import _C, _dispatch
 from ..._autocast import autocast_op as _autocast_op
 from ..._replay import replayed
 from ...autograd.grad_mode import no_grad
@@ -559,7 +559,9 @@ def gaussian_nll_loss(
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    if bool((var < 0).any()):
+    # Under vmap the check reads every sample at once (a batched bool would be a
+    # data-dependent branch).
+    if bool(_dispatch.physical(var < 0).any()):
         raise ValueError("var has negative entry/entries")
     var = var.clone()
     with no_grad():

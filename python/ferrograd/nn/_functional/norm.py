@@ -353,7 +353,7 @@ def embedding(
         if not _dispatch.is_batched(input, weight):
             args = (input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
             return _dispatch.dispatch(embedding, args)
-        from ...func._rules import embedding_rule
+        from ...func._nn_rules import embedding_rule
 
         return embedding_rule(
             embedding, input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse
