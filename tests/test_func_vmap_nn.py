@@ -176,3 +176,23 @@ def test_inplace_shape_ops_match_loop(name, args):
 def test_unfold_windows_matches_loop(size, step, dim):
     x = fg.arange(3 * 4 * 5, dtype=fg.float64).reshape(3, 4, 5)
     _check(lambda s: s.unfold(dim, size, step), [x], [True])
+
+
+@given(seed=st.integers(0, 2**16), bins=st.integers(1, 6),
+       rng_kind=st.sampled_from(["data", "given"]), nested=st.booleans())
+def test_histc_matches_loop(seed, bins, rng_kind, nested):
+    rng = np.random.default_rng(seed)
+    x = fg.tensor(rng.standard_normal((2, 3, 7)).astype(np.float32))
+    x[1, 2] = 0.5  # a sample whose data range is empty
+    lo, hi = (0.0, 0.0) if rng_kind == "data" else (-1.0, 1.0)
+
+    def fn(s):
+        return fg.histc(s, bins=bins, min=lo, max=hi)
+
+    if nested:
+        got = fg.vmap(fg.vmap(fn), in_dims=1)(x)  # the outer level maps dim 1
+        want = fg.stack([fg.stack([fn(x[i, j]) for i in range(2)]) for j in range(3)])
+    else:
+        got = fg.vmap(fn)(x[0])
+        want = fg.stack([fn(x[0, j]) for j in range(3)])
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -17,7 +17,6 @@ _NO_INPLACE_RULE = ("vmap has no batching rule for the in-place form: it raises 
                     "batching rule for Tensor.{name}_\"")
 
 REFUSE: dict = {
-    "histc": {VMAP: "its counts are computed in NumPy from the values, which vmap cannot read"},
     **{n: {COMPILE: "its output's shape depends on its input's values (a graph break in "
                     "torch.compile): the capture fails naming the op"}
        for n in ("unique", "unique_consecutive", "bincount")},

@@ -286,16 +286,6 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     """A histogram of ``input`` with ``bins`` equal-width bins between ``min`` and ``max``
     (the data's range when both are 0); elements outside are ignored."""
     _check("histc", input)
-    if _vmap_level(input)[0]:
-        # Counted in NumPy from the values: there is no batched form to run, and vmap
-        # never falls back to a per-sample loop.
-        from ..func._rules import refusal
-
-        raise RuntimeError(
-            "vmap: there is no batching rule for ferrograd.histc; it cannot be used inside "
-            "vmap/jacrev/jacfwd (ferrograd never falls back to a slow per-sample loop)"
-            + refusal("histc")
-        )
     if not input.is_floating_point():
         raise RuntimeError(
             f"\"histogram_cpu\" not implemented for '{str(input.dtype).split('.')[-1].capitalize()}'"
@@ -303,10 +293,12 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     if bins <= 0:
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
     _alloc_guard(8 * int(bins))
-    arr = _np(input).reshape(-1)
     lo, hi = float(min), float(max)
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
+    if _vmap_level(input)[0]:
+        return _histc_batched(input, int(bins), lo, hi)
+    arr = _np(input).reshape(-1)
     if lo == hi and arr.size:
         lo, hi = float(arr.min()), float(arr.max())
     if lo == hi:
@@ -324,6 +316,44 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     pos = np.clip(pos, 0, int(bins) - 1)
     counts = np.bincount(pos, minlength=int(bins))
     return _from_np(counts.astype(np.float64), input.dtype)
+
+
+def _histc_batched(input, bins, lo, hi):
+    """``histc`` under vmap: every sample's histogram in one NumPy pass over the
+    physical value (one row per sample, each with its own data range when
+    ``min == max``, the bins of row r offset by r * bins), wrapped back into
+    the levels it came from."""
+    from ..func._batched import BatchedTensor
+
+    levels, v = [], input
+    while isinstance(v, BatchedTensor):
+        levels.append(v._level)
+        v = v._value
+    arr = _np(v)
+    batch = arr.shape[: len(levels)]
+    rows = arr.reshape(math.prod(batch), -1)
+    n = rows.shape[0]
+    lo_r, hi_r = np.full(n, lo), np.full(n, hi)
+    if lo == hi and rows.shape[1]:
+        lo_r, hi_r = rows.min(1).astype(np.float64), rows.max(1).astype(np.float64)
+    same = lo_r == hi_r
+    lo_r[same] -= 1
+    hi_r[same] += 1
+    bad = ~(np.isfinite(lo_r) & np.isfinite(hi_r))
+    if bad.any():
+        r = int(np.argmax(bad))
+        raise RuntimeError(f"torch.histc: range of [{lo_r[r]}, {hi_r[r]}] is not finite")
+    # The unbatched path's arithmetic, row by row (see histc).
+    lo_t, hi_t = lo_r.astype(arr.dtype)[:, None], hi_r.astype(arr.dtype)[:, None]
+    inside = (rows >= lo_t) & (rows <= hi_t)
+    with np.errstate(all="ignore"):
+        pos = ((rows - lo_t) / (hi_t - lo_t) * arr.dtype.type(bins)).astype(np.int64)
+    pos = np.clip(pos, 0, bins - 1) + np.arange(n, dtype=np.int64)[:, None] * bins
+    counts = np.bincount(pos[inside], minlength=n * bins).reshape(*batch, bins)
+    out = _from_np(counts.astype(np.float64), input.dtype)
+    for level in reversed(levels):
+        out = BatchedTensor(out, level)
+    return out
 
 
 @_replayed("isin")
