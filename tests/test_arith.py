@@ -462,6 +462,32 @@ def test_all_any_match_numpy(a):
         assert out.item() == bool(expected)
 
 
+_ALL_ANY_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
+                   "float64"]
+
+
+@pytest.mark.parametrize("dtype", _ALL_ANY_DTYPES)
+@given(data=st.data())
+def test_all_any_every_dtype_and_layout(dtype, data):
+    # Zeros placed anywhere (the scan works in blocks), -0.0 counted as zero and NaN
+    # as nonzero, read through contiguous, transposed and strided views.
+    n = data.draw(st.integers(0, 3000))
+    a = np.ones(n, dtype=np.float64)
+    for i in data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=3)) if n else []:
+        a[i] = data.draw(st.sampled_from([0.0, -0.0] if dtype.startswith("float") else [0.0]))
+    if dtype.startswith("float") and n and data.draw(st.booleans()):
+        a[data.draw(st.integers(0, n - 1))] = np.nan
+    arr = a.astype(dtype)
+    t = fg.tensor(arr)
+    views = [(t, arr)]
+    if n % 2 == 0 and n:
+        views.append((t.reshape(2, -1).t(), arr.reshape(2, -1).T))
+        views.append((t[::2], arr[::2]))
+    for v, ref in views:
+        assert v.all().item() == bool(np.all(ref != 0)), (dtype, ref)
+        assert v.any().item() == bool(np.any(ref != 0)), (dtype, ref)
+
+
 def test_all_any_of_numbers_and_empty():
     assert fg.tensor([1.0, 2.0]).all().item() is True
     assert fg.tensor([0.0, 2.0]).all().item() is False

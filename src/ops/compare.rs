@@ -64,21 +64,45 @@ fn to_bool(t: &Tensor) -> Tensor {
 
 /// Whether every element is nonzero (a 0-d bool tensor).
 pub(crate) fn all(a: &Tensor) -> Result<Tensor> {
-    if let Some((flat, _, _)) = super::layout::memory_order(a) {
-        // Order does not matter: a permuted input is read as its memory.
-        return all(&flat);
-    }
-    let v = to_bool(a).to_vec::<bool>();
-    Ok(Tensor::scalar(v.iter().all(|&x| x)))
+    Ok(Tensor::scalar(nonzero_scan(a, true)))
 }
 
 /// Whether any element is nonzero (a 0-d bool tensor).
 pub(crate) fn any(a: &Tensor) -> Result<Tensor> {
+    Ok(Tensor::scalar(nonzero_scan(a, false)))
+}
+
+/// `all` (`want_all`) or `any` of the elements' truth, read where they lie: no
+/// bool copy is made, and the order does not matter, so a permuted input is
+/// read as its memory.
+fn nonzero_scan(a: &Tensor, want_all: bool) -> bool {
     if let Some((flat, _, _)) = super::layout::memory_order(a) {
-        return any(&flat);
+        return nonzero_scan(&flat, want_all);
     }
-    let v = to_bool(a).to_vec::<bool>();
-    Ok(Tensor::scalar(v.iter().any(|&x| x)))
+    let v = a.view();
+    let direct =
+        crate::dispatch!(v.dtype(), T => v.as_slice::<T>().map(|d| scan_nonzero(d, want_all)));
+    direct.unwrap_or_else(|| {
+        let b = to_bool(a).to_vec::<bool>();
+        scan_nonzero(&b, want_all)
+    })
+}
+
+/// The scan of [`nonzero_scan`] over a slice: a lane-wise AND (OR) over each
+/// block, which vectorises, and one early-exit branch per block rather than
+/// per element. NaN is nonzero and -0.0 is zero, as in PyTorch.
+fn scan_nonzero<T: Copy + PartialEq + Default>(data: &[T], want_all: bool) -> bool {
+    let zero = T::default();
+    for block in data.chunks(1024) {
+        if want_all {
+            if !block.iter().fold(true, |acc, &x| acc & (x != zero)) {
+                return false;
+            }
+        } else if block.iter().fold(false, |acc, &x| acc | (x != zero)) {
+            return true;
+        }
+    }
+    want_all
 }
 
 pub(crate) fn logical_xor(a: &Tensor, b: &Tensor) -> Result<Tensor> {
