@@ -36,6 +36,7 @@ pub(crate) mod small_gemm;
 pub(crate) mod softmax;
 pub(crate) mod sort;
 pub(crate) mod special;
+mod transpose;
 pub mod trig_f32;
 pub(crate) mod vmath;
 
