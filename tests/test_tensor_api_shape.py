@@ -233,6 +233,9 @@ def test_isin_unique_consecutive():
     assert fg.isin(T(a), T([2, 3])).tolist() == [[False, True], [True, False]]
     assert fg.isin(T(a), 4, invert=True).tolist() == [[True, True], [True, False]]
     assert fg.isin(3, T(a)).item() is True
+    # A 0-d input gives a 0-d result, as in PyTorch.
+    assert fg.isin(fg.tensor(2), T(a)).shape == ()
+    assert fg.isin(3, T(a)).shape == ()
     x = fg.tensor([1, 1, 2, 2, 3, 1, 1, 2])
     out, inv, cnt = fg.unique_consecutive(x, return_inverse=True, return_counts=True)
     assert out.tolist() == [1, 2, 3, 1, 2]

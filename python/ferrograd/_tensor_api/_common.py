@@ -33,8 +33,12 @@ def _wrap_dim(dim, ndim):
 
 
 def _from_np(arr, dtype=None):
-    arr = np.ascontiguousarray(arr)
-    out = _C.tensor(arr.item()) if arr.ndim == 0 else _C.from_numpy(arr)
+    arr = np.asarray(arr)
+    if arr.ndim == 0:
+        # A 0-d result stays 0-d, in its own dtype (ascontiguousarray would make it 1-d).
+        out = _C.from_numpy(arr.reshape(1).copy()).reshape(())
+    else:
+        out = _C.from_numpy(np.ascontiguousarray(arr))
     return out if dtype is None or out.dtype == dtype else out.to(dtype)
 
 
