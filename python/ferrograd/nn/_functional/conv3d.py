@@ -6,15 +6,15 @@ for tap ``i`` the input depths ``o * stride + i * dilation`` of every output
 depth ``o`` are folded into the batch, convolved with ``weight[:, :, i]``
 (one ``conv2d`` call per tap, so ``kD`` GEMM passes), and the taps added.
 Max pooling pools each depth slice in 2-d (depths folded into channels),
-then takes the maximum over each depth window; average pooling likewise
-averages in 2-d, then over the depth window, since PyTorch's divisor is the
-product of the per-dimension window sizes. Everything is recorded ops, so
+then pools the depth windows with the same 2-d kernel (the slices' maxima
+as a ``(D, H_out * W_out)`` image under a ``(kD, 1)`` window); average
+pooling likewise, since PyTorch's divisor is the product of the
+per-dimension window sizes. Everything is recorded ops, so
 gradients of every order follow.
 """
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Literal, overload
 
 from ... import _C, _dispatch
@@ -25,9 +25,7 @@ from .conv import (
     _rowwise,
     _stride,
     _tuple,
-    avg_pool2d,
     conv2d,
-    max_pool2d_with_indices,
 )
 from .conv import _check_pool as _pool_checks
 
@@ -226,7 +224,9 @@ def max_pool3d_with_indices(
         raise RuntimeError(
             f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
         )
-    planes, where = max_pool2d_with_indices(
+    # The 3-d checks above cover the in-plane ones: the kernel directly.
+    ceil_mode = bool(ceil_mode)
+    planes, where = _C.max_pool2d_with_indices(
         x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:], ceil_mode
     )
     Ho, Wo = planes.shape[2], planes.shape[3]
@@ -236,33 +236,19 @@ def max_pool3d_with_indices(
         # An empty batch, however deep: no loop over its output depths.
         values = planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
         return values, _C.zeros((N, C, Do, Ho, Wo), dtype=_C.int64)
-    neg = _C.full((), -math.inf, dtype=x.dtype)
-    # Only the depth taps some window reaches inside the input (at most Do * D of
-    # them): a kernel of 2**62 covers a depth of 5 with a handful.
-    taps = sorted({
-        j
-        for o in range(Do)
-        for j in range(max(0, -((o * s[0] - p[0]) // d[0])),
-                       min(k[0] - 1, (D - 1 + p[0] - o * s[0]) // d[0]) + 1)
-    }) or [0]
-    cands, depths = [], []
-    for j in taps:
-        pos = [o * s[0] - p[0] + j * d[0] for o in range(Do)]
-        valid = _C.tensor([0 <= q < D for q in pos]).reshape(1, 1, Do, 1, 1)
-        clipped = _C.tensor([min(max(q, 0), D - 1) for q in pos])
-        cands.append(_C.where(valid, planes.index_select(2, clipped), neg))
-        depths.append(clipped)
-    # The first maximum in scan order (depth first), as PyTorch's kernel keeps.
-    values, tap = _C.stack(cands, 3).max(3)
-    nt = len(taps)
-    depth = _C.stack(depths, 1).reshape(1, 1, Do, nt, 1, 1).expand(N, C, Do, nt, Ho, Wo)
-    chosen_depth = depth.gather(3, tap.unsqueeze(3)).squeeze(3)
-    in_plane = (
-        _C.stack([where.index_select(2, dd) for dd in depths], 3)
-        .gather(3, tap.unsqueeze(3))
-        .squeeze(3)
+    # The depth windows pooled by the same 2-d kernel, each plane's maxima laid
+    # out as a (D, Ho * Wo) image and pooled with a (kD, 1) window: the first
+    # maximum in depth-first scan order, as PyTorch's kernel keeps, with its
+    # padding, dilation and ceil_mode rules.
+    HWo = Ho * Wo
+    values, at = _C.max_pool2d_with_indices(
+        planes.reshape(N, C, D, HWo), [k[0], 1], [s[0], 1], [p[0], 0], [d[0], 1], ceil_mode
     )
-    indices = chosen_depth * (H * W) + in_plane
+    at = at.reshape(N, C, Do * HWo)
+    in_plane = where.reshape(N, C, D * HWo).gather(2, at)
+    indices = (at // HWo) * (H * W) + in_plane
+    values = values.reshape(N, C, Do, Ho, Wo)
+    indices = indices.reshape(N, C, Do, Ho, Wo)
     if unbatched:
         values, indices = values.squeeze(0), indices.squeeze(0)
     return values, indices
@@ -397,13 +383,13 @@ def avg_pool3d(
             f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
         )
     # In-plane sums (divisor 1) or means; the divisor is a product of per-dimension counts.
-    planes = avg_pool2d(
+    planes = _C.avg_pool2d(
         x.reshape(N, C * D, H, W),
         k[1:],
         s[1:],
         p[1:],
-        ceil_mode,
-        count_include_pad,
+        bool(ceil_mode),
+        bool(count_include_pad),
         1 if divisor_override is not None else None,
     )
     Ho, Wo = planes.shape[2], planes.shape[3]
@@ -411,17 +397,18 @@ def avg_pool3d(
     if N == 0:
         # An empty batch, however deep: no loop over its output depths.
         return planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
-    out = []
-    for o in range(Do):
-        start = o * s[0] - p[0]
-        end = min(start + k[0], D + p[0])
-        lo, hi = max(start, 0), min(end, D)
-        total = planes.narrow(2, lo, hi - lo).sum(2)
-        if divisor_override is not None:
-            out.append(total / int(divisor_override))
-        else:
-            out.append(total / ((end - start) if count_include_pad else (hi - lo)))
-    result = _C.stack(out, 2)
+    # The depth windows averaged by the same 2-d kernel, the plane averages laid
+    # out as a (D, Ho * Wo) image under a (kD, 1) window: the depth count is the
+    # last factor of PyTorch's divisor (or the override, the in-plane pass summing).
+    result = _C.avg_pool2d(
+        planes.reshape(N, C, D, Ho * Wo),
+        [k[0], 1],
+        [s[0], 1],
+        [p[0], 0],
+        bool(ceil_mode),
+        bool(count_include_pad),
+        None if divisor_override is None else int(divisor_override),
+    ).reshape(N, C, Do, Ho, Wo)
     return result.squeeze(0) if unbatched else result
 
 
