@@ -726,21 +726,35 @@ def _binary_search(seq, vals, right):
     PyTorch, where NumPy's ``searchsorted`` orders NaN above everything.
     ``seq`` is 1-D, or 2-D with one row per row of ``vals``."""
     vals = np.asarray(vals)
+    if (
+        seq.ndim == 1
+        and seq.dtype.kind in "biuf"
+        and vals.dtype.kind in "biuf"
+        and not np.isnan(seq[-1:]).any()
+        and bool((seq[:-1] <= seq[1:]).all())
+    ):
+        # Sorted without NaN: the insertion point is the only answer, NumPy's too
+        # (a NaN value goes to the end in both), in one native call.
+        return np.searchsorted(seq, vals, "right" if right else "left")
     n = seq.shape[-1]
     lo = np.zeros(vals.shape, dtype=np.int64)
-    hi = np.full(vals.shape, n, dtype=np.int64)
+    if n == 0:
+        return lo
+    # Each value's window [lo, lo + size) shrinks to at most size // 2 a step, so
+    # n.bit_length() steps finish every bisection; an empty window stays put.
+    size = np.full(vals.shape, n, dtype=np.int64)
+    # One element past the end, read (and ignored) by an empty window at lo == n.
+    seq = np.concatenate([seq, seq[..., -1:]], -1)
     rows = None if seq.ndim == 1 else np.arange(seq.shape[0]).reshape(-1, 1)
-    with np.errstate(invalid="ignore"):
-        while True:
-            active = lo < hi
-            if not active.any():
-                return lo
-            mid = lo + ((hi - lo) >> 1)
-            at = np.minimum(mid, n - 1)
-            m = seq[at] if rows is None else seq[rows, at]
-            go_right = ~(m > vals) if right else ~(m >= vals)
-            lo = np.where(active & go_right, mid + 1, lo)
-            hi = np.where(active & ~go_right, mid, hi)
+    stops = np.greater if right else np.greater_equal
+    for _ in range(n.bit_length()):
+        half = size >> 1
+        mid = lo + half
+        # Right while the window is open and not seq[mid] >= v (> v with right).
+        go = np.greater(size > 0, stops(seq[mid] if rows is None else seq[rows, mid], vals))
+        lo = np.where(go, mid + 1, lo)
+        size = np.where(go, size - half - 1, half)
+    return lo
 
 
 @_replayed("bucketize")
