@@ -6,6 +6,7 @@ the integer targets up front."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import TYPE_CHECKING
 
@@ -270,12 +271,17 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    n = input.shape[0]
-    rows, cols = np.triu_indices(n, 1)
-    i = _C.tensor(rows.astype(np.int64))
-    j = _C.tensor(cols.astype(np.int64))
+    i, j = _pair_rows(input.shape[0])
     diff = input.index_select(0, i) - input.index_select(0, j)
     return diff.norm(p, 1)
+
+
+@functools.lru_cache(maxsize=32)
+def _pair_rows(n):
+    """The rows ``i < j`` of every pair, as int64 index tensors; kept per ``n``
+    (only ever read by ``index_select``, never handed out)."""
+    rows, cols = np.triu_indices(n, 1)
+    return _C.tensor(rows.astype(np.int64)), _C.tensor(cols.astype(np.int64))
 
 
 @tensor_args("logits")
