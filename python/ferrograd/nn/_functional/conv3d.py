@@ -3,8 +3,9 @@ the 2-d kernels.
 
 A 3-d convolution is a sum over the kernel's depth taps of 2-d convolutions:
 for tap ``i`` the input depths ``o * stride + i * dilation`` of every output
-depth ``o`` are folded into the batch, convolved with ``weight[:, :, i]``
-(one ``conv2d`` call per tap, so ``kD`` GEMM passes), and the taps added.
+depth ``o`` are folded into the batch; the taps' slices are laid side by side
+as channels (``Tensor.unfold`` over the depth) and convolved once with the
+weight's taps likewise laid out, so the GEMM sums over the taps.
 Max pooling pools each depth slice in 2-d (depths folded into channels),
 then pools the depth windows with the same 2-d kernel (the slices' maxima
 as a ``(D, H_out * W_out)`` image under a ``(kD, 1)`` window); average
@@ -25,7 +26,6 @@ from .conv import (
     _rowwise,
     _stride,
     _tuple,
-    conv2d,
 )
 from .conv import _check_pool as _pool_checks
 
@@ -44,12 +44,6 @@ def _batched(input, name):
             f"{list(input.shape)}"
         )
     return (input.unsqueeze(0), True) if input.dim() == 4 else (input, False)
-
-
-def _depth_taps(x, start, count, step):
-    """Depths ``start, start + step, ...`` (``count`` of them) of ``x`` (dim 2)."""
-    idx = _C.arange(start, start + step * (count - 1) + 1, step)
-    return x.index_select(2, idx)
 
 
 @_autocast_op("conv3d")
@@ -85,9 +79,10 @@ def conv3d(
         Tensor: the convolved input.
 
     Note:
-        ferrograd computes a 3-d convolution as one 2-d convolution per depth tap of
-        the kernel, summed; the result is the same, the speed is that of ``kD``
-        2-d passes.
+        ferrograd computes a 3-d convolution as one 2-d convolution whose input
+        channels are the kernel's depth taps' input slices side by side; the
+        result is the same up to rounding, the unfolded input ``kD`` times the
+        input's size.
 
     Example::
 
@@ -150,12 +145,19 @@ def conv3d(
             f"{dilation[1] * (kh - 1) + 1} x {dilation[2] * (kw - 1) + 1}). Kernel size can't "
             "be greater than actual input size"
         )
-    out = None
-    for i in range(kd):
-        taps = _depth_taps(x, i * dilation[0], Do, stride[0])  # (N, C, Do, H, W)
-        planes = taps.permute(0, 2, 1, 3, 4).reshape(N * Do, C, H, W)
-        y = conv2d(planes, weight[:, :, i], None, stride[1:], padding[1:], dilation[1:], groups)
-        out = y if out is None else out + y
+    # Every depth tap's input slices side by side as channels, (group, tap, channel)
+    # ordered like the weight's (C_out, kD * C_in / groups, kH, kW) reshape: the kD
+    # 2-d convolutions summed become one, its sum over the taps inside the GEMM.
+    span = dilation[0] * (kd - 1) + 1
+    taps = x.unfold(2, span, stride[0])  # (N, C, Do, H, W, span)
+    if dilation[0] > 1:
+        taps = taps.index_select(5, _C.arange(0, span, dilation[0]))
+    taps = taps.reshape(N, groups, Cg, Do, H, W, kd).permute(0, 3, 1, 6, 2, 4, 5)
+    planes = taps.reshape(N * Do, groups * kd * Cg, H, W)
+    w2 = weight.permute(0, 2, 1, 3, 4).reshape(out_ch, kd * Cg, kh, kw)
+    out = _C.convolution(
+        planes, w2, None, stride[1:], padding[1:], dilation[1:], False, [0, 0], groups
+    )
     out = out.reshape(N, Do, out_ch, out.shape[2], out.shape[3]).permute(0, 2, 1, 3, 4)
     if bias is not None:
         out = out + bias.reshape(1, out_ch, 1, 1, 1)
