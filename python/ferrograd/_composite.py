@@ -13,6 +13,7 @@ as in PyTorch, and run through NumPy.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import warnings
 from typing import TYPE_CHECKING, Literal, overload
@@ -128,12 +129,22 @@ def _tri_indices(row, col, offset, lower):
             "DefaultCPUAllocator: can't allocate memory: you tried to allocate "
             f"{2 * 8 * row * col} bytes. Error code 12 (Cannot allocate memory)"
         )
+    # A copy (`tensor`), not `from_numpy`: a compiled replay makes it again from the same
+    # values, and the caller owns (and may write) what it gets.
+    table = _tri_table if row * col <= 1 << 16 else _tri_table.__wrapped__
+    return _C.tensor(table(row, col, offset, lower))
+
+
+@functools.lru_cache(maxsize=32)
+def _tri_table(row, col, offset, lower):
+    """The 2 x N coordinates as NumPy builds them (several calls); small ones are kept
+    per shape, read-only."""
     r = np.arange(row)[:, None]
     c = np.arange(col)[None, :]
     keep = (c - r <= offset) if lower else (c - r >= offset)
-    rr, cc = np.nonzero(keep)
-    # A copy (`tensor`), not `from_numpy`: a compiled replay makes it again from the same values.
-    return _C.tensor(np.stack([rr, cc]).astype(np.int64))
+    out = np.stack(np.nonzero(keep)).astype(np.int64)
+    out.flags.writeable = False
+    return out
 
 
 def tril_indices(
