@@ -117,7 +117,7 @@ def multi_margin_loss(
     z = _C.relu(x - x_y + margin)
     if p == 2:
         z = z * z
-    others = _C.tensor(np.arange(dim)[None, :] != ys[:, None])
+    others = _C.arange(dim) != y.unsqueeze(1)
     per = _C.where(others, z, _C.zeros((), dtype=z.dtype)).sum(1) / dim
     if weight is not None:
         per = per * weight.index_select(0, y)
@@ -167,14 +167,14 @@ def multilabel_margin_loss(
             f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}"
         )
     t = target.reshape(nframe, dim).numpy()
-    counts = np.zeros((nframe, dim))
-    for n in range(nframe):
-        for idx in t[n]:
-            if idx < 0:
-                break
-            if idx >= dim:
-                raise RuntimeError("argument #2 'target' is out of range")
-            counts[n, idx] += 1  # a class listed twice counts twice, as in ATen's loop
+    # Each row's targets: the entries before its first negative one.
+    listed = np.logical_and.accumulate(t >= 0, axis=1)
+    if (listed & (t >= dim)).any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    rows = np.broadcast_to(np.arange(nframe)[:, None], t.shape)
+    # A class listed twice counts twice, as in ATen's loop.
+    counts = np.bincount(rows[listed] * dim + t[listed], minlength=nframe * dim)
+    counts = counts.reshape(nframe, dim).astype(np.float64)
     is_target = counts > 0
     # pair[n, j, k]: how often target class j is paired with non-target class k.
     pair = counts[:, :, None] * (~is_target)[:, None, :]
