@@ -168,13 +168,12 @@ def multilabel_margin_loss(
         )
     t = target.reshape(nframe, dim).numpy()
     # Each row's targets: the entries before its first negative one.
-    listed = np.logical_and.accumulate(t >= 0, axis=1)
-    if (listed & (t >= dim)).any():
+    listed = (t >= 0).cumprod(1, dtype=bool)
+    if (t[listed] >= dim).any():
         raise RuntimeError("argument #2 'target' is out of range")
-    rows = np.broadcast_to(np.arange(nframe)[:, None], t.shape)
     # A class listed twice counts twice, as in ATen's loop.
-    counts = np.bincount(rows[listed] * dim + t[listed], minlength=nframe * dim)
-    counts = counts.reshape(nframe, dim).astype(np.float64)
+    flat = (t + np.arange(0, nframe * dim, dim)[:, None])[listed]
+    counts = np.bincount(flat, minlength=nframe * dim).reshape(nframe, dim).astype(np.float64)
     is_target = counts > 0
     # pair[n, j, k]: how often target class j is paired with non-target class k.
     pair = counts[:, :, None] * (~is_target)[:, None, :]
