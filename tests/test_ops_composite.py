@@ -62,6 +62,17 @@ def test_tri_indices():
     np.testing.assert_array_equal(
         fg.triu_indices(4, 3, -1).numpy(), np.array(np.triu_indices(4, -1, 3))
     )
+    # Each call returns its own tensor: writing one leaves the next call's values alone.
+    first = fg.tril_indices(3, 4, 1)
+    first[0, 0] = 7
+    first.add_(1)
+    np.testing.assert_array_equal(
+        fg.tril_indices(3, 4, 1).numpy(), np.array(np.tril_indices(3, 1, 4))
+    )
+    # A large table, built afresh, is the same.
+    np.testing.assert_array_equal(
+        fg.triu_indices(300, 400, 5).numpy(), np.array(np.triu_indices(300, 5, 400))
+    )
 
 
 @given(st.integers(1, 5), st.integers(-3, 3), st.integers(0, 999))
