@@ -308,6 +308,32 @@ def test_searchsorted_rows_with_no_values_or_no_rows(seq_shape, vals_shape):
     assert out.tolist() == np.full(vals_shape, 0 if seq_shape[-1] == 0 else seq_shape[-1]).tolist()
 
 
+def _bisect(seq, v, right):
+    """PyTorch's documented search: move right while not seq[mid] >= v (> v with right)."""
+    lo, hi = 0, len(seq)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if not (seq[mid] > v if right else seq[mid] >= v):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+_SEARCH_VALUES = st.sampled_from([-2.0, -0.0, 0.0, 1.0, 1.5, 3.0, float("nan"), float("inf")])
+
+
+@given(st.lists(_SEARCH_VALUES, max_size=9), st.lists(_SEARCH_VALUES, max_size=5),
+       st.booleans(), st.booleans())
+def test_searchsorted_follows_the_bisection_sorted_or_not(seq, vals, right, sort):
+    # Sorted sequences take NumPy's search, the others (and NaN ones) the bisection.
+    if sort:
+        seq = sorted(seq, key=lambda v: (v != v, v))  # NaN last, as torch.sort puts it
+    got = fg.searchsorted(fg.tensor(seq, dtype=fg.float64), fg.tensor(vals, dtype=fg.float64),
+                          right=right)
+    assert got.tolist() == [_bisect(seq, v, right) for v in vals]
+
+
 def test_tri_indices_bad_sizes():
     with pytest.raises(RuntimeError, match="row must be non-negative"):
         fg.tril_indices(-1, 3)
