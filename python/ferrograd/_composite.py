@@ -435,16 +435,9 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
             f"linalg.cross: inputs dimension {dim} must have length 3. Got "
             f"{input.shape[dim] if input.dim() else 0} and {other.shape[dim] if other.dim() else 0}"
         )
-    # Component i is a[i+1] * b[i+2] - a[i+2] * b[i+1] (indices mod 3): the three
-    # at once from the components rotated by one and by two.
-    one, two = _ROTATIONS
-    return a.index_select(dim, one) * b.index_select(dim, two) - a.index_select(
-        dim, two
-    ) * b.index_select(dim, one)
-
-
-# The components of a 3-vector rotated by one and by two places (read by index_select only).
-_ROTATIONS = (_C.tensor([1, 2, 0]), _C.tensor([2, 0, 1]))
+    a0, a1, a2 = (a.narrow(dim, i, 1) for i in range(3))
+    b0, b1, b2 = (b.narrow(dim, i, 1) for i in range(3))
+    return _C.cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
 
 
 @_autocast_op("cdist")
