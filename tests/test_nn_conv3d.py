@@ -187,6 +187,20 @@ def test_pool_modules_unbatched_and_errors():
         F.avg_pool3d(x, 2, divisor_override=0)
 
 
+def test_max_pool3d_indices_on_windows_of_minus_inf_and_nan():
+    # Values and indices recorded from PyTorch 2.x (torch.nn.functional.max_pool3d).
+    x = fg.full((1, 1, 3, 2, 2), -math.inf)
+    x[0, 0, 2, 1, 1] = 1.0
+    v, i = F.max_pool3d(x, (2, 1, 1), (1, 1, 1), (1, 0, 0), return_indices=True)
+    assert v.flatten().tolist() == [-math.inf] * 11 + [1.0] + [-math.inf] * 3 + [1.0]
+    assert i.flatten().tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 11, 8, 9, 10, 11]
+    nan = math.nan
+    y = fg.tensor([0.0, nan, 2.0, nan, 1.0, 5.0, 3.0, nan]).reshape(1, 1, 2, 2, 2)
+    v, i = F.max_pool3d(y, (2, 2, 1), (1, 1, 1), return_indices=True)
+    assert v.flatten()[0].item() == 3.0 and math.isnan(v.flatten()[1].item())
+    assert i.flatten().tolist() == [6, 7]
+
+
 @settings(max_examples=6, deadline=None)
 @given(st.integers(0, 2**16))
 def test_gradcheck_first_and_second_order(seed):

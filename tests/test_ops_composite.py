@@ -62,6 +62,17 @@ def test_tri_indices():
     np.testing.assert_array_equal(
         fg.triu_indices(4, 3, -1).numpy(), np.array(np.triu_indices(4, -1, 3))
     )
+    # Each call returns its own tensor: writing one leaves the next call's values alone.
+    first = fg.tril_indices(3, 4, 1)
+    first[0, 0] = 7
+    first.add_(1)
+    np.testing.assert_array_equal(
+        fg.tril_indices(3, 4, 1).numpy(), np.array(np.tril_indices(3, 1, 4))
+    )
+    # A large table, built afresh, is the same.
+    np.testing.assert_array_equal(
+        fg.triu_indices(300, 400, 5).numpy(), np.array(np.triu_indices(300, 5, 400))
+    )
 
 
 @given(st.integers(1, 5), st.integers(-3, 3), st.integers(0, 999))
@@ -295,6 +306,32 @@ def test_searchsorted_rows_with_no_values_or_no_rows(seq_shape, vals_shape):
     out = fg.searchsorted(fg.zeros(*seq_shape), fg.ones(*vals_shape))
     assert tuple(out.shape) == vals_shape and out.dtype == fg.int64
     assert out.tolist() == np.full(vals_shape, 0 if seq_shape[-1] == 0 else seq_shape[-1]).tolist()
+
+
+def _bisect(seq, v, right):
+    """PyTorch's documented search: move right while not seq[mid] >= v (> v with right)."""
+    lo, hi = 0, len(seq)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if not (seq[mid] > v if right else seq[mid] >= v):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+_SEARCH_VALUES = st.sampled_from([-2.0, -0.0, 0.0, 1.0, 1.5, 3.0, float("nan"), float("inf")])
+
+
+@given(st.lists(_SEARCH_VALUES, max_size=9), st.lists(_SEARCH_VALUES, max_size=5),
+       st.booleans(), st.booleans())
+def test_searchsorted_follows_the_bisection_sorted_or_not(seq, vals, right, sort):
+    # Sorted sequences take NumPy's search, the others (and NaN ones) the bisection.
+    if sort:
+        seq = sorted(seq, key=lambda v: (v != v, v))  # NaN last, as torch.sort puts it
+    got = fg.searchsorted(fg.tensor(seq, dtype=fg.float64), fg.tensor(vals, dtype=fg.float64),
+                          right=right)
+    assert got.tolist() == [_bisect(seq, v, right) for v in vals]
 
 
 def test_tri_indices_bad_sizes():

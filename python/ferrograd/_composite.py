@@ -13,6 +13,7 @@ as in PyTorch, and run through NumPy.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import warnings
 from typing import TYPE_CHECKING, Literal, overload
@@ -128,12 +129,22 @@ def _tri_indices(row, col, offset, lower):
             "DefaultCPUAllocator: can't allocate memory: you tried to allocate "
             f"{2 * 8 * row * col} bytes. Error code 12 (Cannot allocate memory)"
         )
+    # A copy (`tensor`), not `from_numpy`: a compiled replay makes it again from the same
+    # values, and the caller owns (and may write) what it gets.
+    table = _tri_table if row * col <= 1 << 16 else _tri_table.__wrapped__
+    return _C.tensor(table(row, col, offset, lower))
+
+
+@functools.lru_cache(maxsize=32)
+def _tri_table(row, col, offset, lower):
+    """The 2 x N coordinates as NumPy builds them (several calls); small ones are kept
+    per shape, read-only."""
     r = np.arange(row)[:, None]
     c = np.arange(col)[None, :]
     keep = (c - r <= offset) if lower else (c - r >= offset)
-    rr, cc = np.nonzero(keep)
-    # A copy (`tensor`), not `from_numpy`: a compiled replay makes it again from the same values.
-    return _C.tensor(np.stack([rr, cc]).astype(np.int64))
+    out = np.stack(np.nonzero(keep)).astype(np.int64)
+    out.flags.writeable = False
+    return out
 
 
 def tril_indices(
@@ -415,8 +426,10 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
         )
         dim = dims3[0]
     # expand rather than broadcast_tensors, which has no batching rule.
-    shape = _broadcast_shapes(tuple(input.shape), tuple(other.shape))
-    a, b = input.expand(*shape), other.expand(*shape)
+    a, b = input, other
+    if input.shape != other.shape:
+        shape = _broadcast_shapes(tuple(input.shape), tuple(other.shape))
+        a, b = input.expand(*shape), other.expand(*shape)
     if a.shape[dim] != 3:
         raise RuntimeError(
             f"linalg.cross: inputs dimension {dim} must have length 3. Got "
@@ -726,21 +739,35 @@ def _binary_search(seq, vals, right):
     PyTorch, where NumPy's ``searchsorted`` orders NaN above everything.
     ``seq`` is 1-D, or 2-D with one row per row of ``vals``."""
     vals = np.asarray(vals)
+    if (
+        seq.ndim == 1
+        and seq.dtype.kind in "biuf"
+        and vals.dtype.kind in "biuf"
+        and not np.isnan(seq[-1:]).any()
+        and bool((seq[:-1] <= seq[1:]).all())
+    ):
+        # Sorted without NaN: the insertion point is the only answer, NumPy's too
+        # (a NaN value goes to the end in both), in one native call.
+        return np.searchsorted(seq, vals, "right" if right else "left")
     n = seq.shape[-1]
     lo = np.zeros(vals.shape, dtype=np.int64)
-    hi = np.full(vals.shape, n, dtype=np.int64)
+    if n == 0:
+        return lo
+    # Each value's window [lo, lo + size) shrinks to at most size // 2 a step, so
+    # n.bit_length() steps finish every bisection; an empty window stays put.
+    size = np.full(vals.shape, n, dtype=np.int64)
+    # One element past the end, read (and ignored) by an empty window at lo == n.
+    seq = np.concatenate([seq, seq[..., -1:]], -1)
     rows = None if seq.ndim == 1 else np.arange(seq.shape[0]).reshape(-1, 1)
-    with np.errstate(invalid="ignore"):
-        while True:
-            active = lo < hi
-            if not active.any():
-                return lo
-            mid = lo + ((hi - lo) >> 1)
-            at = np.minimum(mid, n - 1)
-            m = seq[at] if rows is None else seq[rows, at]
-            go_right = ~(m > vals) if right else ~(m >= vals)
-            lo = np.where(active & go_right, mid + 1, lo)
-            hi = np.where(active & ~go_right, mid, hi)
+    stops = np.greater if right else np.greater_equal
+    for _ in range(n.bit_length()):
+        half = size >> 1
+        mid = lo + half
+        # Right while the window is open and not seq[mid] >= v (> v with right).
+        go = np.greater(size > 0, stops(seq[mid] if rows is None else seq[rows, mid], vals))
+        lo = np.where(go, mid + 1, lo)
+        size = np.where(go, size - half - 1, half)
+    return lo
 
 
 @_replayed("bucketize")

@@ -27,10 +27,16 @@ def _flat(values):
 
 def has_protocol(*values):
     """Whether any of ``values`` (nested lists and tuples too) asks for dispatch."""
-    return any(
-        not isinstance(v, Tensor) and hasattr(type(v), "__ferrograd_function__")
-        for v in _flat(values)
-    )
+    # A plain loop: every Python-composed op asks, for a few arguments, on every call.
+    for v in values:
+        if isinstance(v, Tensor):
+            continue
+        if isinstance(v, (list, tuple)):
+            if has_protocol(*v):
+                return True
+        elif hasattr(type(v), "__ferrograd_function__"):
+            return True
+    return False
 
 
 _BATCHED_TYPE = None
@@ -45,7 +51,12 @@ def is_batched(*values):
         from .func._batched import BatchedTensor
 
         _BATCHED_TYPE = BatchedTensor
-    return any(isinstance(v, _BATCHED_TYPE) for v in _flat(values))
+    for v in values:
+        if isinstance(v, _BATCHED_TYPE):
+            return True
+        if isinstance(v, (list, tuple)) and is_batched(*v):
+            return True
+    return False
 
 
 def physical(value):

@@ -4,6 +4,7 @@ window functions."""
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -183,6 +184,11 @@ def bartlett_window(
                    lambda k, m: 1.0 - (k * (2.0 / m) - 1.0).abs())  # fmt: skip
 
 
+@functools.lru_cache(maxsize=64)
+def _i0_of(beta: float) -> float:
+    return float(np.i0(beta))
+
+
 def kaiser_window(
     window_length: int,
     periodic: bool = True,
@@ -196,7 +202,9 @@ def kaiser_window(
     parameter ``beta`` (periodic by default)."""
 
     def make(k, m):
+        # NumPy's I0 of a Python number is a dozen array calls: kept per beta.
+        scale = _i0_of(beta) if type(beta) in (float, int) else float(np.i0(beta))
         r = k * (2.0 / m) - 1.0
-        return (beta * (1.0 - r * r).clamp_min(0.0).sqrt()).i0() / float(np.i0(beta))
+        return (beta * (1.0 - r * r).clamp_min(0.0).sqrt()).i0() / scale
 
     return _window("kaiser_window", window_length, periodic, dtype, requires_grad, make)

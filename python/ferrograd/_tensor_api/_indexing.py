@@ -114,11 +114,14 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: TensorOrNumber) ->
     if index.dtype != _C.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
     n = input.shape[dim] if input.dim() else 1
+    negative = True
     if _checks_values(index):
         flat = _np(index).reshape(-1)
-        if flat.size and (flat.max() >= n or flat.min() < -n):
+        lo, hi = (flat.min(), flat.max()) if flat.size else (0, 0)
+        if hi >= n or lo < -n:
             bad = flat[(flat >= n) | (flat < -n)][0]
             raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
+        negative = lo < 0
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(
             "index_fill_ only supports a 0-dimensional value tensor, but got tensor "
@@ -126,7 +129,9 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: TensorOrNumber) ->
         )
     if isinstance(input, Tensor) and input.dim() > 0 and isinstance(value, (Tensor, int, float)):
         # The filled slices written as rows of the (broadcast) value.
-        idx = _wrap_negative(index.reshape(-1), n)
+        idx = index.reshape(-1)
+        if negative:
+            idx = _wrap_negative(idx, n)
         v = value.to(input.dtype) if isinstance(value, Tensor) else _C.full(
             (), value, dtype=input.dtype)  # fmt: skip
         shape = list(input.shape)

@@ -371,6 +371,11 @@ def isin(
                         "least one Tensor")  # fmt: skip
     a = _np(elements) if isinstance(elements, Tensor) else np.asarray(elements)
     b = _np(test_elements) if isinstance(test_elements, Tensor) else np.asarray(test_elements)
+    if a.size * b.size <= 1 << 16 and a.dtype.kind in "biuf" and b.dtype.kind in "biuf":
+        # Every pair compared at once (what np.isin does for a short test set, with a
+        # Python loop over it): NaN matches nothing, -0.0 matches 0.0.
+        found = (a.reshape(-1, 1) == b.reshape(1, -1)).any(1).reshape(a.shape)
+        return _from_np(~found if invert else found)
     return _from_np(np.isin(a, b, assume_unique=assume_unique, invert=invert))
 
 

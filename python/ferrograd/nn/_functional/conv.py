@@ -430,6 +430,13 @@ def _stride(stride, kernel_size, n):
 def _check_pool(kernel, stride, padding, dilation, letters):
     """PyTorch's checks of a 2-d or 3-d pooling's arguments, in its order (each
     dimension's output size first, then the shape check) and words."""
+    for k, s, p, d in zip(kernel, stride, padding, dilation):
+        # The common valid case in one pass; any failure re-checks in PyTorch's order.
+        if not (0 < k < 2**31 and 0 < s < 2**31 and 0 < d < 2**31 and 0 <= p < 2**31
+                and p <= ((k - 1) * d + 1) // 2):  # fmt: skip
+            break
+    else:
+        return
     # Its kernels take the sizes as C ints (a kernel of 2**62 would otherwise be
     # honoured, window by window).
     if any(not -(2**31) <= v < 2**31 for v in (*kernel, *stride, *padding, *dilation)):

@@ -3,18 +3,19 @@ the 2-d kernels.
 
 A 3-d convolution is a sum over the kernel's depth taps of 2-d convolutions:
 for tap ``i`` the input depths ``o * stride + i * dilation`` of every output
-depth ``o`` are folded into the batch, convolved with ``weight[:, :, i]``
-(one ``conv2d`` call per tap, so ``kD`` GEMM passes), and the taps added.
+depth ``o`` are folded into the batch; the taps' slices are laid side by side
+as channels (``Tensor.unfold`` over the depth) and convolved once with the
+weight's taps likewise laid out, so the GEMM sums over the taps.
 Max pooling pools each depth slice in 2-d (depths folded into channels),
-then takes the maximum over each depth window; average pooling likewise
-averages in 2-d, then over the depth window, since PyTorch's divisor is the
-product of the per-dimension window sizes. Everything is recorded ops, so
+then pools the depth windows with the same 2-d kernel (the slices' maxima
+as a ``(D, H_out * W_out)`` image under a ``(kD, 1)`` window); average
+pooling likewise, since PyTorch's divisor is the product of the
+per-dimension window sizes. Everything is recorded ops, so
 gradients of every order follow.
 """
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Literal, overload
 
 from ... import _C, _dispatch
@@ -25,9 +26,6 @@ from .conv import (
     _rowwise,
     _stride,
     _tuple,
-    avg_pool2d,
-    conv2d,
-    max_pool2d_with_indices,
 )
 from .conv import _check_pool as _pool_checks
 
@@ -46,12 +44,6 @@ def _batched(input, name):
             f"{list(input.shape)}"
         )
     return (input.unsqueeze(0), True) if input.dim() == 4 else (input, False)
-
-
-def _depth_taps(x, start, count, step):
-    """Depths ``start, start + step, ...`` (``count`` of them) of ``x`` (dim 2)."""
-    idx = _C.arange(start, start + step * (count - 1) + 1, step)
-    return x.index_select(2, idx)
 
 
 @_autocast_op("conv3d")
@@ -87,9 +79,10 @@ def conv3d(
         Tensor: the convolved input.
 
     Note:
-        ferrograd computes a 3-d convolution as one 2-d convolution per depth tap of
-        the kernel, summed; the result is the same, the speed is that of ``kD``
-        2-d passes.
+        ferrograd computes a 3-d convolution as one 2-d convolution whose input
+        channels are the kernel's depth taps' input slices side by side; the
+        result is the same up to rounding, the unfolded input ``kD`` times the
+        input's size.
 
     Example::
 
@@ -152,12 +145,19 @@ def conv3d(
             f"{dilation[1] * (kh - 1) + 1} x {dilation[2] * (kw - 1) + 1}). Kernel size can't "
             "be greater than actual input size"
         )
-    out = None
-    for i in range(kd):
-        taps = _depth_taps(x, i * dilation[0], Do, stride[0])  # (N, C, Do, H, W)
-        planes = taps.permute(0, 2, 1, 3, 4).reshape(N * Do, C, H, W)
-        y = conv2d(planes, weight[:, :, i], None, stride[1:], padding[1:], dilation[1:], groups)
-        out = y if out is None else out + y
+    # Every depth tap's input slices side by side as channels, (group, tap, channel)
+    # ordered like the weight's (C_out, kD * C_in / groups, kH, kW) reshape: the kD
+    # 2-d convolutions summed become one, its sum over the taps inside the GEMM.
+    span = dilation[0] * (kd - 1) + 1
+    taps = x.unfold(2, span, stride[0])  # (N, C, Do, H, W, span)
+    if dilation[0] > 1:
+        taps = taps.index_select(5, _C.arange(0, span, dilation[0]))
+    taps = taps.reshape(N, groups, Cg, Do, H, W, kd).permute(0, 3, 1, 6, 2, 4, 5)
+    planes = taps.reshape(N * Do, groups * kd * Cg, H, W)
+    w2 = weight.permute(0, 2, 1, 3, 4).reshape(out_ch, kd * Cg, kh, kw)
+    out = _C.convolution(
+        planes, w2, None, stride[1:], padding[1:], dilation[1:], False, [0, 0], groups
+    )
     out = out.reshape(N, Do, out_ch, out.shape[2], out.shape[3]).permute(0, 2, 1, 3, 4)
     if bias is not None:
         out = out + bias.reshape(1, out_ch, 1, 1, 1)
@@ -226,7 +226,9 @@ def max_pool3d_with_indices(
         raise RuntimeError(
             f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
         )
-    planes, where = max_pool2d_with_indices(
+    # The 3-d checks above cover the in-plane ones: the kernel directly.
+    ceil_mode = bool(ceil_mode)
+    planes, where = _C.max_pool2d_with_indices(
         x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:], ceil_mode
     )
     Ho, Wo = planes.shape[2], planes.shape[3]
@@ -236,33 +238,19 @@ def max_pool3d_with_indices(
         # An empty batch, however deep: no loop over its output depths.
         values = planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
         return values, _C.zeros((N, C, Do, Ho, Wo), dtype=_C.int64)
-    neg = _C.full((), -math.inf, dtype=x.dtype)
-    # Only the depth taps some window reaches inside the input (at most Do * D of
-    # them): a kernel of 2**62 covers a depth of 5 with a handful.
-    taps = sorted({
-        j
-        for o in range(Do)
-        for j in range(max(0, -((o * s[0] - p[0]) // d[0])),
-                       min(k[0] - 1, (D - 1 + p[0] - o * s[0]) // d[0]) + 1)
-    }) or [0]
-    cands, depths = [], []
-    for j in taps:
-        pos = [o * s[0] - p[0] + j * d[0] for o in range(Do)]
-        valid = _C.tensor([0 <= q < D for q in pos]).reshape(1, 1, Do, 1, 1)
-        clipped = _C.tensor([min(max(q, 0), D - 1) for q in pos])
-        cands.append(_C.where(valid, planes.index_select(2, clipped), neg))
-        depths.append(clipped)
-    # The first maximum in scan order (depth first), as PyTorch's kernel keeps.
-    values, tap = _C.stack(cands, 3).max(3)
-    nt = len(taps)
-    depth = _C.stack(depths, 1).reshape(1, 1, Do, nt, 1, 1).expand(N, C, Do, nt, Ho, Wo)
-    chosen_depth = depth.gather(3, tap.unsqueeze(3)).squeeze(3)
-    in_plane = (
-        _C.stack([where.index_select(2, dd) for dd in depths], 3)
-        .gather(3, tap.unsqueeze(3))
-        .squeeze(3)
+    # The depth windows pooled by the same 2-d kernel, each plane's maxima laid
+    # out as a (D, Ho * Wo) image and pooled with a (kD, 1) window: the first
+    # maximum in depth-first scan order, as PyTorch's kernel keeps, with its
+    # padding, dilation and ceil_mode rules.
+    HWo = Ho * Wo
+    values, at = _C.max_pool2d_with_indices(
+        planes.reshape(N, C, D, HWo), [k[0], 1], [s[0], 1], [p[0], 0], [d[0], 1], ceil_mode
     )
-    indices = chosen_depth * (H * W) + in_plane
+    at = at.reshape(N, C, Do * HWo)
+    in_plane = where.reshape(N, C, D * HWo).gather(2, at)
+    indices = (at // HWo) * (H * W) + in_plane
+    values = values.reshape(N, C, Do, Ho, Wo)
+    indices = indices.reshape(N, C, Do, Ho, Wo)
     if unbatched:
         values, indices = values.squeeze(0), indices.squeeze(0)
     return values, indices
@@ -397,13 +385,13 @@ def avg_pool3d(
             f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
         )
     # In-plane sums (divisor 1) or means; the divisor is a product of per-dimension counts.
-    planes = avg_pool2d(
+    planes = _C.avg_pool2d(
         x.reshape(N, C * D, H, W),
         k[1:],
         s[1:],
         p[1:],
-        ceil_mode,
-        count_include_pad,
+        bool(ceil_mode),
+        bool(count_include_pad),
         1 if divisor_override is not None else None,
     )
     Ho, Wo = planes.shape[2], planes.shape[3]
@@ -411,17 +399,18 @@ def avg_pool3d(
     if N == 0:
         # An empty batch, however deep: no loop over its output depths.
         return planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
-    out = []
-    for o in range(Do):
-        start = o * s[0] - p[0]
-        end = min(start + k[0], D + p[0])
-        lo, hi = max(start, 0), min(end, D)
-        total = planes.narrow(2, lo, hi - lo).sum(2)
-        if divisor_override is not None:
-            out.append(total / int(divisor_override))
-        else:
-            out.append(total / ((end - start) if count_include_pad else (hi - lo)))
-    result = _C.stack(out, 2)
+    # The depth windows averaged by the same 2-d kernel, the plane averages laid
+    # out as a (D, Ho * Wo) image under a (kD, 1) window: the depth count is the
+    # last factor of PyTorch's divisor (or the override, the in-plane pass summing).
+    result = _C.avg_pool2d(
+        planes.reshape(N, C, D, Ho * Wo),
+        [k[0], 1],
+        [s[0], 1],
+        [p[0], 0],
+        bool(ceil_mode),
+        bool(count_include_pad),
+        None if divisor_override is None else int(divisor_override),
+    ).reshape(N, C, Do, Ho, Wo)
     return result.squeeze(0) if unbatched else result
 
 

@@ -18,7 +18,6 @@ neighbour is one ``gather`` over the flattened spatial dimensions.
 
 from __future__ import annotations
 
-import itertools
 import math
 import operator
 import warnings
@@ -254,19 +253,43 @@ def grid_sample(
             values, valid = src.read([x.round() for x in coords])
             out = _C.where(valid, values, _C.zeros((), dtype=values.dtype))
         else:
-            low = [x.floor() for x in coords]
-            frac = [x - lo for x, lo in zip(coords, low)]
-            out = None
-            for corner in itertools.product((0, 1), repeat=d):
-                weight = None
-                for f, bit in zip(frac, corner):
-                    w = f if bit else 1 - f
-                    weight = w if weight is None else weight * w
-                values, valid = src.read([lo + bit for lo, bit in zip(low, corner)])
-                zero = _C.zeros((), dtype=values.dtype)
-                term = _C.where(valid, values * weight.unsqueeze(1), zero)
-                out = term if out is None else out + term
+            out = _linear(src, coords)
     return out.reshape(n, c, *out_shape)
+
+
+def _linear(src, coords):
+    """Bi- or trilinear interpolation at ``coords``: each dimension's two taps (index,
+    inside the image, weight) computed once and broadcast against the others' into all
+    ``2^d`` neighbours of every point, which are then read (one ``gather`` each) and
+    summed, the neighbours outside weighted out."""
+    n, c, p, d = src.n, src.c, src.points, len(coords)
+    zero = _C.zeros((), dtype=coords[0].dtype)
+    index = valid = weight = None
+    for k, (x, size, stride) in enumerate(zip(coords, src.sizes, src.strides)):
+        low = x.floor()
+        frac = x - low
+        # This dimension's taps (low, low + 1) along their own axis of [N, 2, ..., 2, P].
+        shape = [n] + [1] * k + [2] + [1] * (d - 1 - k) + [p]
+        taps = _C.stack([low, low + 1], 1)
+        inside = ((taps >= 0) & (taps <= size - 1)).reshape(shape)
+        # Taps outside (NaN and infinite ones too) are masked out; they index pixel 0 so
+        # that no cast of a NaN or a huge value makes an out-of-range index.
+        part = (_C.where(inside, taps.reshape(shape), zero).long() * stride)
+        w = _C.stack([1 - frac, frac], 1).reshape(shape)
+        index = part if index is None else index + part
+        valid = inside if valid is None else valid & inside
+        weight = w if weight is None else weight * w
+    corners = 2**d
+    index = index.reshape(n, corners, p)
+    valid = valid.reshape(n, 1, corners, p)
+    weight = weight.reshape(n, 1, corners, p)
+    # One gather per corner (a long gathered row is slower than several short ones).
+    out = None
+    for k in range(corners):
+        values = src.flat.gather(2, index.select(1, k).unsqueeze(1).expand(n, c, p))
+        term = _C.where(valid.select(2, k), values * weight.select(2, k), zero)
+        out = term if out is None else out + term
+    return out
 
 
 def _bicubic(src, raw, padding_mode, align_corners):

@@ -6,6 +6,7 @@ the integer targets up front."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import TYPE_CHECKING
 
@@ -116,7 +117,7 @@ def multi_margin_loss(
     z = _C.relu(x - x_y + margin)
     if p == 2:
         z = z * z
-    others = _C.tensor(np.arange(dim)[None, :] != ys[:, None])
+    others = _C.arange(dim) != y.unsqueeze(1)
     per = _C.where(others, z, _C.zeros((), dtype=z.dtype)).sum(1) / dim
     if weight is not None:
         per = per * weight.index_select(0, y)
@@ -166,14 +167,13 @@ def multilabel_margin_loss(
             f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}"
         )
     t = target.reshape(nframe, dim).numpy()
-    counts = np.zeros((nframe, dim))
-    for n in range(nframe):
-        for idx in t[n]:
-            if idx < 0:
-                break
-            if idx >= dim:
-                raise RuntimeError("argument #2 'target' is out of range")
-            counts[n, idx] += 1  # a class listed twice counts twice, as in ATen's loop
+    # Each row's targets: the entries before its first negative one.
+    listed = (t >= 0).cumprod(1, dtype=bool)
+    if (t[listed] >= dim).any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    # A class listed twice counts twice, as in ATen's loop.
+    flat = (t + np.arange(0, nframe * dim, dim)[:, None])[listed]
+    counts = np.bincount(flat, minlength=nframe * dim).reshape(nframe, dim).astype(np.float64)
     is_target = counts > 0
     # pair[n, j, k]: how often target class j is paired with non-target class k.
     pair = counts[:, :, None] * (~is_target)[:, None, :]
@@ -270,12 +270,17 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    n = input.shape[0]
-    rows, cols = np.triu_indices(n, 1)
-    i = _C.tensor(rows.astype(np.int64))
-    j = _C.tensor(cols.astype(np.int64))
+    i, j = _pair_rows(input.shape[0])
     diff = input.index_select(0, i) - input.index_select(0, j)
     return diff.norm(p, 1)
+
+
+@functools.lru_cache(maxsize=32)
+def _pair_rows(n):
+    """The rows ``i < j`` of every pair, as int64 index tensors; kept per ``n``
+    (only ever read by ``index_select``, never handed out)."""
+    rows, cols = np.triu_indices(n, 1)
+    return _C.tensor(rows.astype(np.int64)), _C.tensor(cols.astype(np.int64))
 
 
 @tensor_args("logits")
