@@ -171,6 +171,31 @@ fn convert(c: &mut Criterion) {
     g.finish();
 }
 
+/// What the profiler costs while no profile is open: a chain of 200 ops on
+/// 16 floats (the small-tensor workload), run directly and through the
+/// wrapper every recording binding calls (`profiler::timed`). The two times
+/// should agree within noise: the closed wrapper is one relaxed load.
+fn profiler_closed(c: &mut Criterion) {
+    use ferrograd::profiler::{timed, Kind};
+    let mut g = c.benchmark_group("profiler_closed");
+    let x = filled(&[16], 0.8);
+    let chain = |wrapped: bool| {
+        let mut y = x.clone();
+        for _ in 0..200 {
+            let step = || ops::mul(&y, &x).expect("mul");
+            y = if wrapped {
+                timed(|| "mul".into(), Kind::Op, Vec::new, step)
+            } else {
+                step()
+            };
+        }
+        y
+    };
+    g.bench_function("200 ops, direct", |b| b.iter(|| chain(false)));
+    g.bench_function("200 ops, through profiler::timed", |b| b.iter(|| chain(true)));
+    g.finish();
+}
+
 criterion_group!(
     benches,
     elementwise,
@@ -178,6 +203,7 @@ criterion_group!(
     reduce,
     matmul,
     norm,
-    convert
+    convert,
+    profiler_closed
 );
 criterion_main!(benches);

@@ -227,6 +227,10 @@ ops = {
     "log2": fg.log2, "log10": fg.log10, "exp2": fg.exp2, "tanh": fg.tanh,
     "sin": fg.sin, "cos": fg.cos,
 }
+# Transposing copies (kernels/transpose.rs on AVX2 and up), four- and eight-byte.
+ops["t_copy"] = lambda t: t.reshape(80, 125).t().contiguous().flatten()
+ops["permute_copy"] = lambda t: t.reshape(10, 10, 100).permute(2, 0, 1).contiguous().flatten()
+ops["t_copy64"] = lambda t: t.double().reshape(100, 100).t().contiguous().flatten()
 out = {k: f(t).numpy().view(np.uint32).tolist() for k, f in ops.items()}
 print(json.dumps(out))
 """

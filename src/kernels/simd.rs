@@ -166,6 +166,15 @@ pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
             "float32 <-> float16 conversions (bfloat16's are integer rounding, vectorised)",
         ),
         (
+            "transpose",
+            if super::transpose::block_side(4).is_some() {
+                "avx2"
+            } else {
+                "scalar"
+            },
+            "blocks of a transposing copy (contiguous() of a transposed or permuted view)",
+        ),
+        (
             "checksum",
             if crate::checksum::has_crc32_path() {
                 "sse4.2"
