@@ -105,6 +105,28 @@ def test_atan2_within_one_ulp_with_c_special_values():
     np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
 
 
+def test_pow_within_one_ulp_with_c_special_values():
+    s = wide_sample(per=6)
+    x, y = np.meshgrid(s[::3], np.concatenate([s[::5], np.arange(-9, 10, dtype=np.float32)]))
+    x, y = x.ravel(), y.ravel()
+    got = fg.pow(fg.tensor(x), fg.tensor(y)).numpy()
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64))
+    # x ** 3 is x * x * x (two roundings), as PyTorch's number exponent 3 is.
+    bound = np.where(y == 3, 1.5, 1.0)
+    err = ulp_error(got, want)
+    worst = int(np.argmax(err - bound))
+    assert (err <= bound).all(), f"pow({x[worst]!r}, {y[worst]!r}) = {got[worst]!r}"
+    zero = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
+    # A number exponent takes the same path (or the exact forms for 2, 0.5 and -0.5).
+    for e in (2.5, -1.0, 3.0, -7.0, 0.0, 1e-3):
+        with np.errstate(all="ignore"):
+            want = np.power(s.astype(np.float64), e)
+        got = (fg.tensor(s) ** e).numpy()
+        assert ulp_error(got, want).max() <= (1.5 if e == 3.0 else 1.0), e
+
+
 def test_rounding_is_exact():
     x = np.concatenate([wide_sample(per=16), np.arange(-8, 8, 0.25, dtype=np.float32)])
     t = fg.tensor(x)
@@ -225,7 +247,8 @@ ops = {
     "gelu": F.gelu, "mish": F.mish, "elu": F.elu, "softplus": F.softplus,
     "round": fg.round, "clamp": lambda t: t.clamp(-1, 1), "log": lambda t: fg.log(t.abs()),
     "log2": fg.log2, "log10": fg.log10, "exp2": fg.exp2, "tanh": fg.tanh,
-    "sin": fg.sin, "cos": fg.cos,
+    "sin": fg.sin, "cos": fg.cos, "pow": lambda t: fg.pow(t.abs(), t.flip(0)),
+    "pow_int": lambda t: fg.pow(t, t.flip(0).round()), "pow_number": lambda t: t ** -2.5,
 }
 # Transposing copies (kernels/transpose.rs on AVX2 and up), four- and eight-byte.
 ops["t_copy"] = lambda t: t.reshape(80, 125).t().contiguous().flatten()

@@ -3,8 +3,8 @@
 //! AVX-512 instruction), the reduced argument kept as a pair of floats
 //! (about 46 bits, also next to a multiple of pi/2) and the last additions
 //! carrying their rounding errors, so each result is within 1 ulp of the
-//! correctly rounded value. `tan` divides in float64 (a float32 quotient
-//! of two rounded values could be 1.5 ulp off), from a float64 reduction.
+//! correctly rounded value. `tan` divides the two pairs from the same
+//! reduction, its quotient corrected by the exact residual.
 //! The C library's `sinf`/`cosf` are scalar calls. Every float32
 //! `sin`/`cos`/`tan` in ferrograd (eager kernels, the compiled tape's
 //! loops, fused programs) uses these, so they agree bit for bit with one
@@ -20,51 +20,9 @@ use multiversion::multiversion;
 use crate::kernels::vmath::{fast_two_sum, poly_f32, SHIFT_F32};
 
 /// Largest magnitude reduced here: `k = round(x * 2/pi)` stays below 2^20,
-/// so the three-part Cody-Waite reductions below (float64 for `tan`,
-/// float32 pairs for `sin`/`cos`) lose nothing that matters.
+/// so the three-part Cody-Waite reduction below (in float32 pairs) loses
+/// nothing that matters.
 pub const LIMIT: f32 = 1_048_576.0;
-
-// pi/2 in three parts: PIO2_1 + PIO2_2 + PIO2_3 to ~160 bits.
-const PIO2_1: f64 = std::f64::consts::FRAC_PI_2;
-const PIO2_2: f64 = 6.123_233_995_736_766e-17;
-const PIO2_3: f64 = -1.497_384_904_859_169_8e-33;
-
-/// `(sin r, cos r)` for `|r| <= pi/4` (Taylor terms through r^13 and r^14:
-/// the first omitted term is below 2^-44 relative).
-#[inline(always)]
-fn sincos_poly(r: f64) -> (f64, f64) {
-    let z = r * r;
-    let s = z.mul_add(-1.0 / 6_227_020_800.0, 1.0 / 39_916_800.0);
-    let s = z.mul_add(s, -1.0 / 362_880.0);
-    let s = z.mul_add(s, 1.0 / 5_040.0);
-    let s = z.mul_add(s, -1.0 / 120.0);
-    let s = z.mul_add(s, 1.0 / 6.0);
-    let sin = (-(r * z)).mul_add(s, r);
-    let c = z.mul_add(1.0 / 87_178_291_200.0, -1.0 / 479_001_600.0);
-    let c = z.mul_add(c, 1.0 / 3_628_800.0);
-    let c = z.mul_add(c, -1.0 / 40_320.0);
-    let c = z.mul_add(c, 1.0 / 720.0);
-    let c = z.mul_add(c, -1.0 / 24.0);
-    let c = z.mul_add(c, 0.5);
-    let cos = (-z).mul_add(c, 1.0);
-    (sin, cos)
-}
-
-/// `(k mod 4, r)` for `|x| <= LIMIT`, in float64 (for `tan`): `|x| = k pi/2 + r`
-/// with `|r| <= pi/4`.
-#[inline(always)]
-fn reduce(x: f32) -> (u64, f64) {
-    let a = (x as f64).abs();
-    let k = (a * std::f64::consts::FRAC_2_PI).round_ties_even();
-    let r = (-k).mul_add(PIO2_1, a);
-    let r = (-k).mul_add(PIO2_2, r);
-    let r = (-k).mul_add(PIO2_3, r);
-    // k is a whole number in [0, 2^20): adding 2^52 leaves it in the low
-    // mantissa bits. `k as i64` would do, but compiles to one scalar
-    // conversion per lane.
-    let q = (k + 4_503_599_627_370_496.0).to_bits() & 3;
-    (q, r)
-}
 
 // pi/2 = PIO2_1F + PIO2_2F + PIO2_3F to about 2^-75, each a float32.
 const PIO2_1F: f32 = 1.570_796_4;
@@ -124,6 +82,30 @@ fn sincos_r(rh: f32, rl: f32) -> (f32, f32) {
     (sin, cos)
 }
 
+/// `(sin r, cos r)` for `r = rh + rl` from [`trig_reduce`], each as a
+/// normalised pair of floats within about a fifth of an ulp of the true
+/// value (for `tan`, whose quotient would add the errors of two rounded
+/// values): `r^3` is formed from the exact square, and `rl cos r` keeps
+/// its `-rl r^2 / 2`.
+#[inline(always)]
+fn sincos_pairs(rh: f32, rl: f32) -> ((f32, f32), (f32, f32)) {
+    let z = rh * rh;
+    let zl = rh.mul_add(rh, -z);
+    let c3 = rh * z;
+    let c3l = rh.mul_add(z, -c3);
+    let c3l = rh.mul_add(zl, c3l);
+    let p = poly_f32(z, &SIN_P);
+    let hr = 0.5 * rh;
+    let h = hr * rh;
+    let sl = c3.mul_add(p, c3l.mul_add(p, (-h).mul_add(rl, rl)));
+    let sin = fast_two_sum(rh, sl);
+    let hl = hr.mul_add(rh, -h);
+    let hl = rh.mul_add(rl, hl);
+    let (c, ce) = fast_two_sum(1.0, -h);
+    let cl = (z * z).mul_add(poly_f32(z, &COS_P), ce - hl);
+    (sin, fast_two_sum(c, cl))
+}
+
 /// `sin(r + q pi/2)` from `(sin r, cos r)`: s, c, -s, -c for q = 0, 1, 2, 3.
 #[inline(always)]
 fn quadrant32(q: u32, s: f32, c: f32) -> f32 {
@@ -175,21 +157,27 @@ pub fn cos_f32(x: f32) -> f32 {
     }
 }
 
-/// `tan(x)` for `|x| <= LIMIT`: `sin r / cos r`, or `-cos r / sin r` in
-/// the odd quadrants, from one reduction; one division in float64, so the
-/// float32 result is within 1 ulp also next to the poles.
+/// `tan(x)` for `|x| <= LIMIT`, within 1 ulp (0.80 measured over every
+/// float32 below `LIMIT`): `sin r / cos r`, or `-cos r / sin r` in the odd
+/// quadrants, from one reduction, in float32 lanes. Both are kept as pairs of floats and the quotient of their
+/// leading parts is corrected by its exact residual, so the result rounds
+/// about once (a quotient of two rounded values could be 1.5 ulp off, also
+/// next to the poles).
 #[inline(always)]
 fn tan_fast(x: f32) -> f32 {
-    let (q, r) = reduce(x);
-    let (s, c) = sincos_poly(r);
-    let (num, den) = if q & 1 == 1 { (-c, s) } else { (s, c) };
-    let v = (num / den) as f32;
-    // tan is odd.
-    if x.is_sign_negative() {
-        -v
-    } else {
-        v
-    }
+    let (q, rh, rl) = trig_reduce(x.abs());
+    let ((sh, sl), (ch, cl)) = sincos_pairs(rh, rl);
+    let odd = q & 1 == 1;
+    let (nh, nl) = if odd { (-ch, -cl) } else { (sh, sl) };
+    let (dh, dl) = if odd { (sh, sl) } else { (ch, cl) };
+    let inv = 1.0 / dh;
+    let q0 = nh * inv;
+    // (nh + nl) - q0 (dh + dl), the first product's part exact.
+    let e = (-q0).mul_add(dh, nh);
+    let e = (-q0).mul_add(dl, e + nl);
+    let v = e.mul_add(inv, q0);
+    // tan is odd: the sign of x (including -0.0) goes on the result.
+    f32::from_bits(v.to_bits() ^ (x.to_bits() & 0x8000_0000))
 }
 
 /// `tan(x)` in float32.

@@ -311,22 +311,11 @@ fn powf_special<T: Float>(x: T, e: T) -> T {
 }
 
 /// `x ** e` for a tensor exponent: C's `pow`, with the exact products for
-/// the small integer exponents (equal to it up to rounding of `x * x * x`).
+/// the small integer exponents (equal to it up to rounding of `x * x * x`);
+/// float32 in lanes ([`Float::pow_fast`]).
 #[inline(always)]
 fn powf_exact<T: Float>(x: T, e: T) -> T {
-    let one = <T as Element>::one();
-    let two = one + one;
-    if e == two {
-        x * x
-    } else if e == two + one {
-        x * x * x
-    } else if e == one {
-        x
-    } else if e == -one {
-        one / x
-    } else {
-        x.powf(e)
-    }
+    x.pow_fast(e)
 }
 
 fn int_pow(x: i64, e: i64) -> i64 {
@@ -376,7 +365,12 @@ pub(crate) fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
                 let a = super::convert::preserving_format(a, dt);
                 let v = a.view();
                 let et = T::from_f64(ef);
-                let (r, strides) = crate::kernels::elementwise::unary_kept::<T, T>(&v, #[inline(always)] |x| powf_special(x, et));
+                // The exponent's forms chosen once, outside the loop.
+                let (r, strides) = if ef == 0.5 || ef == -0.5 || ef == 2.0 {
+                    crate::kernels::elementwise::unary_kept::<T, T>(&v, #[inline(always)] |x| powf_special(x, et))
+                } else {
+                    crate::kernels::elementwise::unary_kept::<T, T>(&v, #[inline(always)] |x| x.pow_fast(et))
+                };
                 super::layout::laid_out(r, v.shape.clone(), strides)
             })
         }

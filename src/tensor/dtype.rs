@@ -446,17 +446,39 @@ pub trait Float: Element + num_traits::Float + std::iter::Sum + std::ops::AddAss
     /// `exp` as the elementwise kernels compute it: float32's vectorisable
     /// form (within 1 ulp), float64's libm.
     fn exp_fast(self) -> Self;
+    /// `self ** e` as the elementwise kernels compute it: C's `pow` with
+    /// the exact forms `x * x`, `x * x * x`, `x`, `1 / x` for `e` = 2, 3,
+    /// 1, -1; float32's vectorisable form (within 1 ulp), float64's libm.
+    fn pow_fast(self, e: Self) -> Self;
 }
 impl Float for f32 {
     #[inline(always)]
     fn exp_fast(self) -> Self {
         crate::kernels::math::exp_f32(self)
     }
+    #[inline(always)]
+    fn pow_fast(self, e: Self) -> Self {
+        crate::kernels::vmath::pow_f32(self, e)
+    }
 }
 impl Float for f64 {
     #[inline(always)]
     fn exp_fast(self) -> Self {
         self.exp()
+    }
+    #[inline(always)]
+    fn pow_fast(self, e: Self) -> Self {
+        if e == 2.0 {
+            self * self
+        } else if e == 3.0 {
+            self * self * self
+        } else if e == 1.0 {
+            self
+        } else if e == -1.0 {
+            1.0 / self
+        } else {
+            self.powf(e)
+        }
     }
 }
 

@@ -140,7 +140,7 @@ macro_rules! fused_float {
             }
             #[inline(always)]
             fn k_powf(self, e: Self) -> Self {
-                self.powf(e)
+                crate::tensor::Float::pow_fast(self, e)
             }
             #[inline(always)]
             fn k_is_nan(self) -> bool {

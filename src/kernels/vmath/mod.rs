@@ -10,10 +10,11 @@
 //! beyond float32's precision, so each result is within 1 ulp of the
 //! correctly rounded value (erf and erfinv within 2), and the code needs no
 //! double-float tricks. `exp2`, the logarithms and `tanh` (`explog32`), and
-//! `sin`/`cos` (`kernels::trig_f32`), `atan`/`asin`/`acos` (`invtrig`) are
+//! `sin`/`cos`/`tan` (`kernels::trig_f32`), `atan`/`asin`/`acos` (`invtrig`) are
 //! evaluated in float32 lanes instead,
 //! twice as many per instruction, with the steps that would lose the 1 ulp
-//! bound carried as pairs of floats. Every `mul_add` is a fused multiply-add on every
+//! bound carried as pairs of floats. `pow` (`pow`) evaluates
+//! `e^(y ln|x|)` in float64 lanes. Every `mul_add` is a fused multiply-add on every
 //! path (an instruction with FMA, the C library's exact `fma` without), so
 //! the AVX-512, AVX2 and portable paths give the same bits.
 //!
@@ -28,6 +29,7 @@ mod erf;
 mod explog;
 mod explog32;
 mod invtrig;
+mod pow;
 mod rem;
 #[cfg(test)]
 mod tests;
@@ -41,6 +43,7 @@ pub(crate) use explog32::{
     SHIFT as SHIFT_F32,
 };
 pub(crate) use invtrig::{acos_f32, asin_f32, atan2_f32, atan_f32};
+pub(crate) use pow::pow_f32;
 pub(crate) use rem::{fmod_f32, fmod_needs_libm};
 
 use std::mem::MaybeUninit;
