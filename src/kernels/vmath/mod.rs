@@ -8,9 +8,10 @@
 //! in float64 (SLEEF's and glibc's libmvec designs, with our own
 //! coefficients fitted to the float64 functions): that is accurate far
 //! beyond float32's precision, so each result is within 1 ulp of the
-//! correctly rounded value (erf and erfinv within 2), and the code needs no
-//! double-float tricks. `exp2`, the logarithms and `tanh` (`explog32`), and
-//! `sin`/`cos`/`tan` (`kernels::trig_f32`), `atan`/`asin`/`acos` (`invtrig`) are
+//! correctly rounded value (erfinv within 2), and the code needs no
+//! double-float tricks. `exp2`, the logarithms and `tanh` (`explog32`), `erf`
+//! and `erfc` (`erf`), `sin`/`cos`/`tan` (`kernels::trig_f32`),
+//! `atan`/`asin`/`acos` (`invtrig`) are
 //! evaluated in float32 lanes instead,
 //! twice as many per instruction, with the steps that would lose the 1 ulp
 //! bound carried as pairs of floats. `pow` (`pow`) evaluates

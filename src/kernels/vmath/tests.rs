@@ -229,7 +229,27 @@ fn sine_and_cosine() {
 
 #[test]
 fn error_functions() {
-    let xs = all(&[0.9, 3.95, 3.92, 10.05, 10.1, -10.1, 0.899_999_9]);
+    // The hand-over points of each piece, and where erfc reaches 0.
+    let mut xs = all(&[
+        0.6,
+        0.599_999_96,
+        0.9,
+        0.899_999_9,
+        2.0,
+        1.999_999_9,
+        3.92,
+        3.95,
+        10.05,
+        10.06,
+        10.060_001,
+        10.1,
+        -10.1,
+        1e-30,
+        -1e-30,
+    ]);
+    // Where erfc's relative error peaks (the tail's products).
+    xs.extend(span(0.5, 4.0, 400_000));
+    xs.extend(span(4.0, 10.1, 200_000));
     check("erf", &xs, erf_f32, libm::erf, 1.0);
     check("erfc", &xs, erfc_f32, libm::erfc, 1.0);
     let mut unit = xs.clone();

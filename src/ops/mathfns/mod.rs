@@ -120,8 +120,18 @@ fn rec1f(
 
 /// A float-valued function of one tensor with its own float32 form.
 macro_rules! ffn2 {
+    // The float32 function goes in through an inlined closure: a bare function
+    // item passed as the kernel can stay an out-of-line call per element (with a
+    // software `fma` inside) instead of being vectorised into the loop.
     ($a:expr, $f32:expr, $f64:expr) => {
-        map1($a, $a.dtype().to_float(), $f32, $f64, NO_INT)
+        map1(
+            $a,
+            $a.dtype().to_float(),
+            #[inline(always)]
+            |x: f32| ($f32)(x),
+            $f64,
+            NO_INT,
+        )
     };
 }
 

@@ -110,7 +110,9 @@ pub(crate) fn erfc(a: &Tensor) -> Result<Tensor> {
     const K: f64 = -std::f64::consts::FRAC_2_SQRT_PI;
     let out = ffn2!(
         a,
-        vm::erfc_f32,
+        // A closure, so the float32 form inlines into the vectorised loop.
+        #[inline(always)]
+        |x: f32| vm::erfc_f32(x),
         #[inline(always)]
         |x: f64| libm::erfc(x)
     )?;
