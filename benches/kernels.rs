@@ -192,7 +192,9 @@ fn profiler_closed(c: &mut Criterion) {
         y
     };
     g.bench_function("200 ops, direct", |b| b.iter(|| chain(false)));
-    g.bench_function("200 ops, through profiler::timed", |b| b.iter(|| chain(true)));
+    g.bench_function("200 ops, through profiler::timed", |b| {
+        b.iter(|| chain(true))
+    });
     g.finish();
 }
 

@@ -60,7 +60,6 @@ pub(crate) fn exp2(a: &Tensor) -> Result<Tensor> {
 pub(crate) fn logit(a: &Tensor) -> Result<Tensor> {
     let out = ffn2!(
         a,
-        #[inline(always)]
         |x: f32| vm::log_f32(x / (1.0 - x)),
         #[inline(always)]
         |x: f64| (x / (1.0 - x)).ln()
@@ -108,14 +107,7 @@ pub(crate) fn logit(a: &Tensor) -> Result<Tensor> {
 
 pub(crate) fn erfc(a: &Tensor) -> Result<Tensor> {
     const K: f64 = -std::f64::consts::FRAC_2_SQRT_PI;
-    let out = ffn2!(
-        a,
-        // A closure, so the float32 form inlines into the vectorised loop.
-        #[inline(always)]
-        |x: f32| vm::erfc_f32(x),
-        #[inline(always)]
-        |x: f64| libm::erfc(x)
-    )?;
+    let out = ffn2!(a, vm::erfc_f32, libm::erfc)?;
     rec1f(
         a,
         &out,
