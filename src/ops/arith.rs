@@ -365,11 +365,17 @@ pub(crate) fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
                 let a = super::convert::preserving_format(a, dt);
                 let v = a.view();
                 let et = T::from_f64(ef);
-                // The exponent's forms chosen once, outside the loop.
-                let (r, strides) = if ef == 0.5 || ef == -0.5 || ef == 2.0 {
-                    crate::kernels::elementwise::unary_kept::<T, T>(&v, #[inline(always)] |x| powf_special(x, et))
-                } else {
-                    crate::kernels::elementwise::unary_kept::<T, T>(&v, #[inline(always)] |x| x.pow_fast(et))
+                // The exponent's form chosen once, outside the loop: each is its own
+                // loop, so `x ** 2` is a multiply per lane, not a pow with a select.
+                use crate::kernels::elementwise::unary_kept as each;
+                let one = <T as Element>::one();
+                let (r, strides) = match ef {
+                    2.0 => each::<T, T>(&v, #[inline(always)] |x| x * x),
+                    3.0 => each::<T, T>(&v, #[inline(always)] |x| x * x * x),
+                    1.0 => each::<T, T>(&v, #[inline(always)] |x| x),
+                    -1.0 => each::<T, T>(&v, #[inline(always)] |x| one / x),
+                    0.5 | -0.5 => each::<T, T>(&v, #[inline(always)] |x| powf_special(x, et)),
+                    _ => each::<T, T>(&v, #[inline(always)] |x| x.pow_fast(et)),
                 };
                 super::layout::laid_out(r, v.shape.clone(), strides)
             })
