@@ -348,7 +348,13 @@ fn block_forward<T: FusedFloat>(
         }
         if matches!(ins.op, EwOp::Pow) && !matches!(ins.b, Some(Src::Scalar(_))) {
             // `s ** x` is the eager tensor `pow` (C's), not `pow_scalar`'s forms.
-            map2(d, a, b, powf_exact);
+            map2(
+                d,
+                a,
+                b,
+                #[inline(always)]
+                |x, e| powf_exact(x, e),
+            );
             continue;
         }
         forward_op(ins.op, d, a, b);
@@ -479,13 +485,29 @@ pub(super) fn each<T: FusedFloat>(
 /// `d = f(a)` elementwise.
 #[inline(always)]
 fn map1<T: FusedFloat>(d: &mut [T], a: &[T], f: impl Fn(T) -> T) {
-    each(d, a, a, a, |_, x, _, _| f(x));
+    each(
+        d,
+        a,
+        a,
+        a,
+        #[inline(always)]
+        |_, x, _, _| f(x),
+    );
 }
 
 /// `d = f(a, b)` elementwise.
 #[inline(always)]
 fn map2<T: FusedFloat>(d: &mut [T], a: &[T], b: &[T], f: impl Fn(T, T) -> T) {
-    each(d, a, b, a, |_, x, y, _| f(x, y));
+    // Always inlined: a large `f` (the lane-wise pow) left out of line would be
+    // compiled for the baseline and call the software `fma` per element.
+    each(
+        d,
+        a,
+        b,
+        a,
+        #[inline(always)]
+        |_, x, y, _| f(x, y),
+    );
 }
 
 #[inline(always)]
@@ -529,7 +551,13 @@ fn forward_op<T: FusedFloat>(op: EwOp, d: &mut [T], a: &[T], b: &[T]) {
         Sub => map2(d, a, b, |x, y| x - y),
         Mul => map2(d, a, b, |x, y| x * y),
         Div => map2(d, a, b, |x, y| x / y),
-        Pow => map2(d, a, b, powf_special),
+        Pow => map2(
+            d,
+            a,
+            b,
+            #[inline(always)]
+            |x, e| powf_special(x, e),
+        ),
         Maximum => map2(d, a, b, |x, y| x.k_max(y)),
         Minimum => map2(d, a, b, |x, y| x.k_min(y)),
     }
