@@ -34,6 +34,7 @@ pub mod rnn;
 mod scan;
 mod shape;
 mod shape_ops;
+mod softmax;
 mod sort;
 pub(crate) mod strided;
 mod unary;
@@ -71,13 +72,13 @@ pub use sort::*;
 
 // What benches/kernels.rs measures: the rest of the ops are crate-private, so
 // rustc reports any that nothing uses.
-pub use activation::{log_softmax, softmax};
 pub use arith::{add, mul};
 pub use convert::to_dtype;
 pub use extrema::amax;
 pub use products::{matmul, mm};
 pub use reduce::sum;
 pub use shape::{clone_data, transpose};
+pub use softmax::{log_softmax, softmax};
 pub use unary::{exp, tanh};
 
 use crate::tensor::{DType, Element, Tensor, View};
