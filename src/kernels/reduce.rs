@@ -463,20 +463,19 @@ pub fn sum_sq_rows<T: Arith>(data: &[T], rows: usize, cols: usize) -> Vec<T> {
     super::index::map_rows(data, rows, cols, sum_sq_slice)
 }
 
-/// Along the middle dimension of a contiguous `[outer, n, inner]` block
-/// (`n > 0`): per `(o, c)` the maximum (or minimum) and the position of its
-/// first occurrence, NaN winning at the first NaN, as PyTorch's `max(dim)`.
-/// Whole rows are streamed, so reducing a leading dimension reads memory
-/// once in order instead of transposing it first.
-pub fn extreme_mid<T: Element>(
+/// Runs `step(vals, idx, row, j)` over every row `j >= 1` of each column
+/// block of a contiguous `[outer, n, inner]` array (`n > 0`), after seeding
+/// `vals` with row 0; `idx` is `None` when no positions are wanted. Whole
+/// rows are streamed, so reducing a leading dimension reads memory once in
+/// order instead of transposing it first.
+fn fold_mid<T: Element>(
     data: &[T],
-    outer: usize,
-    n: usize,
-    inner: usize,
-    is_max: bool,
+    (outer, n, inner): (usize, usize, usize),
+    with_idx: bool,
+    step: impl Fn(&mut [T], Option<&mut [i64]>, &[T], i64) + Sync + Send,
 ) -> (Vec<T>, Vec<i64>) {
     let mut vals = crate::error::filled_vec(outer * inner, T::zero());
-    let mut idx = crate::error::zeroed_vec::<i64>(outer * inner);
+    let mut idx = crate::error::zeroed_vec::<i64>(if with_idx { outer * inner } else { 0 });
     const COLS: usize = 512;
     let blocks = inner.div_ceil(COLS);
     let (vp, ip) = (SendPtr(vals.as_mut_ptr()), SendPtr(idx.as_mut_ptr()));
@@ -486,23 +485,64 @@ pub fn extreme_mid<T: Element>(
             let (o, b) = (u / blocks, u % blocks);
             let (c0, c1) = (b * COLS, ((b + 1) * COLS).min(inner));
             let at = (o * inner + c0, c1 - c0);
-            // SAFETY: unit `u` owns columns `c0..c1` of outer position `o`.
-            let (v, ix) = unsafe {
-                (
-                    std::slice::from_raw_parts_mut(vp.get().add(at.0), at.1),
-                    std::slice::from_raw_parts_mut(ip.get().add(at.0), at.1),
-                )
-            };
+            // SAFETY: unit `u` owns columns `c0..c1` of outer position `o`
+            // (of `idx` too when it has them).
+            let v = unsafe { std::slice::from_raw_parts_mut(vp.get().add(at.0), at.1) };
+            let mut ix = with_idx
+                .then(|| unsafe { std::slice::from_raw_parts_mut(ip.get().add(at.0), at.1) });
             let base = o * n * inner;
             v.copy_from_slice(&data[base + c0..base + c1]);
             for j in 1..n {
                 let row = &data[base + j * inner + c0..base + j * inner + c1];
-                extreme_step(v, ix, row, j as i64, is_max);
+                step(v, ix.as_deref_mut(), row, j as i64);
             }
         }
     });
     (vals, idx)
 }
+
+/// Along the middle dimension of a contiguous `[outer, n, inner]` block
+/// (`n > 0`): per `(o, c)` the maximum (or minimum) and the position of its
+/// first occurrence, NaN winning at the first NaN, as PyTorch's `max(dim)`.
+pub fn extreme_mid<T: Element>(
+    data: &[T],
+    outer: usize,
+    n: usize,
+    inner: usize,
+    is_max: bool,
+) -> (Vec<T>, Vec<i64>) {
+    fold_mid(data, (outer, n, inner), true, |v, ix, row, j| {
+        extreme_step(v, ix.expect("positions asked for"), row, j, is_max)
+    })
+}
+
+/// [`extreme_mid`]'s values alone (`amax`/`amin` of a leading dimension).
+pub fn extreme_mid_values<T: Element>(
+    data: &[T],
+    outer: usize,
+    n: usize,
+    inner: usize,
+    is_max: bool,
+) -> Vec<T> {
+    fold_mid(data, (outer, n, inner), false, |v, _, row, _| {
+        extreme_value_step(v, row, is_max)
+    })
+    .0
+}
+
+/// The product along the middle dimension of a contiguous `[outer, n,
+/// inner]` block (`n > 0`), each column multiplied in row order.
+pub fn prod_mid<T: Arith>(data: &[T], outer: usize, n: usize, inner: usize) -> Vec<T> {
+    fold_mid(data, (outer, n, inner), false, |v, _, row, _| {
+        prod_step(v, row)
+    })
+    .0
+}
+
+// The steps below store every element whichever way the comparison goes,
+// selecting the new or the kept value: a store under a branch mispredicts
+// on unordered data and does not vectorise without AVX-512's masked
+// stores (amax of a leading dimension ran at 0.1x PyTorch on Zen 3).
 
 #[multiversion(targets(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
@@ -514,10 +554,33 @@ fn extreme_step<T: Element>(v: &mut [T], ix: &mut [i64], row: &[T], j: i64, is_m
         // A NaN kept is never replaced; a new NaN always wins.
         let better = if is_max { x > *a } else { x < *a };
         let take = *a == *a && (better || x != x);
-        if take {
-            *a = x;
-            *i = j;
-        }
+        let (nv, ni) = (if take { x } else { *a }, if take { j } else { *i });
+        *a = nv;
+        *i = ni;
+    }
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+#[allow(clippy::eq_op)]
+fn extreme_value_step<T: Element>(v: &mut [T], row: &[T], is_max: bool) {
+    for (a, &x) in v.iter_mut().zip(row) {
+        let better = if is_max { x > *a } else { x < *a };
+        let take = *a == *a && (better || x != x);
+        let nv = if take { x } else { *a };
+        *a = nv;
+    }
+}
+
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn prod_step<T: Arith>(v: &mut [T], row: &[T]) {
+    for (a, &x) in v.iter_mut().zip(row) {
+        *a = a.mul(x);
     }
 }
 

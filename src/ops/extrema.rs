@@ -40,7 +40,7 @@ fn check_nonempty(shape: &[usize], mask: &[bool], op: &str) -> Result<()> {
 /// `[outer, n, inner]` when `mask` reduces one dimension that is not the
 /// innermost of a contiguous, non-empty `a`: then rows are streamed
 /// (`extreme_mid`) instead of transposing the reduced dimension last.
-fn leading_one(a: &Tensor, mask: &[bool]) -> Option<(usize, usize, usize)> {
+pub(super) fn leading_one(a: &Tensor, mask: &[bool]) -> Option<(usize, usize, usize)> {
     let shape = a.shape();
     if mask.iter().filter(|&&m| m).count() != 1 || a.numel() == 0 || !a.is_contiguous() {
         return None;
@@ -76,7 +76,7 @@ fn amax_impl(
         let v = a.view();
         crate::dispatch!(v.dtype(), T => {
             let data = v.as_slice::<T>().unwrap_or(&[]);
-            Tensor::from_vec(crate::kernels::reduce::extreme_mid(data, outer, n, inner, is_max).0, out_shape)
+            Tensor::from_vec(crate::kernels::reduce::extreme_mid_values(data, outer, n, inner, is_max), out_shape)
         })
     } else {
         let (rows_t, rows, cols) = rows_of(a, &mask)?;

@@ -240,9 +240,17 @@ pub(crate) fn prod(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Te
     } else {
         cast_data(a, DType::I64)
     };
-    let (rows_t, rows, cols) = rows_of(&src, &mask)?;
     let out_shape = reduced_shape(&shape, &mask, keepdim);
-    let out = {
+    let out = if let Some((outer, n, inner)) = super::extrema::leading_one(&src, &mask) {
+        // A leading dimension: rows streamed and multiplied column-wise, in
+        // row order (as PyTorch's vectorised outer reduction), no transpose.
+        let v = src.view();
+        crate::dispatch!(v.dtype(), T => {
+            let data = v.as_slice::<T>().unwrap_or(&[]);
+            Tensor::from_vec(crate::kernels::reduce::prod_mid(data, outer, n, inner), out_shape)
+        })
+    } else {
+        let (rows_t, rows, cols) = rows_of(&src, &mask)?;
         let v = rows_t.view();
         crate::dispatch!(v.dtype(), T => {
             let data = v.as_slice::<T>().unwrap_or(&[]);
