@@ -182,10 +182,16 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 def _flat_index(fn, input, index):
     n = input.numel()
     if _checks_values(index):
-        idx = _np(index).astype(np.int64, copy=False)
-        lo, hi = (idx.min(), idx.max()) if idx.size else (0, 0)
+        if index.numel() <= 64:
+            # A few indices read as one list: less than the array passes below.
+            idx = index.reshape(-1).tolist()
+            lo, hi = (min(idx), max(idx)) if idx else (0, 0)
+        else:
+            idx = _np(index).astype(np.int64, copy=False)
+            lo, hi = (idx.min(), idx.max()) if idx.size else (0, 0)
         if hi >= n or lo < -n:
-            bad = idx[(idx >= n) | (idx < -n)].reshape(-1)[0]
+            bad = (next(i for i in idx if i >= n or i < -n) if isinstance(idx, list)
+                   else idx[(idx >= n) | (idx < -n)].reshape(-1)[0])
             raise IndexError(
                 f"out of range: tried to access index {bad} on a tensor of {n} elements."
             )
