@@ -13,6 +13,7 @@ as in PyTorch, and run through NumPy.
 from __future__ import annotations
 
 import builtins
+import collections
 import functools
 import math
 import warnings
@@ -659,6 +660,9 @@ def unique(  # noqa: A002
     optionally where each element went (``return_inverse``) and how many
     times each occurs (``return_counts``). Not differentiable."""
     _check("unique", input)
+    if (dim is None and input.dim() and input.numel() <= 64 and not input.is_floating_point()
+            and not input.is_complex()):
+        return _unique_small(input, return_inverse, return_counts)
     arr = input.detach().numpy()
     if dim is None:
         # Every NaN is its own value, as in PyTorch (NaN == NaN is false).
@@ -675,6 +679,23 @@ def unique(  # noqa: A002
         extra.append(_C.from_numpy(np.ascontiguousarray(inverse.astype(np.int64))))
     if return_counts:
         extra.append(_C.from_numpy(counts.astype(np.int64)))
+    return (out, *extra) if extra else out
+
+
+def _unique_small(input, return_inverse, return_counts):
+    """``unique`` of a few integers (or bools) on Python lists: np.unique's sort and
+    bookkeeping cost tens of microseconds on a handful of elements."""
+    items = input.detach().reshape(-1).tolist()
+    values = sorted(set(items))
+    out = _C.tensor(values, dtype=input.dtype)
+    extra = []
+    if return_inverse:
+        where = {v: i for i, v in enumerate(values)}
+        inverse = _C.from_numpy(np.array([where[v] for v in items], dtype=np.int64))
+        extra.append(inverse.reshape(tuple(input.shape)))
+    if return_counts:
+        counts = collections.Counter(items)
+        extra.append(_C.from_numpy(np.array([counts[v] for v in values], dtype=np.int64)))
     return (out, *extra) if extra else out
 
 
