@@ -431,18 +431,19 @@ def unique_consecutive(
     _check("unique_consecutive", input)
     if dim is None and 0 < input.numel() <= 64:
         # A few elements: the runs found on a list (NaN != NaN, -0.0 == 0.0 as in
-        # NumPy), the values read from the input itself so they keep its dtype.
+        # NumPy), the values read from the input itself so they keep its dtype; the
+        # index lists go in through NumPy (a tensor from a list costs more).
         flat = input.detach().reshape(-1)
         items = flat.tolist()
         first = [True, *(a != b for a, b in zip(items[1:], items))]
         starts = [i for i, f in enumerate(first) if f]
-        out = [flat.index_select(0, _C.tensor(starts, dtype=_C.int64))]
+        out = [flat.index_select(0, _from_np(np.array(starts, dtype=np.int64)))]
         if return_inverse:
             inverse = [c - 1 for c in itertools.accumulate(first)]
-            out.append(_C.tensor(inverse, dtype=_C.int64).reshape(tuple(input.shape)))
+            out.append(_from_np(np.array(inverse, dtype=np.int64)).reshape(tuple(input.shape)))
         if return_counts:
             ends = [*starts[1:], len(items)]
-            out.append(_C.tensor([e - b for b, e in zip(starts, ends)], dtype=_C.int64))
+            out.append(_from_np(np.array([e - b for b, e in zip(starts, ends)], dtype=np.int64)))
         return tuple(out) if len(out) > 1 else out[0]
     arr = _np(input)
     if dim is None:
