@@ -484,10 +484,19 @@ def unravel_index(indices: Tensor, shape: IntOrInts) -> tuple[Tensor, ...]:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if builtins.any(s < 0 for s in shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
-    total = int(np.prod(shape)) if shape else 1
-    if arr.size and (arr.min() < -total or arr.max() >= total):
+    total = math.prod(shape)
+    if total >= 1 << 63:
+        total = int(np.prod(shape))  # NumPy's int64 product, as before
+    if arr.size <= 64:
+        # A few indices: their bounds from a list (NumPy's min and max cost more).
+        flat = arr.reshape(-1).tolist()
+        lo, hi = (builtins.min(flat), builtins.max(flat)) if flat else (0, 0)
+    else:
+        lo, hi = arr.min(), arr.max()
+    if arr.size and (lo < -total or hi >= total):
         raise RuntimeError(f"'indices' must be in range [-{total}, {total})"
                            if total else "'indices' must be empty for a shape with no elements")  # fmt: skip
-    arr = np.where(arr < 0, arr + total, arr)
+    if lo < 0:
+        arr = np.where(arr < 0, arr + total, arr)
     coords = np.unravel_index(arr, shape) if shape else ()
     return tuple(_from_np(np.asarray(c, dtype=np.int64)) for c in coords)
