@@ -192,16 +192,15 @@ def ctc_loss(
 
     dtype = log_probs.dtype
     L = 2 * max(tl, default=0) + 1
-    # The index tables go in through NumPy: a tensor built from nested lists costs
-    # several microseconds more per table than the whole computation of a small loss.
-    ext = np.full((N, L), blank, dtype=np.int64)
+    ext = [[blank] * L for _ in range(N)]
     for n, seq in enumerate(seqs):
-        ext[n, 1 : 2 * len(seq) : 2] = seq
+        ext[n][1 : 2 * len(seq) : 2] = seq
     # A skip from s-2 is allowed onto a label that differs from the one two back.
-    skip = np.zeros((N, L), dtype=bool)
-    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
-    ext_t = _C.from_numpy(ext)
-    skip_t = _C.from_numpy(skip)
+    skip = [[s >= 2 and row[s] != blank and row[s] != row[s - 2] for s in range(L)] for row in ext]
+    # The tables go in through NumPy arrays (a tensor built from nested lists costs
+    # several microseconds more each); (N, L) even for an empty batch.
+    ext_t = _C.from_numpy(np.array(ext, dtype=np.int64).reshape(N, L))
+    skip_t = _C.from_numpy(np.array(skip, dtype=bool).reshape(N, L))
     il_flat = _C.from_numpy(np.array(il, dtype=np.int64))
     tl_flat = _C.from_numpy(np.array(tl, dtype=np.int64))
     pos = _C.arange(L).unsqueeze(0)
