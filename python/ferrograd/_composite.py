@@ -13,6 +13,7 @@ as in PyTorch, and run through NumPy.
 from __future__ import annotations
 
 import builtins
+import collections
 import functools
 import math
 import warnings
@@ -659,6 +660,9 @@ def unique(  # noqa: A002
     optionally where each element went (``return_inverse``) and how many
     times each occurs (``return_counts``). Not differentiable."""
     _check("unique", input)
+    if (dim is None and input.dim() and input.numel() <= 64 and not input.is_floating_point()
+            and not input.is_complex()):
+        return _unique_small(input, return_inverse, return_counts)
     arr = input.detach().numpy()
     if dim is None:
         # Every NaN is its own value, as in PyTorch (NaN == NaN is false).
@@ -675,6 +679,23 @@ def unique(  # noqa: A002
         extra.append(_C.from_numpy(np.ascontiguousarray(inverse.astype(np.int64))))
     if return_counts:
         extra.append(_C.from_numpy(counts.astype(np.int64)))
+    return (out, *extra) if extra else out
+
+
+def _unique_small(input, return_inverse, return_counts):
+    """``unique`` of a few integers (or bools) on Python lists: np.unique's sort and
+    bookkeeping cost tens of microseconds on a handful of elements."""
+    items = input.detach().reshape(-1).tolist()
+    values = sorted(set(items))
+    out = _C.tensor(values, dtype=input.dtype)
+    extra = []
+    if return_inverse:
+        where = {v: i for i, v in enumerate(values)}
+        inverse = _C.from_numpy(np.array([where[v] for v in items], dtype=np.int64))
+        extra.append(inverse.reshape(tuple(input.shape)))
+    if return_counts:
+        counts = collections.Counter(items)
+        extra.append(_C.from_numpy(np.array([counts[v] for v in values], dtype=np.int64)))
     return (out, *extra) if extra else out
 
 
@@ -739,6 +760,14 @@ def _binary_search(seq, vals, right):
     PyTorch, where NumPy's ``searchsorted`` orders NaN above everything.
     ``seq`` is 1-D, or 2-D with one row per row of ``vals``."""
     vals = np.asarray(vals)
+    n = seq.shape[-1]
+    if vals.size * n.bit_length() <= 256 and (
+        seq.dtype == vals.dtype or (seq.dtype.kind == "f" and vals.dtype.kind == "f")
+    ):
+        # A few values: the bisection in Python on the elements as Python numbers
+        # (compared exactly, as NumPy compares one dtype or two float dtypes) costs
+        # less than a dozen array calls, sorted sequence or not.
+        return _bisect_lists(seq, vals, right)
     if (
         seq.ndim == 1
         and seq.dtype.kind in "biuf"
@@ -749,7 +778,6 @@ def _binary_search(seq, vals, right):
         # Sorted without NaN: the insertion point is the only answer, NumPy's too
         # (a NaN value goes to the end in both), in one native call.
         return np.searchsorted(seq, vals, "right" if right else "left")
-    n = seq.shape[-1]
     lo = np.zeros(vals.shape, dtype=np.int64)
     if n == 0:
         return lo
@@ -768,6 +796,30 @@ def _binary_search(seq, vals, right):
         lo = np.where(go, mid + 1, lo)
         size = np.where(go, size - half - 1, half)
     return lo
+
+
+def _bisect_lists(seq, vals, right):
+    """``_binary_search`` one value at a time on Python lists."""
+    n = seq.shape[-1]
+    flat = vals.reshape(-1).tolist()
+    if n == 0 or not flat:
+        return np.zeros(vals.shape, dtype=np.int64)
+    rows = seq.reshape(-1, n).tolist()
+    per_row = vals.shape[-1] if seq.ndim > 1 else len(flat)
+    out = []
+    for k, v in enumerate(flat):
+        row = rows[k // per_row]
+        lo, size = 0, n
+        while size > 0:
+            half = size >> 1
+            mid = lo + half
+            # Right unless row[mid] >= v (> v with right); a NaN compares false.
+            if (row[mid] > v) if right else (row[mid] >= v):
+                size = half
+            else:
+                lo, size = mid + 1, size - half - 1
+        out.append(lo)
+    return np.array(out, dtype=np.int64).reshape(vals.shape)
 
 
 @_replayed("bucketize")

@@ -7,8 +7,7 @@ import builtins
 import numpy as np
 
 from .. import _C
-from .._C import Tensor
-from .._dispatch import check_tensor
+from .._dispatch import check_tensor, is_batched
 
 _check = check_tensor
 
@@ -16,7 +15,9 @@ _check = check_tensor
 def _vmap_level(*values):
     """The innermost ``vmap`` level among ``values`` (BatchedTensors) and the
     batching module, or ``(0, None)`` when none is batched."""
-    if all(v is None or isinstance(v, Tensor) for v in values):
+    # Most calls carry plain tensors and numbers: answered by one loop, without
+    # importing the batching module or listing the arguments.
+    if not is_batched(*values):
         return 0, None
     from ..func import _batched
 

@@ -165,6 +165,18 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
             f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}"
         )
     mask = mask.expand(*input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
+    if _checks_values(mask, input, source):
+        k = int(mask.sum().item())
+        if k > source.numel():
+            raise RuntimeError("masked_scatter: expected source to have at least as many "
+                               "elements as there are True values in mask")
+        flat_src = source.reshape(-1)
+        if flat_src.numel() == 0:
+            return input.clone()
+        # The leading k elements written in order at the True positions, as
+        # x[mask] = source[:k] writes them: one native op instead of a running count,
+        # a gather and a where.
+        return _C._index_put(input, (mask,), flat_src[:k].to(input.dtype), False)
     # Each element's source position: the running count of True values, less one
     # (the last count is the number of True values).
     pos = mask.reshape(-1).cumsum(0)
@@ -182,10 +194,16 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 def _flat_index(fn, input, index):
     n = input.numel()
     if _checks_values(index):
-        idx = _np(index).astype(np.int64, copy=False)
-        lo, hi = (idx.min(), idx.max()) if idx.size else (0, 0)
+        if index.numel() <= 64:
+            # A few indices read as one list: less than the array passes below.
+            idx = index.reshape(-1).tolist()
+            lo, hi = (min(idx), max(idx)) if idx else (0, 0)
+        else:
+            idx = _np(index).astype(np.int64, copy=False)
+            lo, hi = (idx.min(), idx.max()) if idx.size else (0, 0)
         if hi >= n or lo < -n:
-            bad = idx[(idx >= n) | (idx < -n)].reshape(-1)[0]
+            bad = (next(i for i in idx if i >= n or i < -n) if isinstance(idx, list)
+                   else idx[(idx >= n) | (idx < -n)].reshape(-1)[0])
             raise IndexError(
                 f"out of range: tried to access index {bad} on a tensor of {n} elements."
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import itertools
 import math
 from typing import TYPE_CHECKING
 
@@ -131,6 +132,43 @@ def var_mean(
 _INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
+def _positions(valid, qs, interpolation):
+    """Where each quantile lies among ``valid`` sorted values (an int or an array
+    of one count per row): the two neighbours' ranks and the weight of the upper
+    one, in float64 as NumPy computes them."""
+    # np.maximum: np.clip's dispatch costs several microseconds per call.
+    pos = qs * np.maximum(np.asarray(valid) - 1, 0)[..., None]
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.ceil(pos).astype(np.int64)
+    frac = pos - lo
+    if interpolation == "lower":
+        hi, frac = lo, frac * 0
+    elif interpolation == "higher":
+        lo, frac = hi, frac * 0
+    elif interpolation == "nearest":
+        lo = hi = np.round(pos).astype(np.int64)
+        frac = frac * 0
+    elif interpolation == "midpoint":
+        frac = np.where(hi > lo, 0.5, 0.0)
+    return lo, hi, frac
+
+
+# (row length, quantiles, interpolation, dtype) -> the ranks and weights of
+# `quantile`, which do not depend on the values; never handed out.
+_QUANTILE_RANKS: dict = {}
+
+
+def _quantile_ranks(n, qs, interpolation, dtype):
+    key = (n, qs if isinstance(qs, float) else qs.tobytes(), interpolation, dtype)
+    hit = _QUANTILE_RANKS.get(key)
+    if hit is None:
+        lo, hi, frac = _positions(n, np.atleast_1d(np.asarray(qs, dtype=np.float64)), interpolation)
+        if len(_QUANTILE_RANKS) >= 256:
+            _QUANTILE_RANKS.clear()
+        hit = _QUANTILE_RANKS[key] = (_from_np(lo), _from_np(hi), _from_np(frac, dtype))
+    return hit
+
+
 def _quantile(fn, input, q, dim, keepdim, interpolation, ignore_nan):
     _check(fn, input)
     lid, b = _vmap_level(input, q)
@@ -144,10 +182,15 @@ def _quantile(fn, input, q, dim, keepdim, interpolation, ignore_nan):
             f"Got {interpolation}"
         )
     scalar_q = not isinstance(q, Tensor)
-    qs = np.asarray([q] if scalar_q else _np(q), dtype=np.float64)
-    if not scalar_q and q.dim() > 1:
-        raise RuntimeError(f"{fn}() q must be a scalar or 1D tensor")
-    if ((qs < 0) | (qs > 1)).any():
+    if scalar_q:
+        qs = float(q)
+        out_of_range = not 0 <= qs <= 1  # NaN too, as PyTorch's check refuses it
+    else:
+        qs = np.asarray(_np(q), dtype=np.float64)
+        if q.dim() > 1:
+            raise RuntimeError(f"{fn}() q must be a scalar or 1D tensor")
+        out_of_range = not ((qs >= 0) & (qs <= 1)).all()
+    if out_of_range:
         raise RuntimeError(f"{fn}() q values must be in the range [0, 1]")
     if input.numel() == 0:
         raise RuntimeError(f"{fn}() input tensor must be non-empty")
@@ -159,32 +202,28 @@ def _quantile(fn, input, q, dim, keepdim, interpolation, ignore_nan):
         x = input.reshape(1) if input.dim() == 0 else input
     moved = x.movedim(d, -1)
     rows = moved.reshape(-1, moved.shape[-1])
-    arr = _np(rows)
-    n = arr.shape[-1]
-    order = np.argsort(arr, axis=-1, kind="stable")  # NaN sorts last
-    nan_count = np.isnan(arr).sum(-1)
-    valid = n - nan_count if ignore_nan else np.full(arr.shape[0], n)
-    pos = qs[None, :] * (valid[:, None] - 1).clip(min=0)  # rows x Q
-    lo = np.floor(pos).astype(np.int64)
-    hi = np.ceil(pos).astype(np.int64)
-    frac = pos - lo
-    if interpolation == "lower":
-        hi, frac = lo, frac * 0
-    elif interpolation == "higher":
-        lo, frac = hi, frac * 0
-    elif interpolation == "nearest":
-        lo = hi = np.round(pos).astype(np.int64)
-        frac = frac * 0
-    elif interpolation == "midpoint":
-        frac = np.where(hi > lo, 0.5, 0.0)
-    ilo = _from_np(np.take_along_axis(order, lo, -1))
-    ihi = _from_np(np.take_along_axis(order, hi, -1))
-    w = _from_np(frac, input.dtype)
-    vlo, vhi = rows.gather(-1, ilo), rows.gather(-1, ihi)
+    n = rows.shape[-1]
+    # NaN sorts last; the sort is stable, so among equal values each quantile
+    # reads (and its gradient reaches) the first in the input, as a stable
+    # argsort's gather did.
+    srt = rows.sort(-1, stable=True)[0]
+    has_nan = srt.narrow(1, n - 1, 1).isnan()  # rows x 1
+    if ignore_nan and has_nan.any().item():
+        # Each row's quantiles lie among its own count of non-NaN values.
+        valid = n - _np(srt.isnan().sum(1))
+        lo, hi, frac = _positions(valid, np.atleast_1d(np.asarray(qs, dtype=np.float64)),
+                                  interpolation)
+        lo, hi, w = _from_np(lo), _from_np(hi), _from_np(frac, input.dtype)
+        vlo, vhi = srt.gather(1, lo), srt.gather(1, hi)
+        bad = srt.narrow(1, 0, 1).isnan()  # every value NaN
+    else:
+        # Every row has n values: the ranks depend on n and q only.
+        lo, hi, w = _quantile_ranks(n, qs, interpolation, input.dtype)
+        vlo, vhi = srt.index_select(1, lo), srt.index_select(1, hi)
+        bad = None if ignore_nan else has_nan
     val = vlo + w * (vhi - vlo)  # rows x Q
-    bad = (valid == 0) if ignore_nan else (nan_count > 0)
-    if bad.any():
-        val = val.masked_fill(_from_np(bad[:, None]), math.nan)
+    if bad is not None:
+        val = val.masked_fill(bad, math.nan)
     # Q first, then the reduced shape.
     if dim is None:
         out_shape = (1,) * input.dim() if keepdim else ()
@@ -195,8 +234,9 @@ def _quantile(fn, input, q, dim, keepdim, interpolation, ignore_nan):
         else:
             del shp[d]
         out_shape = tuple(shp)
-    val = val.transpose(0, 1).reshape((len(qs),) + out_shape)
-    return val[0] if scalar_q else val
+    if scalar_q:
+        return val.reshape(out_shape)
+    return val.transpose(0, 1).reshape((len(qs),) + out_shape)
 
 
 def _quantile_batched(fn, input, q, dim, keepdim, interpolation, ignore_nan, lid, b):
@@ -313,7 +353,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     lo_t, hi_t = np.array(lo, dtype=arr.dtype), np.array(hi, dtype=arr.dtype)
     with np.errstate(all="ignore"):
         pos = ((inside - lo_t) / (hi_t - lo_t) * arr.dtype.type(bins)).astype(np.int64)
-    pos = np.clip(pos, 0, int(bins) - 1)
+    pos = np.minimum(np.maximum(pos, 0), int(bins) - 1)  # np.clip's dispatch costs more
     counts = np.bincount(pos, minlength=int(bins))
     return _from_np(counts.astype(np.float64), input.dtype)
 
@@ -348,7 +388,7 @@ def _histc_batched(input, bins, lo, hi):
     inside = (rows >= lo_t) & (rows <= hi_t)
     with np.errstate(all="ignore"):
         pos = ((rows - lo_t) / (hi_t - lo_t) * arr.dtype.type(bins)).astype(np.int64)
-    pos = np.clip(pos, 0, bins - 1) + np.arange(n, dtype=np.int64)[:, None] * bins
+    pos = np.minimum(np.maximum(pos, 0), bins - 1) + np.arange(n, dtype=np.int64)[:, None] * bins
     counts = np.bincount(pos[inside], minlength=n * bins).reshape(*batch, bins)
     out = _from_np(counts.astype(np.float64), input.dtype)
     for level in reversed(levels):
@@ -389,6 +429,22 @@ def unique_consecutive(
     """``input`` with each run of equal consecutive elements (or slices along ``dim``)
     collapsed to one; optionally where each element went and each run's length."""
     _check("unique_consecutive", input)
+    if dim is None and 0 < input.numel() <= 64:
+        # A few elements: the runs found on a list (NaN != NaN, -0.0 == 0.0 as in
+        # NumPy), the values read from the input itself so they keep its dtype; the
+        # index lists go in through NumPy (a tensor from a list costs more).
+        flat = input.detach().reshape(-1)
+        items = flat.tolist()
+        first = [True, *(a != b for a, b in zip(items[1:], items))]
+        starts = [i for i, f in enumerate(first) if f]
+        out = [flat.index_select(0, _from_np(np.array(starts, dtype=np.int64)))]
+        if return_inverse:
+            inverse = [c - 1 for c in itertools.accumulate(first)]
+            out.append(_from_np(np.array(inverse, dtype=np.int64)).reshape(tuple(input.shape)))
+        if return_counts:
+            ends = [*starts[1:], len(items)]
+            out.append(_from_np(np.array([e - b for b, e in zip(starts, ends)], dtype=np.int64)))
+        return tuple(out) if len(out) > 1 else out[0]
     arr = _np(input)
     if dim is None:
         flat = arr.reshape(-1)
@@ -428,10 +484,19 @@ def unravel_index(indices: Tensor, shape: IntOrInts) -> tuple[Tensor, ...]:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if builtins.any(s < 0 for s in shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
-    total = int(np.prod(shape)) if shape else 1
-    if arr.size and (arr.min() < -total or arr.max() >= total):
+    total = math.prod(shape)
+    if total >= 1 << 63:
+        total = int(np.prod(shape))  # NumPy's int64 product, as before
+    if arr.size <= 64:
+        # A few indices: their bounds from a list (NumPy's min and max cost more).
+        flat = arr.reshape(-1).tolist()
+        lo, hi = (builtins.min(flat), builtins.max(flat)) if flat else (0, 0)
+    else:
+        lo, hi = arr.min(), arr.max()
+    if arr.size and (lo < -total or hi >= total):
         raise RuntimeError(f"'indices' must be in range [-{total}, {total})"
                            if total else "'indices' must be empty for a shape with no elements")  # fmt: skip
-    arr = np.where(arr < 0, arr + total, arr)
+    if lo < 0:
+        arr = np.where(arr < 0, arr + total, arr)
     coords = np.unravel_index(arr, shape) if shape else ()
     return tuple(_from_np(np.asarray(c, dtype=np.int64)) for c in coords)

@@ -452,7 +452,8 @@ def _rrelu_noise(input, lower, upper):
     noise = _C.ones(*input.shape, dtype=input.dtype)
     if count:
         draws = _C.empty(count, dtype=_C.float64).uniform_(lower, upper)
-        noise[neg] = draws.to(input.dtype)
+        # The native write (no indexing-key parsing of `noise[neg] = ...`).
+        _C._index_put_(noise, (neg,), draws.to(input.dtype), False)
     return noise
 
 

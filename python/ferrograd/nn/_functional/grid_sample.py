@@ -417,17 +417,37 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
             f"affine_grid: theta has {theta.shape[0]} matrices but size asks for a batch of {n}"
         )
     d = len(spatial)
-    # Each output pixel's coordinates, x running along the last dimension.
+    base = _base_grid(tuple(spatial), align_corners, theta.dtype)
+    grid = base.matmul(theta.transpose(1, 2))  # [N, P, d]
+    return grid.reshape(n, *spatial, d)
+
+
+# (spatial size, align_corners, dtype) -> the [P, d + 1] base grid of a small output;
+# only read (a matmul operand), never handed out.
+_BASE_GRIDS: dict = {}
+
+
+def _base_grid(spatial, align_corners, dtype):
+    """Each output pixel's normalised coordinates ``[x, y(, z), 1]``, one row per pixel."""
+    key = (spatial, align_corners, dtype)
+    base = _BASE_GRIDS.get(key)
+    if base is not None:
+        return base
+    d = len(spatial)
+    # x running along the last dimension.
     cols = []
     for k in reversed(range(d)):  # x, y(, z): spatial dimension d-1, d-2, ...
-        axis = _base_coordinates(spatial[k], align_corners, theta.dtype)
+        axis = _base_coordinates(spatial[k], align_corners, dtype)
         shape = [1] * d
         shape[k] = spatial[k]
         cols.append(axis.reshape(shape).expand(*spatial).reshape(-1))
-    cols.append(_C.ones(cols[0].shape[0], dtype=theta.dtype))
+    cols.append(_C.ones(cols[0].shape[0], dtype=dtype))
     base = _C.stack(cols, dim=1)  # [P, d + 1]
-    grid = base.matmul(theta.transpose(1, 2))  # [N, P, d]
-    return grid.reshape(n, *spatial, d)
+    if base.numel() <= 4096:
+        if len(_BASE_GRIDS) >= 64:
+            _BASE_GRIDS.clear()
+        _BASE_GRIDS[key] = base
+    return base
 
 
 def _size_repr(size):

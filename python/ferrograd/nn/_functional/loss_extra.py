@@ -109,8 +109,9 @@ def multi_margin_loss(
     if weight is not None and weight.numel() != dim:
         raise RuntimeError(f"inconsistent weight size, expected {dim} but got {list(weight.shape)}")
     y = target.reshape(nframe)
-    ys = y.numpy()
-    if ys.size and (ys.min() < 0 or ys.max() >= dim):
+    # The bounds from a list: NumPy's min and max cost more on a few targets.
+    ys = y.tolist() if nframe <= 64 else y.numpy()
+    if len(ys) and (min(ys) < 0 or max(ys) >= dim):
         raise RuntimeError("target out of range")
     x = input.reshape(nframe, dim)
     x_y = x.gather(1, y.unsqueeze(1))
@@ -166,23 +167,45 @@ def multilabel_margin_loss(
         raise RuntimeError(
             f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}"
         )
-    t = target.reshape(nframe, dim).numpy()
-    # Each row's targets: the entries before its first negative one.
-    listed = (t >= 0).cumprod(1, dtype=bool)
-    if (t[listed] >= dim).any():
-        raise RuntimeError("argument #2 'target' is out of range")
-    # A class listed twice counts twice, as in ATen's loop.
-    flat = (t + np.arange(0, nframe * dim, dim)[:, None])[listed]
-    counts = np.bincount(flat, minlength=nframe * dim).reshape(nframe, dim).astype(np.float64)
-    is_target = counts > 0
+    t = target.reshape(nframe, dim)
+    if 0 < nframe * dim <= 64 and target.dtype == _C.int64:
+        counts = np.array(_target_counts_small(t.tolist(), dim), dtype=np.float64)
+    else:
+        counts = _target_counts(t.numpy(), nframe, dim).astype(np.float64)
     # pair[n, j, k]: how often target class j is paired with non-target class k.
-    pair = counts[:, :, None] * (~is_target)[:, None, :]
+    pair = counts[:, :, None] * (counts == 0)[:, None, :]
     x = input.reshape(nframe, dim)
     hinge = _C.relu(1.0 - x.unsqueeze(2) + x.unsqueeze(1))
     per = (hinge * _C.tensor(pair, dtype=x.dtype)).sum((1, 2)) / dim
     if reduction == "none":
         return per if input.dim() == 2 else per.reshape(())
     return _reduce(per, reduction)
+
+
+def _target_counts(t, nframe, dim):
+    """counts[n, j]: how often row n lists class j among its targets."""
+    # Each row's targets: the entries before its first negative one.
+    listed = (t >= 0).cumprod(1, dtype=bool)
+    if (t[listed] >= dim).any():
+        raise RuntimeError("argument #2 'target' is out of range")
+    # A class listed twice counts twice, as in ATen's loop.
+    flat = (t + np.arange(0, nframe * dim, dim)[:, None])[listed]
+    return np.bincount(flat, minlength=nframe * dim).reshape(nframe, dim)
+
+
+def _target_counts_small(rows, dim):
+    """``_target_counts`` of a few rows, counted on lists (NumPy's calls cost more)."""
+    out = []
+    for row in rows:
+        counts = [0] * dim
+        for v in row:
+            if v < 0:
+                break
+            if v >= dim:
+                raise RuntimeError("argument #2 'target' is out of range")
+            counts[v] += 1
+        out.append(counts)
+    return out
 
 
 @tensor_args("anchor", "positive", "negative")

@@ -488,6 +488,17 @@ def embedding_bag(
                 f"{type(offsets)}"
             )
         b, length = input.shape
+        if b and length and padding_idx is None and (per_sample_weights is None or mode == "sum"):
+            # Every bag is a full row of the (B, n, d) embeddings: one reduction over
+            # the rows, no bag bookkeeping. The sum adds each bag's rows in order, as
+            # the scatter below does, so the values are the same.
+            rows = embedding(input, weight, None, max_norm, norm_type, scale_grad_by_freq)
+            if mode == "max":
+                return _C.amax(rows, 1)
+            if per_sample_weights is not None:
+                rows = rows * per_sample_weights.unsqueeze(2)
+            out = rows.sum(1)
+            return out / length if mode == "mean" else out
         starts = (
             np.arange(0, b * length, length, dtype=np.int64) if length else np.zeros(b, np.int64)
         )

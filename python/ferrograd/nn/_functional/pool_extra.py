@@ -445,8 +445,11 @@ def adaptive_avg_pool3d(input: Tensor, output_size: IntOrInts) -> Tensor:
     x, unbatched = _check_3d(input, "adaptive_avg_pool3d")
     od, oh, ow = _adaptive_size(x, output_size, 3)
     n, c, d, h, w = x.shape
-    planes = adaptive_avg_pool2d(x.reshape(n, c * d, h, w), [oh, ow])
-    out = adaptive_avg_pool2d(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
+    # A tensor goes to the native 2-d kernel directly (the sizes are resolved); a
+    # tensor-like value (vmap's) to the functional form, which dispatches it.
+    pool = _C.adaptive_avg_pool2d if isinstance(x, _C.Tensor) else adaptive_avg_pool2d
+    planes = pool(x.reshape(n, c * d, h, w), [oh, ow])
+    out = pool(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
     out = out.reshape(n, c, od, oh, ow)
     return out.squeeze(0) if unbatched else out
 
@@ -476,11 +479,20 @@ def adaptive_max_pool3d_with_indices(
         >>> F.adaptive_max_pool3d_with_indices(x, 1)
         (tensor([[[[7.]]]]), tensor([[[[1]]]]))
     """
+    return _adaptive_max_pool3d(input, output_size, True)
+
+
+def _adaptive_max_pool3d(input, output_size, with_indices):
     x, unbatched = _check_3d(input, "adaptive_max_pool3d")
     od, oh, ow = _adaptive_size(x, output_size, 3)
     n, c, d, h, w = x.shape
-    planes, where = adaptive_max_pool2d_with_indices(x.reshape(n, c * d, h, w), [oh, ow])
-    out, idx = adaptive_max_pool2d_with_indices(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
+    # As in adaptive_avg_pool3d: the native kernel for a tensor.
+    pool = _C.adaptive_max_pool2d if isinstance(x, _C.Tensor) else adaptive_max_pool2d_with_indices
+    planes, where = pool(x.reshape(n, c * d, h, w), [oh, ow])
+    out, idx = pool(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
+    if not with_indices:
+        out = out.reshape(n, c, od, oh, ow)
+        return out.squeeze(0) if unbatched else out
     # The second pool's flat index is depth * (oh * ow) + column.
     depth = idx.reshape(n, c, od, oh * ow) // (oh * ow)
     in_plane = where.reshape(n, c, d, oh * ow).gather(2, depth)
@@ -536,8 +548,11 @@ def adaptive_max_pool3d(
         >>> F.adaptive_max_pool3d(torch.arange(8.0).reshape(1, 2, 2, 2), (2, 1, 1)).flatten()
         tensor([3., 7.])
     """
-    out, idx = adaptive_max_pool3d_with_indices(input, output_size)
-    return (out, idx) if return_indices else out
+    if return_indices:
+        return adaptive_max_pool3d_with_indices(input, output_size)
+    # The refusal adaptive_max_pool3d_with_indices' argument check gave.
+    _check_tensor("adaptive_max_pool3d_with_indices", input)
+    return _adaptive_max_pool3d(input, output_size, False)
 
 
 # ----- deprecated upsampling names ---------------------------------------------------------------
