@@ -71,7 +71,7 @@ UNARY = {
     "cos": (fg.cos, np.cos, 1),
     "erf": (fg.erf, sp.erf, 1),
     "erfc": (fg.erfc, sp.erfc, 1),
-    "erfinv": (fg.erfinv, sp.erfinv, 1),
+    "erfinv": (fg.erfinv, sp.erfinv, 2),
 }
 
 
@@ -92,6 +92,57 @@ def test_float32_within_ulps_over_the_whole_range(name):
     zero = (want == 0) & (got == 0)
     sign = np.where(x == 0, np.signbit(x), np.signbit(want)) if name == "erfinv" else np.signbit(want)
     np.testing.assert_array_equal(np.signbit(got[zero]), sign[zero])
+
+
+def test_gamma_functions_within_one_ulp():
+    # lgamma, digamma and trigamma (digamma's gradient, polygamma(1, x)) in float32 against
+    # SciPy's float64 over the whole range; below 0, next to the zeros there, the reflection
+    # formula's subtraction leaves an absolute error of up to 2^-32 instead.
+    rng = np.random.default_rng(4)
+    x = np.concatenate([wide_sample(), rng.uniform(-30, 30, 200000).astype(np.float32)])
+    x = x[np.isfinite(x) & ((x > 0) | (x != np.round(x)))]
+    for fn, ref in (
+        (fg.lgamma, sp.gammaln),
+        (fg.digamma, sp.psi),
+        (lambda t: fg.polygamma(1, t), lambda v: sp.polygamma(1, v)),
+    ):
+        with np.errstate(all="ignore"):
+            want = ref(x.astype(np.float64))
+        got = fn(fg.tensor(x)).numpy()
+        err = ulp_error(got, want)
+        ok = (err <= 1) | ((x < 0) & (np.abs(got - want) <= 2.0**-32))
+        worst = int(np.argmax(np.where(ok, 0, err)))
+        assert ok.all(), f"{fn}({x[worst]!r}) = {got[worst]!r}, want {want[worst]!r}"
+    # PyTorch's values at the poles, the signed zeros and the infinities.
+    s = fg.tensor([0.0, -0.0, -1.0, -7.0, -1e30, np.inf, -np.inf, np.nan])
+    inf, nan = np.inf, np.nan
+    np.testing.assert_array_equal(fg.lgamma(s).numpy(), [inf, inf, inf, inf, inf, inf, inf, nan])
+    np.testing.assert_array_equal(
+        fg.digamma(s).numpy(), [-inf, inf, nan, nan, nan, inf, nan, nan]
+    )
+    np.testing.assert_array_equal(
+        fg.polygamma(1, s).numpy(), [inf, inf, inf, inf, inf, 0.0, inf, nan]
+    )
+
+
+def test_sinc_backward_against_its_closed_form():
+    # d/dx sinc(x) = (cos(pi x) - sinc(x)) / x, 0 at 0; next to 0 its series, where the
+    # closed form cancels.
+    rng = np.random.default_rng(6)
+    x0 = np.concatenate([rng.uniform(-20, 20, 20000), rng.uniform(-1e-3, 1e-3, 2000), [0.0]])
+    xd = x0.astype(np.float64)
+    with np.errstate(all="ignore"):
+        p = np.pi * xd
+        want = np.where(xd == 0, 0.0, (np.cos(p) - np.sin(p) / p) / xd)
+        small = np.abs(p) < 1e-2
+        want[small] = np.pi * p[small] * (-1 / 3 + p[small] ** 2 / 30)
+    for dtype, tol in ((np.float32, 2e-5), (np.float64, 1e-12)):
+        x = fg.tensor(x0.astype(dtype), requires_grad=True)
+        (g,) = fg.autograd.grad(fg.sinc(x).sum(), x)
+        # float32: pi x is rounded first (as PyTorch computes it), an absolute 2^-24 |x| in the
+        # argument of cos.
+        bound = tol * (1 + np.abs(xd)) if dtype == np.float32 else tol * (1 + np.abs(want))
+        assert (np.abs(g.numpy() - want) <= bound).all()
 
 
 def test_atan2_within_one_ulp_with_c_special_values():
@@ -177,6 +228,8 @@ def test_nan_propagates(name, dtype):
 GRAD_OPS = {
     **{k: v for k, v in NAN_OPS.items() if k not in ("relu",)},
     **{k: v[0] for k, v in UNARY.items()},
+    "lgamma": fg.lgamma,
+    "digamma": fg.digamma,
     "elu_inplace_rule": lambda x: F.elu(x * 1.0, inplace=True),
     "leaky_inplace_rule": lambda x: F.leaky_relu(x * 1.0, 0.2, inplace=True),
 }
@@ -249,6 +302,7 @@ ops = {
     "log2": fg.log2, "log10": fg.log10, "exp2": fg.exp2, "tanh": fg.tanh,
     "sin": fg.sin, "cos": fg.cos, "pow": lambda t: fg.pow(t.abs(), t.flip(0)),
     "pow_int": lambda t: fg.pow(t, t.flip(0).round()), "pow_number": lambda t: t ** -2.5,
+    "lgamma": fg.lgamma, "digamma": fg.digamma, "trigamma": lambda t: fg.polygamma(1, t),
 }
 # Transposing copies (kernels/transpose.rs on AVX2 and up), four- and eight-byte.
 ops["t_copy"] = lambda t: t.reshape(80, 125).t().contiguous().flatten()

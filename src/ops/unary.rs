@@ -415,8 +415,10 @@ pub(crate) fn sign(a: &Tensor) -> Result<Tensor> {
         dt => map1(a, dt, sgn32, sgn64, Some(|x: i64| x.signum()))?,
     };
     if needs_record(&[a]) {
+        // PyTorch's zeros_like(grad): 0 also where the gradient is NaN or infinite.
         record("SignBackward0", &[a], &out, saved![], |c| {
-            Ok(smallvec![Some(mul_f64(c.grad()?, 0.0)?)])
+            let g = c.grad()?;
+            Ok(smallvec![Some(Tensor::zeros(g.shape(), g.dtype()))])
         });
     }
     Ok(out)

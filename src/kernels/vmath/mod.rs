@@ -8,14 +8,16 @@
 //! in float64 (SLEEF's and glibc's libmvec designs, with our own
 //! coefficients fitted to the float64 functions): that is accurate far
 //! beyond float32's precision, so each result is within 1 ulp of the
-//! correctly rounded value (erfinv within 2), and the code needs no
-//! double-float tricks. `exp2`, the logarithms and `tanh` (`explog32`), `erf`
-//! and `erfc` (`erf`), `sin`/`cos`/`tan` (`kernels::trig_f32`),
-//! `atan`/`asin`/`acos` (`invtrig`) are
-//! evaluated in float32 lanes instead,
-//! twice as many per instruction, with the steps that would lose the 1 ulp
-//! bound carried as pairs of floats. `pow` (`pow`) evaluates
-//! `e^(y ln|x|)` in float64 lanes. Every `mul_add` is a fused multiply-add on every
+//! correctly rounded value (erfinv within 2; lgamma and digamma next to
+//! their zeros below 0 within an absolute bound), and the code needs no
+//! double-float tricks. `exp2`, the logarithms and `tanh` (`explog32`),
+//! `erf`, `erfc` and `erfinv` (`erf`), `sin`/`cos`/`tan`
+//! (`kernels::trig_f32`), `atan`/`asin`/`acos` (`invtrig`) are evaluated in
+//! float32 lanes instead, twice as many per instruction, with the steps
+//! that would lose the 1 ulp bound carried as pairs of floats. `pow`
+//! (`pow`) evaluates `e^(y ln|x|)` in float64 lanes, and `lgamma`,
+//! `digamma` and `trigamma` (`gamma`) also work in float64 lanes. Every
+//! `mul_add` is a fused multiply-add on every
 //! path (an instruction with FMA, the C library's exact `fma` without), so
 //! the AVX-512, AVX2 and portable paths give the same bits.
 //!
@@ -29,6 +31,7 @@ mod core;
 mod erf;
 mod explog;
 mod explog32;
+mod gamma;
 mod invtrig;
 mod pow;
 mod rem;
@@ -43,6 +46,7 @@ pub(crate) use explog32::{
     exp2_f32, fast_two_sum, log10_f32, log2_f32, log_f32, poly as poly_f32, tanh_f32,
     SHIFT as SHIFT_F32,
 };
+pub(crate) use gamma::{digamma_f32, lgamma_f32, trigamma_f32};
 pub(crate) use invtrig::{acos_f32, asin_f32, atan2_f32, atan_f32};
 pub(crate) use pow::pow_f32;
 pub(crate) use rem::{fmod_f32, fmod_needs_libm};

@@ -146,13 +146,40 @@ pub(crate) fn erfinv(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn lgamma(a: &Tensor) -> Result<Tensor> {
-    let out = map1(a, a.dtype().to_float(), libm::lgammaf, libm::lgamma, NO_INT)?;
-    rec1(a, &out, "LgammaBackward0", false, digamma);
+    let out = ffn2!(a, vm::lgamma_f32, libm::lgamma)?;
+    rec1f(
+        a,
+        &out,
+        "LgammaBackward0",
+        false,
+        digamma,
+        #[inline(always)]
+        |x: f32| vm::digamma_f32(x),
+        #[inline(always)]
+        |x: f64| special::digamma(x),
+    );
     Ok(out)
 }
 
 pub(crate) fn digamma(a: &Tensor) -> Result<Tensor> {
-    polygamma(0, a)
+    let out = ffn2!(a, vm::digamma_f32, special::digamma)?;
+    rec1f(
+        a,
+        &out,
+        "DigammaBackward0",
+        false,
+        trigamma,
+        #[inline(always)]
+        |x: f32| vm::trigamma_f32(x),
+        #[inline(always)]
+        |x: f64| special::polygamma(1, x),
+    );
+    Ok(out)
+}
+
+/// `polygamma(1, x)`, digamma's gradient.
+fn trigamma(a: &Tensor) -> Result<Tensor> {
+    polygamma(1, a)
 }
 
 /// The n-th derivative of digamma; its gradient is the next one.
@@ -162,24 +189,31 @@ pub(crate) fn polygamma(n: i64, a: &Tensor) -> Result<Tensor> {
             "polygamma(n, x) does not support negative n.",
         ));
     }
+    if n == 0 {
+        return digamma(a);
+    }
     // Every order past 170 gives the same results (n! is infinite).
     let k = n.min(1 << 20) as u32;
-    let out = map1(
-        a,
-        a.dtype().to_float(),
-        #[inline(always)]
-        move |x: f32| special::polygamma(k, x as f64) as f32,
-        #[inline(always)]
-        move |x: f64| special::polygamma(k, x),
-        NO_INT,
-    )?;
+    let out = if k == 1 {
+        ffn2!(
+            a,
+            vm::trigamma_f32,
+            #[inline(always)]
+            |x: f64| special::polygamma(1, x)
+        )?
+    } else {
+        map1(
+            a,
+            a.dtype().to_float(),
+            #[inline(always)]
+            move |x: f32| special::polygamma(k, x as f64) as f32,
+            #[inline(always)]
+            move |x: f64| special::polygamma(k, x),
+            NO_INT,
+        )?
+    };
     if needs_record(&[a]) {
-        let name = if n == 0 {
-            "DigammaBackward0"
-        } else {
-            "PolygammaBackward0"
-        };
-        record(name, &[a], &out, saved![a], move |c| {
+        record("PolygammaBackward0", &[a], &out, saved![a], move |c| {
             Ok(smallvec![Some(mul(
                 c.grad()?,
                 &polygamma(n + 1, c.saved(0)?)?
