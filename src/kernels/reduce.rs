@@ -540,9 +540,9 @@ pub fn prod_mid<T: Arith>(data: &[T], outer: usize, n: usize, inner: usize) -> V
 }
 
 // The steps below store every element whichever way the comparison goes,
-// selecting the new or the kept value: a store under a branch mispredicts
-// on unordered data and does not vectorise without AVX-512's masked
-// stores (amax of a leading dimension ran at 0.1x PyTorch on Zen 3).
+// selecting the new or the kept value (`pick`): a store under a branch
+// mispredicts on unordered data and does not vectorise without AVX-512's
+// masked stores (amax of a leading dimension ran at 0.1x PyTorch on Zen 3).
 
 #[multiversion(targets(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
@@ -553,8 +553,8 @@ fn extreme_step<T: Element>(v: &mut [T], ix: &mut [i64], row: &[T], j: i64, is_m
     for ((a, i), &x) in v.iter_mut().zip(ix.iter_mut()).zip(row) {
         // A NaN kept is never replaced; a new NaN always wins.
         let better = if is_max { x > *a } else { x < *a };
-        let take = *a == *a && (better || x != x);
-        let (nv, ni) = (if take { x } else { *a }, if take { j } else { *i });
+        let take = (*a == *a) & (better | (x != x));
+        let (nv, ni) = (super::pick(take, x, *a), super::pick(take, j, *i));
         *a = nv;
         *i = ni;
     }
@@ -568,9 +568,8 @@ fn extreme_step<T: Element>(v: &mut [T], ix: &mut [i64], row: &[T], j: i64, is_m
 fn extreme_value_step<T: Element>(v: &mut [T], row: &[T], is_max: bool) {
     for (a, &x) in v.iter_mut().zip(row) {
         let better = if is_max { x > *a } else { x < *a };
-        let take = *a == *a && (better || x != x);
-        let nv = if take { x } else { *a };
-        *a = nv;
+        let take = (*a == *a) & (better | (x != x));
+        *a = super::pick(take, x, *a);
     }
 }
 

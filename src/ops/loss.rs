@@ -232,17 +232,10 @@ fn smooth_l1_values(input: &Tensor, target: &Tensor, beta: f64) -> Result<Tensor
         // rounded to the dtype, then `|d| < beta ? (d * d) * c : |d| + e`).
         return Ok(crate::dispatch_float!(dt, T => {
             let (b, c, e) = (beta as T, (0.5 / beta) as T, (-0.5 * beta) as T);
-            // Both sides are computed and one selected: a branch per
-            // element mispredicts on data whose |d| straddles beta (12x
-            // slower on Zen 3) and keeps the loop from vectorising.
+            // Both sides computed and one selected (`pick`), not branched on.
             map2!(input, target, dt, T, |x, y| {
                 let d = (x - y).abs();
-                let (quad, lin) = ((d * d) * c, d + e);
-                if d < b {
-                    quad
-                } else {
-                    lin
-                }
+                crate::kernels::pick(d < b, (d * d) * c, d + e)
             })
         }));
     }
@@ -294,13 +287,8 @@ pub(crate) fn smooth_l1_loss(
                 // Every side computed, then selected (no branch per element).
                 if let Some(r) = fused_difference_grad!(c, reduction, n, T, |d, gs| {
                     let b = beta as T;
-                    let (inner, neg) = ((d / b) * gs, -gs);
-                    let upper = if d > b { gs } else { inner };
-                    if d < -b {
-                        neg
-                    } else {
-                        upper
-                    }
+                    let upper = crate::kernels::pick(d > b, gs, (d / b) * gs);
+                    crate::kernels::pick(d < -b, -gs, upper)
                 }) {
                     return r;
                 }
@@ -349,13 +337,9 @@ pub(crate) fn huber_loss(
                 // Every side computed, then selected (no branch per element).
                 if let Some(r) = fused_difference_grad!(c, reduction, n, T, |d, gs| {
                     let b = delta as T;
-                    let (inner, outer) = (d * gs, b * gs);
-                    let upper = if d > b { outer } else { inner };
-                    if d < -b {
-                        -outer
-                    } else {
-                        upper
-                    }
+                    let outer = b * gs;
+                    let upper = crate::kernels::pick(d > b, outer, d * gs);
+                    crate::kernels::pick(d < -b, -outer, upper)
                 }) {
                     return r;
                 }
