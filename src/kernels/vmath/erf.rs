@@ -5,6 +5,7 @@
 //! of every float32 input in the ranges where each piece works.
 
 use super::explog32::{fast_two_sum, poly as poly32, SHIFT};
+use crate::kernels::pick;
 
 /// (erf(x)/x - 1) as a polynomial in x^2 for |x| <= 0.9, fitted (absolute
 /// error 1e-9).
@@ -230,28 +231,25 @@ const ERFINV_S: [f32; 10] = [
 pub(crate) fn erfinv_f32(x: f32) -> f32 {
     let w = -super::log_f32(x.mul_add(-x, 1.0));
     let tail = w >= 6.25;
-    let u = if tail {
-        (w.sqrt() - 3.25) * (1.0 / 0.75)
-    } else {
-        (w - 3.125) * (1.0 / 3.125)
-    };
-    let mut q = if tail { ERFINV_S[9] } else { ERFINV_W[9] };
+    // Selects (`pick`), not branches: a branch would take the square root
+    // and the polynomials' choice out of the vectorised loop.
+    let u = pick(
+        tail,
+        (w.sqrt() - 3.25) * (1.0 / 0.75),
+        (w - 3.125) * (1.0 / 3.125),
+    );
+    let mut q = pick(tail, ERFINV_S[9], ERFINV_W[9]);
     let mut i = 9;
     while i > 0 {
         i -= 1;
-        q = q.mul_add(u, if tail { ERFINV_S[i] } else { ERFINV_W[i] });
+        q = q.mul_add(u, pick(tail, ERFINV_S[i], ERFINV_W[i]));
     }
     // Below 6.25: c0 + (c0_lo + w q); above: S0 + u q.
-    let rest = if tail { u } else { w }.mul_add(q, if tail { 0.0 } else { ERFINV_0.1 });
-    let c0 = if tail { ERFINV_S0 } else { ERFINV_0.0 };
+    let rest = pick(tail, u, w).mul_add(q, pick(tail, 0.0, ERFINV_0.1));
+    let c0 = pick(tail, ERFINV_S0, ERFINV_0.0);
     // erfinv is odd: the sign of x (also of a zero) goes on the result.
     let r = x.mul_add(c0, x * rest).copysign(x);
     let a = x.abs();
-    if a < 1.0 {
-        r
-    } else if a == 1.0 {
-        f32::INFINITY.copysign(x)
-    } else {
-        f32::NAN
-    }
+    let edge = pick(a == 1.0, f32::INFINITY.copysign(x), f32::NAN);
+    pick(a < 1.0, r, edge)
 }

@@ -15,6 +15,7 @@
 //! negative integers and -inf, trigamma +inf at the non-positive integers.
 
 use super::core::{log_core, poly};
+use crate::kernels::pick;
 
 /// `sin(pi r) / r` and `cos(pi r)` as polynomials in `r^2` for `|r| <= 1/2`:
 /// the Taylor terms, the first omitted one below 2^-55 relative.
@@ -67,11 +68,7 @@ fn sin_pi(r: f64) -> f64 {
 /// `1 - x` for the reflection (`x < 0.5`), or `x`.
 #[inline(always)]
 fn reflected(x: f64) -> f64 {
-    if x < 0.5 {
-        1.0 - x
-    } else {
-        x
-    }
+    pick(x < 0.5, 1.0 - x, x)
 }
 
 /// `(y + 8, prod_{k<8} (y + k))` for `y < 10`, `(y, 1)` beyond.
@@ -82,7 +79,7 @@ fn shift8(y: f64) -> (f64, f64) {
     for k in 1..8 {
         q *= y + k as f64;
     }
-    (if near { y + 8.0 } else { y }, if near { q } else { 1.0 })
+    (pick(near, y + 8.0, y), pick(near, q, 1.0))
 }
 
 /// lgamma(2 + t) / t for |t| <= 1/2, fitted to the Taylor series
@@ -134,44 +131,21 @@ pub(crate) fn lgamma_f32(x: f32) -> f32 {
     let lz = log_core(z);
     let iz = 1.0 / z;
     let stirling = (z - 0.5).mul_add(lz, HALF_LN_2PI - z) + iz * poly(iz * iz, &STIRLING);
-    let a = if small {
-        t * poly(t, &LGAMMA_2)
-    } else {
-        stirling
-    };
-    let q = if small {
-        if y < 1.5 {
-            y
-        } else {
-            1.0
-        }
-    } else {
-        prod
-    };
+    // Selects (`pick`), not branches: LLVM would sink each side's work into
+    // a branch and leave the dispatched loop scalar.
+    let a = pick(small, t * poly(t, &LGAMMA_2), stirling);
+    let q = pick(small, pick(y < 1.5, y, 1.0), prod);
     // Below 0.5: lgamma(x) = ln(pi / |sin(pi x)|) - lgamma(1 - x)
     //                      = ln(q pi / |sin(pi r)|) - a.
     let r = reduce(xd);
     let s = sin_pi(r).abs();
     let refl = xd < 0.5;
-    let q = if refl {
-        q * std::f64::consts::PI / s
-    } else {
-        q
-    };
+    let q = pick(refl, q * std::f64::consts::PI / s, q);
     let lq = log_core(q);
-    let v = if refl { lq - a } else { a - lq };
-    let v = if refl && s == 0.0 { f64::INFINITY } else { v };
-    let v = if xd.abs() == f64::INFINITY {
-        f64::INFINITY
-    } else {
-        v
-    };
-    let v = v as f32;
-    if x.is_nan() {
-        x
-    } else {
-        v
-    }
+    let v = pick(refl, lq - a, a - lq);
+    let v = pick(refl & (s == 0.0), f64::INFINITY, v);
+    let v = pick(xd.abs() == f64::INFINITY, f64::INFINITY, v);
+    pick(x.is_nan(), x, v as f32)
 }
 
 /// The digamma function's zero 1.4616321449683623... as a float64 and the rest.
@@ -237,33 +211,20 @@ pub(crate) fn digamma_f32(x: f32) -> f32 {
     let w = iz * iz;
     let series = log_core(z) - iz.mul_add(0.5, w * poly(w, &PSI_SERIES));
     let sum = recurrence_sum::<1>(y);
-    let far = if y < 10.0 { series - sum } else { series };
+    let far = pick(y < 10.0, series - sum, series);
     let d = (y - PSI_ROOT) - PSI_ROOT_LO;
     let near = d * poly(d, &PSI_NEAR_ROOT);
-    let v = if (1.25..=1.75).contains(&y) {
-        near
-    } else {
-        far
-    };
+    let v = pick((y >= 1.25) & (y <= 1.75), near, far);
     // Below 0.5: digamma(x) = digamma(1 - x) - pi cos(pi r) / sin(pi r).
     let r = reduce(xd);
     let c = poly(r * r, &COS_PI);
     let refl = xd < 0.5;
-    let v = if refl {
-        v - std::f64::consts::PI * c / sin_pi(r)
-    } else {
-        v
-    };
+    let v = pick(refl, v - std::f64::consts::PI * c / sin_pi(r), v);
     // Poles: sin(pi r) is a signed zero at 0, which gives -inf at +0 and
     // +inf at -0; the negative integers (and -inf, reduced to 0) are NaN.
-    let v = if xd < 0.0 && r == 0.0 { f64::NAN } else { v };
-    let v = if xd == f64::INFINITY { xd } else { v };
-    let v = v as f32;
-    if x.is_nan() {
-        x
-    } else {
-        v
-    }
+    let v = pick((xd < 0.0) & (r == 0.0), f64::NAN, v);
+    let v = pick(xd == f64::INFINITY, xd, v);
+    pick(x.is_nan(), x, v as f32)
 }
 
 /// `B_2k` for k = 1..8, the asymptotic series of trigamma beyond
@@ -292,20 +253,15 @@ pub(crate) fn trigamma_f32(x: f32) -> f32 {
     let w = iz * iz;
     let series = iz.mul_add(iz.mul_add(0.5, w * poly(w, &TRIGAMMA_SERIES)), iz);
     let sum = recurrence_sum::<2>(y);
-    let v = if y < 10.0 { series + sum } else { series };
+    let v = pick(y < 10.0, series + sum, series);
     // Below 0.5: trigamma(x) = pi^2 / sin^2(pi x) - trigamma(1 - x), +inf at
     // the poles.
     let s = sin_pi(reduce(xd));
     let refl = xd < 0.5;
-    let v = if refl {
-        (std::f64::consts::PI * std::f64::consts::PI) / (s * s) - v
-    } else {
-        v
-    };
-    let v = v as f32;
-    if x.is_nan() {
-        x
-    } else {
-        v
-    }
+    let v = pick(
+        refl,
+        (std::f64::consts::PI * std::f64::consts::PI) / (s * s) - v,
+        v,
+    );
+    pick(x.is_nan(), x, v as f32)
 }
