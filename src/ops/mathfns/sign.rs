@@ -2,7 +2,7 @@
 
 use smallvec::smallvec;
 
-use super::super::{map1, mul_f64, where_};
+use super::super::{map1, where_};
 use super::{zero_like_dt, NO_INT};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
@@ -36,8 +36,11 @@ pub(crate) fn sgn(a: &Tensor) -> Result<Tensor> {
         super::super::sign(&a.detach())?
     };
     if needs_record(&[a]) {
+        // PyTorch's real `sgn` gradient is a zero tensor whatever the
+        // incoming gradient holds (inf and NaN included).
         record("SgnBackward0", &[a], &out, saved![], |c| {
-            Ok(smallvec![Some(mul_f64(c.grad()?, 0.0)?)])
+            let g = c.grad()?;
+            Ok(smallvec![Some(Tensor::zeros(g.shape(), g.dtype()))])
         });
     }
     Ok(out)
