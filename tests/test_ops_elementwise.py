@@ -157,6 +157,21 @@ def test_piecewise_constant_ops_grads(name):
     assert check_op(f, points(f, -3, 3), max_examples=N)
 
 
+@pytest.mark.parametrize(
+    "f",
+    [fg.floor, fg.ceil, fg.round, fg.trunc, fg.sign, fg.sgn, lambda t: fg.round(t, decimals=1)],
+)
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64])
+def test_piecewise_constant_grads_are_zero_whatever_flows_in(f, dtype):
+    # PyTorch's gradient here is zeros_like(grad): 0 even where the incoming
+    # gradient is inf or NaN (0 * grad would give NaN there).
+    t = fg.tensor([-1.5, 0.0, 2.25, 3.0], dtype=dtype, requires_grad=True)
+    gout = fg.tensor([math.inf, math.nan, -math.inf, 2.0], dtype=dtype)
+    (g,) = fg.autograd.grad(f(t), t, grad_outputs=gout)
+    assert g.dtype == dtype and g.shape == t.shape
+    assert g.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
 def test_round_half_to_even_and_decimals():
     t = fg.tensor([0.5, 1.5, 2.5, -0.5, 1.2345])
     assert t.round().tolist() == [0.0, 2.0, 2.0, -0.0, 1.0]

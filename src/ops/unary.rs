@@ -415,7 +415,8 @@ pub(crate) fn sign(a: &Tensor) -> Result<Tensor> {
         dt => map1(a, dt, sgn32, sgn64, Some(|x: i64| x.signum()))?,
     };
     if needs_record(&[a]) {
-        // PyTorch's zeros_like(grad): 0 also where the gradient is NaN or infinite.
+        // Zeros, not `0 * grad`: PyTorch's gradient is `zeros_like(grad)`,
+        // 0 also where the incoming gradient is inf or NaN.
         record("SignBackward0", &[a], &out, saved![], |c| {
             let g = c.grad()?;
             Ok(smallvec![Some(Tensor::zeros(g.shape(), g.dtype()))])
@@ -643,8 +644,11 @@ fn rounding(
         out
     };
     if needs_record(&[a]) {
+        // PyTorch's gradient of a rounding is `zeros_like(grad)` (0 also
+        // for an inf or NaN incoming gradient): a zeroed block, no pass.
         record(name, &[a], &out, saved![], |c| {
-            Ok(smallvec![Some(mul_f64(c.grad()?, 0.0)?)])
+            let g = c.grad()?;
+            Ok(smallvec![Some(Tensor::zeros(g.shape(), g.dtype()))])
         });
     }
     Ok(out)
@@ -707,7 +711,8 @@ pub(crate) fn round(a: &Tensor, decimals: i64) -> Result<Tensor> {
     };
     if needs_record(&[a]) {
         record("RoundBackward1", &[a], &scaled, saved![], |c| {
-            Ok(smallvec![Some(mul_f64(c.grad()?, 0.0)?)])
+            let g = c.grad()?;
+            Ok(smallvec![Some(Tensor::zeros(g.shape(), g.dtype()))])
         });
     }
     Ok(scaled)

@@ -1,6 +1,6 @@
-//! float32 `expm1`, `log1p` and hyperbolic functions, evaluated in float64
-//! (see `core`) and rounded once (`exp2`, the logarithms and `tanh` are in
-//! `explog32`, evaluated in float32 lanes).
+//! float32 `expm1` and hyperbolic functions, evaluated in float64 (see
+//! `core`) and rounded once (`exp2`, the logarithms, `log1p` and `tanh` are
+//! in `explog32`, evaluated in float32 lanes).
 
 use super::core::{exp_core, expm1_core, log1p_core, poly};
 
@@ -15,28 +15,6 @@ pub(crate) fn expm1_f32(x: f32) -> f32 {
         x
     } else {
         r
-    }
-}
-
-/// `ln(1 + x)`, within 1 ulp.
-#[inline(always)]
-pub(crate) fn log1p_f32(x: f32) -> f32 {
-    let t = x as f64;
-    let r = log1p_core(t);
-    let r = if t > -1.0 && t < f64::INFINITY {
-        r
-    } else if t == -1.0 {
-        f64::NEG_INFINITY
-    } else if t == f64::INFINITY {
-        t
-    } else {
-        f64::NAN
-    };
-    // log1p(-0) = -0.
-    if x == 0.0 {
-        x
-    } else {
-        r as f32
     }
 }
 

@@ -1,4 +1,4 @@
-//! float32 `exp2`, `log`, `log2`, `log10` and `tanh` evaluated in float32
+//! float32 `exp2`, `log`, `log2`, `log10`, `log1p` and `tanh` evaluated in float32
 //! lanes (16 per AVX-512 register, twice what the float64 evaluation in
 //! `explog` fits), branch free. Where a plain float32 evaluation would lose
 //! more than the 1 ulp bound, the step that loses it is carried as an
@@ -181,6 +181,43 @@ pub(crate) fn log10_f32(x: f32) -> f32 {
         (std::f32::consts::LOG10_2, -1.432_098_9e-8),
         (std::f32::consts::LOG10_E, -1.010_305e-8),
     )
+}
+
+/// `ln(1 + x)`, within 1 ulp; PyTorch's float32 `log1p` is within 1 ulp.
+/// `u = 1 + x` is rounded and its rounding error `c` kept (Fast2Sum, the
+/// larger addend first), then `ln(1 + x) = ln(u) + c/u - (c/u)^2 / 2`: `c/u`
+/// is below 2^-24, so the next term is beyond float32's reach, and for a tiny
+/// `x` (`u = 1`) the result is `c = x` itself.
+#[inline(always)]
+pub(crate) fn log1p_f32(x: f32) -> f32 {
+    let u = 1.0 + x;
+    let c = if x.abs() < 1.0 {
+        x - (u - 1.0)
+    } else {
+        1.0 - (u - x)
+    };
+    let q = c / u;
+    let (k, hi, lo) = log_parts(u);
+    let lo = (-0.5 * q).mul_add(q, q + lo);
+    let kh = k * LN2_H;
+    let kl = k.mul_add(LN2_L, k.mul_add(LN2_H, -kh));
+    // |kh| > |hi| whenever k != 0, as |ln m| <= ln2 / 2.
+    let (s, e) = fast_two_sum(kh, hi);
+    let r = s + (e + (kl + lo));
+    if x > -1.0 && x < f32::INFINITY {
+        // log1p(-0) = -0 (`r` is +0 there).
+        if x == 0.0 {
+            x
+        } else {
+            r
+        }
+    } else if x == -1.0 {
+        f32::NEG_INFINITY
+    } else if x == f32::INFINITY {
+        x
+    } else {
+        f32::NAN
+    }
 }
 
 /// (tanh(x) - x) / x^3 as a polynomial in x^2 for |x| <= 1, fitted

@@ -36,8 +36,8 @@ pub(crate) fn sgn(a: &Tensor) -> Result<Tensor> {
         super::super::sign(&a.detach())?
     };
     if needs_record(&[a]) {
-        // PyTorch's zeros_like(grad) for real inputs: 0 also where the gradient
-        // is NaN or infinite, written without reading the gradient.
+        // PyTorch's real `sgn` gradient is a zero tensor whatever the
+        // incoming gradient holds (inf and NaN included).
         record("SgnBackward0", &[a], &out, saved![], |c| {
             let g = c.grad()?;
             Ok(smallvec![Some(Tensor::zeros(g.shape(), g.dtype()))])
