@@ -517,6 +517,9 @@ pub fn extreme_mid<T: Element>(
 }
 
 /// [`extreme_mid`]'s values alone (`amax`/`amin` of a leading dimension).
+/// Each step reads the running values from one buffer and writes the other:
+/// updated in place, the select becomes a masked store, which Zen 3
+/// microcodes (0.2x PyTorch).
 pub fn extreme_mid_values<T: Element>(
     data: &[T],
     outer: usize,
@@ -524,10 +527,36 @@ pub fn extreme_mid_values<T: Element>(
     inner: usize,
     is_max: bool,
 ) -> Vec<T> {
-    fold_mid(data, (outer, n, inner), false, |v, _, row, _| {
-        extreme_value_step(v, row, is_max)
-    })
-    .0
+    const COLS: usize = 512;
+    let mut vals = crate::error::filled_vec(outer * inner, T::zero());
+    let blocks = inner.div_ceil(COLS);
+    let vp = SendPtr(vals.as_mut_ptr());
+    super::copy::par_units(outer * blocks, n * COLS.min(inner), |lo, hi| {
+        let vp = vp;
+        let mut spare = vec![T::zero(); COLS.min(inner)];
+        for u in lo..hi {
+            let (o, b) = (u / blocks, u % blocks);
+            let (c0, c1) = (b * COLS, ((b + 1) * COLS).min(inner));
+            // SAFETY: unit `u` owns columns `c0..c1` of outer position `o`.
+            let v =
+                unsafe { std::slice::from_raw_parts_mut(vp.get().add(o * inner + c0), c1 - c0) };
+            let spare = &mut spare[..c1 - c0];
+            let base = o * n * inner;
+            v.copy_from_slice(&data[base + c0..base + c1]);
+            for j in 1..n {
+                let row = &data[base + j * inner + c0..base + j * inner + c1];
+                if j % 2 == 1 {
+                    extreme_value_step(spare, v, row, is_max);
+                } else {
+                    extreme_value_step(v, spare, row, is_max);
+                }
+            }
+            if n % 2 == 0 {
+                v.copy_from_slice(spare);
+            }
+        }
+    });
+    vals
 }
 
 /// The product along the middle dimension of a contiguous `[outer, n,
@@ -565,11 +594,11 @@ fn extreme_step<T: Element>(v: &mut [T], ix: &mut [i64], row: &[T], j: i64, is_m
     "x86_64+avx+avx2+fma"
 ))]
 #[allow(clippy::eq_op)]
-fn extreme_value_step<T: Element>(v: &mut [T], row: &[T], is_max: bool) {
-    for (a, &x) in v.iter_mut().zip(row) {
-        let better = if is_max { x > *a } else { x < *a };
-        let take = (*a == *a) & (better | (x != x));
-        *a = super::pick(take, x, *a);
+fn extreme_value_step<T: Element>(out: &mut [T], prev: &[T], row: &[T], is_max: bool) {
+    for ((o, &a), &x) in out.iter_mut().zip(prev).zip(row) {
+        let better = if is_max { x > a } else { x < a };
+        let take = (a == a) & (better | (x != x));
+        *o = super::pick(take, x, a);
     }
 }
 

@@ -269,17 +269,10 @@ impl Tensor {
     }
 
     pub fn zeros(shape: Shape, dtype: DType) -> Tensor {
-        use crate::error::zeroed_vec;
-        // Where all-zero bytes are the value 0, a zeroed allocation: fresh
-        // pages of a large block cost nothing until written.
-        let n = numel(&shape);
-        match dtype {
-            DType::F32 => Tensor::from_vec(zeroed_vec::<f32>(n), shape),
-            DType::F64 => Tensor::from_vec(zeroed_vec::<f64>(n), shape),
-            DType::I64 => Tensor::from_vec(zeroed_vec::<i64>(n), shape),
-            DType::I32 => Tensor::from_vec(zeroed_vec::<i32>(n), shape),
-            _ => Tensor::full(shape, 0.0, dtype),
-        }
+        // Written, not a zeroed allocation: untouched pages of a large block
+        // fault on first use, and a gradient read through a transposed view
+        // then faulted page by page (floor's backward at 0.4x PyTorch).
+        Tensor::full(shape, 0.0, dtype)
     }
 
     // ----- data access -------------------------------------------------
