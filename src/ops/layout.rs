@@ -71,6 +71,17 @@ pub(crate) fn laid_out<T: Element>(data: Vec<T>, shape: Shape, strides: Strides)
     )
 }
 
+/// Zeros of `like`'s shape and dtype in `like`'s layout when it is a dense
+/// permutation (PyTorch's `zeros_like`): a gradient built so flows into a
+/// transposed leaf with no strided copy.
+pub(crate) fn zeros_like(like: &Tensor) -> Tensor {
+    let z = Tensor::zeros(Shape::from_slice(&[like.numel()]), like.dtype());
+    match memory_order(like) {
+        Some((_, shape, strides)) => restrided(&z, shape, strides),
+        None => Tensor::zeros(like.shape(), like.dtype()),
+    }
+}
+
 /// `t`'s values (broadcast to `like`'s shape) laid out as `like` is, for a
 /// dense `like` that is not row-major (a transpose): gathered in `like`'s
 /// memory order, through the blocked transpose when `t` is laid out

@@ -419,7 +419,7 @@ pub(crate) fn sign(a: &Tensor) -> Result<Tensor> {
         // 0 also where the incoming gradient is inf or NaN.
         record("SignBackward0", &[a], &out, saved![], |c| {
             let g = c.grad()?;
-            Ok(smallvec![Some(Tensor::zeros(g.shape(), g.dtype()))])
+            Ok(smallvec![Some(crate::ops::layout::zeros_like(g))])
         });
     }
     Ok(out)
@@ -648,7 +648,7 @@ fn rounding(
         // for an inf or NaN incoming gradient): a zeroed block, no pass.
         record(name, &[a], &out, saved![], |c| {
             let g = c.grad()?;
-            Ok(smallvec![Some(Tensor::zeros(g.shape(), g.dtype()))])
+            Ok(smallvec![Some(crate::ops::layout::zeros_like(g))])
         });
     }
     Ok(out)
@@ -712,7 +712,7 @@ pub(crate) fn round(a: &Tensor, decimals: i64) -> Result<Tensor> {
     if needs_record(&[a]) {
         record("RoundBackward1", &[a], &scaled, saved![], |c| {
             let g = c.grad()?;
-            Ok(smallvec![Some(Tensor::zeros(g.shape(), g.dtype()))])
+            Ok(smallvec![Some(crate::ops::layout::zeros_like(g))])
         });
     }
     Ok(scaled)
