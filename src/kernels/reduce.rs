@@ -532,7 +532,6 @@ pub fn extreme_mid_values<T: Element>(
     let blocks = inner.div_ceil(COLS);
     let vp = SendPtr(vals.as_mut_ptr());
     super::copy::par_units(outer * blocks, n * COLS.min(inner), |lo, hi| {
-        let vp = vp;
         let mut spare = vec![T::zero(); COLS.min(inner)];
         for u in lo..hi {
             let (o, b) = (u / blocks, u % blocks);
@@ -551,7 +550,7 @@ pub fn extreme_mid_values<T: Element>(
                     extreme_value_step(v, spare, row, is_max);
                 }
             }
-            if n % 2 == 0 {
+            if n.is_multiple_of(2) {
                 v.copy_from_slice(spare);
             }
         }

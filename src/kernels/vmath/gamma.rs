@@ -214,7 +214,7 @@ pub(crate) fn digamma_f32(x: f32) -> f32 {
     let far = pick(y < 10.0, series - sum, series);
     let d = (y - PSI_ROOT) - PSI_ROOT_LO;
     let near = d * poly(d, &PSI_NEAR_ROOT);
-    let v = pick((y >= 1.25) & (y <= 1.75), near, far);
+    let v = pick((1.25..=1.75).contains(&y), near, far);
     // Below 0.5: digamma(x) = digamma(1 - x) - pi cos(pi r) / sin(pi r).
     let r = reduce(xd);
     let c = poly(r * r, &COS_PI);
