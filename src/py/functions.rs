@@ -1,5 +1,5 @@
 //! Helpers every creation binding shares. The module functions live by topic:
-//! `creation.rs`, `random.rs`, `functional.rs`, `nn.rs`, `autograd.rs`, and
+//! `creation.rs`, `random/`, `functional.rs`, `nn.rs`, `autograd.rs`, and
 //! the op table (`ops_table.rs`).
 
 use pyo3::prelude::*;
