@@ -1191,8 +1191,8 @@ class Tensor:
     def matrix_exp(self) -> Tensor: ...
     def geqrf(self) -> tuple[Tensor, Tensor]: ...
     def orgqr(self, tau: Tensor) -> Tensor: ...
-    # ----- random sampling (src/py/random.rs) -----
-    # ----- random sampling and legacy type names (src/py/random.rs) -----
+    # ----- random sampling (src/py/random/) -----
+    # ----- random sampling and legacy type names (src/py/random/) -----
     @overload
     def type(self, dtype: None = None, non_blocking: _bool = False) -> _str: ...
     @overload
@@ -2014,7 +2014,7 @@ def _sdpa_backward(
     needs: tuple[_bool, _bool, _bool],
 ) -> tuple[Tensor | None, Tensor | None, Tensor | None]: ...
 
-# ----- random numbers (src/py/random.rs) ---------------------------------------------
+# ----- random numbers (src/py/random/) -------------------------------------------------
 # Every sampler draws as PyTorch's CPU kernels do; ``generator=None`` is the
 # default generator (``default_generator``).
 
