@@ -943,19 +943,35 @@ __all__ = [
 
 
 # ----- convolution, pooling, padding, unfold/fold, interpolation ------------------------------
+# Each topic lives in a private file under _functional/ and is re-exported here.
+from ._functional import conv as _f_conv  # noqa: E402
+from ._functional import fold as _f_fold  # noqa: E402
+from ._functional import interpolation as _f_interpolation  # noqa: E402
+from ._functional import padding as _f_padding  # noqa: E402
+from ._functional import pooling as _f_pooling  # noqa: E402
+from ._functional.conv import *  # noqa: E402, F403
+from ._functional.fold import *  # noqa: E402, F403
+from ._functional.interpolation import *  # noqa: E402, F403
+from ._functional.padding import *  # noqa: E402, F403
+from ._functional.pooling import *  # noqa: E402, F403
+
+__all__ += [
+    *_f_conv.__all__,
+    *_f_pooling.__all__,
+    *_f_padding.__all__,
+    *_f_fold.__all__,
+    *_f_interpolation.__all__,
+]
 
 # ----- normalisation, embedding, more activations and losses ---------------------------------
-# Each topic lives in a private file under _functional/ and is re-exported here.
 from ._functional import activation as _f_activation  # noqa: E402
-from ._functional import conv as _f_conv  # noqa: E402
 from ._functional import loss as _f_loss  # noqa: E402
 from ._functional import norm as _f_norm  # noqa: E402
 from ._functional.activation import *  # noqa: E402, F403
-from ._functional.conv import *  # noqa: E402, F403
 from ._functional.loss import *  # noqa: E402, F403
 from ._functional.norm import *  # noqa: E402, F403
 
-__all__ += [*_f_conv.__all__, *_f_norm.__all__, *_f_activation.__all__, *_f_loss.__all__]
+__all__ += [*_f_norm.__all__, *_f_activation.__all__, *_f_loss.__all__]
 # ----- attention (implemented in _functional/attention.py) -----------------------------------
 
 from ._functional.attention import (  # noqa: E402

@@ -1,6 +1,7 @@
 """Argument checks shared by the functional forms: a misuse is a TypeError
 naming the argument, as PyTorch's generated bindings report it, never an
-AttributeError from deep inside a composite."""
+AttributeError from deep inside a composite; and the normalisation of
+PyTorch's int-or-tuple sizes."""
 
 from __future__ import annotations
 
@@ -71,3 +72,27 @@ class PaddingIdxError(ValueError, AssertionError):
     """PyTorch asserts on an out-of-range ``padding_idx``; this is also a
     ValueError, so it is an ordinary exception that ``except AssertionError``
     written for PyTorch still catches."""
+
+
+def _tuple(v, n, name="argument"):
+    """An int or a sequence of ``n`` ints as a list of ``n`` ints."""
+    if isinstance(v, bool):
+        raise TypeError(f"{name} must be an int or a tuple of {n} ints, not bool")
+    if isinstance(v, int):
+        return [v] * n
+    try:
+        out = [int(x) for x in v]
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an int or a tuple of {n} ints, not {type(v).__name__}"
+        ) from None
+    if len(out) == 1:
+        return out * n
+    if len(out) != n:
+        raise RuntimeError(f"{name} must be an int or a tuple of {n} ints, but got {tuple(out)}")
+    return out
+
+
+def _check_tensor(input, name="input"):
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"{name} must be a Tensor, not {type(input).__name__}")

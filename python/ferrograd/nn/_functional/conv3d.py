@@ -20,14 +20,11 @@ from typing import TYPE_CHECKING, Literal, overload
 
 from ... import _C, _dispatch
 from ..._autocast import autocast_op as _autocast_op
-from .conv import (
-    _check_conv_args,
-    _check_tensor,
-    _rowwise,
-    _stride,
-    _tuple,
-)
-from .conv import _check_pool as _pool_checks
+from ._args import _check_tensor, _tuple
+from ._rowwise import _rowwise
+from .conv import _check_conv_args
+from .pooling import _check_pool as _pool_checks
+from .pooling import _stride
 
 if TYPE_CHECKING:
     from ..._C import Tensor

@@ -19,19 +19,18 @@ from ..._autocast import autocast_op as _autocast_op
 from ..._dispatch import check_tensor as _check_tensor
 from ..._replay import replayed
 from ..._tensor_api._common import _vmap_level
-from ._args import tensor_args
-from .conv import (
+from ._args import _tuple, tensor_args
+from .conv3d import avg_pool3d, max_pool3d
+from .interpolation import interpolate
+from .pooling import (
     _adaptive_size,
-    _tuple,
     adaptive_avg_pool2d,
     adaptive_max_pool2d_with_indices,
     avg_pool1d,
     avg_pool2d,
-    interpolate,
     max_pool1d,
     max_pool2d,
 )
-from .conv3d import avg_pool3d, max_pool3d
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
