@@ -947,17 +947,26 @@ __all__ = [
 from ._functional import conv as _f_conv  # noqa: E402
 from ._functional import fold as _f_fold  # noqa: E402
 from ._functional import interpolation as _f_interpolation  # noqa: E402
+from ._functional import lp_pooling as _f_lp_pooling  # noqa: E402
 from ._functional import padding as _f_padding  # noqa: E402
 from ._functional import pooling as _f_pooling  # noqa: E402
+from ._functional import pooling3d as _f_pooling3d  # noqa: E402
+from ._functional import unpooling as _f_unpooling  # noqa: E402
 from ._functional.conv import *  # noqa: E402, F403
 from ._functional.fold import *  # noqa: E402, F403
 from ._functional.interpolation import *  # noqa: E402, F403
+from ._functional.lp_pooling import *  # noqa: E402, F403
 from ._functional.padding import *  # noqa: E402, F403
 from ._functional.pooling import *  # noqa: E402, F403
+from ._functional.pooling3d import *  # noqa: E402, F403
+from ._functional.unpooling import *  # noqa: E402, F403
 
 __all__ += [
     *_f_conv.__all__,
     *_f_pooling.__all__,
+    *_f_pooling3d.__all__,
+    *_f_lp_pooling.__all__,
+    *_f_unpooling.__all__,
     *_f_padding.__all__,
     *_f_fold.__all__,
     *_f_interpolation.__all__,
@@ -981,11 +990,6 @@ from ._functional.attention import (  # noqa: E402
 
 __all__ += ["multi_head_attention_forward", "scaled_dot_product_attention"]
 
-# ----- 3-d convolution and pooling (implemented in _functional/conv3d.py) ---------------------
-from ._functional.conv3d import avg_pool3d, conv3d, max_pool3d, max_pool3d_with_indices  # noqa: E402
-
-__all__ += ["avg_pool3d", "conv3d", "max_pool3d", "max_pool3d_with_indices"]
-
 # ----- CTC loss (implemented in _functional/ctc.py) -----------------------------------------
 from ._functional.ctc import ctc_loss  # noqa: E402
 
@@ -1007,12 +1011,6 @@ __all__ += [*_f_shuffle.__all__]
 from ._functional.norm_extra import local_response_norm, rms_norm  # noqa: E402
 
 __all__ += ["local_response_norm", "rms_norm"]
-
-# ----- LP pooling, max unpooling, 3-d adaptive pooling, upsample (_functional/pool_extra.py) --
-from ._functional import pool_extra as _f_pool_extra  # noqa: E402
-from ._functional.pool_extra import *  # noqa: E402, F403
-
-__all__ += [*_f_pool_extra.__all__]
 
 # ----- margin losses, pdist, gumbel_softmax (implemented in _functional/loss_extra.py) -------
 from ._functional import loss_extra as _f_loss_extra  # noqa: E402

@@ -96,3 +96,13 @@ def _tuple(v, n, name="argument"):
 def _check_tensor(input, name="input"):
     if not isinstance(input, _C.Tensor):
         raise TypeError(f"{name} must be a Tensor, not {type(input).__name__}")
+
+
+def _batched(input, name):
+    _check_tensor(input)
+    if input.dim() not in (4, 5):
+        raise RuntimeError(
+            f"Expected 4D (unbatched) or 5D (batched) input to {name}, but got input of size: "
+            f"{list(input.shape)}"
+        )
+    return (input.unsqueeze(0), True) if input.dim() == 4 else (input, False)

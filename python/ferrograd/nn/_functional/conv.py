@@ -1,9 +1,17 @@
-"""Convolution (``conv1d``, ``conv2d``) and transposed convolution
+"""Convolution (``conv1d``, ``conv2d``, ``conv3d``) and transposed convolution
 (``conv_transpose1d``, ``conv_transpose2d``).
 
 These normalise PyTorch's arguments (an int or a tuple, ``'same'``/``'valid'``
 padding, unbatched inputs) and call one Rust op each; kernels and backward
 rules live in ``src/ops/conv.rs``.
+
+A 3-d convolution runs on the 2-d kernels, as a sum over the kernel's depth
+taps of 2-d convolutions: for tap ``i`` the input depths
+``o * stride + i * dilation`` of every output depth ``o`` are folded into the
+batch; the taps' slices are laid side by side as channels (``Tensor.unfold``
+over the depth) and convolved once with the weight's taps likewise laid out,
+so the GEMM sums over the taps. Everything is recorded ops, so gradients of
+every order follow.
 """
 
 from __future__ import annotations
@@ -11,13 +19,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import _C, _dispatch
-from ._args import _check_tensor, _tuple
+from ..._autocast import autocast_op as _autocast_op
+from ._args import _batched, _check_tensor, _tuple
 
 if TYPE_CHECKING:
     from ..._C import Tensor
     from ..._typing import IntOrInts
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"]
 
 
 def _check_conv_args(weight, stride, padding, dilation, groups, sd, transposed=False,
@@ -364,3 +373,122 @@ def conv_transpose2d(
     return _conv_transpose(
         input, weight, bias, stride, padding, output_padding, groups, dilation, 2
     )
+
+
+@_autocast_op("conv3d")
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: IntOrInts = 1,
+    padding: IntOrInts | str = 0,
+    dilation: IntOrInts = 1,
+    groups: int = 1,
+) -> Tensor:
+    """3-d convolution (cross-correlation) of ``input`` with the filters ``weight``.
+
+    Args:
+        input (Tensor): ``(N, C_in, D_in, H_in, W_in)`` or unbatched
+            ``(C_in, D_in, H_in, W_in)``.
+        weight (Tensor): ``(C_out, C_in / groups, kD, kH, kW)``.
+        bias (Tensor, optional): ``(C_out,)``. Default: ``None``.
+        stride (int or tuple): the step between windows. Default: ``1``.
+        padding (int, tuple or str): zeros added on both sides, or ``'valid'`` or
+            ``'same'`` (only with ``stride=1``). Default: ``0``.
+        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
+        groups (int): the number of channel groups. Default: ``1``.
+
+    Shape:
+        - Input: ``(N, C_in, D_in, H_in, W_in)`` or ``(C_in, D_in, H_in, W_in)``.
+        - Output: ``(N, C_out, D_out, H_out, W_out)`` or the unbatched form, where
+          ``D_out = floor((D_in + 2 * padding[0] - dilation[0] * (kD - 1) - 1)
+          / stride[0] + 1)``, ``H_out`` and ``W_out`` likewise.
+
+    Returns:
+        Tensor: the convolved input.
+
+    Note:
+        ferrograd computes a 3-d convolution as one 2-d convolution whose input
+        channels are the kernel's depth taps' input slices side by side; the
+        result is the same up to rounding, the unfolded input ``kD`` times the
+        input's size.
+
+    Example::
+
+        >>> x = torch.ones(1, 2, 4, 5, 5)
+        >>> F.conv3d(x, torch.ones(3, 2, 2, 3, 3)).shape
+        ferrograd.Size([1, 3, 3, 3, 3])
+        >>> F.conv3d(x, torch.ones(3, 2, 3, 3, 3), padding="same").shape
+        ferrograd.Size([1, 3, 4, 5, 5])
+    """
+    if any(hasattr(type(t), "__ferrograd_function__") for t in (input, weight, bias)):
+        if not _dispatch.is_batched(input, weight, bias):
+            args = (input, weight, bias, stride, padding, dilation, groups)
+            return _dispatch.dispatch(conv3d, args)
+        from ...func._nn_rules import conv_rule
+
+        def unbatched_conv(i, w, b, st, pad, dil, g, _sd):
+            return conv3d(i, w, b, st, pad, dil, g)
+
+        return conv_rule(unbatched_conv, input, weight, bias, stride, padding, dilation, groups, 3)
+    x, unbatched = _batched(input, "conv3d")
+    _check_tensor(weight, "weight")
+    if weight.dim() != 5:
+        raise RuntimeError(
+            f"Expected 5-dimensional weight for conv3d, but got weight of size {list(weight.shape)}"
+        )
+    stride = _tuple(stride, 3, "stride")
+    dilation = _tuple(dilation, 3, "dilation")
+    pads = [0, 0, 0] if isinstance(padding, str) else _tuple(padding, 3, "padding")
+    _check_conv_args(weight, stride, pads, dilation, groups, 3)
+    out_ch, Cg, kd, kh, kw = weight.shape
+    if x.shape[1] != Cg * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+            f"{list(x.shape)} to have {Cg * groups} channels, but got {x.shape[1]} channels instead"
+        )
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = [0, 0, 0]
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = [d * (k - 1) for d, k in zip(dilation, (kd, kh, kw))]
+            padding = [t // 2 for t in total]
+            extra = [t - 2 * p for t, p in zip(total, padding)]
+            if any(extra):
+                # An odd total padding: the extra element goes after, as in PyTorch.
+                x = _C.constant_pad_nd(x, [v for e in reversed(extra) for v in (0, e)], 0.0)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        padding = _tuple(padding, 3, "padding")
+    if padding[0]:
+        x = _C.constant_pad_nd(x, [0, 0, 0, 0, padding[0], padding[0]], 0.0)
+    N, C, D, H, W = x.shape
+    Do = (D - dilation[0] * (kd - 1) - 1) // stride[0] + 1
+    if Do <= 0:
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({D} x {H + 2 * padding[1]} x "
+            f"{W + 2 * padding[2]}). Kernel size: ({dilation[0] * (kd - 1) + 1} x "
+            f"{dilation[1] * (kh - 1) + 1} x {dilation[2] * (kw - 1) + 1}). Kernel size can't "
+            "be greater than actual input size"
+        )
+    # Every depth tap's input slices side by side as channels, (group, tap, channel)
+    # ordered like the weight's (C_out, kD * C_in / groups, kH, kW) reshape: the kD
+    # 2-d convolutions summed become one, its sum over the taps inside the GEMM.
+    span = dilation[0] * (kd - 1) + 1
+    taps = x.unfold(2, span, stride[0])  # (N, C, Do, H, W, span)
+    if dilation[0] > 1:
+        taps = taps.index_select(5, _C.arange(0, span, dilation[0]))
+    taps = taps.reshape(N, groups, Cg, Do, H, W, kd).permute(0, 3, 1, 6, 2, 4, 5)
+    planes = taps.reshape(N * Do, groups * kd * Cg, H, W)
+    w2 = weight.permute(0, 2, 1, 3, 4).reshape(out_ch, kd * Cg, kh, kw)
+    out = _C.convolution(
+        planes, w2, None, stride[1:], padding[1:], dilation[1:], False, [0, 0], groups
+    )
+    out = out.reshape(N, Do, out_ch, out.shape[2], out.shape[3]).permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        out = out + bias.reshape(1, out_ch, 1, 1, 1)
+    out = out.contiguous()
+    return out.squeeze(0) if unbatched else out

@@ -1,8 +1,10 @@
-"""Resampling: ``interpolate``, one Rust op per mode."""
+"""Resampling: ``interpolate`` (one Rust op per mode) and its deprecated
+names ``upsample``, ``upsample_nearest`` and ``upsample_bilinear``."""
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import TYPE_CHECKING
 
 from ... import _C
@@ -13,7 +15,7 @@ if TYPE_CHECKING:
     from ..._C import Tensor
     from ..._typing import FloatOrFloats, IntOrInts
 
-__all__ = ["interpolate"]
+__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
 
 
 def interpolate(
@@ -137,3 +139,93 @@ def interpolate(
 
 
 interpolate = _rowwise(interpolate, None)
+
+
+def upsample(
+    input: Tensor,
+    size: IntOrInts | None = None,
+    scale_factor: FloatOrFloats | None = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+) -> Tensor:
+    """Deprecated name of :func:`interpolate` (it warns); use :func:`interpolate`.
+
+    Args:
+        input (Tensor): ``(N, C, L)`` or ``(N, C, H, W)``.
+        size (int or tuple, optional): the output spatial size. Default: ``None``.
+        scale_factor (float or tuple, optional): the multiplier of the spatial size.
+            Default: ``None``.
+        mode (str): as in :func:`interpolate`. Default: ``'nearest'``.
+        align_corners (bool, optional): as in :func:`interpolate`. Default: ``None``.
+
+    Returns:
+        Tensor: the resampled input.
+
+    Example::
+
+        >>> F.upsample(torch.tensor([[[1.0, 2.0]]]), scale_factor=2)
+        tensor([[[1., 1., 2., 2.]]])
+    """
+    warnings.warn(
+        "`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(
+    input: Tensor,
+    size: IntOrInts | None = None,
+    scale_factor: FloatOrFloats | None = None,
+) -> Tensor:
+    """Deprecated: ``interpolate(input, size, scale_factor, mode='nearest')`` (it warns).
+
+    Args:
+        input (Tensor): ``(N, C, L)`` or ``(N, C, H, W)``.
+        size (int or tuple, optional): the output spatial size. Default: ``None``.
+        scale_factor (float or tuple, optional): the multiplier of the spatial size.
+            Default: ``None``.
+
+    Returns:
+        Tensor: the resampled input.
+
+    Example::
+
+        >>> F.upsample_nearest(torch.tensor([[[1.0, 2.0]]]), size=4)
+        tensor([[[1., 1., 2., 2.]]])
+    """
+    warnings.warn(
+        "`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(
+    input: Tensor,
+    size: IntOrInts | None = None,
+    scale_factor: FloatOrFloats | None = None,
+) -> Tensor:
+    """Deprecated:
+    ``interpolate(input, size, scale_factor, mode='bilinear', align_corners=True)`` (it
+    warns).
+
+    Args:
+        input (Tensor): ``(N, C, H, W)``.
+        size (int or tuple, optional): the output spatial size. Default: ``None``.
+        scale_factor (float or tuple, optional): the multiplier of the spatial size.
+            Default: ``None``.
+
+    Returns:
+        Tensor: the resampled input.
+
+    Example::
+
+        >>> F.upsample_bilinear(torch.tensor([[[[0.0, 2.0]]]]), size=(1, 3))
+        tensor([[[[0., 1., 2.]]]])
+    """
+    warnings.warn(
+        "`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

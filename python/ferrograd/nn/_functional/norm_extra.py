@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from ... import _C
 from ..._dtype_info import finfo
 from ._args import tensor_args
-from .conv3d import avg_pool3d
 from .padding import pad
 from .pooling import avg_pool2d
+from .pooling3d import avg_pool3d
 
 if TYPE_CHECKING:
     from ..._C import Tensor

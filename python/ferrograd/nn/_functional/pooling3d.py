@@ -1,17 +1,19 @@
-"""3-d convolution and pooling (``conv3d``, ``max_pool3d``, ``avg_pool3d``) on
-the 2-d kernels.
+"""3-d pooling (``max_pool3d``, ``avg_pool3d``, ``adaptive_avg_pool3d``,
+``adaptive_max_pool3d`` and the ``*_with_indices`` forms) on the 2-d kernels.
 
-A 3-d convolution is a sum over the kernel's depth taps of 2-d convolutions:
-for tap ``i`` the input depths ``o * stride + i * dilation`` of every output
-depth ``o`` are folded into the batch; the taps' slices are laid side by side
-as channels (``Tensor.unfold`` over the depth) and convolved once with the
-weight's taps likewise laid out, so the GEMM sums over the taps.
 Max pooling pools each depth slice in 2-d (depths folded into channels),
 then pools the depth windows with the same 2-d kernel (the slices' maxima
 as a ``(D, H_out * W_out)`` image under a ``(kD, 1)`` window); average
 pooling likewise, since PyTorch's divisor is the product of the
-per-dimension window sizes. Everything is recorded ops, so
-gradients of every order follow.
+per-dimension window sizes.
+
+Adaptive pooling is separable: every output bin is the product of one 1-d bin
+per dimension, so the 3-d average (or maximum) is the 2-d one over each depth
+slice followed by an adaptive pool over depth alone. For the maximum, taking
+the first maximal depth of the first in-plane maxima gives the first maximum in
+PyTorch's (depth, row, column) scan order.
+
+Everything is recorded ops, so gradients of every order follow.
 """
 
 from __future__ import annotations
@@ -20,146 +22,24 @@ from typing import TYPE_CHECKING, Literal, overload
 
 from ... import _C, _dispatch
 from ..._autocast import autocast_op as _autocast_op
-from ._args import _check_tensor, _tuple
+from ..._dispatch import check_tensor as _check_tensor
+from ._args import _batched, _tuple, tensor_args
 from ._rowwise import _rowwise
-from .conv import _check_conv_args
+from .pooling import _adaptive_size, _stride, adaptive_avg_pool2d, adaptive_max_pool2d_with_indices
 from .pooling import _check_pool as _pool_checks
-from .pooling import _stride
 
 if TYPE_CHECKING:
     from ..._C import Tensor
     from ..._typing import IntOrInts
 
-__all__ = ["conv3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d"]
-
-
-def _batched(input, name):
-    _check_tensor(input)
-    if input.dim() not in (4, 5):
-        raise RuntimeError(
-            f"Expected 4D (unbatched) or 5D (batched) input to {name}, but got input of size: "
-            f"{list(input.shape)}"
-        )
-    return (input.unsqueeze(0), True) if input.dim() == 4 else (input, False)
-
-
-@_autocast_op("conv3d")
-def conv3d(
-    input: Tensor,
-    weight: Tensor,
-    bias: Tensor | None = None,
-    stride: IntOrInts = 1,
-    padding: IntOrInts | str = 0,
-    dilation: IntOrInts = 1,
-    groups: int = 1,
-) -> Tensor:
-    """3-d convolution (cross-correlation) of ``input`` with the filters ``weight``.
-
-    Args:
-        input (Tensor): ``(N, C_in, D_in, H_in, W_in)`` or unbatched
-            ``(C_in, D_in, H_in, W_in)``.
-        weight (Tensor): ``(C_out, C_in / groups, kD, kH, kW)``.
-        bias (Tensor, optional): ``(C_out,)``. Default: ``None``.
-        stride (int or tuple): the step between windows. Default: ``1``.
-        padding (int, tuple or str): zeros added on both sides, or ``'valid'`` or
-            ``'same'`` (only with ``stride=1``). Default: ``0``.
-        dilation (int or tuple): the spacing between kernel elements. Default: ``1``.
-        groups (int): the number of channel groups. Default: ``1``.
-
-    Shape:
-        - Input: ``(N, C_in, D_in, H_in, W_in)`` or ``(C_in, D_in, H_in, W_in)``.
-        - Output: ``(N, C_out, D_out, H_out, W_out)`` or the unbatched form, where
-          ``D_out = floor((D_in + 2 * padding[0] - dilation[0] * (kD - 1) - 1)
-          / stride[0] + 1)``, ``H_out`` and ``W_out`` likewise.
-
-    Returns:
-        Tensor: the convolved input.
-
-    Note:
-        ferrograd computes a 3-d convolution as one 2-d convolution whose input
-        channels are the kernel's depth taps' input slices side by side; the
-        result is the same up to rounding, the unfolded input ``kD`` times the
-        input's size.
-
-    Example::
-
-        >>> x = torch.ones(1, 2, 4, 5, 5)
-        >>> F.conv3d(x, torch.ones(3, 2, 2, 3, 3)).shape
-        ferrograd.Size([1, 3, 3, 3, 3])
-        >>> F.conv3d(x, torch.ones(3, 2, 3, 3, 3), padding="same").shape
-        ferrograd.Size([1, 3, 4, 5, 5])
-    """
-    if any(hasattr(type(t), "__ferrograd_function__") for t in (input, weight, bias)):
-        if not _dispatch.is_batched(input, weight, bias):
-            args = (input, weight, bias, stride, padding, dilation, groups)
-            return _dispatch.dispatch(conv3d, args)
-        from ...func._nn_rules import conv_rule
-
-        def unbatched_conv(i, w, b, st, pad, dil, g, _sd):
-            return conv3d(i, w, b, st, pad, dil, g)
-
-        return conv_rule(unbatched_conv, input, weight, bias, stride, padding, dilation, groups, 3)
-    x, unbatched = _batched(input, "conv3d")
-    _check_tensor(weight, "weight")
-    if weight.dim() != 5:
-        raise RuntimeError(
-            f"Expected 5-dimensional weight for conv3d, but got weight of size {list(weight.shape)}"
-        )
-    stride = _tuple(stride, 3, "stride")
-    dilation = _tuple(dilation, 3, "dilation")
-    pads = [0, 0, 0] if isinstance(padding, str) else _tuple(padding, 3, "padding")
-    _check_conv_args(weight, stride, pads, dilation, groups, 3)
-    out_ch, Cg, kd, kh, kw = weight.shape
-    if x.shape[1] != Cg * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
-            f"{list(x.shape)} to have {Cg * groups} channels, but got {x.shape[1]} channels instead"
-        )
-    if isinstance(padding, str):
-        if padding == "valid":
-            padding = [0, 0, 0]
-        elif padding == "same":
-            if any(s != 1 for s in stride):
-                raise RuntimeError("padding='same' is not supported for strided convolutions")
-            total = [d * (k - 1) for d, k in zip(dilation, (kd, kh, kw))]
-            padding = [t // 2 for t in total]
-            extra = [t - 2 * p for t, p in zip(total, padding)]
-            if any(extra):
-                # An odd total padding: the extra element goes after, as in PyTorch.
-                x = _C.constant_pad_nd(x, [v for e in reversed(extra) for v in (0, e)], 0.0)
-        else:
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
-    else:
-        padding = _tuple(padding, 3, "padding")
-    if padding[0]:
-        x = _C.constant_pad_nd(x, [0, 0, 0, 0, padding[0], padding[0]], 0.0)
-    N, C, D, H, W = x.shape
-    Do = (D - dilation[0] * (kd - 1) - 1) // stride[0] + 1
-    if Do <= 0:
-        raise RuntimeError(
-            f"Calculated padded input size per channel: ({D} x {H + 2 * padding[1]} x "
-            f"{W + 2 * padding[2]}). Kernel size: ({dilation[0] * (kd - 1) + 1} x "
-            f"{dilation[1] * (kh - 1) + 1} x {dilation[2] * (kw - 1) + 1}). Kernel size can't "
-            "be greater than actual input size"
-        )
-    # Every depth tap's input slices side by side as channels, (group, tap, channel)
-    # ordered like the weight's (C_out, kD * C_in / groups, kH, kW) reshape: the kD
-    # 2-d convolutions summed become one, its sum over the taps inside the GEMM.
-    span = dilation[0] * (kd - 1) + 1
-    taps = x.unfold(2, span, stride[0])  # (N, C, Do, H, W, span)
-    if dilation[0] > 1:
-        taps = taps.index_select(5, _C.arange(0, span, dilation[0]))
-    taps = taps.reshape(N, groups, Cg, Do, H, W, kd).permute(0, 3, 1, 6, 2, 4, 5)
-    planes = taps.reshape(N * Do, groups * kd * Cg, H, W)
-    w2 = weight.permute(0, 2, 1, 3, 4).reshape(out_ch, kd * Cg, kh, kw)
-    out = _C.convolution(
-        planes, w2, None, stride[1:], padding[1:], dilation[1:], False, [0, 0], groups
-    )
-    out = out.reshape(N, Do, out_ch, out.shape[2], out.shape[3]).permute(0, 2, 1, 3, 4)
-    if bias is not None:
-        out = out + bias.reshape(1, out_ch, 1, 1, 1)
-    out = out.contiguous()
-    return out.squeeze(0) if unbatched else out
+__all__ = [
+    "max_pool3d",
+    "max_pool3d_with_indices",
+    "avg_pool3d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
+]
 
 
 def _pool_out(size, k, s, p, d, ceil_mode):
@@ -409,6 +289,154 @@ def avg_pool3d(
         None if divisor_override is None else int(divisor_override),
     ).reshape(N, C, Do, Ho, Wo)
     return result.squeeze(0) if unbatched else result
+
+
+# ----- adaptive pooling ------------------------------------------------------------------------
+
+
+def _check_3d(input, name):
+    if input.dim() not in (4, 5):
+        sep = ":" if "max" in name else ""
+        raise RuntimeError(f"{name}(): Expected 4D or 5D tensor, but got{sep} {list(input.shape)}")
+    return (input.unsqueeze(0), True) if input.dim() == 4 else (input, False)
+
+
+@tensor_args("input")
+@_autocast_op("adaptive_avg_pool3d")
+def adaptive_avg_pool3d(input: Tensor, output_size: IntOrInts) -> Tensor:
+    """3-d average pooling to a fixed output size, whatever the input size (the bins of
+    :func:`adaptive_avg_pool2d`, per dimension).
+
+    Args:
+        input (Tensor): ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        output_size (int or tuple): ``(D_out, H_out, W_out)``, or one int for all; a
+            ``None`` entry keeps that input size.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``.
+
+    Returns:
+        Tensor: the pooled input.
+
+    Example::
+
+        >>> F.adaptive_avg_pool3d(torch.ones(2, 3, 5, 6, 7), (1, 2, None)).shape
+        ferrograd.Size([2, 3, 1, 2, 7])
+        >>> F.adaptive_avg_pool3d(torch.arange(8.0).reshape(1, 2, 2, 2), 1).flatten()
+        tensor([3.5000])
+    """
+    x, unbatched = _check_3d(input, "adaptive_avg_pool3d")
+    od, oh, ow = _adaptive_size(x, output_size, 3)
+    n, c, d, h, w = x.shape
+    # A tensor goes to the native 2-d kernel directly (the sizes are resolved); a
+    # tensor-like value (vmap's) to the functional form, which dispatches it.
+    pool = _C.adaptive_avg_pool2d if isinstance(x, _C.Tensor) else adaptive_avg_pool2d
+    planes = pool(x.reshape(n, c * d, h, w), [oh, ow])
+    out = pool(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
+    out = out.reshape(n, c, od, oh, ow)
+    return out.squeeze(0) if unbatched else out
+
+
+@tensor_args("input")
+@_autocast_op("adaptive_max_pool3d_with_indices")
+def adaptive_max_pool3d_with_indices(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = True,
+) -> tuple[Tensor, Tensor]:
+    """:func:`adaptive_max_pool3d` that always returns ``(output, indices)``.
+
+    Args:
+        input (Tensor): ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        output_size (int or tuple): ``(D_out, H_out, W_out)``, or one int for all.
+        return_indices (bool): ignored; the indices are always returned.
+            Default: ``True``.
+
+    Returns:
+        tuple: ``(output, indices)``, the indices int64 flat positions
+        ``d * H_in * W_in + h * W_in + w`` in each input volume.
+
+    Example::
+
+        >>> x = torch.tensor([1.0, 7.0, 3.0, 2.0, 5.0, 0.0, 4.0, 6.0]).reshape(1, 2, 2, 2)
+        >>> F.adaptive_max_pool3d_with_indices(x, 1)
+        (tensor([[[[7.]]]]), tensor([[[[1]]]]))
+    """
+    return _adaptive_max_pool3d(input, output_size, True)
+
+
+def _adaptive_max_pool3d(input, output_size, with_indices):
+    x, unbatched = _check_3d(input, "adaptive_max_pool3d")
+    od, oh, ow = _adaptive_size(x, output_size, 3)
+    n, c, d, h, w = x.shape
+    # As in adaptive_avg_pool3d: the native kernel for a tensor.
+    pool = _C.adaptive_max_pool2d if isinstance(x, _C.Tensor) else adaptive_max_pool2d_with_indices
+    planes, where = pool(x.reshape(n, c * d, h, w), [oh, ow])
+    out, idx = pool(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
+    if not with_indices:
+        out = out.reshape(n, c, od, oh, ow)
+        return out.squeeze(0) if unbatched else out
+    # The second pool's flat index is depth * (oh * ow) + column.
+    depth = idx.reshape(n, c, od, oh * ow) // (oh * ow)
+    in_plane = where.reshape(n, c, d, oh * ow).gather(2, depth)
+    indices = (depth * (h * w) + in_plane).reshape(n, c, od, oh, ow)
+    out = out.reshape(n, c, od, oh, ow)
+    if unbatched:
+        out, indices = out.squeeze(0), indices.squeeze(0)
+    return out, indices
+
+
+@overload
+def adaptive_max_pool3d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: Literal[False] = False,
+) -> Tensor: ...
+@overload
+def adaptive_max_pool3d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: Literal[True] = ...,
+) -> tuple[Tensor, Tensor]: ...
+@overload
+def adaptive_max_pool3d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]: ...
+@_autocast_op("adaptive_max_pool3d")
+def adaptive_max_pool3d(
+    input: Tensor,
+    output_size: IntOrInts,
+    return_indices: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """3-d max pooling to a fixed output size, whatever the input size.
+
+    Args:
+        input (Tensor): ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        output_size (int or tuple): ``(D_out, H_out, W_out)``, or one int for all; a
+            ``None`` entry keeps that input size.
+        return_indices (bool): also return the flat in-volume position of each
+            maximum. Default: ``False``.
+
+    Shape:
+        - Input: ``(N, C, D_in, H_in, W_in)`` or ``(C, D_in, H_in, W_in)``.
+        - Output: ``(N, C, D_out, H_out, W_out)`` or ``(C, D_out, H_out, W_out)``.
+
+    Returns:
+        Tensor or tuple: the pooled input, and the indices with ``return_indices``.
+
+    Example::
+
+        >>> F.adaptive_max_pool3d(torch.arange(8.0).reshape(1, 2, 2, 2), (2, 1, 1)).flatten()
+        tensor([3., 7.])
+    """
+    if return_indices:
+        return adaptive_max_pool3d_with_indices(input, output_size)
+    # The refusal adaptive_max_pool3d_with_indices' argument check gave.
+    _check_tensor("adaptive_max_pool3d_with_indices", input)
+    return _adaptive_max_pool3d(input, output_size, False)
 
 
 max_pool3d = _rowwise(max_pool3d, 5)
