@@ -974,13 +974,15 @@ __all__ += [
 
 # ----- normalisation, embedding, more activations and losses ---------------------------------
 from ._functional import activation as _f_activation  # noqa: E402
+from ._functional import embedding as _f_embedding  # noqa: E402
 from ._functional import loss as _f_loss  # noqa: E402
 from ._functional import norm as _f_norm  # noqa: E402
 from ._functional.activation import *  # noqa: E402, F403
+from ._functional.embedding import *  # noqa: E402, F403
 from ._functional.loss import *  # noqa: E402, F403
 from ._functional.norm import *  # noqa: E402, F403
 
-__all__ += [*_f_norm.__all__, *_f_activation.__all__, *_f_loss.__all__]
+__all__ += [*_f_norm.__all__, *_f_embedding.__all__, *_f_activation.__all__, *_f_loss.__all__]
 # ----- attention (implemented in _functional/attention.py) -----------------------------------
 
 from ._functional.attention import (  # noqa: E402
@@ -1006,11 +1008,6 @@ from ._functional import shuffle as _f_shuffle  # noqa: E402
 from ._functional.shuffle import *  # noqa: E402, F403
 
 __all__ += [*_f_shuffle.__all__]
-
-# ----- RMS norm and local response norm (implemented in _functional/norm_extra.py) ------------
-from ._functional.norm_extra import local_response_norm, rms_norm  # noqa: E402
-
-__all__ += ["local_response_norm", "rms_norm"]
 
 # ----- margin losses, pdist, gumbel_softmax (implemented in _functional/loss_extra.py) -------
 from ._functional import loss_extra as _f_loss_extra  # noqa: E402

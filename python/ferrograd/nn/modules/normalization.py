@@ -184,7 +184,7 @@ class GroupNorm(Module):
 
 # ----- RMSNorm, LocalResponseNorm, CrossMapLRN2d -----------------------------------------------
 
-from .._functional import norm_extra as _norm_extra  # noqa: E402
+from .._functional import norm as _f_norm  # noqa: E402
 
 if TYPE_CHECKING:
     from ..._C import Tensor
@@ -320,7 +320,7 @@ class CrossMapLRN2d(Module):
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
     def forward(self, input: Tensor) -> Tensor:
-        return _norm_extra.cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
+        return _f_norm.cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
