@@ -974,15 +974,26 @@ __all__ += [
 
 # ----- normalisation, embedding, more activations and losses ---------------------------------
 from ._functional import activation as _f_activation  # noqa: E402
+from ._functional import distance as _f_distance  # noqa: E402
 from ._functional import embedding as _f_embedding  # noqa: E402
 from ._functional import loss as _f_loss  # noqa: E402
+from ._functional import margin_loss as _f_margin_loss  # noqa: E402
 from ._functional import norm as _f_norm  # noqa: E402
 from ._functional.activation import *  # noqa: E402, F403
+from ._functional.distance import *  # noqa: E402, F403
 from ._functional.embedding import *  # noqa: E402, F403
 from ._functional.loss import *  # noqa: E402, F403
+from ._functional.margin_loss import *  # noqa: E402, F403
 from ._functional.norm import *  # noqa: E402, F403
 
-__all__ += [*_f_norm.__all__, *_f_embedding.__all__, *_f_activation.__all__, *_f_loss.__all__]
+__all__ += [
+    *_f_norm.__all__,
+    *_f_embedding.__all__,
+    *_f_activation.__all__,
+    *_f_distance.__all__,
+    *_f_loss.__all__,
+    *_f_margin_loss.__all__,
+]
 # ----- attention (implemented in _functional/attention.py) -----------------------------------
 
 from ._functional.attention import (  # noqa: E402
@@ -1008,12 +1019,6 @@ from ._functional import shuffle as _f_shuffle  # noqa: E402
 from ._functional.shuffle import *  # noqa: E402, F403
 
 __all__ += [*_f_shuffle.__all__]
-
-# ----- margin losses, pdist, gumbel_softmax (implemented in _functional/loss_extra.py) -------
-from ._functional import loss_extra as _f_loss_extra  # noqa: E402
-from ._functional.loss_extra import *  # noqa: E402, F403
-
-__all__ += [*_f_loss_extra.__all__]
 
 
 # ----- sampling grids (implemented in _functional/grid_sample.py) ---------------------------

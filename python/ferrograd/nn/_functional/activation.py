@@ -3,6 +3,7 @@ ops (so their gradients of every order come from those ops)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
 from ... import _C
@@ -35,6 +36,7 @@ __all__ = [
     "celu_",
     "rrelu",
     "rrelu_",
+    "gumbel_softmax",
 ]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -541,3 +543,50 @@ def rrelu_(
         (True, tensor([-0.2000,  2.0000]))
     """
     return rrelu(input, lower, upper, training, inplace=True)
+
+
+@tensor_args("logits")
+def gumbel_softmax(
+    logits: Tensor,
+    tau: float = 1,
+    hard: bool = False,
+    eps: float = 1e-10,
+    dim: int = -1,
+) -> Tensor:
+    """A sample from the Gumbel-softmax (concrete) distribution:
+    ``softmax((logits + g) / tau)`` with ``g = -log(Exponential(1))`` noise.
+
+    With ``hard=True`` the result is the one-hot of that sample's argmax, whose
+    gradient is the soft sample's (straight-through estimator).
+
+    Args:
+        logits (Tensor): unnormalised log-probabilities, ``(*, C)``.
+        tau (float): the temperature; small values give nearly one-hot samples.
+            Default: ``1``.
+        hard (bool): return a one-hot sample. Default: ``False``.
+        eps (float): deprecated, has no effect (warns when changed).
+            Default: ``1e-10``.
+        dim (int): the class dimension. Default: ``-1``.
+
+    Returns:
+        Tensor: ``logits``' shape, summing to 1 along ``dim``.
+
+    Example::
+
+        >>> y = F.gumbel_softmax(torch.zeros(2, 5), tau=0.5, hard=True)
+        >>> y.sum(dim=-1)
+        tensor([1., 1.])
+        >>> sorted(set(y.flatten().tolist()))
+        [0.0, 1.0]
+    """
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    # Drawn into an `empty_like` of the logits, which keeps a vmap batch
+    # dimension: the draw follows vmap's randomness mode.
+    gumbels = -_C._like(logits, "full", 0.0, None, False).exponential_().log()
+    y_soft = _C.softmax((logits + gumbels) / tau, dim)
+    if hard:
+        index = y_soft.max(dim, keepdim=True)[1]
+        y_hard = _C._like(logits, "full", 0.0, None, False).scatter(dim, index, 1.0)
+        return y_hard - y_soft.detach() + y_soft
+    return y_soft
