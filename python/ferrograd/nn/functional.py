@@ -972,7 +972,7 @@ __all__ += [
     *_f_interpolation.__all__,
 ]
 
-# ----- normalisation, embedding, more activations and losses ---------------------------------
+# ----- normalisation, embedding, more activations, distances and losses ----------------------
 from ._functional import activation as _f_activation  # noqa: E402
 from ._functional import distance as _f_distance  # noqa: E402
 from ._functional import embedding as _f_embedding  # noqa: E402
