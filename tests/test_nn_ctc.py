@@ -132,3 +132,47 @@ def test_errors():
         F.ctc_loss(lp, t, [5, 3], [2, 2])
     with pytest.raises(ValueError, match="is not a valid value for reduction"):
         F.ctc_loss(lp, t, [3, 3], [2, 2], reduction="avg")
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**16))
+def test_native_gradient_matches_the_composite_on_long_sequences(seed):
+    # The native backward (the beta recursion) against the derivative of the loss written
+    # in differentiable ops, which a graph of the backward uses: sequences far too long for
+    # the sum over paths, repeated labels, and a sample with no alignment.
+    from ferrograd.nn._functional.ctc import _composite
+
+    rng = np.random.default_rng(seed)
+    t, n, c = 40, 4, 5
+    logits = rng.normal(size=(t, n, c)) * 2
+    lp = fg.tensor(logits - np.log(np.exp(logits).sum(-1, keepdims=True)), requires_grad=True)
+    seqs = [list(rng.integers(1, c, rng.integers(0, 13))) for _ in range(n - 1)] + [[2] * 25]
+    seqs = [[int(v) for v in s] for s in seqs]
+    il = [int(v) for v in rng.integers(1, t + 1, n - 1)] + [t]
+    tl = [len(s) for s in seqs]
+    width = max(tl)
+    targets = fg.tensor([s + [1] * (width - len(s)) for s in seqs])
+    loss = F.ctc_loss(lp, targets, il, tl, reduction="none", zero_infinity=True)
+    weights = fg.tensor(rng.uniform(0.5, 2.0, n))
+    (loss * weights).sum().backward()
+    want_loss = _composite(lp, seqs, il, tl, 0, True)
+    (want,) = fg.autograd.grad((want_loss * weights).sum(), lp)
+    np.testing.assert_allclose(loss.detach().numpy(), want_loss.detach().numpy(), rtol=1e-9)
+    np.testing.assert_allclose(lp.grad.numpy(), want.numpy(), rtol=1e-7, atol=1e-12)
+    # The impossible sample (25 repeats need 49 frames) has a zero loss and gradient.
+    assert loss[-1].item() == 0.0
+    assert lp.grad[:, -1].abs().sum().item() == 0.0
+
+
+def test_float32_loss_of_a_long_sequence_keeps_float64_accuracy():
+    # The recursion runs in float64 whatever the input's dtype: a float32 input gives the
+    # float64 loss rounded once.
+    rng = np.random.default_rng(5)
+    logits = rng.normal(size=(300, 2, 20))
+    lp64 = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    lp32 = fg.tensor(lp64.astype(np.float32))
+    targets = fg.tensor(rng.integers(1, 20, (2, 60)))
+    got = F.ctc_loss(lp32, targets, [300, 280], [60, 50], reduction="none")
+    want = F.ctc_loss(lp32.double(), targets, [300, 280], [60, 50], reduction="none")
+    assert got.dtype is fg.float32
+    np.testing.assert_array_equal(got.numpy(), want.numpy().astype(np.float32))

@@ -256,3 +256,49 @@ def test_affine_grid_size_takes_ints_only(size):
     # PyTorch's argument parser refuses non-int elements with a TypeError.
     with pytest.raises(TypeError, match="must be tuple of ints"):
         F.affine_grid(fg.ones(1, 2, 3), size, align_corners=False)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    mode=st.sampled_from(MODES),
+    padding_mode=st.sampled_from(PADDINGS),
+    align_corners=st.booleans(),
+    dims=st.sampled_from([2, 3]),
+    sizes=st.lists(st.integers(1, 5), min_size=3, max_size=3),
+    seed=st.integers(0, 10_000),
+)
+def test_native_gradients_match_the_composite(mode, padding_mode, align_corners, dims, sizes,
+                                              seed):
+    # The native backward against the derivative of grid_sample written in differentiable
+    # ops (which a graph of the backward uses), points inside and outside the image.
+    from ferrograd.nn._functional.grid_sample import _composite
+
+    if mode == "bicubic":
+        dims = 2
+    rng = np.random.default_rng(seed)
+    x = fg.tensor(rng.standard_normal((2, 3, *sizes[:dims])), requires_grad=True)
+    g = fg.tensor(rng.uniform(-1.6, 1.6, (2, 4, *([1, 3][: dims - 1]), dims)),
+                  requires_grad=True)  # fmt: skip
+    out = F.grid_sample(x, g, mode, padding_mode, align_corners)
+    want = _composite(x, g, mode, padding_mode, align_corners)
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-12,
+                               atol=1e-12)  # fmt: skip
+    seed_grad = fg.tensor(rng.standard_normal(tuple(out.shape)))
+    got = fg.autograd.grad(out, (x, g), seed_grad)
+    ref = fg.autograd.grad(want, (x, g), seed_grad, allow_unused=True)
+    np.testing.assert_allclose(got[0].numpy(), ref[0].numpy(), rtol=1e-10, atol=1e-12)
+    ref_grid = np.zeros(g.shape) if ref[1] is None else ref[1].numpy()
+    np.testing.assert_allclose(got[1].numpy(), ref_grid, rtol=1e-10, atol=1e-12)
+
+
+def test_native_float32_matches_the_reference():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 3, 5, 6))
+    grid = rng.uniform(-1.3, 1.3, (2, 4, 3, 2))
+    for mode in MODES:
+        for pm in PADDINGS:
+            got = F.grid_sample(fg.tensor(x, dtype=fg.float32), fg.tensor(grid, dtype=fg.float32),
+                                mode, pm, False)  # fmt: skip
+            assert got.dtype is fg.float32
+            np.testing.assert_allclose(got.numpy(), reference(x, grid, mode, pm, False),
+                                       rtol=1e-4, atol=1e-5)  # fmt: skip

@@ -344,6 +344,10 @@ __all__ = [
     "_lstm_layer_backward",
     "_gru_layer_forward",
     "_gru_layer_backward",
+    "_ctc_loss_forward",
+    "_ctc_loss_backward",
+    "_grid_sample_forward",
+    "_grid_sample_backward",
     "_sdpa_forward",
     "_sdpa_backward",
     "Generator",
@@ -1998,6 +2002,40 @@ def _gru_layer_backward(
     batch_sizes: Sequence[_int],
     reverse: _bool,
 ) -> tuple[Tensor, Tensor, Tensor]: ...
+# ----- CTC loss (src/py/nn_ctc.rs) ---------------------------------------------------------------
+# The alpha and beta recursions in float64; they record no graph (nn._functional.ctc makes the
+# pair one autograd node).
+def _ctc_loss_forward(
+    log_probs: Tensor,
+    labels: Sequence[Sequence[_int]],
+    frames: Sequence[_int],
+    blank: _int,
+    zero_infinity: _bool,
+) -> tuple[Tensor, Tensor, Tensor]: ...
+def _ctc_loss_backward(
+    log_probs: Tensor,
+    grad: Tensor,
+    alpha: Tensor,
+    logp: Tensor,
+    labels: Sequence[Sequence[_int]],
+    frames: Sequence[_int],
+    blank: _int,
+) -> Tensor: ...
+# ----- grid sampling (src/py/nn_grid.rs) ---------------------------------------------------------
+# grid_sample's read and its two gradients; they record no graph (nn._functional.grid_sample
+# makes the pair one autograd node).
+def _grid_sample_forward(
+    input: Tensor, grid: Tensor, mode: str, padding_mode: str, align_corners: _bool
+) -> Tensor: ...
+def _grid_sample_backward(
+    g: Tensor,
+    input: Tensor,
+    grid: Tensor,
+    mode: str,
+    padding_mode: str,
+    align_corners: _bool,
+    needs: tuple[_bool, _bool],
+) -> tuple[Tensor | None, Tensor | None]: ...
 # ----- attention (src/py/nn_attention.rs) ---------------------------------------------------
 # Unmasked scaled dot-product attention over heads of one batch shape; they record no graph
 # (nn._functional.attention makes the pair one autograd node).

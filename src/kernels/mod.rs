@@ -12,10 +12,12 @@ pub mod conv;
 mod conv_direct;
 pub(crate) mod convert;
 pub(crate) mod copy;
+pub(crate) mod ctc;
 pub(crate) mod elementwise;
 // Public for its criterion bench; `py::compile` replays captured elementwise runs with it.
 pub(crate) mod embedding;
 pub mod fused;
+pub(crate) mod grid_sample;
 pub(crate) mod index;
 pub(crate) mod math;
 pub(crate) mod matmul;

@@ -11,12 +11,14 @@ mod clamp;
 mod compare;
 mod conv;
 mod convert;
+mod ctc;
 mod diagonal;
 pub mod dtypes;
 mod einsum;
 mod embedding;
 mod extrema;
 mod gather;
+mod grid_sample;
 mod index;
 mod index_put;
 pub(crate) mod inplace;
@@ -65,7 +67,9 @@ pub(crate) use unfold_view::*;
 
 // New layer ops stay public for their criterion benches.
 pub use conv::*;
+pub use ctc::{ctc_backward, ctc_forward};
 pub use embedding::*;
+pub use grid_sample::{grid_sample_backward, grid_sample_forward};
 pub use norm::*;
 pub use pool::*;
 pub use sort::*;

@@ -31,6 +31,8 @@ mod mathops;
 mod nn;
 mod nn_attention;
 mod nn_conv;
+mod nn_ctc;
+mod nn_grid;
 mod nn_norm;
 mod nn_rnn;
 mod node;
@@ -75,6 +77,8 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     optim::register(m)?;
     serialize::register(m)?;
     nn_conv::register(m)?;
+    nn_ctc::register(m)?;
+    nn_grid::register(m)?;
     nn_norm::register(m)?;
     nn_rnn::register(m)?;
     nn_attention::register(m)?;

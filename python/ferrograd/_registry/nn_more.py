@@ -90,6 +90,9 @@ _f("grid_sample", "resample", "Samples `input` at the normalised points of `grid
    fixed(T((1, 1, 3, 4)), T((1, 2, 3, 2), domain=Domain(-0.9, 0.9), grad=False),
          align_corners=False),
    **_rule("grid_sample"),
+   # A spatial transformer's read: 8 images of 16 channels, 64 x 64, every point sampled.
+   bench=fixed(T((8, 16, 64, 64)), T((8, 64, 64, 2), domain=Domain(-1.1, 1.1)),
+               align_corners=False),
    refuse={FORWARD: "checked against the NumPy reference in tests/test_nn_grid_sample.py"},
    autocast=FP32)
 _f("pixel_shuffle", "resample", "Rearranges (N, C*r^2, H, W) into (N, C, H*r, W*r).", _refs.pixel_shuffle,

@@ -424,6 +424,10 @@ _o("ctc_loss", "loss", "The connectionist temporal classification loss.", None,
    Sample("fixed", (T((4, 2, 3)), np.array([[1, 2], [2, 0]]), np.array([4, 3]), np.array([2, 1])),
           call=lambda fn, x, *a, **k: fn(x.log_softmax(2), *a, **k)),
    surfaces=(F_FUNCTION,), rule="loss", autocast=FP32,
+   # A speech-sized batch: 200 frames, 16 samples, 32 classes, up to 30 labels.
+   bench=Sample("fixed", (T((200, 16, 32)), np.random.default_rng(0).integers(1, 32, (16, 30)),
+                          np.full(16, 200), np.random.default_rng(1).integers(10, 31, 16)),
+                call=lambda fn, x, *a, **k: fn(x.log_softmax(2), *a, **k)),
    refuse={FORWARD: "checked against its definition in tests/test_nn_losses_more.py"})
 _o("multi_margin_loss", "loss", "The multi-class hinge loss.", _refs.multi_margin_loss,
    Sample("fixed", (T((2, 3)), np.array([0, 2])), unique=_UNIQUE), surfaces=(F_FUNCTION,),

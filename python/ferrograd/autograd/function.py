@@ -226,7 +226,10 @@ def _jvp_from_backward(cls, ctx, args, outputs, tangents, saved):
     from .grad_mode import enable_grad
 
     prev = _C._is_fwd_grad_enabled()
-    create_graph = _C.is_grad_enabled()
+    # The tangents are differentiable only where something they depend on requires
+    # grad (a jvp of plain tensors gives plain tangents, as PyTorch's).
+    create_graph = _C.is_grad_enabled() and any(
+        isinstance(a, _C.Tensor) and a.requires_grad for a in (*args, *tangents))
     _C._set_fwd_grad_enabled(False)
     try:
         with enable_grad():

@@ -1,7 +1,12 @@
-"""Connectionist temporal classification loss (``F.ctc_loss``), PyTorch's
-forward algorithm written in differentiable ops.
+"""Connectionist temporal classification loss (``F.ctc_loss``).
 
-The recursion runs over the extended label sequence (a blank before, between
+The loss and its gradient come from a native kernel (``_C._ctc_loss_forward``
+and ``_backward``: the alpha and beta recursions in float64 log space, one
+sample at a time). Where a graph of the backward is wanted (``create_graph``,
+forward mode), the backward runs PyTorch's forward algorithm written in
+differentiable ops instead (``_composite``), and differentiates it.
+
+That recursion runs over the extended label sequence (a blank before, between
 and after the labels) in log space, one step per time frame, vectorised over
 the batch and the label positions: ``alpha_t(s) = logsumexp(alpha_{t-1}(s),
 alpha_{t-1}(s-1), alpha_{t-1}(s-2)) + log_probs[t, l'_s]``, the last term
@@ -12,8 +17,8 @@ Impossible positions hold a large negative finite number rather than
 means no alignment exists and becomes ``inf`` (or 0 with ``zero_infinity``),
 as in PyTorch.
 
-Backward is the autograd of these ops, so it is the exact derivative with
-respect to ``log_probs`` (finite-difference checked, second order too).
+Both give the exact derivative with respect to ``log_probs``
+(finite-difference checked, second order too).
 PyTorch's own CTC backward returns ``exp(log_probs) * grad`` more than that
 derivative: the gradient with respect to the logits when ``log_probs`` is a
 ``log_softmax`` output. Through ``log_softmax`` both give the same logits
@@ -31,6 +36,8 @@ from ..._autocast import autocast_op as _autocast_op
 from ..._dispatch import check_tensor as _check_tensor
 from ..._replay import replayed
 from ..._tensor_api._common import _vmap_level
+from ...autograd import Function
+from ...autograd import grad as _autograd_grad
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -86,6 +93,80 @@ def _ctc_batched(b, lid, log_probs, targets, input_lengths, target_lengths, blan
     elif reduction != "none":
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return b.wrap(losses, lid)
+
+
+def _composite(log_probs, seqs, il, tl, blank, zero_infinity):
+    """Each sample's loss ``(N,)`` from ``log_probs`` ``(T, N, C)``, written in differentiable
+    ops (a graph of the backward differentiates this)."""
+    T, N = log_probs.shape[0], log_probs.shape[1]
+    dtype = log_probs.dtype
+    L = 2 * max(tl, default=0) + 1
+    ext = [[blank] * L for _ in range(N)]
+    for n, seq in enumerate(seqs):
+        ext[n][1 : 2 * len(seq) : 2] = seq
+    # A skip from s-2 is allowed onto a label that differs from the one two back.
+    skip = [[s >= 2 and row[s] != blank and row[s] != row[s - 2] for s in range(L)] for row in ext]
+    # The tables go in through NumPy arrays (a tensor built from nested lists costs
+    # several microseconds more each); (N, L) even for an empty batch.
+    ext_t = _C.from_numpy(np.array(ext, dtype=np.int64).reshape(N, L))
+    skip_t = _C.from_numpy(np.array(skip, dtype=bool).reshape(N, L))
+    il_flat = _C.from_numpy(np.array(il, dtype=np.int64))
+    tl_flat = _C.from_numpy(np.array(tl, dtype=np.int64))
+    pos = _C.arange(L).unsqueeze(0)
+    impossible = _C.full((N, L), _IMPOSSIBLE, dtype=dtype)
+
+    emit = log_probs.gather(2, ext_t.unsqueeze(0).expand(T, N, L))  # (T, N, L)
+    # Frame 0 may start on the first blank or the first label.
+    alpha = _C.where(pos < 2, emit[0], impossible)
+    il_t = il_flat.unsqueeze(1)
+    # Frames past every input's length change nothing: the loop stops at the
+    # longest input (none for an empty batch, however many frames it declares).
+    for t in range(1, max(il, default=0)):
+        a1 = _C.cat([impossible[:, :1], alpha[:, : L - 1]], 1)
+        a2 = _C.cat([impossible[:, : min(2, L)], alpha[:, : max(L - 2, 0)]], 1)
+        a2 = _C.where(skip_t, a2, impossible)
+        step = _C.logsumexp(_C.stack([alpha, a1, a2]), 0) + emit[t]
+        # Samples whose input has ended keep their last frame's values.
+        alpha = _C.where(il_t > t, step, alpha)
+
+    tl_t = tl_flat.unsqueeze(1)
+    last = alpha.gather(1, 2 * tl_t).squeeze(1)
+    before = alpha.gather(1, (2 * tl_t - 1).clamp(min=0)).squeeze(1)
+    before = _C.where(tl_t.squeeze(1) > 0, before, impossible[:, 0])
+    nll = -_C.logsumexp(_C.stack([last, before]), 0)
+    # No frames, or no alignment: PyTorch's infinite loss.
+    dead = (nll > -_IMPOSSIBLE / 2) | (il_flat == 0)
+    if zero_infinity:
+        nll = _C.where(dead, _C.zeros((), dtype=dtype), nll)
+    else:
+        nll = _C.where(dead, _C.full((), float("inf"), dtype=dtype), nll)
+    return nll
+
+
+class _CTCLoss(Function):
+    """``ctc_loss``'s per-sample losses as one node: the native forward and backward, or
+    the composite's derivative when a graph of the backward is being built."""
+
+    @staticmethod
+    def forward(ctx, log_probs, seqs, il, tl, blank, zero_infinity):
+        nll, alpha, logp = _C._ctc_loss_forward(log_probs, seqs, il, blank, zero_infinity)
+        ctx.save_for_backward(log_probs, alpha, logp)
+        ctx.args = (seqs, il, tl, blank, zero_infinity)
+        return nll
+
+    @staticmethod
+    def backward(ctx, g):
+        log_probs, alpha, logp = ctx.saved_tensors
+        seqs, il, tl, blank, zero_infinity = ctx.args
+        if _C.is_grad_enabled():
+            # Forward mode asks for the gradient of an input that has a tangent but does
+            # not require grad: differentiate through a leaf standing in for it.
+            lp = log_probs if log_probs.requires_grad else log_probs.detach().requires_grad_()
+            (d,) = _autograd_grad(_composite(lp, seqs, il, tl, blank, zero_infinity), lp, g,
+                                  create_graph=True)
+        else:
+            d = _C._ctc_loss_backward(log_probs, g, alpha, logp, seqs, il, blank)
+        return d, None, None, None, None, None
 
 
 @_autocast_op("ctc_loss")
@@ -190,47 +271,12 @@ def ctc_loss(
             if not 0 <= lab < C or lab == blank:
                 raise RuntimeError(f"target label {lab} is out of range or is the blank")
 
-    dtype = log_probs.dtype
-    L = 2 * max(tl, default=0) + 1
-    ext = [[blank] * L for _ in range(N)]
-    for n, seq in enumerate(seqs):
-        ext[n][1 : 2 * len(seq) : 2] = seq
-    # A skip from s-2 is allowed onto a label that differs from the one two back.
-    skip = [[s >= 2 and row[s] != blank and row[s] != row[s - 2] for s in range(L)] for row in ext]
-    # The tables go in through NumPy arrays (a tensor built from nested lists costs
-    # several microseconds more each); (N, L) even for an empty batch.
-    ext_t = _C.from_numpy(np.array(ext, dtype=np.int64).reshape(N, L))
-    skip_t = _C.from_numpy(np.array(skip, dtype=bool).reshape(N, L))
-    il_flat = _C.from_numpy(np.array(il, dtype=np.int64))
-    tl_flat = _C.from_numpy(np.array(tl, dtype=np.int64))
-    pos = _C.arange(L).unsqueeze(0)
-    impossible = _C.full((N, L), _IMPOSSIBLE, dtype=dtype)
-
-    emit = log_probs.gather(2, ext_t.unsqueeze(0).expand(T, N, L))  # (T, N, L)
-    # Frame 0 may start on the first blank or the first label.
-    alpha = _C.where(pos < 2, emit[0], impossible)
-    il_t = il_flat.unsqueeze(1)
-    # Frames past every input's length change nothing: the loop stops at the
-    # longest input (none for an empty batch, however many frames it declares).
-    for t in range(1, max(il, default=0)):
-        a1 = _C.cat([impossible[:, :1], alpha[:, : L - 1]], 1)
-        a2 = _C.cat([impossible[:, : min(2, L)], alpha[:, : max(L - 2, 0)]], 1)
-        a2 = _C.where(skip_t, a2, impossible)
-        step = _C.logsumexp(_C.stack([alpha, a1, a2]), 0) + emit[t]
-        # Samples whose input has ended keep their last frame's values.
-        alpha = _C.where(il_t > t, step, alpha)
-
-    tl_t = tl_flat.unsqueeze(1)
-    last = alpha.gather(1, 2 * tl_t).squeeze(1)
-    before = alpha.gather(1, (2 * tl_t - 1).clamp(min=0)).squeeze(1)
-    before = _C.where(tl_t.squeeze(1) > 0, before, impossible[:, 0])
-    nll = -_C.logsumexp(_C.stack([last, before]), 0)
-    # No frames, or no alignment: PyTorch's infinite loss.
-    dead = (nll > -_IMPOSSIBLE / 2) | (il_flat == 0)
-    if zero_infinity:
-        nll = _C.where(dead, _C.zeros((), dtype=dtype), nll)
+    if (log_probs.requires_grad and _C.is_grad_enabled()) or _C._fw_tangent(log_probs) is not None:
+        nll = _CTCLoss.apply(log_probs, seqs, il, tl, blank, zero_infinity)
     else:
-        nll = _C.where(dead, _C.full((), float("inf"), dtype=dtype), nll)
+        nll = _C._ctc_loss_forward(log_probs, seqs, il, blank, zero_infinity)[0]
+    dtype = log_probs.dtype
+    tl_flat = _C.from_numpy(np.array(tl, dtype=np.int64))
 
     if reduction == "none":
         return nll.squeeze(0) if unbatched else nll

@@ -1,6 +1,11 @@
-"""``F.grid_sample`` and ``F.affine_grid`` (spatial transformers), as compositions of
-recorded ops, so both are differentiable to any order with respect to the input and the
-grid (or ``theta``).
+"""``F.grid_sample`` and ``F.affine_grid`` (spatial transformers), both differentiable to
+any order with respect to the input and the grid (or ``theta``).
+
+``grid_sample``'s values and first derivatives come from a native kernel
+(``_C._grid_sample_forward`` and ``_backward``, PyTorch's sampler arithmetic); where a
+graph of the backward is wanted (``create_graph``, forward mode) the backward
+differentiates the composition below instead (``_composite``). ``affine_grid`` is a
+composition of recorded ops.
 
 ``grid_sample`` reads ``input`` (``[N, C, H, W]``, or ``[N, C, D, H, W]``) at the points
 of ``grid`` (``[N, H_out, W_out, 2]``, or ``[..., 3]``; ``x`` indexes the width, ``y``
@@ -12,8 +17,8 @@ zeros, the border pixel (the coordinate clamped) or the image reflected at its b
 the coordinate, so the gradient with respect to the grid is the weights' derivative;
 ``nearest`` takes the pixel at the coordinate rounded half to even (no gradient with
 respect to the grid); ``bicubic`` (4-D) mixes a 4x4 neighbourhood with the cubic
-convolution kernel (a = -0.75), applying the padding to each neighbour's index. Each
-neighbour is one ``gather`` over the flattened spatial dimensions.
+convolution kernel (a = -0.75), applying the padding to each neighbour's index. In the
+composition each neighbour is one ``gather`` over the flattened spatial dimensions.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from typing import TYPE_CHECKING
 from ... import _C, _dispatch
 from ..._autocast import autocast_op as _autocast_op
 from ..._dispatch import check_tensor as _check_tensor
+from ...autograd import Function
+from ...autograd import grad as _autograd_grad
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -234,6 +241,45 @@ def grid_sample(
         kwargs = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
         return grid_sample_rule(grid_sample, input, grid, kwargs)
     _check(input, grid, mode)
+    wants_graph = _C.is_grad_enabled() and (input.requires_grad or grid.requires_grad)
+    if wants_graph or _C._fw_tangent(input) is not None or _C._fw_tangent(grid) is not None:
+        return _GridSample.apply(input, grid, mode, padding_mode, align_corners)
+    return _C._grid_sample_forward(input, grid, mode, padding_mode, align_corners)
+
+
+class _GridSample(Function):
+    """``grid_sample`` as one node: the native forward and backward, or the composite's
+    derivative when a graph of the backward is being built."""
+
+    @staticmethod
+    def forward(ctx, input, grid, mode, padding_mode, align_corners):
+        ctx.save_for_backward(input, grid)
+        ctx.args = (mode, padding_mode, align_corners)
+        return _C._grid_sample_forward(input, grid, mode, padding_mode, align_corners)
+
+    @staticmethod
+    def backward(ctx, g):
+        input, grid = ctx.saved_tensors
+        need_input, need_grid = ctx.needs_input_grad[:2]
+        if _C.is_grad_enabled():
+            # Forward mode asks for the gradients of inputs that have a tangent but do not
+            # require grad: differentiate through leaves standing in for them.
+            x = input.detach().requires_grad_() if need_input and not input.requires_grad else input
+            gr = grid.detach().requires_grad_() if need_grid and not grid.requires_grad else grid
+            wrt = [t for t, need in ((x, need_input), (gr, need_grid)) if need]
+            got = iter(_autograd_grad(_composite(x, gr, *ctx.args), wrt, g, create_graph=True,
+                                      allow_unused=True))
+            d_input = next(got) if need_input else None
+            d_grid = next(got) if need_grid else None
+        else:
+            d_input, d_grid = _C._grid_sample_backward(g, input, grid, *ctx.args,
+                                                       (need_input, need_grid))
+        return d_input, d_grid, None, None, None
+
+
+def _composite(input, grid, mode, padding_mode, align_corners):
+    """``grid_sample`` written in differentiable ops (a graph of the backward
+    differentiates this)."""
     d = input.dim() - 2
     n, c = input.shape[0], input.shape[1]
     out_shape = list(grid.shape[1:-1])
