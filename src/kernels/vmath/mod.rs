@@ -169,6 +169,39 @@ isa_loop! {
     }
 }
 
+isa_loop! {
+    /// `*hit = true` when `f(a[i], b[i])` holds for some `i` (a `b` of one
+    /// element is broadcast). Blocks of 64 with no early exit inside keep
+    /// the test in vector lanes, a pass at memory speed.
+    fn any_pair / any_pair_on<T, F>(a: &[T], b: &[T], hit: &mut bool, f: &F)
+    where [T: Copy, F: Fn(T, T) -> bool] {
+        const BLOCK: usize = 64;
+        if let [y] = *b {
+            for ca in a.chunks(BLOCK) {
+                let mut m = 0u32;
+                for &x in ca {
+                    m |= f(x, y) as u32;
+                }
+                if m != 0 {
+                    *hit = true;
+                    return;
+                }
+            }
+        } else {
+            for (ca, cb) in a.chunks(BLOCK).zip(b.chunks(BLOCK)) {
+                let mut m = 0u32;
+                for (&x, &y) in ca.iter().zip(cb) {
+                    m |= f(x, y) as u32;
+                }
+                if m != 0 {
+                    *hit = true;
+                    return;
+                }
+            }
+        }
+    }
+}
+
 /// `f` over `src` into a fresh vector on the given path (tests).
 #[cfg(test)]
 pub(crate) fn eval_on(which: Isa, src: &[f32], f: impl Fn(f32) -> f32) -> Vec<f32> {
