@@ -15,8 +15,9 @@
 //! (`kernels::trig_f32`), `atan`/`asin`/`acos` (`invtrig`) are evaluated in
 //! float32 lanes instead, twice as many per instruction, with the steps
 //! that would lose the 1 ulp bound carried as pairs of floats. `pow`
-//! (`pow`) evaluates `e^(y ln|x|)` in float64 lanes, and `lgamma`,
-//! `digamma` and `trigamma` (`gamma`) also work in float64 lanes. Every
+//! (`pow`) evaluates `e^(y ln|x|)` in float64 lanes, float64 `pow`
+//! (`pow64`) the same with `ln|x|` and `y ln|x|` as pairs of doubles, and
+//! `lgamma`, `digamma` and `trigamma` (`gamma`) also work in float64 lanes. Every
 //! `mul_add` is a fused multiply-add on every
 //! path (an instruction with FMA, the C library's exact `fma` without), so
 //! the AVX-512, AVX2 and portable paths give the same bits.
@@ -34,6 +35,7 @@ mod explog32;
 mod gamma;
 mod invtrig;
 mod pow;
+mod pow64;
 mod rem;
 #[cfg(test)]
 mod tests;
@@ -47,6 +49,7 @@ pub(crate) use explog32::{
 pub(crate) use gamma::{digamma_f32, lgamma_f32, trigamma_f32};
 pub(crate) use invtrig::{acos_f32, asin_f32, atan2_f32, atan_f32};
 pub(crate) use pow::pow_f32;
+pub(crate) use pow64::pow_f64;
 pub(crate) use rem::{fmod_f32, fmod_needs_libm};
 
 use std::mem::MaybeUninit;
