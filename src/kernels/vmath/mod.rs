@@ -10,9 +10,10 @@
 //! beyond float32's precision, so each result is within 1 ulp of the
 //! correctly rounded value (erfinv within 2; lgamma and digamma next to
 //! their zeros below 0 within an absolute bound), and the code needs no
-//! double-float tricks. `exp2`, the logarithms, `log1p` and `tanh`
-//! (`explog32`), `erf`, `erfc` and `erfinv` (`erf`), `sin`/`cos`/`tan`
-//! (`kernels::trig_f32`), `atan`/`asin`/`acos` (`invtrig`) are evaluated in
+//! double-float tricks. `exp2`, the logarithms, `log1p`, `atanh` and
+//! `tanh` (`explog32`), `erf`, `erfc` and `erfinv` (`erf`),
+//! `sin`/`cos`/`tan` (`kernels::trig_f32`), `atan`/`atan2`/`asin`/`acos`
+//! (`invtrig`) are evaluated in
 //! float32 lanes instead, twice as many per instruction, with the steps
 //! that would lose the 1 ulp bound carried as pairs of floats. `pow`
 //! (`pow`) evaluates `e^(y ln|x|)` in float64 lanes, float64 `pow`
@@ -41,10 +42,10 @@ mod rem;
 mod tests;
 
 pub(crate) use erf::{erf_f32, erfc_f32, erfinv_f32};
-pub(crate) use explog::{acosh_f32, asinh_f32, atanh_f32, cosh_f32, expm1_f32, sinh_f32};
+pub(crate) use explog::{acosh_f32, asinh_f32, cosh_f32, expm1_f32, sinh_f32};
 pub(crate) use explog32::{
-    exp2_f32, fast_two_sum, log10_f32, log1p_f32, log2_f32, log_f32, poly as poly_f32, tanh_f32,
-    SHIFT as SHIFT_F32,
+    atanh_f32, exp2_f32, fast_two_sum, log10_f32, log1p_f32, log2_f32, log_f32, poly as poly_f32,
+    tanh_f32, SHIFT as SHIFT_F32,
 };
 pub(crate) use gamma::{digamma_f32, lgamma_f32, trigamma_f32};
 pub(crate) use invtrig::{acos_f32, asin_f32, atan2_f32, atan_f32};
