@@ -423,6 +423,19 @@ pub(crate) fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             |c| {
                 let g = c.grad()?;
                 let (a, b) = (c.saved(0)?, c.saved(1)?);
+                if fuse_pow_grads(g, a, b) {
+                    let ga = if c.needs(0) {
+                        Some(pow_grad_base(g, a, b)?)
+                    } else {
+                        None
+                    };
+                    let gb = if c.needs(1) {
+                        Some(pow_grad_exponent(g, a, c.saved(2)?)?)
+                    } else {
+                        None
+                    };
+                    return Ok(smallvec![ga, gb]);
+                }
                 let ga = if c.needs(0) {
                     // g * b * a^(b-1), taken as 0 where b == 0 makes it NaN (at
                     // a = 0 or NaN: 0 * inf, 0 * NaN), as PyTorch's mask does; where
@@ -459,6 +472,71 @@ pub(crate) fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         );
     }
     Ok(out)
+}
+
+/// Whether `PowBackward1` may take its one-pass forms: nothing records the
+/// backward and the gradient and both operands are float32 or float64 of
+/// one dtype (the saved result has it too).
+fn fuse_pow_grads(g: &Tensor, a: &Tensor, b: &Tensor) -> bool {
+    let dt = g.dtype();
+    !crate::autograd::is_grad_enabled()
+        && matches!(dt, DType::F32 | DType::F64)
+        && a.dtype() == dt
+        && b.dtype() == dt
+}
+
+/// `g * (b * a^(b-1))`, 0 where `b == 0` makes it NaN: the recorded rule's
+/// operations in its order (so its values) in one pass, where the rule
+/// streams the operands through eight.
+fn pow_grad_base(g: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let shape = broadcast_shapes(&broadcast_shapes(&g.shape(), &a.shape())?, &b.shape())?;
+    let (vg, va, vb) = (g.view(), a.view(), b.view());
+    Ok(crate::dispatch_float!(g.dtype(), T => {
+        let (one, zero) = (<T as Element>::one(), <T as Element>::zero());
+        let (data, strides) = crate::kernels::elementwise::ternary_kept::<T, T>(
+            &vg,
+            &va,
+            &vb,
+            &shape,
+            #[inline(always)]
+            |g: T, x: T, y: T| {
+                let raw = g * (y * powf_exact(x, y - one));
+                if y == zero && raw.is_nan() {
+                    zero
+                } else {
+                    raw
+                }
+            },
+        );
+        super::layout::laid_out(data, shape.clone(), strides)
+    }))
+}
+
+/// `g * (out * ln a)`, 0 where `a == 0` and `b >= 0`, in one pass. At
+/// `a == 0` the result `out = 0 ** b` is finite exactly when `b >= 0` (0 or
+/// 1; inf below 0, NaN for NaN), so the saved result stands in for `b`.
+fn pow_grad_exponent(g: &Tensor, a: &Tensor, out: &Tensor) -> Result<Tensor> {
+    let shape = broadcast_shapes(&broadcast_shapes(&g.shape(), &a.shape())?, &out.shape())?;
+    let (vg, va, vo) = (g.view(), a.view(), out.view());
+    Ok(crate::dispatch_float!(g.dtype(), T => {
+        let zero = <T as Element>::zero();
+        let (data, strides) = crate::kernels::elementwise::ternary_kept::<T, T>(
+            &vg,
+            &va,
+            &vo,
+            &shape,
+            #[inline(always)]
+            |g: T, x: T, o: T| {
+                let raw = g * (o * x.ln_fast());
+                if x == zero && o.is_finite() {
+                    zero
+                } else {
+                    raw
+                }
+            },
+        );
+        super::layout::laid_out(data, shape.clone(), strides)
+    }))
 }
 
 /// `s ** a` for a Python number `s` (PyTorch's `pow.Scalar`, `PowBackward2`):

@@ -448,8 +448,11 @@ pub trait Float: Element + num_traits::Float + std::iter::Sum + std::ops::AddAss
     fn exp_fast(self) -> Self;
     /// `self ** e` as the elementwise kernels compute it: C's `pow` with
     /// the exact forms `x * x`, `x * x * x`, `x`, `1 / x` for `e` = 2, 3,
-    /// 1, -1; float32's vectorisable form (within 1 ulp), float64's libm.
+    /// 1, -1; vectorisable forms for both (within 1 ulp).
     fn pow_fast(self, e: Self) -> Self;
+    /// `ln` as the `log` op computes it: float32's vectorisable form
+    /// (within 1 ulp), float64's libm.
+    fn ln_fast(self) -> Self;
 }
 impl Float for f32 {
     #[inline(always)]
@@ -460,6 +463,10 @@ impl Float for f32 {
     fn pow_fast(self, e: Self) -> Self {
         crate::kernels::vmath::pow_f32(self, e)
     }
+    #[inline(always)]
+    fn ln_fast(self) -> Self {
+        crate::kernels::vmath::log_f32(self)
+    }
 }
 impl Float for f64 {
     #[inline(always)]
@@ -468,17 +475,11 @@ impl Float for f64 {
     }
     #[inline(always)]
     fn pow_fast(self, e: Self) -> Self {
-        if e == 2.0 {
-            self * self
-        } else if e == 3.0 {
-            self * self * self
-        } else if e == 1.0 {
-            self
-        } else if e == -1.0 {
-            1.0 / self
-        } else {
-            self.powf(e)
-        }
+        crate::kernels::vmath::pow_f64(self, e)
+    }
+    #[inline(always)]
+    fn ln_fast(self) -> Self {
+        self.ln()
     }
 }
 

@@ -1,6 +1,6 @@
 //! float32 `expm1` and hyperbolic functions, evaluated in float64 (see
-//! `core`) and rounded once (`exp2`, the logarithms, `log1p` and `tanh` are
-//! in `explog32`, evaluated in float32 lanes).
+//! `core`) and rounded once (`exp2`, the logarithms, `log1p`, `atanh` and
+//! `tanh` are in `explog32`, evaluated in float32 lanes).
 
 use super::core::{exp_core, expm1_core, log1p_core, poly};
 
@@ -86,20 +86,4 @@ pub(crate) fn acosh_f32(x: f32) -> f32 {
         f64::NAN
     };
     r as f32
-}
-
-/// `atanh(x) = sign(x) log1p(2|x| / (1 - |x|)) / 2`.
-#[inline(always)]
-pub(crate) fn atanh_f32(x: f32) -> f32 {
-    let a = (x as f64).abs();
-    let r = 0.5 * log1p_core(2.0 * a / (1.0 - a));
-    let r = if a < 1.0 {
-        r
-    } else if a == 1.0 {
-        f64::INFINITY
-    } else {
-        f64::NAN
-    };
-    let r = if x == 0.0 { x } else { r as f32 };
-    r.copysign(x)
 }

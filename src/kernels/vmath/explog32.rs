@@ -1,4 +1,4 @@
-//! float32 `exp2`, `log`, `log2`, `log10`, `log1p` and `tanh` evaluated in float32
+//! float32 `exp2`, `log`, `log2`, `log10`, `log1p`, `atanh` and `tanh` evaluated in float32
 //! lanes (16 per AVX-512 register, twice what the float64 evaluation in
 //! `explog` fits), branch free. Where a plain float32 evaluation would lose
 //! more than the 1 ulp bound, the step that loses it is carried as an
@@ -184,18 +184,26 @@ pub(crate) fn log10_f32(x: f32) -> f32 {
 }
 
 /// `ln(1 + x)`, within 1 ulp; PyTorch's float32 `log1p` is within 1 ulp.
-/// `u = 1 + x` is rounded and its rounding error `c` kept (Fast2Sum, the
-/// larger addend first), then `ln(1 + x) = ln(u) + c/u - (c/u)^2 / 2`: `c/u`
-/// is below 2^-24, so the next term is beyond float32's reach, and for a tiny
-/// `x` (`u = 1`) the result is `c = x` itself.
 #[inline(always)]
 pub(crate) fn log1p_f32(x: f32) -> f32 {
+    log1p_pair(x, 0.0)
+}
+
+/// `ln(1 + x + xl)` for a pair `x + xl` (`|xl|` at most about an ulp of
+/// `x`), within 1 ulp. `u = 1 + x` is rounded and its rounding error `c`
+/// kept (Fast2Sum, the larger addend first) with `xl` added to it, then
+/// `ln(1 + x + xl) = ln(u) + c/u - (c/u)^2 / 2`: `c/u` is below 2^-23, so the
+/// next term is beyond float32's reach, and for a tiny `x` (`u = 1`) the
+/// result is `c = x + xl` itself.
+#[inline(always)]
+fn log1p_pair(x: f32, xl: f32) -> f32 {
     let u = 1.0 + x;
     let c = if x.abs() < 1.0 {
         x - (u - 1.0)
     } else {
         1.0 - (u - x)
     };
+    let c = c + xl;
     let q = c / u;
     let (k, hi, lo) = log_parts(u);
     let lo = (-0.5 * q).mul_add(q, q + lo);
@@ -218,6 +226,39 @@ pub(crate) fn log1p_f32(x: f32) -> f32 {
     } else {
         f32::NAN
     }
+}
+
+/// `atanh(x) = sign(x) log1p(2|x| / (1 - |x|)) / 2`, within 1 ulp. `1 - |x|`
+/// is kept with its rounding error (Fast2Sum), and the quotient carries
+/// its residual, so `log1p` sees the argument to about 2^-46. Below 2^-12
+/// the series `|x| + |x|^3 / 3` (the next term is below 2^-48 of it)
+/// instead: there `1 + t` rounds by as much as `t` itself, and the
+/// logarithm's quotient `c / u` would round by half an ulp of the result.
+#[inline(always)]
+pub(crate) fn atanh_f32(x: f32) -> f32 {
+    let a = x.abs();
+    let series = (a * a).mul_add(a * (1.0 / 3.0), a);
+    let (d, dl) = fast_two_sum(1.0, -a);
+    let n = 2.0 * a;
+    let t = n / d;
+    // n - t (d + dl), exact but for the dl term's rounding, over d.
+    let tl = ((-t).mul_add(d, n) - t * dl) / d;
+    // From 1 on the quotient is inf or negative: the result is inf or NaN.
+    let tl = if a < 1.0 { tl } else { 0.0 };
+    let r = 0.5 * log1p_pair(t, tl);
+    // A select, not a branch that would take the logarithm out of the
+    // vector loop (see `kernels::pick`).
+    let r = crate::kernels::pick(a < 1.0 / 4096.0, series, r);
+    let r = if a < 1.0 {
+        r
+    } else if a == 1.0 {
+        f32::INFINITY
+    } else {
+        f32::NAN
+    };
+    // Odd, -0 kept; NaN stays NaN.
+    let r = if a == 0.0 { a } else { r };
+    r.copysign(x)
 }
 
 /// (tanh(x) - x) / x^3 as a polynomial in x^2 for |x| <= 1, fitted

@@ -3,64 +3,15 @@
 //! with fitted polynomials, the reduced argument (a reciprocal, a square
 //! root) carried with its rounding error and the last subtraction from
 //! pi/2 or pi done as an exact sum, so each result rounds about once.
-//! `atan2` is evaluated in float64 and rounded once.
+//! `atan2` shares `atan`'s evaluation, with the quotient formed in float64.
 
-use super::core::poly;
 use super::explog32::{fast_two_sum, poly as poly32};
-use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, PI};
 
 // pi/2 and pi as a float32 and the rest.
 const PIO2_H: f32 = std::f32::consts::FRAC_PI_2;
 const PIO2_L: f32 = -4.371_139e-8;
 const PI_H: f32 = std::f32::consts::PI;
 const PI_L: f32 = -8.742_278e-8;
-
-/// atan(t) / t as a polynomial in t^2 for |t| <= tan(pi/8); relative error
-/// 7.5e-13.
-const ATAN_P: [f64; 8] = [
-    0.999_999_999_999_250_8,
-    -0.333_333_332_772_870_03,
-    0.199_999_930_871_914_48,
-    -0.142_853_877_198_789_25,
-    0.111_034_761_912_538_54,
-    -0.089_927_167_808_893_22,
-    0.069_748_889_577_901_58,
-    -0.037_666_570_213_449_05,
-];
-
-/// `atan(t)` for `t >= 0` (inf included, NaN kept): t above tan(3pi/8) is
-/// reduced by `atan(t) = pi/2 - atan(1/t)`, t above tan(pi/8) by
-/// `atan(t) = pi/4 + atan((t - 1)/(t + 1))`, with one division for all.
-#[inline(always)]
-fn atan_pos(t: f64) -> f64 {
-    const TAN_3PI_8: f64 = 2.414_213_562_373_095;
-    const TAN_PI_8: f64 = 0.414_213_562_373_095_03;
-    let big = t > TAN_3PI_8;
-    let mid = t > TAN_PI_8;
-    let num = if big {
-        -1.0
-    } else if mid {
-        t - 1.0
-    } else {
-        t
-    };
-    let den = if big {
-        t
-    } else if mid {
-        t + 1.0
-    } else {
-        1.0
-    };
-    let off = if big {
-        FRAC_PI_2
-    } else if mid {
-        FRAC_PI_4
-    } else {
-        0.0
-    };
-    let z = num / den;
-    (z * poly(z * z, &ATAN_P)) + off
-}
 
 /// (atan(t) - t) / t^3 for |t| <= 1 as `ATAN_W0 + w Q(w)`, w = t^2 - 1/2
 /// (centred, so the terms fall by about 4 each and Horner's rule loses
@@ -97,6 +48,21 @@ pub(crate) fn atan_f32(x: f32) -> f32 {
     } else {
         0.0
     };
+    let (bh, m, bl) = if big {
+        (PIO2_H, -1.0f32, PIO2_L)
+    } else {
+        (0.0, 1.0, 0.0)
+    };
+    atan_from(th, tl, (bh, bl), m).copysign(x)
+}
+
+/// `(bh + bl) + m atan(th + tl)` for `0 <= th <= 1`, `m = +-1`, `bh` 0 or a
+/// float32 at least pi/2 (so `bh + m th` is an exact Fast2Sum). `tl` moves
+/// atan by `tl / (1 + t^2)`, for which a quadratic in `t^2` within 2% is
+/// enough. `t^3` and `P` are each kept as a float and its error, so the
+/// terms after the leading `bh + m t` round once.
+#[inline(always)]
+fn atan_from(th: f32, tl: f32, (bh, bl): (f32, f32), m: f32) -> f32 {
     let z = th * th;
     let ze = th.mul_add(th, -z);
     let v = th * z;
@@ -105,37 +71,43 @@ pub(crate) fn atan_f32(x: f32) -> f32 {
     let (ph, pl) = fast_two_sum(ATAN_W0.0, w * poly32(w, &ATAN_W));
     let pl = pl + ATAN_W0.1;
     let corr = tl * 0.3f32.mul_add(z, -0.8).mul_add(z, 1.0);
-    let (bh, m, bl) = if big {
-        (PIO2_H, -1.0f32, PIO2_L)
-    } else {
-        (0.0, 1.0, 0.0)
-    };
-    // bh + m t exactly (|t| <= 1 < pi/2), then t^3 P and the small terms.
     let (s, e) = fast_two_sum(bh, m * th);
     let small = m.mul_add(v.mul_add(pl, ve * ph) + corr, e + bl);
-    (s + (m * v).mul_add(ph, small)).copysign(x)
+    s + (m * v).mul_add(ph, small)
 }
 
 /// `atan2(y, x)`, within 1 ulp, with C's special values (signed zeros,
-/// infinities, NaN).
+/// infinities, NaN). The quotient of the smaller magnitude by the larger
+/// is taken in float64 (no float32 quotient keeps its residual exact over
+/// the whole range, subnormals included) and split into a float32 and the
+/// rest; the quadrant is a float32 multiple of pi/2 added exactly, as in
+/// `atan`.
 #[inline(always)]
 pub(crate) fn atan2_f32(y: f32, x: f32) -> f32 {
-    let (ax, ay) = ((x as f64).abs(), (y as f64).abs());
+    let (ax, ay) = (x.abs(), y.abs());
     let swap = ay > ax;
     let (num, den) = if swap { (ax, ay) } else { (ay, ax) };
-    let t = num / den;
-    // 0/0 and inf/inf: the angle is that of the limit along the diagonal.
-    let t = if num == 0.0 {
-        0.0
-    } else if num == f64::INFINITY {
-        1.0
+    let t = num as f64 / den as f64;
+    let th = t as f32;
+    let tl = (t - th as f64) as f32;
+    // 0/0 and inf/inf: the angle is that of the limit along the diagonal;
+    // x/inf is 0 (the residual of a finite t is 0 there already).
+    let (th, tl) = if num == 0.0 {
+        (0.0, 0.0)
+    } else if num == f32::INFINITY {
+        (1.0, 0.0)
     } else {
-        t
+        (th, tl)
     };
-    let a = atan_pos(t);
-    let a = if swap { FRAC_PI_2 - a } else { a };
-    let a = if x.is_sign_negative() { PI - a } else { a };
-    let r = (a as f32).copysign(y);
+    let neg = x.is_sign_negative();
+    // atan, pi/2 - atan, pi - atan, pi - (pi/2 - atan).
+    let (bh, bl, m) = match (swap, neg) {
+        (false, false) => (0.0, 0.0, 1.0),
+        (true, false) => (PIO2_H, PIO2_L, -1.0),
+        (false, true) => (PI_H, PI_L, -1.0),
+        (true, true) => (PIO2_H, PIO2_L, 1.0),
+    };
+    let r = atan_from(th, tl, (bh, bl), m).copysign(y);
     if x.is_nan() || y.is_nan() {
         f32::NAN
     } else {

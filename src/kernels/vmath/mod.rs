@@ -10,13 +10,15 @@
 //! beyond float32's precision, so each result is within 1 ulp of the
 //! correctly rounded value (erfinv within 2; lgamma and digamma next to
 //! their zeros below 0 within an absolute bound), and the code needs no
-//! double-float tricks. `exp2`, the logarithms, `log1p` and `tanh`
-//! (`explog32`), `erf`, `erfc` and `erfinv` (`erf`), `sin`/`cos`/`tan`
-//! (`kernels::trig_f32`), `atan`/`asin`/`acos` (`invtrig`) are evaluated in
+//! double-float tricks. `exp2`, the logarithms, `log1p`, `atanh` and
+//! `tanh` (`explog32`), `erf`, `erfc` and `erfinv` (`erf`),
+//! `sin`/`cos`/`tan` (`kernels::trig_f32`), `atan`/`atan2`/`asin`/`acos`
+//! (`invtrig`) are evaluated in
 //! float32 lanes instead, twice as many per instruction, with the steps
 //! that would lose the 1 ulp bound carried as pairs of floats. `pow`
-//! (`pow`) evaluates `e^(y ln|x|)` in float64 lanes, and `lgamma`,
-//! `digamma` and `trigamma` (`gamma`) also work in float64 lanes. Every
+//! (`pow`) evaluates `e^(y ln|x|)` in float64 lanes, float64 `pow`
+//! (`pow64`) the same with `ln|x|` and `y ln|x|` as pairs of doubles, and
+//! `lgamma`, `digamma` and `trigamma` (`gamma`) also work in float64 lanes. Every
 //! `mul_add` is a fused multiply-add on every
 //! path (an instruction with FMA, the C library's exact `fma` without), so
 //! the AVX-512, AVX2 and portable paths give the same bits.
@@ -34,19 +36,21 @@ mod explog32;
 mod gamma;
 mod invtrig;
 mod pow;
+mod pow64;
 mod rem;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use erf::{erf_f32, erfc_f32, erfinv_f32};
-pub(crate) use explog::{acosh_f32, asinh_f32, atanh_f32, cosh_f32, expm1_f32, sinh_f32};
+pub(crate) use explog::{acosh_f32, asinh_f32, cosh_f32, expm1_f32, sinh_f32};
 pub(crate) use explog32::{
-    exp2_f32, fast_two_sum, log10_f32, log1p_f32, log2_f32, log_f32, poly as poly_f32, tanh_f32,
-    SHIFT as SHIFT_F32,
+    atanh_f32, exp2_f32, fast_two_sum, log10_f32, log1p_f32, log2_f32, log_f32, poly as poly_f32,
+    tanh_f32, SHIFT as SHIFT_F32,
 };
 pub(crate) use gamma::{digamma_f32, lgamma_f32, trigamma_f32};
 pub(crate) use invtrig::{acos_f32, asin_f32, atan2_f32, atan_f32};
 pub(crate) use pow::pow_f32;
+pub(crate) use pow64::pow_f64;
 pub(crate) use rem::{fmod_f32, fmod_needs_libm};
 
 use std::mem::MaybeUninit;
@@ -165,6 +169,39 @@ isa_loop! {
     where [T: Copy, F: Fn(T, T) -> T] {
         for (d, &y) in dst.iter_mut().zip(src) {
             *d = f(*d, y);
+        }
+    }
+}
+
+isa_loop! {
+    /// `*hit = true` when `f(a[i], b[i])` holds for some `i` (a `b` of one
+    /// element is broadcast). Blocks of 64 with no early exit inside keep
+    /// the test in vector lanes, a pass at memory speed.
+    fn any_pair / any_pair_on<T, F>(a: &[T], b: &[T], hit: &mut bool, f: &F)
+    where [T: Copy, F: Fn(T, T) -> bool] {
+        const BLOCK: usize = 64;
+        if let [y] = *b {
+            for ca in a.chunks(BLOCK) {
+                let mut m = 0u32;
+                for &x in ca {
+                    m |= f(x, y) as u32;
+                }
+                if m != 0 {
+                    *hit = true;
+                    return;
+                }
+            }
+        } else {
+            for (ca, cb) in a.chunks(BLOCK).zip(b.chunks(BLOCK)) {
+                let mut m = 0u32;
+                for (&x, &y) in ca.iter().zip(cb) {
+                    m |= f(x, y) as u32;
+                }
+                if m != 0 {
+                    *hit = true;
+                    return;
+                }
+            }
         }
     }
 }

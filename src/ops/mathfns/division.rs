@@ -7,10 +7,10 @@ use super::super::arith::map2;
 use super::super::{back_to, cast_data, div, floor, mul, neg, result_type, trunc, wide, with_cast};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
-use crate::kernels::elementwise::binary_kept;
+use crate::kernels::elementwise::{binary_kept, permuted};
 use crate::kernels::vmath as vm;
 use crate::saved;
-use crate::tensor::{broadcast_shapes, DType, Tensor};
+use crate::tensor::{broadcast_shapes, DType, Tensor, View};
 
 // ----- integer-preserving division ---------------------------------------------------
 
@@ -72,8 +72,27 @@ fn fmod_in_one_step(a: &Tensor, b: &Tensor) -> Result<bool> {
     with_cast(a, DType::F32, |va| {
         with_cast(b, DType::F32, |vb| {
             let shape = broadcast_shapes(&va.shape, &vb.shape)?;
-            // In the operands' own layout (one flat pass over a transpose):
-            // only whether any pair is hard matters, not where.
+            // Only whether any pair is hard matters, not where: operands
+            // dense in the result's order (a transpose of both included)
+            // are read as flat slices, one operand of one element broadcast.
+            let (pa, pb) = match permuted([va, vb], &shape, &[0, 1]) {
+                Some(([pa, pb], _, _)) => (pa, pb),
+                None => (va.clone(), vb.clone()),
+            };
+            let n: usize = shape.iter().product();
+            fn dense(v: &View, n: usize) -> Option<&[f32]> {
+                v.as_slice::<f32>().filter(|s| s.len() == n || s.len() == 1)
+            }
+            if let (Some(sa), Some(sb)) = (dense(&pa, n), dense(&pb, n)) {
+                let mut hard = false;
+                if sa.len() == n {
+                    vm::any_pair(sa, sb, &mut hard, &vm::fmod_needs_libm);
+                } else {
+                    let flipped = |y: f32, x: f32| vm::fmod_needs_libm(x, y);
+                    vm::any_pair(sb, sa, &mut hard, &flipped);
+                }
+                return Ok(!hard);
+            }
             let (hard, _) = binary_kept::<f32, bool>(va, vb, &shape, vm::fmod_needs_libm);
             Ok(!hard.contains(&true))
         })
