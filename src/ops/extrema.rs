@@ -265,9 +265,8 @@ fn extreme_dim(a: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
         // The gradient goes to the chosen element of each row (gather's adjoint).
         record(name, &[a], &values, saved![&idx], move |c| {
             let g = reshape(c.grad()?, &keep_shape)?;
-            let zeros = Tensor::zeros(in_shape.clone(), g.dtype());
-            Ok(smallvec![Some(super::scatter_add(
-                &zeros,
+            Ok(smallvec![Some(super::scatter_add_zeros(
+                &in_shape,
                 d as i64,
                 c.saved(0)?,
                 &g

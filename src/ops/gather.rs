@@ -97,9 +97,8 @@ pub(crate) fn gather(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor>
     };
     if needs_record(&[input]) {
         record("GatherBackward0", &[input], &out, saved![index], move |c| {
-            let zeros = Tensor::zeros(xshape.clone(), c.grad()?.dtype());
-            Ok(smallvec![Some(scatter_add(
-                &zeros,
+            Ok(smallvec![Some(scatter_add_zeros(
+                &xshape,
                 d as i64,
                 c.saved(0)?,
                 c.grad()?
@@ -109,9 +108,9 @@ pub(crate) fn gather(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor>
     Ok(out)
 }
 
-fn check_scatter(input: &Tensor, d: usize, index: &Tensor, src: &Tensor, op: &str) -> Result<()> {
+fn check_scatter(xs: &[usize], d: usize, index: &Tensor, src: &Tensor, op: &str) -> Result<()> {
     check_index_dtype(index, op)?;
-    let (xs, is, ss) = (input.shape(), index.shape(), src.shape());
+    let (is, ss) = (index.shape(), src.shape());
     if is.len().max(1) != xs.len().max(1) {
         return Err(Error::runtime(
             "Index tensor must have the same number of dimensions as self tensor",
@@ -144,7 +143,34 @@ fn scatter_kernel(
     accumulate: bool,
 ) -> Result<Tensor> {
     let x = as_nd(input)?;
-    let xs = x.shape();
+    scatter_onto(
+        &input.shape(),
+        input.dtype(),
+        Some(&x),
+        d,
+        index,
+        src,
+        accumulate,
+    )
+}
+
+/// `src` written or added along `d` at `index` into a copy of `x` (shape
+/// `shape` seen with at least one dimension), or into zeros when `x` is
+/// None: then the buffer is written once, not filled, copied and written.
+fn scatter_onto(
+    shape: &Shape,
+    dtype: DType,
+    x: Option<&Tensor>,
+    d: usize,
+    index: &Tensor,
+    src: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
+    let xs: Shape = if shape.is_empty() {
+        smallvec![1]
+    } else {
+        shape.clone()
+    };
     let is: Shape = if index.ndim() == 0 {
         smallvec![1]
     } else {
@@ -161,14 +187,37 @@ fn scatter_kernel(
         // Unreachable after `check_scatter`; the kernel trusts the length.
         return Err(Error::runtime("scatter(): Expected dtype int64 for index"));
     }
-    let s = as_nd(&cast_data(src, input.dtype()))?;
-    let out = crate::dispatch!(x.dtype(), T => {
-        let mut buf: Vec<T> = crate::kernels::copy::gather::<T>(&x.view());
+    let s = as_nd(&cast_data(src, dtype))?;
+    let out = crate::dispatch!(dtype, T => {
+        let mut buf: Vec<T> = match x {
+            Some(x) => crate::kernels::copy::gather::<T>(&x.view()),
+            None => crate::error::filled_vec(numel(&xs), <T as crate::tensor::Element>::zero()),
+        };
         let sv = s.view();
         scatter_dim::<T>(&mut buf, &xs, d, idx, &is, &sv, accumulate);
-        Tensor::from_vec(buf, input.shape())
+        Tensor::from_vec(buf, shape.clone())
     });
     Ok(out)
+}
+
+/// `scatter_add(zeros(shape), dim, index, src)`, the adjoint of `gather`
+/// (and so the backward of every op that picks elements by an index). When
+/// nothing records it, the zeros are the kernel's own buffer rather than a
+/// tensor that is filled and then copied; recorded (under `create_graph`),
+/// it is the `scatter_add` op, differentiable again.
+pub(crate) fn scatter_add_zeros(
+    shape: &Shape,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+) -> Result<Tensor> {
+    if needs_record(&[src]) {
+        let zeros = Tensor::zeros(shape.clone(), src.dtype());
+        return scatter_add(&zeros, dim, index, src);
+    }
+    let d = wrap_dim(dim, shape.len())?;
+    check_scatter(shape, d, index, src, "scatter_add")?;
+    scatter_onto(shape, src.dtype(), None, d, index, src, true)
 }
 
 /// `input.scatter_add(dim, index, src)`: adds `src` into a copy of `input`;
@@ -180,7 +229,7 @@ pub(crate) fn scatter_add(
     src: &Tensor,
 ) -> Result<Tensor> {
     let d = wrap_dim(dim, input.ndim())?;
-    check_scatter(input, d, index, src, "scatter_add")?;
+    check_scatter(&input.shape(), d, index, src, "scatter_add")?;
     let out = scatter_kernel(input, d, index, src, true)?;
     if needs_record(&[input, src]) {
         record(
@@ -205,7 +254,7 @@ pub(crate) fn scatter_add(
 /// `input.scatter(dim, index, src)`: writes `src` into a copy of `input`.
 pub(crate) fn scatter(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, input.ndim())?;
-    check_scatter(input, d, index, src, "scatter")?;
+    check_scatter(&input.shape(), d, index, src, "scatter")?;
     let out = scatter_kernel(input, d, index, src, false)?;
     if needs_record(&[input, src]) {
         record(

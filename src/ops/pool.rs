@@ -675,6 +675,29 @@ pub fn upsample(
 
 // ----- constant padding ----------------------------------------------------------------------
 
+/// Writes `v` to every element of the contiguous block `shape` at `p` that
+/// lies outside the box `[lo[d], lo[d] + len[d])` (all of it when the box is
+/// empty): whole slabs where the leading index is outside, the edges of each
+/// row inside.
+///
+/// # Safety
+/// `p` must be valid for writes of the block.
+unsafe fn fill_outside<T: Copy>(p: *mut T, shape: &[usize], lo: &[usize], len: &[usize], v: T) {
+    let Some((&n, rest)) = shape.split_first() else {
+        return;
+    };
+    let (a, b) = (lo[0].min(n), (lo[0] + len[0]).min(n));
+    let (a, b) = if len[0] == 0 { (n, n) } else { (a, b) };
+    let slab: usize = rest.iter().product();
+    std::slice::from_raw_parts_mut(p, a * slab).fill(v);
+    std::slice::from_raw_parts_mut(p.add(b * slab), (n - b) * slab).fill(v);
+    if !rest.is_empty() && slab > 0 {
+        for i in a..b {
+            fill_outside(p.add(i * slab), rest, &lo[1..], &len[1..], v);
+        }
+    }
+}
+
 /// `constant_pad_nd(x, pad, value)` (`ConstantPadNdBackward0`): `pad` holds
 /// (before, after) pairs starting from the last dimension; negative values
 /// crop. The backward is the opposite padding.
@@ -720,41 +743,45 @@ pub fn constant_pad_nd(x: &Tensor, pad: &[i64], value: f64) -> Result<Tensor> {
     }
     let dtype = x.dtype();
     // Refused before anything is made: an element count past int64 (PyTorch's
-    // check); `full` then allocates fallibly.
+    // check); the output is then allocated fallibly.
     crate::tensor::checked_storage_numel(&oshape, dtype.size())?;
-    let out = Tensor::full(oshape.clone(), value, dtype);
     // The region both share: input [src_lo, src_lo + len), output [dst_lo, ..).
     let mut len: SmallVec<[usize; 4]> = SmallVec::new();
+    let mut dst_lo: SmallVec<[usize; 4]> = SmallVec::new();
     let (mut src_off, mut dst_off) = (0usize, 0usize);
-    let (xv, ov) = (x.view().clone(), out.view().clone());
+    let xv = x.view().clone();
     let ostrides = crate::tensor::contiguous_strides(&oshape);
     for d in 0..nd {
         let src_lo = (-before[d]).max(0) as usize;
-        let dst_lo = before[d].max(0) as usize;
-        let l = (shape[d].saturating_sub(src_lo)).min(oshape[d].saturating_sub(dst_lo));
+        let lo = before[d].max(0) as usize;
+        let l = (shape[d].saturating_sub(src_lo)).min(oshape[d].saturating_sub(lo));
         len.push(l);
+        dst_lo.push(lo);
         src_off += src_lo * xv.strides[d];
-        dst_off += dst_lo * ostrides[d];
+        dst_off += lo * ostrides[d];
     }
-    if len.iter().all(|&l| l > 0) {
-        let src = crate::tensor::View {
-            storage: xv.storage.clone(),
-            shape: len.clone(),
-            strides: xv.strides.clone(),
-            offset: xv.offset + src_off,
-        };
-        let dst = crate::tensor::View {
-            storage: ov.storage.clone(),
-            shape: len.clone(),
-            strides: ostrides.clone(),
-            offset: dst_off,
-        };
-        let sst: SmallVec<[isize; 6]> = src.strides.iter().map(|&x| x as isize).collect();
-        // SAFETY: both boxes lie inside their tensors; the result is fresh.
-        crate::dispatch!(dtype, T => unsafe {
-            crate::kernels::copy::copy_box::<T>(dst.ptr::<T>(), &dst.strides, src.ptr::<T>(), &sst, &len)
+    let sst: SmallVec<[isize; 6]> = xv.strides.iter().map(|&x| x as isize).collect();
+    let total = crate::tensor::numel(&oshape);
+    // The copied box straight into fresh memory and `value` written only
+    // around it: filling the whole output first wrote every element twice
+    // (and a crop, the backward of padding, fills nothing).
+    let out = crate::dispatch!(dtype, T => {
+        let v = <T as crate::tensor::Element>::from_f64(value);
+        let data = crate::kernels::build_vec::<T>(total, |o| {
+            let o = o.as_mut_ptr() as *mut T;
+            // SAFETY: the box lies inside both tensors (its extent is clipped
+            // to each), the output is fresh, and `fill_outside` writes every
+            // element the box leaves out.
+            unsafe {
+                if !len.contains(&0) {
+                    let src = xv.ptr::<T>().add(src_off);
+                    crate::kernels::copy::copy_box::<T>(o.add(dst_off), &ostrides, src, &sst, &len);
+                }
+                fill_outside(o, &oshape, &dst_lo, &len, v);
+            }
         });
-    }
+        Tensor::from_vec(data, oshape.clone())
+    });
     if needs_record(&[x]) {
         let neg: SmallVec<[i64; 8]> = pad.iter().map(|&p| -p).collect();
         record("ConstantPadNdBackward0", &[x], &out, saved![], move |c| {

@@ -6,7 +6,7 @@
 
 use smallvec::smallvec;
 
-use super::{cast_data, clone, expand, flip, mul, reshape, scatter_add, sum};
+use super::{cast_data, clone, expand, flip, mul, reshape, scatter_add_zeros, sum};
 use crate::autograd::{is_grad_enabled, needs_record, record, GradModeGuard, SavedTensor};
 use crate::error::Result;
 use crate::kernels::scan as k;
@@ -176,9 +176,8 @@ pub(crate) fn cum_extreme(t: &Tensor, dim: i64, is_max: bool) -> Result<(Tensor,
         };
         let in_shape: Shape = shape.clone();
         record(name, &[t], &values, saved![&idx], move |c| {
-            let zeros = Tensor::zeros(in_shape.clone(), c.grad()?.dtype());
-            Ok(smallvec![Some(scatter_add(
-                &zeros,
+            Ok(smallvec![Some(scatter_add_zeros(
+                &in_shape,
                 d as i64,
                 c.saved(0)?,
                 c.grad()?

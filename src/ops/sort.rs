@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 use smallvec::smallvec;
 
 use super::reduce::rows_of;
-use super::{cast_data, gather, movedim, reshape, scatter_add};
+use super::{cast_data, gather, movedim, reshape, scatter_add_zeros};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
 use crate::kernels::sort::{is_nan, select_rows, sort_rows, topk_rows};
@@ -100,8 +100,7 @@ fn take_along(
         let (src_shape, a_shape, idx_shape) = (src.shape(), a.shape(), idx.shape());
         record(name, &[a], &values, saved![idx], move |c| {
             let g = reshape(c.grad()?, &idx_shape)?;
-            let zeros = Tensor::zeros(src_shape.clone(), g.dtype());
-            let r = scatter_add(&zeros, d as i64, c.saved(0)?, &g)?;
+            let r = scatter_add_zeros(&src_shape, d as i64, c.saved(0)?, &g)?;
             Ok(smallvec![Some(reshape(&r, &a_shape)?)])
         });
     }
