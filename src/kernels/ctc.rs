@@ -126,6 +126,7 @@ pub(crate) fn forward(lp: &[f64], b: Block, samples: &[Sample<'_>]) -> (Vec<Vec<
 /// the beta recursion runs backwards one frame at a time, and the paths
 /// through each position at frame `t` (alpha + beta, counting that frame's
 /// emission twice) are summed per class.
+#[allow(clippy::too_many_arguments)]
 fn grad_of(
     lp: &[f64],
     b: Block,

@@ -111,7 +111,7 @@ fn reflect<T: Float>(x: T, twice_low: f64, twice_high: f64) -> (T, T) {
     }
     let extra = x % span;
     let flips = (x / span).floor();
-    if flips % c::<T>(2.0) == c::<T>(0.0) {
+    if !is_odd(flips) {
         (extra + low, d)
     } else {
         (span - extra + low, -d)
@@ -152,12 +152,19 @@ fn tap<T: Float>(i: T, size: usize, stride: usize, w: T, dw: T) -> Tap<T> {
     }
 }
 
+/// Whether an integer-valued float is odd (without C's `fmodf`, a software
+/// routine on the baseline target). Floats beyond 2^53 are even.
+fn is_odd<T: Float>(f: T) -> bool {
+    let v = crate::tensor::Element::to_f64(f);
+    v.abs() < 9_007_199_254_740_992.0 && (v as i64) & 1 != 0
+}
+
 /// Round half to even, as `torch.round` and C's `nearbyint`.
 fn round_even<T: Float>(x: T) -> T {
     let f = x.floor();
     let d = x - f;
     let half = c::<T>(0.5);
-    if d > half || (d == half && f % c::<T>(2.0) != c::<T>(0.0)) {
+    if d > half || (d == half && is_odd(f)) {
         f + c::<T>(1.0)
     } else {
         f
@@ -297,20 +304,62 @@ fn par_over_batch<T: Send>(
     }
 }
 
+/// Every point's corners inside the image for one sample, point by point:
+/// `start[p]..start[p + 1]` index `offset`, `w` and `dw` (the weight's
+/// derivative per dimension). Built once per sample, then read channel by
+/// channel: a channel's plane is walked in point order, with none of the
+/// 4 KiB-apart accesses that a loop over channels per point makes.
+struct Corners<T> {
+    start: Vec<usize>,
+    offset: Vec<usize>,
+    w: Vec<T>,
+    dw: Vec<[T; 3]>,
+}
+
+fn corners<T: Float>(spec: &Spec, grid: &[T], n: usize, with_dw: bool) -> Corners<T> {
+    let d = spec.sizes.len();
+    let per = match spec.mode {
+        Mode::Bilinear => 1 << d,
+        Mode::Nearest => 1,
+        Mode::Bicubic => 16,
+    };
+    let mut out = Corners {
+        start: Vec::with_capacity(spec.points + 1),
+        offset: Vec::with_capacity(spec.points * per),
+        w: Vec::with_capacity(spec.points * per),
+        dw: Vec::with_capacity(if with_dw { spec.points * per } else { 0 }),
+    };
+    out.start.push(0);
+    for p in 0..spec.points {
+        let taps = point_taps(spec, grid, n, p);
+        each_corner(&taps, d, |off, w, dws| {
+            out.offset.push(off);
+            out.w.push(w);
+            if with_dw {
+                out.dw.push(dws);
+            }
+        });
+        out.start.push(out.offset.len());
+    }
+    out
+}
+
 /// The sampled values `(N, C, P)` of `input` `(N, C, *sizes)` at `grid` `(N, P, d)`.
 pub fn forward<T: Float>(spec: &Spec, input: &[T], grid: &[T]) -> Vec<T> {
     let (cs, ps, s, d) = (spec.channels, spec.points, spec.pixels(), spec.sizes.len());
     let mut out = vec![c::<T>(0.0); spec.batch * cs * ps];
     let work = out.len() * (1 << d);
     par_over_batch(&mut out, cs * ps, work, |n, o| {
-        let img = &input[n * cs * s..(n + 1) * cs * s];
-        for p in 0..ps {
-            let taps = point_taps(spec, grid, n, p);
-            each_corner(&taps, d, |off, w, _| {
-                for ch in 0..cs {
-                    o[ch * ps + p] += w * img[ch * s + off];
+        let k = corners(spec, grid, n, false);
+        for (ch, oc) in o.chunks_mut(ps).enumerate() {
+            let img = &input[(n * cs + ch) * s..(n * cs + ch + 1) * s];
+            for (p, v) in oc.iter_mut().enumerate() {
+                let mut acc = c::<T>(0.0);
+                for j in k.start[p]..k.start[p + 1] {
+                    acc += k.w[j] * img[k.offset[j]];
                 }
-            });
+                *v = acc;
+            }
         }
     });
     out
@@ -331,45 +380,49 @@ pub fn backward<T: Float>(
     let gi = need_input.then(|| {
         let mut gi = vec![c::<T>(0.0); spec.batch * cs * s];
         par_over_batch(&mut gi, cs * s, work, |n, o| {
-            let gn = &g[n * cs * ps..(n + 1) * cs * ps];
-            for p in 0..ps {
-                let taps = point_taps(spec, grid, n, p);
-                each_corner(&taps, d, |off, w, _| {
-                    for ch in 0..cs {
-                        o[ch * s + off] += w * gn[ch * ps + p];
+            let k = corners(spec, grid, n, false);
+            for (ch, oc) in o.chunks_mut(s).enumerate() {
+                let gc = &g[(n * cs + ch) * ps..(n * cs + ch + 1) * ps];
+                for (p, &gv) in gc.iter().enumerate() {
+                    for j in k.start[p]..k.start[p + 1] {
+                        oc[k.offset[j]] += k.w[j] * gv;
                     }
-                });
+                }
             }
         });
         gi
     });
-    let gg = (need_grid && spec.mode != Mode::Nearest).then(|| {
+    // Nearest sampling is piecewise constant: no gradient flows to the grid.
+    let gg = need_grid.then(|| {
         let mut gg = vec![c::<T>(0.0); spec.batch * ps * d];
+        if spec.mode == Mode::Nearest {
+            return gg;
+        }
         par_over_batch(&mut gg, ps * d, work, |n, o| {
-            let img = &input[n * cs * s..(n + 1) * cs * s];
-            let gn = &g[n * cs * ps..(n + 1) * cs * ps];
-            for p in 0..ps {
-                let taps = point_taps(spec, grid, n, p);
-                let mut acc = [c::<T>(0.0); 3];
-                each_corner(&taps, d, |off, _, dws| {
-                    let mut dot = c::<T>(0.0);
-                    for ch in 0..cs {
-                        dot += gn[ch * ps + p] * img[ch * s + off];
+            let k = corners(spec, grid, n, true);
+            // d(out)/d(coordinate) per point, summed over the channels.
+            let mut acc = vec![[c::<T>(0.0); 3]; ps];
+            for ch in 0..cs {
+                let img = &input[(n * cs + ch) * s..(n * cs + ch + 1) * s];
+                let gc = &g[(n * cs + ch) * ps..(n * cs + ch + 1) * ps];
+                for (p, (&gv, a)) in gc.iter().zip(acc.iter_mut()).enumerate() {
+                    for j in k.start[p]..k.start[p + 1] {
+                        let dot = gv * img[k.offset[j]];
+                        for (ak, &dk) in a.iter_mut().zip(&k.dw[j]).take(d) {
+                            *ak += dk * dot;
+                        }
                     }
-                    for k in 0..d {
-                        acc[k] += dws[k] * dot;
-                    }
-                });
-                for k in 0..d {
-                    o[p * d + (d - 1 - k)] = acc[k] * taps[k].scale;
+                }
+            }
+            let taps_scale = |p: usize| point_taps(spec, grid, n, p);
+            for (p, a) in acc.iter().enumerate() {
+                let taps = taps_scale(p);
+                for kd in 0..d {
+                    o[p * d + (d - 1 - kd)] = a[kd] * taps[kd].scale;
                 }
             }
         });
         gg
-    });
-    // Nearest sampling is piecewise constant: no gradient flows to the grid.
-    let gg = gg.or_else(|| {
-        (need_grid && spec.mode == Mode::Nearest).then(|| vec![c::<T>(0.0); spec.batch * ps * d])
     });
     (gi, gg)
 }

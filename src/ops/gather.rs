@@ -126,7 +126,7 @@ fn check_scatter(xs: &[usize], d: usize, index: &Tensor, src: &Tensor, op: &str)
             return Err(Error::runtime(format!(
                 "Expected index {} to be smaller than self {} apart from dimension {d} and to be smaller size than src {}",
                 fmt_shape(&is),
-                fmt_shape(&xs),
+                fmt_shape(xs),
                 fmt_shape(&ss)
             )));
         }

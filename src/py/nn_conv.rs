@@ -1,5 +1,6 @@
 //! Bindings of convolution, pooling, padding, unfold/fold and resampling.
-//! The Python layer (`nn/_functional/conv.py`) normalises PyTorch's
+//! The Python layer (`nn/_functional/conv.py`, `pooling.py`, `padding.py`,
+//! `fold.py`, `interpolation.py`) normalises PyTorch's
 //! arguments (ints or tuples, `'same'` padding, unbatched inputs) into the
 //! explicit lists these take.
 
