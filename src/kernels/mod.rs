@@ -16,6 +16,7 @@ pub(crate) mod ctc;
 pub(crate) mod elementwise;
 // Public for its criterion bench; `py::compile` replays captured elementwise runs with it.
 pub(crate) mod embedding;
+mod extreme_rows;
 pub mod fused;
 pub(crate) mod grid_sample;
 pub(crate) mod index;

@@ -527,35 +527,64 @@ pub fn extreme_mid_values<T: Element>(
     inner: usize,
     is_max: bool,
 ) -> Vec<T> {
-    const COLS: usize = 512;
+    // Column blocks of up to 4 KiB of each row, split further so that both
+    // threads get blocks when there is one outer position: a block's rows
+    // are read whole, and a row's next block is a page boundary away anyway.
+    let cap = (4096 / std::mem::size_of::<T>().max(1)).max(64);
+    let split = inner
+        .div_ceil(super::parallel::get_num_threads().max(1))
+        .next_multiple_of(64);
+    let cols = cap.min(split).max(64).min(inner.max(1));
     let mut vals = crate::error::filled_vec(outer * inner, T::zero());
-    let blocks = inner.div_ceil(COLS);
+    let blocks = inner.div_ceil(cols);
     let vp = SendPtr(vals.as_mut_ptr());
-    super::copy::par_units(outer * blocks, n * COLS.min(inner), |lo, hi| {
-        let mut spare = vec![T::zero(); COLS.min(inner)];
+    super::copy::par_units(outer * blocks, n * cols, |lo, hi| {
+        let mut spare = vec![T::zero(); cols];
         for u in lo..hi {
             let (o, b) = (u / blocks, u % blocks);
-            let (c0, c1) = (b * COLS, ((b + 1) * COLS).min(inner));
+            let (c0, c1) = (b * cols, ((b + 1) * cols).min(inner));
             // SAFETY: unit `u` owns columns `c0..c1` of outer position `o`.
             let v =
                 unsafe { std::slice::from_raw_parts_mut(vp.get().add(o * inner + c0), c1 - c0) };
-            let spare = &mut spare[..c1 - c0];
-            let base = o * n * inner;
-            v.copy_from_slice(&data[base + c0..base + c1]);
-            for j in 1..n {
-                let row = &data[base + j * inner + c0..base + j * inner + c1];
-                if j % 2 == 1 {
-                    extreme_value_step(spare, v, row, is_max);
-                } else {
-                    extreme_value_step(v, spare, row, is_max);
-                }
-            }
-            if n.is_multiple_of(2) {
-                v.copy_from_slice(spare);
+            let block = &data[o * n * inner + c0..];
+            let done = match super::extreme_rows::fold_rows(v, block, n, inner, is_max) {
+                // NaN seen: the exact path decides which NaN is kept.
+                Some(false) | None => 0,
+                Some(true) => super::extreme_rows::lanes::<T>(c1 - c0),
+            };
+            if done < v.len() {
+                exact_mid_block(&mut v[done..], &mut spare, &block[done..], n, inner, is_max);
             }
         }
     });
     vals
+}
+
+/// The exact fold of rows `0..n` (`stride` apart in `rows`) into `v`: a
+/// NaN seen first is kept, otherwise a strictly better value replaces the
+/// kept one.
+fn exact_mid_block<T: Element>(
+    v: &mut [T],
+    spare: &mut [T],
+    rows: &[T],
+    n: usize,
+    stride: usize,
+    is_max: bool,
+) {
+    let w = v.len();
+    let spare = &mut spare[..w];
+    v.copy_from_slice(&rows[..w]);
+    for j in 1..n {
+        let row = &rows[j * stride..j * stride + w];
+        if j % 2 == 1 {
+            extreme_value_step(spare, v, row, is_max);
+        } else {
+            extreme_value_step(v, spare, row, is_max);
+        }
+    }
+    if n.is_multiple_of(2) {
+        v.copy_from_slice(spare);
+    }
 }
 
 /// The product along the middle dimension of a contiguous `[outer, n,
