@@ -15,6 +15,20 @@ pub(super) fn poly<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
     p
 }
 
+/// `c[0] T_0(t) + c[1] T_1(t) + ...` (a Chebyshev series, `c[0]` already
+/// halved) by Clenshaw's recurrence.
+#[inline(always)]
+pub(crate) fn clenshaw<const N: usize>(t: f64, c: &[f64; N]) -> f64 {
+    let t2 = t + t;
+    let (mut b1, mut b2) = (0.0f64, 0.0f64);
+    for &ck in c[1..].iter().rev() {
+        let b0 = t2.mul_add(b1, ck - b2);
+        b2 = b1;
+        b1 = b0;
+    }
+    t.mul_add(b1, c[0] - b2)
+}
+
 /// 1.5 * 2^52: adding it rounds a float64 of magnitude below 2^51 to an
 /// integer, which then sits in the low mantissa bits.
 const SHIFT: f64 = 6_755_399_441_055_744.0;

@@ -169,6 +169,20 @@ fn exp_pair(zh: f64, zl: f64) -> f64 {
     e * pow2(k1) * pow2(k - k1)
 }
 
+/// e^x for |x| <= 760, within an ulp, in code that vectorises (callers
+/// clamp their argument; the Bessel functions use it).
+#[inline(always)]
+pub(crate) fn exp_f64(x: f64) -> f64 {
+    exp_pair(x, 0.0)
+}
+
+/// e^(hi + lo) for |hi| <= 760, |lo| <= 2^-40 |hi| (a product kept exact
+/// as a pair), vectorising.
+#[inline(always)]
+pub(crate) fn exp_f64_pair(hi: f64, lo: f64) -> f64 {
+    exp_pair(hi, lo)
+}
+
 /// Whether `v` is a whole number (infinities count as even ones, as in C).
 #[inline(always)]
 fn is_int(v: f64) -> bool {

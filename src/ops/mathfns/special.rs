@@ -225,16 +225,24 @@ pub(crate) fn polygamma(n: i64, a: &Tensor) -> Result<Tensor> {
 
 // ----- Bessel functions, the normal distribution, zeta --------------------------------
 
-/// A float-valued unary op computed by an f64 kernel (float32 rounds its result).
-fn f64_map(a: &Tensor, f: fn(f64) -> f64) -> Result<Tensor> {
-    map1(
-        a,
-        a.dtype().to_float(),
-        #[inline(always)]
-        move |x: f32| f(x as f64) as f32,
-        f,
-        NO_INT,
-    )
+/// A float-valued unary op computed by an f64 kernel (float32 rounds its
+/// result). A macro, not a function taking `f`: the kernel is then called by
+/// name inside closures that are always inlined, so a branch-free kernel
+/// lands in `vmath`'s AVX2/AVX-512 loops and vectorises (through a generic
+/// `f` the call went through `Fn::call`, compiled without FMA: each
+/// `mul_add` became a libm call).
+macro_rules! f64_map {
+    ($a:expr, $f:path) => {
+        map1(
+            $a,
+            $a.dtype().to_float(),
+            #[inline(always)]
+            |x: f32| $f(x as f64) as f32,
+            #[inline(always)]
+            |x: f64| $f(x),
+            NO_INT,
+        )
+    };
 }
 
 /// `x` with its zeros replaced by 1 (a safe divisor), and the zero mask.
@@ -269,14 +277,14 @@ fn rec_xy(a: &Tensor, out: &Tensor, name: &'static str, d: fn(&Tensor, &Tensor) 
 
 /// The modified Bessel function I0; its derivative is I1.
 pub(crate) fn i0(a: &Tensor) -> Result<Tensor> {
-    let out = f64_map(a, bessel::i0)?;
+    let out = f64_map!(a, bessel::i0)?;
     rec1(a, &out, "I0Backward0", false, special_i1);
     Ok(out)
 }
 
 /// exp(-|x|) I0(x); derivative i1e(x) - sign(x) i0e(x).
 pub(crate) fn special_i0e(a: &Tensor) -> Result<Tensor> {
-    let out = f64_map(a, bessel::i0e)?;
+    let out = f64_map!(a, bessel::i0e)?;
     rec_xy(a, &out, "SpecialI0EBackward0", |x, y| {
         sub(&special_i1e(x)?, &mul(&sign(x)?, y)?)
     });
@@ -285,7 +293,7 @@ pub(crate) fn special_i0e(a: &Tensor) -> Result<Tensor> {
 
 /// I1; derivative I0(x) - I1(x) / x, 1/2 at 0.
 pub(crate) fn special_i1(a: &Tensor) -> Result<Tensor> {
-    let out = f64_map(a, bessel::i1)?;
+    let out = f64_map!(a, bessel::i1)?;
     rec_xy(a, &out, "SpecialI1Backward0", |x, y| {
         let (safe, is0) = nonzero_divisor(x)?;
         let d = sub(&i0(x)?, &div(y, &safe)?)?;
@@ -296,7 +304,7 @@ pub(crate) fn special_i1(a: &Tensor) -> Result<Tensor> {
 
 /// exp(-|x|) I1(x); derivative i0e(x) - i1e(x) (sign(x) + 1/x), 1/2 at 0.
 pub(crate) fn special_i1e(a: &Tensor) -> Result<Tensor> {
-    let out = f64_map(a, bessel::i1e)?;
+    let out = f64_map!(a, bessel::i1e)?;
     rec_xy(a, &out, "SpecialI1EBackward0", |x, y| {
         let (safe, is0) = nonzero_divisor(x)?;
         let k = super::super::add(&sign(x)?, &reciprocal(&safe)?)?;
@@ -309,7 +317,7 @@ pub(crate) fn special_i1e(a: &Tensor) -> Result<Tensor> {
 /// The inverse of the standard normal distribution function; derivative
 /// sqrt(2 pi) exp(y^2 / 2).
 pub(crate) fn special_ndtri(a: &Tensor) -> Result<Tensor> {
-    let out = f64_map(a, normal_fns::ndtri)?;
+    let out = f64_map!(a, normal_fns::ndtri)?;
     rec1(a, &out, "SpecialNdtriBackward0", true, |y| {
         mul_f64(
             &super::super::exp(&mul_f64(&sq(y)?, 0.5)?)?,
@@ -321,7 +329,7 @@ pub(crate) fn special_ndtri(a: &Tensor) -> Result<Tensor> {
 
 /// exp(x^2) erfc(x); derivative 2 x erfcx(x) - 2 / sqrt(pi).
 pub(crate) fn special_erfcx(a: &Tensor) -> Result<Tensor> {
-    let out = f64_map(a, normal_fns::erfcx)?;
+    let out = f64_map!(a, normal_fns::erfcx)?;
     rec_xy(a, &out, "SpecialErfcxBackward0", |x, y| {
         add_scalar(
             &mul_f64(&mul(x, y)?, 2.0)?,
@@ -333,7 +341,7 @@ pub(crate) fn special_erfcx(a: &Tensor) -> Result<Tensor> {
 
 /// log(ndtr(x)); derivative phi(x) / ndtr(x) = exp(-x^2/2 - y) / sqrt(2 pi).
 pub(crate) fn special_log_ndtr(a: &Tensor) -> Result<Tensor> {
-    let out = f64_map(a, normal_fns::log_ndtr)?;
+    let out = f64_map!(a, normal_fns::log_ndtr)?;
     rec_xy(a, &out, "SpecialLogNdtrBackward0", |x, y| {
         let e = super::super::exp(&sub(&mul_f64(&sq(x)?, -0.5)?, y)?)?;
         mul_f64(&e, 1.0 / (2.0 * std::f64::consts::PI).sqrt())
