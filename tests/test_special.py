@@ -188,6 +188,12 @@ def test_multigammaln(p):
     np.testing.assert_array_equal(fg.mvlgamma(t, p).numpy(), t.mvlgamma(p).numpy())
     with pytest.raises(RuntimeError, match="p has to be greater than or equal to 1"):
         S.multigammaln(t, 0)
+    # PyTorch's domain check: every element above (p - 1) / 2 (NaN fails it).
+    if p > 1:
+        for bad in [(p - 1) / 2, float("nan")]:
+            low = fg.tensor(np.append(x, bad))
+            with pytest.raises(RuntimeError, match=r"All elements must be greater than \(p-1\)/2"):
+                fg.mvlgamma(low, p)
 
 
 def test_zeta_values_domain_and_gradient():

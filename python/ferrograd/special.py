@@ -15,6 +15,7 @@ import math
 
 import ferrograd as _fg
 
+from . import _C
 from ._C import Tensor
 from .autograd import Function
 
@@ -177,9 +178,18 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     x = _float(input)
-    shifts = _fg.arange(p, dtype=x.dtype) / 2
-    terms = _fg.lgamma(x.unsqueeze(-1) - shifts).sum(-1)
-    return terms + p * (p - 1) / 4 * math.log(math.pi)
+    # PyTorch's domain check, a read of the values: not while compile captures
+    # (a replay cannot re-run it) nor under vmap (no host value to read).
+    if isinstance(x, Tensor) and not _C._capture_active() and x.numel() \
+            and not bool((x > 0.5 * (p - 1)).all()):
+        raise RuntimeError("All elements must be greater than (p-1)/2")
+    # One lgamma pass per shift, added in PyTorch's order (the largest shift
+    # first): no (..., p) intermediate and no reduction over a short last dim.
+    total = None
+    for i in range(p - 1, -1, -1):
+        term = _fg.lgamma(x - i / 2 if i else x)
+        total = term if total is None else total + term
+    return total + p * (p - 1) / 4 * math.log(math.pi)
 
 
 def multigammaln(input, p):
