@@ -26,12 +26,15 @@ WELL = Domain(1.0, 2.0)  # entries that keep small matrices well conditioned
 
 def _const(a, arr):
     """``arr`` as ``a`` is: a NumPy array for the reference, a tensor of
-    ``a``'s dtype inside the call (which is differentiated through)."""
+    ``a``'s library and dtype inside the call (which is differentiated
+    through; the benchmark makes the same call on PyTorch's tensors)."""
     if isinstance(a, np.ndarray):
         return arr
     import ferrograd
 
-    return ferrograd.tensor(arr, dtype=a.dtype)
+    if isinstance(a, ferrograd.Tensor):
+        return ferrograd.tensor(arr, dtype=a.dtype)
+    return a.new_tensor(arr)
 
 
 def _spd(a):

@@ -110,10 +110,15 @@ def entry_point(lib, op, name=None, seed=True):
     variants, so a leaf that requires grad can be its input. The
     sample's ``call`` (unpacking a tuple result, say) wraps it."""
     name = name or op.name
+    special = getattr(lib, "special", None)
     if op.has("F") and hasattr(lib.nn.functional, name):
         fn = getattr(lib.nn.functional, name)
     elif op.has("function") and hasattr(lib, name):
         fn = getattr(lib, name)
+    elif (op.has("function") and name.startswith("special_")
+          and hasattr(special, name[len("special_"):])):
+        # PyTorch spells `special_i1e` only as `torch.special.i1e`.
+        fn = getattr(special, name[len("special_"):])
     elif op.has("linalg") and hasattr(lib.linalg, name):
         fn = getattr(lib.linalg, name)
     else:
