@@ -1,11 +1,18 @@
 """The Rust scan, reduction and index kernels on every layout they split on:
 ``cumprod``, ``cummax``/``cummin``, ``cumsum``, ``nansum``, ``argmax``/``max(dim)``,
-``topk`` with a small ``k``, and ``gather``/``scatter``/``scatter_add`` along the last
-dimension, against NumPy references on hypothesis shapes (size-0 and size-1
-dimensions, negative dims, non-contiguous inputs), with float64 gradients checked by
-finite differences (first and second order)."""
+``topk`` with a small ``k``, ``gather``/``scatter``/``scatter_add`` along any
+dimension (index shapes smaller than the input's, bounds errors) and the one-pass
+masked write behind ``masked_scatter`` and ``x[mask] = v``, against NumPy references on
+hypothesis shapes (size-0 and size-1 dimensions, negative dims, non-contiguous inputs),
+with float64 gradients checked by finite differences (first and second order), and the
+vector kernels against the portable ones (FERROGRAD_ISA in a subprocess)."""
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -226,3 +233,186 @@ def test_index_errors_name_the_offending_index():
             x.gather(1, i)
         with pytest.raises(RuntimeError, match=msg):
             x.scatter_add(1, i, fg.ones(1, 2))
+
+
+def scatter_ref(a, d, idx, src, add):
+    """``a`` with ``src`` written (or added, one element at a time in index order)
+    along ``d`` at ``idx``."""
+    out = a.copy()
+    for pos in np.ndindex(*idx.shape):
+        tgt = list(pos)
+        tgt[d] = idx[pos]
+        out[tuple(tgt)] = out[tuple(tgt)] + src[pos] if add else src[pos]
+    return out
+
+
+@FEW
+@given(op_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5), LAYOUTS, st.data())
+def test_gather_scatter_with_smaller_index_shapes(shape, how, data):
+    # The index may be shorter than the input in every dimension but `dim` (any length
+    # there): then it covers only some of the input's outer positions.
+    a = data.draw(values(shape)).astype(np.float32)
+    d = data.draw(st.integers(0, len(shape) - 1))
+    ishape = tuple(data.draw(st.integers(0, 6)) if k == d else data.draw(st.integers(0, n))
+                   for k, n in enumerate(shape))
+    n = int(np.prod(ishape))
+    idx = np.array(data.draw(st.lists(st.integers(0, shape[d] - 1), min_size=n, max_size=n)),
+                   dtype=np.int64).reshape(ishape)
+    src = data.draw(values(ishape)).astype(np.float32)
+    t, i, s = layout(a, how), fg.tensor(idx), fg.tensor(src)
+    box = tuple(slice(None) if k == d else slice(0, m) for k, m in enumerate(ishape))
+    np.testing.assert_array_equal(t.gather(d, i).numpy(), np.take_along_axis(a[box], idx, d))
+    # float32 sums in index order: bit for bit.
+    np.testing.assert_array_equal(t.scatter_add(d, i, s).numpy(), scatter_ref(a, d, idx, src, True))
+    np.testing.assert_array_equal(t.scatter(d, i, s).numpy(), scatter_ref(a, d, idx, src, False))
+    np.testing.assert_array_equal(
+        fg.scatter_reduce(t, d, i, s, "sum").numpy(), scatter_ref(a, d, idx, src, True))
+    if n:
+        # Bad indices anywhere: the error names the first in row-major order.
+        flat = idx.reshape(-1).copy()
+        at = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3))
+        for k, p in enumerate(at):
+            flat[p] = (-1, shape[d], shape[d] + 7)[k % 3]
+        bad = fg.tensor(flat.reshape(ishape))
+        msg = f"index {flat[min(at)]} is out of bounds for dimension {d} with size {shape[d]}"
+        for call in (lambda: t.gather(d, bad), lambda: t.scatter_add(d, bad, s),
+                     lambda: t.scatter(d, bad, s)):
+            with pytest.raises(RuntimeError, match=msg):
+                call()
+
+
+def test_indices_into_an_empty_dimension_are_out_of_bounds():
+    x, i = fg.zeros(2, 0), fg.tensor([[0], [0]])
+    msg = "index 0 is out of bounds for dimension 1 with size 0"
+    for call in (lambda: x.gather(1, i), lambda: x.scatter_add(1, i, fg.ones(2, 1)),
+                 lambda: x.scatter(1, i, fg.ones(2, 1))):
+        with pytest.raises(RuntimeError, match=msg):
+            call()
+    assert x.scatter_add(1, fg.zeros(2, 0, dtype=fg.int64), fg.ones(2, 0)).shape == (2, 0)
+
+
+def test_gather_backward_of_a_full_index_sums_in_order():
+    # The backward (a scatter-add into zeros made block by block) against np.add.at.
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((33, 70)).astype(np.float32)
+    idx = rng.integers(0, 70, (33, 90))
+    g = rng.standard_normal((33, 90)).astype(np.float32)
+    x = fg.tensor(a, requires_grad=True)
+    x.gather(1, fg.tensor(idx)).backward(fg.tensor(g))
+    want = np.zeros_like(a)
+    np.add.at(want, (np.arange(33)[:, None].repeat(90, 1), idx), g)
+    np.testing.assert_array_equal(x.grad.numpy(), want)
+    y = fg.tensor(a, requires_grad=True)
+    v, i = fg.cummax(y, 1)
+    v.backward(fg.tensor(g[:, :70]))
+    want = np.zeros_like(a)
+    np.add.at(want, (np.arange(33)[:, None].repeat(70, 1), i.numpy()), g[:, :70])
+    np.testing.assert_array_equal(y.grad.numpy(), want)
+
+
+@FEW
+@given(op_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5), st.data())
+def test_masked_write_in_one_pass(shape, data):
+    a = data.draw(values(shape))
+    m = np.array(data.draw(st.lists(st.booleans(), min_size=a.size, max_size=a.size)),
+                 dtype=bool).reshape(shape)
+    k = int(m.sum())
+    extra = data.draw(st.integers(0, 3))
+    src = np.arange(1.0, k + extra + 1.0)
+    want = a.copy()
+    want[m] = src[:k]
+    np.testing.assert_array_equal(fg.tensor(a).masked_scatter(fg.tensor(m), fg.tensor(src)).numpy(),
+                                  want)
+    # In place: a value per true flag, one value for all, a view with an offset.
+    t = fg.tensor(a.copy())
+    t[fg.tensor(m)] = fg.tensor(src[:k])
+    np.testing.assert_array_equal(t.numpy(), want)
+    t = fg.tensor(a.copy())
+    t[fg.tensor(m)] = 2.5
+    ones = a.copy()
+    ones[m] = 2.5
+    np.testing.assert_array_equal(t.numpy(), ones)
+    big = fg.tensor(np.concatenate([np.full(3, -9.0), a.reshape(-1)]))
+    view = big[3:].reshape(shape)
+    view[fg.tensor(m)] = fg.tensor(src[:k])
+    np.testing.assert_array_equal(big.numpy(), np.concatenate([np.full(3, -9.0), want.reshape(-1)]))
+    out = fg.index_put(fg.tensor(a), (fg.tensor(m),), fg.tensor(src[:k]))
+    np.testing.assert_array_equal(out.numpy(), want)
+    if k:
+        check_grads(lambda x, s: fg.index_put(x, (fg.tensor(m),), s), a, src[:k])
+
+
+def test_masked_write_refusals_keep_pytorch_errors():
+    x = fg.zeros(2, 3)
+    m = fg.tensor([[True, False, True], [False, False, True]])
+    # Values of another count or dtype take the general path and its errors.
+    with pytest.raises(RuntimeError):
+        x[m] = fg.ones(2)
+    with pytest.raises(RuntimeError):
+        fg.index_put(x, (m,), fg.ones(3, dtype=fg.float64))
+    # A value that is part of the destination is read before it is overwritten.
+    y = fg.arange(6.0)
+    y[fg.tensor([False, True, True, False, False, False])] = y[3:5]
+    assert y.tolist() == [0.0, 3.0, 4.0, 3.0, 4.0, 5.0]
+    b = fg.tensor([True, False, True])
+    b[b] = False
+    assert b.tolist() == [False, False, False]
+
+
+_ISA_SCRIPT = r"""
+import json, numpy as np, ferrograd as fg
+rng = np.random.default_rng(5)
+a = rng.choice([-1.0, -0.0, 0.0, 0.5, 2.0, np.nan], size=(19, 150)).astype(np.float32)
+out = {}
+for name, fn in (("cummax", fg.cummax), ("cummin", fg.cummin)):
+    v, i = fn(fg.tensor(a), 1)
+    out[name] = [v.numpy().view(np.uint32).tolist(), i.numpy().tolist()]
+x = rng.standard_normal((13, 70)).astype(np.float32)
+idx = rng.integers(0, 70, (13, 90))
+src = rng.standard_normal((13, 90)).astype(np.float32)
+out["gather"] = fg.tensor(x).gather(1, fg.tensor(idx)).numpy().view(np.uint32).tolist()
+out["scatter_add"] = fg.tensor(x).scatter_add(1, fg.tensor(idx), fg.tensor(src)).numpy().view(
+    np.uint32).tolist()
+errors = []
+for bad in (70, -1, 2**40):
+    b = idx.copy()
+    b[7, 33] = bad
+    b[9, 2] = bad
+    for f in (lambda: fg.tensor(x).gather(1, fg.tensor(b)),
+              lambda: fg.tensor(x).scatter_add(1, fg.tensor(b), fg.tensor(src))):
+        try:
+            f()
+            errors.append(None)
+        except RuntimeError as e:
+            errors.append(str(e))
+out["errors"] = errors
+print(json.dumps(out))
+"""
+
+
+def _run_with_isa(isa):
+    env = dict(os.environ, FERROGRAD_ISA=isa)
+    r = subprocess.run([sys.executable, "-c", _ISA_SCRIPT], env=env, capture_output=True,
+                       text=True, check=True)
+    return json.loads(r.stdout)
+
+
+def test_vector_and_portable_kernels_agree_with_numpy():
+    rng = np.random.default_rng(5)
+    a = rng.choice([-1.0, -0.0, 0.0, 0.5, 2.0, np.nan], size=(19, 150)).astype(np.float32)
+    x = rng.standard_normal((13, 70)).astype(np.float32)
+    idx = rng.integers(0, 70, (13, 90))
+    src = rng.standard_normal((13, 90)).astype(np.float32)
+    want_add = x.copy()
+    np.add.at(want_add, (np.arange(13)[:, None].repeat(90, 1), idx), src)
+    for isa in ("avx512", "avx2", "portable"):
+        got = _run_with_isa(isa)
+        for name, is_max in (("cummax", True), ("cummin", False)):
+            v, i = scan_extreme_ref(a, 1, is_max)
+            assert got[name][0] == v.view(np.uint32).tolist(), (isa, name)
+            assert got[name][1] == i.tolist(), (isa, name)
+        assert got["gather"] == np.take_along_axis(x, idx, 1).view(np.uint32).tolist(), isa
+        assert got["scatter_add"] == want_add.view(np.uint32).tolist(), isa
+        for k, bad in enumerate((70, -1, 2**40)):
+            msg = f"index {bad} is out of bounds for dimension 1 with size 70"
+            assert got["errors"][2 * k:2 * k + 2] == [msg, msg], isa

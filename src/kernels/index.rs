@@ -1,11 +1,16 @@
 //! Index-driven loops: gather/scatter along one dimension, flips, and
 //! row-wise reductions over a contiguous `[rows, cols]` layout.
 //!
-//! Callers validate indices first (so these loops can trust them) and hand
-//! in contiguous index buffers; data operands may be strided views.
+//! Callers hand in contiguous index buffers; data operands may be strided
+//! views. `gather_dim` and `scatter_dim` check their indices block by block
+//! as they go (and give None for one out of range); the other loops trust
+//! indices their callers validated.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use smallvec::SmallVec;
 
+use super::vmath::{detected, isa, isa_loop, Isa};
 use super::{build_vec, par_ranges, SendPtr};
 use crate::tensor::{Element, View};
 
@@ -52,24 +57,63 @@ fn split3(shape: &[usize], dim: usize) -> (usize, usize, usize) {
     )
 }
 
-/// `out[p] = src[p with dim replaced by index[p]]` over the index's shape.
-/// Every index must already be in `0..src.shape[dim]`. The index's shape is
-/// read as `[outer, k, inner]`; the source's offsets of the outer and inner
+isa_loop! {
+    /// `*hit = true` when some index lies outside `0..size` (a negative one
+    /// reads as a huge unsigned one). Branch-free: AVX2's 64-bit compares
+    /// let the test run in vector lanes; the baseline has none.
+    fn outside / outside_on<>(index: &[i64], size: usize, hit: &mut bool) where [] {
+        let mut m = 0u64;
+        for &i in index {
+            m |= (i as u64 >= size as u64) as u64;
+        }
+        *hit = m != 0;
+    }
+}
+
+/// Whether any index lies outside `0..size`.
+pub fn any_outside(index: &[i64], size: usize) -> bool {
+    let mut hit = false;
+    for part in index.chunks(CHECK_BLOCK) {
+        outside(part, size, &mut hit);
+        if hit {
+            return true;
+        }
+    }
+    false
+}
+
+/// Indices bounds-checked at a time inside the loops below: a block is
+/// tested just before it is used, so the pass that uses it reads it from L1
+/// (a separate pass over the whole index first read every index from
+/// memory twice, and took a third of `gather`'s time).
+const CHECK_BLOCK: usize = 2048;
+
+/// `out[p] = src[p with dim replaced by index[p]]` over the index's shape,
+/// or None when an index lies outside `0..src.shape[dim]` (each block of
+/// indices is checked before it is read). The index's shape is read as
+/// `[outer, k, inner]`; the source's offsets of the outer and inner
 /// positions are tabulated once, so each element costs one load from each
 /// table, and rows go over the pool in parallel.
-pub fn gather_dim<T: Element>(src: &View, dim: usize, index: &[i64], ishape: &[usize]) -> Vec<T> {
+pub fn gather_dim<T: Element>(
+    src: &View,
+    dim: usize,
+    index: &[i64],
+    ishape: &[usize],
+) -> Option<Vec<T>> {
     // An empty index may still have a huge size beside its zero one
     // (`[2**62, 0]`): nothing to tabulate or loop over.
     if ishape.contains(&0) {
-        return Vec::new();
+        return Some(Vec::new());
     }
     let n: usize = ishape.iter().product();
+    let size = src.shape[dim];
     let (outer, k, inner) = split3(ishape, dim);
     let so = offsets_of(&ishape[..dim], &src.strides[..dim]);
     let si = offsets_of(&ishape[dim + 1..], &src.strides[dim + 1..]);
     let sd = src.strides[dim];
     let base = SendPtr(src.ptr::<T>());
-    build_vec(n, |out| {
+    let bad = AtomicBool::new(false);
+    let out = build_vec(n, |out| {
         let o = SendPtr(out.as_mut_ptr());
         // One unit is one (outer, j) row of `inner` elements. The outer
         // position is carried along instead of divided out per unit: with
@@ -82,19 +126,38 @@ pub fn gather_dim<T: Element>(src: &View, dim: usize, index: &[i64], ishape: &[u
             while u < hi {
                 let end = (u + (k - j)).min(hi);
                 let row = so[r];
-                // SAFETY: indices were validated against the source's shape;
-                // each unit writes only its own row of the output.
+                // SAFETY: each block of indices is checked against the
+                // source's size before it is read (a block that fails is
+                // written as zeros, and the result is dropped); each unit
+                // writes only its own rows of the output.
                 unsafe {
                     let dst = o.get().add(u * inner).cast::<T>();
                     let src = base.get().add(row);
                     if inner == 1 {
-                        for (c, &i) in index[u..end].iter().enumerate() {
-                            *dst.add(c) = *src.add(i as usize * sd);
+                        for (b, ix) in index[u..end].chunks(CHECK_BLOCK).enumerate() {
+                            let d = dst.add(b * CHECK_BLOCK);
+                            if any_outside(ix, size) {
+                                bad.store(true, Ordering::Relaxed);
+                                std::ptr::write_bytes(d, 0, ix.len());
+                            } else if sd == 1 {
+                                for (c, &i) in ix.iter().enumerate() {
+                                    *d.add(c) = *src.add(i as usize);
+                                }
+                            } else {
+                                for (c, &i) in ix.iter().enumerate() {
+                                    *d.add(c) = *src.add(i as usize * sd);
+                                }
+                            }
                         }
                     } else {
                         for w in 0..end - u {
                             let ix = &index[(u + w) * inner..(u + w + 1) * inner];
                             let d = dst.add(w * inner);
+                            if any_outside(ix, size) {
+                                bad.store(true, Ordering::Relaxed);
+                                std::ptr::write_bytes(d, 0, inner);
+                                continue;
+                            }
                             for (c, (&i, &off)) in ix.iter().zip(&si).enumerate() {
                                 *d.add(c) = *src.add(i as usize * sd + off);
                             }
@@ -106,11 +169,27 @@ pub fn gather_dim<T: Element>(src: &View, dim: usize, index: &[i64], ishape: &[u
                 j = 0;
             }
         });
-    })
+    });
+    (!bad.into_inner()).then_some(out)
 }
 
-/// Writes (or, with `accumulate`, adds) `src[p]` into `dst[p with dim replaced
-/// by index[p]]`, where `dst` is contiguous with shape `dshape`.
+/// What a scatter's destination holds before the writes.
+pub enum Base<'a> {
+    /// A copy of this view (of the destination's shape).
+    Copy(&'a View),
+    /// Zeros.
+    Zeros,
+}
+
+/// A new tensor's elements: `base` with `src[p]` written (or, with
+/// `accumulate`, added) at `p with dim replaced by index[p]`, for a
+/// destination of shape `dshape`; None when an index lies outside
+/// `0..dshape[dim]` (the partly written buffer is dropped).
+///
+/// When the index covers every outer position of the destination (its
+/// shape equals `dshape` before `dim`), each outer position's block is made
+/// (copied or zeroed) right before its writes, while it sits in cache: no
+/// separate pass to fill the whole buffer first.
 ///
 /// Parallel writes never meet: positions that differ outside `dim` land in
 /// different elements, so the work is split by the index's outer positions
@@ -119,89 +198,183 @@ pub fn gather_dim<T: Element>(src: &View, dim: usize, index: &[i64], ishape: &[u
 /// order whatever the split, so the result is the same on any thread count
 /// (and a repeated index keeps the last write, as the serial loop did).
 pub fn scatter_dim<T: Element + crate::tensor::Arith>(
-    dst: &mut [T],
+    base: Base,
     dshape: &[usize],
     dim: usize,
     index: &[i64],
     ishape: &[usize],
     src: &View,
     accumulate: bool,
-) {
+) -> Option<Vec<T>> {
+    let total: usize = dshape.iter().product();
+    let (outer, k, inner) = split3(ishape, dim);
+    let size = dshape[dim];
+    // The contiguous base to copy from block by block (None: zeros), when
+    // the blocks can be made on the way.
+    let blockwise: Option<Option<&[T]>> = match &base {
+        Base::Copy(v) => v.as_slice::<T>().map(Some),
+        Base::Zeros => Some(None),
+    };
     if ishape.contains(&0) {
-        return;
+        return Some(match base {
+            Base::Copy(v) => super::copy::gather::<T>(v),
+            Base::Zeros => crate::error::filled_vec(total, T::zero()),
+        });
+    }
+    if total == 0 {
+        // The index fits the destination outside `dim`, so it is `dim` that
+        // is empty: no index is in range.
+        return None;
     }
     let dstrides = crate::tensor::contiguous_strides(dshape);
-    let (outer, k, inner) = split3(ishape, dim);
     let dout = offsets_of(&ishape[..dim], &dstrides[..dim]);
     let din = offsets_of(&ishape[dim + 1..], &dstrides[dim + 1..]);
     let sout = offsets_of(&ishape[..dim], &src.strides[..dim]);
     let sin = offsets_of(&ishape[dim + 1..], &src.strides[dim + 1..]);
     let (dd, sd) = (dstrides[dim], src.strides[dim]);
-    let (dp, sp) = (SendPtr(dst.as_mut_ptr()), SendPtr(src.ptr::<T>()));
+    let sp = SendPtr(src.ptr::<T>());
+    let bad = AtomicBool::new(false);
     // Applies rows `j` of outer position `o`, columns `c0..c1`, to destination
-    // positions along `dim` in `r0..r1` only.
-    let apply = |o: usize, c0: usize, c1: usize, r0: usize, r1: usize| {
-        let (dp, sp) = (dp, sp);
-        if inner == 1 && r0 == 0 && r1 == dshape[dim] {
-            // Along the last dimension with the whole destination row owned:
-            // one tight loop per row, no slices or range tests per element.
-            let ix = &index[o * k..(o + 1) * k];
-            // SAFETY: indices were validated against both shapes.
-            unsafe {
-                let (src, dst) = (
-                    sp.get().add(sout[o] + sin[0]),
-                    dp.get().add(dout[o] + din[0]),
-                );
-                if accumulate {
-                    for (j, &i) in ix.iter().enumerate() {
-                        let slot = dst.add(i as usize * dd);
-                        *slot = (*slot).add(*src.add(j * sd));
-                    }
-                } else {
-                    for (j, &i) in ix.iter().enumerate() {
-                        *dst.add(i as usize * dd) = *src.add(j * sd);
-                    }
-                }
-            }
-            return;
-        }
-        for j in 0..k {
-            let ix = &index[(o * k + j) * inner..(o * k + j + 1) * inner];
-            for c in c0..c1 {
-                let i = ix[c] as usize;
-                if i < r0 || i >= r1 {
-                    continue;
-                }
-                // SAFETY: indices were validated against both shapes.
-                unsafe {
-                    let v = *sp.get().add(sout[o] + j * sd + sin[c]);
-                    let slot = dp.get().add(dout[o] + i * dd + din[c]);
-                    *slot = if accumulate { (*slot).add(v) } else { v };
-                }
-            }
-        }
-    };
-    let size = dshape[dim];
-    if outer > 1 {
-        super::copy::par_units(outer, k * inner, |lo, hi| {
-            for o in lo..hi {
-                apply(o, 0, inner, 0, size);
-            }
-        });
-    } else if inner > 1 {
-        super::copy::par_units(inner, k, |lo, hi| apply(0, lo, hi, 0, size));
-    } else {
-        // One column: split the destination; every part reads the whole index.
-        super::parallel::run(k, |threads| {
-            if threads == 1 {
-                apply(0, 0, 1, 0, size);
+    // positions along `dim` in `r0..r1` only; with `check`, first tests the
+    // outer position's indices (and writes nothing if one is outside).
+    let apply =
+        |dp: SendPtr<T>, o: usize, c0: usize, c1: usize, r0: usize, r1: usize, check: bool| {
+            let block = &index[o * k * inner..(o + 1) * k * inner];
+            if check && any_outside(block, size) {
+                bad.store(true, Ordering::Relaxed);
                 return;
             }
-            let part = size.div_ceil(threads);
-            super::parallel::tasks(threads, |t| {
-                apply(0, 0, 1, t * part, ((t + 1) * part).min(size))
+            if inner == 1 && r0 == 0 && r1 == size {
+                // Along the last dimension with the whole destination row owned:
+                // one tight loop per row, no slices or range tests per element.
+                // SAFETY: the indices were checked against the destination's
+                // size, and the index's shape fits the source's.
+                unsafe {
+                    let (src, dst) = (
+                        sp.get().add(sout[o] + sin[0]),
+                        dp.get().add(dout[o] + din[0]),
+                    );
+                    match (accumulate, dd == 1 && sd == 1) {
+                        (true, true) => {
+                            for (j, &i) in block.iter().enumerate() {
+                                let slot = dst.add(i as usize);
+                                *slot = (*slot).add(*src.add(j));
+                            }
+                        }
+                        (true, false) => {
+                            for (j, &i) in block.iter().enumerate() {
+                                let slot = dst.add(i as usize * dd);
+                                *slot = (*slot).add(*src.add(j * sd));
+                            }
+                        }
+                        (false, true) => {
+                            for (j, &i) in block.iter().enumerate() {
+                                *dst.add(i as usize) = *src.add(j);
+                            }
+                        }
+                        (false, false) => {
+                            for (j, &i) in block.iter().enumerate() {
+                                *dst.add(i as usize * dd) = *src.add(j * sd);
+                            }
+                        }
+                    }
+                }
+                return;
+            }
+            for j in 0..k {
+                let ix = &block[j * inner..(j + 1) * inner];
+                for c in c0..c1 {
+                    let i = ix[c] as usize;
+                    if i < r0 || i >= r1 {
+                        continue;
+                    }
+                    // SAFETY: as above.
+                    unsafe {
+                        let v = *sp.get().add(sout[o] + j * sd + sin[c]);
+                        let slot = dp.get().add(dout[o] + i * dd + din[c]);
+                        *slot = if accumulate { (*slot).add(v) } else { v };
+                    }
+                }
+            }
+        };
+    let slab = total / dshape[..dim].iter().product::<usize>();
+    let out = if let (Some(from), true) = (blockwise, outer > 1 && ishape[..dim] == dshape[..dim]) {
+        build_vec(total, |out| {
+            let dp = SendPtr(out.as_mut_ptr().cast::<T>());
+            super::copy::par_units(outer, k * inner + slab, |lo, hi| {
+                for o in lo..hi {
+                    // SAFETY: outer position `o` owns elements
+                    // `o * slab..(o + 1) * slab` of the destination (the
+                    // index covers every outer position, so `dout[o]` is
+                    // `o * slab`), and a base holds `total` elements.
+                    unsafe {
+                        let at = dp.get().add(o * slab);
+                        match from {
+                            Some(b) => {
+                                std::ptr::copy_nonoverlapping(b.as_ptr().add(o * slab), at, slab)
+                            }
+                            None => std::ptr::write_bytes(at, 0, slab),
+                        }
+                    }
+                    apply(dp, o, 0, inner, 0, size, true);
+                }
             });
-        });
+        })
+    } else {
+        let mut buf: Vec<T> = match base {
+            Base::Copy(v) => super::copy::gather::<T>(v),
+            Base::Zeros => crate::error::filled_vec(total, T::zero()),
+        };
+        let dp = SendPtr(buf.as_mut_ptr());
+        if outer > 1 {
+            super::copy::par_units(outer, k * inner, |lo, hi| {
+                for o in lo..hi {
+                    apply(dp, o, 0, inner, 0, size, true);
+                }
+            });
+        } else {
+            // One outer position, split by columns or by destination ranges:
+            // every part reads all of the index, so it is checked once here.
+            if any_outside(index, size) {
+                return None;
+            }
+            if inner > 1 {
+                super::copy::par_units(inner, k, |lo, hi| apply(dp, 0, lo, hi, 0, size, false));
+            } else {
+                // One column: split the destination; every part reads the whole index.
+                super::parallel::run(k, |threads| {
+                    if threads == 1 {
+                        apply(dp, 0, 0, 1, 0, size, false);
+                        return;
+                    }
+                    let part = size.div_ceil(threads);
+                    super::parallel::tasks(threads, |t| {
+                        apply(dp, 0, 0, 1, t * part, ((t + 1) * part).min(size), false)
+                    });
+                });
+            }
+        }
+        buf
+    };
+    (!bad.into_inner()).then_some(out)
+}
+
+/// `out[p] = if flags[p] { value[j] } else { x[p] }`, where `j` counts the
+/// true flags before `p` (a `value` of one element serves every true flag):
+/// `x[mask] = value` in one pass, a select and a cursor that advances by
+/// the flag, with no list of positions built first.
+///
+/// # Safety
+/// `x` and `out` must be valid for `flags.len()` elements (they may be the
+/// same memory: each element is read before it is written); `value` must
+/// be non-empty and hold an element for every true flag, or just one.
+pub unsafe fn masked_merge<T: Copy>(flags: &[bool], x: *const T, value: &[T], out: *mut T) {
+    let last = value.len() - 1;
+    let mut j = 0usize;
+    for (p, &f) in flags.iter().enumerate() {
+        let v = *value.get_unchecked(j.min(last));
+        *out.add(p) = super::pick(f, v, *x.add(p));
+        j += f as usize;
     }
 }
 
@@ -603,7 +776,7 @@ mod gather_tests {
                 .collect();
             for t in [1, 2] {
                 crate::kernels::parallel::set_num_threads(t).unwrap();
-                let g = gather_dim::<f64>(&src, dim, &idx, &ishape);
+                let g = gather_dim::<f64>(&src, dim, &idx, &ishape).unwrap();
                 for i in 0..ishape[0] {
                     for j in 0..ishape[1] {
                         let ix = idx[i * ishape[1] + j] as usize;
@@ -611,10 +784,13 @@ mod gather_tests {
                         assert_eq!(g[i * ishape[1] + j], want);
                     }
                 }
-                for acc in [false, true] {
-                    let mut dst = vec![0.5f64; b * a];
-                    scatter_dim::<f64>(&mut dst, &[b, a], dim, &idx, &ishape, &src, acc);
-                    let mut want = vec![0.5f64; b * a];
+                let halves = Tensor::from_vec(vec![0.5f64; b * a], smallvec::smallvec![b, a]);
+                let hv = halves.view();
+                for (acc, zeros) in [(false, false), (true, false), (true, true)] {
+                    let base = if zeros { Base::Zeros } else { Base::Copy(&hv) };
+                    let dst =
+                        scatter_dim::<f64>(base, &[b, a], dim, &idx, &ishape, &src, acc).unwrap();
+                    let mut want = vec![if zeros { 0.0 } else { 0.5f64 }; b * a];
                     for i in 0..ishape[0] {
                         for j in 0..ishape[1] {
                             let ix = idx[i * ishape[1] + j] as usize;
@@ -624,6 +800,170 @@ mod gather_tests {
                     }
                     assert_eq!(dst, want, "dim {dim} accumulate {acc} threads {t}");
                 }
+            }
+        }
+    }
+
+    /// The bounds test on every instruction set, at every position of
+    /// blocks short and long: negative, equal to the size, and far out.
+    #[test]
+    fn outside_finds_every_bad_index() {
+        for isa in [Isa::Portable, Isa::Avx2, Isa::Avx512] {
+            for len in [0usize, 1, 3, 4, 5, 8, 17, 64, 2047, 2048, 2049, 5000] {
+                let ok: Vec<i64> = (0..len as i64).map(|i| (i * 7) % 10).collect();
+                let mut hit = true;
+                outside_on(isa, &ok, 10, &mut hit);
+                assert!(!hit);
+                assert!(!any_outside(&ok, 10));
+                for at in [0, len / 2, len.saturating_sub(1)] {
+                    for bad in [-1, 10, i64::MIN, i64::MAX] {
+                        if len == 0 {
+                            continue;
+                        }
+                        let mut x = ok.clone();
+                        x[at] = bad;
+                        outside_on(isa, &x, 10, &mut hit);
+                        assert!(hit, "{isa:?} {len} {at} {bad}");
+                        assert!(any_outside(&x, 10));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Scatters whose index covers every outer position (each block made
+    /// just before its writes, from a contiguous base or zeros) and ones
+    /// that do not or whose base is strided, against direct loops; an index
+    /// out of range anywhere gives None, from `gather_dim` too.
+    #[test]
+    fn blockwise_scatter_and_bounds_match_direct_loops() {
+        let mut seed = 3u64;
+        // (destination shape, index shape, dim)
+        let cases: [(&[usize], &[usize], usize); 7] = [
+            (&[6, 5, 4], &[6, 7, 3], 1),
+            (&[6, 5, 4], &[6, 5, 9], 2),
+            (&[6, 5, 4], &[4, 5, 2], 2),
+            (&[9, 1], &[9, 3], 1),
+            (&[40, 33], &[40, 33], 1),
+            (&[40, 33], &[40, 33], 0),
+            (&[3, 2, 2], &[3, 2, 2], 0),
+        ];
+        for (dshape, ishape, dim) in cases {
+            let total: usize = dshape.iter().product();
+            let n: usize = ishape.iter().product();
+            let size = dshape[dim];
+            let idx: Vec<i64> = (0..n)
+                .map(|_| (lcg(&mut seed) % size as u64) as i64)
+                .collect();
+            let sshape: Vec<usize> = ishape.iter().map(|&s| s + 1).collect();
+            let src_t = Tensor::from_vec(
+                (0..sshape.iter().product::<usize>())
+                    .map(|i| i as f64 * 0.5)
+                    .collect(),
+                sshape.iter().copied().collect(),
+            );
+            let sv = src_t.view();
+            let sst = crate::tensor::contiguous_strides(&sshape);
+            let base_t = Tensor::from_vec(
+                (0..total).map(|i| 1000.0 + i as f64).collect(),
+                dshape.iter().copied().collect(),
+            );
+            let bv = base_t.view();
+            let dst_st = crate::tensor::contiguous_strides(dshape);
+            // The same base values through a strided view (no block copies).
+            let rev: Vec<usize> = dshape.iter().rev().copied().collect();
+            let base_tr = Tensor::from_vec(
+                {
+                    let mut v = vec![0.0; total];
+                    for_each_index(dshape, |lin, p| {
+                        let rst = crate::tensor::contiguous_strides(&rev);
+                        let at: usize = p.iter().rev().zip(&rst).map(|(&i, &s)| i * s).sum();
+                        v[at] = 1000.0 + lin as f64;
+                    });
+                    v
+                },
+                rev.iter().copied().collect(),
+            );
+            let rst = crate::tensor::contiguous_strides(&rev);
+            let strided = View {
+                storage: base_tr.view().storage.clone(),
+                shape: dshape.iter().copied().collect(),
+                strides: rst.iter().rev().copied().collect(),
+                offset: 0,
+            };
+            for th in [1, 2] {
+                crate::kernels::parallel::set_num_threads(th).unwrap();
+                for (acc, which) in [(false, 0), (true, 0), (true, 1), (false, 2), (true, 2)] {
+                    let base = match which {
+                        0 => Base::Copy(&bv),
+                        1 => Base::Zeros,
+                        _ => Base::Copy(&strided),
+                    };
+                    let got = scatter_dim::<f64>(base, dshape, dim, &idx, ishape, &sv, acc);
+                    let mut want: Vec<f64> = (0..total)
+                        .map(|i| if which == 1 { 0.0 } else { 1000.0 + i as f64 })
+                        .collect();
+                    for_each_index(ishape, |lin, p| {
+                        let v =
+                            p.iter().zip(&sst).map(|(&i, &s)| i * s).sum::<usize>() as f64 * 0.5;
+                        let at: usize = p
+                            .iter()
+                            .enumerate()
+                            .map(|(d, &i)| if d == dim { idx[lin] as usize } else { i } * dst_st[d])
+                            .sum();
+                        want[at] = if acc { want[at] + v } else { v };
+                    });
+                    assert_eq!(
+                        got.unwrap(),
+                        want,
+                        "{dshape:?} {ishape:?} {dim} {acc} {which} {th}"
+                    );
+                }
+                for bad in [-1, size as i64] {
+                    for at in [0, n / 2, n - 1] {
+                        let mut b = idx.clone();
+                        b[at] = bad;
+                        for base in [Base::Copy(&bv), Base::Zeros, Base::Copy(&strided)] {
+                            assert!(scatter_dim::<f64>(base, dshape, dim, &b, ishape, &sv, true)
+                                .is_none());
+                        }
+                        let mut gb = idx.clone();
+                        gb[at] = if bad < 0 { -1 } else { sshape[dim] as i64 };
+                        assert!(gather_dim::<f64>(&sv, dim, &gb, ishape).is_none());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The masked merge, out of place and in place, with a value per true
+    /// flag and a single one, against a direct loop.
+    #[test]
+    fn masked_merge_takes_values_in_order() {
+        let mut seed = 11u64;
+        for n in [1usize, 2, 7, 64, 1000] {
+            let flags: Vec<bool> = (0..n).map(|_| lcg(&mut seed).is_multiple_of(3)).collect();
+            let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            let k = flags.iter().filter(|&&f| f).count();
+            let many: Vec<f32> = (0..k.max(1)).map(|i| -1.0 - i as f32).collect();
+            for value in [&many[..], &[-7.5f32][..]] {
+                let mut want = x.clone();
+                let mut j = 0;
+                for (w, &f) in want.iter_mut().zip(&flags) {
+                    if f {
+                        *w = value[j.min(value.len() - 1)];
+                        j += 1;
+                    }
+                }
+                let mut out = vec![0f32; n];
+                let mut inplace = x.clone();
+                unsafe {
+                    masked_merge(&flags, x.as_ptr(), value, out.as_mut_ptr());
+                    let p = inplace.as_mut_ptr();
+                    masked_merge(&flags, p, value, p);
+                }
+                assert_eq!(out, want);
+                assert_eq!(inplace, want);
             }
         }
     }
@@ -643,9 +983,8 @@ mod gather_tests {
         let mut runs = Vec::new();
         for th in [1, 2] {
             crate::kernels::parallel::set_num_threads(th).unwrap();
-            let mut dst = vec![0f32; n];
-            scatter_dim::<f32>(&mut dst, &[n], 0, &idx, &[idx.len()], &sv, true);
-            runs.push(dst);
+            let dst = scatter_dim::<f32>(Base::Zeros, &[n], 0, &idx, &[idx.len()], &sv, true);
+            runs.push(dst.unwrap());
         }
         let mut want = vec![0f32; n];
         for (j, &i) in idx.iter().enumerate() {

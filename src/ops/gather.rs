@@ -8,7 +8,7 @@ use smallvec::{smallvec, SmallVec};
 use super::{cast_data, expand, permute, reshape, select, slice, unsqueeze, Scalar};
 use crate::autograd::{needs_record, record, GradModeGuard};
 use crate::error::{Error, Result};
-use crate::kernels::index::{gather_dim, index_add_rows, index_select_rows, scatter_dim};
+use crate::kernels::index::{gather_dim, index_add_rows, index_select_rows, scatter_dim, Base};
 use crate::saved;
 use crate::tensor::{broadcast_shapes, fmt_shape, numel, wrap_dim, DType, Shape, Tensor};
 
@@ -21,29 +21,20 @@ fn check_index_dtype(index: &Tensor, op: &str) -> Result<()> {
     Ok(())
 }
 
-/// The index as a contiguous int64 tensor (itself when it already is, so no
-/// copy), checked to lie in `0..size`.
-fn index_values(index: &Tensor, size: usize, dim: usize) -> Result<Tensor> {
+/// PyTorch's error for the first index (in row-major order) outside
+/// `0..size`, once a kernel found one.
+fn out_of_bounds(index: &Tensor, size: usize, dim: usize) -> Error {
     let ic = index.contiguous_data();
-    {
-        let v = ic.view();
-        let vals = v.as_slice::<i64>().unwrap_or(&[]);
-        // One branch-free pass that vectorises (a negative index is a huge
-        // unsigned one); the offending index is looked for only on failure.
-        let bad = vals
-            .iter()
-            .fold(false, |b, &i| b | (i as u64 >= size as u64));
-        if let Some(i) = vals
-            .iter()
-            .copied()
-            .find(|&i| bad && (i < 0 || i as usize >= size))
-        {
-            return Err(Error::runtime(format!(
-                "index {i} is out of bounds for dimension {dim} with size {size}"
-            )));
-        }
+    let v = ic.view();
+    let vals = v.as_slice::<i64>().unwrap_or(&[]);
+    match vals.iter().find(|&&i| i < 0 || i as usize >= size) {
+        Some(i) => Error::runtime(format!(
+            "index {i} is out of bounds for dimension {dim} with size {size}"
+        )),
+        None => Error::runtime(format!(
+            "index out of bounds for dimension {dim} with size {size}"
+        )),
     }
-    Ok(ic)
 }
 
 /// `input`'s dimension count, treating a 0-d tensor as 1-d (as PyTorch's index ops do).
@@ -81,11 +72,7 @@ pub(crate) fn gather(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor>
             )));
         }
     }
-    let ic = if numel(&is) == 0 {
-        None
-    } else {
-        Some(index_values(index, xs[d], d)?)
-    };
+    let ic = (numel(&is) != 0).then(|| index.contiguous_data());
     let out = {
         let v = x.view();
         let iv = ic.as_ref().map(|t| t.view());
@@ -93,7 +80,10 @@ pub(crate) fn gather(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor>
         if idx.len() != numel(&is) {
             return Err(Error::runtime("gather(): Expected dtype int64 for index"));
         }
-        crate::dispatch!(v.dtype(), T => Tensor::from_vec(gather_dim::<T>(&v, d, idx, &is), ishape.clone()))
+        let out = crate::dispatch!(v.dtype(), T => {
+            gather_dim::<T>(&v, d, idx, &is).map(|o| Tensor::from_vec(o, ishape.clone()))
+        });
+        out.ok_or_else(|| out_of_bounds(index, xs[d], d))?
     };
     if needs_record(&[input]) {
         record("GatherBackward0", &[input], &out, saved![index], move |c| {
@@ -176,11 +166,7 @@ fn scatter_onto(
     } else {
         index.shape()
     };
-    let ic = if numel(&is) == 0 {
-        None
-    } else {
-        Some(index_values(index, xs[d], d)?)
-    };
+    let ic = (numel(&is) != 0).then(|| index.contiguous_data());
     let iv = ic.as_ref().map(|t| t.view());
     let idx = iv.as_ref().and_then(|v| v.as_slice::<i64>()).unwrap_or(&[]);
     if idx.len() != numel(&is) {
@@ -188,16 +174,17 @@ fn scatter_onto(
         return Err(Error::runtime("scatter(): Expected dtype int64 for index"));
     }
     let s = as_nd(&cast_data(src, dtype))?;
+    let xv = x.map(|x| x.view());
     let out = crate::dispatch!(dtype, T => {
-        let mut buf: Vec<T> = match x {
-            Some(x) => crate::kernels::copy::gather::<T>(&x.view()),
-            None => crate::error::filled_vec(numel(&xs), <T as crate::tensor::Element>::zero()),
+        let base = match &xv {
+            Some(v) => Base::Copy(v),
+            None => Base::Zeros,
         };
         let sv = s.view();
-        scatter_dim::<T>(&mut buf, &xs, d, idx, &is, &sv, accumulate);
-        Tensor::from_vec(buf, shape.clone())
+        scatter_dim::<T>(base, &xs, d, idx, &is, &sv, accumulate)
+            .map(|buf| Tensor::from_vec(buf, shape.clone()))
     });
-    Ok(out)
+    out.ok_or_else(|| out_of_bounds(index, xs[d], d))
 }
 
 /// `scatter_add(zeros(shape), dim, index, src)`, the adjoint of `gather`
@@ -265,13 +252,10 @@ pub(crate) fn scatter(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) ->
             move |c| {
                 let (g, index) = (c.grad()?, c.saved(0)?);
                 // Overwritten positions contribute nothing to `input`'s gradient.
+                // One zero seen at every position (no tensor of zeros filled).
                 let gi = if c.needs(0) {
-                    Some(scatter(
-                        g,
-                        d as i64,
-                        index,
-                        &Tensor::zeros(index.shape(), g.dtype()),
-                    )?)
+                    let zero = expand(&Tensor::scalar_of(0.0, g.dtype()), &index.shape())?;
+                    Some(scatter(g, d as i64, index, &zero)?)
                 } else {
                     None
                 };
@@ -294,7 +278,11 @@ pub(crate) fn scatter_value(
     index: &Tensor,
     value: Scalar,
 ) -> Result<Tensor> {
-    let src = Tensor::full(index.shape(), value.to_f64(), input.dtype());
+    // One element seen at every position: no tensor of the index's size filled.
+    let src = expand(
+        &Tensor::scalar_of(value.to_f64(), input.dtype()),
+        &index.shape(),
+    )?;
     scatter(input, dim, index, &src)
 }
 

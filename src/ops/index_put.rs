@@ -11,6 +11,8 @@
 //! size. Recorded as `IndexPutBackward0`, whose rules are themselves an
 //! `index_put` (of zeros) and an index, so gradients of any order follow.
 
+use std::sync::Arc;
+
 use smallvec::{smallvec, SmallVec};
 
 use super::gather::{plan_advanced, split_key, IndexItem};
@@ -18,7 +20,7 @@ use super::{expand, permute};
 use crate::autograd::{needs_record, record, GradModeGuard};
 use crate::error::{Error, Result};
 use crate::saved;
-use crate::tensor::{broadcast_shapes, fmt_shape, Arith, Shape, Tensor};
+use crate::tensor::{broadcast_shapes, fmt_shape, Arith, DType, Shape, Tensor};
 
 /// Where the elements of `dst[key]` live in `dst`'s memory.
 struct Picks {
@@ -246,6 +248,67 @@ unsafe fn write_row<T: Arith>(
     }
 }
 
+/// A key that is one boolean mask of `dst`'s whole shape over a
+/// contiguous `dst`, with a contiguous value of `dst`'s dtype holding one
+/// element per true flag (or one for all), none of them sharing `dst`'s
+/// memory: `x[mask] = value` then runs as one merge pass
+/// (`kernels::index::masked_merge`). Returns the mask's flags as a
+/// contiguous tensor, or None for any other case (then the general path
+/// checks and writes).
+fn mask_key(dst: &Tensor, key: &[IndexItem], value: &Tensor) -> Option<Tensor> {
+    let [IndexItem::Tensor(mask)] = key else {
+        return None;
+    };
+    let shape = dst.shape();
+    if mask.dtype() != DType::Bool
+        || mask.shape() != shape
+        || shape.is_empty()
+        || value.dtype() != dst.dtype()
+        || value.ndim() > 1
+        || !dst.is_contiguous()
+        || !value.is_contiguous()
+    {
+        return None;
+    }
+    let (dv, vv) = (dst.view(), value.view());
+    let flags = mask.contiguous_data();
+    if Arc::ptr_eq(&dv.storage, &vv.storage) || Arc::ptr_eq(&dv.storage, &flags.view().storage) {
+        return None;
+    }
+    let k: usize = {
+        let fv = flags.view();
+        fv.as_slice::<bool>()?.iter().map(|&f| f as usize).sum()
+    };
+    let vn = value.numel();
+    ((vn == k && k > 0 && value.ndim() == 1) || vn == 1).then_some(flags)
+}
+
+/// `dst[mask] = value` for a key [`mask_key`] accepted: into a new tensor
+/// (returned) with `new`, else in `dst`'s own memory.
+fn masked_write(dst: &Tensor, flags: &Tensor, value: &Tensor, new: bool) -> Option<Tensor> {
+    let (dv, fv, vv) = (dst.view(), flags.view(), value.view());
+    let flags = fv.as_slice::<bool>()?;
+    if dv.numel() != flags.len() || vv.numel() == 0 {
+        return None;
+    }
+    crate::dispatch!(dv.dtype(), T => {
+        let vals = vv.as_slice::<T>().unwrap_or(&[]);
+        let x = dv.ptr::<T>() as *const T;
+        // SAFETY: `dst` (and the new buffer, of its size) hold one element
+        // per flag; `mask_key` checked the value's length against the true
+        // flags and that neither the value nor the mask shares `dst`'s memory.
+        if new {
+            let out: Vec<T> = crate::kernels::build_vec(flags.len(), |o| unsafe {
+                crate::kernels::index::masked_merge(flags, x, vals, o.as_mut_ptr().cast::<T>())
+            });
+            Some(Tensor::from_vec(out, dst.shape()))
+        } else {
+            unsafe { crate::kernels::index::masked_merge(flags, x, vals, dv.ptr::<T>()) };
+            None
+        }
+    })
+}
+
 /// The key with its index tensors detached, for the backward rules.
 fn detached_key(key: &[IndexItem]) -> Vec<IndexItem> {
     key.iter()
@@ -275,6 +338,16 @@ pub(crate) fn index_put(
     value: &Tensor,
     accumulate: bool,
 ) -> Result<Tensor> {
+    if !accumulate {
+        if let Some(flags) = mask_key(input, key, value) {
+            // Each element is taken from `input` or `value` in one pass,
+            // with no copy of `input` to write over.
+            if let Some(out) = masked_write(input, &flags, value, true) {
+                record_index_put(input, key, value, &out, accumulate);
+                return Ok(out);
+            }
+        }
+    }
     let out = super::layout::clone_kept(&input.detach());
     match picks(&out, key)? {
         Some(p) => {
@@ -294,12 +367,25 @@ pub(crate) fn index_put(
             super::assign(&target, &v)?;
         }
     }
+    record_index_put(input, key, value, &out, accumulate);
+    Ok(out)
+}
+
+/// Records `IndexPutBackward0` for `out = index_put(input, key, value)`
+/// when a gradient is wanted.
+fn record_index_put(
+    input: &Tensor,
+    key: &[IndexItem],
+    value: &Tensor,
+    out: &Tensor,
+    accumulate: bool,
+) {
     if needs_record(&[input, value]) {
         let key = detached_key(key);
         record(
             "IndexPutBackward0",
             &[input, value],
-            &out,
+            out,
             saved![],
             move |c| {
                 let g = c.grad()?;
@@ -321,7 +407,6 @@ pub(crate) fn index_put(
             },
         );
     }
-    Ok(out)
 }
 
 /// `t[key] = value` (or `t.index_put_(key, value, accumulate)`) for a key
@@ -337,6 +422,13 @@ pub(crate) fn index_put_(
     let direct = !needs_record(&[t, value]) && !crate::autograd::forward::any_tangent(&[t, value]);
     if direct {
         super::check_inplace(t)?;
+        if !accumulate {
+            if let Some(flags) = mask_key(t, key, value) {
+                masked_write(t, &flags, value, false);
+                t.view().storage.bump_version();
+                return Ok(());
+            }
+        }
         if let Some(p) = picks(t, key)? {
             check_value(t, value)?;
             let v = arranged_value(&p, t, value)?;

@@ -166,7 +166,8 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         )
     mask = mask.expand(*input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
     if _checks_values(mask, input, source):
-        k = int(mask.sum().item())
+        # NumPy counts the flags in one pass over the bytes (a tensor sum widens each to int64).
+        k = int(np.count_nonzero(_np(mask)))
         if k > source.numel():
             raise RuntimeError("masked_scatter: expected source to have at least as many "
                                "elements as there are True values in mask")

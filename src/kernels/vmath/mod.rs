@@ -143,6 +143,9 @@ macro_rules! isa_loop {
         }
     };
 }
+// Other kernels' loops take the same three copies and the same
+// `FERROGRAD_ISA` cap (the caller brings `isa`, `detected` and `Isa` into scope).
+pub(crate) use isa_loop;
 
 isa_loop! {
     /// `dst[i] = f(src[i])`.
