@@ -72,7 +72,8 @@ def main():
         c = chebyshev(f, nodes, CUT * 10 if name == "ERFCX" else CUT)
         print(f"const {name}: [f64; {len(c)}] = [")
         for x in c:
-            print(f"    {mp.nstr(x, 17, min_fixed=-1, max_fixed=-1)},")
+            # The nearest float64, in its shortest round-trip form.
+            print(f"    {float(x)!r},")
         print("];")
 
 
