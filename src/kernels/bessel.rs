@@ -159,6 +159,8 @@ fn scaled<const N: usize, const M: usize>(
     let b = if a > 8.0 { a } else { 8.0 };
     let far = clenshaw(16.0 / b - 1.0, large) / b.sqrt();
     let v = if a <= 8.0 { near } else { far };
+    // I0(0) = 1 exactly (the series sums to it within an ulp).
+    let v = if a == 0.0 && !odd { 1.0 } else { v };
     // NaN fails both comparisons above and would take the far series at 8.
     if a.is_nan() {
         a
