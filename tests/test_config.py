@@ -53,7 +53,7 @@ def test_simd_paths_follow_the_cpu():
     have = _C._cpu_features()
     paths = {family: path for family, (path, _) in _C._simd_paths().items()}
     assert set(paths) == {"vector", "gemm", "small_gemm", "conv", "norm_f32", "randn", "vmath",
-                          "convert", "checksum", "bf16", "amx", "transpose"}
+                          "convert", "checksum", "bf16", "amx", "transpose", "extreme_rows"}
     if not have:  # not x86-64
         return
     x86_v4 = all(have[f] for f in ("avx512f", "avx512vl", "avx512bw", "avx512dq", "avx2", "fma"))
@@ -77,6 +77,7 @@ def test_simd_paths_follow_the_cpu():
     # kernels/convert.rs: F16C with AVX; checksum.rs: SSE4.2's crc32.
     assert paths["convert"] == ("f16c" if have["avx"] and have["f16c"] else "portable")
     assert paths["checksum"] == ("sse4.2" if have["sse4.2"] else "table")
+    assert paths["extreme_rows"] == ("exact" if paths["vmath"] == "portable" else "avx2")
     # kernels/transpose.rs: AVX2 (through vmath's choice, so FERROGRAD_ISA caps it too).
     if os.environ.get("FERROGRAD_ISA") is None:
         assert paths["transpose"] == ("avx2" if x86_v3 else "scalar")
@@ -168,6 +169,7 @@ def test_every_hand_written_dispatch_has_a_row():
         "random/continuous.rs", "kernels/bf16_gemm/amx.rs", "kernels/bf16_gemm/avx512.rs",
         "kernels/bf16_gemm/convert.rs", "kernels/bf16_gemm/pack.rs", "checksum.rs",
         "kernels/convert.rs", "kernels/vmath/mod.rs", "kernels/transpose.rs",
+        "kernels/extreme_rows.rs",
     }, sites["enabled"]
 
 

@@ -175,6 +175,15 @@ pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
             "blocks of a transposing copy (contiguous() of a transposed or permuted view)",
         ),
         (
+            "extreme_rows",
+            if super::vmath::isa() >= super::vmath::Isa::Avx2 {
+                "avx2"
+            } else {
+                "exact"
+            },
+            "amax/amin of float32/float64 over a leading dimension (four rows a step)",
+        ),
+        (
             "checksum",
             if crate::checksum::has_crc32_path() {
                 "sse4.2"
