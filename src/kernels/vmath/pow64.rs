@@ -169,6 +169,14 @@ fn exp_pair(zh: f64, zl: f64) -> f64 {
     e * pow2(k1) * pow2(k - k1)
 }
 
+/// ln(u) for a positive finite u (subnormals included), within an ulp, in
+/// code that vectorises; for anything else the value is unspecified and the
+/// caller selects its own.
+#[inline(always)]
+pub(crate) fn ln_f64(u: f64) -> f64 {
+    log_pair(u).0
+}
+
 /// e^x for |x| <= 760, within an ulp, in code that vectorises (callers
 /// clamp their argument; the Bessel functions use it).
 #[inline(always)]
