@@ -264,6 +264,21 @@ fn nonzero_divisor(x: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok((safe, tiny))
 }
 
+/// As `f64_map!`, with a float32 kernel of its own for float32 input.
+macro_rules! f32_f64_map {
+    ($a:expr, $f32:path, $f64:path) => {
+        map1(
+            $a,
+            $a.dtype().to_float(),
+            #[inline(always)]
+            |x: f32| $f32(x),
+            #[inline(always)]
+            |x: f64| $f64(x),
+            NO_INT,
+        )
+    };
+}
+
 /// Records a unary op whose gradient `d(x, y)` needs the input and the output.
 fn rec_xy(a: &Tensor, out: &Tensor, name: &'static str, d: fn(&Tensor, &Tensor) -> Result<Tensor>) {
     if needs_record(&[a]) {
@@ -304,7 +319,7 @@ pub(crate) fn special_i1(a: &Tensor) -> Result<Tensor> {
 
 /// exp(-|x|) I1(x); derivative i0e(x) - i1e(x) (sign(x) + 1/x), 1/2 at 0.
 pub(crate) fn special_i1e(a: &Tensor) -> Result<Tensor> {
-    let out = f64_map!(a, bessel::i1e)?;
+    let out = f32_f64_map!(a, bessel::i1e_f32, bessel::i1e)?;
     rec_xy(a, &out, "SpecialI1EBackward0", |x, y| {
         let (safe, is0) = nonzero_divisor(x)?;
         let k = super::super::add(&sign(x)?, &reciprocal(&safe)?)?;
@@ -354,8 +369,7 @@ pub(crate) fn special_log_ndtr(a: &Tensor) -> Result<Tensor> {
 pub(crate) fn special_zeta(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = result_type(a, b).to_float();
     let out = if dt == DType::F32 {
-        map2!(a, b, dt, f32, |x, y| special::zeta(x as f64, y as f64)
-            as f32)
+        map2!(a, b, dt, f32, |x, y| special::zeta_f32(x, y))
     } else {
         map2!(a, b, DType::F64, f64, |x, y| special::zeta(x, y))
     };
@@ -417,13 +431,7 @@ pub(crate) fn record_standard_gamma(alpha: &Tensor, x: &Tensor) {
 fn igamma_op(a: &Tensor, x: &Tensor, lower: bool) -> Result<Tensor> {
     let dt = result_type(a, x).to_float();
     let out = if dt == DType::F32 {
-        map2!(
-            a,
-            x,
-            dt,
-            f32,
-            |p, q| special::igamma(p as f64, q as f64, lower) as f32
-        )
+        map2!(a, x, dt, f32, |p, q| special::igamma_f32(p, q, lower))
     } else {
         map2!(a, x, DType::F64, f64, |p, q| special::igamma(p, q, lower))
     };
