@@ -188,6 +188,7 @@ fn cubic_far<T: Float>(x: T) -> (T, T) {
 }
 
 /// The taps of grid value `g` along a dimension of `size` pixels.
+#[inline(always)]
 fn taps_of<T: Float>(spec: &Spec, g: T, size: usize, stride: usize) -> Taps<T> {
     let (x, dx) = unnormalize(g, size, spec.align_corners);
     let mut out = Taps::<T>::default();
@@ -235,6 +236,7 @@ fn taps_of<T: Float>(spec: &Spec, g: T, size: usize, stride: usize) -> Taps<T> {
 }
 
 /// The taps of every spatial dimension of point `p` of sample `n`.
+#[inline(always)]
 fn point_taps<T: Float>(spec: &Spec, grid: &[T], n: usize, p: usize) -> [Taps<T>; 3] {
     let d = spec.sizes.len();
     let mut out = [Taps::<T>::default(); 3];
@@ -304,16 +306,26 @@ fn par_over_batch<T: Send>(
     }
 }
 
-/// Every point's corners inside the image for one sample, point by point:
-/// `start[p]..start[p + 1]` index `offset`, `w` and `dw` (the weight's
-/// derivative per dimension). Built once per sample, then read channel by
-/// channel: a channel's plane is walked in point order, with none of the
-/// 4 KiB-apart accesses that a loop over channels per point makes.
+/// One sample's slices of the input's and the grid's gradients.
+type GradSlices<'a, T> = (Option<&'a mut [T]>, Option<&'a mut [T]>);
+
+/// Marks a corner outside the image in `Corners::offset`.
+const OUTSIDE: usize = usize::MAX;
+
+/// Every point's corners for one sample, a fixed `per` slots a point in the
+/// order `each_corner` visits them; a corner outside the image has offset
+/// `OUTSIDE` (and is skipped, as PyTorch skips it: a NaN pixel at offset 0
+/// must not leak in through a zero weight). Built once per sample, then read
+/// channel by channel: a channel's plane is walked in point order, with none
+/// of the 4 KiB-apart accesses that a loop over channels per point makes.
 struct Corners<T> {
-    start: Vec<usize>,
+    per: usize,
     offset: Vec<usize>,
     w: Vec<T>,
+    /// The weight's derivative per dimension (only for the grid's gradient).
     dw: Vec<[T; 3]>,
+    /// `d(coordinate)/d(grid value)` per point and dimension (ditto).
+    scale: Vec<[T; 3]>,
 }
 
 fn corners<T: Float>(spec: &Spec, grid: &[T], n: usize, with_dw: bool) -> Corners<T> {
@@ -323,25 +335,70 @@ fn corners<T: Float>(spec: &Spec, grid: &[T], n: usize, with_dw: bool) -> Corner
         Mode::Nearest => 1,
         Mode::Bicubic => 16,
     };
+    let slots = spec.points * per;
+    let zero = c::<T>(0.0);
     let mut out = Corners {
-        start: Vec::with_capacity(spec.points + 1),
-        offset: Vec::with_capacity(spec.points * per),
-        w: Vec::with_capacity(spec.points * per),
-        dw: Vec::with_capacity(if with_dw { spec.points * per } else { 0 }),
+        per,
+        offset: vec![OUTSIDE; slots],
+        w: vec![zero; slots],
+        dw: if with_dw {
+            vec![[zero; 3]; slots]
+        } else {
+            Vec::new()
+        },
+        scale: if with_dw {
+            vec![[zero; 3]; spec.points]
+        } else {
+            Vec::new()
+        },
     };
-    out.start.push(0);
     for p in 0..spec.points {
         let taps = point_taps(spec, grid, n, p);
-        each_corner(&taps, d, |off, w, dws| {
-            out.offset.push(off);
-            out.w.push(w);
-            if with_dw {
-                out.dw.push(dws);
+        let mut j = p * per;
+        if d == 2 && !with_dw {
+            // The common case written out (the same products as
+            // `each_corner`'s, whose third factor is an exact 1).
+            let (ty, tx) = (&taps[0], &taps[1]);
+            for a in &ty.taps[..ty.len] {
+                for b in &tx.taps[..tx.len] {
+                    if a.inside && b.inside {
+                        out.offset[j] = a.offset + b.offset;
+                        out.w[j] = a.w * b.w;
+                        j += 1;
+                    }
+                }
             }
+            continue;
+        }
+        each_corner(&taps, d, |off, w, dws| {
+            out.offset[j] = off;
+            out.w[j] = w;
+            if with_dw {
+                out.dw[j] = dws;
+            }
+            j += 1;
         });
-        out.start.push(out.offset.len());
+        if with_dw {
+            out.scale[p] = [taps[0].scale, taps[1].scale, taps[2].scale];
+        }
     }
     out
+}
+
+/// `out[p]` = the weighted sum of point `p`'s corners in `img`, `P` corners a
+/// point (a constant, so the loop over them unrolls).
+#[inline(always)]
+fn sum_corners<T: Float, const P: usize>(img: &[T], k: &Corners<T>, out: &mut [T]) {
+    let rows = k.offset.chunks_exact(P).zip(k.w.chunks_exact(P));
+    for (v, (offs, ws)) in out.iter_mut().zip(rows) {
+        let mut acc = c::<T>(0.0);
+        for (&o, &w) in offs.iter().zip(ws) {
+            if o != OUTSIDE {
+                acc += w * img[o];
+            }
+        }
+        *v = acc;
+    }
 }
 
 /// The sampled values `(N, C, P)` of `input` `(N, C, *sizes)` at `grid` `(N, P, d)`.
@@ -353,12 +410,11 @@ pub fn forward<T: Float>(spec: &Spec, input: &[T], grid: &[T]) -> Vec<T> {
         let k = corners(spec, grid, n, false);
         for (ch, oc) in o.chunks_mut(ps).enumerate() {
             let img = &input[(n * cs + ch) * s..(n * cs + ch + 1) * s];
-            for (p, v) in oc.iter_mut().enumerate() {
-                let mut acc = c::<T>(0.0);
-                for j in k.start[p]..k.start[p + 1] {
-                    acc += k.w[j] * img[k.offset[j]];
-                }
-                *v = acc;
+            match k.per {
+                1 => sum_corners::<T, 1>(img, &k, oc),
+                4 => sum_corners::<T, 4>(img, &k, oc),
+                8 => sum_corners::<T, 8>(img, &k, oc),
+                _ => sum_corners::<T, 16>(img, &k, oc),
             }
         }
     });
@@ -377,54 +433,76 @@ pub fn backward<T: Float>(
 ) -> (Option<Vec<T>>, Option<Vec<T>>) {
     let (cs, ps, s, d) = (spec.channels, spec.points, spec.pixels(), spec.sizes.len());
     let work = g.len() * (1 << d);
-    let gi = need_input.then(|| {
-        let mut gi = vec![c::<T>(0.0); spec.batch * cs * s];
-        par_over_batch(&mut gi, cs * s, work, |n, o| {
-            let k = corners(spec, grid, n, false);
+    // Nearest sampling is piecewise constant: no gradient flows to the grid.
+    let grid_flows = need_grid && spec.mode != Mode::Nearest;
+    let zero = c::<T>(0.0);
+    let mut gi = vec![zero; if need_input { spec.batch * cs * s } else { 0 }];
+    let mut gg = vec![zero; if need_grid { spec.batch * ps * d } else { 0 }];
+    // One item per sample: its slices of both gradients, so that the
+    // sample's corners are built once and serve both.
+    fn split<T>(v: &mut [T], chunk: usize, batch: usize) -> Vec<Option<&mut [T]>> {
+        if v.is_empty() {
+            (0..batch).map(|_| None).collect()
+        } else {
+            v.chunks_mut(chunk).map(Some).collect()
+        }
+    }
+    let items: Vec<_> = split(&mut gi, cs * s, spec.batch)
+        .into_iter()
+        .zip(split(&mut gg, ps * d, spec.batch))
+        .enumerate()
+        .collect();
+    let one = |(n, (gi_n, gg_n)): (usize, GradSlices<'_, T>)| {
+        let gg_n = gg_n.filter(|_| grid_flows);
+        if gi_n.is_none() && gg_n.is_none() {
+            return;
+        }
+        let k = corners(spec, grid, n, gg_n.is_some());
+        if let Some(o) = gi_n {
             for (ch, oc) in o.chunks_mut(s).enumerate() {
                 let gc = &g[(n * cs + ch) * ps..(n * cs + ch + 1) * ps];
-                for (p, &gv) in gc.iter().enumerate() {
-                    for j in k.start[p]..k.start[p + 1] {
-                        oc[k.offset[j]] += k.w[j] * gv;
+                let rows = k.offset.chunks_exact(k.per).zip(k.w.chunks_exact(k.per));
+                for (&gv, (offs, ws)) in gc.iter().zip(rows) {
+                    for (&off, &w) in offs.iter().zip(ws) {
+                        if off != OUTSIDE {
+                            oc[off] += w * gv;
+                        }
                     }
                 }
             }
-        });
-        gi
-    });
-    // Nearest sampling is piecewise constant: no gradient flows to the grid.
-    let gg = need_grid.then(|| {
-        let mut gg = vec![c::<T>(0.0); spec.batch * ps * d];
-        if spec.mode == Mode::Nearest {
-            return gg;
         }
-        par_over_batch(&mut gg, ps * d, work, |n, o| {
-            let k = corners(spec, grid, n, true);
+        if let Some(o) = gg_n {
             // d(out)/d(coordinate) per point, summed over the channels.
-            let mut acc = vec![[c::<T>(0.0); 3]; ps];
+            let mut acc = vec![[zero; 3]; ps];
             for ch in 0..cs {
                 let img = &input[(n * cs + ch) * s..(n * cs + ch + 1) * s];
                 let gc = &g[(n * cs + ch) * ps..(n * cs + ch + 1) * ps];
-                for (p, (&gv, a)) in gc.iter().zip(acc.iter_mut()).enumerate() {
-                    for j in k.start[p]..k.start[p + 1] {
-                        let dot = gv * img[k.offset[j]];
-                        for (ak, &dk) in a.iter_mut().zip(&k.dw[j]).take(d) {
+                let rows = k.offset.chunks_exact(k.per).zip(k.dw.chunks_exact(k.per));
+                for ((&gv, a), (offs, dws)) in gc.iter().zip(acc.iter_mut()).zip(rows) {
+                    for (&off, dw) in offs.iter().zip(dws) {
+                        if off == OUTSIDE {
+                            continue;
+                        }
+                        let dot = gv * img[off];
+                        for (ak, &dk) in a.iter_mut().zip(dw).take(d) {
                             *ak += dk * dot;
                         }
                     }
                 }
             }
-            let taps_scale = |p: usize| point_taps(spec, grid, n, p);
             for (p, a) in acc.iter().enumerate() {
-                let taps = taps_scale(p);
                 for kd in 0..d {
-                    o[p * d + (d - 1 - kd)] = a[kd] * taps[kd].scale;
+                    o[p * d + (d - 1 - kd)] = a[kd] * k.scale[p][kd];
                 }
             }
-        });
-        gg
-    });
-    (gi, gg)
+        }
+    };
+    if work < super::GRAIN {
+        items.into_iter().for_each(one);
+    } else {
+        items.into_par_iter().for_each(one);
+    }
+    (need_input.then_some(gi), need_grid.then_some(gg))
 }
 
 #[cfg(test)]

@@ -65,6 +65,12 @@ fn spec_of(
     })
 }
 
+/// A contiguous view's elements (its dtype is `T`: cast before).
+fn slice<T: crate::tensor::Element>(v: &crate::tensor::View) -> Result<&[T]> {
+    v.as_slice::<T>()
+        .ok_or_else(|| Error::runtime("grid_sample: an operand is not contiguous"))
+}
+
 fn compute_dtype(dt: DType) -> DType {
     if dt.is_low_precision() {
         DType::F32
@@ -88,9 +94,12 @@ pub fn grid_sample_forward(
     let sg = grid.shape();
     let mut shape = Shape::from_slice(&[spec.batch, spec.channels]);
     shape.extend_from_slice(&sg[1..sg.len() - 1]);
+    // Contiguous operands are read in place (no copy of the image).
+    let (x, g) = (x.contiguous_data(), g.contiguous_data());
+    let (xv, gv) = (x.view(), g.view());
     let out = crate::dispatch_float!(cd, T => {
-        let out = kernel::forward::<T>(&spec, &x.to_vec::<T>(), &g.to_vec::<T>());
-        Tensor::from_vec(out, shape)
+        let (xs, gs) = (slice::<T>(&xv)?, slice::<T>(&gv)?);
+        Tensor::from_vec(kernel::forward::<T>(&spec, xs, gs), shape)
     });
     Ok(super::back_to(out, dt))
 }
@@ -121,12 +130,18 @@ pub fn grid_sample_backward(
         super::cast_data(grid, cd),
         super::cast_data(g, cd),
     );
+    let (x, gr, gg) = (
+        x.contiguous_data(),
+        gr.contiguous_data(),
+        gg.contiguous_data(),
+    );
+    let (xv, grv, ggv) = (x.view(), gr.view(), gg.view());
     let (gi, ggrid) = crate::dispatch_float!(cd, T => {
         let (a, b) = kernel::backward::<T>(
             &spec,
-            &x.to_vec::<T>(),
-            &gr.to_vec::<T>(),
-            &gg.to_vec::<T>(),
+            slice::<T>(&xv)?,
+            slice::<T>(&grv)?,
+            slice::<T>(&ggv)?,
             need_input,
             need_grid,
         );
