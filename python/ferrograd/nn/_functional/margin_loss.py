@@ -437,12 +437,12 @@ def multi_margin_loss(
     if len(ys) and (min(ys) < 0 or max(ys) >= dim):
         raise RuntimeError("target out of range")
     x = input.reshape(nframe, dim)
-    x_y = x.gather(1, y.unsqueeze(1))
-    z = _C.relu(x - x_y + margin)
+    at = y.unsqueeze(1)
+    z = _C.relu(x - x.gather(1, at) + margin)
     if p == 2:
         z = z * z
-    others = _C.arange(dim) != y.unsqueeze(1)
-    per = _C.where(others, z, _C.zeros((), dtype=z.dtype)).sum(1) / dim
+    # The target class is no term of its own sum: zeroed in place of the mask's where.
+    per = z.scatter(1, at, 0.0).sum(1) / dim
     if weight is not None:
         per = per * weight.index_select(0, y)
     return _finish(per, target, reduction)
