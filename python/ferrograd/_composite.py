@@ -400,14 +400,15 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     _check("kron", input)
     _check("kron", other, "other", 2)
     nd = builtins.max(input.dim(), other.dim())
-    a = input.reshape((1,) * (nd - input.dim()) + tuple(input.shape))
-    b = other.reshape((1,) * (nd - other.dim()) + tuple(other.shape))
+    a_shape = (1,) * (nd - input.dim()) + tuple(input.shape)
+    b_shape = (1,) * (nd - other.dim()) + tuple(other.shape)
     a_view, b_view, out = [], [], []
-    for sa, sb in zip(a.shape, b.shape):
+    for sa, sb in zip(a_shape, b_shape):
         a_view += [sa, 1]
         b_view += [1, sb]
         out.append(sa * sb)
-    return (a.reshape(tuple(a_view)) * b.reshape(tuple(b_view))).reshape(tuple(out))
+    # Straight to the interleaved views: no reshape to the common rank first.
+    return (input.reshape(tuple(a_view)) * other.reshape(tuple(b_view))).reshape(tuple(out))
 
 
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
