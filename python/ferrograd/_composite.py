@@ -738,6 +738,8 @@ def searchsorted(
         )
     if sorter is not None:
         _check("searchsorted", sorter, "sorter")
+    elif isinstance(input, Tensor) and _native_search(sorted_sequence, input):
+        return _C._searchsorted(sorted_sequence, input, bool(right), bool(out_int32))
     seq = sorted_sequence.detach().numpy()
     scalar = not isinstance(input, Tensor)
     vals = np.asarray(input) if scalar else input.detach().numpy()
@@ -757,6 +759,25 @@ def searchsorted(
         res = _binary_search(flat_seq, flat_vals, right).reshape(vals.shape)
     res = np.asarray(res, dtype=np.int32 if out_int32 else np.int64)
     return _C.tensor(res) if res.ndim == 0 else _C.from_numpy(np.ascontiguousarray(res))
+
+
+# The dtypes the native bisection takes (a sequence and values of one dtype).
+_SEARCH_DTYPES = frozenset((_C.float32, _C.float64, _C.int64, _C.int32, _C.int16, _C.int8, _C.uint8))
+
+
+def _native_search(seq, vals):
+    """Whether the native bisection answers: one dtype it takes, a sequence of at
+    least one dimension, and (for a batched sequence) the values' leading
+    dimensions its own, else the refusal below with PyTorch's words."""
+    if seq.dtype != vals.dtype or seq.dtype not in _SEARCH_DTYPES or seq.dim() == 0:
+        return False
+    if seq.dim() > 1 and tuple(seq.shape[:-1]) != tuple(vals.shape[:-1]):
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+            "dimensions of boundaries tensor and input value tensor must match, but we got "
+            f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals.shape)}"
+        )
+    return True
 
 
 def _binary_search(seq, vals, right):
@@ -850,6 +871,8 @@ def bucketize(
         raise RuntimeError(
             f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})"
         )
+    if isinstance(input, Tensor) and _native_search(boundaries, input):
+        return _C._searchsorted(boundaries, input, bool(right), bool(out_int32))
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
