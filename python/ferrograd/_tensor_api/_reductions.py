@@ -307,7 +307,8 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         raise RuntimeError(
             f"\"bincount_cpu\" not implemented for '{str(input.dtype).split('.')[-1].capitalize()}'"
         )
-    if weights is None and isinstance(input, _C.Tensor):
+    if weights is None and isinstance(input, _C.Tensor) and input.numel() <= _NATIVE_COUNT_MAX:
+        # A few values: one native call. NumPy's bincount is the faster pass on many.
         return _C._bincount(input, int(minlength))
     arr = _np(input)
     if arr.size and arr.min() < 0:
@@ -400,6 +401,10 @@ def _histc_batched(input, bins, lo, hi):
     return out
 
 
+# The most elements bincount and isin count natively: one call beats NumPy's
+# dozen below this, NumPy's vectorised passes win above it.
+_NATIVE_COUNT_MAX = 1 << 12
+
 # The dtypes the native membership test takes (both tensors of one dtype).
 _ISIN_DTYPES = frozenset(
     (_C.float32, _C.float64, _C.int64, _C.int32, _C.int16, _C.int8, _C.uint8, _C.bool)
@@ -424,6 +429,8 @@ def isin(
         and isinstance(test_elements, Tensor)
         and elements.dtype == test_elements.dtype
         and elements.dtype in _ISIN_DTYPES
+        # Many elements against many: NumPy's isin (a table for integers) is faster.
+        and (elements.numel() <= _NATIVE_COUNT_MAX or test_elements.numel() <= 16)
     ):
         return _C._isin(elements, test_elements, bool(invert))
     a = _np(elements) if isinstance(elements, Tensor) else np.asarray(elements)
