@@ -400,14 +400,15 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     _check("kron", input)
     _check("kron", other, "other", 2)
     nd = builtins.max(input.dim(), other.dim())
-    a = input.reshape((1,) * (nd - input.dim()) + tuple(input.shape))
-    b = other.reshape((1,) * (nd - other.dim()) + tuple(other.shape))
+    a_shape = (1,) * (nd - input.dim()) + tuple(input.shape)
+    b_shape = (1,) * (nd - other.dim()) + tuple(other.shape)
     a_view, b_view, out = [], [], []
-    for sa, sb in zip(a.shape, b.shape):
+    for sa, sb in zip(a_shape, b_shape):
         a_view += [sa, 1]
         b_view += [1, sb]
         out.append(sa * sb)
-    return (a.reshape(tuple(a_view)) * b.reshape(tuple(b_view))).reshape(tuple(out))
+    # Straight to the interleaved views: no reshape to the common rank first.
+    return (input.reshape(tuple(a_view)) * other.reshape(tuple(b_view))).reshape(tuple(out))
 
 
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
@@ -436,9 +437,21 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
             f"linalg.cross: inputs dimension {dim} must have length 3. Got "
             f"{input.shape[dim] if input.dim() else 0} and {other.shape[dim] if other.dim() else 0}"
         )
+    if a.numel() <= 1 << 12:
+        # Component i is a[i+1] * b[i+2] - a[i+2] * b[i+1] (indices mod 3): four
+        # gathers of the rotated components, two products and a difference, fewer
+        # calls than the slices below (whose narrow views are the cheaper reads on many).
+        next1, next2 = _CROSS_ROTATIONS
+        return a.index_select(dim, next1) * b.index_select(dim, next2) - a.index_select(
+            dim, next2
+        ) * b.index_select(dim, next1)
     a0, a1, a2 = (a.narrow(dim, i, 1) for i in range(3))
     b0, b1, b2 = (b.narrow(dim, i, 1) for i in range(3))
     return _C.cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+
+
+# The components 1, 2, 0 and 2, 0, 1: a vector's entries rotated by one and by two.
+_CROSS_ROTATIONS = (_C.tensor([1, 2, 0]), _C.tensor([2, 0, 1]))
 
 
 @_autocast_op("cdist")
@@ -730,6 +743,8 @@ def searchsorted(
         )
     if sorter is not None:
         _check("searchsorted", sorter, "sorter")
+    elif isinstance(input, Tensor) and _native_search(sorted_sequence, input):
+        return _C._searchsorted(sorted_sequence, input, bool(right), bool(out_int32))
     seq = sorted_sequence.detach().numpy()
     scalar = not isinstance(input, Tensor)
     vals = np.asarray(input) if scalar else input.detach().numpy()
@@ -749,6 +764,25 @@ def searchsorted(
         res = _binary_search(flat_seq, flat_vals, right).reshape(vals.shape)
     res = np.asarray(res, dtype=np.int32 if out_int32 else np.int64)
     return _C.tensor(res) if res.ndim == 0 else _C.from_numpy(np.ascontiguousarray(res))
+
+
+# The dtypes the native bisection takes (a sequence and values of one dtype).
+_SEARCH_DTYPES = frozenset((_C.float32, _C.float64, _C.int64, _C.int32, _C.int16, _C.int8, _C.uint8))
+
+
+def _native_search(seq, vals):
+    """Whether the native bisection answers: one dtype it takes, a sequence of at
+    least one dimension, and (for a batched sequence) the values' leading
+    dimensions its own, else the refusal below with PyTorch's words."""
+    if seq.dtype != vals.dtype or seq.dtype not in _SEARCH_DTYPES or seq.dim() == 0:
+        return False
+    if seq.dim() > 1 and tuple(seq.shape[:-1]) != tuple(vals.shape[:-1]):
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+            "dimensions of boundaries tensor and input value tensor must match, but we got "
+            f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals.shape)}"
+        )
+    return True
 
 
 def _binary_search(seq, vals, right):
@@ -842,6 +876,8 @@ def bucketize(
         raise RuntimeError(
             f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})"
         )
+    if isinstance(input, Tensor) and _native_search(boundaries, input):
+        return _C._searchsorted(boundaries, input, bool(right), bool(out_int32))
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 

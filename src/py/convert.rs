@@ -28,6 +28,14 @@ pub fn as_scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
     if obj.is_instance_of::<PyFloat>() {
         return obj.extract::<f64>().ok().map(Scalar::Float);
     }
+    // Lists, tuples and tensors are never scalars here; the failed `dtype` lookup
+    // below would raise (and drop) an AttributeError, microseconds per nested list.
+    if obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyTuple>()
+        || obj.cast::<PyTensor>().is_ok()
+    {
+        return None;
+    }
     // NumPy scalars (np.float32(1), np.int64(2), np.bool_(True)).
     if let Ok(kind) = obj.getattr("dtype").and_then(|d| d.getattr("kind")) {
         if obj.hasattr("item").unwrap_or(false)

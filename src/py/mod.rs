@@ -12,6 +12,7 @@ mod alloc;
 mod anomaly;
 mod autograd;
 mod autograd_batched;
+mod bucketing;
 mod capture;
 pub(crate) mod checkpoint;
 mod compat;
@@ -73,6 +74,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     creation::register(m)?;
     device::register(m)?;
     sorting::register(m)?;
+    bucketing::register(m)?;
     data_ops::register(m)?;
     optim::register(m)?;
     serialize::register(m)?;

@@ -116,10 +116,15 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: TensorOrNumber) ->
     n = input.shape[dim] if input.dim() else 1
     negative = True
     if _checks_values(index):
-        flat = _np(index).reshape(-1)
-        lo, hi = (flat.min(), flat.max()) if flat.size else (0, 0)
+        if index.numel() <= 64:
+            # A few indices read as one list: less than NumPy's passes.
+            flat = index.reshape(-1).tolist()
+            lo, hi = (min(flat), max(flat)) if flat else (0, 0)
+        else:
+            flat = _np(index).reshape(-1)
+            lo, hi = flat.min(), flat.max()
         if hi >= n or lo < -n:
-            bad = flat[(flat >= n) | (flat < -n)][0]
+            bad = next(int(i) for i in flat if i >= n or i < -n)
             raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
         negative = lo < 0
     if isinstance(value, Tensor) and value.dim() != 0:

@@ -101,19 +101,24 @@ def block_diag(*tensors: Tensor) -> Tensor:
         mats.append(t.reshape(1, -1) if t.dim() < 2 else t)
     dtype = mats[0].dtype
     for m in mats[1:]:
-        dtype = (_C.zeros((), dtype=dtype) + _C.zeros((), dtype=m.dtype)).dtype
+        dtype = _C.promote_types(dtype, m.dtype)
     total = builtins.sum(m.shape[1] for m in mats)
     rows, left = [], 0
     for m in mats:
         m = m.to(dtype)
         right = total - left - m.shape[1]
-        parts = []
-        if left:
-            parts.append(_C.zeros(m.shape[0], left, dtype=dtype))
-        parts.append(m)
-        if right:
-            parts.append(_C.zeros(m.shape[0], right, dtype=dtype))
-        rows.append(_C.cat(parts, 1) if len(parts) > 1 else m)
+        if not (left or right):
+            rows.append(m)
+        elif isinstance(m, _C.Tensor):
+            # The block's row band: the block between zero columns, in one pad.
+            rows.append(_C.constant_pad_nd(m, [left, right]))
+        else:
+            # A tensor-like value (vmap's) goes to cat, which dispatches it.
+            parts = [_C.zeros(m.shape[0], left, dtype=dtype)] if left else []
+            parts.append(m)
+            if right:
+                parts.append(_C.zeros(m.shape[0], right, dtype=dtype))
+            rows.append(_C.cat(parts, 1))
         left += m.shape[1]
     return _C.cat(rows, 0)
 

@@ -307,6 +307,9 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         raise RuntimeError(
             f"\"bincount_cpu\" not implemented for '{str(input.dtype).split('.')[-1].capitalize()}'"
         )
+    if weights is None and isinstance(input, _C.Tensor) and input.numel() <= _NATIVE_COUNT_MAX:
+        # A few values: one native call. NumPy's bincount is the faster pass on many.
+        return _C._bincount(input, int(minlength))
     arr = _np(input)
     if arr.size and arr.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
@@ -338,6 +341,8 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
         raise RuntimeError("torch.histc: max must be larger than min")
     if _vmap_level(input)[0]:
         return _histc_batched(input, int(bins), lo, hi)
+    if input.dtype == _C.float32 or input.dtype == _C.float64:
+        return _C._histc(input, int(bins), lo, hi)
     arr = _np(input).reshape(-1)
     if lo == hi and arr.size:
         lo, hi = float(arr.min()), float(arr.max())
@@ -396,6 +401,16 @@ def _histc_batched(input, bins, lo, hi):
     return out
 
 
+# The most elements bincount and isin count natively: one call beats NumPy's
+# dozen below this, NumPy's vectorised passes win above it.
+_NATIVE_COUNT_MAX = 1 << 12
+
+# The dtypes the native membership test takes (both tensors of one dtype).
+_ISIN_DTYPES = frozenset(
+    (_C.float32, _C.float64, _C.int64, _C.int32, _C.int16, _C.int8, _C.uint8, _C.bool)
+)
+
+
 @_replayed("isin")
 def isin(
     elements: TensorOrNumber,
@@ -409,6 +424,15 @@ def isin(
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin() received an invalid combination of arguments: expected at "
                         "least one Tensor")  # fmt: skip
+    if (
+        isinstance(elements, Tensor)
+        and isinstance(test_elements, Tensor)
+        and elements.dtype == test_elements.dtype
+        and elements.dtype in _ISIN_DTYPES
+        # Many elements against many: NumPy's isin (a table for integers) is faster.
+        and (elements.numel() <= _NATIVE_COUNT_MAX or test_elements.numel() <= 16)
+    ):
+        return _C._isin(elements, test_elements, bool(invert))
     a = _np(elements) if isinstance(elements, Tensor) else np.asarray(elements)
     b = _np(test_elements) if isinstance(test_elements, Tensor) else np.asarray(test_elements)
     if a.size * b.size <= 1 << 16 and a.dtype.kind in "biuf" and b.dtype.kind in "biuf":

@@ -144,15 +144,22 @@ def householder_product(A, tau):  # noqa: N803 - PyTorch's name
             f"{tau.dtype} does not match input dtype {A.dtype}"
         )
     batch = tuple(A.shape[:-2])
-    rows = _C.arange(m).unsqueeze(1)
     q = _C.eye(m, n, dtype=A.dtype).expand(*batch, m, n)
+    if k == 0:
+        return q
+    # Every reflector's v at once: A's first k columns below the diagonal, 1 on it.
+    rows = _C.arange(m).unsqueeze(1)
+    cols = _C.arange(k)
+    vs = A.narrow(-1, 0, k) * (rows > cols).to(A.dtype) + (rows == cols).to(A.dtype)
+    ts = tau.unsqueeze(-2)  # (*, 1, k)
     for i in range(k - 1, -1, -1):
-        below = (rows > i).to(A.dtype)
-        unit = (rows == i).to(A.dtype)
-        v = A[..., :, i : i + 1] * below + unit  # (*, m, 1)
-        t = tau[..., i : i + 1].unsqueeze(-1)  # (*, 1, 1)
-        q = q - (v * t) @ (v.mT @ q)
+        v = vs.narrow(-1, i, 1)  # (*, m, 1)
+        q = q - (v * ts.narrow(-1, i, 1)) @ (v.mT @ q)
     return q
+
+
+# NumPy's qr takes stacks of matrices from 1.22.
+_STACKED_QR = tuple(int(v) for v in np.__version__.split(".")[:2]) >= (1, 22)
 
 
 class LinalgGeqrf(Function):
@@ -160,15 +167,21 @@ class LinalgGeqrf(Function):
     def forward(ctx, input):  # noqa: A002 - PyTorch's name
         arr = input.detach().numpy()
         m, n = arr.shape[-2], arr.shape[-1]
-        flat = arr.reshape(-1, m, n)
-        outs, taus = [], []
-        for mat in flat:
-            h, tau = np.linalg.qr(mat.astype(np.float64), mode="raw")
-            outs.append(h.T)
-            taus.append(tau)
         shape = arr.shape[:-2]
-        a = np.stack(outs).reshape(shape + (m, n)) if outs else np.zeros(shape + (m, n))
-        t = np.stack(taus).reshape(shape + (min(m, n),)) if taus else np.zeros(shape + (min(m, n),))
+        if arr.size and _STACKED_QR:
+            # The whole stack in one call (LAPACK per matrix, as the loop below).
+            h, t = np.linalg.qr(arr.astype(np.float64), mode="raw")
+            a = h.swapaxes(-1, -2)
+        else:
+            flat = arr.reshape((math.prod(shape), m, n))
+            outs, taus = [], []
+            for mat in flat:
+                h, tau = np.linalg.qr(mat.astype(np.float64), mode="raw")
+                outs.append(h.T)
+                taus.append(tau)
+            a = np.stack(outs).reshape(shape + (m, n)) if outs else np.zeros(shape + (m, n))
+            t = (np.stack(taus).reshape(shape + (min(m, n),)) if taus
+                 else np.zeros(shape + (min(m, n),)))
         a = _C.from_numpy(np.ascontiguousarray(a.astype(arr.dtype)))
         t = _C.from_numpy(np.ascontiguousarray(t.astype(arr.dtype)))
         ctx.mark_non_differentiable(a, t)

@@ -437,12 +437,12 @@ def multi_margin_loss(
     if len(ys) and (min(ys) < 0 or max(ys) >= dim):
         raise RuntimeError("target out of range")
     x = input.reshape(nframe, dim)
-    x_y = x.gather(1, y.unsqueeze(1))
-    z = _C.relu(x - x_y + margin)
+    at = y.unsqueeze(1)
+    z = _C.relu(x - x.gather(1, at) + margin)
     if p == 2:
         z = z * z
-    others = _C.arange(dim) != y.unsqueeze(1)
-    per = _C.where(others, z, _C.zeros((), dtype=z.dtype)).sum(1) / dim
+    # The target class is no term of its own sum: zeroed in place of the mask's where.
+    per = z.scatter(1, at, 0.0).sum(1) / dim
     if weight is not None:
         per = per * weight.index_select(0, y)
     return _finish(per, target, reduction)
@@ -491,15 +491,16 @@ def multilabel_margin_loss(
             f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}"
         )
     t = target.reshape(nframe, dim)
+    # pair[n, j, k]: how often target class j is paired with non-target class k.
     if 0 < nframe * dim <= 64 and target.dtype == _C.int64:
-        counts = np.array(_target_counts_small(t.tolist(), dim), dtype=np.float64)
+        pair = _C.tensor(_pair_counts_small(t.tolist(), dim), dtype=input.dtype)
+        pair = pair.reshape(nframe, dim, dim)
     else:
         counts = _target_counts(t.numpy(), nframe, dim).astype(np.float64)
-    # pair[n, j, k]: how often target class j is paired with non-target class k.
-    pair = counts[:, :, None] * (counts == 0)[:, None, :]
+        pair = _C.tensor(counts[:, :, None] * (counts == 0)[:, None, :], dtype=input.dtype)
     x = input.reshape(nframe, dim)
     hinge = _C.relu(1.0 - x.unsqueeze(2) + x.unsqueeze(1))
-    per = (hinge * _C.tensor(pair, dtype=x.dtype)).sum((1, 2)) / dim
+    per = (hinge * pair).sum((1, 2)) / dim
     if reduction == "none":
         return per if input.dim() == 2 else per.reshape(())
     return _reduce(per, reduction)
@@ -516,16 +517,19 @@ def _target_counts(t, nframe, dim):
     return np.bincount(flat, minlength=nframe * dim).reshape(nframe, dim)
 
 
-def _target_counts_small(rows, dim):
-    """``_target_counts`` of a few rows, counted on lists (NumPy's calls cost more)."""
+def _pair_counts_small(rows, dim):
+    """The pair counts of a few rows, flat (row, target class, other class), counted
+    on lists: NumPy's calls cost more than the loops at this size."""
     out = []
     for row in rows:
-        counts = [0] * dim
+        counts = [0.0] * dim
         for v in row:
             if v < 0:
                 break
             if v >= dim:
                 raise RuntimeError("argument #2 'target' is out of range")
-            counts[v] += 1
-        out.append(counts)
+            counts[v] += 1.0
+        others = [0.0 if c else 1.0 for c in counts]
+        for c in counts:
+            out += [c * o for o in others] if c else [0.0] * dim
     return out

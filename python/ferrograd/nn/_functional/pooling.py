@@ -440,11 +440,15 @@ def avg_pool1d(
 
 
 def _adaptive_size(input, output_size, n):
-    if isinstance(output_size, int) or output_size is None:
+    if isinstance(output_size, int):
+        return [int(output_size)] * n
+    if output_size is None:
         output_size = [output_size] * n
     output_size = list(output_size)
     if len(output_size) != n:
         raise RuntimeError(f"output_size must be {n}, but got {len(output_size)}")
+    if all(s is not None for s in output_size):
+        return [int(s) for s in output_size]
     # None keeps that dimension's input size, as in PyTorch.
     shape = input.shape[-n:]
     return [shape[i] if s is None else int(s) for i, s in enumerate(output_size)]

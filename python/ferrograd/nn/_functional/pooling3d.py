@@ -86,10 +86,13 @@ def max_pool3d_with_indices(
         >>> F.max_pool3d_with_indices(x, 2)
         (tensor([[[[[7.]]]]]), tensor([[[[[7]]]]]))
     """
-    """``max_pool3d`` returning ``(output, indices)``; indices are flat positions
-    in each input volume (``d * H * W + h * W + w``)."""
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, with_indices):
+    """``(output, indices)``, the indices None unless ``with_indices``."""
     if _dispatch.has_protocol(input) and not _dispatch.is_batched(input):
-        args = (input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+        args = (input, kernel_size, stride, padding, dilation, ceil_mode)
         return _dispatch.dispatch(max_pool3d_with_indices, args)
     x, unbatched = _batched(input, "max_pool3d")
     k = _tuple(kernel_size, 3, "kernel_size")
@@ -109,10 +112,9 @@ def max_pool3d_with_indices(
         x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:], ceil_mode
     )
     Ho, Wo = planes.shape[2], planes.shape[3]
-    planes = planes.reshape(N, C, D, Ho, Wo)
-    where = where.reshape(N, C, D, Ho, Wo)
     if N == 0:
         # An empty batch, however deep: no loop over its output depths.
+        planes = planes.reshape(N, C, D, Ho, Wo)
         values = planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
         return values, _C.zeros((N, C, Do, Ho, Wo), dtype=_C.int64)
     # The depth windows pooled by the same 2-d kernel, each plane's maxima laid
@@ -123,11 +125,12 @@ def max_pool3d_with_indices(
     values, at = _C.max_pool2d_with_indices(
         planes.reshape(N, C, D, HWo), [k[0], 1], [s[0], 1], [p[0], 0], [d[0], 1], ceil_mode
     )
+    values = values.reshape(N, C, Do, Ho, Wo)
+    if not with_indices:
+        return (values.squeeze(0) if unbatched else values), None
     at = at.reshape(N, C, Do * HWo)
     in_plane = where.reshape(N, C, D * HWo).gather(2, at)
-    indices = (at // HWo) * (H * W) + in_plane
-    values = values.reshape(N, C, Do, Ho, Wo)
-    indices = indices.reshape(N, C, Do, Ho, Wo)
+    indices = ((at // HWo) * (H * W) + in_plane).reshape(N, C, Do, Ho, Wo)
     if unbatched:
         values, indices = values.squeeze(0), indices.squeeze(0)
     return values, indices
@@ -201,8 +204,9 @@ def max_pool3d(
         >>> F.max_pool3d(torch.ones(1, 1, 4, 5, 6), 2).shape
         ferrograd.Size([1, 1, 2, 2, 3])
     """
-    out, idx = max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return (out, idx) if return_indices else out
+    if return_indices:
+        return max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, False)[0]
 
 
 @_autocast_op("avg_pool3d")
@@ -272,9 +276,9 @@ def avg_pool3d(
         1 if divisor_override is not None else None,
     )
     Ho, Wo = planes.shape[2], planes.shape[3]
-    planes = planes.reshape(N, C, D, Ho, Wo)
     if N == 0:
         # An empty batch, however deep: no loop over its output depths.
+        planes = planes.reshape(N, C, D, Ho, Wo)
         return planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
     # The depth windows averaged by the same 2-d kernel, the plane averages laid
     # out as a (D, Ho * Wo) image under a (kD, 1) window: the depth count is the
