@@ -36,7 +36,7 @@ const SHIFT: f64 = 6_755_399_441_055_744.0;
 /// `k as f64` for `|k| < 2^51` without the integer conversion (which AVX2
 /// lacks for 64-bit lanes).
 #[inline(always)]
-pub(super) fn int_to_f64(k: i64) -> f64 {
+pub(crate) fn int_to_f64(k: i64) -> f64 {
     f64::from_bits(SHIFT.to_bits().wrapping_add(k as u64)) - SHIFT
 }
 

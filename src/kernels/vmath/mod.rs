@@ -41,7 +41,7 @@ mod rem;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use core::clenshaw;
+pub(crate) use core::{clenshaw, int_to_f64};
 pub(crate) use erf::{erf_f32, erfc_f32, erfinv_f32};
 pub(crate) use explog::{acosh_f32, asinh_f32, cosh_f32, expm1_f32, sinh_f32};
 pub(crate) use explog32::{
