@@ -3,7 +3,7 @@
 
 use std::f64::consts::FRAC_1_SQRT_2;
 
-use super::vmath::{clenshaw, exp_f64_pair, int_to_f64, ln_f64};
+use super::vmath::{clenshaw, estrin, exp_f64_pair, int_to_f64, ln_f64};
 
 /// (1 + 2x) erfcx(x) on x >= 0 in t = (x - 3) / (x + 3): a Chebyshev series
 /// (Schonfelder's mapping of the half line; `tools/chebyshev_tables.py`).
@@ -163,16 +163,6 @@ const AS241_F: [f64; 8] = [
     2.0442631033899397e-15,
 ];
 
-/// `c[0] + c[1] x + ... + c[7] x^7`, Horner's rule with fused steps.
-#[inline(always)]
-fn horner8(x: f64, c: &[f64; 8]) -> f64 {
-    let mut p = c[7];
-    for &ck in c[..7].iter().rev() {
-        p = p.mul_add(x, ck);
-    }
-    p
-}
-
 /// ln(u) for 0 < u <= 1/2 (subnormals included), within about an ulp, for
 /// `ndtri`'s tails: k ln2 + 2 atanh(f / (2 + f)) with u = 2^k (1 + f). No
 /// pair arithmetic as in `ln_f64`: below 1/2 the two terms share a sign and
@@ -209,10 +199,7 @@ fn ln_half(u: f64) -> f64 {
     let f = m - 1.0;
     let s = f / (2.0 + f);
     let s2 = s * s;
-    let mut q = Q[9];
-    for &c in Q[..9].iter().rev() {
-        q = q.mul_add(s2, c);
-    }
+    let q = estrin(s2, &Q);
     let lnm = (s * s2).mul_add(q, 2.0 * s);
     k.mul_add(LN2_HI, k.mul_add(LN2_LO, lnm))
 }
@@ -221,20 +208,23 @@ fn ln_half(u: f64) -> f64 {
 /// quantile from p = 0.5 down to the smallest subnormal (the tests compare
 /// it with Newton's method run to convergence). Branch free: the three
 /// rationals are all evaluated, the chosen numerator and denominator are
-/// selected, and one division follows, so the loop vectorises.
+/// selected, and one division follows, so the loop vectorises. The
+/// logarithm, the square root and the tail's rational form one chain of
+/// dependent steps: the polynomials go by Estrin's scheme (about half
+/// Horner's latency), which is what the loop's speed depends on.
 #[inline(always)]
 pub(crate) fn ndtri(p: f64) -> f64 {
     let q = p - 0.5;
     let rc = (-q).mul_add(q, 0.180_625);
-    let (nc, dc) = (q * horner8(rc, &AS241_A), horner8(rc, &AS241_B));
+    let (nc, dc) = (q * estrin(rc, &AS241_A), estrin(rc, &AS241_B));
     // min(p, 1 - p), exact for p in [0, 1]; a stand-in where it is not
     // positive (0 and 1 are patched below, outside [0, 1] is NaN).
     let s = if q < 0.0 { p } else { 1.0 - p };
     let r = (-ln_half(if s > 0.0 { s } else { 0.5 })).sqrt();
     let near = r - 1.6;
     let far = r - 5.0;
-    let (nn, dn) = (horner8(near, &AS241_C), horner8(near, &AS241_D));
-    let (nf, df) = (horner8(far, &AS241_E), horner8(far, &AS241_F));
+    let (nn, dn) = (estrin(near, &AS241_C), estrin(near, &AS241_D));
+    let (nf, df) = (estrin(far, &AS241_E), estrin(far, &AS241_F));
     let tail_n = if r <= 5.0 { nn } else { nf };
     let tail_d = if r <= 5.0 { dn } else { df };
     let tail_n = if q < 0.0 { -tail_n } else { tail_n };

@@ -51,7 +51,7 @@ pub(crate) use explog32::{
 pub(crate) use gamma::{digamma_f32, lgamma_f32, trigamma_f32};
 pub(crate) use invtrig::{acos_f32, asin_f32, atan2_f32, atan_f32};
 pub(crate) use pow::pow_f32;
-pub(crate) use pow64::{exp_f64, exp_f64_pair, ln_f64, pow_f64};
+pub(crate) use pow64::{estrin, exp_f64, exp_f64_pair, ln_f64, pow_f64};
 pub(crate) use rem::{fmod_f32, fmod_needs_libm};
 
 use std::mem::MaybeUninit;

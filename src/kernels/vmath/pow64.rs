@@ -68,7 +68,7 @@ const EXP_Q: [f64; 13] = [
 /// bounds this function's speed (the loops unroll: every bound is a
 /// constant).
 #[inline(always)]
-fn estrin<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
+pub(crate) fn estrin<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
     let mut v = *c;
     let mut n = N;
     let mut p = x;
