@@ -168,7 +168,11 @@ class LinalgGeqrf(Function):
         arr = input.detach().numpy()
         m, n = arr.shape[-2], arr.shape[-1]
         shape = arr.shape[:-2]
-        if arr.size and _STACKED_QR:
+        if not arr.size:
+            # Nothing to factor: no loop over a batch that may be huge.
+            a = np.zeros(shape + (m, n))
+            t = np.zeros(shape + (min(m, n),))
+        elif _STACKED_QR:
             # The whole stack in one call (LAPACK per matrix, as the loop below).
             h, t = np.linalg.qr(arr.astype(np.float64), mode="raw")
             a = h.swapaxes(-1, -2)
