@@ -172,6 +172,32 @@ def test_piecewise_constant_grads_are_zero_whatever_flows_in(f, dtype):
     assert g.tolist() == [0.0, 0.0, 0.0, 0.0]
 
 
+@pytest.mark.parametrize("f", [fg.floor, fg.sign, fg.sgn])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_large_zero_grads_are_ordinary_mutable_tensors(f, transposed):
+    # A zero gradient of 8 MB is mapped from the kernel rather than written
+    # (where it has huge zero pages): it must read as zeros, take in-place
+    # writes (PyTorch's ZeroTensor for sgn refuses `add_`), accumulate, and
+    # keep the leaf's layout.
+    base = fg.randn(1024, 2048)
+    x = (base.t() if transposed else base).detach().requires_grad_()
+    f(x).backward(fg.ones(x.shape))
+    g = x.grad
+    assert g.shape == x.shape and g.stride() == x.stride()
+    assert float(g.abs().sum()) == 0.0
+    g.add_(1.5)
+    assert float(g.sum()) == 1.5 * x.numel()
+    g[3, 7] = -2.0
+    assert g[3, 7].item() == -2.0 and g[3, 8].item() == 1.5
+    # A second backward accumulates into the written gradient.
+    (f(x) + x).backward(fg.ones(x.shape))
+    assert g[0, 0].item() == 2.5 and g[3, 7].item() == -1.0
+    # The zero gradient beside a real one in the same graph.
+    y = fg.randn(x.shape).requires_grad_()
+    (f(y) * 3 + y * 2).sum().backward()
+    assert np.all(y.grad.numpy() == 2.0)
+
+
 def test_round_half_to_even_and_decimals():
     t = fg.tensor([0.5, 1.5, 2.5, -0.5, 1.2345])
     assert t.round().tolist() == [0.0, 2.0, 2.0, -0.0, 1.0]

@@ -72,13 +72,16 @@ pub(crate) fn laid_out<T: Element>(data: Vec<T>, shape: Shape, strides: Strides)
 }
 
 /// Zeros of `like`'s shape and dtype in `like`'s layout when it is a dense
-/// permutation (PyTorch's `zeros_like`): a gradient built so flows into a
-/// transposed leaf with no strided copy.
-pub(crate) fn zeros_like(like: &Tensor) -> Tensor {
-    let z = Tensor::zeros(Shape::from_slice(&[like.numel()]), like.dtype());
+/// permutation (PyTorch's `zeros_like`), for a gradient that is zero
+/// whatever flows in (a rounding or sign function's): it flows into a
+/// transposed leaf with no strided copy, and a large one is mapped untouched
+/// rather than written (`Tensor::zeros_untouched`), like PyTorch's
+/// `ZeroTensor` but an ordinary mutable tensor.
+pub(crate) fn zero_grad_like(like: &Tensor) -> Tensor {
+    let z = Tensor::zeros_untouched(Shape::from_slice(&[like.numel()]), like.dtype());
     match memory_order(like) {
         Some((_, shape, strides)) => restrided(&z, shape, strides),
-        None => Tensor::zeros(like.shape(), like.dtype()),
+        None => Tensor::zeros_untouched(like.shape(), like.dtype()),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The tensor: a strided view onto shared storage plus its autograd metadata.
 
 mod dtype;
+mod mapped_zeros;
 mod shape;
 mod storage;
 
@@ -273,6 +274,27 @@ impl Tensor {
         // fault on first use, and a gradient read through a transposed view
         // then faulted page by page (floor's backward at 0.4x PyTorch).
         Tensor::full(shape, 0.0, dtype)
+    }
+
+    /// Zeros that are a result, not a buffer about to be filled (the
+    /// gradient of a rounding or sign function): a large block is mapped
+    /// fresh from the kernel, which zeroes a page only when it is first
+    /// written (see `mapped_zeros`); others are written as [`Tensor::zeros`].
+    pub fn zeros_untouched(shape: Shape, dtype: DType) -> Tensor {
+        let n = numel(&shape);
+        let Some(bytes) = n.checked_mul(dtype.size()) else {
+            return Tensor::zeros(shape, dtype);
+        };
+        match mapped_zeros::zeroed_block(bytes) {
+            // SAFETY: the block holds `bytes` zero bytes, 2 MiB aligned (so
+            // aligned for any element), which is `n` zeros of every dtype,
+            // and the owner keeps it mapped for the storage's lifetime.
+            Some((ptr, owner)) => {
+                let storage = unsafe { Storage::from_external(ptr, n, dtype, owner) };
+                Tensor::from_view(View::contiguous(storage, shape), None)
+            }
+            None => Tensor::zeros(shape, dtype),
+        }
     }
 
     // ----- data access -------------------------------------------------

@@ -40,7 +40,7 @@ pub(crate) fn sgn(a: &Tensor) -> Result<Tensor> {
         // incoming gradient holds (inf and NaN included).
         record("SgnBackward0", &[a], &out, saved![], |c| {
             let g = c.grad()?;
-            Ok(smallvec![Some(crate::ops::layout::zeros_like(g))])
+            Ok(smallvec![Some(crate::ops::layout::zero_grad_like(g))])
         });
     }
     Ok(out)
