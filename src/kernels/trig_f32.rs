@@ -198,11 +198,29 @@ const LANES: usize = 16;
 /// false for NaN, so a NaN sends its block to the scalar path).
 #[inline(always)]
 fn in_range(s: &[f32; LANES]) -> bool {
-    s.iter().fold(true, |ok, x| ok & (x.abs() <= LIMIT))
+    in_range_by(s, |x| x)
+}
+
+/// [`in_range`] for the arguments `arg(x)` the fast form reduces.
+#[inline(always)]
+fn in_range_by(s: &[f32; LANES], arg: impl Fn(f32) -> f32) -> bool {
+    s.iter().fold(true, |ok, &x| ok & (arg(x).abs() <= LIMIT))
 }
 
 #[inline(always)]
 fn map(dst: &mut [f32], src: &[f32], fast: impl Fn(f32) -> f32, each: impl Fn(f32) -> f32) {
+    map_by(dst, src, |x| x, fast, each)
+}
+
+/// [`map`] for a function that reduces `arg(x)` rather than `x`.
+#[inline(always)]
+fn map_by(
+    dst: &mut [f32],
+    src: &[f32],
+    arg: impl Fn(f32) -> f32,
+    fast: impl Fn(f32) -> f32,
+    each: impl Fn(f32) -> f32,
+) {
     let n = dst.len().min(src.len());
     let (dst, src) = (&mut dst[..n], &src[..n]);
     let mut dc = dst.chunks_exact_mut(LANES);
@@ -210,7 +228,7 @@ fn map(dst: &mut [f32], src: &[f32], fast: impl Fn(f32) -> f32, each: impl Fn(f3
     for (d, s) in (&mut dc).zip(&mut sc) {
         let d: &mut [f32; LANES] = d.try_into().unwrap();
         let s: &[f32; LANES] = s.try_into().unwrap();
-        if in_range(s) {
+        if in_range_by(s, &arg) {
             // A whole block formed then stored at once: the next op reads
             // it as one 16-lane load, which a store split in halves would
             // make wait for the cache.
@@ -276,6 +294,96 @@ pub fn cos_slice(dst: &mut [f32], src: &[f32]) {
 ))]
 pub fn tan_slice(dst: &mut [f32], src: &[f32]) {
     map(dst, src, tan_fast, tan_f32)
+}
+
+// ----- sinc ---------------------------------------------------------------------------
+
+/// `(p cos p - sin p) / p^3` = `sum_k>=1 (-1)^k 2k p^(2k-2) / (2k + 1)!`, the
+/// series of sinc's derivative over `pi p` where the closed form cancels
+/// (`|p| < 1`; the first omitted term is below 2^-34 of the first).
+const SINC_D: [f32; 6] = [
+    -1.0 / 3.0,
+    1.0 / 30.0,
+    -1.0 / 840.0,
+    1.0 / 45_360.0,
+    -1.0 / 3_991_680.0,
+    1.0 / 518_918_400.0,
+];
+
+/// `pi x` rounded to float32, the argument PyTorch's float32 `sinc` reduces.
+#[inline(always)]
+fn pi_x(x: f32) -> f32 {
+    std::f32::consts::PI * x
+}
+
+/// `sin(pi x) / (pi x)`, 1 at 0, for `|pi x| <= LIMIT`.
+#[inline(always)]
+fn sinc_fast(x: f32) -> f32 {
+    let p = pi_x(x);
+    let v = sincos_fast(p).0 / p;
+    if x == 0.0 {
+        1.0
+    } else {
+        v
+    }
+}
+
+/// The normalized sinc `sin(pi x) / (pi x)` in float32 (1 at 0), PyTorch's
+/// product-then-quotient form with [`sin_f32`] for the sine.
+#[inline(always)]
+pub fn sinc_f32(x: f32) -> f32 {
+    if x == 0.0 {
+        1.0
+    } else {
+        let p = pi_x(x);
+        sin_f32(p) / p
+    }
+}
+
+/// sinc's derivative from `(sin p, cos p)`, `p = pi x`: PyTorch's
+/// `(cos p - sinc x) / x` as `(p cos p - sin p) / (p x)`, and its series
+/// where `|p| < 1` (0 at 0).
+#[inline(always)]
+fn sinc_grad_from(x: f32, p: f32, s: f32, c: f32) -> f32 {
+    let small = std::f32::consts::PI * p * poly_f32(p * p, &SINC_D);
+    let big = p.mul_add(c, -s) / (p * x);
+    if p.abs() < 1.0 {
+        small
+    } else {
+        big
+    }
+}
+
+#[inline(always)]
+fn sinc_grad_fast(x: f32) -> f32 {
+    let p = pi_x(x);
+    let (s, c) = sincos_fast(p);
+    sinc_grad_from(x, p, s, c)
+}
+
+/// The derivative of the normalized sinc in float32.
+#[inline(always)]
+pub fn sinc_grad_f32(x: f32) -> f32 {
+    let p = pi_x(x);
+    sinc_grad_from(x, p, sin_f32(p), cos_f32(p))
+}
+
+/// `dst[i] = sinc(src[i])` (the shorter length), as [`sinc_f32`] element by element.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+pub fn sinc_slice(dst: &mut [f32], src: &[f32]) {
+    map_by(dst, src, pi_x, sinc_fast, sinc_f32)
+}
+
+/// `dst[i] = sinc'(src[i])` (the shorter length), as [`sinc_grad_f32`] element by element.
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+pub fn sinc_grad_slice(dst: &mut [f32], src: &[f32]) {
+    map_by(dst, src, pi_x, sinc_grad_fast, sinc_grad_f32)
 }
 
 /// `sin[i] = sin(src[i])` and `cos[i] = cos(src[i])` (the shortest
@@ -413,6 +521,61 @@ mod tests {
             assert_eq!(s[i].to_bits(), sin_f32(x).to_bits(), "sin {x}");
             assert_eq!(c[i].to_bits(), cos_f32(x).to_bits(), "cos {x}");
         }
+    }
+
+    #[test]
+    fn sinc_slices_equal_the_element_functions() {
+        // Zeros, NaN, infinities and arguments whose pi x passes LIMIT (and
+        // those just inside it) in blocks among ordinary ones.
+        let edge = LIMIT / std::f32::consts::PI;
+        let src: Vec<f32> = (0..1000)
+            .map(|i| match i % 89 {
+                3 => 0.0,
+                11 => -0.0,
+                13 => f32::NAN,
+                29 => 5e6,
+                31 => f32::INFINITY,
+                47 => edge,
+                53 => -edge * 1.000_001,
+                61 => 1e-30,
+                _ => (i as f32 - 500.0) * 0.0371,
+            })
+            .collect();
+        let (mut v, mut d) = (vec![0.0f32; 1000], vec![0.0f32; 1000]);
+        sinc_slice(&mut v, &src);
+        sinc_grad_slice(&mut d, &src);
+        for (i, &x) in src.iter().enumerate() {
+            assert_eq!(v[i].to_bits(), sinc_f32(x).to_bits(), "sinc {x}");
+            assert_eq!(d[i].to_bits(), sinc_grad_f32(x).to_bits(), "sinc' {x}");
+        }
+    }
+
+    #[test]
+    fn sinc_is_the_float64_quotient_of_the_float32_product() {
+        // PyTorch's float32 sinc: p = pi x rounded to float32, sin(p) / p.
+        // The sine is within 1 ulp and the quotient rounds once more.
+        let mut worst = 0;
+        for i in 0..200_000 {
+            let x = (i as f32 - 100_000.0) * 0.001_37;
+            let p = std::f32::consts::PI * x;
+            let want = if x == 0.0 {
+                1.0
+            } else {
+                ((p as f64).sin() / p as f64) as f32
+            };
+            let got = sinc_f32(x);
+            // Near a root sin(p) is tiny and the quotient's error is
+            // relative to it; compare there in absolute terms.
+            if want.abs() > 1e-3 {
+                worst = worst.max(ulps(got, want));
+            } else {
+                assert!((got - want).abs() <= 1e-9, "sinc({x}) = {got}, want {want}");
+            }
+        }
+        assert!(worst <= 2, "sinc strays {worst} ulp");
+        assert_eq!(sinc_f32(0.0), 1.0);
+        assert!(sinc_f32(f32::NAN).is_nan() && sinc_f32(f32::INFINITY).is_nan());
+        assert_eq!(sinc_grad_f32(0.0), 0.0);
     }
 
     #[test]

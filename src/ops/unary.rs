@@ -114,7 +114,7 @@ pub(crate) fn log(a: &Tensor) -> Result<Tensor> {
 
 /// `sin`/`cos`: float32 through `kernels::trig_f32` (a contiguous input in
 /// parallel blocks with its slice form), float64 through libm.
-fn trig(
+pub(crate) fn trig(
     a: &Tensor,
     slice: fn(&mut [f32], &[f32]),
     each: impl Fn(f32) -> f32 + Sync,
@@ -419,7 +419,7 @@ pub(crate) fn sign(a: &Tensor) -> Result<Tensor> {
         // 0 also where the incoming gradient is inf or NaN.
         record("SignBackward0", &[a], &out, saved![], |c| {
             let g = c.grad()?;
-            Ok(smallvec![Some(crate::ops::layout::zeros_like(g))])
+            Ok(smallvec![Some(crate::ops::layout::zero_grad_like(g))])
         });
     }
     Ok(out)
@@ -526,9 +526,20 @@ pub(crate) fn rsqrt(a: &Tensor) -> Result<Tensor> {
             saved![Some(SavedTensor::output(&out, 0))],
             |c| {
                 // d/dx x^(-1/2) = -y^3 / 2
-                let y = c.saved(0)?;
+                let (g, y) = (c.grad()?, c.saved(0)?);
+                if can_fuse(g, y) {
+                    let out = fused_grad(
+                        g,
+                        y,
+                        #[inline(always)]
+                        |g, y| g * (y * y * y * -0.5),
+                        #[inline(always)]
+                        |g, y| g * (y * y * y * -0.5),
+                    )?;
+                    return Ok(smallvec![Some(out)]);
+                }
                 let d = mul_f64(&mul(&mul(y, y)?, y)?, -0.5)?;
-                Ok(smallvec![Some(mul(c.grad()?, &d)?)])
+                Ok(smallvec![Some(mul(g, &d)?)])
             },
         );
     }
@@ -648,7 +659,7 @@ fn rounding(
         // for an inf or NaN incoming gradient): a zeroed block, no pass.
         record(name, &[a], &out, saved![], |c| {
             let g = c.grad()?;
-            Ok(smallvec![Some(crate::ops::layout::zeros_like(g))])
+            Ok(smallvec![Some(crate::ops::layout::zero_grad_like(g))])
         });
     }
     Ok(out)
@@ -712,7 +723,7 @@ pub(crate) fn round(a: &Tensor, decimals: i64) -> Result<Tensor> {
     if needs_record(&[a]) {
         record("RoundBackward1", &[a], &scaled, saved![], |c| {
             let g = c.grad()?;
-            Ok(smallvec![Some(crate::ops::layout::zeros_like(g))])
+            Ok(smallvec![Some(crate::ops::layout::zero_grad_like(g))])
         });
     }
     Ok(scaled)

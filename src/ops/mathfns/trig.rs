@@ -3,8 +3,9 @@
 
 use smallvec::smallvec;
 
+use super::super::unary::{can_fuse, trig};
 use super::super::{
-    add_scalar, compare, div, map1, mul_f64, neg, reciprocal, rsqrt, sub, where_, Scalar,
+    add_scalar, compare, div, map1, mul, mul_f64, neg, reciprocal, rsqrt, sub, where_, Scalar,
 };
 use super::{one_minus_sq, rec1f, sq, zero_like_dt, NO_INT};
 use crate::autograd::{needs_record, record};
@@ -173,15 +174,8 @@ pub(crate) fn atanh(a: &Tensor) -> Result<Tensor> {
 
 /// `(p cos p - sin p) / p^3` = `sum_k>=1 (-1)^k 2k p^(2k-2) / (2k + 1)!`, the
 /// series of sinc's derivative over `pi p` where the closed form cancels
-/// (`|p| < 1`; the first omitted term is below 2^-34 and 2^-68 of the first).
-const SINC_D32: [f32; 6] = [
-    -1.0 / 3.0,
-    1.0 / 30.0,
-    -1.0 / 840.0,
-    1.0 / 45_360.0,
-    -1.0 / 3_991_680.0,
-    1.0 / 518_918_400.0,
-];
+/// (`|p| < 1`; the first omitted term is below 2^-68 of the first). The
+/// float32 form is `trig_f32::sinc_grad_f32`.
 const SINC_D64: [f64; 10] = [
     -0.3333333333333333,
     0.03333333333333333,
@@ -195,72 +189,55 @@ const SINC_D64: [f64; 10] = [
     3.9145882126782523e-19,
 ];
 
-/// `sin(pi x) / (pi x)`, 1 at 0 (the normalized sinc, as PyTorch's).
+fn sinc_f64(x: f64) -> f64 {
+    if x == 0.0 {
+        1.0
+    } else {
+        let p = std::f64::consts::PI * x;
+        p.sin() / p
+    }
+}
+
+fn sinc_grad_f64(x: f64) -> f64 {
+    let p = std::f64::consts::PI * x;
+    if p.abs() < 1.0 {
+        let mut q = SINC_D64[SINC_D64.len() - 1];
+        for c in SINC_D64.iter().rev().skip(1) {
+            q = q * (p * p) + c;
+        }
+        std::f64::consts::PI * p * q
+    } else {
+        (p * p.cos() - p.sin()) / (p * x)
+    }
+}
+
+/// `sin(pi x) / (pi x)`, 1 at 0 (the normalized sinc, as PyTorch's). The
+/// float32 sine is the vectorised one of `trig_f32`, in blocks of lanes.
 pub(crate) fn sinc(a: &Tensor) -> Result<Tensor> {
-    let out = map1(
-        a,
-        a.dtype().to_float(),
-        #[inline(always)]
-        |x: f32| {
-            if x == 0.0 {
-                1.0
-            } else {
-                let p = std::f32::consts::PI * x;
-                p.sin() / p
+    use crate::kernels::trig_f32 as t;
+    let out = trig(a, t::sinc_slice, t::sinc_f32, sinc_f64)?;
+    if needs_record(&[a]) {
+        record("SincBackward0", &[a], &out, saved![a], |c| {
+            let (g, x) = (c.grad()?, c.saved(0)?);
+            if can_fuse(g, x) {
+                // The derivative in lanes, then one product: a two-pass
+                // form whose sine and cosine vectorise beats one pass of
+                // scalar calls.
+                let d = trig(x, t::sinc_grad_slice, t::sinc_grad_f32, sinc_grad_f64)?;
+                return Ok(smallvec![Some(mul(g, &d)?)]);
             }
-        },
-        #[inline(always)]
-        |x: f64| {
-            if x == 0.0 {
-                1.0
-            } else {
-                let p = std::f64::consts::PI * x;
-                p.sin() / p
-            }
-        },
-        NO_INT,
-    )?;
-    // PyTorch's rule: (cos(pi x) - sinc(x)) / x, 0 at x = 0; in one pass as
-    // (p cos p - sin p) / (p x), p = pi x, when nothing records it.
-    rec1f(
-        a,
-        &out,
-        "SincBackward0",
-        false,
-        |x| {
+            // PyTorch's rule, in ops so it is differentiable again:
+            // (cos(pi x) - sinc(x)) / x, 0 at x = 0.
             let zero = compare::eq(x, &zero_like_dt(x))?;
             let safe = where_(&zero, &Tensor::scalar_of(1.0, x.dtype()), x)?;
-            let c = super::super::cos(&mul_f64(&safe, std::f64::consts::PI)?)?;
-            let d = div(&sub(&c, &sinc(&safe)?)?, &safe)?;
-            where_(&zero, &zero_like_dt(x), &d)
-        },
-        #[inline(always)]
-        |x: f32| {
-            use crate::kernels::trig_f32::{cos_f32, sin_f32};
-            let p = std::f32::consts::PI * x;
-            let small = std::f32::consts::PI * p * vm::poly_f32(p * p, &SINC_D32);
-            let big = p.mul_add(cos_f32(p), -sin_f32(p)) / (p * x);
-            if p.abs() < 1.0 {
-                small
-            } else {
-                big
-            }
-        },
-        #[inline(always)]
-        |x: f64| {
-            let p = std::f64::consts::PI * x;
-            let mut q = SINC_D64[SINC_D64.len() - 1];
-            for c in SINC_D64.iter().rev().skip(1) {
-                q = q * (p * p) + c;
-            }
-            let big = (p * p.cos() - p.sin()) / (p * x);
-            if p.abs() < 1.0 {
-                std::f64::consts::PI * p * q
-            } else {
-                big
-            }
-        },
-    );
+            let cp = super::super::cos(&mul_f64(&safe, std::f64::consts::PI)?)?;
+            let d = div(&sub(&cp, &sinc(&safe)?)?, &safe)?;
+            Ok(smallvec![Some(mul(
+                g,
+                &where_(&zero, &zero_like_dt(x), &d)?
+            )?)])
+        });
+    }
     Ok(out)
 }
 
