@@ -330,6 +330,7 @@ def test_low_precision_matches_float32(name):
         (F.hardsigmoid, "HardsigmoidBackward0"),
         (F.hardshrink, "HardshrinkBackward0"),
         (F.softshrink, "SoftshrinkBackward0"),
+        (F.softsign, "SoftsignBackward0"),
         (lambda x: F.threshold(x, 0.1, 2.0), "ThresholdBackward0"),
         (F.selu, "EluBackward0"),
         (F.celu, "EluBackward0"),
@@ -610,3 +611,41 @@ def test_unary_results_keep_a_dense_input_layout(name):
     assert x.grad.shape == x.shape
     # A strided slice (not dense) comes back row-major.
     assert getattr(fg, name)(x.detach()[:, ::2]).is_contiguous()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softsign_rounds_as_its_composition(dtype):
+    # One pass that rounds where x / (|x| + 1) does: bit for bit, also for
+    # huge, tiny, signed-zero, infinite and NaN inputs, contiguous or not.
+    rng = np.random.default_rng(7)
+    x = np.concatenate([
+        rng.standard_normal(5000) * 10.0 ** rng.integers(-30, 30, 5000),
+        [0.0, -0.0, np.inf, -np.inf, np.nan, np.finfo(dtype).max, np.finfo(dtype).tiny / 8],
+    ]).astype(dtype)
+    want = x / (np.abs(x) + dtype(1))
+    got = F.softsign(fg.from_numpy(x)).numpy()
+    np.testing.assert_array_equal(got.view(f"u{x.itemsize}"), want.view(f"u{x.itemsize}"))
+    m = x[:5000].reshape(50, 100)
+    got_t = F.softsign(fg.from_numpy(m).t()).numpy()
+    np.testing.assert_array_equal(got_t, (m / (np.abs(m) + dtype(1))).T)
+
+
+def test_softsign_other_dtypes_and_gradient():
+    # Integers divide to float; half precision rounds after each step.
+    i = fg.tensor([-3, 0, 4])
+    assert F.softsign(i).dtype == fg.float32
+    np.testing.assert_array_equal(F.softsign(i).numpy(), np.float32([-3, 0, 4]) / np.float32([4, 1, 5]))
+    h = fg.tensor([0.1, -2.7, 300.0], dtype=fg.float16)
+    hn = h.numpy()
+    np.testing.assert_array_equal(F.softsign(h).numpy(), hn / (np.abs(hn) + np.float16(1)))
+    # The gradient 1 / (1 + |x|)^2, finite for huge |x|, against finite
+    # differences in float64 to second order.
+    x = fg.tensor([-1e30, -3.0, -0.5, 0.25, 2.0, 1e300], dtype=fg.float64, requires_grad=True)
+    (g,) = fg.autograd.grad(F.softsign(x).sum(), x, create_graph=True)
+    xn = x.detach().numpy()
+    np.testing.assert_allclose(g.detach().numpy(), 1 / (1 + np.abs(xn)) ** 2, rtol=1e-15, atol=0)
+    (gg,) = fg.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), -2 * np.sign(xn) / (1 + np.abs(xn)) ** 3, rtol=1e-14, atol=0)
+    xs = fg.tensor([-1.3, 0.4, 2.2], dtype=fg.float64, requires_grad=True)
+    assert fg.autograd.gradcheck(F.softsign, (xs,))
+    assert fg.autograd.gradgradcheck(F.softsign, (xs,))

@@ -119,6 +119,7 @@ pub fn traits(name: &str) -> u8 {
         "SoftmaxBackward0" => SELF_ADJOINT,
         "SoftplusBackward0" => DIAGONAL | SELF_ADJOINT,
         "SoftshrinkBackward0" => DIAGONAL | SELF_ADJOINT,
+        "SoftsignBackward0" => DIAGONAL | SELF_ADJOINT,
         "SpecialErfcxBackward0" => DIAGONAL | SELF_ADJOINT,
         "SpecialI0EBackward0" => DIAGONAL | SELF_ADJOINT,
         "SpecialI1Backward0" => DIAGONAL | SELF_ADJOINT,

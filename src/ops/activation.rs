@@ -647,6 +647,44 @@ fn hs_gate64(x: f64) -> f64 {
     (if y > 6.0 { 6.0 } else { y }) / 6.0
 }
 
+/// `softsign(x) = x / (1 + |x|)`. float32 and float64 run one pass that
+/// rounds exactly where PyTorch's composition `x / (x.abs() + 1)` does (the
+/// sum, then the quotient), so the values agree bit for bit; other dtypes
+/// (integers divide to float, half precision rounds after each step) take
+/// that composition. The gradient is `g / (1 + |x|)^2`, divided twice so
+/// that a huge `|x|` gives 0 rather than overflowing.
+pub(crate) fn softsign(x: &Tensor) -> Result<Tensor> {
+    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+        return super::div(x, &add_scalar(&super::abs(x)?, Scalar::Int(1))?);
+    }
+    let out = act1(
+        x,
+        #[inline(always)]
+        |x| x / (x.abs() + 1.0),
+        #[inline(always)]
+        |x| x / (x.abs() + 1.0),
+    )?;
+    Ok(pointwise(
+        "SoftsignBackward0",
+        x,
+        out,
+        |g, x| {
+            let a = add_scalar(&super::abs(x)?, Scalar::Int(1))?;
+            super::div(&super::div(g, &a)?, &a)
+        },
+        #[inline(always)]
+        |g, x| {
+            let a = x.abs() + 1.0;
+            g / a / a
+        },
+        #[inline(always)]
+        |g, x| {
+            let a = x.abs() + 1.0;
+            g / a / a
+        },
+    ))
+}
+
 /// `hardswish(x) = x * relu6(x + 3) / 6`; gradient 0 up to -3, 1 from 3 on,
 /// `x / 3 + 1/2` strictly between, and 1 at a NaN (PyTorch's rule).
 pub(crate) fn hardswish(x: &Tensor) -> Result<Tensor> {

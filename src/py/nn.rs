@@ -146,6 +146,10 @@ activation0!(
     hardswish
 );
 activation0!(
+    /// Applies x / (1 + |x|).
+    softsign
+);
+activation0!(
     /// Applies relu6(x + 3) / 6.
     hardsigmoid
 );
@@ -515,6 +519,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mish, m)?)?;
     m.add_function(wrap_pyfunction!(logsigmoid, m)?)?;
     m.add_function(wrap_pyfunction!(hardswish, m)?)?;
+    m.add_function(wrap_pyfunction!(softsign, m)?)?;
     m.add_function(wrap_pyfunction!(hardsigmoid, m)?)?;
     m.add_function(wrap_pyfunction!(hardshrink, m)?)?;
     m.add_function(wrap_pyfunction!(softshrink, m)?)?;

@@ -59,7 +59,8 @@ _f("mish", "activation", "Applies x * tanh(softplus(x)) elementwise.", _refs.mis
    nodes={"MishBackward0": EW_WITH_NUMBER})
 _f("softplus", "activation", "Applies log(1 + exp(beta * x)) / beta elementwise (x itself above "
    "`threshold / beta`).", _refs.softplus, unary(), nodes={"SoftplusBackward0": EW_WITH_NUMBER})
-_f("softsign", "activation", "Applies x / (1 + |x|) elementwise.", _refs.softsign, unary(AWAY0))
+_f("softsign", "activation", "Applies x / (1 + |x|) elementwise.", _refs.softsign, unary(AWAY0),
+   nodes={"SoftsignBackward0": EW_WITH_NUMBER})
 _f("logsigmoid", "activation", "Applies log(sigmoid(x)) elementwise, without overflow.", _refs.logsigmoid, unary(),
    nodes={"LogSigmoidBackward0": EW_WITH_NUMBER})
 _f("hardswish", "activation", "Applies x * relu6(x + 3) / 6 elementwise.", _refs.hardswish,

@@ -225,7 +225,7 @@ def softsign(input: Tensor) -> Tensor:
         >>> F.softsign(torch.tensor([-3.0, 0.0, 1.0]))
         tensor([-0.7500,  0.0000,  0.5000])
     """
-    return input / (input.abs() + 1.0)
+    return _C.softsign(input)
 
 
 @tensor_args("input")
