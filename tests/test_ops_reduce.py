@@ -314,6 +314,39 @@ def test_cumsum(data):
     assert fg.tensor([True, True, False]).cumsum(0).tolist() == [1, 2, 2]
 
 
+@FEW
+@given(data=st.data(), dtype=st.sampled_from([np.float32, np.float64]), expanded=st.booleans())
+def test_cumsum_grad_is_the_reversed_running_sum(data, dtype, expanded):
+    # The gradient of cumsum is a running sum from the end of `dim`; its
+    # one-pass form adds in the order flip-cumsum-flip does, bit for bit,
+    # also for size-1 and empty dims and for an expanded incoming gradient.
+    shape = data.draw(op_shapes(min_dims=1, min_side=0))
+    dim = data.draw(st.integers(0, len(shape) - 1))
+    g = np.asarray(data.draw(values(shape)), dtype=dtype)
+    x = fg.zeros(shape, dtype=fg.float32 if dtype == np.float32 else fg.float64).requires_grad_()
+    gt = fg.tensor(g.reshape(-1)[:1]).reshape(()).expand(shape) if expanded and g.size else fg.from_numpy(g)
+    (got,) = fg.autograd.grad(x.cumsum(dim), x, grad_outputs=gt)
+    gn = gt.numpy()
+    want = np.flip(np.cumsum(np.flip(gn, dim), axis=dim, dtype=dtype), dim)
+    np.testing.assert_array_equal(got.numpy().view(f"u{g.itemsize}"), want.view(f"u{g.itemsize}"))
+
+
+@pytest.mark.parametrize("shape, dim", [((19, 1100), 1), ((19, 1100), 0), ((3, 40, 1500), 1), ((3, 40, 5), 2)])
+def test_cumsum_grad_on_blocks_of_rows(shape, dim):
+    # Row groups, tiles and column blocks of the scans, on one and two threads.
+    g = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    want = np.flip(np.cumsum(np.flip(g, dim), axis=dim, dtype=np.float32), dim)
+    before = fg.get_num_threads()
+    try:
+        for threads in (1, 2):
+            fg.set_num_threads(threads)
+            x = fg.zeros(shape).requires_grad_()
+            (got,) = fg.autograd.grad(x.cumsum(dim), x, grad_outputs=fg.from_numpy(g))
+            np.testing.assert_array_equal(got.numpy(), want)
+    finally:
+        fg.set_num_threads(before)
+
+
 def test_all_any_with_dims():
     x = fg.tensor([[True, False], [True, True]])
     assert x.all(1).tolist() == [False, True]

@@ -595,12 +595,14 @@ pub fn scan_rows<T: Element>(
 /// Running sums down the middle dimension of a contiguous `[outer, n,
 /// inner]` block (`cumsum` along a leading dimension): whole rows are added
 /// to the previous result row, so memory streams in order and the adds
-/// vectorise; each element's sum runs in `j` order, as the row scan's does.
+/// vectorise; each element's sum runs in `j` order, as the row scan's does
+/// (with `rev`, from `j = n - 1` down: the gradient of `cumsum`).
 pub fn scan_mid<T: crate::tensor::Arith>(
     data: &[T],
     outer: usize,
     n: usize,
     inner: usize,
+    rev: bool,
 ) -> Vec<T> {
     if outer == 0 || n == 0 || inner == 0 {
         // Empty, however large the other factors: no loop over them.
@@ -615,17 +617,20 @@ pub fn scan_mid<T: crate::tensor::Arith>(
             for u in lo..hi {
                 let (r, b) = (u / blocks, u % blocks);
                 let (c0, c1) = (b * COLS, ((b + 1) * COLS).min(inner));
-                for j in 0..n {
+                for step in 0..n {
+                    let j = if rev { n - 1 - step } else { step };
                     let at = (r * n + j) * inner;
                     let x = &data[at + c0..at + c1];
                     // SAFETY: unit `u` owns columns `c0..c1` of outer position `r`.
                     let dst =
                         unsafe { std::slice::from_raw_parts_mut(o.get().add(at + c0), c1 - c0) };
-                    if j == 0 {
+                    if step == 0 {
                         dst.copy_from_slice(x);
                     } else {
+                        // The row written just before: `j - 1`, or `j + 1` in reverse.
+                        let before = if rev { at + inner } else { at - inner };
                         let prev = unsafe {
-                            std::slice::from_raw_parts(o.get().add(at - inner + c0), c1 - c0)
+                            std::slice::from_raw_parts(o.get().add(before + c0), c1 - c0)
                         };
                         add_rows(dst, prev, x);
                     }
@@ -670,13 +675,17 @@ mod tests {
             .collect();
         for t in [1, 2] {
             crate::kernels::parallel::set_num_threads(t).unwrap();
-            let got = scan_mid(&x, outer, n, inner);
+            let got = scan_mid(&x, outer, n, inner, false);
+            let back = scan_mid(&x, outer, n, inner, true);
             for o in 0..outer {
                 for col in (0..inner).step_by(97) {
-                    let mut acc = 0f32;
+                    let (mut acc, mut rev) = (0f32, 0f32);
                     for j in 0..n {
                         acc += x[(o * n + j) * inner + col];
                         assert_eq!(got[(o * n + j) * inner + col].to_bits(), acc.to_bits());
+                        let k = n - 1 - j;
+                        rev += x[(o * n + k) * inner + col];
+                        assert_eq!(back[(o * n + k) * inner + col].to_bits(), rev.to_bits());
                     }
                 }
             }

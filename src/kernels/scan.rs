@@ -220,9 +220,10 @@ fn fma_rows<T: Arith>(acc: &mut [T], g: &[T], x: &[T]) {
     }
 }
 
-/// The running sum along each contiguous row of `n` (from zero, in order).
-pub fn cumsum_rows<T: Arith>(data: &[T], rows: usize, n: usize) -> Vec<T> {
-    fold_rows(data, rows, n, false, T::zero(), |a, x| a.add(x))
+/// The running sum along each contiguous row of `n` (from zero, in order;
+/// with `rev` from the end of the row, the gradient of `cumsum`).
+pub fn cumsum_rows<T: Arith>(data: &[T], rows: usize, n: usize, rev: bool) -> Vec<T> {
+    fold_rows(data, rows, n, rev, T::zero(), |a, x| a.add(x))
 }
 
 /// Rows scanned together: each row's running value is a chain of dependent
@@ -578,7 +579,7 @@ mod tests {
             for t in [1, 2] {
                 crate::kernels::parallel::set_num_threads(t).unwrap();
                 let p = cumprod(&x, outer, n, inner);
-                let sums = cumsum_rows(&x, outer, n);
+                let sums = cumsum_rows(&x, outer, n, false);
                 let (v, ix) = cum_extreme(&x, outer, n, inner, true);
                 for o in 0..outer {
                     for c in 0..inner {

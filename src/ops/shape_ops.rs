@@ -532,7 +532,7 @@ pub(crate) fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
         let (rows, n) = (shape[..d].iter().product(), shape[d]);
         crate::dispatch!(v.dtype(), T => {
             let data = v.as_slice::<T>().unwrap_or(&[]);
-            Tensor::from_vec(crate::kernels::scan::cumsum_rows(data, rows, n), shape.clone())
+            Tensor::from_vec(crate::kernels::scan::cumsum_rows(data, rows, n, false), shape.clone())
         })
     } else if inner > 1 && src.is_contiguous() {
         // A leading dimension: whole rows added down it, no transposes.
@@ -540,7 +540,7 @@ pub(crate) fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
         let (outer, n) = (shape[..d].iter().product(), shape[d]);
         crate::dispatch!(v.dtype(), T => {
             let data = v.as_slice::<T>().unwrap_or(&[]);
-            Tensor::from_vec(crate::kernels::index::scan_mid(data, outer, n, inner), shape.clone())
+            Tensor::from_vec(crate::kernels::index::scan_mid(data, outer, n, inner, false), shape.clone())
         })
     } else {
         let mut mask: SmallVec<[bool; 4]> = SmallVec::from_elem(false, shape.len());
@@ -573,6 +573,9 @@ pub(crate) fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
     if needs_record(&[t]) {
         record("CumsumBackward0", &[t], &out, saved![], move |c| {
             let g = c.grad()?;
+            if let Some(r) = reversed_cumsum(g, d) {
+                return Ok(smallvec![Some(r)]);
+            }
             let dd = [d as i64];
             Ok(smallvec![Some(flip(
                 &cumsum(&flip(g, &dd)?, d as i64)?,
@@ -581,6 +584,38 @@ pub(crate) fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
         });
     }
     Ok(out)
+}
+
+/// `flip(cumsum(flip(g, d), d), d)` in one reversed scan (the same
+/// additions in the same order), for a float32/float64 gradient when
+/// nothing records the backward; `None` otherwise.
+fn reversed_cumsum(g: &Tensor, d: usize) -> Option<Tensor> {
+    if crate::autograd::is_grad_enabled()
+        || !matches!(g.dtype(), DType::F32 | DType::F64)
+        || g.ndim() == 0
+        || g.numel() == 0
+    {
+        return None;
+    }
+    // An expanded gradient (from a sum) is made dense once.
+    let g = if g.is_contiguous() {
+        g.clone()
+    } else {
+        super::clone_data(g)
+    };
+    let shape = g.shape();
+    let (outer, n): (usize, usize) = (shape[..d].iter().product(), shape[d]);
+    let inner: usize = shape[d + 1..].iter().product();
+    let v = g.view();
+    Some(crate::dispatch_float!(v.dtype(), T => {
+        let data = v.as_slice::<T>()?;
+        let r = if inner == 1 {
+            crate::kernels::scan::cumsum_rows(data, outer, n, true)
+        } else {
+            crate::kernels::index::scan_mid(data, outer, n, inner, true)
+        };
+        Tensor::from_vec(r, shape.clone())
+    }))
 }
 
 /// The shape `broadcast_to`/`expand` aim at, with `-1` keeping a size.
