@@ -80,6 +80,7 @@ OPS = {
     "RepeatBackward0": lambda: X().repeat(2, 1),
     "RepeatBackward0 (new leading dims)": lambda: X().repeat(2, 2, 1),
     "IndexSelectBackward0": lambda: X().index_select(1, fg.tensor([0, 2])),
+    "TakeBackward0": lambda: fg.take(X(), fg.tensor([[0, -1], [4, 4]])),
     "IndexBackward0": lambda: X()[fg.tensor([0, 1, 1])],
     "IndexBackward0 (mask)": lambda: (lambda x: x[x > 0])(X()),
     "DiagonalBackward0": lambda: X().diagonal(),

@@ -251,6 +251,37 @@ def test_put_and_take():
         src.take(fg.tensor([0.0]))
 
 
+def test_take_layouts_dtypes_and_edges():
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((64, 300)).astype(np.float32)
+    idx = rng.integers(-a.size, a.size, (70, 90))
+    # A transposed input is read in its logical (row-major) order.
+    np.testing.assert_array_equal(fg.take(T(a).t(), T(idx)).numpy(), a.T.reshape(-1)[idx])
+    np.testing.assert_array_equal(fg.take(T(a), T(idx).t()).numpy(), a.reshape(-1)[idx.T])
+    for dt in (fg.int64, fg.bool, fg.float64, fg.float16):
+        got = fg.take(T(a).to(dt), T(idx))
+        assert got.dtype == dt
+        np.testing.assert_array_equal(got.numpy(), T(a).to(dt).numpy().reshape(-1)[idx])
+    # A 0-d input, an empty index, and any index into an empty input.
+    assert fg.take(fg.tensor(2.5), fg.tensor([0, -1, 0])).tolist() == [2.5, 2.5, 2.5]
+    assert fg.take(T(a), fg.zeros(0, 3, dtype=fg.int64)).shape == (0, 3)
+    assert fg.take(fg.zeros(0), fg.zeros(0, dtype=fg.int64)).shape == (0,)
+    with pytest.raises(IndexError, match="tried to access index 0 on a tensor of 0 elements"):
+        fg.take(fg.zeros(0), fg.tensor([0]))
+    # The first bad index is named, and nothing is changed by the failure.
+    bad = idx.copy()
+    bad[3, 4], bad[50, 1] = a.size + 5, -a.size - 9
+    with pytest.raises(IndexError, match=f"tried to access index {a.size + 5} on a tensor of"):
+        fg.take(T(a), T(bad))
+    # Repeated picks add their gradients.
+    x = T(a).requires_grad_()
+    picks = fg.tensor([[1, 1, -1], [1, 2, 19199]])
+    fg.take(x, picks).backward(fg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    g = x.grad.reshape(-1)
+    assert g[1].item() == 7.0 and g[2].item() == 5.0 and g[-1].item() == 9.0
+    assert float(g.abs().sum()) == 21.0
+
+
 @FEW
 @given(op_shapes(min_dims=1, max_dims=3, min_side=1), st.data())
 def test_take_and_take_along_dim_grads(shape, data):

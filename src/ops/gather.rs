@@ -306,13 +306,23 @@ pub(crate) fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<T
     let x = as_nd(input)?;
     let k = index.numel();
     let size = x.shape()[d];
-    let idx = index.to_vec::<i64>();
-    for &i in &idx {
-        if i < 0 || i as usize >= size {
-            return Err(Error::index(format!(
-                "index out of range in self (index {i} for dimension {d} with size {size})"
-            )));
-        }
+    // The index is read in place, its range found by a min/max pass that
+    // vectorises; only a failing index is searched for its first bad entry.
+    let ic = index.contiguous_data();
+    let iv = ic.view();
+    let idx = iv.as_slice::<i64>().unwrap_or(&[]);
+    let (lo, hi) = idx
+        .iter()
+        .fold((0i64, 0i64), |(lo, hi), &i| (lo.min(i), hi.max(i)));
+    if !idx.is_empty() && (lo < 0 || hi >= size as i64) {
+        let i = idx
+            .iter()
+            .copied()
+            .find(|&i| i < 0 || i >= size as i64)
+            .unwrap_or(hi);
+        return Err(Error::index(format!(
+            "index out of range in self (index {i} for dimension {d} with size {size})"
+        )));
     }
     let nd_shape = x.shape();
     let (outer, inner) = around(&nd_shape, d);
@@ -325,13 +335,13 @@ pub(crate) fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<T
         let v = xc.view();
         crate::dispatch!(v.dtype(), T => {
             let src = v.as_slice::<T>().unwrap_or(&[]);
-            let data = index_select_rows::<T>(src, outer, size, inner, &idx);
+            let data = index_select_rows::<T>(src, outer, size, inner, idx);
             let shape = if xshape.is_empty() && k == 1 { Shape::new() } else { out_shape.clone() };
             Tensor::from_vec(data, shape)
         })
     };
     if needs_record(&[input]) {
-        let index = Tensor::from_vec(idx, smallvec![k]);
+        let index = Tensor::from_vec(idx.to_vec(), smallvec![k]);
         // index_add is index_select's adjoint: repeated picks add up.
         record(
             "IndexSelectBackward0",
@@ -350,6 +360,56 @@ pub(crate) fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<T
 }
 
 /// Products of the sizes before and after dimension `d`.
+/// `take(input, index)`: the elements of `input` seen as 1-D at `index`
+/// (negative counts from the end), in `index`'s shape. One pass over the
+/// index finds its range (a vectorised min/max); only an index holding a
+/// negative entry is copied, to wrap it. Recorded as PyTorch's
+/// `TakeBackward0`: the gradient adds the incoming values at the picked
+/// positions of zeros (repeated picks add up), differentiable again.
+pub(crate) fn take(input: &Tensor, index: &Tensor) -> Result<Tensor> {
+    check_index_dtype(index, "take")?;
+    let n = input.numel();
+    let ic = index.contiguous_data();
+    let iv = ic.view();
+    let raw = iv.as_slice::<i64>().unwrap_or(&[]);
+    let (lo, hi) = raw
+        .iter()
+        .fold((0i64, 0i64), |(lo, hi), &i| (lo.min(i), hi.max(i)));
+    if !raw.is_empty() && (hi >= n as i64 || lo < -(n as i64)) {
+        let bad = raw.iter().find(|&&i| i >= n as i64 || i < -(n as i64));
+        return Err(Error::index(format!(
+            "out of range: tried to access index {} on a tensor of {n} elements.",
+            bad.copied().unwrap_or(hi)
+        )));
+    }
+    let wrapped: Option<Vec<i64>> = (lo < 0).then(|| {
+        raw.iter()
+            .map(|&i| if i < 0 { i + n as i64 } else { i })
+            .collect()
+    });
+    let idx: &[i64] = wrapped.as_deref().unwrap_or(raw);
+    let out = {
+        let xc = input.contiguous_data();
+        let v = xc.view();
+        crate::dispatch!(v.dtype(), T => {
+            let src = v.as_slice::<T>().unwrap_or(&[]);
+            Tensor::from_vec(index_select_rows::<T>(src, 1, n, 1, idx), index.shape())
+        })
+    };
+    if needs_record(&[input]) {
+        let flat = Tensor::from_vec(idx.to_vec(), smallvec![idx.len()]);
+        let xshape = input.shape();
+        record("TakeBackward0", &[input], &out, saved![&flat], move |c| {
+            let g = c.grad()?;
+            let g = reshape(g, &[g.numel()])?;
+            let zeros = Tensor::zeros(smallvec![numel(&xshape)], g.dtype());
+            let gx = index_add(&zeros, 0, c.saved(0)?, &g)?;
+            Ok(smallvec![Some(reshape(&gx, &xshape)?)])
+        });
+    }
+    Ok(out)
+}
+
 fn around(shape: &[usize], d: usize) -> (usize, usize) {
     (shape[..d].iter().product(), shape[d + 1..].iter().product())
 }

@@ -112,6 +112,20 @@ fn index_key(ts: &[&crate::tensor::Tensor]) -> Vec<ops::IndexItem> {
         .collect()
 }
 
+/// `take(input, index)` (the index's dtype checked): one pass over the
+/// index for its range and the picks.
+#[pyfunction]
+fn _take(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    index: &Bound<'_, PyTensor>,
+) -> PyResult<Py<PyAny>> {
+    let (x, i) = (t_of(input), t_of(index));
+    run_op(py, i.numel(), "take", &[x, i], &[], move |t, _| {
+        ops::take(t[0], t[1])
+    })
+}
+
 /// `index_put(input, indices, values, accumulate)` (arguments checked).
 #[pyfunction]
 fn _index_put(
@@ -220,6 +234,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_index_add, m)?)?;
     m.add_function(wrap_pyfunction!(_addmm, m)?)?;
     m.add_function(wrap_pyfunction!(_index_put, m)?)?;
+    m.add_function(wrap_pyfunction!(_take, m)?)?;
     m.add_function(wrap_pyfunction!(_index_put_, m)?)?;
     m.add_function(wrap_pyfunction!(_index_copy, m)?)?;
     m.add_function(wrap_pyfunction!(_diag_embed, m)?)?;

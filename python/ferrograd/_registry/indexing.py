@@ -92,7 +92,7 @@ _i("masked_select", "The elements of `input` where `mask` is True, as a 1-D tens
    refuse={VMAP: "its result's size depends on the mask's values, which differ per sample"})
 _i("take", "The elements of `input` seen as 1-D at `index` (same shape as `index`).",
    lambda x, i: np.take(x.reshape(-1), i), fixed(T((2, 3)), T((2, 2), domain=ints(0, 6), dtype="int64")),
-   bench=fixed(M, FLAT_PICKS))
+   nodes={"TakeBackward0": ()}, bench=fixed(M, FLAT_PICKS))
 _i("take_along_dim", "Entries of `input` picked along `dim` by `indices` (broadcast).",
    lambda x, i, dim: np.take_along_axis(x, i, axis=dim),
    fixed(T((3, 3)), T((3, 2), domain=ints(0, 3), dtype="int64"), 1),

@@ -227,8 +227,12 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     _check("take", index, "index", 2)
     if index.dtype != _C.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {index.dtype}")
-    idx = _flat_index("take", input, index)
-    return input.reshape(-1).index_select(0, idx.reshape(-1)).reshape(tuple(index.shape))
+    if _vmap_level(input, index)[0]:
+        # Under vmap each sample is flattened on its own: the composition's
+        # ops carry the batch dimension through.
+        idx = _flat_index("take", input, index)
+        return input.reshape(-1).index_select(0, idx.reshape(-1)).reshape(tuple(index.shape))
+    return _C._take(input, index)
 
 
 @_replayed("put")
