@@ -206,7 +206,7 @@ def check_async(rank, world):
 
 def check_gil_released(rank, world):
     # The tensor's own memory is what MPI is handed (no copy through Python objects).
-    from ferrograd.distributed.distributed_c10d import _Buf
+    from ferrograd.distributed._buffers import _Buf
 
     t = torch.zeros(1000)
     assert np.shares_memory(_Buf(t).arr, t.numpy())

@@ -15,8 +15,9 @@
 use super::vmath::{isa, Isa};
 use crate::tensor::Element;
 
-/// Folds rows `1..n` of the `[n, stride]` block starting at `data` into
-/// `v` (columns `0..v.len()` of each row), `v` holding row 0 on entry.
+/// Folds rows `0..n` of the `[n, stride]` block starting at `data` into
+/// `v` (columns `0..v.len()` of each row), storing row 0 before reading `v`,
+/// so `v` may hold anything on entry.
 /// Returns `Some(true)` when done, `Some(false)` when a NaN was seen (then
 /// `v` is unspecified), `None` when this CPU or element type has no fast
 /// path. Only whole groups of lanes are folded: the caller finishes the
@@ -104,8 +105,11 @@ mod avx2 {
                 let full = w / $lane * $lane;
                 let mut nan = $zero();
                 let mut i = 0;
+                // Row 0 is copied and checked for NaN in one pass.
                 while i < full {
-                    $store(v.add(i), $load(data.add(i)));
+                    let r = $load(data.add(i));
+                    nan = $or(nan, $cmp(r, r, _CMP_UNORD_Q));
+                    $store(v.add(i), r);
                     i += $lane;
                 }
                 let mut j = 1;
@@ -135,13 +139,6 @@ mod avx2 {
                         i += $lane;
                     }
                     j += 1;
-                }
-                // Row 0 was never compared with itself.
-                let mut i = 0;
-                while i < full {
-                    let r = $load(data.add(i));
-                    nan = $or(nan, $cmp(r, r, _CMP_UNORD_Q));
-                    i += $lane;
                 }
                 $mask(nan) == 0
             }

@@ -3,7 +3,7 @@
 
 use std::f64::consts::FRAC_1_SQRT_2;
 
-use super::vmath::{clenshaw, estrin, exp_f64_pair, int_to_f64, ln_f64};
+use super::vmath::{clenshaw, estrin, exp_f64_pair, ln_f64, log_reduce, LN2_HI, LN2_LO};
 
 /// (1 + 2x) erfcx(x) on x >= 0 in t = (x - 3) / (x + 3): a Chebyshev series
 /// (Schonfelder's mapping of the half line; `tools/chebyshev_tables.py`).
@@ -164,13 +164,12 @@ const AS241_F: [f64; 8] = [
 ];
 
 /// ln(u) for 0 < u <= 1/2 (subnormals included), within about an ulp, for
-/// `ndtri`'s tails: k ln2 + 2 atanh(f / (2 + f)) with u = 2^k (1 + f). No
+/// `ndtri`'s tails: k ln2 + 2 atanh(f / (2 + f)) with u = 2^k (1 + f)
+/// (`vmath::log_reduce`, shared with `ln_f64` and `pow_f64`). No
 /// pair arithmetic as in `ln_f64`: below 1/2 the two terms share a sign and
 /// nothing cancels. Anything else gives an unspecified value.
 #[inline(always)]
 fn ln_half(u: f64) -> f64 {
-    const LN2_HI: f64 = 0.693_147_180_369_123_8;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     // 2 / (2j + 1) for j = 1..=10: with |s| <= 0.1716 the first term left
     // out is below 2^-60 of the result.
     const Q: [f64; 10] = [
@@ -185,18 +184,7 @@ fn ln_half(u: f64) -> f64 {
         2.0 / 19.0,
         2.0 / 21.0,
     ];
-    let tiny = u < f64::MIN_POSITIVE;
-    let u = if tiny {
-        u * 18_446_744_073_709_551_616.0
-    } else {
-        u
-    };
-    // u = 2^k m with m in [sqrt(1/2), sqrt(2)).
-    const OFF: u64 = 0x3FE6_A09E_667F_3BCD;
-    let k = (u.to_bits().wrapping_sub(OFF) as i64) >> 52;
-    let m = f64::from_bits(u.to_bits().wrapping_sub((k as u64) << 52));
-    let k = int_to_f64(k) - if tiny { 64.0 } else { 0.0 };
-    let f = m - 1.0;
+    let (k, f) = log_reduce(u);
     let s = f / (2.0 + f);
     let s2 = s * s;
     let q = estrin(s2, &Q);

@@ -535,29 +535,32 @@ pub fn extreme_mid_values<T: Element>(
         .div_ceil(super::parallel::get_num_threads().max(1))
         .next_multiple_of(64);
     let cols = cap.min(split).max(64).min(inner.max(1));
-    let mut vals = crate::error::filled_vec(outer * inner, T::zero());
     let blocks = inner.div_ceil(cols);
-    let vp = SendPtr(vals.as_mut_ptr());
-    super::copy::par_units(outer * blocks, n * cols, |lo, hi| {
-        let mut spare = vec![T::zero(); cols];
-        for u in lo..hi {
-            let (o, b) = (u / blocks, u % blocks);
-            let (c0, c1) = (b * cols, ((b + 1) * cols).min(inner));
-            // SAFETY: unit `u` owns columns `c0..c1` of outer position `o`.
-            let v =
-                unsafe { std::slice::from_raw_parts_mut(vp.get().add(o * inner + c0), c1 - c0) };
-            let block = &data[o * n * inner + c0..];
-            let done = match super::extreme_rows::fold_rows(v, block, n, inner, is_max) {
-                // NaN seen: the exact path decides which NaN is kept.
-                Some(false) | None => 0,
-                Some(true) => super::extreme_rows::lanes::<T>(c1 - c0),
-            };
-            if done < v.len() {
-                exact_mid_block(&mut v[done..], &mut spare, &block[done..], n, inner, is_max);
+    build_vec(outer * inner, |vals| {
+        let vp = SendPtr(vals.as_mut_ptr() as *mut T);
+        super::copy::par_units(outer * blocks, n * cols, |lo, hi| {
+            let mut spare = vec![T::zero(); cols];
+            for u in lo..hi {
+                let (o, b) = (u / blocks, u % blocks);
+                let (c0, c1) = (b * cols, ((b + 1) * cols).min(inner));
+                // SAFETY: unit `u` owns columns `c0..c1` of outer position `o`;
+                // both paths below store row 0 into a column before reading it,
+                // and together they write every column of the block.
+                let v = unsafe {
+                    std::slice::from_raw_parts_mut(vp.get().add(o * inner + c0), c1 - c0)
+                };
+                let block = &data[o * n * inner + c0..];
+                let done = match super::extreme_rows::fold_rows(v, block, n, inner, is_max) {
+                    // NaN seen: the exact path decides which NaN is kept.
+                    Some(false) | None => 0,
+                    Some(true) => super::extreme_rows::lanes::<T>(c1 - c0),
+                };
+                if done < v.len() {
+                    exact_mid_block(&mut v[done..], &mut spare, &block[done..], n, inner, is_max);
+                }
             }
-        }
-    });
-    vals
+        });
+    })
 }
 
 /// The exact fold of rows `0..n` (`stride` apart in `rows`) into `v`: a

@@ -41,7 +41,7 @@ mod rem;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use core::{clenshaw, int_to_f64};
+pub(crate) use core::clenshaw;
 pub(crate) use erf::{erf_f32, erfc_f32, erfinv_f32};
 pub(crate) use explog::{acosh_f32, asinh_f32, cosh_f32, expm1_f32, sinh_f32};
 pub(crate) use explog32::{
@@ -51,7 +51,9 @@ pub(crate) use explog32::{
 pub(crate) use gamma::{digamma_f32, lgamma_f32, trigamma_f32};
 pub(crate) use invtrig::{acos_f32, asin_f32, atan2_f32, atan_f32};
 pub(crate) use pow::pow_f32;
-pub(crate) use pow64::{estrin, exp_f64, exp_f64_pair, ln_f64, pow_f64};
+pub(crate) use pow64::{
+    estrin, exp_f64, exp_f64_pair, ln_f64, log_reduce, pow_f64, LN2_HI, LN2_LO,
+};
 pub(crate) use rem::{fmod_f32, fmod_needs_libm};
 
 use std::mem::MaybeUninit;

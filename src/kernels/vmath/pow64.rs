@@ -20,8 +20,8 @@ const SHIFT: f64 = 6_755_399_441_055_744.0;
 const TWO52: f64 = 4_503_599_627_370_496.0;
 
 // ln 2 split so that n * LN2_HI is exact for |n| < 2^11.
-const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+pub(crate) const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+pub(crate) const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
 
 /// 2/3 as a pair: `C3_HI + C3_LO` is within 2^-110 of it.
 const C3_HI: f64 = 2.0 / 3.0;
@@ -101,11 +101,11 @@ fn pow2(k: i64) -> f64 {
     f64::from_bits((k.wrapping_add(1023) as u64) << 52)
 }
 
-/// `ln(u)` as a pair `(hi, lo)` for a positive finite `u` (subnormals
-/// included), relative error about 2^-64; anything else gives an
-/// unspecified pair that the caller replaces.
+/// The logarithms' argument reduction: `(k, f)` with `u = 2^k (1 + f)`,
+/// `1 + f` in `[sqrt(1/2), sqrt(2))` and `f` exact, for a positive finite
+/// `u` (subnormals included); anything else gives an unspecified pair.
 #[inline(always)]
-fn log_pair(u: f64) -> (f64, f64) {
+pub(crate) fn log_reduce(u: f64) -> (f64, f64) {
     // Subnormals scaled into the normal range first.
     let tiny = u < f64::MIN_POSITIVE;
     let u = crate::kernels::pick(tiny, u * 18_446_744_073_709_551_616.0, u);
@@ -115,7 +115,15 @@ fn log_pair(u: f64) -> (f64, f64) {
     let k = (tmp as i64) >> 52;
     let m = f64::from_bits(u.to_bits().wrapping_sub((k as u64) << 52));
     let k = int_to_f64(k) - crate::kernels::pick(tiny, 64.0, 0.0);
-    let f = m - 1.0;
+    (k, m - 1.0)
+}
+
+/// `ln(u)` as a pair `(hi, lo)` for a positive finite `u` (subnormals
+/// included), relative error about 2^-64; anything else gives an
+/// unspecified pair that the caller replaces.
+#[inline(always)]
+fn log_pair(u: f64) -> (f64, f64) {
+    let (k, f) = log_reduce(u);
     // s = f / (2 + f) as a pair: the denominator's own rounding error `dl`
     // and the quotient's residual go into `sl`.
     let dh = 2.0 + f;

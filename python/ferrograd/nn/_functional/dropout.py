@@ -12,6 +12,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 from ... import _C
+from ..._dispatch import check_tensor as _check_tensor
 from ..._inplace import apply_inplace
 from ._args import tensor_args
 
@@ -24,6 +25,7 @@ __all__ = [
     "dropout3d",
     "alpha_dropout",
     "feature_alpha_dropout",
+    "dropout",
 ]
 
 # SELU's alpha * scale: alpha dropout sets dropped units to -_ALPHA, SELU's
@@ -277,3 +279,50 @@ def feature_alpha_dropout(
     """
     _check_p(p)
     return _dropout_impl(input, p, training, inplace, True, True)
+
+
+def _inplace(input, result):
+    # PyTorch's inplace=True writes into the input; out of place, then copied in.
+    return input.copy_(result)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Dropout: while training, zeroes each element independently with probability ``p`` and
+    scales the others by ``1 / (1 - p)``, so the expected value is unchanged.
+
+    With ``training=False`` it returns ``input`` itself. The mask is drawn with
+    ``bernoulli_(1 - p)`` from the global generator (seed it with
+    ``torch.manual_seed``).
+
+    Args:
+        input (Tensor): the input, of any shape.
+        p (float): the probability of zeroing an element, in ``[0, 1]``. Default: ``0.5``.
+        training (bool): apply dropout; ``False`` is the identity. Default: ``True``.
+        inplace (bool): write the result into ``input`` and return it. Default: ``False``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Raises:
+        ValueError: if ``p`` is outside ``[0, 1]``.
+
+    Note:
+        PyTorch draws the mask through MKL on Intel CPUs; ferrograd always takes the
+        generic mt19937 path, so a seeded mask matches PyTorch's on other CPUs.
+
+    Example::
+
+        >>> x = torch.ones(8)
+        >>> y = F.dropout(x, p=0.5)
+        >>> sorted(set(y.tolist()))
+        [0.0, 2.0]
+        >>> F.dropout(x, p=0.5, training=False) is x
+        True
+    """
+    if not training:
+        _check_tensor("dropout", input)
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        return input
+    out = _C.dropout(input, p, training)
+    return _inplace(input, out) if inplace and out is not input else out

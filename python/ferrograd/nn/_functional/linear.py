@@ -1,17 +1,18 @@
-"""``F.bilinear``, composed from differentiable ops (a GEMM, a product and a
+"""``F.linear``, one Rust op, and ``F.bilinear``, composed from differentiable ops (a GEMM, a product and a
 sum), so its gradients of every order come from theirs."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ... import _C
 from ..._dispatch import check_tensor as _check_tensor
 from ..._dispatch import is_batched as _is_batched
 
 if TYPE_CHECKING:
     from ..._C import Tensor
 
-__all__ = ["bilinear"]
+__all__ = ["bilinear", "linear"]
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -80,3 +81,29 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     if bias is not None:
         y = y + bias
     return y.reshape(*lead, out)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """Affine map of the last dimension: ``input @ weight.T + bias``.
+
+    Args:
+        input (Tensor): ``(*, in_features)``, any number of leading dimensions.
+        weight (Tensor): ``(out_features, in_features)`` or ``(in_features,)``.
+        bias (Tensor, optional): ``(out_features,)`` or ``()``. Default: ``None``.
+
+    Shape:
+        - Input: ``(*, in_features)``.
+        - Output: ``(*, out_features)`` (``(*)`` for a 1-d ``weight``).
+
+    Returns:
+        Tensor: the transformed input.
+
+    Example::
+
+        >>> x = torch.ones(2, 3)
+        >>> w = torch.arange(12.0).reshape(4, 3)
+        >>> F.linear(x, w, torch.zeros(4))
+        tensor([[ 3., 12., 21., 30.],
+                [ 3., 12., 21., 30.]])
+    """
+    return _C.linear(input, weight, bias)

@@ -1,11 +1,14 @@
 """Losses PyTorch writes as composites (KL divergence, Poisson and Gaussian
 negative log-likelihood), built here from the same differentiable ops so
-first- and second-order gradients follow; and the reduction arguments the
-losses here share."""
+first- and second-order gradients follow; and the reduction arguments and
+target checks every loss shares."""
 
 from __future__ import annotations
 
 import math
+import os
+import sys
+import warnings
 from typing import TYPE_CHECKING
 
 from ... import _C, _dispatch
@@ -26,12 +29,50 @@ __all__ = [
 
 def _reduction(size_average, reduce, reduction):
     if size_average is not None or reduce is not None:
-        size_average = True if size_average is None else size_average
-        reduce = True if reduce is None else reduce
-        if not reduce:
-            return "none"
-        return "mean" if size_average else "sum"
+        return _legacy_reduction(size_average, reduce)
     return reduction
+
+
+def _legacy_reduction(size_average, reduce):
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _shape_of(t):
+    return getattr(t, "shape", None)
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that names the caller's first frame outside ferrograd, for a
+    warning raised by the function calling this (wrappers such as autocast's add frames)."""
+    pkg = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(pkg):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _warn_target_size(input, target):
+    # A target that broadcasts against the input computes something else than
+    # the user meant ((4, 1) against (4,) is a (4, 4) difference): PyTorch warns.
+    si, st = _shape_of(input), _shape_of(target)
+    if si is not None and st is not None and tuple(si) != tuple(st):
+        warnings.warn(
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
+
+
+def _scalar_type(dtype):
+    return {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}.get(
+        str(dtype).rsplit(".", 1)[-1], str(dtype)
+    )
 
 
 def _reduce(x, reduction):

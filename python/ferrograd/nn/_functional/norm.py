@@ -26,6 +26,7 @@ __all__ = [
     "group_norm",
     "rms_norm",
     "local_response_norm",
+    "normalize",
 ]
 
 
@@ -448,3 +449,28 @@ def cross_map_lrn2d(input, size, alpha=1e-4, beta=0.75, k=1):
     sq = (input * input).movedim(1, -1)
     scale = _C.matmul(sq, window).movedim(-1, 1) * (alpha / size) + k
     return input * scale.pow(-beta)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input`` divided by its ``p``-norm along ``dim``: ``v / max(||v||_p, eps)``.
+
+    The ``eps`` floor keeps an all-zero slice at zero instead of NaN; there the
+    gradient is ``1 / eps`` times the incoming one, as in PyTorch.
+
+    Args:
+        input (Tensor): the input, of any shape.
+        p (float): the exponent of the norm. Default: ``2.0``.
+        dim (int or tuple of ints): the dimension(s) to normalise over. Default: ``1``.
+        eps (float): the smallest norm divided by. Default: ``1e-12``.
+
+    Returns:
+        Tensor: the same shape as ``input``.
+
+    Example::
+
+        >>> F.normalize(torch.tensor([[3.0, 4.0], [0.0, 0.0]]), dim=1)
+        tensor([[0.6000, 0.8000],
+                [0.0000, 0.0000]])
+    """
+    denom = input.norm(p, dim, keepdim=True).clamp(min=eps)
+    return input / denom

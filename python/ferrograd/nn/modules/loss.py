@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import functional as F
+from .._functional.loss import _legacy_reduction
 from .module import Module
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ class _Loss(Module):
     ) -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
-            reduction = F._legacy_reduction(size_average, reduce)
+            reduction = _legacy_reduction(size_average, reduce)
         self.reduction = reduction
 
 

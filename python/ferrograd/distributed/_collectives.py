@@ -1,0 +1,319 @@
+"""The collectives (``barrier``, ``all_reduce``, ``broadcast``, the gathers, scatters and
+reduce-scatters) and the translation of ``ReduceOp`` to MPI's operations."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._agreement import _agree, _local, _meta
+from ._buffers import _Buf, _check_tensor, _np
+from ._work import _run
+from .distributed_c10d import ReduceOp, _check_group, _mpi
+
+
+def _bool_as_bytes(arr, op):
+    """MPI defines no MIN/MAX on C bool: reduce bools as bytes, SUM as logical or and
+    PRODUCT as logical and (as PyTorch's NCCL backend does)."""
+    if arr is None or arr.dtype != np.bool_:
+        return arr, op
+    op = {ReduceOp.SUM: ReduceOp.MAX, ReduceOp.PRODUCT: ReduceOp.MIN}.get(op, op)
+    return arr.view(np.uint8), op
+
+
+_OPS = {
+    ReduceOp.SUM: "SUM",
+    ReduceOp.AVG: "SUM",
+    ReduceOp.PRODUCT: "PROD",
+    ReduceOp.MIN: "MIN",
+    ReduceOp.MAX: "MAX",
+}
+
+
+def _check_op(op, t):
+    if op not in _OPS:
+        raise ValueError(f"unknown reduce op {op!r}; use ferrograd.distributed.ReduceOp")
+    if op == ReduceOp.AVG and not t.is_floating_point():
+        raise ValueError("ReduceOp.AVG is only supported for floating-point tensors")
+
+
+def _mpi_op(op):
+    return getattr(_mpi(), _OPS[op])
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    """Blocks until every rank reached it."""
+    w = _check_group(group)
+    return _run(w, "barrier", async_op, w.comm.Ibarrier, w.comm.Barrier, None)
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces ``tensor`` over every rank in place (``op``: SUM, AVG, PRODUCT, MIN, MAX);
+    every rank ends with the result. Shapes, dtypes and ``op`` are checked to agree
+    first."""
+    w = _check_group(group)
+
+    def check():
+        _check_tensor(tensor)
+        _check_op(op, tensor)
+
+    _agree(w, "all_reduce", tensor, _local(check), (("op", op),))
+    MPI = _mpi()
+    b = _Buf(tensor)
+    arr, bop = _bool_as_bytes(b.arr, op)
+    mop = _mpi_op(bop)
+
+    def finish():
+        if op == ReduceOp.AVG:
+            b.arr /= w.size
+        b.written()
+
+    return _run(
+        w,
+        "all_reduce",
+        async_op,
+        lambda: w.comm.Iallreduce(MPI.IN_PLACE, arr, op=mop),
+        lambda: w.comm.Allreduce(MPI.IN_PLACE, arr, op=mop),
+        finish,
+    )
+
+
+def _check_rank(r, w, what):
+    if not isinstance(r, int) or not 0 <= r < w.size:
+        raise ValueError(f"Invalid {what} rank {r} for a group of size {w.size}")
+
+
+def broadcast(tensor, src=0, group=None, async_op=False, group_src=None):
+    """Copies rank ``src``'s ``tensor`` into ``tensor`` on every other rank."""
+    w = _check_group(group)
+    if group_src is not None:
+        src = group_src
+
+    def check():
+        _check_tensor(tensor)
+        _check_rank(src, w, "src")
+
+    _agree(w, "broadcast", tensor, _local(check), (("src", src),))
+    b = _Buf(tensor)
+    finish = b.written if w.rank != src else None
+    return _run(
+        w,
+        "broadcast",
+        async_op,
+        lambda: w.comm.Ibcast(b.arr, root=src),
+        lambda: w.comm.Bcast(b.arr, root=src),
+        finish,
+    )
+
+
+def _gather_buffer(w, t):
+    return np.empty((w.size, *tuple(t.shape)), dtype=_np(t).dtype)
+
+
+def _check_list(lst, w, name, like, what):
+    """``lst`` must be a list of world-size tensors with ``like``'s shape and dtype."""
+    if not isinstance(lst, (list, tuple)) or len(lst) != w.size:
+        got = f"{len(lst)}" if isinstance(lst, (list, tuple)) else type(lst).__name__
+        raise ValueError(
+            f"{name} must be a list of {w.size} tensors (the world size), got {got}"
+        )
+    for o in lst:
+        _check_tensor(o, f"{name} element")
+        if _meta(o) != _meta(like):
+            raise ValueError(
+                f"{what}: every tensor in {name} must have the shape and dtype "
+                f"{_meta(like)[0]} {_meta(like)[1]}, got {_meta(o)[0]} {_meta(o)[1]}"
+            )
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """Fills ``tensor_list[r]`` with rank r's ``tensor``, on every rank."""
+    w = _check_group(group)
+
+    def check():
+        _check_tensor(tensor)
+        _check_list(tensor_list, w, "tensor_list", tensor, "all_gather")
+
+    _agree(w, "all_gather", tensor, _local(check))
+    src = np.ascontiguousarray(_np(tensor))
+    out = _gather_buffer(w, tensor)
+
+    def finish():
+        for r, o in enumerate(tensor_list):
+            ob = _Buf(o)
+            ob.arr[...] = out[r]
+            ob.written()
+
+    return _run(
+        w,
+        "all_gather",
+        async_op,
+        lambda: w.comm.Iallgather(src, out),
+        lambda: w.comm.Allgather(src, out),
+        finish,
+    )
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Writes every rank's ``input_tensor``, in rank order, into ``output_tensor`` (of
+    world_size times the input's elements: stacked or concatenated along dim 0)."""
+    w = _check_group(group)
+
+    def check():
+        _check_tensor(output_tensor, "output_tensor")
+        _check_tensor(input_tensor, "input_tensor")
+        if output_tensor.dtype != input_tensor.dtype:
+            raise ValueError(
+                "all_gather_into_tensor: output and input must have the same dtype"
+            )
+        if output_tensor.numel() != w.size * input_tensor.numel():
+            raise ValueError(
+                "output tensor size must be equal to world_size times input tensor size"
+            )
+
+    _agree(w, "all_gather_into_tensor", input_tensor, _local(check))
+    src = np.ascontiguousarray(_np(input_tensor))
+    ob = _Buf(output_tensor)
+    return _run(
+        w,
+        "all_gather_into_tensor",
+        async_op,
+        lambda: w.comm.Iallgather(src, ob.arr),
+        lambda: w.comm.Allgather(src, ob.arr),
+        ob.written,
+    )
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):  # noqa: A002
+    """Reduces ``input`` (world_size times ``output``'s elements) over ranks and leaves
+    the r-th block of the result in rank r's ``output``."""
+    w = _check_group(group)
+
+    def check():
+        _check_tensor(output, "output")
+        _check_tensor(input, "input")
+        if output.dtype != input.dtype:
+            raise ValueError("reduce_scatter_tensor: output and input must have the same dtype")
+        if input.numel() != w.size * output.numel():
+            raise ValueError(
+                "input tensor must be the same size as output size times world size"
+            )
+        _check_op(op, input)
+
+    _agree(w, "reduce_scatter_tensor", input, _local(check), (("op", op),))
+    src = np.ascontiguousarray(_np(input))
+    ob = _Buf(output)
+    send, bop = _bool_as_bytes(src, op)
+    recv, _ = _bool_as_bytes(ob.arr, op)
+    mop = _mpi_op(bop)
+
+    def finish():
+        if op == ReduceOp.AVG:
+            ob.arr /= w.size
+        ob.written()
+
+    return _run(
+        w,
+        "reduce_scatter_tensor",
+        async_op,
+        lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
+        lambda: w.comm.Reduce_scatter_block(send, recv, op=mop),
+        finish,
+    )
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces ``input_list[r]`` over ranks into rank r's ``output``."""
+    w = _check_group(group)
+
+    def check():
+        _check_tensor(output, "output")
+        _check_list(input_list, w, "input_list", output, "reduce_scatter")
+        _check_op(op, output)
+
+    _agree(w, "reduce_scatter", output, _local(check), (("op", op),))
+    src = np.stack([np.asarray(_np(t)) for t in input_list])
+    ob = _Buf(output)
+    send, bop = _bool_as_bytes(src, op)
+    recv, _ = _bool_as_bytes(ob.arr, op)
+    mop = _mpi_op(bop)
+
+    def finish():
+        if op == ReduceOp.AVG:
+            ob.arr /= w.size
+        ob.written()
+
+    return _run(
+        w,
+        "reduce_scatter",
+        async_op,
+        lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
+        lambda: w.comm.Reduce_scatter_block(send, recv, op=mop),
+        finish,
+    )
+
+
+def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
+    """Collects every rank's ``tensor`` into ``gather_list`` on rank ``dst`` (others pass
+    ``None``)."""
+    w = _check_group(group)
+
+    def check():
+        _check_tensor(tensor)
+        _check_rank(dst, w, "dst")
+        if w.rank == dst:
+            _check_list(gather_list, w, "gather_list", tensor, "gather")
+        elif gather_list:
+            raise ValueError(
+                "Argument ``gather_list`` must NOT be specified on non-destination ranks."
+            )
+
+    _agree(w, "gather", tensor, _local(check), (("dst", dst),))
+    src = np.ascontiguousarray(_np(tensor))
+    out = _gather_buffer(w, tensor) if w.rank == dst else None
+
+    def finish():
+        if out is not None:
+            for r, o in enumerate(gather_list):
+                ob = _Buf(o)
+                ob.arr[...] = out[r]
+                ob.written()
+
+    return _run(
+        w,
+        "gather",
+        async_op,
+        lambda: w.comm.Igather(src, out, root=dst),
+        lambda: w.comm.Gather(src, out, root=dst),
+        finish,
+    )
+
+
+def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
+    """Sends ``scatter_list[r]`` from rank ``src`` into rank r's ``tensor``."""
+    w = _check_group(group)
+
+    def check():
+        _check_tensor(tensor)
+        _check_rank(src, w, "src")
+        if w.rank == src:
+            _check_list(scatter_list, w, "scatter_list", tensor, "scatter")
+        elif scatter_list:
+            raise ValueError(
+                "Argument ``scatter_list`` must NOT be specified on non-source ranks."
+            )
+
+    _agree(w, "scatter", tensor, _local(check), (("src", src),))
+    send = (
+        np.stack([np.asarray(_np(t)) for t in scatter_list])
+        if w.rank == src
+        else None
+    )
+    ob = _Buf(tensor)
+    return _run(
+        w,
+        "scatter",
+        async_op,
+        lambda: w.comm.Iscatter(send, ob.arr, root=src),
+        lambda: w.comm.Scatter(send, ob.arr, root=src),
+        ob.written,
+    )
