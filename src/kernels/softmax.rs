@@ -386,11 +386,19 @@ fn backward_tile<T: Float>(
     if r.inner == 1 {
         // One row: sum in 16 lanes so the loop vectorises.
         let (gr, yr) = (&g[at(0)..at(0) + r.n], &y[at(0)..at(0) + r.n]);
+        // Whole blocks as fixed-size arrays: a `chunks` of unknown length
+        // compiled into scalar adds. Element `i` still lands in lane `i % 16`.
         let mut acc = [<T as Element>::zero(); 16];
-        for (gc, yc) in gr.chunks(16).zip(yr.chunks(16)) {
-            for (k, (&gv, &yv)) in gc.iter().zip(yc).enumerate() {
-                acc[k] += if log { gv } else { gv * yv };
+        let (gb, yb) = (gr.chunks_exact(16), yr.chunks_exact(16));
+        let (gt, yt) = (gb.remainder(), yb.remainder());
+        for (gc, yc) in gb.zip(yb) {
+            let (gc, yc): (&[T; 16], &[T; 16]) = (gc.try_into().unwrap(), yc.try_into().unwrap());
+            for k in 0..16 {
+                acc[k] += if log { gc[k] } else { gc[k] * yc[k] };
             }
+        }
+        for (k, (&gv, &yv)) in gt.iter().zip(yt).enumerate() {
+            acc[k] += if log { gv } else { gv * yv };
         }
         let total = fold16(acc, |a, b| a + b);
         // SAFETY: row `o` is written by this task only.
