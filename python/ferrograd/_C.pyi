@@ -335,6 +335,10 @@ __all__ = [
     "adaptive_max_pool2d",
     "avg_pool2d",
     "adaptive_avg_pool2d",
+    "max_pool3d_with_indices",
+    "adaptive_max_pool3d",
+    "avg_pool3d",
+    "adaptive_avg_pool3d",
     "upsample",
     "constant_pad_nd",
     "im2col",
@@ -1911,6 +1915,25 @@ def avg_pool2d(
     divisor_override: _int | None,
 ) -> Tensor: ...
 def adaptive_avg_pool2d(input: Tensor, output_size: Sequence[_int]) -> Tensor: ...
+def max_pool3d_with_indices(
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    dilation: Sequence[_int],
+    ceil_mode: _bool,
+) -> tuple[Tensor, Tensor]: ...
+def adaptive_max_pool3d(input: Tensor, output_size: Sequence[_int]) -> tuple[Tensor, Tensor]: ...
+def avg_pool3d(
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    ceil_mode: _bool,
+    count_include_pad: _bool,
+    divisor_override: _int | None,
+) -> Tensor: ...
+def adaptive_avg_pool3d(input: Tensor, output_size: Sequence[_int]) -> Tensor: ...
 def upsample(
     input: Tensor,
     size: Sequence[_int],

@@ -30,6 +30,7 @@ mod nll;
 mod norm;
 pub mod optim;
 mod pool;
+mod pool3d;
 mod products;
 mod reduce;
 pub mod rnn;
@@ -72,6 +73,7 @@ pub use embedding::*;
 pub use grid_sample::{grid_sample_backward, grid_sample_forward};
 pub use norm::*;
 pub use pool::*;
+pub use pool3d::*;
 pub use sort::*;
 
 // What benches/kernels.rs measures: the rest of the ops are crate-private, so
