@@ -331,6 +331,7 @@ __all__ = [
     "_crc32c",
     "_crc32c_bytes",
     "convolution",
+    "conv3d",
     "max_pool2d_with_indices",
     "adaptive_max_pool2d",
     "avg_pool2d",
@@ -1894,6 +1895,15 @@ def convolution(
     dilation: Sequence[_int],
     transposed: _bool,
     output_padding: Sequence[_int],
+    groups: _int,
+) -> Tensor: ...
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    dilation: Sequence[_int],
     groups: _int,
 ) -> Tensor: ...
 def max_pool2d_with_indices(

@@ -10,6 +10,7 @@ pub mod attention;
 mod clamp;
 mod compare;
 mod conv;
+mod conv3d;
 mod convert;
 mod ctc;
 mod diagonal;
@@ -68,6 +69,7 @@ pub(crate) use unfold_view::*;
 
 // New layer ops stay public for their criterion benches.
 pub use conv::*;
+pub use conv3d::conv3d;
 pub use ctc::{ctc_backward, ctc_forward};
 pub use embedding::*;
 pub use grid_sample::{grid_sample_backward, grid_sample_forward};

@@ -65,6 +65,34 @@ fn convolution(
 }
 
 #[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (input, weight, bias, stride, padding, dilation, groups))]
+fn conv3d(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    weight: &Bound<'_, PyTensor>,
+    bias: Option<&Bound<'_, PyAny>>,
+    stride: Vec<i64>,
+    padding: Vec<i64>,
+    dilation: Vec<i64>,
+    groups: i64,
+) -> PyResult<Py<PyAny>> {
+    let (x, w) = (t_of(input), t_of(weight));
+    let b = opt_tensor(bias)?;
+    // The 2-d convolution's policy, on the operands it convolves (the bias
+    // is added after it, as the composite added it).
+    autocast!("conv2d", x, w);
+    let (s, d) = (three(&stride, "stride")?, three(&dilation, "dilation")?);
+    let p: [i64; 2] = <[i64; 2]>::try_from(padding.as_slice())
+        .map_err(|_| pyo3::exceptions::PyValueError::new_err("padding must have two values"))?;
+    let work = x.numel().saturating_mul(w.numel());
+    let (ins, opt) = Opt::inputs(&[x, w], &[b.as_ref()]);
+    run_op(py, work, "conv3d", &ins, &[], move |t, _| {
+        ops::conv3d(t[0], t[1], opt.get(t, 0), s, p, d, groups)
+    })
+}
+
+#[pyfunction]
 #[pyo3(signature = (input, kernel_size, stride, padding, dilation, ceil_mode))]
 fn max_pool2d_with_indices(
     py: Python<'_>,
@@ -321,6 +349,7 @@ fn col2im(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convolution, m)?)?;
+    m.add_function(wrap_pyfunction!(conv3d, m)?)?;
     m.add_function(wrap_pyfunction!(max_pool2d_with_indices, m)?)?;
     m.add_function(wrap_pyfunction!(adaptive_max_pool2d, m)?)?;
     m.add_function(wrap_pyfunction!(avg_pool2d, m)?)?;
