@@ -273,6 +273,8 @@ __all__ = [
     "huber_loss",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "_multi_margin_loss",
+    "_multilabel_margin_loss",
     "nll_loss",
     "cross_entropy",
     "_run_backward",
@@ -1733,6 +1735,20 @@ def binary_cross_entropy_with_logits(
     weight: Tensor | None = None,
     reduction: _str = "mean",
     pos_weight: Tensor | None = None,
+) -> Tensor: ...
+def _multi_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    p: _int,
+    margin: _float,
+    weight: Tensor | None,
+    reduction: _str,
+    nframe: _int,
+    dim: _int,
+    keep_rows: _bool,
+) -> Tensor: ...
+def _multilabel_margin_loss(
+    input: Tensor, target: Tensor, reduction: _str, nframe: _int, dim: _int, keep_rows: _bool
 ) -> Tensor: ...
 def nll_loss(
     input: Tensor,
