@@ -273,6 +273,9 @@ __all__ = [
     "huber_loss",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "_geqrf",
+    "_householder_product",
+    "_lstsq",
     "_multi_margin_loss",
     "_multilabel_margin_loss",
     "nll_loss",
@@ -1736,6 +1739,9 @@ def binary_cross_entropy_with_logits(
     reduction: _str = "mean",
     pos_weight: Tensor | None = None,
 ) -> Tensor: ...
+def _geqrf(input: Tensor) -> tuple[Tensor, Tensor]: ...
+def _householder_product(input: Tensor, tau: Tensor) -> Tensor: ...
+def _lstsq(a: Tensor, b: Tensor, rcond: _float) -> tuple[Tensor, Tensor, Tensor]: ...
 def _multi_margin_loss(
     input: Tensor,
     target: Tensor,
