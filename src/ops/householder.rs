@@ -30,7 +30,7 @@ fn float_matrices(a: &Tensor, op: &str) -> Result<(usize, usize, usize)> {
 
 /// `a` as float64, its matrices one after another.
 fn f64_data(a: &Tensor) -> Vec<f64> {
-    let c = super::cast_data(a, DType::F64);
+    let c = super::cast_data(&a.contiguous_data(), DType::F64);
     let v = c.view();
     v.as_slice::<f64>().unwrap_or(&[]).to_vec()
 }

@@ -144,9 +144,10 @@ pub(crate) fn lstsq(a: &Tensor, b: &Tensor, rcond: f64) -> Result<(Tensor, Tenso
     let (m, n, k) = (sa[nd - 2], sa[nd - 1], sb[nd - 1]);
     let batch: usize = sa[..nd - 2].iter().product();
     let p = m.min(n);
+    // Broadcast (expanded) operands are read as their contiguous copies.
     let (ad, bd) = (
-        super::cast_data(a, DType::F64),
-        super::cast_data(b, DType::F64),
+        super::cast_data(&a.contiguous_data(), DType::F64),
+        super::cast_data(&b.contiguous_data(), DType::F64),
     );
     let (av, bv) = (ad.view(), bd.view());
     let (a64, b64) = (
