@@ -247,6 +247,20 @@ mod tests {
     }
 
     #[test]
+    fn a_broadcast_matrix_is_read_in_full() {
+        let a = mat(&[1.0, 0.0, 1.0, 1.0, 1.0, 2.0], &[3, 2]);
+        let a2 = super::super::expand(&a, &[2, 3, 2]).unwrap();
+        let b = mat(&[1.0, 2.0, 4.0, 0.0, 1.0, 2.0], &[2, 3, 1]);
+        let x = values(&lstsq(&a2, &b, 1e-15).unwrap().0);
+        // The second right-hand side is A [0, 1] exactly.
+        assert!(
+            (x[0] - 5.0 / 6.0).abs() < 1e-14 && (x[1] - 1.5).abs() < 1e-14,
+            "{x:?}"
+        );
+        assert!(x[2].abs() < 1e-14 && (x[3] - 1.0).abs() < 1e-14, "{x:?}");
+    }
+
+    #[test]
     fn non_finite_input_is_refused_and_empty_input_gives_zeros() {
         let a = mat(&[1.0, f64::NAN], &[2, 1]);
         assert!(lstsq(&a, &mat(&[1.0, 1.0], &[2, 1]), 1e-7).is_err());
