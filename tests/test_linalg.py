@@ -252,6 +252,79 @@ def test_lstsq_vector_rhs_and_rank_deficient():
     assert tuple(full.residuals.shape) == (1,)
 
 
+@given(batches, st.integers(1, 5), st.integers(1, 5), st.integers(1, 3), seeds, dtypes,
+       st.booleans())  # fmt: skip
+def test_lstsq_native_forward_matches_numpy_on_any_shape_and_rank(batch, m, n, k, seed, dtype,
+                                                                  deficient):  # fmt: skip
+    # Tall, square and wide systems, full rank or with a repeated column: the
+    # minimum-norm solution, the SVD-based rank and the singular values.
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(batch + (m, n))
+    if deficient and n > 1:
+        a[..., -1] = a[..., 0]
+    a, b = a.astype(NP[dtype]), rng.standard_normal(batch + (m, k)).astype(NP[dtype])
+    res = LA.lstsq(T(a, dtype), T(b, dtype), driver="gelsd")
+    a64, b64 = a.astype(np.float64).reshape((-1, m, n)), b.astype(np.float64).reshape((-1, m, k))
+    rc = np.finfo(NP[dtype]).eps * max(m, n)
+    want = np.stack([np.linalg.lstsq(x, y, rcond=rc)[0] for x, y in zip(a64, b64)])
+    sv = np.linalg.svd(a64, compute_uv=False)
+    rank = (sv > rc * sv[..., :1]).sum(-1)
+    np.testing.assert_array_equal(to_np(res.rank), rank.reshape(batch))
+    close(res.singular_values, sv.reshape(batch + sv.shape[-1:]), dtype,
+          rtol=1e-5 if dtype == fg.float32 else 1e-12, atol=1e-5 if dtype == fg.float32 else 1e-12)
+    if dtype == fg.float64 or rank.min() == min(m, n):
+        close(res.solution, want.reshape(batch + (n, k)), dtype,
+              rtol=1e-4 if dtype == fg.float32 else 1e-9, atol=1e-4 if dtype == fg.float32 else 1e-9)
+
+
+def test_lstsq_refuses_non_finite_input_and_answers_empty_matrices_without_a_loop():
+    a = np.array([[1.0, 2.0], [np.nan, 1.0], [0.0, 1.0]])
+    raises(LA.LinAlgError, "linalg.lstsq: The algorithm failed to converge because the input "
+           "matrix contained non-finite values.", LA.lstsq, T(a), T(np.ones((3, 1))))
+    raises(LA.LinAlgError, "non-finite", LA.lstsq, T(np.eye(2)), T([[1.0], [np.inf]]))
+    # 2**20 matrices of no rows and no columns: empty solutions and rank 0, no loop.
+    res = LA.lstsq(fg.zeros(2**20, 0, 0), fg.zeros(2**20, 0, 0), driver="gelsd")
+    assert tuple(res.solution.shape) == (2**20, 0, 0)
+    assert tuple(res.singular_values.shape) == (2**20, 0)
+    assert int(res.rank.sum()) == 0
+    x = LA.lstsq(fg.zeros(3, 0, 2), fg.zeros(3, 0, 1)).solution
+    np.testing.assert_array_equal(to_np(x), np.zeros((3, 2, 1)))
+
+
+@given(batches, st.integers(1, 5), st.integers(1, 5), seeds, dtypes)
+def test_geqrf_matches_lapack_and_householder_product_its_composite(batch, m, n, seed, dtype):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(batch + (m, n)).astype(NP[dtype])
+    if m > 1:
+        a[..., 1:, 0] = 0.0  # nothing below the first pivot: its reflector is I (tau = 0)
+    h, tau = fg.geqrf(T(a, dtype))
+    flat = a.astype(np.float64).reshape((-1, m, n))
+    want = [np.linalg.qr(x, mode="raw") for x in flat]
+    close(h, np.stack([w[0].T for w in want]).reshape(a.shape), dtype,
+          rtol=1e-5 if dtype == fg.float32 else 1e-12, atol=1e-5 if dtype == fg.float32 else 1e-12)
+    close(tau, np.stack([w[1] for w in want]).reshape(batch + (min(m, n),)), dtype,
+          rtol=1e-5 if dtype == fg.float32 else 1e-12, atol=1e-5 if dtype == fg.float32 else 1e-12)
+    assert not h.requires_grad and not tau.requires_grad
+    if m >= n:
+        # The native product (nothing recorded) against the recorded composite.
+        fast = LA.householder_product(h, tau)
+        with fg.enable_grad():
+            hr = h.detach().requires_grad_()
+            slow = LA.householder_product(hr, tau)
+        assert slow.grad_fn is not None and fast.grad_fn is None
+        close(fast, to_np(slow), dtype, rtol=1e-5 if dtype == fg.float32 else 1e-12,
+              atol=1e-6 if dtype == fg.float32 else 1e-13)
+
+
+def test_geqrf_and_householder_product_of_empty_batches():
+    h, tau = fg.geqrf(fg.zeros(2**40, 0, 3))
+    assert tuple(h.shape) == (2**40, 0, 3) and tuple(tau.shape) == (2**40, 0)
+    q = LA.householder_product(fg.zeros(0, 3, 2), fg.zeros(0, 2))
+    assert tuple(q.shape) == (0, 3, 2)
+    np.testing.assert_array_equal(to_np(LA.householder_product(fg.zeros(3, 2), fg.zeros(0))),
+                                  np.eye(3, 2))
+
+
 NORM_ORDS = ["fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2]
 
 

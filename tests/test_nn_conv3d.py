@@ -220,3 +220,52 @@ def test_gradcheck_first_and_second_order(seed):
         lambda t: F.avg_pool3d(t, 2, stride=1, padding=1, count_include_pad=False), (x,)
     )
     assert gradgradcheck(lambda t: F.avg_pool3d(t, (2, 3, 2), ceil_mode=True, stride=2) ** 2, (x,))
+
+
+def ref_adaptive_max_pool3d(x, out):
+    """Each adaptive bin's maximum and the flat in-volume index of its first
+    maximum in (depth, row, column) order, by loops over PyTorch's bins."""
+    n, c, *size = x.shape
+
+    def bins(o, length, count):
+        return range(o * length // count, -(-(o + 1) * length // count))
+
+    vals = np.empty((n, c, *out))
+    idx = np.empty((n, c, *out), np.int64)
+    for b, ch, a, h, w in itertools.product(range(n), range(c), *map(range, out)):
+        best, at = -math.inf, -1
+        for i in bins(a, size[0], out[0]):
+            for j in bins(h, size[1], out[1]):
+                for k in bins(w, size[2], out[2]):
+                    if x[b, ch, i, j, k] > best:
+                        best, at = x[b, ch, i, j, k], (i * size[1] + j) * size[2] + k
+        vals[b, ch, a, h, w], idx[b, ch, a, h, w] = best, at
+    return vals, idx
+
+
+def test_native_3d_pools_record_one_node_and_take_empty_batches():
+    rng = np.random.default_rng(3)
+    x = fg.tensor(rng.normal(size=(1, 2, 5, 4, 3)), requires_grad=True)
+    v, i = F.max_pool3d(x, 2, stride=1, return_indices=True)
+    assert v.grad_fn.name() == "MaxPool3DWithIndicesBackward0"
+    v, i = F.adaptive_max_pool3d(x, (3, 2, 2), return_indices=True)
+    assert v.grad_fn.name() == "AdaptiveMaxPool3DBackward0"
+    rv, ri = ref_adaptive_max_pool3d(x.detach().numpy(), (3, 2, 2))
+    np.testing.assert_array_equal(v.detach().numpy(), rv)
+    np.testing.assert_array_equal(i.numpy(), ri)
+    # Unbatched, and the values at the indices.
+    v1, i1 = F.adaptive_max_pool3d(x[0], (2, 3, 1), return_indices=True)
+    flat = x[0].detach().reshape(2, -1)
+    assert fg.equal(flat.gather(1, i1.reshape(2, -1)).reshape(v1.shape), v1.detach())
+    assert gradcheck(lambda t: F.adaptive_max_pool3d(t, (3, 2, 2)), (x,))
+    assert gradgradcheck(lambda t: F.adaptive_max_pool3d(t, (2, 3, 2)) ** 2, (x,))
+    assert gradgradcheck(lambda t: F.adaptive_avg_pool3d(t, (3, 2, 2)) ** 2, (x,))
+    # An empty batch: empty results of the right shapes, no loop over the depths.
+    e = fg.zeros(0, 2, 2**20, 4, 4)
+    v, i = F.max_pool3d(e, 2, return_indices=True)
+    assert v.shape == (0, 2, 2**19, 2, 2) and i.dtype == fg.int64
+    assert F.avg_pool3d(e, 2).shape == (0, 2, 2**19, 2, 2)
+    assert F.adaptive_max_pool3d(e, 3).shape == (0, 2, 3, 3, 3)
+    assert F.adaptive_avg_pool3d(e, 3).shape == (0, 2, 3, 3, 3)
+    with pytest.raises(RuntimeError, match="Expected 3D or 4D"):
+        F.adaptive_max_pool3d(x, (2, 0, 2))

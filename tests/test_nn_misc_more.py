@@ -289,6 +289,66 @@ def test_multilabel_margin_loss_cases_and_errors():
         F.multilabel_margin_loss(fg.randn(2, 3, 4), fg.zeros(2, 3, 4, dtype=fg.int64))
 
 
+def test_margin_losses_count_no_hinge_at_a_nan_score():
+    # PyTorch's kernels add a hinge where its argument is > 0: NaN adds nothing
+    # (and passes no gradient), whichever path computes the loss.
+    x = np.array([[np.nan, 0.5, 2.0], [0.1, 0.2, 0.3]])
+    y = np.array([0, 2])
+    want = [0.0, np_multi_margin(x[1:], y[1:], 1, 1.0, None)[0]]
+    xt = fg.tensor(x, requires_grad=True)
+    per = F.multi_margin_loss(xt, fg.tensor(y), reduction="none")
+    np.testing.assert_allclose(per.detach().numpy(), want)
+    per.sum().backward()
+    assert np.isfinite(xt.grad.numpy()).all() and not xt.grad.numpy()[0].any()
+    # A differentiated weight takes the composite: the same values and NaN rule.
+    w = fg.ones(3, dtype=fg.float64, requires_grad=True)
+    comp = F.multi_margin_loss(fg.tensor(x), fg.tensor(y), weight=w, reduction="none")
+    np.testing.assert_allclose(comp.detach().numpy(), want)
+    # Row 0 lists class 1: its hinge against class 0 (NaN) adds nothing, against 2 adds 2.5.
+    t = np.array([[1, -1, 0], [2, 0, -1]])
+    per = F.multilabel_margin_loss(fg.tensor(x), fg.tensor(t), reduction="none")
+    np.testing.assert_allclose(per.numpy(), [2.5 / 3, np_multilabel_margin(x[1:], t[1:])[0]])
+    xt = fg.tensor(x, requires_grad=True)
+    F.multilabel_margin_loss(xt, fg.tensor(t), reduction="sum").backward()
+    np.testing.assert_allclose(xt.grad.numpy()[0], [0.0, -1 / 3, 1 / 3])
+    comp = F.multilabel_margin_loss(fg.tensor(x.astype(np.float16)), fg.tensor(t), reduction="none")
+    np.testing.assert_allclose(comp.float().numpy(), [2.5 / 3, np_multilabel_margin(x[1:], t[1:])[0]],
+                               rtol=2e-3)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_multi_margin_loss_native_and_composite_agree_and_float32(p):
+    rng = np.random.default_rng(p)
+    x = rng.standard_normal((5, 4))
+    y = rng.integers(0, 4, 5)
+    w = rng.uniform(0.5, 2, 4)
+    for reduction in ("none", "mean", "sum"):
+        native = F.multi_margin_loss(fg.tensor(x), fg.tensor(y), p, 0.7, fg.tensor(w),
+                                     reduction=reduction)  # fmt: skip
+        wt = fg.tensor(w, requires_grad=True)
+        comp = F.multi_margin_loss(fg.tensor(x), fg.tensor(y), p, 0.7, wt, reduction=reduction)
+        assert comp.requires_grad and not native.requires_grad
+        np.testing.assert_allclose(native.numpy(), comp.detach().numpy(), rtol=1e-14)
+        got32 = F.multi_margin_loss(fg.tensor(x.astype(np.float32)), fg.tensor(y), p, 0.7,
+                                    fg.tensor(w.astype(np.float32)), reduction=reduction)
+        assert got32.dtype == fg.float32
+        np.testing.assert_allclose(got32.numpy(), native.numpy(), rtol=1e-5)
+    # The weight's gradient (the composite's) and the scores' second order (the native rule).
+    _grads(lambda v: F.multi_margin_loss(fg.tensor(x), fg.tensor(y), p, 0.7, v), w)
+    _grads(lambda t: F.multi_margin_loss(t, fg.tensor(y), p, 0.7, fg.tensor(w), reduction="sum"),
+           x)
+
+
+def test_margin_losses_of_an_empty_batch():
+    x, y = fg.zeros(0, 3), fg.zeros(0, dtype=fg.int64)
+    assert F.multi_margin_loss(x, y, reduction="none").shape == (0,)
+    assert F.multi_margin_loss(x, y, reduction="sum").item() == 0.0
+    assert math.isnan(F.multi_margin_loss(x, y).item())
+    t = fg.zeros(0, 3, dtype=fg.int64)
+    assert F.multilabel_margin_loss(x, t, reduction="none").shape == (0,)
+    assert F.multilabel_margin_loss(x, t, reduction="sum").item() == 0.0
+
+
 # ----- TripletMarginWithDistanceLoss -------------------------------------------------------------
 
 

@@ -274,6 +274,11 @@ __all__ = [
     "huber_loss",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "_geqrf",
+    "_householder_product",
+    "_lstsq",
+    "_multi_margin_loss",
+    "_multilabel_margin_loss",
     "nll_loss",
     "cross_entropy",
     "_run_backward",
@@ -333,10 +338,15 @@ __all__ = [
     "_crc32c",
     "_crc32c_bytes",
     "convolution",
+    "conv3d",
     "max_pool2d_with_indices",
     "adaptive_max_pool2d",
     "avg_pool2d",
     "adaptive_avg_pool2d",
+    "max_pool3d_with_indices",
+    "adaptive_max_pool3d",
+    "avg_pool3d",
+    "adaptive_avg_pool3d",
     "upsample",
     "constant_pad_nd",
     "im2col",
@@ -1732,6 +1742,23 @@ def binary_cross_entropy_with_logits(
     reduction: _str = "mean",
     pos_weight: Tensor | None = None,
 ) -> Tensor: ...
+def _geqrf(input: Tensor) -> tuple[Tensor, Tensor]: ...
+def _householder_product(input: Tensor, tau: Tensor) -> Tensor: ...
+def _lstsq(a: Tensor, b: Tensor, rcond: _float) -> tuple[Tensor, Tensor, Tensor]: ...
+def _multi_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    p: _int,
+    margin: _float,
+    weight: Tensor | None,
+    reduction: _str,
+    nframe: _int,
+    dim: _int,
+    keep_rows: _bool,
+) -> Tensor: ...
+def _multilabel_margin_loss(
+    input: Tensor, target: Tensor, reduction: _str, nframe: _int, dim: _int, keep_rows: _bool
+) -> Tensor: ...
 def nll_loss(
     input: Tensor,
     target: Tensor,
@@ -1896,6 +1923,15 @@ def convolution(
     output_padding: Sequence[_int],
     groups: _int,
 ) -> Tensor: ...
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    dilation: Sequence[_int],
+    groups: _int,
+) -> Tensor: ...
 def max_pool2d_with_indices(
     input: Tensor,
     kernel_size: Sequence[_int],
@@ -1915,6 +1951,25 @@ def avg_pool2d(
     divisor_override: _int | None,
 ) -> Tensor: ...
 def adaptive_avg_pool2d(input: Tensor, output_size: Sequence[_int]) -> Tensor: ...
+def max_pool3d_with_indices(
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    dilation: Sequence[_int],
+    ceil_mode: _bool,
+) -> tuple[Tensor, Tensor]: ...
+def adaptive_max_pool3d(input: Tensor, output_size: Sequence[_int]) -> tuple[Tensor, Tensor]: ...
+def avg_pool3d(
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    ceil_mode: _bool,
+    count_include_pad: _bool,
+    divisor_override: _int | None,
+) -> Tensor: ...
+def adaptive_avg_pool3d(input: Tensor, output_size: Sequence[_int]) -> Tensor: ...
 def upsample(
     input: Tensor,
     size: Sequence[_int],

@@ -17,7 +17,7 @@ use crate::autograd::{is_grad_enabled, needs_record, record};
 use crate::error::{Error, Result};
 use crate::kernels::pool::{self as kp, Taps, Window};
 use crate::saved;
-use crate::tensor::{fmt_shape, Shape, Tensor};
+use crate::tensor::{fmt_shape, DType, Shape, Tensor};
 
 fn two(name: &str, op: &str, v: &[i64]) -> Result<[i64; 2]> {
     match v {
@@ -30,18 +30,21 @@ fn two(name: &str, op: &str, v: &[i64]) -> Result<[i64; 2]> {
 }
 
 fn float_only(x: &Tensor, op: &str) -> Result<()> {
-    if !x.dtype().is_float() {
+    float_dtype(x.dtype(), op)
+}
+
+fn float_dtype(dt: DType, op: &str) -> Result<()> {
+    if !dt.is_float() {
         return Err(Error::runtime(format!(
             "\"{op}\" not implemented for '{}'",
-            x.dtype().scalar_name()
+            dt.scalar_name()
         )));
     }
     Ok(())
 }
 
 /// A 3-d or 4-d input whose non-batch dimensions are non-empty.
-fn check_planes(x: &Tensor, op: &str) -> Result<()> {
-    let s = x.shape();
+pub(super) fn check_planes(s: &Shape, op: &str) -> Result<()> {
     let ok = match s.len() {
         3 => !s.contains(&0),
         4 => !s[1..].contains(&0),
@@ -50,14 +53,21 @@ fn check_planes(x: &Tensor, op: &str) -> Result<()> {
     if !ok {
         return Err(Error::runtime(format!(
             "{op}: Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got: {}",
-            fmt_shape(&s)
+            fmt_shape(s)
         )));
     }
     Ok(())
 }
 
 /// PyTorch's `pooling_output_shape`.
-fn pooled_len(len: i64, k: i64, pad: i64, stride: i64, dilation: i64, ceil: bool) -> i64 {
+pub(super) fn pooled_len(
+    len: i64,
+    k: i64,
+    pad: i64,
+    stride: i64,
+    dilation: i64,
+    ceil: bool,
+) -> i64 {
     // In i128: the user's sizes are i64s, so no term overflows.
     let (len, k, pad, stride, dilation) = (
         len as i128,
@@ -79,7 +89,7 @@ fn pooled_len(len: i64, k: i64, pad: i64, stride: i64, dilation: i64, ceil: bool
 /// the kernels would build are as long as an output side, which may be huge
 /// (`adaptive_avg_pool2d` of an empty batch to `2**30`). Its gradient is an
 /// empty (or zero) tensor of `x`'s shape.
-fn empty_output(x: &Tensor, oshape: Shape, name: &'static str) -> Option<Tensor> {
+pub(super) fn empty_output(x: &Tensor, oshape: Shape, name: &'static str) -> Option<Tensor> {
     let shape = x.shape();
     if crate::tensor::numel(&oshape) != 0 {
         return None;
@@ -99,31 +109,31 @@ fn empty_output(x: &Tensor, oshape: Shape, name: &'static str) -> Option<Tensor>
 /// Fails unless the output of a pooling or resampling of `x` to `out`
 /// (its last two sizes) can be allocated: checked before the per-axis tables,
 /// which are as long as an output side, are built.
-fn probe_output(x: &Tensor, out: [usize; 2]) -> Result<()> {
-    let shape = x.shape();
+fn probe_output(shape: &Shape, dtype: DType, out: [usize; 2]) -> Result<()> {
     let planes: usize = shape[..shape.len().saturating_sub(2)].iter().product();
     let n = [planes, out[0], out[1]]
         .iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))
         .filter(|&n| n <= i64::MAX as usize)
         .ok_or_else(|| Error::runtime("numel: integer multiplication overflow"))?;
-    crate::error::probe_alloc_sized(n, x.dtype().size());
+    crate::error::probe_alloc_sized(n, dtype.size());
     Ok(())
 }
 
 /// Pooling hyper-parameters, checked, with the output size.
-struct Pool {
-    k: [i64; 2],
-    s: [i64; 2],
-    p: [i64; 2],
-    d: [i64; 2],
-    out: [i64; 2],
-    size: [usize; 2],
+pub(super) struct Pool {
+    pub(super) k: [i64; 2],
+    pub(super) s: [i64; 2],
+    pub(super) p: [i64; 2],
+    pub(super) d: [i64; 2],
+    pub(super) out: [i64; 2],
+    pub(super) size: [usize; 2],
 }
 
 #[allow(clippy::too_many_arguments)]
-fn pool_params(
-    x: &Tensor,
+pub(super) fn pool_params(
+    sh: &Shape,
+    dtype: DType,
     op: &str,
     kernel: &[i64],
     stride: &[i64],
@@ -158,8 +168,8 @@ fn pool_params(
             d[0], d[1]
         )));
     }
-    check_planes(x, op)?;
-    float_only(x, op)?;
+    check_planes(sh, op)?;
+    float_dtype(dtype, op)?;
     if p.iter().any(|&v| v < 0) || p[0] > k[0] / 2 || p[1] > k[1] / 2 {
         let msg = if max {
             format!(
@@ -171,7 +181,6 @@ fn pool_params(
         };
         return Err(Error::runtime(msg));
     }
-    let sh = x.shape();
     let nd = sh.len();
     let size = [sh[nd - 2], sh[nd - 1]];
     let out: [i64; 2] =
@@ -182,7 +191,7 @@ fn pool_params(
             sh[nd - 3], size[0], size[1], sh[nd - 3], out[0], out[1]
         )));
     }
-    probe_output(x, [out[0] as usize, out[1] as usize])?;
+    probe_output(sh, dtype, [out[0] as usize, out[1] as usize])?;
     Ok(Pool {
         k,
         s,
@@ -213,7 +222,8 @@ pub fn max_pool2d_with_indices(
     ceil_mode: bool,
 ) -> Result<(Tensor, Tensor)> {
     let pp = pool_params(
-        x,
+        &x.shape(),
+        x.dtype(),
         "max_pool2d",
         kernel,
         stride,
@@ -228,49 +238,62 @@ pub fn max_pool2d_with_indices(
         return Ok((empty, idx));
     }
     let win: [Window; 2] = std::array::from_fn(|a| {
-        let (len, k, s, p, d) = (pp.size[a] as i64, pp.k[a], pp.s[a], pp.p[a], pp.d[a]);
-        let mut w = Window {
-            len_in: len as usize,
-            step: d as usize,
-            ..Default::default()
-        };
-        for o in 0..pp.out[a] {
-            let start = o * s - p;
-            // The first and last tap inside [0, len).
-            let first = if start < 0 { (-start + d - 1) / d } else { 0 };
-            let last = (k - 1).min((len - 1 - start).div_euclid(d));
-            crate::error::reserve_more(&mut w.start, 1);
-            crate::error::reserve_more(&mut w.count, 1);
-            w.start.push((start + first * d).max(0) as usize);
-            w.count.push((last - first + 1).max(0) as usize);
-        }
-        w
+        max_window(
+            pp.size[a] as i64,
+            [pp.k[a], pp.s[a], pp.p[a], pp.d[a]],
+            pp.out[a],
+        )
     });
     max_op(x, win, "MaxPool2DWithIndicesBackward0")
 }
 
+/// The windows of `out` max-pooling outputs along an axis of `len` inputs,
+/// `kspd` its kernel size, stride, padding and dilation: the taps inside the input.
+pub(super) fn max_window(len: i64, kspd: [i64; 4], out: i64) -> Window {
+    let [k, s, p, d] = kspd;
+    let mut w = Window {
+        len_in: len as usize,
+        step: d as usize,
+        ..Default::default()
+    };
+    for o in 0..out {
+        let start = o * s - p;
+        // The first and last tap inside [0, len).
+        let first = if start < 0 { (-start + d - 1) / d } else { 0 };
+        let last = (k - 1).min((len - 1 - start).div_euclid(d));
+        crate::error::reserve_more(&mut w.start, 1);
+        crate::error::reserve_more(&mut w.count, 1);
+        w.start.push((start + first * d).max(0) as usize);
+        w.count.push((last - first + 1).max(0) as usize);
+    }
+    w
+}
+
+/// The adaptive windows of `out` outputs along an axis of `len` inputs.
+pub(super) fn adaptive_window(len: usize, out: usize) -> Window {
+    let mut w = Window {
+        len_in: len,
+        step: 1,
+        ..Default::default()
+    };
+    for o in 0..out {
+        let (lo, hi) = adaptive_range(o, len, out);
+        crate::error::reserve_more(&mut w.start, 1);
+        crate::error::reserve_more(&mut w.count, 1);
+        w.start.push(lo);
+        w.count.push(hi - lo);
+    }
+    w
+}
+
 /// `adaptive_max_pool2d` with indices (`AdaptiveMaxPool2DBackward0`).
 pub fn adaptive_max_pool2d(x: &Tensor, output_size: &[i64]) -> Result<(Tensor, Tensor)> {
-    let (size, out) = adaptive_sizes(x, "adaptive_max_pool2d", output_size)?;
+    let (size, out) = adaptive_sizes(&x.shape(), x.dtype(), "adaptive_max_pool2d", output_size)?;
     if let Some(empty) = empty_output(x, out_shape(&x.shape(), out), "AdaptiveMaxPool2DBackward0") {
         let idx = Tensor::zeros(empty.shape(), crate::tensor::DType::I64);
         return Ok((empty, idx));
     }
-    let win: [Window; 2] = std::array::from_fn(|a| {
-        let mut w = Window {
-            len_in: size[a],
-            step: 1,
-            ..Default::default()
-        };
-        for o in 0..out[a] {
-            let (lo, hi) = adaptive_range(o, size[a], out[a]);
-            crate::error::reserve_more(&mut w.start, 1);
-            crate::error::reserve_more(&mut w.count, 1);
-            w.start.push(lo);
-            w.count.push(hi - lo);
-        }
-        w
-    });
+    let win: [Window; 2] = std::array::from_fn(|a| adaptive_window(size[a], out[a]));
     max_op(x, win, "AdaptiveMaxPool2DBackward0")
 }
 
@@ -292,17 +315,23 @@ fn max_op(x: &Tensor, win: [Window; 2], name: &'static str) -> Result<(Tensor, T
     if needs_record(&[x]) {
         record(name, &[x], &out, saved![&idx], move |c| {
             let (g, idx) = (c.grad()?, c.saved(0)?);
-            Ok(smallvec![Some(max_backward(g, idx, &shape)?)])
+            Ok(smallvec![Some(max_backward(g, idx, &shape, 2)?)])
         });
     }
     Ok((out, idx))
 }
 
-/// Sends each output's gradient to where its maximum was.
-fn max_backward(g: &Tensor, idx: &Tensor, in_shape: &Shape) -> Result<Tensor> {
+/// Sends each output's gradient to where its maximum was, `idx` indexing
+/// the input's last `pooled` dimensions flattened.
+pub(super) fn max_backward(
+    g: &Tensor,
+    idx: &Tensor,
+    in_shape: &Shape,
+    pooled: usize,
+) -> Result<Tensor> {
     let nd = in_shape.len();
-    let plane = in_shape[nd - 2] * in_shape[nd - 1];
-    let planes: usize = in_shape[..nd - 2].iter().product();
+    let plane: usize = in_shape[nd - pooled..].iter().product();
+    let planes: usize = in_shape[..nd - pooled].iter().product();
     let per = idx.numel() / planes.max(1);
     if !is_grad_enabled() || !g.requires_grad() {
         let gc = super::compute_contig(g);
@@ -333,13 +362,18 @@ fn max_backward(g: &Tensor, idx: &Tensor, in_shape: &Shape) -> Result<Tensor> {
 // ----- adaptive ranges -----------------------------------------------------------------------
 
 /// PyTorch's adaptive window of output `o`: `[floor(o*in/out), ceil((o+1)*in/out))`.
-fn adaptive_range(o: usize, len_in: usize, len_out: usize) -> (usize, usize) {
+pub(super) fn adaptive_range(o: usize, len_in: usize, len_out: usize) -> (usize, usize) {
     let lo = o * len_in / len_out;
     let hi = ((o + 1) * len_in).div_ceil(len_out);
     (lo, hi)
 }
 
-fn adaptive_sizes(x: &Tensor, op: &str, output_size: &[i64]) -> Result<([usize; 2], [usize; 2])> {
+pub(super) fn adaptive_sizes(
+    s: &Shape,
+    dtype: DType,
+    op: &str,
+    output_size: &[i64],
+) -> Result<([usize; 2], [usize; 2])> {
     let o = match output_size {
         [a, b] => [*a, *b],
         _ => {
@@ -349,18 +383,17 @@ fn adaptive_sizes(x: &Tensor, op: &str, output_size: &[i64]) -> Result<([usize; 
             )))
         }
     };
-    check_planes(x, op)?;
-    float_only(x, op)?;
+    check_planes(s, op)?;
+    float_dtype(dtype, op)?;
     if o.iter().any(|&v| v < 0) {
         return Err(Error::runtime(format!(
             "{op}: elements of output_size must be greater than or equal to 0 but received {{{}, {}}}",
             o[0], o[1]
         )));
     }
-    let s = x.shape();
     let nd = s.len();
     let out = [o[0] as usize, o[1] as usize];
-    probe_output(x, out)?;
+    probe_output(s, dtype, out)?;
     Ok(([s[nd - 2], s[nd - 1]], out))
 }
 
@@ -449,7 +482,8 @@ pub fn avg_pool2d(
         return Err(Error::runtime("divisor must be not zero"));
     }
     let pp = pool_params(
-        x,
+        &x.shape(),
+        x.dtype(),
         "avg_pool2d",
         kernel,
         stride,
@@ -498,7 +532,7 @@ pub fn avg_pool2d(
 
 /// `adaptive_avg_pool2d` (`AdaptiveAvgPool2DBackward0`).
 pub fn adaptive_avg_pool2d(x: &Tensor, output_size: &[i64]) -> Result<Tensor> {
-    let (size, out) = adaptive_sizes(x, "adaptive_avg_pool2d", output_size)?;
+    let (size, out) = adaptive_sizes(&x.shape(), x.dtype(), "adaptive_avg_pool2d", output_size)?;
     if let Some(empty) = empty_output(x, out_shape(&x.shape(), out), "AdaptiveAvgPool2DBackward0") {
         return Ok(empty);
     }

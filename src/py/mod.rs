@@ -28,6 +28,7 @@ mod forward_ad;
 mod function;
 mod functional;
 mod functions;
+mod linalg;
 mod mathops;
 mod nn;
 mod nn_attention;
@@ -78,6 +79,7 @@ fn ferrograd_c(m: &Bound<'_, PyModule>) -> PyResult<()> {
     data_ops::register(m)?;
     optim::register(m)?;
     serialize::register(m)?;
+    linalg::register(m)?;
     nn_conv::register(m)?;
     nn_ctc::register(m)?;
     nn_grid::register(m)?;

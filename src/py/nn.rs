@@ -509,6 +509,74 @@ fn cross_entropy(
 }
 
 /// Adds the `nn.functional` bindings to `ferrograd._C`.
+/// `multi_margin_loss` of `nframe` rows of `dim` scores (the Python layer checks the
+/// arguments and passes the sizes); `keep_rows`: `reduction='none'` keeps one loss per row.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (input, target, p, margin, weight, reduction, nframe, dim, keep_rows))]
+fn _multi_margin_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    p: i64,
+    margin: f64,
+    weight: Option<&Bound<'_, PyTensor>>,
+    reduction: &str,
+    nframe: usize,
+    dim: usize,
+    keep_rows: bool,
+) -> PyResult<Py<PyAny>> {
+    let (x, y) = (t_of(input), t_of(target));
+    let w = weight.map(|w| t_of(w).clone());
+    let r = ops::Reduction::parse(reduction)?;
+    let (ins, opt) = capture::Opt::inputs(&[x, y], &[w.as_ref()]);
+    capture::run_op(
+        py,
+        x.numel(),
+        "multi_margin_loss",
+        &ins,
+        &[],
+        move |t, _| {
+            ops::multi_margin_loss(
+                t[0],
+                t[1],
+                p,
+                margin,
+                opt.get(t, 0),
+                r,
+                nframe,
+                dim,
+                keep_rows,
+            )
+        },
+    )
+}
+
+/// `multilabel_margin_loss` of `nframe` rows of `dim` scores (checked and sized by the
+/// Python layer, as `_multi_margin_loss`).
+#[pyfunction]
+#[pyo3(signature = (input, target, reduction, nframe, dim, keep_rows))]
+fn _multilabel_margin_loss(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    target: &Bound<'_, PyTensor>,
+    reduction: &str,
+    nframe: usize,
+    dim: usize,
+    keep_rows: bool,
+) -> PyResult<Py<PyAny>> {
+    let (x, y) = (t_of(input), t_of(target));
+    let r = ops::Reduction::parse(reduction)?;
+    capture::run_op(
+        py,
+        x.numel(),
+        "multilabel_margin_loss",
+        &[x, y],
+        &[],
+        move |t, _| ops::multilabel_margin_loss(t[0], t[1], r, nframe, dim, keep_rows),
+    )
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
     m.add_function(wrap_pyfunction!(hardtanh, m)?)?;
@@ -535,5 +603,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(binary_cross_entropy_with_logits, m)?)?;
     m.add_function(wrap_pyfunction!(nll_loss, m)?)?;
     m.add_function(wrap_pyfunction!(cross_entropy, m)?)?;
+    m.add_function(wrap_pyfunction!(_multi_margin_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_multilabel_margin_loss, m)?)?;
     Ok(())
 }

@@ -316,31 +316,31 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
 class LinalgLstsq(Function):
     @staticmethod
     def forward(ctx, A, B, rcond, driver):
-        a, b = _np(A), _np(B)
-        _refuse_non_finite("linalg.lstsq", a, b)
-        fa, fb = _flat_batches(a), _flat_batches(b)
-        x = np.empty(fa.shape[:1] + (a.shape[-1], b.shape[-1]), dtype=a.dtype)
-        for i in range(fa.shape[0]):
-            x[i] = np.linalg.lstsq(fa[i], fb[i], rcond=rcond)[0]
-        x = x.reshape(a.shape[:-2] + x.shape[-2:])
-        X = _tensor(x, A)
-        m, n = a.shape[-2], a.shape[-1]
-        a64 = a.astype(np.float64)
-        sv = _svd(a64, compute_uv=False)
-        smax = sv[..., :1] if sv.shape[-1] else np.zeros(sv.shape[:-1] + (1,))
-        ranks = (sv > rcond * smax).sum(-1)
+        m, n = A.shape[-2], A.shape[-1]
+        if A.dtype in (_fg.float32, _fg.float64):
+            # The solutions, ranks and singular values in one native call
+            # (`src/ops/lstsq.rs`, float64 one-sided Jacobi SVD).
+            try:
+                X, ranks, sv = _C._lstsq(A, B, float(rcond))
+            except RuntimeError as e:
+                if "non-finite" in str(e):
+                    raise LinAlgError(str(e)) from None
+                raise
+            full_rank = driver == "gels" or bool((ranks == n).all())
+        else:
+            X, ranks, sv = _lstsq_numpy(A, B, rcond)
+            full_rank = driver == "gels" or bool(np.all(ranks == n))
+            ranks, sv = _int_tensor(ranks), _tensor(sv, A)
         # As PyTorch's linalg_lstsq_out_info: residuals only when m > n and the
         # driver is not gelsy (gelss/gelsd: only if every matrix has rank n).
-        if m > n and driver != "gelsy" and (driver == "gels" or np.all(ranks == n)):
-            r = a64 @ _np(X).astype(np.float64) - b.astype(np.float64)
+        if m > n and driver != "gelsy" and full_rank:
+            a64, x64, b64 = (_np(t).astype(np.float64) for t in (A, X, B))
+            r = a64 @ x64 - b64
             residuals = _tensor((r * r).sum(-2), A)
         else:
             residuals = _C.empty(0, dtype=A.dtype)
-        rank = _int_tensor(ranks) if driver != "gels" else _C.empty(0, dtype=_fg.int64)
-        if driver in ("gelsd", "gelss"):
-            singular_values = _tensor(sv, A)
-        else:
-            singular_values = _C.empty(0, dtype=A.dtype)
+        rank = ranks if driver != "gels" else _C.empty(0, dtype=_fg.int64)
+        singular_values = sv if driver in ("gelsd", "gelss") else _C.empty(0, dtype=A.dtype)
         # Only the solution is differentiable, as in PyTorch.
         ctx.mark_non_differentiable(residuals, rank, singular_values)
         ctx.set_materialize_grads(False)
@@ -360,6 +360,22 @@ class LinalgLstsq(Function):
 
 
 LinalgLstsq._backward_name = "LinalgLstsqBackward0"
+
+
+def _lstsq_numpy(A, B, rcond):
+    """NumPy's ``lstsq`` per matrix (dtypes the native kernel does not take):
+    the solution tensor, and the ranks and float64 singular values as arrays."""
+    a, b = _np(A), _np(B)
+    _refuse_non_finite("linalg.lstsq", a, b)
+    fa, fb = _flat_batches(a), _flat_batches(b)
+    x = np.empty(fa.shape[:1] + (a.shape[-1], b.shape[-1]), dtype=a.dtype)
+    for i in range(fa.shape[0]):
+        x[i] = np.linalg.lstsq(fa[i], fb[i], rcond=rcond)[0]
+    X = _tensor(x.reshape(a.shape[:-2] + x.shape[-2:]), A)
+    sv = _svd(a.astype(np.float64), compute_uv=False)
+    smax = sv[..., :1] if sv.shape[-1] else np.zeros(sv.shape[:-1] + (1,))
+    return X, (sv > rcond * smax).sum(-1), sv
+
 
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 

@@ -143,6 +143,17 @@ def householder_product(A, tau):  # noqa: N803 - PyTorch's name
             "torch.linalg.householder_product: tau dtype "
             f"{tau.dtype} does not match input dtype {A.dtype}"
         )
+    if (
+        isinstance(A, Tensor)
+        and isinstance(tau, Tensor)
+        and A.dtype in (_C.float32, _C.float64)
+        and not _batched(A, tau)
+        and not (_C.is_grad_enabled() and (A.requires_grad or tau.requires_grad))
+        and not (_C._current_dual_level() >= 0 and _tangent(A, tau))
+    ):
+        # Nothing records a gradient: the product in one native call
+        # (`src/ops/householder.rs`), in the composite's order of operations.
+        return _C._householder_product(A, tau)
     batch = tuple(A.shape[:-2])
     q = _C.eye(m, n, dtype=A.dtype).expand(*batch, m, n)
     if k == 0:
@@ -156,6 +167,10 @@ def householder_product(A, tau):  # noqa: N803 - PyTorch's name
         v = vs.narrow(-1, i, 1)  # (*, m, 1)
         q = q - (v * ts.narrow(-1, i, 1)) @ (v.mT @ q)
     return q
+
+
+def _tangent(*tensors):
+    return any(_C._fw_tangent(t) is not None for t in tensors)
 
 
 # NumPy's qr takes stacks of matrices from 1.22.
@@ -208,4 +223,12 @@ def geqrf(input):  # noqa: A002 - PyTorch's name
     _check_tensor("geqrf", input, "input")
     if input.dim() < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if (
+        isinstance(input, Tensor)
+        and input.dtype in (_C.float32, _C.float64)
+        and not _batched(input)
+    ):
+        # dgeqr2's loop in one native call (`src/ops/householder.rs`); its outputs are
+        # not differentiable, as LinalgGeqrf marks them.
+        return geqrf_result(*_C._geqrf(input))
     return geqrf_result(*_call(LinalgGeqrf, input))

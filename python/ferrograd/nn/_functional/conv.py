@@ -8,10 +8,10 @@ rules live in ``src/ops/conv.rs``.
 A 3-d convolution runs on the 2-d kernels, as a sum over the kernel's depth
 taps of 2-d convolutions: for tap ``i`` the input depths
 ``o * stride + i * dilation`` of every output depth ``o`` are folded into the
-batch; the taps' slices are laid side by side as channels (``Tensor.unfold``
-over the depth) and convolved once with the weight's taps likewise laid out,
-so the GEMM sums over the taps. Everything is recorded ops, so gradients of
-every order follow.
+batch; the taps' slices are laid side by side as channels (a window view over
+the depth) and convolved once with the weight's taps likewise laid out, so the
+GEMM sums over the taps. ``src/ops/conv3d.rs`` does that in one call, of
+recorded ops, so gradients of every order follow.
 """
 
 from __future__ import annotations
@@ -474,21 +474,7 @@ def conv3d(
             f"{dilation[1] * (kh - 1) + 1} x {dilation[2] * (kw - 1) + 1}). Kernel size can't "
             "be greater than actual input size"
         )
-    # Every depth tap's input slices side by side as channels, (group, tap, channel)
-    # ordered like the weight's (C_out, kD * C_in / groups, kH, kW) reshape: the kD
-    # 2-d convolutions summed become one, its sum over the taps inside the GEMM.
-    span = dilation[0] * (kd - 1) + 1
-    taps = x.unfold(2, span, stride[0])  # (N, C, Do, H, W, span)
-    if dilation[0] > 1:
-        taps = taps.index_select(5, _C.arange(0, span, dilation[0]))
-    taps = taps.reshape(N, groups, Cg, Do, H, W, kd).permute(0, 3, 1, 6, 2, 4, 5)
-    planes = taps.reshape(N * Do, groups * kd * Cg, H, W)
-    w2 = weight.permute(0, 2, 1, 3, 4).reshape(out_ch, kd * Cg, kh, kw)
-    out = _C.convolution(
-        planes, w2, None, stride[1:], padding[1:], dilation[1:], False, [0, 0], groups
-    )
-    out = out.reshape(N, Do, out_ch, out.shape[2], out.shape[3]).permute(0, 2, 1, 3, 4)
-    if bias is not None:
-        out = out + bias.reshape(1, out_ch, 1, 1, 1)
-    out = out.contiguous()
+    # The taps' slices convolved as one 2-d convolution, in one native call
+    # (`src/ops/conv3d.rs`).
+    out = _C.conv3d(x, weight, bias, stride, padding[1:], dilation, groups)
     return out.squeeze(0) if unbatched else out

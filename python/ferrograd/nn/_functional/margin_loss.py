@@ -1,8 +1,11 @@
 """Margin and embedding losses (hinge, ranking, triplet, soft-margin and the
 multi-class margin losses), composed from differentiable ops (``gather``,
-``relu``, ``norm``, ``softplus``), so gradients of every order follow. Index
-bookkeeping that carries no gradient (which classes are targets) is done on
-the integer targets up front."""
+``relu``, ``norm``, ``softplus``), so gradients of every order follow. The
+multi-class margin losses are one native op each (``src/ops/margin_loss.rs``,
+their backward beside them) for float32/float64 scores and int64 targets; a
+differentiated ``weight`` or another dtype takes the composite, whose index
+bookkeeping (which classes are targets) is done on the integer targets up
+front."""
 
 from __future__ import annotations
 
@@ -372,6 +375,26 @@ def _frames(input):
     return input.shape[0], input.shape[1]
 
 
+def _native(input, target, weight):
+    """Whether the native margin losses take these arguments: float32/float64 scores,
+    int64 targets, a weight of the scores' dtype that is not differentiated (the
+    composite below differentiates it; PyTorch refuses to)."""
+    return (
+        isinstance(input, _C.Tensor)
+        and isinstance(target, _C.Tensor)
+        and input.dtype in (_C.float32, _C.float64)
+        and target.dtype == _C.int64
+        and (
+            weight is None
+            or (
+                isinstance(weight, _C.Tensor)
+                and weight.dtype == input.dtype
+                and not (weight.requires_grad and _C.is_grad_enabled())
+            )
+        )
+    )
+
+
 def _finish(per_sample, target, reduction):
     # PyTorch's reduction='none' keeps one value per sample, or a scalar when
     # the target is a scalar.
@@ -431,6 +454,11 @@ def multi_margin_loss(
         )
     if weight is not None and weight.numel() != dim:
         raise RuntimeError(f"inconsistent weight size, expected {dim} but got {list(weight.shape)}")
+    if _native(input, target, weight):
+        # One native op (`src/ops/margin_loss.rs`), its backward beside it.
+        return _C._multi_margin_loss(
+            input, target, p, float(margin), weight, reduction, nframe, dim, target.dim() > 0
+        )
     y = target.reshape(nframe)
     # The bounds from a list: NumPy's min and max cost more on a few targets.
     ys = y.tolist() if nframe <= 64 else y.numpy()
@@ -438,7 +466,9 @@ def multi_margin_loss(
         raise RuntimeError("target out of range")
     x = input.reshape(nframe, dim)
     at = y.unsqueeze(1)
-    z = _C.relu(x - x.gather(1, at) + margin)
+    z = x - x.gather(1, at) + margin
+    # A hinge counts where positive, so a NaN score adds nothing, as in PyTorch.
+    z = _C.where(z > 0, z, _zero(z))
     if p == 2:
         z = z * z
     # The target class is no term of its own sum: zeroed in place of the mask's where.
@@ -490,6 +520,11 @@ def multilabel_margin_loss(
         raise RuntimeError(
             f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}"
         )
+    if _native(input, target, None):
+        # One native op (`src/ops/margin_loss.rs`), its backward beside it.
+        return _C._multilabel_margin_loss(
+            input, target, reduction, nframe, dim, input.dim() == 2
+        )
     t = target.reshape(nframe, dim)
     # pair[n, j, k]: how often target class j is paired with non-target class k.
     if 0 < nframe * dim <= 64 and target.dtype == _C.int64:
@@ -499,7 +534,9 @@ def multilabel_margin_loss(
         counts = _target_counts(t.numpy(), nframe, dim).astype(np.float64)
         pair = _C.tensor(counts[:, :, None] * (counts == 0)[:, None, :], dtype=input.dtype)
     x = input.reshape(nframe, dim)
-    hinge = _C.relu(1.0 - x.unsqueeze(2) + x.unsqueeze(1))
+    hinge = 1.0 - x.unsqueeze(2) + x.unsqueeze(1)
+    # A hinge counts where positive, so a NaN score adds nothing, as in PyTorch.
+    hinge = _C.where(hinge > 0, hinge, _zero(hinge))
     per = (hinge * pair).sum((1, 2)) / dim
     if reduction == "none":
         return per if input.dim() == 2 else per.reshape(())

@@ -1,19 +1,14 @@
 """3-d pooling (``max_pool3d``, ``avg_pool3d``, ``adaptive_avg_pool3d``,
-``adaptive_max_pool3d`` and the ``*_with_indices`` forms) on the 2-d kernels.
+``adaptive_max_pool3d`` and the ``*_with_indices`` forms): PyTorch's argument
+checks here, the pooling in one native call each (``src/ops/pool3d.rs``).
 
-Max pooling pools each depth slice in 2-d (depths folded into channels),
-then pools the depth windows with the same 2-d kernel (the slices' maxima
-as a ``(D, H_out * W_out)`` image under a ``(kD, 1)`` window); average
-pooling likewise, since PyTorch's divisor is the product of the
-per-dimension window sizes.
-
-Adaptive pooling is separable: every output bin is the product of one 1-d bin
-per dimension, so the 3-d average (or maximum) is the 2-d one over each depth
-slice followed by an adaptive pool over depth alone. For the maximum, taking
-the first maximal depth of the first in-plane maxima gives the first maximum in
-PyTorch's (depth, row, column) scan order.
-
-Everything is recorded ops, so gradients of every order follow.
+The native ops run the 2-d kernels over each depth slice (depths folded into
+channels), then pool the depth windows with the same kernels (the slices'
+results as a ``(D, H_out * W_out)`` image under a ``(kD, 1)`` window): an
+average's divisor is the product of the per-dimension window sizes, and the
+first maximal depth of the first in-plane maxima is the first maximum in
+PyTorch's (depth, row, column) scan order. A tensor-like input (vmap's) takes
+the same two passes through the functional 2-d forms, which dispatch it.
 """
 
 from __future__ import annotations
@@ -106,31 +101,10 @@ def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, with_i
         raise RuntimeError(
             f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
         )
-    # The 3-d checks above cover the in-plane ones: the kernel directly.
-    ceil_mode = bool(ceil_mode)
-    planes, where = _C.max_pool2d_with_indices(
-        x.reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:], ceil_mode
-    )
-    Ho, Wo = planes.shape[2], planes.shape[3]
-    if N == 0:
-        # An empty batch, however deep: no loop over its output depths.
-        planes = planes.reshape(N, C, D, Ho, Wo)
-        values = planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
-        return values, _C.zeros((N, C, Do, Ho, Wo), dtype=_C.int64)
-    # The depth windows pooled by the same 2-d kernel, each plane's maxima laid
-    # out as a (D, Ho * Wo) image and pooled with a (kD, 1) window: the first
-    # maximum in depth-first scan order, as PyTorch's kernel keeps, with its
-    # padding, dilation and ceil_mode rules.
-    HWo = Ho * Wo
-    values, at = _C.max_pool2d_with_indices(
-        planes.reshape(N, C, D, HWo), [k[0], 1], [s[0], 1], [p[0], 0], [d[0], 1], ceil_mode
-    )
-    values = values.reshape(N, C, Do, Ho, Wo)
+    # Both passes and the indices in one native call (`src/ops/pool3d.rs`).
+    values, indices = _C.max_pool3d_with_indices(x, k, s, p, d, bool(ceil_mode))
     if not with_indices:
         return (values.squeeze(0) if unbatched else values), None
-    at = at.reshape(N, C, Do * HWo)
-    in_plane = where.reshape(N, C, D * HWo).gather(2, at)
-    indices = ((at // HWo) * (H * W) + in_plane).reshape(N, C, Do, Ho, Wo)
     if unbatched:
         values, indices = values.squeeze(0), indices.squeeze(0)
     return values, indices
@@ -265,33 +239,16 @@ def avg_pool3d(
         raise RuntimeError(
             f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
         )
-    # In-plane sums (divisor 1) or means; the divisor is a product of per-dimension counts.
-    planes = _C.avg_pool2d(
-        x.reshape(N, C * D, H, W),
-        k[1:],
-        s[1:],
-        p[1:],
-        bool(ceil_mode),
-        bool(count_include_pad),
-        1 if divisor_override is not None else None,
-    )
-    Ho, Wo = planes.shape[2], planes.shape[3]
-    if N == 0:
-        # An empty batch, however deep: no loop over its output depths.
-        planes = planes.reshape(N, C, D, Ho, Wo)
-        return planes.narrow(2, 0, 1).expand(N, C, Do, Ho, Wo).contiguous()
-    # The depth windows averaged by the same 2-d kernel, the plane averages laid
-    # out as a (D, Ho * Wo) image under a (kD, 1) window: the depth count is the
-    # last factor of PyTorch's divisor (or the override, the in-plane pass summing).
-    result = _C.avg_pool2d(
-        planes.reshape(N, C, D, Ho * Wo),
-        [k[0], 1],
-        [s[0], 1],
-        [p[0], 0],
+    # The in-plane and depth passes in one native call (`src/ops/pool3d.rs`).
+    result = _C.avg_pool3d(
+        x,
+        k,
+        s,
+        p,
         bool(ceil_mode),
         bool(count_include_pad),
         None if divisor_override is None else int(divisor_override),
-    ).reshape(N, C, Do, Ho, Wo)
+    )
     return result.squeeze(0) if unbatched else result
 
 
@@ -332,10 +289,13 @@ def adaptive_avg_pool3d(input: Tensor, output_size: IntOrInts) -> Tensor:
     """
     x, unbatched = _check_3d(input, "adaptive_avg_pool3d")
     od, oh, ow = _adaptive_size(x, output_size, 3)
+    if isinstance(x, _C.Tensor):
+        # Both passes in one native call (`src/ops/pool3d.rs`).
+        out = _C.adaptive_avg_pool3d(x, [od, oh, ow])
+        return out.squeeze(0) if unbatched else out
     n, c, d, h, w = x.shape
-    # A tensor goes to the native 2-d kernel directly (the sizes are resolved); a
-    # tensor-like value (vmap's) to the functional form, which dispatches it.
-    pool = _C.adaptive_avg_pool2d if isinstance(x, _C.Tensor) else adaptive_avg_pool2d
+    # A tensor-like value (vmap's) through the functional 2-d form, which dispatches it.
+    pool = adaptive_avg_pool2d
     planes = pool(x.reshape(n, c * d, h, w), [oh, ow])
     out = pool(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
     out = out.reshape(n, c, od, oh, ow)
@@ -373,9 +333,17 @@ def adaptive_max_pool3d_with_indices(
 def _adaptive_max_pool3d(input, output_size, with_indices):
     x, unbatched = _check_3d(input, "adaptive_max_pool3d")
     od, oh, ow = _adaptive_size(x, output_size, 3)
+    if isinstance(x, _C.Tensor):
+        # Both passes and the indices in one native call (`src/ops/pool3d.rs`).
+        out, indices = _C.adaptive_max_pool3d(x, [od, oh, ow])
+        if not with_indices:
+            return out.squeeze(0) if unbatched else out
+        if unbatched:
+            out, indices = out.squeeze(0), indices.squeeze(0)
+        return out, indices
     n, c, d, h, w = x.shape
-    # As in adaptive_avg_pool3d: the native kernel for a tensor.
-    pool = _C.adaptive_max_pool2d if isinstance(x, _C.Tensor) else adaptive_max_pool2d_with_indices
+    # A tensor-like value (vmap's) through the functional 2-d form, which dispatches it.
+    pool = adaptive_max_pool2d_with_indices
     planes, where = pool(x.reshape(n, c * d, h, w), [oh, ow])
     out, idx = pool(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
     if not with_indices:
