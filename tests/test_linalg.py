@@ -281,7 +281,8 @@ def test_lstsq_refuses_non_finite_input_and_answers_empty_matrices_without_a_loo
     a = np.array([[1.0, 2.0], [np.nan, 1.0], [0.0, 1.0]])
     raises(LA.LinAlgError, "linalg.lstsq: The algorithm failed to converge because the input "
            "matrix contained non-finite values.", LA.lstsq, T(a), T(np.ones((3, 1))))
-    raises(LA.LinAlgError, "non-finite", LA.lstsq, T(np.eye(2)), T([[1.0], [np.inf]]))
+    raises(LA.LinAlgError, "linalg.lstsq: The algorithm failed to converge because the input "
+           "matrix contained non-finite values.", LA.lstsq, T(np.eye(2)), T([[1.0], [np.inf]]))
     # 2**20 matrices of no rows and no columns: empty solutions and rank 0, no loop.
     res = LA.lstsq(fg.zeros(2**20, 0, 0), fg.zeros(2**20, 0, 0), driver="gelsd")
     assert tuple(res.solution.shape) == (2**20, 0, 0)
