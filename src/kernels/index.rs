@@ -566,90 +566,6 @@ pub fn map_rows<T: Element, U: Element>(
     })
 }
 
-/// Applies `f(row_in, row_out)` to each contiguous row (scans such as cumsum).
-pub fn scan_rows<T: Element>(
-    data: &[T],
-    rows: usize,
-    cols: usize,
-    f: impl Fn(&[T], &mut [T]) + Sync,
-) -> Vec<T> {
-    if rows == 0 || cols == 0 {
-        return Vec::new();
-    }
-    let mut out = crate::error::filled_vec(rows * cols, T::zero());
-    let o = SendPtr(out.as_mut_ptr());
-    par_ranges(rows * cols, |lo, hi| {
-        let (r0, r1) = (lo / cols, hi.div_ceil(cols).min(rows));
-        for r in r0..r1 {
-            if r * cols < lo {
-                continue;
-            }
-            // SAFETY: each row is owned by the one range holding its first element.
-            let dst = unsafe { std::slice::from_raw_parts_mut(o.get().add(r * cols), cols) };
-            f(&data[r * cols..(r + 1) * cols], dst);
-        }
-    });
-    out
-}
-
-/// Running sums down the middle dimension of a contiguous `[outer, n,
-/// inner]` block (`cumsum` along a leading dimension): whole rows are added
-/// to the previous result row, so memory streams in order and the adds
-/// vectorise; each element's sum runs in `j` order, as the row scan's does
-/// (with `rev`, from `j = n - 1` down: the gradient of `cumsum`).
-pub fn scan_mid<T: crate::tensor::Arith>(
-    data: &[T],
-    outer: usize,
-    n: usize,
-    inner: usize,
-    rev: bool,
-) -> Vec<T> {
-    if outer == 0 || n == 0 || inner == 0 {
-        // Empty, however large the other factors: no loop over them.
-        return Vec::new();
-    }
-    let total = outer * n * inner;
-    const COLS: usize = 1024;
-    let blocks = inner.div_ceil(COLS).max(1);
-    build_vec(total, |out| {
-        let o = SendPtr(out.as_mut_ptr().cast::<T>());
-        super::copy::par_units(outer * blocks, n * COLS.min(inner.max(1)), |lo, hi| {
-            for u in lo..hi {
-                let (r, b) = (u / blocks, u % blocks);
-                let (c0, c1) = (b * COLS, ((b + 1) * COLS).min(inner));
-                for step in 0..n {
-                    let j = if rev { n - 1 - step } else { step };
-                    let at = (r * n + j) * inner;
-                    let x = &data[at + c0..at + c1];
-                    // SAFETY: unit `u` owns columns `c0..c1` of outer position `r`.
-                    let dst =
-                        unsafe { std::slice::from_raw_parts_mut(o.get().add(at + c0), c1 - c0) };
-                    if step == 0 {
-                        dst.copy_from_slice(x);
-                    } else {
-                        // The row written just before: `j - 1`, or `j + 1` in reverse.
-                        let before = if rev { at + inner } else { at - inner };
-                        let prev = unsafe {
-                            std::slice::from_raw_parts(o.get().add(before + c0), c1 - c0)
-                        };
-                        add_rows(dst, prev, x);
-                    }
-                }
-            }
-        });
-    })
-}
-
-#[multiversion::multiversion(targets(
-    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
-    "x86_64+avx+avx2+fma"
-))]
-fn add_rows<T: crate::tensor::Arith>(d: &mut [T], a: &[T], b: &[T]) {
-    for ((o, &x), &y) in d.iter_mut().zip(a).zip(b) {
-        *o = x.add(y);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -660,36 +576,6 @@ mod tests {
         let sums = map_rows(&data, 1000, 100, |r| r.iter().sum::<f64>());
         assert_eq!(sums.len(), 1000);
         assert_eq!(sums[1], (100..200).map(|i| i as f64).sum::<f64>());
-        let c = scan_rows(&data, 1000, 100, |a, b| {
-            let mut acc = 0.0;
-            for (x, y) in a.iter().zip(b.iter_mut()) {
-                acc += x;
-                *y = acc;
-            }
-        });
-        assert_eq!(c[199], sums[1]);
-        // Down the middle dimension: the same sums as scanning transposed rows.
-        let (outer, n, inner) = (3, 50, 2100);
-        let x: Vec<f32> = (0..outer * n * inner)
-            .map(|i| ((i * 31) % 17) as f32 * 0.3 - 2.0)
-            .collect();
-        for t in [1, 2] {
-            crate::kernels::parallel::set_num_threads(t).unwrap();
-            let got = scan_mid(&x, outer, n, inner, false);
-            let back = scan_mid(&x, outer, n, inner, true);
-            for o in 0..outer {
-                for col in (0..inner).step_by(97) {
-                    let (mut acc, mut rev) = (0f32, 0f32);
-                    for j in 0..n {
-                        acc += x[(o * n + j) * inner + col];
-                        assert_eq!(got[(o * n + j) * inner + col].to_bits(), acc.to_bits());
-                        let k = n - 1 - j;
-                        rev += x[(o * n + k) * inner + col];
-                        assert_eq!(back[(o * n + k) * inner + col].to_bits(), rev.to_bits());
-                    }
-                }
-            }
-        }
     }
 }
 

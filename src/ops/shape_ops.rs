@@ -540,7 +540,7 @@ pub(crate) fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
         let (outer, n) = (shape[..d].iter().product(), shape[d]);
         crate::dispatch!(v.dtype(), T => {
             let data = v.as_slice::<T>().unwrap_or(&[]);
-            Tensor::from_vec(crate::kernels::index::scan_mid(data, outer, n, inner, false), shape.clone())
+            Tensor::from_vec(crate::kernels::scan::scan_mid(data, outer, n, inner, false), shape.clone())
         })
     } else {
         let mut mask: SmallVec<[bool; 4]> = SmallVec::from_elem(false, shape.len());
@@ -553,7 +553,7 @@ pub(crate) fn cumsum(t: &Tensor, dim: i64) -> Result<Tensor> {
         moved.push(n);
         let scanned = crate::dispatch!(v.dtype(), T => {
             let data = v.as_slice::<T>().unwrap_or(&[]);
-            let r: Vec<T> = crate::kernels::index::scan_rows(data, rows, cols, |a, b| {
+            let r: Vec<T> = crate::kernels::scan::scan_rows(data, rows, cols, |a, b| {
                 let mut acc = <T as crate::tensor::Element>::zero();
                 for (x, y) in a.iter().zip(b.iter_mut()) {
                     acc = crate::tensor::Arith::add(acc, *x);
@@ -612,7 +612,7 @@ fn reversed_cumsum(g: &Tensor, d: usize) -> Option<Tensor> {
         let r = if inner == 1 {
             crate::kernels::scan::cumsum_rows(data, outer, n, true)
         } else {
-            crate::kernels::index::scan_mid(data, outer, n, inner, true)
+            crate::kernels::scan::scan_mid(data, outer, n, inner, true)
         };
         Tensor::from_vec(r, shape.clone())
     }))
