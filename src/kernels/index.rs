@@ -244,7 +244,31 @@ pub fn scatter_dim<T: Element + crate::tensor::Arith>(
                 bad.store(true, Ordering::Relaxed);
                 return;
             }
-            if inner == 1 && r0 == 0 && r1 == size {
+            if inner == 1 && (r0, r1) != (0, size) {
+                // A part `r0..r1` of a single column: the writes that fall
+                // outside it go to a local sink, picked without a branch (a
+                // shuffled index would mispredict every other element).
+                let mut sink = T::zero();
+                let sink_at: *mut T = &mut sink;
+                let span = r1 - r0;
+                // SAFETY: as below; a pointer outside the part is never
+                // dereferenced (`wrapping_add` only computes it).
+                unsafe {
+                    let (src, dst) = (
+                        sp.get().add(sout[o] + sin[0]),
+                        dp.get().add(dout[o] + din[0]),
+                    );
+                    for (j, &i) in block.iter().enumerate() {
+                        let i = i as usize;
+                        let inside = i.wrapping_sub(r0) < span;
+                        let slot = super::pick(inside, dst.wrapping_add(i * dd), sink_at);
+                        let v = *src.add(j * sd);
+                        *slot = if accumulate { (*slot).add(v) } else { v };
+                    }
+                }
+                return;
+            }
+            if inner == 1 {
                 // Along the last dimension with the whole destination row owned:
                 // one tight loop per row, no slices or range tests per element.
                 // SAFETY: the indices were checked against the destination's
@@ -875,17 +899,21 @@ mod gather_tests {
             smallvec::smallvec![idx.len()],
         );
         let sv = t.view();
-        let mut runs = Vec::new();
-        for th in [1, 2] {
-            crate::kernels::parallel::set_num_threads(th).unwrap();
-            let dst = scatter_dim::<f32>(Base::Zeros, &[n], 0, &idx, &[idx.len()], &sv, true);
-            runs.push(dst.unwrap());
+        // Repeated indices: added up, or the last write kept, on any split.
+        for acc in [true, false] {
+            let mut runs = Vec::new();
+            for th in [1, 2] {
+                crate::kernels::parallel::set_num_threads(th).unwrap();
+                let dst = scatter_dim::<f32>(Base::Zeros, &[n], 0, &idx, &[idx.len()], &sv, acc);
+                runs.push(dst.unwrap());
+            }
+            let mut want = vec![0f32; n];
+            for (j, &i) in idx.iter().enumerate() {
+                let v = (j % 97) as f32 * 0.25;
+                want[i as usize] = if acc { want[i as usize] + v } else { v };
+            }
+            assert_eq!(runs[0], want);
+            assert_eq!(runs[1], want);
         }
-        let mut want = vec![0f32; n];
-        for (j, &i) in idx.iter().enumerate() {
-            want[i as usize] += (j % 97) as f32 * 0.25;
-        }
-        assert_eq!(runs[0], want);
-        assert_eq!(runs[1], want);
     }
 }
