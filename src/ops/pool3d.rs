@@ -47,6 +47,15 @@ fn unit_window(len: usize) -> Window {
     }
 }
 
+/// The empty values and indices of a max pooling with no output element,
+/// answered before any per-axis table (as long as an output side, which may
+/// be huge beside an empty batch) is built.
+fn empty_or_none(x: &Tensor, oshape: Shape, name: &'static str) -> Option<(Tensor, Tensor)> {
+    let empty = empty_output(x, oshape, name)?;
+    let idx = Tensor::zeros(empty.shape(), DType::I64);
+    Some((empty, idx))
+}
+
 /// Max pooling of `x` (`n * c` volumes of `d` slices of `h x w`) through the
 /// in-plane windows `wh`, `ww` and the depth window `wd`: the values and the
 /// flat in-volume index of each maximum, recorded as `name`.
@@ -58,10 +67,6 @@ fn max3(
 ) -> Result<(Tensor, Tensor)> {
     let (od, oh, ow) = (wd.len_out(), wh.len_out(), ww.len_out());
     let oshape: Shape = smallvec![n, c, od, oh, ow];
-    if let Some(empty) = empty_output(x, oshape.clone(), name) {
-        let idx = Tensor::zeros(empty.shape(), DType::I64);
-        return Ok((empty, idx));
-    }
     let hw_out = oh * ow;
     let unit = unit_window(hw_out);
     let (out, idx) = {
@@ -119,13 +124,6 @@ pub fn max_pool3d_with_indices(
         ceil_mode,
         true,
     )?;
-    let [wh, ww]: [Window; 2] = std::array::from_fn(|a| {
-        max_window(
-            pp.size[a] as i64,
-            [pp.k[a], pp.s[a], pp.p[a], pp.d[a]],
-            pp.out[a],
-        )
-    });
     let od = if n == 0 {
         // An empty batch: no depth pass to check.
         pooled_len(
@@ -156,17 +154,24 @@ pub fn max_pool3d_with_indices(
             "Given input size: ({c}x{d}x{h}x{w}). Calculated output size is too small"
         )));
     }
+    let name = "MaxPool3DWithIndicesBackward0";
+    let oshape: Shape = smallvec![n, c, od as usize, pp.out[0] as usize, pp.out[1] as usize];
+    if let Some(empty) = empty_or_none(x, oshape, name) {
+        return Ok(empty);
+    }
+    let [wh, ww]: [Window; 2] = std::array::from_fn(|a| {
+        max_window(
+            pp.size[a] as i64,
+            [pp.k[a], pp.s[a], pp.p[a], pp.d[a]],
+            pp.out[a],
+        )
+    });
     let wd = max_window(
         d as i64,
         [kernel[0], stride[0], padding[0], dilation[0]],
         od,
     );
-    max3(
-        x,
-        [n, c, d, h, w],
-        [wd, wh, ww],
-        "MaxPool3DWithIndicesBackward0",
-    )
+    max3(x, [n, c, d, h, w], [wd, wh, ww], name)
 }
 
 /// `adaptive_max_pool3d` with indices, of a 5-d input to `output_size`
@@ -184,6 +189,10 @@ pub fn adaptive_max_pool3d(x: &Tensor, output_size: [i64; 3]) -> Result<(Tensor,
         op,
         &[output_size[0], hw_out as i64],
     )?;
+    let name = "AdaptiveMaxPool3DBackward0";
+    if let Some(empty) = empty_or_none(x, smallvec![n, c, od, oh, ow], name) {
+        return Ok(empty);
+    }
     max3(
         x,
         [n, c, d, h, w],
@@ -192,7 +201,7 @@ pub fn adaptive_max_pool3d(x: &Tensor, output_size: [i64; 3]) -> Result<(Tensor,
             adaptive_window(h, oh),
             adaptive_window(w, ow),
         ],
-        "AdaptiveMaxPool3DBackward0",
+        name,
     )
 }
 
@@ -392,5 +401,27 @@ mod tests {
         assert_eq!(i.dtype(), DType::I64);
         let a = avg_pool3d(&x, [2, 2, 2], [2, 2, 2], [0; 3], false, true, None).unwrap();
         assert_eq!(a.shape().as_slice(), &[0, 2, 1, 2, 2]);
+    }
+
+    #[test]
+    fn an_empty_batch_beside_huge_sides_builds_no_tables() {
+        // A window table per output position would take 2^40 steps here.
+        let big = 1usize << 40;
+        for shape in [[0, 2, big, 4, 4], [0, 1, 4, big, big], [0, 3, big, 2, big]] {
+            let x = Tensor::zeros(Shape::from_slice(&shape), DType::F32);
+            let (v, i) =
+                max_pool3d_with_indices(&x, [2, 2, 2], [2, 2, 2], [0; 3], [1; 3], false).unwrap();
+            let want = [shape[0], shape[1], shape[2] / 2, shape[3] / 2, shape[4] / 2];
+            assert_eq!(v.shape().as_slice(), &want);
+            assert_eq!(i.shape().as_slice(), &want);
+            let (v, _) = adaptive_max_pool3d(&x, [3, 1, 2]).unwrap();
+            assert_eq!(v.shape().as_slice(), &[shape[0], shape[1], 3, 1, 2]);
+            let a = avg_pool3d(&x, [2, 2, 2], [2, 2, 2], [0; 3], false, true, None).unwrap();
+            assert_eq!(a.shape().as_slice(), &want);
+        }
+        // No channels is an error (as in PyTorch), found before any table.
+        let x = Tensor::zeros(Shape::from_slice(&[1, 0, big, 4, 4]), DType::F32);
+        assert!(max_pool3d_with_indices(&x, [2; 3], [2; 3], [0; 3], [1; 3], false).is_err());
+        assert!(avg_pool3d(&x, [2; 3], [2; 3], [0; 3], false, true, None).is_err());
     }
 }

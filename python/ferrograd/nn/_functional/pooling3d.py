@@ -101,16 +101,8 @@ def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, with_i
         raise RuntimeError(
             f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
         )
-    if x.numel() == 0:
-        # No samples or channels: an empty result, with no per-depth tables
-        # sized by a huge D.
-        shape = (N, C, Do, _pool_out(H, k[1], s[1], p[1], d[1], ceil_mode),
-                 _pool_out(W, k[2], s[2], p[2], d[2], ceil_mode))
-        values = x.reshape(-1)[:0].reshape(shape)
-        indices = _C.zeros(shape, dtype=_C.int64)
-    else:
-        # Both passes and the indices in one native call (`src/ops/pool3d.rs`).
-        values, indices = _C.max_pool3d_with_indices(x, k, s, p, d, bool(ceil_mode))
+    # Both passes and the indices in one native call (`src/ops/pool3d.rs`).
+    values, indices = _C.max_pool3d_with_indices(x, k, s, p, d, bool(ceil_mode))
     if not with_indices:
         return (values.squeeze(0) if unbatched else values), None
     if unbatched:
@@ -247,13 +239,6 @@ def avg_pool3d(
         raise RuntimeError(
             f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
         )
-    if x.numel() == 0:
-        # No samples or channels: an empty result, with no per-depth tables
-        # sized by a huge D.
-        shape = (N, C, Do, _pool_out(H, k[1], s[1], p[1], 1, ceil_mode),
-                 _pool_out(W, k[2], s[2], p[2], 1, ceil_mode))
-        result = x.reshape(-1)[:0].reshape(shape)
-        return result.squeeze(0) if unbatched else result
     # The in-plane and depth passes in one native call (`src/ops/pool3d.rs`).
     result = _C.avg_pool3d(
         x,
