@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
-from .._functional import attention as _attn
+from .._functional import multi_head_attention as _mha
 from .activation import _AssertionValueError
 from .container import ModuleList
 from .module import Module, Parameter
@@ -248,7 +248,7 @@ class MultiheadAttention(Module):
                     value = key
             else:
                 query, key, value = (x.transpose(1, 0) for x in (query, key, value))
-        out, weights = _attn.multi_head_attention_forward(
+        out, weights = _mha.multi_head_attention_forward(
             query,
             key,
             value,
@@ -370,14 +370,14 @@ class TransformerEncoderLayer(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool = False,
     ) -> Tensor:
-        src_key_padding_mask = _attn._canonical_mask(
+        src_key_padding_mask = _mha._canonical_mask(
             src_key_padding_mask,
             "src_key_padding_mask",
             None if src_mask is None else src_mask.dtype,
             "src_mask",
             src.dtype,
         )
-        src_mask = _attn._canonical_mask(src_mask, "src_mask", None, "", src.dtype, False)
+        src_mask = _mha._canonical_mask(src_mask, "src_mask", None, "", src.dtype, False)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -462,14 +462,14 @@ class TransformerEncoder(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool | None = None,
     ) -> Tensor:
-        src_key_padding_mask = _attn._canonical_mask(
+        src_key_padding_mask = _mha._canonical_mask(
             src_key_padding_mask,
             "src_key_padding_mask",
             None if mask is None else mask.dtype,
             "mask",
             src.dtype,
         )
-        mask = _attn._canonical_mask(mask, "mask", None, "", src.dtype, False)
+        mask = _mha._canonical_mask(mask, "mask", None, "", src.dtype, False)
         if is_causal is None:
             is_causal = _is_causal_mask(mask)
         out = src
