@@ -146,6 +146,17 @@ def _check_list(lst, w, name, like, what):
             )
 
 
+def _check_root_list(lst, root, role, w, name, like, what):
+    """The ``root`` rank of a gather (``role`` ``"dst"``) or scatter (``"src"``) passes the
+    list of world-size tensors; the other ranks pass none."""
+    _check_rank(root, w, role)
+    if w.rank == root:
+        _check_list(lst, w, name, like, what)
+    elif lst:
+        where = {"dst": "destination", "src": "source"}[role]
+        raise ValueError(f"Argument ``{name}`` must NOT be specified on non-{where} ranks.")
+
+
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Fills ``tensor_list[r]`` with rank r's ``tensor``, on every rank."""
     w = _check_group(group)
@@ -241,13 +252,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
 
     def check():
         _check_tensor(tensor)
-        _check_rank(dst, w, "dst")
-        if w.rank == dst:
-            _check_list(gather_list, w, "gather_list", tensor, "gather")
-        elif gather_list:
-            raise ValueError(
-                "Argument ``gather_list`` must NOT be specified on non-destination ranks."
-            )
+        _check_root_list(gather_list, dst, "dst", w, "gather_list", tensor, "gather")
 
     _agree(w, "gather", tensor, _local(check), (("dst", dst),))
     src = np.ascontiguousarray(_np(tensor))
@@ -263,13 +268,7 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
 
     def check():
         _check_tensor(tensor)
-        _check_rank(src, w, "src")
-        if w.rank == src:
-            _check_list(scatter_list, w, "scatter_list", tensor, "scatter")
-        elif scatter_list:
-            raise ValueError(
-                "Argument ``scatter_list`` must NOT be specified on non-source ranks."
-            )
+        _check_root_list(scatter_list, src, "src", w, "scatter_list", tensor, "scatter")
 
     _agree(w, "scatter", tensor, _local(check), (("src", src),))
     send = (
