@@ -89,26 +89,25 @@ def _tri_mask(t, diagonal, lower):
     return (c - r > diagonal) if lower else (c - r < diagonal)
 
 
+def _triangle(name, input, diagonal, lower):
+    _check(name, input)
+    if input.dim() < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    if isinstance(input, Tensor):
+        return _C._tril(input, diagonal, lower)
+    return input.masked_fill(_tri_mask(input, diagonal, lower), 0)
+
+
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle of the last two dimensions (elements on and below
     the ``diagonal``-th diagonal); the rest are zeros."""
-    _check("tril", input)
-    if input.dim() < 2:
-        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    if isinstance(input, Tensor):
-        return _C._tril(input, diagonal, True)
-    return input.masked_fill(_tri_mask(input, diagonal, True), 0)
+    return _triangle("tril", input, diagonal, True)
 
 
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle of the last two dimensions (on and above the
     ``diagonal``-th diagonal); the rest are zeros."""
-    _check("triu", input)
-    if input.dim() < 2:
-        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    if isinstance(input, Tensor):
-        return _C._tril(input, diagonal, False)
-    return input.masked_fill(_tri_mask(input, diagonal, False), 0)
+    return _triangle("triu", input, diagonal, False)
 
 
 def _tri_indices(row, col, offset, lower):

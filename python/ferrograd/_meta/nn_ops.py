@@ -216,7 +216,7 @@ _RULES["interpolate"] = _RULES["upsample"] = interpolate
 def _mha(query, key, value, embed_dim_to_check, num_heads, *args, **kwargs):
     import inspect
 
-    from ..nn._functional.attention import multi_head_attention_forward
+    from ..nn._functional.multi_head_attention import multi_head_attention_forward
 
     bound = inspect.signature(multi_head_attention_forward).bind(
         query, key, value, embed_dim_to_check, num_heads, *args, **kwargs

@@ -40,10 +40,49 @@ def _mpi_op(op):
     return getattr(_mpi(), _OPS[op])
 
 
+def _collective(w, what, async_op, method, *args, finish=None, **kwargs):
+    """Runs MPI's ``method`` (``Allreduce``, ``Bcast``, ...) on the group's communicator,
+    as its nonblocking ``I`` form (``Iallreduce``, ...) under ``async_op``."""
+    blocking = getattr(w.comm, method)
+    nonblocking = getattr(w.comm, "I" + method[0].lower() + method[1:])
+    return _run(
+        w,
+        what,
+        async_op,
+        lambda: nonblocking(*args, **kwargs),
+        lambda: blocking(*args, **kwargs),
+        finish,
+    )
+
+
+def _reduced(b, op, w):
+    """The finish of a reduction into buffer ``b``: AVG is MPI's SUM divided by the size."""
+
+    def finish():
+        if op == ReduceOp.AVG:
+            b.arr /= w.size
+        b.written()
+
+    return finish
+
+
+def _unstack(stacked, tensors):
+    """The finish of a gather: row r of ``stacked`` into ``tensors[r]``."""
+
+    def finish():
+        if stacked is not None:
+            for r, o in enumerate(tensors):
+                ob = _Buf(o)
+                ob.arr[...] = stacked[r]
+                ob.written()
+
+    return finish
+
+
 def barrier(group=None, async_op=False, device_ids=None):
     """Blocks until every rank reached it."""
     w = _check_group(group)
-    return _run(w, "barrier", async_op, w.comm.Ibarrier, w.comm.Barrier, None)
+    return _collective(w, "barrier", async_op, "Barrier")
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
@@ -60,21 +99,10 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     MPI = _mpi()
     b = _Buf(tensor)
     arr, bop = _bool_as_bytes(b.arr, op)
-    mop = _mpi_op(bop)
-
-    def finish():
-        if op == ReduceOp.AVG:
-            b.arr /= w.size
-        b.written()
-
-    return _run(
-        w,
-        "all_reduce",
-        async_op,
-        lambda: w.comm.Iallreduce(MPI.IN_PLACE, arr, op=mop),
-        lambda: w.comm.Allreduce(MPI.IN_PLACE, arr, op=mop),
-        finish,
-    )
+    return _collective(
+        w, "all_reduce", async_op, "Allreduce", MPI.IN_PLACE, arr, op=_mpi_op(bop),
+        finish=_reduced(b, op, w),
+    )  # fmt: skip
 
 
 def _check_rank(r, w, what):
@@ -95,14 +123,7 @@ def broadcast(tensor, src=0, group=None, async_op=False, group_src=None):
     _agree(w, "broadcast", tensor, _local(check), (("src", src),))
     b = _Buf(tensor)
     finish = b.written if w.rank != src else None
-    return _run(
-        w,
-        "broadcast",
-        async_op,
-        lambda: w.comm.Ibcast(b.arr, root=src),
-        lambda: w.comm.Bcast(b.arr, root=src),
-        finish,
-    )
+    return _collective(w, "broadcast", async_op, "Bcast", b.arr, root=src, finish=finish)
 
 
 def _gather_buffer(w, t):
@@ -125,6 +146,17 @@ def _check_list(lst, w, name, like, what):
             )
 
 
+def _check_root_list(lst, root, role, w, name, like, what):
+    """The ``root`` rank of a gather (``role`` ``"dst"``) or scatter (``"src"``) passes the
+    list of world-size tensors; the other ranks pass none."""
+    _check_rank(root, w, role)
+    if w.rank == root:
+        _check_list(lst, w, name, like, what)
+    elif lst:
+        where = {"dst": "destination", "src": "source"}[role]
+        raise ValueError(f"Argument ``{name}`` must NOT be specified on non-{where} ranks.")
+
+
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Fills ``tensor_list[r]`` with rank r's ``tensor``, on every rank."""
     w = _check_group(group)
@@ -136,20 +168,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     _agree(w, "all_gather", tensor, _local(check))
     src = np.ascontiguousarray(_np(tensor))
     out = _gather_buffer(w, tensor)
-
-    def finish():
-        for r, o in enumerate(tensor_list):
-            ob = _Buf(o)
-            ob.arr[...] = out[r]
-            ob.written()
-
-    return _run(
-        w,
-        "all_gather",
-        async_op,
-        lambda: w.comm.Iallgather(src, out),
-        lambda: w.comm.Allgather(src, out),
-        finish,
+    return _collective(
+        w, "all_gather", async_op, "Allgather", src, out, finish=_unstack(out, tensor_list)
     )
 
 
@@ -173,13 +193,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     _agree(w, "all_gather_into_tensor", input_tensor, _local(check))
     src = np.ascontiguousarray(_np(input_tensor))
     ob = _Buf(output_tensor)
-    return _run(
-        w,
-        "all_gather_into_tensor",
-        async_op,
-        lambda: w.comm.Iallgather(src, ob.arr),
-        lambda: w.comm.Allgather(src, ob.arr),
-        ob.written,
+    return _collective(
+        w, "all_gather_into_tensor", async_op, "Allgather", src, ob.arr, finish=ob.written
     )
 
 
@@ -201,24 +216,19 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 
     _agree(w, "reduce_scatter_tensor", input, _local(check), (("op", op),))
     src = np.ascontiguousarray(_np(input))
+    return _reduce_scatter_block(w, "reduce_scatter_tensor", async_op, src, output, op)
+
+
+def _reduce_scatter_block(w, what, async_op, src, output, op):
+    """Reduces the world-size blocks of array ``src`` over ranks, block r into rank r's
+    ``output``."""
     ob = _Buf(output)
     send, bop = _bool_as_bytes(src, op)
     recv, _ = _bool_as_bytes(ob.arr, op)
-    mop = _mpi_op(bop)
-
-    def finish():
-        if op == ReduceOp.AVG:
-            ob.arr /= w.size
-        ob.written()
-
-    return _run(
-        w,
-        "reduce_scatter_tensor",
-        async_op,
-        lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
-        lambda: w.comm.Reduce_scatter_block(send, recv, op=mop),
-        finish,
-    )
+    return _collective(
+        w, what, async_op, "Reduce_scatter_block", send, recv, op=_mpi_op(bop),
+        finish=_reduced(ob, op, w),
+    )  # fmt: skip
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
@@ -232,24 +242,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
     _agree(w, "reduce_scatter", output, _local(check), (("op", op),))
     src = np.stack([np.asarray(_np(t)) for t in input_list])
-    ob = _Buf(output)
-    send, bop = _bool_as_bytes(src, op)
-    recv, _ = _bool_as_bytes(ob.arr, op)
-    mop = _mpi_op(bop)
-
-    def finish():
-        if op == ReduceOp.AVG:
-            ob.arr /= w.size
-        ob.written()
-
-    return _run(
-        w,
-        "reduce_scatter",
-        async_op,
-        lambda: w.comm.Ireduce_scatter_block(send, recv, op=mop),
-        lambda: w.comm.Reduce_scatter_block(send, recv, op=mop),
-        finish,
-    )
+    return _reduce_scatter_block(w, "reduce_scatter", async_op, src, output, op)
 
 
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
@@ -259,32 +252,13 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
 
     def check():
         _check_tensor(tensor)
-        _check_rank(dst, w, "dst")
-        if w.rank == dst:
-            _check_list(gather_list, w, "gather_list", tensor, "gather")
-        elif gather_list:
-            raise ValueError(
-                "Argument ``gather_list`` must NOT be specified on non-destination ranks."
-            )
+        _check_root_list(gather_list, dst, "dst", w, "gather_list", tensor, "gather")
 
     _agree(w, "gather", tensor, _local(check), (("dst", dst),))
     src = np.ascontiguousarray(_np(tensor))
     out = _gather_buffer(w, tensor) if w.rank == dst else None
-
-    def finish():
-        if out is not None:
-            for r, o in enumerate(gather_list):
-                ob = _Buf(o)
-                ob.arr[...] = out[r]
-                ob.written()
-
-    return _run(
-        w,
-        "gather",
-        async_op,
-        lambda: w.comm.Igather(src, out, root=dst),
-        lambda: w.comm.Gather(src, out, root=dst),
-        finish,
+    return _collective(
+        w, "gather", async_op, "Gather", src, out, root=dst, finish=_unstack(out, gather_list)
     )
 
 
@@ -294,13 +268,7 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
 
     def check():
         _check_tensor(tensor)
-        _check_rank(src, w, "src")
-        if w.rank == src:
-            _check_list(scatter_list, w, "scatter_list", tensor, "scatter")
-        elif scatter_list:
-            raise ValueError(
-                "Argument ``scatter_list`` must NOT be specified on non-source ranks."
-            )
+        _check_root_list(scatter_list, src, "src", w, "scatter_list", tensor, "scatter")
 
     _agree(w, "scatter", tensor, _local(check), (("src", src),))
     send = (
@@ -309,11 +277,4 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
         else None
     )
     ob = _Buf(tensor)
-    return _run(
-        w,
-        "scatter",
-        async_op,
-        lambda: w.comm.Iscatter(send, ob.arr, root=src),
-        lambda: w.comm.Scatter(send, ob.arr, root=src),
-        ob.written,
-    )
+    return _collective(w, "scatter", async_op, "Scatter", send, ob.arr, root=src, finish=ob.written)

@@ -28,26 +28,32 @@ __all__ = [
 
 # ----- convolution, pooling, padding, unfold/fold, interpolation ------------------------------
 # Each topic lives in a private file under _functional/ and is re-exported here.
+from ._functional import adaptive_pooling as _f_adaptive_pooling  # noqa: E402
+from ._functional import avg_pooling as _f_avg_pooling  # noqa: E402
 from ._functional import conv as _f_conv  # noqa: E402
 from ._functional import fold as _f_fold  # noqa: E402
 from ._functional import interpolation as _f_interpolation  # noqa: E402
 from ._functional import lp_pooling as _f_lp_pooling  # noqa: E402
+from ._functional import max_pooling as _f_max_pooling  # noqa: E402
 from ._functional import padding as _f_padding  # noqa: E402
-from ._functional import pooling as _f_pooling  # noqa: E402
 from ._functional import pooling3d as _f_pooling3d  # noqa: E402
 from ._functional import unpooling as _f_unpooling  # noqa: E402
+from ._functional.adaptive_pooling import *  # noqa: E402, F403
+from ._functional.avg_pooling import *  # noqa: E402, F403
 from ._functional.conv import *  # noqa: E402, F403
 from ._functional.fold import *  # noqa: E402, F403
 from ._functional.interpolation import *  # noqa: E402, F403
 from ._functional.lp_pooling import *  # noqa: E402, F403
+from ._functional.max_pooling import *  # noqa: E402, F403
 from ._functional.padding import *  # noqa: E402, F403
-from ._functional.pooling import *  # noqa: E402, F403
 from ._functional.pooling3d import *  # noqa: E402, F403
 from ._functional.unpooling import *  # noqa: E402, F403
 
 __all__ += [
     *_f_conv.__all__,
-    *_f_pooling.__all__,
+    *_f_max_pooling.__all__,
+    *_f_avg_pooling.__all__,
+    *_f_adaptive_pooling.__all__,
     *_f_pooling3d.__all__,
     *_f_lp_pooling.__all__,
     *_f_unpooling.__all__,
@@ -78,12 +84,10 @@ __all__ += [
     *_f_loss.__all__,
     *_f_margin_loss.__all__,
 ]
-# ----- attention (implemented in _functional/attention.py) -----------------------------------
+# ----- attention (in _functional/multi_head_attention.py and attention.py) ------------------
 
-from ._functional.attention import (  # noqa: E402
-    multi_head_attention_forward,
-    scaled_dot_product_attention,
-)
+from ._functional.attention import scaled_dot_product_attention  # noqa: E402
+from ._functional.multi_head_attention import multi_head_attention_forward  # noqa: E402
 
 __all__ += ["multi_head_attention_forward", "scaled_dot_product_attention"]
 

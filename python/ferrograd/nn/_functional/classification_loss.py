@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ... import _C
 from ..._autocast import autocast_op as _autocast_op
-from .loss import _reduction, _scalar_type, _shape_of
+from .loss import _reduction, _scalar_type, _sizes_differ
 
 if TYPE_CHECKING:
     from ..._C import Tensor
@@ -56,8 +56,7 @@ def binary_cross_entropy(
         >>> F.binary_cross_entropy(torch.tensor([0.8, 0.2]), torch.tensor([1.0, 0.0]))
         tensor(0.2231)
     """
-    si, st = _shape_of(input), _shape_of(target)
-    if si is not None and st is not None and tuple(si) != tuple(st):
+    if _sizes_differ(input, target):
         raise ValueError(
             f"Using a target size ({target.size()}) that is different to the input size "
             f"({input.size()}) is deprecated. Please ensure they have the same size."
@@ -110,8 +109,7 @@ def binary_cross_entropy_with_logits(
         >>> F.binary_cross_entropy_with_logits(logits, torch.tensor([1.0, 0.0, 1.0]))
         tensor(0.3778)
     """
-    si, st = _shape_of(input), _shape_of(target)
-    if si is not None and st is not None and tuple(si) != tuple(st):
+    if _sizes_differ(input, target):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
     dt = getattr(target, "dtype", None)
     if dt is not None and not getattr(dt, "is_floating_point", True):

@@ -81,17 +81,11 @@ def _check_conv_args(weight, stride, padding, dilation, groups, sd, transposed=F
         )
 
 
-def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
-    if _dispatch.has_protocol(input, weight, bias):
-        if _dispatch.is_batched(input, weight, bias):
-            from ...func._nn_rules import conv_rule
-
-            return conv_rule(_conv, input, weight, bias, stride, padding, dilation, groups, sd)
-        public = conv1d if sd == 1 else conv2d
-        return _dispatch.dispatch(public, (input, weight, bias, stride, padding, dilation, groups))
+def _batched_input(input, weight, name, sd):
+    """PyTorch's checks of an ``sd``-d convolution's input and weight ranks; the input
+    with a batch dimension, and whether it came without one."""
     _check_tensor(input)
     _check_tensor(weight, "weight")
-    name = f"conv{sd}d"
     if input.dim() not in (sd + 1, sd + 2):
         raise RuntimeError(
             f"Expected {sd + 1}D (unbatched) or {sd + 2}D (batched) input to {name}, "
@@ -103,8 +97,18 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
             f"{list(weight.shape)}"
         )
     unbatched = input.dim() == sd + 1
-    if unbatched:
-        input = input.unsqueeze(0)
+    return (input.unsqueeze(0) if unbatched else input), unbatched
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, sd):
+    if _dispatch.has_protocol(input, weight, bias):
+        if _dispatch.is_batched(input, weight, bias):
+            from ...func._nn_rules import conv_rule
+
+            return conv_rule(_conv, input, weight, bias, stride, padding, dilation, groups, sd)
+        public = conv1d if sd == 1 else conv2d
+        return _dispatch.dispatch(public, (input, weight, bias, stride, padding, dilation, groups))
+    input, unbatched = _batched_input(input, weight, f"conv{sd}d", sd)
     stride = _tuple(stride, sd, "stride")
     dilation = _tuple(dilation, sd, "dilation")
     if isinstance(padding, str):
@@ -248,22 +252,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         public = conv_transpose1d if sd == 1 else conv_transpose2d
         args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
         return _dispatch.dispatch(public, args)
-    _check_tensor(input)
-    _check_tensor(weight, "weight")
-    name = f"conv_transpose{sd}d"
-    if input.dim() not in (sd + 1, sd + 2):
-        raise RuntimeError(
-            f"Expected {sd + 1}D (unbatched) or {sd + 2}D (batched) input to {name}, "
-            f"but got input of size: {list(input.shape)}"
-        )
-    if weight.dim() != sd + 2:
-        raise RuntimeError(
-            f"Expected {sd + 2}-dimensional weight for {name}, but got weight of size "
-            f"{list(weight.shape)}"
-        )
-    unbatched = input.dim() == sd + 1
-    if unbatched:
-        input = input.unsqueeze(0)
+    input, unbatched = _batched_input(input, weight, f"conv_transpose{sd}d", sd)
     stride = _tuple(stride, sd, "stride")
     padding = _tuple(padding, sd, "padding")
     dilation = _tuple(dilation, sd, "dilation")

@@ -78,6 +78,21 @@ def _unbatched(input, p, training, inplace, batched):
     return out.squeeze(0)
 
 
+def _warn_unexpected_rank(n, inp_dim):
+    # PyTorch's deprecation warning for dropout2d/3d on an input without the
+    # n spatial dimensions, a channel dimension and an optional batch dimension.
+    if inp_dim not in (n + 1, n + 2):
+        warnings.warn(
+            f"dropout{n}d: Received a {inp_dim}-D input to dropout{n}d, which is deprecated "
+            "and will result in an error in a future release. To retain the behavior "
+            f"and silence this warning, please use dropout instead. Note that dropout{n}d "
+            f"exists to provide channel-wise dropout on inputs with {n} spatial dimensions, "
+            "a channel dimension, and an optional batch dimension "
+            f"(i.e. {n + 1}D or {n + 2}D inputs).",
+            stacklevel=3,
+        )
+
+
 @tensor_args("input")
 def dropout1d(
     input: Tensor,
@@ -153,15 +168,7 @@ def dropout2d(
     """
     _check_p(p)
     inp_dim = input.dim()
-    if inp_dim not in (3, 4):
-        warnings.warn(
-            f"dropout2d: Received a {inp_dim}-D input to dropout2d, which is deprecated "
-            "and will result in an error in a future release. To retain the behavior "
-            "and silence this warning, please use dropout instead. Note that dropout2d "
-            "exists to provide channel-wise dropout on inputs with 2 spatial dimensions, "
-            "a channel dimension, and an optional batch dimension (i.e. 3D or 4D inputs).",
-            stacklevel=2,
-        )
+    _warn_unexpected_rank(2, inp_dim)
     if inp_dim == 3:
         warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
@@ -206,15 +213,7 @@ def dropout3d(
     """
     _check_p(p)
     inp_dim = input.dim()
-    if inp_dim not in (4, 5):
-        warnings.warn(
-            f"dropout3d: Received a {inp_dim}-D input to dropout3d, which is deprecated "
-            "and will result in an error in a future release. To retain the behavior "
-            "and silence this warning, please use dropout instead. Note that dropout3d "
-            "exists to provide channel-wise dropout on inputs with 3 spatial dimensions, "
-            "a channel dimension, and an optional batch dimension (i.e. 4D or 5D inputs).",
-            stacklevel=2,
-        )
+    _warn_unexpected_rank(3, inp_dim)
     return _unbatched(input, p, training, inplace, inp_dim == 5)
 
 

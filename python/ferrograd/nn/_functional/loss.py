@@ -55,11 +55,16 @@ def _user_stacklevel() -> int:
     return level
 
 
+def _sizes_differ(input, target):
+    """Whether both shapes are known and differ."""
+    si, st = _shape_of(input), _shape_of(target)
+    return si is not None and st is not None and tuple(si) != tuple(st)
+
+
 def _warn_target_size(input, target):
     # A target that broadcasts against the input computes something else than
     # the user meant ((4, 1) against (4,) is a (4, 4) difference): PyTorch warns.
-    si, st = _shape_of(input), _shape_of(target)
-    if si is not None and st is not None and tuple(si) != tuple(st):
+    if _sizes_differ(input, target):
         warnings.warn(
             f"Using a target size ({target.size()}) that is different to the input size "
             f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from ... import _C
 from ._args import _tuple, tensor_args
-from .pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
+from .avg_pooling import avg_pool1d, avg_pool2d
+from .max_pooling import max_pool1d, max_pool2d
 from .pooling3d import avg_pool3d, max_pool3d
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from ... import _C
 from ..._dtype_info import finfo
 from ...autograd.grad_mode import no_grad
 from ._args import tensor_args
+from .avg_pooling import avg_pool2d
 from .padding import pad
-from .pooling import avg_pool2d
 from .pooling3d import avg_pool3d
 
 if TYPE_CHECKING:

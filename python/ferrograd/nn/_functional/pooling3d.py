@@ -19,9 +19,9 @@ from ... import _C, _dispatch
 from ..._autocast import autocast_op as _autocast_op
 from ..._dispatch import check_tensor as _check_tensor
 from ._args import _batched, _tuple, tensor_args
+from ._pool_args import _adaptive_size, _check_pool, _stride
 from ._rowwise import _rowwise
-from .pooling import _adaptive_size, _stride, adaptive_avg_pool2d, adaptive_max_pool2d_with_indices
-from .pooling import _check_pool as _pool_checks
+from .adaptive_pooling import adaptive_avg_pool2d, adaptive_max_pool2d_with_indices
 
 if TYPE_CHECKING:
     from ..._C import Tensor
@@ -44,10 +44,6 @@ def _pool_out(size, k, s, p, d, ceil_mode):
     if ceil_mode and (out - 1) * s >= size + p:
         out -= 1
     return out
-
-
-def _check_pool(name, k, s, p, d):
-    _pool_checks(k, s, p, d, "THW")
 
 
 def max_pool3d_with_indices(
@@ -94,7 +90,7 @@ def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, with_i
     s = _stride(stride, kernel_size, 3)
     p = _tuple(padding, 3, "padding")
     d = _tuple(dilation, 3, "dilation")
-    _check_pool("max_pool3d", k, s, p, d)
+    _check_pool(k, s, p, d, "THW")
     N, C, D, H, W = x.shape
     Do = _pool_out(D, k[0], s[0], p[0], d[0], ceil_mode)
     if Do <= 0:
@@ -230,7 +226,7 @@ def avg_pool3d(
     k = _tuple(kernel_size, 3, "kernel_size")
     s = _stride(stride, kernel_size, 3)
     p = _tuple(padding, 3, "padding")
-    _check_pool("avg_pool3d", k, s, p, (1, 1, 1))
+    _check_pool(k, s, p, (1, 1, 1), "THW")
     if divisor_override is not None and int(divisor_override) == 0:
         raise RuntimeError("divisor must be not zero")
     N, C, D, H, W = x.shape

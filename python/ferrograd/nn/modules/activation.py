@@ -21,7 +21,53 @@ __all__ = [
 ]
 
 
-class ReLU(Module):
+# The bases below hold the constructor and ``extra_repr`` that several activations share;
+# each activation keeps its own docstring and ``forward``.
+
+
+class _NoArguments(Module):
+    def __init__(self) -> None:
+        # No arguments, as in PyTorch; help() shows the empty signature.
+        super().__init__()
+
+
+class _Inplace(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class _AlphaInplace(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class _Dim(Module):
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class _Shrink(Module):
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class ReLU(_Inplace):
     """Rectified linear unit, elementwise: ``max(0, x)``.
 
     Args:
@@ -37,15 +83,8 @@ class ReLU(Module):
         tensor([0., 0., 2.])
     """
 
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
     def forward(self, input: Tensor) -> Tensor:
         return F.relu(input, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
 
 
 class LeakyReLU(Module):
@@ -77,7 +116,7 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}{inplace_str}"
 
 
-class ELU(Module):
+class ELU(_AlphaInplace):
     """Exponential linear unit, elementwise: ``x`` where ``x > 0``, ``alpha * (exp(x) - 1)``
     elsewhere.
 
@@ -95,16 +134,8 @@ class ELU(Module):
         tensor([-0.6321,  0.0000,  2.0000])
     """
 
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha, self.inplace = alpha, inplace
-
     def forward(self, input: Tensor) -> Tensor:
         return F.elu(input, self.alpha, self.inplace)
-
-    def extra_repr(self) -> str:
-        inplace_str = ", inplace=True" if self.inplace else ""
-        return f"alpha={self.alpha}{inplace_str}"
 
 
 class GELU(Module):
@@ -136,7 +167,7 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class SiLU(Module):
+class SiLU(_Inplace):
     """Sigmoid linear unit (swish), elementwise: ``x * sigmoid(x)``.
 
     Args:
@@ -152,15 +183,8 @@ class SiLU(Module):
         tensor([-0.2689,  0.0000,  0.7311])
     """
 
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
     def forward(self, input: Tensor) -> Tensor:
         return F.silu(input, self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
 
 
 class Softplus(Module):
@@ -193,7 +217,7 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class Sigmoid(Module):
+class Sigmoid(_NoArguments):
     """Logistic sigmoid, elementwise: ``1 / (1 + exp(-x))``.
 
     Shape:
@@ -206,15 +230,11 @@ class Sigmoid(Module):
         tensor([0.1192, 0.5000, 0.8808])
     """
 
-    def __init__(self) -> None:
-        # No arguments, as in PyTorch; help() shows the empty signature.
-        super().__init__()
-
     def forward(self, input: Tensor) -> Tensor:
         return F.sigmoid(input)
 
 
-class Tanh(Module):
+class Tanh(_NoArguments):
     """Hyperbolic tangent, elementwise.
 
     Shape:
@@ -227,15 +247,11 @@ class Tanh(Module):
         tensor([-0.7616,  0.0000,  0.7616])
     """
 
-    def __init__(self) -> None:
-        # No arguments, as in PyTorch; help() shows the empty signature.
-        super().__init__()
-
     def forward(self, input: Tensor) -> Tensor:
         return F.tanh(input)
 
 
-class Softmax(Module):
+class Softmax(_Dim):
     """Softmax along ``dim``: each slice along ``dim`` becomes positive and sums to 1 (see
     :func:`~ferrograd.nn.functional.softmax`).
 
@@ -256,18 +272,11 @@ class Softmax(Module):
                 [0.3333, 0.3333, 0.3333]])
     """
 
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
     def forward(self, input: Tensor) -> Tensor:
         return F.softmax(input, self.dim, _stacklevel=5)
 
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
 
-
-class LogSoftmax(Module):
+class LogSoftmax(_Dim):
     """Log of the softmax along ``dim``, computed in one stable step (see
     :func:`~ferrograd.nn.functional.log_softmax`); pairs with :class:`NLLLoss`.
 
@@ -285,15 +294,8 @@ class LogSoftmax(Module):
         tensor([-2.4076, -1.4076, -0.4076])
     """
 
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
     def forward(self, input: Tensor) -> Tensor:
         return F.log_softmax(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
 
 
 # ----- more activations: Softmax2d, PReLU, Mish, Hardswish, ... ------------------------------
@@ -322,7 +324,7 @@ __all__ += [
 ]
 
 
-class Softmax2d(Module):
+class Softmax2d(_NoArguments):
     """Softmax over the channels at each spatial position: ``Softmax(dim=-3)`` on
     ``(N, C, H, W)`` or ``(C, H, W)``.
 
@@ -337,10 +339,6 @@ class Softmax2d(Module):
         tensor([0.2500, 0.2500, 0.2500, 0.2500])
     """
 
-    def __init__(self) -> None:
-        # No arguments, as in PyTorch; help() shows the empty signature.
-        super().__init__()
-
     def forward(self, input: Tensor) -> Tensor:
         if input.dim() not in (3, 4):
             raise ValueError(
@@ -349,7 +347,7 @@ class Softmax2d(Module):
         return F.softmax(input, -3)
 
 
-class Softmin(Module):
+class Softmin(_Dim):
     """Softmin along ``dim``: ``softmax(-x)``, the smallest values getting the largest weights.
 
     Args:
@@ -365,15 +363,8 @@ class Softmin(Module):
         tensor([0.6652, 0.2447, 0.0900])
     """
 
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
     def forward(self, input: Tensor) -> Tensor:
         return F.softmin(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
 
 
 class PReLU(Module):
@@ -430,15 +421,6 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
-
-
-class _Inplace(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
 
 
 class Mish(_Inplace):
@@ -522,7 +504,7 @@ class SELU(_Inplace):
         return F.selu(input, self.inplace)
 
 
-class LogSigmoid(Module):
+class LogSigmoid(_NoArguments):
     """Log of the sigmoid, elementwise: ``-softplus(-x)``, finite for large negative inputs.
 
     Shape:
@@ -535,15 +517,11 @@ class LogSigmoid(Module):
         tensor([-100.0000,   -0.6931,   -0.1269])
     """
 
-    def __init__(self) -> None:
-        # No arguments, as in PyTorch; help() shows the empty signature.
-        super().__init__()
-
     def forward(self, input: Tensor) -> Tensor:
         return F.logsigmoid(input)
 
 
-class CELU(Module):
+class CELU(_AlphaInplace):
     """Continuously differentiable ELU, elementwise:
     ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
 
@@ -561,18 +539,11 @@ class CELU(Module):
         tensor([-0.7869,  0.0000,  1.0000])
     """
 
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha, self.inplace = alpha, inplace
-
     def forward(self, input: Tensor) -> Tensor:
         return F.celu(input, self.alpha, self.inplace)
 
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
-
-class Softsign(Module):
+class Softsign(_NoArguments):
     """Softsign, elementwise: ``x / (1 + |x|)``.
 
     Shape:
@@ -585,15 +556,11 @@ class Softsign(Module):
         tensor([-0.7500,  0.0000,  0.5000])
     """
 
-    def __init__(self) -> None:
-        # No arguments, as in PyTorch; help() shows the empty signature.
-        super().__init__()
-
     def forward(self, input: Tensor) -> Tensor:
         return F.softsign(input)
 
 
-class Tanhshrink(Module):
+class Tanhshrink(_NoArguments):
     """Tanhshrink, elementwise: ``x - tanh(x)``.
 
     Shape:
@@ -605,10 +572,6 @@ class Tanhshrink(Module):
         >>> nn.Tanhshrink()(torch.tensor([-1.0, 0.0, 1.0]))
         tensor([-0.2384,  0.0000,  0.2384])
     """
-
-    def __init__(self) -> None:
-        # No arguments, as in PyTorch; help() shows the empty signature.
-        super().__init__()
 
     def forward(self, input: Tensor) -> Tensor:
         return F.tanhshrink(input)
@@ -642,7 +605,7 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-class Hardshrink(Module):
+class Hardshrink(_Shrink):
     """Hard shrinkage, elementwise: ``x`` where ``|x| > lambd``, 0 elsewhere.
 
     Args:
@@ -658,18 +621,11 @@ class Hardshrink(Module):
         tensor([-1.,  0.,  0.,  2.])
     """
 
-    def __init__(self, lambd: float = 0.5) -> None:
-        super().__init__()
-        self.lambd = lambd
-
     def forward(self, input: Tensor) -> Tensor:
         return F.hardshrink(input, self.lambd)
 
-    def extra_repr(self) -> str:
-        return f"{self.lambd}"
 
-
-class Softshrink(Module):
+class Softshrink(_Shrink):
     """Soft shrinkage, elementwise: ``x - lambd`` above ``lambd``, ``x + lambd`` below
     ``-lambd``, 0 in between.
 
@@ -686,15 +642,8 @@ class Softshrink(Module):
         tensor([-2.,  0.,  1.])
     """
 
-    def __init__(self, lambd: float = 0.5) -> None:
-        super().__init__()
-        self.lambd = lambd
-
     def forward(self, input: Tensor) -> Tensor:
         return F.softshrink(input, self.lambd)
-
-    def extra_repr(self) -> str:
-        return str(self.lambd)
 
 
 class Threshold(Module):

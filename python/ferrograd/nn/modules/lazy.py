@@ -207,6 +207,11 @@ class _LazyConvXdMixin(LazyModuleMixin):
         super().__init__(
             0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, dtype=dtype
         )
+        self._uninitialized_parameters(out_channels, bias, dtype)
+
+    def _uninitialized_parameters(self, out_channels, bias, dtype):
+        # The convolution's __init__ ran with no channels and no bias: placeholders
+        # until the first input gives the shapes.
         self.weight = UninitializedParameter(dtype=dtype)
         self.out_channels = out_channels
         if bias:
@@ -373,10 +378,7 @@ class _LazyConvTransposeMixin(_LazyConvXdMixin):
             self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
             padding_mode, dtype=dtype,
         )  # fmt: skip
-        self.weight = UninitializedParameter(dtype=dtype)
-        self.out_channels = out_channels
-        if bias:
-            self.bias = UninitializedParameter(dtype=dtype)
+        self._uninitialized_parameters(out_channels, bias, dtype)
 
 
 class LazyConvTranspose1d(_LazyConvTransposeMixin, ConvTranspose1d):

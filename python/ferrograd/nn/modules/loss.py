@@ -426,7 +426,20 @@ class KLDivLoss(_Loss):
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
-class CosineEmbeddingLoss(_Loss):
+class _PairMarginLoss(_Loss):
+    # The two losses of a pair of inputs against a target of 1 or -1 with a margin.
+    def __init__(
+        self,
+        margin: float = 0.0,
+        size_average: bool | None = None,
+        reduce: bool | None = None,
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+
+class CosineEmbeddingLoss(_PairMarginLoss):
     """Cosine embedding loss of pairs: ``1 - cos(x1, x2)`` for similar pairs (target 1),
     ``max(0, cos(x1, x2) - margin)`` for dissimilar ones (target -1); reduced (see
     :func:`~ferrograd.nn.functional.cosine_embedding_loss`).
@@ -451,23 +464,13 @@ class CosineEmbeddingLoss(_Loss):
         tensor([0.2929, 0.7071])
     """
 
-    def __init__(
-        self,
-        margin: float = 0.0,
-        size_average: bool | None = None,
-        reduce: bool | None = None,
-        reduction: str = "mean",
-    ) -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
-
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         return F.cosine_embedding_loss(
             input1, input2, target, margin=self.margin, reduction=self.reduction
         )
 
 
-class MarginRankingLoss(_Loss):
+class MarginRankingLoss(_PairMarginLoss):
     """Margin ranking loss: ``max(0, -y * (x1 - x2) + margin)``, where ``y = 1`` asks for
     ``x1`` to rank above ``x2`` and ``y = -1`` below; reduced.
 
@@ -488,16 +491,6 @@ class MarginRankingLoss(_Loss):
         >>> loss(torch.tensor([1.0, 1.0]), torch.tensor([0.5, 2.0]), torch.tensor([1.0, -1.0]))
         tensor([0.5000, 0.0000])
     """
-
-    def __init__(
-        self,
-        margin: float = 0.0,
-        size_average: bool | None = None,
-        reduce: bool | None = None,
-        reduction: str = "mean",
-    ) -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         return F.margin_ranking_loss(

@@ -101,7 +101,16 @@ class ConstantPad2d(_ConstantPadNd):
     _n = 2
 
 
-class ZeroPad1d(ConstantPad1d):
+class _ZeroPadNd(_ConstantPadNd):
+    # Put before a ConstantPad{1,2,3}d: the value fixed at zero, which the repr leaves out.
+    def __init__(self, padding: IntOrInts) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ZeroPad1d(_ZeroPadNd, ConstantPad1d):
     """Pads the last dimension of the input with zeros (``mode='constant'`` of
     :func:`~ferrograd.nn.functional.pad`).
 
@@ -119,14 +128,8 @@ class ZeroPad1d(ConstantPad1d):
         tensor([[0., 1., 2., 3., 0.]])
     """
 
-    def __init__(self, padding: IntOrInts) -> None:
-        super().__init__(padding, 0.0)
 
-    def extra_repr(self) -> str:
-        return f"{self.padding}"
-
-
-class ZeroPad2d(ConstantPad2d):
+class ZeroPad2d(_ZeroPadNd, ConstantPad2d):
     """Pads the last two dimensions of the input with zeros (``mode='constant'`` of
     :func:`~ferrograd.nn.functional.pad`).
 
@@ -148,12 +151,6 @@ class ZeroPad2d(ConstantPad2d):
         >>> nn.ZeroPad2d((1, 0, 0, 2))(torch.ones(1, 2, 2)).shape
         ferrograd.Size([1, 4, 3])
     """
-
-    def __init__(self, padding: IntOrInts) -> None:
-        super().__init__(padding, 0.0)
-
-    def extra_repr(self) -> str:
-        return f"{self.padding}"
 
 
 class _ModePad(Module):
@@ -334,7 +331,7 @@ class ConstantPad3d(_ConstantPadNd):
     _n = 3
 
 
-class ZeroPad3d(ConstantPad3d):
+class ZeroPad3d(_ZeroPadNd, ConstantPad3d):
     """Pads the last three dimensions of the input with zeros (``mode='constant'`` of
     :func:`~ferrograd.nn.functional.pad`).
 
@@ -353,12 +350,6 @@ class ZeroPad3d(ConstantPad3d):
         >>> pad(torch.ones(1, 1, 2, 2, 2)).shape
         ferrograd.Size([1, 1, 4, 4, 4])
     """
-
-    def __init__(self, padding: IntOrInts) -> None:
-        super().__init__(padding, 0.0)
-
-    def extra_repr(self) -> str:
-        return f"{self.padding}"
 
 
 class ReflectionPad3d(_ModePad):

@@ -50,6 +50,17 @@ class _MaxPoolNd(Module):
             "dilation={dilation}, ceil_mode={ceil_mode}".format(**self.__dict__)
         )
 
+    def _pool(self, pool, input):
+        return pool(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
 
 class MaxPool1d(_MaxPoolNd):
     """1-d max pooling: the maximum of each ``kernel_size`` window (see
@@ -79,15 +90,7 @@ class MaxPool1d(_MaxPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
-        return F.max_pool1d(
-            input,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.dilation,
-            ceil_mode=self.ceil_mode,
-            return_indices=self.return_indices,
-        )
+        return self._pool(F.max_pool1d, input)
 
 
 class MaxPool2d(_MaxPoolNd):
@@ -121,15 +124,7 @@ class MaxPool2d(_MaxPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
-        return F.max_pool2d(
-            input,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.dilation,
-            ceil_mode=self.ceil_mode,
-            return_indices=self.return_indices,
-        )
+        return self._pool(F.max_pool2d, input)
 
 
 def _single(v):
@@ -240,7 +235,10 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(
+        return self._pool(F.avg_pool2d, input)
+
+    def _pool(self, pool, input):
+        return pool(
             input,
             self.kernel_size,
             self.stride,
@@ -261,7 +259,13 @@ class _AdaptivePool(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(_AdaptivePool):
+class _AdaptiveAvgPool(_AdaptivePool):
+    def __init__(self, output_size: IntOrInts | None) -> None:
+        super().__init__(output_size)
+        del self.return_indices
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPool):
     """1-d average pooling to a fixed output size, whatever the input size: output cell ``i``
     covers input positions ``floor(i * in / out)`` to ``ceil((i + 1) * in / out) - 1`` along
     each dimension.
@@ -279,15 +283,11 @@ class AdaptiveAvgPool1d(_AdaptivePool):
         tensor([[2., 4.]])
     """
 
-    def __init__(self, output_size: IntOrInts | None) -> None:
-        super().__init__(output_size)
-        del self.return_indices
-
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
-class AdaptiveAvgPool2d(_AdaptivePool):
+class AdaptiveAvgPool2d(_AdaptiveAvgPool):
     """2-d average pooling to a fixed output size, whatever the input size: output cell ``i``
     covers input positions ``floor(i * in / out)`` to ``ceil((i + 1) * in / out) - 1`` along
     each dimension.
@@ -306,10 +306,6 @@ class AdaptiveAvgPool2d(_AdaptivePool):
         >>> pool(torch.ones(8, 64, 7, 5)).shape
         ferrograd.Size([8, 64, 1, 1])
     """
-
-    def __init__(self, output_size: IntOrInts | None) -> None:
-        super().__init__(output_size)
-        del self.return_indices
 
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool2d(input, self.output_size)
@@ -399,15 +395,7 @@ class MaxPool3d(_MaxPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor | tuple[Tensor, Tensor]:
-        return F.max_pool3d(
-            input,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.dilation,
-            ceil_mode=self.ceil_mode,
-            return_indices=self.return_indices,
-        )
+        return self._pool(F.max_pool3d, input)
 
 
 class AvgPool3d(AvgPool2d):
@@ -438,15 +426,7 @@ class AvgPool3d(AvgPool2d):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool3d(
-            input,
-            self.kernel_size,
-            self.stride,
-            self.padding,
-            self.ceil_mode,
-            self.count_include_pad,
-            self.divisor_override,
-        )
+        return self._pool(F.avg_pool3d, input)
 
 
 # ----- LP pooling, max unpooling, 3-d adaptive pooling -----------------------------------------
@@ -485,6 +465,9 @@ class _LPPoolNd(Module):
             f"stride={self.stride}, ceil_mode={self.ceil_mode}"
         )
 
+    def _pool(self, pool, input):
+        return pool(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
 
 class LPPool1d(_LPPoolNd):
     """1-d power-average pooling: ``(sum of x ** p over each window) ** (1 / p)``, ``p`` the
@@ -509,9 +492,7 @@ class LPPool1d(_LPPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.lp_pool1d(
-            input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode
-        )
+        return self._pool(F.lp_pool1d, input)
 
 
 class LPPool2d(_LPPoolNd):
@@ -538,9 +519,7 @@ class LPPool2d(_LPPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.lp_pool2d(
-            input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode
-        )
+        return self._pool(F.lp_pool2d, input)
 
 
 class LPPool3d(_LPPoolNd):
@@ -567,9 +546,7 @@ class LPPool3d(_LPPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.lp_pool3d(
-            input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode
-        )
+        return self._pool(F.lp_pool3d, input)
 
 
 def _ntuple(v, n):
@@ -594,6 +571,9 @@ class _MaxUnpoolNd(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def _unpool(self, unpool, input, indices, output_size):
+        return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
 class MaxUnpool1d(_MaxUnpoolNd):
@@ -631,9 +611,7 @@ class MaxUnpool1d(_MaxUnpoolNd):
         indices: Tensor,
         output_size: Sequence[int] | None = None,
     ) -> Tensor:
-        return F.max_unpool1d(
-            input, indices, self.kernel_size, self.stride, self.padding, output_size
-        )
+        return self._unpool(F.max_unpool1d, input, indices, output_size)
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
@@ -676,9 +654,7 @@ class MaxUnpool2d(_MaxUnpoolNd):
         indices: Tensor,
         output_size: Sequence[int] | None = None,
     ) -> Tensor:
-        return F.max_unpool2d(
-            input, indices, self.kernel_size, self.stride, self.padding, output_size
-        )
+        return self._unpool(F.max_unpool2d, input, indices, output_size)
 
 
 class MaxUnpool3d(_MaxUnpoolNd):
@@ -717,12 +693,10 @@ class MaxUnpool3d(_MaxUnpoolNd):
         indices: Tensor,
         output_size: Sequence[int] | None = None,
     ) -> Tensor:
-        return F.max_unpool3d(
-            input, indices, self.kernel_size, self.stride, self.padding, output_size
-        )
+        return self._unpool(F.max_unpool3d, input, indices, output_size)
 
 
-class AdaptiveAvgPool3d(_AdaptivePool):
+class AdaptiveAvgPool3d(_AdaptiveAvgPool):
     """3-d average pooling to a fixed output size, whatever the input size: output cell ``i``
     covers input positions ``floor(i * in / out)`` to ``ceil((i + 1) * in / out) - 1`` along
     each dimension.
@@ -740,10 +714,6 @@ class AdaptiveAvgPool3d(_AdaptivePool):
         >>> nn.AdaptiveAvgPool3d((1, None, 2))(torch.ones(2, 3, 4, 5, 6)).shape
         ferrograd.Size([2, 3, 1, 5, 2])
     """
-
-    def __init__(self, output_size: IntOrInts | None) -> None:
-        super().__init__(output_size)
-        del self.return_indices
 
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool3d(input, self.output_size)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
-from .._functional import attention as _attn
+from .._functional import multi_head_attention as _mha
 from .activation import _AssertionValueError
 from .container import ModuleList
 from .module import Module, Parameter
@@ -248,7 +248,7 @@ class MultiheadAttention(Module):
                     value = key
             else:
                 query, key, value = (x.transpose(1, 0) for x in (query, key, value))
-        out, weights = _attn.multi_head_attention_forward(
+        out, weights = _mha.multi_head_attention_forward(
             query,
             key,
             value,
@@ -286,6 +286,26 @@ def _get_activation(activation):
     if callable(activation):
         return activation
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+def _add_feed_forward_and_norms(
+    layer, d_model, dim_feedforward, dropout, layer_norm_eps, norm_first, bias, dtype, blocks
+):
+    """An encoder or decoder layer's feed-forward block (``linear1``, ``dropout``,
+    ``linear2``), ``norm_first``, and a layer norm and a dropout for each of its ``blocks``
+    sub-blocks (``norm1``, ..., ``dropout1``, ...), made in PyTorch's order (so its
+    state-dict keys and draws of the initial weights)."""
+    from .dropout import Dropout
+    from .linear import Linear
+
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+    layer.norm_first = norm_first
+    for i in range(1, blocks + 1):
+        setattr(layer, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+    for i in range(1, blocks + 1):
+        setattr(layer, f"dropout{i}", Dropout(dropout))
 
 
 class TransformerEncoderLayer(Module):
@@ -343,9 +363,6 @@ class TransformerEncoderLayer(Module):
         device: object = None,
         dtype: DType | None = None,
     ) -> None:
-        from .dropout import Dropout
-        from .linear import Linear
-
         super().__init__()
         act = _get_activation(activation) if isinstance(activation, str) else activation
         if not callable(act):
@@ -353,14 +370,9 @@ class TransformerEncoderLayer(Module):
         self.self_attn = MultiheadAttention(
             d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, dtype=dtype
         )
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
+        _add_feed_forward_and_norms(
+            self, d_model, dim_feedforward, dropout, layer_norm_eps, norm_first, bias, dtype, 2
+        )
         self.activation = act
 
     def forward(
@@ -370,14 +382,14 @@ class TransformerEncoderLayer(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool = False,
     ) -> Tensor:
-        src_key_padding_mask = _attn._canonical_mask(
+        src_key_padding_mask = _mha._canonical_mask(
             src_key_padding_mask,
             "src_key_padding_mask",
             None if src_mask is None else src_mask.dtype,
             "src_mask",
             src.dtype,
         )
-        src_mask = _attn._canonical_mask(src_mask, "src_mask", None, "", src.dtype, False)
+        src_mask = _mha._canonical_mask(src_mask, "src_mask", None, "", src.dtype, False)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -462,14 +474,14 @@ class TransformerEncoder(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool | None = None,
     ) -> Tensor:
-        src_key_padding_mask = _attn._canonical_mask(
+        src_key_padding_mask = _mha._canonical_mask(
             src_key_padding_mask,
             "src_key_padding_mask",
             None if mask is None else mask.dtype,
             "mask",
             src.dtype,
         )
-        mask = _attn._canonical_mask(mask, "mask", None, "", src.dtype, False)
+        mask = _mha._canonical_mask(mask, "mask", None, "", src.dtype, False)
         if is_causal is None:
             is_causal = _is_causal_mask(mask)
         out = src
@@ -572,9 +584,6 @@ class TransformerDecoderLayer(Module):
         device: object = None,
         dtype: DType | None = None,
     ) -> None:
-        from .dropout import Dropout
-        from .linear import Linear
-
         super().__init__()
         self.self_attn = MultiheadAttention(
             d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, dtype=dtype
@@ -582,16 +591,9 @@ class TransformerDecoderLayer(Module):
         self.multihead_attn = MultiheadAttention(
             d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, dtype=dtype
         )
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
+        _add_feed_forward_and_norms(
+            self, d_model, dim_feedforward, dropout, layer_norm_eps, norm_first, bias, dtype, 3
+        )
         if isinstance(activation, str):
             self.activation = _get_activation(activation)
         else:
