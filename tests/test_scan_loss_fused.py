@@ -255,6 +255,39 @@ def test_fused_losses_values_and_grads(name, reduction, transposed, dtype):
     np.testing.assert_allclose(again.numpy(), out.detach().numpy(), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("name", LOSSES)
+@pytest.mark.parametrize("shape", [(1,), (3, 5), (4096,), (301, 777)])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_reduced_losses_equal_the_reduced_per_element_losses_bit_for_bit(
+        name, shape, transposed, dtype):
+    # A sum or mean loss is summed as its values are made; it must give the
+    # bits of reducing the reduction='none' values, on one and on two threads.
+    rng = np.random.default_rng(11)
+    a = rng.uniform(-3, 3, shape).astype(dtype)
+    b = rng.uniform(-3, 3, shape).astype(dtype)
+
+    def make(arr):
+        return fg.tensor(np.ascontiguousarray(arr.T)).t() if transposed else fg.tensor(arr)
+
+    x, y = make(a), make(b)
+    # huber_loss scales the reduced sum by delta, and each value when not
+    # reduced: the two agree bit for bit only where that scaling is exact.
+    beta = 1.0 if name == "huber_loss" else 0.7
+    before = fg.get_num_threads()
+    try:
+        for threads in (1, 2):
+            fg.set_num_threads(threads)
+            per = call_loss(name, x, y, "none", beta)
+            # A transposed pair is reduced in memory order, as its values lie.
+            per = per.t() if transposed else per
+            for reduction, ref in (("sum", per.sum()), ("mean", per.mean())):
+                got = call_loss(name, x, y, reduction, beta)
+                assert got.numpy().tobytes() == ref.numpy().tobytes(), (reduction, threads)
+    finally:
+        fg.set_num_threads(before)
+
+
 @pytest.mark.parametrize("name", ["smooth_l1_loss", "huber_loss"])
 def test_nan_input_gives_a_nan_gradient_as_pytorch(name):
     # PyTorch 2.x: smooth_l1_loss(tensor([nan, .5, 3.], requires_grad=True), zeros(3))

@@ -92,61 +92,77 @@ fn add_into<T: Arith, Z: Load>(acc: &mut [T], x: &[T], z: Z) {
 
 const BLOCK: usize = 4096;
 
-/// Where the pairwise tree splits `s`: whole blocks on the left.
-fn halves<T>(s: &[T]) -> (&[T], &[T]) {
-    let mid = (s.len() / 2).div_ceil(BLOCK) * BLOCK;
-    s.split_at(mid.min(s.len()))
+/// Where the pairwise tree splits a run of `len`: whole blocks on the left.
+fn split(len: usize) -> usize {
+    ((len / 2).div_ceil(BLOCK) * BLOCK).min(len)
 }
 
-/// Pairwise over blocks so that error grows with log(n), not n.
-fn sum_pairwise<T: Arith, Z: Load>(s: &[T], z: Z) -> T {
-    if s.len() <= BLOCK {
-        return sum_slice(s, z);
+/// Pairwise over blocks so that error grows with log(n), not n: the sum of
+/// `lo..hi`, `leaf` summing each run of at most [`BLOCK`] at the tree's
+/// splits.
+fn sum_pairwise<T: Arith>(lo: usize, hi: usize, leaf: &impl Fn(usize, usize) -> T) -> T {
+    if hi - lo <= BLOCK {
+        return leaf(lo, hi);
     }
-    let (l, r) = halves(s);
-    sum_pairwise(l, z).add(sum_pairwise(r, z))
+    let mid = lo + split(hi - lo);
+    sum_pairwise(lo, mid, leaf).add(sum_pairwise(mid, hi, leaf))
 }
 
 /// The subtrees `depth` levels down (or leaf blocks above that), in order.
-fn subtrees<'a, T>(s: &'a [T], depth: u32, out: &mut Vec<&'a [T]>) {
-    if s.len() <= BLOCK || depth == 0 {
-        out.push(s);
+fn subtrees(lo: usize, hi: usize, depth: u32, out: &mut Vec<(usize, usize)>) {
+    if hi - lo <= BLOCK || depth == 0 {
+        out.push((lo, hi));
         return;
     }
-    let (l, r) = halves(s);
-    subtrees(l, depth - 1, out);
-    subtrees(r, depth - 1, out);
+    let mid = lo + split(hi - lo);
+    subtrees(lo, mid, depth - 1, out);
+    subtrees(mid, hi, depth - 1, out);
 }
 
 /// Adds up the subtrees' sums along the same tree.
-fn combine<T: Arith>(s: &[T], depth: u32, sums: &mut impl Iterator<Item = T>) -> T {
-    if s.len() <= BLOCK || depth == 0 {
+fn combine<T: Arith>(len: usize, depth: u32, sums: &mut impl Iterator<Item = T>) -> T {
+    if len <= BLOCK || depth == 0 {
         return sums.next().unwrap_or(T::zero());
     }
-    let (l, r) = halves(s);
-    let a = combine(l, depth - 1, sums);
-    a.add(combine(r, depth - 1, sums))
+    let mid = split(len);
+    let a = combine(mid, depth - 1, sums);
+    a.add(combine(len - mid, depth - 1, sums))
 }
 
-/// [`sum_pairwise`] with the subtrees summed in parallel: the same tree
-/// whatever the thread count, so the same result.
-fn sum_blocks<T: Arith, Z: Load>(s: &[T], z: Z) -> T {
-    super::parallel::run(s.len(), |threads| {
+/// [`sum_pairwise`] of `0..n` with the subtrees summed in parallel: the same
+/// tree whatever the thread count, so the same result.
+fn sum_blocks<T: Arith>(n: usize, leaf: impl Fn(usize, usize) -> T + Sync) -> T {
+    super::parallel::run(n, |threads| {
         if threads == 1 {
-            return sum_pairwise(s, z);
+            return sum_pairwise(0, n, &leaf);
         }
         // About four subtrees per thread.
         let depth = (threads * 4).next_power_of_two().trailing_zeros();
         let mut parts = Vec::new();
-        subtrees(s, depth, &mut parts);
+        subtrees(0, n, depth, &mut parts);
         let sums = build_vec(parts.len(), |out| {
             let o = SendPtr(out.as_mut_ptr());
             super::parallel::tasks(parts.len(), |i| {
+                let (lo, hi) = parts[i];
                 // SAFETY: task `i` writes only slot `i`.
-                unsafe { (*o.get().add(i)).write(sum_pairwise(parts[i], z)) };
+                unsafe { (*o.get().add(i)).write(sum_pairwise(lo, hi, &leaf)) };
             });
         });
-        combine(s, depth, &mut sums.into_iter())
+        combine(n, depth, &mut sums.into_iter())
+    })
+}
+
+/// The sum of `n` values that `fill(start, out)` makes (`out[k]` is value
+/// `start + k`), never all held at once: each leaf's run is made in a
+/// buffer that stays in L1 and summed there. The tree and the leaf sums are
+/// [`sum_all`]'s, so the result equals summing the materialised values, on
+/// any thread count.
+pub fn sum_mapped<T: Arith>(n: usize, fill: impl Fn(usize, &mut [T]) + Sync) -> T {
+    sum_blocks(n, |lo, hi| {
+        let mut buf = [T::zero(); BLOCK];
+        let run = &mut buf[..hi - lo];
+        fill(lo, run);
+        sum_slice(run, Plain)
     })
 }
 
@@ -157,9 +173,10 @@ pub fn sum_all<T: Arith>(x: &View) -> T {
 
 /// The sum of every element of `x` as `z` reads them.
 pub fn sum_all_with<T: Arith, Z: Load>(x: &View, z: Z) -> T {
+    let sum = |s: &[T]| sum_blocks(s.len(), |lo, hi| sum_slice(&s[lo..hi], z));
     match x.as_slice::<T>() {
-        Some(s) => sum_blocks(s, z),
-        None => sum_blocks(&super::copy::gather::<T>(x), z),
+        Some(s) => sum(s),
+        None => sum(&super::copy::gather::<T>(x)),
     }
 }
 
@@ -457,7 +474,7 @@ pub fn sum_sq_rows<T: Arith>(data: &[T], rows: usize, cols: usize) -> Vec<T> {
         return vec![if sums.is_empty() {
             T::zero()
         } else {
-            sum_pairwise(&sums, Plain)
+            sum_pairwise(0, sums.len(), &|lo, hi| sum_slice(&sums[lo..hi], Plain))
         }];
     }
     super::index::map_rows(data, rows, cols, sum_sq_slice)
@@ -647,6 +664,28 @@ fn prod_step<T: Arith>(v: &mut [T], row: &[T]) {
 mod tests {
     use super::*;
     use crate::tensor::Tensor;
+
+    /// Values made as they are summed give the bits of summing them
+    /// materialised, on one and two threads, for lengths below, at and
+    /// across block and parallel boundaries.
+    #[test]
+    fn mapped_sums_equal_materialised_sums() {
+        let value = |i: usize| ((i * 7919) % 1013) as f32 * 0.37 - 180.0;
+        for n in [1, 63, 4096, 4097, 70_001, 1 << 20] {
+            let data: Vec<f32> = (0..n).map(value).collect();
+            let t = Tensor::from_vec(data, smallvec::smallvec![n]);
+            for th in [1, 2] {
+                crate::kernels::parallel::set_num_threads(th).unwrap();
+                let want: f32 = sum_all(&t.view());
+                let got: f32 = sum_mapped(n, |lo, out: &mut [f32]| {
+                    for (k, o) in out.iter_mut().enumerate() {
+                        *o = value(lo + k);
+                    }
+                });
+                assert_eq!(got.to_bits(), want.to_bits(), "n = {n}, threads = {th}");
+            }
+        }
+    }
 
     /// The row-adding path (reduced dims outside a contiguous kept run)
     /// against a direct per-output sum, on shapes that cross the tile and

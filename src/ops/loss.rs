@@ -106,6 +106,52 @@ fn elementwise_loss(
     Ok((reduce(&l, reduction)?, l.numel()))
 }
 
+/// A `sum` or `mean` loss of the per-element values `$body` of `$x` (input)
+/// and `$y` (target), summed as they are made
+/// (`kernels::reduce::sum_mapped`): no loss tensor written and read back.
+/// The values, the summation tree and the mean's scaling are those of
+/// materialising the values and reducing them, so the result is the same.
+/// `Ok(None)` for `reduction='none'`, mixed dtypes or shapes, operands that
+/// are not each one dense run in the same order, and no elements.
+macro_rules! summed_loss {
+    ($input:expr, $target:expr, $reduction:expr, $T:ident, |$x:ident, $y:ident| $body:expr) => {{
+        let (input, target): (&Tensor, &Tensor) = ($input, $target);
+        let n = input.numel();
+        let pair = if $reduction == Reduction::None || n == 0 || !fusable(input, target) {
+            None
+        } else if input.is_contiguous() && target.is_contiguous() {
+            Some((input.clone(), target.clone()))
+        } else {
+            flat_pair(input, target).map(|(a, b, _, _)| (a, b))
+        };
+        match pair {
+            None => Ok(None),
+            Some((a, b)) => {
+                let (va, vb) = (a.view(), b.view());
+                let dt = input.dtype();
+                let total = crate::dispatch_float!(dt, $T => {
+                    match (va.as_slice::<$T>(), vb.as_slice::<$T>()) {
+                        (Some(a), Some(b)) => {
+                            let s: $T = crate::kernels::reduce::sum_mapped(n, |lo, out: &mut [$T]| {
+                                let end = lo + out.len();
+                                for ((o, &$x), &$y) in out.iter_mut().zip(&a[lo..end]).zip(&b[lo..end]) {
+                                    *o = $body;
+                                }
+                            });
+                            Some(Tensor::from_vec(vec![s], crate::tensor::Shape::new()))
+                        }
+                        _ => None,
+                    }
+                });
+                match (total, $reduction) {
+                    (Some(s), Reduction::Mean) => mul_f64(&s, 1.0 / n as f64).map(Some),
+                    (total, _) => Ok(total),
+                }
+            }
+        }
+    }};
+}
+
 /// The input's gradient of a reduced loss of `d = input - target` in one
 /// pass, `$body` giving it from `$d` and the (unreduced) output gradient
 /// `$gs`; `None` where the recorded rule must run instead (`create_graph`,
@@ -153,7 +199,13 @@ pub(crate) fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) ->
     }
     let out = {
         let _g = GradModeGuard::new(false);
-        if fusable(input, target) {
+        let summed = summed_loss!(input, target, reduction, T, |x, y| {
+            let d = x - y;
+            d * d
+        })?;
+        if let Some(out) = summed {
+            out
+        } else if fusable(input, target) {
             // One pass, with the composite's roundings: `(x - y) * (x - y)`.
             let dt = input.dtype();
             elementwise_loss(input, target, reduction, |a, b| {
@@ -215,6 +267,9 @@ pub(crate) fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> 
     crate::tensor::broadcast_shapes(&input.shape(), &target.shape())?;
     if !needs_record(&[input, target]) && fusable(input, target) {
         // Nothing recorded: one pass, `|x - y|`.
+        if let Some(out) = summed_loss!(input, target, reduction, T, |x, y| (x - y).abs())? {
+            return Ok(out);
+        }
         let dt = input.dtype();
         return Ok(elementwise_loss(input, target, reduction, |a, b| {
             Ok(crate::dispatch_float!(dt, T => map2!(a, b, dt, T, |x, y| (x - y).abs())))
@@ -222,6 +277,27 @@ pub(crate) fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> 
         .0);
     }
     reduce(&abs(&sub(input, target)?)?, reduction)
+}
+
+/// One smooth L1 value: `(d * d) * c` where `d = |x - y| < b`, `d + e`
+/// elsewhere (`c = 0.5 / beta`, `e = -0.5 * beta`, each rounded to `T`).
+#[inline(always)]
+fn smooth_l1_at<T: crate::tensor::Float>(x: T, y: T, b: T, c: T, e: T) -> T {
+    let d = (x - y).abs();
+    crate::kernels::pick(d < b, (d * d) * c, d + e)
+}
+
+/// The reduced smooth L1 values, summed as they are made (`summed_loss!`).
+fn smooth_l1_summed(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+    beta: f64,
+) -> Result<Option<Tensor>> {
+    summed_loss!(input, target, reduction, T, |x, y| {
+        let (b, c, e) = (beta as T, (0.5 / beta) as T, (-0.5 * beta) as T);
+        smooth_l1_at(x, y, b, c, e)
+    })
 }
 
 /// Per-element `0.5 d^2 / beta` where `|d| < beta`, `|d| - 0.5 beta` elsewhere.
@@ -233,10 +309,7 @@ fn smooth_l1_values(input: &Tensor, target: &Tensor, beta: f64) -> Result<Tensor
         return Ok(crate::dispatch_float!(dt, T => {
             let (b, c, e) = (beta as T, (0.5 / beta) as T, (-0.5 * beta) as T);
             // Both sides computed and one selected (`pick`), not branched on.
-            map2!(input, target, dt, T, |x, y| {
-                let d = (x - y).abs();
-                crate::kernels::pick(d < b, (d * d) * c, d + e)
-            })
+            map2!(input, target, dt, T, |x, y| smooth_l1_at(x, y, b, c, e))
         }));
     }
     let d = abs(&sub(input, target)?)?;
@@ -271,9 +344,12 @@ pub(crate) fn smooth_l1_loss(
     }
     let (out, n) = {
         let _g = GradModeGuard::new(false);
-        elementwise_loss(input, target, reduction, |a, b| {
-            smooth_l1_values(a, b, beta)
-        })?
+        match smooth_l1_summed(input, target, reduction, beta)? {
+            Some(l) => (l, input.numel()),
+            None => elementwise_loss(input, target, reduction, |a, b| {
+                smooth_l1_values(a, b, beta)
+            })?,
+        }
     };
     if needs_record(&[input, target]) {
         record(
@@ -320,9 +396,12 @@ pub(crate) fn huber_loss(
     }
     let (out, n) = {
         let _g = GradModeGuard::new(false);
-        let (l, n) = elementwise_loss(input, target, reduction, |a, b| {
-            smooth_l1_values(a, b, delta)
-        })?;
+        let (l, n) = match smooth_l1_summed(input, target, reduction, delta)? {
+            Some(l) => (l, input.numel()),
+            None => elementwise_loss(input, target, reduction, |a, b| {
+                smooth_l1_values(a, b, delta)
+            })?,
+        };
         (mul_f64(&l, delta)?, n)
     };
     if needs_record(&[input, target]) {

@@ -1,5 +1,6 @@
 //! Bindings of convolution, pooling, padding, unfold/fold and resampling.
-//! The Python layer (`nn/_functional/conv.py`, `pooling.py`, `padding.py`,
+//! The Python layer (`nn/_functional/conv.py`, `max_pooling.py`,
+//! `avg_pooling.py`, `adaptive_pooling.py`, `pooling3d.py`, `padding.py`,
 //! `fold.py`, `interpolation.py`) normalises PyTorch's
 //! arguments (ints or tuples, `'same'` padding, unbatched inputs) into the
 //! explicit lists these take.
@@ -72,9 +73,9 @@ fn conv3d(
     input: &Bound<'_, PyTensor>,
     weight: &Bound<'_, PyTensor>,
     bias: Option<&Bound<'_, PyAny>>,
-    stride: Vec<i64>,
-    padding: Vec<i64>,
-    dilation: Vec<i64>,
+    stride: [i64; 3],
+    padding: [i64; 2],
+    dilation: [i64; 3],
     groups: i64,
 ) -> PyResult<Py<PyAny>> {
     let (x, w) = (t_of(input), t_of(weight));
@@ -82,14 +83,35 @@ fn conv3d(
     // The 2-d convolution's policy, on the operands it convolves (the bias
     // is added after it, as the composite added it).
     autocast!("conv2d", x, w);
-    let (s, d) = (three(&stride, "stride")?, three(&dilation, "dilation")?);
-    let p: [i64; 2] = <[i64; 2]>::try_from(padding.as_slice())
-        .map_err(|_| pyo3::exceptions::PyValueError::new_err("padding must have two values"))?;
+    let (s, p, d) = (stride, padding, dilation);
     let work = x.numel().saturating_mul(w.numel());
     let (ins, opt) = Opt::inputs(&[x, w], &[b.as_ref()]);
     run_op(py, work, "conv3d", &ins, &[], move |t, _| {
         ops::conv3d(t[0], t[1], opt.get(t, 0), s, p, d, groups)
     })
+}
+
+/// A pooling op of one input: its result, the input's size the work.
+fn pooled(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    name: &'static str,
+    f: impl Fn(&Tensor) -> crate::Result<Tensor> + Send + Sync + 'static,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    run_op(py, x.numel(), name, &[x], &[], move |t, _| f(t[0]))
+}
+
+/// A max pooling of one input: its values and indices, as a tuple.
+fn pooled_with_indices(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    name: &'static str,
+    f: impl Fn(&Tensor) -> crate::Result<(Tensor, Tensor)> + Send + Sync + 'static,
+) -> PyResult<Py<PyAny>> {
+    let x = t_of(input);
+    let (o, i) = run(py, x.numel(), name, &[x], &[], move |t, _| f(t[0]))?;
+    tensor_tuple(py, vec![o, i])
 }
 
 #[pyfunction]
@@ -103,11 +125,9 @@ fn max_pool2d_with_indices(
     dilation: Vec<i64>,
     ceil_mode: bool,
 ) -> PyResult<Py<PyAny>> {
-    let x = t_of(input);
-    let (o, i) = run(py, x.numel(), "max_pool2d", &[x], &[], move |t, _| {
-        ops::max_pool2d_with_indices(t[0], &kernel_size, &stride, &padding, &dilation, ceil_mode)
-    })?;
-    tensor_tuple(py, vec![o, i])
+    pooled_with_indices(py, input, "max_pool2d", move |x| {
+        ops::max_pool2d_with_indices(x, &kernel_size, &stride, &padding, &dilation, ceil_mode)
+    })
 }
 
 #[pyfunction]
@@ -117,16 +137,9 @@ fn adaptive_max_pool2d(
     input: &Bound<'_, PyTensor>,
     output_size: Vec<i64>,
 ) -> PyResult<Py<PyAny>> {
-    let x = t_of(input);
-    let (o, i) = run(
-        py,
-        x.numel(),
-        "adaptive_max_pool2d",
-        &[x],
-        &[],
-        move |t, _| ops::adaptive_max_pool2d(t[0], &output_size),
-    )?;
-    tensor_tuple(py, vec![o, i])
+    pooled_with_indices(py, input, "adaptive_max_pool2d", move |x| {
+        ops::adaptive_max_pool2d(x, &output_size)
+    })
 }
 
 #[pyfunction]
@@ -142,17 +155,9 @@ fn avg_pool2d(
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> PyResult<Py<PyAny>> {
-    let x = t_of(input);
-    run_op(py, x.numel(), "avg_pool2d", &[x], &[], move |t, _| {
-        ops::avg_pool2d(
-            t[0],
-            &kernel_size,
-            &stride,
-            &padding,
-            ceil_mode,
-            count_include_pad,
-            divisor_override,
-        )
+    pooled(py, input, "avg_pool2d", move |x| {
+        let (k, s, p) = (&kernel_size, &stride, &padding);
+        ops::avg_pool2d(x, k, s, p, ceil_mode, count_include_pad, divisor_override)
     })
 }
 
@@ -163,45 +168,28 @@ fn adaptive_avg_pool2d(
     input: &Bound<'_, PyTensor>,
     output_size: Vec<i64>,
 ) -> PyResult<Py<PyAny>> {
-    let x = t_of(input);
-    run_op(
-        py,
-        x.numel(),
-        "adaptive_avg_pool2d",
-        &[x],
-        &[],
-        move |t, _| ops::adaptive_avg_pool2d(t[0], &output_size),
-    )
-}
-
-/// Three per-dimension values, as the Python layer passes them.
-fn three(v: &[i64], name: &str) -> PyResult<[i64; 3]> {
-    <[i64; 3]>::try_from(v).map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err(format!("{name} must have three values"))
+    pooled(py, input, "adaptive_avg_pool2d", move |x| {
+        ops::adaptive_avg_pool2d(x, &output_size)
     })
 }
+
+// The 3-d pools take exactly three values per argument (the Python layer
+// expands ints); another count is a TypeError from the conversion.
 
 #[pyfunction]
 #[pyo3(signature = (input, kernel_size, stride, padding, dilation, ceil_mode))]
 fn max_pool3d_with_indices(
     py: Python<'_>,
     input: &Bound<'_, PyTensor>,
-    kernel_size: Vec<i64>,
-    stride: Vec<i64>,
-    padding: Vec<i64>,
-    dilation: Vec<i64>,
+    kernel_size: [i64; 3],
+    stride: [i64; 3],
+    padding: [i64; 3],
+    dilation: [i64; 3],
     ceil_mode: bool,
 ) -> PyResult<Py<PyAny>> {
-    let x = t_of(input);
-    let (k, s) = (
-        three(&kernel_size, "kernel_size")?,
-        three(&stride, "stride")?,
-    );
-    let (p, d) = (three(&padding, "padding")?, three(&dilation, "dilation")?);
-    let (o, i) = run(py, x.numel(), "max_pool3d", &[x], &[], move |t, _| {
-        ops::max_pool3d_with_indices(t[0], k, s, p, d, ceil_mode)
-    })?;
-    tensor_tuple(py, vec![o, i])
+    pooled_with_indices(py, input, "max_pool3d", move |x| {
+        ops::max_pool3d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)
+    })
 }
 
 #[pyfunction]
@@ -209,19 +197,11 @@ fn max_pool3d_with_indices(
 fn adaptive_max_pool3d(
     py: Python<'_>,
     input: &Bound<'_, PyTensor>,
-    output_size: Vec<i64>,
+    output_size: [i64; 3],
 ) -> PyResult<Py<PyAny>> {
-    let x = t_of(input);
-    let out = three(&output_size, "output_size")?;
-    let (o, i) = run(
-        py,
-        x.numel(),
-        "adaptive_max_pool3d",
-        &[x],
-        &[],
-        move |t, _| ops::adaptive_max_pool3d(t[0], out),
-    )?;
-    tensor_tuple(py, vec![o, i])
+    pooled_with_indices(py, input, "adaptive_max_pool3d", move |x| {
+        ops::adaptive_max_pool3d(x, output_size)
+    })
 }
 
 #[pyfunction]
@@ -230,29 +210,16 @@ fn adaptive_max_pool3d(
 fn avg_pool3d(
     py: Python<'_>,
     input: &Bound<'_, PyTensor>,
-    kernel_size: Vec<i64>,
-    stride: Vec<i64>,
-    padding: Vec<i64>,
+    kernel_size: [i64; 3],
+    stride: [i64; 3],
+    padding: [i64; 3],
     ceil_mode: bool,
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> PyResult<Py<PyAny>> {
-    let x = t_of(input);
-    let (k, s) = (
-        three(&kernel_size, "kernel_size")?,
-        three(&stride, "stride")?,
-    );
-    let p = three(&padding, "padding")?;
-    run_op(py, x.numel(), "avg_pool3d", &[x], &[], move |t, _| {
-        ops::avg_pool3d(
-            t[0],
-            k,
-            s,
-            p,
-            ceil_mode,
-            count_include_pad,
-            divisor_override,
-        )
+    pooled(py, input, "avg_pool3d", move |x| {
+        let (k, s, p) = (kernel_size, stride, padding);
+        ops::avg_pool3d(x, k, s, p, ceil_mode, count_include_pad, divisor_override)
     })
 }
 
@@ -261,18 +228,11 @@ fn avg_pool3d(
 fn adaptive_avg_pool3d(
     py: Python<'_>,
     input: &Bound<'_, PyTensor>,
-    output_size: Vec<i64>,
+    output_size: [i64; 3],
 ) -> PyResult<Py<PyAny>> {
-    let x = t_of(input);
-    let out = three(&output_size, "output_size")?;
-    run_op(
-        py,
-        x.numel(),
-        "adaptive_avg_pool3d",
-        &[x],
-        &[],
-        move |t, _| ops::adaptive_avg_pool3d(t[0], out),
-    )
+    pooled(py, input, "adaptive_avg_pool3d", move |x| {
+        ops::adaptive_avg_pool3d(x, output_size)
+    })
 }
 
 #[pyfunction]
