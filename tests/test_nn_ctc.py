@@ -176,3 +176,32 @@ def test_float32_loss_of_a_long_sequence_keeps_float64_accuracy():
     want = F.ctc_loss(lp32.double(), targets, [300, 280], [60, 50], reduction="none")
     assert got.dtype is fg.float32
     np.testing.assert_array_equal(got.numpy(), want.numpy().astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64])
+@pytest.mark.parametrize("batch", [1, 5])
+def test_one_and_two_threads_give_the_same_bits(dtype, batch):
+    # Long enough for the samples to run side by side; PyTorch refuses an empty batch.
+    rng = np.random.default_rng(batch)
+    t, c = 150, 12
+    logits = rng.normal(size=(t, batch, c))
+    lp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    targets = rng.integers(1, c, (batch, 25))
+    il = [int(v) for v in rng.integers(100, t + 1, batch)]
+    tl = [int(v) for v in rng.integers(5, 26, batch)]
+    weights = rng.uniform(0.5, 2.0, batch)
+    results = []
+    before = fg.get_num_threads()
+    try:
+        for threads in (1, 2):
+            fg.set_num_threads(threads)
+            x = fg.tensor(lp, dtype=dtype, requires_grad=True)
+            loss = F.ctc_loss(x, fg.tensor(targets), il, tl, reduction="none")
+            (loss * fg.tensor(weights, dtype=dtype)).sum().backward()
+            results.append([loss.detach().numpy(), x.grad.numpy()])
+    finally:
+        fg.set_num_threads(before)
+    for one, two in zip(*results):
+        assert one.dtype == two.dtype
+        np.testing.assert_array_equal(one.view(np.uint8), two.view(np.uint8))
+    assert np.isfinite(results[0][0]).all() and np.abs(results[0][1]).sum() > 0

@@ -302,3 +302,39 @@ def test_native_float32_matches_the_reference():
             assert got.dtype is fg.float32
             np.testing.assert_allclose(got.numpy(), reference(x, grid, mode, pm, False),
                                        rtol=1e-4, atol=1e-5)  # fmt: skip
+
+
+def _bits(t):
+    a = t.numpy()
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64])
+@pytest.mark.parametrize("mode,dims", [("bilinear", 2), ("nearest", 2), ("bicubic", 2),
+                                       ("bilinear", 3)])  # fmt: skip
+@pytest.mark.parametrize("batch", [0, 1, 3])
+def test_one_and_two_threads_give_the_same_bits(dtype, mode, dims, batch):
+    # Big enough for the kernels to split the work (a batch of 1 over its points and
+    # channels), with points outside the image; each value and gradient must not depend
+    # on the split.
+    rng = np.random.default_rng(batch)
+    sizes = (24, 20) if dims == 2 else (6, 10, 12)
+    out = (40, 36) if dims == 2 else (5, 12, 16)
+    x = rng.standard_normal((batch, 6, *sizes))
+    grid = rng.uniform(-1.15, 1.15, (batch, *out, dims))
+    seed = rng.standard_normal((batch, 6, *out))
+    results = []
+    before = fg.get_num_threads()
+    try:
+        for threads in (1, 2):
+            fg.set_num_threads(threads)
+            xt = fg.tensor(x, dtype=dtype, requires_grad=True)
+            gt = fg.tensor(grid, dtype=dtype, requires_grad=True)
+            y = F.grid_sample(xt, gt, mode, "zeros", False)
+            y.backward(fg.tensor(seed, dtype=dtype))
+            results.append([_bits(y.detach()), _bits(xt.grad), _bits(gt.grad)])
+    finally:
+        fg.set_num_threads(before)
+    for one, two in zip(*results):
+        np.testing.assert_array_equal(one, two)
+    assert results[0][0].shape == (batch, 6, *out)

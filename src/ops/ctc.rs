@@ -81,11 +81,10 @@ pub fn ctc_forward(
         })
         .collect();
     let n = nll.len();
-    let alpha: Vec<f64> = tables.into_iter().flatten().collect();
-    let len = alpha.len();
+    let len = tables.len();
     Ok(vec![
         super::cast_data(&Tensor::from_vec(nll, Shape::from_slice(&[n])), lp.dtype()),
-        Tensor::from_vec(alpha, Shape::from_slice(&[len])),
+        Tensor::from_vec(tables, Shape::from_slice(&[len])),
         Tensor::from_vec(logp, Shape::from_slice(&[n])),
     ])
 }
@@ -103,12 +102,8 @@ pub fn ctc_backward(
     blank: usize,
 ) -> Result<Tensor> {
     let b = block_of(lp, labels, frames, blank)?;
-    let sizes: Vec<usize> = labels
-        .iter()
-        .zip(frames)
-        .map(|(l, &f)| f * (2 * l.len() + 1))
-        .collect();
-    let total: usize = sizes.iter().sum();
+    let samples = samples(labels, frames);
+    let (_, total) = ctc::table_starts(&samples);
     if grad.numel() != b.batch
         || logp.numel() != b.batch
         || alpha.numel() != total
@@ -119,24 +114,16 @@ pub fn ctc_backward(
             "ctc_loss backward: saved values do not match the inputs",
         ));
     }
-    let flat = alpha.to_vec::<f64>();
-    let mut tables = Vec::with_capacity(sizes.len());
-    let mut at = 0;
-    for s in sizes {
-        tables.push(&flat[at..at + s]);
-        at += s;
-    }
+    // The saved tables are read in place (they are float64 and, as saved, contiguous).
+    let alpha = alpha.contiguous_data();
+    let av = alpha.view();
+    let tables = av
+        .as_slice::<f64>()
+        .ok_or_else(|| Error::runtime("ctc_loss backward: saved values do not match the inputs"))?;
     // The loss is -log p: each sample's log p is scaled by minus its gradient.
     let scale: Vec<f64> = grad.to_vec::<f64>().into_iter().map(|g| -g).collect();
     let x = lp.to_vec::<f64>();
-    let g = ctc::backward(
-        &x,
-        b,
-        &samples(labels, frames),
-        &tables,
-        &logp.to_vec::<f64>(),
-        &scale,
-    );
+    let g = ctc::backward(&x, b, &samples, tables, &logp.to_vec::<f64>(), &scale);
     Ok(super::cast_data(
         &Tensor::from_vec(g, lp.shape()),
         lp.dtype(),
