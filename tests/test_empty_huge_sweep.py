@@ -142,9 +142,15 @@ def _describe(call):
     return f"{name}{on} with {tuple(args)}"
 
 
-def run_calls(calls, timeout=10.0):
+def run_calls(calls, timeout=60.0):
     """Runs `calls` in worker processes, restarting after any call that kills
-    one; returns the failures as text."""
+    one; returns the failures as text.
+
+    A hang is a call still running after `timeout` seconds. Some calls have
+    real work proportional to a huge size: `split(2**40)` of an
+    `empty(2**62, 0)` makes 4,194,304 views (13 s on a 2-core EPYC Zen 3,
+    PyTorch 2.15 22 s). The limit leaves them room; a loop over a size of
+    2**40 or more still takes hours."""
     failures, start = [], 0
     while start < len(calls):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

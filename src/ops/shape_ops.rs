@@ -175,6 +175,13 @@ pub(crate) fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 /// `name`, whose backward joins the pieces' gradients (zeros for a piece
 /// that got none), and may not be written in place (see
 /// `CreationMeta::MultiOutput`).
+/// Refuses a count of pieces that could never be made (a huge empty
+/// dimension split in ones), before anything as long is built: each piece
+/// is a tensor object of a few hundred bytes.
+fn probe_pieces(count: usize) {
+    crate::error::probe_alloc::<[u64; 32]>(count);
+}
+
 fn multi_output_views(
     t: &Tensor,
     d: usize,
@@ -184,10 +191,7 @@ fn multi_output_views(
 ) -> Vec<Tensor> {
     let v = t.view().clone();
     let mut start = 0usize;
-    // Each piece is a tensor object of a few hundred bytes: refuse a count
-    // that could never be made (a huge empty dimension split in ones) before
-    // making any.
-    crate::error::probe_alloc::<[u64; 32]>(sizes.len());
+    probe_pieces(sizes.len());
     let mut pieces: Vec<Tensor> = crate::error::alloc_vec(sizes.len());
     pieces.extend(sizes.iter().map(|&n| {
         let mut shape = v.shape.clone();
@@ -283,6 +287,7 @@ pub(crate) fn split(t: &Tensor, size: i64, dim: i64) -> Result<Vec<Tensor>> {
     } else {
         let size = size as usize;
         let count = n.div_ceil(size).max(1);
+        probe_pieces(count);
         let mut sizes = crate::error::alloc_vec(count);
         sizes.extend((0..count).map(|i| size.min(n - i * size)));
         sizes
@@ -309,6 +314,7 @@ pub(crate) fn chunk(t: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     if size == 0 {
         // An empty dimension still yields `chunks` empty pieces (PyTorch
         // goes through `split_with_sizes` for that).
+        probe_pieces(chunks as usize);
         let sizes = crate::error::filled_vec(chunks as usize, 0usize);
         return Ok(multi_output_views(
             t,
@@ -330,6 +336,7 @@ pub(crate) fn unbind(t: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
         ));
     }
     let d = wrap_dim(dim, shape.len())?;
+    probe_pieces(shape[d]);
     let sizes = crate::error::filled_vec(shape[d], 1usize);
     Ok(multi_output_views(t, d, &sizes, true, "UnbindBackward0"))
 }
