@@ -22,7 +22,10 @@ pub(crate) trait Real:
     /// multiversioned loops (Rust never contracts `x * y + z` on its own, so
     /// written out it costs two instructions and halves a product's speed).
     fn mul_add(self, a: Self, b: Self) -> Self;
-    /// Columns per register tile of [`small_nn`] (four AVX-512 registers).
+    /// Columns per block of the packed weight and per unit of the split
+    /// loops: four AVX-512 registers. On a machine without AVX-512 a block
+    /// is worked in narrower sub-tiles ([`wide`]), so the layout and the results do not
+    /// depend on the instruction set.
     const TILE: usize;
     #[allow(clippy::too_many_arguments)]
     fn nn_cols(
@@ -36,6 +39,15 @@ pub(crate) trait Real:
         lo: usize,
         hi: usize,
     );
+}
+
+/// Whether the register tiles may span four 512-bit registers per row. With
+/// 256-bit registers the same 4 x `TILE` tile would need all 32 accumulators
+/// of which the machine has 16, and the compiler spills them to the stack on
+/// every multiply-add (the LSTM step ran at half speed on AVX2), so there a
+/// tile is two registers wide: 4 x 2 accumulators, a load and a broadcast.
+fn wide() -> bool {
+    super::small_gemm::isa() == super::small_gemm::Isa::Avx512
 }
 
 impl Real for f32 {
@@ -63,7 +75,11 @@ impl Real for f32 {
         lo: usize,
         hi: usize,
     ) {
-        nn_cols::<f32, 64>(a, bt, m, n, k, out, add, lo, hi)
+        if wide() {
+            nn_cols::<f32, 64>(a, bt, m, n, k, out, add, lo, hi)
+        } else {
+            nn_cols::<f32, 16>(a, bt, m, n, k, out, add, lo, hi)
+        }
     }
 }
 
@@ -92,13 +108,17 @@ impl Real for f64 {
         lo: usize,
         hi: usize,
     ) {
-        nn_cols::<f64, 32>(a, bt, m, n, k, out, add, lo, hi)
+        if wide() {
+            nn_cols::<f64, 32>(a, bt, m, n, k, out, add, lo, hi)
+        } else {
+            nn_cols::<f64, 8>(a, bt, m, n, k, out, add, lo, hi)
+        }
     }
 }
 
 /// `out[i0..i0+4, j0..j0+JB] (+)= a[i0..i0+4, :] @ bt[:, j0..j0+JB]`: a
-/// register tile of 4 x JB accumulators (one AVX-512 register per 16 f32),
-/// updated by broadcasting one element of `a` per row for each `k`.
+/// register tile of 4 x JB accumulators (one vector register per 16 f32 on
+/// AVX-512, per 8 on AVX2; JB follows [`wide`]), updated by broadcasting one element of `a` per row for each `k`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn tile4<T: Real, const JB: usize>(
@@ -338,9 +358,10 @@ impl<'a, T: Real> Packed<'a, T> {
     }
 }
 
-/// `out[i0..i0+R, j0..j0+JB] (+)= a[i0..i0+R, :] @ block`, `block` being one
-/// packed column block `[k][JB]`: R x JB accumulators in registers (R = 4 and
-/// JB = 64 f32 are 16 AVX-512 registers), one FMA per accumulator and `k`.
+/// `out[i0..i0+R, j0..j0+JB] (+)= a[i0..i0+R, :] @ block`, `block` being
+/// `k` rows of `JB` columns, `step` apart: R x JB accumulators in registers
+/// (R = 4 and JB = 64 f32 are 16 AVX-512 registers; JB = 16 f32 are 8 AVX2
+/// ones), one FMA per accumulator and `k`.
 /// Every length in the loops is a constant and nothing takes the
 /// accumulators' address, so they stay in registers.
 ///
@@ -386,32 +407,38 @@ unsafe fn packed_tile<T: Real, const R: usize, const JB: usize>(
     }
 }
 
-/// Rows `i0..m` of one column block, in tiles of 4 rows and one of the rest.
+/// Rows `0..m` of one column block of `JB` columns, in sub-tiles of `SW`
+/// columns (`JB` on AVX-512, a quarter of it on AVX2: see [`wide`]) by 4
+/// rows and one of the rest. Each output is the same chain of multiply-adds
+/// whatever the tile, so the sub-tile width does not change a bit.
 ///
 /// # Safety
-/// As [`packed_tile`], for rows `i0..m`.
+/// As [`packed_tile`], for rows `0..m`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn packed_block<T: Real, const JB: usize>(
+unsafe fn packed_block<T: Real, const JB: usize, const SW: usize>(
     a: (*const T, usize, usize),
     m: usize,
     k: usize,
-    block: (*const T, usize),
+    (block, step): (*const T, usize),
     out: *mut T,
     ldo: usize,
     j0: usize,
     add: bool,
 ) {
-    let mut i0 = 0;
-    while i0 + 4 <= m {
-        packed_tile::<T, 4, JB>(a, i0, k, block, out, ldo, j0, add);
-        i0 += 4;
-    }
-    match m - i0 {
-        3 => packed_tile::<T, 3, JB>(a, i0, k, block, out, ldo, j0, add),
-        2 => packed_tile::<T, 2, JB>(a, i0, k, block, out, ldo, j0, add),
-        1 => packed_tile::<T, 1, JB>(a, i0, k, block, out, ldo, j0, add),
-        _ => {}
+    for sub in (0..JB).step_by(SW) {
+        let (b, j) = ((block.add(sub), step), j0 + sub);
+        let mut i0 = 0;
+        while i0 + 4 <= m {
+            packed_tile::<T, 4, SW>(a, i0, k, b, out, ldo, j, add);
+            i0 += 4;
+        }
+        match m - i0 {
+            3 => packed_tile::<T, 3, SW>(a, i0, k, b, out, ldo, j, add),
+            2 => packed_tile::<T, 2, SW>(a, i0, k, b, out, ldo, j, add),
+            1 => packed_tile::<T, 1, SW>(a, i0, k, b, out, ldo, j, add),
+            _ => {}
+        }
     }
 }
 
@@ -419,7 +446,7 @@ unsafe fn packed_block<T: Real, const JB: usize>(
     "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
     "x86_64+avx+avx2+fma"
 ))]
-fn packed_mm_impl<T: Real, const JB: usize>(
+fn packed_mm_impl<T: Real, const JB: usize, const SW: usize>(
     (a, is, ks): (&[T], usize, usize),
     m: usize,
     b: &Packed<'_, T>,
@@ -435,7 +462,7 @@ fn packed_mm_impl<T: Real, const JB: usize>(
     for blk in 0..full {
         // SAFETY: the asserts above cover rows 0..m and every whole block.
         unsafe {
-            packed_block::<T, JB>(
+            packed_block::<T, JB, SW>(
                 (a.as_ptr(), is, ks),
                 m,
                 k,
@@ -460,7 +487,7 @@ fn packed_mm_impl<T: Real, const JB: usize>(
         }
         // SAFETY: `tmp` is `[m, JB]`; the tail block is `[k][JB]` (asserted).
         unsafe {
-            packed_block::<T, JB>(
+            packed_block::<T, JB, SW>(
                 (a.as_ptr(), is, ks),
                 m,
                 k,
@@ -499,9 +526,119 @@ pub(crate) fn packed_mm_strided<T: Real>(
         }
         return;
     }
-    match T::TILE {
-        64 => packed_mm_impl::<T, 64>((a, is, ks), m, b, out, add),
-        32 => packed_mm_impl::<T, 32>((a, is, ks), m, b, out, add),
+    let a = (a, is, ks);
+    match (T::TILE, wide()) {
+        (64, true) => packed_mm_impl::<T, 64, 64>(a, m, b, out, add),
+        (64, false) => packed_mm_impl::<T, 64, 16>(a, m, b, out, add),
+        (32, true) => packed_mm_impl::<T, 32, 32>(a, m, b, out, add),
+        (32, false) => packed_mm_impl::<T, 32, 8>(a, m, b, out, add),
         _ => unreachable!("Real::TILE is 64 or 32"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn val(i: usize) -> f64 {
+        ((i * 37 % 23) as f64 - 11.0) / 8.0 + (i % 7) as f64 * 0.013
+    }
+
+    /// `a @ b` as one FMA chain per element over `k` in order, the chain
+    /// starting from `init` (the packed tiles) or from zero with `init` added
+    /// after it (`nn_cols`): the rounding every tiling must reproduce.
+    fn reference<T: Real>(
+        (a, b): (&[T], &[T]),
+        (m, k, n): (usize, usize, usize),
+        init: &[T],
+        from_init: bool,
+    ) -> Vec<T> {
+        let mut out = init.to_vec();
+        for i in 0..m {
+            for j in 0..n {
+                let o = &mut out[i * n + j];
+                let mut s = if from_init { *o } else { T::zero() };
+                for p in 0..k {
+                    s = a[i * k + p].mul_add(b[p * n + j], s);
+                }
+                *o = if from_init { s } else { *o + s };
+            }
+        }
+        out
+    }
+
+    fn bits<T: Real>(v: &[T]) -> Vec<f64> {
+        v.iter().map(|x| x.to_f64()).collect()
+    }
+
+    /// Both register tile widths (the AVX-512 one and the AVX2 quarter), on
+    /// whatever machine runs the test, give the reference's bits, for whole
+    /// and partial column blocks, row counts off the tile, and accumulation.
+    fn widths_agree<T: Real>(from: fn(f64) -> T) {
+        let jb = T::TILE;
+        for &(m, k, n) in &[
+            (1, 3, jb),
+            (4, 17, 2 * jb),
+            (7, 40, jb + 5),
+            (8, 192, 4 * jb),
+            (3, 1, 9),
+        ] {
+            let a: Vec<T> = (0..m * k).map(|i| from(val(i))).collect();
+            let b: Vec<T> = (0..k * n).map(|i| from(val(i + 5))).collect();
+            let w: Vec<T> = (0..n)
+                .flat_map(|j| (0..k).map(move |p| (j, p)))
+                .map(|(j, p)| b[p * n + j])
+                .collect();
+            let packed = Packed::from_transposed(&w, n, k);
+            let in_place = Packed::from_rows(&b, k, n);
+            for add in [false, true] {
+                let init: Vec<T> = (0..m * n)
+                    .map(|i| from(if add { val(i + 9) } else { 0.0 }))
+                    .collect();
+                let want = bits(&reference((&a, &b), (m, k, n), &init, true));
+                let want_cols = bits(&reference((&a, &b), (m, k, n), &init, false));
+                let run = |p: &Packed<'_, T>, narrow: bool| {
+                    let mut out = init.clone();
+                    let a = (&a[..], k, 1);
+                    match (jb, narrow) {
+                        (64, false) => packed_mm_impl::<T, 64, 64>(a, m, p, &mut out, add),
+                        (64, true) => packed_mm_impl::<T, 64, 16>(a, m, p, &mut out, add),
+                        (32, false) => packed_mm_impl::<T, 32, 32>(a, m, p, &mut out, add),
+                        _ => packed_mm_impl::<T, 32, 8>(a, m, p, &mut out, add),
+                    }
+                    bits(&out)
+                };
+                for narrow in [false, true] {
+                    assert_eq!(run(&packed, narrow), want, "packed {m}x{k}x{n} add={add}");
+                    assert_eq!(run(&in_place, narrow), want, "rows {m}x{k}x{n} add={add}");
+                }
+                let cols = |narrow: bool| {
+                    let mut out = init.clone();
+                    match (jb, narrow) {
+                        (64, false) => nn_cols::<T, 64>(&a, &b, m, n, k, &mut out, add, 0, n),
+                        (64, true) => nn_cols::<T, 16>(&a, &b, m, n, k, &mut out, add, 0, n),
+                        (32, false) => nn_cols::<T, 32>(&a, &b, m, n, k, &mut out, add, 0, n),
+                        _ => nn_cols::<T, 8>(&a, &b, m, n, k, &mut out, add, 0, n),
+                    }
+                    bits(&out)
+                };
+                if m % 4 == 0 && n % jb == 0 {
+                    // Elsewhere the leftover plain sums round each product
+                    // before adding it, as they always have.
+                    assert_eq!(cols(false), want_cols, "nn_cols {m}x{k}x{n} add={add}");
+                }
+                assert_eq!(
+                    cols(true),
+                    cols(false),
+                    "nn_cols widths {m}x{k}x{n} add={add}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn both_tile_widths_give_the_reference_bits() {
+        widths_agree::<f32>(|v| v as f32);
+        widths_agree::<f64>(|v| v);
     }
 }
