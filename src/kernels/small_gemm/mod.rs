@@ -27,6 +27,8 @@ const SMALL_WORK: usize = 1 << 18;
 const MAX_VECTOR_M: usize = 32;
 /// Rows per register tile.
 const MR: usize = 8;
+/// Rows per two-register tile with AVX2 (see [`tile_width`]).
+const AVX2_ROWS: usize = 6;
 
 /// The element types the tiles run on.
 pub(crate) trait Fma: Element + TileKernel {
@@ -99,7 +101,7 @@ unsafe fn route<T: Fma>(a: Mat<T>, b: Mat<T>, dst: Dst<T>) -> bool {
 
 unsafe fn route_on<T: Fma>(isa: Isa, a: Mat<T>, b: Mat<T>, dst: Dst<T>) -> bool {
     let (m, k, n) = (a.rows, a.cols, b.cols);
-    if (b.col_stride == 1 || n == 1) && pads_cheaply::<T>(m, n) {
+    if (b.col_stride == 1 || n == 1) && pads_cheaply::<T>(isa, m, n) {
         rows(isa, a, b.ptr, b.row_stride, n, dst);
         return true;
     }
@@ -114,7 +116,7 @@ unsafe fn route_on<T: Fma>(isa: Isa, a: Mat<T>, b: Mat<T>, dst: Dst<T>) -> bool 
         pairs::run(cast(a), b.ptr as *const f32, b.col_stride, n, cast_dst(dst));
         return true;
     }
-    if (b.row_stride == 1 || k == 1) && m <= MAX_VECTOR_M && pads_cheaply::<T>(n, m) {
+    if (b.row_stride == 1 || k == 1) && m <= MAX_VECTOR_M && pads_cheaply::<T>(isa, n, m) {
         // c^T[n, m] = b^T[n, k] @ a^T[k, m], with a^T packed contiguous.
         let mut panel = crate::error::filled_vec(k * m, T::zero());
         for i in 0..m {
@@ -142,12 +144,15 @@ unsafe fn route_on<T: Fma>(isa: Isa, a: Mat<T>, b: Mat<T>, dst: Dst<T>) -> bool 
 }
 
 /// The column tile width [`rows`] uses for `n` columns: one, two or four
-/// 256-bit registers, the narrowest that covers `n`.
-fn tile_width<T>(n: usize) -> usize {
+/// 256-bit registers, the narrowest that covers `n`; at most two with AVX2,
+/// whose 16 vector registers hold 6 rows of a two-register tile but not the
+/// 32 accumulators of 8 rows of a four-register one (those spilled to the
+/// stack on every multiply-add and ran at a quarter of the core's rate).
+fn tile_width<T>(isa: Isa, n: usize) -> usize {
     let lanes = 32 / std::mem::size_of::<T>();
     if n <= lanes {
         lanes
-    } else if n <= 2 * lanes {
+    } else if n <= 2 * lanes || isa == Isa::Avx2 {
         2 * lanes
     } else {
         4 * lanes
@@ -157,8 +162,8 @@ fn tile_width<T>(n: usize) -> usize {
 /// Whether the zero-padded copy of a partial column tile (`k` rows of the
 /// tile's width) costs no more than the `m * n * k` multiply-adds: a
 /// matrix-vector shape with a long `k` would spend its time copying.
-fn pads_cheaply<T>(m: usize, n: usize) -> bool {
-    let w = tile_width::<T>(n);
+fn pads_cheaply<T>(isa: Isa, m: usize, n: usize) -> bool {
+    let w = tile_width::<T>(isa, n);
     n.is_multiple_of(w) || w <= m * n
 }
 
@@ -167,7 +172,7 @@ fn pads_cheaply<T>(m: usize, n: usize) -> bool {
 /// float32, half that for float64), the narrowest that covers `n`, so a
 /// narrow product (the transposed form's `m` columns) computes no padding.
 unsafe fn rows<T: Fma>(isa: Isa, a: Mat<T>, b: *const T, ldb: usize, n: usize, dst: Dst<T>) {
-    let width = tile_width::<T>(n);
+    let width = tile_width::<T>(isa, n);
     let (m, k) = (a.rows, a.cols);
     let full = n / width * width;
     // The last, partial column tile reads a zero-padded copy of its columns.
@@ -258,11 +263,15 @@ impl<T: Fma> Tile<T> {
     }
 }
 
-/// Picks the row count of the next tile: `MR`, or fewer at the bottom edge.
+/// Picks the row count of the next tile: `MR` (or the `top` given first,
+/// when the tile's registers allow fewer rows), or fewer at the bottom edge.
 macro_rules! by_rows {
     ($left:expr, $f:ident :: <_ $(, $g:tt)*> ($($arg:expr),*)) => {
-        if $left >= MR {
-            $f::<MR $(, $g)*>($($arg),*)
+        by_rows!(MR; $left, $f::<_ $(, $g)*>($($arg),*))
+    };
+    ($top:expr; $left:expr, $f:ident :: <_ $(, $g:tt)*> ($($arg:expr),*)) => {
+        if $left >= $top {
+            $f::<{ $top } $(, $g)*>($($arg),*)
         } else if $left >= 4 {
             $f::<4 $(, $g)*>($($arg),*)
         } else if $left >= 2 {
@@ -408,7 +417,7 @@ pub(crate) trait TileKernel: Sized {
 
 /// The dispatch of one element type: `$ymm`/`$zmm` are its 256- and 512-bit
 /// tile kernels, `$l` the lanes of a 256-bit register. The narrowest tile
-/// that covers the width: one or two 256-bit registers (two or four without
+/// that covers the width: one or two 256-bit registers (the widest without
 /// AVX-512), or one or two 512-bit ones.
 macro_rules! tile_kernel {
     ($t:ty, $ymm:ident, $zmm:ident, $l:expr) => {
@@ -421,9 +430,11 @@ macro_rules! tile_kernel {
                     }
                     (Isa::Avx512, w) if w == 2 * $l => return by_rows!(left, $zmm::<_, 1>(t)),
                     (Isa::Avx512, _) => return by_rows!(left, $zmm::<_, 2>(t)),
-                    (Isa::Avx2, w) if w == 2 * $l => return by_rows!(left, $ymm::<_, 2>(t)),
-                    (Isa::Avx2, _) => return by_rows!(left, $ymm::<_, 4>(t)),
-                    (Isa::Scalar, _) => {}
+                    // 12 accumulators, two loads of `b` and a broadcast.
+                    (Isa::Avx2, w) if w == 2 * $l => {
+                        return by_rows!(AVX2_ROWS; left, $ymm::<_, 2>(t))
+                    }
+                    (Isa::Avx2 | Isa::Scalar, _) => {}
                 }
                 scalar(t, left, width)
             }
@@ -562,7 +573,7 @@ mod tests {
                     }
                     let paired = isa == Isa::Avx512
                         && T::DTYPE == DType::F32
-                        && !((b.col_stride == 1 || n == 1) && pads_cheaply::<T>(m, n))
+                        && !((b.col_stride == 1 || n == 1) && pads_cheaply::<T>(isa, m, n))
                         && b.row_stride == 1
                         && m <= 8
                         && m * n >= 8;
