@@ -9,11 +9,10 @@ the 2-d kernel over a height of 1); kernels and backward rules live in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING
 
 from ... import _C
-from ._args import _check_tensor
-from ._pool_args import _adaptive_size, _check_1d
+from ._pool_args import _adaptive_max_pool_typed, _adaptive_size, _check_input, _with_dim
 from ._rowwise import _rowwise
 
 if TYPE_CHECKING:
@@ -56,7 +55,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: IntOrInts) -> Tensor:
         >>> F.adaptive_avg_pool2d(torch.ones(2, 3, 7, 5), (3, None)).shape
         ferrograd.Size([2, 3, 3, 5])
     """
-    _check_tensor(input)
+    _check_input(input, 2, "adaptive_avg_pool2d")
     return _C.adaptive_avg_pool2d(input, _adaptive_size(input, output_size, 2))
 
 
@@ -82,9 +81,9 @@ def adaptive_avg_pool1d(input: Tensor, output_size: IntOrInts) -> Tensor:
         >>> F.adaptive_avg_pool1d(torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0]]), 2)
         tensor([[2., 4.]])
     """
-    _check_1d(input, "adaptive_avg_pool1d")
-    size = _adaptive_size(input, output_size, 1)
-    return _C.adaptive_avg_pool2d(input.unsqueeze(-2), [1, *size]).squeeze(-2)
+    _check_input(input, 1, "adaptive_avg_pool1d")
+    size = [1, *_adaptive_size(input, output_size, 1)]
+    return _with_dim(-2, _C.adaptive_avg_pool2d, input, size)
 
 
 def adaptive_max_pool2d_with_indices(
@@ -110,28 +109,11 @@ def adaptive_max_pool2d_with_indices(
         >>> F.adaptive_max_pool2d_with_indices(x, 1)
         (tensor([[[[15.]]]]), tensor([[[[15]]]]))
     """
-    _check_tensor(input)
+    _check_input(input, 2, "adaptive_max_pool2d")
     return _C.adaptive_max_pool2d(input, _adaptive_size(input, output_size, 2))
 
 
-@overload
-def adaptive_max_pool2d(
-    input: Tensor,
-    output_size: IntOrInts,
-    return_indices: Literal[False] = False,
-) -> Tensor: ...
-@overload
-def adaptive_max_pool2d(
-    input: Tensor,
-    output_size: IntOrInts,
-    return_indices: Literal[True] = ...,
-) -> tuple[Tensor, Tensor]: ...
-@overload
-def adaptive_max_pool2d(
-    input: Tensor,
-    output_size: IntOrInts,
-    return_indices: bool = False,
-) -> Tensor | tuple[Tensor, Tensor]: ...
+@_adaptive_max_pool_typed
 def adaptive_max_pool2d(
     input: Tensor,
     output_size: IntOrInts,
@@ -186,30 +168,12 @@ def adaptive_max_pool1d_with_indices(
         >>> F.adaptive_max_pool1d_with_indices(torch.tensor([[1.0, 3.0, 2.0, 5.0]]), 2)
         (tensor([[3., 5.]]), tensor([[1, 3]]))
     """
-    _check_1d(input, "adaptive_max_pool1d")
-    size = _adaptive_size(input, output_size, 1)
-    out, idx = _C.adaptive_max_pool2d(input.unsqueeze(-2), [1, *size])
-    return out.squeeze(-2), idx.squeeze(-2)
+    _check_input(input, 1, "adaptive_max_pool1d")
+    size = [1, *_adaptive_size(input, output_size, 1)]
+    return _with_dim(-2, _C.adaptive_max_pool2d, input, size)
 
 
-@overload
-def adaptive_max_pool1d(
-    input: Tensor,
-    output_size: IntOrInts,
-    return_indices: Literal[False] = False,
-) -> Tensor: ...
-@overload
-def adaptive_max_pool1d(
-    input: Tensor,
-    output_size: IntOrInts,
-    return_indices: Literal[True] = ...,
-) -> tuple[Tensor, Tensor]: ...
-@overload
-def adaptive_max_pool1d(
-    input: Tensor,
-    output_size: IntOrInts,
-    return_indices: bool = False,
-) -> Tensor | tuple[Tensor, Tensor]: ...
+@_adaptive_max_pool_typed
 def adaptive_max_pool1d(
     input: Tensor,
     output_size: IntOrInts,

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ... import _C
-from ._args import _check_tensor, _tuple
-from ._pool_args import _check_1d, _check_pool, _stride
+from ._pool_args import _check_input, _window, _with_dim
 from ._rowwise import _rowwise
 
 if TYPE_CHECKING:
@@ -63,20 +62,10 @@ def avg_pool2d(
         >>> F.avg_pool2d(x, 3, stride=1, padding=1, count_include_pad=False)[0, 0, 0]
         tensor([2.5000, 3.0000, 4.0000, 4.5000])
     """
-    _check_tensor(input)
-    kernel = _tuple(kernel_size, 2, "kernel_size")
-    stride = _stride(stride, kernel_size, 2)
-    padding = _tuple(padding, 2, "padding")
-    _check_pool(kernel, stride, padding, [1, 1], "HW")
-    return _C.avg_pool2d(
-        input,
-        kernel,
-        stride,
-        padding,
-        bool(ceil_mode),
-        bool(count_include_pad),
-        None if divisor_override is None else int(divisor_override),
-    )
+    _check_input(input, 2, "avg_pool2d")
+    k, s, p, _ = _window(2, kernel_size, stride, padding, 1, "avg_pool2d")
+    divisor = None if divisor_override is None else int(divisor_override)
+    return _C.avg_pool2d(input, k, s, p, bool(ceil_mode), bool(count_include_pad), divisor)
 
 
 def avg_pool1d(
@@ -111,21 +100,10 @@ def avg_pool1d(
         >>> F.avg_pool1d(torch.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
         tensor([[2., 1.]])
     """
-    _check_1d(input, "avg_pool1d")
-    kernel = [1, *_tuple(kernel_size, 1, "kernel_size")]
-    stride = [1, *_stride(stride, kernel_size, 1)]
-    padding = [0, *_tuple(padding, 1, "padding")]
-    _check_pool(kernel, stride, padding, [1, 1], "HW")
-    out = _C.avg_pool2d(
-        input.unsqueeze(-2),
-        kernel,
-        stride,
-        padding,
-        bool(ceil_mode),
-        bool(count_include_pad),
-        None,
-    )
-    return out.squeeze(-2)
+    _check_input(input, 1, "avg_pool1d")
+    (k,), (s,), (p,), _ = _window(1, kernel_size, stride, padding, 1, "avg_pool1d")
+    flags = bool(ceil_mode), bool(count_include_pad), None
+    return _with_dim(-2, _C.avg_pool2d, input, [1, k], [1, s], [0, p], *flags)
 
 
 for _name, _rank in [("avg_pool1d", 3), ("avg_pool2d", 4)]:

@@ -4,6 +4,7 @@ gradients of every order come from those)."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ... import _C
@@ -27,14 +28,8 @@ def _lp(input, norm_type, kernel_size, stride, ceil_mode, n, max_pool, avg_pool)
             return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
         if norm_type == -float("inf"):
             return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-    ks = _tuple(kernel_size, n, "kernel_size")
-    volume = 1
-    for k in ks:
-        volume *= k
-    if stride is not None:
-        out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    else:
-        out = avg_pool(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    volume = math.prod(_tuple(kernel_size, n, "kernel_size"))
+    out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return (_C.sign(out) * _C.relu(out.abs()) * volume).pow(1.0 / norm_type)
 
 

@@ -8,11 +8,10 @@ the 2-d kernel over a height of 1); kernels and backward rules live in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING
 
 from ... import _C
-from ._args import _check_tensor, _tuple
-from ._pool_args import _check_1d, _check_pool, _stride
+from ._pool_args import _check_input, _max_pool_typed, _window, _with_dim
 from ._rowwise import _rowwise
 
 if TYPE_CHECKING:
@@ -61,45 +60,12 @@ def max_pool2d_with_indices(
         tensor([[[[ 5,  7],
                   [13, 15]]]])
     """
-    _check_tensor(input)
-    kernel = _tuple(kernel_size, 2, "kernel_size")
-    stride = _stride(stride, kernel_size, 2)
-    padding = _tuple(padding, 2, "padding")
-    dilation = _tuple(dilation, 2, "dilation")
-    _check_pool(kernel, stride, padding, dilation, "HW")
-    return _C.max_pool2d_with_indices(input, kernel, stride, padding, dilation, bool(ceil_mode))
+    _check_input(input, 2, "max_pool2d")
+    k, s, p, d = _window(2, kernel_size, stride, padding, dilation, "max_pool2d")
+    return _C.max_pool2d_with_indices(input, k, s, p, d, bool(ceil_mode))
 
 
-@overload
-def max_pool2d(
-    input: Tensor,
-    kernel_size: IntOrInts,
-    stride: IntOrInts | None = None,
-    padding: IntOrInts = 0,
-    dilation: IntOrInts = 1,
-    ceil_mode: bool = False,
-    return_indices: Literal[False] = False,
-) -> Tensor: ...
-@overload
-def max_pool2d(
-    input: Tensor,
-    kernel_size: IntOrInts,
-    stride: IntOrInts | None = None,
-    padding: IntOrInts = 0,
-    dilation: IntOrInts = 1,
-    ceil_mode: bool = False,
-    return_indices: Literal[True] = ...,
-) -> tuple[Tensor, Tensor]: ...
-@overload
-def max_pool2d(
-    input: Tensor,
-    kernel_size: IntOrInts,
-    stride: IntOrInts | None = None,
-    padding: IntOrInts = 0,
-    dilation: IntOrInts = 1,
-    ceil_mode: bool = False,
-    return_indices: bool = False,
-) -> Tensor | tuple[Tensor, Tensor]: ...
+@_max_pool_typed
 def max_pool2d(
     input: Tensor,
     kernel_size: IntOrInts,
@@ -175,61 +141,13 @@ def max_pool1d_with_indices(
         >>> out, idx
         (tensor([[3., 2.]]), tensor([[1, 2]]))
     """
-    _check_1d(input, "max_pool1d")
-    (k,) = _tuple(kernel_size, 1, "kernel_size")
-    (st,) = _stride(stride, kernel_size, 1)
-    (p,) = _tuple(padding, 1, "padding")
-    (d,) = _tuple(dilation, 1, "dilation")
-    # PyTorch's max_pool1d checks and words.
-    if k <= 0:
-        raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k}")
-    if st <= 0:
-        raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {st}")
-    if p < 0:
-        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
-    if p > k // 2:
-        raise RuntimeError(
-            "max_pool1d() padding should be at most half of kernel size, but got "
-            f"padding={p} and kernel_size={k}"
-        )
-    if d <= 0:
-        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
-    out, idx = _C.max_pool2d_with_indices(
-        input.unsqueeze(-2), [1, k], [1, st], [0, p], [1, d], bool(ceil_mode)
-    )
-    return out.squeeze(-2), idx.squeeze(-2)
+    _check_input(input, 1, "max_pool1d")
+    (k,), (s,), (p,), (d,) = _window(1, kernel_size, stride, padding, dilation, "max_pool1d")
+    pool = _C.max_pool2d_with_indices
+    return _with_dim(-2, pool, input, [1, k], [1, s], [0, p], [1, d], bool(ceil_mode))
 
 
-@overload
-def max_pool1d(
-    input: Tensor,
-    kernel_size: IntOrInts,
-    stride: IntOrInts | None = None,
-    padding: IntOrInts = 0,
-    dilation: IntOrInts = 1,
-    ceil_mode: bool = False,
-    return_indices: Literal[False] = False,
-) -> Tensor: ...
-@overload
-def max_pool1d(
-    input: Tensor,
-    kernel_size: IntOrInts,
-    stride: IntOrInts | None = None,
-    padding: IntOrInts = 0,
-    dilation: IntOrInts = 1,
-    ceil_mode: bool = False,
-    return_indices: Literal[True] = ...,
-) -> tuple[Tensor, Tensor]: ...
-@overload
-def max_pool1d(
-    input: Tensor,
-    kernel_size: IntOrInts,
-    stride: IntOrInts | None = None,
-    padding: IntOrInts = 0,
-    dilation: IntOrInts = 1,
-    ceil_mode: bool = False,
-    return_indices: bool = False,
-) -> Tensor | tuple[Tensor, Tensor]: ...
+@_max_pool_typed
 def max_pool1d(
     input: Tensor,
     kernel_size: IntOrInts,

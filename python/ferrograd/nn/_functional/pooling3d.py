@@ -13,13 +13,20 @@ the same two passes through the functional 2-d forms, which dispatch it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING
 
 from ... import _C, _dispatch
 from ..._autocast import autocast_op as _autocast_op
 from ..._dispatch import check_tensor as _check_tensor
-from ._args import _batched, _tuple, tensor_args
-from ._pool_args import _adaptive_size, _check_pool, _stride
+from ._args import tensor_args
+from ._pool_args import (
+    _adaptive_max_pool_typed,
+    _adaptive_size,
+    _batch_of_one,
+    _check_input,
+    _max_pool_typed,
+    _window,
+)
 from ._rowwise import _rowwise
 from .adaptive_pooling import adaptive_avg_pool2d, adaptive_max_pool2d_with_indices
 
@@ -37,13 +44,17 @@ __all__ = [
 ]
 
 
-def _pool_out(size, k, s, p, d, ceil_mode):
-    """PyTorch's ``pooling_output_shape``."""
-    num = size + 2 * p - d * (k - 1) - 1
-    out = (num + (s - 1 if ceil_mode else 0)) // s + 1
-    if ceil_mode and (out - 1) * s >= size + p:
+def _check_depth(input, k, s, p, d, ceil_mode):
+    """PyTorch's refusal of a pool with no output depth (``pooling_output_shape``)."""
+    C, D, H, W = input.shape[-4:]
+    num = D + 2 * p[0] - d[0] * (k[0] - 1) - 1
+    out = (num + (s[0] - 1 if ceil_mode else 0)) // s[0] + 1
+    if ceil_mode and (out - 1) * s[0] >= D + p[0]:
         out -= 1
-    return out
+    if out <= 0:
+        raise RuntimeError(
+            f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
+        )
 
 
 def max_pool3d_with_indices(
@@ -77,65 +88,21 @@ def max_pool3d_with_indices(
         >>> F.max_pool3d_with_indices(x, 2)
         (tensor([[[[[7.]]]]]), tensor([[[[[7]]]]]))
     """
-    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
-def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, with_indices):
-    """``(output, indices)``, the indices None unless ``with_indices``."""
+def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode):
     if _dispatch.has_protocol(input) and not _dispatch.is_batched(input):
         args = (input, kernel_size, stride, padding, dilation, ceil_mode)
         return _dispatch.dispatch(max_pool3d_with_indices, args)
-    x, unbatched = _batched(input, "max_pool3d")
-    k = _tuple(kernel_size, 3, "kernel_size")
-    s = _stride(stride, kernel_size, 3)
-    p = _tuple(padding, 3, "padding")
-    d = _tuple(dilation, 3, "dilation")
-    _check_pool(k, s, p, d, "THW")
-    N, C, D, H, W = x.shape
-    Do = _pool_out(D, k[0], s[0], p[0], d[0], ceil_mode)
-    if Do <= 0:
-        raise RuntimeError(
-            f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
-        )
+    _check_input(input, 3, "max_pool3d")
+    k, s, p, d = _window(3, kernel_size, stride, padding, dilation, "max_pool3d")
+    _check_depth(input, k, s, p, d, ceil_mode)
     # Both passes and the indices in one native call (`src/ops/pool3d.rs`).
-    values, indices = _C.max_pool3d_with_indices(x, k, s, p, d, bool(ceil_mode))
-    if not with_indices:
-        return (values.squeeze(0) if unbatched else values), None
-    if unbatched:
-        values, indices = values.squeeze(0), indices.squeeze(0)
-    return values, indices
+    return _batch_of_one(3, _C.max_pool3d_with_indices, input, k, s, p, d, bool(ceil_mode))
 
 
-@overload
-def max_pool3d(
-    input: Tensor,
-    kernel_size: IntOrInts,
-    stride: IntOrInts | None = None,
-    padding: IntOrInts = 0,
-    dilation: IntOrInts = 1,
-    ceil_mode: bool = False,
-    return_indices: Literal[False] = False,
-) -> Tensor: ...
-@overload
-def max_pool3d(
-    input: Tensor,
-    kernel_size: IntOrInts,
-    stride: IntOrInts | None = None,
-    padding: IntOrInts = 0,
-    dilation: IntOrInts = 1,
-    ceil_mode: bool = False,
-    return_indices: Literal[True] = ...,
-) -> tuple[Tensor, Tensor]: ...
-@overload
-def max_pool3d(
-    input: Tensor,
-    kernel_size: IntOrInts,
-    stride: IntOrInts | None = None,
-    padding: IntOrInts = 0,
-    dilation: IntOrInts = 1,
-    ceil_mode: bool = False,
-    return_indices: bool = False,
-) -> Tensor | tuple[Tensor, Tensor]: ...
+@_max_pool_typed
 @_autocast_op("max_pool3d")
 def max_pool3d(
     input: Tensor,
@@ -176,7 +143,7 @@ def max_pool3d(
     """
     if return_indices:
         return max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, False)[0]
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode)[0]
 
 
 @_autocast_op("avg_pool3d")
@@ -216,46 +183,21 @@ def avg_pool3d(
         >>> F.avg_pool3d(torch.arange(8.0).reshape(1, 1, 2, 2, 2), 2).flatten()
         tensor([3.5000])
     """
-    """3-d average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``;
-    ``count_include_pad`` counts padding in the divisor, ``divisor_override``
-    replaces it."""
     if _dispatch.has_protocol(input) and not _dispatch.is_batched(input):
         args = (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
         return _dispatch.dispatch(avg_pool3d, args)
-    x, unbatched = _batched(input, "avg_pool3d")
-    k = _tuple(kernel_size, 3, "kernel_size")
-    s = _stride(stride, kernel_size, 3)
-    p = _tuple(padding, 3, "padding")
-    _check_pool(k, s, p, (1, 1, 1), "THW")
+    _check_input(input, 3, "avg_pool3d")
+    k, s, p, d = _window(3, kernel_size, stride, padding, 1, "avg_pool3d")
     if divisor_override is not None and int(divisor_override) == 0:
         raise RuntimeError("divisor must be not zero")
-    N, C, D, H, W = x.shape
-    Do = _pool_out(D, k[0], s[0], p[0], 1, ceil_mode)
-    if Do <= 0:
-        raise RuntimeError(
-            f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size is too small"
-        )
+    _check_depth(input, k, s, p, d, ceil_mode)
+    divisor = None if divisor_override is None else int(divisor_override)
+    flags = bool(ceil_mode), bool(count_include_pad), divisor
     # The in-plane and depth passes in one native call (`src/ops/pool3d.rs`).
-    result = _C.avg_pool3d(
-        x,
-        k,
-        s,
-        p,
-        bool(ceil_mode),
-        bool(count_include_pad),
-        None if divisor_override is None else int(divisor_override),
-    )
-    return result.squeeze(0) if unbatched else result
+    return _batch_of_one(3, _C.avg_pool3d, input, k, s, p, *flags)
 
 
 # ----- adaptive pooling ------------------------------------------------------------------------
-
-
-def _check_3d(input, name):
-    if input.dim() not in (4, 5):
-        sep = ":" if "max" in name else ""
-        raise RuntimeError(f"{name}(): Expected 4D or 5D tensor, but got{sep} {list(input.shape)}")
-    return (input.unsqueeze(0), True) if input.dim() == 4 else (input, False)
 
 
 @tensor_args("input")
@@ -283,19 +225,21 @@ def adaptive_avg_pool3d(input: Tensor, output_size: IntOrInts) -> Tensor:
         >>> F.adaptive_avg_pool3d(torch.arange(8.0).reshape(1, 2, 2, 2), 1).flatten()
         tensor([3.5000])
     """
-    x, unbatched = _check_3d(input, "adaptive_avg_pool3d")
+    _check_input(input, 3, "adaptive_avg_pool3d")
+    return _batch_of_one(3, _adaptive_avg_pool3d, input, output_size)
+
+
+def _adaptive_avg_pool3d(x, output_size):
     od, oh, ow = _adaptive_size(x, output_size, 3)
     if isinstance(x, _C.Tensor):
         # Both passes in one native call (`src/ops/pool3d.rs`).
-        out = _C.adaptive_avg_pool3d(x, [od, oh, ow])
-        return out.squeeze(0) if unbatched else out
+        return _C.adaptive_avg_pool3d(x, [od, oh, ow])
     n, c, d, h, w = x.shape
     # A tensor-like value (vmap's) through the functional 2-d form, which dispatches it.
     pool = adaptive_avg_pool2d
     planes = pool(x.reshape(n, c * d, h, w), [oh, ow])
     out = pool(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
-    out = out.reshape(n, c, od, oh, ow)
-    return out.squeeze(0) if unbatched else out
+    return out.reshape(n, c, od, oh, ow)
 
 
 @tensor_args("input")
@@ -327,52 +271,31 @@ def adaptive_max_pool3d_with_indices(
 
 
 def _adaptive_max_pool3d(input, output_size, with_indices):
-    x, unbatched = _check_3d(input, "adaptive_max_pool3d")
+    _check_input(input, 3, "adaptive_max_pool3d")
+    return _batch_of_one(3, _adaptive_max_batched, input, output_size, with_indices)
+
+
+def _adaptive_max_batched(x, output_size, with_indices):
     od, oh, ow = _adaptive_size(x, output_size, 3)
     if isinstance(x, _C.Tensor):
         # Both passes and the indices in one native call (`src/ops/pool3d.rs`).
         out, indices = _C.adaptive_max_pool3d(x, [od, oh, ow])
-        if not with_indices:
-            return out.squeeze(0) if unbatched else out
-        if unbatched:
-            out, indices = out.squeeze(0), indices.squeeze(0)
-        return out, indices
+        return (out, indices) if with_indices else out
     n, c, d, h, w = x.shape
     # A tensor-like value (vmap's) through the functional 2-d form, which dispatches it.
     pool = adaptive_max_pool2d_with_indices
     planes, where = pool(x.reshape(n, c * d, h, w), [oh, ow])
     out, idx = pool(planes.reshape(n * c, 1, d, oh * ow), [od, oh * ow])
+    out = out.reshape(n, c, od, oh, ow)
     if not with_indices:
-        out = out.reshape(n, c, od, oh, ow)
-        return out.squeeze(0) if unbatched else out
+        return out
     # The second pool's flat index is depth * (oh * ow) + column.
     depth = idx.reshape(n, c, od, oh * ow) // (oh * ow)
     in_plane = where.reshape(n, c, d, oh * ow).gather(2, depth)
-    indices = (depth * (h * w) + in_plane).reshape(n, c, od, oh, ow)
-    out = out.reshape(n, c, od, oh, ow)
-    if unbatched:
-        out, indices = out.squeeze(0), indices.squeeze(0)
-    return out, indices
+    return out, (depth * (h * w) + in_plane).reshape(n, c, od, oh, ow)
 
 
-@overload
-def adaptive_max_pool3d(
-    input: Tensor,
-    output_size: IntOrInts,
-    return_indices: Literal[False] = False,
-) -> Tensor: ...
-@overload
-def adaptive_max_pool3d(
-    input: Tensor,
-    output_size: IntOrInts,
-    return_indices: Literal[True] = ...,
-) -> tuple[Tensor, Tensor]: ...
-@overload
-def adaptive_max_pool3d(
-    input: Tensor,
-    output_size: IntOrInts,
-    return_indices: bool = False,
-) -> Tensor | tuple[Tensor, Tensor]: ...
+@_adaptive_max_pool_typed
 @_autocast_op("adaptive_max_pool3d")
 def adaptive_max_pool3d(
     input: Tensor,

@@ -11,7 +11,8 @@ from ..._autocast import autocast_op as _autocast_op
 from ..._dispatch import check_tensor as _check_tensor
 from ..._replay import replayed
 from ..._tensor_api._common import _vmap_level
-from ._args import _tuple, tensor_args
+from ._args import tensor_args
+from ._pool_args import _check_input, _window
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -79,13 +80,8 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n, na
             "Expected shape of indices to be same as that of the input tensor "
             f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}"
         )
-    if input.dim() not in (n + 1, n + 2):
-        raise RuntimeError(
-            f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got {list(input.shape)}"
-        )
-    ks = _tuple(kernel_size, n, "kernel_size")
-    st = ks if stride is None else _tuple(stride, n, "stride")
-    pd = _tuple(padding, n, "padding")
+    _check_input(input, n, name)
+    ks, st, pd, _ = _window(n, kernel_size, stride, padding)
     out_size = _unpool_output_size(input, ks, st, pd, output_size)
     volume = 1
     for s in out_size:

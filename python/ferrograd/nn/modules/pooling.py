@@ -127,8 +127,12 @@ class MaxPool2d(_MaxPoolNd):
         return self._pool(F.max_pool2d, input)
 
 
-def _single(v):
-    return tuple(v) if isinstance(v, (list, tuple)) else (v,)
+def _ntuple(v, n):
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+
+
+def _window_repr(self) -> str:
+    return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool1d(Module):
@@ -165,14 +169,13 @@ class AvgPool1d(Module):
         count_include_pad: bool = True,
     ) -> None:
         super().__init__()
-        self.kernel_size = _single(kernel_size)
-        self.stride = _single(stride if stride is not None else kernel_size)
-        self.padding = _single(padding)
+        self.kernel_size = _ntuple(kernel_size, 1)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, 1)
+        self.padding = _ntuple(padding, 1)
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+    extra_repr = _window_repr
 
     def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool1d(
@@ -231,8 +234,7 @@ class AvgPool2d(Module):
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+    extra_repr = _window_repr
 
     def forward(self, input: Tensor) -> Tensor:
         return self._pool(F.avg_pool2d, input)
@@ -549,12 +551,6 @@ class LPPool3d(_LPPoolNd):
         return self._pool(F.lp_pool3d, input)
 
 
-def _ntuple(v, n):
-    if isinstance(v, (list, tuple)):
-        return tuple(v)
-    return (v,) * n
-
-
 class _MaxUnpoolNd(Module):
     _n = 2
 
@@ -569,8 +565,7 @@ class _MaxUnpoolNd(Module):
         self.stride = _ntuple(stride if stride is not None else kernel_size, self._n)
         self.padding = _ntuple(padding, self._n)
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+    extra_repr = _window_repr
 
     def _unpool(self, unpool, input, indices, output_size):
         return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
