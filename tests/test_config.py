@@ -66,9 +66,12 @@ def test_simd_paths_follow_the_cpu():
     assert paths["small_gemm"] == (
         "avx512" if have["avx512f"] else "avx2" if have["avx2"] and have["fma"] else "scalar"
     )
-    # conv_direct::available(): AVX-512F and VL.
-    direct = have["avx512f"] and have["avx512vl"]
-    assert paths["conv"] == ("avx512 direct" if direct else "im2col + gemm")
+    # conv_direct::available_isa(): AVX-512F with VL, else small_gemm's AVX2 + FMA.
+    wide = have["avx512f"] and have["avx512vl"]
+    assert paths["conv"] == (
+        "avx512 direct" if wide else "avx2 direct" if paths["small_gemm"] != "scalar"
+        else "im2col + gemm"
+    )
     assert paths["norm_f32"] == ("avx512" if have["avx512f"] else paths["vector"])
     assert paths["randn"] == ("fma" if have["fma"] else "baseline")
     # kernels/vmath: the AVX-512 loop needs F, VL, BW, DQ and FMA; AVX2 needs FMA.
@@ -158,13 +161,13 @@ def test_every_hand_written_dispatch_has_a_row():
     # kernels/simd.rs::paths(), then to this list.
     sites = _dispatch_sites()
     assert sites["detected"] == {
-        "kernels/simd.rs", "kernels/conv_direct.rs", "kernels/trig_f32.rs", "kernels/norm.rs",
+        "kernels/simd.rs", "kernels/conv_direct/mod.rs", "kernels/trig_f32.rs", "kernels/norm.rs",
         "kernels/small_gemm/mod.rs", "random/continuous.rs", "kernels/bf16_gemm/mod.rs",
         "checksum.rs",
         "kernels/convert.rs", "kernels/vmath/mod.rs",
     }
     assert sites["enabled"] <= {
-        "kernels/simd.rs", "kernels/conv_direct.rs", "kernels/trig_f32.rs",
+        "kernels/simd.rs", "kernels/conv_direct/blocks.rs", "kernels/trig_f32.rs",
         "kernels/norm_f32.rs", "kernels/small_gemm/mod.rs", "kernels/small_gemm/pairs.rs",
         "random/continuous.rs", "kernels/bf16_gemm/amx.rs", "kernels/bf16_gemm/avx512.rs",
         "kernels/bf16_gemm/convert.rs", "kernels/bf16_gemm/pack.rs", "checksum.rs",

@@ -359,8 +359,8 @@ fn over_units(n: usize, work: usize, body: impl Fn(usize, usize, bool) + Sync) {
 /// `N * bands` units freely.
 pub fn conv_forward<T: Float>(g: &Geom, x: &[T], wt: &[T], bias: Option<&[T]>) -> Vec<T> {
     #[cfg(target_arch = "x86_64")]
-    if super::conv_direct::forward_pays::<T>(g) {
-        return super::conv_direct::forward(g, x, wt, bias);
+    if let Some(isa) = super::conv_direct::forward_pays::<T>(g) {
+        return super::conv_direct::forward(isa, g, x, wt, bias);
     }
     forward_gemm(g, x, wt, bias)
 }
@@ -456,8 +456,8 @@ pub(crate) fn forward_gemm<T: Float>(g: &Geom, x: &[T], wt: &[T], bias: Option<&
 /// bands stay on one thread.
 pub fn conv_backward_input<T: Float>(g: &Geom, gy: &[T], wt: &[T], bias: Option<&[T]>) -> Vec<T> {
     #[cfg(target_arch = "x86_64")]
-    if super::conv_direct::backward_input_pays::<T>(g) {
-        return super::conv_direct::backward_input(g, gy, wt, bias);
+    if let Some(isa) = super::conv_direct::backward_input_pays::<T>(g) {
+        return super::conv_direct::backward_input(isa, g, gy, wt, bias);
     }
     backward_input_gemm(g, gy, wt, bias)
 }
@@ -553,8 +553,8 @@ const WGRAD_COLS: usize = 1 << 18;
 /// per product.
 pub fn conv_backward_weight<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
     #[cfg(target_arch = "x86_64")]
-    if super::conv_direct::backward_weight_pays::<T>(g) {
-        return super::conv_direct::backward_weight(g, x, gy);
+    if let Some(isa) = super::conv_direct::backward_weight_pays::<T>(g) {
+        return super::conv_direct::backward_weight(isa, g, x, gy);
     }
     backward_weight_gemm(g, x, gy)
 }

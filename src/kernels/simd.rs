@@ -106,11 +106,14 @@ pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
         super::small_gemm::Isa::Avx2 => "avx2",
         super::small_gemm::Isa::Scalar => "scalar",
     };
-    let conv = if super::conv_direct::available::<f32>() {
-        "avx512 direct"
-    } else {
-        "im2col + gemm"
+    #[cfg(target_arch = "x86_64")]
+    let conv = match super::conv_direct::available_isa::<f32>() {
+        Some(super::small_gemm::Isa::Avx512) => "avx512 direct",
+        Some(_) => "avx2 direct",
+        None => "im2col + gemm",
     };
+    #[cfg(not(target_arch = "x86_64"))]
+    let conv = "im2col + gemm";
     #[cfg(target_arch = "x86_64")]
     let (avx512f, fma) = (
         std::arch::is_x86_feature_detected!("avx512f"),

@@ -33,6 +33,11 @@ const CASES: &[Case] = &[
     // and a 1-d convolution.
     (2, 2, 5, 6, 3, 2, 2, [1, 1], [2, 2], [1, 1], 1),
     (3, 3, 1, 40, 7, 1, 9, [1, 1], [0, 4], [1, 1], 1),
+    // Horizontal strides: the phase-split rows, with dilation and a
+    // pointwise kernel.
+    (2, 5, 12, 33, 7, 3, 3, [2, 2], [1, 1], [1, 1], 1),
+    (1, 3, 9, 40, 5, 3, 4, [1, 3], [0, 2], [1, 2], 1),
+    (2, 6, 8, 17, 9, 1, 1, [2, 2], [0, 0], [1, 1], 1),
     // Depthwise, and a single sample (channel blocks split across threads).
     (2, 8, 10, 17, 8, 3, 3, [1, 1], [1, 1], [1, 1], 8),
     (1, 3, 6, 18, 14, 3, 3, [1, 1], [1, 1], [1, 1], 1),
@@ -74,44 +79,58 @@ fn close<T: Float>(a: &[T], b: &[T], tol: f64, what: &str) {
     }
 }
 
-fn check<T: Float>(tol: f64) {
-    if !available::<T>() {
-        return;
+/// The ISAs this CPU can run the direct kernels with, the widest first.
+fn isas<T: Element>() -> Vec<Isa> {
+    match available_isa::<T>() {
+        Some(Isa::Avx512) => vec![Isa::Avx512, Isa::Avx2],
+        Some(isa) => vec![isa],
+        None => Vec::new(),
     }
-    for threads in [1, 2] {
-        crate::kernels::parallel::set_num_threads(threads).unwrap();
-        for case in CASES {
-            let g = geom(case);
-            let what = format!("{g:?} on {threads} threads");
-            let x: Vec<T> = values(g.n * g.c * g.h * g.w, 7, 11);
-            let w: Vec<T> = values(g.o * g.c / g.groups * g.kh * g.kw, 5, 9);
-            let gy: Vec<T> = values(g.n * g.o * g.oh * g.ow, 3, 7);
-            let b: Vec<T> = values(g.o, 1, 5);
-            if forward_fits::<T>(&g) {
-                close(
-                    &forward(&g, &x, &w, None),
-                    &forward_gemm(&g, &x, &w, None),
-                    tol,
-                    &what,
-                );
-                close(
-                    &forward(&g, &x, &w, Some(&b)),
-                    &forward_gemm(&g, &x, &w, Some(&b)),
-                    tol,
-                    &what,
-                );
-                let want = backward_weight_gemm(&g, &x, &gy);
-                close(&backward_weight(&g, &x, &gy), &want, tol, &what);
-            }
-            let fits = g.stride == [1, 1]
-                && g.padding[0] <= g.dilation[0] * (g.kh - 1)
-                && g.padding[1] <= g.dilation[1] * (g.kw - 1);
-            if fits {
-                let bc: Vec<T> = values(g.c, 1, 3);
-                let want = backward_input_gemm(&g, &gy, &w, Some(&bc));
-                close(&backward_input(&g, &gy, &w, Some(&bc)), &want, tol, &what);
+}
+
+fn check<T: Float>(tol: f64) {
+    for isa in isas::<T>() {
+        for threads in [1, 2] {
+            crate::kernels::parallel::set_num_threads(threads).unwrap();
+            for case in CASES {
+                check_case::<T>(isa, case, tol, threads);
             }
         }
+    }
+}
+
+fn check_case<T: Float>(isa: Isa, case: &Case, tol: f64, threads: usize) {
+    let g = geom(case);
+    let what = format!("{g:?} with {isa:?} on {threads} threads");
+    let x: Vec<T> = values(g.n * g.c * g.h * g.w, 7, 11);
+    let w: Vec<T> = values(g.o * g.c / g.groups * g.kh * g.kw, 5, 9);
+    let gy: Vec<T> = values(g.n * g.o * g.oh * g.ow, 3, 7);
+    let b: Vec<T> = values(g.o, 1, 5);
+    if forward_fits::<T>(&g).is_some() {
+        close(
+            &forward(isa, &g, &x, &w, None),
+            &forward_gemm(&g, &x, &w, None),
+            tol,
+            &what,
+        );
+        close(
+            &forward(isa, &g, &x, &w, Some(&b)),
+            &forward_gemm(&g, &x, &w, Some(&b)),
+            tol,
+            &what,
+        );
+        let want = backward_weight_gemm(&g, &x, &gy);
+        close(&backward_weight(isa, &g, &x, &gy), &want, tol, &what);
+    }
+    if backward_input_fits::<T>(&g).is_some() {
+        let bc: Vec<T> = values(g.c, 1, 3);
+        let want = backward_input_gemm(&g, &gy, &w, Some(&bc));
+        close(
+            &backward_input(isa, &g, &gy, &w, Some(&bc)),
+            &want,
+            tol,
+            &what,
+        );
     }
 }
 
