@@ -285,9 +285,13 @@ fn run<T: Float>(
     y
 }
 
+/// Widest horizontal stride the phase-split rows take: a row stores
+/// `stride` phases, so a huge stride would make a huge row.
+const MAX_PHASES: usize = 4;
+
 /// The ISA the direct forward runs `g` with, if it handles it.
 fn forward_fits<T: Element>(g: &Geom) -> Option<Isa> {
-    let fits = g.n > 0 && g.o > 0 && g.oh > 0 && g.ow > 0;
+    let fits = g.n > 0 && g.o > 0 && g.oh > 0 && g.ow > 0 && g.stride[1] <= MAX_PHASES;
     available_isa::<T>().filter(|_| fits)
 }
 

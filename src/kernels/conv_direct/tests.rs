@@ -144,3 +144,15 @@ fn direct_kernels_match_gemm_f64() {
 fn direct_kernels_match_gemm_f32() {
     check::<f32>(1e-6);
 }
+
+/// A stride far wider than the image (the fuzz suite passes 2^31) would
+/// make phase-split rows of `stride` elements: such layers stay with GEMM.
+#[test]
+fn huge_strides_stay_with_gemm() {
+    let g = geom(&(3, 1, 1, 4, 1, 2, 1, [1 << 31, 1 << 31], [1, 1], [2, 2], 1));
+    assert!(forward_pays::<f32>(&g).is_none());
+    assert!(backward_weight_pays::<f32>(&g).is_none());
+    assert!(backward_input_pays::<f32>(&g).is_none());
+    let g = geom(&(2, 5, 12, 33, 7, 3, 3, [2, 2], [1, 1], [1, 1], 1));
+    assert_eq!(forward_fits::<f32>(&g), available_isa::<f32>());
+}
