@@ -11,6 +11,7 @@
 //! for bicubic. The point's value is the sum over every combination of one
 //! tap per dimension of the product of their weights times the pixel there.
 
+use super::vmath::{detected, isa, isa_loop, Isa};
 use crate::tensor::Float;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -63,11 +64,13 @@ struct Taps<T> {
     scale: T,
 }
 
+#[inline(always)]
 fn c<T: Float>(v: f64) -> T {
     T::from_f64(v)
 }
 
 /// A grid value as a pixel coordinate, and its derivative.
+#[inline(always)]
 fn unnormalize<T: Float>(g: T, size: usize, align_corners: bool) -> (T, T) {
     let one = c::<T>(1.0);
     let two = c::<T>(2.0);
@@ -82,6 +85,7 @@ fn unnormalize<T: Float>(g: T, size: usize, align_corners: bool) -> (T, T) {
 
 /// Clipped to `[0, size - 1]`; the derivative is 0 on and beyond the borders
 /// (PyTorch counts the borders as outside for the gradient).
+#[inline(always)]
 fn clip<T: Float>(x: T, size: usize) -> (T, T) {
     let max = c::<T>(size as f64 - 1.0);
     if x <= c::<T>(0.0) {
@@ -95,6 +99,7 @@ fn clip<T: Float>(x: T, size: usize) -> (T, T) {
 
 /// `x` mirrored into `[twice_low / 2, twice_high / 2]` as often as needed, and
 /// the derivative (+-1).
+#[inline(always)]
 fn reflect<T: Float>(x: T, twice_low: f64, twice_high: f64) -> (T, T) {
     if twice_low == twice_high {
         return (c::<T>(0.0), c::<T>(0.0));
@@ -117,6 +122,7 @@ fn reflect<T: Float>(x: T, twice_low: f64, twice_high: f64) -> (T, T) {
 }
 
 /// Where `padding` puts a coordinate that may lie outside, with its derivative.
+#[inline(always)]
 fn pad<T: Float>(x: T, size: usize, padding: Padding, align_corners: bool) -> (T, T) {
     match padding {
         Padding::Zeros => (x, c::<T>(1.0)),
@@ -134,6 +140,7 @@ fn pad<T: Float>(x: T, size: usize, padding: Padding, align_corners: bool) -> (T
 }
 
 /// A tap at the integer coordinate `i` (a float), `stride` apart from the next.
+#[inline(always)]
 fn tap<T: Float>(i: T, size: usize, stride: usize, w: T, dw: T) -> Tap<T> {
     // NaN and infinite coordinates fail the comparison and read nothing.
     let inside = i >= c::<T>(0.0) && i <= c::<T>(size as f64 - 1.0);
@@ -152,12 +159,14 @@ fn tap<T: Float>(i: T, size: usize, stride: usize, w: T, dw: T) -> Tap<T> {
 
 /// Whether an integer-valued float is odd (without C's `fmodf`, a software
 /// routine on the baseline target). Floats beyond 2^53 are even.
+#[inline(always)]
 fn is_odd<T: Float>(f: T) -> bool {
     let v = crate::tensor::Element::to_f64(f);
     v.abs() < 9_007_199_254_740_992.0 && (v as i64) & 1 != 0
 }
 
 /// Round half to even, as `torch.round` and C's `nearbyint`.
+#[inline(always)]
 fn round_even<T: Float>(x: T) -> T {
     let f = x.floor();
     let d = x - f;
@@ -171,6 +180,7 @@ fn round_even<T: Float>(x: T) -> T {
 
 const A: f64 = -0.75;
 
+#[inline(always)]
 fn cubic_near<T: Float>(x: T) -> (T, T) {
     let (a2, a3) = (c::<T>(A + 2.0), c::<T>(A + 3.0));
     let v = (a2 * x - a3) * x * x + c::<T>(1.0);
@@ -178,6 +188,7 @@ fn cubic_near<T: Float>(x: T) -> (T, T) {
     (v, d)
 }
 
+#[inline(always)]
 fn cubic_far<T: Float>(x: T) -> (T, T) {
     let a = c::<T>(A);
     let v = ((a * x - c::<T>(5.0) * a) * x + c::<T>(8.0) * a) * x - c::<T>(4.0) * a;
@@ -325,6 +336,7 @@ type Derivatives<'a, T> = (&'a mut [[T; 3]], &'a mut [[T; 3]]);
 /// weight 0. A corner outside is never read (as PyTorch never reads it: a
 /// NaN pixel must not leak in through a zero weight). With `dw`, also each
 /// slot's weight derivatives and each point's `d(coordinate)/d(grid value)`.
+#[inline(always)]
 fn fill_corners<T: Float>(
     spec: &Spec,
     grid: &[T],
@@ -429,7 +441,7 @@ pub fn forward<T: Float>(spec: &Spec, input: &[T], grid: &[T]) -> Vec<T> {
         let np = TILE.min(ps - p0);
         let mut off = vec![OUTSIDE; np * per];
         let mut w = vec![c::<T>(0.0); np * per];
-        fill_corners(spec, grid, n, p0, &mut off, &mut w, None);
+        table(spec, grid, n, p0, &mut off, &mut w);
         for ch in 0..cs {
             let img = &input[(n * cs + ch) * s..(n * cs + ch + 1) * s];
             // SAFETY: each (sample, channel, tile) run of `out` belongs to one
@@ -437,15 +449,33 @@ pub fn forward<T: Float>(spec: &Spec, input: &[T], grid: &[T]) -> Vec<T> {
             let oc = unsafe {
                 std::slice::from_raw_parts_mut(dst.get().add((n * cs + ch) * ps + p0), np)
             };
-            match per {
-                1 => sum_corners::<T, 1>(img, &off, &w, oc),
-                4 => sum_corners::<T, 4>(img, &off, &w, oc),
-                8 => sum_corners::<T, 8>(img, &off, &w, oc),
-                _ => sum_corners::<T, 16>(img, &off, &w, oc),
-            }
+            sums(img, &off, &w, oc);
         }
     });
     out
+}
+
+// The forward's two loops, compiled per instruction set: on the baseline
+// target each `floor` of a corner table is a libm call, and the sums'
+// selects stay scalar.
+isa_loop! {
+    /// [`fill_corners`] without derivatives.
+    fn table / table_on<T>(spec: &Spec, grid: &[T], n: usize, p0: usize, off: &mut [usize], w: &mut [T])
+    where [T: Float] {
+        fill_corners(spec, grid, n, p0, off, w, None)
+    }
+}
+
+isa_loop! {
+    /// [`sum_corners`] with the table's corners a point (`off.len() / out.len()`).
+    fn sums / sums_on<T>(img: &[T], off: &[usize], w: &[T], out: &mut [T]) where [T: Float] {
+        match off.len() / out.len().max(1) {
+            1 => sum_corners::<T, 1>(img, off, w, out),
+            4 => sum_corners::<T, 4>(img, off, w, out),
+            8 => sum_corners::<T, 8>(img, off, w, out),
+            _ => sum_corners::<T, 16>(img, off, w, out),
+        }
+    }
 }
 
 /// Channel blocks a sample's input gradient is split into: one task a
