@@ -161,13 +161,14 @@ def test_every_hand_written_dispatch_has_a_row():
     # kernels/simd.rs::paths(), then to this list.
     sites = _dispatch_sites()
     assert sites["detected"] == {
-        "kernels/simd.rs", "kernels/conv_direct/mod.rs", "kernels/trig_f32.rs", "kernels/norm.rs",
-        "kernels/small_gemm/mod.rs", "random/continuous.rs", "kernels/bf16_gemm/mod.rs",
+        "kernels/simd.rs", "kernels/trig_f32.rs", "kernels/norm.rs",
+        "random/continuous.rs", "kernels/bf16_gemm/mod.rs",
         "checksum.rs",
         "kernels/convert.rs", "kernels/vmath/mod.rs",
     }
     assert sites["enabled"] <= {
-        "kernels/simd.rs", "kernels/conv_direct/blocks.rs", "kernels/trig_f32.rs",
+        "kernels/simd.rs", "kernels/conv_direct/blocks.rs", "kernels/conv_direct/channels.rs",
+        "kernels/trig_f32.rs",
         "kernels/norm_f32.rs", "kernels/small_gemm/mod.rs", "kernels/small_gemm/pairs.rs",
         "random/continuous.rs", "kernels/bf16_gemm/amx.rs", "kernels/bf16_gemm/avx512.rs",
         "kernels/bf16_gemm/convert.rs", "kernels/bf16_gemm/pack.rs", "checksum.rs",

@@ -1,5 +1,5 @@
-"""Shapes that take the direct convolution kernels (unit horizontal stride, small layers,
-depthwise, 3x3 layers of a few dozen channels) and ones next to them that stay on im2col +
+"""Shapes that take the direct convolution kernels (small layers, depthwise, 3x3 layers of a
+few dozen channels, and with AVX-512 the channel-vector blocks of small planes and strides) and ones next to them that stay on im2col +
 GEMM, in both float dtypes, against NumPy references; first and second order gradients by
 gradcheck in float64; and the 2x2 max-pooling path with ties and NaNs."""
 
@@ -25,6 +25,12 @@ CASES = [
     ((2, 3, 8, 9), (5, 3, 3, 3), (1, 2), (1, 1), (1, 1), 1),  # column stride: GEMM
     ((2, 16, 7, 7), (20, 16, 3, 3), (1, 1), (1, 1), (1, 1), 1),  # short rows
     ((2, 24, 5, 5), (24, 24, 1, 1), (1, 1), (0, 0), (1, 1), 1),  # pointwise
+    # With AVX-512, vectors of output channels: an 8x8 plane, a strided
+    # layer, 40 channels (a partial vector), a sample split across threads.
+    ((2, 32, 8, 8), (64, 32, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 16, 12, 12), (32, 16, 3, 3), (2, 2), (1, 1), (1, 1), 1),
+    ((2, 8, 10, 10), (40, 8, 3, 3), (1, 1), (0, 0), (1, 1), 1),
+    ((1, 6, 9, 13), (24, 6, 3, 3), (1, 3), (1, 1), (1, 1), 1),
 ]
 
 

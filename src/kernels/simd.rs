@@ -104,7 +104,7 @@ pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
     let small = match super::small_gemm::isa() {
         super::small_gemm::Isa::Avx512 => "avx512",
         super::small_gemm::Isa::Avx2 => "avx2",
-        super::small_gemm::Isa::Scalar => "scalar",
+        super::small_gemm::Isa::Portable => "scalar",
     };
     #[cfg(target_arch = "x86_64")]
     let conv = match super::conv_direct::available_isa::<f32>() {

@@ -38,6 +38,12 @@ const CASES: &[Case] = &[
     (2, 5, 12, 33, 7, 3, 3, [2, 2], [1, 1], [1, 1], 1),
     (1, 3, 9, 40, 5, 3, 4, [1, 3], [0, 2], [1, 2], 1),
     (2, 6, 8, 17, 9, 1, 1, [2, 2], [0, 0], [1, 1], 1),
+    // Channel-vector blocks: 8x8 planes of 64 and of 40 channels (vector
+    // and block tails), strided, and pixel counts off the block size.
+    (2, 8, 8, 8, 64, 3, 3, [1, 1], [1, 1], [1, 1], 1),
+    (1, 5, 7, 9, 40, 3, 3, [2, 2], [1, 1], [1, 1], 1),
+    (2, 6, 11, 10, 23, 3, 3, [2, 3], [0, 1], [1, 1], 1),
+    (1, 4, 6, 6, 18, 2, 2, [1, 1], [1, 1], [2, 1], 2),
     // Depthwise, and a single sample (channel blocks split across threads).
     (2, 8, 10, 17, 8, 3, 3, [1, 1], [1, 1], [1, 1], 8),
     (1, 3, 6, 18, 14, 3, 3, [1, 1], [1, 1], [1, 1], 1),
@@ -79,42 +85,47 @@ fn close<T: Float>(a: &[T], b: &[T], tol: f64, what: &str) {
     }
 }
 
-/// The ISAs this CPU can run the direct kernels with, the widest first.
-fn isas<T: Element>() -> Vec<Isa> {
+/// The kernels this CPU can run: each ISA's row blocks, the widest first,
+/// and with AVX-512 the channel-vector blocks (`true`).
+fn kernels<T: Element>() -> Vec<(Isa, bool)> {
     match available_isa::<T>() {
-        Some(Isa::Avx512) => vec![Isa::Avx512, Isa::Avx2],
-        Some(isa) => vec![isa],
+        Some(Isa::Avx512) => vec![
+            (Isa::Avx512, true),
+            (Isa::Avx512, false),
+            (Isa::Avx2, false),
+        ],
+        Some(isa) => vec![(isa, false)],
         None => Vec::new(),
     }
 }
 
 fn check<T: Float>(tol: f64) {
-    for isa in isas::<T>() {
+    for (isa, channels) in kernels::<T>() {
         for threads in [1, 2] {
             crate::kernels::parallel::set_num_threads(threads).unwrap();
             for case in CASES {
-                check_case::<T>(isa, case, tol, threads);
+                check_case::<T>(isa, channels, case, tol, threads);
             }
         }
     }
 }
 
-fn check_case<T: Float>(isa: Isa, case: &Case, tol: f64, threads: usize) {
+fn check_case<T: Float>(isa: Isa, channels: bool, case: &Case, tol: f64, threads: usize) {
     let g = geom(case);
-    let what = format!("{g:?} with {isa:?} on {threads} threads");
+    let what = format!("{g:?} with {isa:?} (channels: {channels}) on {threads} threads");
     let x: Vec<T> = values(g.n * g.c * g.h * g.w, 7, 11);
     let w: Vec<T> = values(g.o * g.c / g.groups * g.kh * g.kw, 5, 9);
     let gy: Vec<T> = values(g.n * g.o * g.oh * g.ow, 3, 7);
     let b: Vec<T> = values(g.o, 1, 5);
     if forward_fits::<T>(&g).is_some() {
         close(
-            &forward(isa, &g, &x, &w, None),
+            &forward_with(isa, &g, &x, &w, None, channels),
             &forward_gemm(&g, &x, &w, None),
             tol,
             &what,
         );
         close(
-            &forward(isa, &g, &x, &w, Some(&b)),
+            &forward_with(isa, &g, &x, &w, Some(&b), channels),
             &forward_gemm(&g, &x, &w, Some(&b)),
             tol,
             &what,
@@ -126,7 +137,7 @@ fn check_case<T: Float>(isa: Isa, case: &Case, tol: f64, threads: usize) {
         let bc: Vec<T> = values(g.c, 1, 3);
         let want = backward_input_gemm(&g, &gy, &w, Some(&bc));
         close(
-            &backward_input(isa, &g, &gy, &w, Some(&bc)),
+            &backward_input_with(isa, &g, &gy, &w, Some(&bc), channels),
             &want,
             tol,
             &what,

@@ -384,30 +384,8 @@ vector_tile!(
     _mm512_storeu_pd
 );
 
-/// The instruction sets the tiles can use on this machine, probed once.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Isa {
-    Scalar,
-    Avx2,
-    Avx512,
-}
-
-pub(crate) fn isa() -> Isa {
-    use std::sync::OnceLock;
-    static ISA: OnceLock<Isa> = OnceLock::new();
-    *ISA.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if is_x86_feature_detected!("avx512f") {
-                return Isa::Avx512;
-            }
-            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                return Isa::Avx2;
-            }
-        }
-        Isa::Scalar
-    })
-}
+// The tiles use the elementwise loops' probe, so `FERROGRAD_ISA` caps them too.
+pub(crate) use super::vmath::{isa, Isa};
 
 /// Per element type: run one tile of at most `left` rows and `width`
 /// columns, returning the rows it covered.
@@ -434,7 +412,7 @@ macro_rules! tile_kernel {
                     (Isa::Avx2, w) if w == 2 * $l => {
                         return by_rows!(AVX2_ROWS; left, $ymm::<_, 2>(t))
                     }
-                    (Isa::Avx2 | Isa::Scalar, _) => {}
+                    (Isa::Avx2 | Isa::Portable, _) => {}
                 }
                 scalar(t, left, width)
             }
@@ -478,10 +456,10 @@ mod tests {
 
     /// Every instruction set this machine has must give the same bits.
     fn isas() -> Vec<Isa> {
-        match isa() {
-            Isa::Avx512 => vec![Isa::Avx512, Isa::Avx2, Isa::Scalar],
-            Isa::Avx2 => vec![Isa::Avx2, Isa::Scalar],
-            Isa::Scalar => vec![Isa::Scalar],
+        match crate::kernels::vmath::detected() {
+            Isa::Avx512 => vec![Isa::Avx512, Isa::Avx2, Isa::Portable],
+            Isa::Avx2 => vec![Isa::Avx2, Isa::Portable],
+            Isa::Portable => vec![Isa::Portable],
         }
     }
 
