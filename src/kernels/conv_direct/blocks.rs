@@ -413,8 +413,8 @@ kernels!(
     "avx2,fma",
     Shape {
         lanes: 8,
-        r: 3,
-        v: 3,
+        r: 6,
+        v: 2,
         wr: 3,
         wt: 3,
         overreads: true
@@ -438,8 +438,8 @@ kernels!(
     "avx2,fma",
     Shape {
         lanes: 4,
-        r: 3,
-        v: 3,
+        r: 6,
+        v: 2,
         wr: 3,
         wt: 3,
         overreads: true
