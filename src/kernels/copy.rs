@@ -238,36 +238,62 @@ pub unsafe fn copy_box<T: Element>(
         }
     }
     let outer = &shape[..last];
-    par_units(numel_of(outer), n, |lo, hi| {
-        let (d, s) = (d, s);
+    // Elements `k0..k1` of the run at `doff` / `soff`.
+    let run = |doff: usize, soff: isize, k0: usize, k1: usize| {
+        let o = d.get().add(doff + k0 * dl);
+        let i = s.get().offset(soff + k0 as isize * sl);
+        let n = k1 - k0;
+        match (dl, sl) {
+            (1, 1) => std::ptr::copy_nonoverlapping(i, o, n),
+            (1, -1) => {
+                let out = std::slice::from_raw_parts_mut(o, n);
+                for (k, slot) in out.iter_mut().enumerate() {
+                    *slot = *i.offset(-(k as isize));
+                }
+            }
+            (1, 0) => std::slice::from_raw_parts_mut(o, n).fill(*i),
+            _ => {
+                for k in 0..n {
+                    *o.add(k * dl) = *i.offset(k as isize * sl);
+                }
+            }
+        }
+    };
+    let rows = numel_of(outer);
+    // A few long runs (a whole matrix flipped or copied coalesces into one)
+    // are cut into pieces, so that every thread takes part.
+    let pieces = if rows < 8 { n.div_ceil(PIECE) } else { 1 };
+    if pieces > 1 {
+        let plen = n.div_ceil(pieces);
+        par_units(rows * pieces, plen, |lo, hi| {
+            for u in lo..hi {
+                let (r, k0) = (u / pieces, u % pieces * plen);
+                for_rows(
+                    outer,
+                    &dst_st[..last],
+                    &sst[..last],
+                    r,
+                    r + 1,
+                    |doff, soff| run(doff, soff, k0, (k0 + plen).min(n)),
+                );
+            }
+        });
+        return;
+    }
+    par_units(rows, n, |lo, hi| {
         for_rows(
             outer,
             &dst_st[..last],
             &sst[..last],
             lo,
             hi,
-            |doff, soff| {
-                let o = d.get().add(doff);
-                let i = s.get().offset(soff);
-                match (dl, sl) {
-                    (1, 1) => std::ptr::copy_nonoverlapping(i, o, n),
-                    (1, -1) => {
-                        let out = std::slice::from_raw_parts_mut(o, n);
-                        for (k, slot) in out.iter_mut().enumerate() {
-                            *slot = *i.offset(-(k as isize));
-                        }
-                    }
-                    (1, 0) => std::slice::from_raw_parts_mut(o, n).fill(*i),
-                    _ => {
-                        for k in 0..n {
-                            *o.add(k * dl) = *i.offset(k as isize * sl);
-                        }
-                    }
-                }
-            },
+            |doff, soff| run(doff, soff, 0, n),
         );
     });
 }
+
+/// Elements per piece of a long run that [`copy_box`] splits.
+const PIECE: usize = 1 << 15;
 
 fn numel_of(shape: &[usize]) -> usize {
     shape.iter().product()
