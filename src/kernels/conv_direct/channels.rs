@@ -8,12 +8,15 @@
 use super::Plan;
 use crate::tensor::{DType, Element, Float};
 
-/// Pixels per block by vectors of channels per block, `[V - 1]`: as many
-/// accumulators as leave room for the weight vectors and one input.
-const PIXELS: [usize; 4] = [12, 12, 8, 6];
+/// Pixels (or taps) per block by vectors of channels per block, `[V - 1]`:
+/// accumulators that leave room for the weight vectors and one input, and
+/// few enough input offsets to stay in general registers (12 pixels by 2
+/// vectors spilled them, and ran 1.5-2x slower in some processes than in
+/// others: stack reloads aliasing the input 4 KiB apart).
+const PIXELS: [usize; 4] = [8, 8, 8, 6];
 
 /// Most pixels a block takes.
-const MAXP: usize = 12;
+const MAXP: usize = 8;
 
 /// The forward of one layer as the channel-vector blocks see it.
 pub(super) struct Channels<T> {
@@ -33,6 +36,59 @@ fn lanes<T: Element>() -> usize {
     64 / std::mem::size_of::<T>()
 }
 
+/// Each output pixel's first input element in `p`'s planes (whole rows)
+/// under `stride`, and its place in an output plane.
+pub(super) fn pixels(p: &Plan, stride: [usize; 2]) -> Vec<[usize; 2]> {
+    let mut pix = Vec::with_capacity(p.oh * p.ow);
+    for oy in 0..p.oh {
+        for ox in 0..p.ow {
+            pix.push([oy * stride[0] * p.row() + ox * stride[1], oy * p.ow + ox]);
+        }
+    }
+    pix
+}
+
+/// The weight's gradient of one sample's share, the channel-vector way:
+/// `acc[(group * taps + t) * ogp + o] += sum_pix gyt[pix, o] * src[pix + taps[t]]`,
+/// with `gyt` the sample's output gradient pixel-major (`ld` a row, each
+/// group's channels padded to `ogp`).
+///
+/// # Safety
+/// `src` holds the plan's padded planes (whole rows), `gyt` one row of `ld`
+/// per output pixel; the CPU has AVX-512F.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn weight_sample<T: Float>(
+    p: &Plan,
+    taps: &[usize],
+    pix: &[[usize; 2]],
+    src: *const T,
+    gyt: &[T],
+    ld: usize,
+    ogp: usize,
+    acc: &mut [T],
+) {
+    let (og, cg, kg, l) = (p.og(), p.cg(), taps.len(), lanes::<T>());
+    let v = (ogp / l).min(4);
+    let tb = PIXELS[v - 1];
+    let srcs: Vec<usize> = pix.iter().map(|q| q[0]).collect();
+    for gi in 0..p.groups {
+        let xs = src.wrapping_add(gi * cg * p.plane());
+        for o0 in (0..og).step_by(v * l) {
+            let vv = (og - o0).div_ceil(l).min(v);
+            for t0 in (0..kg).step_by(tb) {
+                let tt = (kg - t0).min(tb);
+                let ts: [usize; MAXP] =
+                    std::array::from_fn(|i| taps.get(t0 + i).copied().unwrap_or(0));
+                let g = gyt[gi * ogp + o0..].as_ptr();
+                let out = acc[(gi * kg + t0) * ogp + o0..].as_mut_ptr();
+                // SAFETY: forwarded; `gyt` has `pix.len()` rows of `ld` with
+                // `vv` vectors from `o0`, `acc` `tt` rows of `ogp` from `t0`.
+                unsafe { wblock::<T>(vv, tt, xs, &srcs, &ts, g, ld, out, ogp) };
+            }
+        }
+    }
+}
+
 impl<T: Float> Channels<T> {
     /// `p` stores its rows whole (no phases); `stride` is the convolution's.
     pub(super) fn new(p: &Plan, stride: [usize; 2], w: &[T]) -> Self {
@@ -48,18 +104,12 @@ impl<T: Float> Channels<T> {
             }
         }
         let v = (ogp / l).min(4);
-        let mut pix = Vec::with_capacity(p.oh * p.ow);
-        for oy in 0..p.oh {
-            for ox in 0..p.ow {
-                pix.push([oy * stride[0] * p.row() + ox * stride[1], oy * p.ow + ox]);
-            }
-        }
         Channels {
             wt,
             ogp,
             v,
             pp: PIXELS[v - 1],
-            pix,
+            pix: pixels(p, stride),
         }
     }
 
@@ -161,7 +211,48 @@ unsafe fn block<T: Float>(
     }
 }
 
-/// One row of a module's `TABLE`: the blocks of `V` vectors by 1..=12 pixels.
+/// The weight-gradient block of `vv` vectors by `tt` taps for `T`.
+///
+/// # Safety
+/// As the modules' `wblock`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn wblock<T: Float>(
+    vv: usize,
+    tt: usize,
+    src: *const T,
+    srcs: &[usize],
+    taps: &[usize; MAXP],
+    gyt: *const T,
+    ld: usize,
+    out: *mut T,
+    ldo: usize,
+) {
+    // SAFETY: forwarded from the caller; `T` is the module's type.
+    unsafe {
+        match T::DTYPE {
+            DType::F32 => f32z::WTABLE[vv - 1][tt - 1](
+                src.cast(),
+                srcs,
+                taps,
+                gyt.cast(),
+                ld,
+                out.cast(),
+                ldo,
+            ),
+            _ => f64z::WTABLE[vv - 1][tt - 1](
+                src.cast(),
+                srcs,
+                taps,
+                gyt.cast(),
+                ld,
+                out.cast(),
+                ldo,
+            ),
+        }
+    }
+}
+
+/// One row of a module's `TABLE`: the blocks of `V` vectors by 1..=8 pixels.
 macro_rules! prow {
     ($v:literal) => {
         [
@@ -173,16 +264,28 @@ macro_rules! prow {
             block::<6, $v>,
             block::<7, $v>,
             block::<8, $v>,
-            block::<9, $v>,
-            block::<10, $v>,
-            block::<11, $v>,
-            block::<12, $v>,
+        ]
+    };
+}
+
+/// One row of a module's `WTABLE`: the blocks of `V` vectors by 1..=8 taps.
+macro_rules! wrow {
+    ($v:literal) => {
+        [
+            wblock::<1, $v>,
+            wblock::<2, $v>,
+            wblock::<3, $v>,
+            wblock::<4, $v>,
+            wblock::<5, $v>,
+            wblock::<6, $v>,
+            wblock::<7, $v>,
+            wblock::<8, $v>,
         ]
     };
 }
 
 macro_rules! channels {
-    ($m:ident, $t:ty, $lanes:literal, $set1:ident, $zero:ident, $fma:ident, $loadu:ident, $storeu:ident) => {
+    ($m:ident, $t:ty, $lanes:literal, $set1:ident, $zero:ident, $fma:ident, $loadu:ident, $storeu:ident, $add:ident) => {
         mod $m {
             use super::MAXP;
             use std::arch::x86_64::*;
@@ -226,6 +329,50 @@ macro_rules! channels {
 
             /// [`block`] by vectors and pixels, `[V - 1][P - 1]`.
             pub(super) const TABLE: [[Block; MAXP]; 4] = [prow!(1), prow!(2), prow!(3), prow!(4)];
+
+            /// `out[t * ldo + v * lanes + l] += sum_i gyt[i * ld + v * lanes + l] *
+            /// src[srcs[i] + taps[t]]` for `TT` taps and `V` vectors, over
+            /// every pixel `i`.
+            #[target_feature(enable = "avx512f")]
+            unsafe fn wblock<const TT: usize, const V: usize>(
+                src: *const $t,
+                srcs: &[usize],
+                taps: &[usize; MAXP],
+                gyt: *const $t,
+                ld: usize,
+                out: *mut $t,
+                ldo: usize,
+            ) {
+                let mut acc = [[$zero(); V]; TT];
+                for (i, &ps) in srcs.iter().enumerate() {
+                    // SAFETY: `gyt` has a row of `ld` per pixel, `V` vectors
+                    // from the block's first channel.
+                    let g: [_; V] =
+                        std::array::from_fn(|v| unsafe { $loadu(gyt.add(i * ld + v * $lanes)) });
+                    for t in 0..TT {
+                        // SAFETY: each pixel's taps lie inside the padded planes.
+                        let x = $set1(unsafe { *src.add(ps + taps[t]) });
+                        for v in 0..V {
+                            acc[t][v] = $fma(x, g[v], acc[t][v]);
+                        }
+                    }
+                }
+                for t in 0..TT {
+                    for v in 0..V {
+                        // SAFETY: `out` has `TT` rows of `V` vectors, `ldo` apart.
+                        unsafe {
+                            let at = out.add(t * ldo + v * $lanes);
+                            $storeu(at, $add($loadu(at), acc[t][v]));
+                        }
+                    }
+                }
+            }
+
+            type WBlock =
+                unsafe fn(*const $t, &[usize], &[usize; MAXP], *const $t, usize, *mut $t, usize);
+
+            /// [`wblock`] by vectors and taps, `[V - 1][T - 1]`.
+            pub(super) const WTABLE: [[WBlock; MAXP]; 4] = [wrow!(1), wrow!(2), wrow!(3), wrow!(4)];
         }
     };
 }
@@ -238,7 +385,8 @@ channels!(
     _mm512_setzero_ps,
     _mm512_fmadd_ps,
     _mm512_loadu_ps,
-    _mm512_storeu_ps
+    _mm512_storeu_ps,
+    _mm512_add_ps
 );
 channels!(
     f64z,
@@ -248,5 +396,6 @@ channels!(
     _mm512_setzero_pd,
     _mm512_fmadd_pd,
     _mm512_loadu_pd,
-    _mm512_storeu_pd
+    _mm512_storeu_pd,
+    _mm512_add_pd
 );

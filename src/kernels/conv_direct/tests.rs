@@ -131,7 +131,12 @@ fn check_case<T: Float>(isa: Isa, channels: bool, case: &Case, tol: f64, threads
             &what,
         );
         let want = backward_weight_gemm(&g, &x, &gy);
-        close(&backward_weight(isa, &g, &x, &gy), &want, tol, &what);
+        let got = if channels {
+            backward_weight_channels(&g, &x, &gy)
+        } else {
+            backward_weight_rows(isa, &g, &x, &gy)
+        };
+        close(&got, &want, tol, &what);
     }
     if backward_input_fits::<T>(&g).is_some() {
         let bc: Vec<T> = values(g.c, 1, 3);
