@@ -344,10 +344,19 @@ fn direct_pays<T: Element>(
 /// on a stride-2 32 -> 64 layer, 1.1-1.2x on 14x14 and 7x7 planes of 64-256
 /// channels, 1.45x on LeNet's second layer (rows of 10); 1.3x slower on
 /// rows of 32 (which fill their vectors), 2.4x on 3 input channels (27
-/// taps) and 1.7x on strided 1x1 kernels (16 taps).
-fn channels_pay<T: Element>(isa: Isa, og: usize, taps: usize, width: usize, strided: bool) -> bool {
+/// taps) and 1.25-1.7x on strided 1x1 kernels (16 and 32 taps), which stay
+/// with GEMM.
+fn channels_pay<T: Element>(
+    isa: Isa,
+    og: usize,
+    taps: usize,
+    width: usize,
+    strided: bool,
+    pointwise: bool,
+) -> bool {
     let l = 64 / std::mem::size_of::<T>();
     isa == Isa::Avx512
+        && !pointwise
         && og as f64 / og.next_multiple_of(l) as f64 >= 0.75
         && taps >= 32
         && (strided || !width.is_multiple_of(l))
@@ -358,23 +367,36 @@ pub fn forward_pays<T: Element>(g: &Geom) -> Option<Isa> {
     let taps = g.c / g.groups * g.kh * g.kw;
     let pointwise = g.kh * g.kw == 1;
     forward_fits::<T>(g).filter(|&isa| {
-        channels_pay::<T>(isa, g.o / g.groups, taps, g.ow, g.stride != [1, 1])
-            || direct_pays::<T>(
-                isa,
-                g.o / g.groups,
-                taps,
-                g.oh * g.ow,
-                g.ow,
-                pointwise,
-                g.stride[1],
-            )
+        channels_pay::<T>(
+            isa,
+            g.o / g.groups,
+            taps,
+            g.ow,
+            g.stride != [1, 1],
+            g.kh * g.kw == 1,
+        ) || direct_pays::<T>(
+            isa,
+            g.o / g.groups,
+            taps,
+            g.oh * g.ow,
+            g.ow,
+            pointwise,
+            g.stride[1],
+        )
     })
 }
 
 /// `conv(x, w) + bias` on `isa` for a geometry [`forward_fits`] accepts.
 pub fn forward<T: Float>(isa: Isa, g: &Geom, x: &[T], w: &[T], bias: Option<&[T]>) -> Vec<T> {
     let taps = g.c / g.groups * g.kh * g.kw;
-    let channels = channels_pay::<T>(isa, g.o / g.groups, taps, g.ow, g.stride != [1, 1]);
+    let channels = channels_pay::<T>(
+        isa,
+        g.o / g.groups,
+        taps,
+        g.ow,
+        g.stride != [1, 1],
+        g.kh * g.kw == 1,
+    );
     forward_with(isa, g, x, w, bias, channels)
 }
 
@@ -423,7 +445,7 @@ pub fn backward_input_pays<T: Element>(g: &Geom) -> Option<Isa> {
     let taps = g.o / g.groups * g.kh * g.kw;
     let pointwise = g.kh * g.kw == 1;
     backward_input_fits::<T>(g).filter(|&isa| {
-        channels_pay::<T>(isa, g.c / g.groups, taps, g.w, false)
+        channels_pay::<T>(isa, g.c / g.groups, taps, g.w, false, g.kh * g.kw == 1)
             || direct_pays::<T>(isa, g.c / g.groups, taps, g.h * g.w, g.w, pointwise, 1)
     })
 }
@@ -439,7 +461,7 @@ pub fn backward_input<T: Float>(
     bias: Option<&[T]>,
 ) -> Vec<T> {
     let taps = g.o / g.groups * g.kh * g.kw;
-    let channels = channels_pay::<T>(isa, g.c / g.groups, taps, g.w, false);
+    let channels = channels_pay::<T>(isa, g.c / g.groups, taps, g.w, false, g.kh * g.kw == 1);
     backward_input_with(isa, g, gy, w, bias, channels)
 }
 
