@@ -1,18 +1,20 @@
-//! The channel-vector forward block (AVX-512): each register holds one
-//! output pixel's run of output channels, so a plane narrower than a vector
-//! (8x8, or a strided layer's output) still fills every lane, and a stride
-//! is only each pixel's own input offset. The weight is transposed once to
-//! `[group, tap, channel]`, channels padded to whole vectors; a block's sums
-//! go to the output planes through a small transpose.
+//! The channel-vector blocks (AVX-512): each register holds one output
+//! pixel's run of output channels, so a plane narrower than a vector (8x8,
+//! or a strided layer's output) still fills every lane, and a stride is
+//! only each pixel's own input offset. The forward block (also the input's
+//! gradient) transposes the weight once to `[group, tap, channel]`,
+//! channels padded to whole vectors, and its sums go to the output planes
+//! through a small transpose; the weight-gradient block reads the output
+//! gradient laid pixel-major the same way.
 
 use super::Plan;
 use crate::tensor::{DType, Element, Float};
 
 /// Pixels (or taps) per block by vectors of channels per block, `[V - 1]`:
 /// accumulators that leave room for the weight vectors and one input, and
-/// few enough input offsets to stay in general registers (12 pixels by 2
-/// vectors spilled them, and ran 1.5-2x slower in some processes than in
-/// others: stack reloads aliasing the input 4 KiB apart).
+/// few enough input offsets to stay in general registers (with 12 pixels by
+/// 2 vectors, 12 offsets, a layer ran 1.5-2x slower in some processes than
+/// in others; 8 pixels cured it).
 const PIXELS: [usize; 4] = [8, 8, 8, 6];
 
 /// Most pixels a block takes.
