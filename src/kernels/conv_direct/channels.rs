@@ -53,7 +53,8 @@ pub(super) fn pixels(p: &Plan, stride: [usize; 2]) -> Vec<[usize; 2]> {
 /// The weight's gradient of one sample's share, the channel-vector way:
 /// `acc[(group * taps + t) * ogp + o] += sum_pix gyt[pix, o] * src[pix + taps[t]]`,
 /// with `gyt` the sample's output gradient pixel-major (`ld` a row, each
-/// group's channels padded to `ogp`).
+/// group's channels padded to `ogp`) and `srcs` each pixel's first input
+/// element ([`pixels`]).
 ///
 /// # Safety
 /// `src` holds the plan's padded planes (whole rows), `gyt` one row of `ld`
@@ -62,7 +63,7 @@ pub(super) fn pixels(p: &Plan, stride: [usize; 2]) -> Vec<[usize; 2]> {
 pub(super) unsafe fn weight_sample<T: Float>(
     p: &Plan,
     taps: &[usize],
-    pix: &[[usize; 2]],
+    srcs: &[usize],
     src: *const T,
     gyt: &[T],
     ld: usize,
@@ -72,7 +73,6 @@ pub(super) unsafe fn weight_sample<T: Float>(
     let (og, cg, kg, l) = (p.og(), p.cg(), taps.len(), lanes::<T>());
     let v = (ogp / l).min(4);
     let tb = PIXELS[v - 1];
-    let srcs: Vec<usize> = pix.iter().map(|q| q[0]).collect();
     for gi in 0..p.groups {
         let xs = src.wrapping_add(gi * cg * p.plane());
         for o0 in (0..og).step_by(v * l) {
@@ -83,9 +83,9 @@ pub(super) unsafe fn weight_sample<T: Float>(
                     std::array::from_fn(|i| taps.get(t0 + i).copied().unwrap_or(0));
                 let g = gyt[gi * ogp + o0..].as_ptr();
                 let out = acc[(gi * kg + t0) * ogp + o0..].as_mut_ptr();
-                // SAFETY: forwarded; `gyt` has `pix.len()` rows of `ld` with
+                // SAFETY: forwarded; `gyt` has `srcs.len()` rows of `ld` with
                 // `vv` vectors from `o0`, `acc` `tt` rows of `ogp` from `t0`.
-                unsafe { wblock::<T>(vv, tt, xs, &srcs, &ts, g, ld, out, ogp) };
+                unsafe { wblock::<T>(vv, tt, xs, srcs, &ts, g, ld, out, ogp) };
             }
         }
     }
@@ -254,34 +254,19 @@ unsafe fn wblock<T: Float>(
     }
 }
 
-/// One row of a module's `TABLE`: the blocks of `V` vectors by 1..=8 pixels.
-macro_rules! prow {
-    ($v:literal) => {
+/// One row of a module's `TABLE` or `WTABLE`: the blocks `$f` of `V`
+/// vectors by 1..=8 pixels (or taps).
+macro_rules! row {
+    ($f:ident, $v:literal) => {
         [
-            block::<1, $v>,
-            block::<2, $v>,
-            block::<3, $v>,
-            block::<4, $v>,
-            block::<5, $v>,
-            block::<6, $v>,
-            block::<7, $v>,
-            block::<8, $v>,
-        ]
-    };
-}
-
-/// One row of a module's `WTABLE`: the blocks of `V` vectors by 1..=8 taps.
-macro_rules! wrow {
-    ($v:literal) => {
-        [
-            wblock::<1, $v>,
-            wblock::<2, $v>,
-            wblock::<3, $v>,
-            wblock::<4, $v>,
-            wblock::<5, $v>,
-            wblock::<6, $v>,
-            wblock::<7, $v>,
-            wblock::<8, $v>,
+            $f::<1, $v>,
+            $f::<2, $v>,
+            $f::<3, $v>,
+            $f::<4, $v>,
+            $f::<5, $v>,
+            $f::<6, $v>,
+            $f::<7, $v>,
+            $f::<8, $v>,
         ]
     };
 }
@@ -330,7 +315,12 @@ macro_rules! channels {
                 unsafe fn(*const $t, &[usize; MAXP], &[usize], *const $t, usize, *mut $t, usize);
 
             /// [`block`] by vectors and pixels, `[V - 1][P - 1]`.
-            pub(super) const TABLE: [[Block; MAXP]; 4] = [prow!(1), prow!(2), prow!(3), prow!(4)];
+            pub(super) const TABLE: [[Block; MAXP]; 4] = [
+                row!(block, 1),
+                row!(block, 2),
+                row!(block, 3),
+                row!(block, 4),
+            ];
 
             /// `out[t * ldo + v * lanes + l] += sum_i gyt[i * ld + v * lanes + l] *
             /// src[srcs[i] + taps[t]]` for `TT` taps and `V` vectors, over
@@ -374,7 +364,12 @@ macro_rules! channels {
                 unsafe fn(*const $t, &[usize], &[usize; MAXP], *const $t, usize, *mut $t, usize);
 
             /// [`wblock`] by vectors and taps, `[V - 1][T - 1]`.
-            pub(super) const WTABLE: [[WBlock; MAXP]; 4] = [wrow!(1), wrow!(2), wrow!(3), wrow!(4)];
+            pub(super) const WTABLE: [[WBlock; MAXP]; 4] = [
+                row!(wblock, 1),
+                row!(wblock, 2),
+                row!(wblock, 3),
+                row!(wblock, 4),
+            ];
         }
     };
 }

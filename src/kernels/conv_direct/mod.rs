@@ -613,7 +613,10 @@ fn backward_weight_channels<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
     };
     let padded = ph > 0 || pw > 0;
     let taps = p.taps();
-    let pix = channels::pixels(&p, g.stride);
+    let srcs: Vec<usize> = channels::pixels(&p, g.stride)
+        .iter()
+        .map(|q| q[0])
+        .collect();
     let (kg, og) = (taps.len(), p.og());
     let ogp = og.next_multiple_of(64 / std::mem::size_of::<T>());
     let (ld, wn) = (g.groups * ogp, g.groups * kg * ogp);
@@ -643,7 +646,7 @@ fn backward_weight_channels<T: Float>(g: &Geom, x: &[T], gy: &[T]) -> Vec<T> {
             }
             // SAFETY: `forward_fits` found AVX-512 (checked by the caller);
             // `src` holds the sample's padded planes, `gyt` its gradient.
-            unsafe { channels::weight_sample(&p, &taps, &pix, src, &gyt, ld, ogp, acc) };
+            unsafe { channels::weight_sample(&p, &taps, &srcs, src, &gyt, ld, ogp, acc) };
         }
     };
     let acc = by_sample_tiles(g, g.n * g.o * kg * ys, wn, tile);
