@@ -118,7 +118,7 @@ fn batched_engine(req: &BackwardRequest, batch: usize) -> Result<Option<Vec<Opti
     }
     let results = std::cell::RefCell::new(results);
     graph.run(
-        |idx, node, grads, exec| {
+        |idx, node, grads, exec, needs| {
             for (nr, g) in grads.iter().enumerate() {
                 if let Some(&k) = targets.nodes.get(&(idx, nr as u32)) {
                     results.borrow_mut()[k] = g.clone();
@@ -127,7 +127,7 @@ fn batched_engine(req: &BackwardRequest, batch: usize) -> Result<Option<Vec<Opti
             if !exec {
                 return Ok(None);
             }
-            let input_grads = call_node_batched(node, grads, batch)?;
+            let input_grads = call_node_batched(node, grads, batch, needs)?;
             if !req.retain_graph {
                 node.release_saved();
             }
@@ -145,16 +145,21 @@ fn batched_engine(req: &BackwardRequest, batch: usize) -> Result<Option<Vec<Opti
 
 /// One node's backward for a batch of output gradients: on the whole batch
 /// where the rule is known row by row, otherwise once per row.
-fn call_node_batched(node: &NodeRef, grads: Grads, batch: usize) -> Result<Grads> {
+fn call_node_batched(
+    node: &NodeRef,
+    grads: Grads,
+    batch: usize,
+    needs: Option<&[bool]>,
+) -> Result<Grads> {
     if grads.iter().all(Option::is_none) {
         return Ok(SmallVec::from_elem(None, node.edges.len()));
     }
-    if let Some(out) = whole_batch(node, &grads, batch)? {
+    if let Some(out) = whole_batch(node, &grads, batch, needs)? {
         let mut checked: Grads = SmallVec::with_capacity(out.len());
         for (i, g) in out.into_iter().enumerate() {
             let meta = &node.inputs[i];
             checked.push(match g {
-                Some(_) if matches!(node.edges[i], Edge::None) => None,
+                Some(_) if !wanted(node, needs, i) => None,
                 Some(t) => {
                     debug_assert_eq!(t.shape(), batched_shape(batch, &meta.shape));
                     Some(if t.dtype() != meta.dtype {
@@ -174,7 +179,7 @@ fn call_node_batched(node: &NodeRef, grads: Grads, batch: usize) -> Result<Grads
             .iter()
             .map(|g| g.as_ref().map(|g| ops::select(g, 0, b as i64)).transpose())
             .collect::<Result<_>>()?;
-        for (i, g) in call_node(node, row)?.into_iter().enumerate() {
+        for (i, g) in call_node(node, row, needs)?.into_iter().enumerate() {
             rows[i].push(g);
         }
     }
@@ -189,12 +194,10 @@ fn call_node_batched(node: &NodeRef, grads: Grads, batch: usize) -> Result<Grads
 
 /// The node's rule on one gradient, without the engine's reduction to the
 /// inputs' shapes.
-fn raw_rule(node: &NodeRef, g: Tensor) -> Result<Grads> {
+fn raw_rule(node: &NodeRef, g: Tensor, needs: Option<&[bool]>) -> Result<Grads> {
     let saved = Node::unpack_saved(node)?;
-    let needs: SmallVec<[bool; 4]> = node
-        .edges
-        .iter()
-        .map(|e| !matches!(e, Edge::None))
+    let needs: SmallVec<[bool; 4]> = (0..node.edges.len())
+        .map(|i| wanted(node, needs, i))
         .collect();
     let grads: Grads = smallvec![Some(g)];
     let ctx = BackwardCtx {
@@ -207,7 +210,21 @@ fn raw_rule(node: &NodeRef, g: Tensor) -> Result<Grads> {
 }
 
 /// The batched rules; `None` when the node has none (or its shapes do not fit).
-fn whole_batch(node: &NodeRef, grads: &Grads, batch: usize) -> Result<Option<Grads>> {
+/// Whether input `i` gets a gradient: it requires one and, with requested
+/// inputs, leads to one (`walk::Info::needs`).
+fn wanted(node: &NodeRef, needs: Option<&[bool]>, i: usize) -> bool {
+    match needs {
+        Some(n) => n.get(i).copied().unwrap_or(false),
+        None => !matches!(node.edges[i], Edge::None),
+    }
+}
+
+fn whole_batch(
+    node: &NodeRef,
+    grads: &Grads,
+    batch: usize,
+    needs: Option<&[bool]>,
+) -> Result<Option<Grads>> {
     if node.outputs.len() != 1 {
         return Ok(None);
     }
@@ -216,14 +233,14 @@ fn whole_batch(node: &NodeRef, grads: &Grads, batch: usize) -> Result<Option<Gra
     };
     let name = node.name();
     let out_shape = node.outputs[0].shape.clone();
-    let wanted = |i: usize| !matches!(node.edges[i], Edge::None);
+    let wanted = |i: usize| wanted(node, needs, i);
 
     if node_traits::traits(&name) & node_traits::DIAGONAL != 0 {
         // The rule is linear in the gradient and elementwise: at ones it gives
         // f'(inputs) at the output's shape, and each row of the batch is that
         // times the row, summed over the dimensions an input was broadcast along.
         let ones = Tensor::full(out_shape.clone(), 1.0, node.outputs[0].dtype);
-        let diag = raw_rule(node, ones)?;
+        let diag = raw_rule(node, ones, needs)?;
         let mut out: Grads = SmallVec::with_capacity(node.edges.len());
         for i in 0..node.edges.len() {
             let d = match diag.get(i) {

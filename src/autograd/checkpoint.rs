@@ -284,7 +284,7 @@ pub fn backward(
         if let Some(h) = node.hooks_snapshot() {
             run_node_hooks(&node, &h, &mut grads, true)?;
         }
-        let input_grads = super::anomaly::run_node(&node, || call_node(&node, grads))?;
+        let input_grads = super::anomaly::run_node(&node, || call_node(&node, grads, None))?;
         if release {
             node.release_saved();
         }

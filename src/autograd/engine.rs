@@ -120,7 +120,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     }
     let leaves = std::cell::RefCell::new(leaves);
     graph.run(
-        |idx, node, mut grads, exec| {
+        |idx, node, mut grads, exec, needs| {
             let hooks = node.hooks_snapshot();
             if let Some(h) = &hooks {
                 run_node_hooks(node, h, &mut grads, exec)?;
@@ -138,7 +138,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             }
             let post = hooks.filter(|h| !h.node_post.is_empty());
             let grad_outputs = post.as_ref().map(|_| grads.clone());
-            let mut input_grads = super::anomaly::run_node(node, || call_node(node, grads))?;
+            let mut input_grads = super::anomaly::run_node(node, || call_node(node, grads, needs))?;
             if let (Some(h), Some(go)) = (&post, &grad_outputs) {
                 for (_, hook) in &h.node_post {
                     if let Some(mut new) = hook.call(&input_grads, go)? {
@@ -359,8 +359,10 @@ pub(crate) fn accumulate_grad(leaf: &Tensor, g: Tensor, create_graph: bool) -> R
     Ok(())
 }
 
-/// Runs one node's backward rule and checks what it returned.
-pub(crate) fn call_node(node: &NodeRef, mut grads: Grads) -> Result<Grads> {
+/// Runs one node's backward rule and checks what it returned. `needs`
+/// narrows the inputs that get a gradient (see `walk::Info::needs`); the
+/// others get none, even from a rule that computes them anyway.
+pub(crate) fn call_node(node: &NodeRef, mut grads: Grads, needs: Option<&[bool]>) -> Result<Grads> {
     if grads.iter().all(|g| g.is_none()) {
         return Ok(SmallVec::from_elem(None, node.edges.len()));
     }
@@ -372,11 +374,14 @@ pub(crate) fn call_node(node: &NodeRef, mut grads: Grads) -> Result<Grads> {
         }
     }
     let saved = Node::unpack_saved(node)?;
-    let needs: SmallVec<[bool; 4]> = node
-        .edges
-        .iter()
-        .map(|e| !matches!(e, Edge::None))
-        .collect();
+    let needs: SmallVec<[bool; 4]> = match needs {
+        Some(n) => n.into(),
+        None => node
+            .edges
+            .iter()
+            .map(|e| !matches!(e, Edge::None))
+            .collect(),
+    };
     let ctx = BackwardCtx {
         grads: &grads,
         saved: &saved,
@@ -401,7 +406,7 @@ pub(crate) fn call_node(node: &NodeRef, mut grads: Grads) -> Result<Grads> {
         out.resize(node.edges.len(), None);
     }
     for (i, (g, meta)) in out.iter_mut().zip(node.inputs.iter()).enumerate() {
-        if matches!(node.edges[i], Edge::None) {
+        if !needs[i] {
             *g = None;
             continue;
         }

@@ -49,6 +49,9 @@ pub(super) struct Info {
     pub deps: u32,
     /// Runs its backward (some input below it needs a gradient).
     pub exec: bool,
+    /// With requested inputs, which of its inputs lead to one (`None`:
+    /// every input that requires a gradient).
+    pub needs: Option<SmallVec<[bool; 4]>>,
     /// The gradients of its outputs received so far.
     pub buffer: Grads,
 }
@@ -58,6 +61,7 @@ fn new_info(n: &NodeRef) -> Info {
         node: n.clone(),
         deps: 0,
         exec: true,
+        needs: None,
         buffer: SmallVec::from_elem(None, n.outputs.len()),
     }
 }
@@ -182,20 +186,28 @@ impl Graph {
         Some(Graph { infos, order })
     }
 
-    /// With requested inputs, only nodes with a path to one run.
+    /// With requested inputs, only nodes with a path to one run, and a
+    /// node that runs computes only the input gradients on such a path: as
+    /// in PyTorch's engine, `autograd.grad(loss, x)` skips the weights'
+    /// products, which halves the work of every linear layer's backward.
     pub(super) fn mark_exec(&mut self, targets: &Targets) {
         for &idx in &self.order {
             let node = self.infos[&idx].node.clone();
-            let exec = node.edges.iter().any(|e| match e {
-                Edge::Node(c, nr) => {
-                    targets.nodes.contains_key(&(c.index(), *nr))
-                        || self.infos.get(&c.index()).is_some_and(|ci| ci.exec)
-                }
-                Edge::Leaf(t) => targets.leaves.contains_key(&t.id()),
-                Edge::None => false,
-            });
+            let needs: SmallVec<[bool; 4]> = node
+                .edges
+                .iter()
+                .map(|e| match e {
+                    Edge::Node(c, nr) => {
+                        targets.nodes.contains_key(&(c.index(), *nr))
+                            || self.infos.get(&c.index()).is_some_and(|ci| ci.exec)
+                    }
+                    Edge::Leaf(t) => targets.leaves.contains_key(&t.id()),
+                    Edge::None => false,
+                })
+                .collect();
             if let Some(info) = self.infos.get_mut(&idx) {
-                info.exec = exec;
+                info.exec = needs.iter().any(|&n| n);
+                info.needs = Some(needs);
             }
         }
     }
@@ -234,13 +246,13 @@ impl Graph {
     }
 
     /// Runs the nodes newest first, each once every node that feeds it has
-    /// run. `visit(idx, node, grads, exec)` runs one node on its summed
-    /// output gradients and returns its input gradients (`None`: it does not
-    /// run, and sends nothing); each is added to the node its edge enters,
-    /// or given to `leaf`.
+    /// run. `visit(idx, node, grads, exec, needs)` runs one node on its
+    /// summed output gradients and returns its input gradients (`None`: it
+    /// does not run, and sends nothing); each is added to the node its edge
+    /// enters, or given to `leaf`. `needs` is [`Info::needs`].
     pub(super) fn run(
         mut self,
-        mut visit: impl FnMut(u32, &NodeRef, Grads, bool) -> Result<Option<Grads>>,
+        mut visit: impl FnMut(u32, &NodeRef, Grads, bool, Option<&[bool]>) -> Result<Option<Grads>>,
         mut leaf: impl FnMut(&Tensor, Option<Tensor>) -> Result<()>,
     ) -> Result<()> {
         let mut ready: BinaryHeap<(u64, u32)> = self
@@ -250,15 +262,16 @@ impl Graph {
             .map(|(&idx, info)| (info.node.seq, idx))
             .collect();
         while let Some((_, idx)) = ready.pop() {
-            let (node, grads, exec) = match self.infos.get_mut(&idx) {
+            let (node, grads, exec, needs) = match self.infos.get_mut(&idx) {
                 Some(info) => (
                     info.node.clone(),
                     std::mem::take(&mut info.buffer),
                     info.exec,
+                    info.needs.take(),
                 ),
                 None => continue,
             };
-            let Some(input_grads) = visit(idx, &node, grads, exec)? else {
+            let Some(input_grads) = visit(idx, &node, grads, exec, needs.as_deref())? else {
                 continue;
             };
             for (edge, g) in node.edges.iter().zip(input_grads) {
