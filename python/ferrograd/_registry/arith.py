@@ -5,6 +5,8 @@ add, sub, pow, where, clamp, lerp, the fused multiply-adds, rounding,
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .elementwise import EW_WITH_NUMBER
@@ -33,6 +35,12 @@ from .schema import (
 
 OPS: list[Op] = []
 EWN = ELEMENTWISE_NODE
+
+
+def _to_named_dtype(fn, x, dtype, **k):
+    """Calls ``to`` with the dtype named ``dtype`` in the library of ``x`` (PyTorch's
+    ``Tensor.to`` reads a string as a device), for the benchmark's comparison."""
+    return fn(x, getattr(sys.modules[type(x).__module__.split(".")[0]], dtype), **k)
 
 
 def _o(name, doc, ref, nodes, sample, *, surfaces=(FUNCTION, METHOD, INPLACE), dtypes=NUMERIC, **kw):
@@ -75,7 +83,8 @@ _o("masked_fill", "`input` with the elements where `mask` is True replaced by `v
    Sample("ew", (T(), T(dtype="bool", grad=False), 0.5), self_full=True), surfaces=(FUNCTION, METHOD, INPLACE), dtypes=ALL)
 _o("to", "`input` converted to another dtype (or itself when nothing changes).",
    lambda x, dtype: x.astype(np.float64), {"ToCopyBackward0": (DIAGONAL, SELF_ADJOINT)},
-   fixed(T((2, 3)), "float64"), surfaces=(METHOD,), dtypes=ALL)
+   fixed(T((2, 3)), "float64"), surfaces=(METHOD,), dtypes=ALL,
+   bench=Sample("fixed", (T((1024, 1024)), "float64"), call=_to_named_dtype))
 
 # ----- dtype conversions ---------------------------------------------------------------------
 
@@ -89,8 +98,10 @@ for _name, _np_dtype in (("float", np.float32), ("double", np.float64), ("long",
                   "(itself when it already is).", surfaces=(METHOD,), dtypes=ALL,
                   differentiable=_np_dtype in (np.float32, np.float64), batching=EW,
                   sample=fixed(T((2, 3), domain=_CONVERSION_DOMAIN.get(_name, REAL))),
+                  bench=fixed(T((1024, 1024))),
                   ref=(lambda t: lambda x: x.astype(t))(_np_dtype)))
 OPS.append(Op("type_as", "conversion", "`input` converted to the dtype of `other`.",
               surfaces=(METHOD,), dtypes=ALL, batching=EW,
               sample=fixed(T((2, 3)), T((1,), grad=False, dtype="float64")),
+              bench=fixed(T((1024, 1024)), T((1,), grad=False, dtype="float64")),
               ref=lambda x, o: x.astype(o.dtype)))

@@ -79,11 +79,13 @@ _f("threshold", "activation", "Keeps the elements above `threshold` and replaces
    _refs.threshold, Sample("ew", (T(domain=away(0.5)), 0.5, -1.0)), surfaces=(F_FUNCTION, FUNCTION),
    nodes={"ThresholdBackward0": EW_WITH_NUMBER})
 _f("glu", "activation", "Gated linear unit: splits `input` in two halves along `dim` and returns "
-   "a * sigmoid(b).", _refs.glu, fixed(T((2, 4))), batching=CUSTOM, batching_rule="glu")
+   "a * sigmoid(b).", _refs.glu, fixed(T((2, 4))), batching=CUSTOM, batching_rule="glu",
+   bench=fixed(T((512, 2048))))
 _f("prelu", "activation", "Applies x where x > 0, else `weight * x`, with a learned slope per channel.",
    lambda x, w: _refs.leaky_relu(x, w.reshape(-1, *([1] * (x.ndim - 2))) if w.size > 1 else w),
    fixed(T((2, 3, 2), domain=AWAY0), T((3,), domain=OPEN01)), surfaces=(F_FUNCTION, FUNCTION),
-   batching=CUSTOM, batching_rule="prelu", autocast=LOWER_PRECISION_FP)
+   batching=CUSTOM, batching_rule="prelu", autocast=LOWER_PRECISION_FP,
+   bench=fixed(T((16, 64, 32, 32), domain=AWAY0), T((64,), domain=OPEN01)))
 _f("softmax", "softmax", "Softmax along `dim`: exp(x) normalised to sum to one.", _refs.softmax,
    Sample("reduce", (T(),), dim=True, keepdim=False), surfaces=(F_FUNCTION, FUNCTION, METHOD),
    nodes={"SoftmaxBackward0": (SELF_ADJOINT,)}, batching=REDUCTION)
@@ -120,16 +122,22 @@ _loss("binary_cross_entropy", "Binary cross entropy between probabilities `input
       # PyTorch refuses a target of another size: both are drawn at one fixed shape.
       Sample("fixed", (T((2, 3), domain=OPEN01), T((2, 3), domain=Domain(0.0, 1.0))),
              {"reduction": "mean"}),
-      {"BinaryCrossEntropyBackward0": ()}, autocast=FP32)
+      {"BinaryCrossEntropyBackward0": ()}, autocast=FP32,
+      bench=Sample("fixed", (T((1024, 1024), domain=OPEN01), T((1024, 1024), domain=Domain(0.0, 1.0))),
+                   {"reduction": "mean"}))
 _loss("binary_cross_entropy_with_logits", "Binary cross entropy of sigmoid(`input`) against `target`, "
       "computed stably.", _refs.binary_cross_entropy_with_logits,
       Sample("fixed", (T((2, 3)), T((2, 3), domain=Domain(0.0, 1.0))), {"reduction": "mean"}),
-      {"BinaryCrossEntropyWithLogitsBackward0": ()}, autocast=FP32)
+      {"BinaryCrossEntropyWithLogitsBackward0": ()}, autocast=FP32,
+      bench=Sample("fixed", (T((1024, 1024)), T((1024, 1024), domain=Domain(0.0, 1.0))),
+                   {"reduction": "mean"}))
 _loss("nll_loss", "Negative log likelihood of class indices `target` under log-probabilities `input`.",
       _refs.nll_loss, fixed(T((3, 4)), T((3,), domain=ints(0, 4), dtype="int64")),
-      {"NllLossBackward0": (), "NllLoss2DBackward0": ()}, autocast=FP32)
+      {"NllLossBackward0": (), "NllLoss2DBackward0": ()}, autocast=FP32,
+      bench=fixed(T((1024, 1000)), T((1024,), domain=ints(0, 1000), dtype="int64")))
 _loss("cross_entropy", "Cross entropy of class indices (or probabilities) `target` under logits `input`.",
-      _refs.cross_entropy, fixed(T((3, 4)), T((3,), domain=ints(0, 4), dtype="int64")), autocast=FP32)
+      _refs.cross_entropy, fixed(T((3, 4)), T((3,), domain=ints(0, 4), dtype="int64")), autocast=FP32,
+      bench=fixed(T((1024, 1000)), T((1024,), domain=ints(0, 1000), dtype="int64")))
 _loss("kl_div", "Kullback-Leibler divergence of `target` from log-probabilities `input`.", _refs.kl_div,
       Sample("ew", (T(), T(domain=POSITIVE)), {"reduction": "sum"}, min_rank=1, empty=False, self_full=True), autocast=FP32)
 
@@ -138,47 +146,59 @@ _loss("kl_div", "Kullback-Leibler divergence of `target` from log-probabilities 
 _f("layer_norm", "norm", "Normalizes the last dimensions of `input` to zero mean and unit variance, "
    "then scales and shifts.", _refs.layer_norm,
    fixed(T((2, 3)), (3,), T((3,)), T((3,))), surfaces=(F_FUNCTION, FUNCTION),
-   nodes={"NativeLayerNormBackward0": ()}, batching=CUSTOM, batching_rule="layer_norm")
+   nodes={"NativeLayerNormBackward0": ()}, batching=CUSTOM, batching_rule="layer_norm",
+   bench=fixed(T((1024, 1024)), (1024,), T((1024,)), T((1024,))))
 _f("batch_norm", "norm", "Normalizes each channel over the batch (training mode: batch statistics).",
    lambda x, rm, rv, w, b, training: _refs.batch_norm_train(x, w, b),
    fixed(T((4, 3)), None, None, T((3,)), T((3,)), True), surfaces=(F_FUNCTION, FUNCTION),
-   nodes={"NativeBatchNormBackward0": ()}, batching=CUSTOM, batching_rule="batch_norm")
+   nodes={"NativeBatchNormBackward0": ()}, batching=CUSTOM, batching_rule="batch_norm",
+   bench=fixed(T((32, 64, 32, 32)), None, None, T((64,)), T((64,)), True))
 _f("group_norm", "norm", "Normalizes `input` over groups of channels, then scales and shifts per channel.",
    _refs.group_norm, fixed(T((2, 4, 3)), 2, T((4,)), T((4,))), surfaces=(F_FUNCTION, FUNCTION),
-   nodes={"NativeGroupNormBackward0": ()}, batching=CUSTOM, batching_rule="group_norm")
+   nodes={"NativeGroupNormBackward0": ()}, batching=CUSTOM, batching_rule="group_norm",
+   bench=fixed(T((32, 64, 32, 32)), 8, T((64,)), T((64,))))
 _f("normalize", "norm", "Divides `input` by its p-norm along `dim` (at least `eps`).", _refs.normalize,
-   fixed(T((2, 3), domain=AWAY0)), batching=CUSTOM, batching_rule="normalize")
+   fixed(T((2, 3), domain=AWAY0)), batching=CUSTOM, batching_rule="normalize",
+   bench=fixed(T((1024, 1024), domain=AWAY0)))
 
 # ----- linear, convolution, pooling -----------------------------------------------------------
 
 _f("linear", "linear", "Applies `input @ weight.T + bias`.", _refs.linear,
    fixed(T((2, 3)), T((4, 3)), T((4,))), nodes={"AddmmBackward0": (STATIC_VJP,), "MmBackward0": (STATIC_VJP,)},
-   batching=CUSTOM, batching_rule="linear", autocast=LOWER_PRECISION_FP)
+   batching=CUSTOM, batching_rule="linear", autocast=LOWER_PRECISION_FP,
+   bench=fixed(T((64, 1024)), T((1024, 1024)), T((1024,))))
 _f("conv1d", "conv", "1-D cross-correlation of `input` (N, C, L) with `weight` (O, C/groups, K).",
    _refs.conv1d, fixed(T((1, 2, 5)), T((3, 2, 2)), T((3,))), surfaces=(F_FUNCTION, FUNCTION),
-   batching=CUSTOM, batching_rule="conv", autocast=LOWER_PRECISION_FP)
+   batching=CUSTOM, batching_rule="conv", autocast=LOWER_PRECISION_FP,
+   bench=Sample("fixed", (T((8, 64, 2048)), T((64, 64, 3)), T((64,))), {"padding": 1}))
 _f("conv2d", "conv", "2-D cross-correlation of `input` (N, C, H, W) with `weight` (O, C/groups, kH, kW).",
    _refs.conv2d, Sample("fixed", (T((1, 2, 4, 4)), T((2, 2, 2, 2)), T((2,))), {"padding": 1}),
    surfaces=(F_FUNCTION, FUNCTION), nodes={"ConvolutionBackward0": ()},
-   batching=CUSTOM, batching_rule="conv", autocast=LOWER_PRECISION_FP)
+   batching=CUSTOM, batching_rule="conv", autocast=LOWER_PRECISION_FP,
+   bench=Sample("fixed", (T((8, 64, 56, 56)), T((64, 64, 3, 3)), T((64,))), {"padding": 1}))
 _f("max_pool2d", "pool", "2-D max pooling over `kernel_size` windows.", _refs.max_pool2d,
    Sample("fixed", (T((1, 2, 4, 4)), 2), unique=0.01), surfaces=(F_FUNCTION, FUNCTION),
-   nodes={"MaxPool2DWithIndicesBackward0": ()}, batching=CUSTOM, batching_rule="pool")
+   nodes={"MaxPool2DWithIndicesBackward0": ()}, batching=CUSTOM, batching_rule="pool",
+   bench=Sample("fixed", (T((8, 64, 64, 64)), 2), unique=0.01))
 _f("avg_pool2d", "pool", "2-D average pooling over `kernel_size` windows.", _refs.avg_pool2d,
    Sample("fixed", (T((1, 2, 4, 4)), 2)), nodes={"AvgPool2DBackward0": ()},
-   batching=CUSTOM, batching_rule="pool")
+   batching=CUSTOM, batching_rule="pool", bench=fixed(T((8, 64, 64, 64)), 2))
 _f("adaptive_avg_pool2d", "pool", "2-D average pooling to a fixed `output_size`.",
    _refs.adaptive_avg_pool2d, Sample("fixed", (T((1, 2, 5, 5)), 2)),
-   nodes={"AdaptiveAvgPool2DBackward0": ()}, batching=CUSTOM, batching_rule="pool")
+   nodes={"AdaptiveAvgPool2DBackward0": ()}, batching=CUSTOM, batching_rule="pool",
+   bench=fixed(T((8, 64, 64, 64)), 7))
 _f("pad", "pool", "Pads the last dimensions of `input` (constant, reflect, replicate or circular).",
    _refs.pad, Sample("fixed", (T((2, 3)), (1, 2))), nodes={"ConstantPadNdBackward0": ()},
    batching=CUSTOM, batching_rule="pad", bench=Sample("fixed", (T((1024, 1024)), (1, 2, 3, 4))))
 _f("embedding", "embedding", "Looks up rows of `weight` at the indices `input`.", _refs.embedding,
    fixed(T((2, 2), domain=ints(0, 3), dtype="int64"), T((3, 4))), surfaces=(F_FUNCTION, FUNCTION),
-   nodes={"EmbeddingBackward0": ()}, batching=CUSTOM, batching_rule="embedding")
+   nodes={"EmbeddingBackward0": ()}, batching=CUSTOM, batching_rule="embedding",
+   bench=fixed(T((32, 128), domain=ints(0, 10000), dtype="int64"), T((10000, 256))))
 _f("cosine_similarity", "distance", "Cosine of the angle between `x1` and `x2` along `dim`.",
    _refs.cosine_similarity, fixed(T((2, 3), domain=AWAY0), T((2, 3), domain=AWAY0)),
-   surfaces=(F_FUNCTION, FUNCTION))
+   surfaces=(F_FUNCTION, FUNCTION),
+   bench=fixed(T((1024, 1024), domain=AWAY0), T((1024, 1024), domain=AWAY0)))
 _f("scaled_dot_product_attention", "attention", "softmax(q @ k^T / sqrt(d)) @ v.", _refs.sdpa,
    fixed(T((1, 2, 3)), T((1, 4, 3)), T((1, 4, 2))), batching=CUSTOM, batching_rule="sdpa",
-   tol=(1e-4, 1e-5), autocast=LOWER_PRECISION_FP)
+   tol=(1e-4, 1e-5), autocast=LOWER_PRECISION_FP,
+   bench=fixed(T((8, 8, 256, 64)), T((8, 8, 256, 64)), T((8, 8, 256, 64))))

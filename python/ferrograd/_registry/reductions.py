@@ -31,7 +31,7 @@ OPS.append(Op(
     "Returns the sum of the main diagonal of the 2-D tensor `input`, as a 0-d tensor.",
     impl="table:unary:ops::trace", signature="(input: Tensor) -> Tensor", dtypes=NUMERIC,
     nodes={"TraceBackward0": ()}, batching=CUSTOM, batching_rule="trace",
-    sample=fixed(T((3, 4))), ref=_refs.trace, autocast=FP32,
+    sample=fixed(T((3, 4))), ref=_refs.trace, autocast=FP32, bench=fixed(T((1024, 1024))),
 ))
 OPS.append(Op(
     "all", "reduction",
