@@ -250,3 +250,38 @@ def test_writing_a_view_of_itself_reads_a_snapshot_as_numpy_does():
     c = np.arange(8.0)
     c[:4] = c[2:6]
     np.testing.assert_array_equal(z.numpy(), c)
+
+
+@pytest.mark.parametrize("make", [
+    lambda b: b.t(),
+    lambda b: b[::2, 1:],
+    lambda b: b.reshape(4, 3, 5).permute(2, 0, 1),
+    lambda b: b[:, 3],
+    lambda b: b[:0],
+])
+@pytest.mark.parametrize("how", ["fill_", "zero_", "uniform_", "mul_"])
+def test_writes_into_strided_views_touch_exactly_the_view(make, how):
+    # Fills go in address order and computed values through tiled copies;
+    # either way every element of the view changes and nothing else does.
+    base = fg.arange(60.0).reshape(12, 5) + 1
+    before = arr(base)
+    view = make(base)
+    idx = make(fg.arange(60).reshape(12, 5)).numpy().ravel()
+    if how == "fill_":
+        view.fill_(-2.5)
+        want = np.full(idx.size, -2.5)
+    elif how == "zero_":
+        view.zero_()
+        want = np.zeros(idx.size)
+    elif how == "mul_":
+        want = before.ravel()[idx] * 3
+        view.mul_(3)
+    else:
+        view.uniform_(-9, -8)
+    after = arr(base).ravel()
+    if how == "uniform_":
+        assert ((after[idx] >= -9) & (after[idx] < -8)).all()
+    else:
+        np.testing.assert_array_equal(after[idx], want)
+    untouched = np.setdiff1d(np.arange(60), idx)
+    np.testing.assert_array_equal(after[untouched], before.ravel()[untouched])
