@@ -499,7 +499,7 @@ pub fn normal_with(
     let v = crate::random::with_gen(gen, |g| {
         crate::random::normal(g, t.shape(), t.dtype(), mean, std, t.is_contiguous())
     })?;
-    overwrite_untracked(t, &crate::random::in_memory_order(t, v))
+    overwrite_untracked(t, &crate::random::in_memory_order(t, v)?)
 }
 
 /// `t.uniform_(a, b)`: samples uniformly from [a, b) drawn from `gen` (the
@@ -519,7 +519,7 @@ pub fn uniform_with(
     let v = crate::random::with_gen(gen, |g| {
         crate::random::uniform(g, t.shape(), t.dtype(), from, to)
     })?;
-    overwrite_untracked(t, &crate::random::in_memory_order(t, v))
+    overwrite_untracked(t, &crate::random::in_memory_order(t, v)?)
 }
 
 /// Overwrites `t` with `values` (same shape, any dtype, drawn in `t`'s
@@ -527,7 +527,7 @@ pub fn uniform_with(
 /// `random_`, `exponential_`).
 pub fn overwrite_sampled(t: &Tensor, values: Tensor) -> Result<()> {
     check_inplace(t)?;
-    let v = super::cast_data(&crate::random::in_memory_order(t, values), t.dtype());
+    let v = super::cast_data(&crate::random::in_memory_order(t, values)?, t.dtype());
     overwrite_untracked(t, &v)
 }
 

@@ -23,8 +23,9 @@ pub fn uniform(
     }
     Ok(if dtype == DType::F32 {
         let (from, to) = (from as f32, to as f32);
-        let mut v = alloc_vec(n);
-        v.extend((0..n).map(|_| g.uniform_f32().mul_add(to - from, from)));
+        let mut v = crate::error::filled_vec(n, 0.0f32);
+        g.fill_uniform_f32(&mut v);
+        scale_shift(&mut v, to - from, from);
         Tensor::from_vec(v, shape)
     } else {
         let mut v = alloc_vec(n);
@@ -66,8 +67,8 @@ pub fn normal(
             crate::ops::cast_data(&Tensor::from_vec(v, shape), dtype)
         }
         DType::F32 if vectorised => {
-            let mut d: Vec<f32> = alloc_vec(n);
-            d.extend((0..n).map(|_| g.uniform_f32()));
+            let mut d = crate::error::filled_vec(n, 0.0f32);
+            g.fill_uniform_f32(&mut d);
             let (mean, std) = (mean as f32, std as f32);
             normal_fill(&mut d, |d| fill16_f32(d, mean, std), || g.uniform_f32());
             Tensor::from_vec(d, shape)
@@ -89,6 +90,27 @@ pub fn normal(
             Tensor::from_vec(v, shape)
         }
     })
+}
+
+/// `x * a + b` for every `x`, rounded once (PyTorch's compiler contracts
+/// it), with the FMA instruction where the CPU has it: the portable
+/// `mul_add` is a libm call per element.
+fn scale_shift(v: &mut [f32], a: f32, b: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn fused(v: &mut [f32], a: f32, b: f32) {
+            for x in v.iter_mut() {
+                *x = x.mul_add(a, b);
+            }
+        }
+        // SAFETY: the CPU has AVX2 and FMA, checked just above.
+        unsafe { fused(v, a, b) };
+        return;
+    }
+    for x in v.iter_mut() {
+        *x = x.mul_add(a, b);
+    }
 }
 
 fn normal_fill<T>(d: &mut [T], mut fill16: impl FnMut(&mut [T]), mut draw: impl FnMut() -> T) {
@@ -118,8 +140,8 @@ fn fill16_f64(d: &mut [f64], mean: f64, std: f64) {
 
 fn fill16_f32(d: &mut [f32], mean: f32, std: f32) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has FMA, checked just above.
+    if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has FMA and AVX2, checked just above.
         unsafe { fill16_f32_fma(d, mean, std) };
         return;
     }
@@ -127,9 +149,11 @@ fn fill16_f32(d: &mut [f32], mean: f32, std: f32) {
 }
 
 /// The same arithmetic with `mul_add` as one instruction instead of a libm
-/// call (an FMA is exact either way, so the numbers do not change).
+/// call (an FMA is exact either way, so the numbers do not change), and the
+/// eight lanes in one AVX2 register as PyTorch's kernel holds them (each
+/// lane's operations are the scalar ones: the values do not change either).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn fill16_f32_fma(d: &mut [f32], mean: f32, std: f32) {
     fill16_f32_body(d, mean, std)
 }

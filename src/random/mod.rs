@@ -53,63 +53,56 @@ fn cast(t: Tensor, dtype: DType) -> Tensor {
     }
 }
 
-/// The logical (row-major) positions of `t`'s elements in the order
-/// PyTorch's TensorIterator visits them (memory order); `None` when the two
-/// orders agree.
-fn memory_order(t: &Tensor) -> Option<Vec<usize>> {
+/// `t`'s dimensions outermost first in memory (by decreasing stride), the
+/// order PyTorch's TensorIterator visits elements in; `None` when that is
+/// the logical order. (Sorting every element's offset instead took 80 ms
+/// for a transposed 1024 x 1024 `uniform_`.)
+fn memory_dims(t: &Tensor) -> Option<Vec<usize>> {
     if t.is_contiguous() || t.numel() < 2 {
         return None;
     }
-    let (shape, strides) = {
-        let v = t.view();
-        (v.shape.clone(), v.strides.clone())
-    };
-    let n = t.numel();
-    let mut offsets: Vec<usize> = crate::error::filled_vec(n, 0);
-    let mut idx = vec![0usize; shape.len()];
-    for off in offsets.iter_mut() {
-        *off = idx.iter().zip(strides.iter()).map(|(i, s)| i * s).sum();
-        for d in (0..shape.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
+    let v = t.view();
+    let mut dims: Vec<usize> = (0..v.shape.len()).filter(|&d| v.shape[d] > 1).collect();
+    dims.sort_by(|&a, &b| v.strides[b].cmp(&v.strides[a]));
+    if dims.windows(2).all(|w| w[0] < w[1]) {
+        return None;
     }
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| offsets[i]);
-    Some(order)
+    // Size-1 dimensions go first: they change no order.
+    let mut all: Vec<usize> = (0..v.shape.len()).filter(|&d| v.shape[d] == 1).collect();
+    all.extend(dims);
+    Some(all)
+}
+
+/// `x` (logical shape `shape`) permuted by `dims`, materialised.
+fn permuted(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    let _g = crate::autograd::GradModeGuard::new(false);
+    let d: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    crate::ops::contiguous(&crate::ops::permute(x, &d)?)
 }
 
 /// Samples drawn in `t`'s memory order (`drawn`, one per element in draw
 /// order) put at their logical positions, so a transposed or sliced
 /// destination gets PyTorch's numbers in the same memory cells.
-pub fn in_memory_order(t: &Tensor, drawn: Tensor) -> Tensor {
-    let Some(order) = memory_order(t) else {
-        return drawn;
+pub fn in_memory_order(t: &Tensor, drawn: Tensor) -> Result<Tensor> {
+    let Some(dims) = memory_dims(t) else {
+        return Ok(drawn);
     };
     let shape = t.shape();
-    crate::dispatch!(drawn.dtype(), T => {
-        let src = drawn.to_vec::<T>();
-        let mut out = src.clone();
-        for (k, &pos) in order.iter().enumerate() {
-            out[pos] = src[k];
-        }
-        Tensor::from_vec(out, shape)
-    })
+    let in_memory: Vec<usize> = dims.iter().map(|&d| shape[d]).collect();
+    let mut back = vec![0usize; dims.len()];
+    for (k, &d) in dims.iter().enumerate() {
+        back[d] = k;
+    }
+    let _g = crate::autograd::GradModeGuard::new(false);
+    permuted(&crate::ops::reshape(&drawn, &in_memory)?, &back)
 }
 
 /// `p` (already of `t`'s shape) in `t`'s memory order, flattened: the
 /// probabilities in the order the draws for `t` use them.
-pub fn to_memory_order(t: &Tensor, p: &Tensor) -> Tensor {
-    let flat = p.contiguous_data();
-    let Some(order) = memory_order(t) else {
-        return flat;
+pub fn to_memory_order(t: &Tensor, p: &Tensor) -> Result<Tensor> {
+    let Some(dims) = memory_dims(t) else {
+        return Ok(p.contiguous_data());
     };
-    let shape = p.shape();
-    crate::dispatch!(flat.dtype(), T => {
-        let src = flat.to_vec::<T>();
-        Tensor::from_vec(order.iter().map(|&i| src[i]).collect::<Vec<T>>(), shape)
-    })
+    let _g = crate::autograd::GradModeGuard::new(false);
+    crate::ops::reshape(&permuted(p, &dims)?, &p.shape())
 }

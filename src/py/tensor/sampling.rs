@@ -37,7 +37,7 @@ impl PyTensor {
                 let pt = &pt.cast::<PyTensor>().unwrap().get().t;
                 run_inplace(py, n, "bernoulli_", &[t, pt], &[], move |t, _| {
                     let pe = ops::expand(t[1], &t[0].shape())?;
-                    let pe = rng::to_memory_order(t[0], &pe);
+                    let pe = rng::to_memory_order(t[0], &pe)?;
                     let v = rng::with_gen(gen.as_ref(), |g| {
                         rng::bernoulli_tensor(g, &pe, t[0].dtype())
                     })?;
