@@ -445,3 +445,29 @@ def test_fused_lerp_and_add_products_gradients_and_nodes():
         (fn(*ref) * fg.tensor(g)).sum().backward(create_graph=True)
         for p, q in zip(ls, ref):
             np.testing.assert_allclose(p.grad.numpy(), q.grad.detach().numpy(), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist"])
+def test_cdist_through_one_matrix_product(mode):
+    # Past 25 rows (or when asked) Euclidean distances come from one product,
+    # as PyTorch computes them; values and gradients still match the direct form.
+    a, b = arr((30, 3), 1), arr((27, 3), 2)
+    expected = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))
+    got = fg.cdist(fg.tensor(a), fg.tensor(b), compute_mode=mode)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-10)
+    check(lambda x, y: fg.cdist(x, y, compute_mode=mode), a[:4], b[:3])
+    batched = fg.cdist(fg.tensor(np.stack([a, a])), fg.tensor(np.stack([b, b])))
+    np.testing.assert_allclose(batched.numpy(), np.stack([expected, expected]), rtol=1e-10)
+    with pytest.raises(ValueError, match="x is not a valid value for compute_mode"):
+        fg.cdist(fg.tensor(a), fg.tensor(b), compute_mode="x")
+
+
+@pytest.mark.parametrize("dx", [None, 0.5])
+def test_trapezoid_with_even_spacing_is_the_sum_less_half_the_ends(dx):
+    y = arr((4, 5), 3)
+    step = 1.0 if dx is None else dx
+    for dim in (0, 1, -1):
+        want = np.trapezoid(y, dx=step, axis=dim)
+        np.testing.assert_allclose(fg.trapezoid(fg.tensor(y), dx=dx, dim=dim).numpy(), want)
+    check(lambda t: fg.trapezoid(t, dx=dx), y)
+    assert fg.trapezoid(fg.zeros(3, 0)).shape == (3,)
