@@ -811,3 +811,17 @@ def test_non_finite_input_is_refused_not_looped_on(call, requires_grad):
     a = fg.tensor(_NON_FINITE, dtype=fg.float64, requires_grad=requires_grad)
     with pytest.raises(LA.LinAlgError, match="contained non-finite values"):
         call(a)
+
+
+def test_geqrf_of_tiny_columns_reflects_as_lapack_does():
+    # Entries of 1e-192 square to zero; their norm must not, or the
+    # reflector (and the sign of R's diagonal) differs from LAPACK's.
+    a = np.array([[4.0, 2.4e-192], [2.4e-192, 4.0], [2.4e-192, 2.4e-192]])
+    h, tau = np.linalg.qr(a, mode="raw")
+    got, gtau = fg.geqrf(fg.tensor(a))
+    np.testing.assert_allclose(got.numpy(), h.T, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(gtau.numpy(), tau, rtol=1e-12)
+    # A batch under vmap factors each matrix as the unbatched call does.
+    ones = fg.ones(2, 3, 2, dtype=fg.float64)
+    batched = fg.func.vmap(lambda x: fg.geqrf(x)[0])(ones)
+    np.testing.assert_array_equal(batched.numpy()[1], fg.geqrf(ones[1])[0].numpy())

@@ -79,7 +79,7 @@ pub fn scatter<T: Element>(dst: &View, src: &[T]) {
         // Walked in the destination's memory order, so its unit stride is
         // the last dimension, which the tiles need.
         let mut dims: SmallVec<[usize; 6]> = (0..nd).collect();
-        dims.sort_by(|&a, &b| dst.strides[b].cmp(&dst.strides[a]));
+        dims.sort_by_key(|&d| std::cmp::Reverse(dst.strides[d]));
         let shape: SmallVec<[usize; 6]> = dims.iter().map(|&d| dst.shape[d]).collect();
         let dst_st: SmallVec<[usize; 6]> = dims.iter().map(|&d| dst.strides[d]).collect();
         let sst: SmallVec<[isize; 6]> = dims.iter().map(|&d| sst[d]).collect();
@@ -124,7 +124,7 @@ fn fill<T: Element>(dst: &View, v: T) {
         .filter(|&(&d, &s)| d != 1 && s != 0)
         .map(|(&d, &s)| (d, s))
         .collect();
-    dims.sort_by(|a, b| b.1.cmp(&a.1));
+    dims.sort_by_key(|d| std::cmp::Reverse(d.1));
     let shape: SmallVec<[usize; 6]> = dims.iter().map(|d| d.0).collect();
     let strides: SmallVec<[usize; 6]> = dims.iter().map(|d| d.1).collect();
     let (shape, [st]) = coalesce(&shape, [&strides]);

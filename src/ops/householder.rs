@@ -46,6 +46,25 @@ fn lapy2(x: f64, y: f64) -> f64 {
     }
 }
 
+/// The 2-norm of column `c` over `rows` of a row-major matrix `n` wide: the
+/// plain sum of squares, rescaled by the largest entry when that sum
+/// under- or overflows (as `dnrm2` never does: entries of 1e-192 have a norm,
+/// and a reflector, where the plain sum says zero).
+fn column_norm(a: &[f64], n: usize, c: usize, rows: std::ops::Range<usize>) -> f64 {
+    let s: f64 = rows.clone().map(|r| a[r * n + c] * a[r * n + c]).sum();
+    if s.is_finite() && s >= f64::MIN_POSITIVE {
+        return s.sqrt();
+    }
+    let big = rows.clone().map(|r| a[r * n + c].abs()).fold(0.0, f64::max);
+    if big == 0.0 || !big.is_finite() {
+        return s.sqrt();
+    }
+    big * rows
+        .map(|r| (a[r * n + c] / big) * (a[r * n + c] / big))
+        .sum::<f64>()
+        .sqrt()
+}
+
 /// One `m x n` row-major matrix factored in place (`dgeqr2`): R on and above
 /// the diagonal, the reflectors' vectors below it; their scales in `tau`.
 fn geqr2(a: &mut [f64], m: usize, n: usize, tau: &mut [f64]) {
@@ -53,10 +72,7 @@ fn geqr2(a: &mut [f64], m: usize, n: usize, tau: &mut [f64]) {
     for i in 0..m.min(n) {
         // dlarfg: H = I - tau v v^T with H [alpha; x] = [beta; 0], v[0] = 1.
         let alpha = a[i * n + i];
-        let xnorm = (i + 1..m)
-            .map(|r| a[r * n + i] * a[r * n + i])
-            .sum::<f64>()
-            .sqrt();
+        let xnorm = column_norm(a, n, i, i + 1..m);
         let t = if i + 1 >= m || xnorm == 0.0 {
             0.0
         } else {
@@ -73,10 +89,7 @@ fn geqr2(a: &mut [f64], m: usize, n: usize, tau: &mut [f64]) {
                 alpha /= safmin;
             }
             if knt > 0 {
-                xnorm = (i + 1..m)
-                    .map(|r| a[r * n + i] * a[r * n + i])
-                    .sum::<f64>()
-                    .sqrt();
+                xnorm = column_norm(a, n, i, i + 1..m);
                 beta = -lapy2(alpha, xnorm).copysign(alpha);
             }
             let t = (beta - alpha) / beta;

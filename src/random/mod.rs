@@ -63,7 +63,7 @@ fn memory_dims(t: &Tensor) -> Option<Vec<usize>> {
     }
     let v = t.view();
     let mut dims: Vec<usize> = (0..v.shape.len()).filter(|&d| v.shape[d] > 1).collect();
-    dims.sort_by(|&a, &b| v.strides[b].cmp(&v.strides[a]));
+    dims.sort_by_key(|&d| std::cmp::Reverse(v.strides[d]));
     if dims.windows(2).all(|w| w[0] < w[1]) {
         return None;
     }

@@ -183,6 +183,13 @@ class LinalgGeqrf(Function):
         arr = input.detach().numpy()
         m, n = arr.shape[-2], arr.shape[-1]
         shape = arr.shape[:-2]
+        if arr.size and arr.dtype in (np.float32, np.float64):
+            # The native loop the unbatched call runs, so a batch under `vmap`
+            # factors each matrix with the same roundings: on a rank-deficient
+            # input LAPACK's other order turned rounding noise into a reflector.
+            a, t = _C._geqrf(_C.from_numpy(np.ascontiguousarray(arr)))
+            ctx.mark_non_differentiable(a, t)
+            return a, t
         if not arr.size:
             # Nothing to factor: no loop over a batch that may be huge.
             a = np.zeros(shape + (m, n))
