@@ -367,37 +367,35 @@ pub fn forward_pays<T: Element>(g: &Geom) -> Option<Isa> {
     let taps = g.c / g.groups * g.kh * g.kw;
     let pointwise = g.kh * g.kw == 1;
     forward_fits::<T>(g).filter(|&isa| {
-        channels_pay::<T>(
-            isa,
-            g.o / g.groups,
-            taps,
-            g.ow,
-            g.stride != [1, 1],
-            g.kh * g.kw == 1,
-        ) || direct_pays::<T>(
-            isa,
-            g.o / g.groups,
-            taps,
-            g.oh * g.ow,
-            g.ow,
-            pointwise,
-            g.stride[1],
-        )
+        forward_channels::<T>(isa, g)
+            || direct_pays::<T>(
+                isa,
+                g.o / g.groups,
+                taps,
+                g.oh * g.ow,
+                g.ow,
+                pointwise,
+                g.stride[1],
+            )
     })
 }
 
 /// `conv(x, w) + bias` on `isa` for a geometry [`forward_fits`] accepts.
 pub fn forward<T: Float>(isa: Isa, g: &Geom, x: &[T], w: &[T], bias: Option<&[T]>) -> Vec<T> {
+    forward_with(isa, g, x, w, bias, forward_channels::<T>(isa, g))
+}
+
+/// Whether [`forward`] on `isa` takes the channel-vector blocks for `g`.
+fn forward_channels<T: Element>(isa: Isa, g: &Geom) -> bool {
     let taps = g.c / g.groups * g.kh * g.kw;
-    let channels = channels_pay::<T>(
+    channels_pay::<T>(
         isa,
         g.o / g.groups,
         taps,
         g.ow,
         g.stride != [1, 1],
         g.kh * g.kw == 1,
-    );
-    forward_with(isa, g, x, w, bias, channels)
+    )
 }
 
 /// [`forward`] by the channel-vector blocks (AVX-512 only) or the row blocks.
