@@ -4,12 +4,12 @@
 //! are all separable linear maps: each output row reads a few input rows
 //! with weights, each output column a few input columns. [`Taps`] lists them
 //! per axis, and one kernel pair applies such a map ([`separable`]) and its
-//! adjoint ([`separable_adjoint`], the backward). Max pooling reads windows
-//! of evenly spaced positions ([`Window`]) and records where each maximum
-//! was, as a flat index into its plane, as PyTorch does.
+//! adjoint ([`separable_adjoint`], the backward). Max pooling, which is not
+//! linear, is in `max_pool`.
 
 use super::{par_ranges, SendPtr};
 use crate::tensor::{Element, Float};
+use multiversion::multiversion;
 
 /// For each output index along one axis: the input indices it reads and
 /// their weights, `idx[off[o]..off[o + 1]]` and `wt[..]`.
@@ -78,7 +78,7 @@ impl Taps {
 }
 
 /// Planes per parallel task, so each task has about a grain's worth of work.
-fn planes_per_task(per_plane: usize) -> usize {
+pub(super) fn planes_per_task(per_plane: usize) -> usize {
     (super::GRAIN / per_plane.max(1)).max(1)
 }
 
@@ -93,46 +93,96 @@ pub fn separable<T: Float>(x: &[T], planes: usize, th: &Taps, tw: &Taps) -> Vec<
         tw.wt.iter().map(|&v| T::from_f64(v)).collect(),
     );
     let per = planes_per_task(h * w + oh * ow);
+    // The column taps are gathers, the row taps whole-row vector updates:
+    // when the map shrinks the rows (pooling), rows go first, so the
+    // gathers run over `oh` rows instead of `h` (8x fewer for an 8-row
+    // window); otherwise columns first, over the input's rows.
+    let rows_first = oh < h;
     par_ranges(planes.div_ceil(per) * super::GRAIN, |a, b| {
         let (a, b) = (a / super::GRAIN * per, (b / super::GRAIN * per).min(planes));
-        let mut tmp = crate::error::filled_vec(h * ow, <T as Element>::zero());
+        let (tr, tc) = if rows_first { (oh, w) } else { (h, ow) };
+        let mut tmp = crate::error::filled_vec(tr * tc, <T as Element>::zero());
         for p in a..b {
             let xp = &x[p * h * w..(p + 1) * h * w];
-            // Columns first: tmp[ih, ow].
-            for ih in 0..h {
-                let row = &xp[ih * w..(ih + 1) * w];
-                let t = &mut tmp[ih * ow..(ih + 1) * ow];
-                for (o, v) in t.iter_mut().enumerate() {
-                    if tw.copies {
-                        *v = row[tw.idx[tw.off[o]]];
-                        continue;
-                    }
-                    let mut acc = <T as Element>::zero();
-                    for q in tw.off[o]..tw.off[o + 1] {
-                        acc += ww[q] * row[tw.idx[q]];
-                    }
-                    *v = acc;
-                }
-            }
             // SAFETY: plane `p` of `out` belongs to this range alone.
             let dst = unsafe { std::slice::from_raw_parts_mut(op.get().add(p * oh * ow), oh * ow) };
-            for o in 0..oh {
-                let d = &mut dst[o * ow..(o + 1) * ow];
-                if th.copies {
-                    let i = th.idx[th.off[o]];
-                    d.copy_from_slice(&tmp[i * ow..(i + 1) * ow]);
-                    continue;
-                }
-                for q in th.off[o]..th.off[o + 1] {
-                    let (src, a) = (&tmp[th.idx[q] * ow..(th.idx[q] + 1) * ow], wh[q]);
-                    for (v, s) in d.iter_mut().zip(src) {
-                        *v += a * *s;
-                    }
-                }
-            }
+            separable_plane(xp, (th, &wh), (tw, &ww), rows_first, &mut tmp, dst);
         }
     });
     out
+}
+
+/// One plane of [`separable`], through `tmp` (rows of the intermediate).
+#[multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn separable_plane<T: Float>(
+    xp: &[T],
+    (th, wh): (&Taps, &[T]),
+    (tw, ww): (&Taps, &[T]),
+    rows_first: bool,
+    tmp: &mut [T],
+    dst: &mut [T],
+) {
+    let (h, w, ow) = (th.len_in, tw.len_in, tw.len_out());
+    if rows_first {
+        tmp.fill(<T as Element>::zero());
+        rows_pass(xp, w, th, wh, tmp);
+        for (o, d) in dst.chunks_exact_mut(ow.max(1)).enumerate() {
+            columns_pass(&tmp[o * w..(o + 1) * w], tw, ww, d);
+        }
+    } else {
+        for ih in 0..h {
+            columns_pass(
+                &xp[ih * w..(ih + 1) * w],
+                tw,
+                ww,
+                &mut tmp[ih * ow..(ih + 1) * ow],
+            );
+        }
+        rows_pass(tmp, ow, th, wh, dst);
+    }
+}
+
+/// One row of [`separable`]'s column pass: output column `o` of `t` from
+/// its taps of `row`.
+#[inline(always)]
+fn columns_pass<T: Float>(row: &[T], tw: &Taps, ww: &[T], t: &mut [T]) {
+    for (o, v) in t.iter_mut().enumerate() {
+        if tw.copies {
+            *v = row[tw.idx[tw.off[o]]];
+            continue;
+        }
+        let mut acc = <T as Element>::zero();
+        for q in tw.off[o]..tw.off[o + 1] {
+            acc += ww[q] * row[tw.idx[q]];
+        }
+        *v = acc;
+    }
+}
+
+/// [`separable`]'s row pass: output row `o` of `dst` (rows of `w`, zeros
+/// unless copied) adds its taps' rows of `src`, weighted.
+#[inline(always)]
+fn rows_pass<T: Float>(src: &[T], w: usize, th: &Taps, wh: &[T], dst: &mut [T]) {
+    for (o, d) in dst
+        .chunks_exact_mut(w.max(1))
+        .enumerate()
+        .take(th.len_out())
+    {
+        if th.copies {
+            let i = th.idx[th.off[o]];
+            d.copy_from_slice(&src[i * w..(i + 1) * w]);
+            continue;
+        }
+        for q in th.off[o]..th.off[o + 1] {
+            let (s, a) = (&src[th.idx[q] * w..(th.idx[q] + 1) * w], wh[q]);
+            for (v, x) in d.iter_mut().zip(s) {
+                *v += a * *x;
+            }
+        }
+    }
 }
 
 /// The adjoint of [`separable`]: `gx[p, ih, iw] = sum th * tw * g[p, oh, ow]`.
@@ -171,170 +221,6 @@ pub fn separable_adjoint<T: Float>(g: &[T], planes: usize, th: &Taps, tw: &Taps)
                         row[tw.idx[q]] += ww[q] * v;
                     }
                 }
-            }
-        }
-    });
-    out
-}
-
-/// For each output index along one axis, the input positions of its window:
-/// `start[o] + i * step` for `i < count[o]`, all inside the input.
-#[derive(Clone, Debug, Default)]
-pub struct Window {
-    pub len_in: usize,
-    pub start: Vec<usize>,
-    pub count: Vec<usize>,
-    pub step: usize,
-}
-
-impl Window {
-    pub fn len_out(&self) -> usize {
-        self.start.len()
-    }
-}
-
-/// Max over each window and the flat in-plane index of the first maximum;
-/// a NaN wins (the last one), as in PyTorch.
-pub fn max_pool<T: Float>(x: &[T], planes: usize, wh: &Window, ww: &Window) -> (Vec<T>, Vec<i64>) {
-    let (h, w) = (wh.len_in, ww.len_in);
-    let (oh, ow) = (wh.len_out(), ww.len_out());
-    let n = planes * oh * ow;
-    let mut out: Vec<T> = crate::error::filled_vec(n, <T as Element>::zero());
-    let mut idx: Vec<i64> = crate::error::filled_vec(n, 0);
-    let (op, ip) = (SendPtr(out.as_mut_ptr()), SendPtr(idx.as_mut_ptr()));
-    let per = planes_per_task(h * w);
-    let pairs = |win: &Window| {
-        win.step == 1 && (0..win.len_out()).all(|o| win.start[o] == 2 * o && win.count[o] == 2)
-    };
-    let two_by_two = pairs(wh) && pairs(ww);
-    par_ranges(planes.div_ceil(per) * super::GRAIN, |a, b| {
-        let (a, b) = (a / super::GRAIN * per, (b / super::GRAIN * per).min(planes));
-        for p in a..b {
-            let xp = &x[p * h * w..(p + 1) * h * w];
-            if two_by_two {
-                // SAFETY: plane `p` of the outputs belongs to this range alone.
-                let (o, i) = unsafe {
-                    (
-                        std::slice::from_raw_parts_mut(op.get().add(p * oh * ow), oh * ow),
-                        std::slice::from_raw_parts_mut(ip.get().add(p * oh * ow), oh * ow),
-                    )
-                };
-                max_pool_2x2(xp, w, oh, ow, o, i);
-                continue;
-            }
-            for y in 0..oh {
-                for xo in 0..ow {
-                    // PyTorch's rule: a larger value or any NaN takes over
-                    // (so the first maximum, or the last NaN). Done in two
-                    // passes without data-dependent branches, which random
-                    // data mispredicts: the maximum, then where it is.
-                    let (sy, sx) = (wh.start[y], ww.start[xo]);
-                    let (cy, cx) = (wh.count[y], ww.count[xo]);
-                    let mut best = T::neg_infinity();
-                    let mut nan = false;
-                    for i in 0..cy {
-                        let row = (sy + i * wh.step) * w + sx;
-                        for j in 0..cx {
-                            let v = xp[row + j * ww.step];
-                            best = if v > best { v } else { best };
-                            nan |= v.is_nan();
-                        }
-                    }
-                    let mut at = sy * w + sx;
-                    for i in (0..cy).rev() {
-                        let row = (sy + i * wh.step) * w + sx;
-                        for j in (0..cx).rev() {
-                            let pos = row + j * ww.step;
-                            let hit = if nan {
-                                xp[pos].is_nan()
-                            } else {
-                                xp[pos] == best
-                            };
-                            let m = 0usize.wrapping_sub(hit as usize);
-                            at = (pos & m) | (at & !m);
-                        }
-                    }
-                    if nan {
-                        best = T::nan();
-                        // The reverse pass found the first NaN; PyTorch keeps the last.
-                        for i in 0..cy {
-                            let row = (sy + i * wh.step) * w + sx;
-                            for j in 0..cx {
-                                let pos = row + j * ww.step;
-                                if xp[pos].is_nan() {
-                                    at = pos;
-                                }
-                            }
-                        }
-                    }
-                    if at >= h * w {
-                        // An empty window (a dilated one can miss the input).
-                        at = 0;
-                    }
-                    let o = (p * oh + y) * ow + xo;
-                    // SAFETY: plane `p` of the outputs belongs to this range alone.
-                    unsafe {
-                        *op.get().add(o) = best;
-                        *ip.get().add(o) = at as i64;
-                    }
-                }
-            }
-        }
-    });
-    (out, idx)
-}
-
-/// [`max_pool`] of one plane (rows of `w`) with 2x2 windows, stride 2, no
-/// padding: LeNet's pooling spent a fifth of its training step in the
-/// general loop's window bookkeeping. The four values are taken in
-/// PyTorch's order with its rule, a larger value or any NaN takes over.
-fn max_pool_2x2<T: Float>(x: &[T], w: usize, oh: usize, ow: usize, out: &mut [T], idx: &mut [i64]) {
-    for y in 0..oh {
-        let (r0, r1) = (2 * y * w, (2 * y + 1) * w);
-        let (top, bottom) = (&x[r0..r0 + 2 * ow], &x[r1..r1 + 2 * ow]);
-        let (o, i) = (
-            &mut out[y * ow..(y + 1) * ow],
-            &mut idx[y * ow..(y + 1) * ow],
-        );
-        for xo in 0..ow {
-            let mut best = top[2 * xo];
-            let mut at = r0 + 2 * xo;
-            for (v, pos) in [
-                (top[2 * xo + 1], r0 + 2 * xo + 1),
-                (bottom[2 * xo], r1 + 2 * xo),
-                (bottom[2 * xo + 1], r1 + 2 * xo + 1),
-            ] {
-                // `|` and a mask, not `||` and `if`: the compiler turned
-                // those into branches that random data mispredicts.
-                let take = (v > best) | v.is_nan();
-                let m = 0usize.wrapping_sub(take as usize);
-                best = if take { v } else { best };
-                at = (pos & m) | (at & !m);
-            }
-            o[xo] = best;
-            i[xo] = at as i64;
-        }
-    }
-}
-
-/// Adds `g[p, o]` at `idx[p, o]` of plane `p` (`planes` planes of `plane`
-/// elements): the gradient of max pooling.
-pub fn scatter_planes<T: Float>(g: &[T], idx: &[i64], planes: usize, plane: usize) -> Vec<T> {
-    let per_out = g.len().checked_div(planes).unwrap_or(0);
-    let mut out: Vec<T> = crate::error::filled_vec(planes * plane, <T as Element>::zero());
-    let op = SendPtr(out.as_mut_ptr());
-    let per = planes_per_task(plane + per_out);
-    par_ranges(planes.div_ceil(per) * super::GRAIN, |a, b| {
-        let (a, b) = (a / super::GRAIN * per, (b / super::GRAIN * per).min(planes));
-        for p in a..b {
-            // SAFETY: plane `p` of `out` belongs to this range alone.
-            let d = unsafe { std::slice::from_raw_parts_mut(op.get().add(p * plane), plane) };
-            let (gp, ip) = (
-                &g[p * per_out..(p + 1) * per_out],
-                &idx[p * per_out..(p + 1) * per_out],
-            );
-            for (v, &i) in gp.iter().zip(ip) {
-                d[i as usize] += *v;
             }
         }
     });

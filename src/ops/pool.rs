@@ -15,7 +15,8 @@ use smallvec::{smallvec, SmallVec};
 use super::{reshape, scatter_add};
 use crate::autograd::{is_grad_enabled, needs_record, record};
 use crate::error::{Error, Result};
-use crate::kernels::pool::{self as kp, Taps, Window};
+use crate::kernels::max_pool::{self as kmp, Window};
+use crate::kernels::pool::{self as kp, Taps};
 use crate::saved;
 use crate::tensor::{fmt_shape, DType, Shape, Tensor};
 
@@ -221,6 +222,31 @@ pub fn max_pool2d_with_indices(
     dilation: &[i64],
     ceil_mode: bool,
 ) -> Result<(Tensor, Tensor)> {
+    let (out, idx) = max_pool2d_impl(x, [kernel, stride, padding, dilation], ceil_mode, true)?;
+    let idx = idx.unwrap_or_else(|| Tensor::zeros(out.shape(), crate::tensor::DType::I64));
+    Ok((out, idx))
+}
+
+/// `max_pool2d` without its indices: they are found only when the
+/// backward needs them (PyTorch's no-grad forward skips them too; writing
+/// them was half of a 1-d pooling's memory traffic).
+pub fn max_pool2d(
+    x: &Tensor,
+    kernel: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    Ok(max_pool2d_impl(x, [kernel, stride, padding, dilation], ceil_mode, false)?.0)
+}
+
+fn max_pool2d_impl(
+    x: &Tensor,
+    [kernel, stride, padding, dilation]: [&[i64]; 4],
+    ceil_mode: bool,
+    indices: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
     let pp = pool_params(
         &x.shape(),
         x.dtype(),
@@ -235,7 +261,7 @@ pub fn max_pool2d_with_indices(
     let oshape = out_shape(&x.shape(), [pp.out[0] as usize, pp.out[1] as usize]);
     if let Some(empty) = empty_output(x, oshape, "MaxPool2DWithIndicesBackward0") {
         let idx = Tensor::zeros(empty.shape(), crate::tensor::DType::I64);
-        return Ok((empty, idx));
+        return Ok((empty, Some(idx)));
     }
     let win: [Window; 2] = std::array::from_fn(|a| {
         max_window(
@@ -244,7 +270,7 @@ pub fn max_pool2d_with_indices(
             pp.out[a],
         )
     });
-    max_op(x, win, "MaxPool2DWithIndicesBackward0")
+    max_op(x, win, "MaxPool2DWithIndicesBackward0", indices)
 }
 
 /// The windows of `out` max-pooling outputs along an axis of `len` inputs,
@@ -294,26 +320,38 @@ pub fn adaptive_max_pool2d(x: &Tensor, output_size: &[i64]) -> Result<(Tensor, T
         return Ok((empty, idx));
     }
     let win: [Window; 2] = std::array::from_fn(|a| adaptive_window(size[a], out[a]));
-    max_op(x, win, "AdaptiveMaxPool2DBackward0")
+    let (o, idx) = max_op(x, win, "AdaptiveMaxPool2DBackward0", true)?;
+    let idx = idx.unwrap_or_else(|| Tensor::zeros(o.shape(), crate::tensor::DType::I64));
+    Ok((o, idx))
 }
 
-fn max_op(x: &Tensor, win: [Window; 2], name: &'static str) -> Result<(Tensor, Tensor)> {
+/// Max pooling over the windows `win` of the last two dimensions: the
+/// values, and the indices when `indices` asks or the backward needs them.
+fn max_op(
+    x: &Tensor,
+    win: [Window; 2],
+    name: &'static str,
+    indices: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
     let shape = x.shape();
     let (h, w) = (win[0].len_in, win[1].len_in);
     let planes = x.numel() / (h * w).max(1);
     let oshape = out_shape(&shape, [win[0].len_out(), win[1].len_out()]);
+    let recording = needs_record(&[x]);
+    let keep = indices || recording;
     let (out, idx) = {
         // float16/bfloat16 in float32: a maximum is exact in either.
         let xc = super::compute_contig(x);
         let v = xc.view();
         let (o, i) = crate::dispatch_float!(xc.dtype(), T => {
-            let (o, i) = kp::max_pool::<T>(v.as_slice::<T>().unwrap_or(&[]), planes, &win[0], &win[1]);
-            (Tensor::from_vec(o, oshape.clone()), Tensor::from_vec(i, oshape.clone()))
+            let xs = v.as_slice::<T>().unwrap_or(&[]);
+            let (o, i) = kmp::max_pool::<T>(xs, planes, &win[0], &win[1], keep);
+            (Tensor::from_vec(o, oshape.clone()), keep.then(|| Tensor::from_vec(i, oshape.clone())))
         });
         (super::back_to(o, x.dtype()), i)
     };
-    if needs_record(&[x]) {
-        record(name, &[x], &out, saved![&idx], move |c| {
+    if let (true, Some(idx)) = (recording, &idx) {
+        record(name, &[x], &out, saved![idx], move |c| {
             let (g, idx) = (c.grad()?, c.saved(0)?);
             Ok(smallvec![Some(max_backward(g, idx, &shape, 2)?)])
         });
@@ -339,7 +377,7 @@ pub(super) fn max_backward(
         let (vg, vi) = (gc.view(), ic.view());
         return Ok(
             crate::dispatch_float_compute!(g.dtype(), T => Tensor::from_vec(
-                kp::scatter_planes::<T>(
+                kmp::scatter_planes::<T>(
                     vg.as_slice::<T>().unwrap_or(&[]),
                     vi.as_slice::<i64>().unwrap_or(&[]),
                     planes,

@@ -21,7 +21,7 @@ use super::pool::{
 use super::{adaptive_avg_pool2d, avg_pool2d, contiguous, expand, narrow, reshape};
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
-use crate::kernels::pool::{self as kp, Window};
+use crate::kernels::max_pool::{self as kp, Window};
 use crate::saved;
 use crate::tensor::{fmt_shape, DType, Shape, Tensor};
 use smallvec::smallvec;
@@ -75,9 +75,9 @@ fn max3(
         let v = xc.view();
         let (o, i) = crate::dispatch_float!(xc.dtype(), T => {
             let xs = v.as_slice::<T>().unwrap_or(&[]);
-            let (slices, at_slice) = kp::max_pool::<T>(xs, n * c * d, &wh, &ww);
+            let (slices, at_slice) = kp::max_pool::<T>(xs, n * c * d, &wh, &ww, true);
             // `at[q]`: depth * hw_out + column of the depth pass's image.
-            let (o, at) = kp::max_pool::<T>(&slices, n * c, &wd, &unit);
+            let (o, at) = kp::max_pool::<T>(&slices, n * c, &wd, &unit, true);
             let mut idx = crate::error::alloc_vec::<i64>(at.len());
             let per = od * hw_out;
             for (q, &a) in at.iter().enumerate() {

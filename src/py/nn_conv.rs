@@ -130,6 +130,23 @@ fn max_pool2d_with_indices(
     })
 }
 
+/// `max_pool2d`'s values alone (the indices only when the backward needs them).
+#[pyfunction]
+#[pyo3(signature = (input, kernel_size, stride, padding, dilation, ceil_mode))]
+fn max_pool2d(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    kernel_size: Vec<i64>,
+    stride: Vec<i64>,
+    padding: Vec<i64>,
+    dilation: Vec<i64>,
+    ceil_mode: bool,
+) -> PyResult<Py<PyAny>> {
+    pooled(py, input, "max_pool2d", move |x| {
+        ops::max_pool2d(x, &kernel_size, &stride, &padding, &dilation, ceil_mode)
+    })
+}
+
 #[pyfunction]
 #[pyo3(signature = (input, output_size))]
 fn adaptive_max_pool2d(
@@ -311,6 +328,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convolution, m)?)?;
     m.add_function(wrap_pyfunction!(conv3d, m)?)?;
     m.add_function(wrap_pyfunction!(max_pool2d_with_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(max_pool2d, m)?)?;
     m.add_function(wrap_pyfunction!(adaptive_max_pool2d, m)?)?;
     m.add_function(wrap_pyfunction!(avg_pool2d, m)?)?;
     m.add_function(wrap_pyfunction!(adaptive_avg_pool2d, m)?)?;

@@ -107,8 +107,12 @@ def max_pool2d(
         >>> F.max_pool2d(torch.ones(1, 1, 5, 5), 2, ceil_mode=True).shape
         ferrograd.Size([1, 1, 3, 3])
     """
-    out, idx = max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return (out, idx) if return_indices else out
+    if return_indices:
+        return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    _check_input(input, 2, "max_pool2d")
+    k, s, p, d = _window(2, kernel_size, stride, padding, dilation, "max_pool2d")
+    # The values alone: the kernel finds indices only when the backward needs them.
+    return _C.max_pool2d(input, k, s, p, d, bool(ceil_mode))
 
 
 def max_pool1d_with_indices(
@@ -186,8 +190,11 @@ def max_pool1d(
         >>> F.max_pool1d(torch.tensor([[1.0, 3.0, 2.0, 0.0, 5.0]]), 2, ceil_mode=True)
         tensor([[3., 2., 5.]])
     """
-    out, idx = max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return (out, idx) if return_indices else out
+    if return_indices:
+        return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    _check_input(input, 1, "max_pool1d")
+    (k,), (s,), (p,), (d,) = _window(1, kernel_size, stride, padding, dilation, "max_pool1d")
+    return _with_dim(-2, _C.max_pool2d, input, [1, k], [1, s], [0, p], [1, d], bool(ceil_mode))
 
 
 for _name, _rank in [
