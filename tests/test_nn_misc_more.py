@@ -416,7 +416,7 @@ def test_triplet_with_distance_defaults_and_errors():
 @given(
     n=st.integers(0, 5),
     m=st.integers(1, 4),
-    p=st.sampled_from([1.0, 1.5, 2.0, 3.0, math.inf]),
+    p=st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, math.inf]),
     seed=st.integers(0, 2**16),
 )
 @FEW

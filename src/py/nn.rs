@@ -33,6 +33,20 @@ fn mse_loss(
 }
 
 /// Clamps the elements of `input` to [min_val, max_val].
+/// `pdist`'s kernel: the `p`-norm distance of every pair of rows
+/// (`nn.functional.pdist` checks the arguments with PyTorch's wording).
+#[pyfunction]
+#[pyo3(signature = (input, p))]
+fn _pdist(py: Python<'_>, input: &Bound<'_, PyAny>, p: f64) -> PyResult<Py<PyAny>> {
+    let x = &tensor_arg(input, "pdist", "input", 1)?.get().t;
+    let work = x
+        .numel()
+        .saturating_mul(x.shape().first().copied().unwrap_or(0));
+    capture::run_op(py, work, "pdist", &[x], &[], move |t, _| {
+        ops::pdist(t[0], p)
+    })
+}
+
 #[pyfunction]
 #[pyo3(signature = (input, min_val=-1.0, max_val=1.0))]
 fn hardtanh(
@@ -579,6 +593,7 @@ fn _multilabel_margin_loss(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mse_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_pdist, m)?)?;
     m.add_function(wrap_pyfunction!(hardtanh, m)?)?;
     m.add_function(wrap_pyfunction!(leaky_relu, m)?)?;
     m.add_function(wrap_pyfunction!(leaky_relu_, m)?)?;

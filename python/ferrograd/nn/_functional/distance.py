@@ -1,5 +1,7 @@
-"""Distances: ``cosine_similarity``, ``pairwise_distance`` and ``pdist``,
-composed from differentiable ops so gradients of every order follow."""
+"""Distances: ``cosine_similarity`` and ``pairwise_distance``, composed from
+differentiable ops so gradients of every order follow, and ``pdist``, one
+native pass over the pairs whose gradient under ``create_graph`` is taken
+through the same composition."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ... import _C
+from ... import _C, _dispatch
 from ._args import tensor_args
 
 if TYPE_CHECKING:
@@ -117,9 +119,12 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    i, j = _pair_rows(input.shape[0])
-    diff = input.index_select(0, i) - input.index_select(0, j)
-    return diff.norm(p, 1)
+    if _dispatch.is_batched(input) or _C._fw_tangent(input) is not None:
+        # vmap and forward mode take the composition, which they batch and
+        # differentiate op by op: the rows of every pair, their difference, its norm.
+        i, j = _pair_rows(input.shape[0])
+        return (input.index_select(0, i) - input.index_select(0, j)).norm(p, 1)
+    return _C._pdist(input, float(p))
 
 
 @functools.lru_cache(maxsize=32)
