@@ -424,6 +424,8 @@ CASES = {
     "layer_norm": (lambda x, w, b: F.layer_norm(x, (3,), w, b), [S(2, 3), S(3), S(3)]),
     "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), [S(2, 4, 2), S(4), S(4)]),
     "embedding": (lambda w: F.embedding(fg.tensor([[0, 2], [1, 1]]), w), [S(3, 2)]),
+    "embedding_bag": (lambda w: F.embedding_bag(fg.tensor([[0, 2], [1, 1]]), w), [S(3, 2)]),
+    "pdist": (lambda x: F.pdist(x), [S(4, 3)]),
     "embedding_grad": (_grad_of(lambda w: (F.embedding(fg.tensor([0, 2, 2]), w) ** 2).sum()), [S(3, 2)]),
     "cosine_similarity": (lambda x, y: F.cosine_similarity(x, y), [A(2, 3), A(2, 3)]),
     "normalize": (lambda x: F.normalize(x), [A(2, 3)]),

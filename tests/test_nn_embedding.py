@@ -208,6 +208,31 @@ def test_embedding_bag_2d_per_sample_weights_and_last_offset():
     assert tuple(m(fg.tensor(idx)).shape) == (2, 2)
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_of_full_bags_in_one_pass(mode):
+    """A 2-d input's bags are gathered and summed in one pass: the values of
+    the per-bag loop (float32 bits equal to gather-then-sum), and gradients of
+    every order through its scatter-add."""
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((7, 3))
+    idx = np.array([[0, 6, 2, 2], [5, 1, 1, 3], [4, 4, 4, 4]])
+    wt = fg.tensor(w, requires_grad=True)
+    out = F.embedding_bag(fg.tensor(idx), wt, mode=mode)
+    want = np_bag(w, idx.reshape(-1), np.array([0, 4, 8]), mode)
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-12)
+    f = lambda w: F.embedding_bag(fg.tensor(idx), w, mode=mode)  # noqa: E731
+    assert gradcheck(f, (wt,)) and gradgradcheck(f, (wt,))
+    w32 = fg.tensor(w.astype(np.float32))
+    rows = F.embedding(fg.tensor(idx), w32).sum(1)
+    fused = F.embedding_bag(fg.tensor(idx), w32, mode="sum")
+    np.testing.assert_array_equal(fused.numpy(), rows.numpy())
+    half = F.embedding_bag(fg.tensor(idx), w32.to(fg.bfloat16), mode=mode)
+    assert half.dtype == fg.bfloat16
+    np.testing.assert_allclose(half.float().numpy(), want, rtol=2e-2, atol=2e-2)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding_bag(fg.tensor([[0, 7]]), wt, mode=mode)
+
+
 def test_embedding_bag_errors():
     w = fg.randn(5, 2)
     with pytest.raises(ValueError, match="offsets has to be a 1D Tensor but got None"):

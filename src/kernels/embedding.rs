@@ -1,7 +1,7 @@
 //! Embedding lookups and their scatter-add adjoint over rows of `d` elements.
 
 use super::{build_vec, parallel, SendPtr};
-use crate::tensor::Element;
+use crate::tensor::{Element, Float};
 
 /// `out[i] = w[idx[i]] * scale[i]` (rows of `d`); a row whose `zero[i]` is
 /// set is zeros. Indices are in range (checked by the caller).
@@ -100,4 +100,37 @@ pub fn scatter_rows<T: Element + std::ops::Mul<Output = T> + std::ops::AddAssign
         });
     });
     out
+}
+
+/// The sum of each bag's rows: bag `b` adds the rows of `w` (`d` wide) at
+/// `idx[b * len..(b + 1) * len]`, in that order (as the gather then a sum
+/// over the bag would), with no `bags x len x d` gather in between.
+pub fn bag_sums<T: Float>(w: &[T], d: usize, idx: &[i64], len: usize) -> Vec<T> {
+    let bags = idx.len().checked_div(len).unwrap_or(0);
+    let mut out: Vec<T> = crate::error::filled_vec(bags * d, <T as Element>::zero());
+    let o = SendPtr(out.as_mut_ptr());
+    super::par_ranges(bags * len * d.max(1), |a, b| {
+        let per = len * d.max(1);
+        let (lo, hi) = (a.div_ceil(per), b.div_ceil(per).min(bags));
+        for bag in lo..hi {
+            // SAFETY: row `bag` of `out` belongs to this range alone.
+            let row = unsafe { std::slice::from_raw_parts_mut(o.get().add(bag * d), d) };
+            add_rows(w, d, &idx[bag * len..(bag + 1) * len], row);
+        }
+    });
+    out
+}
+
+/// `row += w[k]` for each index `k` of one bag, in order.
+#[multiversion::multiversion(targets(
+    "x86_64+avx+avx2+fma+avx512f+avx512vl+avx512bw+avx512dq",
+    "x86_64+avx+avx2+fma"
+))]
+fn add_rows<T: Float>(w: &[T], d: usize, bag: &[i64], row: &mut [T]) {
+    for &k in bag {
+        let src = &w[k as usize * d..(k as usize + 1) * d];
+        for (r, &v) in row.iter_mut().zip(src) {
+            *r += v;
+        }
+    }
 }

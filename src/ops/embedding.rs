@@ -198,3 +198,53 @@ pub fn embedding_renorm_(
     let values = cast_data(&Tensor::from_vec(new, smallvec![v, d]), weight.dtype());
     super::assign(weight, &values)
 }
+
+/// `embedding_bag(input, weight, mode="sum")` of a 2-d `input` (`[bags,
+/// len]`, every bag full): the sum of each bag's rows, gathered and added in
+/// one pass (`EmbeddingBagBackward0`). The gradient sends each bag's
+/// gradient to each of its rows: the lookup's scatter-add of the gradient
+/// repeated over the bag, which differentiates again as the lookup does.
+pub fn embedding_bag_sum(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
+    let ws = weight.shape();
+    let is = indices.shape();
+    if ws.len() != 2 || is.len() != 2 || indices.dtype() != DType::I64 || !weight.dtype().is_float()
+    {
+        return Err(Error::runtime(
+            "embedding_bag_sum: expected a 2-D int64 input and a 2-D floating-point weight",
+        ));
+    }
+    let (v, d) = (ws[0], ws[1]);
+    let (bags, len) = (is[0], is[1]);
+    let idx = indices.detach();
+    let iv = idx.contiguous_data().to_vec::<i64>();
+    if iv.iter().any(|&k| k < 0 || k as usize >= v) {
+        return Err(Error::index("index out of range in self"));
+    }
+    let wd = crate::ops::compute_contig(weight);
+    let dt = weight.dtype();
+    let out = crate::dispatch_float_compute!(dt, T => {
+        let view = wd.view();
+        let data = view.as_slice::<T>().unwrap_or(&[]);
+        Tensor::from_vec(ke::bag_sums(data, d, &iv, len), smallvec![bags, d])
+    });
+    if needs_record(&[weight]) {
+        record(
+            "EmbeddingBagBackward0",
+            &[weight],
+            &out,
+            saved![&idx],
+            move |c| {
+                let g = super::expand(&super::unsqueeze(c.grad()?, 1)?, &[bags, len, d])?;
+                Ok(smallvec![Some(rows_scatter(
+                    &g,
+                    c.saved(0)?,
+                    v,
+                    d,
+                    None,
+                    false
+                )?)])
+            },
+        );
+    }
+    Ok(out)
+}

@@ -149,6 +149,23 @@ fn embedding(
     })
 }
 
+/// `embedding_bag(mode="sum")` of a 2-d input: each bag's rows summed in
+/// one pass (`nn.functional.embedding_bag` checks the arguments).
+#[pyfunction]
+fn _embedding_bag_sum(
+    py: Python<'_>,
+    weight: &Bound<'_, PyTensor>,
+    indices: &Bound<'_, PyTensor>,
+) -> PyResult<Py<PyAny>> {
+    let (w, i) = (&weight.get().t, &indices.get().t);
+    let work = i
+        .numel()
+        .saturating_mul(w.shape().last().copied().unwrap_or(1));
+    run_op(py, work, "embedding_bag_sum", &[w, i], &[], move |t, _| {
+        ops::embedding_bag_sum(t[0], t[1])
+    })
+}
+
 #[pyfunction]
 fn embedding_renorm_(
     py: Python<'_>,
@@ -174,6 +191,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(group_norm, m)?)?;
     m.add_function(wrap_pyfunction!(embedding, m)?)?;
+    m.add_function(wrap_pyfunction!(_embedding_bag_sum, m)?)?;
     m.add_function(wrap_pyfunction!(embedding_renorm_, m)?)?;
     Ok(())
 }

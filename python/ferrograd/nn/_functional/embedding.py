@@ -214,6 +214,17 @@ def embedding_bag(
             # Every bag is a full row of the (B, n, d) embeddings: one reduction over
             # the rows, no bag bookkeeping. The sum adds each bag's rows in order, as
             # the scatter below does, so the values are the same.
+            if (mode != "max" and per_sample_weights is None and not scale_grad_by_freq
+                    and input.dtype == _C.int64 and weight.is_floating_point()
+                    and not (input.is_meta or weight.is_meta)):
+                # Gathered and summed in one pass, no (B, n, d) tensor between.
+                if max_norm is not None:
+                    with no_grad():
+                        _C.embedding_renorm_(
+                            weight, input.contiguous(), float(max_norm), float(norm_type)
+                        )
+                out = _C._embedding_bag_sum(weight, input)
+                return out / length if mode == "mean" else out
             rows = embedding(input, weight, None, max_norm, norm_type, scale_grad_by_freq)
             if mode == "max":
                 return _C.amax(rows, 1)
@@ -316,5 +327,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         num_classes = int(tensor.max()) + 1
     elif int(tensor.max()) >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    out = _C.zeros(*shape, num_classes, dtype=_C.int64)
-    return _C.scatter(out, -1, tensor.unsqueeze(-1), 1)
+    # The ones written in place at (row, class) pairs: a scatter would copy
+    # the whole table of zeros twice.
+    n = tensor.numel()
+    out = _C.zeros(n, num_classes, dtype=_C.int64)
+    out.index_put_((_C.arange(n), tensor.reshape(-1)), _C.tensor(1))
+    return out.view(*shape, num_classes)
