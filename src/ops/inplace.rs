@@ -593,11 +593,14 @@ pub enum InplaceOp {
 }
 
 /// `a <op>= b` straight into `a`'s memory when nothing needs recording and
-/// no conversion or broadcast of `a` is involved (an optimizer's update):
-/// one pass, no temporary. Returns `false` when the general path must run.
+/// no conversion or broadcast of `a` is involved (an optimizer's update,
+/// `x.t().mul_(2)`): one pass in memory order, no temporary. `a` may be any
+/// dense layout (a transpose, a permutation, a view of one) when `b` is one
+/// number or has `a`'s very layout. Returns `false` when the general path
+/// must run.
 pub(crate) fn try_update_in_place(a: &Tensor, b: &Tensor, op: InplaceOp) -> Result<bool> {
     let recording = is_grad_enabled() && (a.requires_grad() || b.requires_grad());
-    if recording || a.is_view() || crate::autograd::forward::any_tangent(&[a, b]) {
+    if recording || crate::autograd::forward::any_tangent(&[a, b]) {
         return Ok(false);
     }
     let dt = a.dtype();
@@ -605,7 +608,17 @@ pub(crate) fn try_update_in_place(a: &Tensor, b: &Tensor, op: InplaceOp) -> Resu
         return Ok(false);
     }
     let (av, bv) = (a.view(), b.view());
-    if !av.is_contiguous() || !bv.is_contiguous() || !(bv.numel() == 1 || bv.shape == av.shape) {
+    let n = av.numel();
+    // A dense layout (strides are never negative) fills the `n` slots from
+    // its first element's.
+    if !av.is_contiguous() && super::layout::memory_order(a).is_none() {
+        return Ok(false);
+    }
+    // One number broadcasts, unless its extra dimensions would widen `a`.
+    let b_matches = (bv.numel() == 1 && bv.shape.len() <= av.shape.len())
+        || (av.is_contiguous() && bv.is_contiguous() && bv.shape == av.shape)
+        || (bv.shape == av.shape && bv.strides == av.strides);
+    if !b_matches {
         return Ok(false);
     }
     // Distinct memory only (`x += x` takes the general path).
@@ -613,9 +626,10 @@ pub(crate) fn try_update_in_place(a: &Tensor, b: &Tensor, op: InplaceOp) -> Resu
         return Ok(false);
     }
     crate::dispatch_float!(dt, T => {
-        let n = av.numel();
-        // SAFETY: `a` is contiguous with `n` elements, `b` has `n` (or one)
-        // elements, and the two do not share memory.
+        // SAFETY: `a`'s `n` elements fill the `n` slots from its first one
+        // (contiguous, or dense in another order); `b` is one element or has
+        // `a`'s shape and strides, so its elements fill its `n` slots in the
+        // same order, in memory that is not `a`'s.
         let dst = unsafe { std::slice::from_raw_parts_mut(av.ptr::<T>(), n) };
         let src = unsafe { std::slice::from_raw_parts(bv.ptr::<T>() as *const T, bv.numel()) };
         match op {
