@@ -470,6 +470,21 @@ pub fn binary<T: Element, U: Element>(
             });
         }
     }
+    if ia <= 1 && ib <= 1 && n > 0 {
+        // SAFETY: every element of each broadcast view lies within its span
+        // from the view's first element.
+        let (ra, rb) = unsafe {
+            (
+                std::slice::from_raw_parts(pa.0.cast_const(), span(&shape, &sa)),
+                std::slice::from_raw_parts(pb.0.cast_const(), span(&shape, &sb)),
+            )
+        };
+        return build_vec(n, |out| {
+            super::drive_runs(out, &shape, &[sa.clone(), sb.clone()], |o, runs| {
+                super::vmath::zip_runs(o, runs, ra, rb, (ia, ib), &f)
+            })
+        });
+    }
     build_vec(n, |out| {
         drive(
             out,
@@ -534,6 +549,17 @@ pub fn binary<T: Element, U: Element>(
             },
         )
     })
+}
+
+/// The elements from a view's first one to its last, inclusive: `1 +
+/// sum (shape[d] - 1) * strides[d]` (strides are never negative).
+fn span(shape: &[usize], strides: &[usize]) -> usize {
+    shape
+        .iter()
+        .zip(strides)
+        .map(|(&d, &s)| d.saturating_sub(1) * s)
+        .sum::<usize>()
+        + 1
 }
 
 /// [`ternary`] with the result in the layout PyTorch gives it (see

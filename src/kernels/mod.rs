@@ -13,6 +13,7 @@ mod conv_direct;
 pub(crate) mod convert;
 pub(crate) mod copy;
 pub(crate) mod ctc;
+pub(crate) mod distance;
 pub(crate) mod elementwise;
 // Public for its criterion bench; `py::compile` replays captured elementwise runs with it.
 pub(crate) mod embedding;
@@ -29,6 +30,7 @@ pub(crate) mod optim;
 pub(crate) mod outer;
 pub(crate) mod parallel;
 pub use parallel::set_num_threads;
+pub(crate) mod max_pool;
 pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod rnn;
@@ -157,6 +159,45 @@ pub fn for_each_row<const N: usize>(
     let inner = shape[nd - 1];
     let mut pos = start;
     while pos < end {
+        // Whole rows down the second-last dimension in a tight loop: the
+        // general step below carries through the dimensions after every
+        // row, which cost more than the row itself for rows of 8-32.
+        let rows = if nd >= 2 && idx[nd - 1] == 0 && inner > 0 {
+            (shape[nd - 2] - idx[nd - 2]).min((end - pos) / inner)
+        } else {
+            0
+        };
+        if rows > 0 {
+            let d2 = nd - 2;
+            // Each row's offsets are made from loop invariants: updated in
+            // place, they went through memory, and a 16-byte load of two
+            // 8-byte stores stalled every row.
+            let step: [usize; N] = std::array::from_fn(|k| strides[k][d2]);
+            let base = offs;
+            for r in 0..rows {
+                row(
+                    pos + r * inner,
+                    inner,
+                    std::array::from_fn(|k| base[k] + r * step[k]),
+                );
+            }
+            pos += rows * inner;
+            for k in 0..N {
+                offs[k] += rows * step[k];
+            }
+            idx[d2] += rows;
+            let mut d = d2;
+            while d > 0 && idx[d] == shape[d] {
+                for k in 0..N {
+                    offs[k] -= shape[d] * strides[k][d];
+                    offs[k] += strides[k][d - 1];
+                }
+                idx[d] = 0;
+                d -= 1;
+                idx[d] += 1;
+            }
+            continue;
+        }
         let len = (inner - idx[nd - 1]).min(end - pos);
         row(pos, len, offs);
         pos += len;
@@ -191,6 +232,68 @@ pub fn par_chunks_mut<T: Send>(out: &mut [T], chunk: usize, f: impl Fn(usize, &m
             std::slice::from_raw_parts_mut(o.get().add(start), len)
         });
     });
+}
+
+/// One run of the last dimension handed to [`drive_runs`]: `len` outputs
+/// from `pos` (in the slice the callback gets), operand `k` from `offs[k]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Run<const N: usize> {
+    pub pos: usize,
+    pub len: usize,
+    pub offs: [usize; N],
+}
+
+/// Runs per call of [`drive_runs`]'s callback.
+const RUNS: usize = 64;
+
+/// [`drive`] for short rows: the runs are handed over up to [`RUNS`] at a
+/// time, so one call (one instruction-set dispatch, one loop setup) covers
+/// many rows. Broadcasts with rows of 8-64 elements spent most of their
+/// time per row, outside the arithmetic.
+pub fn drive_runs<const N: usize, U: Send>(
+    out: &mut [MaybeUninit<U>],
+    shape: &[usize],
+    strides: &[SmallVec<[usize; 4]>; N],
+    runs: impl Fn(&mut [MaybeUninit<U>], &[Run<N>]) + Sync + Send,
+) {
+    let n = out.len();
+    let part = |start: usize, part: &mut [MaybeUninit<U>]| {
+        let mut buf = [Run {
+            pos: 0,
+            len: 0,
+            offs: [0; N],
+        }; RUNS];
+        let mut k = 0;
+        for_each_row(
+            shape,
+            strides,
+            start,
+            start + part.len(),
+            |pos, len, offs| {
+                buf[k] = Run {
+                    pos: pos - start,
+                    len,
+                    offs,
+                };
+                k += 1;
+                if k == RUNS {
+                    runs(part, &buf);
+                    k = 0;
+                }
+            },
+        );
+        if k > 0 {
+            runs(part, &buf[..k]);
+        }
+    };
+    parallel::run(n, |threads| {
+        if threads == 1 {
+            part(0, out);
+            return;
+        }
+        let chunk = GRAIN.max(n.div_ceil(threads * 4));
+        par_chunks_mut(out, chunk, part);
+    })
 }
 
 /// Fills `out` (row-major over `shape`) row by row, in parallel above the

@@ -80,8 +80,15 @@ pub(crate) fn isa() -> Isa {
     })
 }
 
-/// What the CPU supports.
+/// What the CPU supports, tested once: every vectorised loop asks, and on
+/// short runs (a broadcast's rows of 32) five feature tests per call were
+/// a fifth of the work.
 pub(crate) fn detected() -> Isa {
+    static DETECTED: OnceLock<Isa> = OnceLock::new();
+    *DETECTED.get_or_init(probe)
+}
+
+fn probe() -> Isa {
     #[cfg(target_arch = "x86_64")]
     {
         if is_x86_feature_detected!("avx512f")
@@ -165,6 +172,51 @@ isa_loop! {
     where [T: Copy, U: Copy, F: Fn(T, T) -> U] {
         for ((d, &x), &y) in dst.iter_mut().zip(a).zip(b) {
             d.write(f(x, y));
+        }
+    }
+}
+
+isa_loop! {
+    /// For each run `r`: `dst[r.pos + i] = f(a[r.offs[0] + i * ia],
+    /// b[r.offs[1] + i * ib])` for `i < r.len`, the steps 0 or 1 (one
+    /// operand's value held for the run, or both read along it).
+    fn zip_runs / zip_runs_on<T, U, F>(
+        dst: &mut [MaybeUninit<U>],
+        runs: &[crate::kernels::Run<2>],
+        a: &[T],
+        b: &[T],
+        steps: (usize, usize),
+        f: &F
+    )
+    where [T: Copy, U: Copy, F: Fn(T, T) -> U] {
+        for r in runs {
+            let d = &mut dst[r.pos..r.pos + r.len];
+            let [oa, ob] = r.offs;
+            match steps {
+                (1, 1) => {
+                    for ((o, &x), &y) in d.iter_mut().zip(&a[oa..oa + r.len]).zip(&b[ob..ob + r.len]) {
+                        o.write(f(x, y));
+                    }
+                }
+                (1, _) => {
+                    let y = b[ob];
+                    for (o, &x) in d.iter_mut().zip(&a[oa..oa + r.len]) {
+                        o.write(f(x, y));
+                    }
+                }
+                (_, 1) => {
+                    let x = a[oa];
+                    for (o, &y) in d.iter_mut().zip(&b[ob..ob + r.len]) {
+                        o.write(f(x, y));
+                    }
+                }
+                _ => {
+                    let v = f(a[oa], b[ob]);
+                    for o in d.iter_mut() {
+                        o.write(v);
+                    }
+                }
+            }
         }
     }
 }
