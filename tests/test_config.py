@@ -173,7 +173,7 @@ def test_every_hand_written_dispatch_has_a_row():
         "random/continuous.rs", "kernels/bf16_gemm/amx.rs", "kernels/bf16_gemm/avx512.rs",
         "kernels/bf16_gemm/convert.rs", "kernels/bf16_gemm/pack.rs", "checksum.rs",
         "kernels/convert.rs", "kernels/vmath/mod.rs", "kernels/transpose.rs",
-        "kernels/extreme_rows.rs",
+        "kernels/extreme_rows.rs", "kernels/max_pool.rs", "kernels/distance.rs",
     }, sites["enabled"]
 
 

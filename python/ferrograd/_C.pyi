@@ -89,6 +89,7 @@ __all__ = [
     "_like",
     "_lerp",
     "_addc",
+    "_pdist",
     "add",
     "sub",
     "pow",
@@ -340,6 +341,7 @@ __all__ = [
     "convolution",
     "conv3d",
     "max_pool2d_with_indices",
+    "max_pool2d",
     "adaptive_max_pool2d",
     "avg_pool2d",
     "adaptive_avg_pool2d",
@@ -356,6 +358,7 @@ __all__ = [
     "group_norm",
     "embedding",
     "embedding_renorm_",
+    "_embedding_bag_sum",
     "_lstm_layer_forward",
     "_lstm_layer_backward",
     "_gru_layer_forward",
@@ -1467,6 +1470,8 @@ def _lerp(input: Tensor, end: Tensor, weight: Tensor | _float) -> Tensor: ...
 def _addc(
     input: Tensor, tensor1: Tensor, tensor2: Tensor, value: _float, div: _bool
 ) -> Tensor: ...
+# Behind ``nn.functional.pdist``: every pair's distance in one pass.
+def _pdist(input: Tensor, p: _float) -> Tensor: ...
 
 # ----- elementwise -----------------------------------------------------------------
 
@@ -1940,6 +1945,14 @@ def max_pool2d_with_indices(
     dilation: Sequence[_int],
     ceil_mode: _bool,
 ) -> tuple[Tensor, Tensor]: ...
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Sequence[_int],
+    stride: Sequence[_int],
+    padding: Sequence[_int],
+    dilation: Sequence[_int],
+    ceil_mode: _bool,
+) -> Tensor: ...
 def adaptive_max_pool2d(input: Tensor, output_size: Sequence[_int]) -> tuple[Tensor, Tensor]: ...
 def avg_pool2d(
     input: Tensor,
@@ -2028,6 +2041,8 @@ def embedding(
 def embedding_renorm_(
     weight: Tensor, indices: Tensor, max_norm: _float, norm_type: _float
 ) -> None: ...
+# Behind ``embedding_bag`` of full bags: each bag's rows summed in one pass.
+def _embedding_bag_sum(weight: Tensor, indices: Tensor) -> Tensor: ...
 # ----- recurrent layers (src/py/nn_rnn.rs) ------------------------------------------------------
 # Whole-sequence LSTM/GRU loops over a packed layout; they record no graph (the Python layer
 # makes each call one autograd node).

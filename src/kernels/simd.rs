@@ -157,7 +157,7 @@ pub fn paths() -> Vec<(&'static str, &'static str, &'static str)> {
                 super::vmath::Isa::Portable => "portable",
             },
             "float32 math functions (exp/log families, inverse trigonometry, erf), \
-             activations and clamps",
+             activations and clamps, max pooling's windows, pdist's distances",
         ),
         (
             "convert",
