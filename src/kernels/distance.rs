@@ -88,7 +88,7 @@ fn lane_sum<T: Float>(a: &[T], b: &[T], f: impl Fn(T) -> T) -> T {
     while w > 1 {
         w /= 2;
         for k in 0..w {
-            acc[k] = acc[k] + acc[k + w];
+            acc[k] += acc[k + w];
         }
     }
     acc[0]
@@ -285,20 +285,20 @@ fn grad_row<T: Float>(
             Norm::Zero => {}
             Norm::One => {
                 for ((r, &a), &b) in row.iter_mut().zip(xi).zip(xj) {
-                    *r = *r + signum(a - b) * gk;
+                    *r += signum(a - b) * gk;
                 }
             }
             Norm::Two => {
                 let s = gk / dk;
                 for ((r, &a), &b) in row.iter_mut().zip(xi).zip(xj) {
-                    *r = *r + (a - b) * s;
+                    *r += (a - b) * s;
                 }
             }
             Norm::Inf => {
                 for ((r, &a), &b) in row.iter_mut().zip(xi).zip(xj) {
                     let diff = a - b;
                     let hit = if diff.abs() == dk { gk } else { zero };
-                    *r = *r + signum(diff) * hit;
+                    *r += signum(diff) * hit;
                 }
             }
             Norm::P(pv) => {
@@ -310,7 +310,7 @@ fn grad_row<T: Float>(
                     if below_one && diff == zero {
                         continue;
                     }
-                    *r = *r + signum(diff) * diff.abs().powf(pm1) * s;
+                    *r += signum(diff) * diff.abs().powf(pm1) * s;
                 }
             }
         }
