@@ -84,6 +84,13 @@ fn lane_sum<T: Float>(a: &[T], b: &[T], f: impl Fn(T) -> T) -> T {
     for (k, j) in (i..n).enumerate() {
         acc[k % LANES] += f(a[j] - b[j]);
     }
+    fold_lanes(acc)
+}
+
+/// The lanes' sum, halving pairwise: the order both loops above share, so
+/// their bits agree.
+#[inline(always)]
+fn fold_lanes<T: Float>(mut acc: [T; LANES]) -> T {
     let mut w = LANES;
     while w > 1 {
         w /= 2;
@@ -151,14 +158,7 @@ unsafe fn lane_sum_f32_avx512<const SQUARE: bool>(a: &[f32], b: &[f32]) -> f32 {
     }
     let mut lanes = [0f32; LANES];
     _mm512_storeu_ps(lanes.as_mut_ptr(), acc);
-    let mut w = LANES;
-    while w > 1 {
-        w /= 2;
-        for k in 0..w {
-            lanes[k] += lanes[k + w];
-        }
-    }
-    lanes[0]
+    fold_lanes(lanes)
 }
 
 /// The distances of the pairs `lo..hi` into `out`.

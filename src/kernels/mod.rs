@@ -186,16 +186,7 @@ pub fn for_each_row<const N: usize>(
                 offs[k] += rows * step[k];
             }
             idx[d2] += rows;
-            let mut d = d2;
-            while d > 0 && idx[d] == shape[d] {
-                for k in 0..N {
-                    offs[k] -= shape[d] * strides[k][d];
-                    offs[k] += strides[k][d - 1];
-                }
-                idx[d] = 0;
-                d -= 1;
-                idx[d] += 1;
-            }
+            carry(shape, strides, &mut idx, &mut offs, d2);
             continue;
         }
         let len = (inner - idx[nd - 1]).min(end - pos);
@@ -205,16 +196,29 @@ pub fn for_each_row<const N: usize>(
         for k in 0..N {
             offs[k] += len * strides[k][nd - 1];
         }
-        let mut d = nd - 1;
-        while d > 0 && idx[d] == shape[d] {
-            for k in 0..N {
-                offs[k] -= shape[d] * strides[k][d];
-                offs[k] += strides[k][d - 1];
-            }
-            idx[d] = 0;
-            d -= 1;
-            idx[d] += 1;
+        carry(shape, strides, &mut idx, &mut offs, nd - 1);
+    }
+}
+
+/// After dimension `d` of `idx` was advanced: every dimension from `d` down
+/// that reached its size wraps to 0 and steps the one before it, the
+/// offsets following.
+#[inline(always)]
+fn carry<const N: usize>(
+    shape: &[usize],
+    strides: &[SmallVec<[usize; 4]>; N],
+    idx: &mut [usize],
+    offs: &mut [usize; N],
+    mut d: usize,
+) {
+    while d > 0 && idx[d] == shape[d] {
+        for k in 0..N {
+            offs[k] -= shape[d] * strides[k][d];
+            offs[k] += strides[k][d - 1];
         }
+        idx[d] = 0;
+        d -= 1;
+        idx[d] += 1;
     }
 }
 
