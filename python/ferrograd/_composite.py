@@ -911,9 +911,9 @@ def bucketize(
 # ----- Tensor methods ------------------------------------------------------------------
 
 
-def _inplace(name, fn):
+def _inplace(name, fn, direct=False):
     def method(self, *args, **kwargs):
-        return apply_inplace(self, lambda: fn(self, *args, **kwargs), name)
+        return apply_inplace(self, lambda: fn(self, *args, **kwargs), name, direct=direct)
 
     method.__name__ = name
     return _inplace_docs.document(method, name, fn, fn.__doc__)
@@ -946,7 +946,10 @@ def _install_methods():
     for fn in (tril, triu, lerp, addcmul, addcdiv, addmm, addmv, addr, baddbmm, addbmm):
         name = fn.__name__ + "_"
         if not hasattr(Tensor, name):
-            attach({name: _inplace(name, fn)}, __name__)
+            # Written over self's memory when nothing records (tril_/triu_ zero the
+            # other triangle; lerp_/addcmul_/addcdiv_ with operands laid out as self).
+            direct = fn in (tril, triu, lerp, addcmul, addcdiv)
+            attach({name: _inplace(name, fn, direct=direct)}, __name__)
 
 
 _install_methods()

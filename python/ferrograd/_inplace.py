@@ -15,15 +15,17 @@ def _batched(x):
     return not isinstance(x, _C.Tensor) and hasattr(type(x), "__ferrograd_function__")
 
 
-def apply_inplace(input, compute, name=None):
+def apply_inplace(input, compute, name=None, direct=False):
     """``compute()`` written into ``input``; returns ``input``. ``name`` is the
-    in-place op's name (``"relu_"``) for errors."""
+    in-place op's name (``"relu_"``) for errors. ``direct`` says ``compute`` is
+    one elementwise op of ``input`` alone (``relu``), which may then map
+    ``input``'s memory in place when nothing is recorded."""
     if _batched(input):
         from .func._methods import write_inplace
 
         return write_inplace(input, compute(), name or "an in-place op")
     if not isinstance(input, _C.Tensor):
-        return _C._apply_inplace(input, compute, name)
+        return _C._apply_inplace(input, compute, name, direct)
 
     def checked():
         out = compute()
@@ -34,4 +36,4 @@ def apply_inplace(input, compute, name=None):
             raise inplace_error(name or "an in-place op")
         return out
 
-    return _C._apply_inplace(input, checked, name)
+    return _C._apply_inplace(input, checked, name, direct)

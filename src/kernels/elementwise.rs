@@ -690,6 +690,47 @@ pub fn update<T: Element>(dst: &mut [T], src: &[T], f: impl Fn(T, T) -> T + Sync
     });
 }
 
+/// `dst[i] = f(dst[i])`, split across the pool: an in-place elementwise op
+/// with nothing to record (`x.relu_()`) maps the memory it overwrites, with
+/// no result buffer to fault in and copy back.
+pub fn map_in_place<T: Element>(dst: &mut [T], f: impl Fn(T) -> T + Sync) {
+    let d = SendPtr(dst.as_mut_ptr());
+    par_ranges(dst.len(), |lo, hi| {
+        // SAFETY: the ranges are disjoint and inside `dst`.
+        let part = unsafe { std::slice::from_raw_parts_mut(d.get().add(lo), hi - lo) };
+        // Each block is copied out (it stays in L1) and mapped back by the
+        // out-of-place loop itself: a loop updating its own slice compiled
+        // to scalar calls for some functions (`atan` 40x slower).
+        let mut buf = [MaybeUninit::<T>::uninit(); GATHER];
+        for block in part.chunks_mut(GATHER) {
+            let n = block.len();
+            for (slot, &x) in buf.iter_mut().zip(block.iter()) {
+                slot.write(x);
+            }
+            // SAFETY: the first `n` slots were just written; `block` holds
+            // `n` initialised elements, seen as slots to overwrite.
+            let (src, out) = unsafe {
+                (
+                    std::slice::from_raw_parts(buf.as_ptr().cast::<T>(), n),
+                    std::slice::from_raw_parts_mut(block.as_mut_ptr().cast::<MaybeUninit<T>>(), n),
+                )
+            };
+            map_slice(out, src, &f);
+        }
+    });
+}
+
+/// `dst[i] = f(dst[i], a[i], b[i])` over operands of one length, split
+/// across the pool: a three-operand in-place op (`x.addcmul_(y, z)`).
+pub fn update2<T: Element>(dst: &mut [T], a: &[T], b: &[T], f: impl Fn(T, T, T) -> T + Sync) {
+    let d = SendPtr(dst.as_mut_ptr());
+    par_ranges(dst.len().min(a.len()).min(b.len()), |lo, hi| {
+        // SAFETY: the ranges are disjoint and inside `dst`.
+        let part = unsafe { std::slice::from_raw_parts_mut(d.get().add(lo), hi - lo) };
+        super::vmath::update2(part, &a[lo..hi], &b[lo..hi], &f);
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

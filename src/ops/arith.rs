@@ -13,19 +13,29 @@ use crate::tensor::{broadcast_shapes, Arith, DType, Element, Float, Tensor};
 macro_rules! map2 {
     ($a:expr, $b:expr, $dt:expr, $T:ident, |$x:ident, $y:ident| $body:expr) => {{
         let (a, b): (&Tensor, &Tensor) = ($a, $b);
-        $crate::ops::with_cast_kept(a, $dt, |va| {
-            $crate::ops::with_cast_kept(b, $dt, |vb| -> Result<Tensor> {
-                let out_shape = broadcast_shapes(&va.shape, &vb.shape)?;
-                let (data, strides) = $crate::kernels::elementwise::binary_kept::<$T, $T>(
-                    va,
-                    vb,
-                    &out_shape,
-                    #[inline(always)]
-                    |$x: $T, $y: $T| $body,
-                );
-                Ok($crate::ops::layout::laid_out(data, out_shape, strides))
-            })
-        })?
+        // `x.op_(y)` writes over `x` itself (see `apply_inplace_map`).
+        let claimed = $crate::ops::unary::zip_claimed::<$T>(
+            a,
+            b,
+            #[inline(always)]
+            |$x: $T, $y: $T| $body,
+        );
+        match claimed {
+            Some(out) => out,
+            None => $crate::ops::with_cast_kept(a, $dt, |va| {
+                $crate::ops::with_cast_kept(b, $dt, |vb| -> Result<Tensor> {
+                    let out_shape = broadcast_shapes(&va.shape, &vb.shape)?;
+                    let (data, strides) = $crate::kernels::elementwise::binary_kept::<$T, $T>(
+                        va,
+                        vb,
+                        &out_shape,
+                        #[inline(always)]
+                        |$x: $T, $y: $T| $body,
+                    );
+                    Ok($crate::ops::layout::laid_out(data, out_shape, strides))
+                })
+            })?,
+        }
     }};
 }
 pub(crate) use map2;
@@ -367,17 +377,15 @@ pub(crate) fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
                 let et = T::from_f64(ef);
                 // The exponent's form chosen once, outside the loop: each is its own
                 // loop, so `x ** 2` is a multiply per lane, not a pow with a select.
-                use crate::kernels::elementwise::unary_kept as each;
                 let one = <T as Element>::one();
-                let (r, strides) = match ef {
-                    2.0 => each::<T, T>(&v, #[inline(always)] |x| x * x),
-                    3.0 => each::<T, T>(&v, #[inline(always)] |x| x * x * x),
-                    1.0 => each::<T, T>(&v, #[inline(always)] |x| x),
-                    -1.0 => each::<T, T>(&v, #[inline(always)] |x| one / x),
-                    0.5 | -0.5 => each::<T, T>(&v, #[inline(always)] |x| powf_special(x, et)),
-                    _ => each::<T, T>(&v, #[inline(always)] |x| x.pow_fast(et)),
-                };
-                super::layout::laid_out(r, v.shape.clone(), strides)
+                match ef {
+                    2.0 => pow_map::<T>(&a, &v, #[inline(always)] |x| x * x),
+                    3.0 => pow_map::<T>(&a, &v, #[inline(always)] |x| x * x * x),
+                    1.0 => pow_map::<T>(&a, &v, #[inline(always)] |x| x),
+                    -1.0 => pow_map::<T>(&a, &v, #[inline(always)] |x| one / x),
+                    0.5 | -0.5 => pow_map::<T>(&a, &v, #[inline(always)] |x| powf_special(x, et)),
+                    _ => pow_map::<T>(&a, &v, #[inline(always)] |x| x.pow_fast(et)),
+                }
             })
         }
     };
@@ -395,6 +403,16 @@ pub(crate) fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
         });
     }
     Ok(out)
+}
+
+/// One form of `x ** e` over `a` (its view `v`), laid out as `a` is; in
+/// place when `a` is the destination of `x.pow_(e)` (see `map_claimed`).
+fn pow_map<T: Element>(a: &Tensor, v: &crate::tensor::View, f: impl Fn(T) -> T + Sync) -> Tensor {
+    if let Some(out) = super::unary::map_claimed::<T>(a, &f) {
+        return out;
+    }
+    let (r, strides) = crate::kernels::elementwise::unary_kept::<T, T>(v, f);
+    super::layout::laid_out(r, v.shape.clone(), strides)
 }
 
 /// `a ** b` for two tensors (also `s ** a` once `s` is wrapped).

@@ -4,6 +4,7 @@ use super::arith::map2;
 use super::convert::preserving_format as cast_data;
 use super::layout::laid_out;
 use super::result_type;
+use super::unary::map_claimed;
 use crate::error::Result;
 use crate::kernels::elementwise::{binary_kept, unary_kept};
 use crate::tensor::{broadcast_shapes, DType, Tensor};
@@ -11,6 +12,16 @@ use crate::tensor::{broadcast_shapes, DType, Tensor};
 macro_rules! compare_op {
     ($name:ident, $op:tt) => {
         pub fn $name(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+            if let Some(out) = compare_in_place(
+                a,
+                b,
+                #[inline(always)]
+                |x: f32, y: f32| x $op y,
+                #[inline(always)]
+                |x: f64, y: f64| x $op y,
+            ) {
+                return Ok(out);
+            }
             // Integers compare by value in int64 (`int8_tensor < 300` holds,
             // as in PyTorch); floats in the result dtype, a Python number
             // rounded to it first.
@@ -28,6 +39,33 @@ macro_rules! compare_op {
             }))
         }
     };
+}
+
+/// `x.ge_(y)` and the other in-place comparisons with one number (see
+/// `apply_inplace_map`): 1 or 0 written over the destination `a`'s own
+/// memory, with no bool result to make and convert. None unless `a` is that
+/// destination, a float tensor that the comparison's dtype is.
+fn compare_in_place(
+    a: &Tensor,
+    b: &Tensor,
+    f32f: impl Fn(f32, f32) -> bool + Sync,
+    f64f: impl Fn(f64, f64) -> bool + Sync,
+) -> Option<Tensor> {
+    let dt = a.dtype();
+    if !matches!(dt, DType::F32 | DType::F64) || b.numel() != 1 || result_type(a, b) != dt {
+        return None;
+    }
+    // The number rounded to the dtype first, as the out-of-place form does.
+    let y = cast_data(&cast_data(b, dt), DType::F64)
+        .to_vec::<f64>()
+        .first()
+        .copied()?;
+    if dt == DType::F32 {
+        let y = y as f32;
+        map_claimed::<f32>(a, |x| if f32f(x, y) { 1.0 } else { 0.0 })
+    } else {
+        map_claimed::<f64>(a, |x| if f64f(x, y) { 1.0 } else { 0.0 })
+    }
 }
 
 compare_op!(eq, ==);

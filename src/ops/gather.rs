@@ -8,7 +8,9 @@ use smallvec::{smallvec, SmallVec};
 use super::{cast_data, expand, permute, reshape, select, slice, unsqueeze, Scalar};
 use crate::autograd::{needs_record, record, GradModeGuard};
 use crate::error::{Error, Result};
-use crate::kernels::index::{gather_dim, index_add_rows, index_select_rows, scatter_dim, Base};
+use crate::kernels::index::{
+    gather_dim, index_add_rows, index_select_rows, scatter_dim, scatter_dim_into, Base, Combine,
+};
 use crate::saved;
 use crate::tensor::{broadcast_shapes, fmt_shape, numel, wrap_dim, DType, Shape, Tensor};
 
@@ -442,6 +444,83 @@ pub(crate) fn index_copy(
     index_put_rows(input, dim, index, source, false)
 }
 
+/// The checked arguments of `index_add`/`index_copy`: the dimension, the
+/// indices, the source's shape seen with at least one dimension, and the
+/// input's as `[outer, size, inner]` around the dimension.
+struct Rows {
+    d: usize,
+    nd_shape: Shape,
+    src_shape: Shape,
+    idx: Vec<i64>,
+    outer: usize,
+    size: usize,
+    inner: usize,
+}
+
+impl Rows {
+    fn of(
+        input: &Tensor,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        accumulate: bool,
+    ) -> Result<Self> {
+        let op = if accumulate {
+            "index_add_"
+        } else {
+            "index_copy_"
+        };
+        if index.dtype() != DType::I64 && index.dtype() != DType::I32 {
+            return Err(Error::index(format!(
+                "{op}(): Expected dtype int32/int64 for index"
+            )));
+        }
+        let d = wrap_dim(dim, input.ndim())?;
+        let nd_shape: Shape = if input.ndim() == 0 {
+            smallvec![1]
+        } else {
+            input.shape()
+        };
+        let size = nd_shape[d];
+        let idx = cast_data(index, DType::I64).to_vec::<i64>();
+        if let Some(&i) = idx.iter().find(|&&i| i < 0 || i as usize >= size) {
+            return Err(Error::runtime(format!(
+                "index {i} is out of bounds for dimension {d} with size {size}"
+            )));
+        }
+        let mut src_shape = nd_shape.clone();
+        src_shape[d] = idx.len();
+        if source.numel() != numel(&src_shape) {
+            return Err(Error::runtime(format!(
+                "{op}(): Number of indices ({}) should be equal to source.size(dim) ({})",
+                idx.len(),
+                source.shape().get(d).copied().unwrap_or(1)
+            )));
+        }
+        let (outer, inner) = around(&nd_shape, d);
+        Ok(Self {
+            d,
+            nd_shape,
+            src_shape,
+            idx,
+            outer,
+            size,
+            inner,
+        })
+    }
+
+    /// The rows of `source` written or added into `buf`, the input's
+    /// elements in row-major order.
+    fn apply<T: crate::tensor::Arith>(&self, buf: &mut [T], source: &Tensor, accumulate: bool) {
+        let s = cast_data(source, T::DTYPE).contiguous_data();
+        let sv = s.view();
+        let src = sv.as_slice::<T>().unwrap_or(&[]);
+        index_add_rows::<T>(
+            buf, self.outer, self.size, self.inner, &self.idx, src, accumulate,
+        );
+    }
+}
+
 fn index_put_rows(
     input: &Tensor,
     dim: i64,
@@ -449,52 +528,25 @@ fn index_put_rows(
     source: &Tensor,
     accumulate: bool,
 ) -> Result<Tensor> {
-    let op = if accumulate {
-        "index_add_"
-    } else {
-        "index_copy_"
-    };
-    if index.dtype() != DType::I64 && index.dtype() != DType::I32 {
-        return Err(Error::index(format!(
-            "{op}(): Expected dtype int32/int64 for index"
-        )));
-    }
+    let rows = Rows::of(input, dim, index, source, accumulate)?;
     let xshape = input.shape();
-    let d = wrap_dim(dim, xshape.len())?;
-    let x = as_nd(input)?;
-    let nd_shape = x.shape();
-    let size = nd_shape[d];
-    let idx = cast_data(index, DType::I64).to_vec::<i64>();
-    for &i in &idx {
-        if i < 0 || i as usize >= size {
-            return Err(Error::runtime(format!(
-                "index {i} is out of bounds for dimension {d} with size {size}"
-            )));
-        }
-    }
-    let mut src_shape = nd_shape.clone();
-    src_shape[d] = idx.len();
-    if source.numel() != numel(&src_shape) {
-        return Err(Error::runtime(format!(
-            "{op}(): Number of indices ({}) should be equal to source.size(dim) ({})",
-            idx.len(),
-            source.shape().get(d).copied().unwrap_or(1)
-        )));
-    }
-    let (outer, inner) = around(&nd_shape, d);
-    let dt = input.dtype();
     let out = {
-        let s = cast_data(source, dt).contiguous_data();
-        let sv = s.view();
+        let x = as_nd(input)?;
         let xv = x.view();
-        crate::dispatch!(dt, T => {
+        crate::dispatch!(input.dtype(), T => {
             let mut buf: Vec<T> = crate::kernels::copy::gather::<T>(&xv);
-            let src = sv.as_slice::<T>().unwrap_or(&[]);
-            index_add_rows::<T>(&mut buf, outer, size, inner, &idx, src, accumulate);
+            rows.apply::<T>(&mut buf, source, accumulate);
             Tensor::from_vec(buf, xshape.clone())
         })
     };
     if needs_record(&[input, source]) {
+        let Rows {
+            d,
+            nd_shape,
+            src_shape,
+            idx,
+            ..
+        } = rows;
         let index = Tensor::from_vec(idx, smallvec![src_shape[d]]);
         let sshape = source.shape();
         let name = if accumulate {
@@ -528,6 +580,206 @@ fn index_put_rows(
         });
     }
     Ok(out)
+}
+
+/// Whether an index write into `t` may go straight to its memory: nothing
+/// records it, and `t` neither overlaps itself (an expand) nor shares
+/// memory with `others` (`x.index_add_(0, i, x)` reads what it writes).
+fn writes_directly(t: &Tensor, others: &[&Tensor]) -> bool {
+    let mut ins: SmallVec<[&Tensor; 4]> = smallvec![t];
+    ins.extend_from_slice(others);
+    if needs_record(&ins) || crate::autograd::forward::any_tangent(&ins) {
+        return false;
+    }
+    let tv = t.view();
+    super::strided::non_overlapping(&tv.shape, &tv.strides)
+        && others
+            .iter()
+            .all(|o| !std::sync::Arc::ptr_eq(&o.view().storage, &tv.storage))
+}
+
+/// `t.index_add_(dim, index, source)` (`index_copy_` without `accumulate`),
+/// the source already scaled by `alpha`: with nothing to record, the rows
+/// go straight into `t`'s memory (a contiguous `t`), after every check, so
+/// bad arguments leave it as it was. Otherwise the recorded out-of-place
+/// op is written in, as every in-place op is.
+pub(crate) fn index_rows_(
+    t: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    accumulate: bool,
+) -> Result<()> {
+    if t.is_contiguous() && writes_directly(t, &[index, source]) {
+        let rows = Rows::of(t, dim, index, source, accumulate)?;
+        super::check_inplace(t)?;
+        let tv = t.view();
+        let n = tv.numel();
+        crate::dispatch!(t.dtype(), T => {
+            if n > 0 {
+                // SAFETY: a contiguous `t` holds `n` elements from its first,
+                // which nothing else reads or writes meanwhile (no input
+                // shares its memory).
+                let buf = unsafe { std::slice::from_raw_parts_mut(tv.ptr::<T>(), n) };
+                rows.apply::<T>(buf, source, accumulate);
+            }
+        });
+        tv.storage.bump_version();
+        return Ok(());
+    }
+    super::apply_inplace(t, || index_put_rows(t, dim, index, source, accumulate))
+}
+
+/// `t.scatter_(dim, index, src)` (`scatter_add_` with [`Combine::Add`],
+/// `scatter_reduce_` with the others): with nothing to record, `src` goes
+/// straight into `t`'s memory once every index is checked, so bad arguments
+/// leave `t` as it was; otherwise the out-of-place op is written in.
+pub(crate) fn scatter_(
+    t: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    combine: Combine,
+) -> Result<()> {
+    let op = match combine {
+        Combine::Write => "scatter",
+        Combine::Add => "scatter_add",
+        _ => "scatter_reduce",
+    };
+    if writes_directly(t, &[index, src]) {
+        let d = wrap_dim(dim, t.ndim())?;
+        check_scatter(&t.shape(), d, index, src, op)?;
+        super::check_inplace(t)?;
+        // SAFETY: `t` does not overlap itself nor share memory with `src`
+        // (`writes_directly`), and nothing else writes it meanwhile.
+        unsafe { scatter_into(t, d, index, src, combine, op)? };
+        t.view().storage.bump_version();
+        return Ok(());
+    }
+    super::apply_inplace(t, || match combine {
+        Combine::Write => scatter(t, dim, index, src),
+        Combine::Add => scatter_add(t, dim, index, src),
+        Combine::Mul => scatter_reduce_value(t, dim, index, src, "prod", true),
+        Combine::Max => scatter_reduce_value(t, dim, index, src, "amax", true),
+        Combine::Min => scatter_reduce_value(t, dim, index, src, "amin", true),
+    })
+}
+
+/// `src` combined into `dst`'s memory along `d` at `index` (arguments
+/// checked by `check_scatter`); PyTorch's error, with nothing written, for an
+/// index out of range.
+///
+/// # Safety
+/// `dst` does not overlap itself nor share memory with `src`, and nothing
+/// else reads or writes it meanwhile.
+unsafe fn scatter_into(
+    dst: &Tensor,
+    d: usize,
+    index: &Tensor,
+    src: &Tensor,
+    combine: Combine,
+    op: &str,
+) -> Result<()> {
+    let x = as_nd(dst)?;
+    let s = as_nd(&cast_data(src, dst.dtype()))?;
+    let is: Shape = if index.ndim() == 0 {
+        smallvec![1]
+    } else {
+        index.shape()
+    };
+    let ic = index.contiguous_data();
+    let iv = ic.view();
+    let idx = iv.as_slice::<i64>().unwrap_or(&[]);
+    if idx.len() != numel(&is) {
+        return Err(Error::runtime(format!(
+            "{op}(): Expected dtype int64 for index"
+        )));
+    }
+    let (xv, sv) = (x.view(), s.view());
+    let written =
+        crate::dispatch!(xv.dtype(), T => scatter_dim_into::<T>(&xv, d, idx, &is, &sv, combine));
+    if !written {
+        return Err(out_of_bounds(index, xv.shape[d], d));
+    }
+    Ok(())
+}
+
+/// `input.scatter_reduce(dim, index, src, reduce, include_self)`'s value for
+/// `reduce` in `prod`, `amax`, `amin` (NaN wins the extrema), unrecorded:
+/// a copy of `input` (its reached elements first set to the reduction's
+/// identity without `include_self`) with `src` combined in, in index order,
+/// one pass. Python composes the differentiable form when one is needed.
+pub(crate) fn scatter_reduce_value(
+    input: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    let dt = input.dtype();
+    let combine = match reduce {
+        "prod" => Combine::Mul,
+        "amax" => Combine::Max,
+        "amin" => Combine::Min,
+        _ => {
+            return Err(Error::runtime(format!(
+                "reduce argument must be either prod, amax or amin, got {reduce}"
+            )))
+        }
+    };
+    let d = wrap_dim(dim, input.ndim())?;
+    check_scatter(&input.shape(), d, index, src, "scatter_reduce")?;
+    let out = {
+        let v = input.view();
+        crate::dispatch!(dt, T => Tensor::from_vec(crate::kernels::copy::gather::<T>(&v), input.shape()))
+    };
+    let identity = expand(&identity_of(combine, dt), &index.shape())?;
+    // SAFETY: `out` is a fresh contiguous tensor that no one else holds.
+    unsafe {
+        if !include_self {
+            scatter_into(&out, d, index, &identity, Combine::Write, "scatter_reduce")?;
+        }
+        scatter_into(&out, d, index, src, combine, "scatter_reduce")?;
+    }
+    Ok(out)
+}
+
+/// The value a reduction starts from: 1 for a product, the dtype's lowest
+/// (highest) value for a maximum (minimum), -inf (inf) for floats.
+fn identity_of(combine: Combine, dt: DType) -> Tensor {
+    let high = combine == Combine::Min;
+    macro_rules! extreme {
+        ($t:ty) => {
+            Tensor::scalar(if high { <$t>::MAX } else { <$t>::MIN })
+        };
+    }
+    match (combine, dt) {
+        (Combine::Mul, _) => Tensor::scalar_of(1.0, dt),
+        (_, DType::Bool) => Tensor::scalar(high),
+        (_, DType::U8) => extreme!(u8),
+        (_, DType::I8) => extreme!(i8),
+        (_, DType::I16) => extreme!(i16),
+        (_, DType::I32) => extreme!(i32),
+        (_, DType::I64) => extreme!(i64),
+        _ => Tensor::scalar_of(
+            if high {
+                f64::INFINITY
+            } else {
+                f64::NEG_INFINITY
+            },
+            dt,
+        ),
+    }
+}
+
+/// `t.scatter_(dim, index, value)` for a Python number.
+pub(crate) fn scatter_value_(t: &Tensor, dim: i64, index: &Tensor, value: Scalar) -> Result<()> {
+    let src = expand(
+        &Tensor::scalar_of(value.to_f64(), t.dtype()),
+        &index.shape(),
+    )?;
+    scatter_(t, dim, index, &src, Combine::Write)
 }
 
 /// `input.masked_fill(mask, value)`: `value` where `mask` is true.

@@ -109,6 +109,90 @@ pub(crate) fn apply_inplace(t: &Tensor, compute: impl FnOnce() -> Result<Tensor>
     commit_since(t, &r, Some(mark))
 }
 
+thread_local! {
+    /// The destination of the [`apply_inplace_map`] under way on this thread.
+    static MAP_TARGET: std::cell::RefCell<Option<Tensor>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Restores the previous [`MAP_TARGET`] however the op ends.
+struct MapTarget(Option<Tensor>);
+
+impl Drop for MapTarget {
+    fn drop(&mut self) {
+        let prev = self.0.take();
+        MAP_TARGET.with(|c| *c.borrow_mut() = prev);
+    }
+}
+
+/// [`apply_inplace`] for an op whose result is one elementwise map of `t`
+/// itself, its last step (`x.relu_()`, `x.clamp_(0, 1)`): with nothing to
+/// record, that map writes straight into `t`'s memory (see
+/// [`claim_map_target`]) instead of filling a new buffer that is then
+/// copied back; at 4 MB the fresh pages and the copy cost twice the map.
+/// A composition that reads `t` again after mapping it (`x - trunc(x)`)
+/// must not come here: `tests/test_inplace_direct.py` checks every user
+/// against its out-of-place form. `others` are the op's other inputs.
+pub(crate) fn apply_inplace_map(
+    t: &Tensor,
+    others: &[&Tensor],
+    compute: impl FnOnce() -> Result<Tensor>,
+) -> Result<()> {
+    let mut ins: smallvec::SmallVec<[&Tensor; 4]> = smallvec![t];
+    ins.extend_from_slice(others);
+    if crate::autograd::needs_record(&ins) || crate::autograd::forward::any_tangent(&ins) {
+        return apply_inplace(t, compute);
+    }
+    check_inplace(t)?;
+    let mark = current_seq();
+    let prev = MAP_TARGET.with(|c| c.replace(Some(t.clone())));
+    let _restore = MapTarget(prev);
+    let r = compute()?;
+    drop(_restore);
+    // Another operand may still record (`x.lerp_(y, w)` with `w` requiring
+    // grad): then the map was not claimed, and the op's nodes keep `t`'s old
+    // values as `apply_inplace` has them keep.
+    commit_since(t, &r, Some(mark))
+}
+
+/// Whether an [`apply_inplace_map`] is under way with its destination not
+/// yet claimed: the cheap test before a claim's checks.
+pub(crate) fn map_target_set() -> bool {
+    MAP_TARGET.with(|c| c.borrow().is_some())
+}
+
+/// `a`'s memory as one dense run of its `numel` elements, to be mapped in
+/// place, when `a` is (a handle to) the destination of the
+/// [`apply_inplace_map`] under way; the destination is taken, so one map
+/// per op writes it. None for anything else, or for memory with gaps or
+/// overlaps (a slice, an expand), which the op then maps into a new buffer.
+pub(crate) fn claim_map_target(a: &Tensor) -> Option<crate::tensor::View> {
+    MAP_TARGET.with(|c| {
+        let mut slot = c.borrow_mut();
+        let same = {
+            let (tv, av) = (slot.as_ref()?.view(), a.view());
+            Arc::ptr_eq(&tv.storage, &av.storage)
+                && tv.offset == av.offset
+                && tv.shape == av.shape
+                && tv.strides == av.strides
+        };
+        if !same {
+            return None;
+        }
+        slot.take();
+        let av = a.view();
+        if av.is_contiguous() {
+            let n = av.numel();
+            return Some(crate::tensor::View {
+                storage: av.storage.clone(),
+                shape: smallvec![n],
+                strides: smallvec![1],
+                offset: av.offset,
+            });
+        }
+        super::layout::memory_order(a).map(|(flat, ..)| flat.view().clone())
+    })
+}
+
 /// Writes `result` into `t` and moves `t` onto `result`'s node.
 pub(crate) fn commit_inplace(t: &Tensor, result: &Tensor) -> Result<()> {
     commit_since(t, result, None)

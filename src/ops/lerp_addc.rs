@@ -28,6 +28,39 @@ fn one_float_dtype(name: &str, ts: &[&Tensor]) -> Result<DType> {
     Ok(dt)
 }
 
+/// `f(x, a, b)` over the operands broadcast to `shape`, laid out as PyTorch
+/// lays out the result; written over `x` itself when `x` is the destination
+/// of the in-place form (`x.addcmul_(a, b)`, see `unary::zip3_claimed`).
+fn ternary_map<T: Element>(
+    x: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    shape: &Shape,
+    f: impl Fn(T, T, T) -> T + Sync,
+) -> Tensor {
+    if let Some(out) = super::unary::zip3_claimed::<T>(x, a, b, &f) {
+        return out;
+    }
+    let (vx, va, vb) = (x.view(), a.view(), b.view());
+    let (data, st) = ternary_kept::<T, T>(&vx, &va, &vb, shape, f);
+    laid_out(data, shape.clone(), st)
+}
+
+/// [`ternary_map`] for two operands.
+fn binary_map<T: Element>(
+    x: &Tensor,
+    a: &Tensor,
+    shape: &Shape,
+    f: impl Fn(T, T) -> T + Sync,
+) -> Tensor {
+    if let Some(out) = super::unary::zip_claimed::<T>(x, a, &f) {
+        return out;
+    }
+    let (vx, va) = (x.view(), a.view());
+    let (data, st) = binary_kept::<T, T>(&vx, &va, shape, f);
+    laid_out(data, shape.clone(), st)
+}
+
 /// PyTorch's two-sided interpolation: from `x` for a weight below one half
 /// in magnitude, from `e` otherwise, so the ends are exact.
 #[inline(always)]
@@ -62,10 +95,8 @@ pub(crate) fn lerp_tensor(input: &Tensor, end: &Tensor, weight: &Tensor) -> Resu
     // The composition's order: `end - input`, then `weight * diff`.
     let shape = broadcast_shapes(&end.shape(), &input.shape())?;
     let shape = broadcast_shapes(&weight.shape(), &shape)?;
-    let (vx, ve, vw) = (input.view(), end.view(), weight.view());
     let out = crate::dispatch_float!(dt, T => {
-        let (data, st) = ternary_kept::<T, T>(&vx, &ve, &vw, &shape, #[inline(always)] |x: T, e: T, w: T| lerp_elem(x, e, w));
-        laid_out(data, shape.clone(), st)
+        ternary_map::<T>(input, end, weight, &shape, #[inline(always)] |x: T, e: T, w: T| lerp_elem(x, e, w))
     });
     if needs_record(&[input, end, weight]) {
         let ends = tracked(input) || tracked(end);
@@ -120,16 +151,14 @@ pub(crate) fn lerp_scalar(input: &Tensor, end: &Tensor, weight: f64) -> Result<T
     let dt = one_float_dtype("lerp", &[input, end])?;
     let shape = broadcast_shapes(&end.shape(), &input.shape())?;
     let near = weight.abs() < 0.5;
-    let (vx, ve) = (input.view(), end.view());
     let out = crate::dispatch_float!(dt, T => {
         let w = T::from_f64(weight);
         let om = <T as Element>::one() - w;
-        let (data, st) = if near {
-            binary_kept::<T, T>(&vx, &ve, &shape, #[inline(always)] move |x: T, e: T| x + w * (e - x))
+        if near {
+            binary_map::<T>(input, end, &shape, #[inline(always)] move |x: T, e: T| x + w * (e - x))
         } else {
-            binary_kept::<T, T>(&vx, &ve, &shape, #[inline(always)] move |x: T, e: T| e - (e - x) * om)
-        };
-        laid_out(data, shape.clone(), st)
+            binary_map::<T>(input, end, &shape, #[inline(always)] move |x: T, e: T| e - (e - x) * om)
+        }
     });
     if needs_record(&[input, end]) {
         record("LerpBackward0", &[input, end], &out, saved![], move |c| {
@@ -172,17 +201,15 @@ fn addc(kind: Addc, input: &Tensor, t1: &Tensor, t2: &Tensor, value: f64) -> Res
     let dt = one_float_dtype(name, &[input, t1, t2])?;
     let shape = broadcast_shapes(&t1.shape(), &t2.shape())?;
     let shape = broadcast_shapes(&input.shape(), &shape)?;
-    let (vx, va, vb) = (input.view(), t1.view(), t2.view());
     let scaled = value != 1.0;
     let out = crate::dispatch_float!(dt, T => {
         let v = T::from_f64(value);
-        let (data, st) = match (kind, scaled) {
-            (Addc::Mul, false) => ternary_kept::<T, T>(&vx, &va, &vb, &shape, #[inline(always)] |x: T, a: T, b: T| x + a * b),
-            (Addc::Mul, true) => ternary_kept::<T, T>(&vx, &va, &vb, &shape, #[inline(always)] move |x: T, a: T, b: T| x + v * (a * b)),
-            (Addc::Div, false) => ternary_kept::<T, T>(&vx, &va, &vb, &shape, #[inline(always)] |x: T, a: T, b: T| x + a / b),
-            (Addc::Div, true) => ternary_kept::<T, T>(&vx, &va, &vb, &shape, #[inline(always)] move |x: T, a: T, b: T| x + v * (a / b)),
-        };
-        laid_out(data, shape.clone(), st)
+        match (kind, scaled) {
+            (Addc::Mul, false) => ternary_map::<T>(input, t1, t2, &shape, #[inline(always)] |x: T, a: T, b: T| x + a * b),
+            (Addc::Mul, true) => ternary_map::<T>(input, t1, t2, &shape, #[inline(always)] move |x: T, a: T, b: T| x + v * (a * b)),
+            (Addc::Div, false) => ternary_map::<T>(input, t1, t2, &shape, #[inline(always)] |x: T, a: T, b: T| x + a / b),
+            (Addc::Div, true) => ternary_map::<T>(input, t1, t2, &shape, #[inline(always)] move |x: T, a: T, b: T| x + v * (a / b)),
+        }
     });
     if needs_record(&[input, t1, t2]) {
         let (r1, r2) = (tracked(t1), tracked(t2));

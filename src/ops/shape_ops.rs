@@ -761,19 +761,49 @@ pub(crate) fn tril(t: &Tensor, diagonal: i64, lower: bool) -> Result<Tensor> {
         )));
     }
     let (r, c) = (shape[nd - 2], shape[nd - 1]);
+    let rows = crate::tensor::numel(&shape) / c.max(1);
+    // Columns `[0, keep)` of row `row` are kept by tril, `[keep, c)` by triu.
+    let keep = move |row: usize| {
+        let i = (row % r.max(1)) as i64;
+        let edge = if lower {
+            i + diagonal + 1
+        } else {
+            i + diagonal
+        };
+        edge.clamp(0, c as i64) as usize
+    };
+    if t.is_contiguous() {
+        if let Some(v) = super::inplace::claim_map_target(t) {
+            // In place (`x.tril_()`, see `apply_inplace_map`): only the
+            // other triangle is written, with zeros.
+            crate::dispatch!(v.dtype(), T => {
+                let o = crate::kernels::SendPtr(v.ptr::<T>());
+                crate::kernels::copy::par_units(rows, c, |lo, hi| {
+                    for row in lo..hi {
+                        // SAFETY: row `row` of the contiguous destination
+                        // belongs to this unit.
+                        let d = unsafe { std::slice::from_raw_parts_mut(o.get().add(row * c), c) };
+                        let k = keep(row);
+                        if lower {
+                            d[k..].fill(T::zero());
+                        } else {
+                            d[..k].fill(T::zero());
+                        }
+                    }
+                });
+            });
+            return Ok(t.clone());
+        }
+    }
     let src = t.contiguous_data();
     let v = src.view();
-    let rows = crate::tensor::numel(&shape) / c.max(1);
     let out = crate::dispatch!(v.dtype(), T => {
         let data = v.as_slice::<T>().unwrap_or(&[]);
         let res: Vec<T> = crate::kernels::build_vec(data.len(), |buf| {
             let o = crate::kernels::SendPtr(buf.as_mut_ptr().cast::<T>());
             crate::kernels::copy::par_units(rows, c, |lo, hi| {
                 for row in lo..hi {
-                    let i = (row % r.max(1)) as i64;
-                    // Columns `[0, keep)` are kept by tril, `[keep, c)` by triu.
-                    let edge = if lower { i + diagonal + 1 } else { i + diagonal };
-                    let keep = edge.clamp(0, c as i64) as usize;
+                    let keep = keep(row);
                     let (s, d) = (&data[row * c..(row + 1) * c], unsafe {
                         // SAFETY: row `row` of the result belongs to this unit.
                         std::slice::from_raw_parts_mut(o.get().add(row * c), c)

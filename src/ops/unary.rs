@@ -5,7 +5,7 @@ use smallvec::smallvec;
 use super::{cast_data, mul, mul_f64, neg, with_cast_kept, Scalar};
 use crate::autograd::{needs_record, record, SavedTensor};
 use crate::error::{Error, Result};
-use crate::kernels::elementwise::{binary_kept, unary_kept};
+use crate::kernels::elementwise::{binary_kept, map_in_place, unary_kept};
 use crate::kernels::vmath as vm;
 use crate::saved;
 use crate::tensor::{DType, Tensor};
@@ -28,6 +28,19 @@ pub(crate) fn map1(
     ) -> Tensor {
         super::layout::laid_out(data, v.shape.clone(), strides)
     }
+    // In place (see `apply_inplace_map`): the map is applied to the
+    // destination's own memory, which is then the result.
+    if dt == a.dtype() {
+        let done = match (dt, &int_f) {
+            (DType::F64, _) => map_claimed::<f64>(a, &f64f),
+            (DType::F32, _) => map_claimed::<f32>(a, &f32f),
+            (DType::I64, Some(f)) => map_claimed::<i64>(a, f),
+            _ => None,
+        };
+        if let Some(out) = done {
+            return Ok(out);
+        }
+    }
     let out = match (dt, int_f) {
         (DType::F64, _) => {
             with_cast_kept(a, DType::F64, |v| typed(unary_kept::<f64, f64>(v, f64f), v))
@@ -42,6 +55,119 @@ pub(crate) fn map1(
     } else {
         out
     })
+}
+
+/// `f` mapped over `a`'s own memory when `a` is the destination of the
+/// `apply_inplace_map` under way (see `claim_map_target`), of `T`: `a`,
+/// now holding the result. None otherwise, with nothing written.
+pub(crate) fn map_claimed<T: crate::tensor::Element>(
+    a: &Tensor,
+    f: impl Fn(T) -> T + Sync,
+) -> Option<Tensor> {
+    if a.dtype() != T::DTYPE {
+        return None;
+    }
+    let v = super::inplace::claim_map_target(a)?;
+    let n = v.numel();
+    if n > 0 {
+        // SAFETY: the claimed view is the destination's `n` elements of `T`
+        // as one dense run, which nothing else reads or writes meanwhile.
+        map_in_place(
+            unsafe { std::slice::from_raw_parts_mut(v.ptr::<T>(), n) },
+            f,
+        );
+    }
+    Some(a.clone())
+}
+
+/// `f(a, b, c)` written over `a`'s own memory, as [`map_claimed`] maps it,
+/// when `b` and `c` are `T` tensors of `a`'s shape laid out as `a` is (or
+/// all contiguous) that record nothing: `x.addcmul_(y, z)`. A `b` or `c` in
+/// `a`'s memory must be `a` itself (each element is read before it is
+/// written). None otherwise, with nothing written.
+pub(crate) fn zip3_claimed<T: crate::tensor::Element>(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    f: impl Fn(T, T, T) -> T + Sync,
+) -> Option<Tensor> {
+    let others = [b, c];
+    if !super::inplace::map_target_set()
+        || a.dtype() != T::DTYPE
+        || needs_record(&others)
+        || crate::autograd::forward::any_tangent(&others)
+        || !others.iter().all(|o| same_walk(a, o))
+    {
+        return None;
+    }
+    let (vb, vc) = (walk_of(b)?, walk_of(c)?);
+    let v = super::inplace::claim_map_target(a)?;
+    let n = v.numel();
+    if n > 0 {
+        // SAFETY: the claimed view is the destination's `n` elements of `T`
+        // as one dense run; `b` and `c` are `n` elements each in the same
+        // order, in other memory or in exactly this one (`same_walk`).
+        unsafe {
+            let (sb, sc) = (
+                std::slice::from_raw_parts(vb.ptr::<T>() as *const T, n),
+                std::slice::from_raw_parts(vc.ptr::<T>() as *const T, n),
+            );
+            crate::kernels::elementwise::update2(
+                std::slice::from_raw_parts_mut(v.ptr::<T>(), n),
+                sb,
+                sc,
+                f,
+            );
+        }
+    }
+    Some(a.clone())
+}
+
+/// `f(a, b)` over `a`'s own memory: [`zip3_claimed`] for two operands, or
+/// [`map_claimed`] when `b` is one element (a number), taken as `T` as the
+/// out-of-place form converts it.
+pub(crate) fn zip_claimed<T: crate::tensor::Element>(
+    a: &Tensor,
+    b: &Tensor,
+    f: impl Fn(T, T) -> T + Sync,
+) -> Option<Tensor> {
+    if !super::inplace::map_target_set() || a.dtype() != T::DTYPE {
+        return None;
+    }
+    if b.numel() == 1 && b.ndim() <= a.ndim() && b.dtype() != DType::Bool {
+        if needs_record(&[b]) || crate::autograd::forward::any_tangent(&[b]) {
+            return None;
+        }
+        let y = cast_data(b, T::DTYPE).to_vec::<T>().first().copied()?;
+        return map_claimed::<T>(a, move |x| f(x, y));
+    }
+    zip3_claimed::<T>(a, b, b, move |x, y, _| f(x, y))
+}
+
+/// Whether `o` is a tensor of `a`'s dtype, shape and element order in
+/// memory: both contiguous, or the same strides over a dense run; in
+/// `a`'s memory only as exactly `a`.
+fn same_walk(a: &Tensor, o: &Tensor) -> bool {
+    let (av, ov) = (a.view(), o.view());
+    if ov.dtype() != av.dtype() || ov.shape != av.shape {
+        return false;
+    }
+    if std::sync::Arc::ptr_eq(&av.storage, &ov.storage)
+        && (ov.offset != av.offset || ov.strides != av.strides)
+    {
+        return false;
+    }
+    (av.is_contiguous() && ov.is_contiguous()) || ov.strides == av.strides
+}
+
+/// `t`'s elements as one dense run in memory order (contiguous, or a dense
+/// permutation), or None.
+fn walk_of(t: &Tensor) -> Option<crate::tensor::View> {
+    let v = t.view();
+    if v.is_contiguous() {
+        return Some(v.clone());
+    }
+    super::layout::memory_order(t).map(|(flat, ..)| flat.view().clone())
 }
 
 const NO_INT: Option<fn(i64) -> i64> = None;

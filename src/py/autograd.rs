@@ -152,12 +152,17 @@ fn _set_inference_mode(mode: bool) {
 /// `compute()` gives the result, which is written into `input` as the
 /// built-in in-place ops do, so a node of `compute` that saved `input`
 /// keeps its value from before the write.
+///
+/// With `direct`, `compute` is one elementwise map of `input` and nothing
+/// else (`F.relu(x, inplace=True)`): with nothing to record, the map writes
+/// into `input`'s memory (see `ops::apply_inplace_map`).
 #[pyfunction]
-#[pyo3(signature = (input, compute, name=None))]
+#[pyo3(signature = (input, compute, name=None, direct=false))]
 fn _apply_inplace<'py>(
     input: &Bound<'py, PyTensor>,
     compute: &Bound<'py, PyAny>,
     name: Option<&str>,
+    direct: bool,
 ) -> PyResult<Bound<'py, PyTensor>> {
     let t = &input.get().t;
     // The write is attributed to `name`, or else to the op that recorded the
@@ -170,7 +175,7 @@ fn _apply_inplace<'py>(
     let start = crate::compile::active().then(crate::compile::entry_count);
     let mut result = None;
     let write = || {
-        ops::apply_inplace(t, || {
+        let run = || {
             let r = compute.call0().map_err(super::errors::external)?;
             let r = r.cast::<PyTensor>().map_err(|_| {
                 crate::error::Error::type_error("_apply_inplace: compute() must return a Tensor")
@@ -185,7 +190,13 @@ fn _apply_inplace<'py>(
             }
             result = Some(r.clone());
             Ok(r)
-        })
+        };
+        // Not while capturing: the capture records `compute`'s ops one by one.
+        if direct && start.is_none() {
+            ops::apply_inplace_map(t, &[], run)
+        } else {
+            ops::apply_inplace(t, run)
+        }
     };
     match start {
         None => enter_py("_apply_inplace", write)?,

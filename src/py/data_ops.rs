@@ -166,6 +166,102 @@ fn _index_put_(
     })
 }
 
+/// `input.index_add_(dim, index, source)` with `source` already scaled
+/// (`index_copy_` without `accumulate`), in `input`'s memory.
+#[pyfunction]
+fn _index_rows_(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    dim: i64,
+    index: &Bound<'_, PyTensor>,
+    source: &Bound<'_, PyTensor>,
+    accumulate: bool,
+) -> PyResult<()> {
+    let name = if accumulate {
+        "index_add_"
+    } else {
+        "index_copy_"
+    };
+    let _op = crate::tensor::write_op(name);
+    let (x, i, s) = (t_of(input), t_of(index), t_of(source));
+    run_inplace(py, s.numel(), name, &[x, i, s], &[], move |t, _| {
+        ops::index_rows_(t[0], dim, t[1], t[2], accumulate)
+    })
+}
+
+/// `input.scatter_(dim, index, src)` in `input`'s memory, `src` a tensor or
+/// (with `reduce="none"`) a number; `scatter_add_` with `reduce="sum"`, and
+/// `scatter_reduce_` with `"prod"`, `"amax"` or `"amin"` (`include_self`).
+#[pyfunction]
+fn _scatter_(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    dim: i64,
+    index: &Bound<'_, PyTensor>,
+    src: &Bound<'_, PyAny>,
+    reduce: &str,
+) -> PyResult<()> {
+    use crate::kernels::index::Combine;
+    let (name, combine) = match reduce {
+        "none" => ("scatter_", Combine::Write),
+        "sum" => ("scatter_add_", Combine::Add),
+        "prod" => ("scatter_reduce_", Combine::Mul),
+        "amax" => ("scatter_reduce_", Combine::Max),
+        "amin" => ("scatter_reduce_", Combine::Min),
+        _ => {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+            )))
+        }
+    };
+    let _op = crate::tensor::write_op(name);
+    let (x, i) = (t_of(input), t_of(index));
+    match crate::py::convert::operand(src) {
+        Some(crate::py::convert::Operand::Tensor(s)) => {
+            run_inplace(py, i.numel(), name, &[x, i, &s], &[], move |t, _| {
+                ops::scatter_(t[0], dim, t[1], t[2], combine)
+            })
+        }
+        Some(crate::py::convert::Operand::Scalar(v)) if combine == Combine::Write => {
+            let si = crate::py::capture::scalar_in(src, v);
+            run_inplace(py, i.numel(), name, &[x, i], &[si], move |t, s| {
+                ops::scatter_value_(t[0], dim, t[1], s[0])
+            })
+        }
+        _ => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{name}(): src must be a Tensor{}",
+            if combine == Combine::Write {
+                " or a number"
+            } else {
+                ""
+            }
+        ))),
+    }
+}
+
+/// `scatter_reduce(input, dim, index, src, reduce, include_self)`'s value
+/// for `prod`, `amax` and `amin`, unrecorded (arguments checked).
+#[pyfunction]
+fn _scatter_reduce_value(
+    py: Python<'_>,
+    input: &Bound<'_, PyTensor>,
+    dim: i64,
+    index: &Bound<'_, PyTensor>,
+    src: &Bound<'_, PyTensor>,
+    reduce: String,
+    include_self: bool,
+) -> PyResult<Py<PyAny>> {
+    let (x, i, s) = (t_of(input), t_of(index), t_of(src));
+    run_op(
+        py,
+        x.numel().max(i.numel()),
+        "scatter_reduce",
+        &[x, i, s],
+        &[],
+        move |t, _| ops::scatter_reduce_value(t[0], dim, t[1], t[2], &reduce, include_self),
+    )
+}
+
 /// `diag_embed(input, offset, dim1, dim2)`.
 #[pyfunction]
 fn _diag_embed(
@@ -237,6 +333,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_take, m)?)?;
     m.add_function(wrap_pyfunction!(_index_put_, m)?)?;
     m.add_function(wrap_pyfunction!(_index_copy, m)?)?;
+    m.add_function(wrap_pyfunction!(_index_rows_, m)?)?;
+    m.add_function(wrap_pyfunction!(_scatter_, m)?)?;
+    m.add_function(wrap_pyfunction!(_scatter_reduce_value, m)?)?;
     m.add_function(wrap_pyfunction!(_diag_embed, m)?)?;
     m.add_function(wrap_pyfunction!(_cumprod, m)?)?;
     m.add_function(wrap_pyfunction!(_cum_extreme, m)?)?;

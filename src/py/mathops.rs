@@ -51,7 +51,9 @@ impl PyTensor {
             "nan_to_num_",
             &[a],
             &[],
-            move |t, _| ops::apply_inplace(t[0], || ops::nan_to_num(t[0], nan, posinf, neginf)),
+            move |t, _| {
+                ops::apply_inplace_map(t[0], &[], || ops::nan_to_num(t[0], nan, posinf, neginf))
+            },
         )?;
         Ok(slf.clone().into_any().unbind())
     }

@@ -95,7 +95,9 @@ fn leaky_relu_<'py>(
         "leaky_relu_",
         &[a],
         &[],
-        move |t, _| ops::apply_inplace(t[0], || ops::leaky_relu_result(t[0], negative_slope)),
+        move |t, _| {
+            ops::apply_inplace_map(t[0], &[], || ops::leaky_relu_result(t[0], negative_slope))
+        },
     )?;
     Ok(input.clone())
 }
@@ -107,7 +109,7 @@ fn elu_<'py>(input: &Bound<'py, PyTensor>, alpha: f64) -> PyResult<Bound<'py, Py
     let _op = crate::tensor::write_op("elu_");
     let a = t_of(input);
     capture::run_inplace(input.py(), a.numel(), "elu_", &[a], &[], move |t, _| {
-        ops::apply_inplace(t[0], || ops::elu_result(t[0], alpha))
+        ops::apply_inplace_map(t[0], &[], || ops::elu_result(t[0], alpha))
     })?;
     Ok(input.clone())
 }

@@ -22,7 +22,8 @@
 //! `__ferrograd_function__` to it (`dispatch.rs`).
 //!
 //! Surfaces: `method`, `function`, and `inplace(name_)` (unary only: the
-//! result written into `self` by `ops::apply_inplace`).
+//! result written into `self` by `ops::apply_inplace_map`, so the op must be
+//! one elementwise map of its input).
 
 /// Expands the table: see the module documentation.
 macro_rules! op_table {
@@ -60,7 +61,7 @@ macro_rules! op_table {
                 let a = &slf.get().t;
                 let _op = crate::tensor::write_op(stringify!($iname));
                 $crate::py::capture::run_inplace(slf.py(), a.numel(), stringify!($iname), &[a], &[], |t, _| {
-                    ops::apply_inplace(t[0], || $op(t[0]))
+                    ops::apply_inplace_map(t[0], &[], || $op(t[0]))
                 })?;
                 Ok(slf.clone().into_any().unbind())
             }

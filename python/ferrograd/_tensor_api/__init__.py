@@ -86,11 +86,19 @@ from ._indexing import (  # noqa: F401
     _put,
     _scatter_,
     index_add,
+    index_add_,
     index_copy,
+    index_copy_,
     index_fill,
+    index_fill_,
     index_put,
     masked_scatter,
+    masked_scatter_,
+    put_,
+    scatter_,
+    scatter_add_,
     scatter_reduce,
+    scatter_reduce_,
     take,
     take_along_dim,
 )
@@ -233,9 +241,14 @@ __all__ = [
 # ----- in-place forms ------------------------------------------------------------------
 
 
-def _inplace(name, compute):
+def _inplace(name, compute, direct=False):
+    # `direct`: `compute` is one elementwise op of self, mapped in self's memory
+    # when nothing records it, unless another tensor takes part; "operands": one
+    # op of self and other tensors, which the core then checks.
     def method(self, *args, **kwargs):
-        return apply_inplace(self, lambda: compute(self, *args, **kwargs), name)
+        d = direct == "operands" or direct and not any(
+            isinstance(a, Tensor) for a in (*args, *kwargs.values()))
+        return apply_inplace(self, lambda: compute(self, *args, **kwargs), name, direct=d)
 
     method.__name__ = name
     return _inplace_docs.document(method, name, compute, _base_doc(name))
@@ -371,6 +384,14 @@ def _install():
     }
     attach({n: property(props[n], doc=docs[n]) for n in _missing(props)}, __name__)
     inplace = {
+        "logical_and_": lambda self, other: self.logical_and(other),
+        "logical_or_": lambda self, other: self.logical_or(other),
+        "logical_xor_": lambda self, other: self.logical_xor(other),
+        "cumprod_": lambda self, dim, *, dtype=None: cumprod(self, dim, dtype=dtype),
+        "cumsum_": lambda self, dim, *, dtype=None: self.cumsum(dim, dtype=dtype),
+    }
+    # One elementwise op of self alone: mapped in self's memory when nothing records.
+    direct = {
         "round_": lambda self, decimals=0: self.round(decimals=decimals),
         "ge_": lambda self, other: self.ge(other),
         "gt_": lambda self, other: self.gt(other),
@@ -378,23 +399,22 @@ def _install():
         "lt_": lambda self, other: self.lt(other),
         "ne_": lambda self, other: self.ne(other),
         "eq_": lambda self, other: self.eq(other),
-        "logical_and_": lambda self, other: self.logical_and(other),
-        "logical_or_": lambda self, other: self.logical_or(other),
-        "logical_xor_": lambda self, other: self.logical_xor(other),
-        "scatter_": _scatter_,
-        "scatter_add_": lambda self, dim, index, src: self.scatter_add(dim, index, src),
-        "scatter_reduce_": scatter_reduce,
-        "index_add_": index_add,
-        "index_copy_": index_copy,
-        "index_fill_": index_fill,
-        "masked_scatter_": masked_scatter,
-        "put_": _put,
-        "cumprod_": lambda self, dim, *, dtype=None: cumprod(self, dim, dtype=dtype),
-        "cumsum_": lambda self, dim, *, dtype=None: self.cumsum(dim, dtype=dtype),
     }
     attach({n: _typed(_inplace(n, inplace[n])) for n in _missing(inplace)}, __name__)
-    # index_put_ writes only the picked elements, in place (no out-of-place copy).
-    native = {"index_put_": (_index_put_, index_put)}
+    attach({n: _typed(_inplace(n, direct[n], direct=True)) for n in _missing(direct)}, __name__)
+    # The index writes touch only the picked elements, in self's memory (no
+    # out-of-place copy); each falls back to the written-in copy under vmap.
+    native = {
+        "index_put_": (_index_put_, index_put),
+        "scatter_": (scatter_, _scatter_),
+        "scatter_add_": (scatter_add_, scatter_add_),
+        "scatter_reduce_": (scatter_reduce_, scatter_reduce),
+        "index_add_": (index_add_, index_add),
+        "index_copy_": (index_copy_, index_copy),
+        "index_fill_": (index_fill_, index_fill),
+        "masked_scatter_": (masked_scatter_, masked_scatter),
+        "put_": (put_, _put),
+    }
     attach({n: _typed(_inplace_docs.document(f, n, base, _base_doc(n)))
             for n, (f, base) in native.items() if n in _missing(native)}, __name__)
     if hasattr(Tensor, "clamp_"):
@@ -405,7 +425,8 @@ def _install():
                  "logaddexp", "xlogy", "clamp_min", "clamp_max", "float_power"):  # fmt: skip
         fn = getattr(_C, base, None)
         if fn is not None and not hasattr(Tensor, base + "_"):
-            attach({base + "_": _inplace(base + "_", _binary(fn, base))}, __name__)
+            attach({base + "_": _inplace(base + "_", _binary(fn, base), direct="operands")},
+                   __name__)
     operators = {
         "__mod__": lambda self, other: _C.remainder(self, other),
         "__rmod__": lambda self, other: _C.remainder(other, self),

@@ -11,6 +11,7 @@ import numpy as np
 from .. import _C
 from .._autocast import autocast_op as _autocast_op
 from .._C import Tensor
+from .._inplace import apply_inplace
 from .._replay import replayed as _replayed
 from ._common import _check, _from_np, _np, _vmap_level, _wrap_dim
 
@@ -64,20 +65,51 @@ def index_add(
     dim = _wrap_dim(dim, input.dim())
     if input.dim() == 0:
         return input + (alpha * source).sum()
-    if source.dim() != input.dim() or source.shape[dim] != index.numel():
-        raise RuntimeError(
-            f"index_add_(): Number of indices ({index.numel()}) should be equal to "
-            f"source.size(dim) ({source.shape[dim] if source.dim() else 1})"
-        )
+    _rows_fit("index_add", RuntimeError, dim, index, source, input)
     src = source if alpha == 1 else alpha * source
-    if isinstance(input, Tensor) and isinstance(src, Tensor) and isinstance(index, Tensor):
-        if index.dim() > 1:
-            raise IndexError("index_add(): Index is supposed to be a vector")
-        if index.dtype != _C.int64:
-            raise IndexError("index_add(): Expected dtype int64 for index")
-        return _C._index_add(input, dim, index.reshape(-1), src)
+    if _plain(input, src, index):
+        return _C._index_add(input, dim, _row_index("index_add", index), src)
     idx = _index_along("index_add", input, dim, index, tuple(source.shape))
     return input.scatter_add(dim, idx, src)
+
+
+def _plain(*values):
+    """Whether every value is a ferrograd Tensor (none batched by ``vmap``), so the
+    core's own op takes them."""
+    return all(isinstance(v, Tensor) for v in values)
+
+
+def _row_index(fn, index):
+    """``index`` of ``index_add``/``index_copy`` as 1-D, after PyTorch's checks."""
+    if index.dim() > 1:
+        raise IndexError(f"{fn}(): Index is supposed to be a vector")
+    if index.dtype != _C.int64:
+        raise IndexError(f"{fn}(): Expected dtype int64 for index")
+    return index.reshape(-1)
+
+
+def index_add_(
+    self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1
+) -> Tensor:
+    """``index_add`` written into ``self``'s memory (``alpha * source`` added at the
+    rows ``index`` along ``dim``)."""
+    if _plain(self, index, source) and self.dim() > 0:
+        _check("index_add_", index, "index", 3)
+        d = _wrap_dim(dim, self.dim())
+        _rows_fit("index_add", RuntimeError, d, index, source, self)
+        src = source if alpha == 1 else alpha * source
+        _C._index_rows_(self, d, _row_index("index_add", index), src, True)
+        return self
+    return apply_inplace(self, lambda: index_add(self, dim, index, source, alpha=alpha),
+                         "index_add_")
+
+
+def _rows_fit(fn, error, dim, index, source, input):
+    if source.dim() != input.dim() or source.shape[dim] != index.numel():
+        raise error(
+            f"{fn}_(): Number of indices ({index.numel()}) should be equal to "
+            f"source.size(dim) ({source.shape[dim] if source.dim() else 1})"
+        )
 
 
 @_autocast_op("index_copy")
@@ -90,26 +122,69 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     dim = _wrap_dim(dim, input.dim())
     if input.dim() == 0:
         return source.reshape(()).to(input.dtype) + input * 0
-    if source.dim() != input.dim() or source.shape[dim] != index.numel():
-        raise IndexError(
-            f"index_copy_(): Number of indices ({index.numel()}) should be equal to "
-            f"source.size(dim) ({source.shape[dim] if source.dim() else 1})"
-        )
-    if isinstance(input, Tensor) and isinstance(source, Tensor) and isinstance(index, Tensor):
-        if index.dim() > 1:
-            raise IndexError("index_copy(): Index is supposed to be a vector")
-        if index.dtype != _C.int64:
-            raise IndexError("index_copy(): Expected dtype int64 for index")
-        return _C._index_copy(input, dim, index.reshape(-1), source)
+    _rows_fit("index_copy", IndexError, dim, index, source, input)
+    if _plain(input, source, index):
+        return _C._index_copy(input, dim, _row_index("index_copy", index), source)
     idx = _index_along("index_copy", input, dim, index, tuple(source.shape))
     return input.scatter(dim, idx, source)
+
+
+def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """``index_copy`` written into ``self``'s memory."""
+    if _plain(self, index, source) and self.dim() > 0:
+        _check("index_copy_", index, "index", 3)
+        d = _wrap_dim(dim, self.dim())
+        _rows_fit("index_copy", IndexError, d, index, source, self)
+        _C._index_rows_(self, d, _row_index("index_copy", index), source, False)
+        return self
+    return apply_inplace(self, lambda: index_copy(self, dim, index, source), "index_copy_")
 
 
 @_replayed("index_fill")
 def index_fill(input: Tensor, dim: int, index: Tensor, value: TensorOrNumber) -> Tensor:
     """A copy of ``input`` with the slices ``index`` along ``dim`` set to ``value``."""
-    _check("index_fill", input)
-    _check("index_fill", index, "index", 3)
+    dim, negative = _fill_checks("index_fill", input, dim, index, value)
+    n = input.shape[dim] if input.dim() else 1
+    if _fills_rows(input, index, value):
+        return _C._index_copy(input, dim, *_fill_rows(input, dim, index, value, negative))
+    mask = np.zeros(n, dtype=bool)
+    mask[_np(index).reshape(-1)] = True
+    view = [1] * input.dim()
+    if view:
+        view[dim] = n
+    m = _from_np(mask.reshape(view))
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(
+                "index_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                f"with {value.dim()} dimension(s)."
+            )
+        return _C.where(m, value.to(input.dtype), input)
+    return input.masked_fill(m, value)
+
+
+def _fills_rows(input, index, value):
+    return _plain(input, index) and input.dim() > 0 and isinstance(value, (Tensor, int, float))
+
+
+def _fill_rows(input, dim, index, value, negative):
+    """The filled slices as ``index_copy``'s index and source: rows of the
+    (broadcast) value."""
+    idx = index.reshape(-1)
+    if negative:
+        idx = _wrap_negative(idx, input.shape[dim])
+    v = value.to(input.dtype) if isinstance(value, Tensor) else _C.full(
+        (), value, dtype=input.dtype)  # fmt: skip
+    shape = list(input.shape)
+    shape[dim] = idx.numel()
+    return idx, v.expand(*shape)
+
+
+def _fill_checks(fn, input, dim, index, value):
+    """PyTorch's checks of ``index_fill``'s arguments: the wrapped ``dim``, and
+    whether ``index`` may hold negative entries."""
+    _check(fn, input)
+    _check(fn, index, "index", 3)
     dim = _wrap_dim(dim, input.dim())
     if index.dtype != _C.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
@@ -132,30 +207,16 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: TensorOrNumber) ->
             "index_fill_ only supports a 0-dimensional value tensor, but got tensor "
             f"with {value.dim()} dimension(s)."
         )
-    if isinstance(input, Tensor) and input.dim() > 0 and isinstance(value, (Tensor, int, float)):
-        # The filled slices written as rows of the (broadcast) value.
-        idx = index.reshape(-1)
-        if negative:
-            idx = _wrap_negative(idx, n)
-        v = value.to(input.dtype) if isinstance(value, Tensor) else _C.full(
-            (), value, dtype=input.dtype)  # fmt: skip
-        shape = list(input.shape)
-        shape[dim] = idx.numel()
-        return _C._index_copy(input, dim, idx, v.expand(*shape))
-    mask = np.zeros(n, dtype=bool)
-    mask[_np(index).reshape(-1)] = True
-    view = [1] * input.dim()
-    if view:
-        view[dim] = n
-    m = _from_np(mask.reshape(view))
-    if isinstance(value, Tensor):
-        if value.dim() != 0:
-            raise RuntimeError(
-                "index_fill_ only supports a 0-dimensional value tensor, but got tensor "
-                f"with {value.dim()} dimension(s)."
-            )
-        return _C.where(m, value.to(input.dtype), input)
-    return input.masked_fill(m, value)
+    return dim, negative
+
+
+def index_fill_(self: Tensor, dim: int, index: Tensor, value: TensorOrNumber) -> Tensor:
+    """``index_fill`` written into ``self``'s memory."""
+    if _fills_rows(self, index, value):
+        d, negative = _fill_checks("index_fill_", self, dim, index, value)
+        _C._index_rows_(self, d, *_fill_rows(self, d, index, value, negative), False)
+        return self
+    return apply_inplace(self, lambda: index_fill(self, dim, index, value), "index_fill_")
 
 
 @_replayed("masked_scatter")
@@ -171,18 +232,13 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         )
     mask = mask.expand(*input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
     if _checks_values(mask, input, source):
-        # NumPy counts the flags in one pass over the bytes (a tensor sum widens each to int64).
-        k = int(np.count_nonzero(_np(mask)))
-        if k > source.numel():
-            raise RuntimeError("masked_scatter: expected source to have at least as many "
-                               "elements as there are True values in mask")
-        flat_src = source.reshape(-1)
-        if flat_src.numel() == 0:
-            return input.clone()
         # The leading k elements written in order at the True positions, as
         # x[mask] = source[:k] writes them: one native op instead of a running count,
         # a gather and a where.
-        return _C._index_put(input, (mask,), flat_src[:k].to(input.dtype), False)
+        values = _masked_values(input, mask, source)
+        if values is None:
+            return input.clone()
+        return _C._index_put(input, (mask,), values, False)
     # Each element's source position: the running count of True values, less one
     # (the last count is the number of True values).
     pos = mask.reshape(-1).cumsum(0)
@@ -195,6 +251,31 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         return input.clone()
     vals = flat_src.gather(0, pos).reshape(tuple(input.shape)).to(input.dtype)
     return _C.where(mask, vals, input)
+
+
+def _masked_values(input, mask, source):
+    """The leading elements of ``source``, one per True flag of ``mask`` (None for an
+    empty ``source``), after PyTorch's count check."""
+    # NumPy counts the flags in one pass over the bytes (a tensor sum widens each to int64).
+    k = int(np.count_nonzero(_np(mask)))
+    if k > source.numel():
+        raise RuntimeError("masked_scatter: expected source to have at least as many "
+                           "elements as there are True values in mask")
+    flat_src = source.reshape(-1)
+    if flat_src.numel() == 0:
+        return None
+    return flat_src[:k].to(input.dtype)
+
+
+def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """``masked_scatter`` written into ``self``'s memory."""
+    if _checks_values(self, mask, source) and isinstance(mask, Tensor) and mask.dtype == _C.bool:
+        m = mask.expand(*self.shape) if tuple(mask.shape) != tuple(self.shape) else mask
+        values = _masked_values(self, m, source)
+        if values is not None:
+            _C._index_put_(self, (m,), values, False)
+        return self
+    return apply_inplace(self, lambda: masked_scatter(self, mask, source), "masked_scatter_")
 
 
 def _flat_index(fn, input, index):
@@ -255,6 +336,29 @@ def _put(self, index, source, accumulate=False):
     return out.reshape(tuple(self.shape))
 
 
+def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """``put`` written into ``self``'s memory: ``source`` at the flat positions
+    ``index`` (added there with ``accumulate=True``)."""
+    recorded = _C.is_grad_enabled() and (
+        getattr(self, "requires_grad", False) or getattr(source, "requires_grad", False))
+    if _plain(self, index, source) and self.is_contiguous() and not recorded:
+        _check("put_", index, "index", 2)
+        _check("put_", source, "source", 3)
+        if index.dtype != _C.int64:
+            raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype}")
+        idx = _flat_index("put_", self, index).reshape(-1)
+        src = source.reshape(-1)
+        if idx.numel() != src.numel():
+            raise RuntimeError(
+                f"put_(): Expected source and index to have the same number of elements, "
+                f"but got source.numel() = {src.numel()}, index.numel() = {idx.numel()}"
+            )
+        # A view of the contiguous self written in place: nothing is recorded.
+        _C._scatter_(self.view(-1), 0, idx, src, "sum" if accumulate else "none")
+        return self
+    return apply_inplace(self, lambda: _put(self, index, source, accumulate), "put_")
+
+
 def index_put(
     input: Tensor,
     indices: Sequence[Tensor | None],
@@ -280,8 +384,6 @@ def _index_put_(
     """``index_put`` written into ``self``'s memory."""
     idx = _index_put_args("index_put_", self, indices, values)
     if _vmap_level(self, values, *idx)[0]:
-        from .._inplace import apply_inplace
-
         return apply_inplace(self, lambda: index_put(self, idx, values, accumulate), "index_put_")
     _C._index_put_(self, idx, values, accumulate)
     return self
@@ -415,6 +517,12 @@ def scatter_reduce(
     if reduce == "sum" and include_self:
         # Nothing to count: no scatter of ones, no mask.
         return input.scatter_add(dim, index, src)
+    res = None
+    if reduce in ("prod", "amax", "amin"):
+        # The core reduces in one pass; only a gradient needs the compositions below.
+        res = _C._scatter_reduce_value(input, dim, index, src, reduce, include_self)
+        if not _differentiates(input, src):
+            return res
     ones = _C.ones(tuple(index.shape), dtype=input.dtype)
     hit = _C.zeros(tuple(input.shape), dtype=input.dtype).scatter_add(dim, index, ones)
     touched = hit > 0
@@ -452,17 +560,8 @@ def scatter_reduce(
         return out
     # amax / amin: the winning value as an average of the tied candidates, so the
     # gradient is shared among ties as PyTorch shares it.
-    arr = _np(input).copy()
-    fill = -np.inf if reduce == "amax" else np.inf
-    if not include_self:
-        arr[_np(touched)] = fill if input.is_floating_point() else (
-            np.iinfo(np.int64).min if reduce == "amax" else np.iinfo(np.int64).max)  # fmt: skip
-    ufunc = np.maximum if reduce == "amax" else np.minimum
-    idx_np, src_np = _np(index), _np(src)
-    coords = list(np.indices(idx_np.shape))
-    coords[dim] = idx_np
-    ufunc.at(arr, tuple(coords), src_np)
-    res = _from_np(arr, input.dtype)
+    if res is None:
+        res = _C._scatter_reduce_value(input, dim, index, src, reduce, include_self)
     keep_self = input == res
     if not include_self:
         keep_self = keep_self & ~touched
@@ -473,6 +572,59 @@ def scatter_reduce(
     w_self = keep_self.to(input.dtype) / count
     w_src = win.to(input.dtype) / count.gather(dim, index)
     return (input * w_self).scatter_add(dim, index, src * w_src)
+
+
+def scatter_reduce_(
+    self: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Tensor,
+    reduce: str,
+    *,
+    include_self: bool = True,
+) -> Tensor:
+    """``scatter_reduce`` written into ``self``'s memory."""
+    # Counting ``self``, a sum, product or extremum combines each element of
+    # ``src`` into place in one pass (a sum is recorded as ``scatter_add``).
+    if (include_self and _plain(self, index, src)
+            and (reduce == "sum" or reduce in ("prod", "amax", "amin")
+                 and not _differentiates(self, src))):  # fmt: skip
+        _check("scatter_reduce_", index, "index", 3)
+        if index.dtype != _C.int64:
+            raise RuntimeError("scatter_reduce(): Expected dtype int64 for index")
+        _C._scatter_(self, dim, index, src, reduce)
+        return self
+    return apply_inplace(
+        self,
+        lambda: scatter_reduce(self, dim, index, src, reduce, include_self=include_self),
+        "scatter_reduce_",
+    )
+
+
+def _differentiates(*ts):
+    """Whether a result computed from ``ts`` needs a gradient or a tangent."""
+    if _C.is_grad_enabled() and any(t.requires_grad for t in ts):
+        return True
+    return any(_C._fw_tangent(t) is not None for t in ts)
+
+
+def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    """``scatter`` written into ``self``'s memory (``src`` a tensor or a number)."""
+    given = value if src is None else src
+    if reduce is None and _plain(self, index) and (
+            _plain(given) or type(given) in (int, float, bool)):  # fmt: skip
+        _C._scatter_(self, dim, index, given, "none")
+        return self
+    return apply_inplace(
+        self, lambda: _scatter_(self, dim, index, src, value=value, reduce=reduce), "scatter_")
+
+
+def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """``scatter_add`` written into ``self``'s memory."""
+    if _plain(self, index, src):
+        _C._scatter_(self, dim, index, src, "sum")
+        return self
+    return apply_inplace(self, lambda: self.scatter_add(dim, index, src), "scatter_add_")
 
 
 def _scatter_(self, dim, index, src=None, *, value=None, reduce=None):

@@ -222,6 +222,16 @@ isa_loop! {
 }
 
 isa_loop! {
+    /// `dst[i] = f(dst[i], a[i], b[i])`.
+    fn update2 / update2_on<T, F>(dst: &mut [T], a: &[T], b: &[T], f: &F)
+    where [T: Copy, F: Fn(T, T, T) -> T] {
+        for ((d, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+            *d = f(*d, x, y);
+        }
+    }
+}
+
+isa_loop! {
     /// `dst[i] = f(dst[i], src[i])`.
     fn update / update_on<T, F>(dst: &mut [T], src: &[T], f: &F)
     where [T: Copy, F: Fn(T, T) -> T] {

@@ -65,7 +65,9 @@ impl PyTensor {
         let tb = tensor_bounds(min, max);
         let (ins, opt) = Opt::inputs(&[a], &[lo.as_ref(), hi.as_ref()]);
         run_inplace(slf.py(), a.numel(), "clamp_", &ins, &[], move |t, _| {
-            ops::apply_inplace(t[0], || ops::clamp(t[0], opt.get(t, 0), opt.get(t, 1), tb))
+            ops::apply_inplace_map(t[0], &t[1..], || {
+                ops::clamp(t[0], opt.get(t, 0), opt.get(t, 1), tb)
+            })
         })?;
         Ok(slf.clone().into_any().unbind())
     }

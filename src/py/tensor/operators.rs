@@ -441,7 +441,7 @@ impl PyTensor {
             // A number exponent is PyTorch's `pow_.Scalar` (`PowBackward0`).
             let a = &slf.get().t;
             capture::run_inplace(slf.py(), a.numel(), "pow_", &[a], &[], move |t, _| {
-                ops::apply_inplace(t[0], || ops::pow_scalar(t[0], e))
+                ops::apply_inplace_map(t[0], &[], || ops::pow_scalar(t[0], e))
             })?;
             return Ok(slf.clone().into_any().unbind());
         }

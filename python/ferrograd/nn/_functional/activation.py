@@ -43,10 +43,11 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _act(input, inplace, compute):
-    # In place, the value is computed out of place and written in, as
-    # nn.functional's other inplace activations do.
-    return apply_inplace(input, compute) if inplace else compute()
+def _act(input, inplace, compute, direct=True):
+    # In place, the value is written into the input; each `compute` here is
+    # one elementwise op of the input alone (`direct`), so with nothing to
+    # record it maps the input's memory.
+    return apply_inplace(input, compute, direct=direct) if inplace else compute()
 
 
 @tensor_args("input", "weight")
@@ -377,7 +378,7 @@ def relu_(input: Tensor) -> Tensor:
         >>> F.relu_(x) is x, x
         (True, tensor([0., 2.]))
     """
-    return apply_inplace(input, lambda: _C.relu(input), "relu_")
+    return apply_inplace(input, lambda: _C.relu(input), "relu_", direct=True)
 
 
 @tensor_args("input")
@@ -400,7 +401,8 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return apply_inplace(input, lambda: _C.hardtanh(input, min_val, max_val), "hardtanh_")
+    return apply_inplace(input, lambda: _C.hardtanh(input, min_val, max_val), "hardtanh_",
+                         direct=True)
 
 
 @tensor_args("input")
@@ -515,7 +517,7 @@ def rrelu(
             return apply_inplace(input, lambda: _C.leaky_relu(input, slope), "rrelu_")
         return _C.leaky_relu(input, slope)
     noise = _rrelu_noise(input, lower, upper)
-    return _act(input, inplace, lambda: input * noise)
+    return _act(input, inplace, lambda: input * noise, direct=False)
 
 
 @tensor_args("input")

@@ -38,8 +38,9 @@ def _native_inplace(name, input, *args):
 
 def _activation(input, inplace, compute):
     # In place, the result is written into the input as `Tensor.relu_` would
-    # be, so a backward needing the input (silu) keeps its old value.
-    return _apply_inplace(input, compute) if inplace else compute()
+    # be, so a backward needing the input (silu) keeps its old value; each
+    # `compute` is one elementwise op of the input alone (`direct`).
+    return _apply_inplace(input, compute, direct=True) if inplace else compute()
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
