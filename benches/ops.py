@@ -7,7 +7,8 @@ there is benchmarked with no edit here: elementwise ops on 16 elements and on
 a 1024 x 1024 matrix (also read through a transposed view), reductions over
 each dimension and over all, and fixed-shape ops at their sample's size (and
 at ``Op.bench``'s when declared). Each case runs forward and, for
-differentiable ops, forward + backward, in float32, with the same thread
+differentiable ops, forward + backward (and, for an op with an in-place form,
+that form on the large case, repeatedly on one tensor), in float32, with the same thread
 count in every library; the time is the best of ``--repeat`` runs of a loop
 long enough to take ~2 ms.
 
@@ -156,6 +157,22 @@ def make_runner(lib, op, case, backward: bool, strided: bool):
     return run, args
 
 
+def make_inplace_runner(lib, op, case):
+    """``x.<op>_(...)`` on the sample's first tensor, again and again under
+    ``no_grad``: the in-place form as a training loop's ``relu_``, ``clamp_``
+    or ``mul_`` runs (both libraries see the same drift of the values)."""
+    args = [_tensor(lib, a, False, False) if isinstance(a, np.ndarray) else a for a in case.args]
+    method = getattr(args[0], op.name + "_")
+    rest, kwargs = args[1:], case.kwargs
+    ctx = fg.no_grad if lib is fg else torch.no_grad
+
+    def run():
+        with ctx():
+            return method(*rest, **kwargs)
+
+    return run
+
+
 def _np_ref(op):
     ref = op.ref
     mod = getattr(ref, "__module__", "") or ""
@@ -257,6 +274,30 @@ def bench_op(op, size, repeat, errors):
                     nbytes += case.args[0].size * 4
                     row["GBps"] = nbytes / (row["ferrograd_us"] * 1e-6) / 1e9
                 rows.append(row)
+    if size == "large" and op.sample.kind == "ew" and op.has(schema.INPLACE):
+        rows.extend(_bench_inplace(op, size, repeat, errors))
+    return rows
+
+
+def _bench_inplace(op, size, repeat, errors):
+    rows = []
+    for case in cases(op, size):
+        row = {"op": op.name + "_", "family": op.family, "size": size, "case": case.label,
+               "layout": "contiguous", "pass": "inplace"}
+        try:
+            row["ferrograd_us"] = timeit(make_inplace_runner(fg, op, case), repeat) * 1e6
+        except Exception as e:  # noqa: BLE001 - reported, and fails the exit status
+            row["error"] = f"{type(e).__name__}: {e}"
+            errors.append(row)
+            rows.append(row)
+            continue
+        if torch is not None:
+            try:
+                row["torch_us"] = timeit(make_inplace_runner(torch, op, case), repeat) * 1e6
+                row["ratio"] = row["torch_us"] / row["ferrograd_us"]
+            except Exception as e:  # noqa: BLE001 - PyTorch refuses the form (a dtype it cannot hold)
+                row["torch_note"] = type(e).__name__
+        rows.append(row)
     return rows
 
 
