@@ -160,6 +160,7 @@ _f("pairwise_distance", "distance", "The p-norm of `x1 - x2 + eps` over the last
    bench=Sample("fixed", (M, M), call=_as_is))
 _f("pdist", "distance", "Euclidean distances between every pair of rows of `input`.", _refs.pdist,
    Sample("fixed", (T((4, 3)),), **_UNIQ), surfaces=FF, **_rule("pdist"),
+   nodes={"_PdistForwardBackward0": ()},
    bench=fixed(T((1024, 64))))
 _f("bilinear", "linear", "x1^T A x2 + b for each output feature.", _refs.bilinear,
    fixed(T((2, 3)), T((2, 4)), T((5, 3, 4)), T((5,))), surfaces=FF, **_rule("bilinear"),
