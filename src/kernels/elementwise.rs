@@ -720,6 +720,22 @@ pub fn map_in_place<T: Element>(dst: &mut [T], f: impl Fn(T) -> T + Sync) {
     });
 }
 
+/// `dst = kernel(dst)` for a kernel over slices (`kernel(out, src)`), in
+/// place, a block at a time through a buffer, split across the pool.
+pub fn slices_in_place(dst: &mut [f32], kernel: fn(&mut [f32], &[f32])) {
+    let d = SendPtr(dst.as_mut_ptr());
+    par_ranges(dst.len(), |lo, hi| {
+        // SAFETY: the ranges are disjoint and inside `dst`.
+        let part = unsafe { std::slice::from_raw_parts_mut(d.get().add(lo), hi - lo) };
+        let mut buf = [0f32; GATHER];
+        for block in part.chunks_mut(GATHER) {
+            let n = block.len();
+            buf[..n].copy_from_slice(block);
+            kernel(block, &buf[..n]);
+        }
+    });
+}
+
 /// `dst[i] = f(dst[i], a[i], b[i])` over operands of one length, split
 /// across the pool: a three-operand in-place op (`x.addcmul_(y, z)`).
 pub fn update2<T: Element>(dst: &mut [T], a: &[T], b: &[T], f: impl Fn(T, T, T) -> T + Sync) {

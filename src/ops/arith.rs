@@ -407,8 +407,13 @@ pub(crate) fn pow_scalar(a: &Tensor, e: Scalar) -> Result<Tensor> {
 
 /// One form of `x ** e` over `a` (its view `v`), laid out as `a` is; in
 /// place when `a` is the destination of `x.pow_(e)` (see `map_claimed`).
-fn pow_map<T: Element>(a: &Tensor, v: &crate::tensor::View, f: impl Fn(T) -> T + Sync) -> Tensor {
-    if let Some(out) = super::unary::map_claimed::<T>(a, &f) {
+fn pow_map<T: Element>(
+    a: &Tensor,
+    v: &crate::tensor::View,
+    f: impl Fn(T) -> T + Sync + Copy,
+) -> Tensor {
+    // By value (a copy): see `unary::map1` on `&F` as the kernel's function.
+    if let Some(out) = super::unary::map_claimed::<T>(a, f) {
         return out;
     }
     let (r, strides) = crate::kernels::elementwise::unary_kept::<T, T>(v, f);

@@ -62,9 +62,17 @@ fn compare_in_place(
         .copied()?;
     if dt == DType::F32 {
         let y = y as f32;
-        map_claimed::<f32>(a, |x| if f32f(x, y) { 1.0 } else { 0.0 })
+        map_claimed::<f32>(
+            a,
+            #[inline(always)]
+            move |x| if f32f(x, y) { 1.0 } else { 0.0 },
+        )
     } else {
-        map_claimed::<f64>(a, |x| if f64f(x, y) { 1.0 } else { 0.0 })
+        map_claimed::<f64>(
+            a,
+            #[inline(always)]
+            move |x| if f64f(x, y) { 1.0 } else { 0.0 },
+        )
     }
 }
 

@@ -36,9 +36,10 @@ fn ternary_map<T: Element>(
     a: &Tensor,
     b: &Tensor,
     shape: &Shape,
-    f: impl Fn(T, T, T) -> T + Sync,
+    f: impl Fn(T, T, T) -> T + Sync + Copy,
 ) -> Tensor {
-    if let Some(out) = super::unary::zip3_claimed::<T>(x, a, b, &f) {
+    // By value (a copy): see `unary::map1` on `&F` as the kernel's function.
+    if let Some(out) = super::unary::zip3_claimed::<T>(x, a, b, f) {
         return out;
     }
     let (vx, va, vb) = (x.view(), a.view(), b.view());
@@ -51,9 +52,9 @@ fn binary_map<T: Element>(
     x: &Tensor,
     a: &Tensor,
     shape: &Shape,
-    f: impl Fn(T, T) -> T + Sync,
+    f: impl Fn(T, T) -> T + Sync + Copy,
 ) -> Tensor {
-    if let Some(out) = super::unary::zip_claimed::<T>(x, a, &f) {
+    if let Some(out) = super::unary::zip_claimed::<T>(x, a, f) {
         return out;
     }
     let (vx, va) = (x.view(), a.view());

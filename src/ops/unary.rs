@@ -30,15 +30,37 @@ pub(crate) fn map1(
     }
     // In place (see `apply_inplace_map`): the map is applied to the
     // destination's own memory, which is then the result.
-    if dt == a.dtype() {
-        let done = match (dt, &int_f) {
-            (DType::F64, _) => map_claimed::<f64>(a, &f64f),
-            (DType::F32, _) => map_claimed::<f32>(a, &f32f),
-            (DType::I64, Some(f)) => map_claimed::<i64>(a, f),
-            _ => None,
-        };
-        if let Some(out) = done {
-            return Ok(out);
+    // The functions are moved in, not passed by reference: a `&F` taken as
+    // the kernel's function type left some (`atan`'s `mul_add`s) as calls
+    // compiled without the loop's instruction set, 40x slower.
+    let direct = match dt {
+        DType::F32 | DType::F64 => true,
+        DType::I64 => int_f.is_some(),
+        _ => false,
+    };
+    if direct && dt == a.dtype() {
+        if let Some(v) = super::inplace::claim_map_target(a) {
+            let n = v.numel();
+            if n > 0 {
+                // SAFETY: the claimed view is the destination's `n` elements
+                // of `dt` as one dense run, which nothing else reads or
+                // writes while the in-place op runs.
+                unsafe {
+                    match (dt, int_f) {
+                        (DType::F64, _) => {
+                            map_in_place(std::slice::from_raw_parts_mut(v.ptr::<f64>(), n), f64f)
+                        }
+                        (DType::F32, _) => {
+                            map_in_place(std::slice::from_raw_parts_mut(v.ptr::<f32>(), n), f32f)
+                        }
+                        (_, Some(f)) => {
+                            map_in_place(std::slice::from_raw_parts_mut(v.ptr::<i64>(), n), f)
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            return Ok(a.clone());
         }
     }
     let out = match (dt, int_f) {
@@ -139,9 +161,21 @@ pub(crate) fn zip_claimed<T: crate::tensor::Element>(
             return None;
         }
         let y = cast_data(b, T::DTYPE).to_vec::<T>().first().copied()?;
-        return map_claimed::<T>(a, move |x| f(x, y));
+        // Inlined into the kernel's loop, whose instruction set the `mul_add`s
+        // of `f` need (`tools/check_fma_calls.py`).
+        return map_claimed::<T>(
+            a,
+            #[inline(always)]
+            move |x| f(x, y),
+        );
     }
-    zip3_claimed::<T>(a, b, b, move |x, y, _| f(x, y))
+    zip3_claimed::<T>(
+        a,
+        b,
+        b,
+        #[inline(always)]
+        move |x, y, _| f(x, y),
+    )
 }
 
 /// Whether `o` is a tensor of `a`'s dtype, shape and element order in
@@ -247,6 +281,17 @@ pub(crate) fn trig(
     f64f: impl Fn(f64) -> f64 + Sync,
 ) -> Result<Tensor> {
     if a.dtype() == DType::F32 {
+        // In place (`x.sin_()`, see `apply_inplace_map`).
+        if let Some(v) = super::inplace::claim_map_target(a) {
+            let n = v.numel();
+            if n > 0 {
+                // SAFETY: the claimed view is the destination's `n` float32
+                // elements as one dense run, which nothing else touches.
+                let d = unsafe { std::slice::from_raw_parts_mut(v.ptr::<f32>(), n) };
+                crate::kernels::elementwise::slices_in_place(d, slice);
+            }
+            return Ok(a.clone());
+        }
         let v = a.view();
         // A dense permuted input runs over its memory in order, its result laid out as it is.
         let (p, strides) = match crate::kernels::elementwise::permuted([&v], &v.shape, &[0]) {
@@ -771,14 +816,15 @@ fn rounding(
     f64f: impl Fn(f64) -> f64 + Sync,
 ) -> Result<Tensor> {
     let out = if a.dtype().is_float() {
+        // `a` itself only when the map was written over it in place.
         map1(a, a.dtype(), f32f, f64f, NO_INT)?
     } else {
-        a.contiguous_data()
-    };
-    let out = if out.same(a) {
-        super::clone_data(a)
-    } else {
-        out
+        let c = a.contiguous_data();
+        if c.same(a) {
+            super::clone_data(a)
+        } else {
+            c
+        }
     };
     if needs_record(&[a]) {
         // PyTorch's gradient of a rounding is `zeros_like(grad)` (0 also
