@@ -320,6 +320,15 @@ def take(input: Tensor, index: Tensor) -> Tensor:
 def _put(self, index, source, accumulate=False):
     """A copy of ``self`` with ``source`` written at the flat positions ``index`` (added
     there with ``accumulate=True``)."""
+    idx, src = _put_args(self, index, source)
+    flat = self.reshape(-1)
+    out = flat.scatter_add(0, idx, src) if accumulate else flat.scatter(0, idx, src)
+    return out.reshape(tuple(self.shape))
+
+
+def _put_args(self, index, source):
+    """``put``'s flat index (negative entries wrapped) and flat source, after
+    PyTorch's checks."""
     _check("put_", index, "index", 2)
     _check("put_", source, "source", 3)
     if index.dtype != _C.int64:
@@ -331,9 +340,7 @@ def _put(self, index, source, accumulate=False):
             f"put_(): Expected source and index to have the same number of elements, but got "
             f"source.numel() = {src.numel()}, index.numel() = {idx.numel()}"
         )
-    flat = self.reshape(-1)
-    out = flat.scatter_add(0, idx, src) if accumulate else flat.scatter(0, idx, src)
-    return out.reshape(tuple(self.shape))
+    return idx, src
 
 
 def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
@@ -342,17 +349,7 @@ def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     recorded = _C.is_grad_enabled() and (
         getattr(self, "requires_grad", False) or getattr(source, "requires_grad", False))
     if _plain(self, index, source) and self.is_contiguous() and not recorded:
-        _check("put_", index, "index", 2)
-        _check("put_", source, "source", 3)
-        if index.dtype != _C.int64:
-            raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype}")
-        idx = _flat_index("put_", self, index).reshape(-1)
-        src = source.reshape(-1)
-        if idx.numel() != src.numel():
-            raise RuntimeError(
-                f"put_(): Expected source and index to have the same number of elements, "
-                f"but got source.numel() = {src.numel()}, index.numel() = {idx.numel()}"
-            )
+        idx, src = _put_args(self, index, source)
         # A view of the contiguous self written in place: nothing is recorded.
         _C._scatter_(self.view(-1), 0, idx, src, "sum" if accumulate else "none")
         return self
